@@ -1,0 +1,56 @@
+//! `hematite-model`: the executable specification (oracle) of Hematite's RoCEv2 packet path.
+//!
+//! The RTL receive and transmit paths are checked against this crate:
+//!
+//! * [`rx::classify`] is the receive spec: it runs the exact check sequence of the RTL parser on a
+//!   raw Ethernet frame (no FCS) and yields the drop reason (or acceptance) plus the decoded
+//!   [`HdrRecord`].
+//! * [`build::build_frame`] is the transmit spec: it turns a [`HdrRecord`] plus payload into the
+//!   exact frame bytes the RTL must emit.
+//! * [`wire::parse_frame`] is a second, independently written, structured parser whose error
+//!   classification must agree with [`rx::classify`] on every input.
+//! * [`icrc`], [`psn`], [`opcode`] hold the protocol arithmetic and tables, [`capture`] reads and
+//!   writes pcap / pcapng files (optionally `.xz` compressed), and `arb` (cargo feature
+//!   `proptest`) provides random valid TX inputs for property tests.
+//!
+//! Nothing in this crate panics on any input and there is no `unsafe` code.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod build;
+pub mod capture;
+pub mod icrc;
+pub mod opcode;
+pub mod psn;
+#[allow(missing_docs)]
+pub mod record;
+pub mod rx;
+pub mod wire;
+
+#[cfg(feature = "proptest")]
+pub mod arb;
+
+pub use build::{build_frame, normalize_for_tx, BuildError};
+pub use record::{DropReason, HdrRecord};
+pub use rx::{classify, RxOutcome};
+pub use wire::{parse_frame, Packet, ParseError};
+
+/// UDP destination port that identifies RoCEv2 (0x12B7).
+pub const ROCEV2_UDP_PORT: u16 = 4791;
+/// EtherType of IPv4.
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// EtherType of IPv6.
+pub const ETHERTYPE_IPV6: u16 = 0x86DD;
+/// Tag protocol identifier of an IEEE 802.1Q VLAN tag.
+pub const ETHERTYPE_VLAN: u16 = 0x8100;
+/// Minimum Ethernet frame length without FCS (60 bytes); shorter frames are zero padded on TX.
+pub const ETH_MIN_FRAME: usize = 60;
+/// Frames of at most this many bytes may carry Ethernet minimum-size padding after the IP
+/// datagram (64 = minimum frame with FCS; the RTL's rule).
+pub const ETH_PAD_LIMIT: usize = 64;
+
+impl core::fmt::Display for DropReason {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,84 @@
+// CRC-32 (IEEE 802.3, reflected, poly 0xEDB88320) helpers for the ICRC datapaths.
+//
+// The register convention is zlib's before the final inversion: a byte d is absorbed by
+// r ^= d, then eight shift-right steps with conditional XOR of the polynomial. The update is
+// linear over GF(2), so a W-byte beat is r' = Z^W * r ^ L(beat), where Z is the "absorb one zero
+// byte" map and L is the register a zero register would reach. The functions below are
+// evaluated at elaboration time only (constant functions): they build the XOR matrices.
+package hm_crc_pkg;
+  /* verilator lint_off UNUSEDPARAM */
+
+  localparam logic [31:0] HM_CRC_POLY = 32'hEDB88320;
+  // Register after the 8 bytes of 0xFF that stand in for the LRH (ROCEV2.md section 5), and
+  // also the residue after a good packet including its ICRC bytes.
+  localparam logic [31:0] HM_ICRC_SEED = 32'hDEBB20E3;
+
+  // Absorb one zero byte.
+  function automatic logic [31:0] hm_crc_zbyte(input logic [31:0] r);
+    logic [31:0] x;
+    x = r;
+    for (int b = 0; b < 8; b++) x = x[0] ? ((x >> 1) ^ HM_CRC_POLY) : (x >> 1);
+    return x;
+  endfunction
+
+  // Inverse of hm_crc_zbyte (Z is invertible because the polynomial has its x^0 term).
+  function automatic logic [31:0] hm_crc_zbyte_inv(input logic [31:0] r);
+    logic [31:0] x;
+    logic        lsb;
+    x = r;
+    for (int b = 0; b < 8; b++) begin
+      lsb = x[31];
+      x = ((x ^ (lsb ? HM_CRC_POLY : 32'h0)) << 1) | {31'h0, lsb};
+    end
+    return x;
+  endfunction
+
+  // Z^n applied to r (n zero bytes).
+  function automatic logic [31:0] hm_crc_zpow(input logic [31:0] r, input int n);
+    logic [31:0] x;
+    x = r;
+    for (int i = 0; i < n; i++) x = hm_crc_zbyte(x);
+    return x;
+  endfunction
+
+  // Z^-n applied to r.
+  function automatic logic [31:0] hm_crc_zpow_inv(input logic [31:0] r, input int n);
+    logic [31:0] x;
+    x = r;
+    for (int i = 0; i < n; i++) x = hm_crc_zbyte_inv(x);
+    return x;
+  endfunction
+
+  // Matrix of Z^n: row i is the mask of input bits that form output bit i.
+  function automatic logic [31:0][31:0] hm_crc_zpow_matrix(input int n);
+    logic [31:0][31:0] m;
+    logic [31:0]       c;
+    m = '0;
+    for (int k = 0; k < 32; k++) begin
+      c = hm_crc_zpow(32'h1 << k, n);
+      for (int i = 0; i < 32; i++) m[i][k] = c[i];
+    end
+    return m;
+  endfunction
+
+  // Matrix of Z^-n.
+  function automatic logic [31:0][31:0] hm_crc_zpow_inv_matrix(input int n);
+    logic [31:0][31:0] m;
+    logic [31:0]       c;
+    m = '0;
+    for (int k = 0; k < 32; k++) begin
+      c = hm_crc_zpow_inv(32'h1 << k, n);
+      for (int i = 0; i < 32; i++) m[i][k] = c[i];
+    end
+    return m;
+  endfunction
+
+  // Matrix-vector product over GF(2).
+  function automatic logic [31:0] hm_crc_matvec(input logic [31:0][31:0] m, input logic [31:0] v);
+    logic [31:0] o;
+    for (int i = 0; i < 32; i++) o[i] = ^(m[i] & v);
+    return o;
+  endfunction
+
+  /* verilator lint_on UNUSEDPARAM */
+endpackage

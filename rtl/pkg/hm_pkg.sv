@@ -1,0 +1,141 @@
+// Hematite shared definitions: the RoCEv2 header record, RX status, drop reason codes and the
+// opcode table. This file is the single source of truth for the record layout: the Rust side
+// (hematite-sim's build script) parses `hm_roce_hdr_t` below and generates its bit packing.
+// Keep one field per line in the form `logic [N-1:0] name;` or `logic name;`.
+package hm_pkg;
+  /* verilator lint_off UNUSEDPARAM */
+
+  // UDP destination port that identifies RoCEv2.
+  localparam logic [15:0] HM_ROCE_UDP_PORT = 16'd4791;
+
+  // ---------------------------------------------------------------------------------------
+  // Header record. RX: decoded fields. TX: input (fields marked computed are ignored).
+  // Packed: the first field is the most significant.
+  // ---------------------------------------------------------------------------------------
+  typedef struct packed {
+    logic [47:0]  eth_dst;
+    logic [47:0]  eth_src;
+    logic         vlan_valid;
+    logic [2:0]   vlan_pcp;
+    logic         vlan_dei;
+    logic [11:0]  vlan_vid;
+    logic         ipv6;
+    logic [127:0] ip_src;
+    logic [127:0] ip_dst;
+    logic [5:0]   dscp;
+    logic [1:0]   ecn;
+    logic [7:0]   ttl;
+    logic [15:0]  ip_id;
+    logic         ip_df;
+    logic [19:0]  flow_label;
+    logic [15:0]  udp_sport;
+    logic [15:0]  udp_dport;
+    logic [15:0]  udp_len;
+    logic [15:0]  udp_csum;
+    logic [7:0]   opcode;
+    logic         se;
+    logic         migreq;
+    logic [1:0]   padcnt;
+    logic [3:0]   tver;
+    logic [15:0]  pkey;
+    logic         fecn;
+    logic         becn;
+    logic [5:0]   resv6;
+    logic [23:0]  dest_qp;
+    logic         ackreq;
+    logic [6:0]   resv7;
+    logic [23:0]  psn;
+    logic [63:0]  va;
+    logic [31:0]  rkey;
+    logic [31:0]  dma_len;
+    logic [63:0]  swap_add;
+    logic [63:0]  compare;
+    logic [7:0]   syndrome;
+    logic [23:0]  msn;
+    logic [63:0]  atomic_orig;
+    logic [31:0]  imm;
+    logic [31:0]  qkey;
+    logic [23:0]  src_qp;
+    logic [15:0]  payload_off;
+    logic [15:0]  payload_len;
+  } hm_roce_hdr_t;
+
+  // Drop reason codes (0 = accepted). Priority is documented in docs/packet-path.md and in
+  // hematite-model's DropReason.
+  localparam logic [3:0] HM_RSN_ACCEPT         = 4'd0;
+  localparam logic [3:0] HM_RSN_TRUNCATED      = 4'd1;
+  localparam logic [3:0] HM_RSN_NOT_IP         = 4'd2;
+  localparam logic [3:0] HM_RSN_IPV4_OPT_FRAG  = 4'd3;
+  localparam logic [3:0] HM_RSN_NOT_ROCE       = 4'd4;
+  localparam logic [3:0] HM_RSN_LENGTH         = 4'd5;
+  localparam logic [3:0] HM_RSN_BAD_ICRC       = 4'd6;
+  localparam logic [3:0] HM_RSN_BAD_IPV4_CSUM  = 4'd7;
+  localparam logic [3:0] HM_RSN_TVER           = 4'd8;
+  localparam logic [3:0] HM_RSN_UNKNOWN_OPCODE = 4'd9;
+  localparam int         HM_RSN_COUNT          = 10;
+
+  // Per-frame RX status, reported for every frame on the monitor port.
+  typedef struct packed {
+    hm_roce_hdr_t hdr;
+    logic [3:0]   reason;
+    logic         icrc_ok;
+    logic         ipv4_csum_ok;
+    logic [15:0]  frame_len;
+  } hm_rx_status_t;
+
+  // ---------------------------------------------------------------------------------------
+  // Opcode table (ROCEV2.md section 4). hdr_len counts BTH + extension headers.
+  // Extension offsets are relative to the end of the BTH.
+  // ---------------------------------------------------------------------------------------
+  typedef struct packed {
+    logic       known;
+    logic [5:0] hdr_len;
+    logic       reth;        // RETH at ext offset 0
+    logic       atomic_eth;  // AtomicETH at ext offset 0
+    logic       aeth;        // AETH at ext offset 0
+    logic       atomic_ack;  // AtomicAckETH at ext offset 4
+    logic       deth;        // DETH at ext offset 0
+    logic       imm;         // ImmDt at ext offset imm_off
+    logic       ieth;        // IETH at ext offset 0
+    logic [4:0] imm_off;     // 0, 8 (after DETH) or 16 (after RETH)
+    logic       cnp;         // 16 reserved bytes
+    logic       no_payload;  // must carry neither payload nor pad
+  } hm_op_info_t;
+
+  function automatic hm_op_info_t hm_op_info(input logic [7:0] op);
+    hm_op_info_t i;
+    logic [4:0]  o;
+    i = '0;
+    o = op[4:0];
+    if (op[7:5] == 3'b000 || (op[7:5] == 3'b001 && o <= 5'h0B)) begin
+      // RC (0x00-0x17) and UC (0x20-0x2B, same layouts as RC 0x00-0x0B)
+      i.known = 1'b1;
+      i.hdr_len = 6'd12;
+      case (o)
+        5'h00, 5'h01, 5'h02, 5'h04: ;
+        5'h03, 5'h05: begin i.imm = 1'b1; i.hdr_len = 6'd16; end
+        5'h06, 5'h0A: begin i.reth = 1'b1; i.hdr_len = 6'd28; end
+        5'h07, 5'h08: ;
+        5'h09: begin i.imm = 1'b1; i.hdr_len = 6'd16; end
+        5'h0B: begin i.reth = 1'b1; i.imm = 1'b1; i.imm_off = 5'd16; i.hdr_len = 6'd32; end
+        5'h0C: begin i.reth = 1'b1; i.hdr_len = 6'd28; i.no_payload = 1'b1; end
+        5'h0D, 5'h0F, 5'h10: begin i.aeth = 1'b1; i.hdr_len = 6'd16; end
+        5'h0E: ;
+        5'h11: begin i.aeth = 1'b1; i.hdr_len = 6'd16; i.no_payload = 1'b1; end
+        5'h12: begin i.aeth = 1'b1; i.atomic_ack = 1'b1; i.hdr_len = 6'd24; i.no_payload = 1'b1; end
+        5'h13, 5'h14: begin i.atomic_eth = 1'b1; i.hdr_len = 6'd40; i.no_payload = 1'b1; end
+        5'h16, 5'h17: begin i.ieth = 1'b1; i.hdr_len = 6'd16; end
+        default: i = '0;
+      endcase
+    end else if (op == 8'h64) begin
+      i.known = 1'b1; i.deth = 1'b1; i.hdr_len = 6'd20;
+    end else if (op == 8'h65) begin
+      i.known = 1'b1; i.deth = 1'b1; i.imm = 1'b1; i.imm_off = 5'd8; i.hdr_len = 6'd24;
+    end else if (op == 8'h81) begin
+      i.known = 1'b1; i.cnp = 1'b1; i.hdr_len = 6'd28; i.no_payload = 1'b1;
+    end
+    return i;
+  endfunction
+
+  /* verilator lint_on UNUSEDPARAM */
+endpackage
