@@ -14,6 +14,18 @@
 //!   `proptest`) provides random valid TX inputs for property tests.
 //!
 //! Nothing in this crate panics on any input and there is no `unsafe` code.
+//!
+//! ```
+//! use hematite_model::{build_frame, classify, normalize_for_tx, HdrRecord};
+//!
+//! let rec = HdrRecord { opcode: 0x04 /* RC SEND ONLY */, pkey: 0xFFFF, dest_qp: 0x11,
+//!                       ttl: 64, payload_len: 5, ..HdrRecord::default() };
+//! let frame = build_frame(&rec, b"hello").unwrap();
+//! let out = classify(&frame);
+//! assert_eq!(out.reason, None);
+//! assert!(out.icrc_ok);
+//! assert_eq!(out.rec, normalize_for_tx(&rec));
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -22,7 +34,7 @@ pub mod capture;
 pub mod icrc;
 pub mod opcode;
 pub mod psn;
-#[allow(missing_docs)]
+#[allow(missing_docs, clippy::doc_lazy_continuation)]
 pub mod record;
 pub mod rx;
 pub mod wire;

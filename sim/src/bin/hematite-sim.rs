@@ -1,0 +1,344 @@
+//! `hematite-sim`: run Hematite's RTL in Verilator from the command line.
+//!
+//!   hematite-sim replay --pcap FILE [--json] [--width 256|512]
+//!       Feed every frame of a pcap/pcapng (optionally .xz) through the RTL receive path and
+//!       print, per frame, what the hardware decoded and its verdict.
+//!   hematite-sim build --json FILE --pcap OUT [--width 256|512]
+//!       Build frames through the RTL transmit path from JSON header records and write a pcap.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use hematite_model::{build_frame, capture, opcode, DropReason, HdrRecord};
+use hematite_sim::layout::{set_bits, HDR_FIELDS};
+use hematite_sim::{pack_hdr, run_rx, run_tx, unpack_hdr, Flow, PktSim, RxStatus, TxJob};
+use serde_json::{json, Map, Value};
+
+const USAGE: &str = "usage:
+  hematite-sim replay --pcap FILE [--json] [--width 256|512]
+  hematite-sim build --json FILE --pcap OUT [--width 256|512]";
+
+struct Args {
+    cmd: String,
+    opts: BTreeMap<String, String>,
+    flags: Vec<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut it = std::env::args().skip(1);
+    let cmd = it.next().ok_or("missing command")?;
+    let mut opts = BTreeMap::new();
+    let mut flags = Vec::new();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--json" if cmd == "replay" => flags.push("json".into()),
+            "--pcap" | "--json" | "--width" => {
+                let v = it.next().ok_or(format!("{a} needs a value"))?;
+                opts.insert(a.trim_start_matches("--").to_string(), v);
+            }
+            "-h" | "--help" => return Err(String::new()),
+            _ => return Err(format!("unknown argument `{a}`")),
+        }
+    }
+    Ok(Args { cmd, opts, flags })
+}
+
+fn width(a: &Args) -> Result<usize, String> {
+    match a.opts.get("width").map(|s| s.as_str()).unwrap_or("512") {
+        "256" => Ok(256),
+        "512" => Ok(512),
+        w => Err(format!("--width must be 256 or 512, not {w}")),
+    }
+}
+
+fn fmt_mac(v: u64) -> String {
+    (0..6).rev().map(|i| format!("{:02x}", (v >> (8 * i)) & 0xff)).collect::<Vec<_>>().join(":")
+}
+
+fn fmt_ip(v: u128, v6: bool) -> String {
+    if v6 {
+        std::net::Ipv6Addr::from(v).to_string()
+    } else {
+        std::net::Ipv4Addr::from(v as u32).to_string()
+    }
+}
+
+fn reason_name(code: u8) -> &'static str {
+    DropReason::from_code(code).map(|r| r.name()).unwrap_or("?")
+}
+
+/// The decoded fields worth printing for a frame, in order, as (key, JSON value).
+fn frame_fields(n: usize, s: &RxStatus) -> Vec<(&'static str, Value)> {
+    let h = &s.hdr;
+    let mut v: Vec<(&'static str, Value)> = vec![
+        ("frame", json!(n)),
+        ("verdict", json!(if s.reason == 0 { "accept" } else { "drop" })),
+    ];
+    if s.reason != 0 {
+        v.push(("reason", json!(reason_name(s.reason))));
+    }
+    let info = opcode::info(h.opcode);
+    v.push(("opcode", json!(format!("0x{:02x}", h.opcode))));
+    v.push(("op", json!(info.map(|i| i.name).unwrap_or("unknown"))));
+    v.push(("dest_qp", json!(format!("0x{:06x}", h.dest_qp))));
+    v.push(("psn", json!(h.psn)));
+    v.push(("icrc_ok", json!(s.icrc_ok)));
+    v.push(("frame_len", json!(s.frame_len)));
+    v.push(("eth_src", json!(fmt_mac(h.eth_src))));
+    v.push(("eth_dst", json!(fmt_mac(h.eth_dst))));
+    if h.vlan_valid {
+        v.push(("vlan_vid", json!(h.vlan_vid)));
+        v.push(("vlan_pcp", json!(h.vlan_pcp)));
+    }
+    v.push(("ip", json!(if h.ipv6 { 6 } else { 4 })));
+    v.push(("ip_src", json!(fmt_ip(h.ip_src, h.ipv6))));
+    v.push(("ip_dst", json!(fmt_ip(h.ip_dst, h.ipv6))));
+    v.push(("dscp", json!(h.dscp)));
+    v.push(("ecn", json!(h.ecn)));
+    v.push(("ttl", json!(h.ttl)));
+    if !h.ipv6 {
+        v.push(("ipv4_csum_ok", json!(s.ipv4_csum_ok)));
+    } else {
+        v.push(("flow_label", json!(h.flow_label)));
+    }
+    v.push(("udp_sport", json!(h.udp_sport)));
+    v.push(("se", json!(h.se as u8)));
+    v.push(("migreq", json!(h.migreq as u8)));
+    v.push(("padcnt", json!(h.padcnt)));
+    v.push(("pkey", json!(format!("0x{:04x}", h.pkey))));
+    v.push(("fecn", json!(h.fecn as u8)));
+    v.push(("becn", json!(h.becn as u8)));
+    v.push(("ackreq", json!(h.ackreq as u8)));
+    if let Some(i) = info {
+        if i.reth || i.atomic_eth {
+            v.push(("va", json!(format!("0x{:016x}", h.va))));
+            v.push(("rkey", json!(format!("0x{:08x}", h.rkey))));
+        }
+        if i.reth {
+            v.push(("dma_len", json!(h.dma_len)));
+        }
+        if i.atomic_eth {
+            v.push(("swap_add", json!(format!("0x{:016x}", h.swap_add))));
+            v.push(("compare", json!(format!("0x{:016x}", h.compare))));
+        }
+        if i.aeth {
+            v.push(("syndrome", json!(format!("0x{:02x}", h.syndrome))));
+            v.push(("msn", json!(h.msn)));
+        }
+        if i.atomic_ack {
+            v.push(("atomic_orig", json!(format!("0x{:016x}", h.atomic_orig))));
+        }
+        if i.deth {
+            v.push(("qkey", json!(format!("0x{:08x}", h.qkey))));
+            v.push(("src_qp", json!(format!("0x{:06x}", h.src_qp))));
+        }
+        if i.imm {
+            v.push(("imm", json!(format!("0x{:08x}", h.imm))));
+        }
+        if i.ieth {
+            v.push(("inv_rkey", json!(format!("0x{:08x}", h.imm))));
+        }
+    }
+    if s.reason == 0 {
+        v.push(("payload_off", json!(h.payload_off)));
+        v.push(("payload_len", json!(h.payload_len)));
+    }
+    v
+}
+
+fn replay(a: &Args) -> Result<(), String> {
+    let path = PathBuf::from(a.opts.get("pcap").ok_or("replay needs --pcap FILE")?);
+    let frames = capture::read_frames(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut sim = PktSim::new(width(a)?)?;
+    let run = run_rx(&mut sim, &frames, &Flow::default())?;
+    if run.status.len() != frames.len() {
+        return Err(format!("RTL reported {} statuses for {} frames", run.status.len(), frames.len()));
+    }
+    let json_out = a.flags.iter().any(|f| f == "json");
+    for (i, s) in run.status.iter().enumerate() {
+        let fields = frame_fields(i + 1, s);
+        if json_out {
+            let m: Map<String, Value> = fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            println!("{}", Value::Object(m));
+        } else {
+            let line: Vec<String> = fields
+                .into_iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => format!("{k}={s}"),
+                    other => format!("{k}={other}"),
+                })
+                .collect();
+            println!("{}", line.join(" "));
+        }
+    }
+    let mut summary = format!(
+        "# {} frames, {} accepted; {} input beats in {} cycles ({:.3} beats/cycle) at {} bits",
+        frames.len(),
+        run.counters[0],
+        run.in_beats,
+        run.cycles,
+        run.in_beats as f64 / run.cycles.max(1) as f64,
+        sim.width()
+    );
+    for r in DropReason::ALL {
+        let c = run.counters[r as usize];
+        if c != 0 {
+            summary.push_str(&format!("; {}={}", r.name(), c));
+        }
+    }
+    eprintln!("{summary}");
+    Ok(())
+}
+
+/// A JSON value as the bits of a record field.
+fn json_bits(key: &str, v: &Value) -> Result<u128, String> {
+    match v {
+        Value::Bool(b) => Ok(*b as u128),
+        Value::Number(n) => n.as_u64().map(|x| x as u128).ok_or(format!("{key}: not an unsigned integer")),
+        Value::String(s) => {
+            let s = s.trim();
+            if let Some(h) = s.strip_prefix("0x") {
+                u128::from_str_radix(h, 16).map_err(|e| format!("{key}: {e}"))
+            } else if s.len() == 17 && s.matches(':').count() == 5 {
+                u64::from_str_radix(&s.replace(':', ""), 16).map(|x| x as u128).map_err(|e| format!("{key}: {e}"))
+            } else if let Ok(ip) = s.parse::<std::net::Ipv4Addr>() {
+                Ok(u32::from(ip) as u128)
+            } else if let Ok(ip) = s.parse::<std::net::Ipv6Addr>() {
+                Ok(u128::from(ip))
+            } else {
+                s.parse::<u128>().map_err(|_| format!("{key}: cannot read `{s}`"))
+            }
+        }
+        _ => Err(format!("{key}: unsupported JSON value")),
+    }
+}
+
+fn parse_jobs(text: &str) -> Result<Vec<(HdrRecord, Vec<u8>)>, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("JSON: {e}"))?;
+    let items = match v {
+        Value::Array(a) => a,
+        o @ Value::Object(_) => vec![o],
+        _ => return Err("JSON must be an object or an array of objects".into()),
+    };
+    let mut jobs = Vec::new();
+    for (idx, it) in items.iter().enumerate() {
+        let obj = it.as_object().ok_or(format!("record {}: not an object", idx + 1))?;
+        let mut words = [0u32; hematite_sim::ffi::HDR_WORDS];
+        let mut d = HdrRecord { ttl: 64, pkey: 0xFFFF, ..Default::default() };
+        pack_hdr(&d, &mut words);
+        for (k, val) in obj {
+            if k == "payload_hex" || k == "payload_len" {
+                continue;
+            }
+            let (_, lsb, w) = HDR_FIELDS
+                .iter()
+                .find(|(n, _, _)| n == k)
+                .ok_or(format!("record {}: unknown field `{k}`", idx + 1))?;
+            let bits = json_bits(k, val).map_err(|e| format!("record {}: {e}", idx + 1))?;
+            if *w < 128 && bits >> w != 0 {
+                return Err(format!("record {}: {k} does not fit in {w} bits", idx + 1));
+            }
+            set_bits(&mut words, *lsb, *w, bits);
+        }
+        d = unpack_hdr(&words);
+        let payload = if let Some(h) = obj.get("payload_hex") {
+            let h = h.as_str().ok_or("payload_hex must be a string")?;
+            if h.len() % 2 != 0 {
+                return Err(format!("record {}: odd payload_hex length", idx + 1));
+            }
+            (0..h.len() / 2)
+                .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16))
+                .collect::<Result<Vec<u8>, _>>()
+                .map_err(|e| format!("record {}: payload_hex: {e}", idx + 1))?
+        } else if let Some(n) = obj.get("payload_len") {
+            let n = n.as_u64().ok_or("payload_len must be a number")? as usize;
+            (0..n).map(|i| i as u8).collect()
+        } else {
+            Vec::new()
+        };
+        d.payload_len = payload.len() as u16;
+        jobs.push((d, payload));
+    }
+    Ok(jobs)
+}
+
+fn build(a: &Args) -> Result<(), String> {
+    let jpath = a.opts.get("json").ok_or("build needs --json FILE")?;
+    let out = PathBuf::from(a.opts.get("pcap").ok_or("build needs --pcap OUT")?);
+    let text = std::fs::read_to_string(jpath).map_err(|e| format!("{jpath}: {e}"))?;
+    let jobs = parse_jobs(&text)?;
+    // Records the hardware rejects (unknown opcode, payload on a no-payload opcode) send no
+    // frame; say so up front, with the model's reason.
+    let mut expect = 0;
+    for (i, (r, p)) in jobs.iter().enumerate() {
+        match build_frame(r, p) {
+            Ok(_) => expect += 1,
+            Err(e) => eprintln!("record {}: rejected: {e}", i + 1),
+        }
+    }
+    let mut sim = PktSim::new(width(a)?)?;
+    let tj: Vec<TxJob> = jobs.iter().map(|(r, p)| TxJob { rec: *r, payload: p.clone() }).collect();
+    let run = run_tx(&mut sim, &tj, expect, &Flow::default())?;
+    let mut frames = Vec::new();
+    let mut k = 0;
+    let mut mismatches = 0;
+    for (i, (r, p)) in jobs.iter().enumerate() {
+        let Ok(model) = build_frame(r, p) else { continue };
+        let f = run.frames.get(k).ok_or("RTL produced fewer frames than expected")?;
+        k += 1;
+        let same = f.bytes == model;
+        if !same {
+            mismatches += 1;
+        }
+        println!(
+            "frame={} record={} len={} opcode=0x{:02x} psn={} bad={} model={}",
+            k,
+            i + 1,
+            f.bytes.len(),
+            r.opcode,
+            r.psn,
+            f.bad,
+            if same { "match" } else { "DIFFERENT" }
+        );
+        frames.push(f.bytes.clone());
+    }
+    capture::write_pcap(&out, &frames).map_err(|e| format!("{}: {e}", out.display()))?;
+    eprintln!(
+        "# wrote {} frames to {} ({} beats in {} cycles, rejected records {})",
+        frames.len(),
+        out.display(),
+        run.out_beats,
+        run.cycles,
+        run.counters[2]
+    );
+    if mismatches != 0 {
+        return Err(format!("{mismatches} frames differ from the reference model"));
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let a = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("hematite-sim: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let r = match a.cmd.as_str() {
+        "replay" => replay(&a),
+        "build" => build(&a),
+        c => Err(format!("unknown command `{c}`\n{USAGE}")),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hematite-sim: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

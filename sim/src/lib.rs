@@ -1,0 +1,325 @@
+//! Verilator co-simulation of Hematite's RTL.
+//!
+//! [`PktSim`] is the Verilated packet path (RX and TX side by side) at 256 or 512 bits; one
+//! [`PktSim::tick`] is one clock cycle through a single batched FFI call. [`run_rx`] and
+//! [`run_tx`] are testbench drivers: they stream frames or header records through the model
+//! with optional random idle cycles and back-pressure and collect what comes out, with cycle
+//! counts.
+
+pub mod ffi;
+pub mod layout;
+
+pub use hematite_model::record::{DropReason, HdrRecord};
+pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};
+
+/// Supported AXI4-Stream widths.
+pub const WIDTHS: [usize; 2] = [256, 512];
+
+/// One Verilated packet path.
+pub struct PktSim {
+    h: ffi::Handle,
+    width: usize,
+    /// Outputs after the last clock edge (what the DUT presents during the next cycle).
+    pub out: ffi::HmPktOut,
+    /// Clock cycles simulated since construction.
+    pub cycle: u64,
+}
+
+impl PktSim {
+    /// A model of the given data width (256 or 512), held in reset for a few cycles.
+    pub fn new(width: usize) -> Result<PktSim, String> {
+        let h = ffi::Handle::new(width).ok_or_else(|| format!("unsupported DATA_WIDTH {width} (256 or 512)"))?;
+        let mut s = PktSim { h, width, out: ffi::HmPktOut::default(), cycle: 0 };
+        let mut i = ffi::HmPktIn { rst: 1, ..Default::default() };
+        for _ in 0..4 {
+            s.tick(&i);
+        }
+        i.rst = 0;
+        s.tick(&i);
+        Ok(s)
+    }
+
+    pub fn width(&self) -> usize {
+        self.width
+    }
+    pub fn bytes_per_beat(&self) -> usize {
+        self.width / 8
+    }
+
+    /// One clock cycle: apply `inp`, one rising edge, then `self.out` holds the new outputs.
+    pub fn tick(&mut self, inp: &ffi::HmPktIn) {
+        self.h.tick(inp, &mut self.out);
+        self.cycle += 1;
+    }
+}
+
+/// Small deterministic PRNG (xorshift64*) for stimulus.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// True with probability pct/100.
+    pub fn pct(&mut self, pct: u32) -> bool {
+        pct > 0 && (self.next() % 100) < pct as u64
+    }
+}
+
+/// Stimulus options for the drivers.
+#[derive(Clone, Debug, Default)]
+pub struct Flow {
+    /// Percent of cycles in which the source withholds valid.
+    pub idle_pct: u32,
+    /// Percent of cycles in which the sinks deassert ready.
+    pub stall_pct: u32,
+    pub seed: u64,
+}
+
+fn load_beat(words: &mut [u32; 16], bytes: &[u8]) -> u64 {
+    *words = [0; 16];
+    for (i, b) in bytes.iter().enumerate() {
+        words[i / 4] |= (*b as u32) << (8 * (i % 4));
+    }
+    if bytes.len() >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bytes.len()) - 1
+    }
+}
+
+fn store_beat(words: &[u32; 16], keep: u64, nbytes: usize, out: &mut Vec<u8>) {
+    for i in 0..nbytes {
+        if keep >> i & 1 == 1 {
+            out.push((words[i / 4] >> (8 * (i % 4))) as u8);
+        }
+    }
+}
+
+/// Result of streaming frames through the RX path.
+#[derive(Debug, Default)]
+pub struct RxRun {
+    /// Monitor output, one per input frame, in order.
+    pub status: Vec<RxStatus>,
+    /// Header records of accepted frames.
+    pub hdrs: Vec<HdrRecord>,
+    /// Payloads delivered on m_axis (frames with payload only), in order.
+    pub payloads: Vec<Vec<u8>>,
+    /// Counters by reason code (0 = accepted).
+    pub counters: [u32; 10],
+    /// Cycles from the first input beat to the last monitor report.
+    pub cycles: u64,
+    /// Input beats transferred.
+    pub in_beats: u64,
+    /// Cycles in which the source offered a beat and the RX path was not ready.
+    pub in_stalls: u64,
+    /// Output beats on m_axis.
+    pub out_beats: u64,
+}
+
+/// Stream `frames` through the RX path of `sim` and collect everything it reports.
+pub fn run_rx(sim: &mut PktSim, frames: &[Vec<u8>], flow: &Flow) -> Result<RxRun, String> {
+    let kw = sim.bytes_per_beat();
+    let mut rng = Rng::new(flow.seed);
+    let mut run = RxRun::default();
+    let (mut fi, mut off) = (0usize, 0usize);
+    let mut cur_payload: Vec<u8> = Vec::new();
+    let mut inp = ffi::HmPktIn::default();
+    let start = sim.cycle;
+    let mut idle_after = 0u64;
+    let limit = 10_000 + frames.iter().map(|f| f.len() as u64 / kw as u64 + 8).sum::<u64>() * 20;
+    loop {
+        // source
+        let offer = fi < frames.len() && !rng.pct(flow.idle_pct);
+        inp.rx_s_tvalid = offer as u8;
+        if offer {
+            let f = &frames[fi];
+            let end = (off + kw).min(f.len());
+            inp.rx_s_tkeep = load_beat(&mut inp.rx_s_tdata, &f[off..end]);
+            inp.rx_s_tlast = (end == f.len()) as u8;
+        }
+        inp.rx_m_tready = (!rng.pct(flow.stall_pct)) as u8;
+        inp.rx_hdr_ready = (!rng.pct(flow.stall_pct)) as u8;
+        let prev = sim.out;
+        sim.tick(&inp);
+        // transfers at this edge were decided by `prev` (registered outputs) and `inp`
+        if offer {
+            if prev.rx_s_tready != 0 {
+                run.in_beats += 1;
+                off += kw;
+                if off >= frames[fi].len() {
+                    fi += 1;
+                    off = 0;
+                }
+            } else {
+                run.in_stalls += 1;
+            }
+        }
+        if prev.rx_m_tvalid != 0 && inp.rx_m_tready != 0 {
+            run.out_beats += 1;
+            store_beat(&prev.rx_m_tdata, prev.rx_m_tkeep, kw, &mut cur_payload);
+            if prev.rx_m_tlast != 0 {
+                run.payloads.push(std::mem::take(&mut cur_payload));
+            }
+        }
+        if prev.rx_hdr_valid != 0 && inp.rx_hdr_ready != 0 {
+            run.hdrs.push(unpack_hdr(&prev.rx_hdr_data));
+        }
+        if sim.out.rx_mon_valid != 0 {
+            run.status.push(unpack_status(&sim.out.rx_mon_data));
+            run.cycles = sim.cycle - start;
+        }
+        let busy = fi < frames.len()
+            || run.status.len() < frames.len()
+            || sim.out.rx_m_tvalid != 0
+            || sim.out.rx_hdr_valid != 0;
+        if !busy {
+            idle_after += 1;
+            if idle_after > 64 {
+                break;
+            }
+        } else {
+            idle_after = 0;
+        }
+        if sim.cycle - start > limit {
+            return Err(format!(
+                "RX hang: {} of {} frames reported after {} cycles (fed {} frames)",
+                run.status.len(),
+                frames.len(),
+                sim.cycle - start,
+                fi
+            ));
+        }
+    }
+    if !cur_payload.is_empty() {
+        return Err("RX: payload beats without tlast".into());
+    }
+    for (i, c) in run.counters.iter_mut().enumerate() {
+        *c = sim.out.rx_stat[i];
+    }
+    Ok(run)
+}
+
+/// One frame out of the TX path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxFrame {
+    pub bytes: Vec<u8>,
+    /// m_axis_tuser on the last beat: the frame is bad and the MAC must abort it.
+    pub bad: bool,
+}
+
+/// Result of streaming header records and payloads through the TX path.
+#[derive(Debug, Default)]
+pub struct TxRun {
+    pub frames: Vec<TxFrame>,
+    /// Cycles from the first record offered to the last beat out.
+    pub cycles: u64,
+    pub out_beats: u64,
+    /// Cycles between the first and last output beat in which no beat went out.
+    pub out_gaps: u64,
+    /// frames, length errors, rejected records
+    pub counters: [u32; 3],
+}
+
+/// One TX job: the record and the payload stream (its length may disagree with
+/// `rec.payload_len` to exercise the error path).
+#[derive(Debug, Clone)]
+pub struct TxJob {
+    pub rec: HdrRecord,
+    pub payload: Vec<u8>,
+}
+
+/// Stream `jobs` through the TX path; `expect_frames` is how many frames to wait for.
+pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flow) -> Result<TxRun, String> {
+    let kw = sim.bytes_per_beat();
+    let mut rng = Rng::new(flow.seed ^ 0x5A5A);
+    let mut run = TxRun::default();
+    let mut inp = ffi::HmPktIn::default();
+    let (mut hi, mut pj, mut off) = (0usize, 0usize, 0usize);
+    let mut cur: Vec<u8> = Vec::new();
+    let start = sim.cycle;
+    let mut first_out: Option<u64> = None;
+    let mut last_out = 0u64;
+    let mut idle_after = 0u64;
+    let limit = 10_000 + jobs.iter().map(|j| j.payload.len() as u64 / kw as u64 + 8).sum::<u64>() * 20;
+    // skip payload streams of zero length (no beats)
+    let next_pj = |mut p: usize| {
+        while p < jobs.len() && jobs[p].payload.is_empty() {
+            p += 1;
+        }
+        p
+    };
+    pj = next_pj(pj);
+    loop {
+        let offer_h = hi < jobs.len() && !rng.pct(flow.idle_pct);
+        inp.tx_hdr_valid = offer_h as u8;
+        if offer_h {
+            pack_hdr(&jobs[hi].rec, &mut inp.tx_hdr_data);
+        }
+        let offer_p = pj < jobs.len() && !rng.pct(flow.idle_pct);
+        inp.tx_s_tvalid = offer_p as u8;
+        if offer_p {
+            let p = &jobs[pj].payload;
+            let end = (off + kw).min(p.len());
+            inp.tx_s_tkeep = load_beat(&mut inp.tx_s_tdata, &p[off..end]);
+            inp.tx_s_tlast = (end == p.len()) as u8;
+        }
+        inp.tx_m_tready = (!rng.pct(flow.stall_pct)) as u8;
+        let prev = sim.out;
+        sim.tick(&inp);
+        if offer_h && prev.tx_hdr_ready != 0 {
+            hi += 1;
+        }
+        if offer_p && prev.tx_s_tready != 0 {
+            off += kw;
+            if off >= jobs[pj].payload.len() {
+                pj = next_pj(pj + 1);
+                off = 0;
+            }
+        }
+        if prev.tx_m_tvalid != 0 && inp.tx_m_tready != 0 {
+            let c = sim.cycle - 1;
+            if let Some(_f) = first_out {
+                run.out_gaps += c - last_out - 1;
+            } else {
+                first_out = Some(c);
+            }
+            last_out = c;
+            run.out_beats += 1;
+            store_beat(&prev.tx_m_tdata, prev.tx_m_tkeep, kw, &mut cur);
+            if prev.tx_m_tlast != 0 {
+                run.frames.push(TxFrame { bytes: std::mem::take(&mut cur), bad: prev.tx_m_tuser != 0 });
+                run.cycles = sim.cycle - start;
+            }
+        }
+        let busy = hi < jobs.len() || pj < jobs.len() || run.frames.len() < expect_frames || sim.out.tx_m_tvalid != 0;
+        if !busy {
+            idle_after += 1;
+            if idle_after > 64 {
+                break;
+            }
+        } else {
+            idle_after = 0;
+        }
+        if sim.cycle - start > limit {
+            return Err(format!(
+                "TX hang: {} of {} frames after {} cycles (records taken {}, payloads taken {})",
+                run.frames.len(),
+                expect_frames,
+                sim.cycle - start,
+                hi,
+                pj
+            ));
+        }
+    }
+    run.counters = sim.out.tx_stat;
+    Ok(run)
+}
