@@ -136,6 +136,9 @@ pub fn run_rx(sim: &mut PktSim, frames: &[Vec<u8>], flow: &Flow) -> Result<RxRun
     let start = sim.cycle;
     let mut idle_after = 0u64;
     let limit = 10_000 + frames.iter().map(|f| f.len() as u64 / kw as u64 + 8).sum::<u64>() * 20;
+    // A dropped frame is discarded from the data FIFO silently, one beat a cycle: wait at
+    // least that long without output before deciding the RX path is done.
+    let quiet = 64 + 2 * frames.iter().map(|f| f.len() as u64 / kw as u64 + 1).max().unwrap_or(0);
     loop {
         // source
         let offer = fi < frames.len() && !rng.pct(flow.idle_pct);
@@ -183,7 +186,7 @@ pub fn run_rx(sim: &mut PktSim, frames: &[Vec<u8>], flow: &Flow) -> Result<RxRun
             || sim.out.rx_hdr_valid != 0;
         if !busy {
             idle_after += 1;
-            if idle_after > 64 {
+            if idle_after > quiet {
                 break;
             }
         } else {

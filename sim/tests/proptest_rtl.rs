@@ -9,7 +9,7 @@ use hematite_sim::{run_rx, run_tx, Flow, PktSim, TxJob};
 use proptest::prelude::*;
 
 fn cfg() -> ProptestConfig {
-    ProptestConfig { cases: 24, max_shrink_iters: 200, ..ProptestConfig::default() }
+    ProptestConfig { cases: 200, max_shrink_iters: 500, ..ProptestConfig::default() }
 }
 
 prop_compose! {
@@ -86,7 +86,11 @@ proptest! {
         }
         let mut sim = PktSim::new(w).unwrap();
         let run = run_rx(&mut sim, &frames, &flow).unwrap();
-        check_rx_run(&frames, &run).map_err(TestCaseError::fail)?;
+        if let Err(e) = check_rx_run(&frames, &run) {
+            let _ = hematite_model::capture::write_pcap(std::path::Path::new("/tmp/hm_fault_fail.pcap"), &frames);
+            eprintln!("failing batch (width {w}, {flow:?}) written to /tmp/hm_fault_fail.pcap");
+            return Err(TestCaseError::fail(e));
+        }
     }
 }
 
