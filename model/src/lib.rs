@@ -60,6 +60,9 @@ pub const ETH_MIN_FRAME: usize = 60;
 /// Frames of at most this many bytes may carry Ethernet minimum-size padding after the IP
 /// datagram (64 = minimum frame with FCS; the RTL's rule).
 pub const ETH_PAD_LIMIT: usize = 64;
+/// Largest frame (bytes, without FCS) the receive path accepts: a 9000-byte jumbo MTU plus
+/// headers. Longer frames are dropped as `Length` (the RTL's `MAX_FRAME_BYTES`).
+pub const MAX_FRAME: usize = 9216;
 
 impl core::fmt::Display for DropReason {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

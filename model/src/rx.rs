@@ -25,7 +25,7 @@ use crate::icrc;
 use crate::opcode;
 use crate::record::{DropReason, HdrRecord};
 use crate::wire::ipv4_checksum_valid;
-use crate::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, ETH_PAD_LIMIT, ROCEV2_UDP_PORT};
+use crate::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, ETH_PAD_LIMIT, MAX_FRAME, ROCEV2_UDP_PORT};
 
 /// Result of running the receive path on one frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,7 +281,7 @@ fn checks(r: Rd<'_>, g: &Geo, ethertype: u16, ip_end: usize, icrc_ok: bool, csum
     } else {
         r.be16(l3off + 2) as usize == 20 + udp_len
     };
-    if !len_ok || udp_len < 8 + 12 + 4 || (flen > ip_end && flen > ETH_PAD_LIMIT) {
+    if !len_ok || udp_len < 8 + 12 + 4 || (flen > ip_end && flen > ETH_PAD_LIMIT) || flen > MAX_FRAME {
         return Some(DropReason::Length);
     }
     // Step 10 (the side verdict was computed under exactly the conditions now established).

@@ -9,7 +9,7 @@
 use crate::icrc;
 use crate::opcode::{self, OpInfo};
 use crate::record::{DropReason, HdrRecord};
-use crate::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, ETH_PAD_LIMIT, ROCEV2_UDP_PORT};
+use crate::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, ETH_PAD_LIMIT, MAX_FRAME, ROCEV2_UDP_PORT};
 use core::fmt;
 
 /// Which header a [`WireError`] is about.
@@ -728,6 +728,8 @@ pub enum ParseError {
     },
     /// UDP length below 8 + 12 (BTH) + 4 (ICRC).
     UdpTooShort(u16),
+    /// Frame longer than [`crate::MAX_FRAME`].
+    Oversize(usize),
     /// Bytes after the IP datagram in a frame longer than 64 bytes.
     TrailingBytes {
         /// Number of bytes after the datagram.
@@ -780,7 +782,7 @@ impl ParseError {
             EtherType(_) | IpVersion(_) => DropReason::NotIp,
             Ipv4Options(_) | Ipv4Fragment { .. } => DropReason::Ipv4OptFrag,
             NotUdp(_) | UdpPort(_) => DropReason::NotRoce,
-            LengthMismatch { .. } | UdpTooShort(_) | TrailingBytes { .. } | OpcodeLength { .. } | PayloadOnNoPayloadOpcode { .. } => {
+            LengthMismatch { .. } | UdpTooShort(_) | TrailingBytes { .. } | Oversize(_) | OpcodeLength { .. } | PayloadOnNoPayloadOpcode { .. } => {
                 DropReason::Length
             }
             BadIcrc { .. } => DropReason::BadIcrc,
@@ -813,6 +815,7 @@ impl fmt::Display for ParseError {
             }
             UdpTooShort(l) => write!(f, "UDP length {l} too short for BTH + ICRC"),
             TrailingBytes { extra } => write!(f, "{extra} bytes after the IP datagram"),
+            Oversize(n) => write!(f, "{n}-byte frame is longer than {}", crate::MAX_FRAME),
             BadIcrc { stored, computed } => write!(f, "ICRC mismatch: stored {stored:#010x}, computed {computed:#010x}"),
             BadIpv4Checksum { stored, computed } => {
                 write!(f, "IPv4 header checksum {stored:#06x}, expected {computed:#06x}")
@@ -1122,6 +1125,9 @@ pub fn parse_frame(frame: &[u8]) -> Result<Packet, ParseError> {
     }
     if flen > ip_end && flen > ETH_PAD_LIMIT {
         return Err(ParseError::TrailingBytes { extra: flen - ip_end });
+    }
+    if flen > MAX_FRAME {
+        return Err(ParseError::Oversize(flen));
     }
     // From here on l3off + ip + 8 + 12 + 4 <= ip_end <= flen.
     let datagram = &frame[l3off..ip_end];

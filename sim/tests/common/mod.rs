@@ -73,3 +73,65 @@ pub fn check_rx_run(frames: &[Vec<u8>], run: &RxRun) -> Result<usize, String> {
 pub fn hexs(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
+
+/// Random valid TX inputs with a mix of sizes: a third small (0..64 B payload), a third
+/// medium (64..1024), a third large (1024..4096), over every supported opcode.
+pub fn mixed_jobs(n: usize, seed: u64) -> Vec<(hematite_model::HdrRecord, Vec<u8>)> {
+    use hematite_model::opcode;
+    let mut rng = hematite_sim::Rng::new(seed);
+    let ops: Vec<u8> = (0u16..=255).map(|o| o as u8).filter(|o| opcode::info(*o).is_some()).collect();
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let op = ops[(rng.next() % ops.len() as u64) as usize];
+        let info = opcode::info(op).unwrap();
+        let len = if info.no_payload {
+            0
+        } else {
+            (match rng.next() % 3 {
+                0 => rng.next() % 64,
+                1 => 64 + rng.next() % 960,
+                _ => 1024 + rng.next() % 3072,
+            }) as usize
+        };
+        let ipv6 = rng.next() % 2 == 1;
+        let rec = hematite_model::HdrRecord {
+            eth_dst: rng.next() & 0xFFFF_FFFF_FFFF,
+            eth_src: rng.next() & 0xFFFF_FFFF_FFFF,
+            vlan_valid: rng.next() % 4 == 0,
+            vlan_pcp: (rng.next() % 8) as u8,
+            vlan_vid: (rng.next() % 4096) as u16,
+            ipv6,
+            ip_src: if ipv6 { (rng.next() as u128) << 64 | rng.next() as u128 } else { rng.next() as u32 as u128 },
+            ip_dst: if ipv6 { (rng.next() as u128) << 64 | rng.next() as u128 } else { rng.next() as u32 as u128 },
+            dscp: (rng.next() % 64) as u8,
+            ecn: (rng.next() % 4) as u8,
+            ttl: rng.next() as u8,
+            ip_id: if ipv6 { 0 } else { rng.next() as u16 },
+            ip_df: !ipv6,
+            flow_label: if ipv6 { (rng.next() % (1 << 20)) as u32 } else { 0 },
+            udp_sport: 0xC000 | (rng.next() as u16 & 0x3FFF),
+            opcode: op,
+            se: rng.next() % 2 == 1,
+            ackreq: rng.next() % 2 == 1,
+            pkey: 0xFFFF,
+            dest_qp: (rng.next() % (1 << 24)) as u32,
+            psn: (rng.next() % (1 << 24)) as u32,
+            va: rng.next(),
+            rkey: rng.next() as u32,
+            dma_len: rng.next() as u32,
+            swap_add: rng.next(),
+            compare: rng.next(),
+            syndrome: rng.next() as u8 & 0x7F,
+            msn: (rng.next() % (1 << 24)) as u32,
+            atomic_orig: rng.next(),
+            imm: rng.next() as u32,
+            qkey: rng.next() as u32,
+            src_qp: (rng.next() % (1 << 24)) as u32,
+            payload_len: len as u16,
+            ..Default::default()
+        };
+        let payload: Vec<u8> = (0..len).map(|k| (k as u64 ^ i as u64 ^ seed) as u8).collect();
+        out.push((rec, payload));
+    }
+    out
+}

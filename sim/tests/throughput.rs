@@ -1,0 +1,110 @@
+//! Cycle-counted tests and benchmarks of the packet path: 10,000 back-to-back mixed-size
+//! frames with and without random idle/back-pressure (output must equal input; without
+//! back-pressure there must be no bubble), and minimum-size frames at one frame per beat.
+//! Figures printed: cycles per packet, bytes per cycle, and the ratio to the ideal of one
+//! beat per cycle (the baseline measured in the same run from the input's own beat count).
+mod common;
+use common::*;
+use hematite_model::build_frame;
+use hematite_sim::{run_rx, run_tx, Flow, PktSim, TxJob, WIDTHS};
+
+const N: usize = 10_000;
+
+#[test]
+fn rx_10k_mixed_frames() {
+    let jobs = mixed_jobs(N, 0xB0B);
+    let frames: Vec<Vec<u8>> = jobs.iter().map(|(r, p)| build_frame(r, p).unwrap()).collect();
+    let bytes: usize = frames.iter().map(|f| f.len()).sum();
+    for w in WIDTHS {
+        let kw = w / 8;
+        let ideal: u64 = frames.iter().map(|f| f.len().div_ceil(kw) as u64).sum();
+        // no back-pressure: the input never stalls
+        let mut sim = PktSim::new(w).unwrap();
+        let run = run_rx(&mut sim, &frames, &Flow::default()).unwrap();
+        assert_eq!(check_rx_run(&frames, &run).unwrap(), N);
+        assert_eq!(run.in_beats, ideal);
+        assert_eq!(run.in_stalls, 0, "RX stalled its input without back-pressure at {w} bits");
+        println!(
+            "RX {w:3}b mixed: {N} frames, {} bytes, {} beats in {} cycles: {:.2} cycles/frame, {:.2} bytes/cycle, {:.4} of ideal (latency incl.)",
+            bytes, run.in_beats, run.cycles, run.cycles as f64 / N as f64, bytes as f64 / run.cycles as f64,
+            ideal as f64 / run.cycles as f64
+        );
+        assert!(run.cycles <= ideal + 64, "RX took {} cycles for {ideal} beats", run.cycles);
+        // random idle cycles and back-pressure on both outputs
+        let mut sim = PktSim::new(w).unwrap();
+        let run = run_rx(&mut sim, &frames, &Flow { idle_pct: 20, stall_pct: 30, seed: 42 }).unwrap();
+        assert_eq!(check_rx_run(&frames, &run).unwrap(), N);
+        println!("RX {w:3}b mixed, 20% idle / 30% back-pressure: output equals input, {} cycles", run.cycles);
+    }
+}
+
+#[test]
+fn tx_10k_mixed_frames() {
+    let jobs = mixed_jobs(N, 0xCAFE);
+    let want: Vec<Vec<u8>> = jobs.iter().map(|(r, p)| build_frame(r, p).unwrap()).collect();
+    let tj: Vec<TxJob> = jobs.iter().map(|(r, p)| TxJob { rec: *r, payload: p.clone() }).collect();
+    let bytes: usize = want.iter().map(|f| f.len()).sum();
+    for w in WIDTHS {
+        let kw = w / 8;
+        let ideal: u64 = want.iter().map(|f| f.len().div_ceil(kw) as u64).sum();
+        let mut sim = PktSim::new(w).unwrap();
+        let run = run_tx(&mut sim, &tj, N, &Flow::default()).unwrap();
+        assert_eq!(run.frames.len(), N);
+        for (i, (f, g)) in want.iter().zip(&run.frames).enumerate() {
+            assert!(!g.bad && &g.bytes == f, "frame {i} differs at {w} bits");
+        }
+        assert_eq!(run.out_beats, ideal);
+        assert_eq!(run.out_gaps, 0, "TX left bubbles between output beats at {w} bits");
+        println!(
+            "TX {w:3}b mixed: {N} frames, {} bytes, {} beats in {} cycles: {:.2} cycles/frame, {:.2} bytes/cycle, {:.4} of ideal (latency incl.), 0 bubbles",
+            bytes, run.out_beats, run.cycles, run.cycles as f64 / N as f64, bytes as f64 / run.cycles as f64,
+            ideal as f64 / run.cycles as f64
+        );
+        let mut sim = PktSim::new(w).unwrap();
+        let run = run_tx(&mut sim, &tj, N, &Flow { idle_pct: 20, stall_pct: 30, seed: 43 }).unwrap();
+        assert_eq!(run.frames.len(), N);
+        for (i, (f, g)) in want.iter().zip(&run.frames).enumerate() {
+            assert!(!g.bad && &g.bytes == f, "frame {i} differs at {w} bits under back-pressure");
+        }
+        println!("TX {w:3}b mixed, 20% idle / 30% back-pressure: output equals input, {} cycles", run.cycles);
+    }
+}
+
+#[test]
+fn minimum_size_frames_one_per_beat() {
+    // ACKs (62 bytes) and zero-length SENDs (58 bytes + 2 bytes Ethernet padding)
+    let mut jobs = mixed_jobs(N, 7);
+    for (i, (r, p)) in jobs.iter_mut().enumerate() {
+        r.opcode = if i % 2 == 0 { 0x11 } else { 0x04 };
+        r.ipv6 = false;
+        r.vlan_valid = false;
+        r.ip_src &= 0xFFFF_FFFF;
+        r.ip_dst &= 0xFFFF_FFFF;
+        r.flow_label = 0;
+        r.payload_len = 0;
+        p.clear();
+    }
+    let frames: Vec<Vec<u8>> = jobs.iter().map(|(r, p)| build_frame(r, p).unwrap()).collect();
+    assert!(frames.iter().all(|f| f.len() <= 64));
+    for w in WIDTHS {
+        let per = 64usize.div_ceil(w / 8) as u64;
+        let mut sim = PktSim::new(w).unwrap();
+        let run = run_rx(&mut sim, &frames, &Flow::default()).unwrap();
+        assert_eq!(check_rx_run(&frames, &run).unwrap(), N);
+        assert_eq!(run.in_stalls, 0);
+        let cpf = run.cycles as f64 / N as f64;
+        println!("RX {w:3}b minimum-size: {N} frames in {} cycles = {:.4} cycles/frame (baseline {per} beat(s)/frame: ratio {:.4})", run.cycles, cpf, per as f64 / cpf);
+        assert!(run.cycles <= per * N as u64 + 16);
+        let tj: Vec<TxJob> = jobs.iter().map(|(r, p)| TxJob { rec: *r, payload: p.clone() }).collect();
+        let mut sim = PktSim::new(w).unwrap();
+        let tx = run_tx(&mut sim, &tj, N, &Flow::default()).unwrap();
+        assert_eq!(tx.frames.len(), N);
+        assert_eq!(tx.out_gaps, 0);
+        for (f, g) in frames.iter().zip(&tx.frames) {
+            assert_eq!(&g.bytes, f);
+        }
+        let cpf = tx.cycles as f64 / N as f64;
+        println!("TX {w:3}b minimum-size: {N} frames in {} cycles = {:.4} cycles/frame (baseline {per}: ratio {:.4})", tx.cycles, cpf, per as f64 / cpf);
+        assert!(tx.cycles <= per * N as u64 + 32);
+    }
+}
