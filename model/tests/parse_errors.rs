@@ -201,6 +201,18 @@ fn trailing_bytes() {
 }
 
 #[test]
+fn oversize() {
+    // a valid datagram whose frame is longer than MAX_FRAME (jumbo limit)
+    let big = |n: usize| build_frame(&rec(0x04, false, false, n), &vec![0x5A; n]).unwrap();
+    let f = big(hematite_model::MAX_FRAME);
+    assert!(f.len() > hematite_model::MAX_FRAME);
+    expect(&f, |e| matches!(e, E::Oversize(_)), DropReason::Length);
+    assert!(classify(&f).icrc_ok, "the ICRC itself is fine");
+    let f = big(hematite_model::MAX_FRAME - 100);
+    assert_eq!(classify(&f).reason, None);
+}
+
+#[test]
 fn bad_icrc() {
     let mut f = v4(40);
     f[70] ^= 1;
