@@ -20,9 +20,15 @@
 // Bytes past E in the last beat are absorbed as zeros; the comparison constant accounts for
 // them (Z^k * 0xDEBB20E3 for k trailing zero bytes), so no per-byte-count CRC trees are needed.
 //
-// Pipeline (free running, one beat per cycle): S0 input register and FIFO write, S1 CRC masking
-// and header snapshot, S2 CRC partial sums and L2/L3 field extraction, S3 CRC register and
-// residue compare plus transport checks, S4 verdict, counters, monitor and record FIFO write.
+// Pipeline (free running, one beat per cycle, at most ~8 LUT levels per stage):
+//   S0  input register, data FIFO write
+//   SA  frame geometry of the beat (E relative to the beat, header beat select)
+//   S1  ICRC masking, header snapshot, frame length
+//   S2  CRC partial sums; L3/L4 views; IPv4 checksum compressed to two operands
+//   S3  CRC register; field decode and the individual checks; checksum add and first fold
+//   S4  residue compare; reasons before/after the ICRC in priority order; checksum verdict
+//   S5  verdict: counters, monitor, status FIFO write (with the realignment plan)
+// then the output stage drops or delivers each stored frame.
 //
 // s_axis: tkeep must be contiguous from lane 0 and all ones except on the last beat.
 module hm_rx_path
@@ -118,16 +124,24 @@ module hm_rx_path
   endfunction
   localparam logic [3:0][HB-1:0][1:0] TPL = mask_templates();
 
-  // Number of valid bytes in a beat (tkeep contiguous from lane 0).
+  // Byte count of a contiguous tkeep (a thermometer code): bit b of the count is the XOR of
+  // keep[m * 2^b - 1] over m >= 1 (a shallow XOR tree instead of a priority chain).
   function automatic logic [KB:0] keep_bytes(input logic [KW-1:0] keep);
     logic [KB:0] n;
-    n = '0;
-    for (int i = 0; i < KW; i++) if (keep[i]) n = (KB+1)'(i + 1);
+    for (int b = 0; b <= KB; b++) begin
+      n[b] = 1'b0;
+      for (int m = 1; m * (1 << b) <= KW; m++) n[b] = n[b] ^ keep[m * (1 << b) - 1];
+    end
     return n;
   endfunction
 
+  // 3:2 carry-save compressor.
+  function automatic logic [39:0] csa(input logic [19:0] a, input logic [19:0] b, input logic [19:0] c);
+    return {(a ^ b ^ c), ((a & b) | (a & c) | (b & c)) << 1};
+  endfunction
+
   // ----------------------------------------------------------------------------------------
-  // S0: input register, frame position, FIFO write
+  // S0: input register, data FIFO write
   // ----------------------------------------------------------------------------------------
   logic                s0_valid, s0_last;
   logic [KW-1:0][7:0]  s0_data;
@@ -144,56 +158,101 @@ module hm_rx_path
     else     s0_valid <= s_axis_tvalid && rdy_q;
   end
 
-  // Frame state: beat index and the L2/L3 facts from beat 0.
-  logic [15:0] fs_beat_q;
-  logic        fs_vlan_q, fs_ipv6_q;
-  logic [17:0] fs_e_q;
-  logic        b0_vlan, b0_ipv6, cur_vlan, cur_ipv6;
-  logic [15:0] b0_etype;
-  logic [17:0] b0_e, cur_e;
-  logic [15:0] cur_base;
+  // Frame state, advanced per beat. rel = E - (byte offset of the beat), clamped at 0.
+  logic                fs_first_q, fs_vlan_q, fs_ipv6_q, fs_store_q;
+  logic [HBEATS-1:0]   fs_hsel_q;
+  logic [17:0]         fs_rel_q;
+  logic [15:0]         fs_len_q;
+  logic [15:0]         fs_cnt_q;    // beats stored for this frame so far
+  logic                b0_vlan, b0_ipv6, cur_vlan, cur_ipv6;
+  logic [17:0]         b0_e, cur_rel;
 
   always_comb begin
+    logic [17:0] e4, e4v, e6, e6v;
+    logic        v6_plain, v6_vlan;
     b0_vlan  = {s0_data[12], s0_data[13]} == 16'h8100;
-    b0_etype = b0_vlan ? {s0_data[16], s0_data[17]} : {s0_data[12], s0_data[13]};
-    b0_ipv6  = b0_etype == 16'h86DD;
-    if (b0_ipv6)
-      b0_e = b0_vlan ? 18'd58 + {2'b0, s0_data[22], s0_data[23]} : 18'd54 + {2'b0, s0_data[18], s0_data[19]};
-    else
-      b0_e = b0_vlan ? 18'd18 + {2'b0, s0_data[20], s0_data[21]} : 18'd14 + {2'b0, s0_data[16], s0_data[17]};
-    cur_vlan = (fs_beat_q == 0) ? b0_vlan : fs_vlan_q;
-    cur_ipv6 = (fs_beat_q == 0) ? b0_ipv6 : fs_ipv6_q;
-    cur_e    = (fs_beat_q == 0) ? b0_e : fs_e_q;
-    cur_base = fs_beat_q << KB;
+    v6_plain = {s0_data[12], s0_data[13]} == 16'h86DD;
+    v6_vlan  = {s0_data[16], s0_data[17]} == 16'h86DD;
+    b0_ipv6  = b0_vlan ? v6_vlan : v6_plain;
+    e4  = 18'd14 + {2'b0, s0_data[16], s0_data[17]};
+    e4v = 18'd18 + {2'b0, s0_data[20], s0_data[21]};
+    e6  = 18'd54 + {2'b0, s0_data[18], s0_data[19]};
+    e6v = 18'd58 + {2'b0, s0_data[22], s0_data[23]};
+    case ({b0_vlan, b0_ipv6})
+      2'b00: b0_e = e4;
+      2'b10: b0_e = e4v;
+      2'b01: b0_e = e6;
+      default: b0_e = e6v;
+    endcase
+    cur_vlan = fs_first_q ? b0_vlan : fs_vlan_q;
+    cur_ipv6 = fs_first_q ? b0_ipv6 : fs_ipv6_q;
+    cur_rel  = fs_first_q ? b0_e : fs_rel_q;
   end
 
   always_ff @(posedge clk) begin
     if (rst) begin
-      fs_beat_q <= '0;
+      fs_first_q <= 1'b1;
+      fs_hsel_q  <= HBEATS'(1);
+      fs_rel_q   <= '0;
+      fs_len_q   <= '0;
+      fs_cnt_q   <= '0;
+      fs_store_q <= 1'b1;
     end else if (s0_valid) begin
-      if (fs_beat_q == 0) begin
-        fs_vlan_q <= b0_vlan;
-        fs_ipv6_q <= b0_ipv6;
-        fs_e_q    <= b0_e;
+      fs_vlan_q <= cur_vlan;
+      fs_ipv6_q <= cur_ipv6;
+      if (s0_last) begin
+        fs_first_q <= 1'b1;
+        fs_hsel_q  <= HBEATS'(1);
+        fs_len_q   <= '0;
+        fs_cnt_q   <= '0;
+        fs_store_q <= 1'b1;
+      end else begin
+        fs_first_q <= 1'b0;
+        fs_hsel_q  <= fs_hsel_q << 1;
+        fs_rel_q   <= (cur_rel > 18'(KW)) ? cur_rel - 18'(KW) : 18'd0;
+        fs_len_q   <= (fs_len_q > 16'(65535 - KW)) ? 16'hFFFF : fs_len_q + 16'(KW);
+        if (fs_store_q) fs_cnt_q <= fs_cnt_q + 1'b1;
+        fs_store_q <= fs_store_q && (fs_cnt_q + 1'b1 < 16'(MAXBEATS));
       end
-      if (s0_last) fs_beat_q <= '0;
-      else if (fs_beat_q != 16'hFFFF) fs_beat_q <= fs_beat_q + 1'b1;
     end
   end
 
   // Data FIFO: raw beats, at most MAXBEATS per frame.
-  logic                  df_s_valid, df_s_ready, df_m_valid, df_m_ready;
+  logic                  df_s_ready, df_m_valid, df_m_ready;
   logic [DW-1:0]         df_m_data;
   logic [$clog2(DATA_FIFO_DEPTH+1):0] df_level;
 
-  assign df_s_valid = s0_valid && (fs_beat_q < 16'(MAXBEATS));
-
   hm_fifo #(.WIDTH(DW), .DEPTH(DATA_FIFO_DEPTH)) u_data_fifo (
     .clk, .rst,
-    .s_data(s0_data), .s_valid(df_s_valid), .s_ready(df_s_ready),
+    .s_data(s0_data), .s_valid(s0_valid && fs_store_q), .s_ready(df_s_ready),
     .m_data(df_m_data), .m_valid(df_m_valid), .m_ready(df_m_ready),
     .level(df_level)
   );
+
+  // ----------------------------------------------------------------------------------------
+  // SA: per-beat geometry
+  // ----------------------------------------------------------------------------------------
+  logic                sa_valid, sa_last, sa_first, sa_vlan, sa_ipv6;
+  logic [KW-1:0][7:0]  sa_data;
+  logic [HBEATS-1:0]   sa_hsel;
+  logic [17:0]         sa_rel;
+  logic [15:0]         sa_lenb, sa_nbeats;
+  logic [KB:0]         sa_nbytes;
+
+  always_ff @(posedge clk) begin
+    sa_data   <= s0_data;
+    sa_last   <= s0_last;
+    sa_first  <= fs_first_q;
+    sa_vlan   <= cur_vlan;
+    sa_ipv6   <= cur_ipv6;
+    sa_hsel   <= fs_hsel_q;
+    sa_rel    <= cur_rel;
+    sa_lenb   <= fs_len_q;
+    sa_nbytes <= s0_nbytes;
+    sa_nbeats <= fs_store_q ? fs_cnt_q + 1'b1 : fs_cnt_q;
+    if (rst) sa_valid <= 1'b0;
+    else     sa_valid <= s0_valid;
+  end
 
   // ----------------------------------------------------------------------------------------
   // S1: CRC masking, header snapshot
@@ -203,53 +262,49 @@ module hm_rx_path
   logic [KW-1:0][7:0]  s1_crc_data;
   logic [HB-1:0][7:0]  hacc_q, s1_hdr;
   logic [15:0]         s1_flen, s1_nbeats;
-  logic [17:0]         s1_e;
 
-  logic [KW-1:0][7:0]  s0_masked;
-  logic [17:0]         rel_e;
+  logic [KW-1:0][7:0]  sa_masked;
   logic [HB-1:0][7:0]  snap;
+  logic                rel_big;   // rel > KW: the whole beat is before E
 
   always_comb begin
-    // Bytes of this beat at or after E are absorbed as zeros.
-    rel_e = cur_e - {2'b0, cur_base};
+    rel_big = sa_rel > 18'(KW);
     for (int l = 0; l < KW; l++) begin
       logic [1:0] code;
       code = 2'd0;
       for (int h = 0; h < HBEATS; h++)
-        if (fs_beat_q == 16'(h)) code = TPL[{cur_vlan, cur_ipv6}][h*KW + l];
-      if (cur_e <= {2'b0, cur_base} || 18'(l) >= rel_e) code = 2'd1;
+        if (sa_hsel[h]) code = TPL[{sa_vlan, sa_ipv6}][h*KW + l];
+      if (!rel_big && (KB+1)'(l) >= sa_rel[KB:0]) code = 2'd1;   // at or after E
       case (code)
-        2'd0: s0_masked[l] = s0_data[l];
-        2'd1: s0_masked[l] = 8'h00;
-        2'd2: s0_masked[l] = 8'hFF;
-        default: s0_masked[l] = s0_data[l] | 8'h0F;
+        2'd0: sa_masked[l] = sa_data[l];
+        2'd1: sa_masked[l] = 8'h00;
+        2'd2: sa_masked[l] = 8'hFF;
+        default: sa_masked[l] = sa_data[l] | 8'h0F;
       endcase
     end
-    // Header snapshot including the current beat.
     snap = hacc_q;
     for (int h = 0; h < HBEATS; h++)
-      if (fs_beat_q == 16'(h)) snap[h*KW +: KW] = s0_data;
+      if (sa_hsel[h]) snap[h*KW +: KW] = sa_data;
   end
 
   always_ff @(posedge clk) begin
-    if (s0_valid && fs_beat_q < 16'(HBEATS)) hacc_q <= snap;
-    s1_crc_data <= s0_masked;
-    s1_first    <= fs_beat_q == 0;
-    s1_vlan     <= cur_vlan;
-    s1_active   <= {2'b0, cur_base} < cur_e;
-    s1_crclast  <= ({2'b0, cur_base} < cur_e) && (rel_e <= 18'(KW));
-    s1_k        <= KB'(18'(KW) - rel_e);
-    s1_last     <= s0_last;
+    if (sa_valid && |sa_hsel) hacc_q <= snap;
+    s1_crc_data <= sa_masked;
+    s1_first    <= sa_first;
+    s1_vlan     <= sa_vlan;
+    s1_active   <= sa_rel != 0;
+    s1_crclast  <= sa_rel != 0 && !rel_big;
+    s1_k        <= KB'(18'(KW) - sa_rel);
+    s1_last     <= sa_last;
     s1_hdr      <= snap;
-    s1_flen     <= (fs_beat_q >= 16'((65535 - KW) / KW)) ? 16'hFFFF : cur_base + 16'(s0_nbytes);
-    s1_nbeats   <= (fs_beat_q >= 16'(MAXBEATS)) ? 16'(MAXBEATS) : fs_beat_q + 1'b1;
-    s1_e        <= cur_e;
+    s1_flen     <= (sa_lenb > 16'(65535 - KW)) ? 16'hFFFF : sa_lenb + 16'(sa_nbytes);
+    s1_nbeats   <= sa_nbeats;
     if (rst) s1_valid <= 1'b0;
-    else     s1_valid <= s0_valid;
+    else     s1_valid <= sa_valid;
   end
 
   // ----------------------------------------------------------------------------------------
-  // S2: CRC partial sums; L2/L3 extraction
+  // S2: CRC partial sums; L3/L4 views; IPv4 checksum compressed
   // ----------------------------------------------------------------------------------------
   localparam int PARTS = KW / 16;
   logic [PARTS-1:0][31:0] s2_part;
@@ -260,27 +315,39 @@ module hm_rx_path
 
   logic                s2_valid, s2_last, s2_first, s2_active, s2_crclast, s2_vlan_crc;
   logic [KB-1:0]       s2_k;
-  // frame fields
   logic                s2_vlan, s2_isv4, s2_isv6;
   logic [47:0]         s2_eth_dst, s2_eth_src;
   logic [15:0]         s2_tci;
-  logic [L3V-1:0][7:0] l3;
-  logic [L3V-1:0][7:0] s2_l3;
+  logic [L3V-1:0][7:0] l3, s2_l3;
   logic [L4V-1:0][7:0] l4, s2_l4;
-  logic [19:0]         csum_sum;
-  logic [19:0]         s2_csum_sum;
+  logic [1:0][39:0]    cs2;        // per l3 offset (14, 18): two checksum operands
+  logic [1:0][39:0]    s2_cs;
   logic [15:0]         s2_flen, s2_nbeats;
   logic [17:0]         s2_e;
 
   always_comb begin
-    logic vlan;
+    logic        vlan, v6;
     logic [15:0] et;
     vlan = {s1_hdr[12], s1_hdr[13]} == 16'h8100;
     et   = vlan ? {s1_hdr[16], s1_hdr[17]} : {s1_hdr[12], s1_hdr[13]};
+    v6   = et == 16'h86DD;
     for (int i = 0; i < L3V; i++) l3[i] = vlan ? s1_hdr[18 + i] : s1_hdr[14 + i];
-    for (int i = 0; i < L4V; i++) l4[i] = (et == 16'h86DD) ? l3[40 + i] : l3[20 + i];
-    csum_sum = '0;
-    for (int w = 0; w < 10; w++) csum_sum = csum_sum + {4'h0, l3[2*w], l3[2*w+1]};
+    for (int i = 0; i < L4V; i++) l4[i] = v6 ? l3[40 + i] : l3[20 + i];
+    // Checksum operands for both possible l3 offsets, straight from the snapshot.
+    for (int v = 0; v < 2; v++) begin
+      logic [9:0][19:0] w;
+      logic [39:0] a, b, c, d, e;
+      for (int i = 0; i < 10; i++) w[i] = {4'h0, s1_hdr[14 + 4*v + 2*i], s1_hdr[15 + 4*v + 2*i]};
+      a = csa(w[0], w[1], w[2]);
+      b = csa(w[3], w[4], w[5]);
+      c = csa(w[6], w[7], w[8]);
+      d = csa(a[39:20], a[19:0], b[39:20]);
+      e = csa(b[19:0], c[39:20], c[19:0]);
+      a = csa(d[39:20], d[19:0], e[39:20]);
+      b = csa(a[39:20], a[19:0], e[19:0]);
+      c = csa(b[39:20], b[19:0], w[9]);
+      cs2[v] = c;
+    end
   end
 
   always_ff @(posedge clk) begin
@@ -298,53 +365,52 @@ module hm_rx_path
     s2_tci      <= {s1_hdr[14], s1_hdr[15]};
     s2_l3       <= l3;
     s2_l4       <= l4;
-    s2_csum_sum <= csum_sum;
+    s2_cs       <= cs2;
     s2_flen     <= s1_flen;
     s2_nbeats   <= s1_nbeats;
-    s2_e        <= s1_e;
     if (rst) s2_valid <= 1'b0;
     else     s2_valid <= s1_valid;
   end
 
+  // E from the (registered) views: the L3 offset plus the IP length.
+  always_comb begin
+    if (s2_isv6) s2_e = (s2_vlan ? 18'd58 : 18'd54) + {2'b0, s2_l3[4], s2_l3[5]};
+    else         s2_e = (s2_vlan ? 18'd18 : 18'd14) + {2'b0, s2_l3[2], s2_l3[3]};
+  end
+
   // ----------------------------------------------------------------------------------------
-  // S3: CRC register and residue compare; transport decode and checks
+  // S3: CRC register; decode; individual checks
   // ----------------------------------------------------------------------------------------
   logic [31:0] crc_q, crc_new;
-  logic        sticky_q, match_now;
-
   always_comb begin
     logic [31:0] fold;
     fold = '0;
     for (int p = 0; p < PARTS; p++) fold = fold ^ s2_part[p];
     if (s2_first) crc_new = (s2_vlan_crc ? FIRST_C18 : FIRST_C14) ^ fold;
     else          crc_new = hm_crc_matvec(ZW, crc_q) ^ fold;
-    match_now = s2_crclast && (crc_new == EXPECT[s2_k]);
   end
-
-  always_ff @(posedge clk) begin
-    if (s2_valid && s2_active) crc_q <= crc_new;
-    if (rst) sticky_q <= 1'b0;
-    else if (s2_valid) sticky_q <= s2_last ? 1'b0 : (sticky_q | match_now);
-  end
+  always_ff @(posedge clk) if (s2_valid && s2_active) crc_q <= crc_new;
 
   hm_roce_hdr_t  d_hdr;
   hm_op_info_t   op_i;
-  logic [3:0]    pre_rsn, post_rsn;
-  logic          icrc_computable, csum_ok;
-  logic [19:0]   s1f, s2f;
+  // individual check results, in priority order (see DropReason)
+  logic t1, n2, t3, n4, o5, r6, t7, r7, t8, l9, tv, uo, l14, icrc_comp;
+  logic [19:0] csum_sum;
 
   always_comb begin
     logic [7:0]  l3off, iphdr;
-    logic [15:0] udp_len, udp_dport, totlen, plen;
+    logic [15:0] udp_len, udp_dport, totlen, plen, flen;
     logic [3:0]  ver, ihl;
     logic [7:0]  proto, tc;
+    logic [1:0]  pad;
     logic        mf;
     logic [12:0] fragoff;
     logic [27:0][7:0] ext;
     logic [17:0] min_e;
-    logic [16:0] room;  // udp_len - 12
-    logic        t1, n2, t3, n4, o5, r6, t7, r7, t8, l9, c11, tv, uo, l14;
+    logic [6:0]  need;   // 12 + hdr_len + padcnt
+    logic [39:0] cs;
 
+    flen    = s2_flen;
     l3off   = s2_vlan ? 8'd18 : 8'd14;
     iphdr   = s2_isv6 ? 8'd40 : 8'd20;
     ver     = s2_l3[0][7:4];
@@ -357,51 +423,33 @@ module hm_rx_path
     tc      = s2_isv6 ? {s2_l3[0][3:0], s2_l3[1][7:4]} : s2_l3[1];
     udp_dport = {s2_l4[2], s2_l4[3]};
     udp_len   = {s2_l4[4], s2_l4[5]};
+    pad       = s2_l4[9][5:4];
     for (int i = 0; i < 28; i++) ext[i] = s2_l4[20 + i];
     op_i = hm_op_info(s2_l4[8]);
+    need = 7'd12 + 7'(op_i.hdr_len) + 7'(pad);
 
-    s1f = {4'h0, s2_csum_sum[15:0]} + {16'h0, s2_csum_sum[19:16]};
-    s2f = {4'h0, s1f[15:0]} + {16'h0, s1f[19:16]};
-    csum_ok = s2_isv4 && s2_flen >= 16'(l3off) + 16'd20 && s2f[15:0] == 16'hFFFF;
+    // checksum operands: final add for the offset in use
+    cs = s2_vlan ? s2_cs[1] : s2_cs[0];
+    csum_sum = cs[39:20] + cs[19:0];
 
     min_e = 18'(l3off) + 18'(iphdr) + 18'd24;
-    icrc_computable = (s2_isv4 || s2_isv6) && s2_e >= min_e && s2_e <= {2'b0, s2_flen};
-    room = {1'b0, udp_len} - 17'd12;
+    icrc_comp = (s2_isv4 || s2_isv6) && s2_e >= min_e && s2_e <= {2'b0, flen};
 
-    t1  = s2_flen < 16'd14 || (s2_vlan && s2_flen < 16'd18);
+    t1  = flen < 16'd14 || (s2_vlan && flen < 16'd18);
     n2  = !(s2_isv4 || s2_isv6);
-    t3  = s2_flen < 16'(l3off) + 16'(iphdr);
+    t3  = flen < 16'(l3off) + 16'(iphdr);
     n4  = ver != (s2_isv6 ? 4'd6 : 4'd4);
     o5  = s2_isv4 && (ihl != 4'd5 || mf || fragoff != '0);
     r6  = proto != 8'd17;
-    t7  = s2_flen < 16'(l3off) + 16'(iphdr) + 16'd8;
+    t7  = flen < 16'(l3off) + 16'(iphdr) + 16'd8;
     r7  = udp_dport != HM_ROCE_UDP_PORT;
-    t8  = s2_e > {2'b0, s2_flen};
+    t8  = s2_e > {2'b0, flen};
     l9  = (s2_isv4 && totlen != udp_len + 16'd20) || (s2_isv6 && plen != udp_len) ||
-          udp_len < 16'd24 || ({2'b0, s2_flen} > s2_e && s2_flen > 16'd64) ||
-          s2_flen > 16'(MAX_FRAME_BYTES);
-    if      (t1) pre_rsn = HM_RSN_TRUNCATED;
-    else if (n2) pre_rsn = HM_RSN_NOT_IP;
-    else if (t3) pre_rsn = HM_RSN_TRUNCATED;
-    else if (n4) pre_rsn = HM_RSN_NOT_IP;
-    else if (o5) pre_rsn = HM_RSN_IPV4_OPT_FRAG;
-    else if (r6) pre_rsn = HM_RSN_NOT_ROCE;
-    else if (t7) pre_rsn = HM_RSN_TRUNCATED;
-    else if (r7) pre_rsn = HM_RSN_NOT_ROCE;
-    else if (t8) pre_rsn = HM_RSN_TRUNCATED;
-    else if (l9) pre_rsn = HM_RSN_LENGTH;
-    else         pre_rsn = HM_RSN_ACCEPT;
-
-    c11 = s2_isv4 && !csum_ok;
+          udp_len < 16'd24 || ({2'b0, flen} > s2_e && flen > 16'd64) ||
+          flen > 16'(MAX_FRAME_BYTES);
     tv  = s2_l4[9][3:0] != 4'd0;
     uo  = !op_i.known;
-    l14 = room < 17'(op_i.hdr_len) + 17'(s2_l4[9][5:4]) ||
-          (op_i.no_payload && room != 17'(op_i.hdr_len));
-    if      (c11) post_rsn = HM_RSN_BAD_IPV4_CSUM;
-    else if (tv)  post_rsn = HM_RSN_TVER;
-    else if (uo)  post_rsn = HM_RSN_UNKNOWN_OPCODE;
-    else if (l14) post_rsn = HM_RSN_LENGTH;
-    else          post_rsn = HM_RSN_ACCEPT;
+    l14 = udp_len < 16'(need) || (op_i.no_payload && udp_len != 16'd12 + 16'(op_i.hdr_len));
 
     // Record
     d_hdr = '0;
@@ -437,7 +485,7 @@ module hm_rx_path
     d_hdr.opcode    = s2_l4[8];
     d_hdr.se        = s2_l4[9][7];
     d_hdr.migreq    = s2_l4[9][6];
-    d_hdr.padcnt    = s2_l4[9][5:4];
+    d_hdr.padcnt    = pad;
     d_hdr.tver      = s2_l4[9][3:0];
     d_hdr.pkey      = {s2_l4[10], s2_l4[11]};
     d_hdr.fecn      = s2_l4[12][7];
@@ -475,60 +523,158 @@ module hm_rx_path
       endcase
     end
     d_hdr.payload_off = 16'(l3off) + 16'(iphdr) + 16'd8 + 16'(op_i.hdr_len);
-    d_hdr.payload_len = 16'(room) - 16'(op_i.hdr_len) - 16'(s2_l4[9][5:4]);
+    d_hdr.payload_len = udp_len - 16'(need);
   end
 
-  logic          s3_valid;
+  logic          s3_valid, s3_last, s3_crclast, s3_isv4, s3_l3ok;
+  logic [KB-1:0] s3_k;
   hm_roce_hdr_t  s3_hdr;
-  logic [3:0]    s3_pre, s3_post;
-  logic          s3_icrc_ok, s3_csum_ok;
+  logic [13:0]   s3_chk;      // {t1,n2,t3,n4,o5,r6,t7,r7,t8,l9,tv,uo,l14,icrc_comp}
+  logic [19:0]   s3_csum;
   logic [15:0]   s3_flen, s3_nbeats;
 
   always_ff @(posedge clk) begin
     s3_hdr     <= d_hdr;
-    s3_pre     <= pre_rsn;
-    s3_post    <= post_rsn;
-    s3_icrc_ok <= icrc_computable && (sticky_q || match_now);
-    s3_csum_ok <= csum_ok;
+    s3_chk     <= {t1, n2, t3, n4, o5, r6, t7, r7, t8, l9, tv, uo, l14, icrc_comp};
+    s3_csum    <= {4'h0, csum_sum[15:0]} + {16'h0, csum_sum[19:16]};
+    s3_isv4    <= s2_isv4;
+    s3_l3ok    <= s2_flen >= (s2_vlan ? 16'd38 : 16'd34);
+    s3_crclast <= s2_crclast;
+    s3_k       <= s2_k;
+    s3_last    <= s2_last;
     s3_flen    <= s2_flen;
     s3_nbeats  <= s2_nbeats;
     if (rst) s3_valid <= 1'b0;
-    else     s3_valid <= s2_valid && s2_last;
+    else     s3_valid <= s2_valid;
   end
 
   // ----------------------------------------------------------------------------------------
-  // S4: verdict, counters, monitor, record FIFO
+  // S4: residue compare; reason priority; checksum verdict
   // ----------------------------------------------------------------------------------------
-  hm_rx_status_t st;
+  logic        sticky_q, match_now;
+  logic [3:0]  pre_rsn, post_rsn;
+  logic        csum_ok;
+  logic [19:0] f2;
+  logic        c_ic_unused;
   always_comb begin
-    st.hdr          = s3_hdr;
-    st.icrc_ok      = s3_icrc_ok;
-    st.ipv4_csum_ok = s3_csum_ok;
-    st.frame_len    = s3_flen;
-    if (s3_pre != HM_RSN_ACCEPT) st.reason = s3_pre;
-    else if (!s3_icrc_ok)        st.reason = HM_RSN_BAD_ICRC;
-    else                         st.reason = s3_post;
+    logic c_t1, c_n2, c_t3, c_n4, c_o5, c_r6, c_t7, c_r7, c_t8, c_l9, c_tv, c_uo, c_l14, c_ic;
+    {c_t1, c_n2, c_t3, c_n4, c_o5, c_r6, c_t7, c_r7, c_t8, c_l9, c_tv, c_uo, c_l14, c_ic} = s3_chk;
+    c_ic_unused = c_ic;
+    match_now = s3_crclast && (crc_q == EXPECT[s3_k]);
+    f2 = {4'h0, s3_csum[15:0]} + {16'h0, s3_csum[19:16]};
+    csum_ok = s3_isv4 && s3_l3ok && f2[15:0] == 16'hFFFF;
+    if      (c_t1) pre_rsn = HM_RSN_TRUNCATED;
+    else if (c_n2) pre_rsn = HM_RSN_NOT_IP;
+    else if (c_t3) pre_rsn = HM_RSN_TRUNCATED;
+    else if (c_n4) pre_rsn = HM_RSN_NOT_IP;
+    else if (c_o5) pre_rsn = HM_RSN_IPV4_OPT_FRAG;
+    else if (c_r6) pre_rsn = HM_RSN_NOT_ROCE;
+    else if (c_t7) pre_rsn = HM_RSN_TRUNCATED;
+    else if (c_r7) pre_rsn = HM_RSN_NOT_ROCE;
+    else if (c_t8) pre_rsn = HM_RSN_TRUNCATED;
+    else if (c_l9) pre_rsn = HM_RSN_LENGTH;
+    else           pre_rsn = HM_RSN_ACCEPT;
+    if      (s3_isv4 && !csum_ok) post_rsn = HM_RSN_BAD_IPV4_CSUM;
+    else if (c_tv)  post_rsn = HM_RSN_TVER;
+    else if (c_uo)  post_rsn = HM_RSN_UNKNOWN_OPCODE;
+    else if (c_l14) post_rsn = HM_RSN_LENGTH;
+    else            post_rsn = HM_RSN_ACCEPT;
   end
 
   always_ff @(posedge clk) begin
-    mon_data <= st;
-    if (rst) begin
-      mon_valid <= 1'b0;
-      stat_cnt  <= '0;
-    end else begin
-      mon_valid <= s3_valid;
-      if (s3_valid) stat_cnt[st.reason] <= stat_cnt[st.reason] + 1'b1;
-    end
+    if (rst) sticky_q <= 1'b0;
+    else if (s3_valid) sticky_q <= s3_last ? 1'b0 : (sticky_q | match_now);
   end
 
-  localparam int RECW = $bits(hm_rx_status_t) + 16;
+  logic          s4_valid;
+  hm_roce_hdr_t  s4_hdr;
+  logic [3:0]    s4_pre, s4_post;
+  logic          s4_icrc_ok, s4_csum_ok;
+  logic [15:0]   s4_flen, s4_nbeats;
+  always_ff @(posedge clk) begin
+    s4_hdr     <= s3_hdr;
+    s4_pre     <= pre_rsn;
+    s4_post    <= post_rsn;
+    s4_icrc_ok <= s3_chk[0] && (sticky_q || match_now);
+    s4_csum_ok <= csum_ok;
+    s4_flen    <= s3_flen;
+    s4_nbeats  <= s3_nbeats;
+    if (rst) s4_valid <= 1'b0;
+    else     s4_valid <= s3_valid && s3_last;
+  end
+
+  // ----------------------------------------------------------------------------------------
+  // S5: verdict, counters, monitor
+  // ----------------------------------------------------------------------------------------
+  hm_rx_status_t st, s5_st;
+  logic          s5_valid;
+  logic [15:0]   s5_nbeats;
+  always_comb begin
+    st.hdr          = s4_hdr;
+    st.icrc_ok      = s4_icrc_ok;
+    st.ipv4_csum_ok = s4_csum_ok;
+    st.frame_len    = s4_flen;
+    if (s4_pre != HM_RSN_ACCEPT) st.reason = s4_pre;
+    else if (!s4_icrc_ok)        st.reason = HM_RSN_BAD_ICRC;
+    else                         st.reason = s4_post;
+  end
+
+  always_ff @(posedge clk) begin
+    s5_st     <= st;
+    s5_nbeats <= s4_nbeats;
+    if (rst) s5_valid <= 1'b0;
+    else     s5_valid <= s4_valid;
+  end
+
+  assign mon_data  = s5_st;
+  assign mon_valid = s5_valid;
+
+  always_ff @(posedge clk) begin
+    if (rst) stat_cnt <= '0;
+    else if (s5_valid) stat_cnt[s5_st.reason] <= stat_cnt[s5_st.reason] + 1'b1;
+  end
+
+  // Realignment plan of the frame for the output stage (all in beats of the frame):
+  //   hb    beat of the first payload byte, s its lane
+  //   pbl   beat of the last payload byte
+  //   tail  (s > 0) the last output beat lies wholly in beat pbl and is emitted on its own
+  //   lastn bytes in the last output beat
+  typedef struct packed {
+    logic          drop;
+    logic          empty;    // no payload
+    logic [8:0]    nbeats;
+    logic [8:0]    hb;
+    logic [8:0]    pbl;
+    logic [KB-1:0] s;
+    logic          tail;
+    logic [KB:0]   lastn;
+  } plan_t;
+
+  plan_t pl;
+  always_comb begin
+    logic [15:0] off, len, endb, jm1;
+    off  = s5_st.hdr.payload_off;
+    len  = s5_st.hdr.payload_len;
+    endb = off + len - 16'd1;
+    jm1  = (len - 16'd1) >> KB;                 // output beats - 1
+    pl.drop   = s5_st.reason != HM_RSN_ACCEPT;
+    pl.empty  = len == 16'd0;
+    pl.nbeats = 9'(s5_nbeats);
+    pl.hb     = 9'(off >> KB);
+    pl.pbl    = 9'(endb >> KB);
+    pl.s      = off[KB-1:0];
+    pl.tail   = off[KB-1:0] != '0 && (jm1 == (endb >> KB) - (off >> KB));
+    pl.lastn  = (len[KB-1:0] == '0) ? (KB+1)'(KW) : (KB+1)'(len[KB-1:0]);
+  end
+
+  localparam int RECW = $bits(hm_roce_hdr_t) + $bits(plan_t);
   logic                  rf_m_valid, rf_m_ready, rf_s_ready;
   logic [RECW-1:0]       rf_m_data;
   logic [$clog2(REC_FIFO_DEPTH+1):0] rf_level;
 
   hm_fifo #(.WIDTH(RECW), .DEPTH(REC_FIFO_DEPTH)) u_rec_fifo (
     .clk, .rst,
-    .s_data({st, s3_nbeats}), .s_valid(s3_valid), .s_ready(rf_s_ready),
+    .s_data({s5_st.hdr, pl}), .s_valid(s5_valid), .s_ready(rf_s_ready),
     .m_data(rf_m_data), .m_valid(rf_m_valid), .m_ready(rf_m_ready),
     .level(rf_level)
   );
@@ -537,93 +683,86 @@ module hm_rx_path
   always_ff @(posedge clk) begin
     if (rst) rdy_q <= 1'b0;
     else rdy_q <= (df_level < ($clog2(DATA_FIFO_DEPTH+1)+1)'(DATA_FIFO_DEPTH - 8)) &&
-                  (rf_level < ($clog2(REC_FIFO_DEPTH+1)+1)'(REC_FIFO_DEPTH - 8));
+                  (rf_level < ($clog2(REC_FIFO_DEPTH+1)+1)'(REC_FIFO_DEPTH - 12));
   end
 
   // ----------------------------------------------------------------------------------------
-  // Output stage: drop or deliver each stored frame, realigning the payload to lane 0
+  // Output stage: drop or deliver each stored frame, realigning the payload to lane 0.
+  // Input beat i of a frame (s > 0) emits output beat i-hb-1 from its predecessor's upper
+  // lanes and its own lower lanes when hb < i <= pbl, plus the tail at i == pbl; with s == 0
+  // beat i emits output beat i-hb. A tail that coincides with another emission waits in
+  // `pend` for the next cycle, which is always free (the next frame's first beat emits only
+  // if that frame is single-beat-aligned, and then `pend` shifts along).
   // ----------------------------------------------------------------------------------------
-  hm_rx_status_t  rf_st;
-  logic [15:0]    rf_nbeats;
-  assign {rf_st, rf_nbeats} = rf_m_data;
+  hm_roce_hdr_t  rf_hdr;
+  plan_t         rf_pl;
+  assign {rf_hdr, rf_pl} = rf_m_data;
 
-  logic           busy_q, drop_q;
-  logic [15:0]    nbeats_q, i_q, rem_q;
-  logic [KB-1:0]  s_q;
-  logic [15:0]    hb_q;
+  logic           busy_q;
+  plan_t          pl_q;
+  logic [8:0]     i_q;
   logic [KW-1:0][7:0] held_q;
-  logic           pend_q, pend_last_q;
+  logic           pend_q;
   logic [KW-1:0][7:0] pend_data_q;
   logic [KB:0]    pend_n_q;
 
-  // Current frame parameters (from the status FIFO head when a frame starts).
-  logic           c_drop;
-  logic [15:0]    c_nbeats, c_i, c_rem, c_hb;
-  logic [KB-1:0]  c_s;
+  plan_t          c;
+  logic [8:0]     ci;
   logic           hq_s_ready, hq_push;
-  logic           can_start, have, proc;
+  logic           have, proc, ilast;
   logic [1:0]     ecnt;
   logic [KW-1:0][7:0] e1_data, rot;
   logic [2*DW-1:0]    rot2;
   logic [KB:0]    e1_n, e2_n;
   logic           e1_last;
-  logic [15:0]    rem_after;
   logic           out_ready;
   logic           o_valid, o_last;
   logic [KW-1:0][7:0] o_data;
   logic [KB:0]    o_n;
 
   always_comb begin
-    c_drop   = busy_q ? drop_q   : (rf_st.reason != HM_RSN_ACCEPT);
-    c_nbeats = busy_q ? nbeats_q : rf_nbeats;
-    c_i      = busy_q ? i_q      : 16'd0;
-    c_rem    = busy_q ? rem_q    : rf_st.hdr.payload_len;
-    c_s      = busy_q ? s_q      : rf_st.hdr.payload_off[KB-1:0];
-    c_hb     = busy_q ? hb_q     : (rf_st.hdr.payload_off >> KB);
-
-    can_start = !busy_q && rf_m_valid && (c_drop || hq_s_ready);
-    have      = busy_q || can_start;
+    logic pay, at_hb, past_hb, at_pbl;
+    c  = busy_q ? pl_q : rf_pl;
+    ci = busy_q ? i_q : 9'd0;
+    have  = busy_q || (rf_m_valid && (rf_pl.drop || hq_s_ready));
+    ilast = ci + 9'd1 == c.nbeats;
 
     // rot: beat rotated down by s bytes (lane l = beat byte (l + s) mod KW)
-    rot2 = {df_m_data, df_m_data} >> (8 * c_s);
+    rot2 = {df_m_data, df_m_data} >> (8 * c.s);
     rot  = rot2[DW-1:0];
 
-    ecnt = 2'd0; e1_data = rot; e1_n = '0; e1_last = 1'b0; e2_n = '0;
-    rem_after = c_rem;
-    if (!c_drop && c_rem != 0 && c_i >= c_hb) begin
-      if (c_s == 0) begin
-        ecnt = 2'd1;
-        e1_n = (c_rem >= 16'(KW)) ? (KB+1)'(KW) : (KB+1)'(c_rem);
-        e1_last = c_rem <= 16'(KW);
-        rem_after = c_rem - 16'(e1_n);
-      end else if (c_i == c_hb) begin
-        if (c_rem <= 16'(KW) - 16'(c_s)) begin
+    pay     = !c.drop && !c.empty;
+    at_hb   = ci == c.hb;
+    past_hb = ci > c.hb;
+    at_pbl  = ci == c.pbl;
+    ecnt = 2'd0; e1_data = rot; e1_n = (KB+1)'(KW); e1_last = 1'b0; e2_n = c.lastn;
+    if (pay) begin
+      if (c.s == '0) begin
+        if ((at_hb || past_hb) && ci <= c.pbl) begin
           ecnt = 2'd1;
-          e1_n = (KB+1)'(c_rem);
-          e1_last = 1'b1;
-          rem_after = '0;
+          e1_last = at_pbl;
+          if (at_pbl) e1_n = c.lastn;
         end
-      end else begin
+      end else if (at_hb) begin
+        if (at_pbl) begin   // the whole payload sits in this beat (a tail of its own)
+          ecnt = 2'd1; e1_last = 1'b1; e1_n = c.lastn;
+        end
+      end else if (past_hb && ci <= c.pbl) begin
         ecnt = 2'd1;
-        for (int l = 0; l < KW; l++) e1_data[l] = (l < KW - int'(c_s)) ? held_q[l] : rot[l];
-        e1_n = (c_rem >= 16'(KW)) ? (KB+1)'(KW) : (KB+1)'(c_rem);
-        e1_last = c_rem <= 16'(KW);
-        rem_after = c_rem - 16'(e1_n);
-        if (rem_after != 0 && rem_after <= 16'(KW) - 16'(c_s)) begin
-          ecnt = 2'd2;
-          e2_n = (KB+1)'(rem_after);
-          rem_after = '0;
+        for (int l = 0; l < KW; l++) e1_data[l] = (l < KW - int'(c.s)) ? held_q[l] : rot[l];
+        if (at_pbl) begin
+          if (c.tail) ecnt = 2'd2;                    // plus the tail, from this beat alone
+          else begin e1_last = 1'b1; e1_n = c.lastn; end
         end
       end
     end
 
     proc = have && df_m_valid && out_ready && !(pend_q && ecnt == 2'd2);
 
-    // What goes to the output register this cycle
     o_valid = 1'b0; o_data = e1_data; o_n = e1_n; o_last = e1_last;
     if (out_ready) begin
       if (pend_q) begin
-        o_valid = 1'b1; o_data = pend_data_q; o_n = pend_n_q; o_last = pend_last_q;
+        o_valid = 1'b1; o_data = pend_data_q; o_n = pend_n_q; o_last = 1'b1;
       end else if (proc && ecnt != 0) begin
         o_valid = 1'b1;
       end
@@ -632,7 +771,7 @@ module hm_rx_path
 
   assign df_m_ready = proc;
   assign rf_m_ready = proc && !busy_q;
-  assign hq_push    = proc && !busy_q && !c_drop;
+  assign hq_push    = proc && !busy_q && !rf_pl.drop;
 
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -640,27 +779,20 @@ module hm_rx_path
       pend_q <= 1'b0;
     end else begin
       if (proc) begin
-        busy_q <= (c_i + 1'b1) != c_nbeats;
-        drop_q <= c_drop;
-        nbeats_q <= c_nbeats;
-        i_q <= c_i + 1'b1;
-        rem_q <= rem_after;
-        s_q <= c_s;
-        hb_q <= c_hb;
-        if (c_i >= c_hb) held_q <= rot;
+        busy_q <= !ilast;
+        pl_q   <= c;
+        i_q    <= ci + 9'd1;
+        held_q <= rot;
       end
       if (out_ready) begin
         if (pend_q) begin
-          // pending went out; the new beat's emission (at most one) takes its place
           pend_q      <= proc && ecnt != 0;
           pend_data_q <= e1_data;
           pend_n_q    <= e1_n;
-          pend_last_q <= e1_last;
         end else if (proc && ecnt == 2'd2) begin
           pend_q      <= 1'b1;
           pend_data_q <= rot;
           pend_n_q    <= e2_n;
-          pend_last_q <= 1'b1;
         end
       end
     end
@@ -690,22 +822,23 @@ module hm_rx_path
   logic [$clog2(HDR_FIFO_DEPTH+1):0] hq_level;
   hm_fifo #(.WIDTH($bits(hm_roce_hdr_t)), .DEPTH(HDR_FIFO_DEPTH)) u_hdr_fifo (
     .clk, .rst,
-    .s_data(rf_st.hdr), .s_valid(hq_push), .s_ready(hq_s_ready),
+    .s_data(rf_hdr), .s_valid(hq_push), .s_ready(hq_s_ready),
     .m_data(m_hdr_data), .m_valid(m_hdr_valid), .m_ready(m_hdr_ready),
     .level(hq_level)
   );
 
   // Intentionally unused: FIFO ready/level outputs covered by the input flow control, the
-  // opcode-table bits the RX does not need, and the status fields the output stage ignores.
+  // opcode-table bits the RX does not need, the checksum fold's carry-out.
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{df_s_ready, rf_s_ready, hq_level, op_i, rf_st, s2f[19:16], rot2[2*DW-1:DW]};
+  assign unused_ok = ^{df_s_ready, rf_s_ready, hq_level, op_i, rot2[2*DW-1:DW], csum_sum[19:16], f2[19:16], c_ic_unused, s5_nbeats[15:9]};
   /* verilator lint_on UNUSEDSIGNAL */
 
   initial begin
     if (DATA_WIDTH < 256) $error("hm_rx_path: DATA_WIDTH must be at least 256");
     if (KW * 8 != DATA_WIDTH) $error("hm_rx_path: KEEP_WIDTH must be DATA_WIDTH/8");
     if (DATA_FIFO_DEPTH < MAXBEATS + 16) $error("hm_rx_path: DATA_FIFO_DEPTH too small for MAX_FRAME_BYTES");
+    if (MAXBEATS > 511) $error("hm_rx_path: MAX_FRAME_BYTES too large for the 9-bit beat counters");
   end
 
 endmodule
