@@ -158,10 +158,16 @@ module hm_rx_path
     else     s0_valid <= s_axis_tvalid && rdy_q;
   end
 
+  logic                sa_valid, sa_last, sa_first, sa_vlan, sa_ipv6;
+  logic [KW-1:0][7:0]  sa_data;
+  logic [HBEATS-1:0]   sa_hsel;
+  logic [17:0]         sa_rel;
+  logic [15:0]         sa_lenb, sa_nbeats;
+  logic [KB:0]         sa_nbytes;
+
   // Frame state, advanced per beat. rel = E - (byte offset of the beat), clamped at 0.
   logic                fs_first_q, fs_vlan_q, fs_ipv6_q, fs_store_q;
   logic [HBEATS-1:0]   fs_hsel_q;
-  logic [17:0]         fs_rel_q;
   logic [15:0]         fs_len_q;
   logic [15:0]         fs_cnt_q;    // beats stored for this frame so far
   logic                b0_vlan, b0_ipv6, cur_vlan, cur_ipv6;
@@ -186,14 +192,13 @@ module hm_rx_path
     endcase
     cur_vlan = fs_first_q ? b0_vlan : fs_vlan_q;
     cur_ipv6 = fs_first_q ? b0_ipv6 : fs_ipv6_q;
-    cur_rel  = fs_first_q ? b0_e : fs_rel_q;
+    cur_rel  = fs_first_q ? b0_e : ((sa_rel > 18'(KW)) ? sa_rel - 18'(KW) : 18'd0);
   end
 
   always_ff @(posedge clk) begin
     if (rst) begin
       fs_first_q <= 1'b1;
       fs_hsel_q  <= HBEATS'(1);
-      fs_rel_q   <= '0;
       fs_len_q   <= '0;
       fs_cnt_q   <= '0;
       fs_store_q <= 1'b1;
@@ -209,7 +214,6 @@ module hm_rx_path
       end else begin
         fs_first_q <= 1'b0;
         fs_hsel_q  <= fs_hsel_q << 1;
-        fs_rel_q   <= (cur_rel > 18'(KW)) ? cur_rel - 18'(KW) : 18'd0;
         fs_len_q   <= (fs_len_q > 16'(65535 - KW)) ? 16'hFFFF : fs_len_q + 16'(KW);
         if (fs_store_q) fs_cnt_q <= fs_cnt_q + 1'b1;
         fs_store_q <= fs_store_q && (fs_cnt_q + 1'b1 < 16'(MAXBEATS));
@@ -232,21 +236,15 @@ module hm_rx_path
   // ----------------------------------------------------------------------------------------
   // SA: per-beat geometry
   // ----------------------------------------------------------------------------------------
-  logic                sa_valid, sa_last, sa_first, sa_vlan, sa_ipv6;
-  logic [KW-1:0][7:0]  sa_data;
-  logic [HBEATS-1:0]   sa_hsel;
-  logic [17:0]         sa_rel;
-  logic [15:0]         sa_lenb, sa_nbeats;
-  logic [KB:0]         sa_nbytes;
 
   always_ff @(posedge clk) begin
+    if (s0_valid) sa_rel <= cur_rel;   // held between beats: the next beat's rel derives from it
     sa_data   <= s0_data;
     sa_last   <= s0_last;
     sa_first  <= fs_first_q;
     sa_vlan   <= cur_vlan;
     sa_ipv6   <= cur_ipv6;
     sa_hsel   <= fs_hsel_q;
-    sa_rel    <= cur_rel;
     sa_lenb   <= fs_len_q;
     sa_nbytes <= s0_nbytes;
     sa_nbeats <= fs_store_q ? fs_cnt_q + 1'b1 : fs_cnt_q;
@@ -536,7 +534,7 @@ module hm_rx_path
   always_ff @(posedge clk) begin
     s3_hdr     <= d_hdr;
     s3_chk     <= {t1, n2, t3, n4, o5, r6, t7, r7, t8, l9, tv, uo, l14, icrc_comp};
-    s3_csum    <= {4'h0, csum_sum[15:0]} + {16'h0, csum_sum[19:16]};
+    s3_csum    <= csum_sum;
     s3_isv4    <= s2_isv4;
     s3_l3ok    <= s2_flen >= (s2_vlan ? 16'd38 : 16'd34);
     s3_crclast <= s2_crclast;
@@ -561,8 +559,11 @@ module hm_rx_path
     {c_t1, c_n2, c_t3, c_n4, c_o5, c_r6, c_t7, c_r7, c_t8, c_l9, c_tv, c_uo, c_l14, c_ic} = s3_chk;
     c_ic_unused = c_ic;
     match_now = s3_crclast && (crc_q == EXPECT[s3_k]);
-    f2 = {4'h0, s3_csum[15:0]} + {16'h0, s3_csum[19:16]};
-    csum_ok = s3_isv4 && s3_l3ok && f2[15:0] == 16'hFFFF;
+    // The one's-complement sum of the ten header words is 0xFFFF exactly when their plain
+    // sum S (< 10 * 0xFFFF + 1) is a nonzero multiple of 0xFFFF.
+    f2 = '0;
+    for (int m = 1; m <= 10; m++) f2[m-1] = s3_csum == 20'(m * 65535);
+    csum_ok = s3_isv4 && s3_l3ok && |f2[9:0];
     if      (c_t1) pre_rsn = HM_RSN_TRUNCATED;
     else if (c_n2) pre_rsn = HM_RSN_NOT_IP;
     else if (c_t3) pre_rsn = HM_RSN_TRUNCATED;
@@ -631,7 +632,8 @@ module hm_rx_path
 
   always_ff @(posedge clk) begin
     if (rst) stat_cnt <= '0;
-    else if (s5_valid) stat_cnt[s5_st.reason] <= stat_cnt[s5_st.reason] + 1'b1;
+    else for (int r = 0; r < HM_RSN_COUNT; r++)
+      if (s5_valid && s5_st.reason == 4'(r)) stat_cnt[r] <= stat_cnt[r] + 1'b1;
   end
 
   // Realignment plan of the frame for the output stage (all in beats of the frame):
@@ -831,7 +833,7 @@ module hm_rx_path
   // opcode-table bits the RX does not need, the checksum fold's carry-out.
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{df_s_ready, rf_s_ready, hq_level, op_i, rot2[2*DW-1:DW], csum_sum[19:16], f2[19:16], c_ic_unused, s5_nbeats[15:9]};
+  assign unused_ok = ^{df_s_ready, rf_s_ready, hq_level, op_i, rot2[2*DW-1:DW], csum_sum[19:16], f2[19:10], c_ic_unused, s5_nbeats[15:9]};
   /* verilator lint_on UNUSEDSIGNAL */
 
   initial begin

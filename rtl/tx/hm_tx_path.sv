@@ -12,11 +12,16 @@
 // produces a frame of the announced length (missing bytes are zero, extra beats are discarded
 // up to tlast) with m_axis_tuser set on its last beat so the MAC aborts it (`stat_len_err`).
 //
-// Pipeline: H1/H2 header record preparation (lengths, checksum, byte serialisation), the
-// assembler that merges header bytes and the payload shifted by the header length, then a
-// six-stage back end that advances as a whole when the output skid buffer has room:
-// C1 ICRC masking, C2 partial XOR sums, C3 CRC register, C4-C6 removal of the trailing zero
-// bytes of the last beat (multiplication by Z^-k, two bits of k per stage), then ICRC insertion.
+// Pipeline (at most ~8 LUT levels per stage):
+//   P1..P5  header record preparation, one record per cycle: opcode table and checksum
+//           compression, lengths, checksum sum, checksum folds and frame geometry, byte
+//           serialisation into the job register
+//   A       the assembler: merges header bytes and the payload rotated by the header length,
+//           one output beat per cycle, driven by per-beat counters (no wide compares)
+//   C1..    a back end that advances as a whole when the output skid buffer has room:
+//           C1 ICRC masking, C2 partial XOR sums, C3 CRC register, then removal of the
+//           trailing zero bytes of the last beat (multiplication by Z^-k, two bits of k per
+//           stage), then ICRC insertion.
 module hm_tx_path
   import hm_pkg::*;
   import hm_crc_pkg::*;
@@ -62,17 +67,30 @@ module hm_tx_path
   localparam int HB     = HBEATS * KW;
   localparam int NCORR  = (KB + 1) / 2;  // correction stages, two bits of k each
 
+  // Byte count of a contiguous tkeep (see hm_rx_path).
   function automatic logic [KB:0] keep_bytes(input logic [KW-1:0] keep);
     logic [KB:0] n;
-    n = '0;
-    for (int i = 0; i < KW; i++) if (keep[i]) n = (KB+1)'(i + 1);
+    for (int b = 0; b <= KB; b++) begin
+      n[b] = 1'b0;
+      for (int m = 1; m * (1 << b) <= KW; m++) n[b] = n[b] ^ keep[m * (1 << b) - 1];
+    end
     return n;
   endfunction
 
-  // ----------------------------------------------------------------------------------------
-  // H1: record register and length/checksum arithmetic
+  function automatic logic [39:0] csa(input logic [19:0] a, input logic [19:0] b, input logic [19:0] c);
+    return {(a ^ b ^ c), ((a & b) | (a & c) | (b & c)) << 1};
+  endfunction
+
+  // min(x, KW) for a non-negative count
+  function automatic logic [KB:0] clampw(input logic signed [17:0] x);
+    if (x <= 0) return '0;
+    if (x >= 18'(KW)) return (KB+1)'(KW);
+    return (KB+1)'(x);
+  endfunction
+
   // ----------------------------------------------------------------------------------------
   // Input skid buffers: s_hdr_ready and s_axis_tready are registered.
+  // ----------------------------------------------------------------------------------------
   hm_roce_hdr_t  ih_data;
   logic          ih_valid, ih_ready;
   hm_skid #(.WIDTH($bits(hm_roce_hdr_t))) u_hdr_skid (
@@ -89,72 +107,218 @@ module hm_tx_path
     .m_data({p_tdata, p_tkeep, p_tlast}), .m_valid(p_tvalid), .m_ready(p_tready)
   );
 
-  logic          h1_valid, h1_ready;
-  hm_roce_hdr_t  h1;
-  assign ih_ready = !h1_valid || h1_ready;
-
+  // ----------------------------------------------------------------------------------------
+  // P1: opcode table, small lengths, static checksum terms compressed to two operands
+  // ----------------------------------------------------------------------------------------
+  logic          p1_valid, p1_ready;
+  hm_roce_hdr_t  p1;
+  assign ih_ready = !p1_valid || p1_ready;
   always_ff @(posedge clk) begin
-    if (ih_ready) h1 <= ih_data;
-    if (rst) h1_valid <= 1'b0;
-    else if (ih_ready) h1_valid <= ih_valid;
+    if (ih_ready) p1 <= ih_data;
+    if (rst) p1_valid <= 1'b0;
+    else if (ih_ready) p1_valid <= ih_valid;
   end
 
-  hm_op_info_t   h1_op;
-  logic [1:0]    h1_pad;
-  logic [16:0]   h1_udp_len;
-  logic [7:0]    h1_l3off, h1_iphdr;
-  logic [19:0]   h1_csum;
-  logic          h1_bad;
+  hm_op_info_t p1_op;
+  logic [1:0]  p1_pad;
+  logic [6:0]  p1_small;        // 12 (UDP 8 + ICRC 4) + hdr_len + pad
+  logic [39:0] p1_cs;
+  logic        p1_bad;
   always_comb begin
-    logic [16:0] tot;
-    h1_op      = hm_op_info(h1.opcode);
-    h1_pad     = 2'(3'd4 - {1'b0, h1.payload_len[1:0]});
-    h1_udp_len = 17'd12 + 17'(h1_op.hdr_len) + 17'(h1.payload_len) + 17'(h1_pad);
-    h1_l3off   = h1.vlan_valid ? 8'd18 : 8'd14;
-    h1_iphdr   = h1.ipv6 ? 8'd40 : 8'd20;
-    tot        = h1_udp_len + 17'd20;
-    h1_bad     = !h1_op.known || (h1_op.no_payload && h1.payload_len != 0) ||
-                 (h1.ipv6 ? h1_udp_len[16] : tot[16]);
-    h1_csum    = 20'h04500 + {12'h0, h1.dscp, h1.ecn} + {4'h0, tot[15:0]} + {4'h0, h1.ip_id} +
-                 {4'h0, 1'b0, h1.ip_df, 14'h0} + {4'h0, h1.ttl, 8'd17} +
-                 {4'h0, h1.ip_src[31:16]} + {4'h0, h1.ip_src[15:0]} +
-                 {4'h0, h1.ip_dst[31:16]} + {4'h0, h1.ip_dst[15:0]};
+    logic [39:0] a, b, c;
+    logic [19:0] w0, w1, w2, w3, w4, w5, w6, w7, w8;
+    p1_op    = hm_op_info(p1.opcode);
+    p1_pad   = 2'(3'd4 - {1'b0, p1.payload_len[1:0]});
+    p1_small = 7'd12 + 7'(p1_op.hdr_len) + 7'(p1_pad);
+    p1_bad   = !p1_op.known || (p1_op.no_payload && p1.payload_len != 0);
+    // IPv4 header words except total length (added in P2); checksum field itself is zero
+    w0 = {4'h0, 8'h45, p1.dscp, p1.ecn};
+    w1 = {4'h0, p1.ip_id};
+    w2 = {4'h0, 1'b0, p1.ip_df, 14'h0};
+    w3 = {4'h0, p1.ttl, 8'd17};
+    w4 = {4'h0, p1.ip_src[31:16]};
+    w5 = {4'h0, p1.ip_src[15:0]};
+    w6 = {4'h0, p1.ip_dst[31:16]};
+    w7 = {4'h0, p1.ip_dst[15:0]};
+    w8 = '0;
+    a = csa(w0, w1, w2);
+    b = csa(w3, w4, w5);
+    c = csa(w6, w7, w8);
+    a = csa(a[39:20], a[19:0], b[39:20]);
+    b = csa(b[19:0], c[39:20], c[19:0]);
+    c = csa(a[39:20], a[19:0], b[39:20]);
+    p1_cs = csa(c[39:20], c[19:0], b[19:0]);
   end
 
   // ----------------------------------------------------------------------------------------
-  // H2: serialise the header bytes
+  // P2: UDP length, IP total length, size check
   // ----------------------------------------------------------------------------------------
-  logic          h2_valid, h2_ready;
+  logic          p2_valid, p2_ready;
+  hm_roce_hdr_t  p2;
+  hm_op_info_t   p2_op;
+  logic [1:0]    p2_pad;
+  logic [6:0]    p2_small;
+  logic [39:0]   p2_cs;
+  logic          p2_bad;
+  assign p1_ready = !p2_valid || p2_ready;
+  always_ff @(posedge clk) begin
+    if (p1_ready) begin
+      p2 <= p1; p2_op <= p1_op; p2_pad <= p1_pad; p2_small <= p1_small; p2_cs <= p1_cs; p2_bad <= p1_bad;
+    end
+    if (rst) p2_valid <= 1'b0;
+    else if (p1_ready) p2_valid <= p1_valid;
+  end
+
+  logic [16:0] p2_udp, p2_tot;
+  logic [39:0] p2_cs3;
+  logic        p2_bad_all;
+  always_comb begin
+    p2_udp = 17'(p2.payload_len) + 17'(p2_small);
+    p2_tot = 17'(p2.payload_len) + 17'(p2_small) + 17'd20;
+    p2_bad_all = p2_bad || (p2.ipv6 ? p2_udp[16] : p2_tot[16]);
+    p2_cs3 = csa(p2_cs[39:20], p2_cs[19:0], {4'h0, p2_tot[15:0]});
+  end
+
+  // ----------------------------------------------------------------------------------------
+  // P3: checksum sum; frame geometry sums
+  // ----------------------------------------------------------------------------------------
+  logic          p3_valid, p3_ready;
+  hm_roce_hdr_t  p3;
+  hm_op_info_t   p3_op;
+  logic [1:0]    p3_pad;
+  logic [15:0]   p3_udp;
+  logic [39:0]   p3_cs;
+  logic          p3_bad;
+  assign p2_ready = !p3_valid || p3_ready;
+  always_ff @(posedge clk) begin
+    if (p2_ready) begin
+      p3 <= p2; p3_op <= p2_op; p3_pad <= p2_pad; p3_udp <= p2_udp[15:0]; p3_cs <= p2_cs3; p3_bad <= p2_bad_all;
+    end
+    if (rst) p3_valid <= 1'b0;
+    else if (p2_ready) p3_valid <= p2_valid;
+  end
+
+  logic [19:0] p3_sum;
+  logic [7:0]  p3_h;       // header bytes before the payload
+  logic [16:0] p3_e;       // end of the IP datagram (frame length without Ethernet padding)
+  logic [16:0] p3_pe;      // end of the payload
+  always_comb begin
+    logic [7:0] l3l4;
+    p3_sum = p3_cs[39:20] + p3_cs[19:0];
+    l3l4   = (p3.vlan_valid ? 8'd18 : 8'd14) + (p3.ipv6 ? 8'd40 : 8'd20);
+    p3_h   = l3l4 + 8'd8 + 8'(p3_op.hdr_len);
+    p3_e   = 17'(l3l4) + 17'(p3_udp);
+    p3_pe  = 17'(p3_h) + 17'(p3.payload_len);
+  end
+
+  // ----------------------------------------------------------------------------------------
+  // P4: checksum folds; per-frame beat geometry
+  // ----------------------------------------------------------------------------------------
+  logic          p4_valid, p4_ready;
+  hm_roce_hdr_t  p4;
+  hm_op_info_t   p4_op;
+  logic [1:0]    p4_pad;
+  logic [15:0]   p4_udp;
+  logic [19:0]   p4_sum;
+  logic [7:0]    p4_h;
+  logic [16:0]   p4_e, p4_pe;
+  logic          p4_bad;
+  assign p3_ready = !p4_valid || p4_ready;
+  always_ff @(posedge clk) begin
+    if (p3_ready) begin
+      p4 <= p3; p4_op <= p3_op; p4_pad <= p3_pad; p4_udp <= p3_udp; p4_sum <= p3_sum;
+      p4_h <= p3_h; p4_e <= p3_e; p4_pe <= p3_pe; p4_bad <= p3_bad;
+    end
+    if (rst) p4_valid <= 1'b0;
+    else if (p3_ready) p4_valid <= p3_valid;
+  end
+
+  // Per-job state of the assembler at beat 0 (and constants for the whole frame).
+  typedef struct packed {
+    logic [HBEATS-1:0] hsel;       // one-hot header beat (zero past the header)
+    logic signed [17:0] hdr_rem;   // header bytes from the beat start on
+    logic signed [17:0] pay_rem;   // header + payload bytes from the beat start on
+    logic signed [17:0] crc_rem;   // bytes before the ICRC from the beat start on
+    logic [KB:0]   hdr_n, pay_n;   // the same, clamped to the beat
+    logic [15:0]   beats_left;     // output beats left including this one
+    logic [15:0]   hb_left;        // beats until the first payload beat
+    logic [15:0]   pb_left;        // payload beats still to consume
+    logic          need;           // this beat consumes a payload beat
+    logic          pay_last;       // ... and it must be the payload's last
+    logic          is_last;        // last output beat
+  } ast_t;
+
+  typedef struct packed {
+    logic [KB-1:0] s;              // lane of the first payload byte
+    logic [KB:0]   lastp_n;        // bytes in the payload's last beat
+    logic [KB:0]   last_n;         // bytes in the frame's last beat
+    logic [15:0]   len;
+    logic          vlan, ipv6, bad;
+  } ajob_t;
+
+  ast_t  p4_st;
+  ajob_t p4_job;
+  logic [15:0] p4_csum;
+  always_comb begin
+    logic [16:0] f1;
+    logic [16:0] fl, npb, nb;
+    f1 = 17'(p4_sum[15:0]) + 17'(p4_sum[19:16]);
+    p4_csum = ~(f1[15:0] + 16'(f1[16]));
+    fl  = (p4_e < 17'd60) ? 17'd60 : p4_e;                // frame length
+    nb  = (fl + 17'(KW - 1)) >> KB;
+    npb = (17'(p4.payload_len) + 17'(KW - 1)) >> KB;
+    p4_st.hsel       = HBEATS'(1);
+    p4_st.hdr_rem    = 18'(p4_h);
+    p4_st.pay_rem    = 18'(p4_pe);
+    p4_st.crc_rem    = 18'(p4_e) - 18'd4;
+    p4_st.hdr_n      = clampw(18'(p4_h));
+    p4_st.pay_n      = clampw(18'(p4_pe));
+    p4_st.beats_left = 16'(nb);
+    p4_st.hb_left    = 16'(p4_h) >> KB;
+    p4_st.pb_left    = 16'(npb);
+    p4_st.need       = (p4_h >> KB) == 0 && npb != 0;
+    p4_st.pay_last   = npb == 17'd1;
+    p4_st.is_last    = nb == 17'd1;
+    p4_job.s       = p4_h[KB-1:0];
+    p4_job.lastp_n = (p4.payload_len[KB-1:0] == '0) ? (KB+1)'(KW) : (KB+1)'(p4.payload_len[KB-1:0]);
+    p4_job.last_n  = (fl[KB-1:0] == '0) ? (KB+1)'(KW) : (KB+1)'(fl[KB-1:0]);
+    p4_job.len     = p4.payload_len;
+    p4_job.vlan    = p4.vlan_valid;
+    p4_job.ipv6    = p4.ipv6;
+    p4_job.bad     = p4_bad;
+  end
+
+  // ----------------------------------------------------------------------------------------
+  // P5: serialise the header bytes
+  // ----------------------------------------------------------------------------------------
+  logic          p5_valid, p5_ready;
   hm_roce_hdr_t  h2;
   hm_op_info_t   h2_op;
   logic [1:0]    h2_pad;
-  logic [15:0]   h2_udp_len;
-  logic [7:0]    h2_l3off, h2_iphdr;
-  logic [19:0]   h2_csum;
-  logic          h2_bad;
-
-  assign h1_ready = !h2_valid || h2_ready;
+  logic [15:0]   h2_udp_len, h2_csum;
+  ast_t          p5_st;
+  ajob_t         p5_job;
+  assign p4_ready = !p5_valid || p5_ready;
   always_ff @(posedge clk) begin
-    if (h1_ready) begin
-      h2 <= h1; h2_op <= h1_op; h2_pad <= h1_pad; h2_udp_len <= h1_udp_len[15:0];
-      h2_l3off <= h1_l3off; h2_iphdr <= h1_iphdr; h2_csum <= h1_csum; h2_bad <= h1_bad;
+    if (p4_ready) begin
+      h2 <= p4; h2_op <= p4_op; h2_pad <= p4_pad; h2_udp_len <= p4_udp; h2_csum <= p4_csum;
+      p5_st <= p4_st; p5_job <= p4_job;
     end
-    if (rst) h2_valid <= 1'b0;
-    else if (h1_ready) h2_valid <= h1_valid;
+    if (rst) p5_valid <= 1'b0;
+    else if (p4_ready) p5_valid <= p4_valid;
   end
 
   logic [HB-1:0][7:0] ser;
-  logic [3:0]         f2_unused;
-  logic [15:0]        ser_h, ser_e;
   always_comb begin
     logic [17:0][7:0] l2;
     logic [39:0][7:0] l3;
     logic [19:0][7:0] l4;
     logic [27:0][7:0] ext;
-    logic [19:0]      f1, f2;
-    logic [15:0]      csum, tot;
-    logic [7:0]       tc;
+    logic [15:0]      tot;
+    logic [7:0]       tc, l3off, iphdr;
     l2 = '0; l3 = '0; l4 = '0; ext = '0;
+    l3off = h2.vlan_valid ? 8'd18 : 8'd14;
+    iphdr = h2.ipv6 ? 8'd40 : 8'd20;
     for (int i = 0; i < 6; i++) begin
       l2[i]     = h2.eth_dst[8*(5-i) +: 8];
       l2[6 + i] = h2.eth_src[8*(5-i) +: 8];
@@ -169,10 +333,6 @@ module hm_tx_path
     end
     tc  = {h2.dscp, h2.ecn};
     tot = h2_udp_len + 16'd20;
-    f1  = {4'h0, h2_csum[15:0]} + {16'h0, h2_csum[19:16]};
-    f2  = {4'h0, f1[15:0]} + {16'h0, f1[19:16]};
-    csum = ~f2[15:0];
-    f2_unused = f2[19:16];
     if (h2.ipv6) begin
       l3[0] = {4'h6, tc[7:4]};
       l3[1] = {tc[3:0], h2.flow_label[19:16]};
@@ -190,7 +350,7 @@ module hm_tx_path
       l3[4] = h2.ip_id[15:8]; l3[5] = h2.ip_id[7:0];
       l3[6] = {1'b0, h2.ip_df, 6'h0}; l3[7] = 8'h00;
       l3[8] = h2.ttl; l3[9] = 8'd17;
-      l3[10] = csum[15:8]; l3[11] = csum[7:0];
+      l3[10] = h2_csum[15:8]; l3[11] = h2_csum[7:0];
       for (int i = 0; i < 4; i++) begin
         l3[12 + i] = h2.ip_src[8*(3-i) +: 8];
         l3[16 + i] = h2.ip_dst[8*(3-i) +: 8];
@@ -230,37 +390,28 @@ module hm_tx_path
     if (h2_op.ieth) for (int i = 0; i < 4; i++) ext[i] = h2.imm[8*(3-i) +: 8];
     if (h2_op.imm) for (int i = 0; i < 4; i++) ext[int'(h2_op.imm_off) + i] = h2.imm[8*(3-i) +: 8];
 
+    // Segments at their offsets; every byte outside a segment is zero, so OR places them.
     ser = (HB*8)'(l2)
-        | ((HB*8)'(l3) << (8 * h2_l3off))
-        | ((HB*8)'(l4) << (8 * (h2_l3off + h2_iphdr)))
-        | ((HB*8)'(ext) << (8 * (h2_l3off + h2_iphdr + 8'd20)));
-    // Mask bytes beyond the header (ext beyond hdr_len is zero already; l2 bytes 14..17
-    // without VLAN are overwritten by l3 via OR only if zero, which they are).
-    ser_h = 16'(h2_l3off) + 16'(h2_iphdr) + 16'd8 + 16'(h2_op.hdr_len);
-    ser_e = 16'(h2_l3off) + 16'(h2_iphdr) + h2_udp_len;
+        | ((HB*8)'(l3) << (8 * l3off))
+        | ((HB*8)'(l4) << (8 * (l3off + iphdr)))
+        | ((HB*8)'(ext) << (8 * (l3off + iphdr + 8'd20)));
   end
 
   // Job register: one prepared frame waiting for the assembler.
   logic               j_valid, j_take;
   logic [HB-1:0][7:0] j_hdr;
-  logic [15:0]        j_h, j_e, j_len, j_npb, j_nb;
-  logic               j_bad, j_vlan, j_ipv6;
+  ast_t               j_st;
+  ajob_t              j_job;
 
-  assign h2_ready = !j_valid || j_take;
+  assign p5_ready = !j_valid || j_take;
   always_ff @(posedge clk) begin
-    if (h2_ready) begin
-      j_hdr  <= ser;
-      j_h    <= ser_h;
-      j_e    <= ser_e;
-      j_len  <= h2.payload_len;
-      j_npb  <= (h2.payload_len + 16'(KW - 1)) >> KB;
-      j_nb   <= ((ser_e < 16'd60 ? 16'd60 : ser_e) + 16'(KW - 1)) >> KB;
-      j_bad  <= h2_bad;
-      j_vlan <= h2.vlan_valid;
-      j_ipv6 <= h2.ipv6;
+    if (p5_ready) begin
+      j_hdr <= ser;
+      j_st  <= p5_st;
+      j_job <= p5_job;
     end
     if (rst) j_valid <= 1'b0;
-    else if (h2_ready) j_valid <= h2_valid;
+    else if (p5_ready) j_valid <= p5_valid;
   end
 
   // ----------------------------------------------------------------------------------------
@@ -269,74 +420,76 @@ module hm_tx_path
   logic               adv;           // back end advances this cycle
   logic               a_busy_q, a_drain_q, a_short_q, a_err_q, a_nd_q;
   logic [HB-1:0][7:0] a_hdr_q;
-  logic [15:0]        a_h_q, a_e_q, a_len_q, a_npb_q, a_nb_q, a_k_q;
-  logic               a_vlan_q, a_ipv6_q;
+  ast_t               a_st_q;
+  ajob_t              a_job_q;
   logic [KW-1:0][7:0] a_held_q;
 
-  // current job view
   logic [HB-1:0][7:0] c_hdr;
-  logic [15:0]        c_h, c_e, c_len, c_npb, c_nb, c_k, c_j, c_hb;
-  logic [KB-1:0]      c_s;
-  logic               c_vlan, c_ipv6, c_short, c_err;
-  logic               need_cur, emit, drain_beat, take_bad, finish;
+  ast_t               cs, ns;        // state of this beat, and of the next
+  ajob_t              cj;
+  logic               c_short, c_err, need_cur;
+  logic               emit, drain_beat, take_bad, finish;
   logic [KW-1:0][7:0] rot_cur, a_beat;
   logic [2*DW-1:0]    rot2;
   logic               a_err_now, a_short_next, a_drain_next;
   logic [KB:0]        cur_n;
 
   always_comb begin
-    c_hdr  = a_busy_q ? a_hdr_q  : j_hdr;
-    c_h    = a_busy_q ? a_h_q    : j_h;
-    c_e    = a_busy_q ? a_e_q    : j_e;
-    c_len  = a_busy_q ? a_len_q  : j_len;
-    c_npb  = a_busy_q ? a_npb_q  : j_npb;
-    c_nb   = a_busy_q ? a_nb_q   : j_nb;
-    c_k    = a_busy_q ? a_k_q    : 16'd0;
-    c_vlan = a_busy_q ? a_vlan_q : j_vlan;
-    c_ipv6 = a_busy_q ? a_ipv6_q : j_ipv6;
+    c_hdr   = a_busy_q ? a_hdr_q : j_hdr;
+    cs      = a_busy_q ? a_st_q  : j_st;
+    cj      = a_busy_q ? a_job_q : j_job;
     c_short = a_busy_q ? a_short_q : 1'b0;
     c_err   = a_busy_q ? a_err_q   : 1'b0;
-    c_s    = c_h[KB-1:0];
-    c_hb   = c_h >> KB;
-    c_j    = c_k - c_hb;
 
     cur_n    = keep_bytes(p_tkeep);
-    need_cur = (c_k >= c_hb) && (c_j < c_npb) && !c_short;
+    need_cur = cs.need && !c_short;
     // rotate the payload beat up by s lanes: lane l = payload byte (l - s) mod KW
-    rot2     = {p_tdata, p_tdata} >> (8 * (16'(KW) - 16'(c_s)));
-    rot_cur  = rot2[DW-1:0];
-    if (!need_cur) rot_cur = '0;
+    rot2     = {p_tdata, p_tdata} >> (8 * (16'(KW) - 16'(cj.s)));
+    rot_cur  = need_cur ? rot2[DW-1:0] : '0;
 
-    drain_beat = a_drain_q && p_tvalid;                          // discarding extra beats
-    take_bad   = !a_drain_q && !a_busy_q && j_valid && j_bad;          // rejected record
-    emit       = !a_drain_q && (a_busy_q || (j_valid && !j_bad)) && (!need_cur || p_tvalid);
+    drain_beat = a_drain_q && p_tvalid;                                 // discarding extra beats
+    take_bad   = !a_drain_q && !a_busy_q && j_valid && j_job.bad;        // rejected record
+    emit       = !a_drain_q && (a_busy_q || (j_valid && !j_job.bad)) && (!need_cur || p_tvalid);
+    finish     = emit && cs.is_last;
 
     // length checks on the consumed payload beat
     a_err_now = 1'b0; a_short_next = c_short; a_drain_next = 1'b0;
     if (emit && need_cur) begin
-      if (c_j == c_npb - 1'b1) begin
+      if (cs.pay_last) begin
         if (!p_tlast) begin a_err_now = 1'b1; a_drain_next = 1'b1; end
-        else if (16'(cur_n) != c_len - (c_j << KB)) a_err_now = 1'b1;
+        else if (cur_n != cj.lastp_n) a_err_now = 1'b1;
       end else if (p_tlast) begin
         a_err_now = 1'b1; a_short_next = 1'b1;
       end
     end
 
-    // beat assembly
+    // beat assembly: header lanes, then payload lanes, then zeros
     for (int l = 0; l < KW; l++) begin
-      logic [15:0] p;
-      p = (c_k << KB) + 16'(l);
       a_beat[l] = 8'h00;
-      if (p < c_h) begin
-        for (int h = 0; h < HBEATS; h++) if (c_k == 16'(h)) a_beat[l] = c_hdr[h*KW + l];
-      end else if (p < c_h + c_len) begin
-        a_beat[l] = (l < int'(c_s)) ? a_held_q[l] : rot_cur[l];
+      if ((KB+1)'(l) < cs.hdr_n) begin
+        for (int h = 0; h < HBEATS; h++) if (cs.hsel[h]) a_beat[l] = c_hdr[h*KW + l];
+      end else if ((KB+1)'(l) < cs.pay_n) begin
+        a_beat[l] = (l < int'(cj.s)) ? a_held_q[l] : rot_cur[l];
       end
     end
-    finish = emit && (c_k + 1'b1 == c_nb);
+
+    // next beat's state
+    ns            = cs;
+    ns.hsel       = cs.hsel << 1;
+    ns.hdr_rem    = cs.hdr_rem - 18'(KW);
+    ns.pay_rem    = cs.pay_rem - 18'(KW);
+    ns.crc_rem    = cs.crc_rem - 18'(KW);
+    ns.hdr_n      = clampw(cs.hdr_rem - 18'(KW));
+    ns.pay_n      = clampw(cs.pay_rem - 18'(KW));
+    ns.beats_left = cs.beats_left - 16'd1;
+    ns.is_last    = cs.beats_left == 16'd2;
+    ns.hb_left    = (cs.hb_left != 0) ? cs.hb_left - 16'd1 : 16'd0;
+    ns.pb_left    = (a_short_next) ? 16'd0 : (cs.need ? cs.pb_left - 16'd1 : cs.pb_left);
+    ns.need       = (cs.hb_left <= 16'd1) && ns.pb_left != 0;
+    ns.pay_last   = ns.pb_left == 16'd1;
   end
 
-  assign j_take = adv && ((!a_busy_q && !a_drain_q && j_valid && !j_bad && emit) || take_bad);
+  assign j_take  = adv && ((!a_busy_q && !a_drain_q && j_valid && !j_job.bad && emit) || take_bad);
   assign p_tready = adv && ((emit && need_cur) || drain_beat);
 
   always_ff @(posedge clk) begin
@@ -347,15 +500,15 @@ module hm_tx_path
     end else if (adv) begin
       if (take_bad) begin
         stat_bad_req <= stat_bad_req + 1'b1;
-        a_drain_q <= j_len != 0;
+        a_drain_q <= j_job.len != 0;
       end else if (drain_beat && p_tlast) begin
         a_drain_q <= 1'b0;
       end
       if (emit) begin
         a_busy_q  <= !finish;
-        a_hdr_q   <= c_hdr;  a_h_q <= c_h; a_e_q <= c_e; a_len_q <= c_len;
-        a_npb_q   <= c_npb;  a_nb_q <= c_nb; a_k_q <= c_k + 1'b1;
-        a_vlan_q  <= c_vlan; a_ipv6_q <= c_ipv6;
+        a_hdr_q   <= c_hdr;
+        a_st_q    <= ns;
+        a_job_q   <= cj;
         a_short_q <= a_short_next;
         a_err_q   <= c_err | a_err_now;
         a_held_q  <= rot_cur;
@@ -401,63 +554,63 @@ module hm_tx_path
 
   // Sideband carried with each beat through the back end.
   typedef struct packed {
-    logic          valid;
-    logic          last;
-    logic          err;
-    logic [KB:0]   nbytes;
-    logic [15:0]   icrc_rel;  // ICRC position minus beat base (may be negative/large)
-    logic          icrc_here; // beat holds at least one ICRC byte
+    logic                  valid;
+    logic                  last;
+    logic                  err;
+    logic [KB:0]           nbytes;
+    logic signed [KB+2:0]  ic_rel;  // ICRC position minus beat start, clamped to [-4, KW]
   } side_t;
 
-  // C1 inputs from the assembler
-  side_t              a_side;
-  logic [KW-1:0][7:0] a_masked;
-  logic               a_first, a_active, a_crclast;
-  logic [KB-1:0]      a_kz;
+  side_t a_side;
   always_comb begin
-    logic [15:0] base, pic, rel, fl;
-    base = c_k << KB;
-    pic  = c_e - 16'd4;                    // ICRC position
-    rel  = pic - base;
-    fl   = (c_e < 16'd60) ? 16'd60 : c_e;  // frame length
-    a_side.valid     = emit;
-    a_side.last      = finish;
-    a_side.err       = c_err | a_err_now;
-    a_side.nbytes    = finish ? (KB+1)'(fl - base) : (KB+1)'(KW);
-    a_side.icrc_rel  = rel;
-    a_side.icrc_here = (pic < base + 16'(KW)) && (pic + 16'd4 > base);
-    a_first   = c_k == 0;
-    a_active  = base < pic;
-    a_crclast = (base < pic) && (pic <= base + 16'(KW));
-    a_kz      = KB'(base + 16'(KW) - pic);
+    a_side.valid  = emit;
+    a_side.last   = finish;
+    a_side.err    = c_err | a_err_now;
+    a_side.nbytes = cs.is_last ? cj.last_n : (KB+1)'(KW);
+    if (cs.crc_rem < -18'sd4)       a_side.ic_rel = -(KB+3)'(4);
+    else if (cs.crc_rem > 18'(KW))  a_side.ic_rel = (KB+3)'(KW);
+    else                            a_side.ic_rel = (KB+3)'(cs.crc_rem);
+  end
+
+  // C1: the assembled beat and what the CRC needs of it
+  side_t              c1_side;
+  logic [KW-1:0][7:0] c1_data, c1_masked;
+  logic               c1_first, c1_vlan, c1_ipv6;
+  logic [HBEATS-1:0]  c1_hsel;
+  logic signed [17:0] c1_crc_rem;
+  always_ff @(posedge clk) begin
+    if (adv) begin
+      c1_data <= a_beat;
+      c1_first <= !a_busy_q;
+      c1_vlan <= cj.vlan; c1_ipv6 <= cj.ipv6;
+      c1_hsel <= cs.hsel;
+      c1_crc_rem <= cs.crc_rem;
+    end
+    if (rst) c1_side <= '0;
+    else if (adv) c1_side <= a_side;
+  end
+
+  logic          c1_active, c1_crclast;
+  logic [KB-1:0] c1_kz;
+  logic [KB:0]   c1_crc_n;
+  always_comb begin
+    c1_crc_n   = clampw(c1_crc_rem);
+    c1_active  = c1_crc_rem > 0;
+    c1_crclast = c1_crc_rem > 0 && c1_crc_rem <= 18'(KW);
+    c1_kz      = KB'(18'(KW) - c1_crc_rem);
     for (int l = 0; l < KW; l++) begin
       logic [1:0] code;
       code = 2'd0;
       for (int h = 0; h < HBEATS; h++)
-        if (c_k == 16'(h)) code = TPL[{c_vlan, c_ipv6}][h*KW + l];
-      if (base + 16'(l) >= pic) code = 2'd1;
+        if (c1_hsel[h]) code = TPL[{c1_vlan, c1_ipv6}][h*KW + l];
+      if ((KB+1)'(l) >= c1_crc_n) code = 2'd1;   // at or after the ICRC
       case (code)
-        2'd0: a_masked[l] = a_beat[l];
-        2'd1: a_masked[l] = 8'h00;
-        2'd2: a_masked[l] = 8'hFF;
-        default: a_masked[l] = a_beat[l] | 8'h0F;
+        2'd0: c1_masked[l] = c1_data[l];
+        2'd1: c1_masked[l] = 8'h00;
+        2'd2: c1_masked[l] = 8'hFF;
+        default: c1_masked[l] = c1_data[l] | 8'h0F;
       endcase
     end
-  end
-
-  // C1
-  side_t              c1_side;
-  logic [KW-1:0][7:0] c1_data, c1_masked;
-  logic               c1_first, c1_active, c1_crclast, c1_vlan;
-  logic [KB-1:0]      c1_kz;
-  always_ff @(posedge clk) begin
-    if (adv) begin
-      c1_data <= a_beat; c1_masked <= a_masked;
-      c1_first <= a_first; c1_active <= a_active; c1_crclast <= a_crclast; c1_kz <= a_kz;
-      c1_vlan <= c_vlan;
-    end
-    if (rst) c1_side <= '0;
-    else if (adv) c1_side <= a_side;
   end
 
   // C2
@@ -518,7 +671,7 @@ module hm_tx_path
     end
   end
 
-  // ICRC insertion
+  // ICRC insertion: byte d of the ICRC goes to lane ic_rel + d
   logic [31:0]        icrc_now, icrc_hold_q;
   logic [KW-1:0][7:0] ins_data;
   side_t              fin;
@@ -527,9 +680,9 @@ module hm_tx_path
     icrc_now = cs_cl[NCORR] ? ~cs_x[NCORR] : icrc_hold_q;
     ins_data = cs_data[NCORR];
     for (int l = 0; l < KW; l++) begin
-      logic [15:0] d;
-      d = 16'(l) - fin.icrc_rel;
-      if (fin.icrc_here && d < 16'd4) ins_data[l] = icrc_now[8*d[1:0] +: 8];
+      logic signed [KB+2:0] d;
+      d = (KB+3)'(l) - fin.ic_rel;
+      if (d >= 0 && d < 4) ins_data[l] = icrc_now[8*d[1:0] +: 8];
     end
   end
   always_ff @(posedge clk) if (adv && cs_cl[NCORR]) icrc_hold_q <= ~cs_x[NCORR];
@@ -561,7 +714,8 @@ module hm_tx_path
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{h2, h2_op, f2_unused, rot2[2*DW-1:DW]};
+  assign unused_ok = ^{h2_op, rot2[2*DW-1:DW], p2_op, p3_op, p4_op, p4_udp, h2.udp_dport, h2.udp_len,
+                       h2.padcnt, h2.tver, h2.resv6, h2.resv7, h2.payload_off, h2.payload_len};
   /* verilator lint_on UNUSEDSIGNAL */
 
   initial begin
