@@ -392,20 +392,19 @@ module hm_rx_path
   hm_roce_hdr_t  d_hdr;
   hm_op_info_t   op_i;
   // individual check results, in priority order (see DropReason)
-  logic t1, n2, t3, n4, o5, r6, t7, r7, t8, l9, tv, uo, l14, icrc_comp;
+  logic t1, n2, t3, n4, o5, r6, t7, r7, tv, uo;
+  logic [6:0] need;
   logic [19:0] csum_sum;
 
   always_comb begin
     logic [7:0]  l3off, iphdr;
-    logic [15:0] udp_len, udp_dport, totlen, plen, flen;
+    logic [15:0] udp_len, udp_dport, flen;
     logic [3:0]  ver, ihl;
     logic [7:0]  proto, tc;
     logic [1:0]  pad;
     logic        mf;
     logic [12:0] fragoff;
     logic [27:0][7:0] ext;
-    logic [17:0] min_e;
-    logic [6:0]  need;   // 12 + hdr_len + padcnt
     logic [39:0] cs;
 
     flen    = s2_flen;
@@ -413,8 +412,6 @@ module hm_rx_path
     iphdr   = s2_isv6 ? 8'd40 : 8'd20;
     ver     = s2_l3[0][7:4];
     ihl     = s2_l3[0][3:0];
-    totlen  = {s2_l3[2], s2_l3[3]};
-    plen    = {s2_l3[4], s2_l3[5]};
     mf      = s2_l3[6][5];
     fragoff = {s2_l3[6][4:0], s2_l3[7]};
     proto   = s2_isv6 ? s2_l3[6] : s2_l3[9];
@@ -430,8 +427,6 @@ module hm_rx_path
     cs = s2_vlan ? s2_cs[1] : s2_cs[0];
     csum_sum = cs[39:20] + cs[19:0];
 
-    min_e = 18'(l3off) + 18'(iphdr) + 18'd24;
-    icrc_comp = (s2_isv4 || s2_isv6) && s2_e >= min_e && s2_e <= {2'b0, flen};
 
     t1  = flen < 16'd14 || (s2_vlan && flen < 16'd18);
     n2  = !(s2_isv4 || s2_isv6);
@@ -441,13 +436,8 @@ module hm_rx_path
     r6  = proto != 8'd17;
     t7  = flen < 16'(l3off) + 16'(iphdr) + 16'd8;
     r7  = udp_dport != HM_ROCE_UDP_PORT;
-    t8  = s2_e > {2'b0, flen};
-    l9  = (s2_isv4 && totlen != udp_len + 16'd20) || (s2_isv6 && plen != udp_len) ||
-          udp_len < 16'd24 || ({2'b0, flen} > s2_e && flen > 16'd64) ||
-          flen > 16'(MAX_FRAME_BYTES);
     tv  = s2_l4[9][3:0] != 4'd0;
     uo  = !op_i.known;
-    l14 = udp_len < 16'(need) || (op_i.no_payload && udp_len != 16'd12 + 16'(op_i.hdr_len));
 
     // Record
     d_hdr = '0;
@@ -521,19 +511,31 @@ module hm_rx_path
       endcase
     end
     d_hdr.payload_off = 16'(l3off) + 16'(iphdr) + 16'd8 + 16'(op_i.hdr_len);
-    d_hdr.payload_len = udp_len - 16'(need);
+    d_hdr.payload_len = '0;   // S4: udp_len - need
   end
 
   logic          s3_valid, s3_last, s3_crclast, s3_isv4, s3_l3ok;
   logic [KB-1:0] s3_k;
   hm_roce_hdr_t  s3_hdr;
-  logic [13:0]   s3_chk;      // {t1,n2,t3,n4,o5,r6,t7,r7,t8,l9,tv,uo,l14,icrc_comp}
+  logic [9:0]    s3_chk;      // {t1,n2,t3,n4,o5,r6,t7,r7,tv,uo}
+  logic [17:0]   s3_e, s3_mine;
+  logic [15:0]   s3_totlen, s3_plen;
+  logic [6:0]    s3_need, s3_nopay_len;
+  logic          s3_isv6, s3_nopay;
   logic [19:0]   s3_csum;
   logic [15:0]   s3_flen, s3_nbeats;
 
   always_ff @(posedge clk) begin
     s3_hdr     <= d_hdr;
-    s3_chk     <= {t1, n2, t3, n4, o5, r6, t7, r7, t8, l9, tv, uo, l14, icrc_comp};
+    s3_chk     <= {t1, n2, t3, n4, o5, r6, t7, r7, tv, uo};
+    s3_e       <= s2_e;
+    s3_mine    <= (s2_vlan ? 18'd18 : 18'd14) + (s2_isv6 ? 18'd40 : 18'd20) + 18'd24;
+    s3_totlen  <= {s2_l3[2], s2_l3[3]};
+    s3_plen    <= {s2_l3[4], s2_l3[5]};
+    s3_need    <= need;
+    s3_nopay   <= op_i.no_payload;
+    s3_nopay_len <= 7'd12 + 7'(op_i.hdr_len);
+    s3_isv6    <= s2_isv6;
     s3_csum    <= csum_sum;
     s3_isv4    <= s2_isv4;
     s3_l3ok    <= s2_flen >= (s2_vlan ? 16'd38 : 16'd34);
@@ -550,36 +552,34 @@ module hm_rx_path
   // S4: residue compare; reason priority; checksum verdict
   // ----------------------------------------------------------------------------------------
   logic        sticky_q, match_now;
-  logic [3:0]  pre_rsn, post_rsn;
-  logic        csum_ok;
-  logic [19:0] f2;
-  logic        c_ic_unused;
+  logic [3:0]  early_rsn;
+  logic        csum_ok, t8, l9, l14, icrc_comp;
+  logic [9:0]  f2;
+  logic [15:0] s3_udp;
   always_comb begin
-    logic c_t1, c_n2, c_t3, c_n4, c_o5, c_r6, c_t7, c_r7, c_t8, c_l9, c_tv, c_uo, c_l14, c_ic;
-    {c_t1, c_n2, c_t3, c_n4, c_o5, c_r6, c_t7, c_r7, c_t8, c_l9, c_tv, c_uo, c_l14, c_ic} = s3_chk;
-    c_ic_unused = c_ic;
+    logic c_t1, c_n2, c_t3, c_n4, c_o5, c_r6, c_t7, c_r7;
+    {c_t1, c_n2, c_t3, c_n4, c_o5, c_r6, c_t7, c_r7} = s3_chk[9:2];
+    s3_udp = s3_hdr.udp_len;
     match_now = s3_crclast && (crc_q == EXPECT[s3_k]);
     // The one's-complement sum of the ten header words is 0xFFFF exactly when their plain
     // sum S (< 10 * 0xFFFF + 1) is a nonzero multiple of 0xFFFF.
-    f2 = '0;
     for (int m = 1; m <= 10; m++) f2[m-1] = s3_csum == 20'(m * 65535);
-    csum_ok = s3_isv4 && s3_l3ok && |f2[9:0];
-    if      (c_t1) pre_rsn = HM_RSN_TRUNCATED;
-    else if (c_n2) pre_rsn = HM_RSN_NOT_IP;
-    else if (c_t3) pre_rsn = HM_RSN_TRUNCATED;
-    else if (c_n4) pre_rsn = HM_RSN_NOT_IP;
-    else if (c_o5) pre_rsn = HM_RSN_IPV4_OPT_FRAG;
-    else if (c_r6) pre_rsn = HM_RSN_NOT_ROCE;
-    else if (c_t7) pre_rsn = HM_RSN_TRUNCATED;
-    else if (c_r7) pre_rsn = HM_RSN_NOT_ROCE;
-    else if (c_t8) pre_rsn = HM_RSN_TRUNCATED;
-    else if (c_l9) pre_rsn = HM_RSN_LENGTH;
-    else           pre_rsn = HM_RSN_ACCEPT;
-    if      (s3_isv4 && !csum_ok) post_rsn = HM_RSN_BAD_IPV4_CSUM;
-    else if (c_tv)  post_rsn = HM_RSN_TVER;
-    else if (c_uo)  post_rsn = HM_RSN_UNKNOWN_OPCODE;
-    else if (c_l14) post_rsn = HM_RSN_LENGTH;
-    else            post_rsn = HM_RSN_ACCEPT;
+    csum_ok = s3_isv4 && s3_l3ok && |f2;
+    if      (c_t1) early_rsn = HM_RSN_TRUNCATED;
+    else if (c_n2) early_rsn = HM_RSN_NOT_IP;
+    else if (c_t3) early_rsn = HM_RSN_TRUNCATED;
+    else if (c_n4) early_rsn = HM_RSN_NOT_IP;
+    else if (c_o5) early_rsn = HM_RSN_IPV4_OPT_FRAG;
+    else if (c_r6) early_rsn = HM_RSN_NOT_ROCE;
+    else if (c_t7) early_rsn = HM_RSN_TRUNCATED;
+    else if (c_r7) early_rsn = HM_RSN_NOT_ROCE;
+    else           early_rsn = HM_RSN_ACCEPT;
+    t8  = s3_e > {2'b0, s3_flen};
+    l9  = (s3_isv4 && s3_totlen != s3_udp + 16'd20) || (s3_isv6 && s3_plen != s3_udp) ||
+          s3_udp < 16'd24 || ({2'b0, s3_flen} > s3_e && s3_flen > 16'd64) ||
+          s3_flen > 16'(MAX_FRAME_BYTES);
+    l14 = s3_udp < 16'(s3_need) || (s3_nopay && s3_udp != 16'(s3_nopay_len));
+    icrc_comp = !c_n2 && s3_e >= s3_mine && s3_e <= {2'b0, s3_flen};
   end
 
   always_ff @(posedge clk) begin
@@ -589,14 +589,21 @@ module hm_rx_path
 
   logic          s4_valid;
   hm_roce_hdr_t  s4_hdr;
-  logic [3:0]    s4_pre, s4_post;
+  logic [3:0]    s4_early;
+  logic          s4_t8, s4_l9, s4_l14, s4_tv, s4_uo, s4_isv4;
   logic          s4_icrc_ok, s4_csum_ok;
   logic [15:0]   s4_flen, s4_nbeats;
   always_ff @(posedge clk) begin
     s4_hdr     <= s3_hdr;
-    s4_pre     <= pre_rsn;
-    s4_post    <= post_rsn;
-    s4_icrc_ok <= s3_chk[0] && (sticky_q || match_now);
+    s4_hdr.payload_len <= s3_udp - 16'(s3_need);
+    s4_early   <= early_rsn;
+    s4_t8      <= t8;
+    s4_l9      <= l9;
+    s4_l14     <= l14;
+    s4_tv      <= s3_chk[1];
+    s4_uo      <= s3_chk[0];
+    s4_isv4    <= s3_isv4;
+    s4_icrc_ok <= icrc_comp && (sticky_q || match_now);
     s4_csum_ok <= csum_ok;
     s4_flen    <= s3_flen;
     s4_nbeats  <= s3_nbeats;
@@ -605,19 +612,29 @@ module hm_rx_path
   end
 
   // ----------------------------------------------------------------------------------------
-  // S5: verdict, counters, monitor
+  // S5: verdict (first failing check in priority order), counters, monitor
   // ----------------------------------------------------------------------------------------
   hm_rx_status_t st, s5_st;
   logic          s5_valid;
   logic [15:0]   s5_nbeats;
   always_comb begin
+    logic [3:0] pre, post;
+    if (s4_early != HM_RSN_ACCEPT) pre = s4_early;
+    else if (s4_t8)                pre = HM_RSN_TRUNCATED;
+    else if (s4_l9)                pre = HM_RSN_LENGTH;
+    else                           pre = HM_RSN_ACCEPT;
+    if (s4_isv4 && !s4_csum_ok)    post = HM_RSN_BAD_IPV4_CSUM;
+    else if (s4_tv)                post = HM_RSN_TVER;
+    else if (s4_uo)                post = HM_RSN_UNKNOWN_OPCODE;
+    else if (s4_l14)               post = HM_RSN_LENGTH;
+    else                           post = HM_RSN_ACCEPT;
     st.hdr          = s4_hdr;
     st.icrc_ok      = s4_icrc_ok;
     st.ipv4_csum_ok = s4_csum_ok;
     st.frame_len    = s4_flen;
-    if (s4_pre != HM_RSN_ACCEPT) st.reason = s4_pre;
-    else if (!s4_icrc_ok)        st.reason = HM_RSN_BAD_ICRC;
-    else                         st.reason = s4_post;
+    if (pre != HM_RSN_ACCEPT) st.reason = pre;
+    else if (!s4_icrc_ok)     st.reason = HM_RSN_BAD_ICRC;
+    else                      st.reason = post;
   end
 
   always_ff @(posedge clk) begin
@@ -650,6 +667,8 @@ module hm_rx_path
     logic [KB-1:0] s;
     logic          tail;
     logic [KB:0]   lastn;
+    // position flags of the frame's first beat (i = 0)
+    logic          at_hb, at_pbl, ilast;
   } plan_t;
 
   plan_t pl;
@@ -667,6 +686,9 @@ module hm_rx_path
     pl.s      = off[KB-1:0];
     pl.tail   = off[KB-1:0] != '0 && (jm1 == (endb >> KB) - (off >> KB));
     pl.lastn  = (len[KB-1:0] == '0) ? (KB+1)'(KW) : (KB+1)'(len[KB-1:0]);
+    pl.at_hb  = (off >> KB) == 16'd0;
+    pl.at_pbl = (endb >> KB) == 16'd0;
+    pl.ilast  = s5_nbeats == 16'd1;
   end
 
   localparam int RECW = $bits(hm_roce_hdr_t) + $bits(plan_t);
@@ -703,6 +725,8 @@ module hm_rx_path
   logic           busy_q;
   plan_t          pl_q;
   logic [8:0]     i_q;
+  // flags of the next beat: i == hb, i > hb, i <= pbl, i == pbl, last beat
+  logic           f_at_hb_q, f_past_hb_q, f_le_pbl_q, f_at_pbl_q, f_ilast_q;
   logic [KW-1:0][7:0] held_q;
   logic           pend_q;
   logic [KW-1:0][7:0] pend_data_q;
@@ -723,24 +747,25 @@ module hm_rx_path
   logic [KB:0]    o_n;
 
   always_comb begin
-    logic pay, at_hb, past_hb, at_pbl;
+    logic pay, at_hb, past_hb, at_pbl, le_pbl;
     c  = busy_q ? pl_q : rf_pl;
     ci = busy_q ? i_q : 9'd0;
     have  = busy_q || (rf_m_valid && (rf_pl.drop || hq_s_ready));
-    ilast = ci + 9'd1 == c.nbeats;
+    ilast = busy_q ? f_ilast_q : rf_pl.ilast;
 
     // rot: beat rotated down by s bytes (lane l = beat byte (l + s) mod KW)
     rot2 = {df_m_data, df_m_data} >> (8 * c.s);
     rot  = rot2[DW-1:0];
 
     pay     = !c.drop && !c.empty;
-    at_hb   = ci == c.hb;
-    past_hb = ci > c.hb;
-    at_pbl  = ci == c.pbl;
+    at_hb   = busy_q ? f_at_hb_q   : rf_pl.at_hb;
+    past_hb = busy_q ? f_past_hb_q : 1'b0;
+    at_pbl  = busy_q ? f_at_pbl_q  : rf_pl.at_pbl;
+    le_pbl  = busy_q ? f_le_pbl_q  : 1'b1;
     ecnt = 2'd0; e1_data = rot; e1_n = (KB+1)'(KW); e1_last = 1'b0; e2_n = c.lastn;
     if (pay) begin
       if (c.s == '0) begin
-        if ((at_hb || past_hb) && ci <= c.pbl) begin
+        if ((at_hb || past_hb) && le_pbl) begin
           ecnt = 2'd1;
           e1_last = at_pbl;
           if (at_pbl) e1_n = c.lastn;
@@ -749,7 +774,7 @@ module hm_rx_path
         if (at_pbl) begin   // the whole payload sits in this beat (a tail of its own)
           ecnt = 2'd1; e1_last = 1'b1; e1_n = c.lastn;
         end
-      end else if (past_hb && ci <= c.pbl) begin
+      end else if (past_hb && le_pbl) begin
         ecnt = 2'd1;
         for (int l = 0; l < KW; l++) e1_data[l] = (l < KW - int'(c.s)) ? held_q[l] : rot[l];
         if (at_pbl) begin
@@ -784,6 +809,11 @@ module hm_rx_path
         busy_q <= !ilast;
         pl_q   <= c;
         i_q    <= ci + 9'd1;
+        f_at_hb_q   <= ci + 9'd1 == c.hb;
+        f_past_hb_q <= ci >= c.hb;
+        f_le_pbl_q  <= ci < c.pbl;
+        f_at_pbl_q  <= ci + 9'd1 == c.pbl;
+        f_ilast_q   <= ci + 9'd2 == c.nbeats;
         held_q <= rot;
       end
       if (out_ready) begin
@@ -833,7 +863,7 @@ module hm_rx_path
   // opcode-table bits the RX does not need, the checksum fold's carry-out.
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{df_s_ready, rf_s_ready, hq_level, op_i, rot2[2*DW-1:DW], csum_sum[19:16], f2[19:10], c_ic_unused, s5_nbeats[15:9]};
+  assign unused_ok = ^{df_s_ready, rf_s_ready, hq_level, op_i, rot2[2*DW-1:DW], csum_sum[19:16], s5_nbeats[15:9]};
   /* verilator lint_on UNUSEDSIGNAL */
 
   initial begin

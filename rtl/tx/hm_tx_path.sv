@@ -240,6 +240,10 @@ module hm_tx_path
     logic signed [17:0] pay_rem;   // header + payload bytes from the beat start on
     logic signed [17:0] crc_rem;   // bytes before the ICRC from the beat start on
     logic [KB:0]   hdr_n, pay_n;   // the same, clamped to the beat
+    logic [KB:0]   crc_n;          // lanes of this beat before the ICRC
+    logic          crc_active;     // the beat holds bytes before the ICRC
+    logic          crc_last;       // ... and the last of them
+    logic [KB-1:0] kz;             // zero lanes after the last CRC byte in that beat
     logic [15:0]   beats_left;     // output beats left including this one
     logic [15:0]   hb_left;        // beats until the first payload beat
     logic [15:0]   pb_left;        // payload beats still to consume
@@ -258,12 +262,10 @@ module hm_tx_path
 
   ast_t  p4_st;
   ajob_t p4_job;
-  logic [15:0] p4_csum;
+  logic [16:0] p4_f1;
   always_comb begin
-    logic [16:0] f1;
     logic [16:0] fl, npb, nb;
-    f1 = 17'(p4_sum[15:0]) + 17'(p4_sum[19:16]);
-    p4_csum = ~(f1[15:0] + 16'(f1[16]));
+    p4_f1 = 17'(p4_sum[15:0]) + 17'(p4_sum[19:16]);
     fl  = (p4_e < 17'd60) ? 17'd60 : p4_e;                // frame length
     nb  = (fl + 17'(KW - 1)) >> KB;
     npb = (17'(p4.payload_len) + 17'(KW - 1)) >> KB;
@@ -273,6 +275,10 @@ module hm_tx_path
     p4_st.crc_rem    = 18'(p4_e) - 18'd4;
     p4_st.hdr_n      = clampw(18'(p4_h));
     p4_st.pay_n      = clampw(18'(p4_pe));
+    p4_st.crc_n      = clampw(18'(p4_e) - 18'd4);
+    p4_st.crc_active = 1'b1;
+    p4_st.crc_last   = 18'(p4_e) - 18'd4 <= 18'(KW);
+    p4_st.kz         = KB'(18'(KW) - (18'(p4_e) - 18'd4));
     p4_st.beats_left = 16'(nb);
     p4_st.hb_left    = 16'(p4_h) >> KB;
     p4_st.pb_left    = 16'(npb);
@@ -296,12 +302,13 @@ module hm_tx_path
   hm_op_info_t   h2_op;
   logic [1:0]    h2_pad;
   logic [15:0]   h2_udp_len, h2_csum;
+  logic [16:0]   h2_f1;
   ast_t          p5_st;
   ajob_t         p5_job;
   assign p4_ready = !p5_valid || p5_ready;
   always_ff @(posedge clk) begin
     if (p4_ready) begin
-      h2 <= p4; h2_op <= p4_op; h2_pad <= p4_pad; h2_udp_len <= p4_udp; h2_csum <= p4_csum;
+      h2 <= p4; h2_op <= p4_op; h2_pad <= p4_pad; h2_udp_len <= p4_udp; h2_f1 <= p4_f1;
       p5_st <= p4_st; p5_job <= p4_job;
     end
     if (rst) p5_valid <= 1'b0;
@@ -333,6 +340,7 @@ module hm_tx_path
     end
     tc  = {h2.dscp, h2.ecn};
     tot = h2_udp_len + 16'd20;
+    h2_csum = ~(h2_f1[15:0] + 16'(h2_f1[16]));
     if (h2.ipv6) begin
       l3[0] = {4'h6, tc[7:4]};
       l3[1] = {tc[3:0], h2.flow_label[19:16]};
@@ -481,6 +489,10 @@ module hm_tx_path
     ns.crc_rem    = cs.crc_rem - 18'(KW);
     ns.hdr_n      = clampw(cs.hdr_rem - 18'(KW));
     ns.pay_n      = clampw(cs.pay_rem - 18'(KW));
+    ns.crc_n      = clampw(cs.crc_rem - 18'(KW));
+    ns.crc_active = cs.crc_rem > 18'(KW);
+    ns.crc_last   = cs.crc_rem > 18'(KW) && cs.crc_rem <= 18'(2 * KW);
+    ns.kz         = KB'(18'(2 * KW) - cs.crc_rem);
     ns.beats_left = cs.beats_left - 16'd1;
     ns.is_last    = cs.beats_left == 16'd2;
     ns.hb_left    = (cs.hb_left != 0) ? cs.hb_left - 16'd1 : 16'd0;
@@ -577,27 +589,22 @@ module hm_tx_path
   logic [KW-1:0][7:0] c1_data, c1_masked;
   logic               c1_first, c1_vlan, c1_ipv6;
   logic [HBEATS-1:0]  c1_hsel;
-  logic signed [17:0] c1_crc_rem;
+  logic [KB:0]        c1_crc_n;
+  logic               c1_active, c1_crclast;
+  logic [KB-1:0]      c1_kz;
   always_ff @(posedge clk) begin
     if (adv) begin
       c1_data <= a_beat;
       c1_first <= !a_busy_q;
       c1_vlan <= cj.vlan; c1_ipv6 <= cj.ipv6;
       c1_hsel <= cs.hsel;
-      c1_crc_rem <= cs.crc_rem;
+      c1_crc_n <= cs.crc_n; c1_active <= cs.crc_active; c1_crclast <= cs.crc_last; c1_kz <= cs.kz;
     end
     if (rst) c1_side <= '0;
     else if (adv) c1_side <= a_side;
   end
 
-  logic          c1_active, c1_crclast;
-  logic [KB-1:0] c1_kz;
-  logic [KB:0]   c1_crc_n;
   always_comb begin
-    c1_crc_n   = clampw(c1_crc_rem);
-    c1_active  = c1_crc_rem > 0;
-    c1_crclast = c1_crc_rem > 0 && c1_crc_rem <= 18'(KW);
-    c1_kz      = KB'(18'(KW) - c1_crc_rem);
     for (int l = 0; l < KW; l++) begin
       logic [1:0] code;
       code = 2'd0;
