@@ -202,12 +202,14 @@ module hm_tx_path
   logic [7:0]  p3_h;       // header bytes before the payload
   logic [16:0] p3_e;       // end of the IP datagram (frame length without Ethernet padding)
   logic [16:0] p3_pe;      // end of the payload
+  logic [16:0] p3_pic;     // position of the ICRC
   always_comb begin
     logic [7:0] l3l4;
     p3_sum = p3_cs[39:20] + p3_cs[19:0];
     l3l4   = (p3.vlan_valid ? 8'd18 : 8'd14) + (p3.ipv6 ? 8'd40 : 8'd20);
     p3_h   = l3l4 + 8'd8 + 8'(p3_op.hdr_len);
     p3_e   = 17'(l3l4) + 17'(p3_udp);
+    p3_pic = 17'(8'(l3l4 - 8'd4)) + 17'(p3_udp);
     p3_pe  = 17'(p3_h) + 17'(p3.payload_len);
   end
 
@@ -221,13 +223,13 @@ module hm_tx_path
   logic [15:0]   p4_udp;
   logic [19:0]   p4_sum;
   logic [7:0]    p4_h;
-  logic [16:0]   p4_e, p4_pe;
+  logic [16:0]   p4_e, p4_pe, p4_pic;
   logic          p4_bad;
   assign p3_ready = !p4_valid || p4_ready;
   always_ff @(posedge clk) begin
     if (p3_ready) begin
       p4 <= p3; p4_op <= p3_op; p4_pad <= p3_pad; p4_udp <= p3_udp; p4_sum <= p3_sum;
-      p4_h <= p3_h; p4_e <= p3_e; p4_pe <= p3_pe; p4_bad <= p3_bad;
+      p4_h <= p3_h; p4_e <= p3_e; p4_pe <= p3_pe; p4_pic <= p3_pic; p4_bad <= p3_bad;
     end
     if (rst) p4_valid <= 1'b0;
     else if (p3_ready) p4_valid <= p3_valid;
@@ -264,27 +266,29 @@ module hm_tx_path
   ajob_t p4_job;
   logic [16:0] p4_f1;
   always_comb begin
-    logic [16:0] fl, npb, nb;
+    logic [16:0] fl;
+    logic [15:0] npb, nb;
     p4_f1 = 17'(p4_sum[15:0]) + 17'(p4_sum[19:16]);
     fl  = (p4_e < 17'd60) ? 17'd60 : p4_e;                // frame length
-    nb  = (fl + 17'(KW - 1)) >> KB;
-    npb = (17'(p4.payload_len) + 17'(KW - 1)) >> KB;
+    nb  = 16'((fl + 17'(KW - 1)) >> KB);
+    npb = 16'((17'(p4.payload_len) + 17'(KW - 1)) >> KB);
     p4_st.hsel       = HBEATS'(1);
     p4_st.hdr_rem    = 18'(p4_h);
     p4_st.pay_rem    = 18'(p4_pe);
-    p4_st.crc_rem    = 18'(p4_e) - 18'd4;
+    p4_st.crc_rem    = 18'(p4_pic);
     p4_st.hdr_n      = clampw(18'(p4_h));
     p4_st.pay_n      = clampw(18'(p4_pe));
-    p4_st.crc_n      = clampw(18'(p4_e) - 18'd4);
+    p4_st.crc_n      = clampw(18'(p4_pic));
     p4_st.crc_active = 1'b1;
-    p4_st.crc_last   = 18'(p4_e) - 18'd4 <= 18'(KW);
-    p4_st.kz         = KB'(18'(KW) - (18'(p4_e) - 18'd4));
-    p4_st.beats_left = 16'(nb);
+    p4_st.crc_last   = p4_pic <= 17'(KW);
+    p4_st.kz         = KB'(17'(KW) - p4_pic);
+    p4_st.beats_left = nb;
     p4_st.hb_left    = 16'(p4_h) >> KB;
-    p4_st.pb_left    = 16'(npb);
-    p4_st.need       = (p4_h >> KB) == 0 && npb != 0;
-    p4_st.pay_last   = npb == 17'd1;
-    p4_st.is_last    = nb == 17'd1;
+    p4_st.pb_left    = npb;
+    // direct compares rather than tests on nb/npb (shallower)
+    p4_st.need       = p4_h < 8'(KW) && p4.payload_len != 0;
+    p4_st.pay_last   = p4.payload_len != 0 && p4.payload_len <= 16'(KW);
+    p4_st.is_last    = (KW >= 60) && p4_e <= 17'(KW);
     p4_job.s       = p4_h[KB-1:0];
     p4_job.lastp_n = (p4.payload_len[KB-1:0] == '0) ? (KB+1)'(KW) : (KB+1)'(p4.payload_len[KB-1:0]);
     p4_job.last_n  = (fl[KB-1:0] == '0) ? (KB+1)'(KW) : (KB+1)'(fl[KB-1:0]);

@@ -108,3 +108,31 @@ fn minimum_size_frames_one_per_beat() {
         assert!(tx.cycles <= per * N as u64 + 32);
     }
 }
+
+#[test]
+fn single_frame_latency() {
+    // one 62-byte ACK and one 1 KiB WRITE: cycles from the first beat offered to the RX verdict
+    // on the monitor port, and from the record offered to the TX frame's last beat out
+    for len in [0usize, 1024] {
+        let mut jobs = mixed_jobs(1, 11);
+        let (r, p) = &mut jobs[0];
+        r.opcode = if len == 0 { 0x11 } else { 0x0A };
+        r.payload_len = len as u16;
+        *p = (0..len).map(|i| i as u8).collect();
+        let f = build_frame(r, p).unwrap();
+        for w in WIDTHS {
+            let mut sim = PktSim::new(w).unwrap();
+            let run = run_rx(&mut sim, std::slice::from_ref(&f), &Flow::default()).unwrap();
+            check_rx_run(std::slice::from_ref(&f), &run).unwrap();
+            let beats = f.len().div_ceil(w / 8) as u64;
+            let mut sim = PktSim::new(w).unwrap();
+            let tx = run_tx(&mut sim, &[TxJob { rec: *r, payload: p.clone() }], 1, &Flow::default()).unwrap();
+            assert_eq!(tx.frames[0].bytes, f);
+            println!(
+                "latency {w:3}b, {:4}-byte frame ({beats} beats): RX verdict after {} cycles ({} after the last beat); TX last beat after {} cycles",
+                f.len(), run.cycles, run.cycles - beats, tx.cycles
+            );
+            assert!(run.cycles <= beats + 10 && tx.cycles <= beats + 20);
+        }
+    }
+}
