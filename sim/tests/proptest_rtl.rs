@@ -56,16 +56,25 @@ proptest! {
             // flip inside the ICRC-covered region [l3, e)
             let at = l3 + pos as usize % (e - l3);
             f[at] ^= 1 << (bit % 8);
-            masked.push(icrc::mask_at(at - l3, r.ipv6) != 0);
+            masked.push((icrc::mask_at(at - l3, r.ipv6) & (1 << (bit % 8)) != 0, at - l3));
             frames.push(f);
         }
         let mut sim = PktSim::new(w).unwrap();
         let run = run_rx(&mut sim, &frames, &flow).unwrap();
         check_rx_run(&frames, &run).map_err(TestCaseError::fail)?;
-        for ((f, s), m) in frames.iter().zip(&run.status).zip(&masked) {
+        for (((f, s), m), (r, _)) in frames.iter().zip(&run.status).zip(&masked).zip(&jobs) {
             let model = classify(f);
-            // a flip in an ICRC-covered byte always breaks the ICRC (when it is computable)
-            if !m && icrc_computable(&model) { prop_assert!(!s.icrc_ok); prop_assert_ne!(s.reason, 0); }
+            if !m.0 {
+                // a flip in an ICRC-covered byte always breaks the ICRC (when it is computable)
+                if icrc_computable(&model) { prop_assert!(!s.icrc_ok); prop_assert_ne!(s.reason, 0); }
+            } else {
+                // a flip in a masked byte keeps the ICRC valid; only the IPv4 header checksum
+                // notices TOS/TTL/checksum flips, everything else is accepted
+                prop_assert!(s.icrc_ok);
+                let v4hdr = !r.ipv6 && [1usize, 8, 10, 11].contains(&m.1);
+                if v4hdr { prop_assert_eq!(s.reason, hematite_model::DropReason::BadIpv4Csum as u8); }
+                else { prop_assert_eq!(s.reason, 0); }
+            }
         }
     }
 
