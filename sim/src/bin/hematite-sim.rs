@@ -68,9 +68,17 @@ fn reason_name(code: u8) -> &'static str {
     DropReason::from_code(code).map(|r| r.name()).unwrap_or("?")
 }
 
-/// The decoded fields worth printing for a frame, in order, as (key, JSON value).
+/// The decoded fields worth printing for a frame, in order, as (key, JSON value). Fields the
+/// hardware could not have decoded meaningfully (BTH of a non-RoCE frame, IP of a non-IP
+/// frame) are null in JSON and `-` in text.
 fn frame_fields(n: usize, s: &RxStatus) -> Vec<(&'static str, Value)> {
     let h = &s.hdr;
+    // how far the frame got: 0 = not even IP, 1 = IP but not RoCE, 2 = RoCE headers decoded
+    let depth = match DropReason::from_code(s.reason) {
+        Some(DropReason::Truncated) | Some(DropReason::NotIp) => 0,
+        Some(DropReason::Ipv4OptFrag) | Some(DropReason::NotRoce) => 1,
+        _ => 2,
+    };
     let mut v: Vec<(&'static str, Value)> = vec![
         ("frame", json!(n)),
         ("verdict", json!(if s.reason == 0 { "accept" } else { "drop" })),
@@ -79,10 +87,16 @@ fn frame_fields(n: usize, s: &RxStatus) -> Vec<(&'static str, Value)> {
         v.push(("reason", json!(reason_name(s.reason))));
     }
     let info = opcode::info(h.opcode);
-    v.push(("opcode", json!(format!("0x{:02x}", h.opcode))));
-    v.push(("op", json!(info.map(|i| i.name).unwrap_or("unknown"))));
-    v.push(("dest_qp", json!(format!("0x{:06x}", h.dest_qp))));
-    v.push(("psn", json!(h.psn)));
+    if depth == 2 {
+        v.push(("opcode", json!(format!("0x{:02x}", h.opcode))));
+        v.push(("op", json!(info.map(|i| i.name).unwrap_or("unknown"))));
+        v.push(("dest_qp", json!(format!("0x{:06x}", h.dest_qp))));
+        v.push(("psn", json!(h.psn)));
+    } else {
+        v.push(("opcode", Value::Null));
+        v.push(("dest_qp", Value::Null));
+        v.push(("psn", Value::Null));
+    }
     v.push(("icrc_ok", json!(s.icrc_ok)));
     v.push(("frame_len", json!(s.frame_len)));
     v.push(("eth_src", json!(fmt_mac(h.eth_src))));
@@ -90,6 +104,9 @@ fn frame_fields(n: usize, s: &RxStatus) -> Vec<(&'static str, Value)> {
     if h.vlan_valid {
         v.push(("vlan_vid", json!(h.vlan_vid)));
         v.push(("vlan_pcp", json!(h.vlan_pcp)));
+    }
+    if depth == 0 {
+        return v;
     }
     v.push(("ip", json!(if h.ipv6 { 6 } else { 4 })));
     v.push(("ip_src", json!(fmt_ip(h.ip_src, h.ipv6))));
@@ -101,6 +118,9 @@ fn frame_fields(n: usize, s: &RxStatus) -> Vec<(&'static str, Value)> {
         v.push(("ipv4_csum_ok", json!(s.ipv4_csum_ok)));
     } else {
         v.push(("flow_label", json!(h.flow_label)));
+    }
+    if depth == 1 {
+        return v;
     }
     v.push(("udp_sport", json!(h.udp_sport)));
     v.push(("se", json!(h.se as u8)));
@@ -166,6 +186,7 @@ fn replay(a: &Args) -> Result<(), String> {
                 .into_iter()
                 .map(|(k, v)| match v {
                     Value::String(s) => format!("{k}={s}"),
+                    Value::Null => format!("{k}=-"),
                     other => format!("{k}={other}"),
                 })
                 .collect();
