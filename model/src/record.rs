@@ -87,10 +87,13 @@ pub enum DropReason {
     BadIpv4Csum = 7,
     TVer = 8,
     UnknownOpcode = 9,
+    /// The MAC flagged the frame as bad (FCS error, on `s_axis_tuser`). Highest priority. Never
+    /// returned by [`crate::classify`], which sees only the frame bytes.
+    MacError = 10,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 9] = [
+    pub const ALL: [DropReason; 10] = [
         DropReason::Truncated,
         DropReason::NotIp,
         DropReason::Ipv4OptFrag,
@@ -100,6 +103,7 @@ impl DropReason {
         DropReason::BadIpv4Csum,
         DropReason::TVer,
         DropReason::UnknownOpcode,
+        DropReason::MacError,
     ];
     /// Short lowercase name used by tools and counters.
     pub fn name(self) -> &'static str {
@@ -113,6 +117,7 @@ impl DropReason {
             DropReason::BadIpv4Csum => "bad_ipv4_csum",
             DropReason::TVer => "tver",
             DropReason::UnknownOpcode => "unknown_opcode",
+            DropReason::MacError => "mac_error",
         }
     }
     pub fn from_code(c: u8) -> Option<DropReason> {

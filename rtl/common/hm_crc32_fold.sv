@@ -45,8 +45,8 @@ module hm_crc32_fold #(
 
   always_ff @(posedge clk) if (en) part_q <= part_d;
 
-  initial begin
-    if (DW % (PARTS * 8) != 0) $error("hm_crc32_fold: PARTS must divide DATA_BYTES");
+  if (DW % (PARTS * 8) != 0) begin : g_bad_parts
+    $error("hm_crc32_fold: PARTS must divide DATA_BYTES");
   end
 
 endmodule

@@ -51,8 +51,8 @@ module hm_fifo #(
     end
   end
 
-  initial begin
-    if ((1 << AW) != DEPTH) $error("hm_fifo: DEPTH must be a power of two");
+  if ((1 << AW) != DEPTH) begin : g_bad_depth
+    $error("hm_fifo: DEPTH must be a power of two");
   end
 
 endmodule

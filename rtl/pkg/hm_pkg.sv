@@ -72,7 +72,8 @@ package hm_pkg;
   localparam logic [3:0] HM_RSN_BAD_IPV4_CSUM  = 4'd7;
   localparam logic [3:0] HM_RSN_TVER           = 4'd8;
   localparam logic [3:0] HM_RSN_UNKNOWN_OPCODE = 4'd9;
-  localparam int         HM_RSN_COUNT          = 10;
+  localparam logic [3:0] HM_RSN_MAC_ERROR      = 4'd10;  // MAC flagged the frame (tuser)
+  localparam int         HM_RSN_COUNT          = 11;
 
   // Per-frame RX status, reported for every frame on the monitor port.
   typedef struct packed {

@@ -38,8 +38,6 @@ module hm_rx_path
   // AXI4-Stream data width in bits (256 or 512; at least 256 so that the L2/L3 lengths
   // needed by the ICRC masks arrive in the first beat).
   parameter int DATA_WIDTH = 512,
-  // Bytes per beat.
-  parameter int KEEP_WIDTH = DATA_WIDTH / 8,
   // Largest frame accepted (bytes, without FCS); longer frames are dropped as `length`.
   parameter int MAX_FRAME_BYTES = 9216,
   // Data FIFO depth in beats (power of two, holds at least one maximum frame).
@@ -47,7 +45,9 @@ module hm_rx_path
   // Frame status FIFO depth (power of two).
   parameter int REC_FIFO_DEPTH = 32,
   // Header record output FIFO depth (power of two).
-  parameter int HDR_FIFO_DEPTH = 16
+  parameter int HDR_FIFO_DEPTH = 16,
+  // Bytes per beat (derived).
+  localparam int KEEP_WIDTH = DATA_WIDTH / 8
 ) (
   input  logic                  clk,
   input  logic                  rst,
@@ -58,6 +58,7 @@ module hm_rx_path
   input  logic                  s_axis_tvalid,
   output logic                  s_axis_tready,
   input  logic                  s_axis_tlast,
+  input  logic                  s_axis_tuser,   // on the last beat: the MAC saw a bad frame (FCS)
 
   // Header records of accepted frames
   output hm_roce_hdr_t          m_hdr_data,
@@ -143,7 +144,7 @@ module hm_rx_path
   // ----------------------------------------------------------------------------------------
   // S0: input register, data FIFO write
   // ----------------------------------------------------------------------------------------
-  logic                s0_valid, s0_last;
+  logic                s0_valid, s0_last, s0_user;
   logic [KW-1:0][7:0]  s0_data;
   logic [KB:0]         s0_nbytes;
   logic                rdy_q;
@@ -153,12 +154,13 @@ module hm_rx_path
   always_ff @(posedge clk) begin
     s0_data   <= s_axis_tdata;
     s0_last   <= s_axis_tlast;
+    s0_user   <= s_axis_tlast && s_axis_tuser;
     s0_nbytes <= s_axis_tlast ? keep_bytes(s_axis_tkeep) : (KB+1)'(KW);
     if (rst) s0_valid <= 1'b0;
     else     s0_valid <= s_axis_tvalid && rdy_q;
   end
 
-  logic                sa_valid, sa_last, sa_first, sa_vlan, sa_ipv6;
+  logic                sa_valid, sa_last, sa_first, sa_vlan, sa_ipv6, sa_user;
   logic [KW-1:0][7:0]  sa_data;
   logic [HBEATS-1:0]   sa_hsel;
   logic [17:0]         sa_rel;
@@ -241,6 +243,7 @@ module hm_rx_path
     if (s0_valid) sa_rel <= cur_rel;   // held between beats: the next beat's rel derives from it
     sa_data   <= s0_data;
     sa_last   <= s0_last;
+    sa_user   <= s0_user;
     sa_first  <= fs_first_q;
     sa_vlan   <= cur_vlan;
     sa_ipv6   <= cur_ipv6;
@@ -255,7 +258,7 @@ module hm_rx_path
   // ----------------------------------------------------------------------------------------
   // S1: CRC masking, header snapshot
   // ----------------------------------------------------------------------------------------
-  logic                s1_valid, s1_last, s1_first, s1_active, s1_crclast, s1_vlan;
+  logic                s1_valid, s1_last, s1_first, s1_active, s1_crclast, s1_vlan, s1_user;
   logic [KB-1:0]       s1_k;
   logic [KW-1:0][7:0]  s1_crc_data;
   logic [HB-1:0][7:0]  hacc_q, s1_hdr;
@@ -280,9 +283,13 @@ module hm_rx_path
         default: sa_masked[l] = sa_data[l] | 8'h0F;
       endcase
     end
-    snap = hacc_q;
+    // Header snapshot: bytes past the end of the frame read as zero (a new frame starts from
+    // zeros, lanes past tkeep are cleared).
+    snap = sa_first ? '0 : hacc_q;
     for (int h = 0; h < HBEATS; h++)
-      if (sa_hsel[h]) snap[h*KW +: KW] = sa_data;
+      if (sa_hsel[h])
+        for (int l = 0; l < KW; l++)
+          snap[h*KW + l] = ((KB+1)'(l) < sa_nbytes) ? sa_data[l] : 8'h00;
   end
 
   always_ff @(posedge clk) begin
@@ -294,6 +301,7 @@ module hm_rx_path
     s1_crclast  <= sa_rel != 0 && !rel_big;
     s1_k        <= KB'(18'(KW) - sa_rel);
     s1_last     <= sa_last;
+    s1_user     <= sa_user;
     s1_hdr      <= snap;
     s1_flen     <= (sa_lenb > 16'(65535 - KW)) ? 16'hFFFF : sa_lenb + 16'(sa_nbytes);
     s1_nbeats   <= sa_nbeats;
@@ -311,7 +319,7 @@ module hm_rx_path
     .clk, .en(1'b1), .data(s1_crc_data), .part_q(s2_part)
   );
 
-  logic                s2_valid, s2_last, s2_first, s2_active, s2_crclast, s2_vlan_crc;
+  logic                s2_valid, s2_last, s2_first, s2_active, s2_crclast, s2_vlan_crc, s2_user;
   logic [KB-1:0]       s2_k;
   logic                s2_vlan, s2_isv4, s2_isv6;
   logic [47:0]         s2_eth_dst, s2_eth_src;
@@ -350,6 +358,7 @@ module hm_rx_path
 
   always_ff @(posedge clk) begin
     s2_last     <= s1_last;
+    s2_user     <= s1_user;
     s2_first    <= s1_first;
     s2_active   <= s1_active;
     s2_crclast  <= s1_crclast;
@@ -514,7 +523,7 @@ module hm_rx_path
     d_hdr.payload_len = '0;   // S4: udp_len - need
   end
 
-  logic          s3_valid, s3_last, s3_crclast, s3_isv4, s3_l3ok;
+  logic          s3_valid, s3_last, s3_crclast, s3_isv4, s3_l3ok, s3_user;
   logic [KB-1:0] s3_k;
   hm_roce_hdr_t  s3_hdr;
   logic [9:0]    s3_chk;      // {t1,n2,t3,n4,o5,r6,t7,r7,tv,uo}
@@ -542,6 +551,7 @@ module hm_rx_path
     s3_crclast <= s2_crclast;
     s3_k       <= s2_k;
     s3_last    <= s2_last;
+    s3_user    <= s2_user;
     s3_flen    <= s2_flen;
     s3_nbeats  <= s2_nbeats;
     if (rst) s3_valid <= 1'b0;
@@ -590,7 +600,7 @@ module hm_rx_path
   logic          s4_valid;
   hm_roce_hdr_t  s4_hdr;
   logic [3:0]    s4_early;
-  logic          s4_t8, s4_l9, s4_l14, s4_tv, s4_uo, s4_isv4;
+  logic          s4_t8, s4_l9, s4_l14, s4_tv, s4_uo, s4_isv4, s4_user;
   logic          s4_icrc_ok, s4_csum_ok;
   logic [15:0]   s4_flen, s4_nbeats;
   always_ff @(posedge clk) begin
@@ -598,6 +608,7 @@ module hm_rx_path
     s4_hdr.payload_len <= s3_udp - 16'(s3_need);
     s4_early   <= early_rsn;
     s4_t8      <= t8;
+    s4_user    <= s3_user;
     s4_l9      <= l9;
     s4_l14     <= l14;
     s4_tv      <= s3_chk[1];
@@ -619,7 +630,8 @@ module hm_rx_path
   logic [15:0]   s5_nbeats;
   always_comb begin
     logic [3:0] pre, post;
-    if (s4_early != HM_RSN_ACCEPT) pre = s4_early;
+    if (s4_user)                   pre = HM_RSN_MAC_ERROR;
+    else if (s4_early != HM_RSN_ACCEPT) pre = s4_early;
     else if (s4_t8)                pre = HM_RSN_TRUNCATED;
     else if (s4_l9)                pre = HM_RSN_LENGTH;
     else                           pre = HM_RSN_ACCEPT;
@@ -866,11 +878,15 @@ module hm_rx_path
   assign unused_ok = ^{df_s_ready, rf_s_ready, hq_level, op_i, rot2[2*DW-1:DW], csum_sum[19:16], s5_nbeats[15:9]};
   /* verilator lint_on UNUSEDSIGNAL */
 
-  initial begin
-    if (DATA_WIDTH < 256) $error("hm_rx_path: DATA_WIDTH must be at least 256");
-    if (KW * 8 != DATA_WIDTH) $error("hm_rx_path: KEEP_WIDTH must be DATA_WIDTH/8");
-    if (DATA_FIFO_DEPTH < MAXBEATS + 16) $error("hm_rx_path: DATA_FIFO_DEPTH too small for MAX_FRAME_BYTES");
-    if (MAXBEATS > 511) $error("hm_rx_path: MAX_FRAME_BYTES too large for the 9-bit beat counters");
+  // Elaboration-time parameter checks
+  if (DATA_WIDTH < 256 || DATA_WIDTH % 8 != 0) begin : g_bad_width
+    $error("hm_rx_path: DATA_WIDTH must be a multiple of 8 and at least 256");
+  end
+  if (DATA_FIFO_DEPTH < MAXBEATS + 16) begin : g_bad_fifo
+    $error("hm_rx_path: DATA_FIFO_DEPTH too small for MAX_FRAME_BYTES");
+  end
+  if (MAXBEATS > 511) begin : g_bad_max
+    $error("hm_rx_path: MAX_FRAME_BYTES too large for the 9-bit beat counters");
   end
 
 endmodule

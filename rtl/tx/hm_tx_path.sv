@@ -28,8 +28,8 @@ module hm_tx_path
 #(
   // AXI4-Stream data width in bits (256 or 512).
   parameter int DATA_WIDTH = 512,
-  // Bytes per beat.
-  parameter int KEEP_WIDTH = DATA_WIDTH / 8
+  // Bytes per beat (derived).
+  localparam int KEEP_WIDTH = DATA_WIDTH / 8
 ) (
   input  logic                  clk,
   input  logic                  rst,
@@ -729,9 +729,9 @@ module hm_tx_path
                        h2.padcnt, h2.tver, h2.resv6, h2.resv7, h2.payload_off, h2.payload_len};
   /* verilator lint_on UNUSEDSIGNAL */
 
-  initial begin
-    if (DATA_WIDTH < 256) $error("hm_tx_path: DATA_WIDTH must be at least 256");
-    if (KW * 8 != DATA_WIDTH) $error("hm_tx_path: KEEP_WIDTH must be DATA_WIDTH/8");
+  // Elaboration-time parameter check
+  if (DATA_WIDTH < 256 || DATA_WIDTH % 8 != 0) begin : g_bad_width
+    $error("hm_tx_path: DATA_WIDTH must be a multiple of 8 and at least 256");
   end
 
 endmodule

@@ -15,7 +15,7 @@ extern "C" {
 struct HmPktIn {
     uint32_t rx_s_tdata[HM_MAX_WORDS];
     uint64_t rx_s_tkeep;
-    uint8_t rst, rx_s_tvalid, rx_s_tlast, rx_hdr_ready, rx_m_tready;
+    uint8_t rst, rx_s_tvalid, rx_s_tlast, rx_s_tuser, rx_hdr_ready, rx_m_tready;
     uint8_t tx_hdr_valid, tx_s_tvalid, tx_s_tlast, tx_m_tready;
     uint32_t tx_hdr_data[HM_HDR_WORDS];
     uint32_t tx_s_tdata[HM_MAX_WORDS];
@@ -58,6 +58,7 @@ static void tick_impl(M* m, const HmPktIn* in, HmPktOut* out) {
     m->rx_s_tkeep = in->rx_s_tkeep;
     m->rx_s_tvalid = in->rx_s_tvalid;
     m->rx_s_tlast = in->rx_s_tlast;
+    m->rx_s_tuser = in->rx_s_tuser;
     m->rx_hdr_ready = in->rx_hdr_ready;
     m->rx_m_tready = in->rx_m_tready;
     put_wide(m->tx_hdr_data, in->tx_hdr_data, HW);
@@ -87,7 +88,7 @@ static void tick_impl(M* m, const HmPktIn* in, HmPktOut* out) {
     get_wide(out->rx_m_tdata, m->rx_m_tdata, NW);
     out->rx_m_tkeep = m->rx_m_tkeep;
     get_wide(out->rx_mon_data, m->rx_mon_data, MW);
-    get_wide(out->rx_stat, m->rx_stat_cnt, 10);
+    get_wide(out->rx_stat, m->rx_stat_cnt, 11);
     get_wide(out->tx_m_tdata, m->tx_m_tdata, NW);
     out->tx_m_tkeep = m->tx_m_tkeep;
     out->tx_stat[0] = m->tx_stat_frames;

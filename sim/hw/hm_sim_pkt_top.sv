@@ -4,7 +4,7 @@ module hm_sim_pkt_top
   import hm_pkg::*;
 #(
   parameter int DATA_WIDTH = 512,
-  parameter int KEEP_WIDTH = DATA_WIDTH / 8
+  localparam int KEEP_WIDTH = DATA_WIDTH / 8
 ) (
   input  logic                  clk,
   input  logic                  rst,
@@ -14,6 +14,7 @@ module hm_sim_pkt_top
   input  logic                  rx_s_tvalid,
   output logic                  rx_s_tready,
   input  logic                  rx_s_tlast,
+  input  logic                  rx_s_tuser,
   output hm_roce_hdr_t          rx_hdr_data,
   output logic                  rx_hdr_valid,
   input  logic                  rx_hdr_ready,
@@ -44,16 +45,16 @@ module hm_sim_pkt_top
   output logic [31:0]           tx_stat_len_err,
   output logic [31:0]           tx_stat_bad_req
 );
-  hm_rx_path #(.DATA_WIDTH(DATA_WIDTH), .KEEP_WIDTH(KEEP_WIDTH)) u_rx (
+  hm_rx_path #(.DATA_WIDTH(DATA_WIDTH)) u_rx (
     .clk, .rst,
     .s_axis_tdata(rx_s_tdata), .s_axis_tkeep(rx_s_tkeep), .s_axis_tvalid(rx_s_tvalid),
-    .s_axis_tready(rx_s_tready), .s_axis_tlast(rx_s_tlast),
+    .s_axis_tready(rx_s_tready), .s_axis_tlast(rx_s_tlast), .s_axis_tuser(rx_s_tuser),
     .m_hdr_data(rx_hdr_data), .m_hdr_valid(rx_hdr_valid), .m_hdr_ready(rx_hdr_ready),
     .m_axis_tdata(rx_m_tdata), .m_axis_tkeep(rx_m_tkeep), .m_axis_tvalid(rx_m_tvalid),
     .m_axis_tready(rx_m_tready), .m_axis_tlast(rx_m_tlast),
     .mon_data(rx_mon_data), .mon_valid(rx_mon_valid), .stat_cnt(rx_stat_cnt)
   );
-  hm_tx_path #(.DATA_WIDTH(DATA_WIDTH), .KEEP_WIDTH(KEEP_WIDTH)) u_tx (
+  hm_tx_path #(.DATA_WIDTH(DATA_WIDTH)) u_tx (
     .clk, .rst,
     .s_hdr_data(tx_hdr_data), .s_hdr_valid(tx_hdr_valid), .s_hdr_ready(tx_hdr_ready),
     .s_axis_tdata(tx_s_tdata), .s_axis_tkeep(tx_s_tkeep), .s_axis_tvalid(tx_s_tvalid),

@@ -114,7 +114,7 @@ pub struct RxRun {
     /// Payloads delivered on m_axis (frames with payload only), in order.
     pub payloads: Vec<Vec<u8>>,
     /// Counters by reason code (0 = accepted).
-    pub counters: [u32; 10],
+    pub counters: [u32; 11],
     /// Cycles from the first input beat to the last monitor report.
     pub cycles: u64,
     /// Input beats transferred.
@@ -127,6 +127,12 @@ pub struct RxRun {
 
 /// Stream `frames` through the RX path of `sim` and collect everything it reports.
 pub fn run_rx(sim: &mut PktSim, frames: &[Vec<u8>], flow: &Flow) -> Result<RxRun, String> {
+    run_rx_flagged(sim, frames, &[], flow)
+}
+
+/// As [`run_rx`], with `mac_error[i]` driving `s_axis_tuser` on the last beat of frame i (the
+/// MAC reporting a bad FCS); missing entries are false.
+pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], flow: &Flow) -> Result<RxRun, String> {
     let kw = sim.bytes_per_beat();
     let mut rng = Rng::new(flow.seed);
     let mut run = RxRun::default();
@@ -148,6 +154,7 @@ pub fn run_rx(sim: &mut PktSim, frames: &[Vec<u8>], flow: &Flow) -> Result<RxRun
             let end = (off + kw).min(f.len());
             inp.rx_s_tkeep = load_beat(&mut inp.rx_s_tdata, &f[off..end]);
             inp.rx_s_tlast = (end == f.len()) as u8;
+            inp.rx_s_tuser = (end == f.len() && mac_error.get(fi).copied().unwrap_or(false)) as u8;
         }
         inp.rx_m_tready = (!rng.pct(flow.stall_pct)) as u8;
         inp.rx_hdr_ready = (!rng.pct(flow.stall_pct)) as u8;

@@ -94,3 +94,43 @@ fn rx_oversize_and_garbage_frames() {
         println!("width {w}: reasons {reasons:?}, counters {:?}", run.counters);
     }
 }
+
+#[test]
+fn rx_drops_frames_the_mac_flags() {
+    // every third frame arrives with s_axis_tuser on its last beat (bad FCS): dropped as
+    // mac_error whatever its content, counted, and the frames around it are untouched
+    let jobs = mixed_jobs(60, 5);
+    let frames: Vec<Vec<u8>> = jobs.iter().map(|(r, p)| build_frame(r, p).unwrap()).collect();
+    let flags: Vec<bool> = (0..frames.len()).map(|i| i % 3 == 1).collect();
+    let good: Vec<Vec<u8>> = frames.iter().zip(&flags).filter(|(_, f)| !**f).map(|(x, _)| x.clone()).collect();
+    for w in WIDTHS {
+        let mut sim = PktSim::new(w).unwrap();
+        let run = hematite_sim::run_rx_flagged(&mut sim, &frames, &flags, &Flow { idle_pct: 10, stall_pct: 20, seed: 77 }).unwrap();
+        assert_eq!(run.status.len(), frames.len());
+        for (s, f) in run.status.iter().zip(&flags) {
+            if *f {
+                assert_eq!(s.reason, DropReason::MacError as u8);
+            } else {
+                assert_eq!(s.reason, 0);
+            }
+        }
+        assert_eq!(run.counters[DropReason::MacError as usize], 20);
+        assert_eq!(run.counters[0], 40);
+        // what was delivered is exactly the unflagged frames
+        let only_good = RxOnly { status: run.status.iter().zip(&flags).filter(|(_, f)| !**f).map(|(s, _)| *s).collect(), run };
+        check_rx_run(&good, &only_good.into_run()).unwrap();
+        println!("width {w}: 20 MAC-flagged frames dropped as mac_error, 40 delivered intact");
+    }
+}
+
+struct RxOnly {
+    status: Vec<hematite_sim::RxStatus>,
+    run: hematite_sim::RxRun,
+}
+impl RxOnly {
+    fn into_run(self) -> hematite_sim::RxRun {
+        let mut r = self.run;
+        r.status = self.status;
+        r
+    }
+}
