@@ -46,8 +46,10 @@ def classify(cell):
         return "FF"
     if cell.startswith("SRL"):
         return "SRL"
-    if cell.startswith("RAMB"):
-        return "BRAM"
+    if cell.startswith("RAMB36"):
+        return "RAMB36"
+    if cell.startswith("RAMB18"):
+        return "RAMB18"
     if cell.startswith("URAM"):
         return "URAM"
     if cell.startswith("RAM"):
@@ -155,10 +157,10 @@ def main():
             if a.check_depth and depth > a.check_depth:
                 print(f"synth.py: {top} at {w} bits has {depth} logic levels (> {a.check_depth})", file=sys.stderr)
                 fail = True
-    hdr = f"{'block':14} {'width':>5} {'LUT':>7} {'FF':>7} {'LUTRAM':>7} {'SRL':>5} {'BRAM':>5} {'CARRY':>6} {'MUXF':>6} {'levels':>6}"
+    hdr = f"{'block':14} {'width':>5} {'LUT':>7} {'FF':>7} {'LUTRAM':>7} {'SRL':>5} {'RAMB36':>6} {'RAMB18':>6} {'CARRY':>6} {'MUXF':>6} {'levels':>6}"
     print(hdr)
     for top, w, c, d in rows:
-        print(f"{top:14} {w:>5} {c['LUT']:>7} {c['FF']:>7} {c['LUTRAM']:>7} {c['SRL']:>5} {c['BRAM']:>5} {c['CARRY']:>6} {c['MUXF']:>6} {d:>6}")
+        print(f"{top:14} {w:>5} {c['LUT']:>7} {c['FF']:>7} {c['LUTRAM']:>7} {c['SRL']:>5} {c['RAMB36']:>6} {c['RAMB18']:>6} {c['CARRY']:>6} {c['MUXF']:>6} {d:>6}")
     sys.exit(1 if fail else 0)
 
 

@@ -49,7 +49,12 @@ fn build_writes_frames_equal_to_the_model() {
     std::fs::create_dir_all(&dir).unwrap();
     let out_pcap = dir.join("out.pcap");
     let json = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/demo_records.json");
+    // record 10 has a reserved opcode: the hardware must reject it, which is an error...
     let out = sim().args(["build", "--json", json, "--pcap"]).arg(&out_pcap).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-rejects"));
+    // ... unless asked to send the rest
+    let out = sim().args(["build", "--allow-rejects", "--json", json, "--pcap"]).arg(&out_pcap).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.lines().all(|l| l.ends_with("model=match")));
@@ -65,6 +70,9 @@ fn build_writes_frames_equal_to_the_model() {
         ("unknown.json", r#"[{"opcode": 4, "colour": 1}]"#),
         ("wide.json", r#"[{"opcode": 4, "dest_qp": 16777216}]"#),
         ("broken.json", "not json"),
+        ("v6addr_on_v4.json", r#"[{"opcode": 4, "ip_src": "fd00::1"}]"#),
+        ("huge.json", r#"[{"opcode": 4, "payload_len": 70000}]"#),
+        ("nonhex.json", r#"[{"opcode": 4, "payload_hex": "zz"}]"#),
     ] {
         let p = dir.join(name);
         std::fs::write(&p, text).unwrap();
@@ -76,6 +84,34 @@ fn build_writes_frames_equal_to_the_model() {
 }
 
 #[test]
+fn help_and_closed_pipes_are_not_errors() {
+    let out = sim().arg("--help").output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("replay"));
+    // a reader that stops early (`| head -n 1`) ends the output quietly
+    let cap = shared().join("captures/rc_send.pcapng.xz");
+    let mut child = sim()
+        .args(["replay", "--pcap"])
+        .arg(&cap)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::BufRead;
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        assert!(first.starts_with("frame=1 "));
+    } // stdout closed here
+    assert!(child.wait().unwrap().success());
+    // --only and --limit
+    let out = sim().args(["replay", "--only", "accept", "--limit", "3", "--pcap"]).arg(&cap).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 3);
+    assert!(text.lines().all(|l| l.contains("verdict=accept")));
+}
+
+#[test]
 fn bad_arguments_fail_clearly() {
     for args in [
         vec!["replay"],
@@ -83,6 +119,7 @@ fn bad_arguments_fail_clearly() {
         vec!["replay", "--pcap", "/etc/hostname"],
         vec!["replay", "--width", "128", "--pcap", "/etc/hostname"],
         vec!["frobnicate"],
+        vec!["replay", "--only", "maybe", "--pcap", "/etc/hostname"],
         vec![],
     ] {
         let out = sim().args(&args).output().unwrap();

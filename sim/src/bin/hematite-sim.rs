@@ -1,10 +1,11 @@
 //! `hematite-sim`: run Hematite's RTL in Verilator from the command line.
 //!
-//!   hematite-sim replay --pcap FILE [--json] [--width 256|512]
+//!   hematite-sim replay --pcap FILE [--json] [--width 256|512] [--only accept|drop] [--limit N]
 //!       Feed every frame of a pcap/pcapng (optionally .xz) through the RTL receive path and
-//!       print, per frame, what the hardware decoded and its verdict.
-//!   hematite-sim build --json FILE --pcap OUT [--width 256|512]
-//!       Build frames through the RTL transmit path from JSON header records and write a pcap.
+//!       print, per frame, what the hardware decoded and its verdict, then a summary line.
+//!   hematite-sim build --json FILE --pcap OUT [--width 256|512] [--allow-rejects]
+//!       Build frames through the RTL transmit path from JSON header records, check each
+//!       against the reference model, and write a pcap.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,8 +17,14 @@ use hematite_sim::{pack_hdr, run_rx, run_tx, unpack_hdr, Flow, PktSim, RxStatus,
 use serde_json::{json, Map, Value};
 
 const USAGE: &str = "usage:
-  hematite-sim replay --pcap FILE [--json] [--width 256|512]
-  hematite-sim build --json FILE --pcap OUT [--width 256|512]";
+  hematite-sim replay --pcap FILE [--json] [--width 256|512] [--only accept|drop] [--limit N]
+      feed each frame through the RTL receive path; print one line per frame (key=value, or
+      one JSON object per line with --json) and a summary on stderr
+  hematite-sim build --json FILE --pcap OUT [--width 256|512] [--allow-rejects]
+      build frames through the RTL transmit path from JSON header records (field names of
+      hm_roce_hdr_t, plus payload_hex or payload_len), check them against the reference
+      model and write a pcap; records the hardware must reject are an error unless
+      --allow-rejects";
 
 struct Args {
     cmd: String,
@@ -28,16 +35,20 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     let cmd = it.next().ok_or("missing command")?;
+    if cmd == "-h" || cmd == "--help" || cmd == "help" {
+        return Err("help".into());
+    }
     let mut opts = BTreeMap::new();
     let mut flags = Vec::new();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--json" if cmd == "replay" => flags.push("json".into()),
-            "--pcap" | "--json" | "--width" => {
+            "--allow-rejects" if cmd == "build" => flags.push("allow-rejects".into()),
+            "--pcap" | "--json" | "--width" | "--only" | "--limit" => {
                 let v = it.next().ok_or(format!("{a} needs a value"))?;
                 opts.insert(a.trim_start_matches("--").to_string(), v);
             }
-            "-h" | "--help" => return Err(String::new()),
+            "-h" | "--help" => return Err("help".into()),
             _ => return Err(format!("unknown argument `{a}`")),
         }
     }
@@ -167,6 +178,11 @@ fn frame_fields(n: usize, s: &RxStatus) -> Vec<(&'static str, Value)> {
     v
 }
 
+/// Write one line; false when the reader went away (e.g. `| head`), which ends output quietly.
+fn emit(out: &mut impl std::io::Write, line: &str) -> bool {
+    writeln!(out, "{line}").is_ok()
+}
+
 fn replay(a: &Args) -> Result<(), String> {
     let path = PathBuf::from(a.opts.get("pcap").ok_or("replay needs --pcap FILE")?);
     let frames = capture::read_frames(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -176,11 +192,31 @@ fn replay(a: &Args) -> Result<(), String> {
         return Err(format!("RTL reported {} statuses for {} frames", run.status.len(), frames.len()));
     }
     let json_out = a.flags.iter().any(|f| f == "json");
+    let only = a.opts.get("only").map(|s| s.as_str());
+    if let Some(o) = only {
+        if o != "accept" && o != "drop" {
+            return Err(format!("--only must be accept or drop, not {o}"));
+        }
+    }
+    let limit: usize = match a.opts.get("limit") {
+        Some(l) => l.parse().map_err(|_| format!("--limit needs a number, not {l}"))?,
+        None => usize::MAX,
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut printed = 0;
     for (i, s) in run.status.iter().enumerate() {
+        let verdict = if s.reason == 0 { "accept" } else { "drop" };
+        if only.is_some_and(|o| o != verdict) || printed >= limit {
+            continue;
+        }
+        printed += 1;
         let fields = frame_fields(i + 1, s);
         if json_out {
             let m: Map<String, Value> = fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-            println!("{}", Value::Object(m));
+            if !emit(&mut out, &Value::Object(m).to_string()) {
+                return Ok(());
+            }
         } else {
             let line: Vec<String> = fields
                 .into_iter()
@@ -190,16 +226,17 @@ fn replay(a: &Args) -> Result<(), String> {
                     other => format!("{k}={other}"),
                 })
                 .collect();
-            println!("{}", line.join(" "));
+            if !emit(&mut out, &line.join(" ")) {
+                return Ok(());
+            }
         }
     }
     let mut summary = format!(
-        "# {} frames, {} accepted; {} input beats in {} cycles ({:.3} beats/cycle) at {} bits",
+        "# {} frames, {} accepted; {} input beats in {} cycles at {} bits (the cycles include the 6-cycle pipeline fill)",
         frames.len(),
         run.counters[0],
         run.in_beats,
         run.cycles,
-        run.in_beats as f64 / run.cycles.max(1) as f64,
         sim.width()
     );
     for r in DropReason::ALL {
@@ -265,8 +302,8 @@ fn parse_jobs(text: &str) -> Result<Vec<(HdrRecord, Vec<u8>)>, String> {
         d = unpack_hdr(&words);
         let payload = if let Some(h) = obj.get("payload_hex") {
             let h = h.as_str().ok_or("payload_hex must be a string")?;
-            if h.len() % 2 != 0 {
-                return Err(format!("record {}: odd payload_hex length", idx + 1));
+            if h.len() % 2 != 0 || !h.bytes().all(|c| c.is_ascii_hexdigit()) {
+                return Err(format!("record {}: payload_hex must be an even number of hex digits", idx + 1));
             }
             (0..h.len() / 2)
                 .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16))
@@ -274,10 +311,16 @@ fn parse_jobs(text: &str) -> Result<Vec<(HdrRecord, Vec<u8>)>, String> {
                 .map_err(|e| format!("record {}: payload_hex: {e}", idx + 1))?
         } else if let Some(n) = obj.get("payload_len") {
             let n = n.as_u64().ok_or("payload_len must be a number")? as usize;
+            if n > 65535 {
+                return Err(format!("record {}: payload_len {n} is over 65535", idx + 1));
+            }
             (0..n).map(|i| i as u8).collect()
         } else {
             Vec::new()
         };
+        if payload.len() > 65535 {
+            return Err(format!("record {}: payload over 65535 bytes", idx + 1));
+        }
         d.payload_len = payload.len() as u16;
         jobs.push((d, payload));
     }
@@ -289,18 +332,37 @@ fn build(a: &Args) -> Result<(), String> {
     let out = PathBuf::from(a.opts.get("pcap").ok_or("build needs --pcap OUT")?);
     let text = std::fs::read_to_string(jpath).map_err(|e| format!("{jpath}: {e}"))?;
     let jobs = parse_jobs(&text)?;
-    // Records the hardware rejects (unknown opcode, payload on a no-payload opcode) send no
-    // frame; say so up front, with the model's reason.
+    // Records the hardware rejects (unknown opcode, payload on an opcode without payload,
+    // datagram over 64 KiB) send no frame: an error unless --allow-rejects. Field values out of
+    // range for their header field are always an error.
+    let allow = a.flags.iter().any(|f| f == "allow-rejects");
     let mut expect = 0;
+    let mut rejected = 0;
     for (i, (r, p)) in jobs.iter().enumerate() {
         match build_frame(r, p) {
             Ok(_) => expect += 1,
-            Err(e) => eprintln!("record {}: rejected: {e}", i + 1),
+            Err(e @ hematite_model::BuildError::FieldRange { .. }) => {
+                return Err(format!("record {}: {e}", i + 1));
+            }
+            Err(e) => {
+                rejected += 1;
+                eprintln!("record {}: rejected by the hardware (as it must be): {e}", i + 1);
+            }
         }
+    }
+    if rejected != 0 && !allow {
+        return Err(format!("{rejected} record(s) cannot be sent (use --allow-rejects to send the rest)"));
     }
     let mut sim = PktSim::new(width(a)?)?;
     let tj: Vec<TxJob> = jobs.iter().map(|(r, p)| TxJob { rec: *r, payload: p.clone() }).collect();
     let run = run_tx(&mut sim, &tj, expect, &Flow::default())?;
+    if run.frames.len() != expect || run.counters[2] as usize != rejected {
+        return Err(format!(
+            "the RTL sent {} frames and rejected {} records; the model expects {expect} and {rejected}",
+            run.frames.len(),
+            run.counters[2]
+        ));
+    }
     let mut frames = Vec::new();
     let mut k = 0;
     let mut mismatches = 0;
@@ -312,7 +374,7 @@ fn build(a: &Args) -> Result<(), String> {
         if !same {
             mismatches += 1;
         }
-        println!(
+        let line = format!(
             "frame={} record={} len={} opcode=0x{:02x} psn={} bad={} model={}",
             k,
             i + 1,
@@ -322,6 +384,9 @@ fn build(a: &Args) -> Result<(), String> {
             f.bad,
             if same { "match" } else { "DIFFERENT" }
         );
+        if !emit(&mut std::io::stdout().lock(), &line) {
+            break;
+        }
         frames.push(f.bytes.clone());
     }
     capture::write_pcap(&out, &frames).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -342,10 +407,12 @@ fn build(a: &Args) -> Result<(), String> {
 fn main() -> ExitCode {
     let a = match parse_args() {
         Ok(a) => a,
+        Err(e) if e == "help" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
-            if !e.is_empty() {
-                eprintln!("hematite-sim: {e}");
-            }
+            eprintln!("hematite-sim: {e}");
             eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
