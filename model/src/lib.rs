@@ -37,6 +37,7 @@ pub mod psn;
 #[allow(missing_docs, clippy::doc_lazy_continuation)]
 pub mod record;
 pub mod rx;
+pub mod transport;
 pub mod wire;
 
 #[cfg(feature = "proptest")]

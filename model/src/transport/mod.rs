@@ -1,0 +1,447 @@
+//! RC transport reference model (ROCEV2.md §6-§10): the packet-level oracle for Hematite's
+//! transport engine.
+//!
+//! * [`mem`]: sparse host memory ([`HostMem`]) and the memory-region table ([`MrTable`]) with
+//!   key / PD / bounds / access checks.
+//! * [`qp`]: one RC queue pair ([`Qp`]): requester (segmentation, PSNs, ACK/NAK processing,
+//!   go-back-N, RNR and retry counters, READ/atomic responses) and responder (ePSN checks, MSN,
+//!   receive WQEs, ACK coalescing, READ responses, atomics with responder resources).
+//! * [`node`]: a host ([`Node`]): memory, MRs, QPs; packets in via [`Node::receive`], out via
+//!   [`Node::poll_tx`], time via [`Node::tick`].
+//! * [`sim`]: a deterministic two-node harness with a seeded faulty wire and a virtual clock.
+//!
+//! Every packet is a [`Pkt`]: an [`HdrRecord`] (as `build_frame` wants it, already passed
+//! through [`crate::normalize_for_tx`]) plus its payload bytes. Nothing here panics on any input,
+//! and everything is deterministic (no wall clock, no hashing with random state).
+//!
+//! ## Rules this model fixes (where ROCEV2.md leaves a choice)
+//! * **AckReq**: set on the last packet of every request message (including READ requests and
+//!   atomics) and on every packet whose index inside its message is `63 mod 64`, so no more
+//!   than 63 consecutive request packets go without AckReq. The rule only depends on the
+//!   packet's position in its message, so a retransmitted packet is bit-identical.
+//! * **Responder ACKs** only for AckReq packets (and NAKs); a duplicate SEND/WRITE packet with
+//!   AckReq is re-ACKed with PSN ePSN−1 and the current MSN, never re-executed.
+//! * **Local checks** (SGL keys, PD, bounds, local-write for READ/atomic targets, atomic shape)
+//!   are done when the requester reaches the WQE; a failing WQE is not started, the send queue
+//!   stalls at it, and once every earlier WQE has completed it completes with
+//!   `LocProtErr` / `LocLenErr` / `LocQpOpErr` and the QP goes to ERR.
+//! * **QP access flags** missing for a WRITE / READ / atomic → NAK invalid request (0x61), as in
+//!   ROCEV2.md §10; **MR** key / PD / bounds / access failures → NAK remote access error (0x62).
+//!   A zero-length WRITE / READ skips the MR check.
+//! * **Responder-local errors** (receive SGL protection, bad IETH key) → receive CQE
+//!   `LocProtErr` + NAK remote operational error (0x63); a SEND longer than the receive SGL →
+//!   receive CQE `LocLenErr` + NAK invalid request (0x61). Error NAKs move both QPs to ERR.
+//! * After an RNR NAK the responder, like after a NAK-sequence error, silently drops further
+//!   out-of-order packets until ePSN arrives.
+//! * Implied NAK, a NAK-sequence error and a READ-response gap each consume one `retry_cnt`
+//!   retry (like a timeout); any forward progress resets both retry counters.
+//! * Atomic operands in host memory are little-endian `u64`s (host order).
+//! * CQEs for errors and flushes are always generated, even for unsignaled WQEs.
+
+pub mod mem;
+pub mod node;
+pub mod qp;
+pub mod sim;
+
+pub use mem::{HostMem, MemError, Mr, MrAccess, MrTable};
+pub use node::Node;
+pub use qp::Qp;
+
+use crate::HdrRecord;
+
+/// One transport packet: header record plus payload (no pad, no ICRC).
+pub type Pkt = (HdrRecord, Vec<u8>);
+
+/// Per-QP address vector: everything below the BTH that the engine puts on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddrVec {
+    /// Our MAC (48 bits).
+    pub eth_src: u64,
+    /// Next-hop MAC (48 bits).
+    pub eth_dst: u64,
+    /// IPv6 (true) or IPv4 (false; addresses in the low 32 bits).
+    pub ipv6: bool,
+    /// Our IP address.
+    pub ip_src: u128,
+    /// Peer IP address.
+    pub ip_dst: u128,
+    /// DSCP (6 bits).
+    pub dscp: u8,
+    /// ECN (2 bits); data packets should be ECT.
+    pub ecn: u8,
+    /// IPv4 TTL / IPv6 hop limit.
+    pub ttl: u8,
+    /// UDP source port (constant per QP).
+    pub udp_sport: u16,
+    /// IPv6 flow label (20 bits).
+    pub flow_label: u32,
+    /// BTH P_Key.
+    pub pkey: u16,
+}
+
+impl Default for AddrVec {
+    fn default() -> Self {
+        AddrVec {
+            eth_src: 0x02_00_00_00_00_01,
+            eth_dst: 0x02_00_00_00_00_02,
+            ipv6: false,
+            ip_src: 0x0A00_0001,
+            ip_dst: 0x0A00_0002,
+            dscp: 26,
+            ecn: 2,
+            ttl: 64,
+            udp_sport: 0xC000,
+            flow_label: 0,
+            pkey: 0xFFFF,
+        }
+    }
+}
+
+impl AddrVec {
+    /// The same path seen from the other end (MACs and IPs swapped).
+    pub fn reversed(&self) -> AddrVec {
+        AddrVec {
+            eth_src: self.eth_dst,
+            eth_dst: self.eth_src,
+            ip_src: self.ip_dst,
+            ip_dst: self.ip_src,
+            ..*self
+        }
+    }
+}
+
+/// QP state (verbs). Only RTS starts new send WQEs (SQD finishes started ones); RTR, RTS and
+/// SQD receive; ERR flushes and drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpState {
+    /// Off; WRs rejected.
+    Reset,
+    /// Receive WRs may be posted; packets dropped.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// Send queue drain: no new WQE is started, started ones finish.
+    Sqd,
+    /// Error: everything flushed, packets dropped.
+    Err,
+}
+
+/// QP-level remote access flags (which remote requests the responder accepts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QpAccess {
+    /// Accept RDMA WRITE.
+    pub remote_write: bool,
+    /// Accept RDMA READ.
+    pub remote_read: bool,
+    /// Accept atomics.
+    pub remote_atomic: bool,
+}
+
+impl QpAccess {
+    /// Everything allowed.
+    pub const ALL: QpAccess = QpAccess { remote_write: true, remote_read: true, remote_atomic: true };
+}
+
+/// QP attributes (the RC set of ROCEV2.md §10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpConfig {
+    /// Protection domain of the QP (SGE and remote keys must belong to it).
+    pub pd: u32,
+    /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
+    pub pmtu: u32,
+    /// Peer QP number (BTH DestQP of everything we send).
+    pub dest_qpn: u32,
+    /// First PSN the requester uses.
+    pub sq_psn: u32,
+    /// Initial expected PSN of the responder.
+    pub rq_psn: u32,
+    /// Local ACK timeout code: 4.096 µs × 2^timeout, 0 = infinite.
+    pub timeout: u8,
+    /// Retries after timeout / NAK-sequence error (0..7; 7 is *not* infinite).
+    pub retry_cnt: u8,
+    /// RNR retries (0..6; 7 = infinite).
+    pub rnr_retry: u8,
+    /// RNR timer code put into our RNR NAKs (0..31).
+    pub min_rnr_timer: u8,
+    /// Outstanding READ/atomic requests we may have as requester.
+    pub max_rd_atomic: u8,
+    /// Responder resources (remembered READ/atomic requests).
+    pub max_dest_rd_atomic: u8,
+    /// Remote access flags.
+    pub access: QpAccess,
+    /// Address vector.
+    pub av: AddrVec,
+}
+
+impl Default for QpConfig {
+    fn default() -> Self {
+        QpConfig {
+            pd: 1,
+            pmtu: 1024,
+            dest_qpn: 0,
+            sq_psn: 0,
+            rq_psn: 0,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            min_rnr_timer: 1,
+            max_rd_atomic: 4,
+            max_dest_rd_atomic: 4,
+            access: QpAccess::ALL,
+            av: AddrVec::default(),
+        }
+    }
+}
+
+/// One scatter/gather element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sge {
+    /// Start address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Local key of the MR holding it.
+    pub lkey: u32,
+}
+
+/// Send work request operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendOp {
+    /// SEND.
+    Send,
+    /// SEND with immediate data.
+    SendImm(u32),
+    /// SEND with invalidate (the R_Key to invalidate at the responder).
+    SendInv(u32),
+    /// RDMA WRITE.
+    Write {
+        /// Remote VA.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// RDMA WRITE with immediate (consumes a receive WQE at the responder).
+    WriteImm {
+        /// Remote VA.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data.
+        imm: u32,
+    },
+    /// RDMA READ into the local SGL.
+    Read {
+        /// Remote VA.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// Atomic compare & swap; the original value goes to the (single, 8-byte) local SGE.
+    CmpSwap {
+        /// Remote VA (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Expected value.
+        compare: u64,
+        /// New value.
+        swap: u64,
+    },
+    /// Atomic fetch & add; the original value goes to the (single, 8-byte) local SGE.
+    FetchAdd {
+        /// Remote VA (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value to add.
+        add: u64,
+    },
+}
+
+impl SendOp {
+    /// READ or atomic (needs a `max_rd_atomic` slot).
+    pub fn is_rd_atomic(&self) -> bool {
+        matches!(self, SendOp::Read { .. } | SendOp::CmpSwap { .. } | SendOp::FetchAdd { .. })
+    }
+    /// CmpSwap or FetchAdd.
+    pub fn is_atomic(&self) -> bool {
+        matches!(self, SendOp::CmpSwap { .. } | SendOp::FetchAdd { .. })
+    }
+    /// Completion opcode of this operation.
+    pub fn wc_opcode(&self) -> WcOpcode {
+        match self {
+            SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) => WcOpcode::Send,
+            SendOp::Write { .. } | SendOp::WriteImm { .. } => WcOpcode::RdmaWrite,
+            SendOp::Read { .. } => WcOpcode::RdmaRead,
+            SendOp::CmpSwap { .. } => WcOpcode::CmpSwap,
+            SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
+        }
+    }
+}
+
+/// A send work request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendWr {
+    /// User cookie, returned in the CQE.
+    pub wr_id: u64,
+    /// Operation.
+    pub op: SendOp,
+    /// Local scatter/gather list (source for SEND/WRITE, target for READ/atomics).
+    pub sgl: Vec<Sge>,
+    /// Generate a CQE on success.
+    pub signaled: bool,
+    /// Set SE on the last packet (SEND / WRITE with immediate).
+    pub solicited: bool,
+    /// SEND/WRITE only: copy the SGL bytes at post time (keys are still checked then).
+    pub inline: bool,
+}
+
+impl SendWr {
+    /// A signaled, non-solicited, non-inline WR.
+    pub fn new(wr_id: u64, op: SendOp, sgl: Vec<Sge>) -> SendWr {
+        SendWr { wr_id, op, sgl, signaled: true, solicited: false, inline: false }
+    }
+}
+
+/// A receive work request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecvWr {
+    /// User cookie.
+    pub wr_id: u64,
+    /// Where incoming SEND data goes.
+    pub sgl: Vec<Sge>,
+}
+
+/// Completion status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WcStatus {
+    /// Success.
+    Success,
+    /// Local length error (message longer than the receive SGL, atomic SGL not 8 bytes, ...).
+    LocLenErr,
+    /// Local protection error (SGE key / PD / bounds / access).
+    LocProtErr,
+    /// Malformed WR (misaligned atomic, too many bytes).
+    LocQpOpErr,
+    /// Flushed (QP in ERR).
+    WrFlushErr,
+    /// Peer NAKed with remote access error.
+    RemAccessErr,
+    /// Peer NAKed with invalid request.
+    RemInvReqErr,
+    /// Peer NAKed with remote operational error.
+    RemOpErr,
+    /// retry_cnt exhausted.
+    RetryExcErr,
+    /// rnr_retry exhausted.
+    RnrRetryExcErr,
+}
+
+/// Completion opcode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WcOpcode {
+    /// SEND (any variant), requester side.
+    Send,
+    /// RDMA WRITE (any variant), requester side.
+    RdmaWrite,
+    /// RDMA READ.
+    RdmaRead,
+    /// Compare & swap.
+    CmpSwap,
+    /// Fetch & add.
+    FetchAdd,
+    /// Receive of a SEND.
+    Recv,
+    /// Receive consumed by an RDMA WRITE with immediate.
+    RecvRdmaWithImm,
+}
+
+/// A completion queue entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cqe {
+    /// From the WR.
+    pub wr_id: u64,
+    /// Status.
+    pub status: WcStatus,
+    /// Opcode.
+    pub opcode: WcOpcode,
+    /// Bytes transferred (receive: message length; READ: length; atomics: 8; errors: 0).
+    pub byte_len: u32,
+    /// Immediate data received.
+    pub imm: Option<u32>,
+    /// R_Key invalidated by a SEND with invalidate.
+    pub invalidated_rkey: Option<u32>,
+    /// Local QP number.
+    pub qpn: u32,
+}
+
+/// Why a post or a QP operation was refused (nothing queued).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostError {
+    /// No such QP.
+    NoQp,
+    /// QP state forbids posting (RESET, or a send post before RTS).
+    InvalidState,
+    /// Invalid QP attribute (PMTU, QPN width, ...).
+    InvalidAttr,
+    /// Queue full.
+    QueueFull,
+}
+
+/// AETH syndrome of a plain ACK ("credits invalid").
+pub const SYN_ACK: u8 = 0x1F;
+/// AETH syndrome base of an RNR NAK (low 5 bits: timer code).
+pub const SYN_RNR: u8 = 0x20;
+/// NAK PSN sequence error.
+pub const SYN_NAK_SEQ: u8 = 0x60;
+/// NAK invalid request.
+pub const SYN_NAK_INV_REQ: u8 = 0x61;
+/// NAK remote access error.
+pub const SYN_NAK_REM_ACCESS: u8 = 0x62;
+/// NAK remote operational error.
+pub const SYN_NAK_REM_OP: u8 = 0x63;
+
+/// Largest message length (2^31 bytes).
+pub const MAX_MSG_LEN: u64 = 1 << 31;
+/// Most SGEs per WR.
+pub const MAX_SGE: usize = 32;
+/// Most PSNs the requester keeps outstanding (well under 2^23).
+pub const MAX_OUTSTANDING_PSNS: u32 = 1 << 22;
+/// Most WRs queued per send / receive queue.
+pub const MAX_WR: usize = 1 << 16;
+/// Packets per message between forced AckReqs (see the module docs).
+pub const ACKREQ_INTERVAL: u32 = 64;
+
+/// RNR timer code → nanoseconds (ROCEV2.md §7; code 0 = 655.36 ms).
+pub fn rnr_timer_ns(code: u8) -> u64 {
+    const US100: [u32; 32] = [
+        6_553_600, 100, 200, 300, 400, 600, 800, 1_200, 1_600, 2_400, 3_200, 4_800, 6_400, 9_600,
+        12_800, 19_200, 25_600, 38_400, 51_200, 76_800, 102_400, 153_600, 204_800, 307_200,
+        409_600, 614_400, 819_200, 1_228_800, 1_638_400, 2_457_600, 3_276_800, 4_915_200,
+    ];
+    // table is in units of 0.1 µs
+    US100[(code & 0x1F) as usize] as u64 * 100
+}
+
+/// Local ACK timeout code → nanoseconds (`None` for 0 = infinite): 4096 ns × 2^code.
+pub fn ack_timeout_ns(code: u8) -> Option<u64> {
+    if code == 0 {
+        None
+    } else {
+        Some(4096u64 << (code & 0x1F))
+    }
+}
+
+/// PMTU is one of 256, 512, 1024, 2048, 4096.
+pub fn pmtu_valid(pmtu: u32) -> bool {
+    matches!(pmtu, 256 | 512 | 1024 | 2048 | 4096)
+}
+
+/// Packets of a message of `len` bytes at `pmtu` (at least 1). Also the number of PSNs a READ
+/// of `len` bytes reserves.
+pub fn pkts_for(len: u64, pmtu: u32) -> u32 {
+    let p = pmtu.max(1) as u64;
+    len.div_ceil(p).clamp(1, u32::MAX as u64) as u32
+}
