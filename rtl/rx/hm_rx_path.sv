@@ -41,7 +41,7 @@ module hm_rx_path
   // Largest frame accepted (bytes, without FCS); longer frames are dropped as `length`.
   parameter int MAX_FRAME_BYTES = 9216,
   // Data FIFO depth in beats (power of two, holds at least one maximum frame).
-  parameter int DATA_FIFO_DEPTH = 1 << $clog2((MAX_FRAME_BYTES + KEEP_WIDTH - 1) / KEEP_WIDTH + 32),
+  parameter int DATA_FIFO_DEPTH = 1 << $clog2((MAX_FRAME_BYTES + DATA_WIDTH / 8 - 1) / (DATA_WIDTH / 8) + 32),
   // Frame status FIFO depth (power of two).
   parameter int REC_FIFO_DEPTH = 32,
   // Header record output FIFO depth (power of two).
