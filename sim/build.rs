@@ -12,12 +12,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const WIDTHS: [u32; 2] = [256, 512];
+/// (prefix, top module, file under sim/hw): the Verilated models, each built at every width.
+const MODELS: [(&str, &str, &str); 2] = [
+    ("Vpkt", "hm_sim_pkt_top", "hm_sim_pkt_top.sv"),
+    ("Vdma", "hm_sim_dma_top", "hm_sim_dma_top.sv"),
+];
 
 fn rtl_sources(root: &Path) -> Vec<PathBuf> {
     // Package files first (compile order matters), then every other .sv under rtl/.
     let mut pkgs = vec![root.join("rtl/pkg/hm_pkg.sv"), root.join("rtl/pkg/hm_crc_pkg.sv")];
     let mut rest = Vec::new();
-    for sub in ["common", "rx", "tx"] {
+    for sub in ["common", "rx", "tx", "dma"] {
         let dir = root.join("rtl").join(sub);
         let mut v: Vec<PathBuf> = fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
@@ -120,12 +125,15 @@ fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
 
     let srcs = rtl_sources(&root);
-    let top = manifest.join("hw/hm_sim_pkt_top.sv");
-    for p in srcs.iter().chain(std::iter::once(&top)) {
+    for p in &srcs {
         println!("cargo:rerun-if-changed={}", p.display());
+    }
+    for (_, _, f) in MODELS {
+        println!("cargo:rerun-if-changed={}", manifest.join("hw").join(f).display());
     }
     println!("cargo:rerun-if-changed={}", root.join("rtl").display());
     println!("cargo:rerun-if-changed=csrc/shim.cpp");
+    println!("cargo:rerun-if-changed=csrc/dma_shim.cpp");
     println!("cargo:rerun-if-changed=build.rs");
 
     let pkg = fs::read_to_string(root.join("rtl/pkg/hm_pkg.sv")).expect("read hm_pkg.sv");
@@ -148,37 +156,42 @@ fn main() {
 
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
     let mut build = cc::Build::new();
-    build.cpp(true).file("csrc/shim.cpp").flag_if_supported("-std=c++17").opt_level(2);
+    build.cpp(true).file("csrc/shim.cpp").file("csrc/dma_shim.cpp").flag_if_supported("-std=c++17").opt_level(2);
     build.include(format!("{vroot}/include")).include(format!("{vroot}/include/vltstd"));
     build.warnings(false);
-    for w in WIDTHS {
-        let mdir = out.join(format!("obj_{w}"));
-        let status = Command::new(&verilator)
-            .args(["--cc", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast", "--noassert"])
-            .args(["-Wno-fatal", "-Wno-WIDTHCONCAT"])
-            .arg(format!("-GDATA_WIDTH={w}"))
-            .args(["--prefix", &format!("Vpkt{w}"), "--top-module", "hm_sim_pkt_top"])
-            .args(["-CFLAGS", "-O2 -fPIC", "-MAKEFLAGS", "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"])
-            .arg("-j")
-            .arg(&jobs)
-            .arg("--Mdir")
-            .arg(&mdir)
-            .args(&srcs)
-            .arg(&top)
-            .status()
-            .expect("run verilator");
-        assert!(status.success(), "verilator failed for DATA_WIDTH={w}");
-        build.include(&mdir);
+    for (prefix, topname, file) in MODELS {
+        let top = manifest.join("hw").join(file);
+        for w in WIDTHS {
+            let mdir = out.join(format!("obj_{prefix}{w}"));
+            let status = Command::new(&verilator)
+                .args(["--cc", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast", "--noassert"])
+                .args(["-Wno-fatal", "-Wno-WIDTHCONCAT"])
+                .arg(format!("-GDATA_WIDTH={w}"))
+                .args(["--prefix", &format!("{prefix}{w}"), "--top-module", topname])
+                .args(["-CFLAGS", "-O2 -fPIC", "-MAKEFLAGS", "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"])
+                .arg("-j")
+                .arg(&jobs)
+                .arg("--Mdir")
+                .arg(&mdir)
+                .args(&srcs)
+                .arg(&top)
+                .status()
+                .expect("run verilator");
+            assert!(status.success(), "verilator failed for {topname} DATA_WIDTH={w}");
+            build.include(&mdir);
+        }
     }
     // The Verilator runtime, compiled once for both models.
     build.file(format!("{vroot}/include/verilated.cpp"));
     build.file(format!("{vroot}/include/verilated_threads.cpp"));
     // Link order: the shim (with the runtime) first, then the models it calls.
     build.compile("hmshim");
-    for w in WIDTHS {
-        let a = out.join(format!("obj_{w}/Vpkt{w}__ALL.a"));
-        fs::copy(&a, out.join(format!("libVpkt{w}__ALL.a"))).expect("copy model archive");
-        println!("cargo:rustc-link-lib=static=Vpkt{w}__ALL");
+    for (prefix, _, _) in MODELS {
+        for w in WIDTHS {
+            let a = out.join(format!("obj_{prefix}{w}/{prefix}{w}__ALL.a"));
+            fs::copy(&a, out.join(format!("lib{prefix}{w}__ALL.a"))).expect("copy model archive");
+            println!("cargo:rustc-link-lib=static={prefix}{w}__ALL");
+        }
     }
     println!("cargo:rustc-link-lib=static=hmshim");
     println!("cargo:rustc-link-search=native={}", out.display());

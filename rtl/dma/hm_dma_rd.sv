@@ -1,0 +1,348 @@
+// DMA read engine: host memory -> stream, over an AXI4 master read channel.
+//
+// Each request reads `len` bytes (len >= 1) from any byte address. The engine splits it into
+// INCR bursts of full beats that never cross a 4 KiB boundary and are at most MAX_BURST beats,
+// keeps up to MAX_OUTSTANDING bursts in flight, and streams the bytes out realigned to lane 0:
+// one AXI4-Stream packet per request, in request order, tlast on its last beat, tid = the
+// request's tag, tuser on the last beat = an AXI error (SLVERR/DECERR) on any of its beats.
+// A request with len == 0 is consumed, produces nothing and is counted in stat_bad_req.
+//
+// Realignment: with off = addr mod KW, output beat j takes lanes [off, KW) of read beat j and
+// lanes [0, off) of read beat j+1. When the request's last output beat lies wholly in its last
+// read beat and another output beat is emitted from that same read beat, the extra beat waits
+// in a pending register for the next cycle (the next request's first read beat emits nothing
+// unless the whole request fits in it, the only case that costs a cycle).
+module hm_dma_rd #(
+  // AXI and stream data width in bits.
+  parameter int DATA_WIDTH = 512,
+  // AXI address width.
+  parameter int ADDR_WIDTH = 64,
+  // Request length width (bytes).
+  parameter int LEN_WIDTH = 32,
+  // Request tag width, returned on m_axis_tid.
+  parameter int TAG_WIDTH = 8,
+  // AXI ID width; all reads use ARID = AXI_ID.
+  parameter int ID_WIDTH = 4,
+  // ARID used.
+  parameter logic [ID_WIDTH-1:0] AXI_ID = '0,
+  // Beats per burst (1..256).
+  parameter int MAX_BURST = 64,
+  // Bursts in flight (power of two).
+  parameter int MAX_OUTSTANDING = 8,
+  // Requests queued between the AR and R sides (power of two).
+  parameter int REQ_FIFO_DEPTH = 16,
+  // Bytes per beat (derived).
+  localparam int KEEP_WIDTH = DATA_WIDTH / 8
+) (
+  input  logic                  clk,
+  input  logic                  rst,
+
+  // Requests
+  input  logic [ADDR_WIDTH-1:0] s_req_addr,
+  input  logic [LEN_WIDTH-1:0]  s_req_len,
+  input  logic [TAG_WIDTH-1:0]  s_req_tag,
+  input  logic                  s_req_valid,
+  output logic                  s_req_ready,
+
+  // Data, one packet per request
+  output logic [DATA_WIDTH-1:0] m_axis_tdata,
+  output logic [KEEP_WIDTH-1:0] m_axis_tkeep,
+  output logic                  m_axis_tvalid,
+  input  logic                  m_axis_tready,
+  output logic                  m_axis_tlast,
+  output logic                  m_axis_tuser,
+  output logic [TAG_WIDTH-1:0]  m_axis_tid,
+
+  // AXI4 read address and data channels
+  output logic [ID_WIDTH-1:0]   m_axi_arid,
+  output logic [ADDR_WIDTH-1:0] m_axi_araddr,
+  output logic [7:0]            m_axi_arlen,
+  output logic [2:0]            m_axi_arsize,
+  output logic [1:0]            m_axi_arburst,
+  output logic                  m_axi_arvalid,
+  input  logic                  m_axi_arready,
+  input  logic [ID_WIDTH-1:0]   m_axi_rid,
+  input  logic [DATA_WIDTH-1:0] m_axi_rdata,
+  input  logic [1:0]            m_axi_rresp,
+  input  logic                  m_axi_rlast,
+  input  logic                  m_axi_rvalid,
+  output logic                  m_axi_rready,
+
+  output logic [31:0]           stat_bad_req
+);
+  localparam int KW = KEEP_WIDTH;
+  localparam int KB = $clog2(KW);
+  localparam int BW = LEN_WIDTH - KB + 1;          // beat counts
+  localparam int PB = 12 - KB;                     // bits of a beat index within a 4 KiB page
+  localparam int PW = ADDR_WIDTH - 12;             // page number bits
+
+  // ----------------------------------------------------------------------------------------
+  // Request input (skid: registered ready)
+  // ----------------------------------------------------------------------------------------
+  logic [ADDR_WIDTH-1:0] rq_addr;
+  logic [LEN_WIDTH-1:0]  rq_len;
+  logic [TAG_WIDTH-1:0]  rq_tag;
+  logic                  rq_valid, rq_ready;
+  hm_skid #(.WIDTH(ADDR_WIDTH + LEN_WIDTH + TAG_WIDTH)) u_req_skid (
+    .clk, .rst,
+    .s_data({s_req_addr, s_req_len, s_req_tag}), .s_valid(s_req_valid), .s_ready(s_req_ready),
+    .m_data({rq_addr, rq_len, rq_tag}), .m_valid(rq_valid), .m_ready(rq_ready)
+  );
+
+  // Per-request plan for the R side.
+  typedef struct packed {
+    logic [TAG_WIDTH-1:0] tag;
+    logic [KB-1:0]        off;      // addr mod KW
+    logic [BW-1:0]        nbeats;   // read beats
+    logic                 tail;     // (off > 0) last output beat comes from the last read beat alone
+    logic [KB:0]          lastn;    // bytes in the last output beat
+    logic                 one;      // a single read beat
+  } plan_t;
+
+  // ----------------------------------------------------------------------------------------
+  // AR side: split the current request into bursts
+  // ----------------------------------------------------------------------------------------
+  // The next burst's address is kept as page number + beat index in the page, so the 4 KiB
+  // rule needs only narrow arithmetic; page + 1 is kept ready in its own register.
+  logic                  ar_busy_q;
+  logic [PW-1:0]         ar_page_q, ar_page1_q;
+  logic [PB:0]           ar_beat_q;      // beat index within the page (0..2^PB-1)
+  logic [BW-1:0]         ar_left_q;      // beats still to request
+  logic [$clog2(MAX_OUTSTANDING+1)-1:0] outst_q;
+  logic                  pf_s_ready, pf_push;
+  plan_t                 pl;
+  logic                  ar_fire, r_last_fire;
+
+  // Beat counts from the whole beats of len plus a small correction (no wide compares):
+  // read beats = hi + ceil((lo + off) / KW), output beats = hi + (lo != 0).
+  always_comb begin
+    logic [BW-1:0] hi;
+    logic [KB+1:0] nb_lo;
+    logic          no_lo;
+    hi        = BW'(rq_len >> KB);
+    nb_lo     = ((KB+2)'(rq_len[KB-1:0]) + (KB+2)'(rq_addr[KB-1:0]) + (KB+2)'(KW - 1)) >> KB;
+    no_lo     = rq_len[KB-1:0] != '0;
+    pl.tag    = rq_tag;
+    pl.off    = rq_addr[KB-1:0];
+    pl.nbeats = hi + BW'(nb_lo);
+    pl.tail   = rq_addr[KB-1:0] != '0 && nb_lo == (KB+2)'(no_lo);
+    pl.lastn  = no_lo ? (KB+1)'(rq_len[KB-1:0]) : (KB+1)'(KW);
+    pl.one    = (hi == '0 && nb_lo == (KB+2)'(1)) || (hi == BW'(1) && nb_lo == '0);
+  end
+
+  // Request stage: the plan and the page numbers, registered.
+  logic          p_valid, p_take, p_len0;
+  plan_t         p_pl;
+  logic [PW-1:0] p_page, p_page1;
+  logic [PB:0]   p_beat;
+  assign rq_ready = !p_valid || p_take;
+  always_ff @(posedge clk) begin
+    if (rq_ready) begin
+      p_pl    <= pl;
+      p_len0  <= rq_len == '0;
+      p_page  <= rq_addr[ADDR_WIDTH-1:12];
+      p_page1 <= rq_addr[ADDR_WIDTH-1:12] + 1'b1;
+      p_beat  <= (PB+1)'(rq_addr[11:KB]);
+    end
+    if (rst) p_valid <= 1'b0;
+    else if (rq_ready) p_valid <= rq_valid;
+  end
+
+  // Accept a request when idle and its plan fits in the queue; len == 0 is dropped.
+  assign pf_push = !ar_busy_q && p_valid && !p_len0 && pf_s_ready;
+  assign p_take  = !ar_busy_q && (pf_s_ready || p_len0);
+
+  // Size of the next burst, registered: valid one cycle after the address or the count
+  // changed (so a burst is issued at most every other cycle, plenty for bursts of >= 2 beats).
+  logic [8:0] burst_d, burst;
+  logic       burst_ok_q;
+  always_comb begin
+    logic [PB+1:0] to4k;
+    to4k    = (PB+2)'(1 << PB) - (PB+2)'(ar_beat_q);
+    burst_d = 9'(MAX_BURST);
+    if (9'(to4k) < burst_d) burst_d = 9'(to4k);
+    if (ar_left_q < BW'(burst_d)) burst_d = 9'(ar_left_q);
+  end
+  always_ff @(posedge clk) burst <= burst_d;
+
+  assign m_axi_arid    = AXI_ID;
+  assign m_axi_arsize  = 3'(KB);
+  assign m_axi_arburst = 2'b01;
+  assign ar_fire = m_axi_arvalid && m_axi_arready;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      ar_busy_q     <= 1'b0;
+      burst_ok_q    <= 1'b0;
+      m_axi_arvalid <= 1'b0;
+      outst_q       <= '0;
+      stat_bad_req  <= '0;
+    end else begin
+      if (p_valid && p_take && p_len0) stat_bad_req <= stat_bad_req + 1'b1;
+      if (pf_push) begin
+        ar_busy_q  <= 1'b1;
+        ar_page_q  <= p_page;
+        ar_page1_q <= p_page1;
+        ar_beat_q  <= p_beat;
+        ar_left_q  <= p_pl.nbeats;
+      end
+      // One AR register: load the next burst when it is free and the bursts in flight
+      // (after this cycle's issue and completion) stay below MAX_OUTSTANDING.
+      if (ar_fire) m_axi_arvalid <= 1'b0;
+      burst_ok_q <= !pf_push;
+      if (ar_busy_q && burst_ok_q && (!m_axi_arvalid || ar_fire) &&
+          outst_q + $bits(outst_q)'(ar_fire) - $bits(outst_q)'(r_last_fire) < $bits(outst_q)'(MAX_OUTSTANDING)) begin
+        m_axi_arvalid <= 1'b1;
+        m_axi_araddr  <= {ar_page_q, ar_beat_q[PB-1:0], KB'(0)};
+        m_axi_arlen   <= 8'(burst - 9'd1);
+        burst_ok_q    <= 1'b0;
+        ar_left_q     <= ar_left_q - BW'(burst);
+        if ((PB+2)'(ar_beat_q) + (PB+2)'(burst) == (PB+2)'(1 << PB)) begin
+          ar_beat_q  <= '0;
+          ar_page_q  <= ar_page1_q;
+          ar_page1_q <= ar_page1_q + 1'b1;
+        end else begin
+          ar_beat_q  <= ar_beat_q + (PB+1)'(burst);
+        end
+        if (ar_left_q == BW'(burst)) ar_busy_q <= 1'b0;
+      end
+      outst_q <= outst_q + $bits(outst_q)'(ar_fire) - $bits(outst_q)'(r_last_fire);
+    end
+  end
+
+  // Plan FIFO between the sides
+  plan_t pf_head;
+  logic  pf_m_valid, pf_m_ready;
+  logic [$clog2(REQ_FIFO_DEPTH+1):0] pf_level;
+  hm_fifo #(.WIDTH($bits(plan_t)), .DEPTH(REQ_FIFO_DEPTH)) u_plan_fifo (
+    .clk, .rst,
+    .s_data(p_pl), .s_valid(pf_push), .s_ready(pf_s_ready),
+    .m_data(pf_head), .m_valid(pf_m_valid), .m_ready(pf_m_ready),
+    .level(pf_level)
+  );
+
+  // ----------------------------------------------------------------------------------------
+  // R side: realign each request's beats to lane 0
+  // ----------------------------------------------------------------------------------------
+  logic          busy_q, err_q;
+  plan_t         cp_q, c;
+  logic [BW-1:0] left_q;             // read beats left, the next one included
+  logic          lastb_q;            // the next beat is the request's last
+  logic [KW-1:0][7:0] held_q, rot, e1_data;
+  logic [2*DATA_WIDTH-1:0] rot2;
+  logic          pend_q, pend_err_q, pend_last_q;
+  logic [KW-1:0][7:0] pend_data_q;
+  logic [KB:0]   pend_n_q;
+  logic [TAG_WIDTH-1:0] pend_tag_q;
+  logic          out_ready, proc, first, lastb, cerr, beat_err;
+  logic [1:0]    ecnt;
+  logic [KB:0]   e1_n;
+  logic          e1_last;
+  logic          o_valid, o_last, o_err;
+  logic [KW-1:0][7:0] o_data;
+  logic [KB:0]   o_n;
+  logic [TAG_WIDTH-1:0] o_tag;
+
+  always_comb begin
+    first = !busy_q;
+    c     = busy_q ? cp_q : pf_head;
+    lastb = busy_q ? lastb_q : pf_head.one;
+    beat_err = m_axi_rresp != 2'b00;
+    cerr  = (busy_q && err_q) || beat_err;
+    rot2  = {m_axi_rdata, m_axi_rdata} >> (8 * c.off);
+    rot   = rot2[DATA_WIDTH-1:0];
+
+    ecnt = 2'd0; e1_data = rot; e1_n = (KB+1)'(KW); e1_last = 1'b0;
+    if (c.off == '0) begin
+      ecnt = 2'd1; e1_last = lastb; if (lastb) e1_n = c.lastn;
+    end else if (first) begin
+      if (lastb) begin ecnt = 2'd1; e1_last = 1'b1; e1_n = c.lastn; end
+    end else begin
+      ecnt = 2'd1;
+      for (int l = 0; l < KW; l++) e1_data[l] = (l < KW - int'(c.off)) ? held_q[l] : rot[l];
+      if (lastb) begin
+        if (c.tail) ecnt = 2'd2;
+        else begin e1_last = 1'b1; e1_n = c.lastn; end
+      end
+    end
+
+    proc = (busy_q || pf_m_valid) && m_axi_rvalid && out_ready && !(pend_q && ecnt == 2'd2);
+
+    o_valid = 1'b0; o_data = e1_data; o_n = e1_n; o_last = e1_last; o_err = cerr; o_tag = c.tag;
+    if (out_ready) begin
+      if (pend_q) begin
+        o_valid = 1'b1; o_data = pend_data_q; o_n = pend_n_q; o_last = pend_last_q; o_err = pend_err_q; o_tag = pend_tag_q;
+      end else if (proc && ecnt != 0) begin
+        o_valid = 1'b1;
+      end
+    end
+  end
+
+  assign m_axi_rready = proc;
+  assign pf_m_ready   = proc && first;
+  assign r_last_fire  = m_axi_rvalid && m_axi_rready && m_axi_rlast;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      busy_q <= 1'b0;
+      pend_q <= 1'b0;
+    end else begin
+      if (proc) begin
+        busy_q <= !lastb;
+        cp_q   <= c;
+        left_q  <= (busy_q ? left_q : pf_head.nbeats) - BW'(1);
+        lastb_q <= (busy_q ? left_q : pf_head.nbeats) == BW'(2);
+        err_q  <= cerr;
+        held_q <= rot;
+      end
+      if (out_ready) begin
+        if (pend_q) begin
+          pend_q      <= proc && ecnt != 0;
+          pend_data_q <= e1_data;
+          pend_n_q    <= e1_n;
+          pend_last_q <= e1_last;
+          pend_err_q  <= cerr;
+          pend_tag_q  <= c.tag;
+        end else if (proc && ecnt == 2'd2) begin
+          pend_q      <= 1'b1;
+          pend_data_q <= rot;
+          pend_n_q    <= c.lastn;
+          pend_last_q <= 1'b1;
+          pend_err_q  <= cerr;
+          pend_tag_q  <= c.tag;
+        end
+      end
+    end
+  end
+
+  // Output skid
+  localparam int OW = DATA_WIDTH + KW + 2 + TAG_WIDTH;
+  logic [OW-1:0]       o_pack, m_pack;
+  logic [KW-1:0]       o_keep;
+  logic [DATA_WIDTH-1:0] o_masked;
+  always_comb begin
+    for (int l = 0; l < KW; l++) begin
+      o_keep[l] = (KB+1)'(l) < o_n;
+      o_masked[8*l +: 8] = o_keep[l] ? o_data[l] : 8'h00;
+    end
+    o_pack = {o_masked, o_keep, o_last, o_last && o_err, o_tag};
+  end
+  hm_skid #(.WIDTH(OW)) u_out_skid (
+    .clk, .rst,
+    .s_data(o_pack), .s_valid(o_valid), .s_ready(out_ready),
+    .m_data(m_pack), .m_valid(m_axis_tvalid), .m_ready(m_axis_tready)
+  );
+  assign {m_axis_tdata, m_axis_tkeep, m_axis_tlast, m_axis_tuser, m_axis_tid} = m_pack;
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = ^{m_axi_rid, rot2[2*DATA_WIDTH-1:DATA_WIDTH], pf_level};
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  if (MAX_BURST < 1 || MAX_BURST > 256) begin : g_bad_burst
+    $error("hm_dma_rd: MAX_BURST must be 1..256");
+  end
+  if (DATA_WIDTH < 64 || (1 << KB) != KW) begin : g_bad_width
+    $error("hm_dma_rd: DATA_WIDTH must be a power of two of at least 64 bits");
+  end
+endmodule

@@ -1,0 +1,421 @@
+// DMA write engine: stream -> host memory, over an AXI4 master write channel.
+//
+// Each request writes `len` bytes (len >= 1) taken from its own s_axis packet (bytes packed
+// from lane 0, tlast on the last beat) to any byte address. The engine splits it into INCR
+// bursts of full beats that never cross a 4 KiB boundary and are at most MAX_BURST beats,
+// realigns the data to the address with byte strobes (nothing outside [addr, addr+len) is
+// written), keeps up to MAX_OUTSTANDING bursts in flight, and reports each request on m_done
+// once every burst has its write response: m_done_err = an AXI error response on any burst or
+// a stream whose length disagreed with len. Strobes follow the request alone, so nothing
+// outside [addr, addr+len) is ever written; after a length mismatch the bytes inside it are
+// unspecified (missing stream bytes are written as zeros, extra beats are discarded up to
+// tlast) and the completion reports the error. A
+// request with len == 0 is consumed, writes nothing, and is counted in stat_bad_req (no
+// s_axis packet belongs to it).
+module hm_dma_wr #(
+  // AXI and stream data width in bits.
+  parameter int DATA_WIDTH = 512,
+  // AXI address width.
+  parameter int ADDR_WIDTH = 64,
+  // Request length width (bytes).
+  parameter int LEN_WIDTH = 32,
+  // Request tag width, returned on m_done_tag.
+  parameter int TAG_WIDTH = 8,
+  // AXI ID width; all writes use AWID = AXI_ID.
+  parameter int ID_WIDTH = 4,
+  // AWID used.
+  parameter logic [ID_WIDTH-1:0] AXI_ID = '0,
+  // Beats per burst (1..256).
+  parameter int MAX_BURST = 64,
+  // Bursts in flight (power of two).
+  parameter int MAX_OUTSTANDING = 8,
+  // Requests queued between the sides (power of two).
+  parameter int REQ_FIFO_DEPTH = 16,
+  // Bytes per beat (derived).
+  localparam int KEEP_WIDTH = DATA_WIDTH / 8
+) (
+  input  logic                  clk,
+  input  logic                  rst,
+
+  // Requests
+  input  logic [ADDR_WIDTH-1:0] s_req_addr,
+  input  logic [LEN_WIDTH-1:0]  s_req_len,
+  input  logic [TAG_WIDTH-1:0]  s_req_tag,
+  input  logic                  s_req_valid,
+  output logic                  s_req_ready,
+
+  // Data, one packet per request with len != 0
+  input  logic [DATA_WIDTH-1:0] s_axis_tdata,
+  input  logic [KEEP_WIDTH-1:0] s_axis_tkeep,
+  input  logic                  s_axis_tvalid,
+  output logic                  s_axis_tready,
+  input  logic                  s_axis_tlast,
+
+  // Completions, in request order
+  output logic [TAG_WIDTH-1:0]  m_done_tag,
+  output logic                  m_done_err,
+  output logic                  m_done_valid,
+  input  logic                  m_done_ready,
+
+  // AXI4 write channels
+  output logic [ID_WIDTH-1:0]   m_axi_awid,
+  output logic [ADDR_WIDTH-1:0] m_axi_awaddr,
+  output logic [7:0]            m_axi_awlen,
+  output logic [2:0]            m_axi_awsize,
+  output logic [1:0]            m_axi_awburst,
+  output logic                  m_axi_awvalid,
+  input  logic                  m_axi_awready,
+  output logic [DATA_WIDTH-1:0] m_axi_wdata,
+  output logic [KEEP_WIDTH-1:0] m_axi_wstrb,
+  output logic                  m_axi_wlast,
+  output logic                  m_axi_wvalid,
+  input  logic                  m_axi_wready,
+  input  logic [ID_WIDTH-1:0]   m_axi_bid,
+  input  logic [1:0]            m_axi_bresp,
+  input  logic                  m_axi_bvalid,
+  output logic                  m_axi_bready,
+
+  output logic [31:0]           stat_bad_req,
+  output logic [31:0]           stat_len_err
+);
+  localparam int KW = KEEP_WIDTH;
+  localparam int KB = $clog2(KW);
+  localparam int BW = LEN_WIDTH - KB + 1;
+  localparam int PB = 12 - KB;                     // bits of a beat index within a 4 KiB page
+  localparam int PW = ADDR_WIDTH - 12;             // page number bits
+
+  function automatic logic [KB:0] keep_bytes(input logic [KW-1:0] keep);
+    logic [KB:0] n;
+    for (int b = 0; b <= KB; b++) begin
+      n[b] = 1'b0;
+      for (int m = 1; m * (1 << b) <= KW; m++) n[b] = n[b] ^ keep[m * (1 << b) - 1];
+    end
+    return n;
+  endfunction
+
+  // ----------------------------------------------------------------------------------------
+  // Request input (skid: registered ready)
+  // ----------------------------------------------------------------------------------------
+  logic [ADDR_WIDTH-1:0] rq_addr;
+  logic [LEN_WIDTH-1:0]  rq_len;
+  logic [TAG_WIDTH-1:0]  rq_tag;
+  logic                  rq_valid, rq_ready;
+  hm_skid #(.WIDTH(ADDR_WIDTH + LEN_WIDTH + TAG_WIDTH)) u_req_skid (
+    .clk, .rst,
+    .s_data({s_req_addr, s_req_len, s_req_tag}), .s_valid(s_req_valid), .s_ready(s_req_ready),
+    .m_data({rq_addr, rq_len, rq_tag}), .m_valid(rq_valid), .m_ready(rq_ready)
+  );
+
+  typedef struct packed {
+    logic [KB-1:0] off;       // addr mod KW
+    logic [BW-1:0] nw;        // W beats
+    logic [BW-1:0] nin;       // input beats
+    logic [KB:0]   lastn_in;  // bytes in the last input beat
+    logic [KB:0]   end_w;     // strobed lanes in the last W beat (1..KW)
+    logic          w_one;     // a single W beat
+    logic          in_one;    // a single input beat
+  } wplan_t;
+
+  typedef struct packed {
+    logic [TAG_WIDTH-1:0] tag;
+    logic [BW-1:0]        nb_m1;    // bursts - 1
+  } bplan_t;
+
+  // ----------------------------------------------------------------------------------------
+  // AW side
+  // ----------------------------------------------------------------------------------------
+  logic                  aw_busy_q;
+  logic [PW-1:0]         aw_page_q, aw_page1_q;
+  logic [PB:0]           aw_beat_q;
+  logic [BW-1:0]         aw_left_q, aw_nb_q;
+  logic [$clog2(MAX_OUTSTANDING+1)-1:0] outst_q;
+  wplan_t                wp;
+  bplan_t                bp;
+  logic                  wpf_ready, bpf_ready, bf_ready, accept, aw_fire, b_fire, aw_load;
+
+  // Beat counts from the whole beats of len plus a small correction (see hm_dma_rd).
+  always_comb begin
+    logic [BW-1:0] hi;
+    logic [KB+1:0] nb_lo;
+    logic [KB-1:0] endl;
+    logic          no_lo;
+    hi          = BW'(rq_len >> KB);
+    nb_lo       = ((KB+2)'(rq_len[KB-1:0]) + (KB+2)'(rq_addr[KB-1:0]) + (KB+2)'(KW - 1)) >> KB;
+    no_lo       = rq_len[KB-1:0] != '0;
+    endl        = rq_len[KB-1:0] + rq_addr[KB-1:0];
+    wp.off      = rq_addr[KB-1:0];
+    wp.nw       = hi + BW'(nb_lo);
+    wp.nin      = hi + BW'(no_lo);
+    wp.lastn_in = no_lo ? (KB+1)'(rq_len[KB-1:0]) : (KB+1)'(KW);
+    wp.end_w    = (endl == '0) ? (KB+1)'(KW) : (KB+1)'(endl);
+    wp.w_one    = (hi == '0 && nb_lo == (KB+2)'(1)) || (hi == BW'(1) && nb_lo == '0);
+    wp.in_one   = (hi == '0 && no_lo) || (hi == BW'(1) && !no_lo);
+    bp.tag      = rq_tag;
+    bp.nb_m1    = '0;   // filled in when the last burst is issued
+  end
+
+  // Size of the next burst, registered: valid one cycle after the address or the count
+  // changed (so a burst is issued at most every other cycle, plenty for bursts of >= 2 beats).
+  logic [8:0] burst_d, burst;
+  logic       burst_ok_q;
+  always_comb begin
+    logic [PB+1:0] to4k;
+    to4k    = (PB+2)'(1 << PB) - (PB+2)'(aw_beat_q);
+    burst_d = 9'(MAX_BURST);
+    if (9'(to4k) < burst_d) burst_d = 9'(to4k);
+    if (aw_left_q < BW'(burst_d)) burst_d = 9'(aw_left_q);
+  end
+  always_ff @(posedge clk) burst <= burst_d;
+
+  // Request stage: the plan and the page numbers, registered.
+  logic                 p_valid, p_take, p_len0;
+  wplan_t               p_wp;
+  logic [TAG_WIDTH-1:0] p_tag;
+  logic [PW-1:0]        p_page, p_page1;
+  logic [PB:0]          p_beat;
+  assign rq_ready = !p_valid || p_take;
+  always_ff @(posedge clk) begin
+    if (rq_ready) begin
+      p_wp    <= wp;
+      p_tag   <= rq_tag;
+      p_len0  <= rq_len == '0;
+      p_page  <= rq_addr[ADDR_WIDTH-1:12];
+      p_page1 <= rq_addr[ADDR_WIDTH-1:12] + 1'b1;
+      p_beat  <= (PB+1)'(rq_addr[11:KB]);
+    end
+    if (rst) p_valid <= 1'b0;
+    else if (rq_ready) p_valid <= rq_valid;
+  end
+
+  assign accept = !aw_busy_q && p_valid && !p_len0 && wpf_ready;
+  assign p_take = !aw_busy_q && (wpf_ready || p_len0);
+  assign aw_fire  = m_axi_awvalid && m_axi_awready;
+  assign aw_load  = aw_busy_q && burst_ok_q && (!m_axi_awvalid || aw_fire) && bf_ready && bpf_ready &&
+                    outst_q + $bits(outst_q)'(aw_fire) - $bits(outst_q)'(b_fire) < $bits(outst_q)'(MAX_OUTSTANDING);
+
+  assign m_axi_awid    = AXI_ID;
+  assign m_axi_awsize  = 3'(KB);
+  assign m_axi_awburst = 2'b01;
+
+  logic [TAG_WIDTH-1:0] aw_tag_q;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      aw_busy_q     <= 1'b0;
+      burst_ok_q    <= 1'b0;
+      m_axi_awvalid <= 1'b0;
+      outst_q       <= '0;
+      stat_bad_req  <= '0;
+    end else begin
+      if (p_valid && p_take && p_len0) stat_bad_req <= stat_bad_req + 1'b1;
+      if (accept) begin
+        aw_busy_q  <= 1'b1;
+        aw_page_q  <= p_page;
+        aw_page1_q <= p_page1;
+        aw_beat_q  <= p_beat;
+        aw_left_q  <= p_wp.nw;
+        aw_nb_q   <= '0;
+        aw_tag_q  <= p_tag;
+      end
+      if (aw_fire) m_axi_awvalid <= 1'b0;
+      burst_ok_q <= !accept && !aw_load;
+      if (aw_load) begin
+        m_axi_awvalid <= 1'b1;
+        m_axi_awaddr  <= {aw_page_q, aw_beat_q[PB-1:0], KB'(0)};
+        m_axi_awlen   <= 8'(burst - 9'd1);
+        if ((PB+2)'(aw_beat_q) + (PB+2)'(burst) == (PB+2)'(1 << PB)) begin
+          aw_beat_q  <= '0;
+          aw_page_q  <= aw_page1_q;
+          aw_page1_q <= aw_page1_q + 1'b1;
+        end else begin
+          aw_beat_q  <= aw_beat_q + (PB+1)'(burst);
+        end
+        aw_left_q     <= aw_left_q - BW'(burst);
+        aw_nb_q       <= aw_nb_q + 1'b1;
+        if (aw_left_q == BW'(burst)) aw_busy_q <= 1'b0;
+      end
+      outst_q <= outst_q + $bits(outst_q)'(aw_fire) - $bits(outst_q)'(b_fire);
+    end
+  end
+
+  // Burst lengths for the W side (WLAST placement), request plans for W and B sides.
+  logic [8:0] bf_head;
+  logic       bf_m_valid, bf_m_ready;
+  logic [$clog2(REQ_FIFO_DEPTH*4+1):0] bf_level;
+  hm_fifo #(.WIDTH(9), .DEPTH(REQ_FIFO_DEPTH * 4)) u_burst_fifo (
+    .clk, .rst,
+    .s_data(burst), .s_valid(aw_load), .s_ready(bf_ready),
+    .m_data(bf_head), .m_valid(bf_m_valid), .m_ready(bf_m_ready),
+    .level(bf_level)
+  );
+  wplan_t wph;
+  logic   wpf_m_valid, wpf_m_ready;
+  logic [$clog2(REQ_FIFO_DEPTH+1):0] wpf_level;
+  hm_fifo #(.WIDTH($bits(wplan_t)), .DEPTH(REQ_FIFO_DEPTH)) u_wplan_fifo (
+    .clk, .rst,
+    .s_data(p_wp), .s_valid(accept), .s_ready(wpf_ready),
+    .m_data(wph), .m_valid(wpf_m_valid), .m_ready(wpf_m_ready),
+    .level(wpf_level)
+  );
+  bplan_t bph, bp_last;
+  logic   bpf_m_valid, bpf_m_ready, bpf_push;
+  logic [$clog2(REQ_FIFO_DEPTH+1):0] bpf_level;
+  always_comb begin
+    bp_last = bp;
+    bp_last.tag = aw_tag_q;
+    bp_last.nb_m1 = aw_nb_q;
+  end
+  assign bpf_push = aw_load && aw_left_q == BW'(burst);
+  hm_fifo #(.WIDTH($bits(bplan_t)), .DEPTH(REQ_FIFO_DEPTH)) u_bplan_fifo (
+    .clk, .rst,
+    .s_data(bp_last), .s_valid(bpf_push), .s_ready(bpf_ready),
+    .m_data(bph), .m_valid(bpf_m_valid), .m_ready(bpf_m_ready),
+    .level(bpf_level)
+  );
+
+  // ----------------------------------------------------------------------------------------
+  // W side: realign the stream to the address, strobes, WLAST per burst
+  // ----------------------------------------------------------------------------------------
+  logic          w_busy_q, w_short_q, w_err_q, w_drain_q;
+  wplan_t        wc_q, wc;
+  logic          wfirst;               // first W beat of the request
+  logic [BW-1:0] wl_q, il_q;           // W / input beats left, the next one included
+  logic          wlast_q, inlast_q, need_q;
+  logic [8:0]    bleft_q, cbl;         // beats left in the current burst
+  logic          bfirst_q;
+  logic [KW-1:0][7:0] held_q, rot;
+  logic [2*DATA_WIDTH-1:0] rot2;
+  logic          need_in, wgo, w_last_req, len_bad, w_out_ready, short_now, in_last;
+  logic [BW-1:0] wl_cur, il_cur;
+  logic [KW-1:0][7:0] w_data;
+  logic [KW-1:0] w_strb;
+  logic          werr_push, werr_s_ready;
+
+  always_comb begin
+    wc  = w_busy_q ? wc_q : wph;
+    wfirst = !w_busy_q;
+    cbl = bfirst_q ? bf_head : bleft_q;
+    need_in = w_busy_q ? (need_q && !w_short_q) : 1'b1;
+    // rotate up by off: lane l = input byte (l - off) mod KW
+    rot2 = {s_axis_tdata, s_axis_tdata} >> (8 * (KW - int'(wc.off)));
+    rot  = rot2[DATA_WIDTH-1:0];
+    if (!need_in) rot = '0;
+    w_last_req = w_busy_q ? wlast_q : wph.w_one;
+    // beat data and strobes
+    for (int l = 0; l < KW; l++) begin
+      w_data[l] = (l < int'(wc.off)) ? held_q[l] : rot[l];
+      w_strb[l] = 1'b1;
+      if (wfirst && l < int'(wc.off)) w_strb[l] = 1'b0;
+      if (w_last_req && (KB+1)'(l) >= wc.end_w) w_strb[l] = 1'b0;
+    end
+    // a short stream: tlast before the expected last input beat
+    in_last   = w_busy_q ? inlast_q : wph.in_one;
+    wl_cur    = w_busy_q ? wl_q : wph.nw;
+    il_cur    = w_busy_q ? il_q : wph.nin;
+    short_now = need_in && s_axis_tlast && !in_last;
+    len_bad   = need_in && ((in_last && (!s_axis_tlast || keep_bytes(s_axis_tkeep) != wc.lastn_in)) || short_now);
+    wgo = !w_drain_q && (w_busy_q || wpf_m_valid) && bf_m_valid && w_out_ready && (!need_in || s_axis_tvalid) &&
+          (!w_last_req || werr_s_ready);
+  end
+
+  assign s_axis_tready = (wgo && need_in) || (w_drain_q && w_out_ready);
+  assign wpf_m_ready   = wgo && !w_busy_q;
+  assign bf_m_ready    = wgo && cbl == 9'd1;
+  assign werr_push     = wgo && w_last_req;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      w_busy_q  <= 1'b0;
+      w_drain_q <= 1'b0;
+      bfirst_q  <= 1'b1;
+      stat_len_err <= '0;
+    end else begin
+      if (w_drain_q && s_axis_tvalid && s_axis_tlast) w_drain_q <= 1'b0;
+      if (wgo) begin
+        w_busy_q  <= !w_last_req;
+        wc_q      <= wc;
+        wl_q      <= wl_cur - BW'(1);
+        wlast_q   <= wl_cur == BW'(2);
+        il_q      <= need_in ? il_cur - BW'(1) : il_cur;
+        inlast_q  <= need_in ? il_cur == BW'(2) : il_cur == BW'(1);
+        need_q    <= need_in ? il_cur != BW'(1) : il_cur != '0;
+        held_q    <= rot;
+        w_short_q <= (w_busy_q && w_short_q) || short_now;
+        w_err_q   <= (w_busy_q && w_err_q) || len_bad;
+        bleft_q   <= cbl - 9'd1;
+        bfirst_q  <= cbl == 9'd1;
+        if (w_last_req && ((w_busy_q && w_err_q) || len_bad)) stat_len_err <= stat_len_err + 1'b1;
+        // the stream did not end where the request does: discard up to its tlast
+        if (need_in && in_last && !s_axis_tlast) w_drain_q <= 1'b1;
+      end
+    end
+  end
+
+  // W output register (skid)
+  localparam int WOW = DATA_WIDTH + KW + 1;
+  logic [WOW-1:0] w_pack, w_mpack;
+  assign w_pack = {w_data, w_strb, cbl == 9'd1};
+  hm_skid #(.WIDTH(WOW)) u_w_skid (
+    .clk, .rst,
+    .s_data(w_pack), .s_valid(wgo), .s_ready(w_out_ready),
+    .m_data(w_mpack), .m_valid(m_axi_wvalid), .m_ready(m_axi_wready)
+  );
+  assign {m_axi_wdata, m_axi_wstrb, m_axi_wlast} = w_mpack;
+
+  // Length errors per request, for the B side
+  logic werr_head, werr_m_valid, werr_m_ready;
+  logic [$clog2(REQ_FIFO_DEPTH+1):0] werr_level;
+  hm_fifo #(.WIDTH(1), .DEPTH(REQ_FIFO_DEPTH)) u_werr_fifo (
+    .clk, .rst,
+    .s_data((w_busy_q && w_err_q) || len_bad), .s_valid(werr_push), .s_ready(werr_s_ready),
+    .m_data(werr_head), .m_valid(werr_m_valid), .m_ready(werr_m_ready),
+    .level(werr_level)
+  );
+
+  // ----------------------------------------------------------------------------------------
+  // B side: count responses per request, report completion
+  // ----------------------------------------------------------------------------------------
+  // A request's plan (its burst count) is queued when its last burst is issued, so responses
+  // to its earlier bursts may arrive before the plan: they are counted, never final (the final
+  // response follows the last burst's AW and W, after the plan is visible).
+  logic [BW-1:0] bcnt_q;
+  logic          berr_q, b_done;
+  assign b_done       = bpf_m_valid && bcnt_q == bph.nb_m1;
+  assign m_axi_bready = !b_done || (werr_m_valid && (!m_done_valid || m_done_ready));
+  assign b_fire       = m_axi_bvalid && m_axi_bready;
+  assign bpf_m_ready  = b_fire && b_done;
+  assign werr_m_ready = b_fire && b_done;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      bcnt_q       <= '0;
+      berr_q       <= 1'b0;
+      m_done_valid <= 1'b0;
+    end else begin
+      if (m_done_valid && m_done_ready) m_done_valid <= 1'b0;
+      if (b_fire) begin
+        if (b_done) begin
+          bcnt_q       <= '0;
+          berr_q       <= 1'b0;
+          m_done_valid <= 1'b1;
+          m_done_tag   <= bph.tag;
+          m_done_err   <= berr_q || m_axi_bresp != 2'b00 || werr_head;
+        end else begin
+          bcnt_q <= bcnt_q + BW'(1);
+          berr_q <= berr_q || m_axi_bresp != 2'b00;
+        end
+      end
+    end
+  end
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = ^{m_axi_bid, rot2[2*DATA_WIDTH-1:DATA_WIDTH], bf_level, wpf_level, bpf_level, werr_level};
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  if (MAX_BURST < 1 || MAX_BURST > 256) begin : g_bad_burst
+    $error("hm_dma_wr: MAX_BURST must be 1..256");
+  end
+  if (DATA_WIDTH < 64 || (1 << KB) != KW) begin : g_bad_width
+    $error("hm_dma_wr: DATA_WIDTH must be a power of two of at least 64 bits");
+  end
+endmodule
