@@ -13,7 +13,7 @@
 // in a pending register for the next cycle (the next request's first read beat emits nothing
 // unless the whole request fits in it, the only case that costs a cycle).
 module hm_dma_rd #(
-  // AXI and stream data width in bits.
+  // AXI and stream data width in bits (power of two, 128..1024).
   parameter int DATA_WIDTH = 512,
   // AXI address width.
   parameter int ADDR_WIDTH = 64,
@@ -342,7 +342,13 @@ module hm_dma_rd #(
   if (MAX_BURST < 1 || MAX_BURST > 256) begin : g_bad_burst
     $error("hm_dma_rd: MAX_BURST must be 1..256");
   end
-  if (DATA_WIDTH < 64 || (1 << KB) != KW) begin : g_bad_width
-    $error("hm_dma_rd: DATA_WIDTH must be a power of two of at least 64 bits");
+  if (DATA_WIDTH < 128 || DATA_WIDTH > 1024 || (1 << KB) != KW) begin : g_bad_width
+    $error("hm_dma_rd: DATA_WIDTH must be a power of two from 128 to 1024 bits");
+  end
+  if (LEN_WIDTH < KB + 10) begin : g_bad_len
+    $error("hm_dma_rd: LEN_WIDTH too small for the beat counters");
+  end
+  if (REQ_FIFO_DEPTH < 2 || MAX_OUTSTANDING < 1) begin : g_bad_depth
+    $error("hm_dma_rd: REQ_FIFO_DEPTH must be at least 2 and MAX_OUTSTANDING at least 1");
   end
 endmodule

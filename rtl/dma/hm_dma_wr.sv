@@ -7,13 +7,13 @@
 // written), keeps up to MAX_OUTSTANDING bursts in flight, and reports each request on m_done
 // once every burst has its write response: m_done_err = an AXI error response on any burst or
 // a stream whose length disagreed with len. Strobes follow the request alone, so nothing
-// outside [addr, addr+len) is ever written; after a length mismatch the bytes inside it are
-// unspecified (missing stream bytes are written as zeros, extra beats are discarded up to
-// tlast) and the completion reports the error. A
+// outside [addr, addr+len) is ever written; after a length mismatch the content of that range
+// is unspecified (extra beats are discarded up to tlast) and the completion reports the
+// error. A
 // request with len == 0 is consumed, writes nothing, and is counted in stat_bad_req (no
 // s_axis packet belongs to it).
 module hm_dma_wr #(
-  // AXI and stream data width in bits.
+  // AXI and stream data width in bits (power of two, 128..1024).
   parameter int DATA_WIDTH = 512,
   // AXI address width.
   parameter int ADDR_WIDTH = 64,
@@ -313,11 +313,13 @@ module hm_dma_wr #(
     il_cur    = w_busy_q ? il_q : wph.nin;
     short_now = need_in && s_axis_tlast && !in_last;
     len_bad   = need_in && ((in_last && (!s_axis_tlast || keep_bytes(s_axis_tkeep) != wc.lastn_in)) || short_now);
-    wgo = !w_drain_q && (w_busy_q || wpf_m_valid) && bf_m_valid && w_out_ready && (!need_in || s_axis_tvalid) &&
+    // While draining surplus beats of the previous stream, only beats that need no input
+    // (the trailing beat of a request whose data ends before its last lane) may proceed.
+    wgo = (!w_drain_q || !need_in) && (w_busy_q || wpf_m_valid) && bf_m_valid && w_out_ready && (!need_in || s_axis_tvalid) &&
           (!w_last_req || werr_s_ready);
   end
 
-  assign s_axis_tready = (wgo && need_in) || (w_drain_q && w_out_ready);
+  assign s_axis_tready = (wgo && need_in) || w_drain_q;
   assign wpf_m_ready   = wgo && !w_busy_q;
   assign bf_m_ready    = wgo && cbl == 9'd1;
   assign werr_push     = wgo && w_last_req;
@@ -415,7 +417,13 @@ module hm_dma_wr #(
   if (MAX_BURST < 1 || MAX_BURST > 256) begin : g_bad_burst
     $error("hm_dma_wr: MAX_BURST must be 1..256");
   end
-  if (DATA_WIDTH < 64 || (1 << KB) != KW) begin : g_bad_width
-    $error("hm_dma_wr: DATA_WIDTH must be a power of two of at least 64 bits");
+  if (DATA_WIDTH < 128 || DATA_WIDTH > 1024 || (1 << KB) != KW) begin : g_bad_width
+    $error("hm_dma_wr: DATA_WIDTH must be a power of two from 128 to 1024 bits");
+  end
+  if (LEN_WIDTH < KB + 10) begin : g_bad_len
+    $error("hm_dma_wr: LEN_WIDTH too small for the beat counters");
+  end
+  if (REQ_FIFO_DEPTH < 2 || MAX_OUTSTANDING < 1) begin : g_bad_depth
+    $error("hm_dma_wr: REQ_FIFO_DEPTH must be at least 2 and MAX_OUTSTANDING at least 1");
   end
 endmodule
