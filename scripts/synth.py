@@ -23,10 +23,19 @@ PKGS = ["rtl/pkg/hm_pkg.sv", "rtl/pkg/hm_crc_pkg.sv", "rtl/pkg/hm_regs_pkg.sv"]
 
 def sources():
     out = list(PKGS)
-    for sub in ("common", "rx", "tx", "dma", "csr"):
+    for sub in ("common", "rx", "tx", "dma", "csr", "ctx"):
         d = os.path.join(ROOT, "rtl", sub)
         out += sorted(f"rtl/{sub}/{f}" for f in os.listdir(d) if f.endswith(".sv"))
     return out
+
+
+def has_width_param(top):
+    """True when the module `top` has a DATA_WIDTH parameter (its file declares one)."""
+    for f in sources():
+        text = open(os.path.join(ROOT, f)).read()
+        if re.search(rf"\bmodule\s+{top}\b", text):
+            return re.search(r"parameter\s+int\s+DATA_WIDTH\b", text) is not None
+    return False
 
 
 def yosys_cmd():
@@ -138,8 +147,9 @@ def main():
     for top in a.top.split(","):
         for w in a.width.split(","):
             base = f"{a.out}/{top}_{w}"
+            gw = f" -G DATA_WIDTH={w}" if has_width_param(top) else ""
             script = (
-                f"read_slang {' '.join(sources())} --top {top} -G DATA_WIDTH={w} --threads 1\n"
+                f"read_slang {' '.join(sources())} --top {top}{gw} --threads 1\n"
                 f"synth_xilinx -family xcup -top {top} -flatten -noiopad\n"
                 f"tee -o {base}.stat stat\n"
                 f"write_json {base}.json\n"

@@ -14,10 +14,12 @@ use std::process::Command;
 const WIDTHS: [u32; 2] = [256, 512];
 /// (prefix, top module, file under sim/hw or "" for an rtl/ module, widths): the Verilated
 /// models.
-const MODELS: [(&str, &str, &str, &[u32]); 3] = [
+/// Width 0: a block without a DATA_WIDTH parameter.
+const MODELS: [(&str, &str, &str, &[u32]); 4] = [
     ("Vpkt", "hm_sim_pkt_top", "hm_sim_pkt_top.sv", &WIDTHS),
     ("Vdma", "hm_sim_dma_top", "hm_sim_dma_top.sv", &WIDTHS),
     ("Vcsr", "hm_csr", "", &[512]),
+    ("Vmr", "hm_mr_table", "", &[0]),
 ];
 
 fn rtl_sources(root: &Path) -> Vec<PathBuf> {
@@ -28,7 +30,7 @@ fn rtl_sources(root: &Path) -> Vec<PathBuf> {
         root.join("rtl/pkg/hm_regs_pkg.sv"),
     ];
     let mut rest = Vec::new();
-    for sub in ["common", "rx", "tx", "dma", "csr"] {
+    for sub in ["common", "rx", "tx", "dma", "csr", "ctx"] {
         let dir = root.join("rtl").join(sub);
         let mut v: Vec<PathBuf> = fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
@@ -182,6 +184,7 @@ fn main() {
     println!("cargo:rerun-if-changed=csrc/shim.cpp");
     println!("cargo:rerun-if-changed=csrc/dma_shim.cpp");
     println!("cargo:rerun-if-changed=csrc/csr_shim.cpp");
+    println!("cargo:rerun-if-changed=csrc/mr_shim.cpp");
     println!("cargo:rerun-if-changed=build.rs");
 
     let pkg = fs::read_to_string(root.join("rtl/pkg/hm_pkg.sv")).expect("read hm_pkg.sv");
@@ -206,7 +209,7 @@ fn main() {
 
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
     let mut build = cc::Build::new();
-    build.cpp(true).file("csrc/shim.cpp").file("csrc/dma_shim.cpp").file("csrc/csr_shim.cpp").flag_if_supported("-std=c++17").opt_level(2);
+    build.cpp(true).file("csrc/shim.cpp").file("csrc/dma_shim.cpp").file("csrc/csr_shim.cpp").file("csrc/mr_shim.cpp").flag_if_supported("-std=c++17").opt_level(2);
     build.include(format!("{vroot}/include")).include(format!("{vroot}/include/vltstd"));
     build.warnings(false);
     for (prefix, topname, file, widths) in MODELS {
@@ -216,7 +219,7 @@ fn main() {
             let status = Command::new(&verilator)
                 .args(["--cc", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast", "--noassert"])
                 .args(["-Wno-fatal", "-Wno-WIDTHCONCAT"])
-                .arg(format!("-GDATA_WIDTH={w}"))
+                .args(if w == 0 { vec![] } else { vec![format!("-GDATA_WIDTH={w}")] })
                 .args(["--prefix", &format!("{prefix}{w}"), "--top-module", topname])
                 .args(["-CFLAGS", "-O2 -fPIC", "-MAKEFLAGS", "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"])
                 .arg("-j")

@@ -10,6 +10,7 @@ pub mod csr;
 pub mod dma;
 pub mod ffi;
 pub mod layout;
+pub mod mr;
 
 pub use hematite_model::record::{DropReason, HdrRecord};
 pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};
