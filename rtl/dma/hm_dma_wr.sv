@@ -85,12 +85,7 @@ module hm_dma_wr #(
   localparam int PW = ADDR_WIDTH - 12;             // page number bits
 
   function automatic logic [KB:0] keep_bytes(input logic [KW-1:0] keep);
-    logic [KB:0] n;
-    for (int b = 0; b <= KB; b++) begin
-      n[b] = 1'b0;
-      for (int m = 1; m * (1 << b) <= KW; m++) n[b] = n[b] ^ keep[m * (1 << b) - 1];
-    end
-    return n;
+    return (KB+1)'(hm_pkg::hm_keep_bytes(128'(keep)));
   endfunction
 
   // ----------------------------------------------------------------------------------------

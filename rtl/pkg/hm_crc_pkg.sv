@@ -73,6 +73,28 @@ package hm_crc_pkg;
     return m;
   endfunction
 
+  // ICRC mask templates for the first 128 bytes of a frame, per {vlan, ipv6}: 0 keep,
+  // 1 zero (before the IP header), 2 force 0xFF (variant field), 3 force the low nibble to
+  // ones (IPv6 byte 0). ROCEV2.md section 5. Used by the RX and TX paths.
+  localparam int HM_TPL_BYTES = 128;
+  function automatic logic [3:0][HM_TPL_BYTES-1:0][1:0] hm_icrc_mask_templates();
+    logic [3:0][HM_TPL_BYTES-1:0][1:0] t;
+    int l3, l4;
+    t = '0;
+    for (int v = 0; v < 4; v++) begin
+      l3 = v[1] ? 18 : 14;
+      l4 = l3 + (v[0] ? 40 : 20);
+      for (int p = 0; p < HM_TPL_BYTES; p++) begin
+        if (p < l3) t[v][p] = 2'd1;
+        else if (!v[0] && (p == l3 + 1 || p == l3 + 8 || p == l3 + 10 || p == l3 + 11)) t[v][p] = 2'd2;
+        else if (v[0] && p == l3) t[v][p] = 2'd3;
+        else if (v[0] && (p == l3 + 1 || p == l3 + 2 || p == l3 + 3 || p == l3 + 7)) t[v][p] = 2'd2;
+        else if (p == l4 + 6 || p == l4 + 7 || p == l4 + 12) t[v][p] = 2'd2;
+      end
+    end
+    return t;
+  endfunction
+
   // Matrix-vector product over GF(2).
   function automatic logic [31:0] hm_crc_matvec(input logic [31:0][31:0] m, input logic [31:0] v);
     logic [31:0] o;

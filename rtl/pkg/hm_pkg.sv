@@ -138,5 +138,22 @@ package hm_pkg;
     return i;
   endfunction
 
+  // Byte count of a contiguous tkeep (a thermometer code) of up to 128 lanes, zero-extended:
+  // bit b of the count is the XOR of keep[m * 2^b - 1] over m >= 1 (a shallow XOR tree
+  // instead of a priority chain).
+  function automatic logic [7:0] hm_keep_bytes(input logic [127:0] keep);
+    logic [7:0] n;
+    for (int b = 0; b < 8; b++) begin
+      n[b] = 1'b0;
+      for (int m = 1; m * (1 << b) <= 128; m++) n[b] = n[b] ^ keep[m * (1 << b) - 1];
+    end
+    return n;
+  endfunction
+
+  // 3:2 carry-save compressor on 20-bit operands: {sum, carry << 1}.
+  function automatic logic [39:0] hm_csa20(input logic [19:0] a, input logic [19:0] b, input logic [19:0] c);
+    return {(a ^ b ^ c), ((a & b) | (a & c) | (b & c)) << 1};
+  endfunction
+
   /* verilator lint_on UNUSEDPARAM */
 endpackage

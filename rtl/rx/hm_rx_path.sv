@@ -104,41 +104,14 @@ module hm_rx_path
   endfunction
   localparam logic [KW-1:0][31:0] EXPECT = expect_table();
 
-  // Mask template for the first HB bytes, per (vlan, ipv6): 0 keep, 1 zero (before l3),
-  // 2 force 0xFF (variant field), 3 force the low nibble to ones (IPv6 byte 0).
-  function automatic logic [3:0][HB-1:0][1:0] mask_templates();
-    logic [3:0][HB-1:0][1:0] t;
-    int l3, l4;
-    t = '0;
-    for (int v = 0; v < 4; v++) begin
-      l3 = v[1] ? 18 : 14;
-      l4 = l3 + (v[0] ? 40 : 20);
-      for (int p = 0; p < HB; p++) begin
-        if (p < l3) t[v][p] = 2'd1;
-        else if (!v[0] && (p == l3 + 1 || p == l3 + 8 || p == l3 + 10 || p == l3 + 11)) t[v][p] = 2'd2;
-        else if (v[0] && p == l3) t[v][p] = 2'd3;
-        else if (v[0] && (p == l3 + 1 || p == l3 + 2 || p == l3 + 3 || p == l3 + 7)) t[v][p] = 2'd2;
-        else if (p == l4 + 6 || p == l4 + 7 || p == l4 + 12) t[v][p] = 2'd2;
-      end
-    end
-    return t;
-  endfunction
-  localparam logic [3:0][HB-1:0][1:0] TPL = mask_templates();
+  // ICRC mask templates (hm_crc_pkg) over the first HB (= 128) bytes.
+  localparam logic [3:0][HB-1:0][1:0] TPL = hm_icrc_mask_templates();
+  if (HB != HM_TPL_BYTES) begin : g_bad_tpl
+    $error("hm_rx_path: the header window must be {HM_TPL_BYTES} bytes (DATA_WIDTH 256..1024)");
+  end
 
-  // Byte count of a contiguous tkeep (a thermometer code): bit b of the count is the XOR of
-  // keep[m * 2^b - 1] over m >= 1 (a shallow XOR tree instead of a priority chain).
   function automatic logic [KB:0] keep_bytes(input logic [KW-1:0] keep);
-    logic [KB:0] n;
-    for (int b = 0; b <= KB; b++) begin
-      n[b] = 1'b0;
-      for (int m = 1; m * (1 << b) <= KW; m++) n[b] = n[b] ^ keep[m * (1 << b) - 1];
-    end
-    return n;
-  endfunction
-
-  // 3:2 carry-save compressor.
-  function automatic logic [39:0] csa(input logic [19:0] a, input logic [19:0] b, input logic [19:0] c);
-    return {(a ^ b ^ c), ((a & b) | (a & c) | (b & c)) << 1};
+    return (KB+1)'(hm_keep_bytes(128'(keep)));
   endfunction
 
   // ----------------------------------------------------------------------------------------
@@ -344,14 +317,14 @@ module hm_rx_path
       logic [9:0][19:0] w;
       logic [39:0] a, b, c, d, e;
       for (int i = 0; i < 10; i++) w[i] = {4'h0, s1_hdr[14 + 4*v + 2*i], s1_hdr[15 + 4*v + 2*i]};
-      a = csa(w[0], w[1], w[2]);
-      b = csa(w[3], w[4], w[5]);
-      c = csa(w[6], w[7], w[8]);
-      d = csa(a[39:20], a[19:0], b[39:20]);
-      e = csa(b[19:0], c[39:20], c[19:0]);
-      a = csa(d[39:20], d[19:0], e[39:20]);
-      b = csa(a[39:20], a[19:0], e[19:0]);
-      c = csa(b[39:20], b[19:0], w[9]);
+      a = hm_csa20(w[0], w[1], w[2]);
+      b = hm_csa20(w[3], w[4], w[5]);
+      c = hm_csa20(w[6], w[7], w[8]);
+      d = hm_csa20(a[39:20], a[19:0], b[39:20]);
+      e = hm_csa20(b[19:0], c[39:20], c[19:0]);
+      a = hm_csa20(d[39:20], d[19:0], e[39:20]);
+      b = hm_csa20(a[39:20], a[19:0], e[19:0]);
+      c = hm_csa20(b[39:20], b[19:0], w[9]);
       cs2[v] = c;
     end
   end

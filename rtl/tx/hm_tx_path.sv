@@ -67,18 +67,8 @@ module hm_tx_path
   localparam int HB     = HBEATS * KW;
   localparam int NCORR  = (KB + 1) / 2;  // correction stages, two bits of k each
 
-  // Byte count of a contiguous tkeep (see hm_rx_path).
   function automatic logic [KB:0] keep_bytes(input logic [KW-1:0] keep);
-    logic [KB:0] n;
-    for (int b = 0; b <= KB; b++) begin
-      n[b] = 1'b0;
-      for (int m = 1; m * (1 << b) <= KW; m++) n[b] = n[b] ^ keep[m * (1 << b) - 1];
-    end
-    return n;
-  endfunction
-
-  function automatic logic [39:0] csa(input logic [19:0] a, input logic [19:0] b, input logic [19:0] c);
-    return {(a ^ b ^ c), ((a & b) | (a & c) | (b & c)) << 1};
+    return (KB+1)'(hm_keep_bytes(128'(keep)));
   endfunction
 
   // min(x, KW) for a non-negative count
@@ -141,13 +131,13 @@ module hm_tx_path
     w6 = {4'h0, p1.ip_dst[31:16]};
     w7 = {4'h0, p1.ip_dst[15:0]};
     w8 = '0;
-    a = csa(w0, w1, w2);
-    b = csa(w3, w4, w5);
-    c = csa(w6, w7, w8);
-    a = csa(a[39:20], a[19:0], b[39:20]);
-    b = csa(b[19:0], c[39:20], c[19:0]);
-    c = csa(a[39:20], a[19:0], b[39:20]);
-    p1_cs = csa(c[39:20], c[19:0], b[19:0]);
+    a = hm_csa20(w0, w1, w2);
+    b = hm_csa20(w3, w4, w5);
+    c = hm_csa20(w6, w7, w8);
+    a = hm_csa20(a[39:20], a[19:0], b[39:20]);
+    b = hm_csa20(b[19:0], c[39:20], c[19:0]);
+    c = hm_csa20(a[39:20], a[19:0], b[39:20]);
+    p1_cs = hm_csa20(c[39:20], c[19:0], b[19:0]);
   end
 
   // ----------------------------------------------------------------------------------------
@@ -176,7 +166,7 @@ module hm_tx_path
     p2_udp = 17'(p2.payload_len) + 17'(p2_small);
     p2_tot = 17'(p2.payload_len) + 17'(p2_small) + 17'd20;
     p2_bad_all = p2_bad || (p2.ipv6 ? p2_udp[16] : p2_tot[16]);
-    p2_cs3 = csa(p2_cs[39:20], p2_cs[19:0], {4'h0, p2_tot[15:0]});
+    p2_cs3 = hm_csa20(p2_cs[39:20], p2_cs[19:0], {4'h0, p2_tot[15:0]});
   end
 
   // ----------------------------------------------------------------------------------------
@@ -537,24 +527,10 @@ module hm_tx_path
   // ----------------------------------------------------------------------------------------
   // Back end. Templates of ICRC masks over the first HB bytes, per (vlan, ipv6), as in RX.
   // ----------------------------------------------------------------------------------------
-  function automatic logic [3:0][HB-1:0][1:0] mask_templates();
-    logic [3:0][HB-1:0][1:0] t;
-    int l3, l4;
-    t = '0;
-    for (int v = 0; v < 4; v++) begin
-      l3 = v[1] ? 18 : 14;
-      l4 = l3 + (v[0] ? 40 : 20);
-      for (int p = 0; p < HB; p++) begin
-        if (p < l3) t[v][p] = 2'd1;
-        else if (!v[0] && (p == l3 + 1 || p == l3 + 8 || p == l3 + 10 || p == l3 + 11)) t[v][p] = 2'd2;
-        else if (v[0] && p == l3) t[v][p] = 2'd3;
-        else if (v[0] && (p == l3 + 1 || p == l3 + 2 || p == l3 + 3 || p == l3 + 7)) t[v][p] = 2'd2;
-        else if (p == l4 + 6 || p == l4 + 7 || p == l4 + 12) t[v][p] = 2'd2;
-      end
-    end
-    return t;
-  endfunction
-  localparam logic [3:0][HB-1:0][1:0] TPL = mask_templates();
+  localparam logic [3:0][HB-1:0][1:0] TPL = hm_icrc_mask_templates();
+  if (HB != HM_TPL_BYTES) begin : g_bad_tpl
+    $error("hm_tx_path: the header window must be {HM_TPL_BYTES} bytes (DATA_WIDTH 256..1024)");
+  end
   localparam logic [31:0] FIRST_C14 = hm_crc_zpow(HM_ICRC_SEED, KW - 14);
   localparam logic [31:0] FIRST_C18 = hm_crc_zpow(HM_ICRC_SEED, KW - 18);
   localparam logic [31:0][31:0] ZW = hm_crc_zpow_matrix(KW);
