@@ -100,18 +100,11 @@ module hm_dma_rd #(
   } plan_t;
 
   // ----------------------------------------------------------------------------------------
-  // AR side: split the current request into bursts
+  // AR side: split the current request into bursts (hm_axi_burst_gen)
   // ----------------------------------------------------------------------------------------
-  // The next burst's address is kept as page number + beat index in the page, so the 4 KiB
-  // rule needs only narrow arithmetic; page + 1 is kept ready in its own register.
-  logic                  ar_busy_q;
-  logic [PW-1:0]         ar_page_q, ar_page1_q;
-  logic [PB:0]           ar_beat_q;      // beat index within the page (0..2^PB-1)
-  logic [BW-1:0]         ar_left_q;      // beats still to request
-  logic [$clog2(MAX_OUTSTANDING+1)-1:0] outst_q;
-  logic                  pf_s_ready, pf_push;
+  logic                  pf_s_ready, pf_push, gen_ready;
   plan_t                 pl;
-  logic                  ar_fire, r_last_fire;
+  logic                  r_last_fire;
 
   // Beat counts from the whole beats of len plus a small correction (no wide compares):
   // read beats = hi + ceil((lo + off) / KW), output beats = hi + (lo != 0).
@@ -148,66 +141,30 @@ module hm_dma_rd #(
     else if (rq_ready) p_valid <= rq_valid;
   end
 
-  // Accept a request when idle and its plan fits in the queue; len == 0 is dropped.
-  assign pf_push = !ar_busy_q && p_valid && !p_len0 && pf_s_ready;
-  assign p_take  = !ar_busy_q && (pf_s_ready || p_len0);
+  // Accept a request when the generator is idle and its plan fits in the queue; len == 0 is
+  // dropped and counted.
+  assign pf_push = gen_ready && p_valid && !p_len0 && pf_s_ready;
+  assign p_take  = gen_ready && (pf_s_ready || p_len0);
 
-  // Size of the next burst, registered: valid one cycle after the address or the count
-  // changed (so a burst is issued at most every other cycle, plenty for bursts of >= 2 beats).
-  logic [8:0] burst_d, burst;
-  logic       burst_ok_q;
-  always_comb begin
-    logic [PB+1:0] to4k;
-    to4k    = (PB+2)'(1 << PB) - (PB+2)'(ar_beat_q);
-    burst_d = 9'(MAX_BURST);
-    if (9'(to4k) < burst_d) burst_d = 9'(to4k);
-    if (ar_left_q < BW'(burst_d)) burst_d = 9'(ar_left_q);
-  end
-  always_ff @(posedge clk) burst <= burst_d;
+  logic       gen_load, gen_last;
+  logic [8:0] gen_beats;
+  hm_axi_burst_gen #(.ADDR_WIDTH(ADDR_WIDTH), .KB(KB), .BW(BW), .MAX_BURST(MAX_BURST),
+                     .MAX_OUTSTANDING(MAX_OUTSTANDING)) u_ar (
+    .clk, .rst,
+    .s_page(p_page), .s_page1(p_page1), .s_beat(p_beat), .s_nbeats(p_pl.nbeats),
+    .s_valid(pf_push), .s_ready(gen_ready),
+    .gate(1'b1), .done(r_last_fire),
+    .m_addr(m_axi_araddr), .m_len(m_axi_arlen), .m_valid(m_axi_arvalid), .m_ready(m_axi_arready),
+    .load(gen_load), .load_beats(gen_beats), .load_last(gen_last)
+  );
 
   assign m_axi_arid    = AXI_ID;
   assign m_axi_arsize  = 3'(KB);
   assign m_axi_arburst = 2'b01;
-  assign ar_fire = m_axi_arvalid && m_axi_arready;
 
   always_ff @(posedge clk) begin
-    if (rst) begin
-      ar_busy_q     <= 1'b0;
-      burst_ok_q    <= 1'b0;
-      m_axi_arvalid <= 1'b0;
-      outst_q       <= '0;
-      stat_bad_req  <= '0;
-    end else begin
-      if (p_valid && p_take && p_len0) stat_bad_req <= stat_bad_req + 1'b1;
-      if (pf_push) begin
-        ar_busy_q  <= 1'b1;
-        ar_page_q  <= p_page;
-        ar_page1_q <= p_page1;
-        ar_beat_q  <= p_beat;
-        ar_left_q  <= p_pl.nbeats;
-      end
-      // One AR register: load the next burst when it is free and the bursts in flight
-      // (after this cycle's issue and completion) stay below MAX_OUTSTANDING.
-      if (ar_fire) m_axi_arvalid <= 1'b0;
-      burst_ok_q <= !pf_push;
-      if (ar_busy_q && burst_ok_q && (!m_axi_arvalid || ar_fire) &&
-          outst_q + $bits(outst_q)'(ar_fire) - $bits(outst_q)'(r_last_fire) < $bits(outst_q)'(MAX_OUTSTANDING)) begin
-        m_axi_arvalid <= 1'b1;
-        m_axi_araddr  <= {ar_page_q, ar_beat_q[PB-1:0], KB'(0)};
-        m_axi_arlen   <= 8'(burst - 9'd1);
-        burst_ok_q    <= 1'b0;
-        ar_left_q     <= ar_left_q - BW'(burst);
-        if ((PB+2)'(ar_beat_q) + (PB+2)'(burst) == (PB+2)'(1 << PB)) begin
-          ar_beat_q  <= '0;
-          ar_page_q  <= ar_page1_q;
-          ar_page1_q <= ar_page1_q + 1'b1;
-        end else begin
-          ar_beat_q  <= ar_beat_q + (PB+1)'(burst);
-        end
-        if (ar_left_q == BW'(burst)) ar_busy_q <= 1'b0;
-      end
-      outst_q <= outst_q + $bits(outst_q)'(ar_fire) - $bits(outst_q)'(r_last_fire);
-    end
+    if (rst) stat_bad_req <= '0;
+    else if (p_valid && p_take && p_len0) stat_bad_req <= stat_bad_req + 1'b1;
   end
 
   // Plan FIFO between the sides
@@ -336,12 +293,9 @@ module hm_dma_rd #(
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{m_axi_rid, rot2[2*DATA_WIDTH-1:DATA_WIDTH], pf_level};
+  assign unused_ok = ^{m_axi_rid, rot2[2*DATA_WIDTH-1:DATA_WIDTH], pf_level, gen_load, gen_beats, gen_last};
   /* verilator lint_on UNUSEDSIGNAL */
 
-  if (MAX_BURST < 1 || MAX_BURST > 256) begin : g_bad_burst
-    $error("hm_dma_rd: MAX_BURST must be 1..256");
-  end
   if (DATA_WIDTH < 128 || DATA_WIDTH > 1024 || (1 << KB) != KW) begin : g_bad_width
     $error("hm_dma_rd: DATA_WIDTH must be a power of two from 128 to 1024 bits");
   end

@@ -117,16 +117,13 @@ module hm_dma_wr #(
   } bplan_t;
 
   // ----------------------------------------------------------------------------------------
-  // AW side
+  // AW side: split the current request into bursts (hm_axi_burst_gen)
   // ----------------------------------------------------------------------------------------
-  logic                  aw_busy_q;
-  logic [PW-1:0]         aw_page_q, aw_page1_q;
-  logic [PB:0]           aw_beat_q;
-  logic [BW-1:0]         aw_left_q, aw_nb_q;
-  logic [$clog2(MAX_OUTSTANDING+1)-1:0] outst_q;
+  logic [BW-1:0]         aw_nb_q;        // bursts issued for the current request
   wplan_t                wp;
   bplan_t                bp;
-  logic                  wpf_ready, bpf_ready, bf_ready, accept, aw_fire, b_fire, aw_load;
+  logic                  wpf_ready, bpf_ready, bf_ready, accept, b_fire, aw_load, gen_ready, gen_last;
+  logic [8:0]            burst;
 
   // Beat counts from the whole beats of len plus a small correction (see hm_dma_rd).
   always_comb begin
@@ -149,19 +146,6 @@ module hm_dma_wr #(
     bp.nb_m1    = '0;   // filled in when the last burst is issued
   end
 
-  // Size of the next burst, registered: valid one cycle after the address or the count
-  // changed (so a burst is issued at most every other cycle, plenty for bursts of >= 2 beats).
-  logic [8:0] burst_d, burst;
-  logic       burst_ok_q;
-  always_comb begin
-    logic [PB+1:0] to4k;
-    to4k    = (PB+2)'(1 << PB) - (PB+2)'(aw_beat_q);
-    burst_d = 9'(MAX_BURST);
-    if (9'(to4k) < burst_d) burst_d = 9'(to4k);
-    if (aw_left_q < BW'(burst_d)) burst_d = 9'(aw_left_q);
-  end
-  always_ff @(posedge clk) burst <= burst_d;
-
   // Request stage: the plan and the page numbers, registered.
   logic                 p_valid, p_take, p_len0;
   wplan_t               p_wp;
@@ -182,11 +166,18 @@ module hm_dma_wr #(
     else if (rq_ready) p_valid <= rq_valid;
   end
 
-  assign accept = !aw_busy_q && p_valid && !p_len0 && wpf_ready;
-  assign p_take = !aw_busy_q && (wpf_ready || p_len0);
-  assign aw_fire  = m_axi_awvalid && m_axi_awready;
-  assign aw_load  = aw_busy_q && burst_ok_q && (!m_axi_awvalid || aw_fire) && bf_ready && bpf_ready &&
-                    outst_q + $bits(outst_q)'(aw_fire) - $bits(outst_q)'(b_fire) < $bits(outst_q)'(MAX_OUTSTANDING);
+  assign accept = gen_ready && p_valid && !p_len0 && wpf_ready;
+  assign p_take = gen_ready && (wpf_ready || p_len0);
+
+  hm_axi_burst_gen #(.ADDR_WIDTH(ADDR_WIDTH), .KB(KB), .BW(BW), .MAX_BURST(MAX_BURST),
+                     .MAX_OUTSTANDING(MAX_OUTSTANDING)) u_aw (
+    .clk, .rst,
+    .s_page(p_page), .s_page1(p_page1), .s_beat(p_beat), .s_nbeats(p_wp.nw),
+    .s_valid(accept), .s_ready(gen_ready),
+    .gate(bf_ready && bpf_ready), .done(b_fire),
+    .m_addr(m_axi_awaddr), .m_len(m_axi_awlen), .m_valid(m_axi_awvalid), .m_ready(m_axi_awready),
+    .load(aw_load), .load_beats(burst), .load_last(gen_last)
+  );
 
   assign m_axi_awid    = AXI_ID;
   assign m_axi_awsize  = 3'(KB);
@@ -195,40 +186,14 @@ module hm_dma_wr #(
   logic [TAG_WIDTH-1:0] aw_tag_q;
   always_ff @(posedge clk) begin
     if (rst) begin
-      aw_busy_q     <= 1'b0;
-      burst_ok_q    <= 1'b0;
-      m_axi_awvalid <= 1'b0;
-      outst_q       <= '0;
-      stat_bad_req  <= '0;
+      stat_bad_req <= '0;
     end else begin
       if (p_valid && p_take && p_len0) stat_bad_req <= stat_bad_req + 1'b1;
       if (accept) begin
-        aw_busy_q  <= 1'b1;
-        aw_page_q  <= p_page;
-        aw_page1_q <= p_page1;
-        aw_beat_q  <= p_beat;
-        aw_left_q  <= p_wp.nw;
-        aw_nb_q   <= '0;
-        aw_tag_q  <= p_tag;
+        aw_nb_q  <= '0;
+        aw_tag_q <= p_tag;
       end
-      if (aw_fire) m_axi_awvalid <= 1'b0;
-      burst_ok_q <= !accept && !aw_load;
-      if (aw_load) begin
-        m_axi_awvalid <= 1'b1;
-        m_axi_awaddr  <= {aw_page_q, aw_beat_q[PB-1:0], KB'(0)};
-        m_axi_awlen   <= 8'(burst - 9'd1);
-        if ((PB+2)'(aw_beat_q) + (PB+2)'(burst) == (PB+2)'(1 << PB)) begin
-          aw_beat_q  <= '0;
-          aw_page_q  <= aw_page1_q;
-          aw_page1_q <= aw_page1_q + 1'b1;
-        end else begin
-          aw_beat_q  <= aw_beat_q + (PB+1)'(burst);
-        end
-        aw_left_q     <= aw_left_q - BW'(burst);
-        aw_nb_q       <= aw_nb_q + 1'b1;
-        if (aw_left_q == BW'(burst)) aw_busy_q <= 1'b0;
-      end
-      outst_q <= outst_q + $bits(outst_q)'(aw_fire) - $bits(outst_q)'(b_fire);
+      if (aw_load) aw_nb_q <= aw_nb_q + 1'b1;
     end
   end
 
@@ -259,7 +224,7 @@ module hm_dma_wr #(
     bp_last.tag = aw_tag_q;
     bp_last.nb_m1 = aw_nb_q;
   end
-  assign bpf_push = aw_load && aw_left_q == BW'(burst);
+  assign bpf_push = aw_load && gen_last;
   hm_fifo #(.WIDTH($bits(bplan_t)), .DEPTH(REQ_FIFO_DEPTH)) u_bplan_fifo (
     .clk, .rst,
     .s_data(bp_last), .s_valid(bpf_push), .s_ready(bpf_ready),
@@ -409,9 +374,6 @@ module hm_dma_wr #(
   assign unused_ok = ^{m_axi_bid, rot2[2*DATA_WIDTH-1:DATA_WIDTH], bf_level, wpf_level, bpf_level, werr_level};
   /* verilator lint_on UNUSEDSIGNAL */
 
-  if (MAX_BURST < 1 || MAX_BURST > 256) begin : g_bad_burst
-    $error("hm_dma_wr: MAX_BURST must be 1..256");
-  end
   if (DATA_WIDTH < 128 || DATA_WIDTH > 1024 || (1 << KB) != KW) begin : g_bad_width
     $error("hm_dma_wr: DATA_WIDTH must be a power of two from 128 to 1024 bits");
   end
