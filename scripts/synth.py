@@ -18,12 +18,12 @@ from collections import defaultdict
 from functools import lru_cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PKGS = ["rtl/pkg/hm_pkg.sv", "rtl/pkg/hm_crc_pkg.sv", "rtl/pkg/hm_regs_pkg.sv"]
+PKGS = ["rtl/pkg/hm_pkg.sv", "rtl/pkg/hm_crc_pkg.sv", "rtl/pkg/hm_regs_pkg.sv", "rtl/pkg/hm_desc_pkg.sv", "rtl/pkg/hm_eng_pkg.sv"]
 
 
 def sources():
     out = list(PKGS)
-    for sub in ("common", "rx", "tx", "dma", "csr", "ctx"):
+    for sub in ("common", "rx", "tx", "dma", "csr", "ctx", "eng"):
         d = os.path.join(ROOT, "rtl", sub)
         out += sorted(f"rtl/{sub}/{f}" for f in os.listdir(d) if f.endswith(".sv"))
     return out

@@ -12,6 +12,8 @@
 //! * [`icrc`], [`psn`], [`opcode`] hold the protocol arithmetic and tables, [`capture`] reads and
 //!   writes pcap / pcapng files (optionally `.xz` compressed), and `arb` (cargo feature
 //!   `proptest`) provides random valid TX inputs for property tests.
+//! * [`desc`] holds the host descriptor and context formats, generated at build time from
+//!   `rtl/pkg/hm_desc_pkg.sv`, with typed encoders and decoders.
 //!
 //! Nothing in this crate panics on any input and there is no `unsafe` code.
 //!
@@ -31,6 +33,7 @@
 
 pub mod build;
 pub mod capture;
+pub mod desc;
 pub mod icrc;
 pub mod opcode;
 pub mod psn;

@@ -10,7 +10,8 @@
 // datagram over 64 KiB, sends nothing; its payload (if payload_len != 0) is consumed up to tlast
 // and `stat_bad_req` counts it. A payload stream whose length disagrees with payload_len still
 // produces a frame of the announced length (missing bytes are zero, extra beats are discarded
-// up to tlast) with m_axis_tuser set on its last beat so the MAC aborts it (`stat_len_err`).
+// up to tlast) with m_axis_tuser set on its last beat so the MAC aborts it (`stat_len_err`);
+// so does a payload whose last beat carries s_axis_tuser (its bytes came from a failed DMA).
 //
 // Pipeline (at most ~8 LUT levels per stage):
 //   P1..P5  header record preparation, one record per cycle: opcode table and checksum
@@ -45,6 +46,7 @@ module hm_tx_path
   input  logic                  s_axis_tvalid,
   output logic                  s_axis_tready,
   input  logic                  s_axis_tlast,
+  input  logic                  s_axis_tuser,   // on the last beat: the payload is bad (DMA error); the frame is aborted
 
   // Frames to the MAC
   output logic [DATA_WIDTH-1:0] m_axis_tdata,
@@ -90,11 +92,11 @@ module hm_tx_path
   );
   logic [DW-1:0] p_tdata;
   logic [KW-1:0] p_tkeep;
-  logic          p_tvalid, p_tready, p_tlast;
-  hm_skid #(.WIDTH(DW + KW + 1)) u_pay_skid (
+  logic          p_tvalid, p_tready, p_tlast, p_tuser;
+  hm_skid #(.WIDTH(DW + KW + 2)) u_pay_skid (
     .clk, .rst,
-    .s_data({s_axis_tdata, s_axis_tkeep, s_axis_tlast}), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready),
-    .m_data({p_tdata, p_tkeep, p_tlast}), .m_valid(p_tvalid), .m_ready(p_tready)
+    .s_data({s_axis_tdata, s_axis_tkeep, s_axis_tlast, s_axis_tuser}), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready),
+    .m_data({p_tdata, p_tkeep, p_tlast, p_tuser}), .m_valid(p_tvalid), .m_ready(p_tready)
   );
 
   // ----------------------------------------------------------------------------------------
@@ -459,7 +461,7 @@ module hm_tx_path
     if (emit && need_cur) begin
       if (cs.pay_last) begin
         if (!p_tlast) begin a_err_now = 1'b1; a_drain_next = 1'b1; end
-        else if (cur_n != cj.lastp_n) a_err_now = 1'b1;
+        else if (cur_n != cj.lastp_n || p_tuser) a_err_now = 1'b1;
       end else if (p_tlast) begin
         a_err_now = 1'b1; a_short_next = 1'b1;
       end

@@ -58,7 +58,7 @@ module hm_sim_pkt_top
     .clk, .rst,
     .s_hdr_data(tx_hdr_data), .s_hdr_valid(tx_hdr_valid), .s_hdr_ready(tx_hdr_ready),
     .s_axis_tdata(tx_s_tdata), .s_axis_tkeep(tx_s_tkeep), .s_axis_tvalid(tx_s_tvalid),
-    .s_axis_tready(tx_s_tready), .s_axis_tlast(tx_s_tlast),
+    .s_axis_tready(tx_s_tready), .s_axis_tlast(tx_s_tlast), .s_axis_tuser(1'b0),
     .m_axis_tdata(tx_m_tdata), .m_axis_tkeep(tx_m_tkeep), .m_axis_tvalid(tx_m_tvalid),
     .m_axis_tready(tx_m_tready), .m_axis_tlast(tx_m_tlast), .m_axis_tuser(tx_m_tuser),
     .stat_frames(tx_stat_frames), .stat_len_err(tx_stat_len_err), .stat_bad_req(tx_stat_bad_req)

@@ -199,6 +199,7 @@ struct Burst {
     at: u64,
     addr: u64,
     beats: u64,
+    id: u8,
 }
 
 /// AXI4 slave in front of a [`PagedMem`].
@@ -210,7 +211,7 @@ pub struct AxiMem {
     ar_q: VecDeque<Burst>,
     aw_q: VecDeque<Burst>,
     w_q: VecDeque<(Vec<u8>, u64, bool)>,
-    b_q: VecDeque<(u64, u8)>,
+    b_q: VecDeque<(u64, u8, u8)>,
     pub violations: Vec<String>,
     pub read_beats: u64,
     pub write_beats: u64,
@@ -273,15 +274,15 @@ impl AxiMem {
                 i.rresp = if self.in_err(b.addr, self.kw as u64) { 2 } else { 0 };
                 i.rlast = (b.beats == 1) as u8;
                 i.rvalid = 1;
-                i.rid = 0;
+                i.rid = b.id;
             }
         }
         i.bvalid = 0;
-        if let Some((at, resp)) = self.b_q.front() {
+        if let Some((at, resp, id)) = self.b_q.front() {
             if *at <= now && !self.rng.pct(sp) {
                 i.bvalid = 1;
                 i.bresp = *resp;
-                i.bid = 0;
+                i.bid = *id;
             }
         }
     }
@@ -291,7 +292,7 @@ impl AxiMem {
         let lat = self.cfg.latency;
         if o.arvalid != 0 && i.arready != 0 {
             self.check_burst("AR", o.araddr, o.arlen, o.arsize, o.arburst);
-            self.ar_q.push_back(Burst { at: now + lat, addr: o.araddr, beats: o.arlen as u64 + 1 });
+            self.ar_q.push_back(Burst { at: now + lat, addr: o.araddr, beats: o.arlen as u64 + 1, id: o.arid });
         }
         if i.rvalid != 0 && o.rready != 0 {
             self.read_beats += 1;
@@ -305,7 +306,7 @@ impl AxiMem {
         }
         if o.awvalid != 0 && i.awready != 0 {
             self.check_burst("AW", o.awaddr, o.awlen, o.awsize, o.awburst);
-            self.aw_q.push_back(Burst { at: 0, addr: o.awaddr, beats: o.awlen as u64 + 1 });
+            self.aw_q.push_back(Burst { at: 0, addr: o.awaddr, beats: o.awlen as u64 + 1, id: o.awid });
         }
         if o.wvalid != 0 && i.wready != 0 {
             self.write_beats += 1;
@@ -339,7 +340,7 @@ impl AxiMem {
                     }
                 }
             }
-            self.b_q.push_back((now + lat, if err { 2 } else { 0 }));
+            self.b_q.push_back((now + lat, if err { 2 } else { 0 }, b.id));
         }
         if i.bvalid != 0 && o.bready != 0 {
             self.b_q.pop_front();

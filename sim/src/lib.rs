@@ -8,6 +8,7 @@
 
 pub mod csr;
 pub mod dma;
+pub mod eng;
 pub mod ffi;
 pub mod layout;
 pub mod mr;

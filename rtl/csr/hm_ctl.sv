@@ -1,0 +1,148 @@
+// Internal control bus (AXI4-Lite, 32-bit): the port through which the control plane (the
+// control core's firmware, or a test) writes the QP, CQ and MR context tables.
+//
+// Map (hm_desc_pkg): HM_CTL_STAGE + 4 i: staging word i (read/write, i < HM_CTL_STAGE_WORDS);
+// HM_CTL_CMD: write an hm_ctl_cmd_t to start a command; HM_CTL_STATUS: hm_ctl_status_t.
+// A write command sends the staging window and the command on m_cmd_*; the engine answers on
+// s_rsp_* (status, and for reads the entry, which is copied into the staging window). While a
+// command is in flight STATUS.busy is set, and writes to the staging window or CMD are held
+// off (no AWREADY) until it completes, so a control plane that polls nothing still cannot
+// corrupt a command. Unmapped offsets, partial-strobe CMD writes and reads of CMD answer
+// SLVERR and change nothing.
+module hm_ctl
+  import hm_desc_pkg::*;
+#(
+  // AXI4-Lite address width.
+  parameter int ADDR_WIDTH = 12,
+  // Staging words (derived from the package).
+  localparam int SW = int'(HM_CTL_STAGE_WORDS)
+) (
+  input  logic                  clk,
+  input  logic                  rst,
+
+  input  logic [ADDR_WIDTH-1:0] s_axil_awaddr,
+  input  logic                  s_axil_awvalid,
+  output logic                  s_axil_awready,
+  input  logic [31:0]           s_axil_wdata,
+  input  logic [3:0]            s_axil_wstrb,
+  input  logic                  s_axil_wvalid,
+  output logic                  s_axil_wready,
+  output logic [1:0]            s_axil_bresp,
+  output logic                  s_axil_bvalid,
+  input  logic                  s_axil_bready,
+  input  logic [ADDR_WIDTH-1:0] s_axil_araddr,
+  input  logic                  s_axil_arvalid,
+  output logic                  s_axil_arready,
+  output logic [31:0]           s_axil_rdata,
+  output logic [1:0]            s_axil_rresp,
+  output logic                  s_axil_rvalid,
+  input  logic                  s_axil_rready,
+
+  // Commands to the context tables
+  output hm_ctl_cmd_t           m_cmd,
+  output logic [SW*32-1:0]      m_cmd_data,
+  output logic                  m_cmd_valid,
+  input  logic                  m_cmd_ready,
+
+  // Command responses
+  input  logic [7:0]            s_rsp_status,
+  input  logic [SW*32-1:0]      s_rsp_data,
+  input  logic                  s_rsp_read,     // s_rsp_data is the entry read
+  input  logic                  s_rsp_valid
+);
+  localparam logic [1:0] OKAY = 2'b00, SLVERR = 2'b10;
+
+  logic [31:0] stage_q [SW];
+  logic        busy_q, issued_q;
+  logic [7:0]  status_q;
+  hm_ctl_cmd_t cmd_q;
+
+  // ----------------------------------------------------------------------------------------
+  // Write channel
+  // ----------------------------------------------------------------------------------------
+  logic [ADDR_WIDTH-1:0] aw_q;
+  logic                  aw_v_q, w_v_q;
+  logic [31:0]           wd_q;
+  logic [3:0]            ws_q;
+  logic                  do_write, w_err, is_stage, is_cmd;
+
+  assign s_axil_awready = !aw_v_q;
+  assign s_axil_wready  = !w_v_q;
+
+  always_comb begin
+    is_stage = aw_q < ADDR_WIDTH'(HM_CTL_STAGE + 12'(4 * SW)) && aw_q[1:0] == 2'b00;
+    is_cmd   = aw_q == ADDR_WIDTH'(HM_CTL_CMD);
+    w_err    = !(is_stage || (is_cmd && ws_q == 4'hF));
+    // a valid write waits while a command is busy; errors are answered at once
+    do_write = aw_v_q && w_v_q && (!s_axil_bvalid || s_axil_bready) && (w_err || !busy_q);
+  end
+
+  always_ff @(posedge clk) begin
+    if (s_axil_awvalid && s_axil_awready) aw_q <= s_axil_awaddr;
+    if (s_axil_wvalid && s_axil_wready) begin wd_q <= s_axil_wdata; ws_q <= s_axil_wstrb; end
+    if (do_write && !w_err && is_stage)
+      for (int b = 0; b < 4; b++)
+        if (ws_q[b]) stage_q[aw_q[$clog2(SW)+1:2]][8*b +: 8] <= wd_q[8*b +: 8];
+    if (s_rsp_valid && s_rsp_read && s_rsp_status == HM_CTL_ST_OK)
+      for (int i = 0; i < SW; i++) stage_q[i] <= s_rsp_data[32*i +: 32];
+    if (do_write && !w_err && is_cmd) cmd_q <= hm_ctl_cmd_t'(wd_q);
+    if (rst) begin
+      aw_v_q        <= 1'b0;
+      w_v_q         <= 1'b0;
+      s_axil_bvalid <= 1'b0;
+      busy_q        <= 1'b0;
+      issued_q      <= 1'b0;
+      status_q      <= HM_CTL_ST_OK;
+    end else begin
+      if (s_axil_awvalid && s_axil_awready) aw_v_q <= 1'b1;
+      if (s_axil_wvalid && s_axil_wready) w_v_q <= 1'b1;
+      if (s_axil_bvalid && s_axil_bready) s_axil_bvalid <= 1'b0;
+      if (do_write) begin
+        aw_v_q        <= 1'b0;
+        w_v_q         <= 1'b0;
+        s_axil_bvalid <= 1'b1;
+        s_axil_bresp  <= w_err ? SLVERR : OKAY;
+        if (!w_err && is_cmd) begin
+          busy_q   <= 1'b1;
+          issued_q <= 1'b0;
+        end
+      end
+      if (m_cmd_valid && m_cmd_ready) issued_q <= 1'b1;
+      if (s_rsp_valid && busy_q) begin
+        busy_q   <= 1'b0;
+        status_q <= s_rsp_status;
+      end
+    end
+  end
+
+  assign m_cmd       = cmd_q;
+  assign m_cmd_valid = busy_q && !issued_q;
+  always_comb for (int i = 0; i < SW; i++) m_cmd_data[32*i +: 32] = stage_q[i];
+
+  // ----------------------------------------------------------------------------------------
+  // Read channel
+  // ----------------------------------------------------------------------------------------
+  assign s_axil_arready = !s_axil_rvalid;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      s_axil_rvalid <= 1'b0;
+    end else begin
+      if (s_axil_rvalid && s_axil_rready) s_axil_rvalid <= 1'b0;
+      if (s_axil_arvalid && s_axil_arready) begin
+        s_axil_rvalid <= 1'b1;
+        s_axil_rresp  <= OKAY;
+        s_axil_rdata  <= '0;
+        if (s_axil_araddr < ADDR_WIDTH'(HM_CTL_STAGE + 12'(4 * SW)) && s_axil_araddr[1:0] == 2'b00)
+          s_axil_rdata <= stage_q[s_axil_araddr[$clog2(SW)+1:2]];
+        else if (s_axil_araddr == ADDR_WIDTH'(HM_CTL_STATUS))
+          s_axil_rdata <= {busy_q, 23'd0, status_q};
+        else
+          s_axil_rresp <= SLVERR;
+      end
+    end
+  end
+
+  if (ADDR_WIDTH < 9 || (1 << $clog2(SW)) != SW) begin : g_bad_param
+    $error("hm_ctl: ADDR_WIDTH must cover the command registers; staging words a power of two");
+  end
+endmodule

@@ -1,0 +1,106 @@
+// AXI4 read-channel arbiter: PORTS read masters share one AXI4 master port. Address requests
+// are granted round-robin (one per cycle, registered towards the slave); read data is routed
+// back by RID, so master i must use ARID = i (the DMA read engines take their ID as a
+// parameter). Data of different masters may interleave at burst boundaries as AXI allows.
+module hm_axi_rd_arb #(
+  // Number of read masters (2..8).
+  parameter int PORTS = 2,
+  // AXI data width.
+  parameter int DATA_WIDTH = 512,
+  // AXI address width.
+  parameter int ADDR_WIDTH = 64,
+  // AXI ID width (at least clog2(PORTS)).
+  parameter int ID_WIDTH = 4
+) (
+  input  logic                             clk,
+  input  logic                             rst,
+
+  // Masters
+  input  logic [PORTS-1:0][ID_WIDTH-1:0]   s_arid,
+  input  logic [PORTS-1:0][ADDR_WIDTH-1:0] s_araddr,
+  input  logic [PORTS-1:0][7:0]            s_arlen,
+  input  logic [PORTS-1:0][2:0]            s_arsize,
+  input  logic [PORTS-1:0][1:0]            s_arburst,
+  input  logic [PORTS-1:0]                 s_arvalid,
+  output logic [PORTS-1:0]                 s_arready,
+  output logic [ID_WIDTH-1:0]              s_rid,
+  output logic [DATA_WIDTH-1:0]            s_rdata,
+  output logic [1:0]                       s_rresp,
+  output logic                             s_rlast,
+  output logic [PORTS-1:0]                 s_rvalid,
+  input  logic [PORTS-1:0]                 s_rready,
+
+  // Slave
+  output logic [ID_WIDTH-1:0]              m_arid,
+  output logic [ADDR_WIDTH-1:0]            m_araddr,
+  output logic [7:0]                       m_arlen,
+  output logic [2:0]                       m_arsize,
+  output logic [1:0]                       m_arburst,
+  output logic                             m_arvalid,
+  input  logic                             m_arready,
+  input  logic [ID_WIDTH-1:0]              m_rid,
+  input  logic [DATA_WIDTH-1:0]            m_rdata,
+  input  logic [1:0]                       m_rresp,
+  input  logic                             m_rlast,
+  input  logic                             m_rvalid,
+  output logic                             m_rready
+);
+  localparam int PW = PORTS > 1 ? $clog2(PORTS) : 1;
+
+  // AR: round-robin grant into a registered output slot
+  logic [PW-1:0] last_q, pick;
+  logic          any, take;
+  always_comb begin
+    any  = 1'b0;
+    pick = last_q;
+    for (int k = 1; k <= PORTS; k++) begin
+      logic [PW-1:0] p;
+      p = PW'((int'(last_q) + k) % PORTS);
+      if (!any && s_arvalid[p]) begin any = 1'b1; pick = p; end
+    end
+  end
+  assign take = any && (!m_arvalid || m_arready);
+  always_comb begin
+    s_arready = '0;
+    if (take) s_arready[pick] = 1'b1;
+  end
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      m_arvalid <= 1'b0;
+      last_q    <= PW'(PORTS - 1);
+    end else begin
+      if (m_arvalid && m_arready) m_arvalid <= 1'b0;
+      if (take) begin
+        m_arvalid <= 1'b1;
+        last_q    <= pick;
+      end
+    end
+    if (take) begin
+      m_arid    <= s_arid[pick];
+      m_araddr  <= s_araddr[pick];
+      m_arlen   <= s_arlen[pick];
+      m_arsize  <= s_arsize[pick];
+      m_arburst <= s_arburst[pick];
+    end
+  end
+
+  // R: by ID (unknown IDs are accepted and dropped so the bus never hangs)
+  assign s_rid   = m_rid;
+  assign s_rdata = m_rdata;
+  assign s_rresp = m_rresp;
+  assign s_rlast = m_rlast;
+  always_comb begin
+    s_rvalid = '0;
+    m_rready = 1'b1;
+    for (int p = 0; p < PORTS; p++) begin
+      if (m_rid == ID_WIDTH'(p)) begin
+        s_rvalid[p] = m_rvalid;
+        m_rready    = s_rready[p];
+      end
+    end
+  end
+
+  if (PORTS < 2 || PORTS > 8 || (1 << ID_WIDTH) < PORTS) begin : g_bad_param
+    $error("hm_axi_rd_arb: PORTS must be 2..8 and fit in ID_WIDTH");
+  end
+endmodule

@@ -1,0 +1,700 @@
+// RC requester: schedules QPs with posted send WQEs, fetches the WQEs by DMA, checks their
+// local SGEs against the MR table, and turns each message into request packets (header
+// records for the TX path, payload pieces for the gather unit).
+//
+// Scheduling: a QP becomes active when a doorbell or a context write gives it work; active
+// QPs wait in a FIFO (each at most once) and are served round-robin, QUANTUM_PKTS packets at
+// a time, so the scheduler is fair and work-conserving. A QP whose `rl_pause` bit is set is
+// passed over (requeued) without fetching anything: the DCQCN reaction point's hook.
+//
+// Per QP the requester keeps {head WQE index, byte offset in it, next PSN}; the producer
+// index written by doorbells lives in its own RAM. A WQE is (re)fetched whenever a QP is
+// served, up to WQE_BUF_BYTES of WQEs per DMA read. A message longer than a quantum is
+// resumed at its saved offset: the SGE cursor is recomputed from the WQE.
+//
+// Local checks (in this order): unknown opcode, too many SGEs for the WQE size, inline data
+// longer than the WQE, misaligned atomic -> LOC_QP_OP_ERR; atomic without exactly one 8-byte
+// SGE, message longer than 2^31 -> LOC_LEN_ERR; SGE lengths not summing to the WQE length ->
+// LOC_QP_OP_ERR; any SGE failing its MR check (local read for SEND/WRITE, local write for
+// READ/atomic targets) -> LOC_PROT_ERR. A failing WQE sends nothing: it is reported on m_sent
+// with the status, and the QP stops (its context state becomes ERR) for the completer to
+// finish and flush. A WQE fetch that returns a bus error is reported the same way as
+// LOC_QP_OP_ERR.
+module hm_rc_req
+  import hm_pkg::*;
+  import hm_desc_pkg::*;
+  import hm_eng_pkg::*;
+#(
+  // Datapath width in bits (256 or 512).
+  parameter int DATA_WIDTH = 512,
+  // QP table entries (power of two, 2..65536).
+  parameter int NUM_QPS = 4096,
+  // WQE fetch buffer in bytes (power of two, at least 256): WQEs fetched per DMA read.
+  parameter int WQE_BUF_BYTES = 1024,
+  // Packets a QP may send before the scheduler moves to the next active QP.
+  parameter int QUANTUM_PKTS = 16,
+  // Bytes per beat, QPN bits, control staging words (derived).
+  localparam int KEEP_WIDTH = DATA_WIDTH / 8,
+  localparam int QW = $clog2(NUM_QPS),
+  localparam int SW = int'(HM_CTL_STAGE_WORDS)
+) (
+  input  logic                  clk,
+  input  logic                  rst,
+
+  // QP context writes (control bus commands for table QP, op write)
+  input  hm_ctl_cmd_t           s_ctl_cmd,
+  input  logic [SW*32-1:0]      s_ctl_data,
+  input  logic                  s_ctl_valid,
+  output logic                  s_ctl_ready,
+
+  // Send queue doorbells
+  input  logic [15:0]           s_db_qpn,
+  input  logic [15:0]           s_db_pi,
+  input  logic                  s_db_valid,
+  output logic                  s_db_ready,
+
+  // Rate limiter: bit q set = QP q may not start a packet now
+  input  logic [NUM_QPS-1:0]    rl_pause,
+
+  // WQE fetch: DMA read requests and their data
+  output logic [63:0]           m_wrd_addr,
+  output logic [31:0]           m_wrd_len,
+  output logic                  m_wrd_valid,
+  input  logic                  m_wrd_ready,
+  input  logic [DATA_WIDTH-1:0] s_wqe_tdata,
+  input  logic                  s_wqe_tvalid,
+  output logic                  s_wqe_tready,
+  input  logic                  s_wqe_tlast,
+  input  logic                  s_wqe_tuser,
+
+  // MR checks of local SGEs (results in request order)
+  output logic [31:0]           m_chk_key,
+  output logic [31:0]           m_chk_pd,
+  output logic [63:0]           m_chk_addr,
+  output logic [63:0]           m_chk_len,
+  output logic [2:0]            m_chk_need,
+  output logic                  m_chk_valid,
+  input  logic                  m_chk_ready,
+  input  logic                  s_res_ok,
+  input  logic                  s_res_valid,
+  output logic                  s_res_ready,
+
+  // Payload pieces, in packet order
+  output hm_piece_t             m_pc,
+  output logic                  m_pc_valid,
+  input  logic                  m_pc_ready,
+
+  // Inline payload: one stream packet per inline piece
+  output logic [DATA_WIDTH-1:0] m_inl_tdata,
+  output logic [KEEP_WIDTH-1:0] m_inl_tkeep,
+  output logic                  m_inl_tvalid,
+  input  logic                  m_inl_tready,
+  output logic                  m_inl_tlast,
+
+  // Request header records
+  output hm_roce_hdr_t          m_hdr,
+  output logic                  m_hdr_valid,
+  input  logic                  m_hdr_ready,
+
+  // Started or refused WQEs, in order per QP
+  output hm_sent_t              m_sent,
+  output logic                  m_sent_valid,
+  input  logic                  m_sent_ready,
+
+  // Counters
+  output logic [31:0]           stat_wqes,
+  output logic [31:0]           stat_pkts,
+  output logic [31:0]           stat_local_err,
+  output logic [31:0]           stat_db_bad
+);
+  localparam int BUF_BEATS = WQE_BUF_BYTES / KEEP_WIDTH;
+  localparam int BW        = $clog2(BUF_BEATS);
+  localparam int WQE_MAX   = 256;               // largest WQE (bytes): stride code 2
+  localparam int CTXW      = $bits(hm_qp_ctx_t);
+  localparam int LKW       = $clog2(KEEP_WIDTH);
+
+  // ---------------------------------------------------------------------------------------
+  // Per-QP memories
+  // ---------------------------------------------------------------------------------------
+  typedef struct packed {
+    logic [15:0] head;            // next WQE to start
+    logic [31:0] off;             // bytes of it already sent (0 = not started)
+    logic [23:0] psn;             // next PSN
+  } dyn_t;
+
+  hm_qp_ctx_t ctx_mem [NUM_QPS];
+  dyn_t       dyn_mem [NUM_QPS];
+  logic [15:0] pi_mem [NUM_QPS];
+
+  logic [NUM_QPS-1:0] queued_q;   // QP is in the active FIFO
+
+  // ---------------------------------------------------------------------------------------
+  // Activation: at most one per cycle (the FSM's requeue or a context write first, then a
+  // doorbell); a QP enters the active FIFO only if it is not already queued.
+  // ---------------------------------------------------------------------------------------
+  logic          act_fsm;         // FSM (re)activates fsm_act_q
+  logic [QW-1:0] act_fsm_q;
+  logic          act_v;
+  logic [QW-1:0] act_q;
+  logic          pop;
+  logic [QW-1:0] pop_q;
+  logic          af_valid, af_ready, af_in_ready;
+  logic [QW-1:0] af_data;
+  logic          db_take, db_ok;
+  logic          fsm_pi_clear;    // the FSM writes pi_mem this cycle
+
+  assign db_ok      = (s_db_qpn >> QW) == '0;
+  assign s_db_ready = !act_fsm && !fsm_pi_clear;
+  assign db_take    = s_db_valid && s_db_ready;
+  assign act_v      = act_fsm || (db_take && db_ok);
+  assign act_q      = act_fsm ? act_fsm_q : QW'(s_db_qpn);
+
+  logic act_push;
+  assign act_push = act_v && (!queued_q[act_q] || (pop && pop_q == act_q));
+
+  always_ff @(posedge clk) begin
+    if (db_take && db_ok) pi_mem[QW'(s_db_qpn)] <= s_db_pi;
+    if (rst) begin
+      queued_q    <= '0;
+      stat_db_bad <= '0;
+    end else begin
+      if (pop) queued_q[pop_q] <= 1'b0;
+      if (act_push) queued_q[act_q] <= 1'b1;
+      if (db_take && !db_ok) stat_db_bad <= stat_db_bad + 1'b1;
+    end
+  end
+
+  logic [$clog2(NUM_QPS+1):0] af_level;
+  hm_fifo #(.WIDTH(QW), .DEPTH(NUM_QPS)) u_active (
+    .clk, .rst,
+    .s_data(act_q), .s_valid(act_push), .s_ready(af_in_ready),
+    .m_data(af_data), .m_valid(af_valid), .m_ready(af_ready),
+    .level(af_level)
+  );
+
+  // ---------------------------------------------------------------------------------------
+  // Output FIFOs
+  // ---------------------------------------------------------------------------------------
+  hm_roce_hdr_t hdr_d;
+  logic         hdr_push, hdr_room;
+  hm_piece_t    pc_d;
+  logic         pc_push, pc_room;
+  logic [DATA_WIDTH-1:0] inl_data_d;
+  logic [KEEP_WIDTH-1:0] inl_keep_d;
+  logic         inl_last_d, inl_push, inl_room;
+  hm_sent_t     sent_d;
+  logic         sent_push, sent_room;
+
+  logic [$clog2(16+1):0] l0, l1, l2, l3;
+  hm_fifo #(.WIDTH($bits(hm_roce_hdr_t)), .DEPTH(16)) u_hdr_fifo (
+    .clk, .rst, .s_data(hdr_d), .s_valid(hdr_push), .s_ready(hdr_room),
+    .m_data(m_hdr), .m_valid(m_hdr_valid), .m_ready(m_hdr_ready), .level(l0));
+  hm_fifo #(.WIDTH($bits(hm_piece_t)), .DEPTH(16)) u_pc_fifo (
+    .clk, .rst, .s_data(pc_d), .s_valid(pc_push), .s_ready(pc_room),
+    .m_data(m_pc), .m_valid(m_pc_valid), .m_ready(m_pc_ready), .level(l1));
+  hm_fifo #(.WIDTH(DATA_WIDTH + KEEP_WIDTH + 1), .DEPTH(16)) u_inl_fifo (
+    .clk, .rst, .s_data({inl_last_d, inl_keep_d, inl_data_d}), .s_valid(inl_push), .s_ready(inl_room),
+    .m_data({m_inl_tlast, m_inl_tkeep, m_inl_tdata}), .m_valid(m_inl_tvalid), .m_ready(m_inl_tready),
+    .level(l2));
+  hm_fifo #(.WIDTH($bits(hm_sent_t)), .DEPTH(16)) u_sent_fifo (
+    .clk, .rst, .s_data(sent_d), .s_valid(sent_push), .s_ready(sent_room),
+    .m_data(m_sent), .m_valid(m_sent_valid), .m_ready(m_sent_ready), .level(l3));
+
+  // ---------------------------------------------------------------------------------------
+  // WQE buffer
+  // ---------------------------------------------------------------------------------------
+  logic [DATA_WIDTH-1:0] buf_mem [BUF_BEATS];
+  logic [BW-1:0]         buf_wa, buf_ra;
+  logic                  buf_we;
+  logic [DATA_WIDTH-1:0] buf_rd;
+  always_ff @(posedge clk) begin
+    if (buf_we) buf_mem[buf_wa] <= s_wqe_tdata;
+    buf_rd <= buf_mem[buf_ra];
+  end
+
+  // ---------------------------------------------------------------------------------------
+  // FSM
+  // ---------------------------------------------------------------------------------------
+  typedef enum logic [4:0] {
+    S_IDLE, S_CTL, S_LOAD, S_EVAL, S_FETCH_REQ, S_FETCH, S_WLOAD, S_DECODE, S_CHECK, S_START,
+    S_SEEK, S_PKT, S_PIECE, S_INL, S_WEND, S_SAVE
+  } state_t;
+  state_t state_q;
+
+  logic [QW-1:0]      q_q;
+  hm_qp_ctx_t         ctx_q, ctx_rd;
+  dyn_t               dyn_rd;
+  logic [15:0]        pi_q, pi_rd, head_q;
+  logic [31:0]        off_q;
+  logic [23:0]        psn_q;
+  logic               fetch_err_q;
+  logic [BW:0]        nb_q, wi_q;      // WQEs in the buffer, current one
+  logic [BW:0]        fb_q;            // beats fetched
+  logic [3:0]         wb_iss_q, wb_got_q;
+  logic [WQE_MAX*8-1:0] wqe_q;
+  logic [15:0]        pkts_q;          // packets this quantum
+  // decoded WQE
+  hm_sq_wqe_hdr_t     w;
+  logic [7:0]         status_q;
+  logic               inl_q, sge_first_q;
+  logic [3:0]         nsge_q;
+  logic [4:0]         cj_q, cr_q;      // checks issued / answered
+  logic               cerr_q;
+  logic [36:0]        csum_q;
+  // payload cursor
+  logic [3:0]         sj_q;
+  logic [31:0]        soff_q;
+  logic [12:0]        prem_q;          // payload bytes of the current packet still to cut
+  logic [31:0]        seek_q;
+  logic [2:0]         ib_q;            // inline beat
+
+  assign w = hm_sq_wqe_hdr_t'(wqe_q[255:0]);
+
+  // ctx/dyn/pi reads for the QP at the head of the active FIFO
+  always_ff @(posedge clk) begin
+    ctx_rd <= ctx_mem[af_data];
+    dyn_rd <= dyn_mem[af_data];
+    pi_rd  <= pi_mem[af_data];
+  end
+
+  // derived per-QP values
+  logic [3:0]  lpmtu;                   // log2 path MTU
+  logic [12:0] pmtu;
+  logic [3:0]  lstride;                 // log2 WQE size
+  logic [4:0]  max_sge;
+  logic [15:0] ring_mask;
+  assign lpmtu     = 4'd7 + 4'(ctx_q.pmtu);
+  assign pmtu      = 13'd1 << lpmtu;
+  assign lstride   = 4'd6 + 4'(ctx_q.sq_log_stride);
+  assign max_sge   = (5'd4 << ctx_q.sq_log_stride) - 5'd2;
+  assign ring_mask = 16'((17'd1 << ctx_q.sq_log_size) - 17'd1);
+  logic [15:0] slot_q;
+  assign slot_q    = head_q & ring_mask;
+
+  // operation class of the decoded WQE
+  logic is_send, is_write, is_read, is_atomic, has_imm, is_inv;
+  assign is_send   = w.opcode == HM_WQE_OP_SEND || w.opcode == HM_WQE_OP_SEND_IMM || w.opcode == HM_WQE_OP_SEND_INV;
+  assign is_write  = w.opcode == HM_WQE_OP_WRITE || w.opcode == HM_WQE_OP_WRITE_IMM;
+  assign is_read   = w.opcode == HM_WQE_OP_READ;
+  assign is_atomic = w.opcode == HM_WQE_OP_CMP_SWAP || w.opcode == HM_WQE_OP_FETCH_ADD;
+  assign has_imm   = w.opcode == HM_WQE_OP_SEND_IMM || w.opcode == HM_WQE_OP_WRITE_IMM;
+  assign is_inv    = w.opcode == HM_WQE_OP_SEND_INV;
+
+  // SGE j of the decoded WQE (atomics: the SGE at byte 48)
+  function automatic hm_sge_t sge_at(input logic [WQE_MAX*8-1:0] wq, input logic first, input logic [3:0] j);
+    logic [4:0] slot;
+    slot = 5'(j) + 5'(first);
+    return hm_sge_t'(wq[(256 + 128 * int'(slot)) +: 128]);
+  endfunction
+  hm_sge_t sge_c, sge_k, sge_s;
+  assign sge_c = sge_at(wqe_q, sge_first_q, cj_q[3:0]);
+  assign sge_k = sge_at(wqe_q, sge_first_q, sj_q);
+  assign sge_s = sge_at(wqe_q, 1'b1, 4'd0);
+
+  // packet arithmetic at the current offset
+  logic [31:0] rem;
+  logic [12:0] plen;
+  logic        last_pkt, first_pkt;
+  logic [5:0]  kidx;
+  logic [23:0] npsn_w;
+  assign rem       = w.length - off_q;
+  assign last_pkt  = rem <= 32'(pmtu);
+  assign first_pkt = off_q == '0;
+  assign plen      = last_pkt ? 13'(rem) : pmtu;
+  assign kidx      = 6'(off_q >> lpmtu);
+  assign npsn_w    = is_atomic ? 24'd1 :
+                     (w.length == '0 ? 24'd1 : 24'((33'(w.length) + 33'(pmtu) - 33'd1) >> lpmtu));
+
+  // immediate data is stored in network byte order (the WQE bytes are the wire bytes)
+  logic [31:0] imm_wire;
+  assign imm_wire = {w.imm[7:0], w.imm[15:8], w.imm[23:16], w.imm[31:24]};
+
+  // header record of the packet at off_q
+  always_comb begin
+    logic [7:0] op;
+    hdr_d = '0;
+    hdr_d.eth_dst    = ctx_q.eth_dst;
+    hdr_d.eth_src    = ctx_q.eth_src;
+    hdr_d.vlan_valid = ctx_q.vlan_valid;
+    hdr_d.vlan_pcp   = ctx_q.vlan_valid ? ctx_q.vlan_pcp : 3'd0;
+    hdr_d.vlan_vid   = ctx_q.vlan_valid ? ctx_q.vlan_vid : 12'd0;
+    hdr_d.ipv6       = ctx_q.ipv6;
+    hdr_d.ip_src     = ctx_q.ipv6 ? ctx_q.ip_src : {96'd0, ctx_q.ip_src[31:0]};
+    hdr_d.ip_dst     = ctx_q.ipv6 ? ctx_q.ip_dst : {96'd0, ctx_q.ip_dst[31:0]};
+    hdr_d.dscp       = ctx_q.dscp;
+    hdr_d.ecn        = ctx_q.ecn;
+    hdr_d.ttl        = ctx_q.ttl;
+    hdr_d.ip_df      = !ctx_q.ipv6;
+    hdr_d.flow_label = ctx_q.ipv6 ? ctx_q.flow_label : 20'd0;
+    hdr_d.udp_sport  = ctx_q.udp_sport;
+    hdr_d.udp_dport  = HM_ROCE_UDP_PORT;
+    hdr_d.pkey       = ctx_q.pkey;
+    hdr_d.dest_qp    = ctx_q.dest_qpn;
+    hdr_d.psn        = psn_q;
+    op = 8'h00;
+    if (is_send) begin
+      if (first_pkt && last_pkt)  op = has_imm ? 8'h05 : is_inv ? 8'h17 : 8'h04;
+      else if (first_pkt)         op = 8'h00;
+      else if (last_pkt)          op = has_imm ? 8'h03 : is_inv ? 8'h16 : 8'h02;
+      else                        op = 8'h01;
+      hdr_d.ackreq      = last_pkt || kidx[5:0] == 6'd63;
+      hdr_d.payload_len = 16'(plen);
+      if (last_pkt) begin
+        hdr_d.se  = w.flags[1];
+        hdr_d.imm = has_imm ? imm_wire : is_inv ? w.imm : 32'd0;
+      end
+    end else if (is_write) begin
+      if (first_pkt && last_pkt)  op = has_imm ? 8'h0B : 8'h0A;
+      else if (first_pkt)         op = 8'h06;
+      else if (last_pkt)          op = has_imm ? 8'h09 : 8'h08;
+      else                        op = 8'h07;
+      hdr_d.ackreq      = last_pkt || kidx[5:0] == 6'd63;
+      hdr_d.payload_len = 16'(plen);
+      if (first_pkt) begin
+        hdr_d.va      = w.remote_addr;
+        hdr_d.rkey    = w.rkey;
+        hdr_d.dma_len = w.length;
+      end
+      if (last_pkt && has_imm) begin
+        hdr_d.se  = w.flags[1];
+        hdr_d.imm = imm_wire;
+      end
+    end else if (is_read) begin
+      op            = 8'h0C;
+      hdr_d.ackreq  = 1'b1;
+      hdr_d.va      = w.remote_addr + 64'(off_q);
+      hdr_d.rkey    = w.rkey;
+      hdr_d.dma_len = rem;
+    end else begin
+      op             = w.opcode == HM_WQE_OP_CMP_SWAP ? 8'h13 : 8'h14;
+      hdr_d.ackreq   = 1'b1;
+      hdr_d.va       = w.remote_addr;
+      hdr_d.rkey     = w.rkey;
+      hdr_d.compare  = w.opcode == HM_WQE_OP_CMP_SWAP ? wqe_q[256 +: 64] : 64'd0;
+      hdr_d.swap_add = wqe_q[320 +: 64];
+    end
+    hdr_d.opcode = op;
+  end
+
+  // sent record
+  always_comb begin
+    sent_d           = '0;
+    sent_d.qpn       = 16'(q_q);
+    sent_d.wqe_idx   = head_q;
+    sent_d.wr_id     = w.wr_id;
+    sent_d.opcode    = w.opcode;
+    sent_d.flags     = w.flags;
+    sent_d.first_psn = psn_q;
+    sent_d.npsn      = npsn_w;
+    sent_d.len       = w.length;
+    sent_d.status    = status_q;
+  end
+
+  // MR check request for SGE cj
+  assign m_chk_key   = sge_c.lkey;
+  assign m_chk_pd    = ctx_q.pd;
+  assign m_chk_addr  = sge_c.addr;
+  assign m_chk_len   = 64'(sge_c.len);
+  assign m_chk_need  = (is_read || is_atomic) ? 3'd1 : 3'd0;
+  assign m_chk_valid = state_q == S_CHECK && cj_q < 5'(nsge_q);
+  assign s_res_ready = state_q == S_CHECK;
+
+  // WQE fetch request
+  assign m_wrd_addr   = ctx_q.sq_base + (64'(slot_q) << lstride);
+  assign m_wrd_len    = 32'(nb_q) << lstride;
+  assign m_wrd_valid  = state_q == S_FETCH_REQ;
+  assign s_wqe_tready = state_q == S_FETCH;
+  assign buf_we       = s_wqe_tvalid && s_wqe_tready && fb_q < (BW+1)'(BUF_BEATS);
+  assign buf_wa       = BW'(fb_q);
+
+  // piece at the cursor
+  logic [31:0] s_avail;
+  logic [12:0] take;
+  assign s_avail = sge_k.len - soff_q;
+  assign take    = s_avail < 32'(prem_q) ? 13'(s_avail) : prem_q;
+
+  // inline beat
+  logic [WQE_MAX*8-1:0]   inl_all;
+  logic [31:0]            inl_left;
+  assign inl_all  = {256'd0, wqe_q[WQE_MAX*8-1:256]};
+  assign inl_left = w.length - 32'(ib_q) * KEEP_WIDTH;
+  always_comb begin
+    inl_data_d = inl_all[int'(ib_q) * DATA_WIDTH +: DATA_WIDTH];
+    for (int b = 0; b < KEEP_WIDTH; b++) inl_keep_d[b] = 32'(b) < inl_left;
+    inl_last_d = inl_left <= 32'(KEEP_WIDTH);
+  end
+
+  // per-state strobes (defaults first)
+  always_comb begin
+    s_ctl_ready  = 1'b0;
+    pop          = 1'b0;
+    pop_q        = af_data;
+    af_ready     = 1'b0;
+    act_fsm      = 1'b0;
+    fsm_pi_clear = 1'b0;
+    hdr_push     = 1'b0;
+    pc_push      = 1'b0;
+    inl_push     = 1'b0;
+    sent_push    = 1'b0;
+    pc_d         = '0;
+    buf_ra       = BW'((wi_q << (lstride - 4'(LKW))) + (BW+1)'(wb_iss_q));
+    case (state_q)
+      S_IDLE: begin
+        if (s_ctl_valid) ;
+        else if (af_valid) begin pop = 1'b1; af_ready = 1'b1; end
+      end
+      S_CTL: begin
+        s_ctl_ready  = 1'b1;
+        act_fsm      = 1'b1;
+        fsm_pi_clear = (s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0;
+      end
+      S_START: sent_push = sent_room && (first_pkt || status_q != HM_CQE_ST_SUCCESS);
+      S_PKT: begin
+        hdr_push = hdr_room && !(plen != 0 && !is_read && !is_atomic && inl_q && !pc_room);
+        // inline packets push their single piece together with the header
+        if (hdr_push && inl_q && plen != 0 && !is_read && !is_atomic) begin
+          pc_push = 1'b1;
+          pc_d    = '{inline_src: 1'b1, last: 1'b1, len: plen, addr: 64'd0};
+        end
+      end
+      S_PIECE: begin
+        if (s_avail != 0 && pc_room) begin
+          pc_push = 1'b1;
+          pc_d    = '{inline_src: 1'b0, last: take == prem_q, len: take,
+                      addr: sge_k.addr + 64'(soff_q)};
+        end
+      end
+      S_INL: inl_push = inl_room;
+      S_SAVE: begin
+        act_fsm = (ctx_q.state == HM_QPS_RTS && head_q != pi_q) ||
+                  (off_q != '0 && (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD));
+      end
+      default: ;
+    endcase
+  end
+  assign act_fsm_q = state_q == S_CTL ? QW'(s_ctl_cmd.index) : q_q;
+
+  hm_qp_ctx_t ctl_ctx;
+  assign ctl_ctx = hm_qp_ctx_t'(s_ctl_data[CTXW-1:0]);
+
+  always_ff @(posedge clk) begin
+    // context writes
+    if (state_q == S_CTL) begin
+      ctx_mem[QW'(s_ctl_cmd.index)] <= ctl_ctx;
+      if ((s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0) begin
+        dyn_mem[QW'(s_ctl_cmd.index)] <= '{head: 16'd0, off: 32'd0,
+                                           psn: ctl_ctx.sq_psn};
+        pi_mem[QW'(s_ctl_cmd.index)]  <= 16'd0;
+      end
+    end
+    if (state_q == S_SAVE) dyn_mem[q_q] <= '{head: head_q, off: off_q, psn: psn_q};
+    if (state_q == S_START && status_q != HM_CQE_ST_SUCCESS && sent_room) begin
+      hm_qp_ctx_t c;
+      c = ctx_q;
+      c.state = HM_QPS_ERR;
+      ctx_mem[q_q] <= c;
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      state_q        <= S_IDLE;
+      stat_wqes      <= '0;
+      stat_pkts      <= '0;
+      stat_local_err <= '0;
+    end else begin
+      case (state_q)
+        S_IDLE: begin
+          if (s_ctl_valid) state_q <= S_CTL;
+          else if (af_valid) begin
+            q_q     <= af_data;
+            state_q <= S_LOAD;
+          end
+        end
+        S_CTL: state_q <= S_IDLE;
+        S_LOAD: begin
+          ctx_q   <= ctx_rd;
+          head_q  <= dyn_rd.head;
+          off_q   <= dyn_rd.off;
+          psn_q   <= dyn_rd.psn;
+          pi_q    <= pi_rd;
+          pkts_q  <= '0;
+          state_q <= S_EVAL;
+        end
+        S_EVAL: begin
+          logic ok;
+          logic [15:0] pend, to_wrap, fit, n;
+          ok      = ctx_q.state == HM_QPS_RTS ||
+                    (ctx_q.state == HM_QPS_SQD && off_q != '0);
+          pend    = pi_q - head_q;
+          to_wrap = 16'((17'd1 << ctx_q.sq_log_size) - 17'(slot_q));
+          fit     = 16'(WQE_BUF_BYTES >> lstride);
+          n       = pend;
+          if (to_wrap < n) n = to_wrap;
+          if (fit < n) n = fit;
+          if (off_q != '0) n = 16'd1;
+          nb_q        <= (BW+1)'(n);
+          fb_q        <= '0;
+          fetch_err_q <= 1'b0;
+          if (!ok || pend == '0) state_q <= S_IDLE;          // nothing to do, not requeued
+          else if (rl_pause[q_q]) state_q <= S_SAVE;         // requeued untouched
+          else state_q <= S_FETCH_REQ;
+        end
+        S_FETCH_REQ: if (m_wrd_ready) state_q <= S_FETCH;
+        S_FETCH: begin
+          if (s_wqe_tvalid) begin
+            fb_q <= fb_q + 1'b1;
+            if (s_wqe_tuser) fetch_err_q <= 1'b1;
+            if (s_wqe_tlast) begin
+              wi_q     <= '0;
+              wb_iss_q <= '0;
+              wb_got_q <= '0;
+              state_q  <= S_WLOAD;
+            end
+          end
+        end
+        S_WLOAD: begin
+          // beats of WQE wi: read address issued in one cycle, data the next
+          logic [3:0] bpw;
+          bpw = 4'(1 << (lstride - 4'(LKW)));
+          if (wb_iss_q != bpw) wb_iss_q <= wb_iss_q + 1'b1;
+          if (wb_iss_q != '0) begin
+            wqe_q[int'(wb_got_q) * DATA_WIDTH +: DATA_WIDTH] <= buf_rd;
+            wb_got_q <= wb_got_q + 1'b1;
+            if (wb_got_q + 1'b1 == bpw) state_q <= S_DECODE;
+          end
+        end
+        S_DECODE: begin
+          logic [7:0] st;
+          logic       inl, atom;
+          inl  = w.flags[2] && (is_send || is_write);
+          atom = is_atomic;
+          st   = HM_CQE_ST_SUCCESS;
+          if (fetch_err_q || w.opcode >= HM_WQE_OP_COUNT) st = HM_CQE_ST_LOC_QP_OP_ERR;
+          else if (!inl && !atom && 5'(w.num_sge) > max_sge) st = HM_CQE_ST_LOC_QP_OP_ERR;
+          else if (!inl && !atom && w.num_sge > 8'd14) st = HM_CQE_ST_LOC_QP_OP_ERR;
+          else if (inl && w.length > (32'd1 << lstride) - 32'd32) st = HM_CQE_ST_LOC_QP_OP_ERR;
+          else if (atom && w.remote_addr[2:0] != 3'd0) st = HM_CQE_ST_LOC_QP_OP_ERR;
+          else if (atom && (w.num_sge != 8'd1 || sge_s.len != 32'd8)) st = HM_CQE_ST_LOC_LEN_ERR;
+          else if (w.length > 32'h8000_0000) st = HM_CQE_ST_LOC_LEN_ERR;
+          status_q    <= st;
+          inl_q       <= inl;
+          sge_first_q <= atom;
+          nsge_q      <= inl ? 4'd0 : 4'(w.num_sge);
+          cj_q        <= '0;
+          cr_q        <= '0;
+          cerr_q      <= 1'b0;
+          csum_q      <= '0;
+          state_q     <= st != HM_CQE_ST_SUCCESS ? S_START : S_CHECK;
+        end
+        S_CHECK: begin
+          if (m_chk_valid && m_chk_ready) begin
+            cj_q   <= cj_q + 1'b1;
+            csum_q <= csum_q + 37'(sge_c.len);
+          end
+          if (s_res_valid) begin
+            cr_q <= cr_q + 1'b1;
+            if (!s_res_ok) cerr_q <= 1'b1;
+          end
+          if (cr_q == 5'(nsge_q)) begin
+            if (!inl_q && !is_atomic && csum_q != 37'(w.length)) status_q <= HM_CQE_ST_LOC_QP_OP_ERR;
+            else if (cerr_q) status_q <= HM_CQE_ST_LOC_PROT_ERR;
+            state_q <= S_START;
+          end
+        end
+        S_START: begin
+          if (sent_room || (first_pkt == 1'b0 && status_q == HM_CQE_ST_SUCCESS)) begin
+            if (status_q != HM_CQE_ST_SUCCESS) begin
+              stat_local_err <= stat_local_err + 1'b1;
+              ctx_q.state    <= HM_QPS_ERR;
+              state_q        <= S_IDLE;               // stopped; the completer flushes
+            end else begin
+              if (first_pkt) stat_wqes <= stat_wqes + 1'b1;
+              sj_q    <= '0;
+              soff_q  <= '0;
+              seek_q  <= off_q;
+              state_q <= (first_pkt || inl_q || is_read || is_atomic) ? S_PKT : S_SEEK;
+            end
+          end
+        end
+        S_SEEK: begin
+          if (seek_q >= sge_k.len && sj_q != 4'd15) begin
+            seek_q <= seek_q - sge_k.len;
+            sj_q   <= sj_q + 1'b1;
+          end else begin
+            soff_q  <= seek_q;
+            state_q <= S_PKT;
+          end
+        end
+        S_PKT: begin
+          if (hdr_push) begin
+            stat_pkts <= stat_pkts + 1'b1;
+            pkts_q    <= pkts_q + 1'b1;
+            psn_q     <= psn_q + ((is_read && first_pkt) ? npsn_w : 24'd1);
+            prem_q    <= plen;
+            ib_q      <= '0;
+            if (is_read || is_atomic || plen == '0) state_q <= S_WEND;
+            else if (inl_q) state_q <= S_INL;
+            else state_q <= S_PIECE;
+          end
+        end
+        S_PIECE: begin
+          if (s_avail == '0) begin
+            if (sj_q != 4'd15) sj_q <= sj_q + 1'b1;
+            soff_q <= '0;
+          end else if (pc_room) begin
+            prem_q <= prem_q - take;
+            if (32'(take) == s_avail) begin
+              sj_q   <= sj_q + 1'b1;
+              soff_q <= '0;
+            end else begin
+              soff_q <= soff_q + 32'(take);
+            end
+            if (take == prem_q) begin
+              off_q <= off_q + 32'(plen);
+              if (last_pkt) state_q <= S_WEND;
+              else if (pkts_q >= 16'(QUANTUM_PKTS) || rl_pause[q_q]) state_q <= S_SAVE;
+              else state_q <= S_PKT;
+            end
+          end
+        end
+        S_INL: begin
+          if (inl_room) begin
+            ib_q <= ib_q + 1'b1;
+            if (inl_last_d) state_q <= S_WEND;
+          end
+        end
+        S_WEND: begin
+          head_q <= head_q + 1'b1;
+          off_q  <= '0;
+          wi_q   <= wi_q + 1'b1;
+          wb_iss_q <= '0;
+          wb_got_q <= '0;
+          if (wi_q + 1'b1 < nb_q && pkts_q < 16'(QUANTUM_PKTS) && !rl_pause[q_q] &&
+              ctx_q.state == HM_QPS_RTS)
+            state_q <= S_WLOAD;
+          else
+            state_q <= S_SAVE;
+        end
+        S_SAVE: state_q <= S_IDLE;
+        default: state_q <= S_IDLE;
+      endcase
+    end
+  end
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = ^{l0, l1, l2, l3, af_level, af_in_ready, s_ctl_cmd, s_ctl_data, s_wqe_tdata,
+                       wb_got_q, csum_q, nsge_q, w, sge_k, sge_s};
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin : g_bad_width
+    $error("hm_rc_req: DATA_WIDTH must be 256 or 512");
+  end
+  if ((1 << QW) != NUM_QPS || NUM_QPS < 2 || NUM_QPS > 65536) begin : g_bad_qps
+    $error("hm_rc_req: NUM_QPS must be a power of two, 2..65536");
+  end
+  if ((1 << $clog2(WQE_BUF_BYTES)) != WQE_BUF_BYTES || WQE_BUF_BYTES < WQE_MAX) begin : g_bad_buf
+    $error("hm_rc_req: WQE_BUF_BYTES must be a power of two of at least 256");
+  end
+endmodule

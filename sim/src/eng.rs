@@ -1,0 +1,558 @@
+//! The Verilated transport engine (`hm_rc_engine`, 512-bit) and a testbench around it: host
+//! memory behind the engine's AXI4 master ([`AxiMem`]), AXI4-Lite masters for the register
+//! BAR and the control bus, the MAC transmit side collected as frames, and the started-WQE
+//! records the requester reports.
+
+use crate::dma::{AxiMem, HmDmaIn, HmDmaOut, MemCfg, PagedMem};
+use crate::Rng;
+use std::collections::VecDeque;
+use std::os::raw::c_void;
+
+mod gen {
+    include!(concat!(env!("OUT_DIR"), "/eng_layout.rs"));
+}
+pub use gen::*;
+
+/// Engine QP table size (the RTL default).
+pub const NUM_QPS: usize = 4096;
+/// Datapath bytes per beat.
+pub const KW: usize = 64;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct HmEngIn {
+    pub rdata: [u32; 16],
+    pub rx_tdata: [u32; 16],
+    pub rl_pause: [u32; NUM_QPS / 32],
+    pub rx_tkeep: u64,
+    pub bar_wdata: u32,
+    pub ctl_wdata: u32,
+    pub bar_awaddr: u16,
+    pub bar_araddr: u16,
+    pub ctl_awaddr: u16,
+    pub ctl_araddr: u16,
+    pub rst: u8,
+    pub bar_awvalid: u8,
+    pub bar_wstrb: u8,
+    pub bar_wvalid: u8,
+    pub bar_bready: u8,
+    pub bar_arvalid: u8,
+    pub bar_rready: u8,
+    pub ctl_awvalid: u8,
+    pub ctl_wstrb: u8,
+    pub ctl_wvalid: u8,
+    pub ctl_bready: u8,
+    pub ctl_arvalid: u8,
+    pub ctl_rready: u8,
+    pub arready: u8,
+    pub rid: u8,
+    pub rresp: u8,
+    pub rlast: u8,
+    pub rvalid: u8,
+    pub awready: u8,
+    pub wready: u8,
+    pub bid: u8,
+    pub bresp: u8,
+    pub bvalid: u8,
+    pub rx_tvalid: u8,
+    pub rx_tlast: u8,
+    pub rx_tuser: u8,
+    pub tx_tready: u8,
+    pub sent_ready: u8,
+}
+
+impl Default for HmEngIn {
+    fn default() -> Self {
+        // SAFETY-free: all fields are plain integers; zero is a valid value for each.
+        HmEngIn {
+            rdata: [0; 16],
+            rx_tdata: [0; 16],
+            rl_pause: [0; NUM_QPS / 32],
+            rx_tkeep: 0,
+            bar_wdata: 0,
+            ctl_wdata: 0,
+            bar_awaddr: 0,
+            bar_araddr: 0,
+            ctl_awaddr: 0,
+            ctl_araddr: 0,
+            rst: 0,
+            bar_awvalid: 0,
+            bar_wstrb: 0,
+            bar_wvalid: 0,
+            bar_bready: 0,
+            bar_arvalid: 0,
+            bar_rready: 0,
+            ctl_awvalid: 0,
+            ctl_wstrb: 0,
+            ctl_wvalid: 0,
+            ctl_bready: 0,
+            ctl_arvalid: 0,
+            ctl_rready: 0,
+            arready: 0,
+            rid: 0,
+            rresp: 0,
+            rlast: 0,
+            rvalid: 0,
+            awready: 0,
+            wready: 0,
+            bid: 0,
+            bresp: 0,
+            bvalid: 0,
+            rx_tvalid: 0,
+            rx_tlast: 0,
+            rx_tuser: 0,
+            tx_tready: 1,
+            sent_ready: 1,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct HmEngOut {
+    pub wdata: [u32; 16],
+    pub tx_tdata: [u32; 16],
+    pub sent: [u32; 8],
+    pub araddr: u64,
+    pub awaddr: u64,
+    pub wstrb: u64,
+    pub tx_tkeep: u64,
+    pub bar_rdata: u32,
+    pub ctl_rdata: u32,
+    pub bar_awready: u8,
+    pub bar_wready: u8,
+    pub bar_bresp: u8,
+    pub bar_bvalid: u8,
+    pub bar_arready: u8,
+    pub bar_rresp: u8,
+    pub bar_rvalid: u8,
+    pub ctl_awready: u8,
+    pub ctl_wready: u8,
+    pub ctl_bresp: u8,
+    pub ctl_bvalid: u8,
+    pub ctl_arready: u8,
+    pub ctl_rresp: u8,
+    pub ctl_rvalid: u8,
+    pub arid: u8,
+    pub arlen: u8,
+    pub arsize: u8,
+    pub arburst: u8,
+    pub arvalid: u8,
+    pub rready: u8,
+    pub awid: u8,
+    pub awlen: u8,
+    pub awsize: u8,
+    pub awburst: u8,
+    pub awvalid: u8,
+    pub wlast: u8,
+    pub wvalid: u8,
+    pub bready: u8,
+    pub rx_tready: u8,
+    pub tx_tvalid: u8,
+    pub tx_tlast: u8,
+    pub tx_tuser: u8,
+    pub sent_valid: u8,
+}
+
+extern "C" {
+    fn hm_eng_new() -> *mut c_void;
+    fn hm_eng_tick(h: *mut c_void, inp: *const HmEngIn, out: *mut HmEngOut);
+    fn hm_eng_free(h: *mut c_void);
+}
+
+/// One Verilated engine.
+pub struct EngSim {
+    h: *mut c_void,
+    pub cycle: u64,
+}
+
+impl EngSim {
+    fn new() -> EngSim {
+        // SAFETY: no preconditions; returns an owned handle.
+        let h = unsafe { hm_eng_new() };
+        EngSim { h, cycle: 0 }
+    }
+    fn tick(&mut self, inp: &HmEngIn) -> HmEngOut {
+        let mut out = HmEngOut::default();
+        // SAFETY: h is live until Drop; inp/out are #[repr(C)] twins of the C structs.
+        unsafe { hm_eng_tick(self.h, inp, &mut out) };
+        self.cycle += 1;
+        out
+    }
+}
+
+impl Drop for EngSim {
+    fn drop(&mut self) {
+        // SAFETY: created by hm_eng_new, freed once.
+        unsafe { hm_eng_free(self.h) }
+    }
+}
+
+fn field(bits: &[u32], fields: &[(&str, usize, usize)], name: &str) -> u64 {
+    let &(_, lsb, w) = fields.iter().find(|f| f.0 == name).unwrap_or_else(|| panic!("no field {name}"));
+    let mut v = 0u64;
+    for b in 0..w {
+        let i = lsb + b;
+        if bits[i / 32] >> (i % 32) & 1 == 1 {
+            v |= 1 << b;
+        }
+    }
+    v
+}
+
+/// A started (or refused) send WQE, as the requester reports it (`hm_sent_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    pub qpn: u32,
+    pub wqe_idx: u16,
+    pub wr_id: u64,
+    pub opcode: u8,
+    pub flags: u8,
+    pub first_psn: u32,
+    pub npsn: u32,
+    pub len: u32,
+    pub status: u8,
+}
+
+impl Sent {
+    fn from_words(w: &[u32]) -> Sent {
+        let f = |n| field(w, HM_SENT_T_FIELDS, n);
+        Sent {
+            qpn: f("qpn") as u32,
+            wqe_idx: f("wqe_idx") as u16,
+            wr_id: f("wr_id"),
+            opcode: f("opcode") as u8,
+            flags: f("flags") as u8,
+            first_psn: f("first_psn") as u32,
+            npsn: f("npsn") as u32,
+            len: f("len") as u32,
+            status: f("status") as u8,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum LiteOp {
+    Write { addr: u16, data: u32 },
+    Read { addr: u16 },
+}
+
+/// A cycle-level AXI4-Lite master that performs one access at a time.
+#[derive(Default)]
+struct Lite {
+    cur: Option<(LiteOp, bool, bool, bool)>,
+    result: Option<(u32, bool)>,
+}
+
+struct LiteDrive {
+    awaddr: u16,
+    awvalid: u8,
+    wdata: u32,
+    wvalid: u8,
+    araddr: u16,
+    arvalid: u8,
+}
+
+impl Lite {
+    fn start(&mut self, op: LiteOp) {
+        self.cur = Some((op, false, false, false));
+        self.result = None;
+    }
+    fn drive(&self) -> LiteDrive {
+        let mut d = LiteDrive { awaddr: 0, awvalid: 0, wdata: 0, wvalid: 0, araddr: 0, arvalid: 0 };
+        if let Some((op, aw, w, ar)) = self.cur {
+            match op {
+                LiteOp::Write { addr, data } => {
+                    if !aw {
+                        d.awaddr = addr;
+                        d.awvalid = 1;
+                    }
+                    if !w {
+                        d.wdata = data;
+                        d.wvalid = 1;
+                    }
+                }
+                LiteOp::Read { addr } => {
+                    if !ar {
+                        d.araddr = addr;
+                        d.arvalid = 1;
+                    }
+                }
+            }
+        }
+        d
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn update(&mut self, d: &LiteDrive, awready: u8, wready: u8, bvalid: u8, bresp: u8, arready: u8, rvalid: u8, rdata: u32, rresp: u8) {
+        let Some((op, aw, w, ar)) = self.cur.as_mut() else { return };
+        if d.awvalid != 0 && awready != 0 {
+            *aw = true;
+        }
+        if d.wvalid != 0 && wready != 0 {
+            *w = true;
+        }
+        if d.arvalid != 0 && arready != 0 {
+            *ar = true;
+        }
+        match op {
+            LiteOp::Write { .. } if bvalid != 0 => {
+                self.result = Some((0, bresp == 0));
+                self.cur = None;
+            }
+            LiteOp::Read { .. } if rvalid != 0 => {
+                self.result = Some((rdata, rresp == 0));
+                self.cur = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The engine with its host memory, bus masters and MAC sinks.
+pub struct Engine {
+    sim: EngSim,
+    pub mem: AxiMem,
+    bar: Lite,
+    ctl: Lite,
+    pub inp: HmEngIn,
+    /// Frames the engine transmitted (bytes, aborted flag), in order.
+    pub tx: Vec<(Vec<u8>, bool)>,
+    cur_tx: Vec<u8>,
+    /// Cycle at which each transmitted frame ended.
+    pub tx_cycle: Vec<u64>,
+    /// Started / refused WQEs, in order.
+    pub sent: Vec<Sent>,
+    /// Percent of cycles the MAC withholds tready.
+    pub tx_stall_pct: u32,
+    rng: Rng,
+    /// Frames queued towards the engine's receive port.
+    pub rx_q: VecDeque<Vec<u8>>,
+    rx_off: usize,
+}
+
+impl Engine {
+    /// A fresh engine after reset, with the given host-memory timing.
+    pub fn new(cfg: MemCfg) -> Engine {
+        let seed = cfg.seed;
+        let mut e = Engine {
+            sim: EngSim::new(),
+            mem: AxiMem::new(PagedMem::new(0), KW, cfg),
+            bar: Lite::default(),
+            ctl: Lite::default(),
+            inp: HmEngIn::default(),
+            tx: Vec::new(),
+            cur_tx: Vec::new(),
+            tx_cycle: Vec::new(),
+            sent: Vec::new(),
+            tx_stall_pct: 0,
+            rng: Rng::new(seed ^ 0xE16),
+            rx_q: VecDeque::new(),
+            rx_off: 0,
+        };
+        e.inp.rst = 1;
+        for _ in 0..8 {
+            e.step();
+        }
+        e.inp.rst = 0;
+        e.step();
+        e
+    }
+
+    pub fn cycle(&self) -> u64 {
+        self.sim.cycle
+    }
+
+    /// One clock cycle.
+    pub fn step(&mut self) {
+        let now = self.sim.cycle;
+        let mut di = HmDmaIn::default();
+        self.mem.drive(now, &mut di);
+        let i = &mut self.inp;
+        i.arready = di.arready;
+        i.rid = di.rid;
+        i.rdata = di.rdata;
+        i.rresp = di.rresp;
+        i.rlast = di.rlast;
+        i.rvalid = di.rvalid;
+        i.awready = di.awready;
+        i.wready = di.wready;
+        i.bid = di.bid;
+        i.bresp = di.bresp;
+        i.bvalid = di.bvalid;
+        let bd = self.bar.drive();
+        i.bar_awaddr = bd.awaddr;
+        i.bar_awvalid = bd.awvalid;
+        i.bar_wdata = bd.wdata;
+        i.bar_wstrb = 0xF;
+        i.bar_wvalid = bd.wvalid;
+        i.bar_bready = 1;
+        i.bar_araddr = bd.araddr;
+        i.bar_arvalid = bd.arvalid;
+        i.bar_rready = 1;
+        let cd = self.ctl.drive();
+        i.ctl_awaddr = cd.awaddr;
+        i.ctl_awvalid = cd.awvalid;
+        i.ctl_wdata = cd.wdata;
+        i.ctl_wstrb = 0xF;
+        i.ctl_wvalid = cd.wvalid;
+        i.ctl_bready = 1;
+        i.ctl_araddr = cd.araddr;
+        i.ctl_arvalid = cd.arvalid;
+        i.ctl_rready = 1;
+        i.tx_tready = (!self.rng.pct(self.tx_stall_pct)) as u8;
+        // receive port
+        i.rx_tvalid = 0;
+        if let Some(f) = self.rx_q.front() {
+            let end = (self.rx_off + KW).min(f.len());
+            i.rx_tdata = [0; 16];
+            for (k, v) in f[self.rx_off..end].iter().enumerate() {
+                i.rx_tdata[k / 4] |= (*v as u32) << (8 * (k % 4));
+            }
+            let n = end - self.rx_off;
+            i.rx_tkeep = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+            i.rx_tlast = (end == f.len()) as u8;
+            i.rx_tuser = 0;
+            i.rx_tvalid = 1;
+        }
+        let o = self.sim.tick(&self.inp);
+        let i = &self.inp;
+        let dout = HmDmaOut {
+            araddr: o.araddr,
+            awaddr: o.awaddr,
+            wstrb: o.wstrb,
+            wdata: o.wdata,
+            arid: o.arid,
+            arlen: o.arlen,
+            arsize: o.arsize,
+            arburst: o.arburst,
+            arvalid: o.arvalid,
+            rready: o.rready,
+            awid: o.awid,
+            awlen: o.awlen,
+            awsize: o.awsize,
+            awburst: o.awburst,
+            awvalid: o.awvalid,
+            wlast: o.wlast,
+            wvalid: o.wvalid,
+            bready: o.bready,
+            ..Default::default()
+        };
+        self.mem.update(now, &di, &dout);
+        self.bar.update(&bd, o.bar_awready, o.bar_wready, o.bar_bvalid, o.bar_bresp, o.bar_arready, o.bar_rvalid, o.bar_rdata, o.bar_rresp);
+        self.ctl.update(&cd, o.ctl_awready, o.ctl_wready, o.ctl_bvalid, o.ctl_bresp, o.ctl_arready, o.ctl_rvalid, o.ctl_rdata, o.ctl_rresp);
+        if o.tx_tvalid != 0 && i.tx_tready != 0 {
+            for k in 0..KW {
+                if o.tx_tkeep >> k & 1 == 1 {
+                    self.cur_tx.push((o.tx_tdata[k / 4] >> (8 * (k % 4))) as u8);
+                }
+            }
+            if o.tx_tlast != 0 {
+                self.tx.push((std::mem::take(&mut self.cur_tx), o.tx_tuser != 0));
+                self.tx_cycle.push(now);
+            }
+        }
+        if o.sent_valid != 0 && i.sent_ready != 0 {
+            self.sent.push(Sent::from_words(&o.sent));
+        }
+        if i.rx_tvalid != 0 && o.rx_tready != 0 {
+            self.rx_off += KW;
+            if i.rx_tlast != 0 {
+                self.rx_q.pop_front();
+                self.rx_off = 0;
+            }
+        }
+    }
+
+    /// Step until `done` holds; error after `max` cycles.
+    pub fn run_until(&mut self, max: u64, mut done: impl FnMut(&Engine) -> bool) -> Result<u64, String> {
+        let start = self.sim.cycle;
+        while !done(self) {
+            if self.sim.cycle - start > max {
+                return Err(format!("no progress within {max} cycles (tx frames {}, sent {})", self.tx.len(), self.sent.len()));
+            }
+            self.step();
+        }
+        Ok(self.sim.cycle - start)
+    }
+
+    fn lite(&mut self, bar: bool, op: LiteOp) -> Result<(u32, bool), String> {
+        if bar {
+            self.bar.start(op);
+        } else {
+            self.ctl.start(op);
+        }
+        for _ in 0..10_000 {
+            self.step();
+            let r = if bar { self.bar.result.take() } else { self.ctl.result.take() };
+            if let Some(r) = r {
+                return Ok(r);
+            }
+        }
+        Err(format!("AXI4-Lite access {op:?} never completed"))
+    }
+
+    /// Register BAR write; true when answered OKAY.
+    pub fn bar_write(&mut self, addr: u16, data: u32) -> Result<bool, String> {
+        self.lite(true, LiteOp::Write { addr, data }).map(|r| r.1)
+    }
+    /// Register BAR read: (data, OKAY).
+    pub fn bar_read(&mut self, addr: u16) -> Result<(u32, bool), String> {
+        self.lite(true, LiteOp::Read { addr })
+    }
+    /// Control bus write; true when answered OKAY.
+    pub fn ctl_write(&mut self, addr: u16, data: u32) -> Result<bool, String> {
+        self.lite(false, LiteOp::Write { addr, data }).map(|r| r.1)
+    }
+    /// Control bus read: (data, OKAY).
+    pub fn ctl_read(&mut self, addr: u16) -> Result<(u32, bool), String> {
+        self.lite(false, LiteOp::Read { addr })
+    }
+
+    /// A control-bus command: staging words, then the command word, then STATUS polled until
+    /// not busy. Returns the command's status code.
+    pub fn ctl_cmd(&mut self, cmd: u32, words: &[u32]) -> Result<u8, String> {
+        use hematite_model::desc::{HM_CTL_CMD, HM_CTL_STAGE, HM_CTL_STATUS};
+        for (k, w) in words.iter().enumerate() {
+            if !self.ctl_write(HM_CTL_STAGE as u16 + 4 * k as u16, *w)? {
+                return Err(format!("staging word {k} write refused"));
+            }
+        }
+        if !self.ctl_write(HM_CTL_CMD as u16, cmd)? {
+            return Err("command write refused".into());
+        }
+        for _ in 0..1000 {
+            let (st, ok) = self.ctl_read(HM_CTL_STATUS as u16)?;
+            if !ok {
+                return Err("status read refused".into());
+            }
+            if st >> 31 == 0 {
+                return Ok(st as u8);
+            }
+        }
+        Err("control command stayed busy".into())
+    }
+
+    /// Counter `i` of the BAR.
+    pub fn counter(&mut self, i: u16) -> Result<u32, String> {
+        let (v, ok) = self.bar_read(crate::csr::regs::HM_REG_CNT_BASE + 4 * i)?;
+        if ok {
+            Ok(v)
+        } else {
+            Err(format!("counter {i} read refused"))
+        }
+    }
+
+    /// Pause or release QP `q` at the rate-limit input.
+    pub fn set_pause(&mut self, q: usize, on: bool) {
+        if on {
+            self.inp.rl_pause[q / 32] |= 1 << (q % 32);
+        } else {
+            self.inp.rl_pause[q / 32] &= !(1 << (q % 32));
+        }
+    }
+
+    /// AXI protocol violations the memory model saw.
+    pub fn violations(&self) -> &[String] {
+        &self.mem.violations
+    }
+}
