@@ -5,12 +5,13 @@
 //   m_axi_*   AXI4 master, DATA_WIDTH bits, 64-bit addresses: all host memory access
 //   s_rx_*    AXI4-Stream from the MAC;  m_tx_* AXI4-Stream to the MAC
 //
-// Status of this block (see docs/transport-engine.md): the requester side is implemented —
-// doorbells, WQE fetch, local SGE checks, segmentation of SEND / WRITE / READ / atomic
-// requests, gather DMA and the TX path. Started WQEs leave on m_sent_* for the completer,
-// which is not built yet; neither is the receive side: received frames are counted
-// (counter 7) and discarded, RQ and CQ doorbells are counted (counter 4) and discarded, and
-// CQ-table and read commands on the control bus answer HM_CTL_ST_BAD_CMD.
+//   m_irq_*   interrupt messages (vector) for armed CQs
+//
+// Status of this block (see docs/transport-engine.md): requester (doorbells, WQE fetch, local
+// SGE checks, segmentation, gather DMA, TX path), completer (ACKs, READ responses, atomic
+// ACKs, error NAKs, send CQEs, flush on ERR) and the CQ unit are implemented. Not yet: the
+// responder (received requests are counted, counter 7, and dropped; RQ doorbells are counted
+// in counter 4), retransmission, control-bus reads (HM_CTL_ST_BAD_CMD).
 module hm_rc_engine
   import hm_pkg::*;
   import hm_desc_pkg::*;
@@ -23,6 +24,8 @@ module hm_rc_engine
   parameter int NUM_QPS = 4096,
   // MR table entries (power of two).
   parameter int NUM_MRS = 4096,
+  // CQ table entries (power of two).
+  parameter int NUM_CQS = 4096,
   // Bytes per beat, staging words (derived).
   localparam int KEEP_WIDTH = DATA_WIDTH / 8,
   localparam int SW = int'(HM_CTL_STAGE_WORDS)
@@ -118,12 +121,12 @@ module hm_rc_engine
   // Per-QP rate limit (DCQCN reaction point): bit q set = QP q may not start a packet
   input  logic [NUM_QPS-1:0]    rl_pause,
 
-  // Started WQEs (towards the completer)
-  output hm_sent_t              m_sent,
-  output logic                  m_sent_valid,
-  input  logic                  m_sent_ready
+  // Interrupt messages
+  output logic [7:0]            m_irq_vec,
+  output logic                  m_irq_valid,
+  input  logic                  m_irq_ready
 );
-  localparam int NUM_COUNTERS = 16;
+  localparam int NUM_COUNTERS = 24;
 
   // ---------------------------------------------------------------------------------------
   // Register BAR
@@ -133,8 +136,8 @@ module hm_rc_engine
   logic [NUM_COUNTERS-1:0][31:0] counters;
 
   hm_csr #(
-    .ADDR_WIDTH(16), .NUM_COUNTERS(NUM_COUNTERS), .LOG2_QPS($clog2(NUM_QPS)), .LOG2_CQS(12),
-    .DATA_WIDTH(DATA_WIDTH)
+    .ADDR_WIDTH(16), .NUM_COUNTERS(NUM_COUNTERS), .LOG2_QPS($clog2(NUM_QPS)),
+    .LOG2_CQS($clog2(NUM_CQS)), .DATA_WIDTH(DATA_WIDTH)
   ) u_csr (
     .clk, .rst,
     .s_axil_awaddr(s_bar_awaddr), .s_axil_awvalid(s_bar_awvalid), .s_axil_awready(s_bar_awready),
@@ -147,15 +150,19 @@ module hm_rc_engine
     .counters
   );
 
-  // SQ doorbells to the requester; the others are not consumed yet (counted)
-  logic req_db_ready;
+  // SQ doorbells go to the requester and the completer (both must take them), CQ doorbells
+  // to the CQ unit; RQ doorbells are not consumed yet (counted)
+  logic req_db_ready, cmpl_db_ready, cq_db_ready;
   logic [31:0] db_dropped_q;
   hm_db_qp_t db_qp;
+  logic      db_sq, db_cq;
   assign db_qp    = hm_db_qp_t'(db.word);
-  assign db_ready = db.kind == HM_DB_SQ ? req_db_ready : 1'b1;
+  assign db_sq    = db.kind == HM_DB_SQ;
+  assign db_cq    = db.kind == HM_DB_CQ;
+  assign db_ready = db_sq ? (req_db_ready && cmpl_db_ready) : db_cq ? cq_db_ready : 1'b1;
   always_ff @(posedge clk) begin
     if (rst) db_dropped_q <= '0;
-    else if (db_valid && db_ready && db.kind != HM_DB_SQ) db_dropped_q <= db_dropped_q + 1'b1;
+    else if (db_valid && db_ready && !db_sq && !db_cq) db_dropped_q <= db_dropped_q + 1'b1;
   end
 
   // ---------------------------------------------------------------------------------------
@@ -179,35 +186,65 @@ module hm_rc_engine
     .s_rsp_status(rsp_status_q), .s_rsp_data('0), .s_rsp_read(1'b0), .s_rsp_valid(rsp_valid_q)
   );
 
-  logic is_wr, qp_cmd, mr_cmd, in_range, req_ctl_ready;
+  logic is_wr, qp_cmd, mr_cmd, cq_cmd, in_range;
+  logic req_ctl_ready, cmpl_ctl_ready, cq_ctl_ready;
+  logic qp_go, req_took_q, cmpl_took_q;
   assign is_wr    = cmd.op == HM_CTL_OP_WRITE;
   assign qp_cmd   = cmd.table_sel == HM_CTL_TBL_QP;
   assign mr_cmd   = cmd.table_sel == HM_CTL_TBL_MR;
-  assign in_range = qp_cmd ? 32'(cmd.index) < NUM_QPS : 32'(cmd.index) < NUM_MRS;
-  assign cmd_ready = (is_wr && qp_cmd && in_range) ? req_ctl_ready : 1'b1;
+  assign cq_cmd   = cmd.table_sel == HM_CTL_TBL_CQ;
+  assign in_range = qp_cmd ? 32'(cmd.index) < NUM_QPS :
+                    cq_cmd ? 32'(cmd.index) < NUM_CQS : 32'(cmd.index) < NUM_MRS;
+  // a QP write goes to every block holding a copy of the QP context
+  assign qp_go     = cmd_valid && is_wr && qp_cmd && in_range;
+  assign cmd_ready = (is_wr && qp_cmd && in_range) ?
+                       ((req_took_q || req_ctl_ready) && (cmpl_took_q || cmpl_ctl_ready)) :
+                     (is_wr && cq_cmd && in_range) ? cq_ctl_ready : 1'b1;
 
   always_ff @(posedge clk) begin
     rsp_valid_q <= 1'b0;
+    if (qp_go && req_ctl_ready) req_took_q <= 1'b1;
+    if (qp_go && cmpl_ctl_ready) cmpl_took_q <= 1'b1;
     if (cmd_valid && cmd_ready) begin
+      req_took_q  <= 1'b0;
+      cmpl_took_q <= 1'b0;
       rsp_valid_q <= 1'b1;
-      if (!is_wr || !(qp_cmd || mr_cmd)) rsp_status_q <= HM_CTL_ST_BAD_CMD;
-      else if (!in_range)               rsp_status_q <= HM_CTL_ST_RANGE;
-      else                              rsp_status_q <= HM_CTL_ST_OK;
+      if (!is_wr || !(qp_cmd || mr_cmd || cq_cmd)) rsp_status_q <= HM_CTL_ST_BAD_CMD;
+      else if (!in_range)                         rsp_status_q <= HM_CTL_ST_RANGE;
+      else                                        rsp_status_q <= HM_CTL_ST_OK;
     end
-    if (rst) rsp_valid_q <= 1'b0;
+    if (rst) begin
+      rsp_valid_q <= 1'b0;
+      req_took_q  <= 1'b0;
+      cmpl_took_q <= 1'b0;
+    end
   end
 
   // ---------------------------------------------------------------------------------------
-  // MR table
+  // MR table, shared by the requester (ID 0) and the completer (ID 1)
   // ---------------------------------------------------------------------------------------
   hm_mr_ctx_t mr_wr;
   assign mr_wr = hm_mr_ctx_t'(cmd_data[$bits(hm_mr_ctx_t)-1:0]);
+  logic [1:0][31:0] c_key, c_pd;
+  logic [1:0][63:0] c_addr, c_len;
+  logic [1:0][2:0]  c_need;
+  logic [1:0]       c_valid, c_ready, r_valid, r_ready;
   logic [31:0] chk_key, chk_pd;
   logic [63:0] chk_addr, chk_len;
   logic [2:0]  chk_need, res_err;
-  logic        chk_valid, chk_ready, res_ok, res_valid, res_ready, mr_wr_ready;
+  logic        chk_valid, chk_ready, res_ok, res_valid, res_ready, mr_wr_ready, chk_sel;
   logic [63:0] res_base;
   logic [7:0]  res_id;
+  assign chk_sel   = !c_valid[0];          // requester first
+  assign chk_key   = c_key[chk_sel];
+  assign chk_pd    = c_pd[chk_sel];
+  assign chk_addr  = c_addr[chk_sel];
+  assign chk_len   = c_len[chk_sel];
+  assign chk_need  = c_need[chk_sel];
+  assign chk_valid = |c_valid;
+  assign c_ready   = {chk_sel && chk_ready, !chk_sel && chk_ready};
+  assign r_valid   = {res_valid && res_id[0], res_valid && !res_id[0]};
+  assign res_ready = res_id[0] ? r_ready[1] : r_ready[0];
 
   hm_mr_table #(.NUM_MRS(NUM_MRS), .ID_WIDTH(8)) u_mr (
     .clk, .rst,
@@ -215,7 +252,7 @@ module hm_rc_engine
     .s_wr_pd(mr_wr.pd), .s_wr_base(mr_wr.base), .s_wr_len(mr_wr.len), .s_wr_access(mr_wr.access),
     .s_wr_valid(cmd_valid && is_wr && mr_cmd && in_range), .s_wr_ready(mr_wr_ready),
     .s_chk_key(chk_key), .s_chk_pd(chk_pd), .s_chk_addr(chk_addr), .s_chk_len(chk_len),
-    .s_chk_need(chk_need), .s_chk_id(8'd0), .s_chk_valid(chk_valid), .s_chk_ready(chk_ready),
+    .s_chk_need(chk_need), .s_chk_id({7'd0, chk_sel}), .s_chk_valid(chk_valid), .s_chk_ready(chk_ready),
     .m_res_ok(res_ok), .m_res_err(res_err), .m_res_base(res_base), .m_res_id(res_id),
     .m_res_valid(res_valid), .m_res_ready(res_ready)
   );
@@ -223,12 +260,13 @@ module hm_rc_engine
   // ---------------------------------------------------------------------------------------
   // Requester
   // ---------------------------------------------------------------------------------------
-  logic [63:0] wrd_addr, prd_addr;
-  logic [31:0] wrd_len, prd_len;
-  logic        wrd_valid, wrd_ready, prd_valid, prd_ready;
-  logic [DATA_WIDTH-1:0] wqe_tdata, pay_tdata, inl_tdata, g_tdata;
-  logic [KEEP_WIDTH-1:0] wqe_tkeep, pay_tkeep, inl_tkeep, g_tkeep;
+  logic [63:0] wrd_addr, prd_addr, crd_addr;
+  logic [31:0] wrd_len, prd_len, crd_len;
+  logic        wrd_valid, wrd_ready, prd_valid, prd_ready, crd_valid, crd_ready;
+  logic [DATA_WIDTH-1:0] wqe_tdata, pay_tdata, inl_tdata, g_tdata, cwqe_tdata;
+  logic [KEEP_WIDTH-1:0] wqe_tkeep, pay_tkeep, inl_tkeep, g_tkeep, cwqe_tkeep;
   logic wqe_tvalid, wqe_tready, wqe_tlast, wqe_tuser;
+  logic cwqe_tvalid, cwqe_tready, cwqe_tlast, cwqe_tuser;
   logic pay_tvalid, pay_tready, pay_tlast, pay_tuser;
   logic inl_tvalid, inl_tready, inl_tlast;
   logic g_tvalid, g_tready, g_tlast, g_tuser;
@@ -236,26 +274,31 @@ module hm_rc_engine
   logic pc_valid, pc_ready;
   hm_roce_hdr_t hdr;
   logic hdr_valid, hdr_ready;
+  hm_sent_t sent;
+  logic sent_valid, sent_ready;
+  logic [15:0] cerr_qpn;
+  logic cerr_valid, cerr_ready;
   logic [31:0] st_wqes, st_pkts, st_lerr, st_dbbad;
 
   hm_rc_req #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_req (
     .clk, .rst,
-    .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(cmd_valid && is_wr && qp_cmd && in_range),
+    .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !req_took_q),
     .s_ctl_ready(req_ctl_ready),
-    .s_db_qpn(db_qp.qpn), .s_db_pi(db_qp.pi), .s_db_valid(db_valid && db.kind == HM_DB_SQ),
+    .s_db_qpn(db_qp.qpn), .s_db_pi(db_qp.pi), .s_db_valid(db_valid && db_sq && cmpl_db_ready),
     .s_db_ready(req_db_ready),
+    .s_err_qpn(cerr_qpn), .s_err_valid(cerr_valid), .s_err_ready(cerr_ready),
     .rl_pause,
     .m_wrd_addr(wrd_addr), .m_wrd_len(wrd_len), .m_wrd_valid(wrd_valid), .m_wrd_ready(wrd_ready),
     .s_wqe_tdata(wqe_tdata), .s_wqe_tvalid(wqe_tvalid), .s_wqe_tready(wqe_tready),
     .s_wqe_tlast(wqe_tlast), .s_wqe_tuser(wqe_tuser),
-    .m_chk_key(chk_key), .m_chk_pd(chk_pd), .m_chk_addr(chk_addr), .m_chk_len(chk_len),
-    .m_chk_need(chk_need), .m_chk_valid(chk_valid), .m_chk_ready(chk_ready),
-    .s_res_ok(res_ok), .s_res_valid(res_valid), .s_res_ready(res_ready),
+    .m_chk_key(c_key[0]), .m_chk_pd(c_pd[0]), .m_chk_addr(c_addr[0]), .m_chk_len(c_len[0]),
+    .m_chk_need(c_need[0]), .m_chk_valid(c_valid[0]), .m_chk_ready(c_ready[0]),
+    .s_res_ok(res_ok), .s_res_valid(r_valid[0]), .s_res_ready(r_ready[0]),
     .m_pc(pc), .m_pc_valid(pc_valid), .m_pc_ready(pc_ready),
     .m_inl_tdata(inl_tdata), .m_inl_tkeep(inl_tkeep), .m_inl_tvalid(inl_tvalid),
     .m_inl_tready(inl_tready), .m_inl_tlast(inl_tlast),
     .m_hdr(hdr), .m_hdr_valid(hdr_valid), .m_hdr_ready(hdr_ready),
-    .m_sent, .m_sent_valid, .m_sent_ready,
+    .m_sent(sent), .m_sent_valid(sent_valid), .m_sent_ready(sent_ready),
     .stat_wqes(st_wqes), .stat_pkts(st_pkts), .stat_local_err(st_lerr), .stat_db_bad(st_dbbad)
   );
 
@@ -272,14 +315,132 @@ module hm_rc_engine
   );
 
   // ---------------------------------------------------------------------------------------
-  // DMA reads: engine 0 fetches WQEs, engine 1 payload; one AXI read port
+  // Receive path and dispatch
   // ---------------------------------------------------------------------------------------
-  logic [1:0][3:0]  a_arid;
-  logic [1:0][63:0] a_araddr;
-  logic [1:0][7:0]  a_arlen;
-  logic [1:0][2:0]  a_arsize;
-  logic [1:0][1:0]  a_arburst;
-  logic [1:0]       a_arvalid, a_arready, a_rvalid, a_rready;
+  hm_roce_hdr_t rx_hdr, rq_hdr, rs_hdr;
+  logic rx_hdr_valid, rx_hdr_ready, rq_hdr_valid, rq_hdr_ready, rs_hdr_valid, rs_hdr_ready;
+  logic [DATA_WIDTH-1:0] rx_tdata, rq_tdata, rs_tdata;
+  logic [KEEP_WIDTH-1:0] rx_tkeep, rq_tkeep, rs_tkeep;
+  logic rx_tvalid, rx_tready, rx_tlast, rq_tvalid, rq_tready, rq_tlast, rs_tvalid, rs_tready, rs_tlast;
+  hm_rx_status_t rx_mon;
+  logic rx_mon_valid;
+  logic [HM_RSN_COUNT-1:0][31:0] rx_stat;
+  logic [31:0] rx_other;
+
+  hm_rx_path #(.DATA_WIDTH(DATA_WIDTH)) u_rx (
+    .clk, .rst,
+    .s_axis_tdata(s_rx_tdata), .s_axis_tkeep(s_rx_tkeep), .s_axis_tvalid(s_rx_tvalid),
+    .s_axis_tready(s_rx_tready), .s_axis_tlast(s_rx_tlast), .s_axis_tuser(s_rx_tuser),
+    .m_hdr_data(rx_hdr), .m_hdr_valid(rx_hdr_valid), .m_hdr_ready(rx_hdr_ready),
+    .m_axis_tdata(rx_tdata), .m_axis_tkeep(rx_tkeep), .m_axis_tvalid(rx_tvalid),
+    .m_axis_tready(rx_tready), .m_axis_tlast(rx_tlast),
+    .mon_data(rx_mon), .mon_valid(rx_mon_valid),
+    .stat_cnt(rx_stat)
+  );
+
+  hm_rc_rx_dispatch #(.DATA_WIDTH(DATA_WIDTH)) u_disp (
+    .clk, .rst,
+    .s_hdr(rx_hdr), .s_hdr_valid(rx_hdr_valid), .s_hdr_ready(rx_hdr_ready),
+    .s_axis_tdata(rx_tdata), .s_axis_tkeep(rx_tkeep), .s_axis_tvalid(rx_tvalid),
+    .s_axis_tready(rx_tready), .s_axis_tlast(rx_tlast),
+    .m_req_hdr(rq_hdr), .m_req_hdr_valid(rq_hdr_valid), .m_req_hdr_ready(rq_hdr_ready),
+    .m_req_tdata(rq_tdata), .m_req_tkeep(rq_tkeep), .m_req_tvalid(rq_tvalid),
+    .m_req_tready(rq_tready), .m_req_tlast(rq_tlast),
+    .m_rsp_hdr(rs_hdr), .m_rsp_hdr_valid(rs_hdr_valid), .m_rsp_hdr_ready(rs_hdr_ready),
+    .m_rsp_tdata(rs_tdata), .m_rsp_tkeep(rs_tkeep), .m_rsp_tvalid(rs_tvalid),
+    .m_rsp_tready(rs_tready), .m_rsp_tlast(rs_tlast),
+    .stat_other(rx_other)
+  );
+
+  // requests: the responder is not built yet; they are counted and dropped
+  logic [31:0] rq_ignored_q;
+  assign rq_hdr_ready = 1'b1;
+  assign rq_tready    = 1'b1;
+  always_ff @(posedge clk) begin
+    if (rst) rq_ignored_q <= '0;
+    else if (rq_hdr_valid) rq_ignored_q <= rq_ignored_q + 1'b1;
+  end
+
+  // ---------------------------------------------------------------------------------------
+  // Completer, its scatter unit and the CQ unit
+  // ---------------------------------------------------------------------------------------
+  logic        cpc_disc, cpc_imm, cpc_last, cpc_valid, cpc_ready;
+  logic [63:0] cpc_data, cpc_addr;
+  logic [12:0] cpc_len;
+  logic [63:0] cw_addr, qw_addr;
+  logic [31:0] cw_len, qw_len;
+  logic        cw_valid, cw_ready, qw_valid, qw_ready;
+  logic [DATA_WIDTH-1:0] cw_tdata, qw_tdata;
+  logic [KEEP_WIDTH-1:0] cw_tkeep, qw_tkeep;
+  logic        cw_tvalid, cw_tready, cw_tlast, qw_tvalid, qw_tready, qw_tlast;
+  logic        cdone_valid, cdone_err, qdone_valid, qdone_err, qdone_ready;
+  logic [7:0]  cdone_tag, qdone_tag;
+  hm_cqe_req_t ccqe;
+  logic        rerr_ready_unused, rcqe_ready_unused;
+  logic        ccqe_valid, ccqe_ready;
+  logic [31:0] st_acks, st_cdrop, st_unh, st_cwerr, st_cqes, st_ovr, st_cqdrop, st_qwerr;
+  logic [31:0] cw_bad, cw_lerr, qw_bad, qw_lerr, rd2_bad;
+  logic [7:0]  tid2;
+
+  hm_rc_compl #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_cmpl (
+    .clk, .rst,
+    .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !cmpl_took_q),
+    .s_ctl_ready(cmpl_ctl_ready),
+    .s_sent(sent), .s_sent_valid(sent_valid), .s_sent_ready(sent_ready),
+    .s_db_qpn(db_qp.qpn), .s_db_pi(db_qp.pi), .s_db_valid(db_valid && db_sq && req_db_ready),
+    .s_db_ready(cmpl_db_ready),
+    .s_err_qpn(16'd0), .s_err_valid(1'b0), .s_err_ready(rerr_ready_unused),
+    .s_hdr(rs_hdr), .s_hdr_valid(rs_hdr_valid), .s_hdr_ready(rs_hdr_ready),
+    .m_wrd_addr(crd_addr), .m_wrd_len(crd_len), .m_wrd_valid(crd_valid), .m_wrd_ready(crd_ready),
+    .s_wqe_tdata(cwqe_tdata), .s_wqe_tvalid(cwqe_tvalid), .s_wqe_tready(cwqe_tready),
+    .s_wqe_tlast(cwqe_tlast), .s_wqe_tuser(cwqe_tuser),
+    .m_chk_key(c_key[1]), .m_chk_pd(c_pd[1]), .m_chk_addr(c_addr[1]), .m_chk_len(c_len[1]),
+    .m_chk_need(c_need[1]), .m_chk_valid(c_valid[1]), .m_chk_ready(c_ready[1]),
+    .s_res_ok(res_ok), .s_res_valid(r_valid[1]), .s_res_ready(r_ready[1]),
+    .m_pc_discard(cpc_disc), .m_pc_imm(cpc_imm), .m_pc_data(cpc_data), .m_pc_last(cpc_last),
+    .m_pc_len(cpc_len), .m_pc_addr(cpc_addr), .m_pc_valid(cpc_valid), .m_pc_ready(cpc_ready),
+    .s_done_valid(cdone_valid), .s_done_err(cdone_err),
+    .m_cqe(ccqe), .m_cqe_valid(ccqe_valid), .m_cqe_ready(ccqe_ready),
+    .m_err_qpn(cerr_qpn), .m_err_valid(cerr_valid), .m_err_ready(cerr_ready),
+    .stat_acks(st_acks), .stat_dropped(st_cdrop), .stat_unhandled(st_unh), .stat_wr_err(st_cwerr)
+  );
+
+  hm_rc_scatter #(.DATA_WIDTH(DATA_WIDTH)) u_cscat (
+    .clk, .rst,
+    .s_pc_discard(cpc_disc), .s_pc_imm(cpc_imm), .s_pc_data(cpc_data), .s_pc_last(cpc_last),
+    .s_pc_len(cpc_len), .s_pc_addr(cpc_addr), .s_pc_valid(cpc_valid), .s_pc_ready(cpc_ready),
+    .s_axis_tdata(rs_tdata), .s_axis_tkeep(rs_tkeep), .s_axis_tvalid(rs_tvalid),
+    .s_axis_tready(rs_tready), .s_axis_tlast(rs_tlast),
+    .m_wr_addr(cw_addr), .m_wr_len(cw_len), .m_wr_valid(cw_valid), .m_wr_ready(cw_ready),
+    .m_axis_tdata(cw_tdata), .m_axis_tkeep(cw_tkeep), .m_axis_tvalid(cw_tvalid),
+    .m_axis_tready(cw_tready), .m_axis_tlast(cw_tlast)
+  );
+
+  hm_rc_cq #(.DATA_WIDTH(DATA_WIDTH), .NUM_CQS(NUM_CQS)) u_cq (
+    .clk, .rst,
+    .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(cmd_valid && is_wr && cq_cmd && in_range),
+    .s_ctl_ready(cq_ctl_ready),
+    .s_db(hm_db_cq_t'(db.word)), .s_db_valid(db_valid && db_cq), .s_db_ready(cq_db_ready),
+    .s_a(ccqe), .s_a_valid(ccqe_valid), .s_a_ready(ccqe_ready),
+    .s_b('0), .s_b_valid(1'b0), .s_b_ready(rcqe_ready_unused),
+    .m_wr_addr(qw_addr), .m_wr_len(qw_len), .m_wr_valid(qw_valid), .m_wr_ready(qw_ready),
+    .m_axis_tdata(qw_tdata), .m_axis_tkeep(qw_tkeep), .m_axis_tvalid(qw_tvalid),
+    .m_axis_tready(qw_tready), .m_axis_tlast(qw_tlast),
+    .s_done_valid(qdone_valid), .s_done_err(qdone_err), .s_done_ready(qdone_ready),
+    .m_irq_vec, .m_irq_valid, .m_irq_ready,
+    .stat_cqes(st_cqes), .stat_overrun(st_ovr), .stat_dropped(st_cqdrop), .stat_wr_err(st_qwerr)
+  );
+
+  // ---------------------------------------------------------------------------------------
+  // DMA reads: 0 requester WQEs, 1 requester payload, 2 completer WQEs; one AXI read port
+  // ---------------------------------------------------------------------------------------
+  localparam int RP = 3;
+  logic [RP-1:0][3:0]  a_arid;
+  logic [RP-1:0][63:0] a_araddr;
+  logic [RP-1:0][7:0]  a_arlen;
+  logic [RP-1:0][2:0]  a_arsize;
+  logic [RP-1:0][1:0]  a_arburst;
+  logic [RP-1:0]       a_arvalid, a_arready, a_rvalid, a_rready;
   logic [3:0]       a_rid;
   logic [DATA_WIDTH-1:0] a_rdata;
   logic [1:0]       a_rresp;
@@ -313,7 +474,20 @@ module hm_rc_engine
     .stat_bad_req(rd1_bad)
   );
 
-  hm_axi_rd_arb #(.PORTS(2), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4)) u_rd_arb (
+  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd2), .MAX_OUTSTANDING(4)) u_rd_cwqe (
+    .clk, .rst,
+    .s_req_addr(crd_addr), .s_req_len(crd_len), .s_req_tag(8'd0), .s_req_valid(crd_valid),
+    .s_req_ready(crd_ready),
+    .m_axis_tdata(cwqe_tdata), .m_axis_tkeep(cwqe_tkeep), .m_axis_tvalid(cwqe_tvalid),
+    .m_axis_tready(cwqe_tready), .m_axis_tlast(cwqe_tlast), .m_axis_tuser(cwqe_tuser), .m_axis_tid(tid2),
+    .m_axi_arid(a_arid[2]), .m_axi_araddr(a_araddr[2]), .m_axi_arlen(a_arlen[2]),
+    .m_axi_arsize(a_arsize[2]), .m_axi_arburst(a_arburst[2]), .m_axi_arvalid(a_arvalid[2]),
+    .m_axi_arready(a_arready[2]), .m_axi_rid(a_rid), .m_axi_rdata(a_rdata), .m_axi_rresp(a_rresp),
+    .m_axi_rlast(a_rlast), .m_axi_rvalid(a_rvalid[2]), .m_axi_rready(a_rready[2]),
+    .stat_bad_req(rd2_bad)
+  );
+
+  hm_axi_rd_arb #(.PORTS(RP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4)) u_rd_arb (
     .clk, .rst,
     .s_arid(a_arid), .s_araddr(a_araddr), .s_arlen(a_arlen), .s_arsize(a_arsize),
     .s_arburst(a_arburst), .s_arvalid(a_arvalid), .s_arready(a_arready),
@@ -325,18 +499,63 @@ module hm_rc_engine
     .m_rvalid(m_axi_rvalid), .m_rready(m_axi_rready)
   );
 
-  // No host-memory writes yet (completer and responder not built)
-  assign m_axi_awid    = '0;
-  assign m_axi_awaddr  = '0;
-  assign m_axi_awlen   = '0;
-  assign m_axi_awsize  = '0;
-  assign m_axi_awburst = '0;
-  assign m_axi_awvalid = 1'b0;
-  assign m_axi_wdata   = '0;
-  assign m_axi_wstrb   = '0;
-  assign m_axi_wlast   = 1'b0;
-  assign m_axi_wvalid  = 1'b0;
-  assign m_axi_bready  = 1'b1;
+  // ---------------------------------------------------------------------------------------
+  // DMA writes: 0 completer data (READ responses, atomic results), 1 CQEs; one AXI write port
+  // ---------------------------------------------------------------------------------------
+  localparam int WP = 2;
+  logic [WP-1:0][3:0]  w_awid;
+  logic [WP-1:0][63:0] w_awaddr;
+  logic [WP-1:0][7:0]  w_awlen;
+  logic [WP-1:0][2:0]  w_awsize;
+  logic [WP-1:0][1:0]  w_awburst;
+  logic [WP-1:0]       w_awvalid, w_awready, w_wlast, w_wvalid, w_wready, w_bvalid, w_bready;
+  logic [WP-1:0][DATA_WIDTH-1:0] w_wdata;
+  logic [WP-1:0][KEEP_WIDTH-1:0] w_wstrb;
+  logic [3:0] w_bid;
+  logic [1:0] w_bresp;
+
+  hm_dma_wr #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd0)) u_wr_cmpl (
+    .clk, .rst,
+    .s_req_addr(cw_addr), .s_req_len(cw_len), .s_req_tag(8'd0), .s_req_valid(cw_valid),
+    .s_req_ready(cw_ready),
+    .s_axis_tdata(cw_tdata), .s_axis_tkeep(cw_tkeep), .s_axis_tvalid(cw_tvalid),
+    .s_axis_tready(cw_tready), .s_axis_tlast(cw_tlast),
+    .m_done_tag(cdone_tag), .m_done_err(cdone_err), .m_done_valid(cdone_valid), .m_done_ready(1'b1),
+    .m_axi_awid(w_awid[0]), .m_axi_awaddr(w_awaddr[0]), .m_axi_awlen(w_awlen[0]),
+    .m_axi_awsize(w_awsize[0]), .m_axi_awburst(w_awburst[0]), .m_axi_awvalid(w_awvalid[0]),
+    .m_axi_awready(w_awready[0]), .m_axi_wdata(w_wdata[0]), .m_axi_wstrb(w_wstrb[0]),
+    .m_axi_wlast(w_wlast[0]), .m_axi_wvalid(w_wvalid[0]), .m_axi_wready(w_wready[0]),
+    .m_axi_bid(w_bid), .m_axi_bresp(w_bresp), .m_axi_bvalid(w_bvalid[0]), .m_axi_bready(w_bready[0]),
+    .stat_bad_req(cw_bad), .stat_len_err(cw_lerr)
+  );
+
+  hm_dma_wr #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd1), .MAX_BURST(1)) u_wr_cq (
+    .clk, .rst,
+    .s_req_addr(qw_addr), .s_req_len(qw_len), .s_req_tag(8'd0), .s_req_valid(qw_valid),
+    .s_req_ready(qw_ready),
+    .s_axis_tdata(qw_tdata), .s_axis_tkeep(qw_tkeep), .s_axis_tvalid(qw_tvalid),
+    .s_axis_tready(qw_tready), .s_axis_tlast(qw_tlast),
+    .m_done_tag(qdone_tag), .m_done_err(qdone_err), .m_done_valid(qdone_valid), .m_done_ready(qdone_ready),
+    .m_axi_awid(w_awid[1]), .m_axi_awaddr(w_awaddr[1]), .m_axi_awlen(w_awlen[1]),
+    .m_axi_awsize(w_awsize[1]), .m_axi_awburst(w_awburst[1]), .m_axi_awvalid(w_awvalid[1]),
+    .m_axi_awready(w_awready[1]), .m_axi_wdata(w_wdata[1]), .m_axi_wstrb(w_wstrb[1]),
+    .m_axi_wlast(w_wlast[1]), .m_axi_wvalid(w_wvalid[1]), .m_axi_wready(w_wready[1]),
+    .m_axi_bid(w_bid), .m_axi_bresp(w_bresp), .m_axi_bvalid(w_bvalid[1]), .m_axi_bready(w_bready[1]),
+    .stat_bad_req(qw_bad), .stat_len_err(qw_lerr)
+  );
+
+  hm_axi_wr_arb #(.PORTS(WP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4)) u_wr_arb (
+    .clk, .rst,
+    .s_awid(w_awid), .s_awaddr(w_awaddr), .s_awlen(w_awlen), .s_awsize(w_awsize),
+    .s_awburst(w_awburst), .s_awvalid(w_awvalid), .s_awready(w_awready),
+    .s_wdata(w_wdata), .s_wstrb(w_wstrb), .s_wlast(w_wlast), .s_wvalid(w_wvalid), .s_wready(w_wready),
+    .s_bid(w_bid), .s_bresp(w_bresp), .s_bvalid(w_bvalid), .s_bready(w_bready),
+    .m_awid(m_axi_awid), .m_awaddr(m_axi_awaddr), .m_awlen(m_axi_awlen), .m_awsize(m_axi_awsize),
+    .m_awburst(m_axi_awburst), .m_awvalid(m_axi_awvalid), .m_awready(m_axi_awready),
+    .m_wdata(m_axi_wdata), .m_wstrb(m_axi_wstrb), .m_wlast(m_axi_wlast), .m_wvalid(m_axi_wvalid),
+    .m_wready(m_axi_wready),
+    .m_bid(m_axi_bid), .m_bresp(m_axi_bresp), .m_bvalid(m_axi_bvalid), .m_bready(m_axi_bready)
+  );
 
   // ---------------------------------------------------------------------------------------
   // TX path
@@ -353,35 +572,41 @@ module hm_rc_engine
   );
 
   // ---------------------------------------------------------------------------------------
-  // Receive side (not built yet): frames are counted and discarded
+  // Counters (BAR HM_REG_CNT_BASE + 4 i); docs/registers.md lists them
   // ---------------------------------------------------------------------------------------
-  logic [31:0] rx_ignored_q;
-  assign s_rx_tready = 1'b1;
-  always_ff @(posedge clk) begin
-    if (rst) rx_ignored_q <= '0;
-    else if (s_rx_tvalid && s_rx_tlast) rx_ignored_q <= rx_ignored_q + 1'b1;
-  end
-
-  // ---------------------------------------------------------------------------------------
-  // Counters (BAR HM_REG_CNT_BASE + 4 i)
-  // ---------------------------------------------------------------------------------------
+  logic [31:0] rx_dropped;
   always_comb begin
-    counters     = '0;
-    counters[0]  = tx_frames;
-    counters[1]  = st_wqes;
-    counters[2]  = st_pkts;
-    counters[3]  = st_lerr;
-    counters[4]  = db_dropped_q + st_dbbad;
-    counters[5]  = tx_len_err;
-    counters[6]  = tx_bad_req;
-    counters[7]  = rx_ignored_q;
-    counters[8]  = rd0_bad + rd1_bad;
+    rx_dropped = '0;
+    for (int r = 1; r < HM_RSN_COUNT; r++) rx_dropped = rx_dropped + rx_stat[r];
+  end
+  always_comb begin
+    counters      = '0;
+    counters[0]   = tx_frames;
+    counters[1]   = st_wqes;
+    counters[2]   = st_pkts;
+    counters[3]   = st_lerr;
+    counters[4]   = db_dropped_q + st_dbbad;
+    counters[5]   = tx_len_err;
+    counters[6]   = tx_bad_req;
+    counters[7]   = rq_ignored_q;
+    counters[8]   = rd0_bad + rd1_bad + rd2_bad + cw_bad + qw_bad;
+    counters[9]   = rx_stat[0];
+    counters[10]  = rx_dropped;
+    counters[11]  = rx_other;
+    counters[12]  = st_acks;
+    counters[13]  = st_cdrop;
+    counters[14]  = st_unh;
+    counters[15]  = st_cwerr + st_qwerr;
+    counters[16]  = st_cqes;
+    counters[17]  = st_ovr;
+    counters[18]  = st_cqdrop;
   end
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{s_rx_tdata, s_rx_tkeep, s_rx_tuser, m_axi_bid, m_axi_bresp, m_axi_bvalid,
-                       m_axi_awready, m_axi_wready, wqe_tkeep, tid0, tid1, res_err, res_base, res_id,
-                       mr_wr_ready};
+  assign unused_ok = ^{wqe_tkeep, cwqe_tkeep, tid0, tid1, tid2, res_err, res_base, mr_wr_ready,
+                       rx_mon, rx_mon_valid, rq_hdr, rq_tdata, rq_tkeep, rq_tvalid, rq_tlast,
+                       cdone_tag, qdone_tag, cw_lerr, qw_lerr, res_id, rerr_ready_unused,
+                       rcqe_ready_unused};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

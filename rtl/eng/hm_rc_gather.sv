@@ -112,13 +112,14 @@ module hm_rc_gather
   assign in_ready = can_out && !flush_q;
 
   logic [LW:0]           n_in, total;
-  logic [DATA_WIDTH-1:0] merged, over;
+  logic [DATA_WIDTH-1:0] merged, over, in_masked;
   logic [KEEP_WIDTH-1:0] keep_total, keep_fill;
   always_comb begin
     n_in   = (LW+1)'(hm_keep_bytes(128'(in_keep)));
     total  = (LW+1)'(fill_q) + n_in;
-    merged = acc_q | (in_data << (8 * int'(fill_q)));
-    over   = fill_q == '0 ? '0 : in_data >> (8 * (KEEP_WIDTH - int'(fill_q)));
+    for (int b = 0; b < KEEP_WIDTH; b++) in_masked[8*b +: 8] = in_keep[b] ? in_data[8*b +: 8] : 8'h00;
+    merged = acc_q | (in_masked << (8 * int'(fill_q)));
+    over   = fill_q == '0 ? '0 : in_masked >> (8 * (KEEP_WIDTH - int'(fill_q)));
     for (int b = 0; b < KEEP_WIDTH; b++) begin
       keep_total[b] = (LW+1)'(b) < total;
       keep_fill[b]  = LW'(b) < fill_q;

@@ -17,8 +17,8 @@
 // SGE, message longer than 2^31 -> LOC_LEN_ERR; SGE lengths not summing to the WQE length ->
 // LOC_QP_OP_ERR; any SGE failing its MR check (local read for SEND/WRITE, local write for
 // READ/atomic targets) -> LOC_PROT_ERR. A failing WQE sends nothing: it is reported on m_sent
-// with the status, and the QP stops (its context state becomes ERR) for the completer to
-// finish and flush. A WQE fetch that returns a bus error is reported the same way as
+// with the status, and the QP stops (marked ERR here; a later context write clears the mark)
+// for the completer to finish and flush. An ERR event from another block stops it too. A WQE fetch that returns a bus error is reported the same way as
 // LOC_QP_OP_ERR.
 module hm_rc_req
   import hm_pkg::*;
@@ -52,6 +52,11 @@ module hm_rc_req
   input  logic [15:0]           s_db_pi,
   input  logic                  s_db_valid,
   output logic                  s_db_ready,
+
+  // QPs moved to ERR elsewhere (the completer, the responder): stop sending
+  input  logic [15:0]           s_err_qpn,
+  input  logic                  s_err_valid,
+  output logic                  s_err_ready,
 
   // Rate limiter: bit q set = QP q may not start a packet now
   input  logic [NUM_QPS-1:0]    rl_pause,
@@ -127,6 +132,7 @@ module hm_rc_req
   logic [15:0] pi_mem [NUM_QPS];
 
   logic [NUM_QPS-1:0] queued_q;   // QP is in the active FIFO
+  logic [NUM_QPS-1:0] qerr_q;     // QP is in ERR: nothing more is sent (cleared by a context write)
 
   // ---------------------------------------------------------------------------------------
   // Activation: at most one per cycle (the FSM's requeue or a context write first, then a
@@ -440,7 +446,7 @@ module hm_rc_req
     buf_ra       = BW'((wi_q << (lstride - 4'(LKW))) + (BW+1)'(wb_iss_q));
     case (state_q)
       S_IDLE: begin
-        if (s_ctl_valid) ;
+        if (s_ctl_valid || s_err_valid) ;
         else if (af_valid) begin pop = 1'b1; af_ready = 1'b1; end
       end
       S_CTL: begin
@@ -466,8 +472,8 @@ module hm_rc_req
       end
       S_INL: inl_push = inl_room;
       S_SAVE: begin
-        act_fsm = (ctx_q.state == HM_QPS_RTS && head_q != pi_q) ||
-                  (off_q != '0 && (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD));
+        act_fsm = !qerr_q[q_q] && ((ctx_q.state == HM_QPS_RTS && head_q != pi_q) ||
+                  (off_q != '0 && (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD)));
       end
       default: ;
     endcase
@@ -488,11 +494,15 @@ module hm_rc_req
       end
     end
     if (state_q == S_SAVE) dyn_mem[q_q] <= '{head: head_q, off: off_q, psn: psn_q};
-    if (state_q == S_START && status_q != HM_CQE_ST_SUCCESS && sent_room) begin
-      hm_qp_ctx_t c;
-      c = ctx_q;
-      c.state = HM_QPS_ERR;
-      ctx_mem[q_q] <= c;
+  end
+
+  assign s_err_ready = state_q == S_IDLE && !s_ctl_valid;
+  always_ff @(posedge clk) begin
+    if (rst) qerr_q <= '0;
+    else begin
+      if (state_q == S_CTL) qerr_q[QW'(s_ctl_cmd.index)] <= 1'b0;
+      if (s_err_valid && s_err_ready && (s_err_qpn >> QW) == '0) qerr_q[QW'(s_err_qpn)] <= 1'b1;
+      if (state_q == S_START && status_q != HM_CQE_ST_SUCCESS && sent_room) qerr_q[q_q] <= 1'b1;
     end
   end
 
@@ -506,6 +516,7 @@ module hm_rc_req
       case (state_q)
         S_IDLE: begin
           if (s_ctl_valid) state_q <= S_CTL;
+          else if (s_err_valid) ;
           else if (af_valid) begin
             q_q     <= af_data;
             state_q <= S_LOAD;
@@ -524,8 +535,8 @@ module hm_rc_req
         S_EVAL: begin
           logic ok;
           logic [15:0] pend, to_wrap, fit, n;
-          ok      = ctx_q.state == HM_QPS_RTS ||
-                    (ctx_q.state == HM_QPS_SQD && off_q != '0);
+          ok      = (ctx_q.state == HM_QPS_RTS ||
+                     (ctx_q.state == HM_QPS_SQD && off_q != '0)) && !qerr_q[q_q];
           pend    = pi_q - head_q;
           to_wrap = 16'((17'd1 << ctx_q.sq_log_size) - 17'(slot_q));
           fit     = 16'(WQE_BUF_BYTES >> lstride);
@@ -671,7 +682,7 @@ module hm_rc_req
           wb_iss_q <= '0;
           wb_got_q <= '0;
           if (wi_q + 1'b1 < nb_q && pkts_q < 16'(QUANTUM_PKTS) && !rl_pause[q_q] &&
-              ctx_q.state == HM_QPS_RTS)
+              ctx_q.state == HM_QPS_RTS && !qerr_q[q_q])
             state_q <= S_WLOAD;
           else
             state_q <= S_SAVE;
@@ -685,7 +696,7 @@ module hm_rc_req
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{l0, l1, l2, l3, af_level, af_in_ready, s_ctl_cmd, s_ctl_data, s_wqe_tdata,
-                       wb_got_q, csum_q, nsge_q, w, sge_k, sge_s};
+                       wb_got_q, csum_q, nsge_q, w, sge_k, sge_s, ctx_q};
   /* verilator lint_on UNUSEDSIGNAL */
 
   if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin : g_bad_width

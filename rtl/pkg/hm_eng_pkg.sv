@@ -27,5 +27,12 @@ package hm_eng_pkg;
     logic [63:0] addr;           // host address (DMA pieces)
   } hm_piece_t;
 
+  // A completion to write: the CQE (owner bit filled in by the CQ unit) and its CQ.
+  typedef struct packed {
+    logic                solicited; // the message carried SE (wakes a CQ armed for solicited)
+    logic [15:0]         cqn;       // target CQ
+    hm_desc_pkg::hm_cqe_t cqe;      // the entry
+  } hm_cqe_req_t;
+
   /* verilator lint_on UNUSEDPARAM */
 endpackage

@@ -19,20 +19,19 @@ struct HmEngIn {
     uint8_t ctl_awvalid, ctl_wstrb, ctl_wvalid, ctl_bready, ctl_arvalid, ctl_rready;
     uint8_t arready, rid, rresp, rlast, rvalid;
     uint8_t awready, wready, bid, bresp, bvalid;
-    uint8_t rx_tvalid, rx_tlast, rx_tuser, tx_tready, sent_ready;
+    uint8_t rx_tvalid, rx_tlast, rx_tuser, tx_tready, irq_ready;
 };
 
 struct HmEngOut {
     uint32_t wdata[16];
     uint32_t tx_tdata[16];
-    uint32_t sent[8];
     uint64_t araddr, awaddr, wstrb, tx_tkeep;
     uint32_t bar_rdata, ctl_rdata;
     uint8_t bar_awready, bar_wready, bar_bresp, bar_bvalid, bar_arready, bar_rresp, bar_rvalid;
     uint8_t ctl_awready, ctl_wready, ctl_bresp, ctl_bvalid, ctl_arready, ctl_rresp, ctl_rvalid;
     uint8_t arid, arlen, arsize, arburst, arvalid, rready;
     uint8_t awid, awlen, awsize, awburst, awvalid, wlast, wvalid, bready;
-    uint8_t rx_tready, tx_tvalid, tx_tlast, tx_tuser, sent_valid;
+    uint8_t rx_tready, tx_tvalid, tx_tlast, tx_tuser, irq_valid, irq_vec;
 };
 
 struct HmEng {
@@ -67,7 +66,7 @@ void hm_eng_tick(HmEng* h, const HmEngIn* in, HmEngOut* out) {
     m->s_rx_tkeep = in->rx_tkeep; m->s_rx_tvalid = in->rx_tvalid; m->s_rx_tlast = in->rx_tlast;
     m->s_rx_tuser = in->rx_tuser; m->m_tx_tready = in->tx_tready;
     for (int i = 0; i < 128; i++) m->rl_pause[i] = in->rl_pause[i];
-    m->m_sent_ready = in->sent_ready;
+    m->m_irq_ready = in->irq_ready;
 
     m->clk = 0;
     m->eval();
@@ -91,8 +90,7 @@ void hm_eng_tick(HmEng* h, const HmEngIn* in, HmEngOut* out) {
     for (int i = 0; i < 16; i++) out->tx_tdata[i] = m->m_tx_tdata[i];
     out->tx_tkeep = m->m_tx_tkeep; out->tx_tvalid = m->m_tx_tvalid; out->tx_tlast = m->m_tx_tlast;
     out->tx_tuser = m->m_tx_tuser;
-    for (int i = 0; i < 8; i++) out->sent[i] = m->m_sent[i];
-    out->sent_valid = m->m_sent_valid;
+    out->irq_valid = m->m_irq_valid; out->irq_vec = m->m_irq_vec;
 
     m->clk = 1;
     m->eval();

@@ -1,17 +1,13 @@
 //! The Verilated transport engine (`hm_rc_engine`, 512-bit) and a testbench around it: host
 //! memory behind the engine's AXI4 master ([`AxiMem`]), AXI4-Lite masters for the register
-//! BAR and the control bus, the MAC transmit side collected as frames, and the started-WQE
-//! records the requester reports.
+//! BAR and the control bus, the MAC ports (transmitted frames collected, frames to receive
+//! queued) and the interrupt messages.
 
 use crate::dma::{AxiMem, HmDmaIn, HmDmaOut, MemCfg, PagedMem};
 use crate::Rng;
 use std::collections::VecDeque;
 use std::os::raw::c_void;
 
-mod gen {
-    include!(concat!(env!("OUT_DIR"), "/eng_layout.rs"));
-}
-pub use gen::*;
 
 /// Engine QP table size (the RTL default).
 pub const NUM_QPS: usize = 4096;
@@ -58,7 +54,7 @@ pub struct HmEngIn {
     pub rx_tlast: u8,
     pub rx_tuser: u8,
     pub tx_tready: u8,
-    pub sent_ready: u8,
+    pub irq_ready: u8,
 }
 
 impl Default for HmEngIn {
@@ -102,7 +98,7 @@ impl Default for HmEngIn {
             rx_tlast: 0,
             rx_tuser: 0,
             tx_tready: 1,
-            sent_ready: 1,
+            irq_ready: 1,
         }
     }
 }
@@ -112,7 +108,6 @@ impl Default for HmEngIn {
 pub struct HmEngOut {
     pub wdata: [u32; 16],
     pub tx_tdata: [u32; 16],
-    pub sent: [u32; 8],
     pub araddr: u64,
     pub awaddr: u64,
     pub wstrb: u64,
@@ -151,7 +146,8 @@ pub struct HmEngOut {
     pub tx_tvalid: u8,
     pub tx_tlast: u8,
     pub tx_tuser: u8,
-    pub sent_valid: u8,
+    pub irq_valid: u8,
+    pub irq_vec: u8,
 }
 
 extern "C" {
@@ -185,49 +181,6 @@ impl Drop for EngSim {
     fn drop(&mut self) {
         // SAFETY: created by hm_eng_new, freed once.
         unsafe { hm_eng_free(self.h) }
-    }
-}
-
-fn field(bits: &[u32], fields: &[(&str, usize, usize)], name: &str) -> u64 {
-    let &(_, lsb, w) = fields.iter().find(|f| f.0 == name).unwrap_or_else(|| panic!("no field {name}"));
-    let mut v = 0u64;
-    for b in 0..w {
-        let i = lsb + b;
-        if bits[i / 32] >> (i % 32) & 1 == 1 {
-            v |= 1 << b;
-        }
-    }
-    v
-}
-
-/// A started (or refused) send WQE, as the requester reports it (`hm_sent_t`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sent {
-    pub qpn: u32,
-    pub wqe_idx: u16,
-    pub wr_id: u64,
-    pub opcode: u8,
-    pub flags: u8,
-    pub first_psn: u32,
-    pub npsn: u32,
-    pub len: u32,
-    pub status: u8,
-}
-
-impl Sent {
-    fn from_words(w: &[u32]) -> Sent {
-        let f = |n| field(w, HM_SENT_T_FIELDS, n);
-        Sent {
-            qpn: f("qpn") as u32,
-            wqe_idx: f("wqe_idx") as u16,
-            wr_id: f("wr_id"),
-            opcode: f("opcode") as u8,
-            flags: f("flags") as u8,
-            first_psn: f("first_psn") as u32,
-            npsn: f("npsn") as u32,
-            len: f("len") as u32,
-            status: f("status") as u8,
-        }
     }
 }
 
@@ -320,8 +273,8 @@ pub struct Engine {
     cur_tx: Vec<u8>,
     /// Cycle at which each transmitted frame ended.
     pub tx_cycle: Vec<u64>,
-    /// Started / refused WQEs, in order.
-    pub sent: Vec<Sent>,
+    /// Interrupt messages (cycle, vector), in order.
+    pub irqs: Vec<(u64, u8)>,
     /// Percent of cycles the MAC withholds tready.
     pub tx_stall_pct: u32,
     rng: Rng,
@@ -343,7 +296,7 @@ impl Engine {
             tx: Vec::new(),
             cur_tx: Vec::new(),
             tx_cycle: Vec::new(),
-            sent: Vec::new(),
+            irqs: Vec::new(),
             tx_stall_pct: 0,
             rng: Rng::new(seed ^ 0xE16),
             rx_q: VecDeque::new(),
@@ -451,8 +404,8 @@ impl Engine {
                 self.tx_cycle.push(now);
             }
         }
-        if o.sent_valid != 0 && i.sent_ready != 0 {
-            self.sent.push(Sent::from_words(&o.sent));
+        if o.irq_valid != 0 && i.irq_ready != 0 {
+            self.irqs.push((now, o.irq_vec));
         }
         if i.rx_tvalid != 0 && o.rx_tready != 0 {
             self.rx_off += KW;
@@ -468,7 +421,7 @@ impl Engine {
         let start = self.sim.cycle;
         while !done(self) {
             if self.sim.cycle - start > max {
-                return Err(format!("no progress within {max} cycles (tx frames {}, sent {})", self.tx.len(), self.sent.len()));
+                return Err(format!("no progress within {max} cycles (tx frames {})", self.tx.len()));
             }
             self.step();
         }

@@ -1,11 +1,11 @@
 //! The transport engine's requester (rtl/eng/hm_rc_engine.sv) against the reference model:
 //! WQEs written into a send-queue ring in simulated host memory, a doorbell through the BAR,
 //! and every frame the engine transmits compared byte for byte with the frame the model's
-//! requester produces for the same work requests (built by `build_frame`); the started-WQE
-//! records (first PSN, PSN count, status) and the local-error outcomes are compared too.
+//! requester produces for the same work requests (built by `build_frame`). Completions are
+//! checked against a model peer in rc_peer.rs.
 use hematite_model::desc::{self, QpCtxFields};
 use hematite_model::transport::mem::{Mr, MrAccess};
-use hematite_model::transport::{Node, QpConfig, SendOp, SendWr, Sge, WcStatus};
+use hematite_model::transport::{Node, QpConfig, SendOp, SendWr, Sge};
 use hematite_model::build_frame;
 use hematite_sim::dma::MemCfg;
 use hematite_sim::eng::Engine;
@@ -166,18 +166,6 @@ fn every_request_kind_matches_the_model() {
     let model = tb.model_frames();
     tb.run_frames(model.len());
     compare(&tb.eng.tx, &model);
-    // started-WQE records: order, PSN ranges, success
-    let sent = tb.eng.sent.clone();
-    assert_eq!(sent.len(), 11);
-    let mut psn = 0xFF_FFF0u32;
-    for (k, s) in sent.iter().enumerate() {
-        assert_eq!(s.wqe_idx as usize, k);
-        assert_eq!(s.wr_id, k as u64 + 1);
-        assert_eq!(s.status, desc::HM_CQE_ST_SUCCESS);
-        assert_eq!(s.first_psn, psn, "WQE {k}");
-        psn = (psn + s.npsn) & 0xFF_FFFF;
-    }
-    assert_eq!(sent[6].npsn, 10, "READ of 10000 bytes at PMTU 1024 reserves 10 PSNs");
     assert_eq!(tb.eng.counter(1).unwrap(), 11, "WQEs started");
     assert_eq!(tb.eng.counter(2).unwrap() as usize, model.len(), "packets");
 }
@@ -279,67 +267,6 @@ fn rate_limit_input_holds_a_qp() {
     assert_eq!(rtl3, m3);
 }
 
-/// Local errors: the failing WQE sends nothing, is reported with the model's completion
-/// status, and the QP stops (later WQEs are not started).
-#[test]
-fn local_errors_stop_the_qp_with_the_model_status() {
-    let lk = |tb: &Tb| tb.mr.lkey;
-    type Case = (&'static str, fn(u32) -> SendWr);
-    let cases: Vec<Case> = vec![
-        ("bad lkey", |l| SendWr::new(50, SendOp::Send, vec![sge(BUF, 10, l ^ 0x100)])),
-        ("stale tag", |l| SendWr::new(50, SendOp::Send, vec![sge(BUF, 10, l ^ 1)])),
-        ("out of bounds", |l| SendWr::new(50, SendOp::Write { remote_addr: 0, rkey: 1 }, vec![sge(BUF + BUF_LEN - 4, 10, l)])),
-        ("before the region", |l| SendWr::new(50, SendOp::Send, vec![sge(BUF - 1, 10, l)])),
-        ("misaligned atomic", |l| SendWr::new(50, SendOp::FetchAdd { remote_addr: 0x1004, rkey: 1, add: 1 }, vec![sge(BUF, 8, l)])),
-        ("atomic SGE of 4 bytes", |l| SendWr::new(50, SendOp::CmpSwap { remote_addr: 0x1000, rkey: 1, compare: 0, swap: 0 }, vec![sge(BUF, 4, l)])),
-        ("READ target in a region without local write", |l| SendWr::new(50, SendOp::Read { remote_addr: 0, rkey: 1 }, vec![sge(BUF + 0x20_0000, 8, l)])),
-    ];
-    for (name, mk) in cases {
-        let mut tb = Tb::new(50, 40);
-        // a read-only region for the READ-target case
-        let ro = tb.node.reg_mr(1, BUF + 0x20_0000, 0x1000, MrAccess { local_write: false, ..MrAccess::ALL }).unwrap();
-        let st = tb
-            .eng
-            .ctl_cmd(ctl_cmd_word(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_MR, 0, (ro.lkey >> 8) as u16), &desc::encode_mr_ctx(&ro, true).unwrap())
-            .unwrap();
-        assert_eq!(st, desc::HM_CTL_ST_OK);
-        tb.add_qp(7, 1024, 0, 0);
-        let l = if name.starts_with("READ") { ro.lkey } else { lk(&tb) };
-        tb.post(7, &SendWr::new(1, SendOp::Send, vec![sge(BUF, 10, lk(&tb))]));
-        tb.post(7, &mk(l));
-        tb.post(7, &SendWr::new(2, SendOp::Send, vec![sge(BUF, 10, lk(&tb))]));
-        tb.doorbell(7);
-        let model = tb.model_frames();
-        let _ = tb.eng.run_until(20_000, |e| e.sent.len() >= 2);
-        let _ = tb.eng.run_until(3_000, |_| false);
-        compare(&tb.eng.tx, &model);
-        assert_eq!(tb.eng.sent.len(), 2, "{name}: records {:?}", tb.eng.sent);
-        // model: the first WQE is outstanding, the failing one completes with an error only
-        // after it; ask the model for the status by acking nothing and reading its verdict
-        let want = model_local_status(&mut tb, 7);
-        assert_eq!(tb.eng.sent[1].status, desc::wc_status_code(want), "{name}");
-        assert_eq!(tb.eng.counter(3).unwrap(), 1, "{name}: local error counter");
-    }
-}
-
-/// The status the model gives the failing WQE: complete the first (successful) WQE by feeding
-/// the model an ACK for it, then read the send CQ.
-fn model_local_status(tb: &mut Tb, qpn: u32) -> WcStatus {
-    let cfg = tb.cfgs[&qpn];
-    let ack = hematite_model::HdrRecord {
-        opcode: 0x11,
-        dest_qp: qpn,
-        psn: cfg.sq_psn,
-        syndrome: 0x1F,
-        msn: 1,
-        ..Default::default()
-    };
-    tb.node.receive(0, &ack, &[]);
-    let _ = tb.node.poll_tx(0);
-    let cq = tb.node.poll_send_cq(qpn);
-    cq.iter().find(|c| c.wr_id == 50).map(|c| c.status).unwrap_or_else(|| panic!("model has no completion for the bad WQE: {cq:?}"))
-}
-
 #[test]
 fn control_bus_and_doorbell_errors() {
     let mut tb = Tb::new(60, 20);
@@ -348,6 +275,8 @@ fn control_bus_and_doorbell_errors() {
     assert_eq!(st, desc::HM_CTL_ST_RANGE);
     let st = tb.eng.ctl_cmd(ctl_cmd_word(desc::HM_CTL_OP_WRITE, 9, 0, 0), &[]).unwrap();
     assert_eq!(st, desc::HM_CTL_ST_BAD_CMD);
+    let st = tb.eng.ctl_cmd(ctl_cmd_word(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_CQ, 0, 0x1000), &[]).unwrap();
+    assert_eq!(st, desc::HM_CTL_ST_RANGE);
     let st = tb.eng.ctl_cmd(ctl_cmd_word(desc::HM_CTL_OP_READ, desc::HM_CTL_TBL_QP, 0, 1), &[]).unwrap();
     assert_eq!(st, desc::HM_CTL_ST_BAD_CMD);
     // bad control-bus accesses answer SLVERR
@@ -360,7 +289,7 @@ fn control_bus_and_doorbell_errors() {
     // a doorbell for a QP in RESET sends nothing
     assert!(tb.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | 3).unwrap());
     let _ = tb.eng.run_until(2_000, |_| false);
-    assert!(tb.eng.tx.is_empty() && tb.eng.sent.is_empty());
+    assert!(tb.eng.tx.is_empty());
 }
 
 fn arb_wr(lkey: u32) -> impl Strategy<Value = SendWr> {
@@ -388,7 +317,7 @@ fn arb_wr(lkey: u32) -> impl Strategy<Value = SendWr> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 6, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
     #[test]
     fn random_work_requests_match_the_model(
         wrs in prop::collection::vec(arb_wr(0), 1..10),
@@ -408,6 +337,5 @@ proptest! {
         let model = tb.model_frames();
         tb.run_frames(model.len());
         compare(&tb.eng.tx, &model);
-        prop_assert_eq!(tb.eng.sent.len(), wrs.len());
     }
 }

@@ -1,0 +1,215 @@
+//! The engine as RC requester against the transport model as responder (hematite_sim::rc):
+//! every send CQE the engine writes into its CQ ring, and every byte of both hosts' memory,
+//! must equal what the model predicts when it runs both sides itself.
+use hematite_model::desc;
+use hematite_model::transport::mem::MrAccess;
+use hematite_model::transport::{Cqe, QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
+use hematite_sim::dma::MemCfg;
+use hematite_sim::rc::RcBench;
+use hematite_sim::Rng;
+use proptest::prelude::*;
+
+const A_BUF: u64 = 0x10_0000;
+const B_BUF: u64 = 0x20_0000;
+const LEN: u64 = 0x4_0000;
+
+struct Setup {
+    b: RcBench,
+    lkey: u32,
+    rkey: u32,
+    b_lkey: u32,
+}
+
+fn setup(seed: u64, pmtu: u32, latency: u64) -> Setup {
+    let mut b = RcBench::new(MemCfg { latency, seed, ..Default::default() }).unwrap();
+    let mut rng = Rng::new(seed);
+    let da: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
+    let db: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
+    b.fill(true, A_BUF, &da);
+    b.fill(false, B_BUF, &db);
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    let cfg = QpConfig { pmtu, sq_psn: 0xFF_FF00, rq_psn: 77, max_rd_atomic: 15, max_dest_rd_atomic: 15, ..Default::default() };
+    b.connect(3, 0x44, cfg, cfg, 1).unwrap();
+    Setup { b, lkey: ma.lkey, rkey: mb.rkey, b_lkey: mb.lkey }
+}
+
+fn sge(addr: u64, len: u32, lkey: u32) -> Sge {
+    Sge { addr, len, lkey }
+}
+
+/// Runs both worlds and compares completions and memories.
+fn check(s: &mut Setup, n_cqes: usize) {
+    let cyc = s.b.run(n_cqes, 400_000).unwrap_or_else(|e| panic!("{e}"));
+    s.b.run_reference();
+    let want: Vec<Cqe> = s.b.ref_send_cqes(3);
+    let got: Vec<Cqe> = s.b.cqes.iter().map(|c| c.cqe).collect();
+    assert_eq!(got, want, "send CQEs (engine vs model) after {cyc} cycles");
+    let a_rtl = s.b.eng.mem.mem.read(A_BUF, LEN as usize);
+    let a_ref = s.b.ref_a.mem.read(A_BUF, LEN as usize);
+    if let Some(i) = (0..a_rtl.len()).find(|&i| a_rtl[i] != a_ref[i]) {
+        panic!("host A memory differs first at {:#x}: engine {:#04x}, model {:#04x}", A_BUF + i as u64, a_rtl[i], a_ref[i]);
+    }
+    let b_got = s.b.peer.mem.read(B_BUF, LEN as usize);
+    let b_ref = s.b.ref_b.mem.read(B_BUF, LEN as usize);
+    if let Some(i) = (0..b_got.len()).find(|&i| b_got[i] != b_ref[i]) {
+        panic!("host B memory differs first at {:#x}", B_BUF + i as u64);
+    }
+    assert_eq!(s.b.peer.poll_recv_cq(0x44), s.b.ref_b.poll_recv_cq(0x44), "peer receive CQEs");
+    assert!(s.b.eng.violations().is_empty(), "AXI: {:?}", s.b.eng.violations());
+}
+
+#[test]
+fn every_operation_completes_like_the_model() {
+    let mut s = setup(1, 1024, 100);
+    let (l, r) = (s.lkey, s.rkey);
+    for k in 0..3 {
+        s.b.post_recv_b(0x44, &RecvWr { wr_id: 900 + k, sgl: vec![sge(B_BUF + 0x3_0000 + k * 0x2000, 0x2000, s.b_lkey)] }).unwrap();
+    }
+    let wrs = vec![
+        SendWr::new(1, SendOp::Send, vec![sge(A_BUF + 5, 3000, l)]),
+        SendWr::new(2, SendOp::Write { remote_addr: B_BUF + 0x100, rkey: r }, vec![sge(A_BUF + 0x1000, 5000, l)]),
+        SendWr::new(3, SendOp::Read { remote_addr: B_BUF + 0x8003, rkey: r }, vec![sge(A_BUF + 0x8000, 3000, l), sge(A_BUF + 0x9101, 1100, l)]),
+        SendWr::new(4, SendOp::CmpSwap { remote_addr: B_BUF + 0x10, rkey: r, compare: 0, swap: 5 }, vec![sge(A_BUF + 0xA000, 8, l)]),
+        SendWr::new(5, SendOp::FetchAdd { remote_addr: B_BUF + 0x18, rkey: r, add: 0x1111 }, vec![sge(A_BUF + 0xA008, 8, l)]),
+        SendWr::new(6, SendOp::WriteImm { remote_addr: B_BUF + 0x2_0000, rkey: r, imm: 0xABCD }, vec![sge(A_BUF + 0x2_0000, 100, l)]),
+        SendWr::new(7, SendOp::SendImm(0x1234), vec![]),
+        SendWr::new(8, SendOp::Read { remote_addr: B_BUF + 0x1_0000, rkey: r }, vec![sge(A_BUF + 0x1_0000, 0, l)]),
+    ];
+    for wr in &wrs {
+        s.b.post_send(3, wr, false).unwrap();
+    }
+    s.b.doorbell(3).unwrap();
+    check(&mut s, wrs.len());
+}
+
+#[test]
+fn unsignaled_wqes_complete_silently() {
+    let mut s = setup(2, 512, 60);
+    let (l, r) = (s.lkey, s.rkey);
+    for k in 0..6u64 {
+        let mut wr = SendWr::new(k, SendOp::Write { remote_addr: B_BUF + k * 0x800, rkey: r }, vec![sge(A_BUF + k * 0x900, 700, l)]);
+        wr.signaled = k % 3 == 2;
+        s.b.post_send(3, &wr, true).unwrap();
+    }
+    check(&mut s, 2);
+    assert_eq!(s.b.cqes.iter().map(|c| c.wqe_index).collect::<Vec<_>>(), vec![2, 5]);
+}
+
+#[test]
+fn remote_access_error_fails_the_wqe_and_flushes_the_rest() {
+    let mut s = setup(3, 1024, 50);
+    let (l, r) = (s.lkey, s.rkey);
+    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), false).unwrap();
+    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF + LEN - 8, rkey: r }, vec![sge(A_BUF, 64, l)]), false).unwrap();
+    s.b.post_send(3, &SendWr::new(3, SendOp::Read { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF + 0x100, 64, l)]), false).unwrap();
+    s.b.post_send(3, &SendWr::new(4, SendOp::Send, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    check(&mut s, 4);
+    let st: Vec<WcStatus> = s.b.cqes.iter().map(|c| c.cqe.status).collect();
+    assert_eq!(st, vec![WcStatus::Success, WcStatus::RemAccessErr, WcStatus::WrFlushErr, WcStatus::WrFlushErr]);
+    // posted after the error: flushed too
+    s.b.post_send(3, &SendWr::new(5, SendOp::Send, vec![]), true).unwrap();
+    s.b.run(5, 100_000).unwrap();
+    assert_eq!(s.b.cqes[4].cqe.status, WcStatus::WrFlushErr);
+    assert_eq!(s.b.cqes[4].cqe.wr_id, 5);
+}
+
+#[test]
+fn local_errors_complete_in_order_with_the_model_status() {
+    type Case = (&'static str, fn(u32, u32) -> SendWr);
+    let cases: Vec<Case> = vec![
+        ("bad lkey", |l, _| SendWr::new(50, SendOp::Send, vec![sge(A_BUF, 10, l ^ 0x100)])),
+        ("stale tag", |l, _| SendWr::new(50, SendOp::Send, vec![sge(A_BUF, 10, l ^ 1)])),
+        ("out of bounds", |l, r| SendWr::new(50, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF + LEN - 4, 10, l)])),
+        ("misaligned atomic", |l, r| SendWr::new(50, SendOp::FetchAdd { remote_addr: B_BUF + 4, rkey: r, add: 1 }, vec![sge(A_BUF, 8, l)])),
+        ("atomic SGE of 4 bytes", |l, r| SendWr::new(50, SendOp::CmpSwap { remote_addr: B_BUF, rkey: r, compare: 0, swap: 0 }, vec![sge(A_BUF, 4, l)])),
+    ];
+    for (name, mk) in cases {
+        let mut s = setup(4, 1024, 40);
+        let (l, r) = (s.lkey, s.rkey);
+        s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 3000, l)]), false).unwrap();
+        s.b.post_send(3, &mk(l, r), false).unwrap();
+        s.b.post_send(3, &SendWr::new(2, SendOp::Send, vec![sge(A_BUF, 10, l)]), true).unwrap();
+        let cyc = s.b.run(3, 100_000);
+        assert!(cyc.is_ok(), "{name}: {cyc:?}");
+        s.b.run_reference();
+        let want = s.b.ref_send_cqes(3);
+        let got: Vec<Cqe> = s.b.cqes.iter().map(|c| c.cqe).collect();
+        assert_eq!(got, want, "{name}");
+        assert_eq!(s.b.eng.counter(3).unwrap(), 1, "{name}: local error counter");
+    }
+}
+
+#[test]
+fn armed_cq_interrupts_after_the_cqe() {
+    let mut s = setup(5, 1024, 80);
+    let (l, r) = (s.lkey, s.rkey);
+    // arm CQ 0 for the next completion
+    assert!(s.b.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_CQ, 1 << 14).unwrap());
+    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    check(&mut s, 1);
+    assert_eq!(s.b.eng.irqs.len(), 1, "one interrupt: {:?}", s.b.eng.irqs);
+    // not re-armed: the next completion raises nothing
+    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    s.b.run(2, 100_000).unwrap();
+    assert_eq!(s.b.eng.irqs.len(), 1);
+    // arming while an unconsumed CQE exists (consumer index 0) signals at once
+    assert!(s.b.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_CQ, 1 << 14).unwrap());
+    s.b.eng.run_until(200, |_| false).ok();
+    assert_eq!(s.b.eng.irqs.len(), 2);
+    assert_eq!(desc::HM_CQE_ST_SUCCESS, 0);
+}
+
+fn arb_op(l: u32, r: u32) -> impl Strategy<Value = SendWr> {
+    (0u8..8, 0u64..0x2_0000, 0u64..0x2_0000, 0u32..6000, 0u32..3, any::<u64>(), any::<bool>()).prop_map(
+        move |(op, a, bo, len, nsge, x, sig)| {
+            let sgl: Vec<Sge> = (0..nsge).map(|k| sge(A_BUF + a + k as u64 * 0x3000, len / (nsge + 1), l)).collect();
+            let raddr = B_BUF + (bo & !7);
+            let op = match op {
+                0 | 1 => SendOp::Write { remote_addr: B_BUF + bo, rkey: r },
+                2 => SendOp::WriteImm { remote_addr: B_BUF + bo, rkey: r, imm: x as u32 },
+                3 | 4 => SendOp::Read { remote_addr: B_BUF + bo, rkey: r },
+                5 => SendOp::CmpSwap { remote_addr: raddr, rkey: r, compare: x & 1, swap: x },
+                6 => SendOp::FetchAdd { remote_addr: raddr, rkey: r, add: x },
+                _ => SendOp::Send,
+            };
+            let sgl = if op.is_atomic() { vec![sge(A_BUF + (a & !7) + 0x3_0000, 8, l)] } else { sgl };
+            let mut wr = SendWr::new(x, op, sgl);
+            wr.signaled = sig || op.is_rd_atomic();
+            wr
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+    #[test]
+    fn random_operation_mixes_match_the_model(
+        ops in prop::collection::vec(arb_op(0, 0), 1..12),
+        pmtu_code in 1u32..6,
+        seed in any::<u64>(),
+    ) {
+        let mut s = setup(seed, 128 << pmtu_code, 30 + seed % 150);
+        let (l, r) = (s.lkey, s.rkey);
+        let mut n = 0;
+        let mut sends = 0u64;
+        for w in &ops {
+            let mut w = w.clone();
+            for g in &mut w.sgl { g.lkey = l; }
+            match &mut w.op {
+                SendOp::Write { rkey, .. } | SendOp::WriteImm { rkey, .. } | SendOp::Read { rkey, .. }
+                | SendOp::CmpSwap { rkey, .. } | SendOp::FetchAdd { rkey, .. } => *rkey = r,
+                _ => {}
+            }
+            if matches!(w.op, SendOp::Send | SendOp::WriteImm { .. }) {
+                let bl = s.b_lkey;
+                s.b.post_recv_b(0x44, &RecvWr { wr_id: 1000 + sends, sgl: vec![sge(B_BUF + 0x3_0000 + sends * 0x1000, 0x1000, bl)] }).unwrap();
+                sends += 1;
+            }
+            if w.signaled { n += 1; }
+            s.b.post_send(3, &w, true).unwrap();
+        }
+        check(&mut s, n);
+    }
+}
+
