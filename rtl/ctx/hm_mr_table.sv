@@ -38,7 +38,7 @@ module hm_mr_table #(
   input  logic [31:0]         s_chk_pd,
   input  logic [63:0]         s_chk_addr,
   input  logic [63:0]         s_chk_len,
-  input  logic [2:0]          s_chk_need,    // 0 local read, 1 local write, 2 remote read, 3 remote write, 4 remote atomic
+  input  logic [2:0]          s_chk_need,    // 0 local read, 1 local write, 2 remote read, 3 remote write, 4 remote atomic, 5 invalidate (key and PD checked; on success the entry stops matching until rewritten)
   input  logic [ID_WIDTH-1:0] s_chk_id,
   input  logic                s_chk_valid,
   output logic                s_chk_ready,
@@ -61,6 +61,7 @@ module hm_mr_table #(
   } entry_t;
 
   entry_t mem [NUM_MRS];
+  logic [NUM_MRS-1:0] inval_q;       // invalidated by a SEND with invalidate
 
   // Writes: one per cycle, never blocked
   assign s_wr_ready = 1'b1;
@@ -68,6 +69,15 @@ module hm_mr_table #(
     if (s_wr_valid)
       mem[s_wr_index] <= '{valid: s_wr_entry_valid, tag: s_wr_tag, pd: s_wr_pd,
                            base: s_wr_base, len: s_wr_len, access: s_wr_access};
+  end
+  logic          inv_set;
+  logic [IW-1:0] inv_idx;
+  always_ff @(posedge clk) begin
+    if (rst) inval_q <= '0;
+    else begin
+      if (inv_set) inval_q[inv_idx] <= 1'b1;
+      if (s_wr_valid) inval_q[s_wr_index] <= 1'b0;
+    end
   end
 
   // Checks: a pipeline that advances as a whole when the output skid has room
@@ -81,11 +91,13 @@ module hm_mr_table #(
   logic [2:0]          c1_need;
   logic [ID_WIDTH-1:0] c1_id;
   entry_t              c1_e;
+  logic                c1_inval;
   always_ff @(posedge clk) begin
     if (adv) begin
       c1_key <= s_chk_key; c1_pd <= s_chk_pd; c1_addr <= s_chk_addr; c1_len <= s_chk_len;
       c1_need <= s_chk_need; c1_id <= s_chk_id;
       c1_e <= mem[s_chk_key[8 +: IW]];
+      c1_inval <= inval_q[s_chk_key[8 +: IW]];
     end
     if (rst) c1_v <= 1'b0;
     else if (adv) c1_v <= s_chk_valid;
@@ -96,10 +108,12 @@ module hm_mr_table #(
   logic [64:0]         c2_end, c2_lim;
   logic [63:0]         c2_addr, c2_base;
   logic [ID_WIDTH-1:0] c2_id;
+  logic                c2_inv;
+  logic [IW-1:0]       c2_idx;
   always_ff @(posedge clk) begin
     if (adv) begin
       logic ok;
-      c2_badkey <= !c1_e.valid || c1_e.tag != c1_key[7:0] ||
+      c2_badkey <= !c1_e.valid || c1_inval || c1_e.tag != c1_key[7:0] ||
                    (IW < 24 && (c1_key[31:8] >> IW) != '0);
       c2_pd     <= c1_e.pd != c1_pd;
       case (c1_need)
@@ -108,6 +122,7 @@ module hm_mr_table #(
         3'd2: ok = c1_e.access[1];
         3'd3: ok = c1_e.access[2];
         3'd4: ok = c1_e.access[3];
+        3'd5: ok = 1'b1;
         default: ok = 1'b0;
       endcase
       c2_acc  <= !ok;
@@ -116,6 +131,8 @@ module hm_mr_table #(
       c2_addr <= c1_addr;
       c2_base <= c1_e.base;
       c2_id   <= c1_id;
+      c2_inv  <= c1_need == 3'd5;
+      c2_idx  <= c1_key[8 +: IW];
     end
     if (rst) c2_v <= 1'b0;
     else if (adv) c2_v <= c1_v;
@@ -126,14 +143,18 @@ module hm_mr_table #(
   always_comb begin
     logic oob;
     // end must not overflow 64 bits; the region's end saturates at 2^64 - 1
-    oob = c2_end[64] || c2_addr < c2_base ||
-          c2_end[63:0] > (c2_lim[64] ? 64'hFFFF_FFFF_FFFF_FFFF : c2_lim[63:0]);
+    oob = !c2_inv && (c2_end[64] || c2_addr < c2_base ||
+          c2_end[63:0] > (c2_lim[64] ? 64'hFFFF_FFFF_FFFF_FFFF : c2_lim[63:0]));
     if (c2_badkey)  err = 3'd1;
     else if (c2_pd) err = 3'd2;
     else if (c2_acc) err = 3'd3;
     else if (oob)   err = 3'd4;
     else            err = 3'd0;
   end
+
+  // an invalidation takes effect when its (successful) verdict leaves the pipeline
+  assign inv_set = c2_v && adv && c2_inv && err == 3'd0;
+  assign inv_idx = c2_idx;
 
   localparam int OW = 1 + 3 + 64 + ID_WIDTH;
   logic [OW-1:0] o_pack, m_pack;

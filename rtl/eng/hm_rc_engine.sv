@@ -7,11 +7,12 @@
 //
 //   m_irq_*   interrupt messages (vector) for armed CQs
 //
-// Status of this block (see docs/transport-engine.md): requester (doorbells, WQE fetch, local
-// SGE checks, segmentation, gather DMA, TX path), completer (ACKs, READ responses, atomic
-// ACKs, error NAKs, send CQEs, flush on ERR) and the CQ unit are implemented. Not yet: the
-// responder (received requests are counted, counter 7, and dropped; RQ doorbells are counted
-// in counter 4), retransmission, control-bus reads (HM_CTL_ST_BAD_CMD).
+// Blocks: requester (doorbells, WQE fetch, local SGE checks, segmentation, gather DMA),
+// responder (PSN checks, receive WQEs, placement, READ/atomic execution, ACK/NAK/RNR,
+// duplicates), response generator, completer (ACKs, READ responses, atomic ACKs, error
+// NAKs, send CQEs, flush on ERR), CQ unit, RX/TX paths. Not yet (see
+// docs/transport-engine.md): retransmission (go-back-N on NAK / timeout / RNR), the
+// max_rd_atomic limit, control-bus reads (answered HM_CTL_ST_BAD_CMD).
 module hm_rc_engine
   import hm_pkg::*;
   import hm_desc_pkg::*;
@@ -150,19 +151,21 @@ module hm_rc_engine
     .counters
   );
 
-  // SQ doorbells go to the requester and the completer (both must take them), CQ doorbells
-  // to the CQ unit; RQ doorbells are not consumed yet (counted)
-  logic req_db_ready, cmpl_db_ready, cq_db_ready;
+  // SQ doorbells go to the requester and the completer (both must take them), RQ doorbells
+  // to the responder, CQ doorbells to the CQ unit
+  logic req_db_ready, cmpl_db_ready, cq_db_ready, resp_db_ready;
   logic [31:0] db_dropped_q;
   hm_db_qp_t db_qp;
-  logic      db_sq, db_cq;
+  logic      db_sq, db_cq, db_rq;
   assign db_qp    = hm_db_qp_t'(db.word);
   assign db_sq    = db.kind == HM_DB_SQ;
   assign db_cq    = db.kind == HM_DB_CQ;
-  assign db_ready = db_sq ? (req_db_ready && cmpl_db_ready) : db_cq ? cq_db_ready : 1'b1;
+  assign db_rq    = db.kind == HM_DB_RQ;
+  assign db_ready = db_sq ? (req_db_ready && cmpl_db_ready) : db_cq ? cq_db_ready :
+                    db_rq ? resp_db_ready : 1'b1;
   always_ff @(posedge clk) begin
     if (rst) db_dropped_q <= '0;
-    else if (db_valid && db_ready && !db_sq && !db_cq) db_dropped_q <= db_dropped_q + 1'b1;
+    else if (db_valid && db_ready && !db_sq && !db_cq && !db_rq) db_dropped_q <= db_dropped_q + 1'b1;
   end
 
   // ---------------------------------------------------------------------------------------
@@ -187,8 +190,8 @@ module hm_rc_engine
   );
 
   logic is_wr, qp_cmd, mr_cmd, cq_cmd, in_range;
-  logic req_ctl_ready, cmpl_ctl_ready, cq_ctl_ready;
-  logic qp_go, req_took_q, cmpl_took_q;
+  logic req_ctl_ready, cmpl_ctl_ready, cq_ctl_ready, resp_ctl_ready;
+  logic qp_go, req_took_q, cmpl_took_q, resp_took_q;
   assign is_wr    = cmd.op == HM_CTL_OP_WRITE;
   assign qp_cmd   = cmd.table_sel == HM_CTL_TBL_QP;
   assign mr_cmd   = cmd.table_sel == HM_CTL_TBL_MR;
@@ -198,16 +201,19 @@ module hm_rc_engine
   // a QP write goes to every block holding a copy of the QP context
   assign qp_go     = cmd_valid && is_wr && qp_cmd && in_range;
   assign cmd_ready = (is_wr && qp_cmd && in_range) ?
-                       ((req_took_q || req_ctl_ready) && (cmpl_took_q || cmpl_ctl_ready)) :
+                       ((req_took_q || req_ctl_ready) && (cmpl_took_q || cmpl_ctl_ready) &&
+                        (resp_took_q || resp_ctl_ready)) :
                      (is_wr && cq_cmd && in_range) ? cq_ctl_ready : 1'b1;
 
   always_ff @(posedge clk) begin
     rsp_valid_q <= 1'b0;
     if (qp_go && req_ctl_ready) req_took_q <= 1'b1;
     if (qp_go && cmpl_ctl_ready) cmpl_took_q <= 1'b1;
+    if (qp_go && resp_ctl_ready) resp_took_q <= 1'b1;
     if (cmd_valid && cmd_ready) begin
       req_took_q  <= 1'b0;
       cmpl_took_q <= 1'b0;
+      resp_took_q <= 1'b0;
       rsp_valid_q <= 1'b1;
       if (!is_wr || !(qp_cmd || mr_cmd || cq_cmd)) rsp_status_q <= HM_CTL_ST_BAD_CMD;
       else if (!in_range)                         rsp_status_q <= HM_CTL_ST_RANGE;
@@ -217,34 +223,41 @@ module hm_rc_engine
       rsp_valid_q <= 1'b0;
       req_took_q  <= 1'b0;
       cmpl_took_q <= 1'b0;
+      resp_took_q <= 1'b0;
     end
   end
 
   // ---------------------------------------------------------------------------------------
-  // MR table, shared by the requester (ID 0) and the completer (ID 1)
+  // MR table, shared by the requester (ID 0), the completer (ID 1) and the responder (ID 2)
   // ---------------------------------------------------------------------------------------
   hm_mr_ctx_t mr_wr;
   assign mr_wr = hm_mr_ctx_t'(cmd_data[$bits(hm_mr_ctx_t)-1:0]);
-  logic [1:0][31:0] c_key, c_pd;
-  logic [1:0][63:0] c_addr, c_len;
-  logic [1:0][2:0]  c_need;
-  logic [1:0]       c_valid, c_ready, r_valid, r_ready;
+  logic [2:0][31:0] c_key, c_pd;
+  logic [2:0][63:0] c_addr, c_len;
+  logic [2:0][2:0]  c_need;
+  logic [2:0]       c_valid, c_ready, r_valid, r_ready;
   logic [31:0] chk_key, chk_pd;
   logic [63:0] chk_addr, chk_len;
   logic [2:0]  chk_need, res_err;
-  logic        chk_valid, chk_ready, res_ok, res_valid, res_ready, mr_wr_ready, chk_sel;
+  logic        chk_valid, chk_ready, res_ok, res_valid, res_ready, mr_wr_ready;
+  logic [1:0]  chk_sel;
   logic [63:0] res_base;
   logic [7:0]  res_id;
-  assign chk_sel   = !c_valid[0];          // requester first
+  // fixed priority (each client issues a few checks and then waits for their results)
+  assign chk_sel   = c_valid[0] ? 2'd0 : c_valid[1] ? 2'd1 : 2'd2;
   assign chk_key   = c_key[chk_sel];
   assign chk_pd    = c_pd[chk_sel];
   assign chk_addr  = c_addr[chk_sel];
   assign chk_len   = c_len[chk_sel];
   assign chk_need  = c_need[chk_sel];
   assign chk_valid = |c_valid;
-  assign c_ready   = {chk_sel && chk_ready, !chk_sel && chk_ready};
-  assign r_valid   = {res_valid && res_id[0], res_valid && !res_id[0]};
-  assign res_ready = res_id[0] ? r_ready[1] : r_ready[0];
+  always_comb begin
+    c_ready = '0;
+    c_ready[chk_sel] = chk_ready;
+    r_valid = '0;
+    r_valid[res_id[1:0]] = res_valid;
+  end
+  assign res_ready = r_ready[res_id[1:0]];
 
   hm_mr_table #(.NUM_MRS(NUM_MRS), .ID_WIDTH(8)) u_mr (
     .clk, .rst,
@@ -252,7 +265,7 @@ module hm_rc_engine
     .s_wr_pd(mr_wr.pd), .s_wr_base(mr_wr.base), .s_wr_len(mr_wr.len), .s_wr_access(mr_wr.access),
     .s_wr_valid(cmd_valid && is_wr && mr_cmd && in_range), .s_wr_ready(mr_wr_ready),
     .s_chk_key(chk_key), .s_chk_pd(chk_pd), .s_chk_addr(chk_addr), .s_chk_len(chk_len),
-    .s_chk_need(chk_need), .s_chk_id({7'd0, chk_sel}), .s_chk_valid(chk_valid), .s_chk_ready(chk_ready),
+    .s_chk_need(chk_need), .s_chk_id({6'd0, chk_sel}), .s_chk_valid(chk_valid), .s_chk_ready(chk_ready),
     .m_res_ok(res_ok), .m_res_err(res_err), .m_res_base(res_base), .m_res_id(res_id),
     .m_res_valid(res_valid), .m_res_ready(res_ready)
   );
@@ -276,8 +289,10 @@ module hm_rc_engine
   logic hdr_valid, hdr_ready;
   hm_sent_t sent;
   logic sent_valid, sent_ready;
-  logic [15:0] cerr_qpn;
-  logic cerr_valid, cerr_ready;
+  logic [15:0] cerr_qpn, rerr_qpn, eb_qpn;
+  logic cerr_valid, cerr_ready, rerr_valid, rerr_ready;
+  logic eb_valid, eb_req_ready, eb_cmpl_ready, eb_resp_ready, eb_ready;
+  logic eb_req_took_q, eb_cmpl_took_q, eb_resp_took_q;
   logic [31:0] st_wqes, st_pkts, st_lerr, st_dbbad;
 
   hm_rc_req #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_req (
@@ -286,7 +301,7 @@ module hm_rc_engine
     .s_ctl_ready(req_ctl_ready),
     .s_db_qpn(db_qp.qpn), .s_db_pi(db_qp.pi), .s_db_valid(db_valid && db_sq && cmpl_db_ready),
     .s_db_ready(req_db_ready),
-    .s_err_qpn(cerr_qpn), .s_err_valid(cerr_valid), .s_err_ready(cerr_ready),
+    .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_req_took_q), .s_err_ready(eb_req_ready),
     .rl_pause,
     .m_wrd_addr(wrd_addr), .m_wrd_len(wrd_len), .m_wrd_valid(wrd_valid), .m_wrd_ready(wrd_ready),
     .s_wqe_tdata(wqe_tdata), .s_wqe_tvalid(wqe_tvalid), .s_wqe_tready(wqe_tready),
@@ -352,14 +367,98 @@ module hm_rc_engine
     .stat_other(rx_other)
   );
 
-  // requests: the responder is not built yet; they are counted and dropped
-  logic [31:0] rq_ignored_q;
-  assign rq_hdr_ready = 1'b1;
-  assign rq_tready    = 1'b1;
+  // ---------------------------------------------------------------------------------------
+  // QP error events: from the completer or the responder, to every block holding the QP
+  // ---------------------------------------------------------------------------------------
+  logic [15:0] ef_in;
+  logic        ef_push, ef_room;
+  logic [$clog2(8+1):0] ef_level;
+  assign ef_in      = cerr_valid ? cerr_qpn : rerr_qpn;
+  assign ef_push    = cerr_valid || rerr_valid;
+  assign cerr_ready = ef_room;
+  assign rerr_ready = ef_room && !cerr_valid;
+  hm_fifo #(.WIDTH(16), .DEPTH(8)) u_errq (
+    .clk, .rst, .s_data(ef_in), .s_valid(ef_push), .s_ready(ef_room),
+    .m_data(eb_qpn), .m_valid(eb_valid), .m_ready(eb_ready), .level(ef_level));
+  assign eb_ready = (eb_req_took_q || eb_req_ready) && (eb_cmpl_took_q || eb_cmpl_ready) &&
+                    (eb_resp_took_q || eb_resp_ready);
   always_ff @(posedge clk) begin
-    if (rst) rq_ignored_q <= '0;
-    else if (rq_hdr_valid) rq_ignored_q <= rq_ignored_q + 1'b1;
+    if (rst || (eb_valid && eb_ready)) begin
+      eb_req_took_q  <= 1'b0;
+      eb_cmpl_took_q <= 1'b0;
+      eb_resp_took_q <= 1'b0;
+    end else if (eb_valid) begin
+      if (eb_req_ready) eb_req_took_q <= 1'b1;
+      if (eb_cmpl_ready) eb_cmpl_took_q <= 1'b1;
+      if (eb_resp_ready) eb_resp_took_q <= 1'b1;
+    end
   end
+
+  // ---------------------------------------------------------------------------------------
+  // Responder, its scatter unit and the response generator
+  // ---------------------------------------------------------------------------------------
+  logic        rpc_disc, rpc_imm, rpc_last, rpc_valid, rpc_ready;
+  logic [63:0] rpc_data, rpc_addr;
+  logic [12:0] rpc_len;
+  logic [63:0] srd_addr, rw_addr, rrd_addr;
+  logic [31:0] srd_len, rw_len, rrd_len;
+  logic        srd_valid, srd_ready, rw_valid, rw_ready, rrd_valid, rrd_ready;
+  logic [DATA_WIDTH-1:0] srd_tdata, rw_tdata, rr_tdata;
+  logic [KEEP_WIDTH-1:0] srd_tkeep, rw_tkeep, rr_tkeep;
+  logic        srd_tvalid, srd_tready, srd_tlast, srd_tuser;
+  logic        rw_tvalid, rw_tready, rw_tlast;
+  logic        rr_tvalid, rr_tready, rr_tlast, rr_tuser;
+  logic        rdone_valid, rdone_err;
+  logic [7:0]  rdone_tag, tid3, tid4;
+  hm_rjob_t    job;
+  logic        job_valid, job_ready;
+  logic [31:0] r_wr_done;
+  hm_roce_hdr_t rhdr;
+  logic        rhdr_valid, rhdr_ready;
+  logic [31:0] st_reqs, st_dups, st_seqnak, st_rnr, st_errnak, st_rdrop, st_rwerr, st_rpkts;
+  logic [31:0] rw_bad, rw_lerr, rd3_bad, rd4_bad;
+
+  hm_rc_resp #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_resp (
+    .clk, .rst,
+    .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !resp_took_q),
+    .s_ctl_ready(resp_ctl_ready),
+    .s_db_qpn(db_qp.qpn), .s_db_pi(db_qp.pi), .s_db_valid(db_valid && db_rq), .s_db_ready(resp_db_ready),
+    .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_resp_took_q), .s_err_ready(eb_resp_ready),
+    .s_hdr(rq_hdr), .s_hdr_valid(rq_hdr_valid), .s_hdr_ready(rq_hdr_ready),
+    .m_srd_addr(srd_addr), .m_srd_len(srd_len), .m_srd_valid(srd_valid), .m_srd_ready(srd_ready),
+    .s_srd_tdata(srd_tdata), .s_srd_tvalid(srd_tvalid), .s_srd_tready(srd_tready),
+    .s_srd_tlast(srd_tlast), .s_srd_tuser(srd_tuser),
+    .m_chk_key(c_key[2]), .m_chk_pd(c_pd[2]), .m_chk_addr(c_addr[2]), .m_chk_len(c_len[2]),
+    .m_chk_need(c_need[2]), .m_chk_valid(c_valid[2]), .m_chk_ready(c_ready[2]),
+    .s_res_ok(res_ok), .s_res_valid(r_valid[2]), .s_res_ready(r_ready[2]),
+    .m_pc_discard(rpc_disc), .m_pc_imm(rpc_imm), .m_pc_data(rpc_data), .m_pc_last(rpc_last),
+    .m_pc_len(rpc_len), .m_pc_addr(rpc_addr), .m_pc_valid(rpc_valid), .m_pc_ready(rpc_ready),
+    .s_done_valid(rdone_valid), .s_done_err(rdone_err),
+    .m_job(job), .m_job_valid(job_valid), .m_job_ready(job_ready), .wr_done(r_wr_done),
+    .m_cqe(rcqe), .m_cqe_valid(rcqe_valid), .m_cqe_ready(rcqe_ready),
+    .m_err_qpn(rerr_qpn), .m_err_valid(rerr_valid), .m_err_ready(rerr_ready),
+    .stat_reqs(st_reqs), .stat_dups(st_dups), .stat_seq_naks(st_seqnak), .stat_rnr_naks(st_rnr),
+    .stat_err_naks(st_errnak), .stat_dropped(st_rdrop), .stat_wr_err(st_rwerr)
+  );
+
+  hm_rc_scatter #(.DATA_WIDTH(DATA_WIDTH)) u_rscat (
+    .clk, .rst,
+    .s_pc_discard(rpc_disc), .s_pc_imm(rpc_imm), .s_pc_data(rpc_data), .s_pc_last(rpc_last),
+    .s_pc_len(rpc_len), .s_pc_addr(rpc_addr), .s_pc_valid(rpc_valid), .s_pc_ready(rpc_ready),
+    .s_axis_tdata(rq_tdata), .s_axis_tkeep(rq_tkeep), .s_axis_tvalid(rq_tvalid),
+    .s_axis_tready(rq_tready), .s_axis_tlast(rq_tlast),
+    .m_wr_addr(rw_addr), .m_wr_len(rw_len), .m_wr_valid(rw_valid), .m_wr_ready(rw_ready),
+    .m_axis_tdata(rw_tdata), .m_axis_tkeep(rw_tkeep), .m_axis_tvalid(rw_tvalid),
+    .m_axis_tready(rw_tready), .m_axis_tlast(rw_tlast)
+  );
+
+  hm_rc_resp_tx u_resp_tx (
+    .clk, .rst,
+    .s_job(job), .s_job_valid(job_valid), .s_job_ready(job_ready), .wr_done(r_wr_done),
+    .m_hdr(rhdr), .m_hdr_valid(rhdr_valid), .m_hdr_ready(rhdr_ready),
+    .m_rd_addr(rrd_addr), .m_rd_len(rrd_len), .m_rd_valid(rrd_valid), .m_rd_ready(rrd_ready),
+    .stat_pkts(st_rpkts)
+  );
 
   // ---------------------------------------------------------------------------------------
   // Completer, its scatter unit and the CQ unit
@@ -376,7 +475,8 @@ module hm_rc_engine
   logic        cdone_valid, cdone_err, qdone_valid, qdone_err, qdone_ready;
   logic [7:0]  cdone_tag, qdone_tag;
   hm_cqe_req_t ccqe;
-  logic        rerr_ready_unused, rcqe_ready_unused;
+  hm_cqe_req_t rcqe;
+  logic        rcqe_valid, rcqe_ready;
   logic        ccqe_valid, ccqe_ready;
   logic [31:0] st_acks, st_cdrop, st_unh, st_cwerr, st_cqes, st_ovr, st_cqdrop, st_qwerr;
   logic [31:0] cw_bad, cw_lerr, qw_bad, qw_lerr, rd2_bad;
@@ -389,7 +489,7 @@ module hm_rc_engine
     .s_sent(sent), .s_sent_valid(sent_valid), .s_sent_ready(sent_ready),
     .s_db_qpn(db_qp.qpn), .s_db_pi(db_qp.pi), .s_db_valid(db_valid && db_sq && req_db_ready),
     .s_db_ready(cmpl_db_ready),
-    .s_err_qpn(16'd0), .s_err_valid(1'b0), .s_err_ready(rerr_ready_unused),
+    .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_cmpl_took_q), .s_err_ready(eb_cmpl_ready),
     .s_hdr(rs_hdr), .s_hdr_valid(rs_hdr_valid), .s_hdr_ready(rs_hdr_ready),
     .m_wrd_addr(crd_addr), .m_wrd_len(crd_len), .m_wrd_valid(crd_valid), .m_wrd_ready(crd_ready),
     .s_wqe_tdata(cwqe_tdata), .s_wqe_tvalid(cwqe_tvalid), .s_wqe_tready(cwqe_tready),
@@ -422,7 +522,7 @@ module hm_rc_engine
     .s_ctl_ready(cq_ctl_ready),
     .s_db(hm_db_cq_t'(db.word)), .s_db_valid(db_valid && db_cq), .s_db_ready(cq_db_ready),
     .s_a(ccqe), .s_a_valid(ccqe_valid), .s_a_ready(ccqe_ready),
-    .s_b('0), .s_b_valid(1'b0), .s_b_ready(rcqe_ready_unused),
+    .s_b(rcqe), .s_b_valid(rcqe_valid), .s_b_ready(rcqe_ready),
     .m_wr_addr(qw_addr), .m_wr_len(qw_len), .m_wr_valid(qw_valid), .m_wr_ready(qw_ready),
     .m_axis_tdata(qw_tdata), .m_axis_tkeep(qw_tkeep), .m_axis_tvalid(qw_tvalid),
     .m_axis_tready(qw_tready), .m_axis_tlast(qw_tlast),
@@ -432,9 +532,10 @@ module hm_rc_engine
   );
 
   // ---------------------------------------------------------------------------------------
-  // DMA reads: 0 requester WQEs, 1 requester payload, 2 completer WQEs; one AXI read port
+  // DMA reads: 0 requester WQEs, 1 requester payload, 2 completer WQEs, 3 responder receive
+  // WQEs and atomic operands, 4 READ response payload; one AXI read port
   // ---------------------------------------------------------------------------------------
-  localparam int RP = 3;
+  localparam int RP = 5;
   logic [RP-1:0][3:0]  a_arid;
   logic [RP-1:0][63:0] a_araddr;
   logic [RP-1:0][7:0]  a_arlen;
@@ -487,6 +588,32 @@ module hm_rc_engine
     .stat_bad_req(rd2_bad)
   );
 
+  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd3), .MAX_OUTSTANDING(4)) u_rd_rwqe (
+    .clk, .rst,
+    .s_req_addr(srd_addr), .s_req_len(srd_len), .s_req_tag(8'd0), .s_req_valid(srd_valid),
+    .s_req_ready(srd_ready),
+    .m_axis_tdata(srd_tdata), .m_axis_tkeep(srd_tkeep), .m_axis_tvalid(srd_tvalid),
+    .m_axis_tready(srd_tready), .m_axis_tlast(srd_tlast), .m_axis_tuser(srd_tuser), .m_axis_tid(tid3),
+    .m_axi_arid(a_arid[3]), .m_axi_araddr(a_araddr[3]), .m_axi_arlen(a_arlen[3]),
+    .m_axi_arsize(a_arsize[3]), .m_axi_arburst(a_arburst[3]), .m_axi_arvalid(a_arvalid[3]),
+    .m_axi_arready(a_arready[3]), .m_axi_rid(a_rid), .m_axi_rdata(a_rdata), .m_axi_rresp(a_rresp),
+    .m_axi_rlast(a_rlast), .m_axi_rvalid(a_rvalid[3]), .m_axi_rready(a_rready[3]),
+    .stat_bad_req(rd3_bad)
+  );
+
+  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd4)) u_rd_rresp (
+    .clk, .rst,
+    .s_req_addr(rrd_addr), .s_req_len(rrd_len), .s_req_tag(8'd0), .s_req_valid(rrd_valid),
+    .s_req_ready(rrd_ready),
+    .m_axis_tdata(rr_tdata), .m_axis_tkeep(rr_tkeep), .m_axis_tvalid(rr_tvalid),
+    .m_axis_tready(rr_tready), .m_axis_tlast(rr_tlast), .m_axis_tuser(rr_tuser), .m_axis_tid(tid4),
+    .m_axi_arid(a_arid[4]), .m_axi_araddr(a_araddr[4]), .m_axi_arlen(a_arlen[4]),
+    .m_axi_arsize(a_arsize[4]), .m_axi_arburst(a_arburst[4]), .m_axi_arvalid(a_arvalid[4]),
+    .m_axi_arready(a_arready[4]), .m_axi_rid(a_rid), .m_axi_rdata(a_rdata), .m_axi_rresp(a_rresp),
+    .m_axi_rlast(a_rlast), .m_axi_rvalid(a_rvalid[4]), .m_axi_rready(a_rready[4]),
+    .stat_bad_req(rd4_bad)
+  );
+
   hm_axi_rd_arb #(.PORTS(RP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4)) u_rd_arb (
     .clk, .rst,
     .s_arid(a_arid), .s_araddr(a_araddr), .s_arlen(a_arlen), .s_arsize(a_arsize),
@@ -500,9 +627,10 @@ module hm_rc_engine
   );
 
   // ---------------------------------------------------------------------------------------
-  // DMA writes: 0 completer data (READ responses, atomic results), 1 CQEs; one AXI write port
+  // DMA writes: 0 completer data (READ responses, atomic results), 1 CQEs, 2 responder data
+  // (SEND / WRITE payload, atomic results); one AXI write port
   // ---------------------------------------------------------------------------------------
-  localparam int WP = 2;
+  localparam int WP = 3;
   logic [WP-1:0][3:0]  w_awid;
   logic [WP-1:0][63:0] w_awaddr;
   logic [WP-1:0][7:0]  w_awlen;
@@ -544,6 +672,21 @@ module hm_rc_engine
     .stat_bad_req(qw_bad), .stat_len_err(qw_lerr)
   );
 
+  hm_dma_wr #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd2)) u_wr_resp (
+    .clk, .rst,
+    .s_req_addr(rw_addr), .s_req_len(rw_len), .s_req_tag(8'd0), .s_req_valid(rw_valid),
+    .s_req_ready(rw_ready),
+    .s_axis_tdata(rw_tdata), .s_axis_tkeep(rw_tkeep), .s_axis_tvalid(rw_tvalid),
+    .s_axis_tready(rw_tready), .s_axis_tlast(rw_tlast),
+    .m_done_tag(rdone_tag), .m_done_err(rdone_err), .m_done_valid(rdone_valid), .m_done_ready(1'b1),
+    .m_axi_awid(w_awid[2]), .m_axi_awaddr(w_awaddr[2]), .m_axi_awlen(w_awlen[2]),
+    .m_axi_awsize(w_awsize[2]), .m_axi_awburst(w_awburst[2]), .m_axi_awvalid(w_awvalid[2]),
+    .m_axi_awready(w_awready[2]), .m_axi_wdata(w_wdata[2]), .m_axi_wstrb(w_wstrb[2]),
+    .m_axi_wlast(w_wlast[2]), .m_axi_wvalid(w_wvalid[2]), .m_axi_wready(w_wready[2]),
+    .m_axi_bid(w_bid), .m_axi_bresp(w_bresp), .m_axi_bvalid(w_bvalid[2]), .m_axi_bready(w_bready[2]),
+    .stat_bad_req(rw_bad), .stat_len_err(rw_lerr)
+  );
+
   hm_axi_wr_arb #(.PORTS(WP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4)) u_wr_arb (
     .clk, .rst,
     .s_awid(w_awid), .s_awaddr(w_awaddr), .s_awlen(w_awlen), .s_awsize(w_awsize),
@@ -561,11 +704,29 @@ module hm_rc_engine
   // TX path
   // ---------------------------------------------------------------------------------------
   logic [31:0] tx_frames, tx_len_err, tx_bad_req;
+  hm_roce_hdr_t t_hdr;
+  logic t_hdr_valid, t_hdr_ready, t_tvalid, t_tready, t_tlast, t_tuser;
+  logic [DATA_WIDTH-1:0] t_tdata;
+  logic [KEEP_WIDTH-1:0] t_tkeep;
+  logic [1:0] a_hdr_ready, a_tready;
+  assign hdr_ready  = a_hdr_ready[0];
+  assign rhdr_ready = a_hdr_ready[1];
+  assign g_tready   = a_tready[0];
+  assign rr_tready  = a_tready[1];
+  hm_tx_arb #(.DATA_WIDTH(DATA_WIDTH)) u_tx_arb (
+    .clk, .rst,
+    .s_hdr({rhdr, hdr}), .s_hdr_valid({rhdr_valid, hdr_valid}), .s_hdr_ready(a_hdr_ready),
+    .s_tdata({rr_tdata, g_tdata}), .s_tkeep({rr_tkeep, g_tkeep}), .s_tvalid({rr_tvalid, g_tvalid}),
+    .s_tready(a_tready), .s_tlast({rr_tlast, g_tlast}), .s_tuser({rr_tuser, g_tuser}),
+    .m_hdr(t_hdr), .m_hdr_valid(t_hdr_valid), .m_hdr_ready(t_hdr_ready),
+    .m_tdata(t_tdata), .m_tkeep(t_tkeep), .m_tvalid(t_tvalid), .m_tready(t_tready),
+    .m_tlast(t_tlast), .m_tuser(t_tuser)
+  );
   hm_tx_path #(.DATA_WIDTH(DATA_WIDTH)) u_tx (
     .clk, .rst,
-    .s_hdr_data(hdr), .s_hdr_valid(hdr_valid), .s_hdr_ready(hdr_ready),
-    .s_axis_tdata(g_tdata), .s_axis_tkeep(g_tkeep), .s_axis_tvalid(g_tvalid),
-    .s_axis_tready(g_tready), .s_axis_tlast(g_tlast), .s_axis_tuser(g_tuser),
+    .s_hdr_data(t_hdr), .s_hdr_valid(t_hdr_valid), .s_hdr_ready(t_hdr_ready),
+    .s_axis_tdata(t_tdata), .s_axis_tkeep(t_tkeep), .s_axis_tvalid(t_tvalid),
+    .s_axis_tready(t_tready), .s_axis_tlast(t_tlast), .s_axis_tuser(t_tuser),
     .m_axis_tdata(m_tx_tdata), .m_axis_tkeep(m_tx_tkeep), .m_axis_tvalid(m_tx_tvalid),
     .m_axis_tready(m_tx_tready), .m_axis_tlast(m_tx_tlast), .m_axis_tuser(m_tx_tuser),
     .stat_frames(tx_frames), .stat_len_err(tx_len_err), .stat_bad_req(tx_bad_req)
@@ -588,25 +749,29 @@ module hm_rc_engine
     counters[4]   = db_dropped_q + st_dbbad;
     counters[5]   = tx_len_err;
     counters[6]   = tx_bad_req;
-    counters[7]   = rq_ignored_q;
-    counters[8]   = rd0_bad + rd1_bad + rd2_bad + cw_bad + qw_bad;
+    counters[7]   = st_reqs;
+    counters[8]   = rd0_bad + rd1_bad + rd2_bad + rd3_bad + rd4_bad + cw_bad + qw_bad + rw_bad;
     counters[9]   = rx_stat[0];
     counters[10]  = rx_dropped;
     counters[11]  = rx_other;
     counters[12]  = st_acks;
     counters[13]  = st_cdrop;
     counters[14]  = st_unh;
-    counters[15]  = st_cwerr + st_qwerr;
+    counters[15]  = st_cwerr + st_qwerr + st_rwerr;
     counters[16]  = st_cqes;
     counters[17]  = st_ovr;
     counters[18]  = st_cqdrop;
+    counters[19]  = st_dups;
+    counters[20]  = st_seqnak + st_rnr;
+    counters[21]  = st_errnak;
+    counters[22]  = st_rdrop;
+    counters[23]  = st_rpkts;
   end
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{wqe_tkeep, cwqe_tkeep, tid0, tid1, tid2, res_err, res_base, mr_wr_ready,
-                       rx_mon, rx_mon_valid, rq_hdr, rq_tdata, rq_tkeep, rq_tvalid, rq_tlast,
-                       cdone_tag, qdone_tag, cw_lerr, qw_lerr, res_id, rerr_ready_unused,
-                       rcqe_ready_unused};
+                       rx_mon, rx_mon_valid, cdone_tag, qdone_tag, cw_lerr, qw_lerr, res_id,
+                       rdone_tag, tid3, tid4, srd_tkeep, rw_lerr, ef_level};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

@@ -34,5 +34,37 @@ package hm_eng_pkg;
     hm_desc_pkg::hm_cqe_t cqe;      // the entry
   } hm_cqe_req_t;
 
+  // A response the responder asks the response generator to send: ACK/NAK (AETH), READ
+  // response packets for [va, va+len), or an atomic ACK; with the address vector of the QP.
+  localparam logic [1:0] HM_RJ_AETH   = 2'd0;
+  localparam logic [1:0] HM_RJ_READ   = 2'd1;
+  localparam logic [1:0] HM_RJ_ATOMIC = 2'd2;
+  typedef struct packed {
+    logic [1:0]   kind;          // HM_RJ_*
+    logic [23:0]  psn;           // PSN of the (first) response packet
+    logic [7:0]   syndrome;      // AETH syndrome (ACK 0x1F, NAKs, RNR)
+    logic [23:0]  msn;           // AETH MSN
+    logic [63:0]  va;            // READ: address of the data
+    logic [31:0]  len;           // READ: bytes
+    logic [63:0]  orig;          // atomic ACK: original value
+    logic [31:0]  wr_seq;        // responder writes issued before it (sent after they complete)
+    logic [2:0]   pmtu;          // path MTU code of the QP
+    logic [23:0]  dest_qp;       // peer QP
+    logic [47:0]  eth_dst;
+    logic [47:0]  eth_src;
+    logic         vlan_valid;
+    logic [2:0]   vlan_pcp;
+    logic [11:0]  vlan_vid;
+    logic         ipv6;
+    logic [127:0] ip_src;
+    logic [127:0] ip_dst;
+    logic [5:0]   dscp;
+    logic [1:0]   ecn;
+    logic [7:0]   ttl;
+    logic [15:0]  udp_sport;
+    logic [19:0]  flow_label;
+    logic [15:0]  pkey;
+  } hm_rjob_t;
+
   /* verilator lint_on UNUSEDPARAM */
 endpackage

@@ -22,6 +22,10 @@ pub const CQ_BASE: u64 = 0x3000_0000;
 pub const CQ_LOG: u8 = 10;
 /// log2 of the send queue size.
 pub const SQ_LOG: u8 = 8;
+/// Receive queue rings: QP q's ring at RQ_BASE + q * 64 KiB (64-byte WQEs).
+pub const RQ_BASE: u64 = 0x5000_0000;
+/// log2 of the receive queue size.
+pub const RQ_LOG: u8 = 6;
 
 /// A completion as the engine wrote it, with its ring slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +40,7 @@ pub struct RcBench {
     pub ref_a: Node,
     pub ref_b: Node,
     pi: HashMap<u32, u16>,
+    rpi: HashMap<u32, u16>,
     stride: HashMap<u32, usize>,
     cq_seen: u32,
     /// CQEs read from the engine's CQ ring, in ring order.
@@ -76,6 +81,7 @@ impl RcBench {
             ref_a: Node::new(),
             ref_b: Node::new(),
             pi: HashMap::new(),
+            rpi: HashMap::new(),
             stride: HashMap::new(),
             cq_seen: 0,
             cqes: Vec::new(),
@@ -126,8 +132,8 @@ impl RcBench {
             sq_base: SQ_BASE + qa as u64 * 0x1_0000,
             sq_log_size: SQ_LOG,
             sq_log_stride: stride_log,
-            rq_base: 0x5000_0000 + qa as u64 * 0x1_0000,
-            rq_log_size: 6,
+            rq_base: RQ_BASE + qa as u64 * 0x1_0000,
+            rq_log_size: RQ_LOG,
             rq_log_stride: 0,
             sq_cqn: 0,
             rq_cqn: 0,
@@ -141,8 +147,40 @@ impl RcBench {
             return Err(format!("QP write: status {st}"));
         }
         self.pi.insert(qa, 0);
+        self.rpi.insert(qa, 0);
         self.stride.insert(qa, 64 << stride_log);
         Ok(())
+    }
+
+    /// Posts a receive WR on engine QP `qa` (and the reference) and rings the RQ doorbell.
+    pub fn post_recv_a(&mut self, qa: u32, wr: &RecvWr) -> Result<(), String> {
+        let bytes = desc::encode_recv_wqe(wr, 64).map_err(|e| e.to_string())?;
+        let pi = self.rpi[&qa];
+        let slot = pi as u64 & ((1 << RQ_LOG) - 1);
+        self.eng.mem.mem.write(RQ_BASE + qa as u64 * 0x1_0000 + slot * 64, &bytes);
+        self.ref_a.post_recv(qa, wr.clone()).map_err(|e| format!("{e:?}"))?;
+        let pi = pi.wrapping_add(1);
+        self.rpi.insert(qa, pi);
+        let v = (pi as u32) << 16 | qa;
+        if !self.eng.bar_write(crate::csr::regs::HM_REG_DB_RQ, v)? {
+            return Err("RQ doorbell refused".into());
+        }
+        Ok(())
+    }
+
+    /// Posts a send WR on the model peer's QP `qb` (and its reference).
+    pub fn post_send_b(&mut self, qb: u32, wr: &SendWr) -> Result<(), String> {
+        self.peer.post_send(qb, wr.clone()).map_err(|e| format!("{e:?}"))?;
+        self.ref_b.post_send(qb, wr.clone()).map_err(|e| format!("{e:?}"))?;
+        Ok(())
+    }
+
+    /// Engine CQEs of receive completions (in order) and of send completions.
+    pub fn split_cqes(&self) -> (Vec<Cqe>, Vec<Cqe>) {
+        use hematite_model::transport::WcOpcode;
+        let (r, s): (Vec<EngCqe>, Vec<EngCqe>) =
+            self.cqes.iter().partition(|c| matches!(c.cqe.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm));
+        (r.iter().map(|c| c.cqe).collect(), s.iter().map(|c| c.cqe).collect())
     }
 
     /// Posts a send WR on engine QP `qa` (and on the reference); rings the doorbell when asked.
@@ -234,7 +272,11 @@ impl RcBench {
                     self.eng.rx_q.push_back(f);
                     active = true;
                 }
+                let seen = self.cqes.len();
                 self.poll_cq()?;
+                if self.cqes.len() != seen {
+                    active = true;
+                }
             }
             if !self.eng.rx_q.is_empty() {
                 active = true;

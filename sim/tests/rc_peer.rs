@@ -163,7 +163,11 @@ fn armed_cq_interrupts_after_the_cqe() {
 fn arb_op(l: u32, r: u32) -> impl Strategy<Value = SendWr> {
     (0u8..8, 0u64..0x2_0000, 0u64..0x2_0000, 0u32..6000, 0u32..3, any::<u64>(), any::<bool>()).prop_map(
         move |(op, a, bo, len, nsge, x, sig)| {
-            let sgl: Vec<Sge> = (0..nsge).map(|k| sge(A_BUF + a + k as u64 * 0x3000, len / (nsge + 1), l)).collect();
+            // READ / atomic targets live in [A_BUF + 0x2_0000, A_BUF + 0x4_0000), SEND / WRITE
+            // sources below: without a fence the order of a later WRITE's payload fetch and an
+            // earlier READ's placement is not defined, so they must not overlap
+            let base = if op == 3 || op == 4 { A_BUF + 0x2_0000 } else { A_BUF };
+            let sgl: Vec<Sge> = (0..nsge).map(|k| sge(base + (a & 0xFFFF) + k as u64 * 0x3000, len / (nsge + 1), l)).collect();
             let raddr = B_BUF + (bo & !7);
             let op = match op {
                 0 | 1 => SendOp::Write { remote_addr: B_BUF + bo, rkey: r },
@@ -173,7 +177,7 @@ fn arb_op(l: u32, r: u32) -> impl Strategy<Value = SendWr> {
                 6 => SendOp::FetchAdd { remote_addr: raddr, rkey: r, add: x },
                 _ => SendOp::Send,
             };
-            let sgl = if op.is_atomic() { vec![sge(A_BUF + (a & !7) + 0x3_0000, 8, l)] } else { sgl };
+            let sgl = if op.is_atomic() { vec![sge(A_BUF + 0x3_8000 + (a & 0x7FF8), 8, l)] } else { sgl };
             let mut wr = SendWr::new(x, op, sgl);
             wr.signaled = sig || op.is_rd_atomic();
             wr
@@ -212,4 +216,5 @@ proptest! {
         check(&mut s, n);
     }
 }
+
 

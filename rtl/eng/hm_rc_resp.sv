@@ -1,0 +1,970 @@
+// RC responder: executes the requests that arrive for a QP (ROCEV2.md sections 6-10, with
+// the choices of hematite-model's transport::qp, which is its oracle).
+//
+// Per QP: expected PSN, MSN, receive queue consumer index (the producer index comes from RQ
+// doorbells), the message in progress (SEND: bytes placed into the current receive WQE and
+// the SGL total; WRITE: target VA, DMA length, bytes placed), the NAK-sent flag, ERR, and a
+// ring of MAX_RES responder resources (READ: first PSN, packets, VA, R_Key, length; atomic:
+// PSN, VA, R_Key, original value) for duplicates.
+//
+//  * PSN = ePSN: executed. Opcode sequence, payload length, and the QP's remote access flags
+//    are checked first (NAK invalid request). SEND takes the next receive WQE (none: RNR NAK
+//    with the QP's RNR timer) whose SGL must pass its MR checks (else receive CQE
+//    LOC_PROT_ERR + NAK remote operational error) and hold the message (else LOC_LEN_ERR +
+//    NAK invalid request); SEND with invalidate invalidates the R_Key (failure: LOC_PROT_ERR
+//    + NAK remote operational error). WRITE checks its R_Key once for the whole DMA length
+//    (NAK remote access error), READ and atomics likewise; atomics need 8-byte alignment.
+//    Payload goes to host memory through the scatter unit; ACK for packets with AckReq.
+//  * PSN ahead of ePSN: dropped; one NAK sequence error until ePSN arrives.
+//  * PSN behind ePSN: duplicate. SEND/WRITE with AckReq: ACK for ePSN-1. READ: executed
+//    again if it matches a saved READ resource; atomic: the saved result is returned.
+//  * Error NAKs move the QP to ERR: the receive queue is flushed (WR_FLUSH_ERR CQEs) and the
+//    requester and completer of the QP are told (m_err).
+// Writes to host memory complete before the ACK, READ response or CQE that follows them.
+module hm_rc_resp
+  import hm_pkg::*;
+  import hm_desc_pkg::*;
+  import hm_eng_pkg::*;
+#(
+  // Datapath width in bits (256 or 512).
+  parameter int DATA_WIDTH = 512,
+  // QP table entries (power of two).
+  parameter int NUM_QPS = 4096,
+  // Responder resources per QP (READ / atomic requests remembered for duplicates): 1, 2 or 4.
+  parameter int MAX_RES = 4,
+  // Derived.
+  localparam int QW = $clog2(NUM_QPS),
+  localparam int SW = int'(HM_CTL_STAGE_WORDS)
+) (
+  input  logic                  clk,
+  input  logic                  rst,
+
+  // QP context writes
+  input  hm_ctl_cmd_t           s_ctl_cmd,
+  input  logic [SW*32-1:0]      s_ctl_data,
+  input  logic                  s_ctl_valid,
+  output logic                  s_ctl_ready,
+
+  // Receive queue doorbells
+  input  logic [15:0]           s_db_qpn,
+  input  logic [15:0]           s_db_pi,
+  input  logic                  s_db_valid,
+  output logic                  s_db_ready,
+
+  // QPs another block moved to ERR
+  input  logic [15:0]           s_err_qpn,
+  input  logic                  s_err_valid,
+  output logic                  s_err_ready,
+
+  // Request header records (payload goes to the scatter unit by pieces)
+  input  hm_roce_hdr_t          s_hdr,
+  input  logic                  s_hdr_valid,
+  output logic                  s_hdr_ready,
+
+  // Small DMA reads: receive WQEs and atomic operands
+  output logic [63:0]           m_srd_addr,
+  output logic [31:0]           m_srd_len,
+  output logic                  m_srd_valid,
+  input  logic                  m_srd_ready,
+  input  logic [DATA_WIDTH-1:0] s_srd_tdata,
+  input  logic                  s_srd_tvalid,
+  output logic                  s_srd_tready,
+  input  logic                  s_srd_tlast,
+  input  logic                  s_srd_tuser,
+
+  // MR checks (need 1 local write, 2 remote read, 3 remote write, 4 remote atomic, 5 invalidate)
+  output logic [31:0]           m_chk_key,
+  output logic [31:0]           m_chk_pd,
+  output logic [63:0]           m_chk_addr,
+  output logic [63:0]           m_chk_len,
+  output logic [2:0]            m_chk_need,
+  output logic                  m_chk_valid,
+  input  logic                  m_chk_ready,
+  input  logic                  s_res_ok,
+  input  logic                  s_res_valid,
+  output logic                  s_res_ready,
+
+  // Payload pieces to the scatter unit, and its write completions
+  output logic                  m_pc_discard,
+  output logic                  m_pc_imm,
+  output logic [63:0]           m_pc_data,
+  output logic                  m_pc_last,
+  output logic [12:0]           m_pc_len,
+  output logic [63:0]           m_pc_addr,
+  output logic                  m_pc_valid,
+  input  logic                  m_pc_ready,
+  input  logic                  s_done_valid,
+  input  logic                  s_done_err,
+
+  // Responses to send
+  output hm_rjob_t              m_job,
+  output logic                  m_job_valid,
+  input  logic                  m_job_ready,
+  output logic [31:0]           wr_done,      // writes completed (for the response generator)
+
+  // Receive CQEs
+  output hm_cqe_req_t           m_cqe,
+  output logic                  m_cqe_valid,
+  input  logic                  m_cqe_ready,
+
+  // QPs this block moved to ERR
+  output logic [15:0]           m_err_qpn,
+  output logic                  m_err_valid,
+  input  logic                  m_err_ready,
+
+  // Counters
+  output logic [31:0]           stat_reqs,
+  output logic [31:0]           stat_dups,
+  output logic [31:0]           stat_seq_naks,
+  output logic [31:0]           stat_rnr_naks,
+  output logic [31:0]           stat_err_naks,
+  output logic [31:0]           stat_dropped,
+  output logic [31:0]           stat_wr_err
+);
+  localparam int CTXW    = $bits(hm_qp_ctx_t);
+  localparam int KW      = DATA_WIDTH / 8;
+  localparam int WQE_MAX = 256;
+  localparam int RW      = $clog2(MAX_RES) > 0 ? $clog2(MAX_RES) : 1;
+
+  typedef struct packed {
+    logic [23:0] epsn;
+    logic [23:0] msn;
+    logic [15:0] rq_ci;
+    logic        in_send;
+    logic        in_write;
+    logic [31:0] moff;        // bytes of the message placed so far
+    logic [31:0] total;       // SEND: receive SGL length; WRITE: DMA length
+    logic [63:0] wva;         // WRITE: target address
+    logic        nak_sent;
+    logic        err;
+    logic [RW-1:0] res_head;  // next resource slot
+    logic [2:0]  res_cnt;     // valid resources
+  } rdyn_t;
+
+  typedef struct packed {
+    logic        atomic;
+    logic [23:0] first;
+    logic [23:0] npkts;
+    logic [63:0] va;
+    logic [31:0] rkey;
+    logic [31:0] len;
+    logic [63:0] orig;
+  } res_t;
+
+  hm_qp_ctx_t  ctx_mem [NUM_QPS];
+  rdyn_t       dyn_mem [NUM_QPS];
+  logic [15:0] pi_mem  [NUM_QPS];
+  res_t        res_mem [NUM_QPS * MAX_RES];
+
+  logic [31:0] dbf_data;
+  logic        dbf_valid, dbf_pop;
+  logic [$clog2(16+1):0] dbf_level;
+  hm_fifo #(.WIDTH(32), .DEPTH(16)) u_dbf (
+    .clk, .rst, .s_data({s_db_qpn, s_db_pi}), .s_valid(s_db_valid), .s_ready(s_db_ready),
+    .m_data(dbf_data), .m_valid(dbf_valid), .m_ready(dbf_pop), .level(dbf_level));
+
+  typedef enum logic [5:0] {
+    R_IDLE, R_CTL, R_LOAD, R_DISPATCH, R_SEQ, R_DUP, R_DUPRES, R_DUPCHK, R_EXEC,
+    R_RQCHK, R_RQFETCH, R_RQDATA, R_SGLINIT, R_SGLCHK, R_SEND, R_INV, R_PLACE, R_WRCHK, R_WRITE,
+    R_RDCHK, R_READ, R_ATCHK, R_ATWAIT, R_ATREAD, R_ATDATA, R_ATWRITE, R_RESSAVE,
+    R_ACK, R_CQE, R_NAK, R_ERRCQE, R_ERRNOTE, R_FLUSH, R_DISCARD, R_WAITWR, R_SAVE
+  } st_t;
+  typedef enum logic [1:0] { K_DB, K_EVT, K_PKT } kind_t;
+  st_t   st_q, after_q, disc_next_q;
+  kind_t kind_q;
+
+  logic [QW-1:0] q_q;
+  hm_qp_ctx_t    ctx_q, ctx_rd;
+  rdyn_t         d_q, dyn_rd;
+  logic [15:0]   pi_q, pi_rd, dbpi_q;
+  hm_roce_hdr_t  h_q;
+
+  // work selection
+  logic take_ctl, take_evt, take_db, take_pkt;
+  logic [QW-1:0] sel_q;
+  always_comb begin
+    take_ctl = st_q == R_IDLE && s_ctl_valid;
+    take_evt = st_q == R_IDLE && !s_ctl_valid && s_err_valid;
+    take_db  = st_q == R_IDLE && !s_ctl_valid && !s_err_valid && dbf_valid;
+    take_pkt = st_q == R_IDLE && !s_ctl_valid && !s_err_valid && !dbf_valid && s_hdr_valid;
+    sel_q = QW'(s_hdr.dest_qp);
+    if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
+    else if (s_err_valid) sel_q = QW'(s_err_qpn);
+    else if (dbf_valid) sel_q = QW'(dbf_data[31:16]);
+  end
+  assign s_ctl_ready = st_q == R_CTL;
+  assign s_err_ready = take_evt;
+  assign dbf_pop     = take_db;
+  assign s_hdr_ready = take_pkt;
+
+  always_ff @(posedge clk) begin
+    ctx_rd <= ctx_mem[sel_q];
+    dyn_rd <= dyn_mem[sel_q];
+    pi_rd  <= pi_mem[sel_q];
+  end
+
+  // resources: read port addressed by the FSM
+  logic [QW+RW-1:0] res_ra;
+  res_t             res_rd;
+  logic             res_we;
+  res_t             res_wd;
+  always_ff @(posedge clk) begin
+    res_rd <= res_mem[res_ra];
+    if (res_we) res_mem[{q_q, d_q.res_head}] <= res_wd;
+  end
+
+  // derived
+  logic [3:0]  lpmtu;
+  logic [12:0] pmtu;
+  logic [3:0]  lstride;
+  logic [15:0] rq_mask;
+  logic [3:0]  max_res;
+  assign lpmtu   = 4'd7 + 4'(ctx_q.pmtu);
+  assign pmtu    = 13'd1 << lpmtu;
+  assign lstride = 4'd6 + 4'(ctx_q.rq_log_stride);
+  assign rq_mask = 16'((17'd1 << ctx_q.rq_log_size) - 17'd1);
+  assign max_res = ctx_q.max_dest_rd_atomic > 4'(MAX_RES) ? 4'(MAX_RES) : ctx_q.max_dest_rd_atomic;
+
+  function automatic logic psn_lt(input logic [23:0] a, input logic [23:0] b);
+    logic [23:0] d;
+    d = a - b;
+    return d >= 24'h80_0000;   // a - b negative in the 2^23 window
+  endfunction
+
+  // packet classes
+  logic [7:0]  op;
+  logic [15:0] plen;
+  logic        op_send_first, op_send, op_send_end, op_imm, op_inv, op_wr_first, op_write,
+               op_wr_end, op_wr_imm, op_read, op_atomic;
+  assign op            = h_q.opcode;
+  assign plen          = h_q.payload_len;
+  assign op_send_first = op == 8'h00 || op == 8'h04 || op == 8'h05 || op == 8'h17;
+  assign op_send       = op <= 8'h05 || op == 8'h16 || op == 8'h17;
+  assign op_send_end   = op == 8'h02 || op == 8'h03 || op == 8'h04 || op == 8'h05 || op == 8'h16 || op == 8'h17;
+  assign op_imm        = op == 8'h03 || op == 8'h05 || op == 8'h09 || op == 8'h0B;
+  assign op_inv        = op == 8'h16 || op == 8'h17;
+  assign op_wr_first   = op == 8'h06 || op == 8'h0A || op == 8'h0B;
+  assign op_write      = op >= 8'h06 && op <= 8'h0B;
+  assign op_wr_end     = op == 8'h08 || op == 8'h09 || op == 8'h0A || op == 8'h0B;
+  assign op_wr_imm     = op == 8'h09 || op == 8'h0B;
+  assign op_read       = op == 8'h0C;
+  assign op_atomic     = op == 8'h13 || op == 8'h14;
+
+  // the receive WQE (cache of one)
+  logic [WQE_MAX*8-1:0] rqe_q;
+  logic                 rc_v_q;
+  logic [QW-1:0]        rc_q;
+  logic [15:0]          rc_idx_q;
+  logic [3:0]           rb_q;
+  logic                 rfetch_err_q;
+  hm_rq_wqe_hdr_t       rw;
+  assign rw = hm_rq_wqe_hdr_t'(rqe_q[127:0]);
+  logic rq_cached;
+  assign rq_cached = rc_v_q && rc_q == q_q && rc_idx_q == d_q.rq_ci;
+  logic [3:0] rnsge;
+  assign rnsge = rw.num_sge > 8'd15 ? 4'd15 : 4'(rw.num_sge);
+  function automatic hm_sge_t rsge_at(input logic [WQE_MAX*8-1:0] wq, input logic [3:0] j);
+    return hm_sge_t'(wq[(128 + 128 * int'(j)) +: 128]);
+  endfunction
+
+  // duplicate READ lookup
+  logic [2:0]  dup_i_q;
+  logic [63:0] dup_va_q;
+  logic [31:0] dup_len_q;
+  logic        dup_hit_q;
+
+  // checks
+  logic [4:0]  cj_q, cr_q, cn_q;
+  logic        cerr_q;
+  logic [35:0] csum_q;
+  hm_sge_t     sge_c;
+  assign sge_c = rsge_at(rqe_q, cj_q[3:0]);
+  always_comb begin
+    m_chk_pd    = ctx_q.pd;
+    m_chk_key   = h_q.rkey;
+    m_chk_addr  = h_q.va;
+    m_chk_len   = 64'(h_q.dma_len);
+    m_chk_need  = 3'd3;
+    m_chk_valid = 1'b0;
+    case (st_q)
+      R_SGLCHK: begin
+        m_chk_key = sge_c.lkey; m_chk_addr = sge_c.addr; m_chk_len = 64'(sge_c.len);
+        m_chk_need = 3'd1; m_chk_valid = cj_q < cn_q;
+      end
+      R_INV:   begin m_chk_key = h_q.imm; m_chk_need = 3'd5; m_chk_valid = cj_q < cn_q; end
+      R_WRCHK: begin m_chk_need = 3'd3; m_chk_valid = cj_q < cn_q; end
+      R_RDCHK, R_DUPCHK: begin m_chk_need = 3'd2; m_chk_valid = cj_q < cn_q;
+                                 if (st_q == R_DUPCHK) begin m_chk_addr = dup_va_q; m_chk_len = 64'(dup_len_q); end end
+      R_ATCHK: begin m_chk_need = 3'd4; m_chk_len = 64'd8; m_chk_valid = cj_q < cn_q; end
+      default: ;
+    endcase
+  end
+  assign s_res_ready = st_q == R_SGLCHK || st_q == R_INV || st_q == R_WRCHK || st_q == R_RDCHK ||
+                       st_q == R_DUPCHK || st_q == R_ATCHK;
+
+  // small reads
+  logic [15:0] rq_slot;
+  assign rq_slot      = d_q.rq_ci & rq_mask;
+  assign m_srd_addr   = st_q == R_ATREAD ? h_q.va : ctx_q.rq_base + (64'(rq_slot) << lstride);
+  assign m_srd_len    = st_q == R_ATREAD ? 32'd8 : 32'd1 << lstride;
+  assign m_srd_valid  = st_q == R_RQFETCH || st_q == R_ATREAD;
+  assign s_srd_tready = st_q == R_RQDATA || st_q == R_ATDATA;
+
+  // SGL cursor for SEND placement
+  logic [3:0]  sj_q;
+  logic [31:0] soff_q, seek_q;
+  logic [12:0] prem_q;
+  hm_sge_t     sge_k;
+  logic [31:0] s_avail;
+  logic [12:0] take;
+  assign sge_k   = rsge_at(rqe_q, sj_q);
+  assign s_avail = sge_k.len - soff_q;
+  assign take    = s_avail < 32'(prem_q) ? 13'(s_avail) : prem_q;
+
+  // writes issued / completed
+  logic [31:0] wr_issued_q, wr_done_q;
+  assign wr_done = wr_done_q;
+
+  // atomic
+  logic [63:0] at_orig_q, at_new;
+  assign at_new = op == 8'h13 ? (at_orig_q == h_q.compare ? h_q.swap_add : at_orig_q)
+                              : at_orig_q + h_q.swap_add;
+
+
+  // pieces
+  logic        pc_send_q;   // R_PLACE is placing into the SGL (SEND) or at wva (WRITE)
+  always_comb begin
+    m_pc_discard = 1'b0;
+    m_pc_imm     = 1'b0;
+    m_pc_data    = at_new;
+    m_pc_last    = 1'b1;
+    m_pc_len     = 13'd8;
+    m_pc_addr    = h_q.va;
+    m_pc_valid   = 1'b0;
+    case (st_q)
+      R_DISCARD: begin m_pc_discard = 1'b1; m_pc_valid = 1'b1; end
+      R_ATWRITE: begin m_pc_imm = 1'b1; m_pc_valid = 1'b1; end
+      R_PLACE: begin
+        if (pc_send_q) begin
+          m_pc_len   = take;
+          m_pc_addr  = sge_k.addr + 64'(soff_q);
+          m_pc_last  = take == prem_q;
+          m_pc_valid = s_avail != '0 && seek_q == '0;
+        end else begin
+          m_pc_len   = 13'(plen);
+          m_pc_addr  = d_q.wva + 64'(d_q.moff);
+          m_pc_valid = 1'b1;
+        end
+      end
+      default: ;
+    endcase
+  end
+
+  // response job
+  logic [1:0]  job_kind_q;
+  logic [23:0] job_psn_q;
+  logic [7:0]  job_syn_q;
+  logic [63:0] job_va_q;
+  logic [31:0] job_len_q;
+  always_comb begin
+    m_job            = '0;
+    m_job.kind       = job_kind_q;
+    m_job.psn        = job_psn_q;
+    m_job.syndrome   = job_syn_q;
+    m_job.msn        = d_q.msn;
+    m_job.va         = job_va_q;
+    m_job.len        = job_len_q;
+    m_job.orig       = at_orig_q;
+    m_job.wr_seq     = wr_issued_q;
+    m_job.pmtu       = ctx_q.pmtu;
+    m_job.dest_qp    = ctx_q.dest_qpn;
+    m_job.eth_dst    = ctx_q.eth_dst;
+    m_job.eth_src    = ctx_q.eth_src;
+    m_job.vlan_valid = ctx_q.vlan_valid;
+    m_job.vlan_pcp   = ctx_q.vlan_pcp;
+    m_job.vlan_vid   = ctx_q.vlan_vid;
+    m_job.ipv6       = ctx_q.ipv6;
+    m_job.ip_src     = ctx_q.ip_src;
+    m_job.ip_dst     = ctx_q.ip_dst;
+    m_job.dscp       = ctx_q.dscp;
+    m_job.ecn        = ctx_q.ecn;
+    m_job.ttl        = ctx_q.ttl;
+    m_job.udp_sport  = ctx_q.udp_sport;
+    m_job.flow_label = ctx_q.flow_label;
+    m_job.pkey       = ctx_q.pkey;
+  end
+  assign m_job_valid = st_q == R_ACK || st_q == R_NAK;
+
+  // receive CQE
+  logic [7:0]  cqe_st_q;
+  logic [31:0] cqe_len_q;
+  logic        cqe_wimm_q;    // RECV_RDMA_WITH_IMM
+  always_comb begin
+    m_cqe = '0;
+    m_cqe.solicited     = h_q.se && kind_q == K_PKT && cqe_st_q == HM_CQE_ST_SUCCESS;
+    m_cqe.cqn           = ctx_q.rq_cqn;
+    m_cqe.cqe.wr_id     = rw.wr_id;
+    m_cqe.cqe.byte_len  = cqe_st_q == HM_CQE_ST_SUCCESS ? cqe_len_q : 32'd0;
+    m_cqe.cqe.qpn       = 32'(q_q);
+    m_cqe.cqe.opcode    = cqe_wimm_q ? HM_CQE_OP_RECV_RDMA_IMM : HM_CQE_OP_RECV;
+    m_cqe.cqe.status    = cqe_st_q;
+    m_cqe.cqe.wqe_index = d_q.rq_ci;
+    m_cqe.cqe.flags     = HM_CQE_F_RQ;
+    if (cqe_st_q == HM_CQE_ST_SUCCESS && op_imm && kind_q == K_PKT) begin
+      m_cqe.cqe.flags = m_cqe.cqe.flags | HM_CQE_F_IMM;
+      m_cqe.cqe.imm   = {h_q.imm[7:0], h_q.imm[15:8], h_q.imm[23:16], h_q.imm[31:24]};
+    end
+    if (cqe_st_q == HM_CQE_ST_SUCCESS && op_inv && kind_q == K_PKT) begin
+      m_cqe.cqe.flags = m_cqe.cqe.flags | HM_CQE_F_INV;
+      m_cqe.cqe.imm   = h_q.imm;
+    end
+  end
+  assign m_cqe_valid = (st_q == R_CQE || st_q == R_ERRCQE) && !rfetch_err_q;
+  assign m_err_qpn   = 16'(q_q);
+  assign m_err_valid = st_q == R_ERRNOTE;
+
+  // resource record written in R_RESSAVE
+  always_comb begin
+    res_wd        = '0;
+    res_wd.atomic = op_atomic;
+    res_wd.first  = h_q.psn;
+    res_wd.npkts  = op_atomic ? 24'd1 :
+                    (h_q.dma_len == '0 ? 24'd1 : 24'((33'(h_q.dma_len) + 33'(pmtu) - 33'd1) >> lpmtu));
+    res_wd.va     = h_q.va;
+    res_wd.rkey   = h_q.rkey;
+    res_wd.len    = h_q.dma_len;
+    res_wd.orig   = at_orig_q;
+  end
+  assign res_we = st_q == R_RESSAVE;
+  assign res_ra = {q_q, RW'(d_q.res_head - RW'(dup_i_q) - RW'(1))};
+
+  hm_qp_ctx_t ctl_ctx;
+  assign ctl_ctx = hm_qp_ctx_t'(s_ctl_data[CTXW-1:0]);
+
+  always_ff @(posedge clk) begin
+    if (st_q == R_CTL) begin
+      ctx_mem[QW'(s_ctl_cmd.index)] <= ctl_ctx;
+      if ((s_ctl_cmd.flags & HM_CTL_F_LOAD_RQ) != 0) begin
+        dyn_mem[QW'(s_ctl_cmd.index)] <= '{epsn: ctl_ctx.rq_psn, msn: 24'd0, rq_ci: 16'd0,
+          in_send: 1'b0, in_write: 1'b0, moff: 32'd0, total: 32'd0, wva: 64'd0,
+          nak_sent: 1'b0, err: ctl_ctx.state == HM_QPS_ERR, res_head: '0, res_cnt: 3'd0};
+        pi_mem[QW'(s_ctl_cmd.index)] <= 16'd0;
+      end else if (ctl_ctx.state == HM_QPS_ERR) begin
+        dyn_mem[QW'(s_ctl_cmd.index)].err <= 1'b1;
+      end
+    end
+    if (st_q == R_SAVE) begin
+      dyn_mem[q_q] <= d_q;
+      if (kind_q == K_DB) pi_mem[q_q] <= pi_q;
+    end
+  end
+
+  // a fatal error: NAK with `syn`, optionally a receive CQE first
+  task automatic fatal(input logic [7:0] syn, input logic with_cqe, input logic [7:0] cst);
+    job_kind_q <= HM_RJ_AETH;
+    job_psn_q  <= h_q.psn;
+    job_syn_q  <= syn;
+    cqe_st_q   <= cst;
+    stat_err_naks <= stat_err_naks + 1'b1;
+    after_q    <= R_NAK;
+    st_q       <= with_cqe ? R_ERRCQE : R_NAK;
+  endtask
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      st_q          <= R_IDLE;
+      rc_v_q        <= 1'b0;
+      wr_issued_q   <= '0;
+      wr_done_q     <= '0;
+      stat_reqs     <= '0;
+      stat_dups     <= '0;
+      stat_seq_naks <= '0;
+      stat_rnr_naks <= '0;
+      stat_err_naks <= '0;
+      stat_dropped  <= '0;
+      stat_wr_err   <= '0;
+    end else begin
+      if (s_done_valid) begin
+        wr_done_q <= wr_done_q + 1'b1;
+        if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;
+      end
+      if (m_pc_valid && m_pc_ready && !m_pc_discard) wr_issued_q <= wr_issued_q + 1'b1;
+      case (st_q)
+        R_IDLE: begin
+          q_q         <= sel_q;
+          disc_next_q <= R_SAVE;
+          if (take_ctl) st_q <= R_CTL;
+          else if (take_evt) begin kind_q <= K_EVT; st_q <= R_LOAD; end
+          else if (take_db) begin kind_q <= K_DB; dbpi_q <= dbf_data[15:0]; st_q <= R_LOAD; end
+          else if (take_pkt) begin
+            kind_q <= K_PKT;
+            h_q    <= s_hdr;
+            stat_reqs <= stat_reqs + 1'b1;
+            if ((s_hdr.dest_qp >> QW) != '0) begin
+              stat_dropped <= stat_dropped + 1'b1;
+              disc_next_q  <= R_IDLE;
+              st_q <= s_hdr.payload_len != 0 ? R_DISCARD : R_IDLE;
+            end else st_q <= R_LOAD;
+          end
+        end
+        R_CTL: begin rc_v_q <= 1'b0; st_q <= R_IDLE; end
+        R_LOAD: begin
+          ctx_q <= ctx_rd;
+          d_q   <= dyn_rd;
+          pi_q  <= pi_rd;
+          st_q  <= R_DISPATCH;
+        end
+        R_DISPATCH: begin
+          case (kind_q)
+            K_DB: begin
+              pi_q <= dbpi_q;
+              st_q <= d_q.err ? R_FLUSH : R_SAVE;
+            end
+            K_EVT: begin
+              d_q.err <= 1'b1;
+              st_q    <= d_q.err ? R_SAVE : R_FLUSH;
+            end
+            default: begin
+              if (!(ctx_q.state == HM_QPS_RTR || ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) ||
+                  d_q.err) begin
+                stat_dropped <= stat_dropped + 1'b1;
+                disc_next_q  <= R_IDLE;
+                st_q <= plen != 0 ? R_DISCARD : R_IDLE;
+              end else st_q <= R_SEQ;
+            end
+          endcase
+        end
+        R_SEQ: begin
+          if (h_q.psn == d_q.epsn) begin
+            d_q.nak_sent <= 1'b0;
+            st_q <= R_EXEC;
+          end else if (psn_lt(h_q.psn, d_q.epsn)) begin
+            stat_dups <= stat_dups + 1'b1;
+            dup_i_q   <= '0;
+            dup_hit_q <= 1'b0;
+            st_q      <= R_DUP;
+          end else begin
+            // ahead: one NAK sequence error until ePSN arrives
+            if (!d_q.nak_sent) begin
+              d_q.nak_sent  <= 1'b1;
+              stat_seq_naks <= stat_seq_naks + 1'b1;
+              job_kind_q    <= HM_RJ_AETH;
+              job_psn_q     <= d_q.epsn;
+              job_syn_q     <= 8'h60;
+              after_q       <= plen != 0 ? R_DISCARD : R_SAVE;
+              st_q          <= R_ACK;
+            end else st_q <= plen != 0 ? R_DISCARD : R_SAVE;
+          end
+        end
+
+        // ------------------------------------------------------------------ duplicates
+        R_DUP: begin
+          if (op_read || op_atomic) begin
+            // newest resource first
+            if (dup_i_q == d_q.res_cnt) st_q <= plen != 0 ? R_DISCARD : R_SAVE;   // not found: dropped
+            else st_q <= R_DUPRES;
+          end else begin
+            if (h_q.ackreq) begin
+              job_kind_q <= HM_RJ_AETH;
+              job_psn_q  <= d_q.epsn - 24'd1;
+              job_syn_q  <= 8'h1F;
+              after_q    <= plen != 0 ? R_DISCARD : R_SAVE;
+              st_q       <= R_ACK;
+            end else st_q <= plen != 0 ? R_DISCARD : R_SAVE;
+          end
+        end
+        R_DUPRES: begin
+          // res_rd is the entry dup_i_q back from the head (read issued the cycle before)
+          logic [23:0] k;
+          logic [31:0] off;
+          k   = h_q.psn - res_rd.first;
+          off = 32'(k) << lpmtu;
+          if (op_read && !res_rd.atomic && k < res_rd.npkts) begin
+            if (h_q.rkey == res_rd.rkey && h_q.va == res_rd.va + 64'(off) &&
+                h_q.dma_len == res_rd.len - off) begin
+              dup_va_q  <= h_q.va;
+              dup_len_q <= h_q.dma_len;
+              cj_q <= '0; cr_q <= '0; cerr_q <= 1'b0;
+              cn_q <= h_q.dma_len != '0 ? 5'd1 : 5'd0;
+              st_q <= R_DUPCHK;
+            end else st_q <= R_SAVE;
+          end else if (op_atomic && res_rd.atomic && res_rd.first == h_q.psn) begin
+            if (h_q.va == res_rd.va && h_q.rkey == res_rd.rkey) begin
+              at_orig_q  <= res_rd.orig;
+              job_kind_q <= HM_RJ_ATOMIC;
+              job_psn_q  <= h_q.psn;
+              job_syn_q  <= 8'h1F;
+              after_q    <= R_SAVE;
+              st_q       <= R_ACK;
+            end else st_q <= R_SAVE;
+          end else begin
+            dup_i_q <= dup_i_q + 1'b1;
+            st_q    <= R_DUP;
+          end
+        end
+        R_DUPCHK: begin
+          if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
+          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+          if (cr_q == cn_q) begin
+            if (cerr_q) st_q <= R_SAVE;
+            else begin
+              job_kind_q <= HM_RJ_READ;
+              job_psn_q  <= h_q.psn;
+              job_syn_q  <= 8'h1F;
+              job_va_q   <= dup_va_q;
+              job_len_q  <= dup_len_q;
+              after_q    <= R_SAVE;
+              st_q       <= R_ACK;
+            end
+          end
+        end
+
+        // ------------------------------------------------------------------ in order
+        R_EXEC: begin
+          logic seq_ok, len_ok, acc_ok;
+          case (op)
+            8'h01, 8'h02, 8'h03, 8'h16: seq_ok = d_q.in_send;
+            8'h07, 8'h08, 8'h09:        seq_ok = d_q.in_write;
+            8'h00, 8'h04, 8'h05, 8'h17, 8'h06, 8'h0A, 8'h0B, 8'h0C, 8'h13, 8'h14:
+                                        seq_ok = !d_q.in_send && !d_q.in_write;
+            default:                    seq_ok = 1'b0;
+          endcase
+          case (op)
+            8'h00, 8'h01, 8'h06, 8'h07:               len_ok = plen == 16'(pmtu);
+            8'h02, 8'h03, 8'h16, 8'h08, 8'h09:        len_ok = plen != 0 && plen <= 16'(pmtu);
+            8'h04, 8'h05, 8'h17, 8'h0A, 8'h0B:        len_ok = plen <= 16'(pmtu);
+            default:                                  len_ok = 1'b1;
+          endcase
+          acc_ok = !(op_write && !ctx_q.access[0]) && !(op_read && !ctx_q.access[1]) &&
+                   !(op_atomic && !ctx_q.access[2]);
+          cj_q <= '0; cr_q <= '0; cerr_q <= 1'b0;
+          if (!seq_ok || !len_ok || !acc_ok) begin
+            d_q.in_send  <= 1'b0;
+            d_q.in_write <= 1'b0;
+            fatal(8'h61, 1'b0, HM_CQE_ST_SUCCESS);
+          end else if (op_send) begin
+            if (op_send_first) begin
+              if (d_q.rq_ci == pi_q) begin
+                // no receive WQE: RNR NAK, nothing consumed
+                d_q.nak_sent  <= 1'b1;
+                stat_rnr_naks <= stat_rnr_naks + 1'b1;
+                job_kind_q    <= HM_RJ_AETH;
+                job_psn_q     <= h_q.psn;
+                job_syn_q     <= 8'h20 | {3'd0, ctx_q.min_rnr_timer};
+                after_q       <= plen != 0 ? R_DISCARD : R_SAVE;
+                st_q          <= R_ACK;
+              end else begin
+                after_q <= R_SGLINIT;
+                st_q    <= rq_cached ? R_SGLINIT : R_RQFETCH;
+              end
+            end else begin
+              after_q <= R_SEND;
+              st_q    <= rq_cached ? R_SEND : R_RQFETCH;
+            end
+          end else if (op_write) begin
+            if (op_wr_first) begin
+              if (h_q.dma_len > 32'h8000_0000) fatal(8'h61, 1'b0, HM_CQE_ST_SUCCESS);
+              else begin
+                cn_q <= h_q.dma_len != '0 ? 5'd1 : 5'd0;
+                st_q <= R_WRCHK;
+              end
+            end else st_q <= R_WRITE;
+          end else if (op_read) begin
+            if (h_q.dma_len > 32'h8000_0000 || max_res == '0) fatal(8'h61, 1'b0, HM_CQE_ST_SUCCESS);
+            else begin
+              cn_q <= h_q.dma_len != '0 ? 5'd1 : 5'd0;
+              st_q <= R_RDCHK;
+            end
+          end else begin
+            if (max_res == '0 || h_q.va[2:0] != 3'd0) fatal(8'h61, 1'b0, HM_CQE_ST_SUCCESS);
+            else begin
+              cn_q <= 5'd1;
+              st_q <= R_ATCHK;
+            end
+          end
+        end
+
+        // fetch the receive WQE at rq_ci into the cache
+        R_RQFETCH: if (m_srd_ready) begin
+          rb_q <= '0;
+          rfetch_err_q <= 1'b0;
+          st_q <= R_RQDATA;
+        end
+        R_RQDATA: if (s_srd_tvalid) begin
+          if (32'(rb_q) * KW < WQE_MAX) rqe_q[int'(rb_q) * DATA_WIDTH +: DATA_WIDTH] <= s_srd_tdata;
+          rb_q <= rb_q + 1'b1;
+          if (s_srd_tuser) rfetch_err_q <= 1'b1;
+          if (s_srd_tlast) begin
+            rc_v_q   <= 1'b1;
+            rc_q     <= q_q;
+            rc_idx_q <= d_q.rq_ci;
+            st_q     <= after_q;
+          end
+        end
+
+        // first SEND packet: the receive SGL must be writable and its length is the limit
+        R_SGLINIT: begin
+          cj_q   <= '0;
+          cr_q   <= '0;
+          cerr_q <= 1'b0;
+          cn_q   <= 5'(rnsge);
+          csum_q <= '0;
+          st_q   <= R_SGLCHK;
+        end
+        R_SGLCHK: begin
+          begin
+            if (m_chk_valid && m_chk_ready) begin
+              cj_q   <= cj_q + 1'b1;
+              csum_q <= csum_q + 36'(sge_c.len);
+            end
+            if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+            if (cr_q == cn_q) begin
+              if (cerr_q || rfetch_err_q || rw.num_sge > 8'd15) begin
+                d_q.in_send <= 1'b0;
+                fatal(8'h63, 1'b1, HM_CQE_ST_LOC_PROT_ERR);
+              end else begin
+                d_q.in_send <= 1'b1;
+                d_q.moff    <= '0;
+                d_q.total   <= csum_q[35:32] != '0 ? 32'hFFFF_FFFF : csum_q[31:0];
+                st_q        <= R_SEND;
+              end
+            end
+          end
+        end
+        R_SEND: begin
+          if (d_q.moff + 32'(plen) > d_q.total || d_q.moff + 32'(plen) < d_q.moff) begin
+            d_q.in_send <= 1'b0;
+            fatal(8'h61, 1'b1, HM_CQE_ST_LOC_LEN_ERR);
+          end else if (op_inv) begin
+            cj_q <= '0; cr_q <= '0; cerr_q <= 1'b0; cn_q <= 5'd1;
+            st_q <= R_INV;
+          end else begin
+            pc_send_q <= 1'b1;
+            sj_q <= '0; soff_q <= '0; seek_q <= d_q.moff;
+            prem_q <= 13'(plen);
+            st_q <= plen != 0 ? R_PLACE : R_WAITWR;
+          end
+        end
+        R_INV: begin
+          if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
+          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+          if (cr_q == cn_q) begin
+            if (cerr_q) begin
+              d_q.in_send <= 1'b0;
+              fatal(8'h63, 1'b1, HM_CQE_ST_LOC_PROT_ERR);
+            end else begin
+              pc_send_q <= 1'b1;
+              sj_q <= '0; soff_q <= '0; seek_q <= d_q.moff;
+              prem_q <= 13'(plen);
+              st_q <= plen != 0 ? R_PLACE : R_WAITWR;
+            end
+          end
+        end
+
+        R_WRCHK: begin
+          if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
+          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+          if (cr_q == cn_q) begin
+            if (cerr_q) fatal(8'h62, 1'b0, HM_CQE_ST_SUCCESS);
+            else begin
+              d_q.in_write <= 1'b1;
+              d_q.wva      <= h_q.va;
+              d_q.total    <= h_q.dma_len;
+              d_q.moff     <= '0;
+              st_q         <= R_WRITE;
+            end
+          end
+        end
+        R_WRITE: begin
+          logic [32:0] noff;
+          noff = 33'(d_q.moff) + 33'(plen);
+          if (noff > 33'(d_q.total) || (op_wr_end && noff != 33'(d_q.total))) begin
+            d_q.in_write <= 1'b0;
+            fatal(8'h61, 1'b0, HM_CQE_ST_SUCCESS);
+          end else if (op_wr_imm && d_q.rq_ci == pi_q) begin
+            if (op == 8'h0B) d_q.in_write <= 1'b0;
+            d_q.nak_sent  <= 1'b1;
+            stat_rnr_naks <= stat_rnr_naks + 1'b1;
+            job_kind_q    <= HM_RJ_AETH;
+            job_psn_q     <= h_q.psn;
+            job_syn_q     <= 8'h20 | {3'd0, ctx_q.min_rnr_timer};
+            after_q       <= plen != 0 ? R_DISCARD : R_SAVE;
+            st_q          <= R_ACK;
+          end else begin
+            pc_send_q <= 1'b0;
+            st_q <= plen != 0 ? R_PLACE : R_WAITWR;
+          end
+        end
+
+        R_PLACE: begin
+          if (!pc_send_q) begin
+            if (m_pc_ready) st_q <= R_WAITWR;
+          end else if (seek_q != '0) begin
+            if (seek_q >= sge_k.len && sj_q != 4'd15) begin
+              seek_q <= seek_q - sge_k.len;
+              sj_q   <= sj_q + 1'b1;
+            end else begin
+              soff_q <= seek_q;
+              seek_q <= '0;
+            end
+          end else if (s_avail == '0) begin
+            if (sj_q != 4'd15) sj_q <= sj_q + 1'b1;
+            soff_q <= '0;
+          end else if (m_pc_ready) begin
+            prem_q <= prem_q - take;
+            if (32'(take) == s_avail) begin sj_q <= sj_q + 1'b1; soff_q <= '0; end
+            else soff_q <= soff_q + 32'(take);
+            if (take == prem_q) st_q <= R_WAITWR;
+          end
+        end
+
+        // SEND / WRITE packet placed: advance, complete the message, ACK
+        R_WAITWR: begin
+          logic fin, need_wqe;
+          fin      = op_send ? op_send_end : op_wr_end;
+          need_wqe = fin && (op_send || op_wr_imm);
+          d_q.epsn <= d_q.epsn + 24'd1;
+          d_q.moff <= d_q.moff + 32'(plen);
+          if (fin) begin
+            d_q.msn      <= d_q.msn + 24'd1;
+            d_q.in_send  <= 1'b0;
+            d_q.in_write <= 1'b0;
+          end
+          if (need_wqe) begin
+            cqe_st_q   <= HM_CQE_ST_SUCCESS;
+            cqe_len_q  <= op_send ? d_q.moff + 32'(plen) : d_q.total;
+            cqe_wimm_q <= op_write;
+            // the CQE follows the data: wait for the writes, then the receive WQE's wr_id
+            after_q <= R_CQE;
+            st_q    <= R_RQCHK;
+          end else begin
+            job_kind_q <= HM_RJ_AETH;
+            job_psn_q  <= h_q.psn;
+            job_syn_q  <= 8'h1F;
+            after_q    <= R_SAVE;
+            st_q       <= h_q.ackreq ? R_ACK : R_SAVE;
+          end
+        end
+        R_RQCHK: begin
+          if (wr_done_q == wr_issued_q) st_q <= rq_cached ? R_CQE : R_RQFETCH;
+        end
+        R_CQE: begin
+          if (rfetch_err_q || m_cqe_ready) begin
+            d_q.rq_ci  <= d_q.rq_ci + 1'b1;
+            rc_v_q     <= 1'b0;
+            job_kind_q <= HM_RJ_AETH;
+            job_psn_q  <= h_q.psn;
+            job_syn_q  <= 8'h1F;
+            after_q    <= R_SAVE;
+            st_q       <= h_q.ackreq ? R_ACK : R_SAVE;
+          end
+        end
+
+        R_RDCHK: begin
+          if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
+          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+          if (cr_q == cn_q) begin
+            if (cerr_q) fatal(8'h62, 1'b0, HM_CQE_ST_SUCCESS);
+            else st_q <= R_READ;
+          end
+        end
+        R_READ: begin
+          d_q.msn    <= d_q.msn + 24'd1;
+          d_q.epsn   <= d_q.epsn + res_wd.npkts;
+          job_kind_q <= HM_RJ_READ;
+          job_psn_q  <= h_q.psn;
+          job_syn_q  <= 8'h1F;
+          job_va_q   <= h_q.va;
+          job_len_q  <= h_q.dma_len;
+          after_q    <= R_ACK;
+          st_q       <= R_RESSAVE;
+        end
+        R_ATCHK: begin
+          if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
+          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+          if (cr_q == cn_q) begin
+            if (cerr_q) fatal(8'h62, 1'b0, HM_CQE_ST_SUCCESS);
+            else st_q <= R_ATWAIT;
+          end
+        end
+        // the operand is read after every earlier write of this responder completed
+        R_ATWAIT: if (wr_done_q == wr_issued_q) st_q <= R_ATREAD;
+        R_ATREAD: if (m_srd_ready) st_q <= R_ATDATA;
+        R_ATDATA: if (s_srd_tvalid) begin
+          at_orig_q <= s_srd_tdata[63:0];
+          if (s_srd_tlast) st_q <= R_ATWRITE;
+        end
+        R_ATWRITE: if (m_pc_ready) begin
+          d_q.msn    <= d_q.msn + 24'd1;
+          d_q.epsn   <= d_q.epsn + 24'd1;
+          job_kind_q <= HM_RJ_ATOMIC;
+          job_psn_q  <= h_q.psn;
+          job_syn_q  <= 8'h1F;
+          after_q    <= R_ACK;
+          st_q       <= R_RESSAVE;
+        end
+        R_RESSAVE: begin
+          d_q.res_head <= d_q.res_head + 1'b1;
+          if (d_q.res_cnt < 3'(max_res)) d_q.res_cnt <= d_q.res_cnt + 1'b1;
+          after_q <= R_SAVE;
+          st_q    <= R_ACK;
+        end
+
+        // responses (MSN as updated by this packet)
+        R_ACK: if (m_job_ready) st_q <= after_q;
+
+        // fatal: [receive CQE], NAK, ERR, flush
+        R_ERRCQE: begin
+          if (!rq_cached) begin
+            after_q <= R_ERRCQE;
+            st_q    <= R_RQFETCH;
+          end else if (rfetch_err_q || m_cqe_ready) begin
+            d_q.rq_ci <= d_q.rq_ci + 1'b1;
+            rc_v_q    <= 1'b0;
+            st_q      <= R_NAK;
+          end
+        end
+        R_NAK: if (m_job_ready) begin
+          d_q.err      <= 1'b1;
+          d_q.in_send  <= 1'b0;
+          d_q.in_write <= 1'b0;
+          disc_next_q  <= R_ERRNOTE;
+          st_q         <= plen != 0 ? R_DISCARD : R_ERRNOTE;
+        end
+        R_ERRNOTE: if (m_err_ready) st_q <= R_FLUSH;
+        R_FLUSH: begin
+          if (d_q.rq_ci == pi_q) st_q <= R_SAVE;
+          else if (!rq_cached) begin
+            after_q <= R_FLUSH;
+            st_q    <= R_RQFETCH;
+          end else begin
+            cqe_st_q <= HM_CQE_ST_WR_FLUSH_ERR;
+            st_q     <= R_ERRCQE;
+            after_q  <= R_FLUSH;
+          end
+        end
+        R_DISCARD: if (m_pc_ready) st_q <= disc_next_q;
+        R_SAVE: st_q <= R_IDLE;
+        default: st_q <= R_IDLE;
+      endcase
+      // a flush CQE returns to the flush loop
+      if (st_q == R_ERRCQE && rq_cached && (rfetch_err_q || m_cqe_ready) && cqe_st_q == HM_CQE_ST_WR_FLUSH_ERR)
+        st_q <= R_FLUSH;
+      // after an ACK that follows a discard
+      if (st_q == R_ACK && m_job_ready && after_q == R_DISCARD) disc_next_q <= R_SAVE;
+    end
+  end
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = ^{dbf_level, s_ctl_data, s_ctl_cmd, s_err_qpn, h_q, ctx_q, d_q, rw, sge_k,
+                       sge_c, s_srd_tdata, res_rd, dup_hit_q, csum_q};
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  if ((1 << QW) != NUM_QPS) begin : g_bad_qps
+    $error("hm_rc_resp: NUM_QPS must be a power of two");
+  end
+  if (MAX_RES != 1 && MAX_RES != 2 && MAX_RES != 4) begin : g_bad_res
+    $error("hm_rc_resp: MAX_RES must be 1, 2 or 4");
+  end
+endmodule

@@ -1,0 +1,134 @@
+// Response generator: turns the responder's response jobs into header records (and READ
+// response payload) for the TX path. ACK/NAK: one ACKNOWLEDGE packet with AETH. Atomic: one
+// ATOMIC ACKNOWLEDGE with AETH and the original value. READ: packets of up to the path MTU
+// (ONLY, or FIRST / MIDDLE... / LAST; AETH on all but MIDDLE), each with its payload read
+// from host memory. A job waits until the responder's writes issued before it have
+// completed (wr_seq), so an ACK never overtakes the data it acknowledges and a READ sees
+// every WRITE before it.
+module hm_rc_resp_tx
+  import hm_pkg::*;
+  import hm_eng_pkg::*;
+#(
+  // Jobs queued (power of two).
+  parameter int JOB_DEPTH = 16
+) (
+  input  logic         clk,
+  input  logic         rst,
+
+  input  hm_rjob_t     s_job,
+  input  logic         s_job_valid,
+  output logic         s_job_ready,
+  input  logic [31:0]  wr_done,
+
+  // Header records
+  output hm_roce_hdr_t m_hdr,
+  output logic         m_hdr_valid,
+  input  logic         m_hdr_ready,
+
+  // READ payload: DMA read requests (the data goes straight to the TX payload input)
+  output logic [63:0]  m_rd_addr,
+  output logic [31:0]  m_rd_len,
+  output logic         m_rd_valid,
+  input  logic         m_rd_ready,
+
+  output logic [31:0]  stat_pkts
+);
+  hm_rjob_t j;
+  logic     j_valid, j_pop;
+  logic [$clog2(JOB_DEPTH+1):0] level;
+  hm_fifo #(.WIDTH($bits(hm_rjob_t)), .DEPTH(JOB_DEPTH)) u_jobs (
+    .clk, .rst, .s_data(s_job), .s_valid(s_job_valid), .s_ready(s_job_ready),
+    .m_data(j), .m_valid(j_valid), .m_ready(j_pop), .level(level));
+
+  // packet k of the current READ job
+  logic [31:0] off_q;
+  logic [23:0] k_q;
+  logic [3:0]  lpmtu;
+  logic [12:0] pmtu;
+  logic [31:0] rem;
+  logic        first, last, ready_j;
+  logic [12:0] plen;
+  assign lpmtu   = 4'd7 + 4'(j.pmtu);
+  assign pmtu    = 13'd1 << lpmtu;
+  assign rem     = j.len - off_q;
+  assign first   = off_q == '0;
+  assign last    = j.kind != HM_RJ_READ || rem <= 32'(pmtu);
+  assign plen    = j.kind != HM_RJ_READ ? 13'd0 : (last ? 13'(rem) : pmtu);
+  // the writes issued before the job have completed
+  assign ready_j = j_valid && $signed(wr_done - j.wr_seq) >= 0;
+
+  always_comb begin
+    m_hdr            = '0;
+    m_hdr.eth_dst    = j.eth_dst;
+    m_hdr.eth_src    = j.eth_src;
+    m_hdr.vlan_valid = j.vlan_valid;
+    m_hdr.vlan_pcp   = j.vlan_valid ? j.vlan_pcp : 3'd0;
+    m_hdr.vlan_vid   = j.vlan_valid ? j.vlan_vid : 12'd0;
+    m_hdr.ipv6       = j.ipv6;
+    m_hdr.ip_src     = j.ipv6 ? j.ip_src : {96'd0, j.ip_src[31:0]};
+    m_hdr.ip_dst     = j.ipv6 ? j.ip_dst : {96'd0, j.ip_dst[31:0]};
+    m_hdr.dscp       = j.dscp;
+    m_hdr.ecn        = j.ecn;
+    m_hdr.ttl        = j.ttl;
+    m_hdr.ip_df      = !j.ipv6;
+    m_hdr.flow_label = j.ipv6 ? j.flow_label : 20'd0;
+    m_hdr.udp_sport  = j.udp_sport;
+    m_hdr.udp_dport  = HM_ROCE_UDP_PORT;
+    m_hdr.pkey       = j.pkey;
+    m_hdr.dest_qp    = j.dest_qp;
+    m_hdr.psn        = j.psn + k_q;
+    m_hdr.payload_len = 16'(plen);
+    case (j.kind)
+      HM_RJ_READ: begin
+        m_hdr.opcode = (first && last) ? 8'h10 : first ? 8'h0D : last ? 8'h0F : 8'h0E;
+        if (first || last) begin
+          m_hdr.syndrome = j.syndrome;
+          m_hdr.msn      = j.msn;
+        end
+      end
+      HM_RJ_ATOMIC: begin
+        m_hdr.opcode      = 8'h12;
+        m_hdr.syndrome    = j.syndrome;
+        m_hdr.msn         = j.msn;
+        m_hdr.atomic_orig = j.orig;
+      end
+      default: begin
+        m_hdr.opcode   = 8'h11;
+        m_hdr.syndrome = j.syndrome;
+        m_hdr.msn      = j.msn;
+      end
+    endcase
+  end
+
+  // a packet leaves when its header is taken and (with payload) its read is issued
+  logic need_rd, go;
+  assign need_rd     = plen != '0;
+  assign m_rd_addr   = j.va + 64'(off_q);
+  assign m_rd_len    = 32'(plen);
+  assign m_hdr_valid = ready_j && (!need_rd || m_rd_ready);
+  assign m_rd_valid  = ready_j && need_rd && m_hdr_ready;
+  assign go          = m_hdr_valid && m_hdr_ready;
+  assign j_pop       = go && last;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      off_q     <= '0;
+      k_q       <= '0;
+      stat_pkts <= '0;
+    end else if (go) begin
+      stat_pkts <= stat_pkts + 1'b1;
+      if (last) begin
+        off_q <= '0;
+        k_q   <= '0;
+      end else begin
+        off_q <= off_q + 32'(pmtu);
+        k_q   <= k_q + 1'b1;
+      end
+    end
+  end
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = ^{level, j};
+  /* verilator lint_on UNUSEDSIGNAL */
+endmodule
