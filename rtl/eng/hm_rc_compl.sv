@@ -18,8 +18,13 @@
 // dropped and counted. Data written for a READ or an atomic is complete in host memory
 // before its CQE is requested.
 //
-// Not yet implemented (counted in stat_unhandled, no retransmission happens): NAK sequence
-// error, RNR NAK, implied NAK, local ACK timeout - the go-back-N retransmission path.
+// Go-back-N (ROCEV2.md section 9): a NAK sequence error, an implied NAK (an ACK beyond a READ
+// or atomic that got no response), a gap in READ responses, or the local ACK timeout (4.096 us
+// x 2^timeout, scanned per QP) rewinds the requester to the first unacknowledged PSN; each
+// consumes one of retry_cnt retries (7 is finite) and exhaustion completes the oldest WQE
+// with RETRY_EXC_ERR. An RNR NAK holds the requester for the RNR timer it carries and then
+// rewinds; rnr_retry 7 retries forever, otherwise exhaustion gives RNR_RETRY_EXC_ERR. Any
+// progress restores both counters. One retry per missing PSN until progress (a NAK guard).
 module hm_rc_compl
   import hm_pkg::*;
   import hm_desc_pkg::*;
@@ -29,6 +34,8 @@ module hm_rc_compl
   parameter int DATA_WIDTH = 512,
   // QP table entries (power of two).
   parameter int NUM_QPS = 4096,
+  // Clock cycles per microsecond (timers).
+  parameter int CYCLES_PER_US = 250,
   // Derived.
   localparam int QW = $clog2(NUM_QPS),
   localparam int SW = int'(HM_CTL_STAGE_WORDS)
@@ -103,6 +110,11 @@ module hm_rc_compl
   output logic                  m_cqe_valid,
   input  logic                  m_cqe_ready,
 
+  // Commands to the requester (rewind, hold, READ/atomic done)
+  output hm_rq_cmd_t            m_rqc,
+  output logic                  m_rqc_valid,
+  input  logic                  m_rqc_ready,
+
   // QPs this block moved to ERR
   output logic [15:0]           m_err_qpn,
   output logic                  m_err_valid,
@@ -111,28 +123,85 @@ module hm_rc_compl
   // Counters
   output logic [31:0]           stat_acks,
   output logic [31:0]           stat_dropped,
-  output logic [31:0]           stat_unhandled,
-  output logic [31:0]           stat_wr_err
+  output logic [31:0]           stat_unhandled,   // implied NAKs
+  output logic [31:0]           stat_wr_err,
+  output logic [31:0]           stat_retries,
+  output logic [31:0]           stat_timeouts
 );
   localparam int CTXW    = $bits(hm_qp_ctx_t);
   localparam int KW      = DATA_WIDTH / 8;
   localparam int WQE_MAX = 256;
 
   typedef struct packed {
-    logic [15:0] ci;
-    logic [23:0] una;
-    logic [15:0] shead;
-    logic [23:0] spsn;
-    logic [23:0] rd_done;
+    logic [15:0] ci;          // oldest uncompleted WQE
+    logic [23:0] una;         // its first PSN
+    logic [15:0] shead;       // WQEs started
+    logic [23:0] spsn;        // PSNs used
+    logic [23:0] rd_done;     // packets of WQE ci acknowledged / READ responses placed
     logic        lerr_v;
     logic [7:0]  lerr_st;
     logic [15:0] lerr_idx;
     logic        err;
+    logic [2:0]  retry_left;
+    logic [2:0]  rnr_left;
+    logic        guard_v;     // one retry per missing PSN until progress
+    logic [23:0] guard;
+    logic        rnr_wait;    // requester held for an RNR timer
+    logic [23:0] rnr_psn;     // where to resume after it
+    logic        tmr_on;      // timer armed (ACK timeout, or the RNR timer when rnr_wait)
+    logic [47:0] deadline;
   } cdyn_t;
 
   hm_qp_ctx_t  ctx_mem [NUM_QPS];
   cdyn_t       dyn_mem [NUM_QPS];
   logic [15:0] pi_mem  [NUM_QPS];
+
+  // ---------------------------------------------------------------------------------------
+  // Timers: a free-running cycle counter; the deadline of every QP mirrored in tmr_mem and
+  // scanned one QP per cycle; expired QPs queue for the FSM, which re-checks its own copy.
+  // ---------------------------------------------------------------------------------------
+  logic [47:0] now_q;
+  logic [48:0] tmr_mem [NUM_QPS];     // {armed, deadline}
+  logic [QW-1:0] scan_q, scan_d1_q;
+  logic [48:0] scan_rd;
+  logic        tmo_push, tmo_room, tmo_valid, tmo_pop;
+  logic [QW-1:0] tmo_q;
+  logic [$clog2(8+1):0] tmo_level;
+  always_ff @(posedge clk) begin
+    scan_rd   <= tmr_mem[scan_q];
+    scan_d1_q <= scan_q;
+    if (rst) begin
+      now_q  <= '0;
+      scan_q <= '0;
+    end else begin
+      now_q  <= now_q + 1'b1;
+      scan_q <= scan_q + 1'b1;
+    end
+  end
+  assign tmo_push = scan_rd[48] && $signed(now_q - scan_rd[47:0]) >= 0 && tmo_room;
+  hm_fifo #(.WIDTH(QW), .DEPTH(8)) u_tmo (
+    .clk, .rst, .s_data(scan_d1_q), .s_valid(tmo_push), .s_ready(tmo_room),
+    .m_data(tmo_q), .m_valid(tmo_valid), .m_ready(tmo_pop), .level(tmo_level));
+
+  // ACK timeout and RNR timer lengths in cycles
+  function automatic logic [47:0] ack_cycles(input logic [4:0] t);
+    return (48'(4096 * CYCLES_PER_US) / 48'd1000) << t;
+  endfunction
+  function automatic logic [47:0] rnr_cycles(input logic [4:0] c);
+    logic [22:0] u;   // units of 0.1 us (IBTA RNR timer table)
+    case (c)
+      5'd0: u = 23'd6553600; 5'd1: u = 23'd100; 5'd2: u = 23'd200; 5'd3: u = 23'd300;
+      5'd4: u = 23'd400; 5'd5: u = 23'd600; 5'd6: u = 23'd800; 5'd7: u = 23'd1200;
+      5'd8: u = 23'd1600; 5'd9: u = 23'd2400; 5'd10: u = 23'd3200; 5'd11: u = 23'd4800;
+      5'd12: u = 23'd6400; 5'd13: u = 23'd9600; 5'd14: u = 23'd12800; 5'd15: u = 23'd19200;
+      5'd16: u = 23'd25600; 5'd17: u = 23'd38400; 5'd18: u = 23'd51200; 5'd19: u = 23'd76800;
+      5'd20: u = 23'd102400; 5'd21: u = 23'd153600; 5'd22: u = 23'd204800; 5'd23: u = 23'd307200;
+      5'd24: u = 23'd409600; 5'd25: u = 23'd614400; 5'd26: u = 23'd819200; 5'd27: u = 23'd1228800;
+      5'd28: u = 23'd1638400; 5'd29: u = 23'd2457600; 5'd30: u = 23'd3276800;
+      default: u = 23'd4915200;
+    endcase
+    return 48'(u) * 48'(CYCLES_PER_US) / 48'd10;
+  endfunction
 
   // doorbells wait in a FIFO so the requester never waits for the completer
   logic [31:0] dbf_data;
@@ -147,9 +216,10 @@ module hm_rc_compl
   // ---------------------------------------------------------------------------------------
   typedef enum logic [4:0] {
     C_IDLE, C_CTL, C_LOAD, C_DISPATCH, C_RL, C_WREQ, C_WDATA, C_WCHK, C_WGOT, C_AFTER,
-    C_PLACE, C_ATOMIC, C_DISCARD, C_WAITWR, C_RETIRE, C_ERRNOTE, C_FLUSH, C_LERR, C_SAVE
+    C_PLACE, C_ATOMIC, C_DISCARD, C_WAITWR, C_RETIRE, C_ERRNOTE, C_FLUSH, C_LERR, C_SAVE,
+    C_RETRY, C_RWND, C_RQC, C_FATAL
   } st_t;
-  typedef enum logic [2:0] { K_SENT, K_DB, K_EVT, K_PKT } kind_t;
+  typedef enum logic [2:0] { K_SENT, K_DB, K_EVT, K_PKT, K_TMO } kind_t;
   st_t   st_q, ret_q, disc_next_q;
   kind_t kind_q;
 
@@ -162,7 +232,7 @@ module hm_rc_compl
   logic [15:0]   dbpi_q;
 
   // work selection in C_IDLE
-  logic          take_ctl, take_evt, take_sent, take_db, take_pkt;
+  logic          take_ctl, take_evt, take_sent, take_db, take_pkt, take_tmo;
   logic [QW-1:0] sel_q;
   always_comb begin
     take_ctl  = st_q == C_IDLE && s_ctl_valid;
@@ -170,7 +240,8 @@ module hm_rc_compl
     take_sent = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && s_sent_valid;
     take_db   = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !s_sent_valid && dbf_valid;
     take_pkt  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !s_sent_valid && !dbf_valid && s_hdr_valid;
-    sel_q = QW'(s_hdr.dest_qp);
+    take_tmo  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !s_sent_valid && !dbf_valid && !s_hdr_valid && tmo_valid;
+    sel_q = s_hdr_valid ? QW'(s_hdr.dest_qp) : tmo_q;
     if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
     else if (s_err_valid) sel_q = QW'(s_err_qpn);
     else if (s_sent_valid) sel_q = QW'(s_sent.qpn);
@@ -181,6 +252,7 @@ module hm_rc_compl
   assign s_sent_ready = take_sent;
   assign dbf_pop      = take_db;
   assign s_hdr_ready  = take_pkt;
+  assign tmo_pop      = take_tmo;
 
   always_ff @(posedge clk) begin
     ctx_rd <= ctx_mem[sel_q];
@@ -244,8 +316,8 @@ module hm_rc_compl
   assign s_res_ready = st_q == C_WCHK;
 
   // WQE fetch
-  logic [15:0] slot;
-  assign slot         = d_q.ci & ring_mask;
+  logic [15:0] slot, fx_q;
+  assign slot         = fx_q & ring_mask;
   assign m_wrd_addr   = ctx_q.sq_base + (64'(slot) << lstride);
   assign m_wrd_len    = 32'd1 << lstride;
   assign m_wrd_valid  = st_q == C_WREQ;
@@ -253,14 +325,13 @@ module hm_rc_compl
 
   // response classification
   logic [2:0]  syn_cls;
-  logic        is_ack, is_rresp, is_aack, rr_first, rr_last, rr_aeth;
+  logic        is_ack, is_rresp, is_aack, rr_last, rr_aeth;
   logic [23:0] p;
   assign p        = h_q.psn;
   assign syn_cls  = h_q.syndrome[7:5];
   assign is_ack   = h_q.opcode == 8'h11;
   assign is_rresp = h_q.opcode >= 8'h0D && h_q.opcode <= 8'h10;
   assign is_aack  = h_q.opcode == 8'h12;
-  assign rr_first = h_q.opcode == 8'h0D || h_q.opcode == 8'h10;
   assign rr_last  = h_q.opcode == 8'h0F || h_q.opcode == 8'h10;
   assign rr_aeth  = h_q.opcode != 8'h0E;
 
@@ -327,11 +398,33 @@ module hm_rc_compl
   logic need_cqe;
   assign need_cqe   = w.flags[0] || rt_status_q != HM_CQE_ST_SUCCESS;
   assign m_cqe_valid = st_q == C_RETIRE && need_cqe && !wfetch_err_q;
+  // retired WQE index: d_q.ci
   assign m_err_qpn   = 16'(q_q);
   assign m_err_valid = st_q == C_ERRNOTE;
 
   hm_qp_ctx_t ctl_ctx;
   assign ctl_ctx = hm_qp_ctx_t'(s_ctl_data[CTXW-1:0]);
+
+  // effective first unacknowledged PSN (model: una())
+  logic [23:0] una_eff;
+  assign una_eff = d_q.una + d_q.rd_done;
+
+  // requester commands
+  hm_rq_cmd_t rqc_q;
+  st_t        rqc_next_q;
+  assign m_rqc       = rqc_q;
+  assign m_rqc_valid = st_q == C_RQC;
+
+  // retry / rewind bookkeeping
+  logic [23:0] rt_psn_q;          // PSN to go back to
+  logic        rt_guard_q;        // set the NAK guard to rt_psn_q
+  logic [15:0] rw_idx_q;          // rewind walk: WQE and its first PSN
+  logic [23:0] rw_f_q;
+  logic        prog_q;            // progress made by this packet
+  logic        tmr_restart_q;     // (re)arm the ACK timer at C_SAVE
+  logic [7:0]  fatal_st_q;
+  logic [47:0] ack_to;
+  assign ack_to = ack_cycles(ctx_q.timeout);
 
   always_ff @(posedge clk) begin
     if (st_q == C_CTL) begin
@@ -340,18 +433,35 @@ module hm_rc_compl
         dyn_mem[QW'(s_ctl_cmd.index)] <= '{ci: 16'd0, una: ctl_ctx.sq_psn, shead: 16'd0,
                                            spsn: ctl_ctx.sq_psn, rd_done: 24'd0, lerr_v: 1'b0,
                                            lerr_st: 8'd0, lerr_idx: 16'd0,
-                                           err: ctl_ctx.state == HM_QPS_ERR};
-        pi_mem[QW'(s_ctl_cmd.index)] <= 16'd0;
+                                           err: ctl_ctx.state == HM_QPS_ERR,
+                                           retry_left: ctl_ctx.retry_cnt, rnr_left: ctl_ctx.rnr_retry,
+                                           guard_v: 1'b0, guard: 24'd0, rnr_wait: 1'b0, rnr_psn: 24'd0,
+                                           tmr_on: 1'b0, deadline: 48'd0};
+        pi_mem[QW'(s_ctl_cmd.index)]  <= 16'd0;
+        tmr_mem[QW'(s_ctl_cmd.index)] <= '0;
       end else if (ctl_ctx.state == HM_QPS_ERR) begin
         // the control plane moved the QP to ERR: the next doorbell or event flushes it
         dyn_mem[QW'(s_ctl_cmd.index)].err <= 1'b1;
       end
     end
     if (st_q == C_SAVE) begin
-      dyn_mem[q_q] <= d_q;
+      cdyn_t d;
+      d = d_q;
+      if (d.err) d.tmr_on = 1'b0;
+      else if (tmr_restart_q && !d.rnr_wait) begin
+        d.tmr_on   = d.ci != d.shead && ctx_q.timeout != 5'd0;
+        d.deadline = now_q + ack_to;
+      end
+      dyn_mem[q_q] <= d;
+      tmr_mem[q_q] <= {d.tmr_on, d.deadline};
       if (kind_q == K_DB) pi_mem[q_q] <= pi_q;
     end
   end
+
+  // is WQE x in the cache
+  function automatic logic cached(input logic [15:0] x);
+    return wc_v_q && wc_q == q_q && wc_idx_q == x;
+  endfunction
 
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -363,6 +473,8 @@ module hm_rc_compl
       stat_dropped   <= '0;
       stat_unhandled <= '0;
       stat_wr_err    <= '0;
+      stat_retries   <= '0;
+      stat_timeouts  <= '0;
     end else begin
       if (s_done_valid) begin
         wr_done_q <= wr_done_q + 1'b1;
@@ -371,8 +483,11 @@ module hm_rc_compl
       if (m_pc_valid && m_pc_ready && !m_pc_discard) wr_issued_q <= wr_issued_q + 1'b1;
       case (st_q)
         C_IDLE: begin
-          q_q        <= sel_q;
-          flushing_q <= 1'b0;
+          q_q           <= sel_q;
+          flushing_q    <= 1'b0;
+          prog_q        <= 1'b0;
+          tmr_restart_q <= 1'b0;
+          disc_next_q   <= C_SAVE;
           if (take_ctl) st_q <= C_CTL;
           else if (take_evt) begin kind_q <= K_EVT; st_q <= C_LOAD; end
           else if (take_sent) begin kind_q <= K_SENT; sent_q <= s_sent; st_q <= C_LOAD; end
@@ -380,10 +495,13 @@ module hm_rc_compl
           else if (take_pkt) begin
             kind_q <= K_PKT;
             h_q    <= s_hdr;
-            disc_next_q <= C_IDLE;
-            st_q   <= (s_hdr.dest_qp >> QW) == '0 ? C_LOAD : (s_hdr.payload_len != 0 ? C_DISCARD : C_IDLE);
-            if ((s_hdr.dest_qp >> QW) != '0) stat_dropped <= stat_dropped + 1'b1;
+            if ((s_hdr.dest_qp >> QW) != '0) begin
+              stat_dropped <= stat_dropped + 1'b1;
+              disc_next_q  <= C_IDLE;
+              st_q <= s_hdr.payload_len != 0 ? C_DISCARD : C_IDLE;
+            end else st_q <= C_LOAD;
           end
+          else if (take_tmo) begin kind_q <= K_TMO; st_q <= C_LOAD; end
         end
         C_CTL: begin
           wc_v_q <= 1'b0;
@@ -401,7 +519,12 @@ module hm_rc_compl
               if (sent_q.status == HM_CQE_ST_SUCCESS) begin
                 d_q.shead <= sent_q.wqe_idx + 1'b1;
                 d_q.spsn  <= sent_q.first_psn + sent_q.npsn;
-                st_q      <= C_SAVE;
+                // the ACK timer runs while anything is outstanding
+                if (!d_q.tmr_on && !d_q.rnr_wait && ctx_q.timeout != 5'd0 && !d_q.err) begin
+                  d_q.tmr_on   <= 1'b1;
+                  d_q.deadline <= now_q + ack_to;
+                end
+                st_q <= C_SAVE;
               end else begin
                 d_q.lerr_v   <= 1'b1;
                 d_q.lerr_st  <= sent_q.status;
@@ -419,13 +542,43 @@ module hm_rc_compl
               flushing_q <= 1'b1;
               st_q       <= d_q.err ? C_SAVE : C_FLUSH;
             end
+            K_TMO: begin
+              // the scanner saw an expired deadline; this copy decides (it may be stale)
+              if (!d_q.tmr_on || $signed(now_q - d_q.deadline) < 0 || d_q.err ||
+                  !(ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD)) begin
+                st_q <= C_IDLE;
+              end else if (d_q.rnr_wait) begin
+                // RNR timer over: resume at the NAKed PSN
+                d_q.rnr_wait  <= 1'b0;
+                tmr_restart_q <= 1'b1;
+                rt_psn_q      <= d_q.rnr_psn;
+                rw_idx_q      <= d_q.ci;
+                rw_f_q        <= d_q.una;
+                st_q          <= C_RWND;
+              end else if (d_q.ci == d_q.shead) begin
+                d_q.tmr_on <= 1'b0;
+                st_q       <= C_SAVE;
+              end else begin
+                stat_timeouts <= stat_timeouts + 1'b1;
+                rt_psn_q      <= una_eff;
+                rt_guard_q    <= 1'b0;
+                st_q          <= C_RETRY;
+              end
+            end
             default: begin   // K_PKT
               logic ok;
               ok = (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) && !d_q.err;
               if (is_ack && syn_cls == 3'd0)
-                ok = ok && psn_ge(p + 24'd1, d_q.una) && psn_ge(d_q.spsn, p + 24'd1);
+                ok = ok && psn_ge(p + 24'd1, una_eff) && psn_ge(d_q.spsn, p + 24'd1);
+              else if (is_ack && h_q.syndrome == 8'h60)
+                // NAK sequence error: PSN in [una, spsn]; ignored while waiting for an RNR
+                // timer or when this PSN was already retried
+                ok = ok && psn_ge(p, una_eff) && psn_ge(d_q.spsn, p) && !d_q.rnr_wait &&
+                     !(d_q.guard_v && d_q.guard == p);
+              else if (is_ack)
+                ok = ok && psn_ge(p, una_eff) && psn_ge(d_q.spsn - 24'd1, p) && d_q.spsn != una_eff;
               else
-                ok = ok && psn_ge(p, d_q.una) && psn_ge(d_q.spsn - 24'd1, p) && d_q.spsn != d_q.una;
+                ok = ok && d_q.ci != d_q.shead;
               if (is_ack) stat_acks <= stat_acks + 1'b1;
               if (!ok) begin
                 stat_dropped <= stat_dropped + 1'b1;
@@ -438,10 +591,11 @@ module hm_rc_compl
           endcase
         end
 
-        // retire loop: SEND/WRITE WQEs covered by the packet (or all due ones)
+        // retire loop: SEND/WRITE WQEs covered by the packet
         C_RL: begin
           if (d_q.ci == d_q.shead) st_q <= C_AFTER;
-          else if (!(wc_v_q && wc_q == q_q && wc_idx_q == d_q.ci)) begin
+          else if (!cached(d_q.ci)) begin
+            fx_q  <= d_q.ci;
             ret_q <= C_RL;
             st_q  <= C_WREQ;
           end else if (w_rdat) st_q <= C_AFTER;
@@ -469,7 +623,7 @@ module hm_rc_compl
           if (s_wqe_tlast) begin
             wc_v_q     <= 1'b1;
             wc_q       <= q_q;
-            wc_idx_q   <= d_q.ci;
+            wc_idx_q   <= fx_q;
             cj_q       <= '0;
             cr_q       <= '0;
             wchk_err_q <= 1'b0;
@@ -489,45 +643,95 @@ module hm_rc_compl
           end
         end
 
-        // after the retire loop: what the packet / event asks for
+        // after the retire loop: what the packet asks for
         C_AFTER: begin
+          logic at, implied, gv;
+          logic [23:0] n;
+          at = d_q.ci != d_q.shead;          // WQE ci is in the cache when at
+          n  = (is_ack && syn_cls == 3'd0) ? p : p - 24'd1;
+          // progress so far (retired WQEs) resets the counters and the NAK guard first
+          gv = d_q.guard_v && !prog_q;
+          if (prog_q) begin
+            d_q.retry_left <= ctx_q.retry_cnt;
+            d_q.rnr_left   <= ctx_q.rnr_retry;
+            d_q.guard_v    <= 1'b0;
+            tmr_restart_q  <= 1'b1;
+          end
+          // an ACK / NAK beyond an unanswered READ or atomic: implied NAK
+          implied = at && w_rdat && psn_ge(n, d_q.una) && !(is_rresp && w_read &&
+                    psn_ge(p, d_q.una) && !psn_ge(p, d_q.una + w_npsn));
           disc_next_q <= C_SAVE;
           if (kind_q != K_PKT) begin
             st_q <= C_SAVE;
-          end else if (kind_q == K_PKT && is_ack && syn_cls == 3'd3 &&
-                       h_q.syndrome >= 8'h61 && h_q.syndrome <= 8'h63 && d_q.ci != d_q.shead) begin
-            // error NAK: the oldest WQE fails, the QP goes to ERR
-            if (!(wc_v_q && wc_q == q_q && wc_idx_q == d_q.ci)) begin
-              ret_q <= C_AFTER;
-              st_q  <= C_WREQ;
-            end else begin
-              rt_status_q <= h_q.syndrome == 8'h61 ? HM_CQE_ST_REM_INV_REQ_ERR :
-                             h_q.syndrome == 8'h62 ? HM_CQE_ST_REM_ACCESS_ERR : HM_CQE_ST_REM_OP_ERR;
-              d_q.err     <= 1'b1;
-              flushing_q  <= 1'b1;
-              ret_q       <= C_ERRNOTE;
-              st_q        <= C_RETIRE;
+          end else if (implied && !(is_aack && w_atomic && p == d_q.una)) begin
+            // one retry per missing response until progress
+            if (!(gv && d_q.guard == una_eff) && !d_q.rnr_wait) begin
+              stat_unhandled <= stat_unhandled + 1'b1;    // implied NAKs
+              rt_psn_q   <= una_eff;
+              rt_guard_q <= 1'b1;
+              disc_next_q <= C_RETRY;
+              st_q <= h_q.payload_len != 0 ? C_DISCARD : C_RETRY;
+            end else st_q <= h_q.payload_len != 0 ? C_DISCARD : C_SAVE;
+          end else if (is_ack) begin
+            // partial acknowledgement of the SEND/WRITE at ci
+            if (at && !w_rdat && psn_ge(n, d_q.una) && 24'(n - d_q.una + 24'd1) > d_q.rd_done) begin
+              d_q.rd_done    <= n - d_q.una + 24'd1;
+              d_q.retry_left <= ctx_q.retry_cnt;
+              d_q.rnr_left   <= ctx_q.rnr_retry;
+              d_q.guard_v    <= 1'b0;
+              tmr_restart_q  <= 1'b1;
             end
-          end else if (kind_q == K_PKT && is_rresp) begin
-            logic okr;
+            if (syn_cls == 3'd1) begin
+              // RNR NAK: hold the requester for the timer, then resume at p
+              if (d_q.rnr_left == 3'd0) begin
+                fatal_st_q <= HM_CQE_ST_RNR_RETRY_EXC_ERR;
+                st_q       <= C_FATAL;
+              end else begin
+                if (ctx_q.rnr_retry != 3'd7) d_q.rnr_left <= d_q.rnr_left - 1'b1;
+                d_q.rnr_wait <= 1'b1;
+                d_q.rnr_psn  <= p;
+                d_q.tmr_on   <= 1'b1;
+                d_q.deadline <= now_q + rnr_cycles(h_q.syndrome[4:0]);
+                rqc_q        <= '{op: HM_RQC_HOLD, qpn: 16'(q_q), idx: 16'd0, off: 32'd0, psn: 24'd0};
+                rqc_next_q   <= C_SAVE;
+                st_q         <= C_RQC;
+              end
+            end else if (h_q.syndrome == 8'h60) begin
+              rt_psn_q   <= p;
+              rt_guard_q <= 1'b1;
+              st_q       <= C_RETRY;
+            end else if (syn_cls == 3'd3 && h_q.syndrome >= 8'h61 && h_q.syndrome <= 8'h63 && at) begin
+              fatal_st_q <= h_q.syndrome == 8'h61 ? HM_CQE_ST_REM_INV_REQ_ERR :
+                            h_q.syndrome == 8'h62 ? HM_CQE_ST_REM_ACCESS_ERR : HM_CQE_ST_REM_OP_ERR;
+              st_q       <= C_FATAL;
+            end else st_q <= C_SAVE;
+          end else if (is_rresp) begin
             logic [31:0] off, exp_len;
+            logic [23:0] expct;
+            expct   = una_eff;
             off     = 32'(d_q.rd_done) << lpmtu;
             exp_len = (w.length - off) > 32'(pmtu) ? 32'(pmtu) : w.length - off;
-            okr = d_q.ci != d_q.shead && wc_v_q && wc_q == q_q && wc_idx_q == d_q.ci && w_read &&
-                  p == d_q.una + d_q.rd_done && !(rr_aeth && syn_cls != 3'd0) &&
-                  rr_first == (d_q.rd_done == '0) && rr_last == (d_q.rd_done + 24'd1 == w_npsn) &&
-                  32'(h_q.payload_len) == exp_len;
-            if (!okr) begin
-              if (d_q.ci != d_q.shead && wc_v_q && w_rdat && psn_ge(p, d_q.una)) stat_unhandled <= stat_unhandled + 1'b1;
-              else stat_dropped <= stat_dropped + 1'b1;
+            if (!(at && w_read && psn_ge(p, d_q.una) && !psn_ge(p, d_q.una + w_npsn))) begin
+              stat_dropped <= stat_dropped + 1'b1;
+              st_q <= h_q.payload_len != 0 ? C_DISCARD : C_SAVE;
+            end else if (p != expct) begin
+              // behind: duplicate, dropped; ahead: a response is missing, go back once
+              if (psn_ge(p, expct) && !(gv && d_q.guard == expct) && !d_q.rnr_wait) begin
+                rt_psn_q    <= expct;
+                rt_guard_q  <= 1'b1;
+                disc_next_q <= C_RETRY;
+              end
+              st_q <= h_q.payload_len != 0 ? C_DISCARD : (psn_ge(p, expct) && !(gv && d_q.guard == expct) && !d_q.rnr_wait) ? C_RETRY : C_SAVE;
+            end else if ((rr_aeth && syn_cls != 3'd0) ||
+                         // a READ re-requested from the middle starts again with FIRST/ONLY
+                         rr_last != (d_q.rd_done + 24'd1 == w_npsn) ||
+                         32'(h_q.payload_len) != exp_len) begin
+              stat_dropped <= stat_dropped + 1'b1;
               st_q <= h_q.payload_len != 0 ? C_DISCARD : C_SAVE;
             end else if (wchk_err_q || wfetch_err_q) begin
-              rt_status_q <= HM_CQE_ST_LOC_PROT_ERR;
-              d_q.err     <= 1'b1;
-              flushing_q  <= 1'b1;
-              ret_q       <= C_ERRNOTE;
-              disc_next_q <= C_RETIRE;
-              st_q        <= h_q.payload_len != 0 ? C_DISCARD : C_RETIRE;
+              fatal_st_q  <= HM_CQE_ST_LOC_PROT_ERR;
+              disc_next_q <= C_FATAL;
+              st_q        <= h_q.payload_len != 0 ? C_DISCARD : C_FATAL;
             end else begin
               sj_q   <= '0;
               soff_q <= '0;
@@ -535,25 +739,17 @@ module hm_rc_compl
               prem_q <= 13'(h_q.payload_len);
               st_q   <= h_q.payload_len != 0 ? C_PLACE : C_WAITWR;
             end
-          end else if (kind_q == K_PKT && is_aack) begin
-            if (d_q.ci != d_q.shead && wc_v_q && wc_q == q_q && wc_idx_q == d_q.ci && w_atomic &&
-                p == d_q.una && syn_cls == 3'd0) begin
+          end else begin
+            // atomic ACK
+            if (at && w_atomic && p == d_q.una && syn_cls == 3'd0) begin
               if (wchk_err_q || wfetch_err_q) begin
-                rt_status_q <= HM_CQE_ST_LOC_PROT_ERR;
-                d_q.err     <= 1'b1;
-                flushing_q  <= 1'b1;
-                ret_q       <= C_ERRNOTE;
-                st_q        <= C_RETIRE;
+                fatal_st_q <= HM_CQE_ST_LOC_PROT_ERR;
+                st_q       <= C_FATAL;
               end else st_q <= C_ATOMIC;
             end else begin
               stat_dropped <= stat_dropped + 1'b1;
               st_q <= C_SAVE;
             end
-          end else begin
-            if (kind_q == K_PKT && is_ack && syn_cls != 3'd0) stat_unhandled <= stat_unhandled + 1'b1;
-            else if (kind_q == K_PKT && is_ack && d_q.ci != d_q.shead && wc_v_q && w_rdat &&
-                     psn_ge(p, d_q.una)) stat_unhandled <= stat_unhandled + 1'b1;  // implied NAK
-            st_q <= (kind_q == K_PKT && h_q.payload_len != 0) ? C_DISCARD : C_SAVE;
           end
         end
 
@@ -579,13 +775,20 @@ module hm_rc_compl
         end
         C_ATOMIC: if (m_pc_ready) st_q <= C_WAITWR;
         C_WAITWR: begin
-          // READ response / atomic result placed: count it, retire at the end
+          // a READ response placed is progress; the last one (or the atomic result) retires
+          // the WQE once its data is in memory
           if (is_rresp && !rr_last) begin
-            d_q.rd_done <= d_q.rd_done + 1'b1;
-            st_q        <= C_SAVE;
+            d_q.rd_done    <= d_q.rd_done + 1'b1;
+            d_q.retry_left <= ctx_q.retry_cnt;
+            d_q.rnr_left   <= ctx_q.rnr_retry;
+            d_q.guard_v    <= 1'b0;
+            tmr_restart_q  <= 1'b1;
+            st_q           <= C_SAVE;
           end else if (wr_done_q == wr_issued_q) begin
-            d_q.rd_done <= '0;
             rt_status_q <= HM_CQE_ST_SUCCESS;
+            d_q.retry_left <= ctx_q.retry_cnt;
+            d_q.rnr_left   <= ctx_q.rnr_retry;
+            d_q.guard_v    <= 1'b0;
             ret_q       <= C_SAVE;
             st_q        <= C_RETIRE;
           end
@@ -594,17 +797,84 @@ module hm_rc_compl
 
         C_RETIRE: begin
           if (!need_cqe || wfetch_err_q || m_cqe_ready) begin
-            d_q.ci  <= d_q.ci + 1'b1;
-            d_q.una <= d_q.una + w_npsn;
-            wc_v_q  <= 1'b0;
-            st_q    <= ret_q;
+            d_q.ci      <= d_q.ci + 1'b1;
+            d_q.una     <= d_q.una + w_npsn;
+            d_q.rd_done <= '0;
+            wc_v_q      <= 1'b0;
+            if (rt_status_q == HM_CQE_ST_SUCCESS) begin
+              prog_q        <= 1'b1;
+              tmr_restart_q <= 1'b1;
+            end
+            if (rt_status_q == HM_CQE_ST_SUCCESS && w_rdat) begin
+              // max_rd_atomic credit back to the requester
+              rqc_q      <= '{op: HM_RQC_RD_DONE, qpn: 16'(q_q), idx: 16'd0, off: 32'd0, psn: 24'd0};
+              rqc_next_q <= ret_q;
+              st_q       <= C_RQC;
+            end else st_q <= ret_q;
+          end
+        end
+
+        // go back to rt_psn_q (one retry), or fail with RETRY_EXC_ERR when none is left
+        C_RETRY: begin
+          if (d_q.retry_left == 3'd0) begin
+            fatal_st_q <= HM_CQE_ST_RETRY_EXC_ERR;
+            st_q       <= C_FATAL;
+          end else begin
+            stat_retries   <= stat_retries + 1'b1;
+            d_q.retry_left <= d_q.retry_left - 1'b1;
+            if (rt_guard_q) begin
+              d_q.guard_v <= 1'b1;
+              d_q.guard   <= rt_psn_q;
+            end
+            tmr_restart_q <= 1'b1;
+            rw_idx_q      <= d_q.ci;
+            rw_f_q        <= d_q.una;
+            st_q          <= C_RWND;
+          end
+        end
+        // find the WQE holding rt_psn_q and tell the requester to resend from there
+        C_RWND: begin
+          if (rw_idx_q == d_q.shead) begin
+            rqc_q      <= '{op: HM_RQC_REWIND, qpn: 16'(q_q), idx: d_q.shead, off: 32'd0, psn: rt_psn_q};
+            rqc_next_q <= C_SAVE;
+            st_q       <= C_RQC;
+          end else if (!cached(rw_idx_q)) begin
+            fx_q  <= rw_idx_q;
+            ret_q <= C_RWND;
+            st_q  <= C_WREQ;
+          end else if (!psn_ge(rt_psn_q - rw_f_q, w_npsn)) begin
+            rqc_q      <= '{op: HM_RQC_REWIND, qpn: 16'(q_q), idx: rw_idx_q,
+                            off: 32'(24'(rt_psn_q - rw_f_q)) << lpmtu, psn: rt_psn_q};
+            rqc_next_q <= C_SAVE;
+            st_q       <= C_RQC;
+          end else begin
+            rw_f_q   <= rw_f_q + w_npsn;
+            rw_idx_q <= rw_idx_q + 1'b1;
+          end
+        end
+        C_RQC: if (m_rqc_ready) st_q <= rqc_next_q;
+
+        // fatal: the oldest WQE completes with fatal_st_q, the QP goes to ERR, the rest flush
+        C_FATAL: begin
+          if (d_q.ci == d_q.shead && !(d_q.lerr_v && d_q.ci == d_q.lerr_idx)) st_q <= C_SAVE;
+          else if (!cached(d_q.ci)) begin
+            fx_q  <= d_q.ci;
+            ret_q <= C_FATAL;
+            st_q  <= C_WREQ;
+          end else begin
+            rt_status_q <= fatal_st_q;
+            d_q.err     <= 1'b1;
+            flushing_q  <= 1'b1;
+            ret_q       <= C_ERRNOTE;
+            st_q        <= C_RETIRE;
           end
         end
         C_ERRNOTE: if (m_err_ready) st_q <= C_FLUSH;   // then flush from the next WQE
         C_FLUSH: begin
           // every WQE posted and not completed: WR_FLUSH_ERR
           if (d_q.ci == pi_q) st_q <= C_SAVE;
-          else if (!(wc_v_q && wc_q == q_q && wc_idx_q == d_q.ci)) begin
+          else if (!cached(d_q.ci)) begin
+            fx_q  <= d_q.ci;
             ret_q <= C_FLUSH;
             st_q  <= C_WREQ;
           end else begin
@@ -615,7 +885,8 @@ module hm_rc_compl
         end
         C_LERR: begin
           // a local error completes once every earlier WQE has completed
-          if (!(wc_v_q && wc_q == q_q && wc_idx_q == d_q.ci)) begin
+          if (!cached(d_q.ci)) begin
+            fx_q  <= d_q.ci;
             ret_q <= C_LERR;
             st_q  <= C_WREQ;
           end else begin
@@ -638,7 +909,7 @@ module hm_rc_compl
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{dbf_level, s_ctl_data, h_q, sent_q, w, sge_k, sge_c, sge_atom, ctx_q, d_q, s_wqe_tdata, s_ctl_cmd, s_err_qpn};
+  assign unused_ok = ^{dbf_level, s_ctl_data, h_q, sent_q, w, sge_k, sge_c, sge_atom, ctx_q, d_q, s_wqe_tdata, s_ctl_cmd, s_err_qpn, tmo_level};
   /* verilator lint_on UNUSEDSIGNAL */
   /* verilator lint_off UNUSEDSIGNAL */
   /* verilator lint_on UNUSEDSIGNAL */

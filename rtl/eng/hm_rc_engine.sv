@@ -10,9 +10,9 @@
 // Blocks: requester (doorbells, WQE fetch, local SGE checks, segmentation, gather DMA),
 // responder (PSN checks, receive WQEs, placement, READ/atomic execution, ACK/NAK/RNR,
 // duplicates), response generator, completer (ACKs, READ responses, atomic ACKs, error
-// NAKs, send CQEs, flush on ERR), CQ unit, RX/TX paths. Not yet (see
-// docs/transport-engine.md): retransmission (go-back-N on NAK / timeout / RNR), the
-// max_rd_atomic limit, control-bus reads (answered HM_CTL_ST_BAD_CMD).
+// NAKs, send CQEs, flush on ERR, go-back-N on NAK / implied NAK / timeout, RNR waits), CQ
+// unit, RX/TX paths. Not yet (see docs/transport-engine.md): control-bus reads (answered
+// HM_CTL_ST_BAD_CMD).
 module hm_rc_engine
   import hm_pkg::*;
   import hm_desc_pkg::*;
@@ -127,7 +127,7 @@ module hm_rc_engine
   output logic                  m_irq_valid,
   input  logic                  m_irq_ready
 );
-  localparam int NUM_COUNTERS = 24;
+  localparam int NUM_COUNTERS = 26;
 
   // ---------------------------------------------------------------------------------------
   // Register BAR
@@ -294,6 +294,8 @@ module hm_rc_engine
   logic eb_valid, eb_req_ready, eb_cmpl_ready, eb_resp_ready, eb_ready;
   logic eb_req_took_q, eb_cmpl_took_q, eb_resp_took_q;
   logic [31:0] st_wqes, st_pkts, st_lerr, st_dbbad;
+  hm_rq_cmd_t  rqc;
+  logic        rqc_valid, rqc_ready;
 
   hm_rc_req #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_req (
     .clk, .rst,
@@ -302,6 +304,7 @@ module hm_rc_engine
     .s_db_qpn(db_qp.qpn), .s_db_pi(db_qp.pi), .s_db_valid(db_valid && db_sq && cmpl_db_ready),
     .s_db_ready(req_db_ready),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_req_took_q), .s_err_ready(eb_req_ready),
+    .s_cmd(rqc), .s_cmd_valid(rqc_valid), .s_cmd_ready(rqc_ready),
     .rl_pause,
     .m_wrd_addr(wrd_addr), .m_wrd_len(wrd_len), .m_wrd_valid(wrd_valid), .m_wrd_ready(wrd_ready),
     .s_wqe_tdata(wqe_tdata), .s_wqe_tvalid(wqe_tvalid), .s_wqe_tready(wqe_tready),
@@ -479,6 +482,7 @@ module hm_rc_engine
   logic        rcqe_valid, rcqe_ready;
   logic        ccqe_valid, ccqe_ready;
   logic [31:0] st_acks, st_cdrop, st_unh, st_cwerr, st_cqes, st_ovr, st_cqdrop, st_qwerr;
+  logic [31:0] st_retries, st_tmo;
   logic [31:0] cw_bad, cw_lerr, qw_bad, qw_lerr, rd2_bad;
   logic [7:0]  tid2;
 
@@ -501,8 +505,10 @@ module hm_rc_engine
     .m_pc_len(cpc_len), .m_pc_addr(cpc_addr), .m_pc_valid(cpc_valid), .m_pc_ready(cpc_ready),
     .s_done_valid(cdone_valid), .s_done_err(cdone_err),
     .m_cqe(ccqe), .m_cqe_valid(ccqe_valid), .m_cqe_ready(ccqe_ready),
+    .m_rqc(rqc), .m_rqc_valid(rqc_valid), .m_rqc_ready(rqc_ready),
     .m_err_qpn(cerr_qpn), .m_err_valid(cerr_valid), .m_err_ready(cerr_ready),
-    .stat_acks(st_acks), .stat_dropped(st_cdrop), .stat_unhandled(st_unh), .stat_wr_err(st_cwerr)
+    .stat_acks(st_acks), .stat_dropped(st_cdrop), .stat_unhandled(st_unh), .stat_wr_err(st_cwerr),
+    .stat_retries(st_retries), .stat_timeouts(st_tmo)
   );
 
   hm_rc_scatter #(.DATA_WIDTH(DATA_WIDTH)) u_cscat (
@@ -766,6 +772,8 @@ module hm_rc_engine
     counters[21]  = st_errnak;
     counters[22]  = st_rdrop;
     counters[23]  = st_rpkts;
+    counters[24]  = st_retries;
+    counters[25]  = st_tmo;
   end
 
   /* verilator lint_off UNUSEDSIGNAL */

@@ -58,6 +58,11 @@ module hm_rc_req
   input  logic                  s_err_valid,
   output logic                  s_err_ready,
 
+  // Commands from the completer: rewind (go-back-N), hold (RNR wait), READ/atomic done
+  input  hm_rq_cmd_t            s_cmd,
+  input  logic                  s_cmd_valid,
+  output logic                  s_cmd_ready,
+
   // Rate limiter: bit q set = QP q may not start a packet now
   input  logic [NUM_QPS-1:0]    rl_pause,
 
@@ -122,9 +127,11 @@ module hm_rc_req
   // Per-QP memories
   // ---------------------------------------------------------------------------------------
   typedef struct packed {
-    logic [15:0] head;            // next WQE to start
+    logic [15:0] head;            // next WQE to send from
     logic [31:0] off;             // bytes of it already sent (0 = not started)
     logic [23:0] psn;             // next PSN
+    logic [15:0] shw;             // WQEs ever started (head < shw: retransmitting)
+    logic [3:0]  rd_out;          // READ / atomic WQEs started and not completed
   } dyn_t;
 
   hm_qp_ctx_t ctx_mem [NUM_QPS];
@@ -133,6 +140,7 @@ module hm_rc_req
 
   logic [NUM_QPS-1:0] queued_q;   // QP is in the active FIFO
   logic [NUM_QPS-1:0] qerr_q;     // QP is in ERR: nothing more is sent (cleared by a context write)
+  logic [NUM_QPS-1:0] hold_q;     // QP waits for an RNR timer (cleared by a rewind)
 
   // ---------------------------------------------------------------------------------------
   // Activation: at most one per cycle (the FSM's requeue or a context write first, then a
@@ -223,14 +231,17 @@ module hm_rc_req
   // ---------------------------------------------------------------------------------------
   typedef enum logic [4:0] {
     S_IDLE, S_CTL, S_LOAD, S_EVAL, S_FETCH_REQ, S_FETCH, S_WLOAD, S_DECODE, S_CHECK, S_START,
-    S_SEEK, S_PKT, S_PIECE, S_INL, S_WEND, S_SAVE
+    S_SEEK, S_PKT, S_PIECE, S_INL, S_WEND, S_SAVE, S_CMD, S_CMD2
   } state_t;
   state_t state_q;
 
   logic [QW-1:0]      q_q;
   hm_qp_ctx_t         ctx_q, ctx_rd;
   dyn_t               dyn_rd;
-  logic [15:0]        pi_q, pi_rd, head_q;
+  logic [15:0]        pi_q, pi_rd, head_q, shw_q;
+  logic [3:0]         rd_out_q;
+  logic               blocked_q;       // stopped at a READ / atomic by max_rd_atomic
+  hm_rq_cmd_t         cmd_q;
   logic [31:0]        off_q;
   logic [23:0]        psn_q;
   logic               fetch_err_q;
@@ -257,10 +268,12 @@ module hm_rc_req
   assign w = hm_sq_wqe_hdr_t'(wqe_q[255:0]);
 
   // ctx/dyn/pi reads for the QP at the head of the active FIFO
+  logic [QW-1:0] rd_q;
+  assign rd_q = (s_cmd_valid && !s_ctl_valid && !s_err_valid) ? QW'(s_cmd.qpn) : af_data;
   always_ff @(posedge clk) begin
-    ctx_rd <= ctx_mem[af_data];
-    dyn_rd <= dyn_mem[af_data];
-    pi_rd  <= pi_mem[af_data];
+    ctx_rd <= ctx_mem[rd_q];
+    dyn_rd <= dyn_mem[rd_q];
+    pi_rd  <= pi_mem[rd_q];
   end
 
   // derived per-QP values
@@ -297,6 +310,11 @@ module hm_rc_req
   assign sge_k = sge_at(wqe_q, sge_first_q, sj_q);
   assign sge_s = sge_at(wqe_q, 1'b1, 4'd0);
 
+  // a WQE started for the first time (not a retransmission), and the max_rd_atomic limit
+  logic new_start, rd_block;
+  assign new_start = head_q == shw_q;
+  assign rd_block  = new_start && (is_read || is_atomic) && rd_out_q >= ctx_q.max_rd_atomic;
+
   // packet arithmetic at the current offset
   logic [31:0] rem;
   logic [12:0] plen;
@@ -308,6 +326,9 @@ module hm_rc_req
   assign first_pkt = off_q == '0;
   assign plen      = last_pkt ? 13'(rem) : pmtu;
   assign kidx      = 6'(off_q >> lpmtu);
+  // PSNs a READ request for the rest of the message reserves
+  logic [23:0] rpk;
+  assign rpk       = rem == '0 ? 24'd1 : 24'((33'(rem) + 33'(pmtu) - 33'd1) >> lpmtu);
   assign npsn_w    = is_atomic ? 24'd1 :
                      (w.length == '0 ? 24'd1 : 24'((33'(w.length) + 33'(pmtu) - 33'd1) >> lpmtu));
 
@@ -446,15 +467,16 @@ module hm_rc_req
     buf_ra       = BW'((wi_q << (lstride - 4'(LKW))) + (BW+1)'(wb_iss_q));
     case (state_q)
       S_IDLE: begin
-        if (s_ctl_valid || s_err_valid) ;
+        if (s_ctl_valid || s_err_valid || s_cmd_valid) ;
         else if (af_valid) begin pop = 1'b1; af_ready = 1'b1; end
       end
+      S_CMD2: act_fsm = cmd_q.op != HM_RQC_HOLD;
       S_CTL: begin
         s_ctl_ready  = 1'b1;
         act_fsm      = 1'b1;
         fsm_pi_clear = (s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0;
       end
-      S_START: sent_push = sent_room && (first_pkt || status_q != HM_CQE_ST_SUCCESS);
+      S_START: sent_push = sent_room && ((new_start && !rd_block) || status_q != HM_CQE_ST_SUCCESS);
       S_PKT: begin
         hdr_push = hdr_room && !(plen != 0 && !is_read && !is_atomic && inl_q && !pc_room);
         // inline packets push their single piece together with the header
@@ -472,13 +494,14 @@ module hm_rc_req
       end
       S_INL: inl_push = inl_room;
       S_SAVE: begin
-        act_fsm = !qerr_q[q_q] && ((ctx_q.state == HM_QPS_RTS && head_q != pi_q) ||
+        act_fsm = !qerr_q[q_q] && !blocked_q && ((ctx_q.state == HM_QPS_RTS && head_q != pi_q) ||
                   (off_q != '0 && (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD)));
       end
       default: ;
     endcase
   end
-  assign act_fsm_q = state_q == S_CTL ? QW'(s_ctl_cmd.index) : q_q;
+  assign act_fsm_q = state_q == S_CTL ? QW'(s_ctl_cmd.index) : state_q == S_CMD2 ? QW'(cmd_q.qpn) : q_q;
+  assign s_cmd_ready = state_q == S_IDLE && !s_ctl_valid && !s_err_valid;
 
   hm_qp_ctx_t ctl_ctx;
   assign ctl_ctx = hm_qp_ctx_t'(s_ctl_data[CTXW-1:0]);
@@ -488,15 +511,35 @@ module hm_rc_req
     if (state_q == S_CTL) begin
       ctx_mem[QW'(s_ctl_cmd.index)] <= ctl_ctx;
       if ((s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0) begin
-        dyn_mem[QW'(s_ctl_cmd.index)] <= '{head: 16'd0, off: 32'd0,
-                                           psn: ctl_ctx.sq_psn};
+        dyn_mem[QW'(s_ctl_cmd.index)] <= '{head: 16'd0, off: 32'd0, psn: ctl_ctx.sq_psn,
+                                           shw: 16'd0, rd_out: 4'd0};
         pi_mem[QW'(s_ctl_cmd.index)]  <= 16'd0;
       end
     end
-    if (state_q == S_SAVE) dyn_mem[q_q] <= '{head: head_q, off: off_q, psn: psn_q};
+    if (state_q == S_SAVE) dyn_mem[q_q] <= '{head: head_q, off: off_q, psn: psn_q, shw: shw_q, rd_out: rd_out_q};
+    if (state_q == S_CMD2) begin
+      dyn_t d;
+      d = dyn_rd_q;
+      case (cmd_q.op)
+        HM_RQC_REWIND: begin d.head = cmd_q.idx; d.off = cmd_q.off; d.psn = cmd_q.psn; end
+        HM_RQC_RD_DONE: if (d.rd_out != '0) d.rd_out = d.rd_out - 1'b1;
+        default: ;
+      endcase
+      dyn_mem[QW'(cmd_q.qpn)] <= d;
+    end
   end
 
   assign s_err_ready = state_q == S_IDLE && !s_ctl_valid;
+  dyn_t dyn_rd_q;
+  always_ff @(posedge clk) if (state_q == S_CMD) dyn_rd_q <= dyn_rd;
+  always_ff @(posedge clk) begin
+    if (rst) hold_q <= '0;
+    else begin
+      if (state_q == S_CTL) hold_q[QW'(s_ctl_cmd.index)] <= 1'b0;
+      if (state_q == S_CMD2 && cmd_q.op == HM_RQC_HOLD) hold_q[QW'(cmd_q.qpn)] <= 1'b1;
+      if (state_q == S_CMD2 && cmd_q.op == HM_RQC_REWIND) hold_q[QW'(cmd_q.qpn)] <= 1'b0;
+    end
+  end
   always_ff @(posedge clk) begin
     if (rst) qerr_q <= '0;
     else begin
@@ -517,17 +560,26 @@ module hm_rc_req
         S_IDLE: begin
           if (s_ctl_valid) state_q <= S_CTL;
           else if (s_err_valid) ;
+          else if (s_cmd_valid) begin
+            cmd_q   <= s_cmd;
+            state_q <= ((s_cmd.qpn >> QW) == '0) ? S_CMD : S_IDLE;
+          end
           else if (af_valid) begin
             q_q     <= af_data;
             state_q <= S_LOAD;
           end
         end
         S_CTL: state_q <= S_IDLE;
+        S_CMD: state_q <= S_CMD2;
+        S_CMD2: state_q <= S_IDLE;
         S_LOAD: begin
           ctx_q   <= ctx_rd;
           head_q  <= dyn_rd.head;
           off_q   <= dyn_rd.off;
           psn_q   <= dyn_rd.psn;
+          shw_q   <= dyn_rd.shw;
+          rd_out_q <= dyn_rd.rd_out;
+          blocked_q <= 1'b0;
           pi_q    <= pi_rd;
           pkts_q  <= '0;
           state_q <= S_EVAL;
@@ -536,7 +588,7 @@ module hm_rc_req
           logic ok;
           logic [15:0] pend, to_wrap, fit, n;
           ok      = (ctx_q.state == HM_QPS_RTS ||
-                     (ctx_q.state == HM_QPS_SQD && off_q != '0)) && !qerr_q[q_q];
+                     (ctx_q.state == HM_QPS_SQD && off_q != '0)) && !qerr_q[q_q] && !hold_q[q_q];
           pend    = pi_q - head_q;
           to_wrap = 16'((17'd1 << ctx_q.sq_log_size) - 17'(slot_q));
           fit     = 16'(WQE_BUF_BYTES >> lstride);
@@ -614,13 +666,21 @@ module hm_rc_req
           end
         end
         S_START: begin
-          if (sent_room || (first_pkt == 1'b0 && status_q == HM_CQE_ST_SUCCESS)) begin
+          if (status_q == HM_CQE_ST_SUCCESS && rd_block) begin
+            // max_rd_atomic READs / atomics outstanding: wait for RD_DONE (which reactivates)
+            blocked_q <= 1'b1;
+            state_q   <= S_SAVE;
+          end else if (sent_room || (!new_start && status_q == HM_CQE_ST_SUCCESS)) begin
             if (status_q != HM_CQE_ST_SUCCESS) begin
               stat_local_err <= stat_local_err + 1'b1;
               ctx_q.state    <= HM_QPS_ERR;
               state_q        <= S_IDLE;               // stopped; the completer flushes
             end else begin
-              if (first_pkt) stat_wqes <= stat_wqes + 1'b1;
+              if (new_start) begin
+                stat_wqes <= stat_wqes + 1'b1;
+                shw_q     <= shw_q + 1'b1;
+                if (is_read || is_atomic) rd_out_q <= rd_out_q + 1'b1;
+              end
               sj_q    <= '0;
               soff_q  <= '0;
               seek_q  <= off_q;
@@ -641,7 +701,7 @@ module hm_rc_req
           if (hdr_push) begin
             stat_pkts <= stat_pkts + 1'b1;
             pkts_q    <= pkts_q + 1'b1;
-            psn_q     <= psn_q + ((is_read && first_pkt) ? npsn_w : 24'd1);
+            psn_q     <= psn_q + (is_read ? rpk : 24'd1);
             prem_q    <= plen;
             ib_q      <= '0;
             if (is_read || is_atomic || plen == '0) state_q <= S_WEND;

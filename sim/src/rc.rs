@@ -48,6 +48,15 @@ pub struct RcBench {
     /// Every frame on the wire: (cycle, from engine?, bytes).
     pub wire: Vec<(u64, bool, Vec<u8>)>,
     tx_seen: usize,
+    /// Frames lost on the wire, per million, in each direction.
+    pub drop_ppm: u32,
+    /// Frames dropped so far.
+    pub dropped: u64,
+    /// Indices (in send order) of engine frames / peer frames to lose, besides drop_ppm.
+    pub drop_tx: Vec<usize>,
+    pub drop_rx: Vec<usize>,
+    peer_sent: usize,
+    rng: crate::Rng,
 }
 
 fn ctl(op: u8, table: u8, flags: u8, index: u16) -> u32 {
@@ -69,6 +78,7 @@ pub fn decode(frame: &[u8]) -> Option<Pkt> {
 impl RcBench {
     /// Fresh engine and models; CQ 0 of the engine is created.
     pub fn new(mem: MemCfg) -> Result<RcBench, String> {
+        let seed = mem.seed;
         let mut eng = Engine::new(mem);
         let words = desc::encode_cq_ctx(CQ_BASE, CQ_LOG, 0, true).map_err(|e| e.to_string())?;
         let st = eng.ctl_cmd(ctl(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, 0), &words)?;
@@ -87,6 +97,12 @@ impl RcBench {
             cqes: Vec::new(),
             wire: Vec::new(),
             tx_seen: 0,
+            drop_ppm: 0,
+            dropped: 0,
+            drop_tx: Vec::new(),
+            drop_rx: Vec::new(),
+            peer_sent: 0,
+            rng: crate::Rng::new(seed ^ 0x5EED),
         })
     }
 
@@ -257,7 +273,7 @@ impl RcBench {
                 self.tx_seen += 1;
                 active = true;
                 self.wire.push((now, true, f.clone()));
-                if aborted {
+                if aborted || self.lose() || self.drop_tx.contains(&(self.tx_seen - 1)) {
                     continue;
                 }
                 if let Some((rec, pay)) = decode(&f) {
@@ -269,7 +285,10 @@ impl RcBench {
                 for (rec, pay) in self.peer.poll_tx(ns) {
                     let f = build_frame(&rec, &pay).map_err(|e| format!("peer frame: {e:?}"))?;
                     self.wire.push((now, false, f.clone()));
-                    self.eng.rx_q.push_back(f);
+                    self.peer_sent += 1;
+                    if !self.lose() && !self.drop_rx.contains(&(self.peer_sent - 1)) {
+                        self.eng.rx_q.push_back(f);
+                    }
                     active = true;
                 }
                 let seen = self.cqes.len();
@@ -282,7 +301,7 @@ impl RcBench {
                 active = true;
             }
             quiet = if active { 0 } else { quiet + 1 };
-            if self.cqes.len() >= want_cqes && quiet > 2_000 {
+            if self.cqes.len() >= want_cqes && quiet > 2_000 && self.peer.next_deadline().is_none() {
                 return Ok(now - start);
             }
             if now - start > max_cycles {
@@ -295,14 +314,35 @@ impl RcBench {
         }
     }
 
-    /// The reference: A' and B' exchange packets in the model until nothing moves.
+    fn lose(&mut self) -> bool {
+        let l = self.drop_ppm > 0 && (self.rng.next() % 1_000_000) < self.drop_ppm as u64;
+        if l {
+            self.dropped += 1;
+        }
+        l
+    }
+
+    /// The reference: A' and B' exchange packets in the model until nothing moves and no
+    /// timer is pending (time jumps to the next deadline when the wire is idle).
     pub fn run_reference(&mut self) {
         let mut now = 0u64;
-        for _ in 0..100_000 {
+        for _ in 0..1_000_000 {
             let pa = self.ref_a.poll_tx(now);
             let pb = self.ref_b.poll_tx(now);
             if pa.is_empty() && pb.is_empty() {
-                break;
+                let next = match (self.ref_a.next_deadline(), self.ref_b.next_deadline()) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                };
+                match next {
+                    Some(t) => {
+                        now = now.max(t);
+                        self.ref_a.tick(now);
+                        self.ref_b.tick(now);
+                        continue;
+                    }
+                    None => break,
+                }
             }
             for (r, p) in pa {
                 self.ref_b.receive(now, &r, &p);

@@ -1,0 +1,173 @@
+//! Go-back-N in the engine: the wire between the engine and the model peer loses frames (in
+//! both directions, seeded), and every transfer must still complete exactly as the lossless
+//! reference says: same CQEs, same bytes in both hosts' memories. Also: retry exhaustion when
+//! the peer disappears, and RNR retry exhaustion.
+use hematite_model::transport::mem::MrAccess;
+use hematite_model::transport::{QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
+use hematite_sim::dma::MemCfg;
+use hematite_sim::rc::RcBench;
+use hematite_sim::Rng;
+use proptest::prelude::*;
+
+const A_BUF: u64 = 0x10_0000;
+const B_BUF: u64 = 0x20_0000;
+const LEN: u64 = 0x4_0000;
+const QA: u32 = 2;
+const QB: u32 = 0x33;
+
+struct Setup {
+    b: RcBench,
+    ka: u32,
+    kb: u32,
+}
+
+fn setup(seed: u64, pmtu: u32, cfg: QpConfig) -> Setup {
+    let mut b = RcBench::new(MemCfg { latency: 60, seed, ..Default::default() }).unwrap();
+    let mut rng = Rng::new(seed ^ 0x77);
+    let da: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
+    let db: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
+    b.fill(true, A_BUF, &da);
+    b.fill(false, B_BUF, &db);
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    let cfg = QpConfig { pmtu, sq_psn: 0xFF_FFF0, rq_psn: 0x10, timeout: 3, ..cfg };
+    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    Setup { b, ka: ma.lkey, kb: mb.lkey }
+}
+
+fn sge(addr: u64, len: u32, lkey: u32) -> Sge {
+    Sge { addr, len, lkey }
+}
+
+fn compare(s: &mut Setup) {
+    let (recv, send) = s.b.split_cqes();
+    assert_eq!(send, s.b.ref_a.poll_send_cq(QA), "engine send CQEs");
+    assert_eq!(recv, s.b.ref_a.poll_recv_cq(QA), "engine receive CQEs");
+    assert_eq!(s.b.peer.poll_send_cq(QB), s.b.ref_b.poll_send_cq(QB), "peer send CQEs");
+    assert_eq!(s.b.peer.poll_recv_cq(QB), s.b.ref_b.poll_recv_cq(QB), "peer receive CQEs");
+    for (name, got, want) in [
+        ("A", s.b.eng.mem.mem.read(A_BUF, LEN as usize), s.b.ref_a.mem.read(A_BUF, LEN as usize)),
+        ("B", s.b.peer.mem.read(B_BUF, LEN as usize), s.b.ref_b.mem.read(B_BUF, LEN as usize)),
+    ] {
+        if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+            panic!("host {name} memory differs first at offset {i:#x}");
+        }
+    }
+    assert!(s.b.eng.violations().is_empty(), "AXI: {:?}", s.b.eng.violations());
+}
+
+/// Both directions at once: the engine requests (WRITE / READ / SEND / atomics) while the
+/// peer sends to the engine, over a wire that loses `ppm` per million frames.
+fn lossy_mix(seed: u64, pmtu: u32, ppm: u32, n: usize) -> u64 {
+    let mut s = setup(seed, pmtu, QpConfig::default());
+    s.b.drop_ppm = ppm;
+    let (ka, kb) = (s.ka, s.kb);
+    let mut rng = Rng::new(seed);
+    for k in 0..n as u64 {
+        let a = rng.next() % 0x8000;
+        let bo = rng.next() % 0x8000;
+        let len = (rng.next() % 6000) as u32;
+        let wr = match k % 6 {
+            0 | 1 => SendWr::new(k, SendOp::Write { remote_addr: B_BUF + bo, rkey: kb }, vec![sge(A_BUF + a, len, ka)]),
+            2 => SendWr::new(k, SendOp::Read { remote_addr: B_BUF + 0x1_0000 + bo, rkey: kb }, vec![sge(A_BUF + 0x1_0000 + a, len, ka)]),
+            3 => SendWr::new(k, SendOp::FetchAdd { remote_addr: B_BUF + 0x3_0000 + (bo & !7), rkey: kb, add: k }, vec![sge(A_BUF + 0x3_0000 + (a & !7), 8, ka)]),
+            4 => {
+                s.b.post_recv_b(QB, &RecvWr { wr_id: 100 + k, sgl: vec![sge(B_BUF + 0x2_0000 + (k % 8) * 0x2000, 0x2000, kb)] }).unwrap();
+                SendWr::new(k, SendOp::Send, vec![sge(A_BUF + a, len.min(0x2000), ka)])
+            }
+            _ => SendWr::new(k, SendOp::CmpSwap { remote_addr: B_BUF + 0x3_8000 + (bo & 0x7F8), rkey: kb, compare: 0, swap: k }, vec![sge(A_BUF + 0x3_8000 + (a & 0x7F8), 8, ka)]),
+        };
+        s.b.post_send(QA, &wr, true).unwrap();
+        // the peer writes into A's second half and reads from it
+        // (its source is B memory nobody writes: the engine's WRITEs into B race with it)
+        let pw = SendWr::new(1000 + k, SendOp::Write { remote_addr: A_BUF + 0x2_0000 + bo, rkey: ka }, vec![sge(B_BUF + 0x1_0000 + a, len, kb)]);
+        s.b.post_send_b(QB, &pw).unwrap();
+    }
+    s.b.run_reference();
+    let want = s.b.ref_a.poll_send_cq(QA);
+    let r = s.b.run(want.len(), 3_000_000);
+    let cnt = |s: &mut Setup| (24..26).map(|i| s.b.eng.counter(i).unwrap()).collect::<Vec<_>>();
+    let c = cnt(&mut s);
+    assert!(r.is_ok(), "seed {seed} ppm {ppm}: {r:?} (dropped {}, retries/timeouts {c:?})", s.b.dropped);
+    let (_, send) = s.b.split_cqes();
+    assert_eq!(send, want, "seed {seed}: engine send CQEs (dropped {}, retries/timeouts {c:?})", s.b.dropped);
+    let (got_r, _) = s.b.split_cqes();
+    assert_eq!(got_r, s.b.ref_a.poll_recv_cq(QA));
+    assert_eq!(s.b.peer.poll_send_cq(QB), s.b.ref_b.poll_send_cq(QB), "seed {seed}: peer send CQEs");
+    assert_eq!(s.b.peer.poll_recv_cq(QB), s.b.ref_b.poll_recv_cq(QB), "seed {seed}: peer receive CQEs");
+    for (name, got, want) in [
+        ("A", s.b.eng.mem.mem.read(A_BUF, LEN as usize), s.b.ref_a.mem.read(A_BUF, LEN as usize)),
+        ("B", s.b.peer.mem.read(B_BUF, LEN as usize), s.b.ref_b.mem.read(B_BUF, LEN as usize)),
+    ] {
+        if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+            panic!("seed {seed}: host {name} memory differs first at offset {i:#x} (dropped {})", s.b.dropped);
+        }
+    }
+    s.b.dropped
+}
+
+#[test]
+fn one_percent_loss_both_directions() {
+    let lost = lossy_mix(1, 1024, 10_000, 24);
+    assert!(lost > 0, "this seed loses frames");
+}
+
+#[test]
+fn five_percent_loss_small_mtu() {
+    let lost = lossy_mix(2, 256, 50_000, 18);
+    assert!(lost > 10, "this seed loses frames: {lost}");
+}
+
+#[test]
+fn retry_exhaustion_when_the_peer_is_gone() {
+    let cfg = QpConfig { retry_cnt: 2, ..QpConfig::default() };
+    let mut s = setup(3, 1024, cfg);
+    s.b.drop_ppm = 1_000_000;
+    let (ka, kb) = (s.ka, s.kb);
+    s.b.post_send(QA, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: kb }, vec![sge(A_BUF, 100, ka)]), false).unwrap();
+    s.b.post_send(QA, &SendWr::new(2, SendOp::Send, vec![]), true).unwrap();
+    s.b.run(2, 1_000_000).unwrap();
+    let st: Vec<(u64, WcStatus)> = s.b.cqes.iter().map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
+    assert_eq!(st, vec![(1, WcStatus::RetryExcErr), (2, WcStatus::WrFlushErr)]);
+    // the first transmission plus retry_cnt retransmissions, then nothing
+    let writes = s.b.wire.iter().filter(|w| w.0 > 0 && w.1).count();
+    assert_eq!(writes, 2 * 3, "frames sent: {writes}");
+    assert_eq!(s.b.eng.counter(25).unwrap(), 3, "timeouts");
+}
+
+#[test]
+fn rnr_retry_exhaustion() {
+    let cfg = QpConfig { rnr_retry: 2, min_rnr_timer: 1, ..QpConfig::default() };
+    let mut s = setup(4, 1024, cfg);
+    let (ka, _kb) = (s.ka, s.kb);
+    // the peer never posts a receive
+    s.b.post_send(QA, &SendWr::new(1, SendOp::Send, vec![sge(A_BUF, 100, ka)]), true).unwrap();
+    s.b.run_reference();
+    s.b.run(1, 1_000_000).unwrap();
+    compare(&mut s);
+    let st: Vec<WcStatus> = s.b.cqes.iter().map(|c| c.cqe.status).collect();
+    assert_eq!(st, vec![WcStatus::RnrRetryExcErr]);
+}
+
+#[test]
+fn rnr_wait_then_success() {
+    let mut s = setup(5, 1024, QpConfig { min_rnr_timer: 1, ..QpConfig::default() });
+    let (ka, kb) = (s.ka, s.kb);
+    s.b.post_send(QA, &SendWr::new(1, SendOp::Send, vec![sge(A_BUF, 100, ka)]), true).unwrap();
+    let _ = s.b.run(1, 4_000);
+    s.b.post_recv_b(QB, &RecvWr { wr_id: 9, sgl: vec![sge(B_BUF, 0x1000, kb)] }).unwrap();
+    s.b.run(1, 400_000).unwrap();
+    let st: Vec<WcStatus> = s.b.cqes.iter().map(|c| c.cqe.status).collect();
+    assert_eq!(st, vec![WcStatus::Success]);
+    assert_eq!(s.b.peer.mem.read(B_BUF, 100), s.b.eng.mem.mem.read(A_BUF, 100));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
+    #[test]
+    fn random_loss_schedules(seed in any::<u64>(), pmtu_code in 1u32..6, ppm in 0u32..60_000) {
+        let _ = lossy_mix(seed, 128 << pmtu_code, ppm, 12);
+    }
+}
+
+
