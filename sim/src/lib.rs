@@ -9,6 +9,7 @@
 pub mod csr;
 pub mod dma;
 pub mod eng;
+pub mod host;
 pub mod rc;
 pub mod ffi;
 pub mod layout;

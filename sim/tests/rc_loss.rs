@@ -41,19 +41,19 @@ fn sge(addr: u64, len: u32, lkey: u32) -> Sge {
 
 fn compare(s: &mut Setup) {
     let (recv, send) = s.b.split_cqes();
-    assert_eq!(send, s.b.ref_a.poll_send_cq(QA), "engine send CQEs");
-    assert_eq!(recv, s.b.ref_a.poll_recv_cq(QA), "engine receive CQEs");
+    assert_eq!(send, s.b.a.refn.poll_send_cq(QA), "engine send CQEs");
+    assert_eq!(recv, s.b.a.refn.poll_recv_cq(QA), "engine receive CQEs");
     assert_eq!(s.b.peer.poll_send_cq(QB), s.b.ref_b.poll_send_cq(QB), "peer send CQEs");
     assert_eq!(s.b.peer.poll_recv_cq(QB), s.b.ref_b.poll_recv_cq(QB), "peer receive CQEs");
     for (name, got, want) in [
-        ("A", s.b.eng.mem.mem.read(A_BUF, LEN as usize), s.b.ref_a.mem.read(A_BUF, LEN as usize)),
+        ("A", s.b.a.eng.mem.mem.read(A_BUF, LEN as usize), s.b.a.refn.mem.read(A_BUF, LEN as usize)),
         ("B", s.b.peer.mem.read(B_BUF, LEN as usize), s.b.ref_b.mem.read(B_BUF, LEN as usize)),
     ] {
         if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
             panic!("host {name} memory differs first at offset {i:#x}");
         }
     }
-    assert!(s.b.eng.violations().is_empty(), "AXI: {:?}", s.b.eng.violations());
+    assert!(s.b.a.eng.violations().is_empty(), "AXI: {:?}", s.b.a.eng.violations());
 }
 
 /// Both directions at once: the engine requests (WRITE / READ / SEND / atomics) while the
@@ -84,19 +84,19 @@ fn lossy_mix(seed: u64, pmtu: u32, ppm: u32, n: usize) -> u64 {
         s.b.post_send_b(QB, &pw).unwrap();
     }
     s.b.run_reference();
-    let want = s.b.ref_a.poll_send_cq(QA);
+    let want = s.b.a.refn.poll_send_cq(QA);
     let r = s.b.run(want.len(), 3_000_000);
-    let cnt = |s: &mut Setup| (24..26).map(|i| s.b.eng.counter(i).unwrap()).collect::<Vec<_>>();
+    let cnt = |s: &mut Setup| (24..26).map(|i| s.b.a.eng.counter(i).unwrap()).collect::<Vec<_>>();
     let c = cnt(&mut s);
     assert!(r.is_ok(), "seed {seed} ppm {ppm}: {r:?} (dropped {}, retries/timeouts {c:?})", s.b.dropped);
     let (_, send) = s.b.split_cqes();
     assert_eq!(send, want, "seed {seed}: engine send CQEs (dropped {}, retries/timeouts {c:?})", s.b.dropped);
     let (got_r, _) = s.b.split_cqes();
-    assert_eq!(got_r, s.b.ref_a.poll_recv_cq(QA));
+    assert_eq!(got_r, s.b.a.refn.poll_recv_cq(QA));
     assert_eq!(s.b.peer.poll_send_cq(QB), s.b.ref_b.poll_send_cq(QB), "seed {seed}: peer send CQEs");
     assert_eq!(s.b.peer.poll_recv_cq(QB), s.b.ref_b.poll_recv_cq(QB), "seed {seed}: peer receive CQEs");
     for (name, got, want) in [
-        ("A", s.b.eng.mem.mem.read(A_BUF, LEN as usize), s.b.ref_a.mem.read(A_BUF, LEN as usize)),
+        ("A", s.b.a.eng.mem.mem.read(A_BUF, LEN as usize), s.b.a.refn.mem.read(A_BUF, LEN as usize)),
         ("B", s.b.peer.mem.read(B_BUF, LEN as usize), s.b.ref_b.mem.read(B_BUF, LEN as usize)),
     ] {
         if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
@@ -127,12 +127,12 @@ fn retry_exhaustion_when_the_peer_is_gone() {
     s.b.post_send(QA, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: kb }, vec![sge(A_BUF, 100, ka)]), false).unwrap();
     s.b.post_send(QA, &SendWr::new(2, SendOp::Send, vec![]), true).unwrap();
     s.b.run(2, 1_000_000).unwrap();
-    let st: Vec<(u64, WcStatus)> = s.b.cqes.iter().map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
+    let st: Vec<(u64, WcStatus)> = s.b.a.cqes.iter().map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
     assert_eq!(st, vec![(1, WcStatus::RetryExcErr), (2, WcStatus::WrFlushErr)]);
     // the first transmission plus retry_cnt retransmissions, then nothing
     let writes = s.b.wire.iter().filter(|w| w.0 > 0 && w.1).count();
     assert_eq!(writes, 2 * 3, "frames sent: {writes}");
-    assert_eq!(s.b.eng.counter(25).unwrap(), 3, "timeouts");
+    assert_eq!(s.b.a.eng.counter(25).unwrap(), 3, "timeouts");
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn rnr_retry_exhaustion() {
     s.b.run_reference();
     s.b.run(1, 1_000_000).unwrap();
     compare(&mut s);
-    let st: Vec<WcStatus> = s.b.cqes.iter().map(|c| c.cqe.status).collect();
+    let st: Vec<WcStatus> = s.b.a.cqes.iter().map(|c| c.cqe.status).collect();
     assert_eq!(st, vec![WcStatus::RnrRetryExcErr]);
 }
 
@@ -157,9 +157,9 @@ fn rnr_wait_then_success() {
     let _ = s.b.run(1, 4_000);
     s.b.post_recv_b(QB, &RecvWr { wr_id: 9, sgl: vec![sge(B_BUF, 0x1000, kb)] }).unwrap();
     s.b.run(1, 400_000).unwrap();
-    let st: Vec<WcStatus> = s.b.cqes.iter().map(|c| c.cqe.status).collect();
+    let st: Vec<WcStatus> = s.b.a.cqes.iter().map(|c| c.cqe.status).collect();
     assert_eq!(st, vec![WcStatus::Success]);
-    assert_eq!(s.b.peer.mem.read(B_BUF, 100), s.b.eng.mem.mem.read(A_BUF, 100));
+    assert_eq!(s.b.peer.mem.read(B_BUF, 100), s.b.a.eng.mem.mem.read(A_BUF, 100));
 }
 
 proptest! {

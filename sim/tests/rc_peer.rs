@@ -43,10 +43,10 @@ fn check(s: &mut Setup, n_cqes: usize) {
     let cyc = s.b.run(n_cqes, 400_000).unwrap_or_else(|e| panic!("{e}"));
     s.b.run_reference();
     let want: Vec<Cqe> = s.b.ref_send_cqes(3);
-    let got: Vec<Cqe> = s.b.cqes.iter().map(|c| c.cqe).collect();
+    let got: Vec<Cqe> = s.b.a.cqes.iter().map(|c| c.cqe).collect();
     assert_eq!(got, want, "send CQEs (engine vs model) after {cyc} cycles");
-    let a_rtl = s.b.eng.mem.mem.read(A_BUF, LEN as usize);
-    let a_ref = s.b.ref_a.mem.read(A_BUF, LEN as usize);
+    let a_rtl = s.b.a.eng.mem.mem.read(A_BUF, LEN as usize);
+    let a_ref = s.b.a.refn.mem.read(A_BUF, LEN as usize);
     if let Some(i) = (0..a_rtl.len()).find(|&i| a_rtl[i] != a_ref[i]) {
         panic!("host A memory differs first at {:#x}: engine {:#04x}, model {:#04x}", A_BUF + i as u64, a_rtl[i], a_ref[i]);
     }
@@ -56,7 +56,7 @@ fn check(s: &mut Setup, n_cqes: usize) {
         panic!("host B memory differs first at {:#x}", B_BUF + i as u64);
     }
     assert_eq!(s.b.peer.poll_recv_cq(0x44), s.b.ref_b.poll_recv_cq(0x44), "peer receive CQEs");
-    assert!(s.b.eng.violations().is_empty(), "AXI: {:?}", s.b.eng.violations());
+    assert!(s.b.a.eng.violations().is_empty(), "AXI: {:?}", s.b.a.eng.violations());
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn unsignaled_wqes_complete_silently() {
         s.b.post_send(3, &wr, true).unwrap();
     }
     check(&mut s, 2);
-    assert_eq!(s.b.cqes.iter().map(|c| c.wqe_index).collect::<Vec<_>>(), vec![2, 5]);
+    assert_eq!(s.b.a.cqes.iter().map(|c| c.wqe_index).collect::<Vec<_>>(), vec![2, 5]);
 }
 
 #[test]
@@ -105,13 +105,13 @@ fn remote_access_error_fails_the_wqe_and_flushes_the_rest() {
     s.b.post_send(3, &SendWr::new(3, SendOp::Read { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF + 0x100, 64, l)]), false).unwrap();
     s.b.post_send(3, &SendWr::new(4, SendOp::Send, vec![sge(A_BUF, 64, l)]), true).unwrap();
     check(&mut s, 4);
-    let st: Vec<WcStatus> = s.b.cqes.iter().map(|c| c.cqe.status).collect();
+    let st: Vec<WcStatus> = s.b.a.cqes.iter().map(|c| c.cqe.status).collect();
     assert_eq!(st, vec![WcStatus::Success, WcStatus::RemAccessErr, WcStatus::WrFlushErr, WcStatus::WrFlushErr]);
     // posted after the error: flushed too
     s.b.post_send(3, &SendWr::new(5, SendOp::Send, vec![]), true).unwrap();
     s.b.run(5, 100_000).unwrap();
-    assert_eq!(s.b.cqes[4].cqe.status, WcStatus::WrFlushErr);
-    assert_eq!(s.b.cqes[4].cqe.wr_id, 5);
+    assert_eq!(s.b.a.cqes[4].cqe.status, WcStatus::WrFlushErr);
+    assert_eq!(s.b.a.cqes[4].cqe.wr_id, 5);
 }
 
 #[test]
@@ -134,9 +134,9 @@ fn local_errors_complete_in_order_with_the_model_status() {
         assert!(cyc.is_ok(), "{name}: {cyc:?}");
         s.b.run_reference();
         let want = s.b.ref_send_cqes(3);
-        let got: Vec<Cqe> = s.b.cqes.iter().map(|c| c.cqe).collect();
+        let got: Vec<Cqe> = s.b.a.cqes.iter().map(|c| c.cqe).collect();
         assert_eq!(got, want, "{name}");
-        assert_eq!(s.b.eng.counter(3).unwrap(), 1, "{name}: local error counter");
+        assert_eq!(s.b.a.eng.counter(3).unwrap(), 1, "{name}: local error counter");
     }
 }
 
@@ -145,18 +145,18 @@ fn armed_cq_interrupts_after_the_cqe() {
     let mut s = setup(5, 1024, 80);
     let (l, r) = (s.lkey, s.rkey);
     // arm CQ 0 for the next completion
-    assert!(s.b.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_CQ, 1 << 14).unwrap());
+    assert!(s.b.a.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_CQ, 1 << 14).unwrap());
     s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
     check(&mut s, 1);
-    assert_eq!(s.b.eng.irqs.len(), 1, "one interrupt: {:?}", s.b.eng.irqs);
+    assert_eq!(s.b.a.eng.irqs.len(), 1, "one interrupt: {:?}", s.b.a.eng.irqs);
     // not re-armed: the next completion raises nothing
     s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
     s.b.run(2, 100_000).unwrap();
-    assert_eq!(s.b.eng.irqs.len(), 1);
+    assert_eq!(s.b.a.eng.irqs.len(), 1);
     // arming while an unconsumed CQE exists (consumer index 0) signals at once
-    assert!(s.b.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_CQ, 1 << 14).unwrap());
-    s.b.eng.run_until(200, |_| false).ok();
-    assert_eq!(s.b.eng.irqs.len(), 2);
+    assert!(s.b.a.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_CQ, 1 << 14).unwrap());
+    s.b.a.eng.run_until(200, |_| false).ok();
+    assert_eq!(s.b.a.eng.irqs.len(), 2);
     assert_eq!(desc::HM_CQE_ST_SUCCESS, 0);
 }
 

@@ -1,0 +1,204 @@
+//! One simulated host with a Hematite engine: the Verilated engine and its memory, plus the
+//! same host in the transport model (`refn`) that every setup step is mirrored into, so that
+//! a run can be compared with what the model predicts. The driver side is done the way a
+//! driver does it: MR and QP contexts through the control bus, WQEs written into the rings in
+//! host memory, doorbells through the BAR, CQEs read from the CQ ring by their owner bit.
+
+use crate::dma::MemCfg;
+use crate::eng::Engine;
+use hematite_model::desc::{self, QpCtxFields};
+use hematite_model::transport::mem::{Mr, MrAccess};
+use hematite_model::transport::{Cqe, Node, QpConfig, RecvWr, SendWr, WcOpcode};
+use std::collections::HashMap;
+
+/// Send queue rings: QP q's ring at SQ_BASE + q * 64 KiB.
+pub const SQ_BASE: u64 = 0x4000_0000;
+/// log2 of the send queue size.
+pub const SQ_LOG: u8 = 8;
+/// Receive queue rings: QP q's ring at RQ_BASE + q * 64 KiB (64-byte WQEs).
+pub const RQ_BASE: u64 = 0x5000_0000;
+/// log2 of the receive queue size.
+pub const RQ_LOG: u8 = 6;
+/// Completion queue ring (CQ 0, shared by every QP of the host).
+pub const CQ_BASE: u64 = 0x3000_0000;
+/// log2 of the CQ size.
+pub const CQ_LOG: u8 = 12;
+
+/// A completion as the engine wrote it, with its ring slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngCqe {
+    pub cqe: Cqe,
+    pub wqe_index: u16,
+    /// Cycle at which the testbench found it.
+    pub cycle: u64,
+}
+
+fn ctl(op: u8, table: u8, flags: u8, index: u16) -> u32 {
+    desc::encode_ctl_cmd(op, table, flags, index).expect("command fields in range")
+}
+
+pub struct EngHost {
+    pub eng: Engine,
+    /// The same host in the transport model.
+    pub refn: Node,
+    pi: HashMap<u32, u16>,
+    rpi: HashMap<u32, u16>,
+    stride: HashMap<u32, usize>,
+    cq_seen: u32,
+    /// CQEs read from the CQ ring, in ring order.
+    pub cqes: Vec<EngCqe>,
+}
+
+impl EngHost {
+    /// A fresh engine (CQ 0 created) and an empty model host.
+    pub fn new(mem: MemCfg) -> Result<EngHost, String> {
+        let mut eng = Engine::new(mem);
+        let words = desc::encode_cq_ctx(CQ_BASE, CQ_LOG, 0, true).map_err(|e| e.to_string())?;
+        let st = eng.ctl_cmd(ctl(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, 0), &words)?;
+        if st != desc::HM_CTL_ST_OK {
+            return Err(format!("CQ create: status {st}"));
+        }
+        Ok(EngHost {
+            eng,
+            refn: Node::new(),
+            pi: HashMap::new(),
+            rpi: HashMap::new(),
+            stride: HashMap::new(),
+            cq_seen: 0,
+            cqes: Vec::new(),
+        })
+    }
+
+    /// The same bytes into both memories.
+    pub fn fill(&mut self, addr: u64, data: &[u8]) {
+        self.eng.mem.mem.write(addr, data);
+        self.refn.mem.write(addr, data);
+    }
+
+    /// Registers an MR in the model (which picks the key) and writes it into the engine.
+    pub fn reg_mr(&mut self, pd: u32, base: u64, len: u64, access: MrAccess) -> Result<Mr, String> {
+        let mr = self.refn.reg_mr(pd, base, len, access).ok_or("model MR table full")?;
+        let words = desc::encode_mr_ctx(&mr, true).map_err(|e| e.to_string())?;
+        let st = self.eng.ctl_cmd(ctl(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_MR, 0, (mr.lkey >> 8) as u16), &words)?;
+        if st != desc::HM_CTL_ST_OK {
+            return Err(format!("MR write: status {st}"));
+        }
+        Ok(mr)
+    }
+
+    /// Creates QP `q` in RTS (engine context and model).
+    pub fn create_qp(&mut self, q: u32, cfg: QpConfig, stride_log: u8) -> Result<(), String> {
+        self.refn.create_qp(q, cfg).map_err(|e| format!("{e:?}"))?;
+        let f = QpCtxFields {
+            cfg,
+            state: desc::HM_QPS_RTS,
+            sq_base: SQ_BASE + q as u64 * 0x1_0000,
+            sq_log_size: SQ_LOG,
+            sq_log_stride: stride_log,
+            rq_base: RQ_BASE + q as u64 * 0x1_0000,
+            rq_log_size: RQ_LOG,
+            rq_log_stride: 0,
+            sq_cqn: 0,
+            rq_cqn: 0,
+        };
+        let words = desc::encode_qp_ctx(&f).map_err(|e| e.to_string())?;
+        let st = self.eng.ctl_cmd(
+            ctl(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ, q as u16),
+            &words,
+        )?;
+        if st != desc::HM_CTL_ST_OK {
+            return Err(format!("QP write: status {st}"));
+        }
+        self.pi.insert(q, 0);
+        self.rpi.insert(q, 0);
+        self.stride.insert(q, 64 << stride_log);
+        Ok(())
+    }
+
+    /// Writes a send WQE into QP `q`'s ring (and posts it to the model); rings the doorbell
+    /// when asked.
+    pub fn post_send(&mut self, q: u32, wr: &SendWr, doorbell: bool) -> Result<(), String> {
+        let inline = if wr.inline {
+            let mut d = Vec::new();
+            for s in &wr.sgl {
+                d.extend(self.refn.mem.read(s.addr, s.len as usize));
+            }
+            Some(d)
+        } else {
+            None
+        };
+        let stride = *self.stride.get(&q).ok_or("no such QP")?;
+        let bytes = desc::encode_send_wqe(wr, stride, inline.as_deref()).map_err(|e| e.to_string())?;
+        let pi = self.pi[&q];
+        let slot = pi as u64 & ((1 << SQ_LOG) - 1);
+        self.eng.mem.mem.write(SQ_BASE + q as u64 * 0x1_0000 + slot * stride as u64, &bytes);
+        self.refn.post_send(q, wr.clone()).map_err(|e| format!("{e:?}"))?;
+        self.pi.insert(q, pi.wrapping_add(1));
+        if doorbell {
+            self.doorbell(q)?;
+        }
+        Ok(())
+    }
+
+    /// Send queue doorbell with the current producer index.
+    pub fn doorbell(&mut self, q: u32) -> Result<(), String> {
+        let v = (self.pi[&q] as u32) << 16 | q;
+        if !self.eng.bar_write(crate::csr::regs::HM_REG_DB_SQ, v)? {
+            return Err("doorbell refused".into());
+        }
+        Ok(())
+    }
+
+    /// Writes a receive WQE into QP `q`'s ring (and posts it to the model), rings the RQ
+    /// doorbell.
+    pub fn post_recv(&mut self, q: u32, wr: &RecvWr) -> Result<(), String> {
+        let bytes = desc::encode_recv_wqe(wr, 64).map_err(|e| e.to_string())?;
+        let pi = *self.rpi.get(&q).ok_or("no such QP")?;
+        let slot = pi as u64 & ((1 << RQ_LOG) - 1);
+        self.eng.mem.mem.write(RQ_BASE + q as u64 * 0x1_0000 + slot * 64, &bytes);
+        self.refn.post_recv(q, wr.clone()).map_err(|e| format!("{e:?}"))?;
+        let pi = pi.wrapping_add(1);
+        self.rpi.insert(q, pi);
+        let v = (pi as u32) << 16 | q;
+        if !self.eng.bar_write(crate::csr::regs::HM_REG_DB_RQ, v)? {
+            return Err("RQ doorbell refused".into());
+        }
+        Ok(())
+    }
+
+    /// Reads new CQEs from the ring (owner bit = expected phase); returns how many.
+    pub fn poll_cq(&mut self) -> Result<usize, String> {
+        let size = 1u32 << CQ_LOG;
+        let before = self.cqes.len();
+        loop {
+            let slot = self.cq_seen % size;
+            let phase = (self.cq_seen / size) % 2 == 0;
+            let bytes = self.eng.mem.mem.read(CQ_BASE + slot as u64 * 32, 32);
+            let (cqe, idx, owner) = desc::decode_cqe(&bytes).map_err(|e| format!("CQE {}: {e}", self.cq_seen))?;
+            if owner != phase {
+                return Ok(self.cqes.len() - before);
+            }
+            self.cqes.push(EngCqe { cqe, wqe_index: idx, cycle: self.eng.cycle() });
+            self.cq_seen += 1;
+            // consumer index back to the engine every 64 entries
+            if self.cq_seen % 64 == 0 {
+                let v = (self.cq_seen & 0xFFFF) << 16;
+                self.eng.bar_write(crate::csr::regs::HM_REG_DB_CQ, v)?;
+            }
+        }
+    }
+
+    /// Engine CQEs: (receive completions, send completions), each in order.
+    pub fn split_cqes(&self) -> (Vec<Cqe>, Vec<Cqe>) {
+        let (r, s): (Vec<EngCqe>, Vec<EngCqe>) =
+            self.cqes.iter().partition(|c| matches!(c.cqe.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm));
+        (r.iter().map(|c| c.cqe).collect(), s.iter().map(|c| c.cqe).collect())
+    }
+
+    /// First address where the engine's memory and the model's differ in [addr, addr+len).
+    pub fn mem_diff(&self, addr: u64, len: usize) -> Option<u64> {
+        let a = self.eng.mem.mem.read(addr, len);
+        let b = self.refn.mem.read(addr, len);
+        (0..len).find(|&i| a[i] != b[i]).map(|i| addr + i as u64)
+    }
+}
