@@ -561,10 +561,10 @@ module hm_rc_engine
     .s_req_ready(wrd_ready),
     .m_axis_tdata(wqe_tdata), .m_axis_tkeep(wqe_tkeep), .m_axis_tvalid(wqe_tvalid),
     .m_axis_tready(wqe_tready), .m_axis_tlast(wqe_tlast), .m_axis_tuser(wqe_tuser), .m_axis_tid(tid0),
-    .m_axi_arid(a_arid[0]), .m_axi_araddr(a_araddr[0]), .m_axi_arlen(a_arlen[0]),
-    .m_axi_arsize(a_arsize[0]), .m_axi_arburst(a_arburst[0]), .m_axi_arvalid(a_arvalid[0]),
-    .m_axi_arready(a_arready[0]), .m_axi_rid(a_rid), .m_axi_rdata(a_rdata), .m_axi_rresp(a_rresp),
-    .m_axi_rlast(a_rlast), .m_axi_rvalid(a_rvalid[0]), .m_axi_rready(a_rready[0]),
+    .m_axi_arid(d_arid[0]), .m_axi_araddr(d_araddr[0]), .m_axi_arlen(d_arlen[0]),
+    .m_axi_arsize(d_arsize[0]), .m_axi_arburst(d_arburst[0]), .m_axi_arvalid(d_arvalid[0]),
+    .m_axi_arready(d_arready[0]), .m_axi_rid(d_rid[0]), .m_axi_rdata(d_rdata[0]), .m_axi_rresp(d_rresp[0]),
+    .m_axi_rlast(d_rlast[0]), .m_axi_rvalid(d_rvalid[0]), .m_axi_rready(d_rready[0]),
     .stat_bad_req(rd0_bad)
   );
 
@@ -574,10 +574,10 @@ module hm_rc_engine
     .s_req_ready(prd_ready),
     .m_axis_tdata(pay_tdata), .m_axis_tkeep(pay_tkeep), .m_axis_tvalid(pay_tvalid),
     .m_axis_tready(pay_tready), .m_axis_tlast(pay_tlast), .m_axis_tuser(pay_tuser), .m_axis_tid(tid1),
-    .m_axi_arid(a_arid[1]), .m_axi_araddr(a_araddr[1]), .m_axi_arlen(a_arlen[1]),
-    .m_axi_arsize(a_arsize[1]), .m_axi_arburst(a_arburst[1]), .m_axi_arvalid(a_arvalid[1]),
-    .m_axi_arready(a_arready[1]), .m_axi_rid(a_rid), .m_axi_rdata(a_rdata), .m_axi_rresp(a_rresp),
-    .m_axi_rlast(a_rlast), .m_axi_rvalid(a_rvalid[1]), .m_axi_rready(a_rready[1]),
+    .m_axi_arid(d_arid[1]), .m_axi_araddr(d_araddr[1]), .m_axi_arlen(d_arlen[1]),
+    .m_axi_arsize(d_arsize[1]), .m_axi_arburst(d_arburst[1]), .m_axi_arvalid(d_arvalid[1]),
+    .m_axi_arready(d_arready[1]), .m_axi_rid(d_rid[1]), .m_axi_rdata(d_rdata[1]), .m_axi_rresp(d_rresp[1]),
+    .m_axi_rlast(d_rlast[1]), .m_axi_rvalid(d_rvalid[1]), .m_axi_rready(d_rready[1]),
     .stat_bad_req(rd1_bad)
   );
 
@@ -587,10 +587,10 @@ module hm_rc_engine
     .s_req_ready(crd_ready),
     .m_axis_tdata(cwqe_tdata), .m_axis_tkeep(cwqe_tkeep), .m_axis_tvalid(cwqe_tvalid),
     .m_axis_tready(cwqe_tready), .m_axis_tlast(cwqe_tlast), .m_axis_tuser(cwqe_tuser), .m_axis_tid(tid2),
-    .m_axi_arid(a_arid[2]), .m_axi_araddr(a_araddr[2]), .m_axi_arlen(a_arlen[2]),
-    .m_axi_arsize(a_arsize[2]), .m_axi_arburst(a_arburst[2]), .m_axi_arvalid(a_arvalid[2]),
-    .m_axi_arready(a_arready[2]), .m_axi_rid(a_rid), .m_axi_rdata(a_rdata), .m_axi_rresp(a_rresp),
-    .m_axi_rlast(a_rlast), .m_axi_rvalid(a_rvalid[2]), .m_axi_rready(a_rready[2]),
+    .m_axi_arid(d_arid[2]), .m_axi_araddr(d_araddr[2]), .m_axi_arlen(d_arlen[2]),
+    .m_axi_arsize(d_arsize[2]), .m_axi_arburst(d_arburst[2]), .m_axi_arvalid(d_arvalid[2]),
+    .m_axi_arready(d_arready[2]), .m_axi_rid(d_rid[2]), .m_axi_rdata(d_rdata[2]), .m_axi_rresp(d_rresp[2]),
+    .m_axi_rlast(d_rlast[2]), .m_axi_rvalid(d_rvalid[2]), .m_axi_rready(d_rready[2]),
     .stat_bad_req(rd2_bad)
   );
 
@@ -600,10 +600,10 @@ module hm_rc_engine
     .s_req_ready(srd_ready),
     .m_axis_tdata(srd_tdata), .m_axis_tkeep(srd_tkeep), .m_axis_tvalid(srd_tvalid),
     .m_axis_tready(srd_tready), .m_axis_tlast(srd_tlast), .m_axis_tuser(srd_tuser), .m_axis_tid(tid3),
-    .m_axi_arid(a_arid[3]), .m_axi_araddr(a_araddr[3]), .m_axi_arlen(a_arlen[3]),
-    .m_axi_arsize(a_arsize[3]), .m_axi_arburst(a_arburst[3]), .m_axi_arvalid(a_arvalid[3]),
-    .m_axi_arready(a_arready[3]), .m_axi_rid(a_rid), .m_axi_rdata(a_rdata), .m_axi_rresp(a_rresp),
-    .m_axi_rlast(a_rlast), .m_axi_rvalid(a_rvalid[3]), .m_axi_rready(a_rready[3]),
+    .m_axi_arid(d_arid[3]), .m_axi_araddr(d_araddr[3]), .m_axi_arlen(d_arlen[3]),
+    .m_axi_arsize(d_arsize[3]), .m_axi_arburst(d_arburst[3]), .m_axi_arvalid(d_arvalid[3]),
+    .m_axi_arready(d_arready[3]), .m_axi_rid(d_rid[3]), .m_axi_rdata(d_rdata[3]), .m_axi_rresp(d_rresp[3]),
+    .m_axi_rlast(d_rlast[3]), .m_axi_rvalid(d_rvalid[3]), .m_axi_rready(d_rready[3]),
     .stat_bad_req(rd3_bad)
   );
 
@@ -613,12 +613,36 @@ module hm_rc_engine
     .s_req_ready(rrd_ready),
     .m_axis_tdata(rr_tdata), .m_axis_tkeep(rr_tkeep), .m_axis_tvalid(rr_tvalid),
     .m_axis_tready(rr_tready), .m_axis_tlast(rr_tlast), .m_axis_tuser(rr_tuser), .m_axis_tid(tid4),
-    .m_axi_arid(a_arid[4]), .m_axi_araddr(a_araddr[4]), .m_axi_arlen(a_arlen[4]),
-    .m_axi_arsize(a_arsize[4]), .m_axi_arburst(a_arburst[4]), .m_axi_arvalid(a_arvalid[4]),
-    .m_axi_arready(a_arready[4]), .m_axi_rid(a_rid), .m_axi_rdata(a_rdata), .m_axi_rresp(a_rresp),
-    .m_axi_rlast(a_rlast), .m_axi_rvalid(a_rvalid[4]), .m_axi_rready(a_rready[4]),
+    .m_axi_arid(d_arid[4]), .m_axi_araddr(d_araddr[4]), .m_axi_arlen(d_arlen[4]),
+    .m_axi_arsize(d_arsize[4]), .m_axi_arburst(d_arburst[4]), .m_axi_arvalid(d_arvalid[4]),
+    .m_axi_arready(d_arready[4]), .m_axi_rid(d_rid[4]), .m_axi_rdata(d_rdata[4]), .m_axi_rresp(d_rresp[4]),
+    .m_axi_rlast(d_rlast[4]), .m_axi_rvalid(d_rvalid[4]), .m_axi_rready(d_rready[4]),
     .stat_bad_req(rd4_bad)
   );
+
+  // every read engine reserves buffer space for its bursts (no head-of-line blocking between
+  // engines on the shared port): WQE fetchers 32 beats, payload readers 128 beats
+  logic [RP-1:0][3:0]  d_arid, d_rid;
+  logic [RP-1:0][63:0] d_araddr;
+  logic [RP-1:0][7:0]  d_arlen;
+  logic [RP-1:0][2:0]  d_arsize;
+  logic [RP-1:0][1:0]  d_arburst, d_rresp;
+  logic [RP-1:0]       d_arvalid, d_arready, d_rvalid, d_rready, d_rlast;
+  logic [RP-1:0][DATA_WIDTH-1:0] d_rdata;
+  for (genvar i = 0; i < RP; i++) begin : g_rd_resv
+    hm_axi_rd_resv #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4),
+                     .DEPTH((i == 1 || i == 4) ? 128 : 32)) u_resv (
+      .clk, .rst,
+      .s_arid(d_arid[i]), .s_araddr(d_araddr[i]), .s_arlen(d_arlen[i]), .s_arsize(d_arsize[i]),
+      .s_arburst(d_arburst[i]), .s_arvalid(d_arvalid[i]), .s_arready(d_arready[i]),
+      .s_rid(d_rid[i]), .s_rdata(d_rdata[i]), .s_rresp(d_rresp[i]), .s_rlast(d_rlast[i]),
+      .s_rvalid(d_rvalid[i]), .s_rready(d_rready[i]),
+      .m_arid(a_arid[i]), .m_araddr(a_araddr[i]), .m_arlen(a_arlen[i]), .m_arsize(a_arsize[i]),
+      .m_arburst(a_arburst[i]), .m_arvalid(a_arvalid[i]), .m_arready(a_arready[i]),
+      .m_rid(a_rid), .m_rdata(a_rdata), .m_rresp(a_rresp), .m_rlast(a_rlast),
+      .m_rvalid(a_rvalid[i]), .m_rready(a_rready[i])
+    );
+  end
 
   hm_axi_rd_arb #(.PORTS(RP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4)) u_rd_arb (
     .clk, .rst,
@@ -655,11 +679,11 @@ module hm_rc_engine
     .s_axis_tdata(cw_tdata), .s_axis_tkeep(cw_tkeep), .s_axis_tvalid(cw_tvalid),
     .s_axis_tready(cw_tready), .s_axis_tlast(cw_tlast),
     .m_done_tag(cdone_tag), .m_done_err(cdone_err), .m_done_valid(cdone_valid), .m_done_ready(1'b1),
-    .m_axi_awid(w_awid[0]), .m_axi_awaddr(w_awaddr[0]), .m_axi_awlen(w_awlen[0]),
-    .m_axi_awsize(w_awsize[0]), .m_axi_awburst(w_awburst[0]), .m_axi_awvalid(w_awvalid[0]),
-    .m_axi_awready(w_awready[0]), .m_axi_wdata(w_wdata[0]), .m_axi_wstrb(w_wstrb[0]),
-    .m_axi_wlast(w_wlast[0]), .m_axi_wvalid(w_wvalid[0]), .m_axi_wready(w_wready[0]),
-    .m_axi_bid(w_bid), .m_axi_bresp(w_bresp), .m_axi_bvalid(w_bvalid[0]), .m_axi_bready(w_bready[0]),
+    .m_axi_awid(e_awid[0]), .m_axi_awaddr(e_awaddr[0]), .m_axi_awlen(e_awlen[0]),
+    .m_axi_awsize(e_awsize[0]), .m_axi_awburst(e_awburst[0]), .m_axi_awvalid(e_awvalid[0]),
+    .m_axi_awready(e_awready[0]), .m_axi_wdata(e_wdata[0]), .m_axi_wstrb(e_wstrb[0]),
+    .m_axi_wlast(e_wlast[0]), .m_axi_wvalid(e_wvalid[0]), .m_axi_wready(e_wready[0]),
+    .m_axi_bid(e_bid[0]), .m_axi_bresp(e_bresp[0]), .m_axi_bvalid(e_bvalid[0]), .m_axi_bready(e_bready[0]),
     .stat_bad_req(cw_bad), .stat_len_err(cw_lerr)
   );
 
@@ -670,11 +694,11 @@ module hm_rc_engine
     .s_axis_tdata(qw_tdata), .s_axis_tkeep(qw_tkeep), .s_axis_tvalid(qw_tvalid),
     .s_axis_tready(qw_tready), .s_axis_tlast(qw_tlast),
     .m_done_tag(qdone_tag), .m_done_err(qdone_err), .m_done_valid(qdone_valid), .m_done_ready(qdone_ready),
-    .m_axi_awid(w_awid[1]), .m_axi_awaddr(w_awaddr[1]), .m_axi_awlen(w_awlen[1]),
-    .m_axi_awsize(w_awsize[1]), .m_axi_awburst(w_awburst[1]), .m_axi_awvalid(w_awvalid[1]),
-    .m_axi_awready(w_awready[1]), .m_axi_wdata(w_wdata[1]), .m_axi_wstrb(w_wstrb[1]),
-    .m_axi_wlast(w_wlast[1]), .m_axi_wvalid(w_wvalid[1]), .m_axi_wready(w_wready[1]),
-    .m_axi_bid(w_bid), .m_axi_bresp(w_bresp), .m_axi_bvalid(w_bvalid[1]), .m_axi_bready(w_bready[1]),
+    .m_axi_awid(e_awid[1]), .m_axi_awaddr(e_awaddr[1]), .m_axi_awlen(e_awlen[1]),
+    .m_axi_awsize(e_awsize[1]), .m_axi_awburst(e_awburst[1]), .m_axi_awvalid(e_awvalid[1]),
+    .m_axi_awready(e_awready[1]), .m_axi_wdata(e_wdata[1]), .m_axi_wstrb(e_wstrb[1]),
+    .m_axi_wlast(e_wlast[1]), .m_axi_wvalid(e_wvalid[1]), .m_axi_wready(e_wready[1]),
+    .m_axi_bid(e_bid[1]), .m_axi_bresp(e_bresp[1]), .m_axi_bvalid(e_bvalid[1]), .m_axi_bready(e_bready[1]),
     .stat_bad_req(qw_bad), .stat_len_err(qw_lerr)
   );
 
@@ -685,13 +709,38 @@ module hm_rc_engine
     .s_axis_tdata(rw_tdata), .s_axis_tkeep(rw_tkeep), .s_axis_tvalid(rw_tvalid),
     .s_axis_tready(rw_tready), .s_axis_tlast(rw_tlast),
     .m_done_tag(rdone_tag), .m_done_err(rdone_err), .m_done_valid(rdone_valid), .m_done_ready(1'b1),
-    .m_axi_awid(w_awid[2]), .m_axi_awaddr(w_awaddr[2]), .m_axi_awlen(w_awlen[2]),
-    .m_axi_awsize(w_awsize[2]), .m_axi_awburst(w_awburst[2]), .m_axi_awvalid(w_awvalid[2]),
-    .m_axi_awready(w_awready[2]), .m_axi_wdata(w_wdata[2]), .m_axi_wstrb(w_wstrb[2]),
-    .m_axi_wlast(w_wlast[2]), .m_axi_wvalid(w_wvalid[2]), .m_axi_wready(w_wready[2]),
-    .m_axi_bid(w_bid), .m_axi_bresp(w_bresp), .m_axi_bvalid(w_bvalid[2]), .m_axi_bready(w_bready[2]),
+    .m_axi_awid(e_awid[2]), .m_axi_awaddr(e_awaddr[2]), .m_axi_awlen(e_awlen[2]),
+    .m_axi_awsize(e_awsize[2]), .m_axi_awburst(e_awburst[2]), .m_axi_awvalid(e_awvalid[2]),
+    .m_axi_awready(e_awready[2]), .m_axi_wdata(e_wdata[2]), .m_axi_wstrb(e_wstrb[2]),
+    .m_axi_wlast(e_wlast[2]), .m_axi_wvalid(e_wvalid[2]), .m_axi_wready(e_wready[2]),
+    .m_axi_bid(e_bid[2]), .m_axi_bresp(e_bresp[2]), .m_axi_bvalid(e_bvalid[2]), .m_axi_bready(e_bready[2]),
     .stat_bad_req(rw_bad), .stat_len_err(rw_lerr)
   );
+
+  // every write engine's bursts go out only with all their data at hand
+  logic [WP-1:0][3:0]  e_awid, e_bid;
+  logic [WP-1:0][63:0] e_awaddr;
+  logic [WP-1:0][7:0]  e_awlen;
+  logic [WP-1:0][2:0]  e_awsize;
+  logic [WP-1:0][1:0]  e_awburst, e_bresp;
+  logic [WP-1:0]       e_awvalid, e_awready, e_wlast, e_wvalid, e_wready, e_bvalid, e_bready;
+  logic [WP-1:0][DATA_WIDTH-1:0] e_wdata;
+  logic [WP-1:0][KEEP_WIDTH-1:0] e_wstrb;
+  for (genvar i = 0; i < WP; i++) begin : g_wr_gate
+    hm_axi_wr_gate #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4), .DEPTH(i == 1 ? 4 : 64)) u_gate (
+      .clk, .rst,
+      .s_awid(e_awid[i]), .s_awaddr(e_awaddr[i]), .s_awlen(e_awlen[i]), .s_awsize(e_awsize[i]),
+      .s_awburst(e_awburst[i]), .s_awvalid(e_awvalid[i]), .s_awready(e_awready[i]),
+      .s_wdata(e_wdata[i]), .s_wstrb(e_wstrb[i]), .s_wlast(e_wlast[i]), .s_wvalid(e_wvalid[i]),
+      .s_wready(e_wready[i]),
+      .s_bid(e_bid[i]), .s_bresp(e_bresp[i]), .s_bvalid(e_bvalid[i]), .s_bready(e_bready[i]),
+      .m_awid(w_awid[i]), .m_awaddr(w_awaddr[i]), .m_awlen(w_awlen[i]), .m_awsize(w_awsize[i]),
+      .m_awburst(w_awburst[i]), .m_awvalid(w_awvalid[i]), .m_awready(w_awready[i]),
+      .m_wdata(w_wdata[i]), .m_wstrb(w_wstrb[i]), .m_wlast(w_wlast[i]), .m_wvalid(w_wvalid[i]),
+      .m_wready(w_wready[i]),
+      .m_bid(w_bid), .m_bresp(w_bresp), .m_bvalid(w_bvalid[i]), .m_bready(w_bready[i])
+    );
+  end
 
   hm_axi_wr_arb #(.PORTS(WP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4)) u_wr_arb (
     .clk, .rst,

@@ -8,6 +8,7 @@
 
 pub mod csr;
 pub mod dma;
+pub mod duo;
 pub mod eng;
 pub mod host;
 pub mod rc;

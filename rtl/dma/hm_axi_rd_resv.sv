@@ -1,0 +1,91 @@
+// AXI4 read reservation buffer, between one read master and a shared read port: a burst's
+// address goes out only when the buffer has room for all of its beats, and read data is
+// always accepted into the buffer (RREADY stays high) and handed to the master from there.
+// Masters sharing a port then never block each other: a slave may return bursts in address
+// order, and a master whose consumer stalls would otherwise hold back every later burst of
+// every other master (head-of-line blocking that can deadlock when consumers depend on each
+// other, as the transport engine's TX path does on two read engines).
+module hm_axi_rd_resv #(
+  // AXI data width.
+  parameter int DATA_WIDTH = 512,
+  // AXI address width.
+  parameter int ADDR_WIDTH = 64,
+  // AXI ID width.
+  parameter int ID_WIDTH = 4,
+  // Buffer depth in beats (power of two, at least the largest burst).
+  parameter int DEPTH = 128
+) (
+  input  logic                  clk,
+  input  logic                  rst,
+
+  // From the master
+  input  logic [ID_WIDTH-1:0]   s_arid,
+  input  logic [ADDR_WIDTH-1:0] s_araddr,
+  input  logic [7:0]            s_arlen,
+  input  logic [2:0]            s_arsize,
+  input  logic [1:0]            s_arburst,
+  input  logic                  s_arvalid,
+  output logic                  s_arready,
+  output logic [ID_WIDTH-1:0]   s_rid,
+  output logic [DATA_WIDTH-1:0] s_rdata,
+  output logic [1:0]            s_rresp,
+  output logic                  s_rlast,
+  output logic                  s_rvalid,
+  input  logic                  s_rready,
+
+  // To the shared port
+  output logic [ID_WIDTH-1:0]   m_arid,
+  output logic [ADDR_WIDTH-1:0] m_araddr,
+  output logic [7:0]            m_arlen,
+  output logic [2:0]            m_arsize,
+  output logic [1:0]            m_arburst,
+  output logic                  m_arvalid,
+  input  logic                  m_arready,
+  input  logic [ID_WIDTH-1:0]   m_rid,
+  input  logic [DATA_WIDTH-1:0] m_rdata,
+  input  logic [1:0]            m_rresp,
+  input  logic                  m_rlast,
+  input  logic                  m_rvalid,
+  output logic                  m_rready
+);
+  localparam int CW = $clog2(DEPTH) + 1;
+
+  // beats reserved by bursts issued and not yet handed to the master
+  logic [CW-1:0] resv_q;
+  logic          room, ar_go, r_out;
+  assign room      = 32'(resv_q) + 32'(s_arlen) + 32'd1 <= DEPTH;
+  assign m_arvalid = s_arvalid && room;
+  assign s_arready = m_arready && room;
+  assign ar_go     = m_arvalid && m_arready;
+  assign m_arid    = s_arid;
+  assign m_araddr  = s_araddr;
+  assign m_arlen   = s_arlen;
+  assign m_arsize  = s_arsize;
+  assign m_arburst = s_arburst;
+
+  assign r_out = s_rvalid && s_rready;
+  always_ff @(posedge clk) begin
+    if (rst) resv_q <= '0;
+    else resv_q <= resv_q + (ar_go ? CW'(s_arlen) + CW'(1) : '0) - CW'(r_out);
+  end
+
+  // the reservation guarantees room: data is never refused
+  logic fifo_ready;
+  logic [$clog2(DEPTH+1):0] level;
+  hm_fifo #(.WIDTH(ID_WIDTH + DATA_WIDTH + 3), .DEPTH(DEPTH)) u_buf (
+    .clk, .rst,
+    .s_data({m_rid, m_rdata, m_rresp, m_rlast}), .s_valid(m_rvalid), .s_ready(fifo_ready),
+    .m_data({s_rid, s_rdata, s_rresp, s_rlast}), .m_valid(s_rvalid), .m_ready(s_rready),
+    .level(level)
+  );
+  assign m_rready = 1'b1;
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = ^{fifo_ready, level};
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  if ((1 << $clog2(DEPTH)) != DEPTH || DEPTH < 2) begin : g_bad_depth
+    $error("hm_axi_rd_resv: DEPTH must be a power of two");
+  end
+endmodule
