@@ -47,9 +47,13 @@ module hm_mr_table #(
   output logic                m_res_ok,
   output logic [2:0]          m_res_err,     // 0 ok, 1 bad key, 2 PD, 3 access, 4 bounds
   output logic [63:0]         m_res_base,    // the region's base (for address translation)
+  output logic [63:0]         m_res_end,     // base + length, saturated (for checkers that cache the region)
   output logic [ID_WIDTH-1:0] m_res_id,
   output logic                m_res_valid,
-  input  logic                m_res_ready
+  input  logic                m_res_ready,
+
+  // Pulses when an entry changes (a write or an invalidation): cached verdicts are stale
+  output logic                m_changed
 );
   typedef struct packed {
     logic        valid;
@@ -156,15 +160,19 @@ module hm_mr_table #(
   assign inv_set = c2_v && adv && c2_inv && err == 3'd0;
   assign inv_idx = c2_idx;
 
-  localparam int OW = 1 + 3 + 64 + ID_WIDTH;
+  logic [63:0] c2_end_sat;
+  assign c2_end_sat = c2_lim[64] ? 64'hFFFF_FFFF_FFFF_FFFF : c2_lim[63:0];
+  always_ff @(posedge clk) m_changed <= !rst && (s_wr_valid || inv_set);
+
+  localparam int OW = 1 + 3 + 64 + 64 + ID_WIDTH;
   logic [OW-1:0] o_pack, m_pack;
-  assign o_pack = {err == 3'd0, err, c2_base, c2_id};
+  assign o_pack = {err == 3'd0, err, c2_base, c2_end_sat, c2_id};
   hm_skid #(.WIDTH(OW)) u_out (
     .clk, .rst,
     .s_data(o_pack), .s_valid(c2_v), .s_ready(adv),
     .m_data(m_pack), .m_valid(m_res_valid), .m_ready(m_res_ready)
   );
-  assign {m_res_ok, m_res_err, m_res_base, m_res_id} = m_pack;
+  assign {m_res_ok, m_res_err, m_res_base, m_res_end, m_res_id} = m_pack;
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;

@@ -53,7 +53,13 @@ module hm_axi_rd_resv #(
   // beats reserved by bursts issued and not yet handed to the master
   logic [CW-1:0] resv_q;
   logic          room, ar_go, r_out;
+  // a burst longer than the buffer could never go out: it is a configuration error (the
+  // simulation stops), see the DEPTH parameter
   assign room      = 32'(resv_q) + 32'(s_arlen) + 32'd1 <= DEPTH;
+  // synthesis translate_off
+  always_ff @(posedge clk) if (!rst && s_arvalid && 32'(s_arlen) + 32'd1 > DEPTH)
+    $fatal(1, "hm_axi_rd_resv: burst of %0d beats, buffer of %0d", 32'(s_arlen) + 1, DEPTH);
+  // synthesis translate_on
   assign m_arvalid = s_arvalid && room;
   assign s_arready = m_arready && room;
   assign ar_go     = m_arvalid && m_arready;

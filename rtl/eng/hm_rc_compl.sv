@@ -224,6 +224,7 @@ module hm_rc_compl
   kind_t kind_q;
 
   logic [QW-1:0] q_q;
+  logic          flushing_q;      // retiring the rest of the queue with WR_FLUSH_ERR
   hm_qp_ctx_t    ctx_q, ctx_rd;
   cdyn_t         d_q, dyn_rd;
   logic [15:0]   pi_q, pi_rd;
@@ -349,7 +350,6 @@ module hm_rc_compl
   // retire bookkeeping
   logic [7:0]  rt_status_q;
   logic [31:0] wr_issued_q, wr_done_q;
-  logic        flushing_q;      // retiring the rest of the queue with WR_FLUSH_ERR
 
   // pieces
   hm_sge_t sge_atom;

@@ -129,6 +129,27 @@ module hm_rc_engine
 );
   localparam int NUM_COUNTERS = 26;
 
+  // DMA engine ports (read engines 0..4 and write engines 0..2, see the DMA sections below)
+  localparam int RP = 5;
+  localparam int WP = 3;
+  hm_cqe_req_t rcqe;                       // responder CQEs (towards the CQ unit)
+  logic        rcqe_valid, rcqe_ready;
+  logic [RP-1:0][3:0]  d_arid, d_rid;
+  logic [RP-1:0][63:0] d_araddr;
+  logic [RP-1:0][7:0]  d_arlen;
+  logic [RP-1:0][2:0]  d_arsize;
+  logic [RP-1:0][1:0]  d_arburst, d_rresp;
+  logic [RP-1:0]       d_arvalid, d_arready, d_rvalid, d_rready, d_rlast;
+  logic [RP-1:0][DATA_WIDTH-1:0] d_rdata;
+  logic [WP-1:0][3:0]  e_awid, e_bid;
+  logic [WP-1:0][63:0] e_awaddr;
+  logic [WP-1:0][7:0]  e_awlen;
+  logic [WP-1:0][2:0]  e_awsize;
+  logic [WP-1:0][1:0]  e_awburst, e_bresp;
+  logic [WP-1:0]       e_awvalid, e_awready, e_wlast, e_wvalid, e_wready, e_bvalid, e_bready;
+  logic [WP-1:0][DATA_WIDTH-1:0] e_wdata;
+  logic [WP-1:0][KEEP_WIDTH-1:0] e_wstrb;
+
   // ---------------------------------------------------------------------------------------
   // Register BAR
   // ---------------------------------------------------------------------------------------
@@ -241,7 +262,8 @@ module hm_rc_engine
   logic [2:0]  chk_need, res_err;
   logic        chk_valid, chk_ready, res_ok, res_valid, res_ready, mr_wr_ready;
   logic [1:0]  chk_sel;
-  logic [63:0] res_base;
+  logic [63:0] res_base, res_end;
+  logic        mr_changed;
   logic [7:0]  res_id;
   // fixed priority (each client issues a few checks and then waits for their results)
   assign chk_sel   = c_valid[0] ? 2'd0 : c_valid[1] ? 2'd1 : 2'd2;
@@ -266,8 +288,9 @@ module hm_rc_engine
     .s_wr_valid(cmd_valid && is_wr && mr_cmd && in_range), .s_wr_ready(mr_wr_ready),
     .s_chk_key(chk_key), .s_chk_pd(chk_pd), .s_chk_addr(chk_addr), .s_chk_len(chk_len),
     .s_chk_need(chk_need), .s_chk_id({6'd0, chk_sel}), .s_chk_valid(chk_valid), .s_chk_ready(chk_ready),
-    .m_res_ok(res_ok), .m_res_err(res_err), .m_res_base(res_base), .m_res_id(res_id),
-    .m_res_valid(res_valid), .m_res_ready(res_ready)
+    .m_res_ok(res_ok), .m_res_err(res_err), .m_res_base(res_base), .m_res_end(res_end),
+    .m_res_id(res_id), .m_res_valid(res_valid), .m_res_ready(res_ready),
+    .m_changed(mr_changed)
   );
 
   // ---------------------------------------------------------------------------------------
@@ -311,7 +334,8 @@ module hm_rc_engine
     .s_wqe_tlast(wqe_tlast), .s_wqe_tuser(wqe_tuser),
     .m_chk_key(c_key[0]), .m_chk_pd(c_pd[0]), .m_chk_addr(c_addr[0]), .m_chk_len(c_len[0]),
     .m_chk_need(c_need[0]), .m_chk_valid(c_valid[0]), .m_chk_ready(c_ready[0]),
-    .s_res_ok(res_ok), .s_res_valid(r_valid[0]), .s_res_ready(r_ready[0]),
+    .s_res_ok(res_ok), .s_res_base(res_base), .s_res_end(res_end), .s_res_valid(r_valid[0]),
+    .s_res_ready(r_ready[0]), .mr_changed,
     .m_pc(pc), .m_pc_valid(pc_valid), .m_pc_ready(pc_ready),
     .m_inl_tdata(inl_tdata), .m_inl_tkeep(inl_tkeep), .m_inl_tvalid(inl_tvalid),
     .m_inl_tready(inl_tready), .m_inl_tlast(inl_tlast),
@@ -478,8 +502,6 @@ module hm_rc_engine
   logic        cdone_valid, cdone_err, qdone_valid, qdone_err, qdone_ready;
   logic [7:0]  cdone_tag, qdone_tag;
   hm_cqe_req_t ccqe;
-  hm_cqe_req_t rcqe;
-  logic        rcqe_valid, rcqe_ready;
   logic        ccqe_valid, ccqe_ready;
   logic [31:0] st_acks, st_cdrop, st_unh, st_cwerr, st_cqes, st_ovr, st_cqdrop, st_qwerr;
   logic [31:0] st_retries, st_tmo;
@@ -541,7 +563,6 @@ module hm_rc_engine
   // DMA reads: 0 requester WQEs, 1 requester payload, 2 completer WQEs, 3 responder receive
   // WQEs and atomic operands, 4 READ response payload; one AXI read port
   // ---------------------------------------------------------------------------------------
-  localparam int RP = 5;
   logic [RP-1:0][3:0]  a_arid;
   logic [RP-1:0][63:0] a_araddr;
   logic [RP-1:0][7:0]  a_arlen;
@@ -621,17 +642,12 @@ module hm_rc_engine
   );
 
   // every read engine reserves buffer space for its bursts (no head-of-line blocking between
-  // engines on the shared port): WQE fetchers 32 beats, payload readers 128 beats
-  logic [RP-1:0][3:0]  d_arid, d_rid;
-  logic [RP-1:0][63:0] d_araddr;
-  logic [RP-1:0][7:0]  d_arlen;
-  logic [RP-1:0][2:0]  d_arsize;
-  logic [RP-1:0][1:0]  d_arburst, d_rresp;
-  logic [RP-1:0]       d_arvalid, d_arready, d_rvalid, d_rready, d_rlast;
-  logic [RP-1:0][DATA_WIDTH-1:0] d_rdata;
+  // engines on the shared port; at least one burst each): the requester's WQE fetcher 64 beats
+  // (4 KiB batches), the other WQE fetchers 32, payload readers 512 beats (enough to
+  // keep 1 beat per cycle flowing across a long memory round trip)
   for (genvar i = 0; i < RP; i++) begin : g_rd_resv
     hm_axi_rd_resv #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4),
-                     .DEPTH((i == 1 || i == 4) ? 128 : 32)) u_resv (
+                     .DEPTH((i == 1 || i == 4) ? 512 : i == 0 ? 64 : 32)) u_resv (
       .clk, .rst,
       .s_arid(d_arid[i]), .s_araddr(d_araddr[i]), .s_arlen(d_arlen[i]), .s_arsize(d_arsize[i]),
       .s_arburst(d_arburst[i]), .s_arvalid(d_arvalid[i]), .s_arready(d_arready[i]),
@@ -660,7 +676,6 @@ module hm_rc_engine
   // DMA writes: 0 completer data (READ responses, atomic results), 1 CQEs, 2 responder data
   // (SEND / WRITE payload, atomic results); one AXI write port
   // ---------------------------------------------------------------------------------------
-  localparam int WP = 3;
   logic [WP-1:0][3:0]  w_awid;
   logic [WP-1:0][63:0] w_awaddr;
   logic [WP-1:0][7:0]  w_awlen;
@@ -718,14 +733,6 @@ module hm_rc_engine
   );
 
   // every write engine's bursts go out only with all their data at hand
-  logic [WP-1:0][3:0]  e_awid, e_bid;
-  logic [WP-1:0][63:0] e_awaddr;
-  logic [WP-1:0][7:0]  e_awlen;
-  logic [WP-1:0][2:0]  e_awsize;
-  logic [WP-1:0][1:0]  e_awburst, e_bresp;
-  logic [WP-1:0]       e_awvalid, e_awready, e_wlast, e_wvalid, e_wready, e_bvalid, e_bready;
-  logic [WP-1:0][DATA_WIDTH-1:0] e_wdata;
-  logic [WP-1:0][KEEP_WIDTH-1:0] e_wstrb;
   for (genvar i = 0; i < WP; i++) begin : g_wr_gate
     hm_axi_wr_gate #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4), .DEPTH(i == 1 ? 4 : 64)) u_gate (
       .clk, .rst,

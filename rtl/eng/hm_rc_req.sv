@@ -4,7 +4,8 @@
 //
 // Scheduling: a QP becomes active when a doorbell or a context write gives it work; active
 // QPs wait in a FIFO (each at most once) and are served round-robin, QUANTUM_PKTS packets at
-// a time, so the scheduler is fair and work-conserving. A QP whose `rl_pause` bit is set is
+// a time while others wait (a QP alone keeps going), so the scheduler is fair and
+// work-conserving. A QP whose `rl_pause` bit is set is
 // passed over (requeued) without fetching anything: the DCQCN reaction point's hook.
 //
 // Per QP the requester keeps {head WQE index, byte offset in it, next PSN}; the producer
@@ -30,7 +31,7 @@ module hm_rc_req
   // QP table entries (power of two, 2..65536).
   parameter int NUM_QPS = 4096,
   // WQE fetch buffer in bytes (power of two, at least 256): WQEs fetched per DMA read.
-  parameter int WQE_BUF_BYTES = 1024,
+  parameter int WQE_BUF_BYTES = 4096,
   // Packets a QP may send before the scheduler moves to the next active QP.
   parameter int QUANTUM_PKTS = 16,
   // Bytes per beat, QPN bits, control staging words (derived).
@@ -86,8 +87,11 @@ module hm_rc_req
   output logic                  m_chk_valid,
   input  logic                  m_chk_ready,
   input  logic                  s_res_ok,
+  input  logic [63:0]           s_res_base,     // the region of a successful check
+  input  logic [63:0]           s_res_end,
   input  logic                  s_res_valid,
   output logic                  s_res_ready,
+  input  logic                  mr_changed,     // an MR entry changed: forget cached regions
 
   // Payload pieces, in packet order
   output hm_piece_t             m_pc,
@@ -237,7 +241,7 @@ module hm_rc_req
 
   logic [QW-1:0]      q_q;
   hm_qp_ctx_t         ctx_q, ctx_rd;
-  dyn_t               dyn_rd;
+  dyn_t               dyn_rd, dyn_rd_q;
   logic [15:0]        pi_q, pi_rd, head_q, shw_q;
   logic [3:0]         rd_out_q;
   logic               blocked_q;       // stopped at a READ / atomic by max_rd_atomic
@@ -423,8 +427,31 @@ module hm_rc_req
   assign m_chk_addr  = sge_c.addr;
   assign m_chk_len   = 64'(sge_c.len);
   assign m_chk_need  = (is_read || is_atomic) ? 3'd1 : 3'd0;
-  assign m_chk_valid = state_q == S_CHECK && cj_q < 5'(nsge_q);
+  // The region of the last successful check is cached (key, PD, whether local write was
+  // checked, bounds): an SGE inside it needs no table lookup. Any MR table change clears it.
+  logic        rc_v_q, rc_lw_q;
+  logic [31:0] rc_key_q, rc_pd_q;
+  logic [63:0] rc_base_q, rc_end_q;
+  logic        chk_lw, chk_hit;
+  assign chk_lw  = is_read || is_atomic;
+  assign chk_hit = rc_v_q && sge_c.lkey == rc_key_q && ctx_q.pd == rc_pd_q && (rc_lw_q || !chk_lw) &&
+                   sge_c.addr >= rc_base_q && (65'(sge_c.addr) + 65'(sge_c.len)) <= 65'(rc_end_q);
+  // a lookup goes out only with none outstanding, so its result belongs to sge_c's key
+  assign m_chk_valid = state_q == S_CHECK && cj_q < 5'(nsge_q) && !chk_hit && cj_q == cr_q;
   assign s_res_ready = state_q == S_CHECK;
+  logic [31:0] iss_key_q;          // key of the lookup in flight
+  always_ff @(posedge clk) begin
+    if (m_chk_valid && m_chk_ready) iss_key_q <= sge_c.lkey;
+    if (rst || mr_changed) rc_v_q <= 1'b0;
+    else if (state_q == S_CHECK && s_res_valid && s_res_ok) begin
+      rc_v_q    <= 1'b1;
+      rc_key_q  <= iss_key_q;
+      rc_pd_q   <= ctx_q.pd;
+      rc_lw_q   <= chk_lw;
+      rc_base_q <= s_res_base;
+      rc_end_q  <= s_res_end;
+    end
+  end
 
   // WQE fetch request
   assign m_wrd_addr   = ctx_q.sq_base + (64'(slot_q) << lstride);
@@ -437,8 +464,11 @@ module hm_rc_req
   // piece at the cursor
   logic [31:0] s_avail;
   logic [12:0] take;
+  logic        has_pay, one_piece;
   assign s_avail = sge_k.len - soff_q;
   assign take    = s_avail < 32'(prem_q) ? 13'(s_avail) : prem_q;
+  assign has_pay   = plen != '0 && !is_read && !is_atomic;
+  assign one_piece = has_pay && !inl_q && s_avail >= 32'(plen);
 
   // inline beat
   logic [WQE_MAX*8-1:0]   inl_all;
@@ -465,6 +495,8 @@ module hm_rc_req
     sent_push    = 1'b0;
     pc_d         = '0;
     buf_ra       = BW'((wi_q << (lstride - 4'(LKW))) + (BW+1)'(wb_iss_q));
+    // S_WEND reads the first beat of the next WQE already
+    if (state_q == S_WEND) buf_ra = BW'((wi_q + 1'b1) << (lstride - 4'(LKW)));
     case (state_q)
       S_IDLE: begin
         if (s_ctl_valid || s_err_valid || s_cmd_valid) ;
@@ -478,11 +510,15 @@ module hm_rc_req
       end
       S_START: sent_push = sent_room && ((new_start && !rd_block) || status_q != HM_CQE_ST_SUCCESS);
       S_PKT: begin
-        hdr_push = hdr_room && !(plen != 0 && !is_read && !is_atomic && inl_q && !pc_room);
-        // inline packets push their single piece together with the header
-        if (hdr_push && inl_q && plen != 0 && !is_read && !is_atomic) begin
+        hdr_push = hdr_room && !((inl_q || one_piece) && !pc_room);
+        // inline packets, and packets whose payload lies in the cursor's SGE, push their
+        // single piece together with the header
+        if (hdr_push && inl_q && has_pay) begin
           pc_push = 1'b1;
           pc_d    = '{inline_src: 1'b1, last: 1'b1, len: plen, addr: 64'd0};
+        end else if (hdr_push && one_piece) begin
+          pc_push = 1'b1;
+          pc_d    = '{inline_src: 1'b0, last: 1'b1, len: plen, addr: sge_k.addr + 64'(soff_q)};
         end
       end
       S_PIECE: begin
@@ -530,7 +566,6 @@ module hm_rc_req
   end
 
   assign s_err_ready = state_q == S_IDLE && !s_ctl_valid;
-  dyn_t dyn_rd_q;
   always_ff @(posedge clk) if (state_q == S_CMD) dyn_rd_q <= dyn_rd;
   always_ff @(posedge clk) begin
     if (rst) hold_q <= '0;
@@ -654,6 +689,11 @@ module hm_rc_req
           if (m_chk_valid && m_chk_ready) begin
             cj_q   <= cj_q + 1'b1;
             csum_q <= csum_q + 37'(sge_c.len);
+          end else if (cj_q < 5'(nsge_q) && chk_hit && cj_q == cr_q) begin
+            // cached region: checked here, no lookup
+            cj_q   <= cj_q + 1'b1;
+            cr_q   <= cr_q + 1'b1;
+            csum_q <= csum_q + 37'(sge_c.len);
           end
           if (s_res_valid) begin
             cr_q <= cr_q + 1'b1;
@@ -706,6 +746,15 @@ module hm_rc_req
             ib_q      <= '0;
             if (is_read || is_atomic || plen == '0) state_q <= S_WEND;
             else if (inl_q) state_q <= S_INL;
+            else if (one_piece) begin
+              // the piece went out with the header: advance the cursor and the message
+              if (32'(plen) == s_avail) begin sj_q <= sj_q + 1'b1; soff_q <= '0; end
+              else soff_q <= soff_q + 32'(plen);
+              off_q <= off_q + 32'(plen);
+              if (last_pkt) state_q <= S_WEND;
+              else if ((pkts_q + 1'b1 >= 16'(QUANTUM_PKTS) && af_valid) || rl_pause[q_q]) state_q <= S_SAVE;
+              else state_q <= S_PKT;
+            end
             else state_q <= S_PIECE;
           end
         end
@@ -724,7 +773,7 @@ module hm_rc_req
             if (take == prem_q) begin
               off_q <= off_q + 32'(plen);
               if (last_pkt) state_q <= S_WEND;
-              else if (pkts_q >= 16'(QUANTUM_PKTS) || rl_pause[q_q]) state_q <= S_SAVE;
+              else if ((pkts_q >= 16'(QUANTUM_PKTS) && af_valid) || rl_pause[q_q]) state_q <= S_SAVE;
               else state_q <= S_PKT;
             end
           end
@@ -739,9 +788,9 @@ module hm_rc_req
           head_q <= head_q + 1'b1;
           off_q  <= '0;
           wi_q   <= wi_q + 1'b1;
-          wb_iss_q <= '0;
+          wb_iss_q <= 4'd1;           // beat 0 of the next WQE was read this cycle
           wb_got_q <= '0;
-          if (wi_q + 1'b1 < nb_q && pkts_q < 16'(QUANTUM_PKTS) && !rl_pause[q_q] &&
+          if (wi_q + 1'b1 < nb_q && (pkts_q < 16'(QUANTUM_PKTS) || !af_valid) && !rl_pause[q_q] &&
               ctx_q.state == HM_QPS_RTS && !qerr_q[q_q])
             state_q <= S_WLOAD;
           else

@@ -273,6 +273,10 @@ pub struct Engine {
     cur_tx: Vec<u8>,
     /// Cycle at which each transmitted frame ended.
     pub tx_cycle: Vec<u64>,
+    /// Cycle at which each transmitted frame started (its first beat).
+    pub tx_start: Vec<u64>,
+    /// Beats transmitted.
+    pub tx_beats: u64,
     /// Interrupt messages (cycle, vector), in order.
     pub irqs: Vec<(u64, u8)>,
     /// Percent of cycles the MAC withholds tready.
@@ -296,6 +300,8 @@ impl Engine {
             tx: Vec::new(),
             cur_tx: Vec::new(),
             tx_cycle: Vec::new(),
+            tx_start: Vec::new(),
+            tx_beats: 0,
             irqs: Vec::new(),
             tx_stall_pct: 0,
             rng: Rng::new(seed ^ 0xE16),
@@ -394,6 +400,10 @@ impl Engine {
         self.bar.update(&bd, o.bar_awready, o.bar_wready, o.bar_bvalid, o.bar_bresp, o.bar_arready, o.bar_rvalid, o.bar_rdata, o.bar_rresp);
         self.ctl.update(&cd, o.ctl_awready, o.ctl_wready, o.ctl_bvalid, o.ctl_bresp, o.ctl_arready, o.ctl_rvalid, o.ctl_rdata, o.ctl_rresp);
         if o.tx_tvalid != 0 && i.tx_tready != 0 {
+            if self.cur_tx.is_empty() {
+                self.tx_start.push(now);
+            }
+            self.tx_beats += 1;
             for k in 0..KW {
                 if o.tx_tkeep >> k & 1 == 1 {
                     self.cur_tx.push((o.tx_tdata[k / 4] >> (8 * (k % 4))) as u8);

@@ -86,6 +86,20 @@ impl EngHost {
         Ok(mr)
     }
 
+    /// Deregisters the MR named by `key` (model, and the engine entry written invalid).
+    pub fn dereg_mr(&mut self, key: u32) -> Result<(), String> {
+        let mr = self.refn.mrs.get(key).ok_or("no such MR")?;
+        if !self.refn.dereg_mr(key) {
+            return Err("model refused the deregistration".into());
+        }
+        let words = desc::encode_mr_ctx(&mr, false).map_err(|e| e.to_string())?;
+        let st = self.eng.ctl_cmd(ctl(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_MR, 0, (key >> 8) as u16), &words)?;
+        if st != desc::HM_CTL_ST_OK {
+            return Err(format!("MR write: status {st}"));
+        }
+        Ok(())
+    }
+
     /// Creates QP `q` in RTS (engine context and model).
     pub fn create_qp(&mut self, q: u32, cfg: QpConfig, stride_log: u8) -> Result<(), String> {
         self.refn.create_qp(q, cfg).map_err(|e| format!("{e:?}"))?;

@@ -127,9 +127,13 @@ fn exercise(seed: u64, faults: WireFaults, pmtu: u32, nqp: u32, per_qp: u64) -> 
 #[test]
 fn two_engines_lossless_with_pcap() {
     let u = exercise(7, WireFaults::default(), 1024, 2, 6);
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    // build/engine_duo.pcap at the repository root: the test command checks its ICRCs with
+    // the independent checker afterwards
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../build");
+    std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("engine_duo.pcap");
     u.d.write_pcap(&pcap).unwrap();
+    assert!(u.d.wire.len() > 50, "a real exchange: {} frames", u.d.wire.len());
     // every frame decodes in tshark as RoCEv2 (UDP 4791 -> InfiniBand BTH), when tshark exists
     if let Ok(out) = std::process::Command::new("tshark").args(["-r"]).arg(&pcap).args(["-T", "fields", "-e", "infiniband.bth.opcode"]).output() {
         let text = String::from_utf8_lossy(&out.stdout);

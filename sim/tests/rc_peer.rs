@@ -141,6 +141,21 @@ fn local_errors_complete_in_order_with_the_model_status() {
 }
 
 #[test]
+fn a_deregistered_region_is_not_used_again() {
+    // the requester caches the region of its last successful check; a deregistration must
+    // make the same key fail at once
+    let mut s = setup(6, 1024, 60);
+    let (l, r) = (s.lkey, s.rkey);
+    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    s.b.run(1, 100_000).unwrap();
+    s.b.a.dereg_mr(l).unwrap();
+    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    s.b.run(2, 100_000).unwrap();
+    let st: Vec<WcStatus> = s.b.a.cqes.iter().map(|c| c.cqe.status).collect();
+    assert_eq!(st, vec![WcStatus::Success, WcStatus::LocProtErr]);
+}
+
+#[test]
 fn armed_cq_interrupts_after_the_cqe() {
     let mut s = setup(5, 1024, 80);
     let (l, r) = (s.lkey, s.rkey);
