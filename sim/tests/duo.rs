@@ -164,3 +164,21 @@ proptest! {
     }
 }
 
+
+#[test]
+fn a_full_batch_of_small_writes() {
+    // 200 WRITEs posted before one doorbell: several 4 KiB WQE batches, the last signaled
+    let mut u = setup(3, WireFaults::default(), 4096, 1);
+    let (q0, _) = u.qps[0];
+    for i in 0..200u64 {
+        let mut wr = SendWr::new(i, SendOp::Write { remote_addr: qreg(0) + i * 64, rkey: u.key[1] }, vec![sge(BUF + (i % 16) * 0x1000, 64, u.key[0])]);
+        wr.signaled = i == 199;
+        u.d.h[0].post_send(q0, &wr, false).unwrap();
+    }
+    u.d.h[0].doorbell(q0).unwrap();
+    let r = u.d.run(200_000, |d| !d.h[0].cqes.is_empty());
+    assert!(r.is_ok(), "{r:?}: frames sent {}", u.d.h[0].eng.tx.len());
+    u.d.run_reference();
+    assert_eq!(u.d.h[0].split_cqes().1, u.d.h[0].refn.poll_send_cq(q0));
+    assert_eq!(u.d.h[1].mem_diff(BUF, LEN as usize), None);
+}
