@@ -5,9 +5,12 @@
 // MAX_OUTSTANDING bursts are in flight.
 //
 // The address is kept as page number + beat index within the page (page + 1 ready in its own
-// register), so the 4 KiB rule needs only narrow arithmetic. The size of the next burst is
-// registered and valid one cycle after the address or the count changed, so a burst is issued
-// at most every other cycle (plenty for bursts of two beats or more).
+// register), so the 4 KiB rule needs only narrow arithmetic. The size of a request's first
+// burst is computed from the request itself, and a new request is accepted in the cycle the
+// previous one's last burst is loaded, so single-burst requests go out one per cycle; within
+// a request the next burst's size is registered one cycle after the address and count
+// changed, so its bursts go out at most every other cycle (plenty for bursts of two beats or
+// more).
 module hm_axi_burst_gen #(
   // AXI address width.
   parameter int ADDR_WIDTH = 64,
@@ -54,24 +57,28 @@ module hm_axi_burst_gen #(
   logic [PB:0]           beat_q;
   logic [BW-1:0]         left_q;
   logic [$clog2(MAX_OUTSTANDING+1)-1:0] outst_q;
-  logic [8:0]            burst_d, burst;
+  logic [8:0]            burst_d, burst_n, burst;
 
-  assign s_ready = !busy_q;
   assign fire    = m_valid && m_ready;
 
-  always_comb begin
+  // size of the next burst: of the current request (burst_d), of a new one (burst_n)
+  function automatic logic [8:0] burst_size(input logic [PB:0] beat, input logic [BW-1:0] left);
     logic [PB+1:0] to4k;
-    to4k    = (PB+2)'(1 << PB) - (PB+2)'(beat_q);
-    burst_d = 9'(MAX_BURST);
-    if (10'(to4k) < 10'(burst_d)) burst_d = 9'(to4k);
-    if (left_q < BW'(burst_d)) burst_d = 9'(left_q);
-  end
-  always_ff @(posedge clk) burst <= burst_d;
+    logic [8:0]    b;
+    to4k = (PB+2)'(1 << PB) - (PB+2)'(beat);
+    b    = 9'(MAX_BURST);
+    if (10'(to4k) < 10'(b)) b = 9'(to4k);
+    if (left < BW'(b)) b = 9'(left);
+    return b;
+  endfunction
+  assign burst_d = burst_size(beat_q, left_q);
+  assign burst_n = burst_size(s_beat, s_nbeats);
 
   assign load = busy_q && burst_ok_q && gate && (!m_valid || fire) &&
                 outst_q + $bits(outst_q)'(fire) - $bits(outst_q)'(done) < $bits(outst_q)'(MAX_OUTSTANDING);
   assign load_beats = burst;
   assign load_last  = left_q == BW'(burst);
+  assign s_ready    = !busy_q || (load && load_last);
 
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -80,14 +87,8 @@ module hm_axi_burst_gen #(
       m_valid    <= 1'b0;
       outst_q    <= '0;
     end else begin
-      burst_ok_q <= !(s_valid && s_ready) && !load;
-      if (s_valid && s_ready) begin
-        busy_q  <= 1'b1;
-        page_q  <= s_page;
-        page1_q <= s_page1;
-        beat_q  <= s_beat;
-        left_q  <= s_nbeats;
-      end
+      burst_ok_q <= !load;
+      burst      <= burst_d;
       if (fire) m_valid <= 1'b0;
       if (load) begin
         m_valid <= 1'b1;
@@ -102,6 +103,16 @@ module hm_axi_burst_gen #(
           beat_q  <= beat_q + (PB+1)'(burst);
         end
         if (left_q == BW'(burst)) busy_q <= 1'b0;
+      end
+      // a new request (possibly in the cycle its predecessor's last burst was loaded)
+      if (s_valid && s_ready) begin
+        busy_q     <= 1'b1;
+        page_q     <= s_page;
+        page1_q    <= s_page1;
+        beat_q     <= s_beat;
+        left_q     <= s_nbeats;
+        burst      <= burst_n;
+        burst_ok_q <= 1'b1;
       end
       outst_q <= outst_q + $bits(outst_q)'(fire) - $bits(outst_q)'(done);
     end

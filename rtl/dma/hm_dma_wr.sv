@@ -189,11 +189,12 @@ module hm_dma_wr #(
       stat_bad_req <= '0;
     end else begin
       if (p_valid && p_take && p_len0) stat_bad_req <= stat_bad_req + 1'b1;
+      if (aw_load) aw_nb_q <= aw_nb_q + 1'b1;
+      // a new request may be accepted in the cycle the previous one's last burst is loaded
       if (accept) begin
         aw_nb_q  <= '0;
         aw_tag_q <= p_tag;
       end
-      if (aw_load) aw_nb_q <= aw_nb_q + 1'b1;
     end
   end
 

@@ -6,8 +6,10 @@
 // Per QP it keeps {ci: oldest uncompleted WQE, una: its first PSN, shead / spsn: WQEs and
 // PSNs the requester has started (from m_sent), rd_done: READ response packets placed for
 // the WQE at ci, the pending local error, ERR}. WQEs are read back from the send queue ring
-// when they are retired (their wr_id, opcode, length and SGL are not kept on chip); a
-// one-entry cache serves consecutive responses of one READ.
+// when they are retired (their wr_id, opcode, length and SGL are not kept on chip), up to
+// BATCH_BYTES of posted WQEs per DMA read into a batch buffer (a bus error marks the whole
+// batch); the WQE in use is kept in a register, which serves consecutive responses of one
+// READ.
 //
 // Rules (ROCEV2.md section 8, as in hematite-model's transport::qp): an ACK with PSN p is
 // valid for p in [una-1, spsn-1] and retires every SEND/WRITE WQE whose last PSN is <= p; a
@@ -36,6 +38,8 @@ module hm_rc_compl
   parameter int NUM_QPS = 4096,
   // Clock cycles per microsecond (timers).
   parameter int CYCLES_PER_US = 250,
+  // WQE bytes read back per DMA read (power of two, 256..1024 at 256 bits, ..2048 at 512).
+  parameter int BATCH_BYTES = 1024,
   // Derived.
   localparam int QW = $clog2(NUM_QPS),
   localparam int SW = int'(HM_CTL_STAGE_WORDS)
@@ -215,7 +219,7 @@ module hm_rc_compl
   // FSM
   // ---------------------------------------------------------------------------------------
   typedef enum logic [4:0] {
-    C_IDLE, C_CTL, C_LOAD, C_DISPATCH, C_RL, C_WREQ, C_WDATA, C_WCHK, C_WGOT, C_AFTER,
+    C_IDLE, C_CTL, C_LOAD, C_DISPATCH, C_RL, C_WREQ, C_WDATA, C_BLOAD, C_WCHK, C_WGOT, C_AFTER,
     C_PLACE, C_ATOMIC, C_DISCARD, C_WAITWR, C_RETIRE, C_ERRNOTE, C_FLUSH, C_LERR, C_SAVE,
     C_RETRY, C_RWND, C_RQC, C_FATAL
   } st_t;
@@ -232,25 +236,40 @@ module hm_rc_compl
   hm_roce_hdr_t  h_q;
   logic [15:0]   dbpi_q;
 
+  // Started WQEs wait in a one-entry stage; a successful start of the same QP as the one
+  // waiting replaces it (only the latest WQE index and PSN matter), so the requester can
+  // start one WQE per cycle.
+  hm_sent_t mg_q;
+  logic     mg_v_q, mg_can, sent_in;
+  assign mg_can = mg_v_q && s_sent.qpn == mg_q.qpn && s_sent.status == HM_CQE_ST_SUCCESS &&
+                  mg_q.status == HM_CQE_ST_SUCCESS;
+
   // work selection in C_IDLE
   logic          take_ctl, take_evt, take_sent, take_db, take_pkt, take_tmo;
   logic [QW-1:0] sel_q;
   always_comb begin
     take_ctl  = st_q == C_IDLE && s_ctl_valid;
     take_evt  = st_q == C_IDLE && !s_ctl_valid && s_err_valid;
-    take_sent = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && s_sent_valid;
-    take_db   = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !s_sent_valid && dbf_valid;
-    take_pkt  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !s_sent_valid && !dbf_valid && s_hdr_valid;
-    take_tmo  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !s_sent_valid && !dbf_valid && !s_hdr_valid && tmo_valid;
+    take_sent = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && mg_v_q;
+    take_db   = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !mg_v_q && !s_sent_valid && dbf_valid;
+    take_pkt  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !mg_v_q && !s_sent_valid && !dbf_valid && s_hdr_valid;
+    take_tmo  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !mg_v_q && !s_sent_valid && !dbf_valid && !s_hdr_valid && tmo_valid;
     sel_q = s_hdr_valid ? QW'(s_hdr.dest_qp) : tmo_q;
     if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
     else if (s_err_valid) sel_q = QW'(s_err_qpn);
-    else if (s_sent_valid) sel_q = QW'(s_sent.qpn);
+    else if (mg_v_q) sel_q = QW'(mg_q.qpn);
     else if (dbf_valid) sel_q = QW'(dbf_data[31:16]);
   end
   assign s_ctl_ready  = st_q == C_CTL;
   assign s_err_ready  = take_evt;
-  assign s_sent_ready = take_sent;
+  assign s_sent_ready = !mg_v_q || take_sent || mg_can;
+  assign sent_in      = s_sent_valid && s_sent_ready;
+  always_ff @(posedge clk) begin
+    if (sent_in) mg_q <= s_sent;
+    if (rst) mg_v_q <= 1'b0;
+    else if (sent_in) mg_v_q <= 1'b1;
+    else if (take_sent) mg_v_q <= 1'b0;
+  end
   assign dbf_pop      = take_db;
   assign s_hdr_ready  = take_pkt;
   assign tmo_pop      = take_tmo;
@@ -275,7 +294,6 @@ module hm_rc_compl
   logic                 wc_v_q;
   logic [QW-1:0]        wc_q;
   logic [15:0]          wc_idx_q;
-  logic [3:0]           wb_q;
   logic                 wfetch_err_q, wchk_err_q;
   hm_sq_wqe_hdr_t       w;
   assign w = hm_sq_wqe_hdr_t'(wqe_q[255:0]);
@@ -316,13 +334,45 @@ module hm_rc_compl
   assign m_chk_valid = st_q == C_WCHK && w_rdat && !flushing_q && cj_q < 5'(nsge);
   assign s_res_ready = st_q == C_WCHK;
 
-  // WQE fetch
+  // WQE fetch: a batch of posted WQEs from fx_q into the batch buffer, unless it is there
+  localparam int CB_BEATS = BATCH_BYTES / KW;
+  localparam int CBW      = $clog2(CB_BEATS);
   logic [15:0] slot, fx_q;
-  assign slot         = fx_q & ring_mask;
+  logic        cb_v_q, cb_err_q, in_batch;
+  logic [QW-1:0] cb_q;
+  logic [15:0] cb_first_q, cb_n_q, cbn, cbn_q;
+  logic [3:0]  lbpw;
+  logic [CBW:0] cb_wa_q;
+  logic [4:0]  bi_q, bg_q;          // beats of the WQE read from the buffer: issued, got
+  logic [DATA_WIDTH-1:0] cb_mem [CB_BEATS];
+  logic [DATA_WIDTH-1:0] cb_rd;
+  logic [CBW-1:0] cb_ra;
+  assign slot     = fx_q & ring_mask;
+  assign lbpw     = lstride > 4'($clog2(KW)) ? lstride - 4'($clog2(KW)) : 4'd0;
+  assign in_batch = cb_v_q && cb_q == q_q && 16'(fx_q - cb_first_q) < cb_n_q;
+  always_comb begin
+    logic [15:0] a1, a2, wrap;
+    // posted WQEs from fx_q on: started ones (shead) or announced by a doorbell (pi)
+    a1   = d_q.shead - fx_q;
+    a2   = pi_q - fx_q;
+    if (a1[15]) a1 = '0;
+    if (a2[15]) a2 = '0;
+    if (a2 > a1) a1 = a2;
+    if (a1 == '0) a1 = 16'd1;
+    wrap = 16'((17'd1 << ctx_q.sq_log_size) - 17'(slot));
+    cbn  = 16'(BATCH_BYTES >> lstride);
+    if (a1 < cbn) cbn = a1;
+    if (wrap < cbn) cbn = wrap;
+  end
   assign m_wrd_addr   = ctx_q.sq_base + (64'(slot) << lstride);
-  assign m_wrd_len    = 32'd1 << lstride;
-  assign m_wrd_valid  = st_q == C_WREQ;
+  assign m_wrd_len    = 32'(cbn) << lstride;
+  assign m_wrd_valid  = st_q == C_WREQ && !in_batch;
   assign s_wqe_tready = st_q == C_WDATA;
+  assign cb_ra        = CBW'((32'(16'(fx_q - cb_first_q)) << lbpw) + 32'(bi_q));
+  always_ff @(posedge clk) begin
+    if (st_q == C_WDATA && s_wqe_tvalid && cb_wa_q < (CBW+1)'(CB_BEATS)) cb_mem[CBW'(cb_wa_q)] <= s_wqe_tdata;
+    cb_rd <= cb_mem[cb_ra];
+  end
 
   // response classification
   logic [2:0]  syn_cls;
@@ -467,6 +517,7 @@ module hm_rc_compl
     if (rst) begin
       st_q           <= C_IDLE;
       wc_v_q         <= 1'b0;
+      cb_v_q         <= 1'b0;
       wr_issued_q    <= '0;
       wr_done_q      <= '0;
       stat_acks      <= '0;
@@ -490,7 +541,7 @@ module hm_rc_compl
           disc_next_q   <= C_SAVE;
           if (take_ctl) st_q <= C_CTL;
           else if (take_evt) begin kind_q <= K_EVT; st_q <= C_LOAD; end
-          else if (take_sent) begin kind_q <= K_SENT; sent_q <= s_sent; st_q <= C_LOAD; end
+          else if (take_sent) begin kind_q <= K_SENT; sent_q <= mg_q; st_q <= C_LOAD; end
           else if (take_db) begin kind_q <= K_DB; dbpi_q <= dbf_data[15:0]; st_q <= C_LOAD; end
           else if (take_pkt) begin
             kind_q <= K_PKT;
@@ -505,6 +556,7 @@ module hm_rc_compl
         end
         C_CTL: begin
           wc_v_q <= 1'b0;
+          cb_v_q <= 1'b0;
           st_q   <= C_IDLE;
         end
         C_LOAD: begin
@@ -611,23 +663,48 @@ module hm_rc_compl
             end else st_q <= C_AFTER;
           end
         end
-        C_WREQ: if (m_wrd_ready) begin
-          wb_q         <= '0;
-          wfetch_err_q <= 1'b0;
-          st_q         <= C_WDATA;
+        C_WREQ: begin
+          if (in_batch) begin
+            bi_q <= '0;
+            bg_q <= '0;
+            st_q <= C_BLOAD;
+          end else if (m_wrd_ready) begin
+            cb_wa_q  <= '0;
+            cb_v_q   <= 1'b0;
+            cb_err_q <= 1'b0;
+            cbn_q    <= cbn;
+            st_q     <= C_WDATA;
+          end
         end
         C_WDATA: if (s_wqe_tvalid) begin
-          if (32'(wb_q) * KW < WQE_MAX) wqe_q[int'(wb_q) * DATA_WIDTH +: DATA_WIDTH] <= s_wqe_tdata;
-          wb_q <= wb_q + 1'b1;
-          if (s_wqe_tuser) wfetch_err_q <= 1'b1;
+          cb_wa_q <= cb_wa_q + 1'b1;
+          if (s_wqe_tuser) cb_err_q <= 1'b1;
           if (s_wqe_tlast) begin
-            wc_v_q     <= 1'b1;
-            wc_q       <= q_q;
-            wc_idx_q   <= fx_q;
-            cj_q       <= '0;
-            cr_q       <= '0;
-            wchk_err_q <= 1'b0;
-            st_q       <= C_WCHK;
+            cb_v_q     <= 1'b1;
+            cb_q       <= q_q;
+            cb_first_q <= fx_q;
+            cb_n_q     <= cbn_q;
+            bi_q       <= '0;
+            bg_q       <= '0;
+            st_q       <= C_BLOAD;
+          end
+        end
+        C_BLOAD: begin
+          // the beats of WQE fx_q: read address in one cycle, data the next
+          if (bi_q != 5'(1 << lbpw)) bi_q <= bi_q + 1'b1;
+          if (bi_q != '0) begin
+            if (32'(bg_q) * KW < WQE_MAX) wqe_q[int'(bg_q) * DATA_WIDTH +: DATA_WIDTH] <= cb_rd;
+            bg_q <= bg_q + 1'b1;
+            if (bg_q + 1'b1 == 5'(1 << lbpw)) begin
+              wc_v_q       <= 1'b1;
+              wc_q         <= q_q;
+              wc_idx_q     <= fx_q;
+              wfetch_err_q <= cb_err_q;
+              cj_q         <= '0;
+              cr_q         <= '0;
+              wchk_err_q   <= 1'b0;
+              st_q         <= C_WCHK;
+            end
           end
         end
         C_WCHK: begin

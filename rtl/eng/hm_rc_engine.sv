@@ -344,7 +344,7 @@ module hm_rc_engine
     .stat_wqes(st_wqes), .stat_pkts(st_pkts), .stat_local_err(st_lerr), .stat_db_bad(st_dbbad)
   );
 
-  hm_rc_gather #(.DATA_WIDTH(DATA_WIDTH)) u_gather (
+  hm_rc_gather #(.DATA_WIDTH(DATA_WIDTH), .ORDER_DEPTH(128)) u_gather (
     .clk, .rst,
     .s_pc(pc), .s_pc_valid(pc_valid), .s_pc_ready(pc_ready),
     .s_inl_tdata(inl_tdata), .s_inl_tkeep(inl_tkeep), .s_inl_tvalid(inl_tvalid),
@@ -576,7 +576,7 @@ module hm_rc_engine
   logic [31:0]      rd0_bad, rd1_bad;
   logic [7:0]       tid0, tid1;
 
-  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd0), .MAX_OUTSTANDING(4)) u_rd_wqe (
+  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd0), .MAX_OUTSTANDING(8)) u_rd_wqe (
     .clk, .rst,
     .s_req_addr(wrd_addr), .s_req_len(wrd_len), .s_req_tag(8'd0), .s_req_valid(wrd_valid),
     .s_req_ready(wrd_ready),
@@ -589,7 +589,7 @@ module hm_rc_engine
     .stat_bad_req(rd0_bad)
   );
 
-  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd1)) u_rd_pay (
+  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd1), .MAX_OUTSTANDING(64), .REQ_FIFO_DEPTH(128)) u_rd_pay (
     .clk, .rst,
     .s_req_addr(prd_addr), .s_req_len(prd_len), .s_req_tag(8'd0), .s_req_valid(prd_valid),
     .s_req_ready(prd_ready),
@@ -628,7 +628,7 @@ module hm_rc_engine
     .stat_bad_req(rd3_bad)
   );
 
-  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd4)) u_rd_rresp (
+  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd4), .MAX_OUTSTANDING(64), .REQ_FIFO_DEPTH(128)) u_rd_rresp (
     .clk, .rst,
     .s_req_addr(rrd_addr), .s_req_len(rrd_len), .s_req_tag(8'd0), .s_req_valid(rrd_valid),
     .s_req_ready(rrd_ready),
@@ -647,7 +647,7 @@ module hm_rc_engine
   // keep 1 beat per cycle flowing across a long memory round trip)
   for (genvar i = 0; i < RP; i++) begin : g_rd_resv
     hm_axi_rd_resv #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4),
-                     .DEPTH((i == 1 || i == 4) ? 512 : i == 0 ? 64 : 32)) u_resv (
+                     .DEPTH((i == 1 || i == 4) ? 512 : i == 0 ? 256 : 32)) u_resv (
       .clk, .rst,
       .s_arid(d_arid[i]), .s_araddr(d_araddr[i]), .s_arlen(d_arlen[i]), .s_arsize(d_arsize[i]),
       .s_arburst(d_arburst[i]), .s_arvalid(d_arvalid[i]), .s_arready(d_arready[i]),

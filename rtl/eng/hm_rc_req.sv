@@ -9,9 +9,21 @@
 // passed over (requeued) without fetching anything: the DCQCN reaction point's hook.
 //
 // Per QP the requester keeps {head WQE index, byte offset in it, next PSN}; the producer
-// index written by doorbells lives in its own RAM. A WQE is (re)fetched whenever a QP is
-// served, up to WQE_BUF_BYTES of WQEs per DMA read. A message longer than a quantum is
-// resumed at its saved offset: the SGE cursor is recomputed from the WQE.
+// index written by doorbells lives in its own RAM (and doorbells for the QP being served
+// reach it at once). A message longer than a quantum is resumed at its saved offset: the SGE
+// cursor is recomputed from the WQE.
+//
+// Pipeline: while a QP is served, a prefetcher keeps WQE reads of up to FETCH_BYTES in
+// flight into a ring of WQE_BUF_BYTES (starting at the head WQE, never past the producer
+// index, at most a quantum ahead while other QPs wait). A WQE becomes readable once the whole
+// DMA read that carries it has arrived, so a bus error (reported on the read's last beat)
+// marks every WQE of that read. An assembly stage collects the next WQE while the current
+// one is being sent and decodes it on the way in. A new single-packet SEND or WRITE whose
+// payload is inline (one beat) or one SGE inside the last checked MR region is sent in the
+// cycle it is decoded (header, piece, sent record at once): one WQE per cycle when the WQE
+// is one beat. Every other WQE takes the general path (SGE checks, cursor walk,
+// multi-packet messages, READ/atomic limits). When the QP's turn ends, reads still in
+// flight are discarded as they arrive.
 //
 // Local checks (in this order): unknown opcode, too many SGEs for the WQE size, inline data
 // longer than the WQE, misaligned atomic -> LOC_QP_OP_ERR; atomic without exactly one 8-byte
@@ -19,8 +31,8 @@
 // LOC_QP_OP_ERR; any SGE failing its MR check (local read for SEND/WRITE, local write for
 // READ/atomic targets) -> LOC_PROT_ERR. A failing WQE sends nothing: it is reported on m_sent
 // with the status, and the QP stops (marked ERR here; a later context write clears the mark)
-// for the completer to finish and flush. An ERR event from another block stops it too. A WQE fetch that returns a bus error is reported the same way as
-// LOC_QP_OP_ERR.
+// for the completer to finish and flush. An ERR event from another block stops it too. A WQE
+// fetch that returns a bus error is reported the same way as LOC_QP_OP_ERR.
 module hm_rc_req
   import hm_pkg::*;
   import hm_desc_pkg::*;
@@ -30,10 +42,16 @@ module hm_rc_req
   parameter int DATA_WIDTH = 512,
   // QP table entries (power of two, 2..65536).
   parameter int NUM_QPS = 4096,
-  // WQE fetch buffer in bytes (power of two, at least 256): WQEs fetched per DMA read.
-  parameter int WQE_BUF_BYTES = 4096,
+  // WQE prefetch ring in bytes (power of two, at least 2 * FETCH_BYTES): bounds the WQE
+  // bytes in flight, which must cover the host memory latency for one WQE per cycle.
+  parameter int WQE_BUF_BYTES = 16384,
+  // Largest WQE read in bytes (power of two, 256..4096).
+  parameter int FETCH_BYTES = 2048,
   // Packets a QP may send before the scheduler moves to the next active QP.
   parameter int QUANTUM_PKTS = 16,
+  // Header records and payload pieces queued ahead of the TX path (power of two): they
+  // cover the payload read latency, so at least latency / (beats per small frame).
+  parameter int PKT_FIFO_DEPTH = 64,
   // Bytes per beat, QPN bits, control staging words (derived).
   localparam int KEEP_WIDTH = DATA_WIDTH / 8,
   localparam int QW = $clog2(NUM_QPS),
@@ -203,11 +221,12 @@ module hm_rc_req
   hm_sent_t     sent_d;
   logic         sent_push, sent_room;
 
-  logic [$clog2(16+1):0] l0, l1, l2, l3;
-  hm_fifo #(.WIDTH($bits(hm_roce_hdr_t)), .DEPTH(16)) u_hdr_fifo (
+  logic [$clog2(PKT_FIFO_DEPTH+1):0] l0, l1;
+  logic [$clog2(16+1):0] l2, l3;
+  hm_fifo #(.WIDTH($bits(hm_roce_hdr_t)), .DEPTH(PKT_FIFO_DEPTH)) u_hdr_fifo (
     .clk, .rst, .s_data(hdr_d), .s_valid(hdr_push), .s_ready(hdr_room),
     .m_data(m_hdr), .m_valid(m_hdr_valid), .m_ready(m_hdr_ready), .level(l0));
-  hm_fifo #(.WIDTH($bits(hm_piece_t)), .DEPTH(16)) u_pc_fifo (
+  hm_fifo #(.WIDTH($bits(hm_piece_t)), .DEPTH(PKT_FIFO_DEPTH)) u_pc_fifo (
     .clk, .rst, .s_data(pc_d), .s_valid(pc_push), .s_ready(pc_room),
     .m_data(m_pc), .m_valid(m_pc_valid), .m_ready(m_pc_ready), .level(l1));
   hm_fifo #(.WIDTH(DATA_WIDTH + KEEP_WIDTH + 1), .DEPTH(16)) u_inl_fifo (
@@ -219,22 +238,10 @@ module hm_rc_req
     .m_data(m_sent), .m_valid(m_sent_valid), .m_ready(m_sent_ready), .level(l3));
 
   // ---------------------------------------------------------------------------------------
-  // WQE buffer
-  // ---------------------------------------------------------------------------------------
-  logic [DATA_WIDTH-1:0] buf_mem [BUF_BEATS];
-  logic [BW-1:0]         buf_wa, buf_ra;
-  logic                  buf_we;
-  logic [DATA_WIDTH-1:0] buf_rd;
-  always_ff @(posedge clk) begin
-    if (buf_we) buf_mem[buf_wa] <= s_wqe_tdata;
-    buf_rd <= buf_mem[buf_ra];
-  end
-
-  // ---------------------------------------------------------------------------------------
   // FSM
   // ---------------------------------------------------------------------------------------
   typedef enum logic [4:0] {
-    S_IDLE, S_CTL, S_LOAD, S_EVAL, S_FETCH_REQ, S_FETCH, S_WLOAD, S_DECODE, S_CHECK, S_START,
+    S_IDLE, S_CTL, S_LOAD, S_EVAL, S_WAITW, S_DECODE, S_CHECK, S_START,
     S_SEEK, S_PKT, S_PIECE, S_INL, S_WEND, S_SAVE, S_CMD, S_CMD2
   } state_t;
   state_t state_q;
@@ -248,10 +255,6 @@ module hm_rc_req
   hm_rq_cmd_t         cmd_q;
   logic [31:0]        off_q;
   logic [23:0]        psn_q;
-  logic               fetch_err_q;
-  logic [BW:0]        nb_q, wi_q;      // WQEs in the buffer, current one
-  logic [BW:0]        fb_q;            // beats fetched
-  logic [3:0]         wb_iss_q, wb_got_q;
   logic [WQE_MAX*8-1:0] wqe_q;
   logic [15:0]        pkts_q;          // packets this quantum
   // decoded WQE
@@ -291,8 +294,147 @@ module hm_rc_req
   assign lstride   = 4'd6 + 4'(ctx_q.sq_log_stride);
   assign max_sge   = (5'd4 << ctx_q.sq_log_stride) - 5'd2;
   assign ring_mask = 16'((17'd1 << ctx_q.sq_log_size) - 17'd1);
-  logic [15:0] slot_q;
-  assign slot_q    = head_q & ring_mask;
+
+  // ---------------------------------------------------------------------------------------
+  // WQE prefetch: reads of up to FETCH_BYTES into the ring while the QP is served. Beat
+  // counters are absolute (they wrap together); beats of reads issued before the current
+  // turn (below skip_q) are dropped on arrival. A read's beats become readable (cmt_q) when
+  // its last beat is in; a bus error marks beats from the read's first one (err_from_q).
+  // ---------------------------------------------------------------------------------------
+  logic          serving, serving_q;      // a QP is being served (its WQEs may be fetched)
+  logic          xfer;                    // the assembled WQE moves to the decoder
+  logic [15:0]   fx_q;                    // next WQE to fetch
+  logic [31:0]   iss_q, rcv_q, cmt_q, rda_q, skip_q, rq_first_q, err_from_q;
+  logic          err_v_q;
+  logic [3:0]    lbpw;                    // log2 beats per WQE
+  logic [15:0]   f_pend, f_wrap, f_room, f_quant, f_n;
+  logic [31:0]   f_free;
+  logic [15:0]   fslot;                   // ring slot of fx_q
+  assign fslot = fx_q & ring_mask;
+  assign serving = state_q == S_WAITW || state_q == S_DECODE || state_q == S_CHECK ||
+                   state_q == S_START || state_q == S_SEEK || state_q == S_PKT ||
+                   state_q == S_PIECE || state_q == S_INL || state_q == S_WEND;
+  assign lbpw    = lstride > 4'(LKW) ? lstride - 4'(LKW) : 4'd0;
+  always_comb begin
+    f_pend  = pi_q - fx_q;
+    f_wrap  = 16'((17'd1 << ctx_q.sq_log_size) - 17'(fslot));
+    f_free  = 32'(BUF_BEATS) - (iss_q - rda_q);
+    f_room  = 16'(f_free >> lbpw);
+    f_quant = (af_valid && 16'(QUANTUM_PKTS) > fx_q - head_q) ? 16'(QUANTUM_PKTS) - (fx_q - head_q) :
+              af_valid ? 16'd0 : 16'hFFFF;
+    f_n     = 16'(FETCH_BYTES >> lstride);
+    if (f_pend < f_n) f_n = f_pend;
+    if (f_wrap < f_n) f_n = f_wrap;
+    if (f_room < f_n) f_n = f_room;
+    if (f_quant < f_n) f_n = f_quant;
+  end
+  assign m_wrd_addr   = ctx_q.sq_base + (64'(fslot) << lstride);
+  assign m_wrd_len    = 32'(f_n) << lstride;
+  assign m_wrd_valid  = serving && f_n != '0;
+  assign s_wqe_tready = 1'b1;             // ring space was reserved when the read was issued
+
+  logic [DATA_WIDTH-1:0] buf_mem [BUF_BEATS];
+  logic [DATA_WIDTH-1:0] buf_rd;
+  logic                  buf_err_q;       // the beat in buf_rd belongs to a failed read
+  logic                  rd_v_q;          // buf_rd holds a beat not yet taken
+  logic                  beat_take, re;
+  logic                  drop_beat;
+  assign drop_beat = $signed(rcv_q - skip_q) < 0;
+  assign re        = serving && $signed(cmt_q - rda_q) > 0 && (!rd_v_q || beat_take);
+  always_ff @(posedge clk) begin
+    if (s_wqe_tvalid && !drop_beat) buf_mem[BW'(rcv_q)] <= s_wqe_tdata;
+    if (re) buf_rd <= buf_mem[BW'(rda_q)];
+  end
+
+  // assembly of the next WQE (dw_q) from the ring
+  logic [WQE_MAX*8-1:0] dw_q;
+  logic [3:0]           dwc_q, dwc_eff;
+  logic                 dw_full_q, dw_err_q;
+  assign beat_take = rd_v_q && (!dw_full_q || xfer);
+  assign dwc_eff   = xfer ? 4'd0 : dwc_q;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      iss_q <= '0; rcv_q <= '0; cmt_q <= '0; rda_q <= '0; skip_q <= '0; rq_first_q <= '0;
+      err_from_q <= '0; err_v_q <= 1'b0; rd_v_q <= 1'b0; serving_q <= 1'b0;
+      dwc_q <= '0; dw_full_q <= 1'b0; dw_err_q <= 1'b0;
+    end else begin
+      serving_q <= serving;
+      if (m_wrd_valid && m_wrd_ready) begin
+        fx_q  <= fx_q + f_n;
+        iss_q <= iss_q + (32'(f_n) << lbpw);
+      end
+      if (s_wqe_tvalid) begin
+        rcv_q <= rcv_q + 1'b1;
+        if (s_wqe_tlast) begin
+          rq_first_q <= rcv_q + 1'b1;
+          cmt_q      <= rcv_q + 1'b1;
+          if (s_wqe_tuser && !drop_beat && !err_v_q) begin
+            err_v_q    <= 1'b1;
+            err_from_q <= rq_first_q;
+          end
+        end
+      end
+      if (re) begin
+        rda_q     <= rda_q + 1'b1;
+        rd_v_q    <= 1'b1;
+        buf_err_q <= err_v_q && $signed(rda_q - err_from_q) >= 0;
+      end else if (beat_take) rd_v_q <= 1'b0;
+      if (beat_take) begin
+        dw_q[int'(dwc_eff) * DATA_WIDTH +: DATA_WIDTH] <= buf_rd;
+        dw_err_q  <= (xfer ? 1'b0 : dw_err_q) | buf_err_q;
+        dwc_q     <= dwc_eff + 1'b1;
+        dw_full_q <= dwc_eff + 1'b1 == 4'(1 << lbpw);
+      end else if (xfer) begin
+        dwc_q     <= '0;
+        dw_full_q <= 1'b0;
+        dw_err_q  <= 1'b0;
+      end
+      // the turn is over: drop what is still in flight, empty the ring and the assembly
+      if (serving_q && !serving) begin
+        skip_q    <= iss_q;
+        rda_q     <= iss_q;
+        err_v_q   <= 1'b0;
+        rd_v_q    <= 1'b0;
+        dwc_q     <= '0;
+        dw_full_q <= 1'b0;
+        dw_err_q  <= 1'b0;
+      end
+    end
+  end
+
+  // decode of the assembled WQE on its way to the decoder (registered at xfer)
+  hm_sq_wqe_hdr_t dwh;
+  hm_sge_t        dw_sge0, dw_sge1;
+  assign dwh     = hm_sq_wqe_hdr_t'(dw_q[255:0]);
+  assign dw_sge0 = hm_sge_t'(dw_q[256 +: 128]);
+  assign dw_sge1 = hm_sge_t'(dw_q[384 +: 128]);
+  logic [7:0] dd_st;
+  logic       dd_inl, dd_atom, dd_sw, dd_fast;
+  logic [3:0] dd_nsge;
+  always_comb begin
+    logic d_send, d_write;
+    d_send  = dwh.opcode == HM_WQE_OP_SEND || dwh.opcode == HM_WQE_OP_SEND_IMM || dwh.opcode == HM_WQE_OP_SEND_INV;
+    d_write = dwh.opcode == HM_WQE_OP_WRITE || dwh.opcode == HM_WQE_OP_WRITE_IMM;
+    dd_atom = dwh.opcode == HM_WQE_OP_CMP_SWAP || dwh.opcode == HM_WQE_OP_FETCH_ADD;
+    dd_sw   = d_send || d_write;
+    dd_inl  = dwh.flags[2] && dd_sw;
+    dd_st   = HM_CQE_ST_SUCCESS;
+    if (dw_err_q || dwh.opcode >= HM_WQE_OP_COUNT) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
+    else if (!dd_inl && !dd_atom && 5'(dwh.num_sge) > max_sge) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
+    else if (!dd_inl && !dd_atom && dwh.num_sge > 8'd14) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
+    else if (dd_inl && dwh.length > (32'd1 << lstride) - 32'd32) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
+    else if (dd_atom && dwh.remote_addr[2:0] != 3'd0) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
+    else if (dd_atom && (dwh.num_sge != 8'd1 || dw_sge1.len != 32'd8)) dd_st = HM_CQE_ST_LOC_LEN_ERR;
+    else if (dwh.length > 32'h8000_0000) dd_st = HM_CQE_ST_LOC_LEN_ERR;
+    dd_nsge = dd_inl ? 4'd0 : 4'(dwh.num_sge);
+    // the fast path: a single-packet SEND/WRITE with one beat of inline data, one SGE that
+    // covers the message, or nothing at all
+    dd_fast = dd_st == HM_CQE_ST_SUCCESS && dd_sw && dwh.length <= 32'(pmtu) &&
+              (dd_inl ? dwh.length <= 32'(KEEP_WIDTH) :
+               dwh.num_sge == 8'd1 ? (dw_sge0.len == dwh.length && dwh.length != '0) :
+               (dwh.num_sge == 8'd0 && dwh.length == '0));
+  end
 
   // operation class of the decoded WQE
   logic is_send, is_write, is_read, is_atomic, has_imm, is_inv;
@@ -453,13 +595,21 @@ module hm_rc_req
     end
   end
 
-  // WQE fetch request
-  assign m_wrd_addr   = ctx_q.sq_base + (64'(slot_q) << lstride);
-  assign m_wrd_len    = 32'(nb_q) << lstride;
-  assign m_wrd_valid  = state_q == S_FETCH_REQ;
-  assign s_wqe_tready = state_q == S_FETCH;
-  assign buf_we       = s_wqe_tvalid && s_wqe_tready && fb_q < (BW+1)'(BUF_BEATS);
-  assign buf_wa       = BW'(fb_q);
+  // fast path: the decoded WQE goes out whole this cycle (see the header comment); its SGE
+  // (if any) must lie in the cached region, which needs no lookup
+  logic        fast_q;             // the decoded WQE qualifies (static part)
+  logic [64:0] sge0_end_q;         // end of its first SGE
+  logic        fast_hit, fast_go, fast_more, f_pay;
+  assign fast_hit  = rc_v_q && sge_c.lkey == rc_key_q && ctx_q.pd == rc_pd_q &&
+                     sge_c.addr >= rc_base_q && sge0_end_q <= 65'(rc_end_q);
+  assign f_pay     = w.length != '0;
+  assign fast_go   = state_q == S_DECODE && fast_q && off_q == '0 && new_start &&
+                     ctx_q.state == HM_QPS_RTS && (inl_q || nsge_q == '0 || fast_hit) &&
+                     sent_room && hdr_room && (!f_pay || pc_room) && (!(f_pay && inl_q) || inl_room);
+  // after a WQE: go on with the next one of this QP?
+  assign fast_more = head_q + 1'b1 != pi_q && (pkts_q + 1'b1 < 16'(QUANTUM_PKTS) || !af_valid) &&
+                     !rl_pause[q_q] && ctx_q.state == HM_QPS_RTS && !qerr_q[q_q];
+  assign xfer      = dw_full_q && (state_q == S_WAITW || (fast_go && fast_more));
 
   // piece at the cursor
   logic [31:0] s_avail;
@@ -494,9 +644,6 @@ module hm_rc_req
     inl_push     = 1'b0;
     sent_push    = 1'b0;
     pc_d         = '0;
-    buf_ra       = BW'((wi_q << (lstride - 4'(LKW))) + (BW+1)'(wb_iss_q));
-    // S_WEND reads the first beat of the next WQE already
-    if (state_q == S_WEND) buf_ra = BW'((wi_q + 1'b1) << (lstride - 4'(LKW)));
     case (state_q)
       S_IDLE: begin
         if (s_ctl_valid || s_err_valid || s_cmd_valid) ;
@@ -507,6 +654,16 @@ module hm_rc_req
         s_ctl_ready  = 1'b1;
         act_fsm      = 1'b1;
         fsm_pi_clear = (s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0;
+      end
+      S_DECODE: if (fast_go) begin
+        sent_push = 1'b1;
+        hdr_push  = 1'b1;
+        if (f_pay) begin
+          pc_push  = 1'b1;
+          inl_push = inl_q;
+          pc_d     = '{inline_src: inl_q, last: 1'b1, len: 13'(w.length),
+                       addr: inl_q ? 64'd0 : sge_k.addr};
+        end
       end
       S_START: sent_push = sent_room && ((new_start && !rd_block) || status_q != HM_CQE_ST_SUCCESS);
       S_PKT: begin
@@ -616,74 +773,37 @@ module hm_rc_req
           rd_out_q <= dyn_rd.rd_out;
           blocked_q <= 1'b0;
           pi_q    <= pi_rd;
+          fx_q    <= dyn_rd.head;
           pkts_q  <= '0;
           state_q <= S_EVAL;
         end
         S_EVAL: begin
           logic ok;
-          logic [15:0] pend, to_wrap, fit, n;
-          ok      = (ctx_q.state == HM_QPS_RTS ||
-                     (ctx_q.state == HM_QPS_SQD && off_q != '0)) && !qerr_q[q_q] && !hold_q[q_q];
-          pend    = pi_q - head_q;
-          to_wrap = 16'((17'd1 << ctx_q.sq_log_size) - 17'(slot_q));
-          fit     = 16'(WQE_BUF_BYTES >> lstride);
-          n       = pend;
-          if (to_wrap < n) n = to_wrap;
-          if (fit < n) n = fit;
-          if (off_q != '0) n = 16'd1;
-          nb_q        <= (BW+1)'(n);
-          fb_q        <= '0;
-          fetch_err_q <= 1'b0;
-          if (!ok || pend == '0) state_q <= S_IDLE;          // nothing to do, not requeued
+          ok = (ctx_q.state == HM_QPS_RTS ||
+                (ctx_q.state == HM_QPS_SQD && off_q != '0)) && !qerr_q[q_q] && !hold_q[q_q];
+          if (!ok || pi_q == head_q) state_q <= S_IDLE;      // nothing to do, not requeued
           else if (rl_pause[q_q]) state_q <= S_SAVE;         // requeued untouched
-          else state_q <= S_FETCH_REQ;
+          else state_q <= S_WAITW;
         end
-        S_FETCH_REQ: if (m_wrd_ready) state_q <= S_FETCH;
-        S_FETCH: begin
-          if (s_wqe_tvalid) begin
-            fb_q <= fb_q + 1'b1;
-            if (s_wqe_tuser) fetch_err_q <= 1'b1;
-            if (s_wqe_tlast) begin
-              wi_q     <= '0;
-              wb_iss_q <= '0;
-              wb_got_q <= '0;
-              state_q  <= S_WLOAD;
-            end
-          end
-        end
-        S_WLOAD: begin
-          // beats of WQE wi: read address issued in one cycle, data the next
-          logic [3:0] bpw;
-          bpw = 4'(1 << (lstride - 4'(LKW)));
-          if (wb_iss_q != bpw) wb_iss_q <= wb_iss_q + 1'b1;
-          if (wb_iss_q != '0) begin
-            wqe_q[int'(wb_got_q) * DATA_WIDTH +: DATA_WIDTH] <= buf_rd;
-            wb_got_q <= wb_got_q + 1'b1;
-            if (wb_got_q + 1'b1 == bpw) state_q <= S_DECODE;
-          end
-        end
+        // the next WQE is being fetched and assembled; xfer moves it to the decoder
+        S_WAITW: if (dw_full_q) state_q <= S_DECODE;
         S_DECODE: begin
-          logic [7:0] st;
-          logic       inl, atom;
-          inl  = w.flags[2] && (is_send || is_write);
-          atom = is_atomic;
-          st   = HM_CQE_ST_SUCCESS;
-          if (fetch_err_q || w.opcode >= HM_WQE_OP_COUNT) st = HM_CQE_ST_LOC_QP_OP_ERR;
-          else if (!inl && !atom && 5'(w.num_sge) > max_sge) st = HM_CQE_ST_LOC_QP_OP_ERR;
-          else if (!inl && !atom && w.num_sge > 8'd14) st = HM_CQE_ST_LOC_QP_OP_ERR;
-          else if (inl && w.length > (32'd1 << lstride) - 32'd32) st = HM_CQE_ST_LOC_QP_OP_ERR;
-          else if (atom && w.remote_addr[2:0] != 3'd0) st = HM_CQE_ST_LOC_QP_OP_ERR;
-          else if (atom && (w.num_sge != 8'd1 || sge_s.len != 32'd8)) st = HM_CQE_ST_LOC_LEN_ERR;
-          else if (w.length > 32'h8000_0000) st = HM_CQE_ST_LOC_LEN_ERR;
-          status_q    <= st;
-          inl_q       <= inl;
-          sge_first_q <= atom;
-          nsge_q      <= inl ? 4'd0 : 4'(w.num_sge);
-          cj_q        <= '0;
-          cr_q        <= '0;
-          cerr_q      <= 1'b0;
-          csum_q      <= '0;
-          state_q     <= st != HM_CQE_ST_SUCCESS ? S_START : S_CHECK;
+          if (fast_go) begin
+            // sent whole this cycle (header, piece, sent record)
+            stat_wqes <= stat_wqes + 1'b1;
+            stat_pkts <= stat_pkts + 1'b1;
+            shw_q     <= shw_q + 1'b1;
+            head_q    <= head_q + 1'b1;
+            psn_q     <= psn_q + 24'd1;
+            pkts_q    <= pkts_q + 1'b1;
+            if (!fast_more) state_q <= S_SAVE;
+            else if (!dw_full_q) state_q <= S_WAITW;
+          end else if (!fast_q) begin
+            state_q <= status_q != HM_CQE_ST_SUCCESS ? S_START : S_CHECK;
+          end else if (!(off_q == '0 && new_start && ctx_q.state == HM_QPS_RTS &&
+                         (inl_q || nsge_q == '0 || fast_hit))) begin
+            state_q <= S_CHECK;       // eligible, but not now: the general path
+          end
         end
         S_CHECK: begin
           if (m_chk_valid && m_chk_ready) begin
@@ -787,25 +907,42 @@ module hm_rc_req
         S_WEND: begin
           head_q <= head_q + 1'b1;
           off_q  <= '0;
-          wi_q   <= wi_q + 1'b1;
-          wb_iss_q <= 4'd1;           // beat 0 of the next WQE was read this cycle
-          wb_got_q <= '0;
-          if (wi_q + 1'b1 < nb_q && (pkts_q < 16'(QUANTUM_PKTS) || !af_valid) && !rl_pause[q_q] &&
+          if (head_q + 1'b1 != pi_q && (pkts_q < 16'(QUANTUM_PKTS) || !af_valid) && !rl_pause[q_q] &&
               ctx_q.state == HM_QPS_RTS && !qerr_q[q_q])
-            state_q <= S_WLOAD;
+            state_q <= S_WAITW;
           else
             state_q <= S_SAVE;
         end
         S_SAVE: state_q <= S_IDLE;
         default: state_q <= S_IDLE;
       endcase
+      // doorbells for the QP being served raise its producer index at once
+      if (db_take && db_ok && QW'(s_db_qpn) == q_q && state_q != S_IDLE) pi_q <= s_db_pi;
+      // the assembled WQE enters the decoder, decoded on the way
+      if (xfer) begin
+        wqe_q       <= dw_q;
+        status_q    <= dd_st;
+        inl_q       <= dd_inl;
+        sge_first_q <= dd_atom;
+        nsge_q      <= dd_nsge;
+        fast_q      <= dd_fast;
+        sge0_end_q  <= 65'(dw_sge0.addr) + 65'(dw_sge0.len);
+        cj_q        <= '0;
+        cr_q        <= '0;
+        cerr_q      <= 1'b0;
+        csum_q      <= '0;
+        sj_q        <= '0;
+        soff_q      <= '0;
+        ib_q        <= '0;
+        state_q     <= S_DECODE;
+      end
     end
   end
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{l0, l1, l2, l3, af_level, af_in_ready, s_ctl_cmd, s_ctl_data, s_wqe_tdata,
-                       wb_got_q, csum_q, nsge_q, w, sge_k, sge_s, ctx_q};
+                       csum_q, nsge_q, w, sge_k, sge_s, ctx_q, dwh, dw_sge0, dw_sge1};
   /* verilator lint_on UNUSEDSIGNAL */
 
   if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin : g_bad_width
