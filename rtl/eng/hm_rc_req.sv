@@ -52,6 +52,9 @@ module hm_rc_req
   // Header records and payload pieces queued ahead of the TX path (power of two): they
   // cover the payload read latency, so at least latency / (beats per small frame).
   parameter int PKT_FIFO_DEPTH = 64,
+  // Payload bytes those queued headers may carry: enough to cover the payload read latency,
+  // small enough that a go-back-N rewind is not stuck behind a long queue of stale packets.
+  parameter int PKT_QUEUE_BYTES = 16384,
   // Bytes per beat, QPN bits, control staging words (derived).
   localparam int KEEP_WIDTH = DATA_WIDTH / 8,
   localparam int QW = $clog2(NUM_QPS),
@@ -212,7 +215,14 @@ module hm_rc_req
   // Output FIFOs
   // ---------------------------------------------------------------------------------------
   hm_roce_hdr_t hdr_d;
-  logic         hdr_push, hdr_room;
+  logic         hdr_push, hdr_room, hdr_fifo_room;
+  logic [31:0]  qbytes_q;         // payload bytes of the queued headers
+  assign hdr_room = hdr_fifo_room && qbytes_q < 32'(PKT_QUEUE_BYTES);
+  always_ff @(posedge clk) begin
+    if (rst) qbytes_q <= '0;
+    else qbytes_q <= qbytes_q + (hdr_push ? 32'(hdr_d.payload_len) : 32'd0) -
+                     (m_hdr_valid && m_hdr_ready ? 32'(m_hdr.payload_len) : 32'd0);
+  end
   hm_piece_t    pc_d;
   logic         pc_push, pc_room;
   logic [DATA_WIDTH-1:0] inl_data_d;
@@ -224,7 +234,7 @@ module hm_rc_req
   logic [$clog2(PKT_FIFO_DEPTH+1):0] l0, l1;
   logic [$clog2(16+1):0] l2, l3;
   hm_fifo #(.WIDTH($bits(hm_roce_hdr_t)), .DEPTH(PKT_FIFO_DEPTH)) u_hdr_fifo (
-    .clk, .rst, .s_data(hdr_d), .s_valid(hdr_push), .s_ready(hdr_room),
+    .clk, .rst, .s_data(hdr_d), .s_valid(hdr_push), .s_ready(hdr_fifo_room),
     .m_data(m_hdr), .m_valid(m_hdr_valid), .m_ready(m_hdr_ready), .level(l0));
   hm_fifo #(.WIDTH($bits(hm_piece_t)), .DEPTH(PKT_FIFO_DEPTH)) u_pc_fifo (
     .clk, .rst, .s_data(pc_d), .s_valid(pc_push), .s_ready(pc_room),
@@ -606,9 +616,14 @@ module hm_rc_req
   assign fast_go   = state_q == S_DECODE && fast_q && off_q == '0 && new_start &&
                      ctx_q.state == HM_QPS_RTS && (inl_q || nsge_q == '0 || fast_hit) &&
                      sent_room && hdr_room && (!f_pay || pc_room) && (!(f_pay && inl_q) || inl_room);
+  // a command (rewind, hold, READ done), a context write or an ERR event waits: the turn ends
+  // at the next packet boundary so it is handled at once (a rewind must not wait for the
+  // rest of a long queue of work)
+  logic yield_now;
+  assign yield_now = s_cmd_valid || s_ctl_valid || s_err_valid;
   // after a WQE: go on with the next one of this QP?
   assign fast_more = head_q + 1'b1 != pi_q && (pkts_q + 1'b1 < 16'(QUANTUM_PKTS) || !af_valid) &&
-                     !rl_pause[q_q] && ctx_q.state == HM_QPS_RTS && !qerr_q[q_q];
+                     !rl_pause[q_q] && !yield_now && ctx_q.state == HM_QPS_RTS && !qerr_q[q_q];
   assign xfer      = dw_full_q && (state_q == S_WAITW || (fast_go && fast_more));
 
   // piece at the cursor
@@ -872,7 +887,7 @@ module hm_rc_req
               else soff_q <= soff_q + 32'(plen);
               off_q <= off_q + 32'(plen);
               if (last_pkt) state_q <= S_WEND;
-              else if ((pkts_q + 1'b1 >= 16'(QUANTUM_PKTS) && af_valid) || rl_pause[q_q]) state_q <= S_SAVE;
+              else if ((pkts_q + 1'b1 >= 16'(QUANTUM_PKTS) && af_valid) || rl_pause[q_q] || yield_now) state_q <= S_SAVE;
               else state_q <= S_PKT;
             end
             else state_q <= S_PIECE;
@@ -893,7 +908,7 @@ module hm_rc_req
             if (take == prem_q) begin
               off_q <= off_q + 32'(plen);
               if (last_pkt) state_q <= S_WEND;
-              else if ((pkts_q >= 16'(QUANTUM_PKTS) && af_valid) || rl_pause[q_q]) state_q <= S_SAVE;
+              else if ((pkts_q >= 16'(QUANTUM_PKTS) && af_valid) || rl_pause[q_q] || yield_now) state_q <= S_SAVE;
               else state_q <= S_PKT;
             end
           end
@@ -907,7 +922,7 @@ module hm_rc_req
         S_WEND: begin
           head_q <= head_q + 1'b1;
           off_q  <= '0;
-          if (head_q + 1'b1 != pi_q && (pkts_q < 16'(QUANTUM_PKTS) || !af_valid) && !rl_pause[q_q] &&
+          if (head_q + 1'b1 != pi_q && (pkts_q < 16'(QUANTUM_PKTS) || !af_valid) && !rl_pause[q_q] && !yield_now &&
               ctx_q.state == HM_QPS_RTS && !qerr_q[q_q])
             state_q <= S_WAITW;
           else

@@ -52,6 +52,9 @@ void hm_csr_tick(HmCsr* h, const HmCsrIn* in, HmCsrOut* out) {
 
 void hm_csr_free(HmCsr* h) {
     if (!h) return;
+    // Verilator 5.006 erases a model's scopes from the thread's current context, which may be
+    // another (already deleted) model's: make it this model's own first (else a deadlock).
+    Verilated::threadContextp(h->ctx);
     h->m->final();
     delete h->m;
     delete h->ctx;

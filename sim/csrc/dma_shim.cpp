@@ -97,6 +97,9 @@ void hm_dma_tick(HmDma* h, const HmDmaIn* in, HmDmaOut* out) {
 
 void hm_dma_free(HmDma* h) {
     if (!h) return;
+    // Verilator 5.006 erases a model's scopes from the thread's current context, which may be
+    // another (already deleted) model's: make it this model's own first (else a deadlock).
+    Verilated::threadContextp(h->ctx);
     if (h->m256) { h->m256->final(); delete h->m256; }
     if (h->m512) { h->m512->final(); delete h->m512; }
     delete h->ctx;

@@ -98,6 +98,9 @@ void hm_eng_tick(HmEng* h, const HmEngIn* in, HmEngOut* out) {
 
 void hm_eng_free(HmEng* h) {
     if (!h) return;
+    // Verilator 5.006 erases a model's scopes from the thread's current context, which may be
+    // another (already deleted) model's: make it this model's own first (else a deadlock).
+    Verilated::threadContextp(h->ctx);
     h->m->final();
     delete h->m;
     delete h->ctx;

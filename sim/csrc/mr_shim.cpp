@@ -51,6 +51,9 @@ void hm_mr_tick(HmMr* h, const HmMrIn* in, HmMrOut* out) {
 
 void hm_mr_free(HmMr* h) {
     if (!h) return;
+    // Verilator 5.006 erases a model's scopes from the thread's current context, which may be
+    // another (already deleted) model's: make it this model's own first (else a deadlock).
+    Verilated::threadContextp(h->ctx);
     h->m->final();
     delete h->m;
     delete h->ctx;

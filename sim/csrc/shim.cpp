@@ -128,6 +128,9 @@ int hm_pkt_hdr_words(HmPkt* h) {
 
 void hm_pkt_free(HmPkt* h) {
     if (!h) return;
+    // Verilator 5.006 erases a model's scopes from the thread's current context, which may be
+    // another (already deleted) model's: make it this model's own first (else a deadlock).
+    Verilated::threadContextp(h->ctx);
     if (h->m256) { h->m256->final(); delete h->m256; }
     if (h->m512) { h->m512->final(); delete h->m512; }
     delete h->ctx;

@@ -48,30 +48,75 @@ struct Goodput {
     wire_bytes: u64,
     total_cycles: u64,
     lost: u64,
+    /// cycles per frame over the last three quarters of the sender's frames
+    steady: f64,
+    /// beats of the largest frame sent
+    frame_beats: u64,
 }
 
 /// `n` WRITEs of `size` bytes from host 0 to host 1, all posted before one doorbell, the last
 /// signaled. Steady state: first to last frame the sender transmitted.
 fn write_goodput(o: &Opts, n: u64, size: u32, faults: WireFaults, max_cycles: u64) -> Result<Goodput, String> {
+    write_run(o, n, size, false, faults, max_cycles)
+}
+
+/// As write_goodput; `inline` puts the payload into the WQE. Zero-length WRITEs carry no SGE.
+fn write_run(o: &Opts, n: u64, size: u32, inline: bool, faults: WireFaults, max_cycles: u64) -> Result<Goodput, String> {
     let (mut d, k0, k1) = setup(o, faults, 4096)?;
     for i in 0..n {
-        let mut wr = SendWr::new(i, SendOp::Write { remote_addr: BUF + (i % 64) * size as u64, rkey: k1 },
-                                 vec![Sge { addr: BUF + (i % 16) * 0x1000, len: size, lkey: k0 }]);
+        let sgl = if size == 0 { vec![] } else { vec![Sge { addr: BUF + (i % 16) * 0x1000, len: size, lkey: k0 }] };
+        let mut wr = SendWr::new(i, SendOp::Write { remote_addr: BUF + (i % 64) * size.max(64) as u64, rkey: k1 }, sgl);
         wr.signaled = i == n - 1;
+        wr.inline = inline;
         d.h[0].post_send(1, &wr, false)?;
     }
     d.h[0].doorbell(1)?;
     let t0 = d.h[0].eng.cycle();
     let total = d.run(max_cycles, |d| !d.h[0].cqes.is_empty())?;
+    let debug = std::env::var("HM_BENCH_DEBUG").is_ok();
+    if debug {
+        let names = ["tx frames", "wqes", "req pkts", "", "", "", "", "requests rx", "", "rx ok", "rx dropped", "", "acks rx",
+                     "resp dropped", "implied", "", "cqes", "", "", "dups", "nak seq", "nak err", "req dropped", "resp sent", "retries", "timeouts"];
+        for (k, h) in d.h.iter_mut().enumerate() {
+            let mut line = String::new();
+            for (i, n) in names.iter().enumerate() {
+                if !n.is_empty() {
+                    line += &format!("{n}={} ", h.eng.counter(i as u16).unwrap_or(0));
+                }
+            }
+            eprintln!("engine {k}: {line}");
+        }
+    }
     let e = &d.h[0].eng;
     let first = *e.tx_start.first().ok_or("nothing sent")?;
     let last = *e.tx_cycle.last().ok_or("nothing sent")?;
     let wire_bytes: u64 = e.tx.iter().map(|f| f.0.len() as u64).sum();
+    if debug {
+        let mut gaps = std::collections::BTreeMap::new();
+        for w in e.tx_start.windows(2) {
+            *gaps.entry(w[1] - w[0]).or_insert(0u32) += 1;
+        }
+        eprintln!("frame start gaps (cycles: count): {gaps:?}; first frames at {:?}", &e.tx_start[..e.tx_start.len().min(6)]);
+        let p = &d.h[1].eng;
+        let mut gaps = std::collections::BTreeMap::new();
+        for w in p.tx_start.windows(2) {
+            *gaps.entry(w[1] - w[0]).or_insert(0u32) += 1;
+        }
+        eprintln!("peer frame gaps: {gaps:?}; first at {:?}, last at {:?}; total {total}", p.tx_start.first(), p.tx_start.last());
+    }
     if d.h[0].cqes[0].cqe.status != hematite_model::transport::WcStatus::Success {
         return Err(format!("WRITEs failed: {:?}", d.h[0].cqes[0].cqe));
     }
     let _ = t0;
-    Ok(Goodput { bytes: n * size as u64, cycles: last - first + 1, frames: e.tx.len(), wire_bytes, total_cycles: total, lost: d.count.dropped })
+    let q = e.tx_start.len() / 4;
+    let steady = if e.tx_start.len() > q + 1 {
+        (e.tx_start[e.tx_start.len() - 1] - e.tx_start[q]) as f64 / (e.tx_start.len() - 1 - q) as f64
+    } else {
+        0.0
+    };
+    let frame_beats = e.tx.iter().map(|f| (f.0.len() as u64).div_ceil(KW as u64)).max().unwrap_or(0);
+    Ok(Goodput { bytes: n * size as u64, cycles: last - first + 1, frames: e.tx.len(), wire_bytes, total_cycles: total,
+                 lost: d.count.dropped, steady, frame_beats })
 }
 
 fn main() {
@@ -116,9 +161,16 @@ fn run(o: &Opts) -> Result<(), String> {
         println!("big: {} cycles", g.cycles);
         return Ok(());
     }
+    if only == 3 {
+        let lf = WireFaults { drop_ppm: 10_000, ..WireFaults::default() };
+        let l = write_goodput(o, env("HM_BENCH_LOSSY", 8), 65536, lf, 5_000_000)?;
+        println!("lossy: {} cycles total, {} lost", l.total_cycles, l.lost);
+        return Ok(());
+    }
     if only == 2 {
-        let m = write_goodput(o, n_small, 64, WireFaults::default(), 20_000_000)?;
-        println!("small: {} cycles", m.cycles);
+        let size = env("HM_BENCH_SIZE", 64) as u32;
+        let m = write_run(o, n_small, size, env("HM_BENCH_INLINE", 0) != 0, WireFaults::default(), 20_000_000)?;
+        println!("small: {} cycles, {:.2} per WQE, {} total", m.cycles, m.cycles as f64 / n_small as f64, m.total_cycles);
         return Ok(());
     }
 
@@ -129,10 +181,14 @@ fn run(o: &Opts) -> Result<(), String> {
     let wire_rate = g.wire_bytes as f64 / g.cycles as f64;
     let ceiling = g.bytes as f64 / g.wire_bytes as f64;
 
-    // 2. message rate: 64-byte WRITEs
-    let m = write_goodput(o, n_small, 64, WireFaults::default(), 20_000_000)?;
-    sim_cycles += 2 * m.total_cycles;
-    let per_wqe = m.cycles as f64 / n_small as f64;
+    // 2. message rate: single-packet WRITEs of several sizes, all posted at once
+    let kinds: [(&str, u32, bool); 4] = [("0 B", 0, false), ("8 B inline", 8, true), ("8 B", 8, false), ("64 B", 64, false)];
+    let mut rates = Vec::new();
+    for (name, size, inl) in kinds {
+        let m = write_run(o, n_small, size, inl, WireFaults::default(), 20_000_000)?;
+        sim_cycles += 2 * m.total_cycles;
+        rates.push((name, m));
+    }
 
     // 3. latency of one 64-byte WRITE
     let (mut d, k0, k1) = setup(o, WireFaults::default(), 4096)?;
@@ -160,10 +216,8 @@ fn run(o: &Opts) -> Result<(), String> {
     let db_to_first = first_byte - db_done;
     let ack_to_cqe = cqe_at.saturating_sub(ack_in);
 
-    // 4. goodput under 1% loss
-    // (8 messages: with 32 a recovery stall was seen that is still being investigated, see
-    // docs/transport-engine.md; the run is bounded and reports the stall as an error)
-    let n_lossy = env("HM_BENCH_LOSSY", 8);
+    // 4. goodput under 1% loss (bounded: a recovery stall would be reported as an error)
+    let n_lossy = env("HM_BENCH_LOSSY", if o.quick { 8 } else { 32 });
     let lf = WireFaults { drop_ppm: 10_000, ..WireFaults::default() };
     let l = write_goodput(o, n_lossy, 65536, lf, 5_000_000).map_err(|e| format!("1% loss run: {e}"))?;
     sim_cycles += 2 * l.total_cycles;
@@ -174,8 +228,10 @@ fn run(o: &Opts) -> Result<(), String> {
     let rate = sim_cycles as f64 / secs;
     if o.json {
         println!(
-            "{{\"latency_cycles\":{},\"write64k\":{{\"bytes\":{},\"cycles\":{},\"frames\":{},\"bytes_per_cycle\":{:.3},\"fraction_of_datapath\":{:.4},\"wire_ceiling\":{:.4}}},\"small_write\":{{\"wqes\":{},\"cycles\":{},\"cycles_per_wqe\":{:.2}}},\"doorbell_to_first_byte\":{},\"ack_to_cqe\":{},\"loss_1pct\":{{\"bytes_per_cycle\":{:.3},\"vs_lossless\":{:.4},\"frames_lost\":{}}},\"sim_cycles_per_second\":{:.0}}}",
-            o.latency, g.bytes, g.cycles, g.frames, goodput, goodput / KW, ceiling, n_small, m.cycles, per_wqe,
+            "{{\"latency_cycles\":{},\"write64k\":{{\"bytes\":{},\"cycles\":{},\"frames\":{},\"bytes_per_cycle\":{:.3},\"fraction_of_datapath\":{:.4},\"wire_ceiling\":{:.4}}},\"small_write\":[{}],\"doorbell_to_first_byte\":{},\"ack_to_cqe\":{},\"loss_1pct\":{{\"bytes_per_cycle\":{:.3},\"vs_lossless\":{:.4},\"frames_lost\":{}}},\"sim_cycles_per_second\":{:.0}}}",
+            o.latency, g.bytes, g.cycles, g.frames, goodput, goodput / KW, ceiling, rates.iter().map(|(k, m)| format!(
+                "{{\"kind\":\"{k}\",\"wqes\":{n_small},\"frame_beats\":{},\"steady_cycles_per_wqe\":{:.2},\"first_to_last_frame\":{},\"doorbell_to_last_cqe\":{}}}",
+                m.frame_beats, m.steady, m.cycles, m.total_cycles)).collect::<Vec<_>>().join(","),
             db_to_first, ack_to_cqe, lossy, lossy / lossless_total, l.lost, rate
         );
         return Ok(());
@@ -186,8 +242,13 @@ fn run(o: &Opts) -> Result<(), String> {
     println!("  payload {} B in {} cycles (first to last frame), {} frames", g.bytes, g.cycles, g.frames);
     println!("  goodput {:.2} B/cycle = {:.1}% of the datapath rate (wire {:.2} B/cycle; headers limit goodput to {:.1}%)",
              goodput, 100.0 * goodput / KW, wire_rate, 100.0 * ceiling);
-    println!("small WRITEs, {} x 64 B posted at once:", n_small);
-    println!("  {:.2} cycles per WQE at steady state ({} cycles first to last frame)", per_wqe, m.cycles);
+    println!("message rate: {} single-packet WRITEs posted at once, one doorbell (steady state = last 3/4 of the frames):", n_small);
+    println!("  {:<11} {:>12} {:>17} {:>21} {:>22}", "payload", "frame beats", "cycles/WQE steady", "first..last frame", "doorbell..last CQE/WQE");
+    for (k, m) in &rates {
+        println!("  {:<11} {:>12} {:>17.2} {:>21} {:>22.1}", k, m.frame_beats, m.steady, m.cycles, m.total_cycles as f64 / n_small as f64);
+    }
+    println!("  (frame beats is the wire floor: one 64-byte beat per cycle; the receiving engine's responder takes");
+    println!("   about 15 cycles per packet, which bounds the end-to-end figure)");
     println!("latency (one 64-byte WRITE):");
     println!("  doorbell accepted -> first byte on the wire: {} cycles", db_to_first);
     println!("  ACK last byte into the engine -> CQE in host memory: {} cycles", ack_to_cqe);
