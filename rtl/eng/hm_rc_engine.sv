@@ -457,7 +457,8 @@ module hm_rc_engine
     .s_srd_tlast(srd_tlast), .s_srd_tuser(srd_tuser),
     .m_chk_key(c_key[2]), .m_chk_pd(c_pd[2]), .m_chk_addr(c_addr[2]), .m_chk_len(c_len[2]),
     .m_chk_need(c_need[2]), .m_chk_valid(c_valid[2]), .m_chk_ready(c_ready[2]),
-    .s_res_ok(res_ok), .s_res_valid(r_valid[2]), .s_res_ready(r_ready[2]),
+    .s_res_ok(res_ok), .s_res_base(res_base), .s_res_end(res_end), .s_res_valid(r_valid[2]),
+    .s_res_ready(r_ready[2]), .mr_changed,
     .m_pc_discard(rpc_disc), .m_pc_imm(rpc_imm), .m_pc_data(rpc_data), .m_pc_last(rpc_last),
     .m_pc_len(rpc_len), .m_pc_addr(rpc_addr), .m_pc_valid(rpc_valid), .m_pc_ready(rpc_ready),
     .s_done_valid(rdone_valid), .s_done_err(rdone_err),
@@ -687,7 +688,7 @@ module hm_rc_engine
   logic [3:0] w_bid;
   logic [1:0] w_bresp;
 
-  hm_dma_wr #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd0)) u_wr_cmpl (
+  hm_dma_wr #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd0), .MAX_OUTSTANDING(64), .REQ_FIFO_DEPTH(64)) u_wr_cmpl (
     .clk, .rst,
     .s_req_addr(cw_addr), .s_req_len(cw_len), .s_req_tag(8'd0), .s_req_valid(cw_valid),
     .s_req_ready(cw_ready),
@@ -717,7 +718,7 @@ module hm_rc_engine
     .stat_bad_req(qw_bad), .stat_len_err(qw_lerr)
   );
 
-  hm_dma_wr #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd2)) u_wr_resp (
+  hm_dma_wr #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd2), .MAX_OUTSTANDING(64), .REQ_FIFO_DEPTH(64)) u_wr_resp (
     .clk, .rst,
     .s_req_addr(rw_addr), .s_req_len(rw_len), .s_req_tag(8'd0), .s_req_valid(rw_valid),
     .s_req_ready(rw_ready),

@@ -370,6 +370,7 @@ module hm_rc_req
       dwc_q <= '0; dw_full_q <= 1'b0; dw_err_q <= 1'b0;
     end else begin
       serving_q <= serving;
+      if (state_q == S_LOAD) fx_q <= dyn_rd.head;     // a turn starts at the head WQE
       if (m_wrd_valid && m_wrd_ready) begin
         fx_q  <= fx_q + f_n;
         iss_q <= iss_q + (32'(f_n) << lbpw);
@@ -788,7 +789,6 @@ module hm_rc_req
           rd_out_q <= dyn_rd.rd_out;
           blocked_q <= 1'b0;
           pi_q    <= pi_rd;
-          fx_q    <= dyn_rd.head;
           pkts_q  <= '0;
           state_q <= S_EVAL;
         end

@@ -21,6 +21,10 @@
 //  * Error NAKs move the QP to ERR: the receive queue is flushed (WR_FLUSH_ERR CQEs) and the
 //    requester and completer of the QP are told (m_err).
 // Writes to host memory complete before the ACK, READ response or CQE that follows them.
+//
+// Fast path: an in-order RDMA WRITE Only (no immediate) whose R_Key, PD and range lie in the
+// region of the last successful remote-write check (a one-entry cache, cleared by any MR
+// change) is placed and acknowledged without the general decode and check states.
 module hm_rc_resp
   import hm_pkg::*;
   import hm_desc_pkg::*;
@@ -81,8 +85,11 @@ module hm_rc_resp
   output logic                  m_chk_valid,
   input  logic                  m_chk_ready,
   input  logic                  s_res_ok,
+  input  logic [63:0]           s_res_base,     // the region of a successful check
+  input  logic [63:0]           s_res_end,
   input  logic                  s_res_valid,
   output logic                  s_res_ready,
+  input  logic                  mr_changed,     // an MR entry changed: forget cached regions
 
   // Payload pieces to the scatter unit, and its write completions
   output logic                  m_pc_discard,
@@ -167,7 +174,7 @@ module hm_rc_resp
     R_IDLE, R_CTL, R_LOAD, R_DISPATCH, R_SEQ, R_DUP, R_DUPRES, R_DUPCHK, R_EXEC,
     R_RQCHK, R_RQFETCH, R_RQDATA, R_SGLINIT, R_SGLCHK, R_SEND, R_INV, R_PLACE, R_WRCHK, R_WRITE,
     R_RDCHK, R_READ, R_ATCHK, R_ATWAIT, R_ATREAD, R_ATDATA, R_ATWRITE, R_RESSAVE,
-    R_ACK, R_CQE, R_NAK, R_ERRCQE, R_ERRNOTE, R_FLUSH, R_DISCARD, R_WAITWR, R_SAVE
+    R_ACK, R_CQE, R_NAK, R_ERRCQE, R_ERRNOTE, R_FLUSH, R_DISCARD, R_WAITWR, R_SAVE, R_FAST
   } st_t;
   typedef enum logic [1:0] { K_DB, K_EVT, K_PKT } kind_t;
   st_t   st_q, after_q, disc_next_q;
@@ -325,6 +332,28 @@ module hm_rc_resp
   logic [31:0] wr_issued_q, wr_done_q;
   assign wr_done = wr_done_q;
 
+  // region of the last successful remote-write check (R_Key, PD, bounds)
+  logic        wk_v_q;
+  logic [31:0] wk_key_q, wk_pd_q;
+  logic [63:0] wk_base_q, wk_end_q;
+  always_ff @(posedge clk) begin
+    if (st_q == R_WRCHK && s_res_valid && s_res_ok) begin
+      wk_v_q    <= 1'b1;
+      wk_key_q  <= h_q.rkey;
+      wk_pd_q   <= ctx_q.pd;
+      wk_base_q <= s_res_base;
+      wk_end_q  <= s_res_end;
+    end
+    if (rst || mr_changed) wk_v_q <= 1'b0;
+  end
+  // an in-order WRITE Only the fast path takes (checked in R_DISPATCH)
+  logic fast_wr;
+  assign fast_wr = op == 8'h0A && h_q.psn == d_q.epsn && !d_q.in_send && !d_q.in_write &&
+                   plen <= 16'(pmtu) && ctx_q.access[0] && h_q.dma_len == 32'(plen) &&
+                   (h_q.dma_len == '0 ||
+                    (wk_v_q && h_q.rkey == wk_key_q && ctx_q.pd == wk_pd_q && h_q.va >= wk_base_q &&
+                     65'(h_q.va) + 65'(h_q.dma_len) <= 65'(wk_end_q)));
+
   // atomic
   logic [63:0] at_orig_q, at_new;
   assign at_new = op == 8'h13 ? (at_orig_q == h_q.compare ? h_q.swap_add : at_orig_q)
@@ -344,6 +373,10 @@ module hm_rc_resp
     case (st_q)
       R_DISCARD: begin m_pc_discard = 1'b1; m_pc_valid = 1'b1; end
       R_ATWRITE: begin m_pc_imm = 1'b1; m_pc_valid = 1'b1; end
+      R_FAST: begin
+        m_pc_len   = 13'(plen);
+        m_pc_valid = plen != '0;
+      end
       R_PLACE: begin
         if (pc_send_q) begin
           m_pc_len   = take;
@@ -530,7 +563,7 @@ module hm_rc_resp
                 stat_dropped <= stat_dropped + 1'b1;
                 disc_next_q  <= R_IDLE;
                 st_q <= plen != 0 ? R_DISCARD : R_IDLE;
-              end else st_q <= R_SEQ;
+              end else st_q <= fast_wr ? R_FAST : R_SEQ;
             end
           endcase
         end
@@ -945,6 +978,21 @@ module hm_rc_resp
         end
         R_DISCARD: if (m_pc_ready) st_q <= disc_next_q;
         R_SAVE: st_q <= R_IDLE;
+        // fast WRITE Only: payload to its target, then the ACK if asked for (the response
+        // generator sends it once this write has completed)
+        R_FAST: if (plen == '0 || m_pc_ready) begin
+          d_q.epsn     <= d_q.epsn + 24'd1;
+          d_q.msn      <= d_q.msn + 24'd1;
+          d_q.nak_sent <= 1'b0;
+          d_q.wva      <= h_q.va;
+          d_q.total    <= h_q.dma_len;
+          d_q.moff     <= 32'(plen);
+          job_kind_q   <= HM_RJ_AETH;
+          job_psn_q    <= h_q.psn;
+          job_syn_q    <= 8'h1F;
+          after_q      <= R_SAVE;
+          st_q         <= h_q.ackreq ? R_ACK : R_SAVE;
+        end
         default: st_q <= R_IDLE;
       endcase
       // a flush CQE returns to the flush loop
