@@ -38,8 +38,9 @@ module hm_rc_compl
   parameter int NUM_QPS = 4096,
   // Clock cycles per microsecond (timers).
   parameter int CYCLES_PER_US = 250,
-  // WQE bytes read back per DMA read (power of two, 256..1024 at 256 bits, ..2048 at 512).
-  parameter int BATCH_BYTES = 1024,
+  // WQE bytes read back per DMA read (power of two, 256..4096; the engine's read buffer for
+  // it must hold BATCH_BYTES).
+  parameter int BATCH_BYTES = 4096,
   // Derived.
   localparam int QW = $clog2(NUM_QPS),
   localparam int SW = int'(HM_CTL_STAGE_WORDS)
@@ -244,6 +245,15 @@ module hm_rc_compl
   assign mg_can = mg_v_q && s_sent.qpn == mg_q.qpn && s_sent.status == HM_CQE_ST_SUCCESS &&
                   mg_q.status == HM_CQE_ST_SUCCESS;
 
+  // Response headers wait in a one-entry stage too; a plain ACK (no payload) replaces a
+  // waiting plain ACK of the same QP with an earlier or equal PSN: ACKs are cumulative, so
+  // only the newest matters while the FSM is busy.
+  hm_roce_hdr_t hk_q;
+  logic         hk_v_q, hk_can, hdr_in;
+  assign hk_can = hk_v_q && s_hdr.opcode == 8'h11 && s_hdr.syndrome[7:5] == 3'd0 && s_hdr.payload_len == '0 &&
+                  hk_q.opcode == 8'h11 && hk_q.syndrome[7:5] == 3'd0 && hk_q.payload_len == '0 &&
+                  s_hdr.dest_qp == hk_q.dest_qp && 24'(s_hdr.psn - hk_q.psn) < 24'h80_0000;
+
   // work selection in C_IDLE
   logic          take_ctl, take_evt, take_sent, take_db, take_pkt, take_tmo;
   logic [QW-1:0] sel_q;
@@ -252,9 +262,9 @@ module hm_rc_compl
     take_evt  = st_q == C_IDLE && !s_ctl_valid && s_err_valid;
     take_sent = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && mg_v_q;
     take_db   = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !mg_v_q && !s_sent_valid && dbf_valid;
-    take_pkt  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !mg_v_q && !s_sent_valid && !dbf_valid && s_hdr_valid;
-    take_tmo  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !mg_v_q && !s_sent_valid && !dbf_valid && !s_hdr_valid && tmo_valid;
-    sel_q = s_hdr_valid ? QW'(s_hdr.dest_qp) : tmo_q;
+    take_pkt  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !mg_v_q && !s_sent_valid && !dbf_valid && hk_v_q;
+    take_tmo  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !mg_v_q && !s_sent_valid && !dbf_valid && !hk_v_q && tmo_valid;
+    sel_q = hk_v_q ? QW'(hk_q.dest_qp) : tmo_q;
     if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
     else if (s_err_valid) sel_q = QW'(s_err_qpn);
     else if (mg_v_q) sel_q = QW'(mg_q.qpn);
@@ -271,7 +281,14 @@ module hm_rc_compl
     else if (take_sent) mg_v_q <= 1'b0;
   end
   assign dbf_pop      = take_db;
-  assign s_hdr_ready  = take_pkt;
+  assign s_hdr_ready  = !hk_v_q || take_pkt || hk_can;
+  assign hdr_in       = s_hdr_valid && s_hdr_ready;
+  always_ff @(posedge clk) begin
+    if (hdr_in) hk_q <= s_hdr;
+    if (rst) hk_v_q <= 1'b0;
+    else if (hdr_in) hk_v_q <= 1'b1;
+    else if (take_pkt) hk_v_q <= 1'b0;
+  end
   assign tmo_pop      = take_tmo;
 
   always_ff @(posedge clk) begin
@@ -349,7 +366,10 @@ module hm_rc_compl
   logic [CBW-1:0] cb_ra;
   assign slot     = fx_q & ring_mask;
   assign lbpw     = lstride > 4'($clog2(KW)) ? lstride - 4'($clog2(KW)) : 4'd0;
-  assign in_batch = cb_v_q && cb_q == q_q && 16'(fx_q - cb_first_q) < cb_n_q;
+  function automatic logic batch_has(input logic [15:0] x);
+    return cb_v_q && cb_q == q_q && 16'(x - cb_first_q) < cb_n_q;
+  endfunction
+  assign in_batch = batch_has(fx_q);
   always_comb begin
     logic [15:0] a1, a2, wrap;
     // posted WQEs from fx_q on: started ones (shead) or announced by a doorbell (pi)
@@ -369,6 +389,11 @@ module hm_rc_compl
   assign m_wrd_valid  = st_q == C_WREQ && !in_batch;
   assign s_wqe_tready = st_q == C_WDATA;
   assign cb_ra        = CBW'((32'(16'(fx_q - cb_first_q)) << lbpw) + 32'(bi_q));
+  // the WQE being loaded from the batch is a READ / atomic (its header is its first beat)
+  logic [7:0] bld_op;
+  logic       bld_rdat;
+  assign bld_op   = bg_q == '0 ? cb_rd[7:0] : w.opcode;     // the opcode is byte 0 of a WQE
+  assign bld_rdat = bld_op == HM_WQE_OP_READ || bld_op == HM_WQE_OP_CMP_SWAP || bld_op == HM_WQE_OP_FETCH_ADD;
   always_ff @(posedge clk) begin
     if (st_q == C_WDATA && s_wqe_tvalid && cb_wa_q < (CBW+1)'(CB_BEATS)) cb_mem[CBW'(cb_wa_q)] <= s_wqe_tdata;
     cb_rd <= cb_mem[cb_ra];
@@ -545,11 +570,11 @@ module hm_rc_compl
           else if (take_db) begin kind_q <= K_DB; dbpi_q <= dbf_data[15:0]; st_q <= C_LOAD; end
           else if (take_pkt) begin
             kind_q <= K_PKT;
-            h_q    <= s_hdr;
-            if ((s_hdr.dest_qp >> QW) != '0) begin
+            h_q    <= hk_q;
+            if ((hk_q.dest_qp >> QW) != '0) begin
               stat_dropped <= stat_dropped + 1'b1;
               disc_next_q  <= C_IDLE;
-              st_q <= s_hdr.payload_len != 0 ? C_DISCARD : C_IDLE;
+              st_q <= hk_q.payload_len != 0 ? C_DISCARD : C_IDLE;
             end else st_q <= C_LOAD;
           end
           else if (take_tmo) begin kind_q <= K_TMO; st_q <= C_LOAD; end
@@ -649,7 +674,9 @@ module hm_rc_compl
           else if (!cached(d_q.ci)) begin
             fx_q  <= d_q.ci;
             ret_q <= C_RL;
-            st_q  <= C_WREQ;
+            bi_q  <= '0;
+            bg_q  <= '0;
+            st_q  <= batch_has(d_q.ci) ? C_BLOAD : C_WREQ;
           end else if (w_rdat) st_q <= C_AFTER;
           else begin
             logic due;
@@ -703,7 +730,8 @@ module hm_rc_compl
               cj_q         <= '0;
               cr_q         <= '0;
               wchk_err_q   <= 1'b0;
-              st_q         <= C_WCHK;
+              // only READ / atomic SGLs are checked (C_WCHK); others go straight back
+              st_q         <= (bld_rdat && !flushing_q) ? C_WCHK : ret_q;
             end
           end
         end

@@ -648,7 +648,7 @@ module hm_rc_engine
   // keep 1 beat per cycle flowing across a long memory round trip)
   for (genvar i = 0; i < RP; i++) begin : g_rd_resv
     hm_axi_rd_resv #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4),
-                     .DEPTH((i == 1 || i == 4) ? 512 : i == 0 ? 256 : 32)) u_resv (
+                     .DEPTH((i == 1 || i == 4) ? 512 : i == 0 ? 256 : i == 2 ? 128 : 32)) u_resv (
       .clk, .rst,
       .s_arid(d_arid[i]), .s_araddr(d_araddr[i]), .s_arlen(d_arlen[i]), .s_arsize(d_arsize[i]),
       .s_arburst(d_arburst[i]), .s_arvalid(d_arvalid[i]), .s_arready(d_arready[i]),
