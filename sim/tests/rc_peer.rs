@@ -156,6 +156,35 @@ fn a_deregistered_region_is_not_used_again() {
 }
 
 #[test]
+fn a_wqe_fetch_bus_error_stops_the_qp_and_sends_nothing_of_that_read() {
+    // WQE slot 2 of QP 3 (128-byte WQEs) answers SLVERR: its read is marked failed as a whole
+    // (the error is reported on the read's last beat), so WQEs 2 and 3, posted together, send
+    // nothing; WQEs 0 and 1, read earlier, completed; the QP stops with one local error
+    let slot2 = hematite_sim::host::SQ_BASE + 3 * 0x1_0000 + 2 * 128;
+    let mut b = RcBench::new(MemCfg { latency: 50, seed: 9, err_ranges: vec![(slot2, slot2 + 128)], ..Default::default() }).unwrap();
+    let data: Vec<u8> = (0..LEN).map(|i| (i * 13) as u8).collect();
+    b.fill(true, A_BUF, &data);
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    let cfg = QpConfig { pmtu: 1024, ..Default::default() };
+    b.connect(3, 0x44, cfg, cfg, 1).unwrap();
+    let wr = |id: u64| SendWr::new(id, SendOp::Write { remote_addr: B_BUF + id * 0x100, rkey: mb.rkey }, vec![sge(A_BUF, 64, ma.lkey)]);
+    b.post_send(3, &wr(0), false).unwrap();
+    b.post_send(3, &wr(1), true).unwrap();
+    b.run(2, 100_000).unwrap();
+    let frames = b.a.eng.tx.len();
+    b.post_send(3, &wr(2), false).unwrap();
+    b.post_send(3, &wr(3), true).unwrap();
+    let _ = b.run(3, 30_000); // no CQE can come for a WQE that could not be read
+    let st: Vec<WcStatus> = b.a.cqes.iter().map(|c| c.cqe.status).collect();
+    assert_eq!(st, vec![WcStatus::Success, WcStatus::Success], "only the WQEs read without error complete");
+    assert_eq!(b.a.eng.tx.len(), frames, "nothing of the failed read is sent");
+    assert_eq!(b.a.eng.counter(3).unwrap(), 1, "one WQE refused (fetch error)");
+    assert_eq!(b.a.eng.counter(1).unwrap(), 2, "two WQEs started");
+    assert!(b.a.eng.violations().is_empty(), "AXI: {:?}", b.a.eng.violations());
+}
+
+#[test]
 fn armed_cq_interrupts_after_the_cqe() {
     let mut s = setup(5, 1024, 80);
     let (l, r) = (s.lkey, s.rkey);
