@@ -48,17 +48,9 @@ module hm_axi_rd_arb #(
   localparam int PW = PORTS > 1 ? $clog2(PORTS) : 1;
 
   // AR: round-robin grant into a registered output slot
-  logic [PW-1:0] last_q, pick;
+  logic [PW-1:0] pick;
   logic          any, take;
-  always_comb begin
-    any  = 1'b0;
-    pick = last_q;
-    for (int k = 1; k <= PORTS; k++) begin
-      logic [PW-1:0] p;
-      p = PW'((int'(last_q) + k) % PORTS);
-      if (!any && s_arvalid[p]) begin any = 1'b1; pick = p; end
-    end
-  end
+  hm_rr_pick #(.PORTS(PORTS)) u_pick (.clk, .rst, .req(s_arvalid), .adv(take), .any, .pick);
   assign take = any && (!m_arvalid || m_arready);
   always_comb begin
     s_arready = '0;
@@ -67,12 +59,10 @@ module hm_axi_rd_arb #(
   always_ff @(posedge clk) begin
     if (rst) begin
       m_arvalid <= 1'b0;
-      last_q    <= PW'(PORTS - 1);
     end else begin
       if (m_arvalid && m_arready) m_arvalid <= 1'b0;
       if (take) begin
         m_arvalid <= 1'b1;
-        last_q    <= pick;
       end
     end
     if (take) begin

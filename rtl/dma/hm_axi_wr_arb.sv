@@ -59,17 +59,9 @@ module hm_axi_wr_arb #(
   localparam int PW = PORTS > 1 ? $clog2(PORTS) : 1;
 
   // AW: round-robin grant into a registered slot; the grant order goes into a FIFO
-  logic [PW-1:0] last_q, pick;
+  logic [PW-1:0] pick;
   logic          any, take, ord_room;
-  always_comb begin
-    any  = 1'b0;
-    pick = last_q;
-    for (int k = 1; k <= PORTS; k++) begin
-      logic [PW-1:0] p;
-      p = PW'((int'(last_q) + k) % PORTS);
-      if (!any && s_awvalid[p]) begin any = 1'b1; pick = p; end
-    end
-  end
+  hm_rr_pick #(.PORTS(PORTS)) u_pick (.clk, .rst, .req(s_awvalid), .adv(take), .any, .pick);
   assign take = any && (!m_awvalid || m_awready) && ord_room;
   always_comb begin
     s_awready = '0;
@@ -78,12 +70,10 @@ module hm_axi_wr_arb #(
   always_ff @(posedge clk) begin
     if (rst) begin
       m_awvalid <= 1'b0;
-      last_q    <= PW'(PORTS - 1);
     end else begin
       if (m_awvalid && m_awready) m_awvalid <= 1'b0;
       if (take) begin
         m_awvalid <= 1'b1;
-        last_q    <= pick;
       end
     end
     if (take) begin

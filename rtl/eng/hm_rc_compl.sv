@@ -252,7 +252,7 @@ module hm_rc_compl
   logic         hk_v_q, hk_can, hdr_in;
   assign hk_can = hk_v_q && s_hdr.opcode == 8'h11 && s_hdr.syndrome[7:5] == 3'd0 && s_hdr.payload_len == '0 &&
                   hk_q.opcode == 8'h11 && hk_q.syndrome[7:5] == 3'd0 && hk_q.payload_len == '0 &&
-                  s_hdr.dest_qp == hk_q.dest_qp && 24'(s_hdr.psn - hk_q.psn) < 24'h80_0000;
+                  s_hdr.dest_qp == hk_q.dest_qp && hm_psn_ge(s_hdr.psn, hk_q.psn);
 
   // work selection in C_IDLE
   logic          take_ctl, take_evt, take_sent, take_db, take_pkt, take_tmo;
@@ -323,26 +323,13 @@ module hm_rc_compl
                   (w.length == '0 ? 24'd1 : 24'((33'(w.length) + 33'(pmtu) - 33'd1) >> lpmtu));
   assign w_last = d_q.una + w_npsn - 24'd1;
 
-  // PSN comparisons in the 2^23 window
-  function automatic logic psn_ge(input logic [23:0] a, input logic [23:0] b);
-    logic [23:0] d;
-    d = a - b;
-    return d < 24'h80_0000;   // a - b in [0, 2^23)
-  endfunction
-
-  // SGE j of the WQE
-  function automatic hm_sge_t sge_at(input logic [WQE_MAX*8-1:0] wq, input logic first, input logic [3:0] j);
-    logic [4:0] slot;
-    slot = 5'(j) + 5'(first);
-    return hm_sge_t'(wq[(256 + 128 * int'(slot)) +: 128]);
-  endfunction
 
   // checks of the local SGL (READ / atomic)
   logic [4:0]  cj_q, cr_q;
   logic [3:0]  nsge;
   hm_sge_t     sge_c;
   assign nsge  = w_atomic ? 4'd1 : (w.num_sge > 8'd14 ? 4'd14 : 4'(w.num_sge));
-  assign sge_c = sge_at(wqe_q, w_atomic, cj_q[3:0]);
+  assign sge_c = hm_sq_sge(wqe_q, 5'(cj_q[3:0]) + 5'(w_atomic));
   assign m_chk_key   = sge_c.lkey;
   assign m_chk_pd    = ctx_q.pd;
   assign m_chk_addr  = sge_c.addr;
@@ -418,7 +405,7 @@ module hm_rc_compl
   hm_sge_t     sge_k;
   logic [31:0] s_avail;
   logic [12:0] take;
-  assign sge_k   = sge_at(wqe_q, 1'b0, sj_q);
+  assign sge_k   = hm_sq_sge(wqe_q, 5'(sj_q));
   assign s_avail = sge_k.len - soff_q;
   assign take    = s_avail < 32'(prem_q) ? 13'(s_avail) : prem_q;
 
@@ -428,7 +415,7 @@ module hm_rc_compl
 
   // pieces
   hm_sge_t sge_atom;
-  assign sge_atom = sge_at(wqe_q, 1'b1, 4'd0);
+  assign sge_atom = hm_sq_sge(wqe_q, 5'd1);
   always_comb begin
     m_pc_discard = 1'b0;
     m_pc_imm     = 1'b0;
@@ -646,14 +633,14 @@ module hm_rc_compl
               logic ok;
               ok = (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) && !d_q.err;
               if (is_ack && syn_cls == 3'd0)
-                ok = ok && psn_ge(p + 24'd1, una_eff) && psn_ge(d_q.spsn, p + 24'd1);
+                ok = ok && hm_psn_ge(p + 24'd1, una_eff) && hm_psn_ge(d_q.spsn, p + 24'd1);
               else if (is_ack && h_q.syndrome == 8'h60)
                 // NAK sequence error: PSN in [una, spsn]; ignored while waiting for an RNR
                 // timer or when this PSN was already retried
-                ok = ok && psn_ge(p, una_eff) && psn_ge(d_q.spsn, p) && !d_q.rnr_wait &&
+                ok = ok && hm_psn_ge(p, una_eff) && hm_psn_ge(d_q.spsn, p) && !d_q.rnr_wait &&
                      !(d_q.guard_v && d_q.guard == p);
               else if (is_ack)
-                ok = ok && psn_ge(p, una_eff) && psn_ge(d_q.spsn - 24'd1, p) && d_q.spsn != una_eff;
+                ok = ok && hm_psn_ge(p, una_eff) && hm_psn_ge(d_q.spsn - 24'd1, p) && d_q.spsn != una_eff;
               else
                 ok = ok && d_q.ci != d_q.shead;
               if (is_ack) stat_acks <= stat_acks + 1'b1;
@@ -681,8 +668,8 @@ module hm_rc_compl
           else begin
             logic due;
             if (kind_q != K_PKT) due = 1'b0;
-            else if (is_ack && syn_cls == 3'd0) due = psn_ge(p, w_last);
-            else due = psn_ge(p - 24'd1, w_last);
+            else if (is_ack && syn_cls == 3'd0) due = hm_psn_ge(p, w_last);
+            else due = hm_psn_ge(p - 24'd1, w_last);
             if (due) begin
               rt_status_q <= HM_CQE_ST_SUCCESS;
               ret_q       <= C_RL;
@@ -763,8 +750,8 @@ module hm_rc_compl
             tmr_restart_q  <= 1'b1;
           end
           // an ACK / NAK beyond an unanswered READ or atomic: implied NAK
-          implied = at && w_rdat && psn_ge(n, d_q.una) && !(is_rresp && w_read &&
-                    psn_ge(p, d_q.una) && !psn_ge(p, d_q.una + w_npsn));
+          implied = at && w_rdat && hm_psn_ge(n, d_q.una) && !(is_rresp && w_read &&
+                    hm_psn_ge(p, d_q.una) && !hm_psn_ge(p, d_q.una + w_npsn));
           disc_next_q <= C_SAVE;
           if (kind_q != K_PKT) begin
             st_q <= C_SAVE;
@@ -779,7 +766,7 @@ module hm_rc_compl
             end else st_q <= h_q.payload_len != 0 ? C_DISCARD : C_SAVE;
           end else if (is_ack) begin
             // partial acknowledgement of the SEND/WRITE at ci
-            if (at && !w_rdat && psn_ge(n, d_q.una) && 24'(n - d_q.una + 24'd1) > d_q.rd_done) begin
+            if (at && !w_rdat && hm_psn_ge(n, d_q.una) && 24'(n - d_q.una + 24'd1) > d_q.rd_done) begin
               d_q.rd_done    <= n - d_q.una + 24'd1;
               d_q.retry_left <= ctx_q.retry_cnt;
               d_q.rnr_left   <= ctx_q.rnr_retry;
@@ -816,17 +803,17 @@ module hm_rc_compl
             expct   = una_eff;
             off     = 32'(d_q.rd_done) << lpmtu;
             exp_len = (w.length - off) > 32'(pmtu) ? 32'(pmtu) : w.length - off;
-            if (!(at && w_read && psn_ge(p, d_q.una) && !psn_ge(p, d_q.una + w_npsn))) begin
+            if (!(at && w_read && hm_psn_ge(p, d_q.una) && !hm_psn_ge(p, d_q.una + w_npsn))) begin
               stat_dropped <= stat_dropped + 1'b1;
               st_q <= h_q.payload_len != 0 ? C_DISCARD : C_SAVE;
             end else if (p != expct) begin
               // behind: duplicate, dropped; ahead: a response is missing, go back once
-              if (psn_ge(p, expct) && !(gv && d_q.guard == expct) && !d_q.rnr_wait) begin
+              if (hm_psn_ge(p, expct) && !(gv && d_q.guard == expct) && !d_q.rnr_wait) begin
                 rt_psn_q    <= expct;
                 rt_guard_q  <= 1'b1;
                 disc_next_q <= C_RETRY;
               end
-              st_q <= h_q.payload_len != 0 ? C_DISCARD : (psn_ge(p, expct) && !(gv && d_q.guard == expct) && !d_q.rnr_wait) ? C_RETRY : C_SAVE;
+              st_q <= h_q.payload_len != 0 ? C_DISCARD : (hm_psn_ge(p, expct) && !(gv && d_q.guard == expct) && !d_q.rnr_wait) ? C_RETRY : C_SAVE;
             end else if ((rr_aeth && syn_cls != 3'd0) ||
                          // a READ re-requested from the middle starts again with FIRST/ONLY
                          rr_last != (d_q.rd_done + 24'd1 == w_npsn) ||
@@ -947,7 +934,7 @@ module hm_rc_compl
             fx_q  <= rw_idx_q;
             ret_q <= C_RWND;
             st_q  <= C_WREQ;
-          end else if (!psn_ge(rt_psn_q - rw_f_q, w_npsn)) begin
+          end else if (!hm_psn_ge(rt_psn_q - rw_f_q, w_npsn)) begin
             rqc_q      <= '{op: HM_RQC_REWIND, qpn: 16'(q_q), idx: rw_idx_q,
                             off: 32'(24'(rt_psn_q - rw_f_q)) << lpmtu, psn: rt_psn_q};
             rqc_next_q <= C_SAVE;

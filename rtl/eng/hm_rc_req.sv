@@ -418,8 +418,8 @@ module hm_rc_req
   hm_sq_wqe_hdr_t dwh;
   hm_sge_t        dw_sge0, dw_sge1;
   assign dwh     = hm_sq_wqe_hdr_t'(dw_q[255:0]);
-  assign dw_sge0 = hm_sge_t'(dw_q[256 +: 128]);
-  assign dw_sge1 = hm_sge_t'(dw_q[384 +: 128]);
+  assign dw_sge0 = hm_sq_sge(dw_q, 5'd0);
+  assign dw_sge1 = hm_sq_sge(dw_q, 5'd1);
   logic [7:0] dd_st;
   logic       dd_inl, dd_atom, dd_sw, dd_fast;
   logic [3:0] dd_nsge;
@@ -456,16 +456,10 @@ module hm_rc_req
   assign has_imm   = w.opcode == HM_WQE_OP_SEND_IMM || w.opcode == HM_WQE_OP_WRITE_IMM;
   assign is_inv    = w.opcode == HM_WQE_OP_SEND_INV;
 
-  // SGE j of the decoded WQE (atomics: the SGE at byte 48)
-  function automatic hm_sge_t sge_at(input logic [WQE_MAX*8-1:0] wq, input logic first, input logic [3:0] j);
-    logic [4:0] slot;
-    slot = 5'(j) + 5'(first);
-    return hm_sge_t'(wq[(256 + 128 * int'(slot)) +: 128]);
-  endfunction
   hm_sge_t sge_c, sge_k, sge_s;
-  assign sge_c = sge_at(wqe_q, sge_first_q, cj_q[3:0]);
-  assign sge_k = sge_at(wqe_q, sge_first_q, sj_q);
-  assign sge_s = sge_at(wqe_q, 1'b1, 4'd0);
+  assign sge_c = hm_sq_sge(wqe_q, 5'(cj_q[3:0]) + 5'(sge_first_q));
+  assign sge_k = hm_sq_sge(wqe_q, 5'(sj_q) + 5'(sge_first_q));
+  assign sge_s = hm_sq_sge(wqe_q, 5'd1);
 
   // a WQE started for the first time (not a retransmission), and the max_rd_atomic limit
   logic new_start, rd_block;

@@ -232,12 +232,6 @@ module hm_rc_resp
   assign rq_mask = 16'((17'd1 << ctx_q.rq_log_size) - 17'd1);
   assign max_res = ctx_q.max_dest_rd_atomic > 4'(MAX_RES) ? 4'(MAX_RES) : ctx_q.max_dest_rd_atomic;
 
-  function automatic logic psn_lt(input logic [23:0] a, input logic [23:0] b);
-    logic [23:0] d;
-    d = a - b;
-    return d >= 24'h80_0000;   // a - b negative in the 2^23 window
-  endfunction
-
   // packet classes
   logic [7:0]  op;
   logic [15:0] plen;
@@ -270,9 +264,6 @@ module hm_rc_resp
   assign rq_cached = rc_v_q && rc_q == q_q && rc_idx_q == d_q.rq_ci;
   logic [3:0] rnsge;
   assign rnsge = rw.num_sge > 8'd15 ? 4'd15 : 4'(rw.num_sge);
-  function automatic hm_sge_t rsge_at(input logic [WQE_MAX*8-1:0] wq, input logic [3:0] j);
-    return hm_sge_t'(wq[(128 + 128 * int'(j)) +: 128]);
-  endfunction
 
   // duplicate READ lookup
   logic [2:0]  dup_i_q;
@@ -285,7 +276,7 @@ module hm_rc_resp
   logic        cerr_q;
   logic [35:0] csum_q;
   hm_sge_t     sge_c;
-  assign sge_c = rsge_at(rqe_q, cj_q[3:0]);
+  assign sge_c = hm_rq_sge(rqe_q, cj_q[3:0]);
   always_comb begin
     m_chk_pd    = ctx_q.pd;
     m_chk_key   = h_q.rkey;
@@ -324,7 +315,7 @@ module hm_rc_resp
   hm_sge_t     sge_k;
   logic [31:0] s_avail;
   logic [12:0] take;
-  assign sge_k   = rsge_at(rqe_q, sj_q);
+  assign sge_k   = hm_rq_sge(rqe_q, sj_q);
   assign s_avail = sge_k.len - soff_q;
   assign take    = s_avail < 32'(prem_q) ? 13'(s_avail) : prem_q;
 
@@ -571,7 +562,7 @@ module hm_rc_resp
           if (h_q.psn == d_q.epsn) begin
             d_q.nak_sent <= 1'b0;
             st_q <= R_EXEC;
-          end else if (psn_lt(h_q.psn, d_q.epsn)) begin
+          end else if (hm_psn_lt(h_q.psn, d_q.epsn)) begin
             stat_dups <= stat_dups + 1'b1;
             dup_i_q   <= '0;
             dup_hit_q <= 1'b0;

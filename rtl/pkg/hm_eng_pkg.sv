@@ -79,4 +79,27 @@ package hm_eng_pkg;
   } hm_rq_cmd_t;
 
   /* verilator lint_on UNUSEDPARAM */
+  // PSN order in the 24-bit PSN space (ROCEV2.md section 8): a is at or after b when a - b
+  // lies in [0, 2^23).
+  function automatic logic hm_psn_ge(input logic [23:0] a, input logic [23:0] b);
+    logic [23:0] d;
+    d = a - b;
+    return d < 24'h80_0000;
+  endfunction
+  function automatic logic hm_psn_lt(input logic [23:0] a, input logic [23:0] b);
+    return !hm_psn_ge(a, b);
+  endfunction
+
+  // Largest WQE in bytes (stride code 2), and the SGEs of WQEs held in registers of that size:
+  // a send WQE's SGE `slot` starts at byte 32 + 16 * slot (an atomic's one SGE is slot 1, at
+  // byte 48), a receive WQE's SGE j at byte 16 + 16 * j (hm_desc_pkg, docs/descriptors.md).
+  localparam int HM_WQE_MAX_BYTES = 256;
+  function automatic hm_desc_pkg::hm_sge_t hm_sq_sge(input logic [HM_WQE_MAX_BYTES*8-1:0] wq,
+                                                     input logic [4:0] slot);
+    return hm_desc_pkg::hm_sge_t'(wq[(256 + 128 * int'(slot)) +: 128]);
+  endfunction
+  function automatic hm_desc_pkg::hm_sge_t hm_rq_sge(input logic [HM_WQE_MAX_BYTES*8-1:0] wq,
+                                                     input logic [3:0] j);
+    return hm_desc_pkg::hm_sge_t'(wq[(128 + 128 * int'(j)) +: 128]);
+  endfunction
 endpackage
