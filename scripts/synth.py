@@ -3,7 +3,11 @@
 front end) and print LUT / FF / RAM counts and the logic depth between registers.
 
 usage: scripts/synth.py [--top hm_rx_path,hm_tx_path] [--width 512] [--out build/synth]
-                        [--check-depth N] [--param NAME=VALUE ...]
+                        [--check-depth N] [--param NAME=VALUE ...] [--coarse]
+
+--coarse elaborates and checks only (hierarchy, processes, memories, `check -assert`: no
+multiple drivers, no combinational loops, no undriven signals) without technology mapping:
+minutes instead of the half hour a full synthesis of the whole engine takes.
 
 Writes <out>/<top>_<width>.{ys,log,stat,json}. Exits non-zero when Yosys fails or when a
 block's logic depth exceeds --check-depth (if given).
@@ -139,6 +143,7 @@ def main():
     ap.add_argument("--out", default="build/synth")
     ap.add_argument("--check-depth", type=int, default=0)
     ap.add_argument("--param", action="append", default=[], help="top-level parameter, NAME=VALUE (repeatable)")
+    ap.add_argument("--coarse", action="store_true", help="elaborate and check only, no technology mapping")
     a = ap.parse_args()
     for p in a.param:
         if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=\d+", p):
@@ -154,12 +159,22 @@ def main():
         for w in a.width.split(","):
             base = f"{a.out}/{top}_{w}{tag}"
             gw = f" -G DATA_WIDTH={w}" if has_width_param(top) else ""
-            script = (
-                f"read_slang {' '.join(sources())} --top {top}{gw}{gp} --threads 1\n"
-                f"synth_xilinx -family xcup -top {top} -flatten -noiopad\n"
-                f"tee -o {base}.stat stat\n"
-                f"write_json {base}.json\n"
-            )
+            if a.coarse:
+                base += "_coarse"
+                script = (
+                    f"read_slang {' '.join(sources())} --top {top}{gw}{gp} --threads 1\n"
+                    f"hierarchy -check -top {top}\n"
+                    f"proc\nflatten\nopt_clean\n"
+                    f"check -assert\n"
+                    f"tee -o {base}.stat stat\n"
+                )
+            else:
+                script = (
+                    f"read_slang {' '.join(sources())} --top {top}{gw}{gp} --threads 1\n"
+                    f"synth_xilinx -family xcup -top {top} -flatten -noiopad\n"
+                    f"tee -o {base}.stat stat\n"
+                    f"write_json {base}.json\n"
+                )
             with open(base + ".ys", "w") as f:
                 f.write(script)
             with open(base + ".log", "w") as log:
@@ -174,6 +189,10 @@ def main():
             if multi:
                 print(f"synth.py: {top}: signals with several drivers: {', '.join(multi)} (see {base}.log)", file=sys.stderr)
                 fail = True
+            if a.coarse:
+                print(f"{top} at {w} bits{' (' + ', '.join(a.param) + ')' if a.param else ''}: elaborated, "
+                      f"check -assert clean (no technology mapping; see {base}.stat)")
+                continue
             with open(base + ".json") as f:
                 net = json.load(f)
             c, _ = counts_from_json(net, top)
@@ -183,6 +202,8 @@ def main():
             if a.check_depth and depth > a.check_depth:
                 print(f"synth.py: {top} at {w} bits has {depth} logic levels (> {a.check_depth})", file=sys.stderr)
                 fail = True
+    if a.coarse:
+        sys.exit(1 if fail else 0)
     hdr = f"{'block':14} {'width':>5} {'LUT':>7} {'FF':>7} {'LUTRAM':>7} {'SRL':>5} {'RAMB36':>6} {'RAMB18':>6} {'CARRY':>6} {'MUXF':>6} {'levels':>6} {'raw':>4}"
     print(hdr)
     for top, w, c, d, raw in rows:
