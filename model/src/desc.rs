@@ -621,6 +621,41 @@ pub fn decode_cqe(buf: &[u8]) -> Result<(Cqe, u16, bool), DescError> {
     Ok((cqe, g("wqe_index") as u16, flags & HM_CQE_F_OWNER != 0))
 }
 
+/// An asynchronous event, as the engine writes it into the event-queue CQ (`HM_CTL_EQ`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The QP moved to ERR (`HM_EV_QP_FATAL`).
+    QpFatal(u32),
+    /// A CQE found this CQ full (`HM_EV_CQ_OVERRUN`).
+    CqOverrun(u32),
+}
+
+/// Decodes an event-queue entry (a CQE with opcode `HM_CQE_OP_EVENT`): the event and the owner
+/// bit. Anything else (another opcode, an unknown event, non-zero fields) is an error.
+pub fn decode_event(buf: &[u8]) -> Result<(Event, bool), DescError> {
+    need(buf.len(), CQE_BYTES)?;
+    let c = HM_CQE_T_FIELDS;
+    let g = |name: &str| get(buf, 0, c, name);
+    let op = g("opcode") as u8;
+    if op != HM_CQE_OP_EVENT {
+        return Err(DescError::UnknownCode { field: "opcode", value: op });
+    }
+    let flags = g("flags") as u8;
+    if flags & !HM_CQE_F_OWNER != 0 {
+        return Err(DescError::UnknownCode { field: "flags", value: flags });
+    }
+    for f in ["rsvd", "rsvd2", "wr_id", "byte_len", "imm", "wqe_index"] {
+        reserved(buf, 0, c, f, "event entry field is not zero")?;
+    }
+    let id = g("qpn") as u32;
+    let ev = match g("status") as u8 {
+        HM_EV_QP_FATAL => Event::QpFatal(id),
+        HM_EV_CQ_OVERRUN => Event::CqOverrun(id),
+        v => return Err(DescError::UnknownCode { field: "event", value: v }),
+    };
+    Ok((ev, flags & HM_CQE_F_OWNER != 0))
+}
+
 // ---------------------------------------------------------------------------------------------
 // Control-bus contexts
 // ---------------------------------------------------------------------------------------------

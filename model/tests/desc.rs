@@ -23,6 +23,7 @@ fn layouts() -> Vec<(&'static str, Layout, usize, Option<usize>)> {
         ("hm_mr_ctx_t", HM_MR_CTX_T_FIELDS, HM_MR_CTX_T_BITS, None),
         ("hm_ctl_cmd_t", HM_CTL_CMD_T_FIELDS, HM_CTL_CMD_T_BITS, None),
         ("hm_ctl_status_t", HM_CTL_STATUS_T_FIELDS, HM_CTL_STATUS_T_BITS, None),
+        ("hm_ctl_eq_t", HM_CTL_EQ_T_FIELDS, HM_CTL_EQ_T_BITS, None),
     ]
 }
 
@@ -79,6 +80,7 @@ fn struct_sizes() {
     assert!(HM_MR_CTX_T_BITS <= window);
     assert_eq!(HM_CTL_CMD_T_BITS, 32);
     assert_eq!(HM_CTL_STATUS_T_BITS, 32);
+    assert_eq!(HM_CTL_EQ_T_BITS, 32);
     // Atomic operands and their SGE fill the smallest slot exactly.
     assert_eq!(SQ_HDR_BYTES + ATOMIC_ARGS_BYTES + SGE_BYTES, MIN_STRIDE);
 }
@@ -1016,4 +1018,29 @@ proptest! {
         let _ = decode_mr_ctx(&words, 1);
         let _ = decode_ctl_status(words[0]);
     }
+}
+
+#[test]
+fn event_entries_decode_and_anything_else_is_refused() {
+    let mut b = vec![0u8; 32];
+    b[22] = HM_CQE_OP_EVENT;
+    b[23] = HM_EV_QP_FATAL;
+    b[16..20].copy_from_slice(&0x1234u32.to_le_bytes());
+    b[31] = HM_CQE_F_OWNER;
+    assert_eq!(decode_event(&b).unwrap(), (Event::QpFatal(0x1234), true));
+    b[23] = HM_EV_CQ_OVERRUN;
+    b[31] = 0;
+    assert_eq!(decode_event(&b).unwrap(), (Event::CqOverrun(0x1234), false));
+    let mut bad = b.clone();
+    bad[23] = 9;
+    assert!(decode_event(&bad).is_err(), "unknown event");
+    let mut bad = b.clone();
+    bad[0] = 1;
+    assert!(decode_event(&bad).is_err(), "wr_id not zero");
+    let mut bad = b.clone();
+    bad[22] = HM_CQE_OP_SEND;
+    assert!(decode_event(&bad).is_err(), "not an event");
+    assert!(decode_event(&b[..31]).is_err(), "short");
+    // a completion decoder refuses an event entry
+    assert!(decode_cqe(&b).is_err());
 }

@@ -48,7 +48,10 @@ module hm_ctl
   input  logic [7:0]            s_rsp_status,
   input  logic [SW*32-1:0]      s_rsp_data,
   input  logic                  s_rsp_read,     // s_rsp_data is the entry read
-  input  logic                  s_rsp_valid
+  input  logic                  s_rsp_valid,
+
+  // Event queue configuration (HM_CTL_EQ)
+  output hm_ctl_eq_t            m_eq
 );
   localparam logic [1:0] OKAY = 2'b00, SLVERR = 2'b10;
 
@@ -64,7 +67,7 @@ module hm_ctl
   logic                  aw_v_q, w_v_q;
   logic [31:0]           wd_q;
   logic [3:0]            ws_q;
-  logic                  do_write, w_err, is_stage, is_cmd;
+  logic                  do_write, w_err, is_stage, is_cmd, is_eq;
 
   assign s_axil_awready = !aw_v_q;
   assign s_axil_wready  = !w_v_q;
@@ -72,7 +75,8 @@ module hm_ctl
   always_comb begin
     is_stage = aw_q < ADDR_WIDTH'(HM_CTL_STAGE + 12'(4 * SW)) && aw_q[1:0] == 2'b00;
     is_cmd   = aw_q == ADDR_WIDTH'(HM_CTL_CMD);
-    w_err    = !(is_stage || (is_cmd && ws_q == 4'hF));
+    is_eq    = aw_q == ADDR_WIDTH'(HM_CTL_EQ);
+    w_err    = !(is_stage || ((is_cmd || is_eq) && ws_q == 4'hF));
     // a valid write waits while a command is busy; errors are answered at once
     do_write = aw_v_q && w_v_q && (!s_axil_bvalid || s_axil_bready) && (w_err || !busy_q);
   end
@@ -93,7 +97,9 @@ module hm_ctl
       busy_q        <= 1'b0;
       issued_q      <= 1'b0;
       status_q      <= HM_CTL_ST_OK;
+      m_eq          <= '0;
     end else begin
+      if (do_write && !w_err && is_eq) m_eq <= hm_ctl_eq_t'(wd_q);
       if (s_axil_awvalid && s_axil_awready) aw_v_q <= 1'b1;
       if (s_axil_wvalid && s_axil_wready) w_v_q <= 1'b1;
       if (s_axil_bvalid && s_axil_bready) s_axil_bvalid <= 1'b0;
@@ -136,6 +142,8 @@ module hm_ctl
           s_axil_rdata <= stage_q[s_axil_araddr[$clog2(SW)+1:2]];
         else if (s_axil_araddr == ADDR_WIDTH'(HM_CTL_STATUS))
           s_axil_rdata <= {busy_q, 23'd0, status_q};
+        else if (s_axil_araddr == ADDR_WIDTH'(HM_CTL_EQ))
+          s_axil_rdata <= m_eq;
         else
           s_axil_rresp <= SLVERR;
       end

@@ -60,6 +60,10 @@ module hm_rc_cq
   input  logic                  s_done_err,
   output logic                  s_done_ready,
 
+  // A CQ found full for the first time since its context was loaded (registered pulse)
+  output logic [15:0]           m_ovr_cqn,
+  output logic                  m_ovr_valid,
+
   // Interrupts (MSI-X style: one message per event)
   output logic [7:0]            m_irq_vec,
   output logic                  m_irq_valid,
@@ -153,7 +157,9 @@ module hm_rc_cq
   assign slot          = pi_q & (size - 16'd1);
   assign m_wr_addr     = ctx_q.base + (64'(slot) << 5);
   assign m_wr_len      = 32'd32;
-  assign m_wr_valid    = st_q == Q_CQE;
+  // (a CQE for an invalid or full CQ is not written: no request either, else the next
+  // CQE's data would go to this one's address)
+  assign m_wr_valid    = st_q == Q_CQE && valid_cq && !full;
   assign m_axis_tdata  = DATA_WIDTH'(cqe_w);
   assign m_axis_tkeep  = KEEP_WIDTH'({32{1'b1}});
   assign m_axis_tlast  = 1'b1;
@@ -261,6 +267,12 @@ module hm_rc_cq
   always_ff @(posedge clk) begin
     if (rst) db_pending_q <= 1'b0;
     else if (st_q == Q_IDLE) db_pending_q <= !s_ctl_valid && s_db_valid;
+  end
+
+  // overrun event: the first CQE that finds its CQ full (ovr_q: already marked overrun)
+  always_ff @(posedge clk) begin
+    m_ovr_cqn   <= 16'(cq_q);
+    m_ovr_valid <= !rst && st_q == Q_CQE && valid_cq && full && !ovr_q;
   end
 
   /* verilator lint_off UNUSEDSIGNAL */

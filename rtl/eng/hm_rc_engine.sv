@@ -134,6 +134,9 @@ module hm_rc_engine
   localparam int WP = 3;
   hm_cqe_req_t rcqe;                       // responder CQEs (towards the CQ unit)
   logic        rcqe_valid, rcqe_ready;
+  hm_ctl_eq_t  eq_cfg;                     // the event queue (control bus HM_CTL_EQ)
+  logic [15:0] ovr_cqn;                    // CQ overrun events from the CQ unit
+  logic        ovr_valid;
   logic [RP-1:0][3:0]  d_arid, d_rid;
   logic [RP-1:0][63:0] d_araddr;
   logic [RP-1:0][7:0]  d_arlen;
@@ -207,7 +210,8 @@ module hm_rc_engine
     .s_axil_arready(s_ctl_arready), .s_axil_rdata(s_ctl_rdata), .s_axil_rresp(s_ctl_rresp),
     .s_axil_rvalid(s_ctl_rvalid), .s_axil_rready(s_ctl_rready),
     .m_cmd(cmd), .m_cmd_data(cmd_data), .m_cmd_valid(cmd_valid), .m_cmd_ready(cmd_ready),
-    .s_rsp_status(rsp_status_q), .s_rsp_data('0), .s_rsp_read(1'b0), .s_rsp_valid(rsp_valid_q)
+    .s_rsp_status(rsp_status_q), .s_rsp_data('0), .s_rsp_read(1'b0), .s_rsp_valid(rsp_valid_q),
+    .m_eq(eq_cfg)
   );
 
   logic is_wr, qp_cmd, mr_cmd, cq_cmd, in_range;
@@ -407,8 +411,9 @@ module hm_rc_engine
   hm_fifo #(.WIDTH(16), .DEPTH(8)) u_errq (
     .clk, .rst, .s_data(ef_in), .s_valid(ef_push), .s_ready(ef_room),
     .m_data(eb_qpn), .m_valid(eb_valid), .m_ready(eb_ready), .level(ef_level));
+  // (and, when the event queue is on, room for its QP-fatal event)
   assign eb_ready = (eb_req_took_q || eb_req_ready) && (eb_cmpl_took_q || eb_cmpl_ready) &&
-                    (eb_resp_took_q || eb_resp_ready);
+                    (eb_resp_took_q || eb_resp_ready) && (!eq_cfg.enable || ev_qp_ok);
   always_ff @(posedge clk) begin
     if (rst || (eb_valid && eb_ready)) begin
       eb_req_took_q  <= 1'b0;
@@ -545,17 +550,50 @@ module hm_rc_engine
     .m_axis_tready(cw_tready), .m_axis_tlast(cw_tlast)
   );
 
+  // ---------------------------------------------------------------------------------------
+  // Event queue: QP-fatal events (every QP the error bus moves to ERR) and CQ overruns
+  // become CQEs with opcode HM_CQE_OP_EVENT in the CQ HM_CTL_EQ names; they share the CQ
+  // unit's second port with the responder's CQEs (which go first)
+  // ---------------------------------------------------------------------------------------
+  logic [23:0] ev_in, ev_out;             // {HM_EV_*, id}
+  logic        ev_push, ev_room, ev_valid, ev_pop, ev_ovr, ev_qp_ok;
+  logic [$clog2(16+1):0] ev_level;
+  hm_cqe_req_t ev_cqe, cqb;
+  logic        cqb_valid, cqb_ready;
+  // an overrun of the event queue itself is not reported into it
+  assign ev_ovr   = eq_cfg.enable && ovr_valid && ovr_cqn != eq_cfg.cqn;
+  assign ev_qp_ok = ev_room && !ev_ovr;
+  assign ev_push  = ev_ovr || (eq_cfg.enable && eb_valid && eb_ready);
+  assign ev_in    = ev_ovr ? {HM_EV_CQ_OVERRUN, ovr_cqn} : {HM_EV_QP_FATAL, eb_qpn};
+  hm_fifo #(.WIDTH(24), .DEPTH(16)) u_evq (
+    .clk, .rst, .s_data(ev_in), .s_valid(ev_push && ev_room), .s_ready(ev_room),
+    .m_data(ev_out), .m_valid(ev_valid), .m_ready(ev_pop), .level(ev_level));
+  always_comb begin
+    ev_cqe              = '0;
+    ev_cqe.cqn          = eq_cfg.cqn;
+    ev_cqe.solicited    = 1'b1;
+    ev_cqe.cqe.opcode   = HM_CQE_OP_EVENT;
+    ev_cqe.cqe.status   = ev_out[23:16];
+    ev_cqe.cqe.qpn      = 32'(ev_out[15:0]);
+  end
+  assign cqb        = rcqe_valid ? rcqe : ev_cqe;
+  assign cqb_valid  = rcqe_valid || (ev_valid && eq_cfg.enable);
+  assign rcqe_ready = cqb_ready;
+  // events queued while the event queue was on are dropped once it is off
+  assign ev_pop     = ev_valid && (eq_cfg.enable ? (!rcqe_valid && cqb_ready) : 1'b1);
+
   hm_rc_cq #(.DATA_WIDTH(DATA_WIDTH), .NUM_CQS(NUM_CQS)) u_cq (
     .clk, .rst,
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(cmd_valid && is_wr && cq_cmd && in_range),
     .s_ctl_ready(cq_ctl_ready),
     .s_db(hm_db_cq_t'(db.word)), .s_db_valid(db_valid && db_cq), .s_db_ready(cq_db_ready),
     .s_a(ccqe), .s_a_valid(ccqe_valid), .s_a_ready(ccqe_ready),
-    .s_b(rcqe), .s_b_valid(rcqe_valid), .s_b_ready(rcqe_ready),
+    .s_b(cqb), .s_b_valid(cqb_valid), .s_b_ready(cqb_ready),
     .m_wr_addr(qw_addr), .m_wr_len(qw_len), .m_wr_valid(qw_valid), .m_wr_ready(qw_ready),
     .m_axis_tdata(qw_tdata), .m_axis_tkeep(qw_tkeep), .m_axis_tvalid(qw_tvalid),
     .m_axis_tready(qw_tready), .m_axis_tlast(qw_tlast),
     .s_done_valid(qdone_valid), .s_done_err(qdone_err), .s_done_ready(qdone_ready),
+    .m_ovr_cqn(ovr_cqn), .m_ovr_valid(ovr_valid),
     .m_irq_vec, .m_irq_valid, .m_irq_ready,
     .stat_cqes(st_cqes), .stat_overrun(st_ovr), .stat_dropped(st_cqdrop), .stat_wr_err(st_qwerr)
   );
@@ -837,6 +875,6 @@ module hm_rc_engine
   logic unused_ok;
   assign unused_ok = ^{wqe_tkeep, cwqe_tkeep, tid0, tid1, tid2, res_err, res_base, mr_wr_ready,
                        rx_mon, rx_mon_valid, cdone_tag, qdone_tag, cw_lerr, qw_lerr, res_id,
-                       rdone_tag, tid3, tid4, srd_tkeep, rw_lerr, ef_level};
+                       rdone_tag, tid3, tid4, srd_tkeep, rw_lerr, ef_level, ev_level, eq_cfg.rsvd};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

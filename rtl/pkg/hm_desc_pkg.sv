@@ -79,6 +79,12 @@ package hm_desc_pkg;
   localparam logic [7:0] HM_CQE_OP_FETCH_ADD      = 8'd4;
   localparam logic [7:0] HM_CQE_OP_RECV           = 8'd5;
   localparam logic [7:0] HM_CQE_OP_RECV_RDMA_IMM  = 8'd6;
+  localparam logic [7:0] HM_CQE_OP_EVENT          = 8'd7;  // event-queue entry: status = HM_EV_*, qpn = the QP or CQ
+
+  // Asynchronous events, written as CQEs (opcode HM_CQE_OP_EVENT) into the CQ that
+  // HM_CTL_EQ names, with that CQ's owner bit, overrun protection and armed interrupt.
+  localparam logic [7:0] HM_EV_QP_FATAL           = 8'd1;  // the QP moved to ERR (qpn = QP)
+  localparam logic [7:0] HM_EV_CQ_OVERRUN         = 8'd2;  // a CQE found its CQ full (qpn = CQN), once until reloaded
 
   localparam logic [7:0] HM_CQE_ST_SUCCESS        = 8'd0;
   localparam logic [7:0] HM_CQE_ST_LOC_LEN_ERR    = 8'd1;
@@ -191,6 +197,7 @@ package hm_desc_pkg;
   localparam logic [11:0] HM_CTL_STAGE     = 12'h000;  // staging words, 4 bytes apart
   localparam logic [11:0] HM_CTL_CMD       = 12'h100;  // write: hm_ctl_cmd_t, starts the command
   localparam logic [11:0] HM_CTL_STATUS    = 12'h104;  // read: hm_ctl_status_t
+  localparam logic [11:0] HM_CTL_EQ        = 12'h108;  // read/write: hm_ctl_eq_t, the event queue
   localparam logic [11:0] HM_CTL_STAGE_WORDS = 12'd32;
 
   localparam logic [3:0] HM_CTL_OP_WRITE   = 4'd1;
@@ -218,6 +225,12 @@ package hm_desc_pkg;
     logic [22:0] rsvd;
     logic [7:0]  status;         // HM_CTL_ST_* of the last command
   } hm_ctl_status_t;
+
+  typedef struct packed {
+    logic        enable;         // events are written (else dropped)
+    logic [14:0] rsvd;
+    logic [15:0] cqn;            // the CQ that serves as event queue
+  } hm_ctl_eq_t;
 
   /* verilator lint_on UNUSEDPARAM */
 endpackage

@@ -281,7 +281,8 @@ fn control_bus_and_doorbell_errors() {
     assert_eq!(st, desc::HM_CTL_ST_BAD_CMD);
     // bad control-bus accesses answer SLVERR
     assert!(!tb.eng.ctl_write(0x200, 1).unwrap());
-    assert!(!tb.eng.ctl_read(0x108).unwrap().1);
+    assert!(!tb.eng.ctl_read(0x10C).unwrap().1);
+    assert!(!tb.eng.ctl_write(desc::HM_CTL_EQ as u16 + 2, 1).unwrap(), "unaligned");
     // a doorbell for a QP beyond the table is counted and ignored
     assert!(tb.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | 0x1000).unwrap());
     let _ = tb.eng.run_until(100, |_| false);

@@ -184,6 +184,78 @@ fn a_wqe_fetch_bus_error_stops_the_qp_and_sends_nothing_of_that_read() {
     assert!(b.a.eng.violations().is_empty(), "AXI: {:?}", b.a.eng.violations());
 }
 
+const EQ_BASE: u64 = 0x3800_0000;
+
+/// CQ `cqn` (2^log entries at `base`) made the event queue.
+fn event_queue(eng: &mut hematite_sim::eng::Engine, cqn: u16, base: u64, log: u8) {
+    let words = desc::encode_cq_ctx(base, log, 5, true).unwrap();
+    let cmd = desc::encode_ctl_cmd(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, cqn).unwrap();
+    assert_eq!(eng.ctl_cmd(cmd, &words).unwrap(), desc::HM_CTL_ST_OK);
+    assert!(eng.ctl_write(desc::HM_CTL_EQ as u16, 1 << 31 | cqn as u32).unwrap());
+    assert_eq!(eng.ctl_read(desc::HM_CTL_EQ as u16).unwrap(), (1 << 31 | cqn as u32, true), "HM_CTL_EQ reads back");
+}
+
+/// The event-queue entries software owns (first pass: owner bit 1).
+fn events(eng: &hematite_sim::eng::Engine, base: u64, log: u8) -> Vec<desc::Event> {
+    let mut out = Vec::new();
+    for i in 0..1u64 << log {
+        let b = eng.mem.mem.read(base + 32 * i, 32);
+        if b[31] & 0x80 == 0 {
+            break;
+        }
+        out.push(desc::decode_event(&b).unwrap_or_else(|e| panic!("event {i}: {e}")).0);
+    }
+    out
+}
+
+#[test]
+fn a_qp_that_fails_is_reported_on_the_event_queue() {
+    let mut s = setup(3, 1024, 50);
+    event_queue(&mut s.b.a.eng, 1, EQ_BASE, 4);
+    let (l, r) = (s.lkey, s.rkey);
+    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), false).unwrap();
+    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF + LEN - 8, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    s.b.run(2, 100_000).unwrap();
+    let st: Vec<WcStatus> = s.b.a.cqes.iter().map(|c| c.cqe.status).collect();
+    assert_eq!(st, vec![WcStatus::Success, WcStatus::RemAccessErr]);
+    assert_eq!(events(&s.b.a.eng, EQ_BASE, 4), vec![desc::Event::QpFatal(3)]);
+    // and an armed event queue interrupts with its vector
+    let irqs_before = s.b.a.eng.irqs.len();
+    // CQ doorbell {ci 0, arm 1 (next completion), CQ 1}: it holds an entry, so at once
+    assert!(s.b.a.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_CQ, 1 << 14 | 1).unwrap());
+    s.b.run(2, 2_000).unwrap();
+    assert!(s.b.a.eng.irqs[irqs_before..].iter().any(|&(_, v)| v == 5), "event queue vector 5 after arming: {:?}", s.b.a.eng.irqs);
+}
+
+#[test]
+fn a_full_cq_is_reported_once_on_the_event_queue() {
+    // CQ 0 made 2 entries deep and never consumed: the third completion finds it full, and
+    // the CQ stays in overrun
+    let mut s = setup(8, 1024, 50);
+    let words = desc::encode_cq_ctx(hematite_sim::host::CQ_BASE, 1, 0, true).unwrap();
+    let cmd = desc::encode_ctl_cmd(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, 0).unwrap();
+    assert_eq!(s.b.a.eng.ctl_cmd(cmd, &words).unwrap(), desc::HM_CTL_ST_OK);
+    event_queue(&mut s.b.a.eng, 1, EQ_BASE, 4);
+    let (l, r) = (s.lkey, s.rkey);
+    for i in 0..5u64 {
+        s.b.post_send(3, &SendWr::new(i, SendOp::Write { remote_addr: B_BUF + i * 64, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    }
+    let _ = s.b.run(5, 20_000); // only two CQEs fit
+    // started, CQEs written (two completions and the event), overruns, CQEs dropped (the CQ
+    // is in overrun from then on)
+    let c: Vec<u32> = [1, 16, 17, 18].iter().map(|&i| s.b.a.eng.counter(i).unwrap()).collect();
+    assert_eq!(c, vec![5, 3, 1, 2]);
+    assert_eq!(events(&s.b.a.eng, EQ_BASE, 4), vec![desc::Event::CqOverrun(0)], "reported once");
+    // and the two CQEs in the full CQ were not overwritten (a refused CQE once left its DMA
+    // write request behind, and the event's data went to that address)
+    let st: Vec<(u64, WcStatus)> = s.b.a.cqes.iter().map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
+    assert_eq!(st, vec![(0, WcStatus::Success), (1, WcStatus::Success)]);
+    for i in 0..2u64 {
+        let b = s.b.a.eng.mem.mem.read(hematite_sim::host::CQ_BASE + 32 * i, 32);
+        assert_eq!(desc::decode_cqe(&b).unwrap().0.wr_id, i, "CQ entry {i} intact");
+    }
+}
+
 #[test]
 fn armed_cq_interrupts_after_the_cqe() {
     let mut s = setup(5, 1024, 80);
