@@ -137,6 +137,7 @@ module hm_rc_engine
   hm_ctl_eq_t  eq_cfg;                     // the event queue (control bus HM_CTL_EQ)
   logic [15:0] ovr_cqn;                    // CQ overrun events from the CQ unit
   logic        ovr_valid;
+  logic        ev_qp_ok;                   // the event queue has room for a QP-fatal event
   logic [RP-1:0][3:0]  d_arid, d_rid;
   logic [RP-1:0][63:0] d_araddr;
   logic [RP-1:0][7:0]  d_arlen;
@@ -556,7 +557,7 @@ module hm_rc_engine
   // unit's second port with the responder's CQEs (which go first)
   // ---------------------------------------------------------------------------------------
   logic [23:0] ev_in, ev_out;             // {HM_EV_*, id}
-  logic        ev_push, ev_room, ev_valid, ev_pop, ev_ovr, ev_qp_ok;
+  logic        ev_push, ev_room, ev_valid, ev_pop, ev_ovr;
   logic [$clog2(16+1):0] ev_level;
   hm_cqe_req_t ev_cqe, cqb;
   logic        cqb_valid, cqb_ready;
