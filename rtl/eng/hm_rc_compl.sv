@@ -241,7 +241,7 @@ module hm_rc_compl
   // waiting replaces it (only the latest WQE index and PSN matter), so the requester can
   // start one WQE per cycle.
   hm_sent_t mg_q;
-  logic     mg_v_q, mg_can, sent_in;
+  logic     mg_v_q, mg_can;
   assign mg_can = mg_v_q && s_sent.qpn == mg_q.qpn && s_sent.status == HM_CQE_ST_SUCCESS &&
                   mg_q.status == HM_CQE_ST_SUCCESS;
 
@@ -249,7 +249,7 @@ module hm_rc_compl
   // waiting plain ACK of the same QP with an earlier or equal PSN: ACKs are cumulative, so
   // only the newest matters while the FSM is busy.
   hm_roce_hdr_t hk_q;
-  logic         hk_v_q, hk_can, hdr_in;
+  logic         hk_v_q, hk_can;
   assign hk_can = hk_v_q && s_hdr.opcode == 8'h11 && s_hdr.syndrome[7:5] == 3'd0 && s_hdr.payload_len == '0 &&
                   hk_q.opcode == 8'h11 && hk_q.syndrome[7:5] == 3'd0 && hk_q.payload_len == '0 &&
                   s_hdr.dest_qp == hk_q.dest_qp && hm_psn_ge(s_hdr.psn, hk_q.psn);
@@ -272,23 +272,13 @@ module hm_rc_compl
   end
   assign s_ctl_ready  = st_q == C_CTL;
   assign s_err_ready  = take_evt;
-  assign s_sent_ready = !mg_v_q || take_sent || mg_can;
-  assign sent_in      = s_sent_valid && s_sent_ready;
-  always_ff @(posedge clk) begin
-    if (sent_in) mg_q <= s_sent;
-    if (rst) mg_v_q <= 1'b0;
-    else if (sent_in) mg_v_q <= 1'b1;
-    else if (take_sent) mg_v_q <= 1'b0;
-  end
+  hm_merge_reg #(.WIDTH($bits(hm_sent_t))) u_sent_mg (
+    .clk, .rst, .s_data(s_sent), .s_valid(s_sent_valid), .s_merge(mg_can), .s_ready(s_sent_ready),
+    .m_data(mg_q), .m_valid(mg_v_q), .m_ready(take_sent));
   assign dbf_pop      = take_db;
-  assign s_hdr_ready  = !hk_v_q || take_pkt || hk_can;
-  assign hdr_in       = s_hdr_valid && s_hdr_ready;
-  always_ff @(posedge clk) begin
-    if (hdr_in) hk_q <= s_hdr;
-    if (rst) hk_v_q <= 1'b0;
-    else if (hdr_in) hk_v_q <= 1'b1;
-    else if (take_pkt) hk_v_q <= 1'b0;
-  end
+  hm_merge_reg #(.WIDTH($bits(hm_roce_hdr_t))) u_hdr_mg (
+    .clk, .rst, .s_data(s_hdr), .s_valid(s_hdr_valid), .s_merge(hk_can), .s_ready(s_hdr_ready),
+    .m_data(hk_q), .m_valid(hk_v_q), .m_ready(take_pkt));
   assign tmo_pop      = take_tmo;
 
   always_ff @(posedge clk) begin

@@ -483,6 +483,15 @@ module hm_rc_resp
     end
   end
 
+  // an executed packet: ACK it when it asks for one (AckReq), then save the QP
+  task automatic ack_if_asked();
+    job_kind_q <= HM_RJ_AETH;
+    job_psn_q  <= h_q.psn;
+    job_syn_q  <= 8'h1F;
+    after_q    <= R_SAVE;
+    st_q       <= h_q.ackreq ? R_ACK : R_SAVE;
+  endtask
+
   // a fatal error: NAK with `syn`, optionally a receive CQE first
   task automatic fatal(input logic [7:0] syn, input logic with_cqe, input logic [7:0] cst);
     job_kind_q <= HM_RJ_AETH;
@@ -861,13 +870,7 @@ module hm_rc_resp
             // the CQE follows the data: wait for the writes, then the receive WQE's wr_id
             after_q <= R_CQE;
             st_q    <= R_RQCHK;
-          end else begin
-            job_kind_q <= HM_RJ_AETH;
-            job_psn_q  <= h_q.psn;
-            job_syn_q  <= 8'h1F;
-            after_q    <= R_SAVE;
-            st_q       <= h_q.ackreq ? R_ACK : R_SAVE;
-          end
+          end else ack_if_asked();
         end
         R_RQCHK: begin
           if (wr_done_q == wr_issued_q) st_q <= rq_cached ? R_CQE : R_RQFETCH;
@@ -876,11 +879,7 @@ module hm_rc_resp
           if (rfetch_err_q || m_cqe_ready) begin
             d_q.rq_ci  <= d_q.rq_ci + 1'b1;
             rc_v_q     <= 1'b0;
-            job_kind_q <= HM_RJ_AETH;
-            job_psn_q  <= h_q.psn;
-            job_syn_q  <= 8'h1F;
-            after_q    <= R_SAVE;
-            st_q       <= h_q.ackreq ? R_ACK : R_SAVE;
+            ack_if_asked();
           end
         end
 
@@ -978,11 +977,7 @@ module hm_rc_resp
           d_q.wva      <= h_q.va;
           d_q.total    <= h_q.dma_len;
           d_q.moff     <= 32'(plen);
-          job_kind_q   <= HM_RJ_AETH;
-          job_psn_q    <= h_q.psn;
-          job_syn_q    <= 8'h1F;
-          after_q      <= R_SAVE;
-          st_q         <= h_q.ackreq ? R_ACK : R_SAVE;
+          ack_if_asked();
         end
         default: st_q <= R_IDLE;
       endcase
