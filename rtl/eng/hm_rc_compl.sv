@@ -222,7 +222,7 @@ module hm_rc_compl
   typedef enum logic [4:0] {
     C_IDLE, C_CTL, C_LOAD, C_DISPATCH, C_RL, C_WREQ, C_WDATA, C_BLOAD, C_WCHK, C_WGOT, C_AFTER,
     C_PLACE, C_ATOMIC, C_DISCARD, C_WAITWR, C_RETIRE, C_ERRNOTE, C_FLUSH, C_LERR, C_SAVE,
-    C_RETRY, C_RWND, C_RQC, C_FATAL
+    C_RETRY, C_RWND, C_RQC, C_FATAL, C_RFAST
   } st_t;
   typedef enum logic [2:0] { K_SENT, K_DB, K_EVT, K_PKT, K_TMO } kind_t;
   st_t   st_q, ret_q, disc_next_q;
@@ -254,19 +254,25 @@ module hm_rc_compl
                   hk_q.opcode == 8'h11 && hk_q.syndrome[7:5] == 3'd0 && hk_q.payload_len == '0 &&
                   s_hdr.dest_qp == hk_q.dest_qp && hm_psn_ge(s_hdr.psn, hk_q.psn);
 
-  // work selection in C_IDLE
-  logic          take_ctl, take_evt, take_sent, take_db, take_pkt, take_tmo;
+  // work selection in C_IDLE: response packets and started-WQE records take turns (a
+  // packet's turn also absorbs a waiting record of its own QP, see C_DISPATCH)
+  logic          take_ctl, take_evt, take_sent, take_db, take_pkt, take_tmo, pkt_first, rr_pkt_q;
+  logic          absorb, absorbed_q;
   logic [QW-1:0] sel_q;
   always_comb begin
+    logic base;
+    base      = st_q == C_IDLE && !s_ctl_valid && !s_err_valid;
+    pkt_first = hk_v_q && (!mg_v_q || !rr_pkt_q);
     take_ctl  = st_q == C_IDLE && s_ctl_valid;
     take_evt  = st_q == C_IDLE && !s_ctl_valid && s_err_valid;
-    take_sent = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && mg_v_q;
-    take_db   = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !mg_v_q && !s_sent_valid && dbf_valid;
-    take_pkt  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !mg_v_q && !s_sent_valid && !dbf_valid && hk_v_q;
-    take_tmo  = st_q == C_IDLE && !s_ctl_valid && !s_err_valid && !mg_v_q && !s_sent_valid && !dbf_valid && !hk_v_q && tmo_valid;
+    take_sent = base && mg_v_q && !pkt_first;
+    take_db   = base && !pkt_first && !mg_v_q && !s_sent_valid && dbf_valid;
+    take_pkt  = base && hk_v_q && (pkt_first || (!mg_v_q && !s_sent_valid && !dbf_valid));
+    take_tmo  = base && !mg_v_q && !s_sent_valid && !dbf_valid && !hk_v_q && tmo_valid;
     sel_q = hk_v_q ? QW'(hk_q.dest_qp) : tmo_q;
     if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
     else if (s_err_valid) sel_q = QW'(s_err_qpn);
+    else if (pkt_first) sel_q = QW'(hk_q.dest_qp);
     else if (mg_v_q) sel_q = QW'(mg_q.qpn);
     else if (dbf_valid) sel_q = QW'(dbf_data[31:16]);
   end
@@ -274,12 +280,16 @@ module hm_rc_compl
   assign s_err_ready  = take_evt;
   hm_merge_reg #(.WIDTH($bits(hm_sent_t))) u_sent_mg (
     .clk, .rst, .s_data(s_sent), .s_valid(s_sent_valid), .s_merge(mg_can), .s_ready(s_sent_ready),
-    .m_data(mg_q), .m_valid(mg_v_q), .m_ready(take_sent));
+    .m_data(mg_q), .m_valid(mg_v_q), .m_ready(take_sent || absorb));
   assign dbf_pop      = take_db;
   hm_merge_reg #(.WIDTH($bits(hm_roce_hdr_t))) u_hdr_mg (
     .clk, .rst, .s_data(s_hdr), .s_valid(s_hdr_valid), .s_merge(hk_can), .s_ready(s_hdr_ready),
     .m_data(hk_q), .m_valid(hk_v_q), .m_ready(take_pkt));
   assign tmo_pop      = take_tmo;
+  // a packet's turn first takes the waiting started-WQE record of its QP (once), so an
+  // ACK is never judged against a QP state that is missing a record already made
+  assign absorb = st_q == C_DISPATCH && kind_q == K_PKT && !absorbed_q && mg_v_q &&
+                  mg_q.qpn == 16'(q_q) && mg_q.status == HM_CQE_ST_SUCCESS;
 
   always_ff @(posedge clk) begin
     ctx_rd <= ctx_mem[sel_q];
@@ -328,15 +338,19 @@ module hm_rc_compl
   assign m_chk_valid = st_q == C_WCHK && w_rdat && !flushing_q && cj_q < 5'(nsge);
   assign s_res_ready = st_q == C_WCHK;
 
-  // WQE fetch: a batch of posted WQEs from fx_q into the batch buffer, unless it is there
-  localparam int CB_BEATS = BATCH_BYTES / KW;
+  // WQE fetch: a batch of posted WQEs from fx_q into the batch buffer, unless it is there.
+  // The buffer is a ring of 4 x BATCH_BYTES addressed by WQE index; it holds the window
+  // [cb_first_q, cb_first_q + cb_n_q) of QP cb_q. While the FSM works, the window's next
+  // posted WQEs are prefetched, up to half the ring per read, into its free part (what the
+  // QP has retired is free), so a QP that keeps retiring rarely waits for its WQEs.
+  localparam int CB_BEATS = 4 * BATCH_BYTES / KW;
   localparam int CBW      = $clog2(CB_BEATS);
   logic [15:0] slot, fx_q;
   logic        cb_v_q, cb_err_q, in_batch;
   logic [QW-1:0] cb_q;
   logic [15:0] cb_first_q, cb_n_q, cbn, cbn_q;
   logic [3:0]  lbpw;
-  logic [CBW:0] cb_wa_q;
+  logic [CBW-1:0] cb_wa_q;
   logic [4:0]  bi_q, bg_q;          // beats of the WQE read from the buffer: issued, got
   logic [DATA_WIDTH-1:0] cb_mem [CB_BEATS];
   logic [DATA_WIDTH-1:0] cb_rd;
@@ -361,18 +375,57 @@ module hm_rc_compl
     if (a1 < cbn) cbn = a1;
     if (wrap < cbn) cbn = wrap;
   end
-  assign m_wrd_addr   = ctx_q.sq_base + (64'(slot) << lstride);
-  assign m_wrd_len    = 32'(cbn) << lstride;
-  assign m_wrd_valid  = st_q == C_WREQ && !in_batch;
-  assign s_wqe_tready = st_q == C_WDATA;
-  assign cb_ra        = CBW'((32'(16'(fx_q - cb_first_q)) << lbpw) + 32'(bi_q));
+
+  // prefetch: the window's QP (ring, stride), the oldest WQE it still needs (its ci at its
+  // last save) and how far it is posted; one read in flight, never beside the FSM's own
+  logic [63:0]    cbx_base_q;
+  logic [4:0]     cbx_lsize_q;
+  logic [3:0]     cbx_lstride_q, cbx_lbpw;
+  logic [15:0]    cb_lo_q, cb_lim_q, pf_n_q;
+  logic           pf_busy_q, pf_stale_q, pf_err_q, pf_want, pf_go;
+  logic [15:0]    pf_e, pf_n, pf_lo, pf_slot, fx_n1;
+  assign fx_n1 = fx_q + 16'd1;
+  assign cbx_lbpw = cbx_lstride_q > 4'($clog2(KW)) ? cbx_lstride_q - 4'($clog2(KW)) : 4'd0;
+  always_comb begin
+    logic [15:0] lo_off, cap, posted, wrap, free;
+    pf_e   = cb_first_q + cb_n_q;
+    pf_slot = pf_e & 16'((17'd1 << cbx_lsize_q) - 17'd1);
+    lo_off = cb_lo_q - cb_first_q;
+    if (lo_off[15]) lo_off = '0;
+    if (lo_off > cb_n_q) lo_off = cb_n_q;
+    pf_lo  = cb_first_q + lo_off;
+    cap    = 16'((4 * BATCH_BYTES) >> cbx_lstride_q);
+    free   = cap - (cb_n_q - lo_off);
+    posted = cb_lim_q - pf_e;
+    if (posted[15]) posted = '0;
+    wrap   = 16'((17'd1 << cbx_lsize_q) - 17'(pf_slot));
+    pf_n   = posted;
+    if (free < pf_n) pf_n = free;
+    if (wrap < pf_n) pf_n = wrap;
+    if ((cap >> 1) < pf_n) pf_n = cap >> 1;
+    pf_want = cb_v_q && !cb_err_q && !pf_busy_q && st_q != C_WREQ && st_q != C_WDATA && st_q != C_CTL &&
+              pf_n != '0 && (pf_n == posted || pf_n == (cap >> 1));
+  end
+  assign pf_go = pf_want && m_wrd_ready;
+
+  assign m_wrd_addr   = st_q == C_WREQ ? ctx_q.sq_base + (64'(slot) << lstride)
+                                       : cbx_base_q + (64'(pf_slot) << cbx_lstride_q);
+  assign m_wrd_len    = st_q == C_WREQ ? 32'(cbn) << lstride : 32'(pf_n) << cbx_lstride_q;
+  assign m_wrd_valid  = (st_q == C_WREQ && !in_batch && !pf_busy_q) || pf_want;
+  assign s_wqe_tready = st_q == C_WDATA || pf_busy_q;
+  always_comb begin
+    // C_RL reads the header beat of WQE ci for C_RFAST, which reads the one after its own
+    if (st_q == C_RL) cb_ra = CBW'(32'(d_q.ci) << lbpw);
+    else if (st_q == C_RFAST) cb_ra = CBW'(32'(fx_n1) << lbpw);
+    else cb_ra = CBW'((32'(fx_q) << lbpw) + 32'(bi_q));
+  end
   // the WQE being loaded from the batch is a READ / atomic (its header is its first beat)
   logic [7:0] bld_op;
   logic       bld_rdat;
   assign bld_op   = bg_q == '0 ? cb_rd[7:0] : w.opcode;     // the opcode is byte 0 of a WQE
   assign bld_rdat = bld_op == HM_WQE_OP_READ || bld_op == HM_WQE_OP_CMP_SWAP || bld_op == HM_WQE_OP_FETCH_ADD;
   always_ff @(posedge clk) begin
-    if (st_q == C_WDATA && s_wqe_tvalid && cb_wa_q < (CBW+1)'(CB_BEATS)) cb_mem[CBW'(cb_wa_q)] <= s_wqe_tdata;
+    if ((st_q == C_WDATA || pf_busy_q) && s_wqe_tvalid) cb_mem[cb_wa_q] <= s_wqe_tdata;
     cb_rd <= cb_mem[cb_ra];
   end
 
@@ -387,6 +440,18 @@ module hm_rc_compl
   assign is_aack  = h_q.opcode == 8'h12;
   assign rr_last  = h_q.opcode == 8'h0F || h_q.opcode == 8'h10;
   assign rr_aeth  = h_q.opcode != 8'h0E;
+
+  // fast retire (C_RFAST): the header of WQE fx_q == ci straight from the batch buffer; an
+  // unsignaled SEND / WRITE the packet covers is retired in one cycle
+  hm_sq_wqe_hdr_t fh;
+  logic           f_rdat, f_due, f_ok;
+  logic [23:0]    f_npsn, f_last;
+  assign fh     = hm_sq_wqe_hdr_t'(cb_rd[255:0]);
+  assign f_rdat = fh.opcode == HM_WQE_OP_READ || fh.opcode == HM_WQE_OP_CMP_SWAP || fh.opcode == HM_WQE_OP_FETCH_ADD;
+  assign f_npsn = fh.length == '0 ? 24'd1 : 24'((33'(fh.length) + 33'(pmtu) - 33'd1) >> lpmtu);
+  assign f_last = d_q.una + f_npsn - 24'd1;
+  assign f_due  = (is_ack && syn_cls == 3'd0) ? hm_psn_ge(p, f_last) : hm_psn_ge(p - 24'd1, f_last);
+  assign f_ok   = d_q.ci != d_q.shead && batch_has(d_q.ci) && !cb_err_q && !f_rdat && !fh.flags[0] && f_due;
 
   // READ response placement: SGL cursor
   logic [3:0]  sj_q;
@@ -520,6 +585,8 @@ module hm_rc_compl
       st_q           <= C_IDLE;
       wc_v_q         <= 1'b0;
       cb_v_q         <= 1'b0;
+      pf_busy_q      <= 1'b0;
+      rr_pkt_q       <= 1'b0;
       wr_issued_q    <= '0;
       wr_done_q      <= '0;
       stat_acks      <= '0;
@@ -541,6 +608,9 @@ module hm_rc_compl
           prog_q        <= 1'b0;
           tmr_restart_q <= 1'b0;
           disc_next_q   <= C_SAVE;
+          absorbed_q    <= 1'b0;
+          if (take_pkt) rr_pkt_q <= 1'b1;
+          if (take_sent) rr_pkt_q <= 1'b0;
           if (take_ctl) st_q <= C_CTL;
           else if (take_evt) begin kind_q <= K_EVT; st_q <= C_LOAD; end
           else if (take_sent) begin kind_q <= K_SENT; sent_q <= mg_q; st_q <= C_LOAD; end
@@ -619,7 +689,15 @@ module hm_rc_compl
                 st_q          <= C_RETRY;
               end
             end
-            default: begin   // K_PKT
+            default: if (absorb) begin   // K_PKT, a record of the QP waiting
+              absorbed_q <= 1'b1;
+              d_q.shead  <= mg_q.wqe_idx + 1'b1;
+              d_q.spsn   <= mg_q.first_psn + mg_q.npsn;
+              if (!d_q.tmr_on && !d_q.rnr_wait && ctx_q.timeout != 5'd0 && !d_q.err) begin
+                d_q.tmr_on   <= 1'b1;
+                d_q.deadline <= now_q + ack_to;
+              end
+            end else begin   // K_PKT
               logic ok;
               ok = (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) && !d_q.err;
               if (is_ack && syn_cls == 3'd0)
@@ -653,7 +731,7 @@ module hm_rc_compl
             ret_q <= C_RL;
             bi_q  <= '0;
             bg_q  <= '0;
-            st_q  <= batch_has(d_q.ci) ? C_BLOAD : C_WREQ;
+            st_q  <= !batch_has(d_q.ci) ? C_WREQ : (kind_q == K_PKT && !flushing_q) ? C_RFAST : C_BLOAD;
           end else if (w_rdat) st_q <= C_AFTER;
           else begin
             logic due;
@@ -667,13 +745,39 @@ module hm_rc_compl
             end else st_q <= C_AFTER;
           end
         end
+        C_RFAST: begin
+          if (f_ok) begin
+            d_q.ci        <= d_q.ci + 1'b1;
+            d_q.una       <= d_q.una + f_npsn;
+            d_q.rd_done   <= '0;
+            prog_q        <= 1'b1;
+            tmr_restart_q <= 1'b1;
+            fx_q          <= fx_q + 1'b1;
+          end else if (d_q.ci != d_q.shead && batch_has(d_q.ci) && !cb_err_q && !f_rdat) begin
+            // a SEND / WRITE that is signaled or not yet due: C_RL decides on its header,
+            // which is all the retire, CQE, rewind and C_AFTER steps read of such a WQE
+            wqe_q[DATA_WIDTH-1:0] <= cb_rd;
+            wc_v_q       <= 1'b1;
+            wc_q         <= q_q;
+            wc_idx_q     <= fx_q;
+            wfetch_err_q <= 1'b0;
+            st_q         <= C_RL;
+          end else if (d_q.ci != d_q.shead && batch_has(d_q.ci)) begin
+            // anything else (READ / atomic, fetch error): the WQE is loaded whole and C_RL
+            // decides
+            bi_q  <= '0;
+            bg_q  <= '0;
+            ret_q <= C_RL;
+            st_q  <= C_BLOAD;
+          end else st_q <= C_RL;
+        end
         C_WREQ: begin
           if (in_batch) begin
             bi_q <= '0;
             bg_q <= '0;
             st_q <= C_BLOAD;
-          end else if (m_wrd_ready) begin
-            cb_wa_q  <= '0;
+          end else if (m_wrd_ready && !pf_busy_q) begin
+            cb_wa_q  <= CBW'(32'(fx_q) << lbpw);
             cb_v_q   <= 1'b0;
             cb_err_q <= 1'b0;
             cbn_q    <= cbn;
@@ -684,10 +788,15 @@ module hm_rc_compl
           cb_wa_q <= cb_wa_q + 1'b1;
           if (s_wqe_tuser) cb_err_q <= 1'b1;
           if (s_wqe_tlast) begin
-            cb_v_q     <= 1'b1;
-            cb_q       <= q_q;
-            cb_first_q <= fx_q;
-            cb_n_q     <= cbn_q;
+            cb_v_q        <= 1'b1;
+            cb_q          <= q_q;
+            cb_first_q    <= fx_q;
+            cb_n_q        <= cbn_q;
+            cbx_base_q    <= ctx_q.sq_base;
+            cbx_lsize_q   <= ctx_q.sq_log_size;
+            cbx_lstride_q <= lstride;
+            cb_lo_q       <= fx_q;
+            cb_lim_q      <= 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
             bi_q       <= '0;
             bg_q       <= '0;
             st_q       <= C_BLOAD;
@@ -986,12 +1095,53 @@ module hm_rc_compl
         end
         default: st_q <= C_IDLE;
       endcase
+
+      // the window's QP saved: what it still needs and how far it is posted
+      if (st_q == C_SAVE && cb_v_q && cb_q == q_q) begin
+        cb_lo_q  <= d_q.ci;
+        cb_lim_q <= 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
+      end
+      // a QP saved with WQEs outstanding takes over an unused window (none, or one whose QP
+      // has retired all it posted): the prefetch reads its WQEs before their ACKs come
+      if (st_q == C_SAVE && !pf_busy_q && (!cb_v_q || (cb_q != q_q && cb_lo_q == cb_lim_q)) &&
+          d_q.ci != d_q.shead && !d_q.err) begin
+        cb_v_q        <= 1'b1;
+        cb_err_q      <= 1'b0;
+        cb_q          <= q_q;
+        cb_first_q    <= d_q.ci;
+        cb_n_q        <= '0;
+        cbx_base_q    <= ctx_q.sq_base;
+        cbx_lsize_q   <= ctx_q.sq_log_size;
+        cbx_lstride_q <= lstride;
+        cb_lo_q       <= d_q.ci;
+        cb_lim_q      <= 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
+      end
+      // prefetch: issue (the window drops what was retired), data, completion (a bus error
+      // or a window changed meanwhile discards it; the FSM then reads those WQEs itself)
+      if (pf_go) begin
+        pf_busy_q  <= 1'b1;
+        pf_stale_q <= 1'b0;
+        pf_err_q   <= 1'b0;
+        pf_n_q     <= pf_n;
+        cb_wa_q    <= CBW'(32'(pf_e) << cbx_lbpw);
+        cb_first_q <= pf_lo;
+        cb_n_q     <= pf_e - pf_lo;
+      end
+      if (pf_busy_q && s_wqe_tvalid) begin
+        cb_wa_q <= cb_wa_q + 1'b1;
+        if (s_wqe_tuser) pf_err_q <= 1'b1;
+        if (s_wqe_tlast) begin
+          pf_busy_q <= 1'b0;
+          if (!pf_stale_q && !pf_err_q && !s_wqe_tuser && cb_v_q) cb_n_q <= cb_n_q + pf_n_q;
+        end
+      end
+      if (pf_busy_q && st_q == C_CTL) pf_stale_q <= 1'b1;
     end
   end
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{dbf_level, s_ctl_data, h_q, sent_q, w, sge_k, sge_c, sge_atom, ctx_q, d_q, s_wqe_tdata, s_ctl_cmd, s_err_qpn, tmo_level};
+  assign unused_ok = ^{dbf_level, s_ctl_data, h_q, sent_q, w, fh, sge_k, sge_c, sge_atom, ctx_q, d_q, s_wqe_tdata, s_ctl_cmd, s_err_qpn, tmo_level};
   /* verilator lint_on UNUSEDSIGNAL */
   /* verilator lint_off UNUSEDSIGNAL */
   /* verilator lint_on UNUSEDSIGNAL */

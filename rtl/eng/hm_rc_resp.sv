@@ -24,7 +24,12 @@
 //
 // Fast path: an in-order RDMA WRITE Only (no immediate) whose R_Key, PD and range lie in the
 // region of the last successful remote-write check (a one-entry cache, cleared by any MR
-// change) is placed and acknowledged without the general decode and check states.
+// change) is placed and acknowledged without the general decode and check states, its
+// payload piece and ACK job issued in the same cycle. The next request of the same QP is
+// taken straight from the header input while the QP's state stays in registers (one
+// packet per cycle; R_FWAIT keeps it there until other work arrives), and when it is already waiting, in order and asking for an ACK
+// itself, this packet's ACK is left to it (coalesced: an ACK or NAK for PSN n acknowledges
+// every PSN before n; at most ACK_COALESCE in a row).
 module hm_rc_resp
   import hm_pkg::*;
   import hm_desc_pkg::*;
@@ -36,6 +41,8 @@ module hm_rc_resp
   parameter int NUM_QPS = 4096,
   // Responder resources per QP (READ / atomic requests remembered for duplicates): 1, 2 or 4.
   parameter int MAX_RES = 4,
+  // Fast-path ACKs left to the next waiting request of the QP, at most, in a row (0: none).
+  parameter int ACK_COALESCE = 16,
   // Derived.
   localparam int QW = $clog2(NUM_QPS),
   localparam int SW = int'(HM_CTL_STAGE_WORDS)
@@ -174,7 +181,7 @@ module hm_rc_resp
     R_IDLE, R_CTL, R_LOAD, R_DISPATCH, R_SEQ, R_DUP, R_DUPRES, R_DUPCHK, R_EXEC,
     R_RQCHK, R_RQFETCH, R_RQDATA, R_SGLINIT, R_SGLCHK, R_SEND, R_INV, R_PLACE, R_WRCHK, R_WRITE,
     R_RDCHK, R_READ, R_ATCHK, R_ATWAIT, R_ATREAD, R_ATDATA, R_ATWRITE, R_RESSAVE,
-    R_ACK, R_CQE, R_NAK, R_ERRCQE, R_ERRNOTE, R_FLUSH, R_DISCARD, R_WAITWR, R_SAVE, R_FAST
+    R_ACK, R_CQE, R_NAK, R_ERRCQE, R_ERRNOTE, R_FLUSH, R_DISCARD, R_WAITWR, R_SAVE, R_FAST, R_FWAIT
   } st_t;
   typedef enum logic [1:0] { K_DB, K_EVT, K_PKT } kind_t;
   st_t   st_q, after_q, disc_next_q;
@@ -202,7 +209,9 @@ module hm_rc_resp
   assign s_ctl_ready = st_q == R_CTL;
   assign s_err_ready = take_evt;
   assign dbf_pop     = take_db;
-  assign s_hdr_ready = take_pkt;
+  // the fast path chains to the next request of its QP (fchain, below)
+  logic fchain;
+  assign s_hdr_ready = take_pkt || fchain;
 
   always_ff @(posedge clk) begin
     ctx_rd <= ctx_mem[sel_q];
@@ -345,6 +354,21 @@ module hm_rc_resp
                     (wk_v_q && h_q.rkey == wk_key_q && ctx_q.pd == wk_pd_q && h_q.va >= wk_base_q &&
                      65'(h_q.va) + 65'(h_q.dma_len) <= 65'(wk_end_q)));
 
+  // fast path: piece and ACK job issued together; fpc_q / fjob_q: already taken
+  logic       fpc_q, fjob_q, fnext, fdefer, fneed_pc, fack, fpc_ok, fjob_ok, ffin;
+  logic [4:0] fco_q;      // ACKs coalesced in a row
+  // the next request of the QP is waiting and nothing else is (it keeps the QP's state)
+  assign fnext   = s_hdr_valid && s_hdr.dest_qp == 24'(q_q) && !s_ctl_valid && !s_err_valid && !dbf_valid;
+  // ... and it is an in-order WRITE Only that asks for an ACK: it acknowledges this one too
+  assign fdefer  = fnext && s_hdr.opcode == 8'h0A && s_hdr.ackreq && s_hdr.psn == h_q.psn + 24'd1 &&
+                   32'(fco_q) < ACK_COALESCE;
+  assign fneed_pc = plen != '0 && !fpc_q;
+  assign fack    = h_q.ackreq && !fdefer && !fjob_q;
+  assign fpc_ok  = !fneed_pc || m_pc_ready;
+  assign fjob_ok = !fack || m_job_ready;
+  assign ffin    = st_q == R_FAST && fast_wr && fpc_ok && fjob_ok;
+  assign fchain  = (ffin || st_q == R_FWAIT) && fnext;
+
   // atomic
   logic [63:0] at_orig_q, at_new;
   assign at_new = op == 8'h13 ? (at_orig_q == h_q.compare ? h_q.swap_add : at_orig_q)
@@ -366,7 +390,7 @@ module hm_rc_resp
       R_ATWRITE: begin m_pc_imm = 1'b1; m_pc_valid = 1'b1; end
       R_FAST: begin
         m_pc_len   = 13'(plen);
-        m_pc_valid = plen != '0;
+        m_pc_valid = fast_wr && fneed_pc;
       end
       R_PLACE: begin
         if (pc_send_q) begin
@@ -416,8 +440,16 @@ module hm_rc_resp
     m_job.udp_sport  = ctx_q.udp_sport;
     m_job.flow_label = ctx_q.flow_label;
     m_job.pkey       = ctx_q.pkey;
+    if (st_q == R_FAST) begin
+      // the fast path's ACK: this packet, after its write (issued now or before)
+      m_job.kind     = HM_RJ_AETH;
+      m_job.psn      = h_q.psn;
+      m_job.syndrome = 8'h1F;
+      m_job.msn      = d_q.msn + 24'd1;
+      m_job.wr_seq   = wr_issued_q + 32'(fneed_pc);
+    end
   end
-  assign m_job_valid = st_q == R_ACK || st_q == R_NAK;
+  assign m_job_valid = st_q == R_ACK || st_q == R_NAK || (st_q == R_FAST && fast_wr && fack);
 
   // receive CQE
   logic [7:0]  cqe_st_q;
@@ -563,7 +595,12 @@ module hm_rc_resp
                 stat_dropped <= stat_dropped + 1'b1;
                 disc_next_q  <= R_IDLE;
                 st_q <= plen != 0 ? R_DISCARD : R_IDLE;
-              end else st_q <= fast_wr ? R_FAST : R_SEQ;
+              end else begin
+                fpc_q  <= 1'b0;
+                fjob_q <= 1'b0;
+                fco_q  <= '0;
+                st_q   <= fast_wr ? R_FAST : R_SEQ;
+              end
             end
           endcase
         end
@@ -970,14 +1007,37 @@ module hm_rc_resp
         R_SAVE: st_q <= R_IDLE;
         // fast WRITE Only: payload to its target, then the ACK if asked for (the response
         // generator sends it once this write has completed)
-        R_FAST: if (plen == '0 || m_pc_ready) begin
-          d_q.epsn     <= d_q.epsn + 24'd1;
-          d_q.msn      <= d_q.msn + 24'd1;
-          d_q.nak_sent <= 1'b0;
-          d_q.wva      <= h_q.va;
-          d_q.total    <= h_q.dma_len;
-          d_q.moff     <= 32'(plen);
-          ack_if_asked();
+        R_FAST: begin
+          if (!fast_wr) begin
+            // a chained request that is not for the fast path: the general path
+            st_q <= R_SEQ;
+          end else begin
+            if (m_pc_valid && m_pc_ready) fpc_q <= 1'b1;
+            if (m_job_valid && m_job_ready) fjob_q <= 1'b1;
+            if (ffin) begin
+              d_q.epsn     <= d_q.epsn + 24'd1;
+              d_q.msn      <= d_q.msn + 24'd1;
+              d_q.nak_sent <= 1'b0;
+              d_q.wva      <= h_q.va;
+              d_q.total    <= h_q.dma_len;
+              d_q.moff     <= 32'(plen);
+              fpc_q        <= 1'b0;
+              fjob_q       <= 1'b0;
+              fco_q        <= (h_q.ackreq && fdefer) ? fco_q + 1'b1 : '0;
+              if (fchain) begin
+                h_q       <= s_hdr;
+                stat_reqs <= stat_reqs + 1'b1;
+              end else st_q <= R_FWAIT;
+            end
+          end
+        end
+        // the QP's state stays in registers for its next request while nothing else waits
+        R_FWAIT: begin
+          if (fchain) begin
+            h_q       <= s_hdr;
+            stat_reqs <= stat_reqs + 1'b1;
+            st_q      <= R_FAST;
+          end else if (s_ctl_valid || s_err_valid || dbf_valid || s_hdr_valid) st_q <= R_SAVE;
         end
         default: st_q <= R_IDLE;
       endcase

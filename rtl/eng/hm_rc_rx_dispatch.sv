@@ -2,12 +2,17 @@
 // (SEND, WRITE, READ request, atomics) go to the responder, RC responses (ACK/NAK, READ
 // response, atomic ACK) to the completer, each with its payload. Everything else (UC, UD,
 // CNP) is not handled by the RC engine: it is counted (stat_other) and its payload dropped.
-// One packet at a time: its header first, then its payload beats (if payload_len != 0).
+// Headers pass as soon as their consumer takes them, ahead of the payloads of earlier
+// packets: the destination of every packet with payload waits in a small queue that routes
+// the payload beats, in packet order (so a consumer can decide on the next header while
+// the previous payload is still being placed).
 module hm_rc_rx_dispatch
   import hm_pkg::*;
 #(
   // Datapath width in bits.
   parameter int DATA_WIDTH = 512,
+  // Packets whose payload may wait behind their header (power of two).
+  parameter int PAY_DEPTH = 8,
   // Bytes per beat (derived).
   localparam int KEEP_WIDTH = DATA_WIDTH / 8
 ) (
@@ -54,16 +59,28 @@ module hm_rc_rx_dispatch
   endfunction
 
   // payload routing of the packet whose header was passed on
-  logic pay_q;
-  dst_t dst_q, dst_h;
+  dst_t dst_h, dst_p;
   assign dst_h = classify(s_hdr.opcode);
 
+  // destinations of the payloads to come
+  logic       pq_room, pq_valid, pq_push, pq_pop;
+  logic [1:0] pq_data;
+  logic [$clog2(PAY_DEPTH+1):0] pq_level;
+  hm_fifo #(.WIDTH(2), .DEPTH(PAY_DEPTH)) u_payq (
+    .clk, .rst, .s_data(2'(dst_h)), .s_valid(pq_push), .s_ready(pq_room),
+    .m_data(pq_data), .m_valid(pq_valid), .m_ready(pq_pop), .level(pq_level));
+  assign dst_p = dst_t'(pq_data);
+
+  logic has_pay, hdr_go;
+  assign has_pay         = s_hdr.payload_len != 16'd0;
   assign m_req_hdr       = s_hdr;
   assign m_rsp_hdr       = s_hdr;
-  assign m_req_hdr_valid = !pay_q && s_hdr_valid && dst_h == D_REQ;
-  assign m_rsp_hdr_valid = !pay_q && s_hdr_valid && dst_h == D_RSP;
-  assign s_hdr_ready     = !pay_q && (dst_h == D_REQ ? m_req_hdr_ready :
-                                      dst_h == D_RSP ? m_rsp_hdr_ready : 1'b1);
+  assign m_req_hdr_valid = s_hdr_valid && dst_h == D_REQ && (pq_room || !has_pay);
+  assign m_rsp_hdr_valid = s_hdr_valid && dst_h == D_RSP && (pq_room || !has_pay);
+  assign s_hdr_ready     = (pq_room || !has_pay) && (dst_h == D_REQ ? m_req_hdr_ready :
+                                                     dst_h == D_RSP ? m_rsp_hdr_ready : 1'b1);
+  assign hdr_go          = s_hdr_valid && s_hdr_ready;
+  assign pq_push         = hdr_go && has_pay;
 
   assign m_req_tdata  = s_axis_tdata;
   assign m_req_tkeep  = s_axis_tkeep;
@@ -71,22 +88,22 @@ module hm_rc_rx_dispatch
   assign m_rsp_tdata  = s_axis_tdata;
   assign m_rsp_tkeep  = s_axis_tkeep;
   assign m_rsp_tlast  = s_axis_tlast;
-  assign m_req_tvalid = pay_q && dst_q == D_REQ && s_axis_tvalid;
-  assign m_rsp_tvalid = pay_q && dst_q == D_RSP && s_axis_tvalid;
-  assign s_axis_tready = pay_q && (dst_q == D_REQ ? m_req_tready :
-                                   dst_q == D_RSP ? m_rsp_tready : 1'b1);
+  assign m_req_tvalid = pq_valid && dst_p == D_REQ && s_axis_tvalid;
+  assign m_rsp_tvalid = pq_valid && dst_p == D_RSP && s_axis_tvalid;
+  assign s_axis_tready = pq_valid && (dst_p == D_REQ ? m_req_tready :
+                                      dst_p == D_RSP ? m_rsp_tready : 1'b1);
+  assign pq_pop        = s_axis_tvalid && s_axis_tready && s_axis_tlast;
 
   always_ff @(posedge clk) begin
     if (rst) begin
-      pay_q      <= 1'b0;
       stat_other <= '0;
-    end else begin
-      if (s_hdr_valid && s_hdr_ready) begin
-        dst_q <= dst_h;
-        pay_q <= s_hdr.payload_len != 16'd0;
-        if (dst_h == D_DROP) stat_other <= stat_other + 1'b1;
-      end
-      if (s_axis_tvalid && s_axis_tready && s_axis_tlast) pay_q <= 1'b0;
+    end else if (hdr_go && dst_h == D_DROP) begin
+      stat_other <= stat_other + 1'b1;
     end
   end
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = ^pq_level;
+  /* verilator lint_on UNUSEDSIGNAL */
 endmodule

@@ -7,7 +7,9 @@
 // error). Bytes of the packet beyond its last piece are dropped; a piece longer than what is
 // left of the packet is completed with zero bytes, so the DMA engine always receives exactly
 // the length it was asked for. Internally a byte buffer of two beats: each cycle it may emit
-// one output beat (taking up to KEEP_WIDTH bytes from its bottom) and take one input beat.
+// one output beat (taking up to KEEP_WIDTH bytes from its bottom) and take one input beat;
+// a piece takes two cycles at least (its DMA request, then its data), and the next piece is
+// accepted in the cycle one ends.
 module hm_rc_scatter #(
   // Datapath width in bits (256 or 512).
   parameter int DATA_WIDTH = 512,
@@ -99,7 +101,10 @@ module hm_rc_scatter #(
                 (cur_disc_q || cnt_after <= (LW+2)'(KEEP_WIDTH));
   end
   assign s_axis_tready = in_take;
-  assign s_pc_ready    = !cur_v_q;
+  // the next piece may come in the cycle this one ends, unless the rest of its packet is
+  // still to be swallowed
+  assign s_pc_ready    = !cur_v_q || (piece_end && (!cur_last_q || cur_imm_q || in_done_q ||
+                                                    (in_take && s_axis_tlast)));
 
   always_ff @(posedge clk) begin
     if (rst) begin

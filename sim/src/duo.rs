@@ -143,12 +143,13 @@ impl DuoBench {
                 active = true;
             }
             quiet = if active { 0 } else { quiet + 1 };
-            if now % 64 == 0 {
-                for side in 0..2 {
-                    if self.h[side].poll_cq()? != 0 {
-                        quiet = 0;
-                    }
+            // CQs are polled every cycle, so a CQE's cycle is when it reached host memory
+            for side in 0..2 {
+                if self.h[side].poll_cq()? != 0 {
+                    quiet = 0;
                 }
+            }
+            if now % 64 == 0 {
                 if quiet > 3_000 && done(self) {
                     return Ok(now - start);
                 }
