@@ -10,7 +10,11 @@ module hm_axi_rd_arb #(
   // AXI address width.
   parameter int ADDR_WIDTH = 64,
   // AXI ID width (at least clog2(PORTS)).
-  parameter int ID_WIDTH = 4
+  parameter int ID_WIDTH = 4,
+  // Background ports (bit mask): granted only when no other port requests, or after
+  // BG_EVERY grants to other ports while one of them waits (so they never starve).
+  parameter logic [PORTS-1:0] BG_MASK = '0,
+  parameter int BG_EVERY = 8
 ) (
   input  logic                             clk,
   input  logic                             rst,
@@ -50,7 +54,20 @@ module hm_axi_rd_arb #(
   // AR: round-robin grant into a registered output slot
   logic [PW-1:0] pick;
   logic          any, take;
-  hm_rr_pick #(.PORTS(PORTS)) u_pick (.clk, .rst, .req(s_arvalid), .adv(take), .any, .pick);
+  logic [PORTS-1:0] req;
+  logic [$clog2(BG_EVERY+1)-1:0] bg_wait_q;
+  always_comb begin
+    req = s_arvalid;
+    if ((s_arvalid & ~BG_MASK) != '0 && 32'(bg_wait_q) < BG_EVERY) req = s_arvalid & ~BG_MASK;
+  end
+  always_ff @(posedge clk) begin
+    if (rst) bg_wait_q <= '0;
+    else if (take) begin
+      if ((s_arvalid & BG_MASK) == '0 || BG_MASK[pick]) bg_wait_q <= '0;
+      else if (32'(bg_wait_q) < BG_EVERY) bg_wait_q <= bg_wait_q + 1'b1;
+    end
+  end
+  hm_rr_pick #(.PORTS(PORTS)) u_pick (.clk, .rst, .req(req), .adv(take), .any, .pick);
   assign take = any && (!m_arvalid || m_arready);
   always_comb begin
     s_arready = '0;

@@ -1101,9 +1101,11 @@ module hm_rc_compl
         cb_lo_q  <= d_q.ci;
         cb_lim_q <= 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
       end
-      // a QP saved with WQEs outstanding takes over an unused window (none, or one whose QP
-      // has retired all it posted): the prefetch reads its WQEs before their ACKs come
-      if (st_q == C_SAVE && !pf_busy_q && (!cb_v_q || (cb_q != q_q && cb_lo_q == cb_lim_q)) &&
+      // a QP saved after a response packet with WQEs outstanding takes over an unused window
+      // (none, or one whose QP has retired all it posted) and the prefetch reads its WQEs
+      // (not on started-WQE records: reading back while the requester reads the same WQEs
+      // and their payload would slow the sender down)
+      if (st_q == C_SAVE && kind_q == K_PKT && !pf_busy_q && (!cb_v_q || (cb_q != q_q && cb_lo_q == cb_lim_q)) &&
           d_q.ci != d_q.shead && !d_q.err) begin
         cb_v_q        <= 1'b1;
         cb_err_q      <= 1'b0;

@@ -700,7 +700,10 @@ module hm_rc_engine
     );
   end
 
-  hm_axi_rd_arb #(.PORTS(RP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4)) u_rd_arb (
+  // the completer's WQE read-back (port 2) yields to the others: its prefetch would otherwise
+  // take read bandwidth the requester needs for the next WQEs and payloads
+  hm_axi_rd_arb #(.PORTS(RP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4),
+                  .BG_MASK(RP'(1 << 2)), .BG_EVERY(8)) u_rd_arb (
     .clk, .rst,
     .s_arid(a_arid), .s_araddr(a_araddr), .s_arlen(a_arlen), .s_arsize(a_arsize),
     .s_arburst(a_arburst), .s_arvalid(a_arvalid), .s_arready(a_arready),

@@ -185,3 +185,37 @@ fn a_full_batch_of_small_writes() {
     assert_eq!(u.d.h[0].split_cqes().1, u.d.h[0].refn.poll_send_cq(q0));
     assert_eq!(u.d.h[1].mem_diff(BUF, LEN as usize), None);
 }
+
+#[test]
+fn back_to_back_small_writes_get_coalesced_acks_and_fast_retirement() {
+    // 192 8-byte WRITEs, every 16th signaled, with a READ every 64: the responder chains the
+    // in-order WRITE Onlys of the QP and leaves an ACK to the next waiting request; the
+    // completer retires the unsignaled ones from its WQE window and the signaled ones and
+    // READs through its general path. CQEs and memory must still equal the model's.
+    let mut u = setup(5, WireFaults::default(), 4096, 1);
+    let (q0, _) = u.qps[0];
+    let n = 192u64;
+    for i in 0..n {
+        let op = if i % 64 == 63 {
+            SendOp::Read { remote_addr: BUF + 0x4_0000 + i * 8, rkey: u.key[1] }
+        } else {
+            SendOp::Write { remote_addr: qreg(0) + i * 8, rkey: u.key[1] }
+        };
+        let dst = if i % 64 == 63 { qreg(0) + 0x1_8000 + i * 8 } else { BUF + i * 8 };
+        let mut wr = SendWr::new(i, op, vec![sge(dst, 8, u.key[0])]);
+        wr.signaled = i % 16 == 15;
+        u.d.h[0].post_send(q0, &wr, false).unwrap();
+    }
+    u.d.h[0].doorbell(q0).unwrap();
+    let r = u.d.run(400_000, |d| d.h[0].cqes.len() == (n / 16) as usize);
+    assert!(r.is_ok(), "{r:?}: CQEs {}", u.d.h[0].cqes.len());
+    u.d.run_reference();
+    assert_eq!(u.d.h[0].split_cqes().1, u.d.h[0].refn.poll_send_cq(q0));
+    assert_eq!(u.d.h[1].mem_diff(BUF, LEN as usize), None);
+    assert_eq!(u.d.h[0].mem_diff(BUF, LEN as usize), None);
+    // counters: 7 requests received, 23 responses sent (ACKs and READ responses)
+    let reqs = u.d.h[1].eng.counter(7).unwrap();
+    let sent = u.d.h[1].eng.counter(23).unwrap();
+    assert_eq!(reqs, n as u32, "requests the responder executed");
+    assert!(sent < n as u32 && sent >= 3, "responses sent: {sent} for {n} requests (ACKs coalesced, 3 READ responses)");
+}
