@@ -4,6 +4,9 @@ front end) and print LUT / FF / RAM counts and the logic depth between registers
 
 usage: scripts/synth.py [--top hm_rx_path,hm_tx_path] [--width 512] [--out build/synth]
                         [--check-depth N] [--param NAME=VALUE ...] [--coarse]
+                        [--extra FILE ...]
+
+--extra adds a source file from outside rtl/ (the control core's CPU, fetched at build time).
 
 --coarse elaborates and checks only (hierarchy, processes, memories, `check -assert`: no
 multiple drivers, no combinational loops, no undriven signals) without technology mapping:
@@ -27,7 +30,7 @@ PKGS = ["rtl/pkg/hm_pkg.sv", "rtl/pkg/hm_crc_pkg.sv", "rtl/pkg/hm_regs_pkg.sv", 
 
 def sources():
     out = list(PKGS)
-    for sub in ("common", "rx", "tx", "dma", "csr", "ctx", "eng"):
+    for sub in ("common", "rx", "tx", "dma", "csr", "ctx", "eng", "ctrl"):
         d = os.path.join(ROOT, "rtl", sub)
         out += sorted(f"rtl/{sub}/{f}" for f in os.listdir(d) if f.endswith(".sv"))
     return out
@@ -144,6 +147,7 @@ def main():
     ap.add_argument("--check-depth", type=int, default=0)
     ap.add_argument("--param", action="append", default=[], help="top-level parameter, NAME=VALUE (repeatable)")
     ap.add_argument("--coarse", action="store_true", help="elaborate and check only, no technology mapping")
+    ap.add_argument("--extra", action="append", default=[], help="extra source file (repeatable)")
     a = ap.parse_args()
     for p in a.param:
         if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=\d+", p):
@@ -162,7 +166,7 @@ def main():
             if a.coarse:
                 base += "_coarse"
                 script = (
-                    f"read_slang {' '.join(sources())} --top {top}{gw}{gp} --threads 1\n"
+                    f"read_slang {' '.join(sources() + a.extra)} --top {top}{gw}{gp} --threads 1\n"
                     f"hierarchy -check -top {top}\n"
                     f"proc\nflatten\nopt_clean\n"
                     f"check -assert\n"
@@ -170,7 +174,7 @@ def main():
                 )
             else:
                 script = (
-                    f"read_slang {' '.join(sources())} --top {top}{gw}{gp} --threads 1\n"
+                    f"read_slang {' '.join(sources() + a.extra)} --top {top}{gw}{gp} --threads 1\n"
                     f"synth_xilinx -family xcup -top {top} -flatten -noiopad\n"
                     f"tee -o {base}.stat stat\n"
                     f"write_json {base}.json\n"

@@ -20,8 +20,27 @@ const MODELS: [(&str, &str, &str, &[u32]); 5] = [
     ("Vdma", "hm_sim_dma_top", "hm_sim_dma_top.sv", &WIDTHS),
     ("Vcsr", "hm_csr", "", &[512]),
     ("Vmr", "hm_mr_table", "", &[0]),
-    ("Vrc", "hm_rc_engine", "", &[512]),
+    ("Vrc", "hm_sim_nic_top", "hm_sim_nic_top.sv", &[512]),
 ];
+
+/// picorv32.v: build/ext/picorv32.v (copied there by ./hematite deps), else the installed
+/// pythondata-cpu-picorv32 package.
+fn picorv32(root: &Path) -> PathBuf {
+    let local = root.join("build/ext/picorv32.v");
+    if local.exists() {
+        return local;
+    }
+    let out = Command::new("python3")
+        .args(["-c", "import pythondata_cpu_picorv32 as p; print(p.data_location)"])
+        .output();
+    if let Ok(o) = out {
+        let p = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()).join("picorv32.v");
+        if o.status.success() && p.exists() {
+            return p;
+        }
+    }
+    panic!("picorv32.v not found: run ./hematite deps (it installs pythondata-cpu-picorv32 pinned and copies the core to build/ext/)")
+}
 
 fn rtl_sources(root: &Path) -> Vec<PathBuf> {
     // Package files first (compile order matters), then every other .sv under rtl/.
@@ -33,7 +52,7 @@ fn rtl_sources(root: &Path) -> Vec<PathBuf> {
         root.join("rtl/pkg/hm_eng_pkg.sv"),
     ];
     let mut rest = Vec::new();
-    for sub in ["common", "rx", "tx", "dma", "csr", "ctx", "eng"] {
+    for sub in ["common", "rx", "tx", "dma", "csr", "ctx", "eng", "ctrl"] {
         let dir = root.join("rtl").join(sub);
         let mut v: Vec<PathBuf> = fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
@@ -212,6 +231,12 @@ fn main() {
     .trim()
     .to_string();
 
+    // The control core's CPU (picorv32 from PyPI's pythondata-cpu-picorv32, which ./hematite
+    // deps installs pinned and copies to build/ext): only the NIC model instantiates it.
+    let cpu = picorv32(&root);
+    println!("cargo:rerun-if-changed={}", cpu.display());
+    let vlt = root.join("rtl/ctrl/picorv32.vlt");
+
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
     let mut build = cc::Build::new();
     build.cpp(true).file("csrc/shim.cpp").file("csrc/dma_shim.cpp").file("csrc/csr_shim.cpp").file("csrc/mr_shim.cpp").file("csrc/eng_shim.cpp").flag_if_supported("-std=c++17").opt_level(2);
@@ -231,7 +256,10 @@ fn main() {
                 .arg(&jobs)
                 .arg("--Mdir")
                 .arg(&mdir)
+                .args(["--timescale", "1ns/1ps"])
+                .arg(&vlt)
                 .args(&srcs)
+                .args(if topname == "hm_sim_nic_top" { vec![cpu.clone()] } else { vec![] })
                 .args(&top)
                 .status()
                 .expect("run verilator");

@@ -125,9 +125,15 @@ module hm_rc_engine
   // Interrupt messages
   output logic [7:0]            m_irq_vec,
   output logic                  m_irq_valid,
-  input  logic                  m_irq_ready
+  input  logic                  m_irq_ready,
+
+  // What the control core reads of the engine: hm_caps_t (as BAR HM_REG_CAPS), log2 MRs
+  output logic [31:0]           caps,
+  output logic [7:0]            mr_log
 );
   localparam int NUM_COUNTERS = 26;
+  assign caps   = {8'($clog2(NUM_QPS)), 8'($clog2(NUM_CQS)), 8'(DATA_WIDTH / 64), 8'(NUM_COUNTERS)};
+  assign mr_log = 8'($clog2(NUM_MRS));
 
   // DMA engine ports (read engines 0..4 and write engines 0..2, see the DMA sections below)
   localparam int RP = 5;

@@ -1,4 +1,5 @@
-// extern "C" shim for the Verilated transport engine (hm_rc_engine, 512-bit datapath). One
+// extern "C" shim for the Verilated NIC (hm_sim_nic_top: the transport engine, 512-bit
+// datapath, and the control core). One
 // call per clock: inputs applied, combinational settle, outputs sampled before the rising
 // edge (AXI readies may be combinational), then the edge.
 #include <cstdint>
@@ -20,6 +21,9 @@ struct HmEngIn {
     uint8_t arready, rid, rresp, rlast, rvalid;
     uint8_t awready, wready, bid, bresp, bvalid;
     uint8_t rx_tvalid, rx_tlast, rx_tuser, tx_tready, irq_ready;
+    uint32_t fw_wdata;
+    uint16_t fw_awaddr, fw_araddr;
+    uint8_t ctl_sel, fw_awvalid, fw_wstrb, fw_wvalid, fw_bready, fw_arvalid, fw_rready;
 };
 
 struct HmEngOut {
@@ -32,6 +36,9 @@ struct HmEngOut {
     uint8_t arid, arlen, arsize, arburst, arvalid, rready;
     uint8_t awid, awlen, awsize, awburst, awvalid, wlast, wvalid, bready;
     uint8_t rx_tready, tx_tvalid, tx_tlast, tx_tuser, irq_valid, irq_vec;
+    uint32_t fw_rdata;
+    uint8_t fw_awready, fw_wready, fw_bresp, fw_bvalid, fw_arready, fw_rresp, fw_rvalid;
+    uint8_t fw_irq_done, fw_fault, fw_trap;
 };
 
 struct HmEng {
@@ -67,6 +74,11 @@ void hm_eng_tick(HmEng* h, const HmEngIn* in, HmEngOut* out) {
     m->s_rx_tuser = in->rx_tuser; m->m_tx_tready = in->tx_tready;
     for (int i = 0; i < 128; i++) m->rl_pause[i] = in->rl_pause[i];
     m->m_irq_ready = in->irq_ready;
+    m->ctl_sel = in->ctl_sel;
+    m->s_fw_awaddr = in->fw_awaddr; m->s_fw_awvalid = in->fw_awvalid;
+    m->s_fw_wdata = in->fw_wdata; m->s_fw_wstrb = in->fw_wstrb; m->s_fw_wvalid = in->fw_wvalid;
+    m->s_fw_bready = in->fw_bready; m->s_fw_araddr = in->fw_araddr;
+    m->s_fw_arvalid = in->fw_arvalid; m->s_fw_rready = in->fw_rready;
 
     m->clk = 0;
     m->eval();
@@ -91,6 +103,11 @@ void hm_eng_tick(HmEng* h, const HmEngIn* in, HmEngOut* out) {
     out->tx_tkeep = m->m_tx_tkeep; out->tx_tvalid = m->m_tx_tvalid; out->tx_tlast = m->m_tx_tlast;
     out->tx_tuser = m->m_tx_tuser;
     out->irq_valid = m->m_irq_valid; out->irq_vec = m->m_irq_vec;
+    out->fw_awready = m->s_fw_awready; out->fw_wready = m->s_fw_wready;
+    out->fw_bresp = m->s_fw_bresp; out->fw_bvalid = m->s_fw_bvalid;
+    out->fw_arready = m->s_fw_arready; out->fw_rdata = m->s_fw_rdata;
+    out->fw_rresp = m->s_fw_rresp; out->fw_rvalid = m->s_fw_rvalid;
+    out->fw_irq_done = m->fw_irq_done; out->fw_fault = m->fw_fault; out->fw_trap = m->fw_trap;
 
     m->clk = 1;
     m->eval();

@@ -55,6 +55,17 @@ pub struct HmEngIn {
     pub rx_tuser: u8,
     pub tx_tready: u8,
     pub irq_ready: u8,
+    // control core (hm_sim_nic_top): its host port, and who drives the engine's control bus
+    pub fw_wdata: u32,
+    pub fw_awaddr: u16,
+    pub fw_araddr: u16,
+    pub ctl_sel: u8,
+    pub fw_awvalid: u8,
+    pub fw_wstrb: u8,
+    pub fw_wvalid: u8,
+    pub fw_bready: u8,
+    pub fw_arvalid: u8,
+    pub fw_rready: u8,
 }
 
 impl Default for HmEngIn {
@@ -99,6 +110,16 @@ impl Default for HmEngIn {
             rx_tuser: 0,
             tx_tready: 1,
             irq_ready: 1,
+            fw_wdata: 0,
+            fw_awaddr: 0,
+            fw_araddr: 0,
+            ctl_sel: 0,
+            fw_awvalid: 0,
+            fw_wstrb: 0,
+            fw_wvalid: 0,
+            fw_bready: 0,
+            fw_arvalid: 0,
+            fw_rready: 0,
         }
     }
 }
@@ -148,6 +169,17 @@ pub struct HmEngOut {
     pub tx_tuser: u8,
     pub irq_valid: u8,
     pub irq_vec: u8,
+    pub fw_rdata: u32,
+    pub fw_awready: u8,
+    pub fw_wready: u8,
+    pub fw_bresp: u8,
+    pub fw_bvalid: u8,
+    pub fw_arready: u8,
+    pub fw_rresp: u8,
+    pub fw_rvalid: u8,
+    pub fw_irq_done: u8,
+    pub fw_fault: u8,
+    pub fw_trap: u8,
 }
 
 extern "C" {
@@ -267,6 +299,7 @@ pub struct Engine {
     pub mem: AxiMem,
     bar: Lite,
     ctl: Lite,
+    fw: Lite,
     pub inp: HmEngIn,
     /// Frames the engine transmitted (bytes, aborted flag), in order.
     pub tx: Vec<(Vec<u8>, bool)>,
@@ -285,6 +318,17 @@ pub struct Engine {
     /// Frames queued towards the engine's receive port.
     pub rx_q: VecDeque<Vec<u8>>,
     rx_off: usize,
+    /// Control core outputs of the last cycle: (command done pulse, fault, trap).
+    pub fw_out: (bool, bool, bool),
+    /// Cycles at which the control core completed a command (its done pulse).
+    pub fw_done_cycles: Vec<u64>,
+}
+
+#[derive(Clone, Copy)]
+enum Port {
+    Bar,
+    Ctl,
+    Fw,
 }
 
 impl Engine {
@@ -296,6 +340,7 @@ impl Engine {
             mem: AxiMem::new(PagedMem::new(0), KW, cfg),
             bar: Lite::default(),
             ctl: Lite::default(),
+            fw: Lite::default(),
             inp: HmEngIn::default(),
             tx: Vec::new(),
             cur_tx: Vec::new(),
@@ -307,6 +352,8 @@ impl Engine {
             rng: Rng::new(seed ^ 0xE16),
             rx_q: VecDeque::new(),
             rx_off: 0,
+            fw_out: (false, false, false),
+            fw_done_cycles: Vec::new(),
         };
         e.inp.rst = 1;
         for _ in 0..8 {
@@ -358,6 +405,16 @@ impl Engine {
         i.ctl_araddr = cd.araddr;
         i.ctl_arvalid = cd.arvalid;
         i.ctl_rready = 1;
+        let fd = self.fw.drive();
+        i.fw_awaddr = fd.awaddr;
+        i.fw_awvalid = fd.awvalid;
+        i.fw_wdata = fd.wdata;
+        i.fw_wstrb = 0xF;
+        i.fw_wvalid = fd.wvalid;
+        i.fw_bready = 1;
+        i.fw_araddr = fd.araddr;
+        i.fw_arvalid = fd.arvalid;
+        i.fw_rready = 1;
         i.tx_tready = (!self.rng.pct(self.tx_stall_pct)) as u8;
         // receive port
         i.rx_tvalid = 0;
@@ -399,6 +456,11 @@ impl Engine {
         self.mem.update(now, &di, &dout);
         self.bar.update(&bd, o.bar_awready, o.bar_wready, o.bar_bvalid, o.bar_bresp, o.bar_arready, o.bar_rvalid, o.bar_rdata, o.bar_rresp);
         self.ctl.update(&cd, o.ctl_awready, o.ctl_wready, o.ctl_bvalid, o.ctl_bresp, o.ctl_arready, o.ctl_rvalid, o.ctl_rdata, o.ctl_rresp);
+        self.fw.update(&fd, o.fw_awready, o.fw_wready, o.fw_bvalid, o.fw_bresp, o.fw_arready, o.fw_rvalid, o.fw_rdata, o.fw_rresp);
+        self.fw_out = (o.fw_irq_done != 0, o.fw_fault != 0, o.fw_trap != 0);
+        if o.fw_irq_done != 0 {
+            self.fw_done_cycles.push(now);
+        }
         if o.tx_tvalid != 0 && i.tx_tready != 0 {
             if self.cur_tx.is_empty() {
                 self.tx_start.push(now);
@@ -439,14 +501,22 @@ impl Engine {
     }
 
     fn lite(&mut self, bar: bool, op: LiteOp) -> Result<(u32, bool), String> {
-        if bar {
-            self.bar.start(op);
-        } else {
-            self.ctl.start(op);
+        self.lite_on(if bar { Port::Bar } else { Port::Ctl }, op)
+    }
+
+    fn lite_on(&mut self, port: Port, op: LiteOp) -> Result<(u32, bool), String> {
+        match port {
+            Port::Bar => self.bar.start(op),
+            Port::Ctl => self.ctl.start(op),
+            Port::Fw => self.fw.start(op),
         }
         for _ in 0..10_000 {
             self.step();
-            let r = if bar { self.bar.result.take() } else { self.ctl.result.take() };
+            let r = match port {
+                Port::Bar => self.bar.result.take(),
+                Port::Ctl => self.ctl.result.take(),
+                Port::Fw => self.fw.result.take(),
+            };
             if let Some(r) = r {
                 return Ok(r);
             }
@@ -462,6 +532,20 @@ impl Engine {
     pub fn bar_read(&mut self, addr: u16) -> Result<(u32, bool), String> {
         self.lite(true, LiteOp::Read { addr })
     }
+    /// Control core host port (mailbox, core control, IMEM window) write; true when OKAY.
+    pub fn fw_write(&mut self, addr: u16, data: u32) -> Result<bool, String> {
+        self.lite_on(Port::Fw, LiteOp::Write { addr, data }).map(|r| r.1)
+    }
+    /// Control core host port read: (data, OKAY).
+    pub fn fw_read(&mut self, addr: u16) -> Result<(u32, bool), String> {
+        self.lite_on(Port::Fw, LiteOp::Read { addr })
+    }
+    /// 1: the control core drives the engine's control bus (the firmware owns the tables);
+    /// 0: this testbench does (ctl_write / ctl_cmd).
+    pub fn set_ctl_from_core(&mut self, on: bool) {
+        self.inp.ctl_sel = on as u8;
+    }
+
     /// Control bus write; true when answered OKAY.
     pub fn ctl_write(&mut self, addr: u16, data: u32) -> Result<bool, String> {
         self.lite(false, LiteOp::Write { addr, data }).map(|r| r.1)

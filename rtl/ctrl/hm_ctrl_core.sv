@@ -1,0 +1,104 @@
+// The NIC's control core: a picorv32 (RV32IMC, fetched at build time from PyPI's
+// pythondata-cpu-picorv32, pinned in ./hematite) on the memory bus of hm_ctrl_sys, which
+// holds the memories, the host mailbox, the timer and the bridge to the engine's control
+// bus. Only this file knows the CPU: an FPGA or DPU user replaces it with their own core (or
+// drives hm_ctrl_sys's bus from the DPU's Arm cores) and keeps everything else. Firmware:
+// firmware/ (docs/firmware.md).
+module hm_ctrl_core #(
+  // Instruction memory bytes (power of two, at most 32 KiB).
+  parameter int IMEM_BYTES = 32768,
+  // Data memory bytes (power of two).
+  parameter int DMEM_BYTES = 16384,
+  // $readmemh file with the firmware image, or "" (the host loads it through the window).
+  parameter string IMEM_INIT = ""
+) (
+  input  logic        clk,
+  input  logic        rst,
+
+  input  logic [31:0] caps,
+  input  logic [7:0]  mr_log,
+
+  // Host AXI4-Lite slave (mailbox, core control, IMEM window)
+  input  logic [15:0] s_axil_awaddr,
+  input  logic        s_axil_awvalid,
+  output logic        s_axil_awready,
+  input  logic [31:0] s_axil_wdata,
+  input  logic [3:0]  s_axil_wstrb,
+  input  logic        s_axil_wvalid,
+  output logic        s_axil_wready,
+  output logic [1:0]  s_axil_bresp,
+  output logic        s_axil_bvalid,
+  input  logic        s_axil_bready,
+  input  logic [15:0] s_axil_araddr,
+  input  logic        s_axil_arvalid,
+  output logic        s_axil_arready,
+  output logic [31:0] s_axil_rdata,
+  output logic [1:0]  s_axil_rresp,
+  output logic        s_axil_rvalid,
+  input  logic        s_axil_rready,
+
+  // Engine control bus (AXI4-Lite master)
+  output logic [11:0] m_ctl_awaddr,
+  output logic        m_ctl_awvalid,
+  input  logic        m_ctl_awready,
+  output logic [31:0] m_ctl_wdata,
+  output logic [3:0]  m_ctl_wstrb,
+  output logic        m_ctl_wvalid,
+  input  logic        m_ctl_wready,
+  input  logic [1:0]  m_ctl_bresp,
+  input  logic        m_ctl_bvalid,
+  output logic        m_ctl_bready,
+  output logic [11:0] m_ctl_araddr,
+  output logic        m_ctl_arvalid,
+  input  logic        m_ctl_arready,
+  input  logic [31:0] m_ctl_rdata,
+  input  logic [1:0]  m_ctl_rresp,
+  input  logic        m_ctl_rvalid,
+  output logic        m_ctl_rready,
+
+  output logic        irq_done,
+  output logic        fault,
+  output logic        trap
+);
+  logic        c_valid, c_ready, c_resetn, c_instr;
+  logic [31:0] c_addr, c_wdata, c_rdata;
+  logic [3:0]  c_wstrb;
+
+  hm_ctrl_sys #(.IMEM_BYTES(IMEM_BYTES), .DMEM_BYTES(DMEM_BYTES), .IMEM_INIT(IMEM_INIT)) u_sys (
+    .clk, .rst,
+    .c_valid, .c_ready, .c_addr, .c_wdata, .c_wstrb, .c_rdata, .c_resetn, .c_trap(trap),
+    .caps, .mr_log,
+    .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb,
+    .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
+    .s_axil_araddr, .s_axil_arvalid, .s_axil_arready, .s_axil_rdata, .s_axil_rresp,
+    .s_axil_rvalid, .s_axil_rready,
+    .m_ctl_awaddr, .m_ctl_awvalid, .m_ctl_awready, .m_ctl_wdata, .m_ctl_wstrb, .m_ctl_wvalid,
+    .m_ctl_wready, .m_ctl_bresp, .m_ctl_bvalid, .m_ctl_bready, .m_ctl_araddr, .m_ctl_arvalid,
+    .m_ctl_arready, .m_ctl_rdata, .m_ctl_rresp, .m_ctl_rvalid, .m_ctl_rready,
+    .irq_done, .fault
+  );
+
+  /* verilator lint_off PINCONNECTEMPTY */
+  picorv32 #(
+    .ENABLE_COUNTERS(1'b1), .ENABLE_COUNTERS64(1'b1), .ENABLE_REGS_16_31(1'b1),
+    .ENABLE_REGS_DUALPORT(1'b1), .BARREL_SHIFTER(1'b1), .COMPRESSED_ISA(1'b1),
+    .CATCH_MISALIGN(1'b1), .CATCH_ILLINSN(1'b1), .ENABLE_MUL(1'b1), .ENABLE_DIV(1'b1),
+    .ENABLE_IRQ(1'b0), .PROGADDR_RESET(32'h0000_0000),
+    .STACKADDR(32'h1000_0000 + 32'(DMEM_BYTES))
+  ) u_cpu (
+    .clk, .resetn(c_resetn), .trap,
+    .mem_valid(c_valid), .mem_instr(c_instr), .mem_ready(c_ready), .mem_addr(c_addr),
+    .mem_wdata(c_wdata), .mem_wstrb(c_wstrb), .mem_rdata(c_rdata),
+    .mem_la_read(), .mem_la_write(), .mem_la_addr(), .mem_la_wdata(), .mem_la_wstrb(),
+    .pcpi_valid(), .pcpi_insn(), .pcpi_rs1(), .pcpi_rs2(),
+    .pcpi_wr(1'b0), .pcpi_rd(32'd0), .pcpi_wait(1'b0), .pcpi_ready(1'b0),
+    .irq(32'd0), .eoi(),
+    .trace_valid(), .trace_data()
+  );
+  /* verilator lint_on PINCONNECTEMPTY */
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = c_instr;
+  /* verilator lint_on UNUSEDSIGNAL */
+endmodule
