@@ -257,7 +257,7 @@ fn generate(src: &str) -> String {
     s
 }
 
-fn main() {
+pub fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let path = manifest.join("..").join(SRC);
     println!("cargo:rerun-if-changed={}", path.display());

@@ -10,6 +10,7 @@ pub mod csr;
 pub mod dma;
 pub mod duo;
 pub mod eng;
+pub mod fw;
 pub mod host;
 pub mod rc;
 pub mod ffi;

@@ -1,0 +1,735 @@
+//! The firmware proper: [`Firmware::handle`] decodes one mailbox command, checks it completely
+//! (nothing changes on failure), updates the resource tables and writes the engine's context
+//! entries through the control bus. Used by the riscv32 main loop and by the host tests.
+
+use crate::cc::{CcParams, CC_PARAMS};
+use crate::desc::{self, QpCtx, CTX_WORDS};
+use crate::hw::{Bus, Engine};
+use crate::mbox::*;
+use crate::qp::*;
+use crate::res::*;
+
+/// Firmware version reported by QUERY_DEVICE: major << 16 | minor << 8 | patch.
+pub const FW_VERSION: u32 = 0x00_01_00;
+/// Vendor ID (a placeholder, not an assigned IEEE OUI: "HM").
+pub const VENDOR_ID: u32 = 0x48_4D;
+/// Vendor part ID.
+pub const VENDOR_PART_ID: u32 = 0x0001;
+/// Hardware version.
+pub const HW_VER: u32 = 1;
+/// Largest send / receive queue: 2^15 slots (16-bit WQE indices in CQEs).
+pub const MAX_Q_LOG: u32 = 15;
+/// Largest CQ: 2^16 entries.
+pub const MAX_CQ_LOG: u32 = 16;
+/// Largest WQE stride code: 64 << 3 = 512 bytes.
+pub const MAX_STRIDE_LOG: u32 = 3;
+/// SGEs in the largest send WQE ((512 - 32) / 16).
+pub const MAX_SGE: u32 = 30;
+/// Inline bytes in the largest send WQE.
+pub const MAX_INLINE: u32 = 480;
+/// Requester READ/atomic depth and responder resources per QP.
+pub const MAX_RD_ATOM: u32 = 4;
+/// Completion vectors (CQ irq_vec must be below this).
+pub const NUM_COMP_VECTORS: u32 = 16;
+/// Largest message.
+pub const MAX_MSG_SZ: u32 = 1 << 31;
+/// ibverbs `IBV_QPT_RC`.
+pub const QPT_RC: u32 = 2;
+/// ibverbs `IBV_ATOMIC_HCA`.
+pub const ATOMIC_HCA: u32 = 1;
+/// Page sizes: every power of two from 4 KiB.
+pub const PAGE_SIZE_CAP: u64 = 0xFFFF_FFFF_FFFF_F000;
+
+// ibverbs IBV_ACCESS_* (MR registration).
+pub const ACC_LOCAL_WRITE: u32 = 1;
+pub const ACC_REMOTE_WRITE: u32 = 2;
+pub const ACC_REMOTE_READ: u32 = 4;
+pub const ACC_REMOTE_ATOMIC: u32 = 8;
+pub const ACC_MW_BIND: u32 = 16;
+pub const ACC_ZERO_BASED: u32 = 32;
+pub const ACC_ON_DEMAND: u32 = 64;
+pub const ACC_HUGETLB: u32 = 128;
+/// IBV_ACCESS_RELAXED_ORDERING and the other optional bits (20..29): ignored.
+pub const ACC_OPTIONAL: u32 = 0x3FF0_0000;
+
+/// Firmware counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counters {
+    pub commands: u32,
+    pub by_status: [u32; N_STATUS],
+}
+
+/// The control-plane firmware over an engine bus `B`.
+pub struct Firmware<B: Bus> {
+    pub eng: Engine<B>,
+    pub t: Tables,
+    pub cc: CcParams,
+    pub counters: Counters,
+}
+
+type R = Result<usize, Status>;
+
+/// Output words after the header.
+struct Out<'a> {
+    w: &'a mut [u32],
+    n: usize,
+}
+
+impl Out<'_> {
+    fn push(&mut self, v: u32) {
+        if let Some(d) = self.w.get_mut(self.n) {
+            *d = v;
+            self.n += 1;
+        }
+    }
+    fn push64(&mut self, v: u64) {
+        self.push(v as u32);
+        self.push((v >> 32) as u32);
+    }
+}
+
+fn lo_hi(a: &[u32], i: usize) -> u64 {
+    u64::from(arg(a, i)) | u64::from(arg(a, i + 1)) << 32
+}
+
+fn arg(a: &[u32], i: usize) -> u32 {
+    a.get(i).copied().unwrap_or(0)
+}
+
+fn gid_u128(g: &[u32; 4]) -> u128 {
+    g.iter().fold(0u128, |acc, w| acc << 32 | u128::from(*w))
+}
+
+/// IPv4-mapped GID (::ffff:a.b.c.d)?
+fn gid_is_v4(g: &[u32; 4]) -> bool {
+    g[0] == 0 && g[1] == 0 && g[2] == 0x0000_FFFF
+}
+
+fn hw(_: crate::hw::HwError) -> Status {
+    Status::HwError
+}
+
+impl<B: Bus> Firmware<B> {
+    /// All-zero firmware (a `static` of it lives in .bss); call [`Firmware::init`] first.
+    pub const fn new(bus: B) -> Self {
+        Firmware {
+            eng: Engine::new(bus),
+            t: Tables::ZERO,
+            cc: CcParams::ZERO,
+            counters: Counters { commands: 0, by_status: [0; N_STATUS] },
+        }
+    }
+
+    /// Sets the limits from the mailbox CAPS and MR_LOG words and the DCQCN defaults.
+    pub fn init(&mut self, caps: u32, mr_log: u32) {
+        self.t = Tables::ZERO;
+        self.t.set_limits(caps, mr_log);
+        self.cc = CcParams::defaults();
+        self.counters = Counters { commands: 0, by_status: [0; N_STATUS] };
+    }
+
+    /// Handles one command (`cmd[0]` is the header) and writes the answer into `out` (word 0
+    /// the answer header, then the outputs; the rest zero). Returns the answer's word count.
+    pub fn handle(&mut self, cmd: &[u32], out: &mut [u32; 64]) -> usize {
+        out.fill(0);
+        let h = Header::parse(cmd.first().copied().unwrap_or(0));
+        let (first, rest) = out.split_at_mut(1);
+        let mut o = Out { w: rest, n: 0 };
+        let r = if cmd.is_empty() { Err(Status::BadLength) } else { self.dispatch(h, cmd, &mut o) };
+        let (st, n) = match r {
+            Ok(n) => (Status::Ok, n),
+            Err(s) => {
+                o.w.fill(0);
+                (s, 0)
+            }
+        };
+        if let Some(w) = first.first_mut() {
+            *w = answer_word(st as u8, n as u8, h.token);
+        }
+        self.counters.commands = self.counters.commands.wrapping_add(1);
+        if let Some(c) = self.counters.by_status.get_mut(st as usize) {
+            *c = c.wrapping_add(1);
+        }
+        1 + n
+    }
+
+    fn dispatch(&mut self, h: Header, cmd: &[u32], o: &mut Out) -> R {
+        let want = in_words(h.opcode).ok_or(Status::BadOpcode)?;
+        if h.in_words != want || usize::from(want) > MAX_ARGS {
+            return Err(Status::BadLength);
+        }
+        let a = cmd.get(1..1 + usize::from(want)).ok_or(Status::BadLength)?;
+        match h.opcode {
+            OP_QUERY_DEVICE => self.query_device(o),
+            OP_QUERY_PORT => self.query_port(a, o),
+            OP_QUERY_COUNTERS => self.query_counters(o),
+            OP_SET_GID => self.set_gid(a),
+            OP_ALLOC_PD => self.alloc_pd(o),
+            OP_DEALLOC_PD => self.dealloc_pd(a),
+            OP_REG_MR => self.reg_mr(a, o),
+            OP_DEREG_MR => self.dereg_mr(a),
+            OP_CREATE_CQ => self.create_cq(a, o),
+            OP_DESTROY_CQ => self.destroy_cq(a),
+            OP_QUERY_CQ => self.query_cq(a, o),
+            OP_CREATE_QP => self.create_qp(a, o),
+            OP_MODIFY_QP => self.modify_qp(a),
+            OP_QUERY_QP => self.query_qp(a, o),
+            OP_DESTROY_QP => self.destroy_qp(a),
+            OP_SET_CC_PARAMS => self.set_cc(a),
+            OP_GET_CC_PARAMS => self.get_cc(o),
+            _ => Err(Status::BadOpcode),
+        }
+    }
+
+    fn query_device(&mut self, o: &mut Out) -> R {
+        let l = self.t.limits;
+        o.push(FW_VERSION);
+        o.push(VENDOR_ID);
+        o.push(VENDOR_PART_ID);
+        o.push(HW_VER);
+        o.push(self.t.max_qp() as u32);
+        o.push(1 << MAX_Q_LOG);
+        o.push(MAX_SGE);
+        o.push(l.cqs as u32);
+        o.push(1 << MAX_CQ_LOG);
+        o.push(l.mrs as u32);
+        o.push(l.pds as u32);
+        o.push64(u64::MAX);
+        o.push64(PAGE_SIZE_CAP);
+        o.push(MAX_RD_ATOM);
+        o.push(MAX_RD_ATOM);
+        o.push(ATOMIC_HCA);
+        o.push(MAX_INLINE);
+        o.push(1);
+        o.push(NUM_COMP_VECTORS);
+        Ok(o.n)
+    }
+
+    fn query_port(&mut self, a: &[u32], o: &mut Out) -> R {
+        if arg(a, 0) != 1 {
+            return Err(Status::BadParam);
+        }
+        o.push(4); // IBV_PORT_ACTIVE
+        o.push(5); // max_mtu IBV_MTU_4096
+        o.push(5); // active_mtu
+        o.push(GID_TBL_LEN as u32);
+        o.push(1 << 26); // port_cap_flags: IBV_PORT_IP_BASED_GIDS
+        o.push(MAX_MSG_SZ);
+        o.push(1); // pkey_tbl_len
+        o.push(2); // IBV_LINK_LAYER_ETHERNET
+        o.push(32); // active_speed: EDR (25 Gb/s per lane)
+        o.push(2); // active_width: 4X
+        o.push(5); // phys_state: LinkUp
+        Ok(o.n)
+    }
+
+    fn query_counters(&mut self, o: &mut Out) -> R {
+        o.push(self.counters.commands);
+        for c in self.counters.by_status {
+            o.push(c);
+        }
+        Ok(o.n)
+    }
+
+    fn set_gid(&mut self, a: &[u32]) -> R {
+        let i = arg(a, 0) as usize;
+        let gid = [arg(a, 1), arg(a, 2), arg(a, 3), arg(a, 4)];
+        let hi = arg(a, 6);
+        if hi > 0xFFFF {
+            return Err(Status::BadParam);
+        }
+        let e = self.t.gids.get_mut(i).ok_or(Status::BadParam)?;
+        *e = Gid { valid: gid != [0; 4], gid, mac: u64::from(arg(a, 5)) | u64::from(hi) << 32 };
+        Ok(0)
+    }
+
+    fn alloc_pd(&mut self, o: &mut Out) -> R {
+        let i = self.t.free_pd().ok_or(Status::NoResources)?;
+        if let Some(p) = self.t.pds.get_mut(i) {
+            *p = Pd { used: true, refs: 0 };
+        }
+        o.push(i as u32 + 1);
+        Ok(o.n)
+    }
+
+    fn dealloc_pd(&mut self, a: &[u32]) -> R {
+        let i = self.t.pd(arg(a, 0)).ok_or(Status::BadHandle)?;
+        let p = self.t.pds.get_mut(i).ok_or(Status::BadHandle)?;
+        if p.refs != 0 {
+            return Err(Status::InUse);
+        }
+        *p = Pd { used: false, refs: 0 };
+        Ok(0)
+    }
+
+    fn pd_ref(&mut self, i: usize, up: bool) {
+        if let Some(p) = self.t.pds.get_mut(i) {
+            p.refs = if up { p.refs.saturating_add(1) } else { p.refs.saturating_sub(1) };
+        }
+    }
+
+    fn cq_ref(&mut self, i: usize, up: bool) {
+        if let Some(c) = self.t.cqs.get_mut(i) {
+            c.refs = if up { c.refs.saturating_add(1) } else { c.refs.saturating_sub(1) };
+        }
+    }
+
+    fn reg_mr(&mut self, a: &[u32], o: &mut Out) -> R {
+        let pd = self.t.pd(arg(a, 0)).ok_or(Status::BadHandle)?;
+        let iova = lo_hi(a, 1);
+        let len = lo_hi(a, 3);
+        let acc = arg(a, 5) & !ACC_OPTIONAL & !ACC_HUGETLB;
+        if acc & (ACC_MW_BIND | ACC_ZERO_BASED | ACC_ON_DEMAND) != 0 {
+            return Err(Status::NotSupported);
+        }
+        if acc & !0xF != 0
+            || (acc & (ACC_REMOTE_WRITE | ACC_REMOTE_ATOMIC) != 0 && acc & ACC_LOCAL_WRITE == 0)
+            || len == 0
+            || iova.checked_add(len - 1).is_none()
+        {
+            return Err(Status::BadParam);
+        }
+        let i = self.t.free_mr().ok_or(Status::NoResources)?;
+        let old = self.t.mrs.get(i).ok_or(Status::NoResources)?.tag;
+        let tag = if old == 0xFF { 1 } else { old + 1 };
+        let mut hm = 0u8;
+        for (bit, m) in [
+            (ACC_LOCAL_WRITE, desc::MR_ACCESS_LOCAL_WRITE),
+            (ACC_REMOTE_READ, desc::MR_ACCESS_REMOTE_READ),
+            (ACC_REMOTE_WRITE, desc::MR_ACCESS_REMOTE_WRITE),
+            (ACC_REMOTE_ATOMIC, desc::MR_ACCESS_REMOTE_ATOMIC),
+        ] {
+            if acc & bit != 0 {
+                hm |= m;
+            }
+        }
+        let pd_handle = pd as u32 + 1;
+        let w = desc::encode_mr_ctx(iova, len, pd_handle, hm, tag, true).map_err(|_| Status::BadParam)?;
+        self.eng.write_entry(desc::HM_CTL_TBL_MR, 0, i as u16, &w).map_err(hw)?;
+        if let Some(m) = self.t.mrs.get_mut(i) {
+            *m = Mr { used: true, tag, pd: pd_handle as u16 };
+        }
+        self.pd_ref(pd, true);
+        self.t.next_mr = i + 1;
+        let key = (i as u32) << 8 | u32::from(tag);
+        o.push(key);
+        o.push(key);
+        Ok(o.n)
+    }
+
+    fn dereg_mr(&mut self, a: &[u32]) -> R {
+        let key = arg(a, 0);
+        let i = self.t.mr(key).ok_or(Status::BadHandle)?;
+        let m = *self.t.mrs.get(i).ok_or(Status::BadHandle)?;
+        let w = desc::encode_mr_ctx(0, 0, 0, 0, m.tag, false).map_err(|_| Status::BadParam)?;
+        self.eng.write_entry(desc::HM_CTL_TBL_MR, 0, i as u16, &w).map_err(hw)?;
+        if let Some(e) = self.t.mrs.get_mut(i) {
+            e.used = false;
+            e.pd = 0;
+        }
+        if let Some(p) = self.t.pd(u32::from(m.pd)) {
+            self.pd_ref(p, false);
+        }
+        Ok(0)
+    }
+
+    fn create_cq(&mut self, a: &[u32], o: &mut Out) -> R {
+        let log = arg(a, 0);
+        let base = lo_hi(a, 1);
+        let irq = arg(a, 3);
+        if !(1..=MAX_CQ_LOG).contains(&log) || base % 32 != 0 || irq >= NUM_COMP_VECTORS {
+            return Err(Status::BadParam);
+        }
+        let i = self.t.free_cq().ok_or(Status::NoResources)?;
+        let w = desc::encode_cq_ctx(base, log as u8, irq as u8, true).map_err(|_| Status::BadParam)?;
+        self.eng.write_entry(desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, i as u16, &w).map_err(hw)?;
+        if let Some(c) = self.t.cqs.get_mut(i) {
+            *c = Cq { used: true, log_size: log as u8, irq_vec: irq as u8, base, refs: 0 };
+        }
+        o.push(i as u32);
+        o.push(1 << log);
+        Ok(o.n)
+    }
+
+    fn destroy_cq(&mut self, a: &[u32]) -> R {
+        let i = self.t.cq(arg(a, 0)).ok_or(Status::BadHandle)?;
+        if self.t.cqs.get(i).ok_or(Status::BadHandle)?.refs != 0 {
+            return Err(Status::InUse);
+        }
+        let w = [0u32; CTX_WORDS];
+        self.eng.write_entry(desc::HM_CTL_TBL_CQ, 0, i as u16, &w).map_err(hw)?;
+        if let Some(c) = self.t.cqs.get_mut(i) {
+            *c = Cq { used: false, log_size: 0, irq_vec: 0, base: 0, refs: 0 };
+        }
+        Ok(0)
+    }
+
+    fn query_cq(&mut self, a: &[u32], o: &mut Out) -> R {
+        let i = self.t.cq(arg(a, 0)).ok_or(Status::BadHandle)?;
+        let c = *self.t.cqs.get(i).ok_or(Status::BadHandle)?;
+        o.push(c.log_size.into());
+        o.push64(c.base);
+        o.push(c.irq_vec.into());
+        o.push(c.refs.into());
+        Ok(o.n)
+    }
+
+    fn create_qp(&mut self, a: &[u32], o: &mut Out) -> R {
+        let pd = self.t.pd(arg(a, 0)).ok_or(Status::BadHandle)?;
+        let scq = self.t.cq(arg(a, 1)).ok_or(Status::BadHandle)?;
+        let rcq = self.t.cq(arg(a, 2)).ok_or(Status::BadHandle)?;
+        if arg(a, 3) != QPT_RC {
+            return Err(Status::NotSupported);
+        }
+        let (sq_base, rq_base) = (lo_hi(a, 4), lo_hi(a, 6));
+        let (sql, sqs, rql, rqs) = (arg(a, 8), arg(a, 9), arg(a, 10), arg(a, 11));
+        let cap = QpCap {
+            max_send_wr: arg(a, 12),
+            max_recv_wr: arg(a, 13),
+            max_send_sge: arg(a, 14),
+            max_recv_sge: arg(a, 15),
+            max_inline: arg(a, 16),
+        };
+        if sql > MAX_Q_LOG || rql > MAX_Q_LOG || sqs > MAX_STRIDE_LOG || rqs > MAX_STRIDE_LOG {
+            return Err(Status::BadParam);
+        }
+        let sq_bytes = 64u32 << sqs;
+        let rq_bytes = 64u32 << rqs;
+        if cap.max_send_wr > 1 << sql
+            || cap.max_recv_wr > 1 << rql
+            || cap.max_send_sge > ((sq_bytes - 32) / 16).min(MAX_SGE)
+            || cap.max_recv_sge > ((rq_bytes - 16) / 16).min(MAX_SGE)
+            || cap.max_inline > (sq_bytes - 32).min(MAX_INLINE)
+            || sq_base % 64 != 0
+            || rq_base % 64 != 0
+        {
+            return Err(Status::BadParam);
+        }
+        let i = self.t.free_qp().ok_or(Status::NoResources)?;
+        let actual = QpCap {
+            max_send_wr: 1 << sql,
+            max_recv_wr: 1 << rql,
+            max_send_sge: ((sq_bytes - 32) / 16).min(MAX_SGE),
+            max_recv_sge: ((rq_bytes - 16) / 16).min(MAX_SGE),
+            max_inline: (sq_bytes - 32).min(MAX_INLINE),
+        };
+        if let Some(q) = self.t.qps.get_mut(i) {
+            *q = Qp {
+                used: true,
+                state: QpState::Reset,
+                pd: pd as u16 + 1,
+                send_cq: scq as u16,
+                recv_cq: rcq as u16,
+                sq_base,
+                rq_base,
+                sq_log_size: sql as u8,
+                sq_log_stride: sqs as u8,
+                rq_log_size: rql as u8,
+                rq_log_stride: rqs as u8,
+                cap: actual,
+                attr: QpAttr::ZERO,
+            };
+        }
+        self.pd_ref(pd, true);
+        self.cq_ref(scq, true);
+        self.cq_ref(rcq, true);
+        self.t.next_qp = i + 1 - FIRST_QPN;
+        o.push(i as u32);
+        o.push(actual.max_send_wr);
+        o.push(actual.max_recv_wr);
+        o.push(actual.max_send_sge);
+        o.push(actual.max_recv_sge);
+        o.push(actual.max_inline);
+        Ok(o.n)
+    }
+
+    /// The engine context of QP `qpn` with state `state`.
+    pub fn qp_ctx(qpn: usize, q: &Qp, state: QpState) -> QpCtx {
+        let at = &q.attr;
+        let av = &at.av;
+        let ip_mask = if av.ipv6 { u128::MAX } else { 0xFFFF_FFFF };
+        let mut access = 0u8;
+        for (bit, m) in [
+            (ACC_REMOTE_WRITE, desc::HM_QPA_REMOTE_WRITE),
+            (ACC_REMOTE_READ, desc::HM_QPA_REMOTE_READ),
+            (ACC_REMOTE_ATOMIC, desc::HM_QPA_REMOTE_ATOMIC),
+        ] {
+            if at.access & bit != 0 {
+                access |= m;
+            }
+        }
+        QpCtx {
+            max_dest_rd_atomic: at.max_dest_rd_atomic.max(1),
+            max_rd_atomic: at.max_rd_atomic.max(1),
+            min_rnr_timer: at.min_rnr_timer,
+            rnr_retry: at.rnr_retry,
+            retry_cnt: at.retry_cnt,
+            timeout: at.timeout,
+            rq_log_stride: q.rq_log_stride,
+            rq_log_size: q.rq_log_size,
+            sq_log_stride: q.sq_log_stride,
+            sq_log_size: q.sq_log_size,
+            access,
+            pmtu: at.path_mtu,
+            state: state.engine_code(),
+            rq_cqn: q.recv_cq,
+            sq_cqn: q.send_cq,
+            rq_psn: at.rq_psn,
+            sq_psn: at.sq_psn,
+            dest_qpn: at.dest_qpn,
+            pd: q.pd.into(),
+            rq_base: q.rq_base,
+            sq_base: q.sq_base,
+            pkey: 0xFFFF,
+            flow_label: av.flow_label,
+            udp_sport: if av.udp_sport != 0 { av.udp_sport } else { 0xC000 | (qpn as u16 & 0x3FFF) },
+            ttl: av.hop_limit,
+            ecn: 0b10, // ECT(0) on data packets (DCQCN needs ECN-capable traffic)
+            dscp: av.traffic_class >> 2,
+            ip_dst: gid_u128(&av.dgid) & ip_mask,
+            ip_src: gid_u128(&av.sgid) & ip_mask,
+            ipv6: av.ipv6,
+            eth_src: av.smac,
+            eth_dst: av.dmac,
+        }
+    }
+
+    fn write_qp(&mut self, qpn: usize, words: &[u32; CTX_WORDS], flags: u8) -> Result<(), Status> {
+        self.eng.write_entry(desc::HM_CTL_TBL_QP, flags, qpn as u16, words).map_err(hw)
+    }
+
+    fn modify_qp(&mut self, a: &[u32]) -> R {
+        let qpn = self.t.qp(arg(a, 0)).ok_or(Status::BadHandle)?;
+        let q = *self.t.qps.get(qpn).ok_or(Status::BadHandle)?;
+        let mask = arg(a, 1);
+        let v = |i: usize| arg(a, 2 + i);
+        if mask & !M_ALL != 0 {
+            return Err(Status::BadAttrMask);
+        }
+        let cur = q.state;
+        if mask & M_CUR_STATE != 0 {
+            let c = QpState::from_u32(v(A_CUR_QP_STATE)).ok_or(Status::BadParam)?;
+            if c != cur {
+                return Err(Status::BadState);
+            }
+        }
+        let next = if mask & M_STATE != 0 {
+            QpState::from_u32(v(A_QP_STATE)).ok_or(Status::BadParam)?
+        } else {
+            cur
+        };
+        check_mask(cur, next, mask).map_err(|e| match e {
+            MaskError::BadState => Status::BadState,
+            MaskError::BadMask => Status::BadAttrMask,
+        })?;
+        if mask & M_ALT_PATH != 0 {
+            return Err(Status::NotSupported);
+        }
+        if mask & M_PATH_MIG_STATE != 0 {
+            match v(A_PATH_MIG_STATE) {
+                MIG_MIGRATED => {}
+                1 | 2 => return Err(Status::NotSupported),
+                _ => return Err(Status::BadParam),
+            }
+        }
+        let bad = Status::BadParam;
+        let mut at = q.attr;
+        let chk = |m: u32, idx: usize, max: u32| -> Result<Option<u32>, Status> {
+            if mask & m == 0 {
+                return Ok(None);
+            }
+            let x = v(idx);
+            if x > max {
+                return Err(bad);
+            }
+            Ok(Some(x))
+        };
+        if let Some(x) = chk(M_ACCESS_FLAGS, A_ACCESS_FLAGS, QP_ACCESS_VALID)? {
+            if x & !QP_ACCESS_VALID != 0 {
+                return Err(bad);
+            }
+            at.access = x;
+        }
+        if let Some(x) = chk(M_PKEY_INDEX, A_PKEY_INDEX, 0)? {
+            at.pkey_index = x as u16;
+        }
+        if mask & M_PORT != 0 {
+            if v(A_PORT_NUM) != 1 {
+                return Err(bad);
+            }
+            at.port = 1;
+        }
+        if let Some(x) = chk(M_PATH_MTU, A_PATH_MTU, 5)? {
+            if x == 0 {
+                return Err(bad);
+            }
+            at.path_mtu = x as u8;
+        }
+        if let Some(x) = chk(M_TIMEOUT, A_TIMEOUT, 31)? {
+            at.timeout = x as u8;
+        }
+        if let Some(x) = chk(M_RETRY_CNT, A_RETRY_CNT, 7)? {
+            at.retry_cnt = x as u8;
+        }
+        if let Some(x) = chk(M_RNR_RETRY, A_RNR_RETRY, 7)? {
+            at.rnr_retry = x as u8;
+        }
+        if let Some(x) = chk(M_RQ_PSN, A_RQ_PSN, 0xFF_FFFF)? {
+            at.rq_psn = x;
+        }
+        if let Some(x) = chk(M_SQ_PSN, A_SQ_PSN, 0xFF_FFFF)? {
+            at.sq_psn = x;
+        }
+        if let Some(x) = chk(M_MAX_QP_RD_ATOMIC, A_MAX_RD_ATOMIC, MAX_RD_ATOM)? {
+            at.max_rd_atomic = x as u8;
+        }
+        if let Some(x) = chk(M_MAX_DEST_RD_ATOMIC, A_MAX_DEST_RD_ATOMIC, MAX_RD_ATOM)? {
+            at.max_dest_rd_atomic = x as u8;
+        }
+        if let Some(x) = chk(M_MIN_RNR_TIMER, A_MIN_RNR_TIMER, 31)? {
+            at.min_rnr_timer = x as u8;
+        }
+        if let Some(x) = chk(M_DEST_QPN, A_DEST_QPN, 0xFF_FFFF)? {
+            at.dest_qpn = x;
+        }
+        if let Some(x) = chk(M_EN_SQD_ASYNC_NOTIFY, A_EN_SQD_ASYNC_NOTIFY, 1)? {
+            at.en_sqd_async_notify = x as u8;
+        }
+        if mask & M_AV != 0 {
+            at.av = self.parse_av(a.get(2..).unwrap_or(&[]))?;
+        }
+        let mut nq = q;
+        nq.attr = at;
+        nq.state = next;
+        match next {
+            QpState::Reset => {
+                nq.attr = QpAttr::ZERO;
+                self.write_qp(qpn, &[0; CTX_WORDS], 0)?;
+            }
+            _ => {
+                let flags = match (cur, next) {
+                    (QpState::Reset, QpState::Init) => desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ,
+                    (QpState::Init, QpState::Rtr) => desc::HM_CTL_F_LOAD_RQ,
+                    (QpState::Rtr, QpState::Rts) => desc::HM_CTL_F_LOAD_SQ,
+                    _ => 0,
+                };
+                let w = desc::encode_qp_ctx(&Self::qp_ctx(qpn, &nq, next)).map_err(|_| bad)?;
+                self.write_qp(qpn, &w, flags)?;
+            }
+        }
+        if let Some(e) = self.t.qps.get_mut(qpn) {
+            *e = nq;
+        }
+        Ok(0)
+    }
+
+    /// The address vector from the attribute block `v` (checked against the GID table).
+    fn parse_av(&self, v: &[u32]) -> Result<Av, Status> {
+        let bad = Status::BadParam;
+        let sgid = arg(v, A_SGID_INDEX) as usize;
+        let g = self.t.gids.get(sgid).filter(|g| g.valid).ok_or(bad)?;
+        let dgid = [arg(v, A_DGID), arg(v, A_DGID + 1), arg(v, A_DGID + 2), arg(v, A_DGID + 3)];
+        let ipv6 = !gid_is_v4(&dgid);
+        if dgid == [0; 4] || ipv6 == gid_is_v4(&g.gid) {
+            return Err(bad);
+        }
+        let (hi, hop, tc, fl, sport) =
+            (arg(v, A_DMAC_HI), arg(v, A_HOP_LIMIT), arg(v, A_TRAFFIC_CLASS), arg(v, A_FLOW_LABEL), arg(v, A_UDP_SPORT));
+        if hi > 0xFFFF || hop > 0xFF || tc > 0xFF || fl >> 20 != 0 || sport > 0xFFFF {
+            return Err(bad);
+        }
+        Ok(Av {
+            sgid_index: sgid as u8,
+            dgid,
+            dmac: u64::from(arg(v, A_DMAC_LO)) | u64::from(hi) << 32,
+            hop_limit: hop as u8,
+            traffic_class: tc as u8,
+            flow_label: fl,
+            udp_sport: sport as u16,
+            ipv6,
+            sgid: g.gid,
+            smac: g.mac,
+        })
+    }
+
+    fn query_qp(&mut self, a: &[u32], o: &mut Out) -> R {
+        let qpn = self.t.qp(arg(a, 0)).ok_or(Status::BadHandle)?;
+        let q = *self.t.qps.get(qpn).ok_or(Status::BadHandle)?;
+        let at = &q.attr;
+        let mut v = [0u32; ATTR_WORDS];
+        v[A_QP_STATE] = q.state as u32;
+        v[A_CUR_QP_STATE] = q.state as u32;
+        v[A_ACCESS_FLAGS] = at.access;
+        v[A_PKEY_INDEX] = at.pkey_index.into();
+        v[A_PORT_NUM] = at.port.into();
+        v[A_PATH_MTU] = at.path_mtu.into();
+        v[A_TIMEOUT] = at.timeout.into();
+        v[A_RETRY_CNT] = at.retry_cnt.into();
+        v[A_RNR_RETRY] = at.rnr_retry.into();
+        v[A_RQ_PSN] = at.rq_psn;
+        v[A_SQ_PSN] = at.sq_psn;
+        v[A_MAX_RD_ATOMIC] = at.max_rd_atomic.into();
+        v[A_MAX_DEST_RD_ATOMIC] = at.max_dest_rd_atomic.into();
+        v[A_MIN_RNR_TIMER] = at.min_rnr_timer.into();
+        v[A_DEST_QPN] = at.dest_qpn;
+        v[A_EN_SQD_ASYNC_NOTIFY] = at.en_sqd_async_notify.into();
+        v[A_PATH_MIG_STATE] = MIG_MIGRATED;
+        v[A_SGID_INDEX] = at.av.sgid_index.into();
+        v[A_DGID..A_DGID + 4].copy_from_slice(&at.av.dgid);
+        v[A_DMAC_LO] = at.av.dmac as u32;
+        v[A_DMAC_HI] = (at.av.dmac >> 32) as u32;
+        v[A_HOP_LIMIT] = at.av.hop_limit.into();
+        v[A_TRAFFIC_CLASS] = at.av.traffic_class.into();
+        v[A_FLOW_LABEL] = at.av.flow_label;
+        v[A_UDP_SPORT] = at.av.udp_sport.into();
+        for x in v {
+            o.push(x);
+        }
+        for x in [q.cap.max_send_wr, q.cap.max_recv_wr, q.cap.max_send_sge, q.cap.max_recv_sge, q.cap.max_inline] {
+            o.push(x);
+        }
+        o.push(q.pd.into());
+        o.push(q.send_cq.into());
+        o.push(q.recv_cq.into());
+        Ok(o.n)
+    }
+
+    fn destroy_qp(&mut self, a: &[u32]) -> R {
+        let qpn = self.t.qp(arg(a, 0)).ok_or(Status::BadHandle)?;
+        let q = *self.t.qps.get(qpn).ok_or(Status::BadHandle)?;
+        if q.state != QpState::Reset {
+            let w = desc::encode_qp_ctx(&Self::qp_ctx(qpn, &q, QpState::Err)).map_err(|_| Status::BadParam)?;
+            self.write_qp(qpn, &w, 0)?;
+            if let Err(e) = self.write_qp(qpn, &[0; CTX_WORDS], 0) {
+                if let Some(e) = self.t.qps.get_mut(qpn) {
+                    e.state = QpState::Err;
+                }
+                return Err(e);
+            }
+        } else {
+            self.write_qp(qpn, &[0; CTX_WORDS], 0)?;
+        }
+        if let Some(e) = self.t.qps.get_mut(qpn) {
+            *e = Qp::ZERO;
+        }
+        if let Some(p) = self.t.pd(q.pd.into()) {
+            self.pd_ref(p, false);
+        }
+        self.cq_ref(q.send_cq.into(), false);
+        self.cq_ref(q.recv_cq.into(), false);
+        Ok(0)
+    }
+
+    fn set_cc(&mut self, a: &[u32]) -> R {
+        let mask = arg(a, 0);
+        self.cc.set(mask, a.get(1..).unwrap_or(&[])).map_err(|_| Status::BadParam)?;
+        Ok(0)
+    }
+
+    fn get_cc(&mut self, o: &mut Out) -> R {
+        for i in 0..CC_PARAMS {
+            o.push(self.cc.0.get(i).copied().unwrap_or(0));
+        }
+        Ok(o.n)
+    }
+}

@@ -1,0 +1,98 @@
+//! The firmware image for the control core (riscv32): startup code (stack, .data copy, .bss
+//! clear) and the main loop (poll the mailbox, handle the command, write the answer, ring
+//! MBOX_DONE). On other targets this binary is empty so the workspace builds on the host.
+#![cfg_attr(target_arch = "riscv32", no_std, no_main)]
+
+#[cfg(not(target_arch = "riscv32"))]
+fn main() {}
+
+#[cfg(target_arch = "riscv32")]
+mod core_main {
+    use core::ptr::{addr_of_mut, read_volatile, write_volatile};
+    use hematite_firmware::map::*;
+    use hematite_firmware::{Bus, Firmware};
+
+    core::arch::global_asm!(
+        ".section .text.start, \"ax\"",
+        ".global _start",
+        "_start:",
+        "  la sp, _stack_top",
+        "  la t0, _sidata",
+        "  la t1, _sdata",
+        "  la t2, _edata",
+        "10:",
+        "  bgeu t1, t2, 20f",
+        "  lw t3, 0(t0)",
+        "  sw t3, 0(t1)",
+        "  addi t0, t0, 4",
+        "  addi t1, t1, 4",
+        "  j 10b",
+        "20:",
+        "  la t1, _sbss",
+        "  la t2, _ebss",
+        "30:",
+        "  bgeu t1, t2, 40f",
+        "  sw zero, 0(t1)",
+        "  addi t1, t1, 4",
+        "  j 30b",
+        "40:",
+        "  call fw_main",
+        "50:",
+        "  j 50b",
+    );
+
+    /// The engine control bus at `CTL_BASE`.
+    struct Mmio;
+
+    impl Bus for Mmio {
+        fn read32(&mut self, addr: u32) -> u32 {
+            // SAFETY: CTL_BASE + addr is the engine control-bus window of hm_ctrl_sys, a
+            // device region (never RAM the compiler knows of); every access completes.
+            unsafe { read_volatile((CTL_BASE + addr) as *const u32) }
+        }
+        fn write32(&mut self, addr: u32, v: u32) {
+            // SAFETY: as read32.
+            unsafe { write_volatile((CTL_BASE + addr) as *mut u32, v) }
+        }
+    }
+
+    fn rd(addr: u32) -> u32 {
+        // SAFETY: called with mailbox / timer register addresses of hm_ctrl_sys only.
+        unsafe { read_volatile(addr as *const u32) }
+    }
+
+    fn wr(addr: u32, v: u32) {
+        // SAFETY: as rd.
+        unsafe { write_volatile(addr as *mut u32, v) }
+    }
+
+    // All-zero, so it lives in .bss.
+    static mut FW: Firmware<Mmio> = Firmware::new(Mmio);
+    static mut CMD: [u32; MBOX_WORDS] = [0; MBOX_WORDS];
+    static mut ANS: [u32; MBOX_WORDS] = [0; MBOX_WORDS];
+
+    #[no_mangle]
+    extern "C" fn fw_main() -> ! {
+        // SAFETY: single-threaded, no interrupts; the only references to these statics.
+        let (fw, cmd, ans) = unsafe { (&mut *addr_of_mut!(FW), &mut *addr_of_mut!(CMD), &mut *addr_of_mut!(ANS)) };
+        fw.init(rd(MBOX_CAPS), rd(MBOX_MR_LOG));
+        loop {
+            if rd(MBOX_CTRL) & MBOX_CTRL_PENDING == 0 {
+                continue;
+            }
+            for (i, w) in cmd.iter_mut().enumerate() {
+                *w = rd(MBOX_CMD_IN + 4 * i as u32);
+            }
+            fw.handle(&cmd[..], ans);
+            for (i, w) in ans.iter().enumerate() {
+                wr(MBOX_CMD_OUT + 4 * i as u32, *w);
+            }
+            wr(MBOX_DONE, 1);
+        }
+    }
+
+    #[panic_handler]
+    fn panic(_: &core::panic::PanicInfo) -> ! {
+        loop {}
+    }
+}

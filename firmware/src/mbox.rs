@@ -1,0 +1,97 @@
+//! The mailbox command protocol: header words, opcodes and status codes (see docs/firmware.md
+//! for every opcode's input and output words).
+
+/// Command header (CMD_IN word 0): opcode [15:0], in_words [23:16], token [31:24].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Opcode (`OP_*`).
+    pub opcode: u16,
+    /// Words following word 0.
+    pub in_words: u8,
+    /// Echoed in the answer.
+    pub token: u8,
+}
+
+impl Header {
+    /// Splits word 0 of a command.
+    pub const fn parse(w: u32) -> Header {
+        Header { opcode: w as u16, in_words: (w >> 16) as u8, token: (w >> 24) as u8 }
+    }
+    /// Builds word 0 of a command.
+    pub const fn word(opcode: u16, in_words: u8, token: u8) -> u32 {
+        opcode as u32 | (in_words as u32) << 16 | (token as u32) << 24
+    }
+}
+
+/// Answer word 0: status [7:0], out_words [15:8], reserved [23:16] (0), token [31:24].
+pub const fn answer_word(status: u8, out_words: u8, token: u8) -> u32 {
+    status as u32 | (out_words as u32) << 8 | (token as u32) << 24
+}
+
+/// Most words that may follow the header (CMD_IN / CMD_OUT are 64 words).
+pub const MAX_ARGS: usize = 63;
+
+// Opcodes.
+pub const OP_QUERY_DEVICE: u16 = 0x01;
+pub const OP_QUERY_PORT: u16 = 0x02;
+pub const OP_QUERY_COUNTERS: u16 = 0x03;
+pub const OP_SET_GID: u16 = 0x04;
+pub const OP_ALLOC_PD: u16 = 0x10;
+pub const OP_DEALLOC_PD: u16 = 0x11;
+pub const OP_REG_MR: u16 = 0x20;
+pub const OP_DEREG_MR: u16 = 0x21;
+pub const OP_CREATE_CQ: u16 = 0x30;
+pub const OP_DESTROY_CQ: u16 = 0x31;
+pub const OP_QUERY_CQ: u16 = 0x32;
+pub const OP_CREATE_QP: u16 = 0x40;
+pub const OP_MODIFY_QP: u16 = 0x41;
+pub const OP_QUERY_QP: u16 = 0x42;
+pub const OP_DESTROY_QP: u16 = 0x43;
+pub const OP_SET_CC_PARAMS: u16 = 0x50;
+pub const OP_GET_CC_PARAMS: u16 = 0x51;
+
+/// Every opcode with its exact number of input words.
+pub const OPCODES: [(u16, u8); 17] = [
+    (OP_QUERY_DEVICE, 0),
+    (OP_QUERY_PORT, 1),
+    (OP_QUERY_COUNTERS, 0),
+    (OP_SET_GID, 7),
+    (OP_ALLOC_PD, 0),
+    (OP_DEALLOC_PD, 1),
+    (OP_REG_MR, 6),
+    (OP_DEREG_MR, 1),
+    (OP_CREATE_CQ, 4),
+    (OP_DESTROY_CQ, 1),
+    (OP_QUERY_CQ, 1),
+    (OP_CREATE_QP, 17),
+    (OP_MODIFY_QP, 2 + crate::qp::ATTR_WORDS as u8),
+    (OP_QUERY_QP, 1),
+    (OP_DESTROY_QP, 1),
+    (OP_SET_CC_PARAMS, 1 + crate::cc::CC_PARAMS as u8),
+    (OP_GET_CC_PARAMS, 0),
+];
+
+/// Input words of `opcode`, or None for an unknown opcode.
+pub fn in_words(opcode: u16) -> Option<u8> {
+    OPCODES.iter().find(|o| o.0 == opcode).map(|o| o.1)
+}
+
+/// Answer status codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Status {
+    Ok = 0,
+    BadOpcode = 1,
+    BadLength = 2,
+    BadParam = 3,
+    BadState = 4,
+    NoResources = 5,
+    BadHandle = 6,
+    InUse = 7,
+    BadAttrMask = 8,
+    NotSupported = 9,
+    HwError = 10,
+}
+
+/// Number of status codes (0..=10).
+pub const N_STATUS: usize = 11;

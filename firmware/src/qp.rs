@@ -1,0 +1,179 @@
+//! The verbs QP state machine for RC: states, `IBV_QP_*` attribute-mask bits, the table of legal
+//! transitions with their required and optional attributes (the facts of the kernel's
+//! `ib_modify_qp_is_ok` table for IB_QPT_RC, restated), and the attribute word block of
+//! MODIFY_QP / QUERY_QP.
+
+/// ibverbs QP states (`enum ibv_qp_state` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum QpState {
+    #[default]
+    Reset = 0,
+    Init = 1,
+    Rtr = 2,
+    Rts = 3,
+    Sqd = 4,
+    Sqe = 5,
+    Err = 6,
+}
+
+impl QpState {
+    /// Every state, in value order.
+    pub const ALL: [QpState; 7] =
+        [QpState::Reset, QpState::Init, QpState::Rtr, QpState::Rts, QpState::Sqd, QpState::Sqe, QpState::Err];
+    /// From the ibverbs value.
+    pub fn from_u32(v: u32) -> Option<QpState> {
+        QpState::ALL.get(usize::try_from(v).ok()?).copied()
+    }
+    /// The engine's `HM_QPS_*` code (the engine has no SQE; RC never enters it).
+    pub fn engine_code(self) -> u8 {
+        use crate::desc::*;
+        match self {
+            QpState::Reset => HM_QPS_RESET,
+            QpState::Init => HM_QPS_INIT,
+            QpState::Rtr => HM_QPS_RTR,
+            QpState::Rts => HM_QPS_RTS,
+            QpState::Sqd => HM_QPS_SQD,
+            QpState::Sqe | QpState::Err => HM_QPS_ERR,
+        }
+    }
+}
+
+// ibverbs `enum ibv_qp_attr_mask` bits.
+pub const M_STATE: u32 = 1 << 0;
+pub const M_CUR_STATE: u32 = 1 << 1;
+pub const M_EN_SQD_ASYNC_NOTIFY: u32 = 1 << 2;
+pub const M_ACCESS_FLAGS: u32 = 1 << 3;
+pub const M_PKEY_INDEX: u32 = 1 << 4;
+pub const M_PORT: u32 = 1 << 5;
+pub const M_QKEY: u32 = 1 << 6;
+pub const M_AV: u32 = 1 << 7;
+pub const M_PATH_MTU: u32 = 1 << 8;
+pub const M_TIMEOUT: u32 = 1 << 9;
+pub const M_RETRY_CNT: u32 = 1 << 10;
+pub const M_RNR_RETRY: u32 = 1 << 11;
+pub const M_RQ_PSN: u32 = 1 << 12;
+pub const M_MAX_QP_RD_ATOMIC: u32 = 1 << 13;
+pub const M_ALT_PATH: u32 = 1 << 14;
+pub const M_MIN_RNR_TIMER: u32 = 1 << 15;
+pub const M_SQ_PSN: u32 = 1 << 16;
+pub const M_MAX_DEST_RD_ATOMIC: u32 = 1 << 17;
+pub const M_PATH_MIG_STATE: u32 = 1 << 18;
+pub const M_CAP: u32 = 1 << 19;
+pub const M_DEST_QPN: u32 = 1 << 20;
+/// Every mask bit this firmware knows (bits 0..=20).
+pub const M_ALL: u32 = (1 << 21) - 1;
+
+/// A legal transition: (from, to, required, optional), besides `M_STATE`.
+pub type Transition = (QpState, QpState, u32, u32);
+
+use QpState::*;
+
+/// Legal RC transitions other than "any state -> RESET" and "any state -> ERR" (which need
+/// only `M_STATE` and allow nothing else).
+pub const TRANSITIONS: [Transition; 9] = [
+    (Reset, Init, M_PKEY_INDEX | M_PORT | M_ACCESS_FLAGS, 0),
+    (Init, Init, 0, M_PKEY_INDEX | M_PORT | M_ACCESS_FLAGS),
+    (
+        Init,
+        Rtr,
+        M_AV | M_PATH_MTU | M_DEST_QPN | M_RQ_PSN | M_MAX_DEST_RD_ATOMIC | M_MIN_RNR_TIMER,
+        M_ALT_PATH | M_ACCESS_FLAGS | M_PKEY_INDEX,
+    ),
+    (
+        Rtr,
+        Rts,
+        M_TIMEOUT | M_RETRY_CNT | M_RNR_RETRY | M_SQ_PSN | M_MAX_QP_RD_ATOMIC,
+        M_CUR_STATE | M_ALT_PATH | M_ACCESS_FLAGS | M_MIN_RNR_TIMER | M_PATH_MIG_STATE,
+    ),
+    (Rts, Rts, 0, M_CUR_STATE | M_ACCESS_FLAGS | M_ALT_PATH | M_PATH_MIG_STATE | M_MIN_RNR_TIMER),
+    (Rts, Sqd, 0, M_EN_SQD_ASYNC_NOTIFY),
+    (Sqd, Rts, 0, M_CUR_STATE | M_ALT_PATH | M_ACCESS_FLAGS | M_MIN_RNR_TIMER | M_PATH_MIG_STATE),
+    (
+        Sqd,
+        Sqd,
+        0,
+        M_PORT
+            | M_AV
+            | M_TIMEOUT
+            | M_RETRY_CNT
+            | M_RNR_RETRY
+            | M_MAX_QP_RD_ATOMIC
+            | M_MAX_DEST_RD_ATOMIC
+            | M_ALT_PATH
+            | M_ACCESS_FLAGS
+            | M_PKEY_INDEX
+            | M_MIN_RNR_TIMER
+            | M_PATH_MIG_STATE,
+    ),
+    // SQE -> RTS is legal for RC but allows no attribute (RC QPs never enter SQE).
+    (Sqe, Rts, 0, 0),
+];
+
+/// Required and optional attributes of `from -> to` (besides `M_STATE`), or None if the
+/// transition is illegal.
+pub fn transition(from: QpState, to: QpState) -> Option<(u32, u32)> {
+    if to == Reset || to == Err {
+        return Some((0, 0));
+    }
+    TRANSITIONS.iter().find(|t| t.0 == from && t.1 == to).map(|t| (t.2, t.3))
+}
+
+/// Why a modify request's mask is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaskError {
+    /// Illegal transition.
+    BadState,
+    /// A required attribute missing, or one not allowed (including unknown bits).
+    BadMask,
+}
+
+/// Checks `mask` (with or without `M_STATE`) for `from -> to` as `ib_modify_qp_is_ok` does.
+pub fn check_mask(from: QpState, to: QpState, mask: u32) -> Result<(), MaskError> {
+    let (req, opt) = transition(from, to).ok_or(MaskError::BadState)?;
+    if mask & req != req || mask & !(req | opt | M_STATE) != 0 {
+        return core::result::Result::Err(MaskError::BadMask);
+    }
+    Ok(())
+}
+
+// The attribute block of MODIFY_QP (input words 3..) and QUERY_QP (output words 1..): one word
+// per attribute, at these indices.
+pub const A_QP_STATE: usize = 0;
+pub const A_CUR_QP_STATE: usize = 1;
+pub const A_ACCESS_FLAGS: usize = 2;
+pub const A_PKEY_INDEX: usize = 3;
+pub const A_PORT_NUM: usize = 4;
+pub const A_QKEY: usize = 5;
+pub const A_PATH_MTU: usize = 6;
+pub const A_TIMEOUT: usize = 7;
+pub const A_RETRY_CNT: usize = 8;
+pub const A_RNR_RETRY: usize = 9;
+pub const A_RQ_PSN: usize = 10;
+pub const A_SQ_PSN: usize = 11;
+pub const A_MAX_RD_ATOMIC: usize = 12;
+pub const A_MAX_DEST_RD_ATOMIC: usize = 13;
+pub const A_MIN_RNR_TIMER: usize = 14;
+pub const A_DEST_QPN: usize = 15;
+pub const A_EN_SQD_ASYNC_NOTIFY: usize = 16;
+pub const A_PATH_MIG_STATE: usize = 17;
+pub const A_SGID_INDEX: usize = 18;
+/// Destination GID, 4 words, each the big-endian value of 4 GID bytes (word 19 = bytes 0..3).
+pub const A_DGID: usize = 19;
+/// Destination MAC bits [31:0] (the MAC as a 48-bit big-endian number).
+pub const A_DMAC_LO: usize = 23;
+/// Destination MAC bits [47:32].
+pub const A_DMAC_HI: usize = 24;
+pub const A_HOP_LIMIT: usize = 25;
+pub const A_TRAFFIC_CLASS: usize = 26;
+pub const A_FLOW_LABEL: usize = 27;
+pub const A_UDP_SPORT: usize = 28;
+/// Words in the attribute block.
+pub const ATTR_WORDS: usize = 29;
+
+/// `IBV_MIG_MIGRATED`, the only path-migration state supported.
+pub const MIG_MIGRATED: u32 = 0;
+
+/// Verbs QP access flags accepted by `IBV_QP_ACCESS_FLAGS` (LOCAL_WRITE | REMOTE_WRITE |
+/// REMOTE_READ | REMOTE_ATOMIC).
+pub const QP_ACCESS_VALID: u32 = 0xF;

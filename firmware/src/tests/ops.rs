@@ -1,0 +1,435 @@
+//! Every opcode's success path, what the engine sees, ranges, exhaustion, churn, in-use
+//! refusals, engine failures and malformed commands.
+use super::*;
+use crate::res::FIRST_QPN;
+use hematite_model::desc as md;
+use hematite_model::transport::{AddrVec, Mr as MMr, MrAccess, QpAccess, QpConfig};
+use proptest::prelude::*;
+
+#[test]
+fn query_device_port_counters() {
+    let mut f = fw();
+    let d = ok(&mut f, OP_QUERY_DEVICE, &[]);
+    assert_eq!(d.len(), 21);
+    assert_eq!(d[4], 48 - FIRST_QPN as u32, "max_qp = min(FW 48, 2^6) - 2");
+    assert_eq!(d[7], 64, "max_cq");
+    assert_eq!(d[9], 512, "max_mr = min(FW 512, 2^12)");
+    assert!(d[8] >= 512, "max_cqe >= 512 (PROVIDER.md)");
+    assert_eq!((d[15], d[16], d[17]), (4, 4, 1));
+    let p = ok(&mut f, OP_QUERY_PORT, &[1]);
+    assert_eq!(p, vec![4, 5, 5, 4, 1 << 26, 1 << 31, 1, 2, 32, 2, 5]);
+    assert_eq!(cmd(&mut f, OP_QUERY_PORT, &[2]).0, Status::BadParam as u8);
+    let c = ok(&mut f, OP_QUERY_COUNTERS, &[]);
+    assert_eq!(c.len(), 12);
+    assert_eq!(c[0], 3, "commands before this one");
+    assert_eq!(c[1], 2, "OK");
+    assert_eq!(c[1 + Status::BadParam as usize], 1);
+}
+
+#[test]
+fn pd_mr_cq_paths_and_engine_writes() {
+    let mut f = fw();
+    let pd = ok(&mut f, OP_ALLOC_PD, &[])[0];
+    assert_eq!(pd, 1);
+    let keys = ok(&mut f, OP_REG_MR, &[pd, 0x1000, 0x1, 0x2000, 0, 0xF | 1 << 20]);
+    assert_eq!(keys[0], keys[1]);
+    let key = keys[0];
+    let w = f.eng.bus.log.last().unwrap().clone();
+    assert_eq!((w.table, w.flags, w.index), (desc::HM_CTL_TBL_MR, 0, (key >> 8) as u16));
+    let m = MMr { lkey: key, rkey: key, base: 0x1_0000_1000, len: 0x2000, access: MrAccess::ALL, pd };
+    assert_eq!(w.words, md::encode_mr_ctx(&m, true).unwrap());
+    assert_eq!(cmd(&mut f, OP_DEALLOC_PD, &[pd]).0, Status::InUse as u8);
+    ok(&mut f, OP_DEREG_MR, &[key]);
+    let (mm, valid) = md::decode_mr_ctx(&f.eng.bus.log.last().unwrap().words, key >> 8).unwrap();
+    assert!(!valid);
+    assert_eq!(mm.lkey, key);
+    assert_eq!(cmd(&mut f, OP_DEREG_MR, &[key]).0, Status::BadHandle as u8, "stale key");
+    ok(&mut f, OP_DEALLOC_PD, &[pd]);
+    assert_eq!(cmd(&mut f, OP_DEALLOC_PD, &[pd]).0, Status::BadHandle as u8);
+
+    let cq = ok(&mut f, OP_CREATE_CQ, &[9, 0x4000, 0x2, 3]);
+    assert_eq!(cq, vec![0, 512]);
+    let w = f.eng.bus.log.last().unwrap().clone();
+    assert_eq!((w.table, w.flags, w.index), (desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, 0));
+    assert_eq!(w.words, md::encode_cq_ctx(0x2_0000_4000, 9, 3, true).unwrap());
+    assert_eq!(ok(&mut f, OP_QUERY_CQ, &[0]), vec![9, 0x4000, 2, 3, 0]);
+    ok(&mut f, OP_DESTROY_CQ, &[0]);
+    assert_eq!(f.eng.bus.tables[&(desc::HM_CTL_TBL_CQ, 0)], [0; CTX_WORDS]);
+    assert_eq!(cmd(&mut f, OP_QUERY_CQ, &[0]).0, Status::BadHandle as u8);
+}
+
+#[test]
+fn mr_and_cq_ranges() {
+    let mut f = fw();
+    let pd = ok(&mut f, OP_ALLOC_PD, &[])[0];
+    let before = snap(&f);
+    for (args, st) in [
+        ([pd + 1, 0, 0, 64, 0, 1], Status::BadHandle),
+        ([pd, 0, 0, 0, 0, 1], Status::BadParam),                  // zero length
+        ([pd, 0xFFFF_F000, u32::MAX, 0x2000, 0, 1], Status::BadParam), // wraps
+        ([pd, 0, 0, 64, 0, 2], Status::BadParam),                 // REMOTE_WRITE w/o LOCAL_WRITE
+        ([pd, 0, 0, 64, 0, 8], Status::BadParam),                 // REMOTE_ATOMIC w/o LOCAL_WRITE
+        ([pd, 0, 0, 64, 0, 1 << 12], Status::BadParam),           // unknown bit
+        ([pd, 0, 0, 64, 0, 16 | 1], Status::NotSupported),        // MW_BIND
+        ([pd, 0, 0, 64, 0, 64 | 1], Status::NotSupported),        // ON_DEMAND
+    ] {
+        assert_eq!(cmd(&mut f, OP_REG_MR, &args).0, st as u8, "{args:?}");
+        assert_eq!(snap(&f), before);
+    }
+    for (args, st) in [
+        ([0, 0, 0, 0], Status::BadParam),
+        ([17, 0, 0, 0], Status::BadParam),
+        ([4, 0x10, 0, 0], Status::BadParam),
+        ([4, 0, 0, 16], Status::BadParam),
+    ] {
+        assert_eq!(cmd(&mut f, OP_CREATE_CQ, &args).0, st as u8, "{args:?}");
+        assert_eq!(snap(&f), before);
+    }
+}
+
+#[test]
+fn qp_lifecycle_and_context_matches_model() {
+    let mut f = fw();
+    let (pd, cq, q) = setup_qp(&mut f);
+    assert_eq!(q, FIRST_QPN as u32);
+    assert_eq!(ok(&mut f, OP_QUERY_CQ, &[cq])[4], 2, "send + recv CQ references");
+    drive(&mut f, q, QpState::Rts);
+    let w = f.eng.bus.log.last().unwrap().clone();
+    assert_eq!((w.table, w.flags, w.index), (desc::HM_CTL_TBL_QP, desc::HM_CTL_F_LOAD_SQ, q as u16));
+    let a = attrs(QpState::Rts);
+    let cfg = QpConfig {
+        pd,
+        pmtu: 4096,
+        dest_qpn: a[A_DEST_QPN],
+        sq_psn: a[A_SQ_PSN],
+        rq_psn: a[A_RQ_PSN],
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        min_rnr_timer: 12,
+        max_rd_atomic: 4,
+        max_dest_rd_atomic: 4,
+        access: QpAccess::ALL,
+        av: AddrVec {
+            eth_src: 0x0011_2233_4455,
+            eth_dst: 0xAABB_6677_8899,
+            ipv6: false,
+            ip_src: 0x0A00_0001,
+            ip_dst: 0x0A00_0002,
+            dscp: 106 >> 2,
+            ecn: 2,
+            ttl: 64,
+            udp_sport: 0xC000 | q as u16,
+            flow_label: 0x12345,
+            pkey: 0xFFFF,
+        },
+    };
+    let want = md::QpCtxFields {
+        cfg,
+        state: desc::HM_QPS_RTS,
+        sq_base: 0x20_0000,
+        sq_log_size: 7,
+        sq_log_stride: 1,
+        rq_base: 0x30_0000,
+        rq_log_size: 7,
+        rq_log_stride: 0,
+        sq_cqn: cq as u16,
+        rq_cqn: cq as u16,
+    };
+    assert_eq!(w.words, md::encode_qp_ctx(&want).unwrap());
+    // QUERY_QP returns what was set.
+    let o = ok(&mut f, OP_QUERY_QP, &[q]);
+    assert_eq!(o.len(), ATTR_WORDS + 8);
+    assert_eq!(o[A_QP_STATE], QpState::Rts as u32);
+    for i in [A_ACCESS_FLAGS, A_PATH_MTU, A_TIMEOUT, A_RQ_PSN, A_SQ_PSN, A_DEST_QPN, A_DMAC_LO, A_DMAC_HI, A_FLOW_LABEL] {
+        assert_eq!(o[i], a[i], "attribute word {i}");
+    }
+    assert_eq!(&o[ATTR_WORDS..], &[128, 128, 6, 3, 96, pd, cq, cq]);
+    // In use.
+    assert_eq!(cmd(&mut f, OP_DESTROY_CQ, &[cq]).0, Status::InUse as u8);
+    assert_eq!(cmd(&mut f, OP_DEALLOC_PD, &[pd]).0, Status::InUse as u8);
+    // IPv6 AV with an IPv4 source GID is refused.
+    let mut b = attrs(QpState::Rts);
+    b[A_DGID..A_DGID + 4].copy_from_slice(&[0xFE80_0000, 0, 0, 1]);
+    let before = snap(&f);
+    assert_eq!(modify(&mut f, q, M_STATE | M_AV, &{ let mut x = b; x[A_QP_STATE] = QpState::Sqd as u32; x }), Status::BadAttrMask as u8);
+    assert_eq!(snap(&f), before);
+    // Destroy in RTS: ERR then a zero context; references dropped.
+    let n = f.eng.bus.log.len();
+    ok(&mut f, OP_DESTROY_QP, &[q]);
+    let log = &f.eng.bus.log[n..];
+    assert_eq!(log.len(), 2);
+    assert_eq!(desc::get(&log[0].words, desc::HM_QP_CTX_T_FIELDS, "state") as u8, desc::HM_QPS_ERR);
+    assert_eq!(log[1].words, [0; CTX_WORDS]);
+    assert_eq!(cmd(&mut f, OP_QUERY_QP, &[q]).0, Status::BadHandle as u8);
+    ok(&mut f, OP_DESTROY_CQ, &[cq]);
+    ok(&mut f, OP_DEALLOC_PD, &[pd]);
+}
+
+#[test]
+fn qp_ranges() {
+    let mut f = fw();
+    let (pd, cq, q) = setup_qp(&mut f);
+    // CREATE_QP limits.
+    let before = snap(&f);
+    let base = create_qp_args(pd, cq);
+    for (i, v, st) in [
+        (0, pd + 1, Status::BadHandle),
+        (1, 99, Status::BadHandle),
+        (3, 4, Status::NotSupported), // UD
+        (3, 3, Status::NotSupported), // UC
+        (8, 16, Status::BadParam),    // sq log size
+        (9, 4, Status::BadParam),     // stride
+        (12, 129, Status::BadParam),  // max_send_wr > 2^7
+        (13, 129, Status::BadParam),
+        (14, 7, Status::BadParam),    // 128-byte send WQE holds 6 SGEs
+        (15, 4, Status::BadParam),    // 64-byte receive WQE holds 3
+        (16, 97, Status::BadParam),   // inline
+        (4, 0x20_0010, Status::BadParam),
+    ] {
+        let mut a = base.clone();
+        a[i] = v;
+        assert_eq!(cmd(&mut f, OP_CREATE_QP, &a).0, st as u8, "word {i} = {v}");
+        assert_eq!(snap(&f), before);
+    }
+    // MODIFY_QP ranges.
+    drive(&mut f, q, QpState::Init);
+    let before = snap(&f);
+    for (i, v) in [
+        (A_PATH_MTU, 0),
+        (A_PATH_MTU, 6),
+        (A_RQ_PSN, 1 << 24),
+        (A_DEST_QPN, 1 << 24),
+        (A_MAX_DEST_RD_ATOMIC, 5),
+        (A_MIN_RNR_TIMER, 32),
+        (A_SGID_INDEX, 1), // not set
+        (A_SGID_INDEX, 9),
+        (A_DMAC_HI, 0x1_0000),
+        (A_FLOW_LABEL, 1 << 20),
+        (A_HOP_LIMIT, 256),
+        (A_UDP_SPORT, 0x1_0000),
+        (A_ACCESS_FLAGS, 0x10),
+        (A_PKEY_INDEX, 1),
+    ] {
+        let mut a = attrs(QpState::Rtr);
+        a[i] = v;
+        assert_eq!(modify(&mut f, q, RTR_MASK | M_ACCESS_FLAGS | M_PKEY_INDEX, &a), Status::BadParam as u8, "attr {i} = {v}");
+        assert_eq!(snap(&f), before);
+    }
+    let mut a = attrs(QpState::Rtr);
+    a[A_DGID..A_DGID + 4].copy_from_slice(&[0; 4]);
+    assert_eq!(modify(&mut f, q, RTR_MASK, &a), Status::BadParam as u8);
+    assert_eq!(modify(&mut f, q, M_PORT, &{ let mut x = attrs(QpState::Init); x[A_PORT_NUM] = 2; x }), Status::BadParam as u8);
+    assert_eq!(snap(&f), before);
+    assert_eq!(modify(&mut f, q, RTR_MASK, &attrs(QpState::Rtr)), 0);
+    let before = snap(&f);
+    for (i, v) in [(A_TIMEOUT, 32), (A_RETRY_CNT, 8), (A_RNR_RETRY, 8), (A_SQ_PSN, 1 << 24), (A_MAX_RD_ATOMIC, 5)] {
+        let mut a = attrs(QpState::Rts);
+        a[i] = v;
+        assert_eq!(modify(&mut f, q, RTS_MASK, &a), Status::BadParam as u8, "attr {i} = {v}");
+        assert_eq!(snap(&f), before);
+    }
+    let mut a = attrs(QpState::Rts);
+    a[A_PATH_MIG_STATE] = 1;
+    assert_eq!(modify(&mut f, q, RTS_MASK | M_PATH_MIG_STATE, &a), Status::NotSupported as u8);
+    a[A_PATH_MIG_STATE] = 3;
+    assert_eq!(modify(&mut f, q, RTS_MASK | M_PATH_MIG_STATE, &a), Status::BadParam as u8);
+    assert_eq!(snap(&f), before);
+    assert_eq!(modify(&mut f, 99, RTS_MASK, &attrs(QpState::Rts)), Status::BadHandle as u8);
+    // IPv6 path works.
+    let mut f = fw();
+    let (_, _, q) = setup_qp(&mut f);
+    ok(&mut f, OP_SET_GID, &[1, 0xFE80_0000, 0, 0x0211_22FF, 0xFE33_4455, 0x2233_4455, 0x0011]);
+    drive(&mut f, q, QpState::Init);
+    let mut a = attrs(QpState::Rtr);
+    a[A_SGID_INDEX] = 1;
+    a[A_DGID..A_DGID + 4].copy_from_slice(&[0xFE80_0000, 0, 0x0211_22FF, 0xFE33_9999]);
+    assert_eq!(modify(&mut f, q, RTR_MASK, &a), 0);
+    let w = &f.eng.bus.log.last().unwrap().words;
+    assert_eq!(desc::get(w, desc::HM_QP_CTX_T_FIELDS, "ipv6"), 1);
+    assert_eq!(desc::get(w, desc::HM_QP_CTX_T_FIELDS, "ip_dst"), 0xFE80_0000_0000_0000_0211_22FF_FE33_9999);
+}
+
+#[test]
+fn exhaustion() {
+    let mut f = fw();
+    let mut pds = vec![];
+    loop {
+        let (st, o) = cmd(&mut f, OP_ALLOC_PD, &[]);
+        if st != 0 {
+            assert_eq!(st, Status::NoResources as u8);
+            break;
+        }
+        pds.push(o[0]);
+    }
+    assert_eq!(pds.len(), crate::res::FW_MAX_PD);
+    let pd = pds[0];
+    let mut cqs = vec![];
+    loop {
+        let (st, o) = cmd(&mut f, OP_CREATE_CQ, &[4, 0, 0, 0]);
+        if st != 0 {
+            assert_eq!(st, Status::NoResources as u8);
+            break;
+        }
+        cqs.push(o[0]);
+    }
+    assert_eq!(cqs.len(), 64);
+    let mut qps = vec![];
+    loop {
+        let (st, o) = cmd(&mut f, OP_CREATE_QP, &create_qp_args(pd, cqs[0]));
+        if st != 0 {
+            assert_eq!(st, Status::NoResources as u8);
+            break;
+        }
+        qps.push(o[0]);
+    }
+    assert_eq!(qps.len(), 48 - FIRST_QPN);
+    let mut mrs = 0;
+    loop {
+        let (st, _) = cmd(&mut f, OP_REG_MR, &[pd, 0, 0, 4096, 0, 1]);
+        if st != 0 {
+            assert_eq!(st, Status::NoResources as u8);
+            break;
+        }
+        mrs += 1;
+    }
+    assert_eq!(mrs, 512);
+    // Smaller engine tables from CAPS / MR_LOG.
+    let mut f = fw_caps(3 << 24 | 2 << 16, 3);
+    let pd = ok(&mut f, OP_ALLOC_PD, &[])[0];
+    for _ in 0..4 {
+        ok(&mut f, OP_CREATE_CQ, &[4, 0, 0, 0]);
+    }
+    assert_eq!(cmd(&mut f, OP_CREATE_CQ, &[4, 0, 0, 0]).0, Status::NoResources as u8);
+    for _ in 0..6 {
+        ok(&mut f, OP_CREATE_QP, &create_qp_args(pd, 0));
+    }
+    assert_eq!(cmd(&mut f, OP_CREATE_QP, &create_qp_args(pd, 0)).0, Status::NoResources as u8);
+    for _ in 0..8 {
+        ok(&mut f, OP_REG_MR, &[pd, 0, 0, 1, 0, 0]);
+    }
+    assert_eq!(cmd(&mut f, OP_REG_MR, &[pd, 0, 0, 1, 0, 0]).0, Status::NoResources as u8);
+    assert_eq!(ok(&mut f, OP_QUERY_DEVICE, &[])[4], 6);
+}
+
+#[test]
+fn churn() {
+    let mut f = fw();
+    let (pd, cq, _) = setup_qp(&mut f);
+    let mut stale = vec![];
+    let mut seen_qpns = std::collections::HashSet::new();
+    for i in 0..3000u32 {
+        let q = ok(&mut f, OP_CREATE_QP, &create_qp_args(pd, cq))[0];
+        seen_qpns.insert(q);
+        if i % 3 == 0 {
+            drive(&mut f, q, QpState::Rts);
+        }
+        let key = ok(&mut f, OP_REG_MR, &[pd, i * 4096, 0, 4096, 0, 7])[0];
+        ok(&mut f, OP_DESTROY_QP, &[q]);
+        ok(&mut f, OP_DEREG_MR, &[key]);
+        stale.push(key);
+        assert_eq!(f.eng.bus.tables[&(desc::HM_CTL_TBL_QP, q as u16)], [0; CTX_WORDS]);
+    }
+    assert!(seen_qpns.len() > 40, "QPNs rotate");
+    // The most recent 255 * 512 keys of each index are distinct: all recent stale keys fail.
+    for k in stale.iter().rev().take(1000) {
+        assert_eq!(cmd(&mut f, OP_DEREG_MR, &[*k]).0, Status::BadHandle as u8);
+    }
+    assert_eq!(ok(&mut f, OP_QUERY_CQ, &[cq])[4], 2, "only the setup QP still references the CQ");
+    assert_eq!(f.t.pds[0].refs, 1);
+}
+
+#[test]
+fn engine_failure_changes_nothing() {
+    let mut f = fw();
+    let (pd, cq, q) = setup_qp(&mut f);
+    let before = snap(&f);
+    f.eng.bus.fail_next = Some(desc::HM_CTL_ST_RANGE);
+    assert_eq!(modify(&mut f, q, INIT_MASK, &attrs(QpState::Init)), Status::HwError as u8);
+    assert_eq!(snap(&f), before);
+    f.eng.bus.fail_next = Some(desc::HM_CTL_ST_BAD_CMD);
+    assert_eq!(cmd(&mut f, OP_REG_MR, &[pd, 0, 0, 1, 0, 0]).0, Status::HwError as u8);
+    assert_eq!(snap(&f), before);
+    f.eng.bus.fail_next = Some(desc::HM_CTL_ST_RANGE);
+    assert_eq!(cmd(&mut f, OP_CREATE_CQ, &[4, 0, 0, 0]).0, Status::HwError as u8);
+    f.eng.bus.fail_next = Some(desc::HM_CTL_ST_RANGE);
+    assert_eq!(cmd(&mut f, OP_DESTROY_QP, &[q]).0, Status::HwError as u8);
+    assert_eq!(snap(&f), before);
+    // A hung engine (always busy) times out with HW_ERROR.
+    f.eng.bus.busy_polls = u32::MAX;
+    assert_eq!(cmd(&mut f, OP_DESTROY_CQ, &[cq + 1]).0, Status::BadHandle as u8);
+    let key = { f.eng.bus.busy_polls = 0; ok(&mut f, OP_REG_MR, &[pd, 0, 0, 1, 0, 0])[0] };
+    f.eng.bus.busy_polls = u32::MAX;
+    let before = snap(&f);
+    assert_eq!(cmd(&mut f, OP_DEREG_MR, &[key]).0, Status::HwError as u8);
+    assert_eq!(snap(&f).0, before.0);
+}
+
+#[test]
+fn cc_params() {
+    let mut f = fw();
+    let d = ok(&mut f, OP_GET_CC_PARAMS, &[]);
+    assert_eq!(d.len(), crate::cc::CC_PARAMS);
+    assert_eq!(&d[..5], &[0, 1, 300, 32767, 1]);
+    assert_eq!(d[12], 1019);
+    let mut a = vec![0u32; 1 + crate::cc::CC_PARAMS];
+    a[0] = 1 << 8 | 1 << 17;
+    a[1 + 8] = 7;
+    a[1 + 17] = 26;
+    ok(&mut f, OP_SET_CC_PARAMS, &a);
+    let d2 = ok(&mut f, OP_GET_CC_PARAMS, &[]);
+    assert_eq!((d2[8], d2[17]), (7, 26));
+    let before = snap(&f);
+    a[1 + 17] = 64; // cnp_dscp out of range: nothing set
+    a[1 + 8] = 9;
+    assert_eq!(cmd(&mut f, OP_SET_CC_PARAMS, &a).0, Status::BadParam as u8);
+    a[0] = 1 << 19;
+    assert_eq!(cmd(&mut f, OP_SET_CC_PARAMS, &a).0, Status::BadParam as u8);
+    assert_eq!(snap(&f), before);
+}
+
+#[test]
+fn malformed_headers() {
+    let mut f = fw();
+    let before = snap(&f);
+    assert_eq!(cmd(&mut f, 0x7777, &[]).0, Status::BadOpcode as u8);
+    assert_eq!(cmd(&mut f, OP_ALLOC_PD, &[0]).0, Status::BadLength as u8);
+    assert_eq!(cmd(&mut f, OP_REG_MR, &[1, 2, 3]).0, Status::BadLength as u8);
+    // in_words larger than the words present.
+    let mut out = [0u32; 64];
+    f.handle(&[Header::word(OP_DEALLOC_PD, 1, 9)], &mut out);
+    assert_eq!(out[0], answer_word(Status::BadLength as u8, 0, 9));
+    f.handle(&[], &mut out);
+    assert_eq!(out[0] as u8, Status::BadLength as u8);
+    assert_eq!(snap(&f), before);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, .. ProptestConfig::default() })]
+    /// Random commands against a firmware with some resources: never panics, always answers
+    /// with a known status, and a failing command changes nothing.
+    #[test]
+    fn random_commands(op_sel in 0usize..20, n in 0usize..66, in_w in prop::option::of(0u8..=255),
+                       words in prop::collection::vec(prop_oneof![0u32..8, any::<u32>(), 0u32..0x40], 65)) {
+        let mut f = fw();
+        let (_, _, q) = setup_qp(&mut f);
+        drive(&mut f, q, QpState::Init);
+        let op = OPCODES.get(op_sel).map(|o| o.0).unwrap_or(op_sel as u16 * 0x101);
+        let want = in_words(op).unwrap_or(0);
+        let k = n.min(words.len());
+        let hdr = Header::word(op, in_w.unwrap_or(want), words[0] as u8);
+        let mut c = vec![hdr];
+        c.extend_from_slice(&words[1..k.max(1)]);
+        let before = snap(&f);
+        let mut out = [0u32; 64];
+        let used = f.handle(&c, &mut out);
+        let st = out[0] as u8;
+        prop_assert!(usize::from(st) < N_STATUS);
+        prop_assert_eq!(used, 1 + ((out[0] >> 8) & 0xFF) as usize);
+        prop_assert_eq!(out[0] >> 24, words[0] & 0xFF);
+        if st != 0 {
+            prop_assert_eq!(snap(&f), before);
+            prop_assert!(out[1..].iter().all(|&w| w == 0));
+        }
+    }
+}

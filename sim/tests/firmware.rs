@@ -1,0 +1,153 @@
+//! The firmware image (./hematite fw -> build/fw/firmware.hex) on the Verilated control core
+//! (picorv32 in hm_ctrl_core) inside the NIC model, driving the engine's real control bus:
+//! commands posted through the mailbox the way a driver does, answers and latencies checked,
+//! malformed commands answered without a hang, and a connection set up entirely by firmware
+//! commands carrying an RDMA WRITE between two NICs.
+use hematite_model::desc;
+use hematite_model::transport::{SendOp, SendWr, Sge};
+use hematite_sim::dma::MemCfg;
+use hematite_sim::duo::{DuoBench, WireFaults};
+use hematite_sim::eng::Engine;
+use hematite_sim::fw::{self, FwAnswer};
+use hematite_sim::host::{CQ_BASE, CQ_LOG, RQ_BASE, RQ_LOG, SQ_BASE, SQ_LOG};
+
+const MAX: u64 = 2_000_000;
+
+fn image() -> Vec<u32> {
+    let p = fw::image_path();
+    fw::read_hex(&p).unwrap_or_else(|e| panic!("firmware image: {e}"))
+}
+
+fn cmd(e: &mut Engine, op: u32, token: u32, args: &[u32]) -> FwAnswer {
+    let mut c = vec![op | (args.len() as u32) << 16 | token << 24];
+    c.extend_from_slice(args);
+    fw::command(e, &c, MAX).unwrap_or_else(|err| panic!("command {op:#x}: {err}"))
+}
+
+fn status(a: &FwAnswer) -> u32 {
+    a.words[0] & 0xFF
+}
+
+fn ok(e: &mut Engine, op: u32, args: &[u32]) -> FwAnswer {
+    let a = cmd(e, op, 0x5A, args);
+    assert_eq!(status(&a), 0, "command {op:#x} failed: answer {:x?}", a.words);
+    assert_eq!(a.words[0] >> 24, 0x5A, "token echoed");
+    a
+}
+
+#[test]
+fn firmware_boots_and_answers_queries_on_the_core() {
+    let mut e = Engine::new(MemCfg::default());
+    fw::boot(&mut e, &image()).unwrap();
+    let a = ok(&mut e, 0x01, &[]);
+    assert_eq!((a.words[0] >> 8) & 0xFF, 21, "QUERY_DEVICE answers 21 words");
+    // fw_ver, vendor, part, hw_ver, max_qp: the engine's CAPS (4096 QPs) capped by the
+    // firmware's tables
+    assert_eq!(a.words[1], 0x000100);
+    assert!(a.words[5] >= 16 && a.words[5] <= 4094, "max_qp {}", a.words[5]);
+    let p = ok(&mut e, 0x02, &[1]);
+    assert_eq!(p.words[1], 4, "port ACTIVE");
+    println!("QUERY_DEVICE {} cycles, QUERY_PORT {} cycles", a.cycles, p.cycles);
+    let (st, _) = e.fw_read(fw::FW_MBOX_STATUS).unwrap();
+    assert_eq!(st & 0b1110, 0b0010, "running, no fault, no trap: {st:#x}");
+    assert_eq!(st >> 16, 2, "two commands completed");
+}
+
+#[test]
+fn malformed_commands_get_a_status_and_the_core_keeps_serving() {
+    let mut e = Engine::new(MemCfg::default());
+    fw::boot(&mut e, &image()).unwrap();
+    assert_eq!(status(&cmd(&mut e, 0x7F, 1, &[])), 1, "unknown opcode: BAD_OPCODE");
+    assert_eq!(status(&cmd(&mut e, 0x01, 2, &[7, 7])), 2, "QUERY_DEVICE with arguments: BAD_LENGTH");
+    assert_eq!(status(&cmd(&mut e, 0x11, 3, &[999])), 6, "unknown PD: BAD_HANDLE");
+    assert_eq!(status(&cmd(&mut e, 0x30, 4, &[17, 0, 0, 0])), 3, "CQ of 2^17 entries: BAD_PARAM");
+    assert_eq!(status(&cmd(&mut e, 0x43, 5, &[4000])), 6, "destroy of a QP never created: BAD_HANDLE");
+    // a header claiming more words than the mailbox holds
+    let a = fw::command(&mut e, &[0x01 | 0xFF << 16], MAX).unwrap();
+    assert_eq!(a.words[0] & 0xFF, 2);
+    // the doorbell while a command is pending is refused, never queued twice
+    ok(&mut e, 0x01, &[]);
+    let (st, _) = e.fw_read(fw::FW_MBOX_STATUS).unwrap();
+    assert_eq!(st & 0b1100, 0, "no fault, no trap after malformed commands: {st:#x}");
+}
+
+/// SET_GID, PD, MR over the test buffer, CQ 0 at the host's CQ ring, one RC QP with the host's
+/// ring layout, moved RESET -> INIT -> RTR -> RTS towards `peer_qpn`. Returns (QPN, key) and
+/// prints the latencies.
+fn bring_up(e: &mut Engine, me: u32, peer: u32, peer_qpn: u32, sq_psn: u32, rq_psn: u32) -> (u32, u32) {
+    let mac = |h: u32| 0x02_00_00_00_00_00u64 | h as u64;
+    let ip = |h: u32| 0x0A00_0000u32 | h;
+    ok(e, 0x04, &[0, 0, 0, 0x0000_FFFF, ip(me), mac(me) as u32, (mac(me) >> 32) as u32]);
+    let pd = ok(e, 0x10, &[]).words[1];
+    let (base, len) = (0x100_0000u64, 0x100_0000u64);
+    let key = ok(e, 0x20, &[pd, base as u32, (base >> 32) as u32, len as u32, (len >> 32) as u32, 0xF]).words[1];
+    let cq = ok(e, 0x30, &[CQ_LOG as u32, CQ_BASE as u32, (CQ_BASE >> 32) as u32, 0]);
+    assert_eq!(cq.words[1], 0, "the first CQ is CQ 0 (the host polls CQ 0's ring)");
+    let q = 2u64;
+    let (sq, rq) = (SQ_BASE + q * 0x1_0000, RQ_BASE + q * 0x1_0000);
+    let c = ok(e, 0x40, &[pd, 0, 0, 2, sq as u32, (sq >> 32) as u32, rq as u32, (rq >> 32) as u32,
+                          SQ_LOG as u32, 0, RQ_LOG as u32, 0, 16, 16, 1, 1, 0]);
+    let qpn = c.words[1];
+    assert_eq!(qpn as u64, q, "the first QPN");
+    let mut blk = [0u32; 29];
+    // RESET -> INIT: STATE, ACCESS_FLAGS, PKEY_INDEX, PORT
+    blk[0] = 1;
+    blk[2] = 0xF;
+    blk[4] = 1;
+    let init = ok(e, 0x41, &[&[qpn, 1 | 1 << 3 | 1 << 4 | 1 << 5][..], &blk[..]].concat());
+    // INIT -> RTR: AV, PATH_MTU, DEST_QPN, RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER
+    blk[0] = 2;
+    blk[6] = 5;
+    blk[10] = rq_psn;
+    blk[13] = 4;
+    blk[14] = 12;
+    blk[15] = peer_qpn;
+    blk[18] = 0;
+    blk[19..23].copy_from_slice(&[0, 0, 0x0000_FFFF, ip(peer)]);
+    blk[23] = mac(peer) as u32;
+    blk[24] = (mac(peer) >> 32) as u32;
+    blk[25] = 64;
+    let rtr = ok(e, 0x41, &[&[qpn, 1 | 1 << 7 | 1 << 8 | 1 << 20 | 1 << 12 | 1 << 17 | 1 << 15][..], &blk[..]].concat());
+    // RTR -> RTS: TIMEOUT, RETRY_CNT, RNR_RETRY, SQ_PSN, MAX_QP_RD_ATOMIC
+    blk[0] = 3;
+    blk[7] = 14;
+    blk[8] = 7;
+    blk[9] = 7;
+    blk[11] = sq_psn;
+    blk[12] = 4;
+    let rts = ok(e, 0x41, &[&[qpn, 1 | 1 << 9 | 1 << 10 | 1 << 11 | 1 << 16 | 1 << 13][..], &blk[..]].concat());
+    // an illegal request changes nothing: RTS -> INIT
+    blk[0] = 1;
+    let bad = cmd(e, 0x41, 9, &[&[qpn, 1][..], &blk[..]].concat());
+    assert_eq!(status(&bad), 4, "RTS -> INIT: BAD_STATE");
+    let qq = ok(e, 0x42, &[qpn]);
+    assert_eq!(qq.words[1], 3, "still RTS");
+    println!("host {me}: CREATE_QP {} cycles, INIT {} RTR {} RTS {} cycles (doorbell to done)", c.cycles, init.cycles, rtr.cycles, rts.cycles);
+    (qpn, key)
+}
+
+#[test]
+fn a_connection_made_by_firmware_commands_carries_an_rdma_write() {
+    let mut d = DuoBench::new(MemCfg { latency: 40, seed: 3, ..Default::default() }, WireFaults::default()).unwrap();
+    let img = image();
+    for h in 0..2 {
+        fw::boot(&mut d.h[h].eng, &img).unwrap();
+    }
+    let (q0, k0) = bring_up(&mut d.h[0].eng, 1, 2, 2, 0x1234, 0x777);
+    let (_q1, k1) = bring_up(&mut d.h[1].eng, 2, 1, 2, 0x777, 0x1234);
+    // 3000 bytes from host 0 to host 1 with a WQE written straight into QP 2's send ring
+    let src = 0x100_0000u64;
+    let dst = 0x180_0000u64;
+    let data: Vec<u8> = (0..3000u32).map(|i| (i * 13 + 7) as u8).collect();
+    d.h[0].fill(src, &data);
+    let mut wr = SendWr::new(0xBEEF, SendOp::Write { remote_addr: dst, rkey: k1 }, vec![Sge { addr: src, len: 3000, lkey: k0 }]);
+    wr.signaled = true;
+    let bytes = desc::encode_send_wqe(&wr, 64, None).unwrap();
+    d.h[0].eng.mem.mem.write(SQ_BASE + q0 as u64 * 0x1_0000, &bytes);
+    assert!(d.h[0].eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | q0).unwrap());
+    d.run(200_000, |d| !d.h[0].cqes.is_empty()).unwrap();
+    let c = d.h[0].cqes[0];
+    assert_eq!(c.cqe.wr_id, 0xBEEF);
+    assert_eq!(c.cqe.status, hematite_model::transport::WcStatus::Success, "{c:?}");
+    assert_eq!(d.h[1].eng.mem.mem.read(dst, 3000), data, "the WRITE's bytes at the peer");
+}
