@@ -23,6 +23,49 @@ pub enum EncError {
 }
 
 /// (lsb, width) of `name` in `layout`.
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// `(lsb, width)` of field `name`, for use in `const` context: a name missing from the
+/// generated layout (the SV package changed) stops the build instead of failing at run time,
+/// and the firmware does no string search per field on the core.
+pub const fn fpos(layout: Layout, name: &str) -> (usize, usize) {
+    let mut i = 0;
+    while i < layout.len() {
+        if str_eq(layout[i].0, name) {
+            return (layout[i].1, layout[i].2);
+        }
+        i += 1;
+    }
+    panic!("field not in the layout generated from hm_desc_pkg.sv")
+}
+
+/// Sets field `$name` of layout `$l` (a generated `*_FIELDS` constant) in `$w` to `$v`.
+macro_rules! setf {
+    ($w:expr, $l:expr, $name:literal, $v:expr) => {
+        set_bits(&mut $w, const { fpos($l, $name).0 }, const { fpos($l, $name).1 }, $v)
+    };
+}
+
+/// Field `$name` of layout `$l` in `$w`.
+macro_rules! getf {
+    ($w:expr, $l:expr, $name:literal) => {
+        get_bits(&$w, const { fpos($l, $name).0 }, const { fpos($l, $name).1 })
+    };
+}
+
 pub fn field(layout: Layout, name: &str) -> Option<(usize, usize)> {
     layout.iter().find(|f| f.0 == name).map(|f| (f.1, f.2))
 }
@@ -32,37 +75,41 @@ pub fn set_bits(w: &mut [u32], lsb: usize, width: usize, v: u128) -> Result<(), 
     if width < 128 && v >> width != 0 {
         return Err(EncError::Range);
     }
-    if width == 0 || (lsb + width).div_ceil(32) > w.len() {
+    if width == 0 || width > 128 || (lsb + width).div_ceil(32) > w.len() {
         return Err(EncError::Range);
     }
-    for i in 0..width {
-        let b = lsb + i;
+    // word by word (bit by bit with 128-bit shifts costs thousands of cycles on rv32)
+    let mut done = 0;
+    while done < width {
+        let b = lsb + done;
+        let off = b % 32;
+        let n = (32 - off).min(width - done);
+        let ones = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        let chunk = ((v >> done) as u32) & ones;
         let word = w.get_mut(b / 32).ok_or(EncError::Range)?;
-        let m = 1u32 << (b % 32);
-        if (v >> i) & 1 != 0 {
-            *word |= m;
-        } else {
-            *word &= !m;
-        }
+        *word = (*word & !(ones << off)) | (chunk << off);
+        done += n;
     }
     Ok(())
 }
 
-/// Reads bits `[lsb, lsb + width)` (width <= 128) of the little-endian word array.
 pub fn get_bits(w: &[u32], lsb: usize, width: usize) -> u128 {
+    let width = width.min(128);
     let mut v = 0u128;
-    for i in 0..width.min(128) {
-        let b = lsb + i;
+    let mut done = 0;
+    while done < width {
+        let b = lsb + done;
+        let off = b % 32;
+        let n = (32 - off).min(width - done);
+        let ones = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
         if let Some(word) = w.get(b / 32) {
-            if (word >> (b % 32)) & 1 != 0 {
-                v |= 1 << i;
-            }
+            v |= (((word >> off) & ones) as u128) << done;
         }
+        done += n;
     }
     v
 }
 
-/// Puts `v` into field `name` of `layout`.
 pub fn put(w: &mut [u32], layout: Layout, name: &str, v: u128) -> Result<(), EncError> {
     let (lsb, width) = field(layout, name).ok_or(EncError::NoField)?;
     set_bits(w, lsb, width, v)
@@ -119,58 +166,51 @@ pub struct QpCtx {
 /// Encodes a QP context entry (words beyond the struct are zero).
 pub fn encode_qp_ctx(c: &QpCtx) -> Result<[u32; CTX_WORDS], EncError> {
     let mut w = [0u32; CTX_WORDS];
-    let l = HM_QP_CTX_T_FIELDS;
-    let values: [(&str, u128); 35] = [
-        ("max_dest_rd_atomic", c.max_dest_rd_atomic.into()),
-        ("max_rd_atomic", c.max_rd_atomic.into()),
-        ("min_rnr_timer", c.min_rnr_timer.into()),
-        ("rnr_retry", c.rnr_retry.into()),
-        ("retry_cnt", c.retry_cnt.into()),
-        ("timeout", c.timeout.into()),
-        ("rq_log_stride", c.rq_log_stride.into()),
-        ("rq_log_size", c.rq_log_size.into()),
-        ("sq_log_stride", c.sq_log_stride.into()),
-        ("sq_log_size", c.sq_log_size.into()),
-        ("access", c.access.into()),
-        ("pmtu", c.pmtu.into()),
-        ("state", c.state.into()),
-        ("rq_cqn", c.rq_cqn.into()),
-        ("sq_cqn", c.sq_cqn.into()),
-        ("rq_psn", c.rq_psn.into()),
-        ("sq_psn", c.sq_psn.into()),
-        ("dest_qpn", c.dest_qpn.into()),
-        ("pd", c.pd.into()),
-        ("rq_base", c.rq_base.into()),
-        ("sq_base", c.sq_base.into()),
-        ("pkey", c.pkey.into()),
-        ("flow_label", c.flow_label.into()),
-        ("udp_sport", c.udp_sport.into()),
-        ("ttl", c.ttl.into()),
-        ("ecn", c.ecn.into()),
-        ("dscp", c.dscp.into()),
-        ("ip_dst", c.ip_dst),
-        ("ip_src", c.ip_src),
-        ("ipv6", c.ipv6.into()),
-        ("vlan_vid", 0),
-        ("vlan_pcp", 0),
-        ("vlan_valid", 0),
-        ("eth_src", c.eth_src.into()),
-        ("eth_dst", c.eth_dst.into()),
-    ];
-    for (name, v) in values {
-        put(&mut w, l, name, v)?;
-    }
+    setf!(w, HM_QP_CTX_T_FIELDS, "max_dest_rd_atomic", c.max_dest_rd_atomic.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "max_rd_atomic", c.max_rd_atomic.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "min_rnr_timer", c.min_rnr_timer.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rnr_retry", c.rnr_retry.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "retry_cnt", c.retry_cnt.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "timeout", c.timeout.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rq_log_stride", c.rq_log_stride.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rq_log_size", c.rq_log_size.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "sq_log_stride", c.sq_log_stride.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "sq_log_size", c.sq_log_size.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "access", c.access.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "pmtu", c.pmtu.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "state", c.state.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rq_cqn", c.rq_cqn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "sq_cqn", c.sq_cqn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rq_psn", c.rq_psn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "sq_psn", c.sq_psn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "dest_qpn", c.dest_qpn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "pd", c.pd.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rq_base", c.rq_base.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "sq_base", c.sq_base.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "pkey", c.pkey.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "flow_label", c.flow_label.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "udp_sport", c.udp_sport.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "ttl", c.ttl.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "ecn", c.ecn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "dscp", c.dscp.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "ip_dst", c.ip_dst)?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "ip_src", c.ip_src)?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "ipv6", c.ipv6.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "vlan_vid", 0)?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "vlan_pcp", 0)?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "vlan_valid", 0)?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "eth_src", c.eth_src.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "eth_dst", c.eth_dst.into())?;
     Ok(w)
 }
 
 /// Encodes a CQ context entry.
 pub fn encode_cq_ctx(base: u64, log_size: u8, irq_vec: u8, valid: bool) -> Result<[u32; CTX_WORDS], EncError> {
     let mut w = [0u32; CTX_WORDS];
-    let l = HM_CQ_CTX_T_FIELDS;
-    put(&mut w, l, "base", base.into())?;
-    put(&mut w, l, "log_size", log_size.into())?;
-    put(&mut w, l, "irq_vec", irq_vec.into())?;
-    put(&mut w, l, "valid", valid.into())?;
+    setf!(w, HM_CQ_CTX_T_FIELDS, "base", base.into())?;
+    setf!(w, HM_CQ_CTX_T_FIELDS, "log_size", log_size.into())?;
+    setf!(w, HM_CQ_CTX_T_FIELDS, "irq_vec", irq_vec.into())?;
+    setf!(w, HM_CQ_CTX_T_FIELDS, "valid", valid.into())?;
     Ok(w)
 }
 
@@ -190,30 +230,27 @@ pub fn encode_mr_ctx(
     valid: bool,
 ) -> Result<[u32; CTX_WORDS], EncError> {
     let mut w = [0u32; CTX_WORDS];
-    let l = HM_MR_CTX_T_FIELDS;
-    put(&mut w, l, "access", access.into())?;
-    put(&mut w, l, "len", len.into())?;
-    put(&mut w, l, "base", base.into())?;
-    put(&mut w, l, "pd", pd.into())?;
-    put(&mut w, l, "tag", tag.into())?;
-    put(&mut w, l, "valid", valid.into())?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "access", access.into())?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "len", len.into())?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "base", base.into())?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "pd", pd.into())?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "tag", tag.into())?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "valid", valid.into())?;
     Ok(w)
 }
 
 /// Encodes a control command word (`hm_ctl_cmd_t`).
 pub fn encode_ctl_cmd(op: u8, table: u8, flags: u8, index: u16) -> Result<u32, EncError> {
     let mut w = [0u32; 1];
-    let l = HM_CTL_CMD_T_FIELDS;
-    put(&mut w, l, "op", op.into())?;
-    put(&mut w, l, "table_sel", table.into())?;
-    put(&mut w, l, "flags", flags.into())?;
-    put(&mut w, l, "index", index.into())?;
+    setf!(w, HM_CTL_CMD_T_FIELDS, "op", op.into())?;
+    setf!(w, HM_CTL_CMD_T_FIELDS, "table_sel", table.into())?;
+    setf!(w, HM_CTL_CMD_T_FIELDS, "flags", flags.into())?;
+    setf!(w, HM_CTL_CMD_T_FIELDS, "index", index.into())?;
     Ok(w[0])
 }
 
 /// Decodes the control status register: `(busy, HM_CTL_ST_*)`.
 pub fn decode_ctl_status(word: u32) -> (bool, u8) {
     let w = [word];
-    let l = HM_CTL_STATUS_T_FIELDS;
-    (get(&w, l, "busy") != 0, get(&w, l, "status") as u8)
+    (getf!(w, HM_CTL_STATUS_T_FIELDS, "busy") != 0, getf!(w, HM_CTL_STATUS_T_FIELDS, "status") as u8)
 }

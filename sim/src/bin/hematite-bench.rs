@@ -266,5 +266,66 @@ fn run(o: &Opts) -> Result<(), String> {
     println!("  {:.2} B/cycle doorbell to CQE = {:.1}% of the lossless run's {:.2} B/cycle ({} frames lost)",
              lossy, 100.0 * lossy / lossless_total, lossless_total, l.lost);
     println!("simulation speed: {:.2} M cycles/s of wall time ({} engine-cycles in {:.1} s)", rate / 1e6, sim_cycles, secs);
+    fw_latency()
+}
+
+/// Firmware command latency on the control core (picorv32 running build/fw/firmware.hex
+/// inside the NIC model, driving the engine's control bus): cycles from the mailbox doorbell
+/// to the core's done pulse, for the commands that set up and tear down one RC QP.
+fn fw_latency() -> Result<(), String> {
+    use hematite_sim::eng::Engine;
+    use hematite_sim::fw;
+    let image = fw::read_hex(&fw::image_path())?;
+    let mut e = Engine::new(MemCfg::default());
+    fw::boot(&mut e, &image)?;
+    let mut rows: Vec<(&str, u64)> = Vec::new();
+    let run = |e: &mut Engine, name: &'static str, op: u32, args: &[u32], rows: &mut Vec<(&str, u64)>| -> Result<Vec<u32>, String> {
+        let mut c = vec![op | (args.len() as u32) << 16];
+        c.extend_from_slice(args);
+        let a = fw::command(e, &c, 5_000_000)?;
+        if a.words[0] & 0xFF != 0 {
+            return Err(format!("{name}: status {}", a.words[0] & 0xFF));
+        }
+        rows.push((name, a.cycles));
+        Ok(a.words)
+    };
+    // the first command also waits for the firmware's start (stack, .bss, tables)
+    run(&mut e, "first command after start (QUERY_DEVICE)", 0x01, &[], &mut rows)?;
+    run(&mut e, "QUERY_DEVICE", 0x01, &[], &mut rows)?;
+    run(&mut e, "SET_GID", 0x04, &[0, 0, 0, 0xFFFF, 0x0A00_0001, 0x0000_0001, 0x0200], &mut rows)?;
+    let pd = run(&mut e, "ALLOC_PD", 0x10, &[], &mut rows)?[1];
+    let key = run(&mut e, "REG_MR", 0x20, &[pd, 0x100_0000, 0, 0x10_0000, 0, 0xF], &mut rows)?[1];
+    let cq = run(&mut e, "CREATE_CQ", 0x30, &[12, 0x3000_0000, 0, 0], &mut rows)?[1];
+    let qp = run(&mut e, "CREATE_QP", 0x40, &[pd, cq, cq, 2, 0x4002_0000, 0, 0x5002_0000, 0, 8, 0, 6, 0, 16, 16, 1, 1, 0], &mut rows)?[1];
+    let mut blk = [0u32; 29];
+    blk[0] = 1;
+    blk[2] = 0xF;
+    blk[4] = 1;
+    run(&mut e, "MODIFY_QP RESET->INIT", 0x41, &[&[qp, 1 | 1 << 3 | 1 << 4 | 1 << 5][..], &blk[..]].concat(), &mut rows)?;
+    blk[0] = 2;
+    blk[6] = 5;
+    blk[13] = 4;
+    blk[14] = 12;
+    blk[15] = 2;
+    blk[19..23].copy_from_slice(&[0, 0, 0xFFFF, 0x0A00_0002]);
+    blk[23] = 2;
+    blk[24] = 0x0200;
+    blk[25] = 64;
+    run(&mut e, "MODIFY_QP INIT->RTR", 0x41, &[&[qp, 1 | 1 << 7 | 1 << 8 | 1 << 20 | 1 << 12 | 1 << 17 | 1 << 15][..], &blk[..]].concat(), &mut rows)?;
+    blk[0] = 3;
+    blk[7] = 14;
+    blk[8] = 7;
+    blk[9] = 7;
+    blk[12] = 4;
+    run(&mut e, "MODIFY_QP RTR->RTS", 0x41, &[&[qp, 1 | 1 << 9 | 1 << 10 | 1 << 11 | 1 << 16 | 1 << 13][..], &blk[..]].concat(), &mut rows)?;
+    run(&mut e, "QUERY_QP", 0x42, &[qp], &mut rows)?;
+    run(&mut e, "DESTROY_QP", 0x43, &[qp], &mut rows)?;
+    run(&mut e, "DEREG_MR", 0x21, &[key], &mut rows)?;
+    run(&mut e, "DESTROY_CQ", 0x31, &[cq], &mut rows)?;
+    run(&mut e, "DEALLOC_PD", 0x11, &[pd], &mut rows)?;
+    println!("control core: firmware command latency, mailbox doorbell -> done (picorv32 RV32IMC, build/fw/firmware.hex):");
+    for (name, c) in &rows {
+        println!("  {:<44} {:>8} cycles = {:>7.1} us at 250 MHz", name, c, *c as f64 / 250.0);
+    }
     Ok(())
 }
