@@ -249,6 +249,23 @@ pub fn encode_ctl_cmd(op: u8, table: u8, flags: u8, index: u16) -> Result<u32, E
     Ok(w[0])
 }
 
+/// Encodes an `HM_CTL_POST` word (`hm_ctl_post_t`).
+pub fn encode_ctl_post(op: u8, code: u8, id: u16) -> Result<u32, EncError> {
+    let mut w = [0u32; 1];
+    setf!(w, HM_CTL_POST_T_FIELDS, "op", op.into())?;
+    setf!(w, HM_CTL_POST_T_FIELDS, "code", code.into())?;
+    setf!(w, HM_CTL_POST_T_FIELDS, "id", id.into())?;
+    Ok(w[0])
+}
+
+/// Encodes `HM_CTL_EQ` (`hm_ctl_eq_t`).
+pub fn encode_ctl_eq(enable: bool, cqn: u16) -> Result<u32, EncError> {
+    let mut w = [0u32; 1];
+    setf!(w, HM_CTL_EQ_T_FIELDS, "enable", enable.into())?;
+    setf!(w, HM_CTL_EQ_T_FIELDS, "cqn", cqn.into())?;
+    Ok(w[0])
+}
+
 /// Decodes the control status register: `(busy, HM_CTL_ST_*)`.
 pub fn decode_ctl_status(word: u32) -> (bool, u8) {
     let w = [word];

@@ -65,6 +65,10 @@ pub struct Firmware<B: Bus> {
     pub t: Tables,
     pub cc: CcParams,
     pub counters: Counters,
+    /// The CQ serving as event queue (SET_EQ), if any.
+    pub eq: Option<u16>,
+    /// The Ethernet link as last seen (LINK register); QUERY_PORT reports it.
+    pub link_up: bool,
 }
 
 type R = Result<usize, Status>;
@@ -117,7 +121,23 @@ impl<B: Bus> Firmware<B> {
             t: Tables::ZERO,
             cc: CcParams::ZERO,
             counters: Counters { commands: 0, by_status: [0; N_STATUS] },
+            eq: None,
+            link_up: false,
         }
+    }
+
+    /// The link as the hardware reports it now: on a change, QUERY_PORT follows and an
+    /// HM_EV_PORT_ACTIVE / HM_EV_PORT_ERR event for port 1 goes to the event queue (the engine
+    /// drops it while no event queue is set). Returns whether it changed.
+    pub fn link(&mut self, up: bool) -> bool {
+        if up == self.link_up {
+            return false;
+        }
+        self.link_up = up;
+        let code = if up { desc::HM_EV_PORT_ACTIVE } else { desc::HM_EV_PORT_ERR };
+        // an engine that refuses the post loses only the event; the state is kept
+        let _ = self.eng.post(desc::HM_CTL_POST_EVENT, code, 1);
+        true
     }
 
     /// Sets the limits from the mailbox CAPS and MR_LOG words and the DCQCN defaults.
@@ -126,6 +146,7 @@ impl<B: Bus> Firmware<B> {
         self.t.set_limits(caps, mr_log);
         self.cc = CcParams::defaults();
         self.counters = Counters { commands: 0, by_status: [0; N_STATUS] };
+        self.eq = None;
     }
 
     /// Handles one command (`cmd[0]` is the header) and writes the answer into `out` (word 0
@@ -164,6 +185,7 @@ impl<B: Bus> Firmware<B> {
             OP_QUERY_PORT => self.query_port(a, o),
             OP_QUERY_COUNTERS => self.query_counters(o),
             OP_SET_GID => self.set_gid(a),
+            OP_SET_EQ => self.set_eq(a),
             OP_ALLOC_PD => self.alloc_pd(o),
             OP_DEALLOC_PD => self.dealloc_pd(a),
             OP_REG_MR => self.reg_mr(a, o),
@@ -205,11 +227,24 @@ impl<B: Bus> Firmware<B> {
         Ok(o.n)
     }
 
+    /// SET_EQ (CQN, enable): the CQ that receives event entries; enable 0 turns events off.
+    fn set_eq(&mut self, a: &[u32]) -> R {
+        let en = arg(a, 1);
+        if en > 1 {
+            return Err(Status::BadParam);
+        }
+        let cqn = if en == 1 { self.t.cq(arg(a, 0)).ok_or(Status::BadHandle)? as u16 } else { 0 };
+        let w = desc::encode_ctl_eq(en == 1, cqn).map_err(|_| Status::BadParam)?;
+        self.eng.write_reg(desc::HM_CTL_EQ, w).map_err(hw)?;
+        self.eq = if en == 1 { Some(cqn) } else { None };
+        Ok(0)
+    }
+
     fn query_port(&mut self, a: &[u32], o: &mut Out) -> R {
         if arg(a, 0) != 1 {
             return Err(Status::BadParam);
         }
-        o.push(4); // IBV_PORT_ACTIVE
+        o.push(if self.link_up { 4 } else { 1 }); // IBV_PORT_ACTIVE / IBV_PORT_DOWN
         o.push(5); // max_mtu IBV_MTU_4096
         o.push(5); // active_mtu
         o.push(GID_TBL_LEN as u32);
@@ -219,7 +254,7 @@ impl<B: Bus> Firmware<B> {
         o.push(2); // IBV_LINK_LAYER_ETHERNET
         o.push(32); // active_speed: EDR (25 Gb/s per lane)
         o.push(2); // active_width: 4X
-        o.push(5); // phys_state: LinkUp
+        o.push(if self.link_up { 5 } else { 2 }); // phys_state: LinkUp / Polling
         Ok(o.n)
     }
 
@@ -353,7 +388,7 @@ impl<B: Bus> Firmware<B> {
 
     fn destroy_cq(&mut self, a: &[u32]) -> R {
         let i = self.t.cq(arg(a, 0)).ok_or(Status::BadHandle)?;
-        if self.t.cqs.get(i).ok_or(Status::BadHandle)?.refs != 0 {
+        if self.t.cqs.get(i).ok_or(Status::BadHandle)?.refs != 0 || self.eq == Some(i as u16) {
             return Err(Status::InUse);
         }
         let w = [0u32; CTX_WORDS];
@@ -615,6 +650,11 @@ impl<B: Bus> Firmware<B> {
                 };
                 let w = desc::encode_qp_ctx(&Self::qp_ctx(qpn, &nq, next)).map_err(|_| bad)?;
                 self.write_qp(qpn, &w, flags)?;
+                if next == QpState::Err && cur != QpState::Err {
+                    // every block of the engine moves the QP to ERR now: posted WQEs complete
+                    // with WR_FLUSH_ERR without waiting for a doorbell (no QP-fatal event)
+                    self.eng.post(desc::HM_CTL_POST_QP_ERR, 0, qpn as u16).map_err(hw)?;
+                }
             }
         }
         if let Some(e) = self.t.qps.get_mut(qpn) {

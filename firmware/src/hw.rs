@@ -49,6 +49,22 @@ impl<B: Bus> Engine<B> {
         Err(HwError::Timeout)
     }
 
+    /// Writes a control-bus register other than the command window (`HM_CTL_EQ`), when the
+    /// engine is idle.
+    pub fn write_reg(&mut self, addr: u16, v: u32) -> Result<(), HwError> {
+        self.wait_idle()?;
+        self.bus.write32(addr.into(), v);
+        Ok(())
+    }
+
+    /// Posts `HM_CTL_POST` (`op` = `HM_CTL_POST_*`) and waits until the engine took it.
+    pub fn post(&mut self, op: u8, code: u8, id: u16) -> Result<(), HwError> {
+        let v = desc::encode_ctl_post(op, code, id).map_err(|_| HwError::Encode)?;
+        self.wait_idle()?;
+        self.bus.write32(desc::HM_CTL_POST.into(), v);
+        self.wait_idle().map(|_| ())
+    }
+
     /// Writes `words` into entry `index` of table `table` (`HM_CTL_TBL_*`) with `HM_CTL_F_*`
     /// `flags`.
     pub fn write_entry(&mut self, table: u8, flags: u8, index: u16, words: &[u32; CTX_WORDS]) -> Result<(), HwError> {

@@ -77,6 +77,7 @@ mod core_main {
         let (fw, cmd, ans) = unsafe { (&mut *addr_of_mut!(FW), &mut *addr_of_mut!(CMD), &mut *addr_of_mut!(ANS)) };
         fw.init(rd(MBOX_CAPS), rd(MBOX_MR_LOG));
         loop {
+            fw.link(rd(MBOX_LINK) & 1 != 0);
             if rd(MBOX_CTRL) & MBOX_CTRL_PENDING == 0 {
                 continue;
             }

@@ -29,6 +29,8 @@ pub const MBOX_DONE: u32 = MBOX_BASE + 0x204;
 pub const MBOX_CAPS: u32 = MBOX_BASE + 0x300;
 /// Read-only: log2 of the number of MR table entries.
 pub const MBOX_MR_LOG: u32 = MBOX_BASE + 0x304;
+/// LINK, read-only: bit 0 = the Ethernet link is up.
+pub const MBOX_LINK: u32 = MBOX_BASE + 0x308;
 
 /// Engine control bus window: engine control offset X is at `CTL_BASE + X`.
 pub const CTL_BASE: u32 = 0x3000_0000;

@@ -628,6 +628,10 @@ pub enum Event {
     QpFatal(u32),
     /// A CQE found this CQ full (`HM_EV_CQ_OVERRUN`).
     CqOverrun(u32),
+    /// The port came up (`HM_EV_PORT_ACTIVE`; the id is the port number).
+    PortActive(u32),
+    /// The port went down (`HM_EV_PORT_ERR`).
+    PortErr(u32),
 }
 
 /// Decodes an event-queue entry (a CQE with opcode `HM_CQE_OP_EVENT`): the event and the owner
@@ -651,6 +655,8 @@ pub fn decode_event(buf: &[u8]) -> Result<(Event, bool), DescError> {
     let ev = match g("status") as u8 {
         HM_EV_QP_FATAL => Event::QpFatal(id),
         HM_EV_CQ_OVERRUN => Event::CqOverrun(id),
+        HM_EV_PORT_ACTIVE => Event::PortActive(id),
+        HM_EV_PORT_ERR => Event::PortErr(id),
         v => return Err(DescError::UnknownCode { field: "event", value: v }),
     };
     Ok((ev, flags & HM_CQE_F_OWNER != 0))

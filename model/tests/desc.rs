@@ -24,6 +24,7 @@ fn layouts() -> Vec<(&'static str, Layout, usize, Option<usize>)> {
         ("hm_ctl_cmd_t", HM_CTL_CMD_T_FIELDS, HM_CTL_CMD_T_BITS, None),
         ("hm_ctl_status_t", HM_CTL_STATUS_T_FIELDS, HM_CTL_STATUS_T_BITS, None),
         ("hm_ctl_eq_t", HM_CTL_EQ_T_FIELDS, HM_CTL_EQ_T_BITS, None),
+        ("hm_ctl_post_t", HM_CTL_POST_T_FIELDS, HM_CTL_POST_T_BITS, None),
     ]
 }
 
@@ -81,6 +82,7 @@ fn struct_sizes() {
     assert_eq!(HM_CTL_CMD_T_BITS, 32);
     assert_eq!(HM_CTL_STATUS_T_BITS, 32);
     assert_eq!(HM_CTL_EQ_T_BITS, 32);
+    assert_eq!(HM_CTL_POST_T_BITS, 32);
     // Atomic operands and their SGE fill the smallest slot exactly.
     assert_eq!(SQ_HDR_BYTES + ATOMIC_ARGS_BYTES + SGE_BYTES, MIN_STRIDE);
 }

@@ -2,7 +2,9 @@
 // control core's firmware, or a test) writes the QP, CQ and MR context tables.
 //
 // Map (hm_desc_pkg): HM_CTL_STAGE + 4 i: staging word i (read/write, i < HM_CTL_STAGE_WORDS);
-// HM_CTL_CMD: write an hm_ctl_cmd_t to start a command; HM_CTL_STATUS: hm_ctl_status_t.
+// HM_CTL_CMD: write an hm_ctl_cmd_t to start a command; HM_CTL_STATUS: hm_ctl_status_t;
+// HM_CTL_EQ: the event queue; HM_CTL_POST: an hm_ctl_post_t for the engine (QP to ERR now, or
+// an event), busy until the engine took it (unknown ops answer SLVERR).
 // A write command sends the staging window and the command on m_cmd_*; the engine answers on
 // s_rsp_* (status, and for reads the entry, which is copied into the staging window). While a
 // command is in flight STATUS.busy is set, and writes to the staging window or CMD are held
@@ -51,7 +53,12 @@ module hm_ctl
   input  logic                  s_rsp_valid,
 
   // Event queue configuration (HM_CTL_EQ)
-  output hm_ctl_eq_t            m_eq
+  output hm_ctl_eq_t            m_eq,
+
+  // Posts (HM_CTL_POST)
+  output hm_ctl_post_t          m_post,
+  output logic                  m_post_valid,
+  input  logic                  m_post_ready
 );
   localparam logic [1:0] OKAY = 2'b00, SLVERR = 2'b10;
 
@@ -67,7 +74,7 @@ module hm_ctl
   logic                  aw_v_q, w_v_q;
   logic [31:0]           wd_q;
   logic [3:0]            ws_q;
-  logic                  do_write, w_err, is_stage, is_cmd, is_eq;
+  logic                  do_write, w_err, is_stage, is_cmd, is_eq, is_post, post_ok;
 
   assign s_axil_awready = !aw_v_q;
   assign s_axil_wready  = !w_v_q;
@@ -76,9 +83,11 @@ module hm_ctl
     is_stage = aw_q < ADDR_WIDTH'(HM_CTL_STAGE + 12'(4 * SW)) && aw_q[1:0] == 2'b00;
     is_cmd   = aw_q == ADDR_WIDTH'(HM_CTL_CMD);
     is_eq    = aw_q == ADDR_WIDTH'(HM_CTL_EQ);
-    w_err    = !(is_stage || ((is_cmd || is_eq) && ws_q == 4'hF));
-    // a valid write waits while a command is busy; errors are answered at once
-    do_write = aw_v_q && w_v_q && (!s_axil_bvalid || s_axil_bready) && (w_err || !busy_q);
+    is_post  = aw_q == ADDR_WIDTH'(HM_CTL_POST);
+    post_ok  = wd_q[31:28] == HM_CTL_POST_QP_ERR || wd_q[31:28] == HM_CTL_POST_EVENT;
+    w_err    = !(is_stage || ((is_cmd || is_eq || (is_post && post_ok)) && ws_q == 4'hF));
+    // a valid write waits while a command or a post is busy; errors are answered at once
+    do_write = aw_v_q && w_v_q && (!s_axil_bvalid || s_axil_bready) && (w_err || (!busy_q && !m_post_valid));
   end
 
   always_ff @(posedge clk) begin
@@ -98,8 +107,14 @@ module hm_ctl
       issued_q      <= 1'b0;
       status_q      <= HM_CTL_ST_OK;
       m_eq          <= '0;
+      m_post_valid  <= 1'b0;
     end else begin
       if (do_write && !w_err && is_eq) m_eq <= hm_ctl_eq_t'(wd_q);
+      if (do_write && !w_err && is_post) begin
+        m_post       <= hm_ctl_post_t'(wd_q);
+        m_post_valid <= 1'b1;
+      end
+      if (m_post_valid && m_post_ready) m_post_valid <= 1'b0;
       if (s_axil_awvalid && s_axil_awready) aw_v_q <= 1'b1;
       if (s_axil_wvalid && s_axil_wready) w_v_q <= 1'b1;
       if (s_axil_bvalid && s_axil_bready) s_axil_bvalid <= 1'b0;
@@ -141,7 +156,7 @@ module hm_ctl
         if (s_axil_araddr < ADDR_WIDTH'(HM_CTL_STAGE + 12'(4 * SW)) && s_axil_araddr[1:0] == 2'b00)
           s_axil_rdata <= stage_q[s_axil_araddr[$clog2(SW)+1:2]];
         else if (s_axil_araddr == ADDR_WIDTH'(HM_CTL_STATUS))
-          s_axil_rdata <= {busy_q, 23'd0, status_q};
+          s_axil_rdata <= {busy_q || m_post_valid, 23'd0, status_q};
         else if (s_axil_araddr == ADDR_WIDTH'(HM_CTL_EQ))
           s_axil_rdata <= m_eq;
         else

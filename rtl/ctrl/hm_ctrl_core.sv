@@ -17,6 +17,7 @@ module hm_ctrl_core #(
 
   input  logic [31:0] caps,
   input  logic [7:0]  mr_log,
+  input  logic        link_up,       // the Ethernet link (the firmware reports port state)
 
   // Host AXI4-Lite slave (mailbox, core control, IMEM window)
   input  logic [15:0] s_axil_awaddr,
@@ -67,7 +68,7 @@ module hm_ctrl_core #(
   hm_ctrl_sys #(.IMEM_BYTES(IMEM_BYTES), .DMEM_BYTES(DMEM_BYTES), .IMEM_INIT(IMEM_INIT)) u_sys (
     .clk, .rst,
     .c_valid, .c_ready, .c_addr, .c_wdata, .c_wstrb, .c_rdata, .c_resetn, .c_trap(trap),
-    .caps, .mr_log,
+    .caps, .mr_log, .link_up,
     .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb,
     .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
     .s_axil_araddr, .s_axil_arvalid, .s_axil_arready, .s_axil_rdata, .s_axil_rresp,

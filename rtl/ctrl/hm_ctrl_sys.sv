@@ -7,7 +7,8 @@
 //   0x2000_0000  mailbox: +0x000 CMD_IN (64 words, host-written, read-only here),
 //                +0x100 CMD_OUT (64 words), +0x200 MBOX_CTRL (bit 0: a command is pending),
 //                +0x204 MBOX_DONE (write: the answer is in CMD_OUT; clears pending),
-//                +0x300 CAPS (hm_caps_t of the engine), +0x304 MR_LOG (log2 MR entries)
+//                +0x300 CAPS (hm_caps_t of the engine), +0x304 MR_LOG (log2 MR entries),
+//                +0x308 LINK (bit 0: the Ethernet link is up)
 //   0x3000_0000  engine control bus: offset X at +X (AXI4-Lite master, one access at a time)
 //   0x4000_0000  timer: +0 cycle counter [31:0], +4 [63:32]
 //
@@ -50,6 +51,7 @@ module hm_ctrl_sys #(
   // Engine facts the firmware reads
   input  logic [31:0] caps,
   input  logic [7:0]  mr_log,
+  input  logic        link_up,
 
   // Host AXI4-Lite slave
   input  logic [15:0] s_axil_awaddr,
@@ -179,7 +181,7 @@ module hm_ctrl_sys #(
               4'h0: crd_q <= cmd_in[c_addr[7:2]];
               4'h1: crd_q <= cmd_out[c_addr[7:2]];
               4'h2: crd_q <= {31'd0, pend_q};
-              4'h3: crd_q <= c_addr[2] ? {24'd0, mr_log} : caps;
+              4'h3: crd_q <= c_addr[3] ? {31'd0, link_up} : c_addr[2] ? {24'd0, mr_log} : caps;
               default: fault_q <= 1'b1;
             endcase
           end else if (is_ctl) begin

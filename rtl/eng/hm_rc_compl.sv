@@ -662,9 +662,11 @@ module hm_rc_compl
               flushing_q <= d_q.err;
             end
             K_EVT: begin
+              // (also when already in ERR, e.g. by a context write: the flush is what the
+              // event asks for, and it is idempotent)
               d_q.err    <= 1'b1;
               flushing_q <= 1'b1;
-              st_q       <= d_q.err ? C_SAVE : C_FLUSH;
+              st_q       <= C_FLUSH;
             end
             K_TMO: begin
               // the scanner saw an expired deadline; this copy decides (it may be stale)

@@ -141,6 +141,8 @@ module hm_rc_engine
   hm_cqe_req_t rcqe;                       // responder CQEs (towards the CQ unit)
   logic        rcqe_valid, rcqe_ready;
   hm_ctl_eq_t  eq_cfg;                     // the event queue (control bus HM_CTL_EQ)
+  hm_ctl_post_t post;                      // control bus HM_CTL_POST: QP to ERR, or an event
+  logic        post_valid, post_ready;
   logic [15:0] ovr_cqn;                    // CQ overrun events from the CQ unit
   logic        ovr_valid;
   logic        ev_qp_ok;                   // the event queue has room for a QP-fatal event
@@ -218,7 +220,7 @@ module hm_rc_engine
     .s_axil_rvalid(s_ctl_rvalid), .s_axil_rready(s_ctl_rready),
     .m_cmd(cmd), .m_cmd_data(cmd_data), .m_cmd_valid(cmd_valid), .m_cmd_ready(cmd_ready),
     .s_rsp_status(rsp_status_q), .s_rsp_data('0), .s_rsp_read(1'b0), .s_rsp_valid(rsp_valid_q),
-    .m_eq(eq_cfg)
+    .m_eq(eq_cfg), .m_post(post), .m_post_valid(post_valid), .m_post_ready(post_ready)
   );
 
   logic is_wr, qp_cmd, mr_cmd, cq_cmd, in_range;
@@ -408,19 +410,22 @@ module hm_rc_engine
   // ---------------------------------------------------------------------------------------
   // QP error events: from the completer or the responder, to every block holding the QP
   // ---------------------------------------------------------------------------------------
-  logic [15:0] ef_in;
-  logic        ef_push, ef_room;
+  // (the control plane's HM_CTL_POST QP_ERR enters here too, marked silent: no QP-fatal event;
+  // a QPN beyond the table is dropped)
+  logic [16:0] ef_in;
+  logic        ef_push, ef_room, post_qperr, eb_silent;
   logic [$clog2(8+1):0] ef_level;
-  assign ef_in      = cerr_valid ? cerr_qpn : rerr_qpn;
-  assign ef_push    = cerr_valid || rerr_valid;
+  assign post_qperr = post_valid && post.op == HM_CTL_POST_QP_ERR;
+  assign ef_in      = cerr_valid ? {1'b0, cerr_qpn} : rerr_valid ? {1'b0, rerr_qpn} : {1'b1, post.id};
+  assign ef_push    = cerr_valid || rerr_valid || (post_qperr && (post.id >> $clog2(NUM_QPS)) == '0);
   assign cerr_ready = ef_room;
   assign rerr_ready = ef_room && !cerr_valid;
-  hm_fifo #(.WIDTH(16), .DEPTH(8)) u_errq (
+  hm_fifo #(.WIDTH(17), .DEPTH(8)) u_errq (
     .clk, .rst, .s_data(ef_in), .s_valid(ef_push), .s_ready(ef_room),
-    .m_data(eb_qpn), .m_valid(eb_valid), .m_ready(eb_ready), .level(ef_level));
+    .m_data({eb_silent, eb_qpn}), .m_valid(eb_valid), .m_ready(eb_ready), .level(ef_level));
   // (and, when the event queue is on, room for its QP-fatal event)
   assign eb_ready = (eb_req_took_q || eb_req_ready) && (eb_cmpl_took_q || eb_cmpl_ready) &&
-                    (eb_resp_took_q || eb_resp_ready) && (!eq_cfg.enable || ev_qp_ok);
+                    (eb_resp_took_q || eb_resp_ready) && (!eq_cfg.enable || eb_silent || ev_qp_ok);
   always_ff @(posedge clk) begin
     if (rst || (eb_valid && eb_ready)) begin
       eb_req_took_q  <= 1'b0;
@@ -568,10 +573,17 @@ module hm_rc_engine
   hm_cqe_req_t ev_cqe, cqb;
   logic        cqb_valid, cqb_ready;
   // an overrun of the event queue itself is not reported into it
+  // (a posted event goes in when nothing else does; while the queue is off it is dropped)
+  logic ev_fatal, ev_post;
   assign ev_ovr   = eq_cfg.enable && ovr_valid && ovr_cqn != eq_cfg.cqn;
   assign ev_qp_ok = ev_room && !ev_ovr;
-  assign ev_push  = ev_ovr || (eq_cfg.enable && eb_valid && eb_ready);
-  assign ev_in    = ev_ovr ? {HM_EV_CQ_OVERRUN, ovr_cqn} : {HM_EV_QP_FATAL, eb_qpn};
+  assign ev_fatal = eq_cfg.enable && eb_valid && eb_ready && !eb_silent;
+  assign ev_post  = post_valid && post.op == HM_CTL_POST_EVENT && eq_cfg.enable && ev_room && !ev_ovr && !ev_fatal;
+  assign ev_push  = ev_ovr || ev_fatal || ev_post;
+  assign ev_in    = ev_ovr ? {HM_EV_CQ_OVERRUN, ovr_cqn} : ev_fatal ? {HM_EV_QP_FATAL, eb_qpn} : {post.code, post.id};
+  assign post_ready = post.op == HM_CTL_POST_QP_ERR ?
+                      (ef_room && !cerr_valid && !rerr_valid) || (post.id >> $clog2(NUM_QPS)) != '0 :
+                      ev_post || !eq_cfg.enable;
   hm_fifo #(.WIDTH(24), .DEPTH(16)) u_evq (
     .clk, .rst, .s_data(ev_in), .s_valid(ev_push && ev_room), .s_ready(ev_room),
     .m_data(ev_out), .m_valid(ev_valid), .m_ready(ev_pop), .level(ev_level));
@@ -885,6 +897,6 @@ module hm_rc_engine
   logic unused_ok;
   assign unused_ok = ^{wqe_tkeep, cwqe_tkeep, tid0, tid1, tid2, res_err, res_base, mr_wr_ready,
                        rx_mon, rx_mon_valid, cdone_tag, qdone_tag, cw_lerr, qw_lerr, res_id,
-                       rdone_tag, tid3, tid4, srd_tkeep, rw_lerr, ef_level, ev_level, eq_cfg.rsvd};
+                       rdone_tag, tid3, tid4, srd_tkeep, rw_lerr, ef_level, ev_level, eq_cfg.rsvd, post.rsvd};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

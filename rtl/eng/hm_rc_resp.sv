@@ -587,7 +587,7 @@ module hm_rc_resp
             end
             K_EVT: begin
               d_q.err <= 1'b1;
-              st_q    <= d_q.err ? R_SAVE : R_FLUSH;
+              st_q    <= R_FLUSH;      // also when already in ERR: flushing is idempotent
             end
             default: begin
               if (!(ctx_q.state == HM_QPS_RTR || ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) ||

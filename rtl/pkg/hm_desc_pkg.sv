@@ -85,6 +85,8 @@ package hm_desc_pkg;
   // HM_CTL_EQ names, with that CQ's owner bit, overrun protection and armed interrupt.
   localparam logic [7:0] HM_EV_QP_FATAL           = 8'd1;  // the QP moved to ERR (qpn = QP)
   localparam logic [7:0] HM_EV_CQ_OVERRUN         = 8'd2;  // a CQE found its CQ full (qpn = CQN), once until reloaded
+  localparam logic [7:0] HM_EV_PORT_ACTIVE        = 8'd3;  // the port came up (qpn = port number); posted by firmware
+  localparam logic [7:0] HM_EV_PORT_ERR           = 8'd4;  // the port went down (qpn = port number); posted by firmware
 
   localparam logic [7:0] HM_CQE_ST_SUCCESS        = 8'd0;
   localparam logic [7:0] HM_CQE_ST_LOC_LEN_ERR    = 8'd1;
@@ -198,6 +200,7 @@ package hm_desc_pkg;
   localparam logic [11:0] HM_CTL_CMD       = 12'h100;  // write: hm_ctl_cmd_t, starts the command
   localparam logic [11:0] HM_CTL_STATUS    = 12'h104;  // read: hm_ctl_status_t
   localparam logic [11:0] HM_CTL_EQ        = 12'h108;  // read/write: hm_ctl_eq_t, the event queue
+  localparam logic [11:0] HM_CTL_POST      = 12'h10C;  // write: hm_ctl_post_t (busy until the engine took it)
   localparam logic [11:0] HM_CTL_STAGE_WORDS = 12'd32;
 
   localparam logic [3:0] HM_CTL_OP_WRITE   = 4'd1;
@@ -231,6 +234,19 @@ package hm_desc_pkg;
     logic [14:0] rsvd;
     logic [15:0] cqn;            // the CQ that serves as event queue
   } hm_ctl_eq_t;
+
+  // HM_CTL_POST: QP_ERR moves QP `id` to ERR in every block now (its queues are flushed
+  // without waiting for a doorbell; no event: the control plane asked for it); EVENT queues
+  // event `code` (HM_EV_*) for `id` into the event queue (dropped while it is off).
+  localparam logic [3:0] HM_CTL_POST_QP_ERR = 4'd1;
+  localparam logic [3:0] HM_CTL_POST_EVENT  = 4'd2;
+
+  typedef struct packed {
+    logic [3:0]  op;             // HM_CTL_POST_*
+    logic [3:0]  rsvd;
+    logic [7:0]  code;           // EVENT: HM_EV_*
+    logic [15:0] id;             // QPN, or the event's id
+  } hm_ctl_post_t;
 
   /* verilator lint_on UNUSEDPARAM */
 endpackage

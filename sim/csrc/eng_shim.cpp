@@ -23,7 +23,7 @@ struct HmEngIn {
     uint8_t rx_tvalid, rx_tlast, rx_tuser, tx_tready, irq_ready;
     uint32_t fw_wdata;
     uint16_t fw_awaddr, fw_araddr;
-    uint8_t ctl_sel, fw_awvalid, fw_wstrb, fw_wvalid, fw_bready, fw_arvalid, fw_rready;
+    uint8_t ctl_sel, fw_awvalid, fw_wstrb, fw_wvalid, fw_bready, fw_arvalid, fw_rready, fw_link;
 };
 
 struct HmEngOut {
@@ -75,6 +75,7 @@ void hm_eng_tick(HmEng* h, const HmEngIn* in, HmEngOut* out) {
     for (int i = 0; i < 128; i++) m->rl_pause[i] = in->rl_pause[i];
     m->m_irq_ready = in->irq_ready;
     m->ctl_sel = in->ctl_sel;
+    m->fw_link = in->fw_link;
     m->s_fw_awaddr = in->fw_awaddr; m->s_fw_awvalid = in->fw_awvalid;
     m->s_fw_wdata = in->fw_wdata; m->s_fw_wstrb = in->fw_wstrb; m->s_fw_wvalid = in->fw_wvalid;
     m->s_fw_bready = in->fw_bready; m->s_fw_araddr = in->fw_araddr;

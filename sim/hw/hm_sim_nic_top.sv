@@ -64,6 +64,7 @@ module hm_sim_nic_top #(
   output logic [1:0]            s_fw_rresp,
   output logic                  s_fw_rvalid,
   input  logic                  s_fw_rready,
+  input  logic                  fw_link,
   output logic                  fw_irq_done,
   output logic                  fw_fault,
   output logic                  fw_trap,
@@ -162,7 +163,7 @@ module hm_sim_nic_top #(
   );
 
   hm_ctrl_core u_core (
-    .clk, .rst, .caps, .mr_log,
+    .clk, .rst, .caps, .mr_log, .link_up(fw_link),
     .s_axil_awaddr(s_fw_awaddr), .s_axil_awvalid(s_fw_awvalid), .s_axil_awready(s_fw_awready),
     .s_axil_wdata(s_fw_wdata), .s_axil_wstrb(s_fw_wstrb), .s_axil_wvalid(s_fw_wvalid),
     .s_axil_wready(s_fw_wready), .s_axil_bresp(s_fw_bresp), .s_axil_bvalid(s_fw_bvalid),

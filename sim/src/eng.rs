@@ -66,6 +66,8 @@ pub struct HmEngIn {
     pub fw_bready: u8,
     pub fw_arvalid: u8,
     pub fw_rready: u8,
+    /// The Ethernet link as the control core sees it (1 = up).
+    pub fw_link: u8,
 }
 
 impl Default for HmEngIn {
@@ -120,6 +122,7 @@ impl Default for HmEngIn {
             fw_bready: 0,
             fw_arvalid: 0,
             fw_rready: 0,
+            fw_link: 1,
         }
     }
 }

@@ -154,3 +154,53 @@ fn a_connection_made_by_firmware_commands_carries_an_rdma_write() {
     assert_eq!(c.cqe.status, hematite_model::transport::WcStatus::Success, "{c:?}");
     assert_eq!(d.h[1].eng.mem.mem.read(dst, 3000), data, "the WRITE's bytes at the peer");
 }
+
+/// MODIFY_QP to ERR by firmware flushes the QP's outstanding WQEs at once (no doorbell), with
+/// no QP-fatal event; the link seen by the core turns into port events in the event queue
+/// that SET_EQ names.
+#[test]
+fn firmware_err_flushes_at_once_and_link_changes_become_events() {
+    let mut d = DuoBench::new(MemCfg { latency: 40, seed: 5, ..Default::default() }, WireFaults::default()).unwrap();
+    let img = image();
+    for h in 0..2 {
+        fw::boot(&mut d.h[h].eng, &img).unwrap();
+    }
+    let (q0, k0) = bring_up(&mut d.h[0].eng, 1, 2, 2, 0x10, 0x20);
+    let (q1, k1) = bring_up(&mut d.h[1].eng, 2, 1, 2, 0x20, 0x10);
+    // event queue: a second CQ of host 0
+    const EQ_BASE: u64 = 0x3100_0000;
+    let e = &mut d.h[0].eng;
+    let eq = ok(e, 0x30, &[6, EQ_BASE as u32, (EQ_BASE >> 32) as u32, 1]).words[1];
+    ok(e, 0x05, &[eq, 1]);
+    // the link goes down and comes back
+    e.inp.fw_link = 0;
+    e.run_until(200_000, |e| e.mem.mem.read(EQ_BASE, 32) != vec![0u8; 32]).unwrap();
+    e.inp.fw_link = 1;
+    e.run_until(200_000, |e| e.mem.mem.read(EQ_BASE + 32, 32) != vec![0u8; 32]).unwrap();
+    let ev = |e: &Engine, k: u64| desc::decode_event(&e.mem.mem.read(EQ_BASE + 32 * k, 32)).map(|x| x.0);
+    assert_eq!(ev(e, 0), Ok(desc::Event::PortErr(1)));
+    assert_eq!(ev(e, 1), Ok(desc::Event::PortActive(1)));
+    assert_eq!(ok(e, 0x02, &[1]).words[1], 4, "ACTIVE again");
+    // the peer's QP goes to ERR: it answers nothing, so host 0's WRITEs stay outstanding
+    let mut blk = vec![0u32; 29];
+    blk[0] = 6;
+    ok(&mut d.h[1].eng, 0x41, &[&[q1, 1][..], &blk[..]].concat());
+    let src = 0x100_0000u64;
+    for i in 0..3u64 {
+        let mut wr = SendWr::new(100 + i, SendOp::Write { remote_addr: 0x180_0000 + i * 64, rkey: k1 }, vec![Sge { addr: src, len: 64, lkey: k0 }]);
+        wr.signaled = true;
+        let bytes = desc::encode_send_wqe(&wr, 64, None).unwrap();
+        d.h[0].eng.mem.mem.write(SQ_BASE + q0 as u64 * 0x1_0000 + i * 64, &bytes);
+    }
+    assert!(d.h[0].eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 3 << 16 | q0).unwrap());
+    d.run(20_000, |_| true).unwrap();
+    assert!(d.h[0].cqes.is_empty(), "no completion while the peer is silent: {:?}", d.h[0].cqes);
+    // host 0's QP to ERR: the three WQEs complete with WR_FLUSH_ERR, no doorbell needed
+    ok(&mut d.h[0].eng, 0x41, &[&[q0, 1][..], &blk[..]].concat());
+    d.run(400_000, |d| d.h[0].cqes.len() >= 3).unwrap();
+    let ids: Vec<(u64, hematite_model::transport::WcStatus)> = d.h[0].cqes.iter().map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
+    use hematite_model::transport::WcStatus::WrFlushErr;
+    assert_eq!(ids, vec![(100, WrFlushErr), (101, WrFlushErr), (102, WrFlushErr)]);
+    // no QP-fatal event: the control plane asked for ERR
+    assert_eq!(d.h[0].eng.mem.mem.read(EQ_BASE + 64, 32), vec![0u8; 32], "third event-queue slot empty");
+}

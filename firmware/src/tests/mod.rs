@@ -35,6 +35,8 @@ pub struct MockBus {
     pub log: Vec<CtlWrite>,
     /// Current table contents.
     pub tables: HashMap<(u8, u16), [u32; CTX_WORDS]>,
+    /// Writes of HM_CTL_EQ and HM_CTL_POST (register, value), in order.
+    pub regs: Vec<(u16, u32)>,
 }
 
 impl Bus for MockBus {
@@ -62,6 +64,9 @@ impl Bus for MockBus {
             self.status = desc::HM_CTL_ST_OK;
             self.log.push(CtlWrite { table, flags, index, words: self.stage });
             self.tables.insert((table, index), self.stage);
+        } else if addr == u32::from(desc::HM_CTL_EQ) || addr == u32::from(desc::HM_CTL_POST) {
+            self.busy_left = self.busy_polls;
+            self.regs.push((addr as u16, v));
         } else {
             panic!("firmware wrote unexpected register {addr:#x}");
         }

@@ -17,12 +17,15 @@ fn query_device_port_counters() {
     assert!(d[8] >= 512, "max_cqe >= 512 (PROVIDER.md)");
     assert_eq!((d[15], d[16], d[17]), (4, 4, 1));
     let p = ok(&mut f, OP_QUERY_PORT, &[1]);
+    assert_eq!(p, vec![1, 5, 5, 4, 1 << 26, 1 << 31, 1, 2, 32, 2, 2], "no link seen yet: DOWN, Polling");
+    f.link(true);
+    let p = ok(&mut f, OP_QUERY_PORT, &[1]);
     assert_eq!(p, vec![4, 5, 5, 4, 1 << 26, 1 << 31, 1, 2, 32, 2, 5]);
     assert_eq!(cmd(&mut f, OP_QUERY_PORT, &[2]).0, Status::BadParam as u8);
     let c = ok(&mut f, OP_QUERY_COUNTERS, &[]);
     assert_eq!(c.len(), 12);
-    assert_eq!(c[0], 3, "commands before this one");
-    assert_eq!(c[1], 2, "OK");
+    assert_eq!(c[0], 4, "commands before this one");
+    assert_eq!(c[1], 3, "OK");
     assert_eq!(c[1 + Status::BadParam as usize], 1);
 }
 
@@ -432,4 +435,50 @@ proptest! {
             prop_assert!(out[1..].iter().all(|&w| w == 0));
         }
     }
+}
+
+#[test]
+fn event_queue_link_events_and_err_posts() {
+    let mut f = fw();
+    // SET_EQ needs an existing CQ
+    assert_eq!(cmd(&mut f, OP_SET_EQ, &[0, 1]).0, Status::BadHandle as u8);
+    let cq = ok(&mut f, OP_CREATE_CQ, &[4, 0x1000, 0, 0])[0];
+    ok(&mut f, OP_SET_EQ, &[cq, 1]);
+    let eq = hematite_model::desc::HM_CTL_EQ as u16;
+    assert_eq!(f.eng.bus.regs.last(), Some(&(eq, 1 << 31 | cq)), "HM_CTL_EQ = {{enable, cqn}}");
+    assert_eq!(cmd(&mut f, OP_SET_EQ, &[cq, 2]).0, Status::BadParam as u8);
+    // the event queue's CQ cannot be destroyed while it is one
+    assert_eq!(cmd(&mut f, OP_DESTROY_CQ, &[cq]).0, Status::InUse as u8);
+    // link changes: one event each, QUERY_PORT follows
+    let post = hematite_model::desc::HM_CTL_POST as u16;
+    let n = f.eng.bus.regs.len();
+    assert!(f.link(true));
+    assert!(!f.link(true), "no change, no event");
+    assert_eq!(ok(&mut f, OP_QUERY_PORT, &[1])[0], 4, "ACTIVE");
+    assert!(f.link(false));
+    assert_eq!(ok(&mut f, OP_QUERY_PORT, &[1])[0], 1, "DOWN");
+    let posts: Vec<u32> = f.eng.bus.regs[n..].iter().filter(|r| r.0 == post).map(|r| r.1).collect();
+    let ev = |code: u8| u32::from(hematite_model::desc::HM_CTL_POST_EVENT) << 28 | u32::from(code) << 16 | 1;
+    assert_eq!(posts, vec![ev(hematite_model::desc::HM_EV_PORT_ACTIVE), ev(hematite_model::desc::HM_EV_PORT_ERR)]);
+    ok(&mut f, OP_SET_EQ, &[0, 0]);
+    assert_eq!(f.eng.bus.regs.last(), Some(&(eq, 0)), "events off");
+    ok(&mut f, OP_DESTROY_CQ, &[cq]);
+}
+
+#[test]
+fn modify_to_err_moves_the_qp_in_the_engine_now() {
+    let mut f = fw();
+    let (_pd, _cq, qp) = setup_qp(&mut f);
+    let mut a = vec![qp, M_STATE];
+    let mut blk = vec![0u32; ATTR_WORDS];
+    blk[A_QP_STATE] = QpState::Err as u32;
+    a.extend(blk);
+    let post = hematite_model::desc::HM_CTL_POST as u16;
+    let before = f.eng.bus.regs.iter().filter(|r| r.0 == post).count();
+    ok(&mut f, OP_MODIFY_QP, &a);
+    let posts: Vec<u32> = f.eng.bus.regs.iter().filter(|r| r.0 == post).map(|r| r.1).skip(before).collect();
+    assert_eq!(posts, vec![u32::from(hematite_model::desc::HM_CTL_POST_QP_ERR) << 28 | qp], "QP_ERR posted after the ERR context");
+    // ERR -> ERR posts nothing more
+    ok(&mut f, OP_MODIFY_QP, &a);
+    assert_eq!(f.eng.bus.regs.iter().filter(|r| r.0 == post).count(), before + 1);
 }
