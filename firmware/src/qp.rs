@@ -113,7 +113,8 @@ pub const TRANSITIONS: [Transition; 9] = [
 /// Required and optional attributes of `from -> to` (besides `M_STATE`), or None if the
 /// transition is illegal.
 pub fn transition(from: QpState, to: QpState) -> Option<(u32, u32)> {
-    if to == Reset || to == Err {
+    // any state -> RESET; any state but RESET -> ERR (the kernel's table has no RESET -> ERR)
+    if to == Reset || (to == Err && from != Reset) {
         return Some((0, 0));
     }
     TRANSITIONS.iter().find(|t| t.0 == from && t.1 == to).map(|t| (t.2, t.3))

@@ -171,7 +171,7 @@ pub fn drive(f: &mut Firmware<MockBus>, qpn: u32, to: QpState) {
         Rtr => &[(Init, INIT_MASK), (Rtr, RTR_MASK)],
         Rts => &[(Init, INIT_MASK), (Rtr, RTR_MASK), (Rts, RTS_MASK)],
         Sqd => &[(Init, INIT_MASK), (Rtr, RTR_MASK), (Rts, RTS_MASK), (Sqd, M_STATE)],
-        Err => &[(Err, M_STATE)],
+        Err => &[(Init, INIT_MASK), (Err, M_STATE)],
         Sqe => {
             // Unreachable through verbs for RC; forced for the matrix test.
             f.t.qps[qpn as usize].state = Sqe;

@@ -469,6 +469,7 @@ fn event_queue_link_events_and_err_posts() {
 fn modify_to_err_moves_the_qp_in_the_engine_now() {
     let mut f = fw();
     let (_pd, _cq, qp) = setup_qp(&mut f);
+    drive(&mut f, qp, QpState::Init);
     let mut a = vec![qp, M_STATE];
     let mut blk = vec![0u32; ATTR_WORDS];
     blk[A_QP_STATE] = QpState::Err as u32;
