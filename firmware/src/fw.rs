@@ -69,7 +69,12 @@ pub struct Firmware<B: Bus> {
     pub eq: Option<u16>,
     /// The Ethernet link as last seen (LINK register); QUERY_PORT reports it.
     pub link_up: bool,
+    /// Engine counters (CAPS [7:0], at most MAX_ENGINE_COUNTERS).
+    pub n_counters: u32,
 }
+
+/// Engine counters QUERY_COUNTERS returns at most (it answers 13 + n words of 63).
+pub const MAX_ENGINE_COUNTERS: u32 = 50;
 
 type R = Result<usize, Status>;
 
@@ -123,6 +128,7 @@ impl<B: Bus> Firmware<B> {
             counters: Counters { commands: 0, by_status: [0; N_STATUS] },
             eq: None,
             link_up: false,
+            n_counters: 0,
         }
     }
 
@@ -147,6 +153,7 @@ impl<B: Bus> Firmware<B> {
         self.cc = CcParams::defaults();
         self.counters = Counters { commands: 0, by_status: [0; N_STATUS] };
         self.eq = None;
+        self.n_counters = (caps & 0xFF).min(MAX_ENGINE_COUNTERS);
     }
 
     /// Handles one command (`cmd[0]` is the header) and writes the answer into `out` (word 0
@@ -262,6 +269,12 @@ impl<B: Bus> Firmware<B> {
         o.push(self.counters.commands);
         for c in self.counters.by_status {
             o.push(c);
+        }
+        // then the engine's counters, as the BAR shows them (docs/transport-engine.md)
+        o.push(self.n_counters);
+        for i in 0..self.n_counters {
+            let v = self.eng.counter(i);
+            o.push(v);
         }
         Ok(o.n)
     }

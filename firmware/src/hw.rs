@@ -57,6 +57,11 @@ impl<B: Bus> Engine<B> {
         Ok(())
     }
 
+    /// The engine's counter `i` (`HM_CTL_CNT_BASE`, the same values as the BAR's).
+    pub fn counter(&mut self, i: u32) -> u32 {
+        self.bus.read32(u32::from(desc::HM_CTL_CNT_BASE) + 4 * i)
+    }
+
     /// Posts `HM_CTL_POST` (`op` = `HM_CTL_POST_*`) and waits until the engine took it.
     pub fn post(&mut self, op: u8, code: u8, id: u16) -> Result<(), HwError> {
         let v = desc::encode_ctl_post(op, code, id).map_err(|_| HwError::Encode)?;

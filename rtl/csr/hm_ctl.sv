@@ -4,7 +4,8 @@
 // Map (hm_desc_pkg): HM_CTL_STAGE + 4 i: staging word i (read/write, i < HM_CTL_STAGE_WORDS);
 // HM_CTL_CMD: write an hm_ctl_cmd_t to start a command; HM_CTL_STATUS: hm_ctl_status_t;
 // HM_CTL_EQ: the event queue; HM_CTL_POST: an hm_ctl_post_t for the engine (QP to ERR now, or
-// an event), busy until the engine took it (unknown ops answer SLVERR).
+// an event), busy until the engine took it (unknown ops answer SLVERR); HM_CTL_CNT_BASE + 4 i:
+// the engine's counter i (read-only; the firmware's QUERY_COUNTERS reads them here).
 // A write command sends the staging window and the command on m_cmd_*; the engine answers on
 // s_rsp_* (status, and for reads the entry, which is copied into the staging window). While a
 // command is in flight STATUS.busy is set, and writes to the staging window or CMD are held
@@ -16,6 +17,8 @@ module hm_ctl
 #(
   // AXI4-Lite address width.
   parameter int ADDR_WIDTH = 12,
+  // Engine counters readable at HM_CTL_CNT_BASE (at most 64).
+  parameter int NUM_COUNTERS = 26,
   // Staging words (derived from the package).
   localparam int SW = int'(HM_CTL_STAGE_WORDS)
 ) (
@@ -58,7 +61,10 @@ module hm_ctl
   // Posts (HM_CTL_POST)
   output hm_ctl_post_t          m_post,
   output logic                  m_post_valid,
-  input  logic                  m_post_ready
+  input  logic                  m_post_ready,
+
+  // The engine's counters
+  input  logic [NUM_COUNTERS-1:0][31:0] counters
 );
   localparam logic [1:0] OKAY = 2'b00, SLVERR = 2'b10;
 
@@ -159,13 +165,17 @@ module hm_ctl
           s_axil_rdata <= {busy_q || m_post_valid, 23'd0, status_q};
         else if (s_axil_araddr == ADDR_WIDTH'(HM_CTL_EQ))
           s_axil_rdata <= m_eq;
+        else if (s_axil_araddr >= ADDR_WIDTH'(HM_CTL_CNT_BASE) &&
+                 s_axil_araddr < ADDR_WIDTH'(HM_CTL_CNT_BASE) + ADDR_WIDTH'(4 * NUM_COUNTERS) &&
+                 s_axil_araddr[1:0] == 2'b00)
+          s_axil_rdata <= counters[6'((s_axil_araddr - ADDR_WIDTH'(HM_CTL_CNT_BASE)) >> 2)];
         else
           s_axil_rresp <= SLVERR;
       end
     end
   end
 
-  if (ADDR_WIDTH < 9 || (1 << $clog2(SW)) != SW) begin : g_bad_param
+  if (ADDR_WIDTH < 10 || (1 << $clog2(SW)) != SW || NUM_COUNTERS > 64 || NUM_COUNTERS < 1) begin : g_bad_param
     $error("hm_ctl: ADDR_WIDTH must cover the command registers; staging words a power of two");
   end
 endmodule

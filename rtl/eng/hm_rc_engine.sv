@@ -210,7 +210,7 @@ module hm_rc_engine
   logic [7:0]       rsp_status_q;
   logic             rsp_valid_q;
 
-  hm_ctl u_ctl (
+  hm_ctl #(.NUM_COUNTERS(NUM_COUNTERS)) u_ctl (
     .clk, .rst,
     .s_axil_awaddr(s_ctl_awaddr), .s_axil_awvalid(s_ctl_awvalid), .s_axil_awready(s_ctl_awready),
     .s_axil_wdata(s_ctl_wdata), .s_axil_wstrb(s_ctl_wstrb), .s_axil_wvalid(s_ctl_wvalid),
@@ -220,7 +220,8 @@ module hm_rc_engine
     .s_axil_rvalid(s_ctl_rvalid), .s_axil_rready(s_ctl_rready),
     .m_cmd(cmd), .m_cmd_data(cmd_data), .m_cmd_valid(cmd_valid), .m_cmd_ready(cmd_ready),
     .s_rsp_status(rsp_status_q), .s_rsp_data('0), .s_rsp_read(1'b0), .s_rsp_valid(rsp_valid_q),
-    .m_eq(eq_cfg), .m_post(post), .m_post_valid(post_valid), .m_post_ready(post_ready)
+    .m_eq(eq_cfg), .m_post(post), .m_post_valid(post_valid), .m_post_ready(post_ready),
+    .counters
   );
 
   logic is_wr, qp_cmd, mr_cmd, cq_cmd, in_range;

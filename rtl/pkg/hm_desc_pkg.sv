@@ -201,6 +201,7 @@ package hm_desc_pkg;
   localparam logic [11:0] HM_CTL_STATUS    = 12'h104;  // read: hm_ctl_status_t
   localparam logic [11:0] HM_CTL_EQ        = 12'h108;  // read/write: hm_ctl_eq_t, the event queue
   localparam logic [11:0] HM_CTL_POST      = 12'h10C;  // write: hm_ctl_post_t (busy until the engine took it)
+  localparam logic [11:0] HM_CTL_CNT_BASE  = 12'h200;  // read: the engine's counters, 4 bytes apart (as BAR HM_REG_CNT_BASE)
   localparam logic [11:0] HM_CTL_STAGE_WORDS = 12'd32;
 
   localparam logic [3:0] HM_CTL_OP_WRITE   = 4'd1;

@@ -204,3 +204,24 @@ fn firmware_err_flushes_at_once_and_link_changes_become_events() {
     // no QP-fatal event: the control plane asked for ERR
     assert_eq!(d.h[0].eng.mem.mem.read(EQ_BASE + 64, 32), vec![0u8; 32], "third event-queue slot empty");
 }
+
+/// QUERY_COUNTERS on the core: the firmware's own counters and the engine's, read over the
+/// control bus, equal to what the BAR shows.
+#[test]
+fn query_counters_returns_the_engines_counters() {
+    let mut e = Engine::new(MemCfg::default());
+    fw::boot(&mut e, &image()).unwrap();
+    ok(&mut e, 0x01, &[]);
+    assert_eq!(status(&cmd(&mut e, 0x7F, 1, &[])), 1);
+    let c = ok(&mut e, 0x03, &[]);
+    assert_eq!(c.words[1], 2, "two commands before this one");
+    assert_eq!(c.words[2], 1, "one OK");
+    assert_eq!(c.words[2 + 1], 1, "one BAD_OPCODE");
+    let n = c.words[13] as usize;
+    assert_eq!(n, 26, "the engine's 26 counters (CAPS)");
+    for i in 0..n {
+        let (bar, ok) = e.bar_read(0x1000 + 4 * i as u16).unwrap();
+        assert!(ok);
+        assert_eq!(c.words[14 + i], bar, "counter {i}");
+    }
+}

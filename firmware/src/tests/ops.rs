@@ -23,7 +23,9 @@ fn query_device_port_counters() {
     assert_eq!(p, vec![4, 5, 5, 4, 1 << 26, 1 << 31, 1, 2, 32, 2, 5]);
     assert_eq!(cmd(&mut f, OP_QUERY_PORT, &[2]).0, Status::BadParam as u8);
     let c = ok(&mut f, OP_QUERY_COUNTERS, &[]);
-    assert_eq!(c.len(), 12);
+    assert_eq!(c.len(), 13 + 32, "firmware counters, then CAPS' 32 engine counters");
+    assert_eq!(c[12], 32);
+    assert_eq!(&c[13..], &(0..32).map(|i| 0xC000 + i).collect::<Vec<u32>>()[..], "engine counters from HM_CTL_CNT_BASE");
     assert_eq!(c[0], 4, "commands before this one");
     assert_eq!(c[1], 3, "OK");
     assert_eq!(c[1 + Status::BadParam as usize], 1);
