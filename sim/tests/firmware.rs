@@ -225,3 +225,32 @@ fn query_counters_returns_the_engines_counters() {
         assert_eq!(c.words[14 + i], bar, "counter {i}");
     }
 }
+
+/// DCQCN parameters through the core: defaults, an all-or-nothing SET, and the teardown
+/// commands (QP, MR, CQ, PD) that the connection tests do not use.
+#[test]
+fn cc_parameters_and_teardown_on_the_core() {
+    let mut e = Engine::new(MemCfg::default());
+    fw::boot(&mut e, &image()).unwrap();
+    let g = ok(&mut e, 0x51, &[]);
+    assert_eq!(g.words.len(), 20, "19 parameters");
+    assert_eq!((g.words[1 + 2], g.words[1 + 8]), (300, 11), "rpg_time_reset 300, rpg_gd 11 (NVIDIA defaults)");
+    let mut set = vec![0u32; 20];
+    set[0] = 1 << 8;
+    set[1 + 8] = 9;
+    ok(&mut e, 0x50, &set);
+    assert_eq!(ok(&mut e, 0x51, &[]).words[1 + 8], 9);
+    set[0] = 1 << 8 | 1 << 4;
+    set[1 + 4] = 99; // rpg_threshold beyond 31: nothing changes
+    assert_eq!(status(&cmd(&mut e, 0x50, 2, &set)), 3);
+    assert_eq!(ok(&mut e, 0x51, &[]).words[1 + 8], 9);
+    // objects, then their teardown; a PD with an MR cannot go first
+    let pd = ok(&mut e, 0x10, &[]).words[1];
+    let key = ok(&mut e, 0x20, &[pd, 0x100_0000, 0, 0x1000, 0, 1]).words[1];
+    assert_eq!(status(&cmd(&mut e, 0x11, 3, &[pd])), 7, "PD in use: IN_USE");
+    ok(&mut e, 0x21, &[key]);
+    assert_eq!(status(&cmd(&mut e, 0x21, 4, &[key])), 6, "stale key: BAD_HANDLE");
+    let cq = ok(&mut e, 0x30, &[6, 0x3200_0000, 0, 0]).words[1];
+    ok(&mut e, 0x31, &[cq]);
+    ok(&mut e, 0x11, &[pd]);
+}
