@@ -657,7 +657,8 @@ impl<B: Bus> Firmware<B> {
             _ => {
                 let flags = match (cur, next) {
                     (QpState::Reset, QpState::Init) => desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ,
-                    (QpState::Init, QpState::Rtr) => desc::HM_CTL_F_LOAD_RQ,
+                    // ePSN only: receives posted while in INIT stay posted
+                    (QpState::Init, QpState::Rtr) => desc::HM_CTL_F_LOAD_RQ_PSN,
                     (QpState::Rtr, QpState::Rts) => desc::HM_CTL_F_LOAD_SQ,
                     _ => 0,
                 };

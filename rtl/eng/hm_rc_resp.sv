@@ -505,6 +505,11 @@ module hm_rc_resp
           in_send: 1'b0, in_write: 1'b0, moff: 32'd0, total: 32'd0, wva: 64'd0,
           nak_sent: 1'b0, err: ctl_ctx.state == HM_QPS_ERR, res_head: '0, res_cnt: 3'd0};
         pi_mem[QW'(s_ctl_cmd.index)] <= 16'd0;
+      end else if ((s_ctl_cmd.flags & HM_CTL_F_LOAD_RQ_PSN) != 0) begin
+        // INIT -> RTR: receives posted (and rung) while in INIT stay posted
+        dyn_mem[QW'(s_ctl_cmd.index)] <= '{epsn: ctl_ctx.rq_psn, msn: 24'd0, rq_ci: dyn_rd.rq_ci,
+          in_send: 1'b0, in_write: 1'b0, moff: 32'd0, total: 32'd0, wva: 64'd0,
+          nak_sent: 1'b0, err: ctl_ctx.state == HM_QPS_ERR, res_head: '0, res_cnt: 3'd0};
       end else if (ctl_ctx.state == HM_QPS_ERR) begin
         dyn_mem[QW'(s_ctl_cmd.index)].err <= 1'b1;
       end

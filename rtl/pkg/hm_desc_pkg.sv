@@ -212,6 +212,7 @@ package hm_desc_pkg;
   localparam logic [7:0] HM_CTL_F_LOAD_SQ  = 8'h01;  // QP write: reset requester state (PSN from sq_psn, indices 0)
   localparam logic [7:0] HM_CTL_F_LOAD_RQ  = 8'h02;  // QP write: reset responder state (ePSN from rq_psn, indices 0)
   localparam logic [7:0] HM_CTL_F_LOAD_CQ  = 8'h04;  // CQ write: reset producer index and phase
+  localparam logic [7:0] HM_CTL_F_LOAD_RQ_PSN = 8'h08;  // QP write: responder ePSN from rq_psn, message state reset, receive queue indices kept
 
   typedef struct packed {
     logic [3:0]  op;             // HM_CTL_OP_*

@@ -78,6 +78,12 @@ fn malformed_commands_get_a_status_and_the_core_keeps_serving() {
 /// ring layout, moved RESET -> INIT -> RTR -> RTS towards `peer_qpn`. Returns (QPN, key) and
 /// prints the latencies.
 fn bring_up(e: &mut Engine, me: u32, peer: u32, peer_qpn: u32, sq_psn: u32, rq_psn: u32) -> (u32, u32) {
+    bring_up_with(e, me, peer, peer_qpn, sq_psn, rq_psn, &mut |_, _, _| {})
+}
+
+/// As bring_up, calling `at_init(engine, qpn, key)` while the QP is in INIT.
+fn bring_up_with(e: &mut Engine, me: u32, peer: u32, peer_qpn: u32, sq_psn: u32, rq_psn: u32,
+                 at_init: &mut dyn FnMut(&mut Engine, u32, u32)) -> (u32, u32) {
     let mac = |h: u32| 0x02_00_00_00_00_00u64 | h as u64;
     let ip = |h: u32| 0x0A00_0000u32 | h;
     ok(e, 0x04, &[0, 0, 0, 0x0000_FFFF, ip(me), mac(me) as u32, (mac(me) >> 32) as u32]);
@@ -98,6 +104,7 @@ fn bring_up(e: &mut Engine, me: u32, peer: u32, peer_qpn: u32, sq_psn: u32, rq_p
     blk[2] = 0xF;
     blk[4] = 1;
     let init = ok(e, 0x41, &[&[qpn, 1 | 1 << 3 | 1 << 4 | 1 << 5][..], &blk[..]].concat());
+    at_init(e, qpn, key);
     // INIT -> RTR: AV, PATH_MTU, DEST_QPN, RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER
     blk[0] = 2;
     blk[6] = 5;
@@ -253,4 +260,35 @@ fn cc_parameters_and_teardown_on_the_core() {
     let cq = ok(&mut e, 0x30, &[6, 0x3200_0000, 0, 0]).words[1];
     ok(&mut e, 0x31, &[cq]);
     ok(&mut e, 0x11, &[pd]);
+}
+
+/// Receives posted while the QP is in INIT (rc_pingpong posts them before RTR) survive the
+/// INIT -> RTR context write (HM_CTL_F_LOAD_RQ_PSN keeps the receive queue) and take a SEND.
+#[test]
+fn receives_posted_in_init_survive_rtr() {
+    let mut d = DuoBench::new(MemCfg { latency: 40, seed: 7, ..Default::default() }, WireFaults::default()).unwrap();
+    let img = image();
+    for h in 0..2 {
+        fw::boot(&mut d.h[h].eng, &img).unwrap();
+    }
+    let (q0, k0) = bring_up(&mut d.h[0].eng, 1, 2, 2, 0x55, 0x66);
+    let rbuf = 0x1A0_0000u64;
+    let (_q1, _k1) = bring_up_with(&mut d.h[1].eng, 2, 1, 2, 0x66, 0x55, &mut |e, q, key| {
+        let wr = hematite_model::transport::RecvWr { wr_id: 0x77, sgl: vec![Sge { addr: rbuf, len: 256, lkey: key }] };
+        let bytes = desc::encode_recv_wqe(&wr, 64).unwrap();
+        e.mem.mem.write(RQ_BASE + q as u64 * 0x1_0000, &bytes);
+        assert!(e.bar_write(hematite_sim::csr::regs::HM_REG_DB_RQ, 1 << 16 | q).unwrap());
+    });
+    let data: Vec<u8> = (0..100u32).map(|i| (i * 3 + 1) as u8).collect();
+    d.h[0].fill(0x100_0000, &data);
+    let mut wr = SendWr::new(0x99, SendOp::Send, vec![Sge { addr: 0x100_0000, len: 100, lkey: k0 }]);
+    wr.signaled = true;
+    let bytes = desc::encode_send_wqe(&wr, 64, None).unwrap();
+    d.h[0].eng.mem.mem.write(SQ_BASE + q0 as u64 * 0x1_0000, &bytes);
+    assert!(d.h[0].eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | q0).unwrap());
+    d.run(200_000, |d| !d.h[0].cqes.is_empty() && !d.h[1].cqes.is_empty()).unwrap();
+    assert_eq!(d.h[0].cqes[0].cqe.status, hematite_model::transport::WcStatus::Success, "{:?}", d.h[0].cqes[0]);
+    let r = d.h[1].cqes[0].cqe;
+    assert_eq!((r.wr_id, r.status, r.byte_len), (0x77, hematite_model::transport::WcStatus::Success, 100), "{r:?}");
+    assert_eq!(d.h[1].eng.mem.mem.read(rbuf, 100), data);
 }

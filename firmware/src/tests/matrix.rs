@@ -50,7 +50,7 @@ fn expect_ok(from: QpState, to: QpState, mask: u32) {
     assert_eq!((w.table, w.index), (desc::HM_CTL_TBL_QP, q as u16));
     let flags = match (from, to) {
         (Reset, Init) => desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ,
-        (Init, Rtr) => desc::HM_CTL_F_LOAD_RQ,
+        (Init, Rtr) => desc::HM_CTL_F_LOAD_RQ_PSN,
         (Rtr, Rts) => desc::HM_CTL_F_LOAD_SQ,
         _ => 0,
     };
