@@ -12,8 +12,21 @@ or when .data + .bss do not fit DMEM. Own program-header parser, Python standard
 import struct
 import sys
 
-IMEM_BASE, IMEM_BYTES = 0x0000_0000, 32 * 1024  # firmware/src/map.rs
-DMEM_BASE, DMEM_BYTES = 0x1000_0000, 16 * 1024
+import os
+import re
+
+
+def _map_const(name):
+    """A `pub const NAME: u32 = ...;` of firmware/src/map.rs (the one place the sizes live)."""
+    src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "firmware", "src", "map.rs")).read()
+    m = re.search(rf"pub const {name}: u32 = ([0-9_x* A-Fa-f]+);", src)
+    if not m:
+        sys.exit(f"elf2hex: {name} not found in firmware/src/map.rs")
+    return eval(m.group(1).replace("_", ""), {"__builtins__": {}})
+
+
+IMEM_BASE, IMEM_BYTES = _map_const("IMEM_BASE"), _map_const("IMEM_BYTES")
+DMEM_BASE, DMEM_BYTES = _map_const("DMEM_BASE"), _map_const("DMEM_BYTES")
 PT_LOAD = 1
 PF_X = 1
 EM_RISCV = 243

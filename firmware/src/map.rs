@@ -8,7 +8,7 @@ pub const IMEM_BYTES: u32 = 32 * 1024;
 /// Data memory: `.data`, `.bss`, stack.
 pub const DMEM_BASE: u32 = 0x1000_0000;
 /// DMEM size in bytes.
-pub const DMEM_BYTES: u32 = 16 * 1024;
+pub const DMEM_BYTES: u32 = 64 * 1024;
 
 /// Mailbox block.
 pub const MBOX_BASE: u32 = 0x2000_0000;

@@ -5,10 +5,10 @@
 use crate::qp::QpState;
 
 /// Firmware table capacities (DMEM is 16 KiB; the engine's tables may be larger).
-pub const FW_MAX_QP: usize = 48;
-pub const FW_MAX_CQ: usize = 64;
-pub const FW_MAX_MR: usize = 512;
-pub const FW_MAX_PD: usize = 64;
+pub const FW_MAX_QP: usize = 256;
+pub const FW_MAX_CQ: usize = 256;
+pub const FW_MAX_MR: usize = 4096;
+pub const FW_MAX_PD: usize = 256;
 /// QPNs 0 and 1 (the IB special QPs) are never allocated.
 pub const FIRST_QPN: usize = 2;
 /// GID table entries.

@@ -8,7 +8,7 @@ module hm_ctrl_core #(
   // Instruction memory bytes (power of two, at most 32 KiB).
   parameter int IMEM_BYTES = 32768,
   // Data memory bytes (power of two).
-  parameter int DMEM_BYTES = 16384,
+  parameter int DMEM_BYTES = 65536,
   // $readmemh file with the firmware image, or "" (the host loads it through the window).
   parameter string IMEM_INIT = ""
 ) (

@@ -31,7 +31,7 @@ module hm_ctrl_sys #(
   // Instruction memory bytes (power of two, at most 32 KiB: the host window is 32 KiB).
   parameter int IMEM_BYTES = 32768,
   // Data memory bytes (power of two).
-  parameter int DMEM_BYTES = 16384,
+  parameter int DMEM_BYTES = 65536,
   // $readmemh file that initialises IMEM (32-bit words), or "" for none (the host loads it).
   parameter string IMEM_INIT = ""
 ) (

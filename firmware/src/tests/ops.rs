@@ -11,9 +11,9 @@ fn query_device_port_counters() {
     let mut f = fw();
     let d = ok(&mut f, OP_QUERY_DEVICE, &[]);
     assert_eq!(d.len(), 21);
-    assert_eq!(d[4], 48 - FIRST_QPN as u32, "max_qp = min(FW 48, 2^6) - 2");
+    assert_eq!(d[4], (crate::res::FW_MAX_QP.min(64) - FIRST_QPN) as u32, "max_qp = min(FW, 2^6) - 2");
     assert_eq!(d[7], 64, "max_cq");
-    assert_eq!(d[9], 512, "max_mr = min(FW 512, 2^12)");
+    assert_eq!(d[9], crate::res::FW_MAX_MR.min(4096) as u32, "max_mr = min(FW, 2^12)");
     assert!(d[8] >= 512, "max_cqe >= 512 (PROVIDER.md)");
     assert_eq!((d[15], d[16], d[17]), (4, 4, 1));
     let p = ok(&mut f, OP_QUERY_PORT, &[1]);
@@ -288,7 +288,7 @@ fn exhaustion() {
         }
         qps.push(o[0]);
     }
-    assert_eq!(qps.len(), 48 - FIRST_QPN);
+    assert_eq!(qps.len(), crate::res::FW_MAX_QP.min(64) - FIRST_QPN);
     let mut mrs = 0;
     loop {
         let (st, _) = cmd(&mut f, OP_REG_MR, &[pd, 0, 0, 4096, 0, 1]);
@@ -298,7 +298,7 @@ fn exhaustion() {
         }
         mrs += 1;
     }
-    assert_eq!(mrs, 512);
+    assert_eq!(mrs, crate::res::FW_MAX_MR.min(4096));
     // Smaller engine tables from CAPS / MR_LOG.
     let mut f = fw_caps(3 << 24 | 2 << 16, 3);
     let pd = ok(&mut f, OP_ALLOC_PD, &[])[0];
