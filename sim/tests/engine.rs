@@ -283,6 +283,22 @@ fn control_bus_and_doorbell_errors() {
     assert!(!tb.eng.ctl_write(0x200, 1).unwrap());
     assert!(!tb.eng.ctl_read(0x10C).unwrap().1);
     assert!(!tb.eng.ctl_write(desc::HM_CTL_EQ as u16 + 2, 1).unwrap(), "unaligned");
+    // HM_CTL_POST: an unknown op is refused; QP_ERR for a QPN beyond the table and an event
+    // while the event queue is off are taken and dropped (STATUS is not left busy)
+    let post = desc::HM_CTL_POST as u16;
+    assert!(!tb.eng.ctl_write(post, 7 << 28 | 5).unwrap(), "unknown post op");
+    assert!(tb.eng.ctl_write(post, (desc::HM_CTL_POST_QP_ERR as u32) << 28 | 0xFFFF).unwrap());
+    assert!(tb.eng.ctl_write(post, (desc::HM_CTL_POST_EVENT as u32) << 28 | (desc::HM_EV_PORT_ERR as u32) << 16 | 1).unwrap());
+    let (st, ok) = tb.eng.ctl_read(desc::HM_CTL_STATUS as u16).unwrap();
+    assert!(ok && st >> 31 == 0, "posts taken: status {st:#x}");
+    // the counter window: the engine's 26 counters, as the BAR shows them; nothing beyond
+    let cnt = desc::HM_CTL_CNT_BASE as u16;
+    let (v, ok) = tb.eng.ctl_read(cnt + 4 * 25).unwrap();
+    assert!(ok);
+    assert_eq!(v, tb.eng.counter(25).unwrap());
+    assert!(!tb.eng.ctl_read(cnt + 4 * 26).unwrap().1, "beyond the last counter");
+    assert!(!tb.eng.ctl_read(cnt + 2).unwrap().1, "unaligned counter read");
+    assert!(!tb.eng.ctl_write(cnt, 1).unwrap(), "counters are read-only");
     // a doorbell for a QP beyond the table is counted and ignored
     assert!(tb.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | 0x1000).unwrap());
     let _ = tb.eng.run_until(100, |_| false);

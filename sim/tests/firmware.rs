@@ -68,7 +68,20 @@ fn malformed_commands_get_a_status_and_the_core_keeps_serving() {
     // a header claiming more words than the mailbox holds
     let a = fw::command(&mut e, &[0x01 | 0xFF << 16], MAX).unwrap();
     assert_eq!(a.words[0] & 0xFF, 2);
-    // the doorbell while a command is pending is refused, never queued twice
+    // while a command is pending, CMD_IN and the doorbell are refused: never queued twice
+    assert!(e.fw_write(fw::FW_CMD_IN, 0x01).unwrap());
+    assert!(e.fw_write(fw::FW_MBOX_DB, 1).unwrap());
+    assert!(!e.fw_write(fw::FW_MBOX_DB, 1).unwrap(), "second doorbell while pending");
+    assert!(!e.fw_write(fw::FW_CMD_IN, 0x7F).unwrap(), "CMD_IN write while pending");
+    e.run_until(MAX, |e| e.fw_done_cycles.len() == 7).unwrap();
+    assert_eq!(e.fw_read(fw::FW_CMD_OUT).unwrap().0 & 0xFF, 0, "the first QUERY_DEVICE answered OK");
+    // the host port refuses what it does not map: IMEM while the core runs, IMEM reads,
+    // CMD_OUT writes, unmapped offsets
+    assert!(!e.fw_write(fw::FW_IMEM, 0).unwrap(), "IMEM write while running");
+    assert!(!e.fw_read(fw::FW_IMEM).unwrap().1, "IMEM is write-only");
+    assert!(!e.fw_write(fw::FW_CMD_OUT, 0).unwrap(), "CMD_OUT is read-only");
+    assert!(!e.fw_read(0x0300).unwrap().1, "unmapped");
+    assert!(!e.fw_write(fw::FW_MBOX_STATUS, 0).unwrap(), "MBOX_STATUS is read-only");
     ok(&mut e, 0x01, &[]);
     let (st, _) = e.fw_read(fw::FW_MBOX_STATUS).unwrap();
     assert_eq!(st & 0b1100, 0, "no fault, no trap after malformed commands: {st:#x}");
