@@ -76,6 +76,15 @@ pub struct FwAnswer {
     pub cycles: u64,
 }
 
+/// Posts command `op` with `args` (the header word built here: in_words, `token`) and waits
+/// for the answer.
+pub fn call(e: &mut Engine, op: u16, token: u8, args: &[u32], max_cycles: u64) -> Result<FwAnswer, String> {
+    let mut c = Vec::with_capacity(1 + args.len());
+    c.push(u32::from(op) | (args.len() as u32) << 16 | u32::from(token) << 24);
+    c.extend_from_slice(args);
+    command(e, &c, max_cycles)
+}
+
 /// Posts `cmd` (header word first) and waits for the answer (at most `max_cycles`).
 pub fn command(e: &mut Engine, cmd: &[u32], max_cycles: u64) -> Result<FwAnswer, String> {
     if cmd.len() > 64 {

@@ -18,17 +18,15 @@ fn image() -> Vec<u32> {
     fw::read_hex(&p).unwrap_or_else(|e| panic!("firmware image: {e}"))
 }
 
-fn cmd(e: &mut Engine, op: u32, token: u32, args: &[u32]) -> FwAnswer {
-    let mut c = vec![op | (args.len() as u32) << 16 | token << 24];
-    c.extend_from_slice(args);
-    fw::command(e, &c, MAX).unwrap_or_else(|err| panic!("command {op:#x}: {err}"))
+fn cmd(e: &mut Engine, op: u16, token: u8, args: &[u32]) -> FwAnswer {
+    fw::call(e, op, token, args, MAX).unwrap_or_else(|err| panic!("command {op:#x}: {err}"))
 }
 
 fn status(a: &FwAnswer) -> u32 {
     a.words[0] & 0xFF
 }
 
-fn ok(e: &mut Engine, op: u32, args: &[u32]) -> FwAnswer {
+fn ok(e: &mut Engine, op: u16, args: &[u32]) -> FwAnswer {
     let a = cmd(e, op, 0x5A, args);
     assert_eq!(status(&a), 0, "command {op:#x} failed: answer {:x?}", a.words);
     assert_eq!(a.words[0] >> 24, 0x5A, "token echoed");

@@ -279,10 +279,8 @@ fn fw_latency() -> Result<(), String> {
     let mut e = Engine::new(MemCfg::default());
     fw::boot(&mut e, &image)?;
     let mut rows: Vec<(&str, u64)> = Vec::new();
-    let run = |e: &mut Engine, name: &'static str, op: u32, args: &[u32], rows: &mut Vec<(&str, u64)>| -> Result<Vec<u32>, String> {
-        let mut c = vec![op | (args.len() as u32) << 16];
-        c.extend_from_slice(args);
-        let a = fw::command(e, &c, 5_000_000)?;
+    let run = |e: &mut Engine, name: &'static str, op: u16, args: &[u32], rows: &mut Vec<(&str, u64)>| -> Result<Vec<u32>, String> {
+        let a = fw::call(e, op, 0, args, 5_000_000)?;
         if a.words[0] & 0xFF != 0 {
             return Err(format!("{name}: status {}", a.words[0] & 0xFF));
         }
