@@ -306,6 +306,16 @@ module hm_rc_compl
   assign lstride   = 4'd6 + 4'(ctx_q.sq_log_stride);
   assign ring_mask = 16'((17'd1 << ctx_q.sq_log_size) - 17'd1);
 
+  // a WQE opcode that waits for response data (READ / atomic), and a WQE's packet count at
+  // path MTU 2^lp (one for an atomic or an empty message)
+  function automatic logic wqe_rdat(input logic [7:0] op);
+    return op == HM_WQE_OP_READ || op == HM_WQE_OP_CMP_SWAP || op == HM_WQE_OP_FETCH_ADD;
+  endfunction
+  function automatic logic [23:0] wqe_npsn(input logic [7:0] op, input logic [31:0] len, input logic [3:0] lp);
+    if (op == HM_WQE_OP_CMP_SWAP || op == HM_WQE_OP_FETCH_ADD || len == '0) return 24'd1;
+    return 24'((33'(len) + (33'd1 << lp) - 33'd1) >> lp);
+  endfunction
+
   // the WQE at ci (one-entry cache)
   logic [WQE_MAX*8-1:0] wqe_q;
   logic                 wc_v_q;
@@ -317,10 +327,9 @@ module hm_rc_compl
   logic w_rdat, w_read, w_atomic;
   assign w_read   = w.opcode == HM_WQE_OP_READ;
   assign w_atomic = w.opcode == HM_WQE_OP_CMP_SWAP || w.opcode == HM_WQE_OP_FETCH_ADD;
-  assign w_rdat   = w_read || w_atomic;
+  assign w_rdat   = wqe_rdat(w.opcode);
   logic [23:0] w_npsn, w_last;
-  assign w_npsn = w_atomic ? 24'd1 :
-                  (w.length == '0 ? 24'd1 : 24'((33'(w.length) + 33'(pmtu) - 33'd1) >> lpmtu));
+  assign w_npsn = wqe_npsn(w.opcode, w.length, lpmtu);
   assign w_last = d_q.una + w_npsn - 24'd1;
 
 
@@ -423,7 +432,7 @@ module hm_rc_compl
   logic [7:0] bld_op;
   logic       bld_rdat;
   assign bld_op   = bg_q == '0 ? cb_rd[7:0] : w.opcode;     // the opcode is byte 0 of a WQE
-  assign bld_rdat = bld_op == HM_WQE_OP_READ || bld_op == HM_WQE_OP_CMP_SWAP || bld_op == HM_WQE_OP_FETCH_ADD;
+  assign bld_rdat = wqe_rdat(bld_op);
   always_ff @(posedge clk) begin
     if ((st_q == C_WDATA || pf_busy_q) && s_wqe_tvalid) cb_mem[cb_wa_q] <= s_wqe_tdata;
     cb_rd <= cb_mem[cb_ra];
@@ -447,8 +456,8 @@ module hm_rc_compl
   logic           f_rdat, f_due, f_ok;
   logic [23:0]    f_npsn, f_last;
   assign fh     = hm_sq_wqe_hdr_t'(cb_rd[255:0]);
-  assign f_rdat = fh.opcode == HM_WQE_OP_READ || fh.opcode == HM_WQE_OP_CMP_SWAP || fh.opcode == HM_WQE_OP_FETCH_ADD;
-  assign f_npsn = fh.length == '0 ? 24'd1 : 24'((33'(fh.length) + 33'(pmtu) - 33'd1) >> lpmtu);
+  assign f_rdat = wqe_rdat(fh.opcode);
+  assign f_npsn = wqe_npsn(fh.opcode, fh.length, lpmtu);
   assign f_last = d_q.una + f_npsn - 24'd1;
   assign f_due  = (is_ack && syn_cls == 3'd0) ? hm_psn_ge(p, f_last) : hm_psn_ge(p - 24'd1, f_last);
   assign f_ok   = d_q.ci != d_q.shead && batch_has(d_q.ci) && !cb_err_q && !f_rdat && !fh.flags[0] && f_due;
