@@ -18,6 +18,7 @@ use std::fs;
 use std::path::PathBuf;
 
 const SRC: &str = "rtl/pkg/hm_desc_pkg.sv";
+const REGS_SRC: &str = "rtl/pkg/hm_regs_pkg.sv";
 
 /// One source line: number (1-based), code without comments, and the `//` comment text.
 struct Line {
@@ -265,4 +266,10 @@ pub fn main() {
     let src = fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("desc_gen.rs");
     fs::write(&out, generate(&src)).unwrap_or_else(|e| panic!("write {}: {e}", out.display()));
+    // The BAR0 register map (offsets, identity, capability and doorbell layouts), same rules.
+    let rpath = manifest.join("..").join(REGS_SRC);
+    println!("cargo:rerun-if-changed={}", rpath.display());
+    let rsrc = fs::read_to_string(&rpath).unwrap_or_else(|e| panic!("read {}: {e}", rpath.display()));
+    let rout = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("regs_gen.rs");
+    fs::write(&rout, generate(&rsrc)).unwrap_or_else(|e| panic!("write {}: {e}", rout.display()));
 }

@@ -39,6 +39,12 @@ pub mod opcode;
 pub mod psn;
 #[allow(missing_docs, clippy::doc_lazy_continuation)]
 pub mod record;
+/// The BAR0 register map, generated from `rtl/pkg/hm_regs_pkg.sv` (the single source of truth):
+/// `HM_REG_*` offsets, `HM_ID_VALUE`, and the `(field, lsb, width)` tables of `hm_caps_t`,
+/// `hm_db_qp_t` and `hm_db_cq_t`.
+pub mod regs {
+    include!(concat!(env!("OUT_DIR"), "/regs_gen.rs"));
+}
 pub mod rx;
 pub mod transport;
 pub mod wire;

@@ -200,11 +200,28 @@ struct Burst {
     addr: u64,
     beats: u64,
     id: u8,
+    /// Read bursts from an [`ExtMem`]: the whole burst read at the address handshake, and
+    /// whether that read failed (every beat then answers SLVERR).
+    data: Option<(Vec<u8>, bool)>,
+    off: usize,
+}
+
+/// Host memory outside this process (the simulated device's client): the AXI slave reads a
+/// whole burst at its address handshake and writes a burst when its last beat is in. An access
+/// outside what the memory allows (an IOMMU fault) fails as a whole and answers SLVERR.
+pub trait ExtMem: Send {
+    /// Fills `buf` from `addr`; false when any byte may not be read.
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool;
+    /// Writes the bytes of `data` whose `mask` entry is true, `data[0]` at `addr`; false (and
+    /// nothing written) when any of them may not be written.
+    fn write(&mut self, addr: u64, data: &[u8], mask: &[bool]) -> bool;
 }
 
 /// AXI4 slave in front of a [`PagedMem`].
 pub struct AxiMem {
     pub mem: PagedMem,
+    /// When set, DMA goes here instead of `mem`.
+    pub ext: Option<Box<dyn ExtMem>>,
     cfg: MemCfg,
     kw: usize,
     rng: Rng,
@@ -222,6 +239,7 @@ impl AxiMem {
         let rng = Rng::new(cfg.seed ^ 0xA11);
         AxiMem {
             mem,
+            ext: None,
             cfg,
             kw,
             rng,
@@ -266,12 +284,19 @@ impl AxiMem {
         i.rlast = 0;
         if let Some(b) = self.ar_q.front() {
             if b.at <= now && !self.rng.pct(sp) {
-                let bytes = self.mem.read(b.addr, self.kw);
                 i.rdata = [0; 16];
-                for (k, v) in bytes.iter().enumerate() {
-                    i.rdata[k / 4] |= (*v as u32) << (8 * (k % 4));
+                if let Some((d, err)) = &b.data {
+                    for (k, v) in d[b.off..b.off + self.kw].iter().enumerate() {
+                        i.rdata[k / 4] |= (*v as u32) << (8 * (k % 4));
+                    }
+                    i.rresp = if *err { 2 } else { 0 };
+                } else {
+                    let bytes = self.mem.read(b.addr, self.kw);
+                    for (k, v) in bytes.iter().enumerate() {
+                        i.rdata[k / 4] |= (*v as u32) << (8 * (k % 4));
+                    }
+                    i.rresp = if self.in_err(b.addr, self.kw as u64) { 2 } else { 0 };
                 }
-                i.rresp = if self.in_err(b.addr, self.kw as u64) { 2 } else { 0 };
                 i.rlast = (b.beats == 1) as u8;
                 i.rvalid = 1;
                 i.rid = b.id;
@@ -292,13 +317,20 @@ impl AxiMem {
         let lat = self.cfg.latency;
         if o.arvalid != 0 && i.arready != 0 {
             self.check_burst("AR", o.araddr, o.arlen, o.arsize, o.arburst);
-            self.ar_q.push_back(Burst { at: now + lat, addr: o.araddr, beats: o.arlen as u64 + 1, id: o.arid });
+            let beats = o.arlen as u64 + 1;
+            let data = self.ext.as_mut().map(|x| {
+                let mut d = vec![0u8; beats as usize * self.kw];
+                let ok = x.read(o.araddr, &mut d);
+                (d, !ok)
+            });
+            self.ar_q.push_back(Burst { at: now + lat, addr: o.araddr, beats, id: o.arid, data, off: 0 });
         }
         if i.rvalid != 0 && o.rready != 0 {
             self.read_beats += 1;
             let kw = self.kw as u64;
             let b = self.ar_q.front_mut().unwrap();
             b.addr += kw;
+            b.off += kw as usize;
             b.beats -= 1;
             if b.beats == 0 {
                 self.ar_q.pop_front();
@@ -306,7 +338,7 @@ impl AxiMem {
         }
         if o.awvalid != 0 && i.awready != 0 {
             self.check_burst("AW", o.awaddr, o.awlen, o.awsize, o.awburst);
-            self.aw_q.push_back(Burst { at: 0, addr: o.awaddr, beats: o.awlen as u64 + 1, id: o.awid });
+            self.aw_q.push_back(Burst { at: 0, addr: o.awaddr, beats: o.awlen as u64 + 1, id: o.awid, data: None, off: 0 });
         }
         if o.wvalid != 0 && i.wready != 0 {
             self.write_beats += 1;
@@ -324,6 +356,24 @@ impl AxiMem {
             }
             let b = self.aw_q.pop_front().unwrap();
             let mut err = false;
+            if let Some(x) = self.ext.as_mut() {
+                let n = b.beats as usize * self.kw;
+                let mut buf = vec![0u8; n];
+                let mut mask = vec![false; n];
+                for k in 0..b.beats as usize {
+                    let (d, strb, last) = self.w_q.pop_front().unwrap();
+                    if last != (k as u64 == b.beats - 1) {
+                        self.violations.push(format!("W: WLAST {last} on beat {k} of a {}-beat burst at {:#x}", b.beats, b.addr));
+                    }
+                    for (l, v) in d.iter().enumerate() {
+                        buf[k * self.kw + l] = *v;
+                        mask[k * self.kw + l] = strb >> l & 1 == 1;
+                    }
+                }
+                err = !x.write(b.addr, &buf, &mask);
+                self.b_q.push_back((now + lat, if err { 2 } else { 0 }, b.id));
+                continue;
+            }
             for k in 0..b.beats {
                 let (d, strb, last) = self.w_q.pop_front().unwrap();
                 if last != (k == b.beats - 1) {

@@ -219,8 +219,9 @@ impl Drop for EngSim {
     }
 }
 
+/// One AXI4-Lite access.
 #[derive(Debug, Clone, Copy)]
-enum LiteOp {
+pub enum LiteOp {
     Write { addr: u16, data: u32 },
     Read { addr: u16 },
 }
@@ -327,10 +328,14 @@ pub struct Engine {
     pub fw_done_cycles: Vec<u64>,
 }
 
-#[derive(Clone, Copy)]
-enum Port {
+/// The AXI4-Lite slave ports of the NIC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Port {
+    /// The engine's register BAR.
     Bar,
+    /// The engine's control bus (when the testbench drives it).
     Ctl,
+    /// The control core's host port.
     Fw,
 }
 
@@ -525,6 +530,30 @@ impl Engine {
             }
         }
         Err(format!("AXI4-Lite access {op:?} never completed"))
+    }
+
+    fn lite_mut(&mut self, port: Port) -> &mut Lite {
+        match port {
+            Port::Bar => &mut self.bar,
+            Port::Ctl => &mut self.ctl,
+            Port::Fw => &mut self.fw,
+        }
+    }
+
+    /// Starts an access on `port` without waiting (the port must be idle: see
+    /// [`Engine::lite_idle`]); its result comes from [`Engine::lite_take`] after some steps.
+    pub fn lite_start(&mut self, port: Port, op: LiteOp) {
+        self.lite_mut(port).start(op);
+    }
+
+    /// True when `port` has no access in flight.
+    pub fn lite_idle(&mut self, port: Port) -> bool {
+        self.lite_mut(port).cur.is_none()
+    }
+
+    /// The result of the access started on `port`, once it completed: (read data, OKAY).
+    pub fn lite_take(&mut self, port: Port) -> Option<(u32, bool)> {
+        self.lite_mut(port).result.take()
     }
 
     /// Register BAR write; true when answered OKAY.

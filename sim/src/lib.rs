@@ -7,6 +7,8 @@
 //! counts.
 
 pub mod csr;
+pub mod demo;
+pub mod device;
 pub mod dma;
 pub mod duo;
 pub mod eng;

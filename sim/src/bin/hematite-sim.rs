@@ -6,6 +6,10 @@
 //!   hematite-sim build --json FILE --pcap OUT [--width 256|512] [--allow-rejects]
 //!       Build frames through the RTL transmit path from JSON header records, check each
 //!       against the reference model, and write a pcap.
+//!   hematite-sim device --socket PATH --wire-local ADDR --wire-peer ADDR [--mac M] [--ip A]
+//!       [--pcap FILE] [--loss P] [--fw HEX] [--max-cycles N] [-v]
+//!       Run the simulated NIC (engine + control core + firmware) as a device process that
+//!       drivers open (hostdrv's simulation backend), its MAC on a datagram wire.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,7 +28,19 @@ const USAGE: &str = "usage:
       build frames through the RTL transmit path from JSON header records (field names of
       hm_roce_hdr_t, plus payload_hex or payload_len), check them against the reference
       model and write a pcap; records the hardware must reject are an error unless
-      --allow-rejects";
+      --allow-rejects
+  hematite-sim device --socket PATH --wire-local ADDR --wire-peer ADDR [--mac 02:00:00:00:00:01]
+      [--ip 10.0.0.1] [--pcap FILE] [--loss P] [--fw HEX] [--max-cycles N] [-v]
+      run the simulated NIC (transport engine, control core and firmware) as a device that
+      drivers open over the Unix socket PATH (hostdrv's simulation backend); its Ethernet port
+      exchanges one frame per datagram with the peer (qemu -netdev dgram framing). ADDR is a
+      Unix datagram socket path (unix:PATH or PATH) or udp:HOST:PORT. --loss drops that
+      fraction of transmitted RoCE frames; --pcap writes every frame with simulated-time
+      stamps (4 ns per cycle); the firmware image defaults to build/fw/firmware.hex
+  hematite-sim demo [--size BYTES] [--count N] [--loss P] [--qps N] [--dir DIR] [--fw HEX]
+      start two device processes joined by the datagram wire and run SEND, RDMA WRITE,
+      RDMA READ and atomics between them through the host driver, verifying the data;
+      prints throughput and latency in simulated time (250 MHz) and in wall time";
 
 struct Args {
     cmd: String,
@@ -404,7 +420,125 @@ fn build(a: &Args) -> Result<(), String> {
     Ok(())
 }
 
+fn parse_mac(s: &str) -> Result<u64, String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 6 {
+        return Err(format!("bad MAC `{s}` (want aa:bb:cc:dd:ee:ff)"));
+    }
+    parts.iter().try_fold(0u64, |a, p| u8::from_str_radix(p, 16).map(|b| a << 8 | b as u64).map_err(|_| format!("bad MAC `{s}`")))
+}
+
+fn device_main(args: &[String]) -> Result<(), String> {
+    use hematite_sim::device::{DevConfig, SimNic, WireAddr};
+    let mut socket = None;
+    let mut local = None;
+    let mut peer = None;
+    let mut mac = 0x02_00_00_00_00_01u64;
+    let mut ip: std::net::Ipv4Addr = "10.0.0.1".parse().unwrap();
+    let mut pcap = None;
+    let mut loss = 0.0f64;
+    let mut fw = hematite_sim::fw::image_path();
+    let mut max_cycles = 0u64;
+    let mut verbose = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--socket" => socket = Some(PathBuf::from(val()?)),
+            "--wire-local" => local = Some(WireAddr::parse(&val()?)?),
+            "--wire-peer" => peer = Some(WireAddr::parse(&val()?)?),
+            "--mac" => mac = parse_mac(&val()?)?,
+            "--ip" => ip = val()?.parse().map_err(|e| format!("--ip: {e}"))?,
+            "--pcap" => pcap = Some(PathBuf::from(val()?)),
+            "--loss" => {
+                loss = val()?.parse().map_err(|e| format!("--loss: {e}"))?;
+                if !(0.0..1.0).contains(&loss) {
+                    return Err("--loss wants a fraction in [0, 1)".into());
+                }
+            }
+            "--fw" => fw = PathBuf::from(val()?),
+            "--max-cycles" => max_cycles = val()?.parse().map_err(|e| format!("--max-cycles: {e}"))?,
+            "-v" | "--verbose" => verbose = true,
+            _ => return Err(format!("device: unknown argument `{a}`")),
+        }
+    }
+    let socket = socket.ok_or("device needs --socket PATH")?;
+    let local = local.ok_or("device needs --wire-local ADDR")?;
+    let peer = peer.ok_or("device needs --wire-peer ADDR")?;
+    let image = hematite_sim::fw::read_hex(&fw)?;
+    let mut cfg = DevConfig::new(socket, local, peer, mac, u32::from(ip), image);
+    cfg.pcap = pcap;
+    cfg.loss = loss;
+    cfg.max_cycles = max_cycles;
+    cfg.verbose = verbose;
+    let mut nic = SimNic::new(cfg)?;
+    if verbose {
+        eprintln!("hematite-sim device: ready");
+    }
+    nic.run()
+}
+
+fn demo_main(args: &[String]) -> Result<(), String> {
+    let mut o = hematite_sim::demo::DemoOpts {
+        size: 4096,
+        count: 64,
+        loss: 0.0,
+        qps: 1,
+        dir: None,
+        exe: std::env::current_exe().map_err(|e| e.to_string())?,
+        fw: None,
+        verbose: true,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--size" => o.size = val()?.parse().map_err(|e| format!("--size: {e}"))?,
+            "--count" => o.count = val()?.parse().map_err(|e| format!("--count: {e}"))?,
+            "--loss" => o.loss = val()?.parse().map_err(|e| format!("--loss: {e}"))?,
+            "--qps" => o.qps = val()?.parse().map_err(|e| format!("--qps: {e}"))?,
+            "--dir" => o.dir = Some(PathBuf::from(val()?)),
+            "--fw" => o.fw = Some(PathBuf::from(val()?)),
+            _ => return Err(format!("demo: unknown argument `{a}`")),
+        }
+    }
+    if o.size == 0 || o.size > 1 << 20 || o.count < 2 || o.count > 1_000_000 || o.qps == 0 || o.qps > 64 || !(0.0..0.5).contains(&o.loss) {
+        return Err("demo: --size 1..1048576, --count 2..1000000, --qps 1..64, --loss 0..0.5".into());
+    }
+    let t0 = std::time::Instant::now();
+    hematite_sim::demo::run(&o)?;
+    println!("demo finished in {:.1} s of wall time", t0.elapsed().as_secs_f64());
+    Ok(())
+}
+
 fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(|s| s.as_str()) == Some("demo") {
+        if argv.iter().any(|a| a == "-h" || a == "--help") {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        return match demo_main(&argv[2..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("hematite-sim demo: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if argv.get(1).map(|s| s.as_str()) == Some("device") {
+        if argv.iter().any(|a| a == "-h" || a == "--help") {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        return match device_main(&argv[2..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("hematite-sim device: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let a = match parse_args() {
         Ok(a) => a,
         Err(e) if e == "help" => {

@@ -1,0 +1,176 @@
+//! The simulation backend: a [`Device`] whose function is the simulated device process
+//! (`hematite-sim device --socket PATH`), reached over the protocol in [`crate::simproto`].
+//!
+//! BAR writes are posted (no round trip); reads, DMA (un)mapping, interrupt routing and reset
+//! wait for the device's answer. DMA: the device reads and writes this process's memory inside
+//! the mapped windows only; [`SimDevice::open`] allows the device process to do so
+//! (`PR_SET_PTRACER`).
+
+use crate::device::{Device, DeviceInfo};
+use crate::simproto::{self as p, Recv, Rep, Req};
+use crate::{Error, Result};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::sync::Mutex;
+
+struct Conn {
+    fd: OwnedFd,
+    seq: u32,
+    dead: bool,
+}
+
+/// A connection to a simulated Hematite device.
+pub struct SimDevice {
+    conn: Mutex<Conn>,
+    info: DeviceInfo,
+    server_pid: u32,
+}
+
+/// Device statistics the simulation keeps (not part of [`Device`]: hardware has no such thing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimStats {
+    /// Clock cycles simulated since the device process started.
+    pub cycles: u64,
+    /// Frames the MAC sent / received.
+    pub frames_tx: u64,
+    pub frames_rx: u64,
+    /// DMA accesses refused because they fell outside the mapped windows.
+    pub dma_faults: u64,
+}
+
+impl SimDevice {
+    /// Connects to the device process listening on `socket`. Fails with `Busy` when another
+    /// process has the device open.
+    pub fn open(socket: &Path) -> Result<SimDevice> {
+        let fd = p::connect(socket)?;
+        let server_pid = p::peer_pid(fd.as_raw_fd())?;
+        p::allow_ptracer(server_pid)?;
+        let mut conn = Conn { fd, seq: 0, dead: false };
+        let r = Self::call_on(&mut conn, p::CMD_HELLO, [p::PROTO_VERSION, std::process::id() as u64, 0, 0], None)
+            .map_err(|e| match e {
+                Error::Sys { err, .. } if err.raw_os_error() == Some(libc::EBUSY) => {
+                    Error::Busy(format!("{} is in use by another process", socket.display()))
+                }
+                e => e,
+            })?;
+        let info = DeviceInfo {
+            name: socket.display().to_string(),
+            bar0_size: r.a,
+            num_irqs: r.b as u32,
+            mac: Some(r.c),
+            ipv4: Some(r.d as u32),
+        };
+        Ok(SimDevice { conn: Mutex::new(conn), info, server_pid })
+    }
+
+    /// The device process's pid.
+    pub fn server_pid(&self) -> u32 {
+        self.server_pid
+    }
+
+    fn call_on(c: &mut Conn, cmd: u16, args: [u64; 4], pass: Option<RawFd>) -> Result<Rep> {
+        if c.dead {
+            return Err(Error::Device("the simulated device process has gone away".into()));
+        }
+        c.seq = c.seq.wrapping_add(1);
+        let q = Req { seq: c.seq, cmd, flags: 0, a: args[0], b: args[1], c: args[2], d: args[3] };
+        if let Err(e) = p::send(c.fd.as_raw_fd(), &q.encode(), pass) {
+            c.dead = true;
+            return Err(e);
+        }
+        let mut buf = [0u8; p::REP_BYTES + 16];
+        loop {
+            match p::recv(c.fd.as_raw_fd(), &mut buf)? {
+                Recv::Msg(n, _) => {
+                    let r = Rep::decode(&buf[..n]).ok_or_else(|| Error::Device(format!("malformed reply of {n} bytes")))?;
+                    if r.seq != q.seq || r.cmd != cmd {
+                        c.dead = true;
+                        return Err(Error::Device(format!("reply {} / cmd {} to request {} / cmd {cmd}", r.seq, r.cmd, q.seq)));
+                    }
+                    if r.status != 0 {
+                        return Err(Error::sys(format!("simulated device, command {cmd}"), std::io::Error::from_raw_os_error(-r.status)));
+                    }
+                    return Ok(r);
+                }
+                Recv::Empty => continue, // blocking socket: only after EINTR-like wakeups
+                Recv::Closed => {
+                    c.dead = true;
+                    return Err(Error::Device("the simulated device process closed the connection".into()));
+                }
+            }
+        }
+    }
+
+    fn call(&self, cmd: u16, args: [u64; 4], pass: Option<RawFd>) -> Result<Rep> {
+        let mut c = self.conn.lock().map_err(|_| Error::Device("connection lock poisoned".into()))?;
+        Self::call_on(&mut c, cmd, args, pass)
+    }
+
+    /// Simulation statistics (cycles simulated, frames, IOMMU faults).
+    pub fn stats(&self) -> Result<SimStats> {
+        let r = self.call(p::CMD_STATS, [0; 4], None)?;
+        Ok(SimStats { cycles: r.a, frames_tx: r.b, frames_rx: r.c, dma_faults: r.d })
+    }
+
+    /// Resolves the MAC of `ipv4` by ARP on the simulated wire.
+    pub fn arp_resolve(&self, ipv4: u32) -> Result<u64> {
+        Ok(self.call(p::CMD_ARP_RESOLVE, [ipv4 as u64, 0, 0, 0], None)?.a)
+    }
+
+    fn check_off(&self, offset: u64) -> Result<()> {
+        if offset % 4 != 0 || offset + 4 > self.info.bar0_size {
+            return Err(Error::inval(format!("BAR0 offset {offset:#x} (size {:#x}, 4-byte aligned)", self.info.bar0_size)));
+        }
+        Ok(())
+    }
+}
+
+impl Device for SimDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn read32(&self, offset: u64) -> Result<u32> {
+        self.check_off(offset)?;
+        match self.call(p::CMD_READ32, [offset, 0, 0, 0], None) {
+            Ok(r) => Ok(r.a as u32),
+            Err(Error::Sys { err, .. }) if err.raw_os_error() == Some(libc::EFAULT) => {
+                Err(Error::Device(format!("bus error reading BAR0 + {offset:#x}")))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write32(&self, offset: u64, value: u32) -> Result<()> {
+        self.check_off(offset)?;
+        let mut c = self.conn.lock().map_err(|_| Error::Device("connection lock poisoned".into()))?;
+        if c.dead {
+            return Err(Error::Device("the simulated device process has gone away".into()));
+        }
+        c.seq = c.seq.wrapping_add(1);
+        let q = Req { seq: c.seq, cmd: p::CMD_WRITE32, flags: p::F_POSTED, a: offset, b: value as u64, ..Default::default() };
+        p::send(c.fd.as_raw_fd(), &q.encode(), None).inspect_err(|_| c.dead = true)
+    }
+
+    fn dma_map(&self, iova: u64, vaddr: u64, len: u64, writable: bool) -> Result<()> {
+        if len == 0 || iova % 4096 != 0 || vaddr % 4096 != 0 || len % 4096 != 0 || iova.checked_add(len).is_none() {
+            return Err(Error::inval(format!("DMA map iova {iova:#x} vaddr {vaddr:#x} len {len:#x}: page aligned, non-empty")));
+        }
+        self.call(p::CMD_DMA_MAP, [iova, vaddr, len, writable as u64], None).map(|_| ())
+    }
+
+    fn dma_unmap(&self, iova: u64, len: u64) -> Result<()> {
+        self.call(p::CMD_DMA_UNMAP, [iova, len, 0, 0], None).map(|_| ())
+    }
+
+    fn set_irq(&self, vector: u32, eventfd: Option<RawFd>) -> Result<()> {
+        if vector >= self.info.num_irqs {
+            return Err(Error::inval(format!("interrupt vector {vector} (the device has {})", self.info.num_irqs)));
+        }
+        self.call(p::CMD_SET_IRQ, [vector as u64, eventfd.is_some() as u64, 0, 0], eventfd).map(|_| ())
+    }
+
+    fn reset(&self) -> Result<()> {
+        self.call(p::CMD_RESET, [0; 4], None).map(|_| ())
+    }
+}

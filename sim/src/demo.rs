@@ -1,0 +1,436 @@
+//! `hematite-sim demo`: two simulated NICs (two device processes) joined by the datagram wire,
+//! driven through the host driver: SEND, RDMA WRITE, RDMA READ and atomics with data
+//! verification, throughput and latency in simulated time (at the nominal 250 MHz clock) and
+//! in wall time.
+
+use crate::device::CLOCK_HZ;
+use hostdrv::nic::{access, Cq, Mr, Nic, Qp, QpCaps, RcPeer, RecvWr, SendOp, SendWr, WcOpcode, WcStatus};
+use hostdrv::simdev::SimDevice;
+use hostdrv::{Device, Error};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Demo options.
+#[derive(Debug, Clone)]
+pub struct DemoOpts {
+    /// Message size in bytes (SEND, WRITE, READ).
+    pub size: usize,
+    /// Messages per operation.
+    pub count: usize,
+    /// Fraction of RoCE frames each NIC drops on transmit.
+    pub loss: f64,
+    /// QP pairs the messages are spread over.
+    pub qps: usize,
+    /// Working directory (sockets, pcaps); a fresh one under /tmp when None.
+    pub dir: Option<PathBuf>,
+    /// The `hematite-sim` binary that runs the devices.
+    pub exe: PathBuf,
+    /// Firmware image (passed to the devices).
+    pub fw: Option<PathBuf>,
+    /// Print progress.
+    pub verbose: bool,
+}
+
+/// One operation's figures.
+#[derive(Debug, Clone)]
+pub struct OpResult {
+    pub name: &'static str,
+    pub messages: usize,
+    pub bytes: u64,
+    /// Simulated cycles for the whole batch, and per-message latency (one message alone).
+    pub cycles: u64,
+    pub lat_cycles: u64,
+    pub wall: Duration,
+    pub lat_wall: Duration,
+    pub verified: bool,
+}
+
+impl OpResult {
+    /// Goodput in Gb/s of simulated time.
+    pub fn sim_gbps(&self) -> f64 {
+        self.bytes as f64 * 8.0 / (self.cycles as f64 / CLOCK_HZ as f64) / 1e9
+    }
+    /// Goodput in MB/s of wall time.
+    pub fn wall_mbps(&self) -> f64 {
+        self.bytes as f64 / self.wall.as_secs_f64() / 1e6
+    }
+}
+
+/// The two devices of a demo run.
+pub struct Pair {
+    children: Vec<Child>,
+    pub dir: PathBuf,
+    pub pcaps: [PathBuf; 2],
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Starts two device processes wired to each other; returns when both sockets exist.
+pub fn start_pair(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64) -> Result<Pair, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut children = Vec::new();
+    let names = ["a", "b"];
+    for (i, n) in names.iter().enumerate() {
+        let peer = names[1 - i];
+        let mut c = Command::new(exe);
+        c.arg("device")
+            .arg("--socket")
+            .arg(dir.join(format!("{n}.sock")))
+            .arg("--wire-local")
+            .arg(dir.join(format!("{n}.wire")))
+            .arg("--wire-peer")
+            .arg(dir.join(format!("{peer}.wire")))
+            .arg("--mac")
+            .arg(format!("02:00:00:00:00:{:02x}", 0x0a + i))
+            .arg("--ip")
+            .arg(format!("10.0.0.{}", 1 + i))
+            .arg("--pcap")
+            .arg(dir.join(format!("{n}.pcap")))
+            .arg("--loss")
+            .arg(loss.to_string());
+        if let Some(f) = fw {
+            c.arg("--fw").arg(f);
+        }
+        c.stdin(Stdio::null());
+        children.push(c.spawn().map_err(|e| format!("starting {}: {e}", exe.display()))?);
+    }
+    let pair = Pair { children, dir: dir.to_path_buf(), pcaps: [dir.join("a.pcap"), dir.join("b.pcap")] };
+    let t0 = Instant::now();
+    while !(dir.join("a.sock").exists() && dir.join("b.sock").exists()) {
+        if t0.elapsed() > Duration::from_secs(30) {
+            return Err("the device processes did not come up within 30 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(pair)
+}
+
+/// One side: the NIC and its objects.
+pub struct Side {
+    pub dev: Arc<SimDevice>,
+    pub nic: Nic,
+    pub cq: Cq,
+    pub qps: Vec<Qp>,
+    pub mr: Mr,
+}
+
+fn e2s(e: Error) -> String {
+    e.to_string()
+}
+
+/// Opens the device at `sock` and creates a PD, a CQ, `nqp` QPs and one MR of `mr_len` bytes.
+pub fn open_side(sock: &Path, nqp: usize, mr_len: usize) -> Result<Side, String> {
+    let dev = Arc::new(SimDevice::open(sock).map_err(e2s)?);
+    let nic = Nic::open(Box::new(dev.clone())).map_err(e2s)?;
+    let pd = nic.alloc_pd().map_err(e2s)?;
+    let cq = nic.create_cq(1024, Some(1)).map_err(e2s)?;
+    let caps = QpCaps { max_send_wr: 128, max_recv_wr: 128, max_send_sge: 2, max_recv_sge: 2, max_inline_data: 64 };
+    let mut qps = Vec::new();
+    for _ in 0..nqp {
+        qps.push(nic.create_qp(&pd, &cq, &cq, caps).map_err(e2s)?);
+    }
+    let mr = nic
+        .alloc_mr(&pd, mr_len, access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC)
+        .map_err(e2s)?;
+    Ok(Side { dev, nic, cq, qps, mr })
+}
+
+/// Connects QP i of `a` with QP i of `b` (MACs learnt by ARP on the wire).
+pub fn connect(a: &Side, b: &Side, timeout_code: u32) -> Result<(), String> {
+    let (ia, ib) = (a.dev.info().ipv4.unwrap(), b.dev.info().ipv4.unwrap());
+    let mac_b = a.dev.arp_resolve(ib).map_err(|e| format!("ARP for the peer: {e}"))?;
+    let mac_a = b.dev.arp_resolve(ia).map_err(|e| format!("ARP for the peer: {e}"))?;
+    let acc = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+    for (i, (qa, qb)) in a.qps.iter().zip(&b.qps).enumerate() {
+        let (pa, pb) = (0x1000 + i as u32 * 7, 0x2000 + i as u32 * 11);
+        let peer_b = RcPeer { qpn: qb.qpn(), psn: pb, gid: hostdrv::nic::gid_from_ipv4(ib), mac: mac_b };
+        let peer_a = RcPeer { qpn: qa.qpn(), psn: pa, gid: hostdrv::nic::gid_from_ipv4(ia), mac: mac_a };
+        a.nic.connect_rc(qa, &peer_b, pa, acc, 5, timeout_code, 7).map_err(e2s)?;
+        b.nic.connect_rc(qb, &peer_a, pb, acc, 5, timeout_code, 7).map_err(e2s)?;
+    }
+    Ok(())
+}
+
+fn pattern(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Polls `cq` until `n` completions arrived (or `limit` passes); fails on any error status.
+pub fn drain(nic: &Nic, cq: &Cq, n: usize, limit: Duration) -> Result<Vec<hostdrv::nic::Cqe>, String> {
+    let t0 = Instant::now();
+    let mut got = Vec::new();
+    while got.len() < n {
+        let c = nic.wait_cq(cq, n - got.len(), Duration::from_millis(200)).map_err(e2s)?;
+        for e in &c {
+            if e.status != WcStatus::Success {
+                return Err(format!("completion with status {:?} ({:?}, wr_id {})", e.status, e.opcode, e.wr_id));
+            }
+        }
+        got.extend(c);
+        if got.len() < n && t0.elapsed() > limit {
+            return Err(format!("only {} of {n} completions within {limit:?}", got.len()));
+        }
+    }
+    Ok(got)
+}
+
+fn cycles(d: &SimDevice) -> Result<u64, String> {
+    Ok(d.stats().map_err(e2s)?.cycles)
+}
+
+/// Kind of transfer.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Send,
+    Write,
+    Read,
+}
+
+/// Moves `count` messages of `size` bytes from a to b (SEND / WRITE) or b to a (READ, posted
+/// by a), verifies the bytes, and measures. Layout of each MR: source area at 0, destination
+/// area at half.
+pub fn transfer(a: &Side, b: &Side, kind: Kind, size: usize, count: usize, progress: bool) -> Result<OpResult, String> {
+    let half = a.mr.len() as usize / 2;
+    let slots = (half / size.max(1)).clamp(1, 64);
+    let limit = Duration::from_secs(300);
+    // the bytes: a's source area for SEND/WRITE, b's source area for READ
+    let (src, dst) = match kind {
+        Kind::Send | Kind::Write => (a, b),
+        Kind::Read => (b, a),
+    };
+    let data = pattern(size as u64 * 31 + kind as u64, size * slots);
+    src.mr.buf().unwrap().write(0, &data).map_err(e2s)?;
+    dst.mr.buf().unwrap().write(half, &vec![0u8; size * slots]).map_err(e2s)?;
+    let nq = a.qps.len();
+    let wr_for = |i: usize| -> SendWr {
+        let slot = i % slots;
+        let off = (slot * size) as u64;
+        match kind {
+            Kind::Send => SendWr::new(i as u64, SendOp::Send, vec![a.mr.sge(off, size as u32)]),
+            Kind::Write => SendWr::new(i as u64, SendOp::Write { remote_addr: b.mr.addr() + half as u64 + off, rkey: b.mr.rkey() }, vec![a.mr.sge(off, size as u32)]),
+            Kind::Read => SendWr::new(i as u64, SendOp::Read { remote_addr: b.mr.addr() + off, rkey: b.mr.rkey() }, vec![a.mr.sge(half as u64 + off, size as u32)]),
+        }
+    };
+    let post_recvs = |from: usize, n: usize| -> Result<(), String> {
+        for i in from..from + n {
+            let off = (half + (i % slots) * size) as u64;
+            b.nic.post_recv(&b.qps[i % nq], &[RecvWr { wr_id: i as u64, sgl: vec![b.mr.sge(off, size as u32)] }]).map_err(e2s)?;
+        }
+        Ok(())
+    };
+    // latency: one message alone
+    if kind == Kind::Send {
+        post_recvs(0, 1)?;
+    }
+    let c0 = cycles(&a.dev)?;
+    let t0 = Instant::now();
+    a.nic.post_send(&a.qps[0], &[wr_for(0)]).map_err(e2s)?;
+    drain(&a.nic, &a.cq, 1, limit)?;
+    if kind == Kind::Send {
+        drain(&b.nic, &b.cq, 1, limit)?;
+    }
+    let lat_wall = t0.elapsed();
+    let lat_cycles = cycles(&a.dev)? - c0;
+    // throughput: count messages, at most `slots` in flight (each in its own buffer slot)
+    let c0 = cycles(&a.dev)?;
+    let t0 = Instant::now();
+    let mut posted = 0usize;
+    let mut done = 0usize;
+    let mut last_print = Instant::now();
+    while done < count {
+        while posted < count && posted - done < slots {
+            if kind == Kind::Send {
+                post_recvs(posted, 1)?;
+            }
+            a.nic.post_send(&a.qps[posted % nq], &[wr_for(posted)]).map_err(e2s)?;
+            posted += 1;
+        }
+        let got = drain(&a.nic, &a.cq, 1, limit)?;
+        for c in &got {
+            let want = match kind {
+                Kind::Send => WcOpcode::Send,
+                Kind::Write => WcOpcode::RdmaWrite,
+                Kind::Read => WcOpcode::RdmaRead,
+            };
+            if c.opcode != want {
+                return Err(format!("completion opcode {:?}, expected {want:?}", c.opcode));
+            }
+        }
+        done += got.len();
+        if kind == Kind::Send {
+            // receive completions on b
+            let r = b.nic.poll_cq(&b.cq, 1024).map_err(e2s)?;
+            for c in &r {
+                if c.status != WcStatus::Success || c.byte_len as usize != size {
+                    return Err(format!("receive completion {c:?}"));
+                }
+            }
+        }
+        if progress && last_print.elapsed() > Duration::from_secs(2) {
+            eprintln!("  {kind:?}: {done}/{count} messages");
+            last_print = Instant::now();
+        }
+    }
+    let wall = t0.elapsed();
+    let cyc = cycles(&a.dev)? - c0;
+    // drain what is left of b's receive completions
+    if kind == Kind::Send {
+        let t = Instant::now();
+        while b.nic.poll_cq(&b.cq, 1024).map_err(e2s)?.len() > 0 || t.elapsed() < Duration::from_millis(50) {}
+    }
+    // verify: the destination area holds the source bytes of the last message of each slot
+    let got = dst.mr.buf().unwrap().to_vec(half, size * slots.min(count)).map_err(e2s)?;
+    let verified = got == data[..size * slots.min(count)];
+    if !verified {
+        let at = got.iter().zip(&data).position(|(x, y)| x != y).unwrap_or(0);
+        return Err(format!("{kind:?}: data mismatch at byte {at} of the destination"));
+    }
+    let name = match kind {
+        Kind::Send => "SEND",
+        Kind::Write => "RDMA WRITE",
+        Kind::Read => "RDMA READ",
+    };
+    Ok(OpResult { name, messages: count, bytes: (size * count) as u64, cycles: cyc, lat_cycles, wall, lat_wall, verified })
+}
+
+/// Atomics: `count` FETCH_ADDs of 1 spread over the QPs on one remote counter, then a
+/// CMP_SWAP that must see the final value; verifies both the returned values and the target.
+pub fn atomics(a: &Side, b: &Side, count: usize) -> Result<OpResult, String> {
+    let limit = Duration::from_secs(300);
+    let bb = b.mr.buf().unwrap();
+    let base: u64 = 0x1234_5678_0000_0000;
+    bb.write(0, &base.to_le_bytes()).map_err(e2s)?;
+    let ab = a.mr.buf().unwrap();
+    let nq = a.qps.len();
+    let c0 = cycles(&a.dev)?;
+    let t0 = Instant::now();
+    let fa = |i: usize| SendWr::new(i as u64, SendOp::FetchAdd { remote_addr: b.mr.addr(), rkey: b.mr.rkey(), add: 1 }, vec![a.mr.sge(8 * (i as u64 % 64), 8)]);
+    a.nic.post_send(&a.qps[0], &[fa(0)]).map_err(e2s)?;
+    drain(&a.nic, &a.cq, 1, limit)?;
+    let lat_wall = t0.elapsed();
+    let lat_cycles = cycles(&a.dev)? - c0;
+    let first = ab.read_u64(0).map_err(e2s)?;
+    if first != base {
+        return Err(format!("FETCH_ADD returned {first:#x}, expected {base:#x}"));
+    }
+    let c0 = cycles(&a.dev)?;
+    let t0 = Instant::now();
+    let mut seen = Vec::new();
+    let mut i = 1;
+    while i < count {
+        let n = (count - i).min(16);
+        for k in 0..n {
+            a.nic.post_send(&a.qps[(i + k) % nq], &[fa(i + k)]).map_err(e2s)?;
+        }
+        drain(&a.nic, &a.cq, n, limit)?;
+        for k in 0..n {
+            seen.push(ab.read_u64(8 * ((i + k) % 64)).map_err(e2s)?);
+        }
+        i += n;
+    }
+    // every value base+1 .. base+count-1 returned exactly once
+    seen.sort();
+    let want: Vec<u64> = (1..count as u64).map(|k| base + k).collect();
+    if seen != want {
+        return Err("FETCH_ADD results are not a permutation of the counter's values".into());
+    }
+    let fin = base + count as u64;
+    let cs = SendWr::new(9999, SendOp::CmpSwap { remote_addr: b.mr.addr(), rkey: b.mr.rkey(), compare: fin, swap: 0xC0FFEE }, vec![a.mr.sge(8 * 100, 8)]);
+    a.nic.post_send(&a.qps[0], &[cs]).map_err(e2s)?;
+    drain(&a.nic, &a.cq, 1, limit)?;
+    let old = ab.read_u64(800).map_err(e2s)?;
+    let now = bb.read_u64(0).map_err(e2s)?;
+    let wall = t0.elapsed();
+    let cyc = cycles(&a.dev)? - c0;
+    if old != fin || now != 0xC0FFEE {
+        return Err(format!("CMP_SWAP: returned {old:#x} (expected {fin:#x}), target {now:#x} (expected 0xc0ffee)"));
+    }
+    Ok(OpResult { name: "ATOMICS", messages: count + 1, bytes: 8 * (count as u64 + 1), cycles: cyc, lat_cycles, wall, lat_wall, verified: true })
+}
+
+/// The whole demo; prints as it goes and returns the results.
+pub fn run(o: &DemoOpts) -> Result<Vec<OpResult>, String> {
+    let dir = o.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("hematite-demo-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir);
+    let say = |s: &str| {
+        if o.verbose {
+            println!("{s}");
+        }
+    };
+    say(&format!("starting two simulated NICs (engine + control core + firmware) in {}", dir.display()));
+    let pair = start_pair(&o.exe, &dir, o.fw.as_deref(), o.loss)?;
+    let t0 = Instant::now();
+    let mr_len = (2 * o.size * 64).max(8192);
+    let a = open_side(&dir.join("a.sock"), o.qps, mr_len)?;
+    let b = open_side(&dir.join("b.sock"), o.qps, mr_len)?;
+    say(&format!("  both NICs open after {:.1} s (firmware booted, PD/CQ/{} QP(s)/MR created on each)", t0.elapsed().as_secs_f64(), o.qps));
+    let port = a.nic.query_port(1).map_err(e2s)?;
+    let at = a.nic.attr();
+    say(&format!(
+        "  device: fw {}.{}.{}, {} QPs, {} CQs, {} MRs; port state {} (4 = ACTIVE), MTU code {}",
+        at.fw_ver >> 16,
+        (at.fw_ver >> 8) & 0xFF,
+        at.fw_ver & 0xFF,
+        at.max_qp,
+        at.max_cq,
+        at.max_mr,
+        port.state,
+        port.active_mtu
+    ));
+    // a generous timeout code when frames are dropped: 4.096 us * 2^10 = 4.2 ms = 1M cycles
+    let tcode = if o.loss > 0.0 { 10 } else { 14 };
+    connect(&a, &b, tcode)?;
+    say(&format!("  {} RC connection(s) up (peer MACs by ARP on the wire)", o.qps));
+    let mut out = Vec::new();
+    for k in [Kind::Send, Kind::Write, Kind::Read] {
+        say(&format!("running {k:?}: {} x {} bytes ...", o.count, o.size));
+        out.push(transfer(&a, &b, k, o.size, o.count, o.verbose)?);
+    }
+    say(&format!("running atomics: {} FETCH_ADD + 1 CMP_SWAP ...", o.count));
+    out.push(atomics(&a, &b, o.count)?);
+    let sa = a.dev.stats().map_err(e2s)?;
+    let sb = b.dev.stats().map_err(e2s)?;
+    drop(a);
+    drop(b);
+    drop(pair);
+    if o.verbose {
+        println!();
+        println!("{:<11} {:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>10}  data", "operation", "msgs", "bytes", "sim cycles", "sim Gb/s", "latency cyc", "latency us", "wall MB/s");
+        for r in &out {
+            println!(
+                "{:<11} {:>6} {:>9} {:>12} {:>12.2} {:>12} {:>12.2} {:>10.2}  {}",
+                r.name,
+                r.messages,
+                r.bytes,
+                r.cycles,
+                r.sim_gbps(),
+                r.lat_cycles,
+                r.lat_cycles as f64 * 1e6 / CLOCK_HZ as f64,
+                r.wall_mbps(),
+                if r.verified { "verified" } else { "MISMATCH" }
+            );
+        }
+        println!();
+        println!("simulated time at {} MHz; latency is one message alone, doorbell to CQE, sampled from the device's cycle counter", CLOCK_HZ / 1_000_000);
+        println!("NIC a: {} cycles simulated, {} frames sent, {} received; NIC b: {} cycles, {} / {} frames", sa.cycles, sa.frames_tx, sa.frames_rx, sb.cycles, sb.frames_tx, sb.frames_rx);
+        println!("pcaps: {} and {}", dir.join("a.pcap").display(), dir.join("b.pcap").display());
+    }
+    Ok(out)
+}

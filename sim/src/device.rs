@@ -1,0 +1,872 @@
+//! The simulated device process (`hematite-sim device`): the Verilated NIC (transport engine +
+//! control core running the firmware image) served to one driver client at a time over the
+//! protocol of `hostdrv::simproto`, with its Ethernet port on a datagram wire.
+//!
+//! * BAR0 (128 KiB): the engine's register block at 0x0_0000, the control core's host port
+//!   (mailbox, core control, IMEM window) at 0x1_0000. MMIO requests become AXI4-Lite accesses,
+//!   one at a time, in arrival order.
+//! * DMA: the engine's AXI4 master reaches the client's memory inside the windows the client
+//!   mapped (IOVA -> client VA), with process_vm_readv / process_vm_writev. Anything outside is
+//!   refused (SLVERR to the engine, counted) like an IOMMU fault.
+//! * Interrupts: the engine's interrupt messages (vector 0..15) signal the client's eventfds.
+//! * Wire: one Ethernet frame per datagram (qemu `-netdev dgram` framing), over AF_UNIX
+//!   datagram sockets (back-pressured: a full peer stalls our MAC, nothing is dropped) or UDP.
+//!   ARP requests for our address are answered here; every frame can go to a pcap with
+//!   simulated-time stamps (4 ns per cycle, the nominal 250 MHz clock).
+//! * A client that disconnects (or dies) loses its DMA windows at once and the function is reset
+//!   (as vfio-pci does when a device is released): every QP, CQ, MR and PD is gone and the
+//!   firmware restarts, so the next client finds a clean device.
+//! * Idle: after `idle_after` cycles without any activity the process sleeps in poll(2) and
+//!   simulates `idle_slice` cycles per wakeup, so timers keep running at a low cost.
+
+use crate::dma::{ExtMem, MemCfg};
+use crate::eng::{Engine, LiteOp, Port};
+use crate::Rng;
+use hostdrv::simproto::{self as p, Recv, Rep, Req};
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::Write;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// BAR0 size.
+pub const BAR0_SIZE: u64 = 0x2_0000;
+/// Offset of the control core's host port in BAR0.
+pub const FW_PORT_BASE: u64 = 0x1_0000;
+/// Interrupt vectors (the engine's CQ contexts take vectors 0..15).
+pub const NUM_IRQS: u32 = 16;
+/// Nominal core clock (Hz): simulated time = cycles / this.
+pub const CLOCK_HZ: u64 = 250_000_000;
+
+/// One end of the datagram wire.
+#[derive(Debug, Clone)]
+pub enum WireAddr {
+    /// An AF_UNIX datagram socket path.
+    Unix(PathBuf),
+    /// A UDP address.
+    Udp(SocketAddr),
+}
+
+impl WireAddr {
+    /// `unix:PATH`, `udp:HOST:PORT`, or a bare path.
+    pub fn parse(s: &str) -> Result<WireAddr, String> {
+        if let Some(a) = s.strip_prefix("udp:") {
+            a.parse().map(WireAddr::Udp).map_err(|e| format!("bad UDP address `{a}`: {e}"))
+        } else {
+            Ok(WireAddr::Unix(PathBuf::from(s.strip_prefix("unix:").unwrap_or(s))))
+        }
+    }
+}
+
+/// How the device process is set up.
+#[derive(Debug, Clone)]
+pub struct DevConfig {
+    /// Where drivers connect.
+    pub socket: PathBuf,
+    /// Our end of the wire and the peer's.
+    pub wire_local: WireAddr,
+    pub wire_peer: WireAddr,
+    /// The port's MAC address and IPv4 address (host order).
+    pub mac: u64,
+    pub ipv4: u32,
+    /// Write every frame here.
+    pub pcap: Option<PathBuf>,
+    /// Firmware image (32-bit words).
+    pub image: Vec<u32>,
+    /// Probability of dropping each transmitted RoCE frame (`--loss`).
+    pub loss: f64,
+    pub seed: u64,
+    /// Cycles without activity before the process sleeps between slices.
+    pub idle_after: u64,
+    /// Cycles simulated per wakeup while idle.
+    pub idle_slice: u64,
+    /// Milliseconds slept per wakeup while idle.
+    pub idle_sleep_ms: i32,
+    /// Stop after this many cycles (tests, benchmarks); 0 = run until killed.
+    pub max_cycles: u64,
+    /// Print a line per client event on stderr.
+    pub verbose: bool,
+}
+
+impl DevConfig {
+    /// Defaults for everything but the addresses.
+    pub fn new(socket: PathBuf, wire_local: WireAddr, wire_peer: WireAddr, mac: u64, ipv4: u32, image: Vec<u32>) -> DevConfig {
+        DevConfig {
+            socket,
+            wire_local,
+            wire_peer,
+            mac,
+            ipv4,
+            pcap: None,
+            image,
+            loss: 0.0,
+            seed: 1,
+            idle_after: 2_000_000,
+            idle_slice: 200,
+            idle_sleep_ms: 20,
+            max_cycles: 0,
+            verbose: false,
+        }
+    }
+}
+
+// ---------------------------------------------------------------- DMA into the client
+
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    iova: u64,
+    vaddr: u64,
+    len: u64,
+    writable: bool,
+}
+
+/// The IOMMU: the client's DMA windows.
+#[derive(Default)]
+struct Iommu {
+    pid: i32,
+    maps: Vec<Window>,
+    faults: u64,
+}
+
+impl Iommu {
+    /// Client VA pieces for [addr, addr + len), or None if any byte is not mapped (with write
+    /// permission when `write`).
+    fn translate(&self, addr: u64, len: u64, write: bool) -> Option<Vec<(u64, u64)>> {
+        let mut out = Vec::new();
+        let mut a = addr;
+        let end = addr.checked_add(len)?;
+        while a < end {
+            let w = self.maps.iter().find(|w| a >= w.iova && a < w.iova + w.len && (!write || w.writable))?;
+            let n = (w.iova + w.len).min(end) - a;
+            out.push((w.vaddr + (a - w.iova), n));
+            a += n;
+        }
+        Some(out)
+    }
+}
+
+struct ClientMem(Arc<Mutex<Iommu>>);
+
+fn vm_io(pid: i32, local: &mut [libc::iovec], remote: &[libc::iovec], write: bool) -> bool {
+    let want: usize = local.iter().map(|v| v.iov_len).sum();
+    // SAFETY: the local iovecs point into buffers owned by the caller for the duration of the
+    // call; the remote ones name the client's memory, which the kernel checks (EFAULT when not
+    // mapped there). Nothing in this process is written through a remote address.
+    let got = unsafe {
+        if write {
+            libc::process_vm_writev(pid, local.as_ptr(), local.len() as u64, remote.as_ptr(), remote.len() as u64, 0)
+        } else {
+            libc::process_vm_readv(pid, local.as_ptr(), local.len() as u64, remote.as_ptr(), remote.len() as u64, 0)
+        }
+    };
+    got >= 0 && got as usize == want
+}
+
+impl ExtMem for ClientMem {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
+        let mut m = self.0.lock().unwrap();
+        let Some(pieces) = m.translate(addr, buf.len() as u64, false) else {
+            m.faults += 1;
+            return false;
+        };
+        let mut local = [libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() }];
+        let remote: Vec<libc::iovec> =
+            pieces.iter().map(|(va, n)| libc::iovec { iov_base: *va as *mut libc::c_void, iov_len: *n as usize }).collect();
+        let ok = vm_io(m.pid, &mut local, &remote, false);
+        if !ok {
+            m.faults += 1;
+        }
+        ok
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8], mask: &[bool]) -> bool {
+        let mut m = self.0.lock().unwrap();
+        // runs of enabled bytes
+        let mut runs = Vec::new();
+        let mut i = 0;
+        while i < data.len() {
+            if !mask[i] {
+                i += 1;
+                continue;
+            }
+            let s = i;
+            while i < data.len() && mask[i] {
+                i += 1;
+            }
+            runs.push((s, i - s));
+        }
+        let mut local = Vec::new();
+        let mut remote = Vec::new();
+        for (s, n) in runs {
+            let Some(pieces) = m.translate(addr + s as u64, n as u64, true) else {
+                m.faults += 1;
+                return false;
+            };
+            let mut off = s;
+            for (va, len) in pieces {
+                local.push(libc::iovec { iov_base: data[off..].as_ptr() as *mut libc::c_void, iov_len: len as usize });
+                remote.push(libc::iovec { iov_base: va as *mut libc::c_void, iov_len: len as usize });
+                off += len as usize;
+            }
+        }
+        if local.is_empty() {
+            return true;
+        }
+        // process_vm_writev takes at most IOV_MAX (1024) entries per call
+        for (l, r) in local.chunks_mut(1024).zip(remote.chunks(1024)) {
+            if !vm_io(m.pid, l, r, true) {
+                m.faults += 1;
+                return false;
+            }
+        }
+        true
+    }
+}
+
+// ---------------------------------------------------------------- the wire
+
+enum Wire {
+    Unix(UnixDatagram, PathBuf),
+    Udp(UdpSocket, SocketAddr),
+}
+
+enum SendResult {
+    Sent,
+    Full,
+    Dropped,
+}
+
+impl Wire {
+    fn open(local: &WireAddr, peer: &WireAddr) -> Result<Wire, String> {
+        match (local, peer) {
+            (WireAddr::Unix(l), WireAddr::Unix(pr)) => {
+                let _ = std::fs::remove_file(l);
+                let s = UnixDatagram::bind(l).map_err(|e| format!("wire: bind {}: {e}", l.display()))?;
+                s.set_nonblocking(true).map_err(|e| format!("wire: {e}"))?;
+                Ok(Wire::Unix(s, pr.clone()))
+            }
+            (WireAddr::Udp(l), WireAddr::Udp(pr)) => {
+                let s = UdpSocket::bind(l).map_err(|e| format!("wire: bind {l}: {e}"))?;
+                s.set_nonblocking(true).map_err(|e| format!("wire: {e}"))?;
+                Ok(Wire::Udp(s, *pr))
+            }
+            _ => Err("wire: both ends must be unix paths or both UDP addresses".into()),
+        }
+    }
+    fn fd(&self) -> RawFd {
+        match self {
+            Wire::Unix(s, _) => s.as_raw_fd(),
+            Wire::Udp(s, _) => s.as_raw_fd(),
+        }
+    }
+    fn send(&self, f: &[u8]) -> SendResult {
+        let r = match self {
+            Wire::Unix(s, p) => s.send_to(f, p),
+            Wire::Udp(s, p) => s.send_to(f, p),
+        };
+        match r {
+            Ok(_) => SendResult::Sent,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => SendResult::Full,
+            // the peer is not there (not started yet, or gone): the frame is lost on the cable
+            Err(_) => SendResult::Dropped,
+        }
+    }
+    fn recv(&self, buf: &mut [u8]) -> Option<usize> {
+        let r = match self {
+            Wire::Unix(s, _) => s.recv(buf),
+            Wire::Udp(s, _) => s.recv(buf),
+        };
+        r.ok()
+    }
+}
+
+// ---------------------------------------------------------------- pcap
+
+struct Pcap(std::io::BufWriter<File>);
+
+impl Pcap {
+    fn create(path: &Path) -> Result<Pcap, String> {
+        let f = File::create(path).map_err(|e| format!("pcap {}: {e}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        let mut h = Vec::new();
+        h.extend_from_slice(&0xA1B2_3C4Du32.to_le_bytes()); // nanosecond timestamps
+        h.extend_from_slice(&2u16.to_le_bytes());
+        h.extend_from_slice(&4u16.to_le_bytes());
+        h.extend_from_slice(&0u32.to_le_bytes());
+        h.extend_from_slice(&0u32.to_le_bytes());
+        h.extend_from_slice(&65535u32.to_le_bytes());
+        h.extend_from_slice(&1u32.to_le_bytes()); // Ethernet
+        w.write_all(&h).map_err(|e| e.to_string())?;
+        Ok(Pcap(w))
+    }
+    fn frame(&mut self, cycle: u64, f: &[u8]) {
+        let ns = cycle * (1_000_000_000 / CLOCK_HZ);
+        let mut h = [0u8; 16];
+        h[0..4].copy_from_slice(&((ns / 1_000_000_000) as u32).to_le_bytes());
+        h[4..8].copy_from_slice(&((ns % 1_000_000_000) as u32).to_le_bytes());
+        h[8..12].copy_from_slice(&(f.len() as u32).to_le_bytes());
+        h[12..16].copy_from_slice(&(f.len() as u32).to_le_bytes());
+        let _ = self.0.write_all(&h);
+        let _ = self.0.write_all(f);
+    }
+    fn flush(&mut self) {
+        let _ = self.0.flush();
+    }
+}
+
+// ---------------------------------------------------------------- ARP
+
+const ETH_ARP: u16 = 0x0806;
+
+fn mac_bytes(m: u64) -> [u8; 6] {
+    let b = m.to_be_bytes();
+    [b[2], b[3], b[4], b[5], b[6], b[7]]
+}
+
+fn mac_of(b: &[u8]) -> u64 {
+    b.iter().fold(0u64, |a, x| a << 8 | *x as u64)
+}
+
+/// An ARP frame (request when `target_mac` is None).
+fn arp_frame(op: u16, smac: u64, sip: u32, tmac: u64, tip: u32, dst: u64) -> Vec<u8> {
+    let mut f = Vec::with_capacity(60);
+    f.extend_from_slice(&mac_bytes(dst));
+    f.extend_from_slice(&mac_bytes(smac));
+    f.extend_from_slice(&ETH_ARP.to_be_bytes());
+    f.extend_from_slice(&[0, 1, 8, 0, 6, 4]);
+    f.extend_from_slice(&op.to_be_bytes());
+    f.extend_from_slice(&mac_bytes(smac));
+    f.extend_from_slice(&sip.to_be_bytes());
+    f.extend_from_slice(&mac_bytes(tmac));
+    f.extend_from_slice(&tip.to_be_bytes());
+    f.resize(60, 0);
+    f
+}
+
+/// (op, sender MAC, sender IP, target IP) of an Ethernet/IPv4 ARP frame.
+fn parse_arp(f: &[u8]) -> Option<(u16, u64, u32, u32)> {
+    if f.len() < 42 || u16::from_be_bytes([f[12], f[13]]) != ETH_ARP || f[14..20] != [0, 1, 8, 0, 6, 4] {
+        return None;
+    }
+    let op = u16::from_be_bytes([f[20], f[21]]);
+    let smac = mac_of(&f[22..28]);
+    let sip = u32::from_be_bytes(f[28..32].try_into().unwrap());
+    let tip = u32::from_be_bytes(f[38..42].try_into().unwrap());
+    Some((op, smac, sip, tip))
+}
+
+// ---------------------------------------------------------------- the device
+
+struct Mmio {
+    port: Port,
+    op: LiteOp,
+    /// The request to answer (None: posted write).
+    reply_to: Option<Req>,
+}
+
+struct ArpWait {
+    req: Req,
+    ip: u32,
+    tries: u32,
+    next: Instant,
+}
+
+struct Client {
+    fd: OwnedFd,
+    pid: u32,
+}
+
+/// Counters the device process keeps.
+#[derive(Debug, Default, Clone)]
+pub struct DevCounters {
+    pub frames_tx: u64,
+    pub frames_rx: u64,
+    pub frames_lost: u64,
+    pub arp_replies: u64,
+    pub mmio_errors: u64,
+    pub clients: u64,
+    pub resets: u64,
+}
+
+/// The device process's state.
+pub struct SimNic {
+    cfg: DevConfig,
+    eng: Engine,
+    iommu: Arc<Mutex<Iommu>>,
+    listener: OwnedFd,
+    client: Option<Client>,
+    wire: Wire,
+    pcap: Option<Pcap>,
+    mmio: VecDeque<Mmio>,
+    in_flight: Option<Mmio>,
+    irq_fds: HashMap<u8, File>,
+    tx_backlog: VecDeque<Vec<u8>>,
+    arp: HashMap<u32, u64>,
+    arp_wait: Vec<ArpWait>,
+    rng: Rng,
+    /// Cycles of earlier engine instances (before resets).
+    cycle_base: u64,
+    last_activity: u64,
+    last_beats: u64,
+    pub counters: DevCounters,
+}
+
+fn new_engine(image: &[u32], iommu: &Arc<Mutex<Iommu>>) -> Result<Engine, String> {
+    let mut eng = Engine::new(MemCfg { latency: 100, ..MemCfg::default() });
+    eng.mem.ext = Some(Box::new(ClientMem(iommu.clone())));
+    crate::fw::boot(&mut eng, image)?;
+    Ok(eng)
+}
+
+impl SimNic {
+    /// Builds the NIC, boots the firmware, opens the socket and the wire.
+    pub fn new(cfg: DevConfig) -> Result<SimNic, String> {
+        let iommu = Arc::new(Mutex::new(Iommu::default()));
+        let eng = new_engine(&cfg.image, &iommu)?;
+        let _ = std::fs::remove_file(&cfg.socket);
+        let listener = p::listen(&cfg.socket).map_err(|e| e.to_string())?;
+        let wire = Wire::open(&cfg.wire_local, &cfg.wire_peer)?;
+        let pcap = match &cfg.pcap {
+            Some(pth) => Some(Pcap::create(pth)?),
+            None => None,
+        };
+        let rng = Rng::new(cfg.seed);
+        Ok(SimNic {
+            cfg,
+            eng,
+            iommu,
+            listener,
+            client: None,
+            wire,
+            pcap,
+            mmio: VecDeque::new(),
+            in_flight: None,
+            irq_fds: HashMap::new(),
+            tx_backlog: VecDeque::new(),
+            arp: HashMap::new(),
+            arp_wait: Vec::new(),
+            rng,
+            cycle_base: 0,
+            last_activity: 0,
+            last_beats: 0,
+            counters: DevCounters::default(),
+        })
+    }
+
+    /// Cycles simulated since the process started.
+    pub fn cycles(&self) -> u64 {
+        self.cycle_base + self.eng.cycle()
+    }
+
+    fn log(&self, s: &str) {
+        if self.cfg.verbose {
+            eprintln!("hematite-sim device {}: {s}", self.cfg.socket.display());
+        }
+    }
+
+    fn reply(&mut self, r: Rep) {
+        if let Some(c) = &self.client {
+            if p::send(c.fd.as_raw_fd(), &r.encode(), None).is_err() {
+                self.drop_client("reply failed");
+            }
+        }
+    }
+
+    /// Function reset: a new engine (power-on state), the firmware booted again. DMA windows
+    /// stay (they belong to the IOMMU, not the function).
+    fn reset(&mut self) -> Result<(), String> {
+        self.cycle_base += self.eng.cycle();
+        self.eng = new_engine(&self.cfg.image, &self.iommu)?;
+        self.mmio.clear();
+        self.in_flight = None;
+        self.tx_backlog.clear();
+        self.counters.resets += 1;
+        Ok(())
+    }
+
+    fn drop_client(&mut self, why: &str) {
+        if self.client.take().is_some() {
+            self.log(&format!("client gone ({why}): DMA windows revoked, function reset"));
+            {
+                let mut m = self.iommu.lock().unwrap();
+                m.maps.clear();
+                m.pid = 0;
+            }
+            self.irq_fds.clear();
+            self.arp_wait.clear();
+            if let Err(e) = self.reset() {
+                eprintln!("hematite-sim device: reset after client loss failed: {e}");
+            }
+        }
+    }
+
+    fn handle(&mut self, r: Req, fd: Option<OwnedFd>) {
+        let posted = r.flags & p::F_POSTED != 0;
+        self.last_activity = self.cycles();
+        match r.cmd {
+            p::CMD_HELLO => {
+                let st = if r.a != p::PROTO_VERSION { -libc::EPROTO } else { 0 };
+                let mut rep = Rep::to(&r, st);
+                if st == 0 {
+                    let pid = self.client.as_ref().map(|c| c.pid).unwrap_or(0);
+                    self.iommu.lock().unwrap().pid = pid as i32;
+                    rep.a = BAR0_SIZE;
+                    rep.b = NUM_IRQS as u64;
+                    rep.c = self.cfg.mac;
+                    rep.d = self.cfg.ipv4 as u64;
+                }
+                self.reply(rep);
+            }
+            p::CMD_READ32 | p::CMD_WRITE32 => {
+                let off = r.a;
+                let (port, addr) = if off < FW_PORT_BASE {
+                    (Port::Bar, off as u16)
+                } else if off < BAR0_SIZE {
+                    (Port::Fw, (off - FW_PORT_BASE) as u16)
+                } else {
+                    self.counters.mmio_errors += 1;
+                    if !posted {
+                        self.reply(Rep::to(&r, -libc::EFAULT));
+                    }
+                    return;
+                };
+                let op = if r.cmd == p::CMD_READ32 {
+                    LiteOp::Read { addr }
+                } else {
+                    LiteOp::Write { addr, data: r.b as u32 }
+                };
+                self.mmio.push_back(Mmio { port, op, reply_to: if posted { None } else { Some(r) } });
+            }
+            p::CMD_DMA_MAP => {
+                let (iova, vaddr, len, wr) = (r.a, r.b, r.c, r.d != 0);
+                let mut m = self.iommu.lock().unwrap();
+                let st = if len == 0 || iova % 4096 != 0 || vaddr % 4096 != 0 || len % 4096 != 0 || iova.checked_add(len).is_none() {
+                    -libc::EINVAL
+                } else if m.maps.iter().any(|w| iova < w.iova + w.len && w.iova < iova + len) {
+                    -libc::EEXIST
+                } else {
+                    m.maps.push(Window { iova, vaddr, len, writable: wr });
+                    0
+                };
+                drop(m);
+                if !posted {
+                    self.reply(Rep::to(&r, st));
+                }
+            }
+            p::CMD_DMA_UNMAP => {
+                let mut m = self.iommu.lock().unwrap();
+                let before = m.maps.len();
+                m.maps.retain(|w| !(w.iova == r.a && w.len == r.b));
+                let st = if m.maps.len() == before { -libc::ENOENT } else { 0 };
+                drop(m);
+                if !posted {
+                    self.reply(Rep::to(&r, st));
+                }
+            }
+            p::CMD_SET_IRQ => {
+                let st = if r.a >= NUM_IRQS as u64 {
+                    -libc::EINVAL
+                } else if r.b != 0 {
+                    match fd {
+                        Some(f) => {
+                            self.irq_fds.insert(r.a as u8, File::from(f));
+                            0
+                        }
+                        None => -libc::EBADF,
+                    }
+                } else {
+                    self.irq_fds.remove(&(r.a as u8));
+                    0
+                };
+                self.reply(Rep::to(&r, st));
+            }
+            p::CMD_RESET => {
+                let st = match self.reset() {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        eprintln!("hematite-sim device: reset failed: {e}");
+                        -libc::EIO
+                    }
+                };
+                self.reply(Rep::to(&r, st));
+            }
+            p::CMD_ARP_RESOLVE => {
+                let ip = r.a as u32;
+                if let Some(m) = self.arp.get(&ip) {
+                    let mut rep = Rep::to(&r, 0);
+                    rep.a = *m;
+                    self.reply(rep);
+                } else {
+                    self.arp_wait.push(ArpWait { req: r, ip, tries: 0, next: Instant::now() });
+                }
+            }
+            p::CMD_STATS => {
+                let mut rep = Rep::to(&r, 0);
+                rep.a = self.cycles();
+                rep.b = self.counters.frames_tx;
+                rep.c = self.counters.frames_rx;
+                rep.d = self.iommu.lock().unwrap().faults;
+                self.reply(rep);
+            }
+            _ => {
+                if !posted {
+                    self.reply(Rep::to(&r, -libc::ENOSYS));
+                }
+            }
+        }
+    }
+
+    /// Accepts a client, reads its requests.
+    fn service_socket(&mut self) {
+        if let Ok(Some(fd)) = p::accept(self.listener.as_raw_fd()) {
+            if self.client.is_some() {
+                // one client at a time, like a VFIO group: answer its HELLO with EBUSY
+                let mut buf = [0u8; 64];
+                let _ = p::wait_fd(fd.as_raw_fd(), libc::POLLIN, 1000);
+                if let Ok(Recv::Msg(n, _)) = p::recv(fd.as_raw_fd(), &mut buf) {
+                    if let Some(r) = Req::decode(&buf[..n]) {
+                        let _ = p::send(fd.as_raw_fd(), &Rep::to(&r, -libc::EBUSY).encode(), None);
+                    }
+                }
+            } else {
+                let pid = p::peer_pid(fd.as_raw_fd()).unwrap_or(0);
+                self.counters.clients += 1;
+                self.client = Some(Client { fd, pid });
+                self.log(&format!("client pid {pid} attached"));
+                self.last_activity = self.cycles();
+            }
+        }
+        for _ in 0..256 {
+            let Some(c) = &self.client else { return };
+            let mut buf = [0u8; 128];
+            match p::recv(c.fd.as_raw_fd(), &mut buf) {
+                Ok(Recv::Msg(n, fd)) => match Req::decode(&buf[..n]) {
+                    Some(r) => self.handle(r, fd),
+                    None => {
+                        self.drop_client("malformed request");
+                        return;
+                    }
+                },
+                Ok(Recv::Empty) => return,
+                Ok(Recv::Closed) | Err(_) => {
+                    self.drop_client("disconnected");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn service_wire_rx(&mut self) {
+        let mut buf = vec![0u8; 16384];
+        // keep a few frames ahead of the MAC; leave the rest in the socket (back-pressure)
+        while self.eng.rx_q.len() < 8 {
+            let Some(n) = self.wire.recv(&mut buf) else { return };
+            let f = buf[..n].to_vec();
+            let now = self.cycles();
+            self.last_activity = now;
+            self.counters.frames_rx += 1;
+            if let Some(pc) = &mut self.pcap {
+                pc.frame(now, &f);
+            }
+            if let Some((op, smac, sip, tip)) = parse_arp(&f) {
+                self.arp.insert(sip, smac);
+                if op == 1 && tip == self.cfg.ipv4 {
+                    let rep = arp_frame(2, self.cfg.mac, self.cfg.ipv4, smac, sip, smac);
+                    self.counters.arp_replies += 1;
+                    self.send_frame(rep, false);
+                }
+                let done: Vec<usize> = (0..self.arp_wait.len()).filter(|&i| self.arp_wait[i].ip == sip).collect();
+                for i in done.into_iter().rev() {
+                    let w = self.arp_wait.remove(i);
+                    let mut rep = Rep::to(&w.req, 0);
+                    rep.a = smac;
+                    self.reply(rep);
+                }
+                continue;
+            }
+            self.eng.rx_q.push_back(f);
+        }
+    }
+
+    fn send_frame(&mut self, f: Vec<u8>, may_lose: bool) {
+        if may_lose && self.cfg.loss > 0.0 && (self.rng.next() % 1_000_000) < (self.cfg.loss * 1e6) as u64 {
+            self.counters.frames_lost += 1;
+            return;
+        }
+        if !self.tx_backlog.is_empty() {
+            self.tx_backlog.push_back(f);
+            return;
+        }
+        match self.wire.send(&f) {
+            SendResult::Sent => {}
+            SendResult::Full => self.tx_backlog.push_back(f),
+            SendResult::Dropped => self.counters.frames_lost += 1,
+        }
+    }
+
+    fn service_wire_tx(&mut self) {
+        while let Some(f) = self.tx_backlog.front() {
+            match self.wire.send(f) {
+                SendResult::Sent => {
+                    self.tx_backlog.pop_front();
+                }
+                SendResult::Full => break,
+                SendResult::Dropped => {
+                    self.counters.frames_lost += 1;
+                    self.tx_backlog.pop_front();
+                }
+            }
+        }
+        let frames = std::mem::take(&mut self.eng.tx);
+        let ends = std::mem::take(&mut self.eng.tx_cycle);
+        self.eng.tx_start.clear();
+        for ((f, aborted), end) in frames.into_iter().zip(ends) {
+            if aborted {
+                continue;
+            }
+            self.last_activity = self.cycles();
+            self.counters.frames_tx += 1;
+            if let Some(pc) = &mut self.pcap {
+                pc.frame(self.cycle_base + end, &f);
+            }
+            self.send_frame(f, true);
+        }
+        // a full wire holds our MAC
+        self.eng.tx_stall_pct = if self.tx_backlog.len() > 16 { 100 } else { 0 };
+    }
+
+    fn service_arp(&mut self) {
+        let now = Instant::now();
+        let mut out = Vec::new();
+        let mut failed = Vec::new();
+        for (i, w) in self.arp_wait.iter_mut().enumerate() {
+            if w.next <= now {
+                if w.tries == 5 {
+                    failed.push(i);
+                    continue;
+                }
+                w.tries += 1;
+                w.next = now + Duration::from_millis(200);
+                out.push(arp_frame(1, self.cfg.mac, self.cfg.ipv4, 0, w.ip, 0xFFFF_FFFF_FFFF));
+            }
+        }
+        for i in failed.into_iter().rev() {
+            let w = self.arp_wait.remove(i);
+            self.reply(Rep::to(&w.req, -libc::EHOSTUNREACH));
+        }
+        for f in out {
+            self.send_frame(f, false);
+        }
+    }
+
+    fn service_irqs(&mut self) {
+        for (_, v) in std::mem::take(&mut self.eng.irqs) {
+            if let Some(f) = self.irq_fds.get_mut(&v) {
+                let _ = f.write_all(&1u64.to_le_bytes());
+            }
+        }
+    }
+
+    /// One clock, with the MMIO queue advanced.
+    fn clock(&mut self) {
+        if let Some(m) = &self.in_flight {
+            if let Some((v, ok)) = self.eng.lite_take(m.port) {
+                let m = self.in_flight.take().unwrap();
+                match m.reply_to {
+                    Some(r) => {
+                        let mut rep = Rep::to(&r, if ok { 0 } else { -libc::EFAULT });
+                        rep.a = v as u64;
+                        self.reply(rep);
+                    }
+                    None => {
+                        if !ok {
+                            self.counters.mmio_errors += 1;
+                        }
+                    }
+                }
+            }
+        }
+        if self.in_flight.is_none() {
+            if let Some(m) = self.mmio.pop_front() {
+                self.eng.lite_start(m.port, m.op);
+                self.in_flight = Some(m);
+            }
+        }
+        self.eng.step();
+    }
+
+    fn busy(&self) -> bool {
+        self.in_flight.is_some() || !self.mmio.is_empty() || !self.eng.rx_q.is_empty() || !self.tx_backlog.is_empty() || !self.eng.mem.idle()
+    }
+
+    /// Runs until `max_cycles` (or forever).
+    pub fn run(&mut self) -> Result<(), String> {
+        let mut last_flush = Instant::now();
+        loop {
+            self.service_socket();
+            self.service_wire_rx();
+            self.service_arp();
+            let idle = !self.busy() && self.cycles() - self.last_activity > self.cfg.idle_after;
+            let batch = if idle {
+                let mut fds = vec![
+                    libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                    libc::pollfd { fd: self.wire.fd(), events: libc::POLLIN, revents: 0 },
+                ];
+                if let Some(c) = &self.client {
+                    fds.push(libc::pollfd { fd: c.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+                }
+                // SAFETY: fds is a valid array of pollfd for the call's duration.
+                unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, self.cfg.idle_sleep_ms) };
+                self.cfg.idle_slice
+            } else if self.in_flight.is_some() || !self.mmio.is_empty() {
+                8
+            } else {
+                64
+            };
+            for _ in 0..batch {
+                self.clock();
+            }
+            let beats = self.eng.mem.read_beats + self.eng.mem.write_beats;
+            if beats != self.last_beats {
+                self.last_beats = beats;
+                self.last_activity = self.cycles();
+            }
+            if !self.eng.fw_done_cycles.is_empty() {
+                self.eng.fw_done_cycles.clear();
+            }
+            self.service_wire_tx();
+            self.service_irqs();
+            if last_flush.elapsed() > Duration::from_millis(500) {
+                if let Some(pc) = &mut self.pcap {
+                    pc.flush();
+                }
+                last_flush = Instant::now();
+            }
+            if self.eng.fw_out.2 {
+                return Err("the control core trapped".into());
+            }
+            if self.cfg.max_cycles != 0 && self.cycles() >= self.cfg.max_cycles {
+                if let Some(pc) = &mut self.pcap {
+                    pc.flush();
+                }
+                return Ok(());
+            }
+        }
+    }
+}
+
+impl Drop for SimNic {
+    fn drop(&mut self) {
+        if let Some(pc) = &mut self.pcap {
+            pc.flush();
+        }
+        let _ = std::fs::remove_file(&self.cfg.socket);
+        if let WireAddr::Unix(pth) = &self.cfg.wire_local {
+            let _ = std::fs::remove_file(pth);
+        }
+    }
+}
