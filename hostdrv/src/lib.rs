@@ -18,3 +18,5 @@ pub mod nic;
 /// BAR0 register map, generated from `rtl/pkg/hm_regs_pkg.sv` (via hematite-model).
 pub use hematite_model::regs;
 pub use nic::Nic;
+/// The firmware's mailbox command set (opcodes, header words), from the firmware crate.
+pub use hematite_firmware::mbox as fwcmd;

@@ -542,6 +542,9 @@ struct QpInner {
     sst: Mutex<WqState>,
     rst: Mutex<WqState>,
     live: Mutex<bool>,
+    /// The engine moved the QP to ERR (an error completion or a QP-fatal event); the firmware
+    /// learns it at the next query.
+    errored: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for QpInner {
@@ -916,6 +919,7 @@ impl Nic {
             sst: Mutex::new(WqState { pi: 0, done: 0 }),
             rst: Mutex::new(WqState { pi: 0, done: 0 }),
             live: Mutex::new(true),
+            errored: std::sync::atomic::AtomicBool::new(false),
         });
         self.sh.qps.lock().unwrap().insert(w[0], Arc::downgrade(&inner));
         Ok(Qp(inner))
@@ -926,6 +930,9 @@ impl Nic {
         let mut args = vec![qp.qpn(), attr_mask];
         args.extend_from_slice(&attr.words());
         self.sh.cmd(mbox::OP_MODIFY_QP, &args)?;
+        if attr_mask & mask::STATE != 0 && matches!(attr.qp_state, QpState::Reset | QpState::Init) {
+            qp.0.errored.store(false, Ordering::Release);
+        }
         if attr_mask & mask::STATE != 0 && attr.qp_state == QpState::Reset {
             // back to RESET: the rings start over
             *qp.0.sst.lock().unwrap() = WqState { pi: 0, done: 0 };
@@ -934,10 +941,18 @@ impl Nic {
         Ok(())
     }
 
-    /// QUERY_QP: the attributes and the QP's state.
+    /// QUERY_QP: the attributes and the QP's state. A QP the engine put into ERR (error
+    /// completion, QP-fatal event) is moved to ERR in the firmware first, so that the state
+    /// read back and later transitions agree with the hardware.
     pub fn query_qp(&self, qp: &Qp) -> Result<QpAttr> {
         let w = self.sh.cmd(mbox::OP_QUERY_QP, &[qp.qpn()])?;
-        QpAttr::from_words(&w)
+        let a = QpAttr::from_words(&w)?;
+        if qp.0.errored.load(Ordering::Acquire) && !matches!(a.qp_state, QpState::Err | QpState::Reset) {
+            self.modify_qp(qp, &QpAttr { qp_state: QpState::Err, ..Default::default() }, mask::STATE)?;
+            let w = self.sh.cmd(mbox::OP_QUERY_QP, &[qp.qpn()])?;
+            return QpAttr::from_words(&w);
+        }
+        Ok(a)
     }
 
     /// Destroys `qp` (Busy while a clone exists).
@@ -1120,6 +1135,9 @@ impl Nic {
     fn retire(&self, cqe: &Cqe, idx: u16) {
         let q = self.sh.qps.lock().unwrap().get(&cqe.qpn).and_then(|w| w.upgrade());
         let Some(q) = q else { return };
+        if !matches!(cqe.status, WcStatus::Success | WcStatus::WrFlushErr) {
+            q.errored.store(true, Ordering::Release);
+        }
         let rq = matches!(cqe.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
         let mut st = if rq { q.rst.lock().unwrap() } else { q.sst.lock().unwrap() };
         // idx is the 16-bit slot counter of the completed WQE; everything up to it is done
@@ -1209,6 +1227,11 @@ impl Nic {
             fence(Ordering::Acquire);
             let bytes = c.ring.to_vec(off, desc::CQE_BYTES)?;
             let (ev, _) = desc::decode_event(&bytes).map_err(|e| Error::Device(format!("event entry {}: {e}", st.ci)))?;
+            if let AsyncEvent::QpFatal(n) = ev {
+                if let Some(q) = self.sh.qps.lock().unwrap().get(&n).and_then(|w| w.upgrade()) {
+                    q.errored.store(true, Ordering::Release);
+                }
+            }
             out.push(ev);
             st.ci = st.ci.wrapping_add(1);
         }
@@ -1222,5 +1245,26 @@ impl Nic {
     /// DMA windows the driver has mapped now: (IOVA, length).
     pub fn dma_windows(&self) -> Vec<(u64, u64)> {
         self.sh.pins.lock().unwrap().windows()
+    }
+}
+
+impl std::fmt::Debug for Pd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pd({})", self.0.id)
+    }
+}
+impl std::fmt::Debug for Mr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mr(key {:#x}, {:#x}+{:#x})", self.0.key, self.0.addr, self.0.len)
+    }
+}
+impl std::fmt::Debug for Cq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cq({})", self.0.cqn)
+    }
+}
+impl std::fmt::Debug for Qp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Qp({})", self.0.qpn)
     }
 }

@@ -228,10 +228,16 @@ pub fn transfer(a: &Side, b: &Side, kind: Kind, size: usize, count: usize, progr
             Kind::Read => SendWr::new(i as u64, SendOp::Read { remote_addr: b.mr.addr() + off, rkey: b.mr.rkey() }, vec![a.mr.sge(half as u64 + off, size as u32)]),
         }
     };
+    // receives for messages from..from+n, one doorbell per QP
     let post_recvs = |from: usize, n: usize| -> Result<(), String> {
-        for i in from..from + n {
-            let off = (half + (i % slots) * size) as u64;
-            b.nic.post_recv(&b.qps[i % nq], &[RecvWr { wr_id: i as u64, sgl: vec![b.mr.sge(off, size as u32)] }]).map_err(e2s)?;
+        for q in 0..nq {
+            let wrs: Vec<RecvWr> = (from..from + n)
+                .filter(|i| i % nq == q)
+                .map(|i| RecvWr { wr_id: i as u64, sgl: vec![b.mr.sge((half + (i % slots) * size) as u64, size as u32)] })
+                .collect();
+            if !wrs.is_empty() {
+                b.nic.post_recv(&b.qps[q], &wrs).map_err(e2s)?;
+            }
         }
         Ok(())
     };
@@ -253,16 +259,31 @@ pub fn transfer(a: &Side, b: &Side, kind: Kind, size: usize, count: usize, progr
     let t0 = Instant::now();
     let mut posted = 0usize;
     let mut done = 0usize;
+    let mut recvd = 0usize;
+    let mut recv_posted = 0usize;
     let mut last_print = Instant::now();
     while done < count {
-        while posted < count && posted - done < slots {
-            if kind == Kind::Send {
-                post_recvs(posted, 1)?;
+        if kind == Kind::Send {
+            // keep receives ahead of the sends (the RQ holds 128 per QP)
+            let n = (count - recv_posted).min(recvd + 100 * nq - recv_posted);
+            if n > 0 {
+                post_recvs(recv_posted, n)?;
+                recv_posted += n;
             }
-            a.nic.post_send(&a.qps[posted % nq], &[wr_for(posted)]).map_err(e2s)?;
+        }
+        let mut batch: Vec<Vec<SendWr>> = vec![Vec::new(); nq];
+        while posted < count && posted - done < slots && (kind != Kind::Send || posted < recv_posted) {
+            batch[posted % nq].push(wr_for(posted));
             posted += 1;
         }
+        for (q, wrs) in batch.iter().enumerate() {
+            if !wrs.is_empty() {
+                a.nic.post_send(&a.qps[q], wrs).map_err(e2s)?;
+            }
+        }
         let got = drain(&a.nic, &a.cq, 1, limit)?;
+        let mut got = got;
+        got.extend(a.nic.poll_cq(&a.cq, slots).map_err(e2s)?);
         for c in &got {
             let want = match kind {
                 Kind::Send => WcOpcode::Send,
@@ -282,6 +303,7 @@ pub fn transfer(a: &Side, b: &Side, kind: Kind, size: usize, count: usize, progr
                     return Err(format!("receive completion {c:?}"));
                 }
             }
+            recvd += r.len();
         }
         if progress && last_print.elapsed() > Duration::from_secs(2) {
             eprintln!("  {kind:?}: {done}/{count} messages");
@@ -433,4 +455,90 @@ pub fn run(o: &DemoOpts) -> Result<Vec<OpResult>, String> {
         println!("pcaps: {} and {}", dir.join("a.pcap").display(), dir.join("b.pcap").display());
     }
     Ok(out)
+}
+
+/// What one side of a two-process test publishes: QPN, first PSN, IPv4 address, MAC.
+pub fn write_info(path: &Path, qpn: u32, psn: u32, ip: u32, mac: u64) -> Result<(), String> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, format!("{qpn} {psn} {ip} {mac}\n")).map_err(|e| e.to_string())?;
+    std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+}
+
+/// Waits for the peer's [`write_info`] file (at most `limit`).
+pub fn read_info(path: &Path, limit: Duration) -> Result<(u32, u32, u32, u64), String> {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path) {
+            let v: Vec<u64> = s.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            if v.len() == 4 {
+                return Ok((v[0] as u32, v[1] as u32, v[2] as u32, v[3]));
+            }
+        }
+        if t0.elapsed() > limit {
+            return Err(format!("no peer information in {} within {limit:?}", path.display()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `hematite-sim rc-echo`: one RC QP on the device at `sock`; publishes its address in
+/// `info_out`, connects to the peer named in `info_in`, then echoes every SEND it receives
+/// (up to `count`, `size` bytes at most) back as a SEND. Used by the two-process tests.
+pub fn rc_echo(sock: &Path, info_out: &Path, info_in: &Path, count: usize, size: usize) -> Result<(), String> {
+    let s = open_side(sock, 1, (2 * size * 64).max(8192))?;
+    let qp = &s.qps[0];
+    let psn = 0x3333;
+    write_info(info_out, qp.qpn(), psn, s.dev.info().ipv4.unwrap(), s.dev.info().mac.unwrap())?;
+    let (pq, ppsn, pip, pmac) = read_info(info_in, Duration::from_secs(120))?;
+    let acc = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+    let peer = RcPeer { qpn: pq, psn: ppsn, gid: hostdrv::nic::gid_from_ipv4(pip), mac: pmac };
+    // receives first, so that nothing the peer sends meets an empty queue
+    let slots = 64usize;
+    let recv = |i: usize| RecvWr { wr_id: i as u64, sgl: vec![s.mr.sge(((i % slots) * size) as u64, size as u32)] };
+    let wrs: Vec<RecvWr> = (0..slots.min(count)).map(recv).collect();
+    s.nic.modify_qp(qp, &hostdrv::nic::QpAttr { qp_state: hostdrv::nic::QpState::Init, qp_access_flags: acc, ..Default::default() }, hostdrv::nic::mask::STATE | hostdrv::nic::mask::PKEY_INDEX | hostdrv::nic::mask::PORT | hostdrv::nic::mask::ACCESS_FLAGS).map_err(e2s)?;
+    s.nic.post_recv(qp, &wrs).map_err(e2s)?;
+    // INIT -> RTR -> RTS (connect_rc would start from RESET)
+    let a = hostdrv::nic::QpAttr {
+        qp_state: hostdrv::nic::QpState::Rtr,
+        path_mtu: 5,
+        dest_qp_num: peer.qpn,
+        rq_psn: peer.psn,
+        dgid: peer.gid,
+        dmac: peer.mac,
+        ..Default::default()
+    };
+    use hostdrv::nic::mask as m;
+    s.nic.modify_qp(qp, &a, m::STATE | m::AV | m::PATH_MTU | m::DEST_QPN | m::RQ_PSN | m::MAX_DEST_RD_ATOMIC | m::MIN_RNR_TIMER).map_err(e2s)?;
+    let a = hostdrv::nic::QpAttr { qp_state: hostdrv::nic::QpState::Rts, timeout: 10, retry_cnt: 7, sq_psn: psn, ..Default::default() };
+    s.nic.modify_qp(qp, &a, m::STATE | m::TIMEOUT | m::RETRY_CNT | m::RNR_RETRY | m::SQ_PSN | m::MAX_QP_RD_ATOMIC).map_err(e2s)?;
+    write_info(&info_out.with_extension("ready"), 1, 1, 1, 1)?;
+    let mut posted = slots.min(count);
+    let mut echoed = 0;
+    while echoed < count {
+        let c = s.nic.wait_cq(&s.cq, 16, Duration::from_millis(500)).map_err(e2s)?;
+        for e in c {
+            if e.status != WcStatus::Success {
+                return Err(format!("completion {e:?}"));
+            }
+            if e.opcode == WcOpcode::Recv {
+                let i = e.wr_id as usize;
+                let off = ((i % slots) * size) as u64;
+                s.nic.post_send(qp, &[SendWr::new(1_000_000 + i as u64, SendOp::Send, vec![s.mr.sge(off, e.byte_len)])]).map_err(e2s)?;
+                echoed += 1;
+                if posted < count {
+                    s.nic.post_recv(qp, &[recv(posted)]).map_err(e2s)?;
+                    posted += 1;
+                }
+            }
+        }
+    }
+    // let the last echoes complete
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(5) {
+        if s.nic.wait_cq(&s.cq, 16, Duration::from_millis(200)).map_err(e2s)?.is_empty() {
+            break;
+        }
+    }
+    Ok(())
 }

@@ -620,8 +620,9 @@ impl SimNic {
         }
     }
 
-    /// Accepts a client, reads its requests.
+    /// Reads the client's requests (noticing a disconnect first), then accepts a new client.
     fn service_socket(&mut self) {
+        self.service_requests();
         if let Ok(Some(fd)) = p::accept(self.listener.as_raw_fd()) {
             if self.client.is_some() {
                 // one client at a time, like a VFIO group: answer its HELLO with EBUSY
@@ -640,6 +641,9 @@ impl SimNic {
                 self.last_activity = self.cycles();
             }
         }
+    }
+
+    fn service_requests(&mut self) {
         for _ in 0..256 {
             let Some(c) = &self.client else { return };
             let mut buf = [0u8; 128];

@@ -513,6 +513,24 @@ fn demo_main(args: &[String]) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(|s| s.as_str()) == Some("rc-echo") {
+        // hematite-sim rc-echo SOCKET INFO_OUT INFO_IN COUNT SIZE (two-process tests)
+        let r = (|| -> Result<(), String> {
+            if argv.len() != 7 {
+                return Err("usage: hematite-sim rc-echo SOCKET INFO_OUT INFO_IN COUNT SIZE".into());
+            }
+            let count = argv[5].parse().map_err(|e| format!("COUNT: {e}"))?;
+            let size = argv[6].parse().map_err(|e| format!("SIZE: {e}"))?;
+            hematite_sim::demo::rc_echo(std::path::Path::new(&argv[2]), std::path::Path::new(&argv[3]), std::path::Path::new(&argv[4]), count, size)
+        })();
+        return match r {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("hematite-sim rc-echo: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if argv.get(1).map(|s| s.as_str()) == Some("demo") {
         if argv.iter().any(|a| a == "-h" || a == "--help") {
             println!("{USAGE}");
