@@ -65,6 +65,13 @@ pub struct Pair {
     pub pcaps: [PathBuf; 2],
 }
 
+impl Pair {
+    /// The device processes' pids.
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(|c| c.id()).collect()
+    }
+}
+
 impl Drop for Pair {
     fn drop(&mut self) {
         for c in &mut self.children {
@@ -76,6 +83,12 @@ impl Drop for Pair {
 
 /// Starts two device processes wired to each other; returns when both sockets exist.
 pub fn start_pair(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64) -> Result<Pair, String> {
+    start_pair_on(exe, dir, fw, loss, None, &[])
+}
+
+/// As [`start_pair`]; `udp_base` = Some(port) puts the wire on UDP 127.0.0.1:port and port+1
+/// instead of Unix datagram sockets; `extra` goes to both devices' command lines.
+pub fn start_pair_on(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64, udp_base: Option<u16>, extra: &[&str]) -> Result<Pair, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut children = Vec::new();
     let names = ["a", "b"];
@@ -86,9 +99,15 @@ pub fn start_pair(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64) -> Resul
             .arg("--socket")
             .arg(dir.join(format!("{n}.sock")))
             .arg("--wire-local")
-            .arg(dir.join(format!("{n}.wire")))
+            .arg(match udp_base {
+                Some(p) => format!("udp:127.0.0.1:{}", p + i as u16),
+                None => dir.join(format!("{n}.wire")).display().to_string(),
+            })
             .arg("--wire-peer")
-            .arg(dir.join(format!("{peer}.wire")))
+            .arg(match udp_base {
+                Some(p) => format!("udp:127.0.0.1:{}", p + 1 - i as u16),
+                None => dir.join(format!("{peer}.wire")).display().to_string(),
+            })
             .arg("--mac")
             .arg(format!("02:00:00:00:00:{:02x}", 0x0a + i))
             .arg("--ip")
@@ -100,6 +119,7 @@ pub fn start_pair(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64) -> Resul
         if let Some(f) = fw {
             c.arg("--fw").arg(f);
         }
+        c.args(extra);
         c.stdin(Stdio::null());
         children.push(c.spawn().map_err(|e| format!("starting {}: {e}", exe.display()))?);
     }

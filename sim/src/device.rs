@@ -106,8 +106,8 @@ impl DevConfig {
             loss: 0.0,
             seed: 1,
             idle_after: 2_000_000,
-            idle_slice: 200,
-            idle_sleep_ms: 20,
+            idle_slice: 100,
+            idle_sleep_ms: 25,
             max_cycles: 0,
             verbose: false,
         }
@@ -506,7 +506,10 @@ impl SimNic {
 
     fn handle(&mut self, r: Req, fd: Option<OwnedFd>) {
         let posted = r.flags & p::F_POSTED != 0;
-        self.last_activity = self.cycles();
+        if r.cmd != p::CMD_STATS {
+            // a statistics read is not device activity: it must not keep an idle device awake
+            self.last_activity = self.cycles();
+        }
         match r.cmd {
             p::CMD_HELLO => {
                 let st = if r.a != p::PROTO_VERSION { -libc::EPROTO } else { 0 };
@@ -810,11 +813,25 @@ impl SimNic {
     /// Runs until `max_cycles` (or forever).
     pub fn run(&mut self) -> Result<(), String> {
         let mut last_flush = Instant::now();
+        let mut last_dbg = Instant::now();
         loop {
             self.service_socket();
             self.service_wire_rx();
             self.service_arp();
             let idle = !self.busy() && self.cycles() - self.last_activity > self.cfg.idle_after;
+            if self.cfg.verbose && last_dbg.elapsed() > Duration::from_secs(1) {
+                last_dbg = Instant::now();
+                eprintln!(
+                    "hematite-sim device: cycle {} idle {idle} (in flight {}, mmio {}, rx_q {}, tx backlog {}, mem idle {}, since activity {})",
+                    self.cycles(),
+                    self.in_flight.is_some(),
+                    self.mmio.len(),
+                    self.eng.rx_q.len(),
+                    self.tx_backlog.len(),
+                    self.eng.mem.idle(),
+                    self.cycles() - self.last_activity
+                );
+            }
             let batch = if idle {
                 let mut fds = vec![
                     libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 },

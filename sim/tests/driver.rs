@@ -249,3 +249,42 @@ fn two_processes_and_a_client_killed_mid_transfer() {
     drop(a);
     drop(pair);
 }
+
+/// CPU time (user + system, in clock ticks) of process `pid`.
+fn cpu_ticks(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &s[s.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn udp_wire_and_idle_devices_sleep_but_keep_time() {
+    let d = dir("udp");
+    let base = 20000 + (std::process::id() % 20000) as u16;
+    let pair = demo::start_pair_on(&exe(), &d, Some(&fw()), 0.0, Some(base), &["--idle-after", "300000"]).expect("devices");
+    let a = demo::open_side(&d.join("a.sock"), 1, 1 << 16).expect("open a");
+    let b = demo::open_side(&d.join("b.sock"), 1, 1 << 16).expect("open b");
+    demo::connect(&a, &b, 14).unwrap();
+    let r = demo::transfer(&a, &b, Kind::Write, 8192, 8, false).unwrap();
+    assert!(r.verified);
+    let r = demo::transfer(&a, &b, Kind::Send, 1000, 8, false).unwrap();
+    assert!(r.verified);
+    // idle: nothing to do for 300k cycles -> the device sleeps; its clock still advances
+    let pid = pair.pids()[0];
+    std::thread::sleep(Duration::from_secs(4));
+    let (c0, t0) = (a.dev.stats().unwrap().cycles, cpu_ticks(pid));
+    std::thread::sleep(Duration::from_secs(3));
+    let (c1, t1) = (a.dev.stats().unwrap().cycles, cpu_ticks(pid));
+    let hz = 100.0; // USER_HZ
+    let cpu = (t1 - t0) as f64 / hz / 3.0;
+    eprintln!("idle device: {:.1}% of a core, {} cycles in 3 s", cpu * 100.0, c1 - c0);
+    assert!(cpu < 0.05, "idle device used {:.1}% of a core", cpu * 100.0);
+    assert!(c1 > c0, "the idle device's clock stopped");
+    // and it wakes up for work
+    let r = demo::transfer(&a, &b, Kind::Read, 4096, 4, false).unwrap();
+    assert!(r.verified);
+    drop(a);
+    drop(b);
+    drop(pair);
+}

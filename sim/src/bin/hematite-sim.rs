@@ -30,13 +30,15 @@ const USAGE: &str = "usage:
       model and write a pcap; records the hardware must reject are an error unless
       --allow-rejects
   hematite-sim device --socket PATH --wire-local ADDR --wire-peer ADDR [--mac 02:00:00:00:00:01]
-      [--ip 10.0.0.1] [--pcap FILE] [--loss P] [--fw HEX] [--max-cycles N] [-v]
+      [--ip 10.0.0.1] [--pcap FILE] [--loss P] [--fw HEX] [--max-cycles N] [--idle-after N] [-v]
       run the simulated NIC (transport engine, control core and firmware) as a device that
       drivers open over the Unix socket PATH (hostdrv's simulation backend); its Ethernet port
       exchanges one frame per datagram with the peer (qemu -netdev dgram framing). ADDR is a
       Unix datagram socket path (unix:PATH or PATH) or udp:HOST:PORT. --loss drops that
       fraction of transmitted RoCE frames; --pcap writes every frame with simulated-time
-      stamps (4 ns per cycle); the firmware image defaults to build/fw/firmware.hex
+      stamps (4 ns per cycle); the firmware image defaults to build/fw/firmware.hex; after
+      --idle-after cycles without activity (default 2000000) the process sleeps between
+      short slices of cycles, so its timers keep running at a few percent of a core
   hematite-sim demo [--size BYTES] [--count N] [--loss P] [--qps N] [--dir DIR] [--fw HEX]
       start two device processes joined by the datagram wire and run SEND, RDMA WRITE,
       RDMA READ and atomics between them through the host driver, verifying the data;
@@ -440,6 +442,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     let mut fw = hematite_sim::fw::image_path();
     let mut max_cycles = 0u64;
     let mut verbose = false;
+    let mut idle_after = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
@@ -458,6 +461,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
             }
             "--fw" => fw = PathBuf::from(val()?),
             "--max-cycles" => max_cycles = val()?.parse().map_err(|e| format!("--max-cycles: {e}"))?,
+            "--idle-after" => idle_after = Some(val()?.parse().map_err(|e| format!("--idle-after: {e}"))?),
             "-v" | "--verbose" => verbose = true,
             _ => return Err(format!("device: unknown argument `{a}`")),
         }
@@ -471,6 +475,9 @@ fn device_main(args: &[String]) -> Result<(), String> {
     cfg.loss = loss;
     cfg.max_cycles = max_cycles;
     cfg.verbose = verbose;
+    if let Some(n) = idle_after {
+        cfg.idle_after = n;
+    }
     let mut nic = SimNic::new(cfg)?;
     if verbose {
         eprintln!("hematite-sim device: ready");
