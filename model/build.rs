@@ -1,5 +1,7 @@
 //! Generates `$OUT_DIR/desc_gen.rs` from `rtl/pkg/hm_desc_pkg.sv`, the single source of truth
-//! of Hematite's descriptor formats (included by `src/desc.rs`):
+//! of Hematite's descriptor formats (included by `src/desc.rs`), and `$OUT_DIR/regs_gen.rs` from
+//! `rtl/pkg/hm_regs_pkg.sv`, the BAR0 register map (included as `hematite_model::regs`), by the
+//! same rules:
 //!
 //! * every `localparam logic [N-1:0] NAME = N'hX;` (also `'d`, `'b`) becomes
 //!   `pub const NAME: uN = X;` (`u8` up to 8 bits, `u16` up to 16, `u32` up to 32, else `u64`);

@@ -33,13 +33,17 @@ impl Pins {
         Ok((first, last - first + 1))
     }
 
+    fn mapped(&self, p: u64) -> bool {
+        self.windows.range(..=p).next_back().is_some_and(|(s, c)| p < s + c)
+    }
+
     /// Makes `[addr, addr + len)` reachable by the device (writable).
     pub fn pin(&mut self, dev: &dyn Device, addr: u64, len: u64) -> Result<()> {
         let (first, n) = Self::pages(addr, len)?;
         // runs of pages not mapped yet
         let mut runs: Vec<(u64, u64)> = Vec::new();
         for p in first..first + n {
-            if !self.refs.contains_key(&p) {
+            if !self.refs.contains_key(&p) && !self.mapped(p) {
                 match runs.last_mut() {
                     Some((s, c)) if *s + *c == p => *c += 1,
                     _ => runs.push((p, 1)),
@@ -80,41 +84,24 @@ impl Pins {
                 freed.push(p);
             }
         }
-        // windows that contain freed pages: unmap, then map back what is still used
-        let mut affected: Vec<(u64, u64)> = Vec::new();
+        // A window is unmapped once none of its pages is used. Splitting a window around pages
+        // still in use would leave them unmapped for a moment (VFIO type-1 unmaps whole
+        // mappings only, and mappings may not overlap), so a partly used window stays mapped;
+        // its free pages are reachable only through MRs and rings, which no longer name them.
+        let mut first_err = None;
+        let mut done: Vec<u64> = Vec::new();
         for p in &freed {
             if let Some((s, c)) = self.windows.range(..=p).next_back().map(|(s, c)| (*s, *c)) {
-                if *p < s + c && !affected.contains(&(s, c)) {
-                    affected.push((s, c));
-                }
-            }
-        }
-        let mut first_err = None;
-        for (s, c) in affected {
-            self.windows.remove(&s);
-            if let Err(e) = dev.dma_unmap(s * PAGE, c * PAGE) {
-                first_err.get_or_insert(e);
-            }
-            let mut run: Option<(u64, u64)> = None;
-            for p in s..s + c {
-                if self.refs.contains_key(&p) {
-                    run = match run {
-                        Some((rs, rc)) => Some((rs, rc + 1)),
-                        None => Some((p, 1)),
-                    };
-                } else if let Some((rs, rc)) = run.take() {
-                    if let Err(e) = dev.dma_map(rs * PAGE, rs * PAGE, rc * PAGE, true) {
-                        first_err.get_or_insert(e);
-                    } else {
-                        self.windows.insert(rs, rc);
+                if *p < s + c && !done.contains(&s) && (s..s + c).all(|q| !self.refs.contains_key(&q)) {
+                    done.push(s);
+                    match dev.dma_unmap(s * PAGE, c * PAGE) {
+                        Ok(()) => {
+                            self.windows.remove(&s);
+                        }
+                        Err(e) => {
+                            first_err.get_or_insert(e);
+                        }
                     }
-                }
-            }
-            if let Some((rs, rc)) = run {
-                if let Err(e) = dev.dma_map(rs * PAGE, rs * PAGE, rc * PAGE, true) {
-                    first_err.get_or_insert(e);
-                } else {
-                    self.windows.insert(rs, rc);
                 }
             }
         }
@@ -245,5 +232,109 @@ impl Drop for DmaBuf {
         // SAFETY: allocated in `new` with this layout; the device can no longer reach it
         // (unpinned above).
         unsafe { std::alloc::dealloc(self.ptr, layout) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DeviceInfo;
+    use std::os::fd::RawFd;
+    use std::sync::Mutex;
+
+    /// Records mappings and refuses overlaps and unknown unmaps, as VFIO type-1 does.
+    struct Iommu {
+        info: DeviceInfo,
+        maps: Mutex<Vec<(u64, u64)>>,
+    }
+
+    impl Device for Iommu {
+        fn info(&self) -> &DeviceInfo {
+            &self.info
+        }
+        fn read32(&self, _: u64) -> Result<u32> {
+            Ok(0)
+        }
+        fn write32(&self, _: u64, _: u32) -> Result<()> {
+            Ok(())
+        }
+        fn dma_map(&self, iova: u64, vaddr: u64, len: u64, _: bool) -> Result<()> {
+            assert_eq!(iova, vaddr);
+            let mut m = self.maps.lock().unwrap();
+            if m.iter().any(|(a, l)| iova < a + l && *a < iova + len) {
+                return Err(Error::inval("overlap"));
+            }
+            m.push((iova, len));
+            Ok(())
+        }
+        fn dma_unmap(&self, iova: u64, len: u64) -> Result<()> {
+            let mut m = self.maps.lock().unwrap();
+            let n = m.len();
+            m.retain(|w| *w != (iova, len));
+            if m.len() == n {
+                return Err(Error::inval("unknown unmap"));
+            }
+            Ok(())
+        }
+        fn set_irq(&self, _: u32, _: Option<RawFd>) -> Result<()> {
+            Ok(())
+        }
+        fn reset(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn dev() -> Iommu {
+        Iommu { info: DeviceInfo { name: "t".into(), bar0_size: 0, num_irqs: 0, mac: None, ipv4: None }, maps: Mutex::new(Vec::new()) }
+    }
+
+    fn covered(d: &Iommu, a: u64, len: u64) -> bool {
+        let m = d.maps.lock().unwrap();
+        (a / PAGE..(a + len - 1) / PAGE + 1).all(|p| m.iter().any(|(s, l)| p * PAGE >= *s && p * PAGE < s + l))
+    }
+
+    #[test]
+    fn shared_pages_stay_mapped_until_the_last_user_goes() {
+        let d = dev();
+        let mut p = Pins::default();
+        p.pin(&d, 0x10_0100, 0x2000).unwrap(); // pages 0x100..0x102
+        p.pin(&d, 0x10_2000, 0x3000).unwrap(); // pages 0x102..0x104, 0x102 shared
+        assert!(covered(&d, 0x10_0000, 0x5000));
+        assert_eq!(p.pinned_pages(), 5);
+        p.unpin(&d, 0x10_0100, 0x2000).unwrap();
+        assert!(covered(&d, 0x10_2000, 0x3000), "the second registration's pages stay mapped");
+        p.unpin(&d, 0x10_2000, 0x3000).unwrap();
+        assert_eq!(p.pinned_pages(), 0);
+        assert!(d.maps.lock().unwrap().is_empty(), "everything unmapped at the end");
+        assert!(p.windows().is_empty());
+    }
+
+    #[test]
+    fn bad_ranges_are_errors() {
+        let d = dev();
+        let mut p = Pins::default();
+        assert!(p.pin(&d, 0x1000, 0).is_err());
+        assert!(p.pin(&d, u64::MAX - 10, 100).is_err());
+        assert!(p.unpin(&d, 0x5000, 0x1000).is_err(), "not pinned");
+        p.pin(&d, 0x5000, 0x1000).unwrap();
+        p.pin(&d, 0x5000, 0x1000).unwrap();
+        p.unpin(&d, 0x5000, 0x1000).unwrap();
+        assert!(covered(&d, 0x5000, 0x1000), "one reference left");
+        p.unpin(&d, 0x5000, 0x1000).unwrap();
+        assert!(p.unpin(&d, 0x5000, 0x1000).is_err());
+    }
+
+    #[test]
+    fn a_page_in_a_partly_used_window_is_pinned_again_without_a_new_mapping() {
+        let d = dev();
+        let mut p = Pins::default();
+        p.pin(&d, 0x20_0000, 0x3000).unwrap();
+        p.pin(&d, 0x20_2000, 0x1000).unwrap();
+        p.unpin(&d, 0x20_0000, 0x3000).unwrap(); // pages 0x200, 0x201 free, window stays
+        p.pin(&d, 0x20_0000, 0x1000).unwrap(); // must not map an overlapping window
+        assert_eq!(d.maps.lock().unwrap().len(), 1);
+        p.unpin(&d, 0x20_0000, 0x1000).unwrap();
+        p.unpin(&d, 0x20_2000, 0x1000).unwrap();
+        assert!(d.maps.lock().unwrap().is_empty());
     }
 }

@@ -612,6 +612,18 @@ impl Default for OpenOptions {
     }
 }
 
+impl Drop for Nic {
+    fn drop(&mut self) {
+        // the event queue's ring may only go once the engine no longer writes it
+        if let Some(eq) = self.eq.take() {
+            if self.sh.cmd(mbox::OP_SET_EQ, &[eq.cqn(), 0]).is_err() {
+                // keep the ring alive: the device may still write events into it
+                std::mem::forget(eq);
+            }
+        }
+    }
+}
+
 impl Nic {
     /// Opens `dev` with the default options.
     pub fn open(dev: Box<dyn Device>) -> Result<Nic> {
@@ -826,7 +838,7 @@ impl Nic {
     /// Creates a CQ of at least `entries` entries; `vector` is the interrupt vector it raises
     /// when armed (None: vector 0).
     pub fn create_cq(&self, entries: u32, vector: Option<u32>) -> Result<Cq> {
-        if entries == 0 || entries > self.attr.max_cqe.max(1 << 16) {
+        if entries == 0 || entries > self.attr.max_cqe.min(1 << 16) {
             return Err(Error::inval(format!("CQ of {entries} entries (max {})", self.attr.max_cqe)));
         }
         let vector = vector.unwrap_or(0);
@@ -927,6 +939,14 @@ impl Nic {
 
     /// MODIFY_QP with the attributes `mask` selects.
     pub fn modify_qp(&self, qp: &Qp, attr: &QpAttr, attr_mask: u32) -> Result<()> {
+        let to = if attr_mask & mask::STATE != 0 { Some(attr.qp_state) } else { None };
+        if qp.0.errored.swap(false, Ordering::AcqRel) && !matches!(to, Some(QpState::Reset | QpState::Err)) {
+            // the engine put the QP into ERR: tell the firmware first, so that the requested
+            // transition is judged from ERR (and refused unless it leads to RESET)
+            let mut a = vec![qp.qpn(), mask::STATE];
+            a.extend_from_slice(&QpAttr { qp_state: QpState::Err, ..Default::default() }.words());
+            self.sh.cmd(mbox::OP_MODIFY_QP, &a)?;
+        }
         let mut args = vec![qp.qpn(), attr_mask];
         args.extend_from_slice(&attr.words());
         self.sh.cmd(mbox::OP_MODIFY_QP, &args)?;
@@ -1124,7 +1144,7 @@ impl Nic {
             self.retire(&cqe, idx);
             out.push(cqe);
         }
-        if st.ci.wrapping_sub(st.ci_told) >= size / 4 {
+        if st.ci.wrapping_sub(st.ci_told) >= (size / 4).max(1) {
             self.cq_doorbell(c, st.ci, 0)?;
             st.ci_told = st.ci;
         }
@@ -1175,8 +1195,10 @@ impl Nic {
                 return Ok(Vec::new());
             }
             let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            // CQs on one vector share its eventfd, and another waiter may consume the wake-up:
+            // sleep in slices of at most 50 ms and poll again.
             // SAFETY: one valid pollfd.
-            unsafe { libc::poll(&mut p, 1, left.as_millis().min(i32::MAX as u128) as i32) };
+            unsafe { libc::poll(&mut p, 1, left.as_millis().min(50) as i32) };
             let mut v = 0u64;
             // SAFETY: reading 8 bytes into a u64 from a non-blocking eventfd.
             unsafe { libc::read(fd.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
@@ -1187,9 +1209,17 @@ impl Nic {
     /// the runtime's thread.
     pub async fn wait_cq_async(&self, cq: &Cq, max: usize) -> Result<Vec<Cqe>> {
         let fd = self.vector_fd(cq.vector())?;
-        // SAFETY: the AsyncFd owns a clone of the Arc, so the descriptor stays open while it is
-        // registered.
-        let afd = unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd.clone(), tokio::io::Interest::READABLE) }
+        // A duplicate per wait, so that concurrent waits on one vector register distinct
+        // descriptors with the runtime.
+        // SAFETY: dup(2) of a descriptor we hold; the result is checked and owned below.
+        let d = unsafe { libc::dup(fd.as_raw_fd()) };
+        if d < 0 {
+            return Err(Error::last_os("dup"));
+        }
+        // SAFETY: a new descriptor nobody else owns.
+        let dup = unsafe { OwnedFd::from_raw_fd(d) };
+        // SAFETY: the AsyncFd owns the duplicate, so it stays open while registered.
+        let afd = unsafe { tokio::io::unix::AsyncFd::register_with_interest(dup, tokio::io::Interest::READABLE) }
             .map_err(|e| Error::sys("AsyncFd", e.into()))?;
         loop {
             let got = self.poll_cq(cq, max)?;
@@ -1201,11 +1231,14 @@ impl Nic {
             if !got.is_empty() {
                 return Ok(got);
             }
-            let mut g = afd.readable().await.map_err(|e| Error::sys("eventfd wait", e))?;
-            let mut v = 0u64;
-            // SAFETY: reading 8 bytes into a u64 from a non-blocking eventfd.
-            unsafe { libc::read(fd.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
-            g.clear_ready();
+            // bounded, like wait_cq: another waiter on the vector may take the wake-up
+            if let Ok(g) = tokio::time::timeout(Duration::from_millis(50), afd.readable()).await {
+                let mut g = g.map_err(|e| Error::sys("eventfd wait", e))?;
+                let mut v = 0u64;
+                // SAFETY: reading 8 bytes into a u64 from a non-blocking eventfd.
+                unsafe { libc::read(fd.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
+                g.clear_ready();
+            }
         }
     }
 

@@ -347,11 +347,16 @@ pub fn wait_fd(fd: RawFd, events: i16, timeout_ms: i32) -> Result<bool> {
     }
 }
 
-/// Allows process `pid` to read and write this process's memory (Yama's ptrace scope 1
-/// otherwise allows it only for ancestors). Harmless where Yama is absent.
-pub fn allow_ptracer(pid: u32) -> Result<()> {
+/// Allows process `pid` (None: any process of this user) to read and write this process's
+/// memory (Yama's ptrace scope 1 otherwise allows it only for ancestors; Yama keeps a single
+/// allowed pid, so a client of several devices must use None). Harmless where Yama is absent.
+pub fn allow_ptracer(pid: Option<u32>) -> Result<()> {
+    let who = match pid {
+        Some(p) => p as libc::c_ulong,
+        None => libc::PR_SET_PTRACER_ANY as libc::c_ulong,
+    };
     // SAFETY: prctl(PR_SET_PTRACER) takes a pid and changes only this process's Yama policy.
-    let r = unsafe { libc::prctl(libc::PR_SET_PTRACER, pid as libc::c_ulong, 0, 0, 0) };
+    let r = unsafe { libc::prctl(libc::PR_SET_PTRACER, who, 0, 0, 0) };
     if r < 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::EINVAL) {

@@ -1,7 +1,8 @@
 // Hematite BAR0 register map: the single source of truth for register offsets and doorbell
 // formats. sim/build.rs parses the `localparam logic [N-1:0] HM_REG_* = N'hX;` lines and the
-// `hm_db_*_t` structs below and generates the Rust constants and packing (hostdrv will use
-// the same generated code). Keep one declaration per line.
+// `hm_db_*_t` structs below and generates the Rust constants and packing; model/build.rs
+// generates hematite_model::regs (used by hostdrv) from the same lines. Keep one declaration
+// per line.
 package hm_regs_pkg;
   /* verilator lint_off UNUSEDPARAM */
 

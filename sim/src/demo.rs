@@ -74,7 +74,19 @@ impl Pair {
 
 impl Drop for Pair {
     fn drop(&mut self) {
+        // SIGTERM first: the devices flush their pcaps and remove their socket files
         for c in &mut self.children {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        }
+        let t0 = Instant::now();
+        for c in &mut self.children {
+            while t0.elapsed() < Duration::from_secs(3) {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -454,10 +466,13 @@ pub fn run(o: &DemoOpts) -> Result<Vec<OpResult>, String> {
     drop(pair);
     if o.verbose {
         println!();
-        println!("{:<11} {:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>10}  data", "operation", "msgs", "bytes", "sim cycles", "sim Gb/s", "latency cyc", "latency us", "wall MB/s");
+        println!(
+            "{:<11} {:>6} {:>9} {:>11} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9}  data",
+            "operation", "msgs", "bytes", "sim cycles", "sim Gb/s", "lat cyc", "lat us", "wall s", "wall MB/s", "wall lat"
+        );
         for r in &out {
             println!(
-                "{:<11} {:>6} {:>9} {:>12} {:>12.2} {:>12} {:>12.2} {:>10.2}  {}",
+                "{:<11} {:>6} {:>9} {:>11} {:>9.2} {:>8} {:>8.2} {:>9.3} {:>9.2} {:>7.1}ms  {}",
                 r.name,
                 r.messages,
                 r.bytes,
@@ -465,12 +480,17 @@ pub fn run(o: &DemoOpts) -> Result<Vec<OpResult>, String> {
                 r.sim_gbps(),
                 r.lat_cycles,
                 r.lat_cycles as f64 * 1e6 / CLOCK_HZ as f64,
+                r.wall.as_secs_f64(),
                 r.wall_mbps(),
+                r.lat_wall.as_secs_f64() * 1e3,
                 if r.verified { "verified" } else { "MISMATCH" }
             );
         }
         println!();
-        println!("simulated time at {} MHz; latency is one message alone, doorbell to CQE, sampled from the device's cycle counter", CLOCK_HZ / 1_000_000);
+        println!(
+            "sim: simulated time at the nominal {} MHz clock (the device's cycle counter); lat: one message alone, doorbell to CQE; wall: this process's clock",
+            CLOCK_HZ / 1_000_000
+        );
         println!("NIC a: {} cycles simulated, {} frames sent, {} received; NIC b: {} cycles, {} / {} frames", sa.cycles, sa.frames_tx, sa.frames_rx, sb.cycles, sb.frames_tx, sb.frames_rx);
         if let Some(w) = out.iter().find(|r| r.name == "RDMA WRITE") {
             println!(

@@ -331,7 +331,7 @@ fn mac_of(b: &[u8]) -> u64 {
     b.iter().fold(0u64, |a, x| a << 8 | *x as u64)
 }
 
-/// An ARP frame (request when `target_mac` is None).
+/// An ARP frame: `op` 1 request (target MAC 0), 2 reply; `dst` the Ethernet destination.
 fn arp_frame(op: u16, smac: u64, sip: u32, tmac: u64, tip: u32, dst: u64) -> Vec<u8> {
     let mut f = Vec::with_capacity(60);
     f.extend_from_slice(&mac_bytes(dst));
@@ -360,6 +360,21 @@ fn parse_arp(f: &[u8]) -> Option<(u16, u64, u32, u32)> {
 }
 
 // ---------------------------------------------------------------- the device
+
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_term(_: libc::c_int) {
+    STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// SIGTERM / SIGINT end [`SimNic::run`] cleanly (pcap flushed, socket files removed).
+pub fn install_stop_handler() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_term as *const () as libc::sighandler_t);
+    }
+}
 
 struct Mmio {
     port: Port,
@@ -700,6 +715,13 @@ impl SimNic {
     }
 
     fn send_frame(&mut self, f: Vec<u8>, may_lose: bool) {
+        if !may_lose {
+            // frames of the device process itself (ARP); the engine's were captured already
+            let now = self.cycles();
+            if let Some(pc) = &mut self.pcap {
+                pc.frame(now, &f);
+            }
+        }
         if may_lose && self.cfg.loss > 0.0 && (self.rng.next() % 1_000_000) < (self.cfg.loss * 1e6) as u64 {
             self.counters.frames_lost += 1;
             return;
@@ -869,6 +891,12 @@ impl SimNic {
             }
             if self.eng.fw_out.2 {
                 return Err("the control core trapped".into());
+            }
+            if STOP.load(std::sync::atomic::Ordering::SeqCst) {
+                if let Some(pc) = &mut self.pcap {
+                    pc.flush();
+                }
+                return Ok(());
             }
             if self.cfg.max_cycles != 0 && self.cycles() >= self.cfg.max_cycles {
                 if let Some(pc) = &mut self.pcap {

@@ -262,7 +262,7 @@ fn cpu_ticks(pid: u32) -> u64 {
 fn udp_wire_and_idle_devices_sleep_but_keep_time() {
     let d = dir("udp");
     let base = 20000 + (std::process::id() % 20000) as u16;
-    let pair = demo::start_pair_on(&exe(), &d, Some(&fw()), 0.0, Some(base), &["--idle-after", "300000"]).expect("devices");
+    let pair = demo::start_pair_on(&exe(), &d, Some(&fw()), 0.0, Some(base), &["--idle-after", "100000"]).expect("devices");
     let a = demo::open_side(&d.join("a.sock"), 1, 1 << 16).expect("open a");
     let b = demo::open_side(&d.join("b.sock"), 1, 1 << 16).expect("open b");
     demo::connect(&a, &b, 14).unwrap();
@@ -272,7 +272,15 @@ fn udp_wire_and_idle_devices_sleep_but_keep_time() {
     assert!(r.verified);
     // idle: nothing to do for 300k cycles -> the device sleeps; its clock still advances
     let pid = pair.pids()[0];
-    std::thread::sleep(Duration::from_secs(4));
+    // wait until the device has gone idle (its clock slows down), however loaded the machine
+    let t = Instant::now();
+    loop {
+        let c = a.dev.stats().unwrap().cycles;
+        std::thread::sleep(Duration::from_secs(1));
+        if a.dev.stats().unwrap().cycles - c < 20_000 || t.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+    }
     let (c0, t0) = (a.dev.stats().unwrap().cycles, cpu_ticks(pid));
     std::thread::sleep(Duration::from_secs(3));
     let (c1, t1) = (a.dev.stats().unwrap().cycles, cpu_ticks(pid));

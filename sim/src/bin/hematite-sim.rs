@@ -478,6 +478,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     if let Some(n) = idle_after {
         cfg.idle_after = n;
     }
+    hematite_sim::device::install_stop_handler();
     let mut nic = SimNic::new(cfg)?;
     if verbose {
         eprintln!("hematite-sim device: ready");
