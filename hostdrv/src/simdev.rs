@@ -158,11 +158,21 @@ impl Device for SimDevice {
         if len == 0 || iova % 4096 != 0 || vaddr % 4096 != 0 || len % 4096 != 0 || iova.checked_add(len).is_none() {
             return Err(Error::inval(format!("DMA map iova {iova:#x} vaddr {vaddr:#x} len {len:#x}: page aligned, non-empty")));
         }
-        self.call(p::CMD_DMA_MAP, [iova, vaddr, len, writable as u64], None).map(|_| ())
+        self.call(p::CMD_DMA_MAP, [iova, vaddr, len, writable as u64], None).map(|_| ()).map_err(|e| match e {
+            Error::Sys { err, .. } if err.raw_os_error() == Some(libc::EEXIST) => {
+                Error::inval(format!("DMA map {iova:#x}+{len:#x} overlaps a mapped window"))
+            }
+            e => e,
+        })
     }
 
     fn dma_unmap(&self, iova: u64, len: u64) -> Result<()> {
-        self.call(p::CMD_DMA_UNMAP, [iova, len, 0, 0], None).map(|_| ())
+        self.call(p::CMD_DMA_UNMAP, [iova, len, 0, 0], None).map(|_| ()).map_err(|e| match e {
+            Error::Sys { err, .. } if err.raw_os_error() == Some(libc::ENOENT) => {
+                Error::inval(format!("DMA unmap {iova:#x}+{len:#x}: not a mapped window"))
+            }
+            e => e,
+        })
     }
 
     fn set_irq(&self, vector: u32, eventfd: Option<RawFd>) -> Result<()> {

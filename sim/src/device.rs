@@ -393,6 +393,8 @@ struct ArpWait {
 struct Client {
     fd: OwnedFd,
     pid: u32,
+    /// HELLO answered: other requests are refused (EPROTO) before it.
+    hello: bool,
 }
 
 /// Counters the device process keeps.
@@ -414,6 +416,8 @@ pub struct SimNic {
     iommu: Arc<Mutex<Iommu>>,
     listener: OwnedFd,
     client: Option<Client>,
+    /// Connections refused while a client is attached, waiting for their HELLO.
+    refused: Vec<(OwnedFd, Instant)>,
     wire: Wire,
     pcap: Option<Pcap>,
     mmio: VecDeque<Mmio>,
@@ -456,6 +460,7 @@ impl SimNic {
             iommu,
             listener,
             client: None,
+            refused: Vec::new(),
             wire,
             pcap,
             mmio: VecDeque::new(),
@@ -521,6 +526,15 @@ impl SimNic {
 
     fn handle(&mut self, r: Req, fd: Option<OwnedFd>) {
         let posted = r.flags & p::F_POSTED != 0;
+        let hello = self.client.as_ref().is_some_and(|c| c.hello);
+        if !hello && r.cmd != p::CMD_HELLO {
+            // nothing reaches the device before the client said who it is
+            self.counters.mmio_errors += 1;
+            if !posted {
+                self.reply(Rep::to(&r, -libc::EPROTO));
+            }
+            return;
+        }
         if r.cmd != p::CMD_STATS {
             // a statistics read is not device activity: it must not keep an idle device awake
             self.last_activity = self.cycles();
@@ -536,6 +550,9 @@ impl SimNic {
                     rep.b = NUM_IRQS as u64;
                     rep.c = self.cfg.mac;
                     rep.d = self.cfg.ipv4 as u64;
+                    if let Some(c) = &mut self.client {
+                        c.hello = true;
+                    }
                 }
                 self.reply(rep);
             }
@@ -641,24 +658,41 @@ impl SimNic {
     /// Reads the client's requests (noticing a disconnect first), then accepts a new client.
     fn service_socket(&mut self) {
         self.service_requests();
+        if !self.refused.is_empty() {
+            self.service_refused();
+        }
         if let Ok(Some(fd)) = p::accept(self.listener.as_raw_fd()) {
             if self.client.is_some() {
-                // one client at a time, like a VFIO group: answer its HELLO with EBUSY
-                let mut buf = [0u8; 64];
-                let _ = p::wait_fd(fd.as_raw_fd(), libc::POLLIN, 1000);
-                if let Ok(Recv::Msg(n, _)) = p::recv(fd.as_raw_fd(), &mut buf) {
-                    if let Some(r) = Req::decode(&buf[..n]) {
-                        let _ = p::send(fd.as_raw_fd(), &Rep::to(&r, -libc::EBUSY).encode(), None);
-                    }
-                }
+                // one client at a time, like a VFIO group: its HELLO is answered with EBUSY
+                // (below, without holding up the clock)
+                self.refused.push((fd, Instant::now()));
             } else {
                 let pid = p::peer_pid(fd.as_raw_fd()).unwrap_or(0);
                 self.counters.clients += 1;
-                self.client = Some(Client { fd, pid });
+                self.client = Some(Client { fd, pid, hello: false });
                 self.log(&format!("client pid {pid} attached"));
                 self.last_activity = self.cycles();
             }
         }
+    }
+
+    /// Answers the HELLO of connections refused while a client is attached (EBUSY), and drops
+    /// them after it or after 5 s.
+    fn service_refused(&mut self) {
+        let mut keep = Vec::new();
+        for (fd, t) in std::mem::take(&mut self.refused) {
+            let mut buf = [0u8; 128];
+            match p::recv(fd.as_raw_fd(), &mut buf) {
+                Ok(Recv::Msg(n, _)) => {
+                    if let Some(r) = Req::decode(&buf[..n]) {
+                        let _ = p::send(fd.as_raw_fd(), &Rep::to(&r, -libc::EBUSY).encode(), None);
+                    }
+                }
+                Ok(Recv::Empty) if t.elapsed() < Duration::from_secs(5) => keep.push((fd, t)),
+                _ => {}
+            }
+        }
+        self.refused = keep;
     }
 
     fn service_requests(&mut self) {

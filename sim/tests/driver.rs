@@ -246,6 +246,20 @@ fn two_processes_and_a_client_killed_mid_transfer() {
     let b3 = demo::open_side(&d.join("b.sock"), 1, 1 << 16).expect("reopen b after the kill");
     assert_eq!(b3.dev.stats().unwrap().dma_faults, 0);
     drop(b3);
+    // a raw connection that skips HELLO gets EPROTO for anything else
+    {
+        use hostdrv::simproto as p;
+        use std::os::fd::AsRawFd;
+        std::thread::sleep(Duration::from_millis(500));
+        let fd = p::connect(&d.join("b.sock")).unwrap();
+        let q = p::Req { seq: 1, cmd: p::CMD_READ32, ..Default::default() };
+        p::send(fd.as_raw_fd(), &q.encode(), None).unwrap();
+        let mut buf = [0u8; 64];
+        match p::recv(fd.as_raw_fd(), &mut buf).unwrap() {
+            p::Recv::Msg(n, _) => assert_eq!(p::Rep::decode(&buf[..n]).unwrap().status, -libc::EPROTO),
+            _ => panic!("no answer to a request before HELLO"),
+        }
+    }
     drop(a);
     drop(pair);
 }
