@@ -54,31 +54,11 @@ pub mod mask {
     };
 }
 
-/// QP states (ibverbs numbering).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QpState {
-    Reset = 0,
-    Init = 1,
-    Rtr = 2,
-    Rts = 3,
-    Sqd = 4,
-    Sqe = 5,
-    Err = 6,
-}
+/// QP states (ibverbs numbering), as the firmware's state machine defines them.
+pub use hematite_firmware::qp::QpState;
 
-impl QpState {
-    fn from_u32(v: u32) -> Result<QpState> {
-        Ok(match v {
-            0 => QpState::Reset,
-            1 => QpState::Init,
-            2 => QpState::Rtr,
-            3 => QpState::Rts,
-            4 => QpState::Sqd,
-            5 => QpState::Sqe,
-            6 => QpState::Err,
-            _ => return Err(Error::Device(format!("QP state {v}"))),
-        })
-    }
+fn qp_state(v: u32) -> Result<QpState> {
+    QpState::from_u32(v).ok_or_else(|| Error::Device(format!("QP state {v}")))
 }
 
 /// What QUERY_DEVICE reports (ibv_device_attr's fields).
@@ -254,8 +234,8 @@ impl QpAttr {
             g[4 * i..4 * i + 4].copy_from_slice(&w[fq::A_DGID + i].to_be_bytes());
         }
         Ok(QpAttr {
-            qp_state: QpState::from_u32(w[fq::A_QP_STATE])?,
-            cur_qp_state: QpState::from_u32(w[fq::A_QP_STATE])?,
+            qp_state: qp_state(w[fq::A_QP_STATE])?,
+            cur_qp_state: qp_state(w[fq::A_QP_STATE])?,
             qp_access_flags: w[fq::A_ACCESS_FLAGS],
             pkey_index: w[fq::A_PKEY_INDEX],
             port_num: w[fq::A_PORT_NUM],
@@ -753,14 +733,17 @@ impl Nic {
         Ok(Pd(Arc::new(PdInner { sh: self.sh.clone(), id: w[0], live: Mutex::new(true) })))
     }
 
+    /// The firmware command that destroys an object; on success its `Drop` does nothing more.
+    fn destroy(&self, op: u16, id: u32, live: &Mutex<bool>) -> Result<()> {
+        self.sh.cmd(op, &[id])?;
+        *live.lock().unwrap() = false;
+        Ok(())
+    }
+
     /// Deallocates `pd` (fails with Busy while MRs or QPs use it; a clone elsewhere counts).
     pub fn dealloc_pd(&self, pd: Pd) -> Result<()> {
         let inner = Arc::try_unwrap(pd.0).map_err(|_| Error::Busy("PD still referenced (MRs, QPs or clones)".into()))?;
-        let r = self.sh.cmd(mbox::OP_DEALLOC_PD, &[inner.id]).map(|_| ());
-        if r.is_ok() {
-            *inner.live.lock().unwrap() = false;
-        }
-        r
+        self.destroy(mbox::OP_DEALLOC_PD, inner.id, &inner.live)
     }
 
     /// Allocates a zeroed DMA buffer of `len` bytes (pinned; not registered).
@@ -811,11 +794,7 @@ impl Nic {
     /// Deregisters `mr` (Busy while a clone exists).
     pub fn dereg_mr(&self, mr: Mr) -> Result<()> {
         let inner = Arc::try_unwrap(mr.0).map_err(|_| Error::Busy("MR still referenced (clones)".into()))?;
-        let r = self.sh.cmd(mbox::OP_DEREG_MR, &[inner.key]).map(|_| ());
-        if r.is_ok() {
-            *inner.live.lock().unwrap() = false;
-        }
-        r
+        self.destroy(mbox::OP_DEREG_MR, inner.key, &inner.live)
     }
 
     fn vector_fd(&self, vector: u32) -> Result<Arc<OwnedFd>> {
@@ -864,11 +843,7 @@ impl Nic {
     /// Destroys `cq` (Busy while QPs use it).
     pub fn destroy_cq(&self, cq: Cq) -> Result<()> {
         let inner = Arc::try_unwrap(cq.0).map_err(|_| Error::Busy("CQ still referenced (QPs or clones)".into()))?;
-        let r = self.sh.cmd(mbox::OP_DESTROY_CQ, &[inner.cqn]).map(|_| ());
-        if r.is_ok() {
-            *inner.live.lock().unwrap() = false;
-        }
-        r
+        self.destroy(mbox::OP_DESTROY_CQ, inner.cqn, &inner.live)
     }
 
     /// Creates an RC QP in RESET.
@@ -978,11 +953,7 @@ impl Nic {
     /// Destroys `qp` (Busy while a clone exists).
     pub fn destroy_qp(&self, qp: Qp) -> Result<()> {
         let inner = Arc::try_unwrap(qp.0).map_err(|_| Error::Busy("QP still referenced (clones)".into()))?;
-        let r = self.sh.cmd(mbox::OP_DESTROY_QP, &[inner.qpn]).map(|_| ());
-        if r.is_ok() {
-            *inner.live.lock().unwrap() = false;
-        }
-        r
+        self.destroy(mbox::OP_DESTROY_QP, inner.qpn, &inner.live)
     }
 
     /// RESET -> INIT -> RTR -> RTS towards `peer`, with the given access flags, path MTU code
@@ -1123,31 +1094,44 @@ impl Nic {
         self.sh.dev.write32(regs::HM_REG_DB_CQ as u64, (ci & 0xFFFF) << 16 | arm << 14 | cq.cqn)
     }
 
+    /// The entry at the consumer index if the device has written it (its owner bit matches the
+    /// pass over the ring); the consumer index is not advanced.
+    fn peek_entry(c: &CqInner, st: &CqState) -> Result<Option<[u8; desc::CQE_BYTES]>> {
+        let size = 1u32 << c.log;
+        let off = (st.ci & (size - 1)) as usize * desc::CQE_BYTES;
+        let phase = (st.ci >> c.log) & 1 == 0;
+        // the owner bit is the entry's last byte, which the device writes last
+        if (c.ring.read_u64(off + desc::CQE_BYTES - 8)? >> 63 == 1) != phase {
+            return Ok(None);
+        }
+        fence(Ordering::Acquire);
+        let mut e = [0u8; desc::CQE_BYTES];
+        c.ring.read(off, &mut e)?;
+        Ok(Some(e))
+    }
+
+    /// Tells the device the consumer index once `every` entries were consumed since last time.
+    fn ack_entries(&self, c: &CqInner, st: &mut CqState, every: u32) -> Result<()> {
+        if st.ci.wrapping_sub(st.ci_told) >= every {
+            self.cq_doorbell(c, st.ci, 0)?;
+            st.ci_told = st.ci;
+        }
+        Ok(())
+    }
+
     /// Takes up to `max` completions from `cq`.
     pub fn poll_cq(&self, cq: &Cq, max: usize) -> Result<Vec<Cqe>> {
         let c = &cq.0;
         let mut st = c.st.lock().unwrap();
-        let size = 1u32 << c.log;
         let mut out = Vec::new();
         while out.len() < max {
-            let slot = (st.ci & (size - 1)) as usize;
-            let phase = (st.ci >> c.log) & 1 == 0;
-            let off = slot * desc::CQE_BYTES;
-            let last = c.ring.read_u64(off + 24)?;
-            if (last >> 63 == 1) != phase {
-                break;
-            }
-            fence(Ordering::Acquire);
-            let bytes = c.ring.to_vec(off, desc::CQE_BYTES)?;
+            let Some(bytes) = Self::peek_entry(c, &st)? else { break };
             let (cqe, idx, _) = desc::decode_cqe(&bytes).map_err(|e| Error::Device(format!("CQ {} entry {}: {e}", c.cqn, st.ci)))?;
             st.ci = st.ci.wrapping_add(1);
             self.retire(&cqe, idx);
             out.push(cqe);
         }
-        if st.ci.wrapping_sub(st.ci_told) >= (size / 4).max(1) {
-            self.cq_doorbell(c, st.ci, 0)?;
-            st.ci_told = st.ci;
-        }
+        self.ack_entries(c, &mut st, ((1u32 << c.log) / 4).max(1))?;
         Ok(out)
     }
 
@@ -1247,18 +1231,8 @@ impl Nic {
         let Some(eq) = &self.eq else { return Err(Error::NotSupported("opened without an event queue".into())) };
         let c = &eq.0;
         let mut st = c.st.lock().unwrap();
-        let size = 1u32 << c.log;
         let mut out = Vec::new();
-        loop {
-            let slot = (st.ci & (size - 1)) as usize;
-            let phase = (st.ci >> c.log) & 1 == 0;
-            let off = slot * desc::CQE_BYTES;
-            let last = c.ring.read_u64(off + 24)?;
-            if (last >> 63 == 1) != phase {
-                break;
-            }
-            fence(Ordering::Acquire);
-            let bytes = c.ring.to_vec(off, desc::CQE_BYTES)?;
+        while let Some(bytes) = Self::peek_entry(c, &st)? {
             let (ev, _) = desc::decode_event(&bytes).map_err(|e| Error::Device(format!("event entry {}: {e}", st.ci)))?;
             if let AsyncEvent::QpFatal(n) = ev {
                 if let Some(q) = self.sh.qps.lock().unwrap().get(&n).and_then(|w| w.upgrade()) {
@@ -1268,10 +1242,7 @@ impl Nic {
             out.push(ev);
             st.ci = st.ci.wrapping_add(1);
         }
-        if st.ci != st.ci_told {
-            self.cq_doorbell(c, st.ci, 0)?;
-            st.ci_told = st.ci;
-        }
+        self.ack_entries(c, &mut st, 1)?;
         Ok(out)
     }
 

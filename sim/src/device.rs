@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 /// BAR0 size.
 pub const BAR0_SIZE: u64 = 0x2_0000;
 /// Offset of the control core's host port in BAR0.
-pub const FW_PORT_BASE: u64 = 0x1_0000;
+pub const FW_PORT_BASE: u64 = hostdrv::nic::FW_PORT;
 /// Interrupt vectors (the engine's CQ contexts take vectors 0..15).
 pub const NUM_IRQS: u32 = 16;
 /// Nominal core clock (Hz): simulated time = cycles / this.

@@ -4,11 +4,14 @@
 use crate::eng::Engine;
 use std::path::PathBuf;
 
-pub const FW_CMD_IN: u16 = 0x0000;
-pub const FW_CMD_OUT: u16 = 0x0100;
-pub const FW_MBOX_DB: u16 = 0x0200;
-pub const FW_MBOX_STATUS: u16 = 0x0204;
-pub const FW_CORE_CTRL: u16 = 0x0208;
+// The mailbox offsets of the core's host port: the driver's (hostdrv::nic, BAR0-relative)
+// minus where the port sits in BAR0.
+use hostdrv::nic as hn;
+pub const FW_CMD_IN: u16 = (hn::FW_CMD_IN - hn::FW_PORT) as u16;
+pub const FW_CMD_OUT: u16 = (hn::FW_CMD_OUT - hn::FW_PORT) as u16;
+pub const FW_MBOX_DB: u16 = (hn::FW_MBOX_DB - hn::FW_PORT) as u16;
+pub const FW_MBOX_STATUS: u16 = (hn::FW_MBOX_STATUS - hn::FW_PORT) as u16;
+pub const FW_CORE_CTRL: u16 = (hn::FW_CORE_CTRL - hn::FW_PORT) as u16;
 pub const FW_IMEM: u16 = 0x8000;
 pub const FW_IMEM_BYTES: usize = 32768;
 
