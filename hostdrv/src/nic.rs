@@ -22,7 +22,7 @@ use hematite_model::desc;
 pub use hematite_model::transport::{Cqe, RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus};
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -461,6 +461,9 @@ struct CqState {
     ci: u32,
     /// Consumer index last told to the device.
     ci_told: u32,
+    /// The work-queue trackers of the QPs completing into this CQ (a short list: usually one
+    /// or two QPs), so that retiring a completion needs no global lookup.
+    qps: Vec<(u32, Arc<WqTrack>)>,
 }
 
 struct CqInner {
@@ -499,11 +502,28 @@ impl Cq {
     }
 }
 
-struct WqState {
-    /// Producer index (not wrapped).
-    pi: u32,
-    /// Slots the device finished with (not wrapped).
-    done: u32,
+/// Ring occupancy of a QP's two work queues. The producer indices are written by the posting
+/// thread (under the queue's lock), the done counters by whoever polls the queue's CQ (under
+/// the CQ's lock): one writer each, so plain atomics suffice and polling takes no QP lock.
+#[derive(Default)]
+struct WqTrack {
+    /// Send queue producer index (not wrapped).
+    sq_pi: AtomicU32,
+    /// Send queue slots the device finished with (not wrapped).
+    sq_done: AtomicU32,
+    rq_pi: AtomicU32,
+    rq_done: AtomicU32,
+    /// The engine moved the QP to ERR (an error completion or a QP-fatal event); the firmware
+    /// learns it at the next query.
+    errored: AtomicBool,
+}
+
+impl WqTrack {
+    fn reset(&self) {
+        for a in [&self.sq_pi, &self.sq_done, &self.rq_pi, &self.rq_done] {
+            a.store(0, Ordering::Release);
+        }
+    }
 }
 
 struct QpInner {
@@ -519,12 +539,11 @@ struct QpInner {
     rq_log: u8,
     rq_stride: usize,
     caps: QpCaps,
-    sst: Mutex<WqState>,
-    rst: Mutex<WqState>,
+    /// Held while posting to the send / receive queue.
+    sq_lock: Mutex<()>,
+    rq_lock: Mutex<()>,
+    trk: Arc<WqTrack>,
     live: Mutex<bool>,
-    /// The engine moved the QP to ERR (an error completion or a QP-fatal event); the firmware
-    /// learns it at the next query.
-    errored: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for QpInner {
@@ -535,6 +554,9 @@ impl Drop for QpInner {
             }
         }
         self.sh.qps.lock().unwrap().remove(&self.qpn);
+        for cq in [&self._scq, &self._rcq] {
+            cq.0.st.lock().unwrap().qps.retain(|(n, _)| *n != self.qpn);
+        }
     }
 }
 
@@ -555,6 +577,24 @@ impl Qp {
 /// Smallest `s` in 0..=3 with `64 << s` bytes holding `need` bytes.
 fn stride_log(need: usize) -> Option<u8> {
     (0u8..=3).find(|s| (64usize << s) >= need)
+}
+
+/// Send/receive ring slots up to a completion's (`idx`, the 16-bit slot counter of the
+/// completed WQE) are free again; everything before it completed too (unsignaled WQEs are
+/// retired by a later signaled one). A stale or duplicate index changes nothing.
+#[inline(always)]
+fn retire(qps: &[(u32, Arc<WqTrack>)], qpn: u32, idx: u16, rq: bool, ok: bool) {
+    let Some((_, t)) = qps.iter().find(|(n, _)| *n == qpn) else { return };
+    if !ok {
+        t.errored.store(true, Ordering::Release);
+    }
+    let (pi, done) = if rq { (&t.rq_pi, &t.rq_done) } else { (&t.sq_pi, &t.sq_done) };
+    let d = done.load(Ordering::Relaxed);
+    let outstanding = pi.load(Ordering::Acquire).wrapping_sub(d);
+    let ahead = (idx as u32).wrapping_sub(d) & 0xFFFF;
+    if ahead < outstanding {
+        done.store(d.wrapping_add(ahead + 1), Ordering::Release);
+    }
 }
 
 fn log2_ceil(n: u32) -> u8 {
@@ -835,7 +875,7 @@ impl Nic {
             log,
             vector,
             ring,
-            st: Mutex::new(CqState { ci: 0, ci_told: 0 }),
+            st: Mutex::new(CqState { ci: 0, ci_told: 0, qps: Vec::new() }),
             live: Mutex::new(true),
         })))
     }
@@ -903,19 +943,23 @@ impl Nic {
             rq_log: rl,
             rq_stride: 64 << rs,
             caps: got,
-            sst: Mutex::new(WqState { pi: 0, done: 0 }),
-            rst: Mutex::new(WqState { pi: 0, done: 0 }),
+            sq_lock: Mutex::new(()),
+            rq_lock: Mutex::new(()),
+            trk: Arc::new(WqTrack::default()),
             live: Mutex::new(true),
-            errored: std::sync::atomic::AtomicBool::new(false),
         });
         self.sh.qps.lock().unwrap().insert(w[0], Arc::downgrade(&inner));
+        send_cq.0.st.lock().unwrap().qps.push((w[0], inner.trk.clone()));
+        if !Arc::ptr_eq(&send_cq.0, &recv_cq.0) {
+            recv_cq.0.st.lock().unwrap().qps.push((w[0], inner.trk.clone()));
+        }
         Ok(Qp(inner))
     }
 
     /// MODIFY_QP with the attributes `mask` selects.
     pub fn modify_qp(&self, qp: &Qp, attr: &QpAttr, attr_mask: u32) -> Result<()> {
         let to = if attr_mask & mask::STATE != 0 { Some(attr.qp_state) } else { None };
-        if qp.0.errored.swap(false, Ordering::AcqRel) && !matches!(to, Some(QpState::Reset | QpState::Err)) {
+        if qp.0.trk.errored.swap(false, Ordering::AcqRel) && !matches!(to, Some(QpState::Reset | QpState::Err)) {
             // the engine put the QP into ERR: tell the firmware first, so that the requested
             // transition is judged from ERR (and refused unless it leads to RESET)
             let mut a = vec![qp.qpn(), mask::STATE];
@@ -926,12 +970,13 @@ impl Nic {
         args.extend_from_slice(&attr.words());
         self.sh.cmd(mbox::OP_MODIFY_QP, &args)?;
         if attr_mask & mask::STATE != 0 && matches!(attr.qp_state, QpState::Reset | QpState::Init) {
-            qp.0.errored.store(false, Ordering::Release);
+            qp.0.trk.errored.store(false, Ordering::Release);
         }
         if attr_mask & mask::STATE != 0 && attr.qp_state == QpState::Reset {
             // back to RESET: the rings start over
-            *qp.0.sst.lock().unwrap() = WqState { pi: 0, done: 0 };
-            *qp.0.rst.lock().unwrap() = WqState { pi: 0, done: 0 };
+            let _s = qp.0.sq_lock.lock().unwrap();
+            let _r = qp.0.rq_lock.lock().unwrap();
+            qp.0.trk.reset();
         }
         Ok(())
     }
@@ -942,7 +987,7 @@ impl Nic {
     pub fn query_qp(&self, qp: &Qp) -> Result<QpAttr> {
         let w = self.sh.cmd(mbox::OP_QUERY_QP, &[qp.qpn()])?;
         let a = QpAttr::from_words(&w)?;
-        if qp.0.errored.load(Ordering::Acquire) && !matches!(a.qp_state, QpState::Err | QpState::Reset) {
+        if qp.0.trk.errored.load(Ordering::Acquire) && !matches!(a.qp_state, QpState::Err | QpState::Reset) {
             self.modify_qp(qp, &QpAttr { qp_state: QpState::Err, ..Default::default() }, mask::STATE)?;
             let w = self.sh.cmd(mbox::OP_QUERY_QP, &[qp.qpn()])?;
             return QpAttr::from_words(&w);
@@ -985,12 +1030,13 @@ impl Nic {
     /// posted, nor anything after it; the WRs before it are (and the doorbell rung for them).
     pub fn post_send(&self, qp: &Qp, wrs: &[SendWr]) -> Result<()> {
         let q = &qp.0;
-        let mut st = q.sst.lock().unwrap();
+        let _g = q.sq_lock.lock().unwrap();
+        let mut pi = q.trk.sq_pi.load(Ordering::Relaxed);
         let slots = 1u32 << q.sq_log;
         let mut posted = 0;
         let mut err = None;
         for wr in wrs {
-            if st.pi.wrapping_sub(st.done) >= slots {
+            if pi.wrapping_sub(q.trk.sq_done.load(Ordering::Acquire)) >= slots {
                 err = Some(Error::QueueFull);
                 break;
             }
@@ -1016,14 +1062,15 @@ impl Nic {
                     break;
                 }
             };
-            let slot = (st.pi & (slots - 1)) as usize;
+            let slot = (pi & (slots - 1)) as usize;
             q.sq.write(slot * q.sq_stride, &bytes)?;
-            st.pi = st.pi.wrapping_add(1);
+            pi = pi.wrapping_add(1);
             posted += 1;
         }
         if posted > 0 {
+            q.trk.sq_pi.store(pi, Ordering::Release);
             fence(Ordering::SeqCst);
-            self.sh.dev.write32(regs::HM_REG_DB_SQ as u64, (st.pi & 0xFFFF) << 16 | q.qpn)?;
+            self.sh.dev.write32(regs::HM_REG_DB_SQ as u64, (pi & 0xFFFF) << 16 | q.qpn)?;
         }
         match err {
             Some(e) => Err(e),
@@ -1055,12 +1102,13 @@ impl Nic {
     /// Posts receive WRs (one doorbell per WR batch).
     pub fn post_recv(&self, qp: &Qp, wrs: &[RecvWr]) -> Result<()> {
         let q = &qp.0;
-        let mut st = q.rst.lock().unwrap();
+        let _g = q.rq_lock.lock().unwrap();
+        let mut pi = q.trk.rq_pi.load(Ordering::Relaxed);
         let slots = 1u32 << q.rq_log;
         let mut posted = 0;
         let mut err = None;
         for wr in wrs {
-            if st.pi.wrapping_sub(st.done) >= slots {
+            if pi.wrapping_sub(q.trk.rq_done.load(Ordering::Acquire)) >= slots {
                 err = Some(Error::QueueFull);
                 break;
             }
@@ -1075,14 +1123,15 @@ impl Nic {
                     break;
                 }
             };
-            let slot = (st.pi & (slots - 1)) as usize;
+            let slot = (pi & (slots - 1)) as usize;
             q.rq.write(slot * q.rq_stride, &bytes)?;
-            st.pi = st.pi.wrapping_add(1);
+            pi = pi.wrapping_add(1);
             posted += 1;
         }
         if posted > 0 {
+            q.trk.rq_pi.store(pi, Ordering::Release);
             fence(Ordering::SeqCst);
-            self.sh.dev.write32(regs::HM_REG_DB_RQ as u64, (st.pi & 0xFFFF) << 16 | q.qpn)?;
+            self.sh.dev.write32(regs::HM_REG_DB_RQ as u64, (pi & 0xFFFF) << 16 | q.qpn)?;
         }
         match err {
             Some(e) => Err(e),
@@ -1128,28 +1177,11 @@ impl Nic {
             let Some(bytes) = Self::peek_entry(c, &st)? else { break };
             let (cqe, idx, _) = desc::decode_cqe(&bytes).map_err(|e| Error::Device(format!("CQ {} entry {}: {e}", c.cqn, st.ci)))?;
             st.ci = st.ci.wrapping_add(1);
-            self.retire(&cqe, idx);
+            retire(&st.qps, cqe.qpn, idx, matches!(cqe.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm), cqe.status == WcStatus::Success || cqe.status == WcStatus::WrFlushErr);
             out.push(cqe);
         }
         self.ack_entries(c, &mut st, ((1u32 << c.log) / 4).max(1))?;
         Ok(out)
-    }
-
-    /// Send/receive ring slots up to a completion's are free again.
-    fn retire(&self, cqe: &Cqe, idx: u16) {
-        let q = self.sh.qps.lock().unwrap().get(&cqe.qpn).and_then(|w| w.upgrade());
-        let Some(q) = q else { return };
-        if !matches!(cqe.status, WcStatus::Success | WcStatus::WrFlushErr) {
-            q.errored.store(true, Ordering::Release);
-        }
-        let rq = matches!(cqe.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
-        let mut st = if rq { q.rst.lock().unwrap() } else { q.sst.lock().unwrap() };
-        // idx is the 16-bit slot counter of the completed WQE; everything up to it is done
-        let outstanding = st.pi.wrapping_sub(st.done);
-        let ahead = (idx as u32).wrapping_sub(st.done) & 0xFFFF;
-        if ahead < outstanding {
-            st.done = st.done.wrapping_add(ahead + 1);
-        }
     }
 
     /// Arms `cq`: the next completion (or next solicited one) raises its interrupt vector.
@@ -1236,7 +1268,7 @@ impl Nic {
             let (ev, _) = desc::decode_event(&bytes).map_err(|e| Error::Device(format!("event entry {}: {e}", st.ci)))?;
             if let AsyncEvent::QpFatal(n) = ev {
                 if let Some(q) = self.sh.qps.lock().unwrap().get(&n).and_then(|w| w.upgrade()) {
-                    q.errored.store(true, Ordering::Release);
+                    q.trk.errored.store(true, Ordering::Release);
                 }
             }
             out.push(ev);
@@ -1246,9 +1278,147 @@ impl Nic {
         Ok(out)
     }
 
+    // -------------------------------------------------------------------- the fast path
+
+    /// Starts posting to `qp`'s send queue: takes the queue's lock (nothing else), and rings
+    /// the doorbell once for everything committed when [`SqPost::finish`] is called (or the
+    /// poster is dropped). For the verbs provider, whose callers hand it WRs that have to be
+    /// written into the ring without building intermediate values.
+    #[inline]
+    pub fn sq_post<'a>(&'a self, qp: &'a Qp) -> SqPost<'a> {
+        let q = &*qp.0;
+        let guard = q.sq_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let pi = q.trk.sq_pi.load(Ordering::Relaxed);
+        SqPost { nic: self, q, _guard: guard, pi, start: pi, rq: false }
+    }
+
+    /// The receive-queue twin of [`Nic::sq_post`].
+    #[inline]
+    pub fn rq_post<'a>(&'a self, qp: &'a Qp) -> SqPost<'a> {
+        let q = &*qp.0;
+        let guard = q.rq_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let pi = q.trk.rq_pi.load(Ordering::Relaxed);
+        SqPost { nic: self, q, _guard: guard, pi, start: pi, rq: true }
+    }
+
+    /// Takes up to `max` completions from `cq` without allocating: `f` gets each raw entry
+    /// (codes as `hematite_model::desc` defines them); returns how many were taken. Retires
+    /// the work-queue slots the completions free, like [`Nic::poll_cq`].
+    #[inline]
+    pub fn poll_cq_raw(&self, cq: &Cq, max: usize, mut f: impl FnMut(&crate::fast::CqeRaw)) -> Result<usize> {
+        let c = &*cq.0;
+        let mut st = c.st.lock().unwrap_or_else(|e| e.into_inner());
+        let mask = (1u32 << c.log) - 1;
+        let base = c.ring.as_ptr() as *const u8;
+        let mut n = 0;
+        while n < max {
+            let slot = (st.ci & mask) as usize * desc::CQE_BYTES;
+            let phase = (st.ci >> c.log) & 1 == 0;
+            // SAFETY: slot + 32 lies inside the ring (ci is masked to the ring's size).
+            if unsafe { crate::fast::CqeRaw::owner(base.add(slot)) } != phase {
+                break;
+            }
+            fence(Ordering::Acquire);
+            // SAFETY: as above; the owner bit says the device finished writing the entry.
+            let e = unsafe { crate::fast::CqeRaw::from_slot(base.add(slot)) };
+            st.ci = st.ci.wrapping_add(1);
+            retire(&st.qps, e.qpn, e.wqe_index, e.is_rq(), e.status == desc::HM_CQE_ST_SUCCESS || e.status == desc::HM_CQE_ST_WR_FLUSH_ERR);
+            f(&e);
+            n += 1;
+        }
+        if st.ci.wrapping_sub(st.ci_told) >= (mask + 1) / 4 {
+            self.cq_doorbell(c, st.ci, 0)?;
+            st.ci_told = st.ci;
+        }
+        Ok(n)
+    }
+
+    /// Whether `cq` holds an entry not polled yet (does not consume it).
+    pub fn cq_pending(&self, cq: &Cq) -> bool {
+        let c = &*cq.0;
+        let st = c.st.lock().unwrap_or_else(|e| e.into_inner());
+        matches!(Self::peek_entry(c, &st), Ok(Some(_)))
+    }
+
+    /// Bytes of host memory the driver keeps mapped for the device (rings, MRs), in pages.
+    pub fn pinned_bytes(&self) -> u64 {
+        self.sh.pins.lock().unwrap().pinned_pages() as u64 * 4096
+    }
+
     /// DMA windows the driver has mapped now: (IOVA, length).
     pub fn dma_windows(&self) -> Vec<(u64, u64)> {
         self.sh.pins.lock().unwrap().windows()
+    }
+}
+
+/// A posting session on one work queue (see [`Nic::sq_post`]): holds the queue's lock.
+pub struct SqPost<'a> {
+    nic: &'a Nic,
+    q: &'a QpInner,
+    _guard: std::sync::MutexGuard<'a, ()>,
+    pi: u32,
+    start: u32,
+    rq: bool,
+}
+
+impl SqPost<'_> {
+    /// Bytes per slot.
+    #[inline(always)]
+    pub fn stride(&self) -> usize {
+        if self.rq { self.q.rq_stride } else { self.q.sq_stride }
+    }
+
+    /// The capacities the device granted the QP.
+    #[inline(always)]
+    pub fn caps(&self) -> &QpCaps {
+        &self.q.caps
+    }
+
+    /// The next free slot, or None when the ring is full. Write it completely (header and what
+    /// the header says follows), then [`SqPost::commit`].
+    #[inline(always)]
+    pub fn slot(&mut self) -> Option<*mut u8> {
+        let (log, done, buf, stride) = if self.rq {
+            (self.q.rq_log, &self.q.trk.rq_done, &self.q.rq, self.q.rq_stride)
+        } else {
+            (self.q.sq_log, &self.q.trk.sq_done, &self.q.sq, self.q.sq_stride)
+        };
+        if self.pi.wrapping_sub(done.load(Ordering::Acquire)) >= 1u32 << log {
+            return None;
+        }
+        let i = (self.pi & ((1u32 << log) - 1)) as usize;
+        // SAFETY: i < 2^log slots of `stride` bytes: inside the ring buffer.
+        Some(unsafe { buf.as_ptr().add(i * stride) })
+    }
+
+    /// The slot returned by the last [`SqPost::slot`] is complete.
+    #[inline(always)]
+    pub fn commit(&mut self) {
+        self.pi = self.pi.wrapping_add(1);
+    }
+
+    /// Publishes what was committed and rings the doorbell once (nothing when nothing was).
+    #[inline]
+    pub fn finish(mut self) -> Result<()> {
+        self.ring()
+    }
+
+    #[inline(always)]
+    fn ring(&mut self) -> Result<()> {
+        if self.pi == self.start {
+            return Ok(());
+        }
+        self.start = self.pi;
+        let (pi, reg) = if self.rq { (&self.q.trk.rq_pi, regs::HM_REG_DB_RQ) } else { (&self.q.trk.sq_pi, regs::HM_REG_DB_SQ) };
+        pi.store(self.pi, Ordering::Release);
+        fence(Ordering::SeqCst);
+        self.nic.sh.dev.write32(reg as u64, (self.pi & 0xFFFF) << 16 | self.q.qpn)
+    }
+}
+
+impl Drop for SqPost<'_> {
+    fn drop(&mut self) {
+        let _ = self.ring();
     }
 }
 
