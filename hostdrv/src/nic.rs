@@ -388,6 +388,10 @@ impl Drop for PdInner {
 pub struct Pd(Arc<PdInner>);
 
 impl Pd {
+    /// Handles to this object alive (clones, and the QPs / MRs that use it).
+    pub fn users(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
     /// The PD handle.
     pub fn id(&self) -> u32 {
         self.0.id
@@ -427,6 +431,10 @@ impl Drop for MrInner {
 pub struct Mr(Arc<MrInner>);
 
 impl Mr {
+    /// Handles to this object alive (clones, and the QPs / MRs that use it).
+    pub fn users(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
     pub fn lkey(&self) -> u32 {
         self.0.key
     }
@@ -489,6 +497,10 @@ impl Drop for CqInner {
 pub struct Cq(Arc<CqInner>);
 
 impl Cq {
+    /// Handles to this object alive (clones, and the QPs / MRs that use it).
+    pub fn users(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
     pub fn cqn(&self) -> u32 {
         self.0.cqn
     }
@@ -565,6 +577,10 @@ impl Drop for QpInner {
 pub struct Qp(Arc<QpInner>);
 
 impl Qp {
+    /// Handles to this object alive (clones, and the QPs / MRs that use it).
+    pub fn users(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
     pub fn qpn(&self) -> u32 {
         self.0.qpn
     }
@@ -1338,6 +1354,14 @@ impl Nic {
         let c = &*cq.0;
         let st = c.st.lock().unwrap_or_else(|e| e.into_inner());
         matches!(Self::peek_entry(c, &st), Ok(Some(_)))
+    }
+
+    /// The eventfd interrupt `vector` signals (created and handed to the device on first use).
+    pub fn irq_fd(&self, vector: u32) -> Result<std::os::fd::RawFd> {
+        if vector >= self.sh.dev.info().num_irqs {
+            return Err(Error::inval(format!("interrupt vector {vector}")));
+        }
+        Ok(self.vector_fd(vector)?.as_raw_fd())
     }
 
     /// Bytes of host memory the driver keeps mapped for the device (rings, MRs), in pages.
