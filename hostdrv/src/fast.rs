@@ -143,23 +143,35 @@ unsafe fn r64(p: *const u8, o: usize) -> u64 {
     unsafe { u64::from_le(std::ptr::read_unaligned(p.add(o) as *const u64)) }
 }
 
-/// Writes a send WQE header at `slot`.
+/// `v` shifted into its place in the header's 8-byte word `off / 8` (`off` a field offset,
+/// constant after inlining, so this folds to one shift).
+#[inline(always)]
+const fn at(off: usize, v: u64) -> u64 {
+    v << ((off % 8) * 8)
+}
+
+const _: () = {
+    // every header field lies inside one 8-byte word (the header is stored as four words)
+    assert!(S_OPCODE / 8 == 0 && S_FLAGS / 8 == 0 && S_NUM_SGE / 8 == 0 && S_RSVD / 8 == 0 && S_IMM / 8 == 0);
+    assert!(S_IMM % 8 <= 4 && S_WR_ID == 8 && S_RADDR == 16 && S_RKEY / 8 == 3 && S_LENGTH / 8 == 3);
+    assert!(S_RKEY % 8 <= 4 && S_LENGTH % 8 <= 4);
+};
+
+/// Writes a send WQE header at `slot` (four 8-byte stores; the reserved byte is zero).
 ///
 /// # Safety
-/// `slot` points to a writable WQE slot of at least 32 bytes that the device is not reading.
+/// `slot` points to a writable, 8-byte aligned WQE slot of at least 32 bytes that the device is
+/// not reading.
 #[inline(always)]
 pub unsafe fn write_send_hdr(slot: *mut u8, h: &SendHdr) {
+    let w0 = at(S_OPCODE, h.opcode as u64) | at(S_FLAGS, h.flags as u64) | at(S_NUM_SGE, h.num_sge as u64) | at(S_IMM, h.imm_field as u64);
+    let w3 = at(S_RKEY, h.rkey as u64) | at(S_LENGTH, h.length as u64);
     // SAFETY: the caller's guarantee.
     unsafe {
-        w8(slot, S_OPCODE, h.opcode);
-        w8(slot, S_FLAGS, h.flags);
-        w8(slot, S_NUM_SGE, h.num_sge);
-        w8(slot, S_RSVD, 0);
-        w32(slot, S_IMM, h.imm_field);
+        w64(slot, 0, w0);
         w64(slot, S_WR_ID, h.wr_id);
         w64(slot, S_RADDR, h.remote_addr);
-        w32(slot, S_RKEY, h.rkey);
-        w32(slot, S_LENGTH, h.length);
+        w64(slot, 24, w3);
     }
 }
 

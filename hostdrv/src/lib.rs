@@ -15,6 +15,7 @@ pub mod simdev;
 pub mod simproto;
 pub mod mem;
 pub mod fast;
+pub mod lock;
 pub mod nic;
 /// BAR0 register map, generated from `rtl/pkg/hm_regs_pkg.sv` (via hematite-model).
 pub use hematite_model::regs;

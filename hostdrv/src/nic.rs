@@ -13,6 +13,7 @@
 //! `hematite_firmware::mbox` and the attribute block from `hematite_firmware::qp`.
 
 use crate::device::Device;
+use crate::lock::SpinLock;
 use crate::mem::{DmaBuf, Pins, Unpin};
 use crate::regs;
 use crate::{Error, Result};
@@ -480,7 +481,7 @@ struct CqInner {
     log: u8,
     vector: u32,
     ring: DmaBuf,
-    st: Mutex<CqState>,
+    st: SpinLock<CqState>,
     live: Mutex<bool>,
 }
 
@@ -552,8 +553,8 @@ struct QpInner {
     rq_stride: usize,
     caps: QpCaps,
     /// Held while posting to the send / receive queue.
-    sq_lock: Mutex<()>,
-    rq_lock: Mutex<()>,
+    sq_lock: SpinLock<()>,
+    rq_lock: SpinLock<()>,
     trk: Arc<WqTrack>,
     live: Mutex<bool>,
 }
@@ -567,7 +568,7 @@ impl Drop for QpInner {
         }
         self.sh.qps.lock().unwrap().remove(&self.qpn);
         for cq in [&self._scq, &self._rcq] {
-            cq.0.st.lock().unwrap().qps.retain(|(n, _)| *n != self.qpn);
+            cq.0.st.lock().qps.retain(|(n, _)| *n != self.qpn);
         }
     }
 }
@@ -891,7 +892,7 @@ impl Nic {
             log,
             vector,
             ring,
-            st: Mutex::new(CqState { ci: 0, ci_told: 0, qps: Vec::new() }),
+            st: SpinLock::new(CqState { ci: 0, ci_told: 0, qps: Vec::new() }),
             live: Mutex::new(true),
         })))
     }
@@ -959,15 +960,15 @@ impl Nic {
             rq_log: rl,
             rq_stride: 64 << rs,
             caps: got,
-            sq_lock: Mutex::new(()),
-            rq_lock: Mutex::new(()),
+            sq_lock: SpinLock::new(()),
+            rq_lock: SpinLock::new(()),
             trk: Arc::new(WqTrack::default()),
             live: Mutex::new(true),
         });
         self.sh.qps.lock().unwrap().insert(w[0], Arc::downgrade(&inner));
-        send_cq.0.st.lock().unwrap().qps.push((w[0], inner.trk.clone()));
+        send_cq.0.st.lock().qps.push((w[0], inner.trk.clone()));
         if !Arc::ptr_eq(&send_cq.0, &recv_cq.0) {
-            recv_cq.0.st.lock().unwrap().qps.push((w[0], inner.trk.clone()));
+            recv_cq.0.st.lock().qps.push((w[0], inner.trk.clone()));
         }
         Ok(Qp(inner))
     }
@@ -990,8 +991,8 @@ impl Nic {
         }
         if attr_mask & mask::STATE != 0 && attr.qp_state == QpState::Reset {
             // back to RESET: the rings start over
-            let _s = qp.0.sq_lock.lock().unwrap();
-            let _r = qp.0.rq_lock.lock().unwrap();
+            let _s = qp.0.sq_lock.lock();
+            let _r = qp.0.rq_lock.lock();
             qp.0.trk.reset();
         }
         Ok(())
@@ -1046,7 +1047,7 @@ impl Nic {
     /// posted, nor anything after it; the WRs before it are (and the doorbell rung for them).
     pub fn post_send(&self, qp: &Qp, wrs: &[SendWr]) -> Result<()> {
         let q = &qp.0;
-        let _g = q.sq_lock.lock().unwrap();
+        let _g = q.sq_lock.lock();
         let mut pi = q.trk.sq_pi.load(Ordering::Relaxed);
         let slots = 1u32 << q.sq_log;
         let mut posted = 0;
@@ -1118,7 +1119,7 @@ impl Nic {
     /// Posts receive WRs (one doorbell per WR batch).
     pub fn post_recv(&self, qp: &Qp, wrs: &[RecvWr]) -> Result<()> {
         let q = &qp.0;
-        let _g = q.rq_lock.lock().unwrap();
+        let _g = q.rq_lock.lock();
         let mut pi = q.trk.rq_pi.load(Ordering::Relaxed);
         let slots = 1u32 << q.rq_log;
         let mut posted = 0;
@@ -1187,7 +1188,7 @@ impl Nic {
     /// Takes up to `max` completions from `cq`.
     pub fn poll_cq(&self, cq: &Cq, max: usize) -> Result<Vec<Cqe>> {
         let c = &cq.0;
-        let mut st = c.st.lock().unwrap();
+        let mut st = c.st.lock();
         let mut out = Vec::new();
         while out.len() < max {
             let Some(bytes) = Self::peek_entry(c, &st)? else { break };
@@ -1202,7 +1203,7 @@ impl Nic {
 
     /// Arms `cq`: the next completion (or next solicited one) raises its interrupt vector.
     pub fn req_notify_cq(&self, cq: &Cq, solicited_only: bool) -> Result<()> {
-        let st = cq.0.st.lock().unwrap();
+        let st = cq.0.st.lock();
         self.cq_doorbell(&cq.0, st.ci, if solicited_only { 2 } else { 1 })
     }
 
@@ -1278,7 +1279,7 @@ impl Nic {
     pub fn poll_events(&self) -> Result<Vec<AsyncEvent>> {
         let Some(eq) = &self.eq else { return Err(Error::NotSupported("opened without an event queue".into())) };
         let c = &eq.0;
-        let mut st = c.st.lock().unwrap();
+        let mut st = c.st.lock();
         let mut out = Vec::new();
         while let Some(bytes) = Self::peek_entry(c, &st)? {
             let (ev, _) = desc::decode_event(&bytes).map_err(|e| Error::Device(format!("event entry {}: {e}", st.ci)))?;
@@ -1303,7 +1304,7 @@ impl Nic {
     #[inline]
     pub fn sq_post<'a>(&'a self, qp: &'a Qp) -> SqPost<'a> {
         let q = &*qp.0;
-        let guard = q.sq_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = q.sq_lock.lock();
         let pi = q.trk.sq_pi.load(Ordering::Relaxed);
         SqPost { nic: self, q, _guard: guard, pi, start: pi, rq: false }
     }
@@ -1312,7 +1313,7 @@ impl Nic {
     #[inline]
     pub fn rq_post<'a>(&'a self, qp: &'a Qp) -> SqPost<'a> {
         let q = &*qp.0;
-        let guard = q.rq_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = q.rq_lock.lock();
         let pi = q.trk.rq_pi.load(Ordering::Relaxed);
         SqPost { nic: self, q, _guard: guard, pi, start: pi, rq: true }
     }
@@ -1323,28 +1324,30 @@ impl Nic {
     #[inline]
     pub fn poll_cq_raw(&self, cq: &Cq, max: usize, mut f: impl FnMut(&crate::fast::CqeRaw)) -> Result<usize> {
         let c = &*cq.0;
-        let mut st = c.st.lock().unwrap_or_else(|e| e.into_inner());
-        let mask = (1u32 << c.log) - 1;
+        let mut st = c.st.lock();
+        let log = c.log as u32;
+        let mask = (1u32 << log) - 1;
         let base = c.ring.as_ptr() as *const u8;
         let mut n = 0;
+        let mut ci = st.ci;
         while n < max {
-            let slot = (st.ci & mask) as usize * desc::CQE_BYTES;
-            let phase = (st.ci >> c.log) & 1 == 0;
+            let slot = (ci & mask) as usize * desc::CQE_BYTES;
             // SAFETY: slot + 32 lies inside the ring (ci is masked to the ring's size).
-            if unsafe { crate::fast::CqeRaw::owner(base.add(slot)) } != phase {
+            if unsafe { crate::fast::CqeRaw::owner(base.add(slot)) } == ((ci >> log) & 1 != 0) {
                 break;
             }
             fence(Ordering::Acquire);
             // SAFETY: as above; the owner bit says the device finished writing the entry.
             let e = unsafe { crate::fast::CqeRaw::from_slot(base.add(slot)) };
-            st.ci = st.ci.wrapping_add(1);
+            ci = ci.wrapping_add(1);
             retire(&st.qps, e.qpn, e.wqe_index, e.is_rq(), e.status == desc::HM_CQE_ST_SUCCESS || e.status == desc::HM_CQE_ST_WR_FLUSH_ERR);
             f(&e);
             n += 1;
         }
-        if st.ci.wrapping_sub(st.ci_told) >= (mask + 1) / 4 {
-            self.cq_doorbell(c, st.ci, 0)?;
-            st.ci_told = st.ci;
+        st.ci = ci;
+        if ci.wrapping_sub(st.ci_told) > mask >> 2 {
+            st.ci_told = ci;
+            self.cq_doorbell(c, ci, 0)?;
         }
         Ok(n)
     }
@@ -1352,7 +1355,7 @@ impl Nic {
     /// Whether `cq` holds an entry not polled yet (does not consume it).
     pub fn cq_pending(&self, cq: &Cq) -> bool {
         let c = &*cq.0;
-        let st = c.st.lock().unwrap_or_else(|e| e.into_inner());
+        let st = c.st.lock();
         matches!(Self::peek_entry(c, &st), Ok(Some(_)))
     }
 
@@ -1375,11 +1378,17 @@ impl Nic {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn cold_errno(e: Error) -> i32 {
+    e.errno()
+}
+
 /// A posting session on one work queue (see [`Nic::sq_post`]): holds the queue's lock.
 pub struct SqPost<'a> {
     nic: &'a Nic,
     q: &'a QpInner,
-    _guard: std::sync::MutexGuard<'a, ()>,
+    _guard: crate::lock::SpinGuard<'a, ()>,
     pi: u32,
     start: u32,
     rq: bool,
@@ -1425,6 +1434,15 @@ impl SqPost<'_> {
     #[inline]
     pub fn finish(mut self) -> Result<()> {
         self.ring()
+    }
+
+    /// [`SqPost::finish`] for C callers: 0, or the errno of a failed doorbell write.
+    #[inline(always)]
+    pub fn finish_errno(mut self) -> i32 {
+        match self.ring() {
+            Ok(()) => 0,
+            Err(e) => cold_errno(e),
+        }
     }
 
     #[inline(always)]

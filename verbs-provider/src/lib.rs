@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+#[allow(dead_code)] // the ABI's constants are listed whole
 mod abi;
 use abi::*;
 
@@ -111,7 +112,8 @@ pub struct RsCq {
 pub struct RsQp {
     sh: Arc<Shared>,
     qp: Qp,
-    sig_all: bool,
+    /// `F_SIGNALED` when the QP signals every WR (sq_sig_all), else 0.
+    sig_flag: u8,
     max_inline: u32,
     max_send_sge: u32,
     max_recv_sge: u32,
@@ -641,32 +643,25 @@ const WC_OPCODE: [u32; 8] = [
     IBV_WC_RECV, // (event entries never reach a completion CQ)
 ];
 
+/// CQE flags (IMM, INV) -> `ibv_wc_flags`.
+const WC_FLAGS: [u32; 4] = [0, IBV_WC_WITH_IMM, IBV_WC_WITH_INV, IBV_WC_WITH_IMM | IBV_WC_WITH_INV];
+const _: () = assert!(fast::CQE_F_IMM == 1 && fast::CQE_F_INV == 2);
+
 #[inline(always)]
 fn fill_wc(w: &mut IbvWc, e: &CqeRaw) {
-    let status = WC_STATUS.get(e.status as usize).copied().unwrap_or(IBV_WC_GENERAL_ERR);
-    let mut flags = 0;
-    if e.flags & fast::CQE_F_IMM != 0 {
-        flags |= IBV_WC_WITH_IMM;
-    }
-    if e.flags & fast::CQE_F_INV != 0 {
-        flags |= IBV_WC_WITH_INV;
-    }
-    *w = IbvWc {
-        wr_id: e.wr_id,
-        status,
-        opcode: WC_OPCODE[(e.opcode & 7) as usize],
-        vendor_err: if status != 0 { e.status as u32 } else { 0 },
-        byte_len: e.byte_len,
-        imm: e.imm_field,
-        qp_num: e.qpn,
-        src_qp: 0,
-        wc_flags: flags,
-        pkey_index: 0,
-        slid: 0,
-        sl: 0,
-        dlid_path_bits: 0,
-        _pad: [0; 2],
-    };
+    let status = if (e.status as usize) < WC_STATUS.len() { WC_STATUS[e.status as usize] } else { IBV_WC_GENERAL_ERR };
+    w.wr_id = e.wr_id;
+    w.status = status;
+    w.opcode = WC_OPCODE[(e.opcode & 7) as usize];
+    w.vendor_err = e.status as u32;
+    w.byte_len = e.byte_len;
+    w.imm = e.imm_field;
+    w.qp_num = e.qpn;
+    w.src_qp = 0;
+    w.wc_flags = WC_FLAGS[(e.flags & 3) as usize];
+    // pkey_index, slid, sl, dlid_path_bits: all zero (RoCE RC)
+    // SAFETY: the 8 bytes from pkey_index to the end of the 48-byte entry.
+    unsafe { std::ptr::write_unaligned(&mut w.pkey_index as *mut u16 as *mut u64, 0) };
 }
 
 /// `ibv_poll_cq`: up to `n` completions into `wc`; the count, or -1 when the device failed.
@@ -740,7 +735,7 @@ pub unsafe extern "C" fn hm_rs_create_qp(
             ctx.sh.qps.lock().unwrap().insert(q.qpn(), ibqp as usize);
             let rq = RsQp {
                 sh: ctx.sh.clone(),
-                sig_all: sq_sig_all != 0,
+                sig_flag: if sq_sig_all != 0 { fast::F_SIGNALED } else { 0 },
                 max_inline: g.max_inline_data,
                 max_send_sge: g.max_send_sge,
                 max_recv_sge: g.max_recv_sge,
@@ -890,86 +885,103 @@ pub unsafe extern "C" fn hm_rs_destroy_qp(ctx: *mut c_void, qp: *mut c_void) -> 
 
 // ------------------------------------------------------------------------ the fast path
 
+/// Per `ibv_wr_opcode` (0..=9): the WQE opcode, the operation's class (0: not offered,
+/// 1: SEND family, 2: RDMA WRITE / READ, 3: atomic) and the mask for the imm / R_Key field.
+const WR_OP: [(u8, u8, u32); 10] = [
+    (fast::OP_WRITE, 2, 0),
+    (fast::OP_WRITE_IMM, 2, !0),
+    (fast::OP_SEND, 1, 0),
+    (fast::OP_SEND_IMM, 1, !0),
+    (fast::OP_READ, 2, 0),
+    (fast::OP_CMP_SWAP, 3, 0),
+    (fast::OP_FETCH_ADD, 3, 0),
+    (0, 0, 0), // LOCAL_INV
+    (0, 0, 0), // BIND_MW
+    (fast::OP_SEND_INV, 1, !0),
+];
+/// `send_flags & 7` (FENCE, SIGNALED, SOLICITED) -> WQE flags.
+const WR_FLAGS: [u8; 8] = {
+    let mut t = [0u8; 8];
+    let mut i = 0;
+    while i < 8 {
+        let mut f = 0;
+        if i as u32 & IBV_SEND_FENCE != 0 {
+            f |= fast::F_FENCE;
+        }
+        if i as u32 & IBV_SEND_SIGNALED != 0 {
+            f |= fast::F_SIGNALED;
+        }
+        if i as u32 & IBV_SEND_SOLICITED != 0 {
+            f |= fast::F_SOLICITED;
+        }
+        t[i] = f;
+        i += 1;
+    }
+    t
+};
+const _: () = assert!(IBV_WR_RDMA_WRITE == 0 && IBV_WR_SEND_WITH_INV == 9 && IBV_WR_ATOMIC_CMP_AND_SWP == 5);
+
 /// Writes one send WR into the next slot; 0 or the errno for `*bad_wr`.
 #[inline(always)]
 fn post_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvSendWr) -> c_int {
     let Some(slot) = p.slot() else { return libc::ENOMEM };
-    let nsge = w.num_sge;
-    if nsge < 0 {
+    let Some(&(opcode, class, imm_mask)) = WR_OP.get(w.opcode as usize) else { return libc::EINVAL };
+    if class == 0 {
         return libc::EINVAL;
     }
-    let sgl: &[IbvSge] = if nsge == 0 || w.sg_list.is_null() {
-        &[]
-    } else {
-        // SAFETY: libibverbs' contract: sg_list holds num_sge entries.
-        unsafe { std::slice::from_raw_parts(w.sg_list, nsge as usize) }
-    };
     let f = w.send_flags;
-    let mut flags = 0u8;
-    if f & IBV_SEND_SIGNALED != 0 || q.sig_all {
-        flags |= fast::F_SIGNALED;
+    let mut h = SendHdr { opcode, flags: WR_FLAGS[(f & 7) as usize] | q.sig_flag, wr_id: w.wr_id, imm_field: w.imm & imm_mask, ..Default::default() };
+    let nsge = w.num_sge as u32;
+    if class >= 2 {
+        h.remote_addr = w.wr[0];
+        h.rkey = w.wr[1] as u32;
     }
-    if f & IBV_SEND_SOLICITED != 0 {
-        flags |= fast::F_SOLICITED;
-    }
-    if f & IBV_SEND_FENCE != 0 {
-        flags |= fast::F_FENCE;
-    }
-    let mut h = SendHdr { flags, wr_id: w.wr_id, ..Default::default() };
-    let mut atomic = None;
-    match w.opcode {
-        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_RDMA_READ => {
-            h.opcode = match w.opcode {
-                IBV_WR_RDMA_WRITE => fast::OP_WRITE,
-                IBV_WR_RDMA_WRITE_WITH_IMM => fast::OP_WRITE_IMM,
-                _ => fast::OP_READ,
-            };
-            h.remote_addr = w.wr[0];
-            h.rkey = w.wr[1] as u32;
-            if w.opcode == IBV_WR_RDMA_WRITE_WITH_IMM {
-                h.imm_field = w.imm;
-            }
+    if class == 3 {
+        // atomics: one 8-byte SGE, an aligned target
+        if nsge != 1 || w.sg_list.is_null() {
+            return libc::EINVAL;
         }
-        IBV_WR_SEND => h.opcode = fast::OP_SEND,
-        IBV_WR_SEND_WITH_IMM => {
-            h.opcode = fast::OP_SEND_IMM;
-            h.imm_field = w.imm;
-        }
-        IBV_WR_SEND_WITH_INV => {
-            h.opcode = fast::OP_SEND_INV;
-            h.imm_field = w.imm;
-        }
-        IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => {
-            h.remote_addr = w.wr[0];
-            h.rkey = w.wr[3] as u32;
-            if w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP {
-                h.opcode = fast::OP_CMP_SWAP;
-                atomic = Some((w.wr[1], w.wr[2]));
-            } else {
-                h.opcode = fast::OP_FETCH_ADD;
-                atomic = Some((0, w.wr[1]));
-            }
-        }
-        _ => return libc::EINVAL,
-    }
-    if let Some((cmp, swap_add)) = atomic {
-        let [s] = sgl else { return libc::EINVAL };
+        // SAFETY: one SGE (checked).
+        let s = unsafe { &*w.sg_list };
         if s.length != 8 || h.remote_addr % 8 != 0 {
             return libc::EINVAL;
         }
+        h.rkey = w.wr[3] as u32;
         h.num_sge = 1;
         h.length = 8;
+        let (cmp, swap_add) = if opcode == fast::OP_CMP_SWAP { (w.wr[1], w.wr[2]) } else { (0, w.wr[1]) };
         // SAFETY: `slot` is a free slot of at least 64 bytes (the smallest stride).
         unsafe {
             fast::write_atomic_args(slot, cmp, swap_add);
             fast::write_sge(slot, fast::ATOMIC_SGE, s.addr, 8, s.lkey);
         }
-    } else if f & IBV_SEND_INLINE != 0 {
-        if h.opcode == fast::OP_READ {
+    } else if f & IBV_SEND_INLINE == 0 {
+        if nsge > q.max_send_sge {
+            return libc::EINVAL;
+        }
+        let mut total = 0u64;
+        for i in 0..nsge as usize {
+            // SAFETY: libibverbs' contract: sg_list holds num_sge entries; i < max_send_sge
+            // SGEs fit the slot (the stride was sized for them).
+            unsafe {
+                let s = &*w.sg_list.add(i);
+                fast::write_sge(slot, fast::SQ_HDR + i * fast::SGE, s.addr, s.length, s.lkey);
+                total += s.length as u64;
+            }
+        }
+        if total > 1 << 31 {
+            return libc::EINVAL;
+        }
+        h.num_sge = nsge as u8;
+        h.length = total as u32;
+    } else {
+        if opcode == fast::OP_READ || nsge > q.max_send_sge.max(q.max_inline) {
             return libc::EINVAL;
         }
         let mut off = 0usize;
-        for s in sgl {
+        for i in 0..nsge as usize {
+            // SAFETY: libibverbs' contract: sg_list holds num_sge entries.
+            let s = unsafe { &*w.sg_list.add(i) };
             let l = s.length as usize;
             if off + l > q.max_inline as usize {
                 return libc::EINVAL;
@@ -982,21 +994,6 @@ fn post_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvSendWr) -> c_int 
         }
         h.flags |= fast::F_INLINE;
         h.length = off as u32;
-    } else {
-        if nsge as u32 > q.max_send_sge {
-            return libc::EINVAL;
-        }
-        let mut total = 0u64;
-        for (i, s) in sgl.iter().enumerate() {
-            // SAFETY: i < max_send_sge SGEs fit the slot (the stride was sized for them).
-            unsafe { fast::write_sge(slot, fast::SQ_HDR + i * fast::SGE, s.addr, s.length, s.lkey) };
-            total += s.length as u64;
-        }
-        if total > 1 << 31 {
-            return libc::EINVAL;
-        }
-        h.num_sge = nsge as u8;
-        h.length = total as u32;
     }
     // SAFETY: a free slot of the send ring.
     unsafe { fast::write_send_hdr(slot, &h) };
@@ -1020,15 +1017,12 @@ pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, mut wr: *mut IbvSendWr
         if r != 0 {
             // SAFETY: the caller's guarantee.
             unsafe { *bad = wr };
-            drop(p); // rings the doorbell for the WRs before this one
+            p.finish_errno(); // rings the doorbell for the WRs before this one
             return r;
         }
         wr = w.next;
     }
-    match p.finish() {
-        Ok(()) => 0,
-        Err(e) => errno_of(&e),
-    }
+    p.finish_errno()
 }
 
 /// `ibv_post_recv` (zero-SGE receives are allowed: they take messages without payload, such
@@ -1069,13 +1063,10 @@ pub unsafe extern "C" fn hm_rs_post_recv(qp: *mut c_void, mut wr: *mut IbvRecvWr
         if r != 0 {
             // SAFETY: the caller's guarantee.
             unsafe { *bad = wr };
-            drop(p);
+            p.finish_errno();
             return r;
         }
         wr = w.next;
     }
-    match p.finish() {
-        Ok(()) => 0,
-        Err(e) => errno_of(&e),
-    }
+    p.finish_errno()
 }

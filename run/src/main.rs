@@ -1,0 +1,485 @@
+//! `hematite-run`: run an unmodified ibverbs program on simulated Hematite NICs.
+//!
+//! It starts the device processes (`hematite-sim device`, in pairs joined by a datagram wire)
+//! when they are not running, writes the fake sysfs tree libibverbs discovers them by, makes
+//! the /dev/infiniband links, points libibverbs at the provider, checks all of it, and runs
+//! the program (optionally with /sys/class overlaid in a private mount namespace).
+//! docs/hematite-run.md describes what and why.
+
+mod checks;
+mod devices;
+mod locate;
+mod overlay;
+mod tree;
+
+use std::ffi::OsString;
+use std::os::unix::io::AsRawFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use checks::{Check, Level};
+use tree::{Layout, View};
+
+const USAGE: &str = "usage:
+  hematite-run [--nic N] [--nics K] [--state DIR] [--loss P] [--no-overlay] [--no-preload] [-v] -- PROGRAM ARGS...
+      start the simulated NICs if they are not running, set up what libibverbs needs to see them,
+      check it, and run PROGRAM; exits with PROGRAM's status (128 + signal if it was killed)
+  hematite-run --check [--nic N] [--nics K] [--state DIR]
+      set up and run the pre-flight checks only (plus `ibv_devices`), one line per check
+  hematite-run --stop [--state DIR]
+      stop the device processes hematite-run started (SIGTERM, then wait)
+  hematite-run --status [--state DIR]
+      which NICs run: pids, sockets, pcaps
+
+  --nic N       PROGRAM sees only NIC N (HEMATITE_NIC=N); default: all NICs
+  --nics K      K NICs (even; NIC 2k is wired to NIC 2k+1), default 2
+  --state DIR   state directory; default $HEMATITE_RUN_DIR, else /run/hematite
+  --loss P      devices started now drop this fraction of transmitted RoCE frames
+  --no-overlay  do not overlay /sys/class in a private mount namespace (default: overlay when root)
+  --no-preload  do not LD_PRELOAD the provider (completion channels then fail)
+  -v            say what is done
+
+environment: HEMATITE_SIM (simulator), HEMATITE_FW (firmware image), HEMATITE_PROVIDER
+(libhematite_verbs.so), HEMATITE_RUN_DIR (state directory)";
+
+/// Exit status for anything hematite-run itself could not do.
+const EXIT_SETUP: u8 = 2;
+
+#[derive(Debug, PartialEq, Eq)]
+enum Mode {
+    Run,
+    Check,
+    Stop,
+    Status,
+}
+
+#[derive(Debug)]
+struct Opts {
+    mode: Mode,
+    nic: Option<usize>,
+    nics: usize,
+    state: Option<PathBuf>,
+    loss: Option<String>,
+    overlay: bool,
+    preload: bool,
+    verbose: bool,
+    program: Vec<OsString>,
+}
+
+fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
+    let mut o = Opts {
+        mode: Mode::Run,
+        nic: None,
+        nics: 2,
+        state: None,
+        loss: None,
+        overlay: true,
+        preload: true,
+        verbose: false,
+        program: Vec::new(),
+    };
+    let mut it = args.into_iter();
+    let set_mode = |o: &mut Opts, m: Mode| {
+        if o.mode != Mode::Run {
+            return Err("--check, --stop and --status exclude each other".to_string());
+        }
+        o.mode = m;
+        Ok(())
+    };
+    while let Some(a) = it.next() {
+        let s = a.to_string_lossy().into_owned();
+        let mut val = || it.next().map(|v| v.to_string_lossy().into_owned()).ok_or(format!("{s} needs a value"));
+        match s.as_str() {
+            "--" => {
+                o.program = it.collect();
+                break;
+            }
+            "-h" | "--help" => return Err("help".into()),
+            "--nic" => o.nic = Some(val()?.parse().map_err(|_| "--nic wants a NIC number".to_string())?),
+            "--nics" => o.nics = val()?.parse().map_err(|_| "--nics wants a number".to_string())?,
+            "--state" => o.state = Some(PathBuf::from(val()?)),
+            "--loss" => {
+                let v = val()?;
+                match v.parse::<f64>() {
+                    Ok(p) if (0.0..1.0).contains(&p) => o.loss = Some(v),
+                    _ => return Err(format!("--loss wants a fraction in [0, 1), not `{v}`")),
+                }
+            }
+            "--no-overlay" => o.overlay = false,
+            "--no-preload" => o.preload = false,
+            "-v" | "--verbose" => o.verbose = true,
+            "--check" => set_mode(&mut o, Mode::Check)?,
+            "--stop" => set_mode(&mut o, Mode::Stop)?,
+            "--status" => set_mode(&mut o, Mode::Status)?,
+            _ if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
+            _ => {
+                o.program = std::iter::once(a).chain(it).collect();
+                break;
+            }
+        }
+    }
+    match o.mode {
+        Mode::Run if o.program.is_empty() => Err("no program given (hematite-run [options] -- PROGRAM ARGS...)".into()),
+        Mode::Run => Ok(o),
+        _ if !o.program.is_empty() => Err("--check, --stop and --status take no program".into()),
+        _ => Ok(o),
+    }
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Where the /dev/infiniband links live. Only tests move it (libibverbs looks in
+/// /dev/infiniband, whatever this says).
+fn dev_dir() -> PathBuf {
+    std::env::var_os("HEMATITE_RUN_DEV_DIR").filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/dev/infiniband"))
+}
+
+fn state_dir(o: &Opts) -> Result<PathBuf, String> {
+    let d = o
+        .state
+        .clone()
+        .or_else(|| std::env::var_os("HEMATITE_RUN_DIR").filter(|v| !v.is_empty()).map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("/run/hematite"));
+    std::fs::create_dir_all(&d).map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::PermissionDenied { " (run as root, or choose --state DIR)" } else { "" };
+        format!("cannot create the state directory {}: {e}{hint}", d.display())
+    })?;
+    d.canonicalize().map_err(|e| format!("{}: {e}", d.display()))
+}
+
+/// An exclusive lock on the state directory for setting it up (trees, device start), so that
+/// concurrent launches do not start the same NIC twice.
+struct Lock {
+    _file: std::fs::File,
+}
+
+fn lock(layout: &Layout) -> Result<Lock, String> {
+    let p = layout.lock_file();
+    // Read-only suffices for flock: another user may share a state directory root set up.
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&p)
+        .or_else(|_| std::fs::File::open(&p))
+        .map_err(|e| format!("{}: {e}", p.display()))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(format!("{}: {}", p.display(), std::io::Error::last_os_error()));
+    }
+    Ok(Lock { _file: f })
+}
+
+/// Makes `lib/libhematite-rdmav34.so` a link to the provider (replaced in one rename when it
+/// points elsewhere).
+fn link_provider(layout: &Layout, provider: &Path) -> Result<(), String> {
+    let lib = layout.lib();
+    std::fs::create_dir_all(&lib).map_err(|e| format!("{}: {e}", lib.display()))?;
+    let target = provider.canonicalize().map_err(|e| format!("{}: {e}", provider.display()))?;
+    let link = layout.provider_link();
+    if std::fs::read_link(&link).map(|t| t == target).unwrap_or(false) {
+        return Ok(());
+    }
+    let tmp = lib.join(format!(".link-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(&target, &tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &link).map_err(|e| format!("{}: {e}", link.display()))
+}
+
+/// What setting up found: the checks so far and the program's environment.
+struct Setup {
+    checks: Vec<Check>,
+    env: Vec<(String, OsString)>,
+    /// The devices of the chosen view.
+    devices: Vec<String>,
+}
+
+/// Writes the trees, makes the links, and runs the checks that need no program. Problems
+/// become failed checks rather than errors, so that `--check` can list them all.
+fn setup(o: &Opts, layout: &Layout, view: View) -> Setup {
+    let mut c = vec![checks::check_ibverbs_version(checks::dpkg_ibverbs_version().as_deref()), checks::check_ib_core_here()];
+    let mut devices = Vec::new();
+    match tree::char_rdev(Path::new("/dev/full")) {
+        Err(e) => c.push(Check::fail("/dev/full", format!("{e}; the uverbs links need a /dev/full character device"))),
+        Ok(full) => {
+            let mut wrote = Ok(());
+            for v in layout.views() {
+                let r = tree::build_tree(layout, v, full).and_then(|t| tree::install_tree(&layout.sys(), &v.name(), &t));
+                if let Err(e) = r {
+                    wrote = Err(e);
+                    break;
+                }
+            }
+            let vdir = layout.view_dir(view);
+            c.push(match wrote.and_then(|_| checks::verify_tree(&vdir, full)) {
+                Ok(names) => {
+                    devices = names;
+                    Check::ok("sysfs tree", format!("{} ({})", vdir.display(), devices.join(", ")))
+                }
+                Err(e) => Check::fail("sysfs tree", e),
+            });
+            let uverbs: Vec<String> = layout.all().iter().map(|n| n.uverbs()).collect();
+            match checks::ensure_dev_links(&dev_dir(), &uverbs) {
+                Ok(()) => c.push(checks::check_dev_nodes(&dev_dir(), &uverbs, full)),
+                Err(e) => c.push(Check::fail("device nodes", e)),
+            }
+        }
+    }
+    let provider = locate::provider();
+    c.push(checks::check_provider(&provider));
+    if let Ok(p) = &provider {
+        if let Err(e) = link_provider(layout, p) {
+            c.push(Check::fail("provider link", e));
+        }
+    }
+    c.push(checks::check_memlock());
+
+    let mut env: Vec<(String, OsString)> = vec![
+        ("SYSFS_PATH".into(), layout.view_dir(view).into_os_string()),
+        ("RDMAV_DRIVERS".into(), layout.driver_prefix().into_os_string()),
+        ("HEMATITE_RUN_DIR".into(), layout.state.clone().into_os_string()),
+    ];
+    if o.preload {
+        let me = layout.provider_link().into_os_string();
+        let pre = match std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+            Some(old) if old.to_string_lossy().split([':', ' ']).any(|e| Path::new(e) == Path::new(&me)) => old,
+            Some(old) => {
+                let mut s = me;
+                s.push(":");
+                s.push(old);
+                s
+            }
+            None => me,
+        };
+        env.push(("LD_PRELOAD".into(), pre));
+    }
+    if let Some(n) = o.nic {
+        env.push(("HEMATITE_NIC".into(), n.to_string().into()));
+    }
+    Setup { checks: c, env, devices }
+}
+
+fn nic_checks(layout: &Layout) -> Vec<Check> {
+    let mut c = Vec::new();
+    let mut need_start = false;
+    for nic in layout.all() {
+        let name = format!("nic{}", nic.n);
+        c.push(match devices::state(layout, nic.n) {
+            devices::State::Running(pid) => Check::ok(&name, format!("running, pid {pid}, socket {}", layout.socket(nic.n).display())),
+            devices::State::Starting(pid) => Check::ok(&name, format!("starting, pid {pid}")),
+            devices::State::Stopped(_) => {
+                need_start = true;
+                Check::ok(&name, "not running; a launch starts it")
+            }
+        });
+    }
+    if need_start {
+        c.push(Check::from_result("simulator", locate::sim().map(|p| p.display().to_string())));
+        c.push(Check::from_result("firmware", locate::firmware().map(|p| p.display().to_string())));
+    }
+    c
+}
+
+fn print_checks(cs: &[Check], all: bool) {
+    for ch in cs {
+        if all || ch.level != Level::Ok {
+            eprintln!("hematite-run: {ch}");
+        }
+    }
+}
+
+static CHILD: AtomicI32 = AtomicI32::new(0);
+static PENDING: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // A signal from the terminal (si_code SI_KERNEL) went to the whole foreground process
+    // group, the program included: forwarding it would deliver it twice.
+    // SAFETY: the kernel passes a valid siginfo with SA_SIGINFO.
+    if !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL {
+        return;
+    }
+    let pid = CHILD.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    } else {
+        PENDING.store(sig, Ordering::SeqCst);
+    }
+}
+
+fn install_forwarding() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction with a valid handler and flags.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = forward as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+fn run(o: Opts) -> Result<u8, String> {
+    let state = state_dir(&o)?;
+    if o.mode == Mode::Status || o.mode == Mode::Stop {
+        // any even count: these look at the pid files present
+        let layout = Layout::new(state, 2)?;
+        let _guard = if o.mode == Mode::Stop { Some(lock(&layout)?) } else { None };
+        let lines = if o.mode == Mode::Status { devices::status(&layout) } else { devices::stop(&layout) };
+        for l in lines {
+            println!("{l}");
+        }
+        return Ok(0);
+    }
+    let layout = Layout::new(state, o.nics)?;
+    let view = match o.nic {
+        Some(n) => {
+            layout.nic(n)?;
+            View::Nic(n)
+        }
+        None => View::All,
+    };
+    let guard = lock(&layout)?;
+    let mut s = setup(&o, &layout, view);
+
+    if o.mode == Mode::Check {
+        s.checks.extend(nic_checks(&layout));
+        drop(guard);
+        s.checks.push(Check::ok(
+            "overlay",
+            match (o.overlay, is_root()) {
+                (false, _) => "off (--no-overlay): only SYSFS_PATH users (libibverbs) see the NICs; NCCL then needs NCCL_IB_GID_INDEX=0",
+                (true, false) => "off (not root): only SYSFS_PATH users (libibverbs) see the NICs; NCCL then needs NCCL_IB_GID_INDEX=0",
+                (true, true) => "on: programs get /sys/class/infiniband in a private mount namespace",
+            },
+        ));
+        s.checks.push(Check::ok(
+            "preload",
+            if o.preload { "the provider is LD_PRELOADed, so completion channels work" } else { "off (--no-preload): ibv_create_comp_channel will fail" },
+        ));
+        s.checks.push(checks::check_ibv_devices(&s.env, &s.devices));
+        for ch in &s.checks {
+            println!("{ch}");
+        }
+        let failed = s.checks.iter().any(|c| c.level == Level::Fail);
+        return Ok(if failed { EXIT_SETUP } else { 0 });
+    }
+
+    s.checks.push(checks::check_program(&o.program[0], std::env::var_os("PATH").as_deref()));
+    print_checks(&s.checks, o.verbose);
+    if s.checks.iter().any(|c| c.level == Level::Fail) {
+        eprintln!("hematite-run: pre-flight checks failed; `hematite-run --check` lists them all");
+        return Ok(EXIT_SETUP);
+    }
+    devices::ensure_running(&layout, o.loss.as_deref(), o.verbose, || Ok((locate::sim()?, locate::firmware()?)))?;
+    drop(guard);
+
+    let mut cmd = Command::new(&o.program[0]);
+    cmd.args(&o.program[1..]);
+    for (k, v) in &s.env {
+        cmd.env(k, v);
+    }
+    let overlay = if !o.overlay {
+        if o.verbose {
+            eprintln!("hematite-run: overlay of /sys/class: off (--no-overlay)");
+        }
+        None
+    } else if !is_root() {
+        if o.verbose {
+            eprintln!("hematite-run: overlay of /sys/class: off (not root); programs reading /sys/class/infiniband themselves will not see the NICs");
+        }
+        None
+    } else {
+        let ov = overlay::Overlay::prepare(&layout.aside(), &layout.view_dir(view))?;
+        if o.verbose {
+            eprintln!("hematite-run: overlay of /sys/class: on (private mount namespace)");
+        }
+        Some(ov)
+    };
+    if o.verbose {
+        for (k, v) in &s.env {
+            eprintln!("hematite-run: {k}={}", v.to_string_lossy());
+        }
+        if !o.preload {
+            eprintln!("hematite-run: provider not preloaded: ibv_create_comp_channel will fail");
+        }
+    }
+    if let Some(ov) = overlay {
+        // SAFETY: apply only makes system calls (see Overlay::apply).
+        unsafe {
+            cmd.pre_exec(move || ov.apply());
+        }
+    }
+    install_forwarding();
+    let mut child = cmd.spawn().map_err(|e| {
+        let hint = if o.overlay && is_root() { " (if the overlay failed, --no-overlay runs without it)" } else { "" };
+        format!("cannot run {}: {e}{hint}", o.program[0].to_string_lossy())
+    })?;
+    CHILD.store(child.id() as i32, Ordering::SeqCst);
+    let pending = PENDING.swap(0, Ordering::SeqCst);
+    if pending != 0 {
+        // SAFETY: plain kill(2).
+        unsafe { libc::kill(child.id() as i32, pending) };
+    }
+    let st = child.wait().map_err(|e| e.to_string())?;
+    Ok(match (st.code(), st.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(sig)) => (128 + sig) as u8,
+        _ => 1,
+    })
+}
+
+fn main() -> ExitCode {
+    let o = match parse_args(std::env::args_os().skip(1).collect()) {
+        Ok(o) => o,
+        Err(e) if e == "help" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("hematite-run: {e}\n{USAGE}");
+            return ExitCode::from(EXIT_SETUP);
+        }
+    };
+    match run(o) {
+        Ok(c) => ExitCode::from(c),
+        Err(e) => {
+            eprintln!("hematite-run: {e}");
+            ExitCode::from(EXIT_SETUP)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &[&str]) -> Vec<OsString> {
+        s.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn cli() {
+        let o = parse_args(args(&["--nic", "1", "--nics", "4", "-v", "--", "ls", "-l"])).unwrap();
+        assert_eq!((o.nic, o.nics, o.verbose, o.mode), (Some(1), 4, true, Mode::Run));
+        assert_eq!(o.program, args(&["ls", "-l"]));
+        let o = parse_args(args(&["ls", "--nic", "3"])).unwrap();
+        assert_eq!(o.program, args(&["ls", "--nic", "3"]));
+        assert_eq!(o.nic, None);
+        assert_eq!(parse_args(args(&["--check", "--state", "/x"])).unwrap().mode, Mode::Check);
+        assert!(parse_args(args(&["--check", "--stop"])).is_err());
+        assert!(parse_args(args(&["--stop", "--", "ls"])).is_err());
+        assert!(parse_args(args(&["-v"])).is_err());
+        assert!(parse_args(args(&["--loss", "1.5", "--", "ls"])).is_err());
+        assert_eq!(parse_args(args(&["--loss", "0.01", "--", "ls"])).unwrap().loss.as_deref(), Some("0.01"));
+        assert!(parse_args(args(&["--bogus", "--", "ls"])).is_err());
+        let o = parse_args(args(&["--no-overlay", "--no-preload", "--", "x"])).unwrap();
+        assert!(!o.overlay && !o.preload);
+    }
+}
