@@ -403,6 +403,9 @@ enum MrMem {
     Owned(DmaBuf),
     /// Memory the caller owns; pinned pages [addr, addr+len).
     Raw(u64, u64),
+    /// Memory the caller owns, seen by the device at another address: a DMA window of its own
+    /// (IOVA of the first page, length), mapped to the memory's pages.
+    Translated(u64, u64),
 }
 
 struct MrInner {
@@ -421,8 +424,14 @@ impl Drop for MrInner {
             let _ = self.sh.cmd(mbox::OP_DEREG_MR, &[self.key]);
         }
         self.sh.mrs.lock().unwrap().remove(&self.key);
-        if let MrMem::Raw(a, l) = self.mem {
-            let _ = self.sh.pins.lock().unwrap().unpin(self.sh.dev.as_ref(), a, l);
+        match self.mem {
+            MrMem::Raw(a, l) => {
+                let _ = self.sh.pins.lock().unwrap().unpin(self.sh.dev.as_ref(), a, l);
+            }
+            MrMem::Translated(iova, l) => {
+                let _ = self.sh.dev.dma_unmap(iova, l);
+            }
+            MrMem::Owned(_) => {}
         }
     }
 }
@@ -456,7 +465,7 @@ impl Mr {
     pub fn buf(&self) -> Option<&DmaBuf> {
         match &self.0.mem {
             MrMem::Owned(b) => Some(b),
-            MrMem::Raw(..) => None,
+            MrMem::Raw(..) | MrMem::Translated(..) => None,
         }
     }
     /// An SGE covering `off..off + len` of the region.
@@ -832,19 +841,54 @@ impl Nic {
         self.reg(pd, addr, len, access_flags, MrMem::Raw(addr, len))
     }
 
+    /// Registers caller-owned memory `[addr, addr + len)` that the device (and remote peers)
+    /// address as `[iova, iova + len)` (`ibv_reg_mr_iova`). The memory gets a DMA window of its
+    /// own from `iova`'s page to the memory's pages, so `iova` and `addr` must have the same
+    /// offset in their 4 KiB page, and the IOVA range must not overlap other windows (which
+    /// sit at the process's own addresses).
+    ///
+    /// # Safety
+    /// As [`Nic::reg_mr_raw`].
+    pub unsafe fn reg_mr_iova(&self, pd: &Pd, addr: u64, len: u64, iova: u64, access_flags: u32) -> Result<Mr> {
+        if iova == addr {
+            // SAFETY: the caller's guarantee.
+            return unsafe { self.reg_mr_raw(pd, addr, len, access_flags) };
+        }
+        if len == 0 || addr.checked_add(len + 4095).is_none() || iova.checked_add(len + 4095).is_none() {
+            return Err(Error::inval(format!("MR {addr:#x}+{len:#x} at IOVA {iova:#x}")));
+        }
+        if (iova ^ addr) & 4095 != 0 {
+            return Err(Error::inval(format!("IOVA {iova:#x} and address {addr:#x} have different offsets in their 4 KiB page")));
+        }
+        let vp = addr & !4095;
+        let ip = iova & !4095;
+        let l = ((addr + len + 4095) & !4095) - vp;
+        self.sh.dev.dma_map(ip, vp, l, true)?;
+        self.reg(pd, iova, len, access_flags, MrMem::Translated(ip, l))
+    }
+
     fn reg(&self, pd: &Pd, addr: u64, len: u64, access_flags: u32, mem: MrMem) -> Result<Mr> {
         let r = self.sh.cmd(mbox::OP_REG_MR, &[pd.id(), addr as u32, (addr >> 32) as u32, len as u32, (len >> 32) as u32, access_flags]);
         let w = match r {
             Ok(w) => w,
             Err(e) => {
-                if let MrMem::Raw(a, l) = mem {
-                    let _ = self.sh.pins.lock().unwrap().unpin(self.sh.dev.as_ref(), a, l);
+                match mem {
+                    MrMem::Raw(a, l) => {
+                        let _ = self.sh.pins.lock().unwrap().unpin(self.sh.dev.as_ref(), a, l);
+                    }
+                    MrMem::Translated(iova, l) => {
+                        let _ = self.sh.dev.dma_unmap(iova, l);
+                    }
+                    MrMem::Owned(_) => {}
                 }
                 return Err(e);
             }
         };
         need(&w, 2, "REG_MR")?;
-        self.sh.mrs.lock().unwrap().insert(w[0], (addr, len));
+        if !matches!(mem, MrMem::Translated(..)) {
+            // (inline gathering reads the memory by its address, which a translated MR's is not)
+            self.sh.mrs.lock().unwrap().insert(w[0], (addr, len));
+        }
         Ok(Mr(Arc::new(MrInner { sh: self.sh.clone(), _pd: pd.clone(), key: w[0], addr, len, mem, live: Mutex::new(true) })))
     }
 

@@ -482,10 +482,6 @@ pub unsafe extern "C" fn hm_rs_reg_mr(
     if len == 0 || addr.checked_add(len).is_none() {
         return libc::EINVAL;
     }
-    if iova != addr {
-        // the MR table maps its address range 1:1 (no translation entry for another IOVA)
-        return libc::EOPNOTSUPP;
-    }
     if ctx.sh.memlock_applies {
         let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: a valid rlimit out pointer.
@@ -497,7 +493,7 @@ pub unsafe extern "C" fn hm_rs_reg_mr(
         }
     }
     // SAFETY: the memory is the caller's and stays registered until dereg (libibverbs' contract).
-    match unsafe { ctx.sh.nic.reg_mr_raw(&p.pd, addr, len, access & 0xF) } {
+    match unsafe { ctx.sh.nic.reg_mr_iova(&p.pd, addr, len, iova, access & 0xF) } {
         Ok(m) => {
             // SAFETY: the caller's guarantee.
             unsafe {

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Acceptance of the verbs provider: stock rdma-core tools, perftest and our own verbs programs
+# run unchanged on two simulated Hematite NICs joined by the datagram wire, through
+# hematite-run. Every run checks exit codes and parses the figures the tools print.
+#
+#   tests/verbs/acceptance.sh [--profile release|test] [--quick] [--only NAME[,NAME...]]
+#
+# Expects the firmware image (build/fw/firmware.hex); builds hematite-sim, the provider,
+# hematite-run and the C programs in the chosen cargo profile (default: test, as the suite).
+# Prints one line per scenario (ok / FAIL) with its figures, then `verbs: N passed, M failed`.
+# Figures also go to $OUT/figures.txt (OUT defaults to build/verbs).
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+
+PROFILE=test
+QUICK=0
+ONLY=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --profile) PROFILE="$2"; shift 2 ;;
+        --quick) QUICK=1; shift ;;
+        --only) ONLY="$2"; shift 2 ;;
+        *) echo "usage: $0 [--profile release|test] [--quick] [--only a,b]" >&2; exit 2 ;;
+    esac
+done
+case "$PROFILE" in release) TDIR=target/release ;; test) TDIR=target/debug ;; *) echo "bad profile" >&2; exit 2 ;; esac
+
+OUT="${OUT:-$ROOT/build/verbs}"
+mkdir -p "$OUT"
+: > "$OUT/figures.txt"
+echo "== building hematite-sim, the provider, hematite-run ($PROFILE profile) and the C verbs programs"
+cargo build -q --profile "$PROFILE" -p hematite-sim --bin hematite-sim -p hematite-verbs -p hematite-run || exit 1
+bash tests/verbs/build.sh "$OUT/bin" || exit 1
+
+RUN="$ROOT/$TDIR/hematite-run"
+export HEMATITE_SIM="$ROOT/$TDIR/hematite-sim"
+export HEMATITE_PROVIDER="$ROOT/$TDIR/libhematite_verbs.so"
+export HEMATITE_FW="$ROOT/build/fw/firmware.hex"
+STATE="$(mktemp -d /tmp/hm-verbs.XXXXXX)"
+BIN="$OUT/bin"
+LOGS="$OUT/logs"
+rm -rf "$LOGS"; mkdir -p "$LOGS"
+trap '"$RUN" --state "$STATE" --stop >/dev/null 2>&1; rm -rf "$STATE"' EXIT
+
+pass=0; fail=0; failed=()
+ok() { pass=$((pass + 1)); printf 'ok    %-34s %s\n' "$1" "${2:-}"; echo "$1: ${2:-}" >> "$OUT/figures.txt"; }
+bad() { fail=$((fail + 1)); failed+=("$1"); printf 'FAIL  %-34s %s\n' "$1" "$2"; }
+want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
+
+# Starts the devices (and waits for their firmware) before the first scenario.
+"$RUN" --state "$STATE" --check > "$LOGS/check.txt" 2>&1 || { cat "$LOGS/check.txt"; echo "hematite-run --check failed"; exit 1; }
+
+# run_pair NAME TIMEOUT READY_REGEX SERVER_CMD... -- CLIENT_CMD...
+# The server runs on NIC 0, the client on NIC 1 (each sees only its NIC); the client starts
+# once the server printed READY_REGEX, and is retried while the server is not listening yet.
+run_pair() {
+    local name="$1" tmo="$2" ready="$3"; shift 3
+    local srv=() cli=()
+    while [ "$1" != "--" ]; do srv+=("$1"); shift; done; shift
+    cli=("$@")
+    local so="$LOGS/$name.server" co="$LOGS/$name.client"
+    # (line-buffered, so that the readiness line shows while the server waits)
+    timeout -k 5 "$tmo" "$RUN" --state "$STATE" --nic 0 -- stdbuf -oL -eL "${srv[@]}" > "$so" 2>&1 &
+    local spid=$! t=0
+    while ! grep -qE "$ready" "$so" 2>/dev/null; do
+        sleep 0.5; t=$((t + 1))
+        if ! kill -0 $spid 2>/dev/null || [ $t -gt 240 ]; then break; fi
+    done
+    sleep 1
+    local crc=1 try
+    for try in 1 2 3 4 5; do
+        timeout -k 5 "$tmo" "$RUN" --state "$STATE" --nic 1 -- stdbuf -oL -eL "${cli[@]}" > "$co" 2>&1
+        crc=$?
+        grep -qiE "couldn't connect|unable to connect|connect.*refused" "$co" || break
+        sleep 2
+    done
+    wait $spid
+    local src=$?
+    SRV_RC=$src; CLI_RC=$crc
+    [ $src -eq 0 ] && [ $crc -eq 0 ]
+}
+
+show_fail() { # NAME: the tails of both logs
+    for f in "$LOGS/$1".server "$LOGS/$1".client "$LOGS/$1".out; do
+        [ -f "$f" ] && { echo "   --- $(basename "$f") (last lines)"; tail -n 6 "$f" | sed 's/^/   /'; }
+    done
+}
+
+# perftest's result line: the first line after the "#bytes" header.
+perf_line() { awk '/#bytes/{getline; print; exit}' "$1"; }
+
+# ---------------------------------------------------------------- device listing and attributes
+if want devices; then
+    if "$RUN" --state "$STATE" -- ibv_devices > "$LOGS/devices.out" 2>&1 &&
+        grep -q "hematite0" "$LOGS/devices.out" && grep -q "hematite1" "$LOGS/devices.out"; then
+        ok devices "$(grep -c hematite "$LOGS/devices.out") devices listed"
+    else bad devices "ibv_devices did not list hematite0 and hematite1"; show_fail devices; fi
+fi
+
+if want devinfo; then
+    o="$LOGS/devinfo.out"
+    if "$RUN" --state "$STATE" --nic 0 -- ibv_devinfo -v -d hematite0 > "$o" 2>&1 &&
+        grep -q "state:.*PORT_ACTIVE" "$o" && grep -q "link_layer:.*Ethernet" "$o" &&
+        grep -qE "GID\[ *0\]:.*::ffff:10\.77\.0\.1, RoCE v2" "$o"; then
+        qp=$(awk '/max_qp:/{print $2}' "$o"); cqe=$(awk '/max_cqe:/{print $2}' "$o"); rd=$(awk '/max_qp_rd_atom:/{print $2}' "$o")
+        if [ "${qp:-0}" -ge 1 ] && [ "${cqe:-0}" -ge 512 ] && [ "${rd:-0}" -ge 1 ]; then
+            ok devinfo "max_qp=$qp max_cqe=$cqe max_qp_rd_atom=$rd, GID0 ::ffff:10.77.0.1 RoCE v2, PORT_ACTIVE"
+        else bad devinfo "limits: max_qp=$qp max_cqe=$cqe max_qp_rd_atom=$rd"; fi
+    else bad devinfo "ibv_devinfo -v: port not active / not Ethernet / no RoCE v2 GID"; show_fail devinfo; fi
+fi
+
+# ---------------------------------------------------------------- ibv_rc_pingpong
+pingpong() { # NAME ARGS...
+    local name="$1"; shift
+    want "$name" || return 0
+    if run_pair "$name" 300 "local address" ibv_rc_pingpong -d hematite0 -g 0 "$@" -- ibv_rc_pingpong -d hematite1 -g 0 "$@" 127.0.0.1; then
+        local l; l=$(grep -h "iters in" "$LOGS/$name.client")
+        if [ -n "$l" ]; then ok "$name" "$(grep -h 'bytes in' "$LOGS/$name.client") | $l"; else bad "$name" "no figures printed"; fi
+    else bad "$name" "server rc=$SRV_RC client rc=$CLI_RC"; show_fail "$name"; fi
+}
+if [ $QUICK -eq 1 ]; then pingpong pingpong -n 100; else pingpong pingpong; fi
+pingpong pingpong_64k -s 65536 -n 100 -c
+pingpong pingpong_events -n 100 -e
+
+# ---------------------------------------------------------------- perftest
+perf() { # NAME TOOL ARGS...
+    local name="$1" tool="$2"; shift 2
+    want "$name" || return 0
+    if run_pair "$name" 400 "Waiting for client|local address" "$tool" -d hematite0 -x 0 "$@" -- "$tool" -d hematite1 -x 0 "$@" 127.0.0.1; then
+        local l; l=$(perf_line "$LOGS/$name.client")
+        # bw: bytes iters peak avg rate; lat: bytes iters min max typical avg ...
+        if [ -n "$l" ] && awk -v l="$l" 'BEGIN{n=split(l,f," "); exit !(n>=5 && f[4]+0>0)}'; then
+            ok "$name" "$tool $* -> $l"
+        else bad "$name" "no result line: '$l'"; show_fail "$name"; fi
+    else bad "$name" "server rc=$SRV_RC client rc=$CLI_RC"; show_fail "$name"; fi
+}
+N=100; [ $QUICK -eq 1 ] && N=20
+perf write_bw ib_write_bw -s 65536 -n $N
+perf read_bw ib_read_bw -s 65536 -n $N
+perf send_bw ib_send_bw -s 65536 -n $N
+perf atomic_bw_fadd ib_atomic_bw -A FETCH_AND_ADD -n $N
+perf atomic_bw_cas ib_atomic_bw -A CMP_AND_SWAP -n $N
+perf write_lat ib_write_lat -s 64 -n $N
+perf send_lat ib_send_lat -s 64 -n $N
+perf read_lat ib_read_lat -s 64 -n $N
+if [ $QUICK -eq 0 ]; then
+    perf write_bw_1m ib_write_bw -s 1048576 -n 8
+    perf read_bw_1m ib_read_bw -s 1048576 -n 8
+    perf send_bw_1m ib_send_bw -s 1048576 -n 8
+    perf write_lat_1m ib_write_lat -s 1048576 -n 5
+    perf send_lat_64k ib_send_lat -s 65536 -n 20
+    perf read_lat_64k ib_read_lat -s 65536 -n 20
+fi
+
+# ---------------------------------------------------------------- our own verbs programs
+own() { # NAME TIMEOUT ARGS... (run as server and client)
+    local name="$1" tmo="$2"; shift 2
+    want "$name" || return 0
+    if run_pair "$name" "$tmo" "listening|waiting|local" "$BIN/$name" -d hematite0 "$@" -- "$BIN/$name" -d hematite1 "$@" 127.0.0.1; then
+        ok "$name" "$(grep -h '^summary' "$LOGS/$name.client") $(grep -hoE '(iters|bytes|wall_s|mbps)=[0-9.]+' "$LOGS/$name.client" | tr '\n' ' ')"
+    else bad "$name" "server rc=$SRV_RC client rc=$CLI_RC"; show_fail "$name"; fi
+}
+own hm_nccl_replay 400 -n 30
+own hm_verbs_ops 400
+
+if want hm_verbs_errors; then
+    o="$LOGS/hm_verbs_errors.out"
+    if "$RUN" --state "$STATE" --nic 0 -- "$BIN/hm_verbs_errors" -d hematite0 > "$o" 2>&1; then
+        ok hm_verbs_errors "$(grep -h '^summary' "$o")"
+    else bad hm_verbs_errors "$(grep -h '^summary' "$o"): $(grep -h '^FAIL' "$o" | head -3 | tr '\n' ';')"; show_fail hm_verbs_errors; fi
+fi
+
+echo
+for f in "${failed[@]}"; do echo "FAILED: $f (logs: $LOGS/$f.*)"; done
+echo "verbs: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,1106 @@
+/*
+ * hm_nccl_replay - replay of the verbs sequence NCCL's IB transport issues
+ * (GDR off), between two processes, without NCCL.
+ *
+ * Each process plays both NCCL roles, as two ranks do:
+ *   - a "send comm": QP with max_send_wr 512 and max_recv_wr 0 on a 256-entry
+ *     CQ; it never receives, it is only the target of the peer's CTS writes;
+ *   - a "recv comm": QP with max_send_wr 512 and max_recv_wr 256 on a
+ *     512-entry CQ; it posts zero-SGE receives and writes "clear to send"
+ *     (CTS) entries into the peer's FIFO.
+ * The send QP of one process is connected to the recv QP of the other.
+ *
+ * Per iteration the receiver posts a zero-SGE receive and an RDMA_WRITE CTS
+ * (unsignaled except every 16th, inline with -I) telling the sender where to
+ * write; the sender, on seeing the CTS, posts a chain of up to 4 unsignaled
+ * RDMA_WRITEs and a final signaled RDMA_WRITE_WITH_IMM (imm = htonl(size)).
+ * Every 5th iteration the final WRITE_WITH_IMM carries no data, every 7th
+ * the whole message is empty.
+ *
+ * Usage: server: hm_nccl_replay [opts]       client: hm_nccl_replay [opts] HOST
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <pthread.h>
+
+#include "hm_common.h"
+
+#define DEFAULT_PORT 18516
+#define MAGIC 0x4e43434cu /* "NCCL" */
+#define VERSION 1
+
+#define SEND_CQE 256
+#define RECV_CQE 512
+#define QP_SEND_WR 512
+#define QP_RECV_WR 256
+#define MAX_DEPTH 64
+#define MAX_CHAIN 5 /* up to 4 RDMA_WRITEs + final WRITE_WITH_IMM */
+#define CTS_SIGNAL_EVERY 16
+#define MAX_DETAIL_FAILS 20
+
+/* wr_id tags: the top 16 bits say what the WR was */
+#define TAG_MASK 0xffff000000000000ull
+#define TAG_DATA 0x5e00000000000000ull   /* signaled final WRITE_WITH_IMM */
+#define TAG_UNSIG 0xbad0000000000000ull  /* unsignaled chain RDMA_WRITE   */
+#define TAG_RECV 0x7ec0000000000000ull   /* zero-SGE receive              */
+#define TAG_CTS 0xc750000000000000ull    /* CTS RDMA_WRITE                */
+#define TAG_EXTRA 0xe7e0000000000000ull  /* final zero-length write test  */
+
+/* One CTS FIFO entry, written by the receiver into the sender's memory. */
+struct cts_slot {
+	uint64_t addr;  /* where to write the data */
+	uint32_t rkey;
+	uint32_t size;  /* bytes the receiver can take */
+	uint32_t iter;
+	uint32_t seq;   /* iter + 1; polled last */
+};
+
+/* Connection info exchanged over TCP (network byte order on the wire). */
+struct conn_info {
+	uint32_t magic, version;
+	uint32_t send_qpn, recv_qpn;
+	uint32_t send_psn, recv_psn;
+	uint32_t iters, size, depth, role;
+	uint64_t fifo_addr;
+	uint32_t fifo_rkey, pad;
+	uint8_t gid[16];
+};
+
+static struct {
+	const char *dev;
+	int gidx;
+	int port;
+	int iters;
+	size_t size;
+	int tclass;
+	int use_inline;
+	int events;
+	int depth;
+	const char *host;
+} opt = { NULL, 0, DEFAULT_PORT, 50, 65536, 0, 0, 0, 4, NULL };
+
+static struct ibv_context *ctx;
+static struct ibv_comp_channel *chan;
+static struct ibv_cq *scq, *rcq;
+static struct ibv_qp *sqp, *rqp;
+static int role; /* 0 server, 1 client */
+static int async_events;
+static int detail_fails;
+static int cq_events;
+static int scq_armed, rcq_armed;
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: %s [options] [HOST]\n"
+		"  server: no HOST; client: HOST of the server (e.g. 127.0.0.1)\n"
+		"  -d DEV     device name (default: first device)\n"
+		"  -g GIDX    GID index (default 0)\n"
+		"  -p PORT    TCP port (default %d)\n"
+		"  -t SECS    timeout of every blocking step (default 120)\n"
+		"  -n ITERS   iterations (default 50)\n"
+		"  -s SIZE    message size in bytes (default 65536)\n"
+		"  -T TCLASS  GRH traffic class (NCCL_IB_TC, default 0)\n"
+		"  -q DEPTH   messages in flight per direction (default 4, max %d)\n"
+		"  -I         send the CTS RDMA_WRITE inline (NCCL_IB_USE_INLINE)\n"
+		"  -e         completion channel + ibv_req_notify_cq mode\n",
+		hm_prog, DEFAULT_PORT, MAX_DEPTH);
+	exit(2);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void *async_thread(void *arg)
+{
+	struct ibv_context *c = arg;
+
+	for (;;) {
+		struct ibv_async_event ev;
+		int old;
+
+		if (ibv_get_async_event(c, &ev)) {
+			if (errno == EINTR)
+				continue;
+			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+			hm_fail("async_event", "ibv_get_async_event failed: %s",
+				strerror(errno));
+			pthread_setcancelstate(old, NULL);
+			return NULL;
+		}
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+		__atomic_add_fetch(&async_events, 1, __ATOMIC_SEQ_CST);
+		hm_fail("async_event", "unexpected event %s (%d)",
+			ibv_event_type_str(ev.event_type), ev.event_type);
+		ibv_ack_async_event(&ev);
+		pthread_setcancelstate(old, NULL);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* data pattern: depends on direction (sender role), iteration and offset */
+
+static inline uint8_t pat(int dir, int iter, size_t k)
+{
+	return (uint8_t)(k * 131u + (k >> 8) * 7u + (unsigned)iter * 29u +
+			 (unsigned)dir * 101u + 1u);
+}
+
+static void fill_pattern(uint8_t *p, size_t len, int dir, int iter)
+{
+	for (size_t k = 0; k < len; k++)
+		p[k] = pat(dir, iter, k);
+}
+
+/* returns offset of the first mismatch or -1 */
+static long check_pattern(const uint8_t *p, size_t len, int dir, int iter)
+{
+	for (size_t k = 0; k < len; k++)
+		if (p[k] != pat(dir, iter, k))
+			return (long)k;
+	return -1;
+}
+
+/* Shape of iteration i's message (identical on both sides). */
+struct shape {
+	size_t msg_len;           /* total bytes of the message          */
+	int zero_final;           /* final WRITE_WITH_IMM has length 0   */
+	int nwrites;              /* unsignaled RDMA_WRITEs before it    */
+	size_t off[MAX_CHAIN];    /* piece offsets (writes, then final)  */
+	size_t len[MAX_CHAIN];
+	size_t final_len;         /* bytes in the final WRITE_WITH_IMM   */
+};
+
+static void iter_shape(int i, size_t size, struct shape *s)
+{
+	int n = i + 1; /* 1-based: "every 5th", "every 7th" */
+	int pieces;
+	size_t off = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->msg_len = (n % 7 == 0) ? 0 : size;
+	s->zero_final = (n % 5 == 0) || s->msg_len == 0;
+	if (s->msg_len == 0)
+		return;
+	if (s->zero_final)
+		pieces = 1 + (n / 5) % 4;        /* 1..4 writes, empty final */
+	else
+		pieces = 1 + n % 5;              /* 1..4 writes + data final */
+	if ((size_t)pieces > s->msg_len)
+		pieces = (int)s->msg_len;
+	s->nwrites = s->zero_final ? pieces : pieces - 1;
+	for (int k = 0; k < pieces; k++) {
+		size_t l = s->msg_len / (size_t)pieces;
+
+		if (k == pieces - 1)
+			l = s->msg_len - off;
+		s->off[k] = off;
+		s->len[k] = l;
+		off += l;
+	}
+	s->final_len = s->zero_final ? 0 : s->len[pieces - 1];
+}
+
+/* ------------------------------------------------------------------ */
+/* event mode: wait on the completion channel for a short while        */
+
+static void arm_cqs(void)
+{
+	if (!scq_armed) {
+		if (ibv_req_notify_cq(scq, 0))
+			hm_fatal("req_notify_cq", "send CQ: %s",
+				 strerror(errno));
+		scq_armed = 1;
+	}
+	if (!rcq_armed) {
+		if (ibv_req_notify_cq(rcq, 0))
+			hm_fatal("req_notify_cq", "recv CQ: %s",
+				 strerror(errno));
+		rcq_armed = 1;
+	}
+}
+
+/* returns the CQ that fired, or NULL when nothing came within ms */
+static struct ibv_cq *wait_event(int ms)
+{
+	struct pollfd p = { .fd = chan->fd, .events = POLLIN };
+	struct ibv_cq *ev_cq = NULL;
+	void *ev_ctx = NULL;
+	int r = poll(&p, 1, ms);
+
+	if (r < 0 && errno != EINTR)
+		hm_fatal("comp_channel", "poll on channel fd: %s",
+			 strerror(errno));
+	if (r <= 0)
+		return NULL;
+	if (ibv_get_cq_event(chan, &ev_cq, &ev_ctx))
+		hm_fatal("get_cq_event", "%s", strerror(errno));
+	ibv_ack_cq_events(ev_cq, 1);
+	cq_events++;
+	if (ev_cq == scq) {
+		scq_armed = 0;
+		if (ev_ctx != (void *)scq)
+			hm_fail("cq_event_context",
+				"send CQ event cq_context=%p expected %p",
+				ev_ctx, (void *)scq);
+	} else if (ev_cq == rcq) {
+		rcq_armed = 0;
+		if (ev_ctx != (void *)rcq)
+			hm_fail("cq_event_context",
+				"recv CQ event cq_context=%p expected %p",
+				ev_ctx, (void *)rcq);
+	} else {
+		hm_fail("cq_event", "event for unknown CQ %p", (void *)ev_cq);
+	}
+	return ev_cq;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void detail_fail(const char *name, const char *fmt, ...)
+	HM_PRINTF(2, 3);
+static void detail_fail(const char *name, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (++detail_fails <= MAX_DETAIL_FAILS)
+		hm_fail(name, "%s", buf);
+	else
+		__atomic_add_fetch(&hm_nfail, 1, __ATOMIC_SEQ_CST);
+}
+
+static struct ibv_mr *reg_buf(struct ibv_pd *pd, void *buf, size_t len,
+			      const char *name)
+{
+	unsigned acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	struct ibv_mr *mr;
+	char cname[64];
+
+	snprintf(cname, sizeof(cname), "reg_mr_iova2.%s", name);
+	hm_step(cname);
+	mr = ibv_reg_mr_iova2(pd, buf, len, (uint64_t)(uintptr_t)buf, acc);
+	if (!mr)
+		hm_fatal(cname, "ibv_reg_mr_iova2(len=%zu, access=0x%x): %s",
+			 len, acc, strerror(errno));
+	if (mr->addr != buf || mr->length != len || mr->pd != pd ||
+	    mr->context != ctx)
+		hm_fail(cname, "mr fields addr=%p/%p length=%zu/%zu pd/ctx ok=%d",
+			mr->addr, buf, mr->length, len,
+			mr->pd == pd && mr->context == ctx);
+	else
+		hm_ok(cname, "len=%zu lkey=0x%x rkey=0x%x", len, mr->lkey,
+		      mr->rkey);
+	return mr;
+}
+
+static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_cq *cq,
+				uint32_t recv_wr, uint32_t inl,
+				const char *name)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+	char cname[64];
+
+	snprintf(cname, sizeof(cname), "create_qp.%s", name);
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_context = NULL;
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.srq = NULL;
+	ia.cap.max_send_wr = QP_SEND_WR;
+	ia.cap.max_recv_wr = recv_wr;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = inl;
+	ia.qp_type = IBV_QPT_RC;
+	ia.sq_sig_all = 0;
+	hm_step(cname);
+	qp = ibv_create_qp(pd, &ia);
+	if (!qp)
+		hm_fatal(cname, "ibv_create_qp(send_wr=%u recv_wr=%u sge=1 "
+			 "inline=%u): %s", QP_SEND_WR, recv_wr, inl,
+			 strerror(errno));
+	if (qp->qp_num == 0 || qp->qp_num > 0xffffff || qp->state != IBV_QPS_RESET ||
+	    qp->qp_type != IBV_QPT_RC || qp->send_cq != cq || qp->recv_cq != cq ||
+	    qp->pd != pd || qp->context != ctx ||
+	    ia.cap.max_send_wr < QP_SEND_WR || ia.cap.max_recv_wr < recv_wr ||
+	    ia.cap.max_inline_data < inl)
+		hm_fail(cname, "bad QP fields: qp_num=0x%x state=%d type=%d "
+			"cqs_ok=%d pd_ok=%d ctx_ok=%d cap.send_wr=%u "
+			"cap.recv_wr=%u cap.inline=%u", qp->qp_num, qp->state,
+			qp->qp_type, qp->send_cq == cq && qp->recv_cq == cq,
+			qp->pd == pd, qp->context == ctx, ia.cap.max_send_wr,
+			ia.cap.max_recv_wr, ia.cap.max_inline_data);
+	else
+		hm_ok(cname, "qpn=0x%x max_send_wr=%u max_recv_wr=%u "
+		      "max_inline_data=%u", qp->qp_num, ia.cap.max_send_wr,
+		      ia.cap.max_recv_wr, ia.cap.max_inline_data);
+	return qp;
+}
+
+static void connect_qp(struct ibv_qp *qp, const char *name, enum ibv_mtu mtu,
+		       uint32_t dqpn, uint32_t rq_psn, uint32_t sq_psn,
+		       const union ibv_gid *dgid)
+{
+	struct hm_rtr_args r;
+	char cname[64];
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.mtu = mtu;
+	r.dest_qpn = dqpn;
+	r.rq_psn = rq_psn;
+	r.dgid = *dgid;
+	r.sgid_index = opt.gidx;
+	r.hop_limit = 255;
+	r.traffic_class = (uint8_t)opt.tclass;
+	r.min_rnr_timer = 12;
+	r.max_dest_rd_atomic = 1;
+	snprintf(cname, sizeof(cname), "modify_qp.rtr.%s", name);
+	hm_step(cname);
+	rc = hm_qp_rtr(qp, &r);
+	if (rc)
+		hm_fatal(cname, "INIT->RTR (dest_qpn=0x%x mtu=%d): %s", dqpn,
+			 hm_mtu_bytes(mtu), strerror(rc));
+	hm_ok(cname, "dest_qpn=0x%x rq_psn=0x%x", dqpn, rq_psn);
+
+	snprintf(cname, sizeof(cname), "modify_qp.rts.%s", name);
+	hm_step(cname);
+	rc = hm_qp_rts(qp, sq_psn, 20, 7, 7, 1);
+	if (rc)
+		hm_fatal(cname, "RTR->RTS: %s", strerror(rc));
+	hm_ok(cname, "sq_psn=0x%x", sq_psn);
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device **devlist;
+	struct ibv_device_attr dattr;
+	struct ibv_port_attr pattr;
+	union ibv_gid my_gid, peer_gid;
+	struct ibv_pd *pd;
+	struct ibv_mr *sbuf_mr, *rbuf_mr, *fifo_mr, *cts_mr;
+	uint8_t *sbuf, *rbuf;
+	struct cts_slot *fifo, *ctsbuf;
+	size_t slot_sz, sbuf_len, rbuf_len;
+	struct conn_info me, peer;
+	pthread_t athr;
+	int c, fd, rc, n, i;
+	char gs[64];
+	uint32_t send_psn, recv_psn;
+	unsigned qp_access;
+
+	hm_init_common(argv[0]);
+	while ((c = getopt(argc, argv, "d:g:p:t:n:s:T:q:Ieh")) != -1) {
+		switch (c) {
+		case 'd': opt.dev = optarg; break;
+		case 'g': opt.gidx = atoi(optarg); break;
+		case 'p': opt.port = atoi(optarg); break;
+		case 't': hm_timeout_s = atoi(optarg); break;
+		case 'n': opt.iters = atoi(optarg); break;
+		case 's': opt.size = (size_t)strtoull(optarg, NULL, 0); break;
+		case 'T': opt.tclass = atoi(optarg); break;
+		case 'q': opt.depth = atoi(optarg); break;
+		case 'I': opt.use_inline = 1; break;
+		case 'e': opt.events = 1; break;
+		default: usage();
+		}
+	}
+	if (optind < argc)
+		opt.host = argv[optind++];
+	if (optind < argc || opt.iters < 1 || opt.depth < 1 ||
+	    opt.depth > MAX_DEPTH || hm_timeout_s < 1 || opt.tclass < 0 ||
+	    opt.tclass > 255 || opt.size > (1u << 30))
+		usage();
+	role = opt.host ? 1 : 0;
+	hm_info("%s role=%s dev=%s gidx=%d iters=%d size=%zu depth=%d inline=%d "
+		"events=%d tclass=%d", hm_prog, role ? "client" : "server",
+		opt.dev ? opt.dev : "(first)", opt.gidx, opt.iters, opt.size,
+		opt.depth, opt.use_inline, opt.events, opt.tclass);
+
+	/* --- init.cc: device discovery --- */
+	ctx = hm_open_device(opt.dev, &devlist);
+	hm_ok("open_device", "name=%s", ibv_get_device_name(ctx->device));
+
+	memset(&dattr, 0, sizeof(dattr));
+	hm_step("ibv_query_device");
+	rc = ibv_query_device(ctx, &dattr);
+	if (rc)
+		hm_fatal("query_device", "ibv_query_device: %s", strerror(rc));
+	hm_check(dattr.max_qp > 0 && dattr.max_qp_wr >= QP_SEND_WR &&
+			 dattr.max_cqe >= RECV_CQE && dattr.max_sge >= 1 &&
+			 dattr.phys_port_cnt >= 1,
+		 "query_device",
+		 "max_qp=%d max_qp_wr=%d max_cqe=%d max_sge=%d "
+		 "max_qp_rd_atom=%d atomic_cap=%d phys_port_cnt=%u "
+		 "sys_image_guid=0x%016llx vendor_id=0x%x vendor_part_id=0x%x",
+		 dattr.max_qp, dattr.max_qp_wr, dattr.max_cqe, dattr.max_sge,
+		 dattr.max_qp_rd_atom, dattr.atomic_cap, dattr.phys_port_cnt,
+		 (unsigned long long)be64toh(dattr.sys_image_guid),
+		 dattr.vendor_id, dattr.vendor_part_id);
+
+	memset(&pattr, 0, sizeof(pattr));
+	hm_step("ibv_query_port");
+	rc = ibv_query_port(ctx, 1, &pattr);
+	if (rc)
+		hm_fatal("query_port", "ibv_query_port(1): %s", strerror(rc));
+	if (pattr.state != IBV_PORT_ACTIVE ||
+	    pattr.link_layer != IBV_LINK_LAYER_ETHERNET)
+		hm_fatal("query_port", "port 1 state=%s link_layer=%d: NCCL "
+			 "needs an ACTIVE Ethernet port",
+			 ibv_port_state_str(pattr.state), pattr.link_layer);
+	hm_ok("query_port", "state=ACTIVE link_layer=Ethernet active_mtu=%d "
+	      "max_mtu=%d gid_tbl_len=%d active_speed=%u active_width=%u",
+	      hm_mtu_bytes(pattr.active_mtu), hm_mtu_bytes(pattr.max_mtu),
+	      pattr.gid_tbl_len, pattr.active_speed, pattr.active_width);
+
+	/* NCCL queries every GID index below gid_tbl_len */
+	{
+		int bad = 0, nonzero = 0;
+
+		if (pattr.gid_tbl_len < 1)
+			hm_fatal("query_gid", "gid_tbl_len=%d", pattr.gid_tbl_len);
+		for (i = 0; i < pattr.gid_tbl_len; i++) {
+			union ibv_gid g;
+
+			hm_step("ibv_query_gid");
+			rc = ibv_query_gid(ctx, 1, i, &g);
+			if (rc) {
+				bad++;
+				hm_fail("query_gid", "index %d: rc=%d errno=%s",
+					i, rc, hm_errname(errno));
+				continue;
+			}
+			if (!hm_gid_is_zero(&g))
+				nonzero++;
+			hm_info("gid[%d]=%s", i, hm_gid_str(&g, gs, sizeof(gs)));
+		}
+		if (!bad)
+			hm_ok("query_gid", "count=%d nonzero=%d",
+			      pattr.gid_tbl_len, nonzero);
+		if (opt.gidx < 0 || opt.gidx >= pattr.gid_tbl_len)
+			hm_fatal("gid_index", "-g %d outside gid_tbl_len %d",
+				 opt.gidx, pattr.gid_tbl_len);
+		if (ibv_query_gid(ctx, 1, opt.gidx, &my_gid) ||
+		    hm_gid_is_zero(&my_gid))
+			hm_fatal("gid_index", "GID %d is empty or unreadable",
+				 opt.gidx);
+		hm_ok("gid_index", "gidx=%d gid=%s", opt.gidx,
+		      hm_gid_str(&my_gid, gs, sizeof(gs)));
+	}
+
+	/* the async thread NCCL keeps on ibv_get_async_event */
+	if (pthread_create(&athr, NULL, async_thread, ctx))
+		hm_fatal("async_thread", "pthread_create failed");
+
+	hm_step("ibv_alloc_pd");
+	pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		hm_fatal("alloc_pd", "%s", strerror(errno));
+	hm_ok("alloc_pd", "%s", "");
+
+	/* --- reg.cc: page-aligned buffers, reg_mr_iova2 with iova=addr --- */
+	slot_sz = opt.size ? opt.size : 1;
+	sbuf_len = hm_page_round(slot_sz * (size_t)opt.depth);
+	rbuf_len = sbuf_len;
+	sbuf = hm_alloc_pages(sbuf_len);
+	rbuf = hm_alloc_pages(rbuf_len);
+	fifo = hm_alloc_pages(hm_page_round(sizeof(struct cts_slot) * MAX_DEPTH));
+	ctsbuf = hm_alloc_pages(hm_page_round(sizeof(struct cts_slot) * MAX_DEPTH));
+	sbuf_mr = reg_buf(pd, sbuf, sbuf_len, "send_buf");
+	rbuf_mr = reg_buf(pd, rbuf, rbuf_len, "recv_buf");
+	fifo_mr = reg_buf(pd, fifo, hm_page_round(sizeof(struct cts_slot) * MAX_DEPTH),
+			  "cts_fifo");
+	cts_mr = reg_buf(pd, ctsbuf,
+			 hm_page_round(sizeof(struct cts_slot) * MAX_DEPTH),
+			 "cts_src");
+
+	/* NCCL probes DMA-BUF support with fd -1: it must fail */
+	{
+		struct ibv_mr *dm;
+
+		errno = 0;
+		hm_step("ibv_reg_dmabuf_mr");
+		dm = ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1,
+				       IBV_ACCESS_LOCAL_WRITE |
+					       IBV_ACCESS_REMOTE_WRITE |
+					       IBV_ACCESS_REMOTE_READ);
+		if (dm) {
+			hm_fail("reg_dmabuf_mr_probe",
+				"ibv_reg_dmabuf_mr(fd=-1) succeeded");
+			ibv_dereg_mr(dm);
+		} else {
+			hm_ok("reg_dmabuf_mr_probe", "errno=%s",
+			      hm_errname(errno));
+		}
+	}
+
+	/* --- connect.cc: CQs, QPs, INIT --- */
+	if (opt.events) {
+		hm_step("ibv_create_comp_channel");
+		chan = ibv_create_comp_channel(ctx);
+		if (!chan)
+			hm_fatal("create_comp_channel", "%s (the provider "
+				 "must be LD_PRELOADed for comp channels)",
+				 strerror(errno));
+		hm_ok("create_comp_channel", "fd=%d", chan->fd);
+	}
+	hm_step("ibv_create_cq");
+	scq = ibv_create_cq(ctx, SEND_CQE, NULL, chan, 0);
+	if (!scq)
+		hm_fatal("create_cq.send", "cqe=%d: %s", SEND_CQE,
+			 strerror(errno));
+	scq->cq_context = scq;
+	hm_check(scq->cqe >= SEND_CQE, "create_cq.send", "cqe=%d", scq->cqe);
+	rcq = ibv_create_cq(ctx, RECV_CQE, NULL, chan, 0);
+	if (!rcq)
+		hm_fatal("create_cq.recv", "cqe=%d: %s", RECV_CQE,
+			 strerror(errno));
+	rcq->cq_context = rcq;
+	hm_check(rcq->cqe >= RECV_CQE, "create_cq.recv", "cqe=%d", rcq->cqe);
+
+	sqp = create_qp(pd, scq, 0, 0, "send");
+	rqp = create_qp(pd, rcq, QP_RECV_WR,
+			opt.use_inline ? (uint32_t)sizeof(struct cts_slot) : 0,
+			"recv");
+
+	hm_step("ibv_modify_qp (INIT)");
+	qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		    IBV_ACCESS_REMOTE_READ;
+	rc = hm_qp_init(sqp, qp_access);
+	if (rc)
+		hm_fatal("modify_qp.init.send", "RESET->INIT: %s", strerror(rc));
+	hm_ok("modify_qp.init.send", "%s", "");
+	rc = hm_qp_init(rqp, qp_access);
+	if (rc)
+		hm_fatal("modify_qp.init.recv", "RESET->INIT: %s", strerror(rc));
+	hm_ok("modify_qp.init.recv", "%s", "");
+
+	/* --- exchange --- */
+	send_psn = hm_rand_psn();
+	recv_psn = hm_rand_psn();
+	memset(&me, 0, sizeof(me));
+	me.magic = htonl(MAGIC);
+	me.version = htonl(VERSION);
+	me.send_qpn = htonl(sqp->qp_num);
+	me.recv_qpn = htonl(rqp->qp_num);
+	me.send_psn = htonl(send_psn);
+	me.recv_psn = htonl(recv_psn);
+	me.iters = htonl((uint32_t)opt.iters);
+	me.size = htonl((uint32_t)opt.size);
+	me.depth = htonl((uint32_t)opt.depth);
+	me.role = htonl((uint32_t)role);
+	me.fifo_addr = htobe64((uint64_t)(uintptr_t)fifo);
+	me.fifo_rkey = htonl(fifo_mr->rkey);
+	memcpy(me.gid, my_gid.raw, 16);
+
+	fd = role ? hm_tcp_connect(opt.host, opt.port) : hm_tcp_accept(opt.port);
+	hm_tcp_send(fd, &me, sizeof(me), "connection info");
+	hm_tcp_recv(fd, &peer, sizeof(peer), "peer connection info");
+	if (ntohl(peer.magic) != MAGIC || ntohl(peer.version) != VERSION)
+		hm_fatal("exchange", "peer is not hm_nccl_replay v%d", VERSION);
+	if (ntohl(peer.iters) != (uint32_t)opt.iters ||
+	    ntohl(peer.size) != (uint32_t)opt.size ||
+	    ntohl(peer.depth) != (uint32_t)opt.depth)
+		hm_fatal("exchange", "peer runs -n %u -s %u -q %u, we run -n %d "
+			 "-s %zu -q %d", ntohl(peer.iters), ntohl(peer.size),
+			 ntohl(peer.depth), opt.iters, opt.size, opt.depth);
+	if (ntohl(peer.role) == (uint32_t)role)
+		hm_fatal("exchange", "both sides are %s",
+			 role ? "clients" : "servers");
+	memcpy(peer_gid.raw, peer.gid, 16);
+	hm_ok("exchange", "peer_send_qpn=0x%x peer_recv_qpn=0x%x peer_gid=%s",
+	      ntohl(peer.send_qpn), ntohl(peer.recv_qpn),
+	      hm_gid_str(&peer_gid, gs, sizeof(gs)));
+
+	/* my send QP <-> peer recv QP, my recv QP <-> peer send QP */
+	connect_qp(sqp, "send", pattr.active_mtu, ntohl(peer.recv_qpn),
+		   ntohl(peer.recv_psn), send_psn, &peer_gid);
+	connect_qp(rqp, "recv", pattr.active_mtu, ntohl(peer.send_qpn),
+		   ntohl(peer.send_psn), recv_psn, &peer_gid);
+	{
+		enum ibv_qp_state st1 = IBV_QPS_UNKNOWN, st2 = IBV_QPS_UNKNOWN;
+		int q1 = hm_query_qp_state(sqp, &st1);
+		int q2 = hm_query_qp_state(rqp, &st2);
+
+		hm_check(!q1 && !q2 && st1 == IBV_QPS_RTS && st2 == IBV_QPS_RTS,
+			 "query_qp.rts", "send=%s recv=%s rc=%d/%d",
+			 hm_qp_state_str(st1), hm_qp_state_str(st2), q1, q2);
+	}
+	hm_barrier(fd, 0x10, "peer QPs in RTS");
+
+	/* --- p2p.cc: data path --- */
+	{
+		uint64_t peer_fifo = be64toh(peer.fifo_addr);
+		uint32_t peer_fifo_rkey = ntohl(peer.fifo_rkey);
+		int s_posted = 0, s_done = 0; /* sender side */
+		int r_posted = 0, r_done = 0; /* receiver side */
+		int cts_expected = 0, cts_done = 0, cts_next_sig = 0;
+		int peer_dir = !role;
+		uint64_t t0, t1, dl, bytes = 0, unsig_posted = 0;
+		unsigned empty = 0;
+		int unsig_cqe = 0, recv_bad = 0, send_bad = 0, data_bad = 0;
+
+		for (i = 0; i < opt.iters; i++)
+			if (i % CTS_SIGNAL_EVERY == CTS_SIGNAL_EVERY - 1)
+				cts_expected++;
+
+		if (opt.events)
+			arm_cqs();
+		t0 = hm_now_us();
+		dl = hm_deadline();
+		while (s_done < opt.iters || r_done < opt.iters ||
+		       cts_done < cts_expected) {
+			struct ibv_wc wc[16];
+			int progress = 0;
+
+			hm_step("data path (ibv_post_send/ibv_post_recv/"
+				"ibv_poll_cq)");
+
+			/* receiver: post receive + CTS */
+			while (r_posted < opt.iters &&
+			       r_posted - r_done < opt.depth) {
+				int it = r_posted, slot = it % opt.depth;
+				struct ibv_recv_wr rwr, *bad_rwr = NULL;
+				struct ibv_send_wr swr, *bad_swr = NULL;
+				struct ibv_sge sge;
+				struct cts_slot *cs = &ctsbuf[slot];
+				int sig = it % CTS_SIGNAL_EVERY ==
+					  CTS_SIGNAL_EVERY - 1;
+
+				memset(rbuf + (size_t)slot * slot_sz, 0xee, slot_sz);
+				memset(&rwr, 0, sizeof(rwr));
+				rwr.wr_id = TAG_RECV | (uint64_t)it;
+				rwr.sg_list = NULL;
+				rwr.num_sge = 0;
+				rc = ibv_post_recv(rqp, &rwr, &bad_rwr);
+				if (rc)
+					hm_fatal("post_recv", "iteration %d "
+						 "zero-SGE receive: %s", it,
+						 strerror(rc));
+
+				cs->addr = (uint64_t)(uintptr_t)(rbuf +
+						(size_t)slot * slot_sz);
+				cs->rkey = rbuf_mr->rkey;
+				cs->size = (uint32_t)opt.size;
+				cs->iter = (uint32_t)it;
+				cs->seq = (uint32_t)it + 1;
+				sge.addr = (uint64_t)(uintptr_t)cs;
+				sge.length = sizeof(*cs);
+				sge.lkey = cts_mr->lkey;
+				memset(&swr, 0, sizeof(swr));
+				swr.wr_id = TAG_CTS | (uint64_t)it;
+				swr.sg_list = &sge;
+				swr.num_sge = 1;
+				swr.opcode = IBV_WR_RDMA_WRITE;
+				swr.send_flags = (sig ? IBV_SEND_SIGNALED : 0) |
+						 (opt.use_inline ? IBV_SEND_INLINE : 0);
+				swr.wr.rdma.remote_addr = peer_fifo +
+					(uint64_t)slot * sizeof(struct cts_slot);
+				swr.wr.rdma.rkey = peer_fifo_rkey;
+				rc = ibv_post_send(rqp, &swr, &bad_swr);
+				if (rc)
+					hm_fatal("post_send.cts", "iteration %d: %s",
+						 it, strerror(rc));
+				if (!sig)
+					unsig_posted++;
+				r_posted++;
+				progress = 1;
+			}
+
+			/* sender: CTS arrived? then post the chain */
+			if (s_posted < opt.iters && s_posted - s_done < opt.depth) {
+				int it = s_posted, slot = it % opt.depth;
+				volatile struct cts_slot *cs = &fifo[slot];
+
+				if (cs->seq == (uint32_t)it + 1) {
+					struct ibv_send_wr wr[MAX_CHAIN], *bad = NULL;
+					struct ibv_sge sg[MAX_CHAIN];
+					struct shape sh;
+					uint64_t raddr;
+					uint32_t rkey, rsize, riter;
+					uint8_t *src = sbuf + (size_t)slot * slot_sz;
+					int k, nw;
+
+					__atomic_thread_fence(__ATOMIC_ACQUIRE);
+					raddr = cs->addr;
+					rkey = cs->rkey;
+					rsize = cs->size;
+					riter = cs->iter;
+					if (rsize != opt.size || riter != (uint32_t)it)
+						detail_fail("cts_content",
+							    "iteration %d: size=%u "
+							    "iter=%u", it, rsize, riter);
+					iter_shape(it, opt.size, &sh);
+					fill_pattern(src, sh.msg_len, role, it);
+					memset(wr, 0, sizeof(wr));
+					nw = 0;
+					for (k = 0; k < sh.nwrites; k++) {
+						sg[nw].addr = (uint64_t)(uintptr_t)(src + sh.off[k]);
+						sg[nw].length = (uint32_t)sh.len[k];
+						sg[nw].lkey = sbuf_mr->lkey;
+						wr[nw].wr_id = TAG_UNSIG |
+							((uint64_t)it << 8) | (uint64_t)k;
+						wr[nw].sg_list = &sg[nw];
+						wr[nw].num_sge = 1;
+						wr[nw].opcode = IBV_WR_RDMA_WRITE;
+						wr[nw].send_flags = 0;
+						wr[nw].wr.rdma.remote_addr = raddr + sh.off[k];
+						wr[nw].wr.rdma.rkey = rkey;
+						unsig_posted++;
+						nw++;
+					}
+					wr[nw].wr_id = TAG_DATA | (uint64_t)it;
+					wr[nw].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+					wr[nw].send_flags = IBV_SEND_SIGNALED;
+					wr[nw].imm_data = htonl((uint32_t)sh.msg_len);
+					wr[nw].wr.rdma.rkey = rkey;
+					if (sh.final_len) {
+						size_t fo = sh.off[sh.nwrites];
+
+						sg[nw].addr = (uint64_t)(uintptr_t)(src + fo);
+						sg[nw].length = (uint32_t)sh.final_len;
+						sg[nw].lkey = sbuf_mr->lkey;
+						wr[nw].sg_list = &sg[nw];
+						wr[nw].num_sge = 1;
+						wr[nw].wr.rdma.remote_addr = raddr + fo;
+					} else {
+						/* zero-length: no SGE at all (the
+						 * responder must not check VA/rkey) */
+						wr[nw].sg_list = NULL;
+						wr[nw].num_sge = 0;
+						wr[nw].wr.rdma.remote_addr = raddr;
+					}
+					for (k = 0; k < nw; k++)
+						wr[k].next = &wr[k + 1];
+					wr[nw].next = NULL;
+					rc = ibv_post_send(sqp, &wr[0], &bad);
+					if (rc)
+						hm_fatal("post_send.data",
+							 "iteration %d chain of %d: %s "
+							 "(bad_wr index %ld)", it,
+							 nw + 1, strerror(rc),
+							 bad ? (long)(bad - wr) : -1L);
+					bytes += sh.msg_len;
+					s_posted++;
+					progress = 1;
+				}
+			}
+
+			/* sender completions */
+			n = ibv_poll_cq(scq, 16, wc);
+			if (n < 0)
+				hm_fatal("poll_cq.send", "rc=%d", n);
+			for (int j = 0; j < n; j++) {
+				struct ibv_wc *w = &wc[j];
+
+				progress = 1;
+				if ((w->wr_id & TAG_MASK) == TAG_UNSIG) {
+					unsig_cqe++;
+					detail_fail("unsignaled_cqe",
+						    "send CQ returned a CQE for "
+						    "unsignaled wr_id=0x%llx "
+						    "status=%s",
+						    (unsigned long long)w->wr_id,
+						    ibv_wc_status_str(w->status));
+					continue;
+				}
+				if (w->status != IBV_WC_SUCCESS ||
+				    w->opcode != IBV_WC_RDMA_WRITE ||
+				    w->wr_id != (TAG_DATA | (uint64_t)s_done) ||
+				    w->qp_num != sqp->qp_num) {
+					send_bad++;
+					detail_fail("send_completion",
+						    "expected iteration %d: "
+						    "status=%s opcode=%d (want %d) "
+						    "wr_id=0x%llx (want 0x%llx) "
+						    "qp_num=0x%x (want 0x%x) "
+						    "vendor_err=0x%x", s_done,
+						    ibv_wc_status_str(w->status),
+						    w->opcode, IBV_WC_RDMA_WRITE,
+						    (unsigned long long)w->wr_id,
+						    (unsigned long long)(TAG_DATA | (uint64_t)s_done),
+						    w->qp_num, sqp->qp_num,
+						    w->vendor_err);
+					if (w->status != IBV_WC_SUCCESS)
+						hm_fatal("send_completion",
+							 "error completion, "
+							 "QP is dead");
+				}
+				s_done++;
+			}
+
+			/* receiver completions: data arrivals and CTS writes */
+			n = ibv_poll_cq(rcq, 16, wc);
+			if (n < 0)
+				hm_fatal("poll_cq.recv", "rc=%d", n);
+			for (int j = 0; j < n; j++) {
+				struct ibv_wc *w = &wc[j];
+
+				progress = 1;
+				if (w->status != IBV_WC_SUCCESS)
+					hm_fatal("recv_cq_completion",
+						 "status=%s wr_id=0x%llx "
+						 "opcode=%d vendor_err=0x%x",
+						 ibv_wc_status_str(w->status),
+						 (unsigned long long)w->wr_id,
+						 w->opcode, w->vendor_err);
+				if ((w->wr_id & TAG_MASK) == TAG_CTS) {
+					uint64_t want = TAG_CTS |
+						(uint64_t)(cts_next_sig * CTS_SIGNAL_EVERY +
+							   CTS_SIGNAL_EVERY - 1);
+
+					if (w->opcode != IBV_WC_RDMA_WRITE ||
+					    w->wr_id != want ||
+					    w->qp_num != rqp->qp_num) {
+						unsig_cqe += w->wr_id != want;
+						detail_fail("cts_completion",
+							    "opcode=%d wr_id=0x%llx "
+							    "(want 0x%llx: only every "
+							    "%dth CTS is signaled) "
+							    "qp_num=0x%x",
+							    w->opcode,
+							    (unsigned long long)w->wr_id,
+							    (unsigned long long)want,
+							    CTS_SIGNAL_EVERY,
+							    w->qp_num);
+					}
+					cts_next_sig++;
+					cts_done++;
+					continue;
+				}
+				{
+					int it = r_done, slot = it % opt.depth;
+					struct shape sh;
+					const uint8_t *dst = rbuf + (size_t)slot * slot_sz;
+					long bad_off;
+					uint32_t imm = ntohl(w->imm_data);
+
+					iter_shape(it, opt.size, &sh);
+					if (w->opcode != IBV_WC_RECV_RDMA_WITH_IMM ||
+					    !(w->wc_flags & IBV_WC_WITH_IMM) ||
+					    imm != sh.msg_len ||
+					    w->qp_num != rqp->qp_num ||
+					    w->wr_id != (TAG_RECV | (uint64_t)it) ||
+					    w->byte_len != sh.final_len) {
+						recv_bad++;
+						detail_fail("recv_completion",
+							    "iteration %d: opcode=%d "
+							    "(want %d) wc_flags=0x%x "
+							    "imm=%u (want %zu) "
+							    "qp_num=0x%x (want 0x%x) "
+							    "wr_id=0x%llx (want 0x%llx) "
+							    "byte_len=%u (want %zu, the "
+							    "final WRITE_WITH_IMM)",
+							    it, w->opcode,
+							    IBV_WC_RECV_RDMA_WITH_IMM,
+							    w->wc_flags, imm,
+							    sh.msg_len, w->qp_num,
+							    rqp->qp_num,
+							    (unsigned long long)w->wr_id,
+							    (unsigned long long)(TAG_RECV | (uint64_t)it),
+							    w->byte_len, sh.final_len);
+					}
+					if (sh.msg_len) {
+						bad_off = check_pattern(dst, sh.msg_len,
+									peer_dir, it);
+					} else {
+						bad_off = -1;
+						for (size_t k = 0; k < slot_sz; k++)
+							if (dst[k] != 0xee) {
+								bad_off = (long)k;
+								break;
+							}
+					}
+					if (bad_off >= 0) {
+						data_bad++;
+						detail_fail("data_verify",
+							    "iteration %d len=%zu: "
+							    "byte %ld is 0x%02x, "
+							    "want 0x%02x", it,
+							    sh.msg_len, bad_off,
+							    dst[bad_off],
+							    sh.msg_len ?
+							    pat(peer_dir, it, (size_t)bad_off) :
+							    0xee);
+					}
+					r_done++;
+				}
+			}
+
+			if (progress) {
+				empty = 0;
+				dl = hm_deadline();
+				continue;
+			}
+			if (hm_now_us() >= dl) {
+				if (s_posted < opt.iters && s_posted == s_done)
+					hm_timeout("CTS from peer for iteration "
+						   "%d (sender side)", s_posted);
+				if (s_done < s_posted)
+					hm_timeout("send completion of iteration "
+						   "%d", s_done);
+				if (r_done < opt.iters)
+					hm_timeout("RECV_RDMA_WITH_IMM for "
+						   "iteration %d", r_done);
+				hm_timeout("signaled CTS completion %d of %d",
+					   cts_done + 1, cts_expected);
+			}
+			if (opt.events) {
+				/* arm, re-poll (race), then sleep on the channel;
+				 * the CTS slot is memory, so do not block long */
+				if (scq_armed && rcq_armed)
+					(void)wait_event(1);
+				else
+					arm_cqs();
+			} else if (++empty > 32) {
+				hm_sleep_us(50);
+			}
+		}
+		t1 = hm_now_us();
+
+		hm_check(!send_bad, "send_completions", "count=%d bad=%d",
+			 s_done, send_bad);
+		hm_check(!recv_bad, "recv_completions", "count=%d bad=%d",
+			 r_done, recv_bad);
+		hm_check(!data_bad, "data_verify", "iters=%d bad=%d", r_done,
+			 data_bad);
+		hm_check(cts_done == cts_expected, "cts_completions",
+			 "signaled=%d of posted=%d", cts_done, r_posted);
+
+		/* unsignaled WRs must never produce a CQE, even late */
+		{
+			struct ibv_wc w;
+			int extra = hm_poll_cq_quiet(scq, 300000, &w);
+			int extra2 = hm_poll_cq_quiet(rcq, 300000, &w);
+
+			if (extra || extra2)
+				unsig_cqe += extra + extra2;
+			hm_check(unsig_cqe == 0, "no_unsignaled_cqe",
+				 "unsignaled_posted=%llu stray_cqes=%d",
+				 (unsigned long long)unsig_posted, unsig_cqe);
+		}
+
+		{
+			double secs = (double)(t1 - t0) / 1e6;
+
+			hm_ok("data_path", "iters=%d size=%zu bytes=%llu "
+			      "wall_ms=%.1f MBps=%.2f depth=%d inline=%d "
+			      "events=%d", opt.iters, opt.size,
+			      (unsigned long long)bytes, secs * 1e3,
+			      secs > 0 ? (double)bytes / secs / 1e6 : 0.0,
+			      opt.depth, opt.use_inline, opt.events);
+		}
+
+		/* A final signaled zero-length RDMA_WRITE (num_sge 0).  In -e
+		 * mode the send CQ is armed first and we block on the channel:
+		 * the completion must raise an event. */
+		{
+			struct ibv_send_wr wr, *bad = NULL;
+			struct ibv_wc w;
+
+			if (opt.events) {
+				/* drain pending events, then arm the send CQ */
+				while (wait_event(0))
+					;
+				arm_cqs();
+			}
+			memset(&wr, 0, sizeof(wr));
+			wr.wr_id = TAG_EXTRA;
+			wr.opcode = IBV_WR_RDMA_WRITE;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			wr.sg_list = NULL;
+			wr.num_sge = 0;
+			wr.wr.rdma.remote_addr = peer_fifo;
+			wr.wr.rdma.rkey = peer_fifo_rkey;
+			rc = ibv_post_send(sqp, &wr, &bad);
+			if (rc) {
+				hm_fail("zero_len_write", "post: %s", strerror(rc));
+			} else {
+				if (opt.events) {
+					uint64_t edl = hm_deadline();
+					struct ibv_cq *got = NULL;
+
+					hm_step("completion event for the send CQ");
+					while (!got) {
+						hm_step(hm_step_what);
+						if (hm_now_us() >= edl)
+							hm_timeout("completion event "
+								   "for the send CQ");
+						got = wait_event(100);
+						if (got && got != scq)
+							got = NULL;
+					}
+					hm_ok("cq_event_blocking", "events=%d",
+					      cq_events);
+				}
+				n = hm_poll_cq_wait(scq, &w, 1,
+						    "zero-length RDMA_WRITE");
+				hm_check(w.status == IBV_WC_SUCCESS &&
+						 w.opcode == IBV_WC_RDMA_WRITE &&
+						 w.wr_id == TAG_EXTRA &&
+						 w.qp_num == sqp->qp_num,
+					 "zero_len_write",
+					 "status=%s opcode=%d wr_id_ok=%d",
+					 ibv_wc_status_str(w.status), w.opcode,
+					 w.wr_id == TAG_EXTRA);
+			}
+		}
+		if (opt.events)
+			hm_check(cq_events > 0, "comp_events", "events=%d",
+				 cq_events);
+	}
+
+	hm_barrier(fd, 0x20, "peer finished the data path");
+	if (opt.events)
+		while (wait_event(0))
+			;
+
+	/* --- teardown: QPs, CQs, MRs, PD, channel, device --- */
+	hm_step("ibv_destroy_qp(send)");
+	rc = ibv_destroy_qp(sqp);
+	hm_check(rc == 0, "destroy_qp.send", "rc=%d", rc);
+	hm_step("ibv_destroy_qp(recv)");
+	rc = ibv_destroy_qp(rqp);
+	hm_check(rc == 0, "destroy_qp.recv", "rc=%d", rc);
+	hm_step("ibv_destroy_cq(send)");
+	rc = ibv_destroy_cq(scq);
+	hm_check(rc == 0, "destroy_cq.send", "rc=%d", rc);
+	hm_step("ibv_destroy_cq(recv)");
+	rc = ibv_destroy_cq(rcq);
+	hm_check(rc == 0, "destroy_cq.recv", "rc=%d", rc);
+	hm_step("ibv_dereg_mr");
+	rc = ibv_dereg_mr(sbuf_mr) | ibv_dereg_mr(rbuf_mr) |
+	     ibv_dereg_mr(fifo_mr) | ibv_dereg_mr(cts_mr);
+	hm_check(rc == 0, "dereg_mr", "rc=%d", rc);
+	hm_step("ibv_dealloc_pd");
+	rc = ibv_dealloc_pd(pd);
+	hm_check(rc == 0, "dealloc_pd", "rc=%d", rc);
+	if (chan) {
+		hm_step("ibv_destroy_comp_channel");
+		rc = ibv_destroy_comp_channel(chan);
+		hm_check(rc == 0, "destroy_comp_channel", "rc=%d", rc);
+	}
+	hm_check(__atomic_load_n(&async_events, __ATOMIC_SEQ_CST) == 0,
+		 "async_events", "count=%d", async_events);
+	hm_step("stopping the async event thread");
+	pthread_cancel(athr);
+	pthread_join(athr, NULL);
+	hm_step("ibv_close_device");
+	rc = ibv_close_device(ctx);
+	hm_check(rc == 0, "close_device", "rc=%d", rc);
+	ibv_free_device_list(devlist);
+	close(fd);
+	free(sbuf);
+	free(rbuf);
+	free(fifo);
+	free(ctsbuf);
+
+	hm_summary();
+	return hm_exit_code();
+}
