@@ -403,6 +403,8 @@ pub struct DevCounters {
     pub frames_tx: u64,
     pub frames_rx: u64,
     pub frames_lost: u64,
+    /// Frames to the port's own MAC, looped back into its receive path.
+    pub frames_looped: u64,
     pub arp_replies: u64,
     pub mmio_errors: u64,
     pub clients: u64,
@@ -795,6 +797,13 @@ impl SimNic {
             self.counters.frames_tx += 1;
             if let Some(pc) = &mut self.pcap {
                 pc.frame(self.cycle_base + end, &f);
+            }
+            if f.len() >= 6 && f[..6] == self.cfg.mac.to_be_bytes()[2..] {
+                // addressed to this port's own MAC (a QP connected to one on the same NIC):
+                // looped back into the receive path, as a NIC's internal switch does
+                self.counters.frames_looped += 1;
+                self.eng.rx_q.push_back(f);
+                continue;
             }
             self.send_frame(f, true);
         }

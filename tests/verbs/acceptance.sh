@@ -94,7 +94,7 @@ perf_line() { awk '/#bytes/{getline; print; exit}' "$1"; }
 if want devices; then
     if "$RUN" --state "$STATE" -- ibv_devices > "$LOGS/devices.out" 2>&1 &&
         grep -q "hematite0" "$LOGS/devices.out" && grep -q "hematite1" "$LOGS/devices.out"; then
-        ok devices "$(grep -c hematite "$LOGS/devices.out") devices listed"
+        ok devices "$(grep -cE "^\s+hematite[0-9]" "$LOGS/devices.out") devices listed"
     else bad devices "ibv_devices did not list hematite0 and hematite1"; show_fail devices; fi
 fi
 
@@ -129,8 +129,11 @@ perf() { # NAME TOOL ARGS...
     want "$name" || return 0
     if run_pair "$name" 400 "Waiting for client|local address" "$tool" -d hematite0 -x 0 "$@" -- "$tool" -d hematite1 -x 0 "$@" 127.0.0.1; then
         local l; l=$(perf_line "$LOGS/$name.client")
-        # bw: bytes iters peak avg rate; lat: bytes iters min max typical avg ...
-        if [ -n "$l" ] && awk -v l="$l" 'BEGIN{n=split(l,f," "); exit !(n>=5 && f[4]+0>0)}'; then
+        # bw: bytes iters peak avg msg-rate; lat: bytes iters min max typical avg ... (usec).
+        # The iteration count must be what was asked for, the rate / average above zero.
+        local iters; iters=$(sed -nE 's/.*-n ([0-9]+).*/\1/p' <<<"$*")
+        if [ -n "$l" ] && awk -v l="$l" -v it="$iters" -v lat="$([[ $tool == *_lat ]] && echo 1 || echo 0)" \
+            'BEGIN{n=split(l,f," "); v=lat ? f[6] : f[5]; exit !(n>=5 && f[2]==it && v+0>0)}'; then
             ok "$name" "$tool $* -> $l"
         else bad "$name" "no result line: '$l'"; show_fail "$name"; fi
     else bad "$name" "server rc=$SRV_RC client rc=$CLI_RC"; show_fail "$name"; fi
@@ -169,6 +172,24 @@ if want hm_verbs_errors; then
     if "$RUN" --state "$STATE" --nic 0 -- "$BIN/hm_verbs_errors" -d hematite0 > "$o" 2>&1; then
         ok hm_verbs_errors "$(grep -h '^summary' "$o")"
     else bad hm_verbs_errors "$(grep -h '^summary' "$o"): $(grep -h '^FAIL' "$o" | head -3 | tr '\n' ';')"; show_fail hm_verbs_errors; fi
+fi
+
+# A peer that disappears mid-run: the survivor gets RETRY_EXC_ERR, flushes, ERR, QP_FATAL.
+if want peer_loss; then
+    so="$LOGS/peer_loss.server"; co="$LOGS/peer_loss.client"
+    ( timeout -k 5 300 "$RUN" --state "$STATE" --nic 0 -- stdbuf -oL "$BIN/hm_peer_loss" -d hematite0 > "$so" 2>&1 ) &
+    spid=$!
+    for _ in $(seq 240); do grep -q "waiting for client" "$so" 2>/dev/null && break; sleep 0.5; done
+    timeout -k 5 300 "$RUN" --state "$STATE" --nic 1 -- stdbuf -oL "$BIN/hm_peer_loss" -d hematite1 127.0.0.1 > "$co" 2>&1 &
+    cpid=$!
+    for _ in $(seq 240); do grep -q "writing until" "$co" 2>/dev/null && break; sleep 0.5; done
+    sleep 2
+    pkill -KILL -f "hm_peer_loss -d hematite0"
+    wait $cpid; crc=$?
+    wait $spid 2>/dev/null
+    if [ $crc -eq 0 ]; then
+        ok peer_loss "peer killed mid-run: $(grep -hE '^ok (writes_before_loss|retry_exceeded)' "$co" | cut -c1-90 | tr '\n' ' ')"
+    else bad peer_loss "client rc=$crc"; show_fail peer_loss; fi
 fi
 
 echo

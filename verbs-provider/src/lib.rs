@@ -79,8 +79,6 @@ struct Shared {
     qps: Mutex<HashMap<u32, usize>>,
     /// CQ number -> `struct ibv_cq *`, for asynchronous events.
     cq_ptrs: Mutex<HashMap<u32, usize>>,
-    /// RLIMIT_MEMLOCK applies (no CAP_IPC_LOCK), as the kernel applies it to pinned memory.
-    memlock_applies: bool,
     /// Co-simulation only: an empty poll sleeps briefly (`HM_POLL_BACKOFF_US`, default 50 µs),
     /// so that programs that spin on `ibv_poll_cq` leave the CPU to the simulated device
     /// (which runs ~1000x slower than hardware; 50 µs is a handful of simulated cycles).
@@ -189,7 +187,6 @@ fn open_backend(ibdev_path: &str) -> Result<Ctx, c_int> {
         cqs: Mutex::new(Vec::new()),
         qps: Mutex::new(HashMap::new()),
         cq_ptrs: Mutex::new(HashMap::new()),
-        memlock_applies: !cap_ipc_lock(),
         poll_backoff: if is_sim {
             let us = std::env::var("HM_POLL_BACKOFF_US").ok().and_then(|v| v.parse().ok()).unwrap_or(50u64);
             (us > 0).then(|| std::time::Duration::from_micros(us))
@@ -482,7 +479,9 @@ pub unsafe extern "C" fn hm_rs_reg_mr(
     if len == 0 || addr.checked_add(len).is_none() {
         return libc::EINVAL;
     }
-    if ctx.sh.memlock_applies {
+    // RLIMIT_MEMLOCK bounds what is pinned, as the kernel applies it, unless the program has
+    // CAP_IPC_LOCK (looked up now: a program may drop it after opening the device)
+    if !cap_ipc_lock() {
         let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: a valid rlimit out pointer.
         if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) } == 0 && rl.rlim_cur != libc::RLIM_INFINITY {
@@ -757,10 +756,19 @@ fn state_of(v: u32) -> Result<QpState, c_int> {
 /// # Safety
 /// Handles came from this library; `a` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *const HmQpAttr, m: u32) -> c_int {
+pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *const HmQpAttr, m: u32, from: u32) -> c_int {
     // SAFETY: the caller's guarantee.
     let (ctx, q, a) = unsafe { (&*(ctx as *const Ctx), &*(qp as *const RsQp), &*a) };
     let run = || -> Result<(), c_int> {
+        // An illegal transition or attribute mask is refused before anything is resolved
+        // (the firmware judges again, from the QP's real state).
+        if m & mask::STATE != 0 {
+            let to = state_of(a.qp_state)?;
+            let from = if m & mask::CUR_STATE != 0 { state_of(a.cur_qp_state)? } else { state_of(from)? };
+            if hematite_firmware::qp::check_mask(from, to, m).is_err() {
+                return Err(libc::EINVAL);
+            }
+        }
         let mut attr = QpAttr {
             qp_state: if m & mask::STATE != 0 { state_of(a.qp_state)? } else { QpState::Reset },
             cur_qp_state: if m & mask::CUR_STATE != 0 { state_of(a.cur_qp_state)? } else { QpState::Reset },
@@ -795,14 +803,16 @@ pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *
                 return Err(libc::EOPNOTSUPP);
             }
             let ip = u32::from_be_bytes([a.dgid[12], a.dgid[13], a.dgid[14], a.dgid[15]]);
+            let own = (ctx.sh.nic.ipv4() == Some(ip)).then(|| ctx.sh.nic.mac()).flatten();
             let Some(sim) = &ctx.sh.sim else {
                 warn(format_args!("QP {}: no neighbour resolution on this backend", q.qp.qpn()));
                 return Err(libc::EOPNOTSUPP);
             };
-            attr.dmac = sim.arp_resolve(ip).map_err(|e| {
+            // a QP connected to one on this NIC: its own MAC (the port loops such frames back)
+            attr.dmac = if let Some(mac) = own { mac } else { sim.arp_resolve(ip).map_err(|e| {
                 warn(format_args!("QP {}: resolving {}: {e}", q.qp.qpn(), std::net::Ipv4Addr::from(ip)));
                 libc::EHOSTUNREACH
-            })?;
+            })? };
         }
         ctx.sh.nic.modify_qp(&q.qp, &attr, m).map_err(|e| errno_of(&e))
     };

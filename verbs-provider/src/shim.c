@@ -526,7 +526,7 @@ static int hm_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	a.hop_limit = attr->ah_attr.grh.hop_limit;
 	a.traffic_class = attr->ah_attr.grh.traffic_class;
 	a.flow_label = attr->ah_attr.grh.flow_label;
-	return hm_rs_modify_qp(to_hctx(ibqp->context)->rs, to_hqp(ibqp)->rs, &a, (uint32_t)mask);
+	return hm_rs_modify_qp(to_hctx(ibqp->context)->rs, to_hqp(ibqp)->rs, &a, (uint32_t)mask, ibqp->state);
 }
 
 static int hm_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init)

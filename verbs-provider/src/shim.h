@@ -102,7 +102,7 @@ int hm_rs_req_notify_cq(void *cq, int solicited_only);
 int hm_rs_poll_cq(void *cq, int n, struct ibv_wc *wc);
 int hm_rs_create_qp(void *ctx, void *pd, void *scq, void *rcq, struct ibv_qp *ibqp, uint32_t sq_sig_all,
 		    struct hm_qp_caps *caps, void **qp, uint32_t *qpn);
-int hm_rs_modify_qp(void *ctx, void *qp, const struct hm_qp_attr *attr, uint32_t mask);
+int hm_rs_modify_qp(void *ctx, void *qp, const struct hm_qp_attr *attr, uint32_t mask, uint32_t from_state);
 int hm_rs_query_qp(void *ctx, void *qp, struct hm_qp_attr *out, struct hm_qp_caps *caps);
 int hm_rs_destroy_qp(void *ctx, void *qp);
 int hm_rs_post_send(void *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
