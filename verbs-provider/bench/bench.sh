@@ -42,7 +42,7 @@ for mode in single chain; do
             { cat "$OUT/run.$op.$mode.txt"; echo "bench: fastpath failed"; exit 1; }
         line=$(grep -h '^mode=' "$OUT/run.$op.$mode.txt")
         total=$(grep -h "Collected :" "$OUT/run.$op.$mode.txt" | awk '{print $4}')
-        db=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null | grep -F 'as hostdrv::device::Device>::write32 [' | grep -F 'Arc<T>' | head -1 | awk '{gsub(",","",$1); print $1}')
+        db=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null | grep -F 'as hostdrv::device::Device>::write32 [' | grep -F 'Arc<T>' | head -1 | awk '{gsub(",","",$1); print $1}' || true)
         db=${db:-0}
         n=$(sed -E 's/.* posts=([0-9]+).*/\1/' <<<"$line")
         [ "$op" = poll_cq ] && n=$(sed -E 's/.* polls=([0-9]+).*/\1/' <<<"$line")
