@@ -72,9 +72,15 @@ pub fn device_args(layout: &Layout, nic: Nic, fw: &Path, loss: Option<&str>) -> 
         "--socket".into(),
         layout.socket(nic.n).display().to_string(),
         "--wire-local".into(),
-        format!("unix:{}", layout.wire(nic.n).display()),
+        match crate::tree::LINK.get() {
+            Some(l) if nic.n == 0 => l.local.clone(),
+            _ => format!("unix:{}", layout.wire(nic.n).display()),
+        },
         "--wire-peer".into(),
-        format!("unix:{}", layout.wire(nic.peer()).display()),
+        match crate::tree::LINK.get() {
+            Some(l) if nic.n == 0 => l.peer.clone(),
+            _ => format!("unix:{}", layout.wire(nic.peer()).display()),
+        },
         "--mac".into(),
         nic.mac_str(),
         "--ip".into(),

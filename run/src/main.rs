@@ -37,6 +37,10 @@ const USAGE: &str = "usage:
   --nics K      K NICs (even; NIC 2k is wired to NIC 2k+1), default 2
   --state DIR   state directory; default $HEMATITE_RUN_DIR, else /run/hematite
   --loss P      devices started now drop this fraction of transmitted RoCE frames
+  --link LOCAL,PEER,IP
+                NIC 0 alone, on an external datagram wire (receive at LOCAL, send to
+                PEER: unix:PATH or udp:HOST:PORT) with address IP, e.g. a Soft-RoCE VM;
+                remembered in the state directory
   --no-overlay  do not overlay /sys/class in a private mount namespace (default: overlay when root)
   --no-preload  do not LD_PRELOAD the provider (completion channels then fail)
   -v            say what is done
@@ -62,6 +66,7 @@ struct Opts {
     nics: usize,
     state: Option<PathBuf>,
     loss: Option<String>,
+    link: Option<String>,
     overlay: bool,
     preload: bool,
     verbose: bool,
@@ -75,6 +80,7 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
         nics: 2,
         state: None,
         loss: None,
+        link: None,
         overlay: true,
         preload: true,
         verbose: false,
@@ -107,6 +113,7 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
                     _ => return Err(format!("--loss wants a fraction in [0, 1), not `{v}`")),
                 }
             }
+            "--link" => o.link = Some(val()?),
             "--no-overlay" => o.overlay = false,
             "--no-preload" => o.preload = false,
             "-v" | "--verbose" => o.verbose = true,
@@ -325,11 +332,24 @@ fn install_forwarding() {
     }
 }
 
-fn run(o: Opts) -> Result<u8, String> {
+fn run(mut o: Opts) -> Result<u8, String> {
     let state = state_dir(&o)?;
+    // An external link is remembered in the state directory, so that later runs (and
+    // --status / --stop) use it too; it makes the state directory a one-NIC one.
+    let link_file = state.join("link");
+    if let Some(l) = &o.link {
+        let l = tree::Link::parse(l)?;
+        std::fs::create_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
+        std::fs::write(&link_file, l.to_line() + "\n").map_err(|e| format!("{}: {e}", link_file.display()))?;
+    }
+    if let Ok(l) = std::fs::read_to_string(&link_file) {
+        let l = tree::Link::parse(&l)?;
+        let _ = tree::LINK.set(l);
+        o.nics = 1;
+    }
     if o.mode == Mode::Status || o.mode == Mode::Stop {
         // any even count: these look at the pid files present
-        let layout = Layout::new(state, 2)?;
+        let layout = Layout::new(state, o.nics.max(if tree::LINK.get().is_some() { 1 } else { 2 }))?;
         let _guard = if o.mode == Mode::Stop { Some(lock(&layout)?) } else { None };
         let lines = if o.mode == Mode::Status { devices::status(&layout) } else { devices::stop(&layout) };
         for l in lines {

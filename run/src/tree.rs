@@ -32,6 +32,35 @@ pub const UVERBS_ABI: u32 = 6;
 /// The per-device `abi_version` (the provider's match range includes it).
 pub const DEVICE_ABI: u32 = 1;
 
+/// An external link for NIC 0 (`hematite-run --link`): its own datagram-wire endpoints and
+/// IPv4 address instead of a partner NIC (e.g. a VM running Linux Soft-RoCE as the peer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// Where the device receives (`unix:PATH` or `udp:HOST:PORT`, as `hematite-sim device
+    /// --wire-local` reads it).
+    pub local: String,
+    /// Where it sends.
+    pub peer: String,
+    pub ip: Ipv4Addr,
+}
+
+impl Link {
+    /// `LOCAL,PEER,IP`.
+    pub fn parse(s: &str) -> Result<Link, String> {
+        let p: Vec<&str> = s.trim().split(',').collect();
+        let [local, peer, ip] = p.as_slice() else { return Err(format!("--link wants LOCAL,PEER,IP, not `{s}`")) };
+        let ip = ip.parse().map_err(|_| format!("--link: `{ip}` is not an IPv4 address"))?;
+        Ok(Link { local: local.to_string(), peer: peer.to_string(), ip })
+    }
+
+    pub fn to_line(&self) -> String {
+        format!("{},{},{}", self.local, self.peer, self.ip)
+    }
+}
+
+/// The external link of this run, when the state directory has one (set once at start-up).
+pub static LINK: std::sync::OnceLock<Link> = std::sync::OnceLock::new();
+
 /// One simulated NIC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Nic {
@@ -71,7 +100,10 @@ impl Nic {
     }
 
     pub fn ip(&self) -> Ipv4Addr {
-        Ipv4Addr::new(10, 77, 0, (self.n + 1) as u8)
+        match LINK.get() {
+            Some(l) if self.n == 0 => l.ip,
+            _ => Ipv4Addr::new(10, 77, 0, (self.n + 1) as u8),
+        }
     }
 
     /// The EUI-64 made from the MAC (ff:fe in the middle, the universal/local bit flipped),
@@ -142,7 +174,11 @@ impl Layout {
         if !state.is_absolute() {
             return Err(format!("state directory {} is not an absolute path", state.display()));
         }
-        if nics == 0 || nics % 2 != 0 {
+        if LINK.get().is_some() {
+            if nics != 1 {
+                return Err(format!("a state directory with an external link (--link) has one NIC, not {nics}"));
+            }
+        } else if nics == 0 || nics % 2 != 0 {
             return Err(format!("--nics must be a positive even number (NICs come in pairs), not {nics}"));
         }
         if nics > MAX_NICS {

@@ -30,7 +30,7 @@ OUT="${OUT:-$ROOT/build/verbs}"
 mkdir -p "$OUT"
 : > "$OUT/figures.txt"
 echo "== building hematite-sim, the provider, hematite-run ($PROFILE profile) and the C verbs programs"
-cargo build -q --profile "$PROFILE" -p hematite-sim --bin hematite-sim -p hematite-verbs -p hematite-run || exit 1
+{ cargo build -q --profile "$PROFILE" -p hematite-sim --bin hematite-sim && cargo build -q --profile "$PROFILE" -p hematite-verbs -p hematite-run; } || exit 1
 bash tests/verbs/build.sh "$OUT/bin" || exit 1
 
 RUN="$ROOT/$TDIR/hematite-run"

@@ -793,6 +793,13 @@ pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *
             flow_label: a.flow_label,
             udp_sport: 0,
         };
+        if m & mask::MAX_QP_RD_ATOMIC != 0 {
+            // Our initiator depth: more than the device can keep outstanding is clamped (we
+            // then issue fewer READs / atomics at a time than the responder allows, which is
+            // always safe; perftest asks for the peer's responder resources, e.g. rxe's 128).
+            // The responder side (max_dest_rd_atomic) is not clamped: the firmware refuses it.
+            attr.max_rd_atomic = attr.max_rd_atomic.min(ctx.sh.nic.attr().max_qp_init_rd_atom.max(1));
+        }
         if m & mask::AV != 0 {
             if a.is_global == 0 {
                 warn(format_args!("QP {}: RoCE needs a GRH (ah_attr.is_global = 1 with the peer's GID)", q.qp.qpn()));
