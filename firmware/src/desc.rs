@@ -23,7 +23,8 @@ pub enum EncError {
 }
 
 /// (lsb, width) of `name` in `layout`.
-const fn str_eq(a: &str, b: &str) -> bool {
+/// Byte-wise string equality usable in constant expressions (field lookups by name).
+pub const fn str_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;

@@ -11,20 +11,7 @@ use hematite_model::desc::{
     HM_SQ_WQE_HDR_T_FIELDS,
 };
 
-const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
+use hematite_firmware::desc::str_eq;
 
 /// Byte offset of `name` in `fields`; `width` is the width the fast path stores it with.
 const fn off(fields: Layout, name: &str, width: usize) -> usize {
