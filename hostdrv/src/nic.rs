@@ -117,6 +117,22 @@ pub fn gid_from_ipv4(ip: u32) -> Gid {
     g
 }
 
+/// The IPv6 link-local GID of a port with MAC `mac`: fe80::/64 with the modified EUI-64
+/// interface identifier (RFC 4291 appendix A), the address RoCEv2 over IPv6 uses by default.
+pub fn gid_link_local(mac: u64) -> Gid {
+    let m = mac.to_be_bytes();
+    [0xfe, 0x80, 0, 0, 0, 0, 0, 0, m[2] ^ 0x02, m[3], m[4], 0xff, 0xfe, m[5], m[6], m[7]]
+}
+
+/// The MAC address inside an IPv6 link-local GID with a modified EUI-64 interface identifier
+/// (`fe80::xxxx:xxff:fexx:xxxx`); None for any other GID (those need neighbour discovery).
+pub fn mac_of_link_local(g: &Gid) -> Option<u64> {
+    if g[..8] != [0xfe, 0x80, 0, 0, 0, 0, 0, 0] || g[11] != 0xff || g[12] != 0xfe {
+        return None;
+    }
+    Some(u64::from_be_bytes([0, 0, g[8] ^ 0x02, g[9], g[10], g[13], g[14], g[15]]))
+}
+
 fn gid_words(g: &Gid) -> [u32; 4] {
     let mut w = [0u32; 4];
     for (i, x) in w.iter_mut().enumerate() {
@@ -702,6 +718,9 @@ impl Nic {
         if o.set_gid {
             if let (Some(m), Some(ip)) = (mac, ipv4) {
                 nic.set_gid(0, &gid_from_ipv4(ip), m)?;
+            }
+            if let Some(m) = mac {
+                nic.set_gid(1, &gid_link_local(m), m)?;
             }
         }
         if o.events {
@@ -1526,5 +1545,29 @@ impl std::fmt::Debug for Cq {
 impl std::fmt::Debug for Qp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Qp({})", self.0.qpn)
+    }
+}
+
+#[cfg(test)]
+mod gid_tests {
+    use super::*;
+
+    #[test]
+    fn link_local_gid_round_trip() {
+        let mac = 0x0248_4d00_0001;
+        let g = gid_link_local(mac);
+        assert_eq!(g, [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x48, 0x4d, 0xff, 0xfe, 0x00, 0x00, 0x01]);
+        assert_eq!(mac_of_link_local(&g), Some(mac));
+        // rxe's link-local GID on qemu's first NIC (fe80::5054:ff:fe00:1)
+        let rxe = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0x00, 0xff, 0xfe, 0x00, 0x00, 0x01];
+        assert_eq!(mac_of_link_local(&rxe), Some(0x5254_0000_0001));
+        // not link-local, or not an EUI-64 identifier, or IPv4-mapped: no MAC
+        let mut global = g;
+        global[0] = 0x20;
+        assert_eq!(mac_of_link_local(&global), None);
+        let mut privacy = g;
+        privacy[11] = 0x12;
+        assert_eq!(mac_of_link_local(&privacy), None);
+        assert_eq!(mac_of_link_local(&gid_from_ipv4(0x0a4d_0001)), None);
     }
 }

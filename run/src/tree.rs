@@ -118,6 +118,13 @@ impl Nic {
     pub fn gid0(&self) -> [u8; 16] {
         self.ip().to_ipv6_mapped().octets()
     }
+
+    /// GID index 1: the IPv6 link-local address with the MAC's modified EUI-64 identifier
+    /// (RoCE v2 over IPv6; the device process answers neighbour solicitations for it).
+    pub fn gid1(&self) -> [u8; 16] {
+        let m = self.mac();
+        [0xfe, 0x80, 0, 0, 0, 0, 0, 0, m[0] ^ 0x02, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]]
+    }
 }
 
 /// A GID as sysfs prints it: 8 groups of 4 hex digits, `:`-separated, no shortening.
@@ -304,7 +311,11 @@ pub fn build_tree(layout: &Layout, view: View, full: (u32, u32)) -> Result<Tree,
         add_file(&mut t, &format!("{ib}/hematite_backend"), format!("sim:{}\n", sock.display()));
         add_file(&mut t, &format!("{ib}/device/modalias"), format!("hematite:n{}\n", nic.n));
         for i in 0..GID_TBL_LEN {
-            let gid = if i == 0 { nic.gid0() } else { [0; 16] };
+            let gid = match i {
+                0 => nic.gid0(),
+                1 => nic.gid1(),
+                _ => [0; 16],
+            };
             add_file(&mut t, &format!("{ib}/ports/1/gids/{i}"), format!("{}\n", format_gid(&gid)));
             add_file(&mut t, &format!("{ib}/ports/1/gid_attrs/types/{i}"), "RoCE v2\n".into());
         }
@@ -527,6 +538,14 @@ mod tests {
                 if i == 0 {
                     assert_eq!(g, Nic::new(n).unwrap().gid0());
                     assert_eq!(Ipv4Addr::new(g[12], g[13], g[14], g[15]), Ipv4Addr::new(10, 77, 0, n as u8 + 1));
+                } else if i == 1 {
+                    assert_eq!(g, Nic::new(n).unwrap().gid1());
+                    assert_eq!(
+                        format_gid(&g),
+                        format!("fe80:0000:0000:0000:0048:4dff:fe00:{:04x}", n + 1),
+                        "link-local, modified EUI-64 of 02:48:4d:00:00:{:02x}",
+                        n + 1
+                    );
                 } else {
                     assert_eq!(g, [0; 16]);
                 }

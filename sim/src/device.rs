@@ -359,6 +359,90 @@ fn parse_arp(f: &[u8]) -> Option<(u16, u64, u32, u32)> {
     Some((op, smac, sip, tip))
 }
 
+// ---------------------------------------------------------------- IPv6 neighbour discovery
+
+const ETH_IPV6: u16 = 0x86DD;
+
+/// The port's IPv6 link-local address: fe80::/64 with the modified EUI-64 interface identifier
+/// of `mac` (RFC 4291 appendix A), the address its RoCEv2 GID index 1 carries.
+pub fn link_local_of(mac: u64) -> [u8; 16] {
+    let m = mac_bytes(mac);
+    [0xfe, 0x80, 0, 0, 0, 0, 0, 0, m[0] ^ 0x02, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]]
+}
+
+/// The ICMPv6 checksum of `msg` (checksum field zero) between `src` and `dst` (RFC 4443 2.3).
+fn icmpv6_csum(src: &[u8; 16], dst: &[u8; 16], msg: &[u8]) -> u16 {
+    let mut sum: u64 = 0;
+    let mut add = |b: &[u8]| {
+        for c in b.chunks(2) {
+            sum += u64::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+        }
+    };
+    add(src);
+    add(dst);
+    add(&(msg.len() as u32).to_be_bytes());
+    add(&[0, 0, 0, 58]);
+    add(msg);
+    while sum >> 16 != 0 {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// An Ethernet/IPv6/ICMPv6 frame carrying `msg` (its checksum is filled in).
+fn icmpv6_frame(smac: u64, dmac: u64, src: &[u8; 16], dst: &[u8; 16], mut msg: Vec<u8>) -> Vec<u8> {
+    let c = icmpv6_csum(src, dst, &msg);
+    msg[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut f = Vec::with_capacity(54 + msg.len());
+    f.extend_from_slice(&mac_bytes(dmac));
+    f.extend_from_slice(&mac_bytes(smac));
+    f.extend_from_slice(&ETH_IPV6.to_be_bytes());
+    f.extend_from_slice(&[0x60, 0, 0, 0]);
+    f.extend_from_slice(&(msg.len() as u16).to_be_bytes());
+    f.extend_from_slice(&[58, 255]);
+    f.extend_from_slice(src);
+    f.extend_from_slice(dst);
+    f.extend_from_slice(&msg);
+    f
+}
+
+/// A Neighbor Solicitation (RFC 4861 4.3) in `f`, checked as a node must (hop limit 255,
+/// code 0, valid checksum, no multicast target): (sender MAC, IPv6 source, target).
+fn parse_ns(f: &[u8]) -> Option<(u64, [u8; 16], [u8; 16])> {
+    if f.len() < 54 + 24 || u16::from_be_bytes([f[12], f[13]]) != ETH_IPV6 || f[14] >> 4 != 6 {
+        return None;
+    }
+    let plen = usize::from(u16::from_be_bytes([f[18], f[19]]));
+    if f[20] != 58 || f[21] != 255 || plen < 24 || 54 + plen > f.len() {
+        return None;
+    }
+    let src: [u8; 16] = f[22..38].try_into().ok()?;
+    let dst: [u8; 16] = f[38..54].try_into().ok()?;
+    let msg = &f[54..54 + plen];
+    if msg[0] != 135 || msg[1] != 0 || icmpv6_csum(&src, &dst, msg) != 0 {
+        return None;
+    }
+    let target: [u8; 16] = msg[8..24].try_into().ok()?;
+    if target[0] == 0xff {
+        return None;
+    }
+    Some((mac_of(&f[6..12]), src, target))
+}
+
+/// The Neighbor Advertisement answering a solicitation from (`smac`, `src`) for our `target`:
+/// solicited and override set, with our link-layer address; to all nodes when the
+/// solicitation came from the unspecified address (duplicate address detection).
+fn na_frame(mac: u64, target: &[u8; 16], smac: u64, src: &[u8; 16]) -> Vec<u8> {
+    let dad = *src == [0u8; 16];
+    let all_nodes = [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+    let (dst, dmac) = if dad { (all_nodes, 0x3333_0000_0001) } else { (*src, smac) };
+    let mut m = vec![136, 0, 0, 0, if dad { 0x20 } else { 0x60 }, 0, 0, 0];
+    m.extend_from_slice(target);
+    m.extend_from_slice(&[2, 1]);
+    m.extend_from_slice(&mac_bytes(mac));
+    icmpv6_frame(mac, dmac, target, &dst, m)
+}
+
 // ---------------------------------------------------------------- the device
 
 static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -406,6 +490,8 @@ pub struct DevCounters {
     /// Frames to the port's own MAC, looped back into its receive path.
     pub frames_looped: u64,
     pub arp_replies: u64,
+    /// Neighbor Advertisements sent for the port's IPv6 link-local address.
+    pub nd_replies: u64,
     pub mmio_errors: u64,
     pub clients: u64,
     pub resets: u64,
@@ -746,6 +832,14 @@ impl SimNic {
                 }
                 continue;
             }
+            if let Some((smac, src, target)) = parse_ns(&f) {
+                if target == link_local_of(self.cfg.mac) {
+                    let rep = na_frame(self.cfg.mac, &target, smac, &src);
+                    self.counters.nd_replies += 1;
+                    self.send_frame(rep, false);
+                }
+                continue;
+            }
             self.eng.rx_q.push_back(f);
         }
     }
@@ -960,5 +1054,71 @@ impl Drop for SimNic {
         if let WireAddr::Unix(pth) = &self.cfg.wire_local {
             let _ = std::fs::remove_file(pth);
         }
+    }
+}
+
+#[cfg(test)]
+mod nd_tests {
+    use super::*;
+
+    const MAC: u64 = 0x0248_4d00_0001;
+    const PEER: u64 = 0x5254_0000_0001;
+
+    fn ns(src: [u8; 16], target: [u8; 16], hop: u8) -> Vec<u8> {
+        let mut m = vec![135, 0, 0, 0, 0, 0, 0, 0];
+        m.extend_from_slice(&target);
+        let sn = [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, target[13], target[14], target[15]];
+        let mut f = icmpv6_frame(PEER, 0x3333_ff00_0001, &src, &sn, m);
+        f[21] = hop;
+        f
+    }
+
+    #[test]
+    fn link_local_is_modified_eui64() {
+        assert_eq!(
+            link_local_of(MAC),
+            [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x48, 0x4d, 0xff, 0xfe, 0x00, 0x00, 0x01]
+        );
+        // the same rule gives rxe's address for qemu's MAC (seen in the reference captures)
+        assert_eq!(link_local_of(PEER)[8..], [0x50, 0x54, 0x00, 0xff, 0xfe, 0x00, 0x00, 0x01]);
+    }
+
+    #[test]
+    fn solicitation_answered_with_valid_advertisement() {
+        let peer_ll = link_local_of(PEER);
+        let ours = link_local_of(MAC);
+        let f = ns(peer_ll, ours, 255);
+        let (smac, src, target) = parse_ns(&f).expect("a valid NS");
+        assert_eq!((smac, src, target), (PEER, peer_ll, ours));
+        let na = na_frame(MAC, &target, smac, &src);
+        assert_eq!(mac_of(&na[0..6]), PEER);
+        assert_eq!(mac_of(&na[6..12]), MAC);
+        assert_eq!(&na[22..38], &ours);
+        assert_eq!(&na[38..54], &peer_ll);
+        let msg = &na[54..];
+        assert_eq!((msg[0], msg[4]), (136, 0x60));
+        assert_eq!(icmpv6_csum(&ours, &peer_ll, msg), 0, "checksum verifies");
+        assert_eq!(&msg[8..24], &ours);
+        assert_eq!(&msg[24..26], &[2, 1]);
+        assert_eq!(mac_of(&msg[26..32]), MAC);
+        // duplicate address detection: to all nodes, not solicited
+        let na = na_frame(MAC, &target, smac, &[0; 16]);
+        assert_eq!(mac_of(&na[0..6]), 0x3333_0000_0001);
+        assert_eq!(na[54 + 4], 0x20);
+    }
+
+    #[test]
+    fn malformed_solicitations_ignored() {
+        let ours = link_local_of(MAC);
+        assert!(parse_ns(&ns(link_local_of(PEER), ours, 64)).is_none(), "hop limit must be 255");
+        let mut f = ns(link_local_of(PEER), ours, 255);
+        f[60] ^= 1;
+        assert!(parse_ns(&f).is_none(), "bad checksum");
+        let f = ns(link_local_of(PEER), ours, 255);
+        assert!(parse_ns(&f[..70]).is_none(), "truncated");
+        let mut mc = ours;
+        mc[0] = 0xff;
+        assert!(parse_ns(&ns(link_local_of(PEER), mc, 255)).is_none(), "multicast target");
+        assert!(parse_ns(&arp_frame(1, PEER, 1, 0, 2, 0xFFFF_FFFF_FFFF)).is_none());
     }
 }

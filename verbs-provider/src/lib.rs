@@ -22,7 +22,7 @@
 //! `catch_unwind`-free code: nothing on these paths panics on caller input).
 
 use hostdrv::fast::{self, CqeRaw, SendHdr};
-use hostdrv::nic::{mask, Cq, Mr, Pd, Qp, QpAttr, QpCaps, QpState};
+use hostdrv::nic::{gid_link_local, mac_of_link_local, mask, Cq, Mr, Pd, Qp, QpAttr, QpCaps, QpState};
 use hostdrv::simdev::SimDevice;
 use hostdrv::{Error, Nic};
 use std::collections::HashMap;
@@ -806,20 +806,34 @@ pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *
                 return Err(libc::EINVAL);
             }
             if a.dgid[..12] != IPV4_MAPPED {
-                warn(format_args!("QP {}: IPv6 destinations are not supported by this provider yet", q.qp.qpn()));
-                return Err(libc::EOPNOTSUPP);
+                // RoCEv2 over IPv6: the peer's MAC is the EUI-64 identifier of its link-local
+                // GID (as the kernel's rdma_get_ll_mac does); our own link-local GID is this
+                // port (looped back). Other IPv6 destinations would need neighbour discovery.
+                let own_ll = ctx.sh.nic.mac().filter(|&m| gid_link_local(m) == a.dgid);
+                attr.dmac = match own_ll.or_else(|| mac_of_link_local(&a.dgid)) {
+                    Some(mac) => mac,
+                    None => {
+                        warn(format_args!(
+                            "QP {}: IPv6 destination {} is not an EUI-64 link-local GID; other IPv6 destinations need neighbour discovery, which this provider does not do",
+                            q.qp.qpn(),
+                            std::net::Ipv6Addr::from(a.dgid)
+                        ));
+                        return Err(libc::EOPNOTSUPP);
+                    }
+                };
+            } else {
+                let ip = u32::from_be_bytes([a.dgid[12], a.dgid[13], a.dgid[14], a.dgid[15]]);
+                let own = (ctx.sh.nic.ipv4() == Some(ip)).then(|| ctx.sh.nic.mac()).flatten();
+                let Some(sim) = &ctx.sh.sim else {
+                    warn(format_args!("QP {}: no neighbour resolution on this backend", q.qp.qpn()));
+                    return Err(libc::EOPNOTSUPP);
+                };
+                // a QP connected to one on this NIC: its own MAC (the port loops such frames back)
+                attr.dmac = if let Some(mac) = own { mac } else { sim.arp_resolve(ip).map_err(|e| {
+                    warn(format_args!("QP {}: resolving {}: {e}", q.qp.qpn(), std::net::Ipv4Addr::from(ip)));
+                    libc::EHOSTUNREACH
+                })? };
             }
-            let ip = u32::from_be_bytes([a.dgid[12], a.dgid[13], a.dgid[14], a.dgid[15]]);
-            let own = (ctx.sh.nic.ipv4() == Some(ip)).then(|| ctx.sh.nic.mac()).flatten();
-            let Some(sim) = &ctx.sh.sim else {
-                warn(format_args!("QP {}: no neighbour resolution on this backend", q.qp.qpn()));
-                return Err(libc::EOPNOTSUPP);
-            };
-            // a QP connected to one on this NIC: its own MAC (the port loops such frames back)
-            attr.dmac = if let Some(mac) = own { mac } else { sim.arp_resolve(ip).map_err(|e| {
-                warn(format_args!("QP {}: resolving {}: {e}", q.qp.qpn(), std::net::Ipv4Addr::from(ip)));
-                libc::EHOSTUNREACH
-            })? };
         }
         ctx.sh.nic.modify_qp(&q.qp, &attr, m).map_err(|e| errno_of(&e))
     };
