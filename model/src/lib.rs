@@ -12,6 +12,8 @@
 //! * [`icrc`], [`psn`], [`opcode`] hold the protocol arithmetic and tables, [`capture`] reads and
 //!   writes pcap / pcapng files (optionally `.xz` compressed), and `arb` (cargo feature
 //!   `proptest`) provides random valid TX inputs for property tests.
+//! * [`dcqcn`] is the cycle-level DCQCN specification: notification point, reaction point and
+//!   transmit pacer, with the conversion of the firmware's CC parameters to hardware units.
 //! * [`desc`] holds the host descriptor and context formats, generated at build time from
 //!   `rtl/pkg/hm_desc_pkg.sv`, with typed encoders and decoders.
 //!
@@ -33,6 +35,7 @@
 
 pub mod build;
 pub mod capture;
+pub mod dcqcn;
 pub mod desc;
 pub mod icrc;
 pub mod opcode;
