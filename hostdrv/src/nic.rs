@@ -298,6 +298,9 @@ struct Shared {
     mrs: Mutex<HashMap<u32, (u64, u64)>>,
     /// QPs by number, for completion bookkeeping.
     qps: Mutex<HashMap<u32, Weak<QpInner>>>,
+    /// Every QP's work-queue tracking, for [`Nic::sends_outstanding`] (upgrading one of
+    /// these never runs a QP's destructor, unlike upgrading a `QpInner`).
+    trks: Mutex<Vec<Weak<WqTrack>>>,
 }
 
 struct PinOwner(Weak<Shared>);
@@ -712,6 +715,7 @@ impl Nic {
             cmd_timeout: o.cmd_timeout,
             mrs: Mutex::new(HashMap::new()),
             qps: Mutex::new(HashMap::new()),
+            trks: Mutex::new(Vec::new()),
         });
         let mut nic = Nic { sh, attr: DeviceAttr::default(), eq: None, irq: Mutex::new(HashMap::new()), mac, ipv4 };
         nic.attr = nic.query_device()?;
@@ -747,6 +751,23 @@ impl Nic {
     }
     pub fn ipv4(&self) -> Option<u32> {
         self.ipv4
+    }
+
+    /// Whether some QP has send work requests whose completions have not been polled yet
+    /// (a requester that may be waiting for ACKs, responses or its retransmission timer).
+    pub fn sends_outstanding(&self) -> bool {
+        self.sh.trks.lock().unwrap().iter().filter_map(Weak::upgrade).any(|t| {
+            !t.errored.load(Ordering::Acquire) && t.sq_pi.load(Ordering::Acquire) != t.sq_done.load(Ordering::Acquire)
+        })
+    }
+
+    /// Tells the device that its host is waiting on it: one register read. A co-simulated
+    /// device process slows its clock down when nothing has happened for a while (see
+    /// docs/sim-device.md); a host with work outstanding calls this periodically, so that
+    /// timers such as the ACK timeout expire at full simulation speed. On hardware it is a
+    /// harmless read.
+    pub fn keepalive(&self) -> Result<()> {
+        self.sh.dev.read32(regs::HM_REG_ID as u64).map(|_| ())
     }
 
     /// Raw firmware command (opcode, argument words) -> answer words.
@@ -1029,6 +1050,11 @@ impl Nic {
             live: Mutex::new(true),
         });
         self.sh.qps.lock().unwrap().insert(w[0], Arc::downgrade(&inner));
+        {
+            let mut t = self.sh.trks.lock().unwrap();
+            t.retain(|w| w.strong_count() > 0);
+            t.push(Arc::downgrade(&inner.trk));
+        }
         send_cq.0.st.lock().qps.push((w[0], inner.trk.clone()));
         if !Arc::ptr_eq(&send_cq.0, &recv_cq.0) {
             recv_cq.0.st.lock().qps.push((w[0], inner.trk.clone()));

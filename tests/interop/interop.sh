@@ -1,154 +1,277 @@
 #!/usr/bin/env bash
-# Interoperability with Linux Soft-RoCE (rdma_rxe, kernel 6.1): one simulated Hematite NIC and
-# one rxe VM on the same datagram link. The VM is booted by the project's reference tool
-# (../shared/tools/rxe-peer/run-rxe-peers.sh, peer mode); the QP exchange goes over the VM's
-# forwarded management port (127.0.0.1:47120 -> guest :18515); Hematite's device process
-# writes a pcap of the link, which the independent ICRC checker reads after every scenario.
+# Interoperability with Linux Soft-RoCE (rdma_rxe, Debian 12 kernel 6.1): one simulated Hematite
+# NIC and one rxe VM on the same datagram link, stock tools on both sides.
 #
-#   tests/interop/interop.sh [--quick] [--profile release|test] [--only a,b]
+#   tests/interop/interop.sh [--quick] [--profile release|test] [--only a,b] [--keep]
 #
-#   --quick   the suite's subset: ibv_rc_pingpong, and one RDMA WRITE and one RDMA READ run
-#             with 1% loss, each with Hematite as requester and as responder (-b)
-#   (default) the full matrix (docs/interop.md)
+#   --quick    the suite's subset: ibv_rc_pingpong, and one RDMA WRITE and one RDMA READ run with
+#              1% loss, each with Hematite as requester (TCP client) and as responder (TCP server)
+#   (default)  the full matrix (docs/interop.md): sizes 1 B..64 KiB, every perftest tool and both
+#              atomics, path MTU 1024 and 4096, IPv6, 1% loss, immediate data and SEND with
+#              invalidate (hm_imm_inv), each in both directions
+#   --only     comma-separated scenario names (see the matrix; `_req` / `_resp` suffixes)
+#   --keep     leave the VM running at the end (its control socket is printed)
 #
-# Roles: the host side is always the TCP client (the VM's management NIC only forwards in);
-# so a perftest run has Hematite as the requester, and its bidirectional form (-b) has both
-# sides request and respond. ibv_rc_pingpong is symmetric.
+# The guest image (kernel + initramfs with rdma_rxe, rdma-core, perftest) is built and cached by
+# the project's reference tool (../shared/tools/rxe-peer/run-rxe-peers.sh build); this script adds
+# our own verbs program (hm_imm_inv) to it as a second cpio archive and boots it itself, with:
+#   eth0  the RoCE link: a qemu `-netdev dgram` on AF_UNIX sockets, joined to Hematite's NIC 0
+#         (hematite-run --link), which writes a pcap of every frame in both directions;
+#   eth1  an isolated management NIC (qemu user net, restrict=on) with two forwards for the
+#         QP exchange: host 127.0.0.1:$PORT -> guest :18515 (Hematite is the TCP client) and
+#         guest 10.0.2.100:18515 -> host 127.0.0.1:$PORT+1 (Hematite is the TCP server);
+#   ttyS1 a command channel (the reference tool's vmctl.py).
+# A fresh NIC (and pcap) per scenario. Checks per scenario: both sides' exit status, the ICRC of
+# every RoCE frame on the link (the reference tool's independent roce_icrc.py), and the PSN and
+# opcode sequence of every frame Hematite sent (tests/interop/roce_seq.py); rxe's frames are
+# run through the same sequence checker, which also counts rxe's retransmissions.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
-QUICK=0; PROFILE=test; ONLY=""
+QUICK=0; PROFILE=test; ONLY=""; KEEP=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1; shift ;;
         --profile) PROFILE="$2"; shift 2 ;;
         --only) ONLY="$2"; shift 2 ;;
-        *) echo "usage: $0 [--quick] [--profile release|test] [--only a,b]" >&2; exit 2 ;;
+        --keep) KEEP=1; shift ;;
+        *) echo "usage: $0 [--quick] [--profile release|test] [--only a,b] [--keep]" >&2; exit 2 ;;
     esac
 done
 case "$PROFILE" in release) TDIR=target/release ;; *) TDIR=target/debug ;; esac
 SHARED="${HEMATITE_SHARED:-$ROOT/../shared}"
 TOOL="$SHARED/tools/rxe-peer"
-[ -x "$TOOL/run-rxe-peers.sh" ] || [ -f "$TOOL/run-rxe-peers.sh" ] || { echo "interop: $TOOL/run-rxe-peers.sh not found (set HEMATITE_SHARED)"; exit 1; }
+[ -f "$TOOL/run-rxe-peers.sh" ] || { echo "interop: $TOOL/run-rxe-peers.sh not found (set HEMATITE_SHARED)"; exit 1; }
+HERE="$ROOT/tests/interop"
+HPORT="${INTEROP_PORT:-47120}"; RPORT=$((HPORT + 1))
+T_START=$SECONDS
 
 OUT="${OUT:-$ROOT/build/interop}"
-rm -rf "$OUT"; mkdir -p "$OUT/logs" "$OUT/pcap"
-echo "== building hematite-sim, the provider and hematite-run ($PROFILE profile)"
+rm -rf "$OUT"; mkdir -p "$OUT/logs" "$OUT/pcap" "$OUT/vm" "$OUT/guest/usr/bin"
+echo "== building hematite-sim, the provider, hematite-run ($PROFILE profile) and hm_imm_inv"
 { cargo build -q --profile "$PROFILE" -p hematite-sim --bin hematite-sim && cargo build -q --profile "$PROFILE" -p hematite-verbs -p hematite-run; } || exit 1
+cc -O2 -Wall -Wextra -Werror -o "$OUT/guest/usr/bin/hm_imm_inv" "$HERE/hm_imm_inv.c" -libverbs || { echo "interop: hm_imm_inv does not build"; exit 1; }
 RUN="$ROOT/$TDIR/hematite-run"
+IMM="$OUT/guest/usr/bin/hm_imm_inv"
 export HEMATITE_SIM="$ROOT/$TDIR/hematite-sim" HEMATITE_PROVIDER="$ROOT/$TDIR/libhematite_verbs.so"
 export HEMATITE_FW="$ROOT/build/fw/firmware.hex"
+[ -f "$HEMATITE_FW" ] || { echo "interop: $HEMATITE_FW missing (./hematite fw)"; exit 1; }
 
 # ---------------------------------------------------------------- the rxe VM
 VMSTATE="${RXE_STATE:-/tmp/hematite-rxe}"
-echo "== booting the Soft-RoCE VM (qemu TCG; first run downloads the guest packages)"
-( MGMT=1 STATE="$VMSTATE" bash "$TOOL/run-rxe-peers.sh" peer > "$OUT/logs/vm.log" 2>&1 ) &
-VMJOB=$!
+echo "== guest image (reference tool, cached under $VMSTATE; the first run downloads the guest packages)"
+STATE="$VMSTATE" bash "$TOOL/run-rxe-peers.sh" build > "$OUT/logs/vm-build.log" 2>&1 ||
+    { tail -20 "$OUT/logs/vm-build.log"; echo "interop: the guest image could not be built"; exit 1; }
+W="$VMSTATE/work"
+(cd "$OUT/guest" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$OUT/vm/extra.cpio" || exit 1
+cat "$W/initramfs.cpio" "$OUT/vm/extra.cpio" > "$OUT/vm/initramfs.cpio"
+
+VMD="$OUT/vm"
+ACCEL=tcg; CPU=max
+if [[ -r /dev/kvm && -w /dev/kvm ]] && [[ -d /sys/module/kvm_intel || -d /sys/module/kvm_amd ]]; then ACCEL=kvm; CPU=host,-arch-capabilities; fi
+VMIP=192.0.2.1; OURIP=192.0.2.2; GUESTFWD=10.0.2.100
 STATE="$(mktemp -d /tmp/hm-interop.XXXXXX)"
+QPID=""
 cleanup() {
     "$RUN" --state "$STATE" --stop > /dev/null 2>&1
-    local p; p=$(sed -nE 's/.*stop: kill ([0-9]+).*/\1/p' "$OUT/logs/vm.log" | head -1)
-    [ -n "$p" ] && kill "$p" 2>/dev/null
-    kill $VMJOB 2>/dev/null; wait $VMJOB 2>/dev/null
+    if [ -n "$QPID" ] && [ "$KEEP" = 0 ]; then kill "$QPID" 2>/dev/null; wait "$QPID" 2>/dev/null; fi
     rm -rf "$STATE"
 }
 trap cleanup EXIT
-for _ in $(seq 600); do grep -q "RXE-READY" "$OUT/logs/vm.log" && break; kill -0 $VMJOB 2>/dev/null || break; sleep 0.5; done
-grep -q "RXE-READY" "$OUT/logs/vm.log" || { tail -20 "$OUT/logs/vm.log"; echo "interop: the rxe VM did not come up"; exit 1; }
-sleep 1
-RELAY=$(sed -nE 's/.*bind (unix:[^ ]+) .*/\1/p' "$OUT/logs/vm.log" | head -1)
-QEMU=$(sed -nE 's/.*send frames to (unix:[^ ]+).*/\1/p' "$OUT/logs/vm.log" | head -1)
-CTL=$(sed -nE "s/.*vmctl.py ([^ ]+) '.*/\1/p" "$OUT/logs/vm.log" | head -1)
-HPORT=$(sed -nE 's/.*TCP 127\.0\.0\.1:([0-9]+) ->.*/\1/p' "$OUT/logs/vm.log" | head -1)
-VMIP=$(sed -nE 's/.*RXE-READY.* ip=([0-9.]+).*/\1/p' "$OUT/logs/vm.log" | head -1)
-[ -n "$RELAY" ] && [ -n "$QEMU" ] && [ -n "$CTL" ] && [ -n "$HPORT" ] || { cat "$OUT/logs/vm.log"; echo "interop: could not read the VM's endpoints"; exit 1; }
-# our address: the next one in the VM's /24
-OURIP="${VMIP%.*}.2"
-echo "   VM $VMIP (rxe0, GID index 1), Hematite $OURIP; link $RELAY <- -> $QEMU; handshake 127.0.0.1:$HPORT"
-vm() { python3 "$TOOL/vmctl.py" --timeout "${VMT:-240}" "$CTL" "$*"; }
-vm "rdma link show; ibv_devinfo -d rxe0 | grep -E 'state|active_mtu'" > "$OUT/logs/vm-devinfo.txt" 2>&1
+trap 'exit 130' INT TERM
+echo "== booting the Soft-RoCE VM ($ACCEL)"
+qemu-system-x86_64 -accel "$ACCEL" -M pc -cpu "$CPU" -smp 1 -m 768 -nodefaults -no-reboot \
+    -display none -monitor none -kernel "$W/vmlinux" -initrd "$VMD/initramfs.cpio" \
+    -append "console=ttyS0 panic=-1 quiet loglevel=3 mitigations=off rxe.name=A rxe.ip=$VMIP/24 rxe.mgmt=10.0.2.15/24" \
+    -serial "file:$VMD/console.log" \
+    -chardev "socket,id=ctl,path=$VMD/ctl,server=on,wait=off" -serial chardev:ctl \
+    -netdev "dgram,id=n0,local.type=unix,local.path=$VMD/qemu.sock,remote.type=unix,remote.path=$VMD/wire.sock" \
+    -device "virtio-net-pci,netdev=n0,mac=52:54:00:00:00:01" \
+    -netdev "user,id=m0,restrict=on,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:$HPORT-:18515,guestfwd=tcp:$GUESTFWD:18515-cmd:python3 $HERE/tcp_pipe.py 127.0.0.1 $RPORT" \
+    -device "virtio-net-pci,netdev=m0,mac=52:54:00:00:01:01" > "$VMD/qemu.log" 2>&1 &
+QPID=$!
+for _ in $(seq 1800); do grep -q "^RXE-READY" "$VMD/console.log" 2>/dev/null && break; kill -0 $QPID 2>/dev/null || break; sleep 0.1; done
+grep -q "^RXE-READY" "$VMD/console.log" 2>/dev/null ||
+    { tail -20 "$VMD/console.log" "$VMD/qemu.log" 2>/dev/null; echo "interop: the rxe VM did not come up within 180 s"; exit 1; }
+echo "   $(grep '^RXE-READY' "$VMD/console.log") (boot $((SECONDS - T_START)) s incl. build)"
+vm() { python3 "$TOOL/vmctl.py" --timeout "${VMT:-30}" "$VMD/ctl" "$*"; }
+vm "rdma link show; ibv_devinfo -v -d rxe0 | grep -E 'state|active_mtu|GID'" > "$OUT/logs/vm-devinfo.txt" 2>&1
+echo "   VM $VMIP (rxe0: GID 1 ::ffff:$VMIP, GID 0 its IPv6 link-local), Hematite $OURIP;"
+echo "   QP exchange: host 127.0.0.1:$HPORT -> guest :18515, guest $GUESTFWD:18515 -> host 127.0.0.1:$RPORT"
 
-pass=0; fail=0; failed=(); MATRIX="$OUT/matrix.txt"; : > "$MATRIX"
-want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
-LOSS_NOW=""
-# (Re)starts the Hematite NIC on the link, with the given loss (the pcap starts afresh).
-nic() {
-    local loss="$1"
-    [ "$loss" = "$LOSS_NOW" ] && return 0
-    "$RUN" --state "$STATE" --stop > /dev/null 2>&1
-    local extra=(); [ "$loss" != 0 ] && extra=(--loss "$loss")
-    "$RUN" --state "$STATE" --link "$RELAY,$QEMU,$OURIP" "${extra[@]}" --check > "$OUT/logs/check.txt" 2>&1 ||
-        { cat "$OUT/logs/check.txt"; echo "interop: hematite-run --check failed"; exit 1; }
-    LOSS_NOW="$loss"
+# Guest commands run in the guest's background (the command channel stays free); output in
+# /tmp/NAME.out, exit status in /tmp/NAME.rc; `timeout -s KILL` bounds each.
+gstart() { vm "rm -f /tmp/$1.out /tmp/$1.rc; ( timeout -s KILL $2 $3 > /tmp/$1.out 2>&1; echo \$? > /tmp/$1.rc ) &" > /dev/null; }
+# (the guest side's loops are bounded by the guest's uptime clock: a TCG guest runs slowly; a
+# command must not `exit`, which would end the guest's command loop)
+gwait() { VMT=$(($2 + 20)) vm "e=\$((\$(cut -d. -f1 /proc/uptime) + $2)); while [ ! -e /tmp/$1.rc ] && [ \$(cut -d. -f1 /proc/uptime) -lt \$e ]; do sleep 0.2; done; cat /tmp/$1.out; (exit \$(cat /tmp/$1.rc 2>/dev/null || echo 124))"; }
+glisten() { VMT=40 vm "e=\$((\$(cut -d. -f1 /proc/uptime) + 30)); until netstat -ltn | grep -q ':18515 ' || [ \$(cut -d. -f1 /proc/uptime) -ge \$e ]; do sleep 0.1; done; netstat -ltn | grep -q ':18515 '"; }
+gkill() { vm "killall -9 ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_send_lat hm_imm_inv 2>/dev/null; true" > /dev/null 2>&1; }
+hlisten() {
+    local p; p=$(printf ':%04X ' "$RPORT")
+    for _ in $(seq 600); do
+        cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == "0A" {print $2 " "}' | grep -q "$p" && return 0
+        sleep 0.1
+    done
+    return 1
 }
 
-# scenario NAME LOSS GUEST_CMD -- HOST_CMD...: the guest side runs first (it listens).
+pass=0; fail=0; failed=(); MATRIX="$OUT/matrix.md"
+echo "| scenario | Hematite | result | figures (perftest / pingpong / hm_imm_inv, Hematite's side) | frames: ICRC | Hematite's PSN/opcode sequence | rxe's frames |" > "$MATRIX"
+echo "|---|---|---|---|---|---|---|" >> "$MATRIX"
+want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
+
+# A fresh Hematite NIC on the link (and a fresh pcap), with the given transmit loss.
+nic() {
+    "$RUN" --state "$STATE" --stop > /dev/null 2>&1
+    local extra=(); [ "$1" != 0 ] && extra=(--loss "$1")
+    "$RUN" --state "$STATE" --link "unix:$VMD/wire.sock,unix:$VMD/qemu.sock,$OURIP" "${extra[@]}" --check > "$OUT/logs/check.txt" 2>&1
+}
+
+# scenario NAME DIR LOSS GUEST_CMD -- HOST_CMD...
+#   DIR req:  Hematite is the TCP client: the guest's server starts first, the host connects
+#   DIR resp: Hematite is the TCP server: the host's server starts first, the guest connects
+# (for perftest the TCP client is the requester; ibv_rc_pingpong and hm_imm_inv exchange both ways)
 scenario() {
-    local name="$1" loss="$2" gcmd="$3"; shift 3; [ "$1" = "--" ] && shift
+    local name="$1" dir="$2" loss="$3" gcmd="$4"; shift 4; [ "$1" = "--" ] && shift
     want "$name" || return 0
-    nic "$loss"
-    local go="$OUT/logs/$name.guest" ho="$OUT/logs/$name.host" t0=$SECONDS
-    local pc="$STATE/nic0.pcap" before; before=$(stat -c %s "$pc" 2>/dev/null || echo 0)
-    ( vm "timeout 200 $gcmd" > "$go" 2>&1; echo "guest-rc=$?" >> "$go" ) &
-    local gj=$!
-    sleep 4
-    timeout -k 5 230 "$RUN" --state "$STATE" -- stdbuf -oL "$@" > "$ho" 2>&1
-    local hrc=$?
-    wait $gj
-    local grc; grc=$(sed -nE 's/^guest-rc=([0-9]+)/\1/p' "$go" | tail -1)
-    # the frames of this scenario: the ICRC of every RoCE frame on the link, both directions
-    local icrc; icrc=$(python3 "$TOOL/roce_icrc.py" "$pc" 2>&1 | tail -1)
-    local fig; fig=$(awk '/#bytes/{getline; print; exit}' "$ho"); [ -z "$fig" ] && fig=$(grep -h "iters in" "$ho" | head -1)
-    fig=$(echo "$fig" | tr -s ' \t' ' ')
-    if [ "$hrc" = 0 ] && [ "$grc" = 0 ] && grep -q "ICRC good [1-9][0-9]*, bad 0" <<<"$icrc"; then
-        pass=$((pass + 1)); printf 'ok    %-26s %3ss  %s | %s\n' "$name" $((SECONDS - t0)) "$fig" "${icrc##*: }"
-        echo "| $name | pass | $fig | ${icrc##*: } |" >> "$MATRIX"
+    local ho="$OUT/logs/$name.host" go="$OUT/logs/$name.guest" t0=$SECONDS hrc grc note=""
+    if ! nic "$loss"; then
+        fail=$((fail + 1)); failed+=("$name"); cat "$OUT/logs/check.txt"
+        echo "| $name | $dir | FAIL (NIC did not start) | | | | |" >> "$MATRIX"; return
+    fi
+    if [ "$dir" = req ]; then
+        gstart "$name" 200 "$gcmd"
+        glisten || note="guest server not listening; "
+        timeout -k 5 200 "$RUN" --state "$STATE" -- stdbuf -oL "$@" > "$ho" 2>&1
+        hrc=$?
+        gwait "$name" 60 > "$go" 2>&1
+        grc=$?
+    else
+        ( timeout -k 5 230 "$RUN" --state "$STATE" -- stdbuf -oL "$@" > "$ho" 2>&1; echo "host-rc=$?" >> "$ho" ) &
+        local hj=$!
+        hlisten || note="host server not listening; "
+        gstart "$name" 200 "$gcmd"
+        gwait "$name" 215 > "$go" 2>&1
+        grc=$?
+        wait $hj
+        hrc=$(sed -nE 's/^host-rc=([0-9]+)$/\1/p' "$ho" | tail -1)
+    fi
+    [ "$grc" = 0 ] || gkill
+    "$RUN" --state "$STATE" --stop > /dev/null 2>&1       # flushes the pcap
+    local pc="$OUT/pcap/$name.pcap"
+    cp -f "$STATE/nic0.pcap" "$pc" 2>/dev/null
+    local icrc seq peer src=0 prc=0
+    icrc=$(python3 "$TOOL/roce_icrc.py" "$pc" 2>&1 | tail -1)
+    seq=$(python3 "$HERE/roce_seq.py" --src-mac 02:48:4d:00:00:01 "$pc" > "$OUT/logs/$name.seq" 2>&1; echo "rc=$?")
+    src=${seq#rc=}; seq=$(tail -1 "$OUT/logs/$name.seq")
+    peer=$(python3 "$HERE/roce_seq.py" --src-mac 52:54:00:00:00:01 "$pc" > "$OUT/logs/$name.seq-rxe" 2>&1; echo "rc=$?")
+    prc=${peer#rc=}; peer=$(tail -1 "$OUT/logs/$name.seq-rxe")
+    local fig
+    fig=$(awk '/#bytes/{getline; print; exit}' "$ho")
+    [ -z "$fig" ] && fig=$(grep -h "iters in\|hm_imm_inv:" "$ho" | tail -1)
+    fig=$(echo "$fig" | tr -s ' \t' ' ' | sed 's/^ //')
+    local retx; retx=$(grep -oE '[0-9]+ retransmitted' "$OUT/logs/$name.seq-rxe" | awk '{s+=$1} END{print s+0}')
+    if [ "$hrc" = 0 ] && [ "$grc" = 0 ] && grep -q "ICRC good [1-9][0-9]*, bad 0" <<<"$icrc" && [ "$src" = 0 ] && [ "$prc" = 0 ]; then
+        pass=$((pass + 1)); printf 'ok    %-24s %3ss  %s | %s | rxe retransmitted %s\n' "$name" $((SECONDS - t0)) "$fig" "${icrc##*: }" "$retx"
+        echo "| $name | $dir | pass | $fig | ${icrc##*: } | ${seq##*: } | ${peer##*: } ($retx retransmitted) |" >> "$MATRIX"
     else
         fail=$((fail + 1)); failed+=("$name")
-        printf 'FAIL  %-26s host rc=%s guest rc=%s %s\n' "$name" "$hrc" "$grc" "$icrc"
+        printf 'FAIL  %-24s %3ss  %shost rc=%s guest rc=%s; %s; sequence: %s; rxe: %s\n' "$name" $((SECONDS - t0)) "$note" "$hrc" "$grc" "$icrc" "$seq" "$peer"
         tail -n 4 "$ho" | sed 's/^/   host: /'; tail -n 4 "$go" | sed 's/^/   guest: /'
-        echo "| $name | FAIL (host $hrc, guest $grc) | $fig | ${icrc##*: } |" >> "$MATRIX"
+        echo "| $name | $dir | **FAIL** (${note}host $hrc, guest $grc) | $fig | ${icrc##*: } | ${seq##*: } | ${peer##*: } |" >> "$MATRIX"
     fi
-    cp -f "$pc" "$OUT/pcap/$name.pcap" 2>/dev/null
-    : "$before"
 }
 
-G="-d rxe0 -x 1 -u 18"     # rxe: GID index 1 (IPv4-mapped), local ACK timeout ~1 s (slow peer)
-H="-d hematite0 -x 0 -p $HPORT"
-pp() { scenario "$1" "$2" "ibv_rc_pingpong -d rxe0 -g 1 $3" -- ibv_rc_pingpong -d hematite0 -g 0 -p "$HPORT" $3 127.0.0.1; }
-pf() { local name="$1" loss="$2" tool="$3"; shift 3; scenario "$name" "$loss" "$tool $G -m 1024 $*" -- "$tool" $H -m 1024 "$@" 127.0.0.1; }
+# GID indices: rxe 1 = ::ffff:192.0.2.1 and Hematite 0 = ::ffff:192.0.2.2 (IPv4); rxe 0 and
+# Hematite 1 are the IPv6 link-local GIDs. rxe gets -u 18 (a ~1 s ACK timeout: the simulated
+# peer is slow).
+GX=1; HX=0; MTU=1024
+# pf NAME DIR LOSS TOOL ARGS...: a perftest pair (same arguments on both sides)
+pf() {
+    local name="$1" dir="$2" loss="$3" tool="$4"; shift 4
+    local a="-m $MTU $*"
+    if [ "$dir" = req ]; then
+        scenario "${name}_req" req "$loss" "$tool -d rxe0 -x $GX -u 18 $a" -- "$tool" -d hematite0 -x $HX -p "$HPORT" $a 127.0.0.1
+    else
+        scenario "${name}_resp" resp "$loss" "$tool -d rxe0 -x $GX -u 18 -p 18515 $a $GUESTFWD" -- "$tool" -d hematite0 -x $HX -p "$RPORT" $a
+    fi
+}
+pf2() { pf "$1" req "${@:2}"; pf "$1" resp "${@:2}"; }
+# pp NAME DIR LOSS ARGS...: ibv_rc_pingpong (-c: the receiver checks the data)
+pp() {
+    local name="$1" dir="$2" loss="$3"; shift 3
+    local mtu=$MTU a="-c $*"
+    if [ "$dir" = req ]; then
+        scenario "${name}_req" req "$loss" "ibv_rc_pingpong -d rxe0 -g $GX -m $mtu $a" -- ibv_rc_pingpong -d hematite0 -g $HX -m $mtu -p "$HPORT" $a 127.0.0.1
+    else
+        scenario "${name}_resp" resp "$loss" "ibv_rc_pingpong -d rxe0 -g $GX -m $mtu -p 18515 $a $GUESTFWD" -- ibv_rc_pingpong -d hematite0 -g $HX -m $mtu -p "$RPORT" $a
+    fi
+}
+pp2() { pp "$1" req "${@:2}"; pp "$1" resp "${@:2}"; }
+# ii NAME DIR LOSS ARGS...: hm_imm_inv (immediate data and SEND with invalidate, both ways)
+ii() {
+    local name="$1" dir="$2" loss="$3"; shift 3
+    local a="-m $MTU $*"
+    if [ "$dir" = req ]; then
+        scenario "${name}_req" req "$loss" "hm_imm_inv -d rxe0 -g $GX -u 18 --kernel-inv-flag $a" -- "$IMM" -d hematite0 -g $HX -u 14 -p "$HPORT" $a 127.0.0.1
+    else
+        scenario "${name}_resp" resp "$loss" "hm_imm_inv -d rxe0 -g $GX -u 18 --kernel-inv-flag -p 18515 $a $GUESTFWD" -- "$IMM" -d hematite0 -g $HX -u 14 -p "$RPORT" $a
+    fi
+}
+ii2() { ii "$1" req "${@:2}"; ii "$1" resp "${@:2}"; }
 
-pp pingpong 0 "-n 50"
+echo "== scenarios"
 if [ $QUICK -eq 1 ]; then
-    pf write_loss_req 0.01 ib_write_bw -s 65536 -n 50
-    pf write_loss_bidir 0.01 ib_write_bw -b -s 65536 -n 50
-    pf read_loss_req 0.01 ib_read_bw -s 65536 -n 50
-    pf read_loss_bidir 0.01 ib_read_bw -b -s 65536 -n 50
+    pp2 pingpong 0 -n 50
+    pf2 write_loss 0.01 ib_write_bw -s 65536 -n 50
+    pf2 read_loss 0.01 ib_read_bw -s 65536 -n 50
 else
-    pp pingpong_4k_200 0 "-s 4096 -n 200"
-    for s in 1 64 4096 65536; do
-        pf "write_bw_$s" 0 ib_write_bw -s $s -n 50
-        pf "write_bw_bidir_$s" 0 ib_write_bw -b -s $s -n 50
-        pf "send_bw_$s" 0 ib_send_bw -s $s -n 50
-        pf "send_bw_bidir_$s" 0 ib_send_bw -b -s $s -n 50
-        pf "read_bw_$s" 0 ib_read_bw -s $s -n 50
-        pf "read_bw_bidir_$s" 0 ib_read_bw -b -s $s -n 50
+    pp2 pingpong 0
+    pp2 pingpong_4k_200 0 -s 4096 -n 200
+    for s in 1 64 1024 4096 65536; do
+        pf2 "write_bw_$s" 0 ib_write_bw -s $s -n 50
+        pf2 "send_bw_$s" 0 ib_send_bw -s $s -n 50
+        pf2 "read_bw_$s" 0 ib_read_bw -s $s -n 50
     done
-    pf atomic_fadd 0 ib_atomic_bw -A FETCH_AND_ADD -n 50
-    pf atomic_cas 0 ib_atomic_bw -A CMP_AND_SWAP -n 50
-    pf atomic_fadd_bidir 0 ib_atomic_bw -b -A FETCH_AND_ADD -n 50
-    pf send_lat_64 0 ib_send_lat -s 64 -n 50
-    pf send_lat_4096 0 ib_send_lat -s 4096 -n 50
-    pf write_loss_req 0.01 ib_write_bw -s 65536 -n 100
-    pf write_loss_bidir 0.01 ib_write_bw -b -s 65536 -n 100
-    pf send_loss_req 0.01 ib_send_bw -s 65536 -n 100
-    pf send_loss_bidir 0.01 ib_send_bw -b -s 65536 -n 100
-    pf read_loss_req 0.01 ib_read_bw -s 65536 -n 100
-    pf read_loss_bidir 0.01 ib_read_bw -b -s 65536 -n 100
-    pp pingpong_loss 0.01 "-s 4096 -n 100"
+    pf2 atomic_fadd 0 ib_atomic_bw -A FETCH_AND_ADD -n 50
+    pf2 atomic_cas 0 ib_atomic_bw -A CMP_AND_SWAP -n 50
+    for s in 1 64 4096 65536; do pf2 "send_lat_$s" 0 ib_send_lat -s $s -n 50; done
+    pf write_bw_bidir req 0 ib_write_bw -b -s 65536 -n 50
+    pf read_bw_bidir req 0 ib_read_bw -b -s 65536 -n 50
+    ii2 imm_inv 0
+    # 1% of Hematite's frames lost on the wire
+    pf2 write_loss 0.01 ib_write_bw -s 65536 -n 100
+    pf2 send_loss 0.01 ib_send_bw -s 65536 -n 100
+    pf2 read_loss 0.01 ib_read_bw -s 65536 -n 100
+    pp2 pingpong_loss 0.01 -s 4096 -n 100
+    ii imm_inv_loss req 0.01
+    # RoCEv2 over IPv6 (link-local GIDs)
+    GX=0; HX=1
+    pp2 ipv6_pingpong 0 -s 4096 -n 50
+    pf2 ipv6_send_bw 0 ib_send_bw -s 65536 -n 50
+    pf2 ipv6_write_bw 0 ib_write_bw -s 65536 -n 50
+    pf2 ipv6_read_bw 0 ib_read_bw -s 65536 -n 50
+    ii ipv6_imm_inv req 0
+    GX=1; HX=0
+    # path MTU 4096 (rxe's eth0 at MTU 4200)
+    if VMT=10 vm "ip link set eth0 mtu 4200 && sleep 1 && ibv_devinfo -d rxe0 | grep active_mtu" > "$OUT/logs/mtu4200.txt" 2>&1; then
+        MTU=4096
+        pp2 mtu4096_pingpong 0 -s 16384 -n 50
+        pf2 mtu4096_write_bw 0 ib_write_bw -s 65536 -n 50
+        pf2 mtu4096_send_bw 0 ib_send_bw -s 65536 -n 50
+        pf2 mtu4096_read_bw 0 ib_read_bw -s 65536 -n 50
+        pf2 mtu4096_write_loss 0.01 ib_write_bw -s 65536 -n 100
+        ii mtu4096_imm_inv req 0
+        MTU=1024
+    else
+        fail=$((fail + 1)); failed+=("mtu4096 (eth0 MTU 4200 in the guest)"); cat "$OUT/logs/mtu4200.txt"
+    fi
 fi
 
+vm "rdma statistic show link rxe0/1" > "$OUT/logs/rxe-counters.txt" 2>&1
 echo
+[ "$KEEP" = 1 ] && echo "VM left running: python3 $TOOL/vmctl.py $VMD/ctl 'CMD'; stop: kill $QPID"
 for f in "${failed[@]}"; do echo "FAILED: $f (logs: $OUT/logs/$f.*)"; done
-echo "interop: $pass passed, $fail failed (matrix: $MATRIX)"
-[ "$fail" -eq 0 ]
+echo "interop: $pass passed, $fail failed in $((SECONDS - T_START)) s (matrix: $MATRIX, pcaps: $OUT/pcap)"
+[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

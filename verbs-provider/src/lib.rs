@@ -340,6 +340,7 @@ fn write_all(fd: RawFd, b: &[u8]) {
 
 /// The event thread: sleeps on the device's interrupt eventfds (and at most 100 ms, so that
 /// event-queue entries and armed CQs are looked at even without an interrupt), then
+/// * keeps the device awake while sends are outstanding ([`Nic::keepalive`]);
 /// * forwards event-queue entries as libibverbs asynchronous events;
 /// * for every armed CQ with a completion waiting, writes one event into its channel;
 /// * re-arms armed CQs on an interrupting vector whose completion was already polled (the
@@ -361,6 +362,11 @@ fn event_loop(sh: Arc<Shared>, stop: OwnedFd, irqs: Vec<RawFd>, async_wfd: RawFd
         }
         if pfds[0].revents != 0 {
             return;
+        }
+        // A requester waiting for its peer keeps a co-simulated device at full speed, so
+        // that its ACK timeout (e.g. after a lost last packet) fires in seconds, not hours.
+        if sh.nic.sends_outstanding() {
+            let _ = sh.nic.keepalive();
         }
         let mut interrupted = false;
         for p in &pfds[1..] {
