@@ -30,7 +30,7 @@ PKGS = ["rtl/pkg/hm_pkg.sv", "rtl/pkg/hm_crc_pkg.sv", "rtl/pkg/hm_regs_pkg.sv", 
 
 def sources():
     out = list(PKGS)
-    for sub in ("common", "rx", "tx", "dma", "csr", "ctx", "eng", "ctrl"):
+    for sub in ("common", "rx", "tx", "dma", "csr", "ctx", "eng", "cc", "ctrl"):
         d = os.path.join(ROOT, "rtl", sub)
         out += sorted(f"rtl/{sub}/{f}" for f in os.listdir(d) if f.endswith(".sv"))
     return out

@@ -18,6 +18,7 @@ pub mod rc;
 pub mod ffi;
 pub mod layout;
 pub mod mr;
+pub mod np;
 
 pub use hematite_model::record::{DropReason, HdrRecord};
 pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};

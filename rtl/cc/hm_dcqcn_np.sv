@@ -1,0 +1,124 @@
+// DCQCN notification point: decides, per received CE-marked RoCE data packet, whether to send a
+// CNP to the sending QP, at most one per QP per `cfg_interval` cycles (NVIDIA's
+// min_time_between_cnps; the first CE packet of a QP sends at once).
+//
+// Specification: hematite_model::dcqcn::Np (model/src/dcqcn.rs), checked cycle for cycle by
+// sim/tests/dcqcn_np.rs; design notes in docs/dcqcn.md. Latency: the decision for the event on
+// s_ce_* in cycle t appears on m_cnp_* / o_suppressed / o_blocked in cycle t+1 (registered).
+//
+// State: per QP the time of its last CNP (a NUM_QPS x TIME_W memory with one asynchronous read
+// port and one write port: distributed RAM) and a valid bit (flops, cleared by reset). A free-
+// running TIME_W-bit counter is the clock. Ages are (now - last) mod 2^TIME_W; the interval is
+// capped at 2^(TIME_W-2). Each cycle without a CE event scrubs one entry (round robin): an
+// entry older than half the counter period is invalidated, so that an age never wraps.
+//
+// Per cycle, for a CE event on QP q (q < NUM_QPS):
+//   due = !valid[q] || age(last[q]) >= interval
+//   !due             -> o_suppressed (counted)
+//   due, i_cnp_full  -> o_blocked (counted), nothing stored: the next CE packet tries again
+//   due              -> CNP request for q, last[q] = now, valid[q] = 1
+// A CE event with q >= NUM_QPS is counted (stat_bad_qpn) and ignored.
+module hm_dcqcn_np #(
+  parameter int NUM_QPS = 64,                       // table entries (QPNs 0..NUM_QPS-1), >= 2
+  parameter int QPN_W   = 24,                       // width of the QPN inputs and outputs
+  parameter int TIME_W  = 32,                       // time counter width, 8..32
+  parameter logic [TIME_W-1:0] NOW_INIT = '0        // counter value after reset (tests)
+) (
+  input  logic              clk,
+  input  logic              rst,                    // synchronous, active high
+
+  input  logic [TIME_W-1:0] cfg_interval,           // CNP interval in cycles (register)
+
+  input  logic              s_ce_valid,             // CE-marked data packet accepted ...
+  input  logic [QPN_W-1:0]  s_ce_qpn,               // ... for this local QP
+  input  logic              i_cnp_full,             // the CNP sender cannot take a request
+
+  output logic              m_cnp_valid,            // send a CNP for local QP m_cnp_qpn
+  output logic [QPN_W-1:0]  m_cnp_qpn,
+  output logic              o_suppressed,           // CE packet inside the QP's interval
+  output logic              o_blocked,              // CNP due but i_cnp_full
+
+  output logic [31:0]       stat_cnps,
+  output logic [31:0]       stat_suppressed,
+  output logic [31:0]       stat_blocked,
+  output logic [31:0]       stat_bad_qpn,
+  output logic [TIME_W-1:0] o_now                   // the time counter (for the RP and tests)
+);
+  localparam int IDX_W = $clog2(NUM_QPS);
+  localparam logic [TIME_W-1:0] CAP  = TIME_W'(1) << (TIME_W - 2);
+  localparam logic [TIME_W-1:0] HALF = TIME_W'(1) << (TIME_W - 1);
+
+  logic [TIME_W-1:0] last_mem [NUM_QPS];
+  logic [NUM_QPS-1:0] valid_q;
+  logic [TIME_W-1:0] now_q, interval_q;
+  logic [IDX_W-1:0]  scrub_q;
+
+  // ---- read (one port: the CE event's QP, else the scrub pointer)
+  logic              in_range;
+  logic [IDX_W-1:0]  addr;
+  logic [TIME_W-1:0] rd_last, age;
+  logic              rd_valid, due;
+  always_comb begin
+    in_range = s_ce_qpn < QPN_W'(NUM_QPS);
+    addr     = s_ce_valid ? s_ce_qpn[IDX_W-1:0] : scrub_q;
+    rd_last  = last_mem[addr];
+    rd_valid = valid_q[addr];
+    age      = now_q - rd_last;
+    due      = !rd_valid || age >= interval_q;
+  end
+
+  // ---- decision
+  logic fire, supp, blk, bad, scrub_clr;
+  always_comb begin
+    fire      = 1'b0;
+    supp      = 1'b0;
+    blk       = 1'b0;
+    bad       = 1'b0;
+    scrub_clr = 1'b0;
+    if (s_ce_valid) begin
+      if (!in_range)        bad  = 1'b1;
+      else if (!due)        supp = 1'b1;
+      else if (i_cnp_full)  blk  = 1'b1;
+      else                  fire = 1'b1;
+    end else begin
+      scrub_clr = rd_valid && age >= HALF;
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (fire) last_mem[addr] <= now_q;
+  end
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      valid_q         <= '0;
+      now_q           <= NOW_INIT;
+      interval_q      <= (cfg_interval > CAP) ? CAP : cfg_interval;
+      scrub_q         <= '0;
+      m_cnp_valid     <= 1'b0;
+      m_cnp_qpn       <= '0;
+      o_suppressed    <= 1'b0;
+      o_blocked       <= 1'b0;
+      stat_cnps       <= '0;
+      stat_suppressed <= '0;
+      stat_blocked    <= '0;
+      stat_bad_qpn    <= '0;
+    end else begin
+      now_q        <= now_q + 1'b1;
+      interval_q   <= (cfg_interval > CAP) ? CAP : cfg_interval;
+      m_cnp_valid  <= fire;
+      m_cnp_qpn    <= s_ce_qpn;
+      o_suppressed <= supp;
+      o_blocked    <= blk;
+      if (fire)      valid_q[addr] <= 1'b1;
+      if (scrub_clr) valid_q[addr] <= 1'b0;
+      if (!s_ce_valid) scrub_q <= (32'(scrub_q) == NUM_QPS - 1) ? '0 : scrub_q + 1'b1;
+      if (fire) stat_cnps       <= stat_cnps + 1'b1;
+      if (supp) stat_suppressed <= stat_suppressed + 1'b1;
+      if (blk)  stat_blocked    <= stat_blocked + 1'b1;
+      if (bad)  stat_bad_qpn    <= stat_bad_qpn + 1'b1;
+    end
+  end
+
+  assign o_now = now_q;
+endmodule
