@@ -93,6 +93,12 @@ pub fn device_args(layout: &Layout, nic: Nic, fw: &Path, loss: Option<&str>) -> 
     if let Some(l) = loss {
         a.push("--loss".into());
         a.push(l.into());
+        // NIC 0 alone on an external wire stands for the whole link: frames toward it are
+        // lost too (between two of our NICs, each one's transmit loss covers a direction)
+        if crate::tree::LINK.get().is_some() && nic.n == 0 {
+            a.push("--rx-loss".into());
+            a.push(l.into());
+        }
     }
     a
 }

@@ -36,7 +36,8 @@ const USAGE: &str = "usage:
   --nic N       PROGRAM sees only NIC N (HEMATITE_NIC=N); default: all NICs
   --nics K      K NICs (even; NIC 2k is wired to NIC 2k+1), default 2
   --state DIR   state directory; default $HEMATITE_RUN_DIR, else /run/hematite
-  --loss P      devices started now drop this fraction of transmitted RoCE frames
+  --loss P      devices started now drop this fraction of transmitted RoCE frames (with
+                --link: of the received ones too)
   --link LOCAL,PEER,IP
                 NIC 0 alone, on an external datagram wire (receive at LOCAL, send to
                 PEER: unix:PATH or udp:HOST:PORT) with address IP, e.g. a Soft-RoCE VM;

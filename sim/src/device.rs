@@ -79,6 +79,9 @@ pub struct DevConfig {
     pub image: Vec<u32>,
     /// Probability of dropping each transmitted RoCE frame (`--loss`).
     pub loss: f64,
+    /// Probability of dropping each received RoCE frame before the engine sees it
+    /// (`--rx-loss`; it is still written to the pcap).
+    pub rx_loss: f64,
     pub seed: u64,
     /// Cycles without activity before the process sleeps between slices.
     pub idle_after: u64,
@@ -104,6 +107,7 @@ impl DevConfig {
             pcap: None,
             image,
             loss: 0.0,
+            rx_loss: 0.0,
             seed: 1,
             idle_after: 2_000_000,
             idle_slice: 100,
@@ -359,6 +363,20 @@ fn parse_arp(f: &[u8]) -> Option<(u16, u64, u32, u32)> {
     Some((op, smac, sip, tip))
 }
 
+/// A RoCEv2 frame: Ethernet (optionally one 802.1Q tag) / IPv4 or IPv6 / UDP to port 4791.
+fn is_roce(f: &[u8]) -> bool {
+    let (et, l3) = match f.get(12..14) {
+        Some([0x81, 0x00]) => (f.get(16..18), 18),
+        e => (e, 14),
+    };
+    let l4 = match et {
+        Some([0x08, 0x00]) if f.get(l3 + 9) == Some(&17) => l3 + usize::from(f.get(l3).map_or(5, |b| b & 0xF)) * 4,
+        Some([0x86, 0xDD]) if f.get(l3 + 6) == Some(&17) => l3 + 40,
+        _ => return false,
+    };
+    f.get(l4 + 2..l4 + 4) == Some(&[0x12, 0xB7])
+}
+
 // ---------------------------------------------------------------- IPv6 neighbour discovery
 
 const ETH_IPV6: u16 = 0x86DD;
@@ -487,6 +505,8 @@ pub struct DevCounters {
     pub frames_tx: u64,
     pub frames_rx: u64,
     pub frames_lost: u64,
+    /// Received RoCE frames dropped by `rx_loss`.
+    pub frames_lost_rx: u64,
     /// Frames to the port's own MAC, looped back into its receive path.
     pub frames_looped: u64,
     pub arp_replies: u64,
@@ -832,6 +852,10 @@ impl SimNic {
                 }
                 continue;
             }
+            if self.cfg.rx_loss > 0.0 && is_roce(&f) && (self.rng.next() % 1_000_000) < (self.cfg.rx_loss * 1e6) as u64 {
+                self.counters.frames_lost_rx += 1;
+                continue;
+            }
             if let Some((smac, src, target)) = parse_ns(&f) {
                 if target == link_local_of(self.cfg.mac) {
                     let rep = na_frame(self.cfg.mac, &target, smac, &src);
@@ -1033,6 +1057,18 @@ impl SimNic {
                 if let Some(pc) = &mut self.pcap {
                     pc.flush();
                 }
+                let c = &self.counters;
+                eprintln!(
+                    "hematite-sim device: stopped after {} cycles: frames tx {} rx {} lost {} lost-rx {} looped {}, ARP replies {}, ND replies {}",
+                    self.cycles(),
+                    c.frames_tx,
+                    c.frames_rx,
+                    c.frames_lost,
+                    c.frames_lost_rx,
+                    c.frames_looped,
+                    c.arp_replies,
+                    c.nd_replies
+                );
                 return Ok(());
             }
             if self.cfg.max_cycles != 0 && self.cycles() >= self.cfg.max_cycles {
@@ -1120,5 +1156,21 @@ mod nd_tests {
         mc[0] = 0xff;
         assert!(parse_ns(&ns(link_local_of(PEER), mc, 255)).is_none(), "multicast target");
         assert!(parse_ns(&arp_frame(1, PEER, 1, 0, 2, 0xFFFF_FFFF_FFFF)).is_none());
+    }
+
+    #[test]
+    fn roce_frames_recognised() {
+        use hematite_model::{build_frame, HdrRecord};
+        let rec = HdrRecord { opcode: 0x04, pkey: 0xFFFF, dest_qp: 0x11, ttl: 64, payload_len: 5, ..HdrRecord::default() };
+        let v4 = build_frame(&rec, b"hello").unwrap();
+        assert!(is_roce(&v4));
+        let v6 = build_frame(&HdrRecord { ipv6: true, ..rec }, b"hello").unwrap();
+        assert!(is_roce(&v6));
+        let mut other = v4.clone();
+        other[14 + 20 + 3] ^= 1; // another UDP port
+        assert!(!is_roce(&other));
+        assert!(!is_roce(&ns(link_local_of(PEER), link_local_of(MAC), 255)), "ICMPv6 is not RoCE");
+        assert!(!is_roce(&arp_frame(1, PEER, 1, 0, 2, 0xFFFF_FFFF_FFFF)));
+        assert!(!is_roce(&v4[..20]));
     }
 }

@@ -30,12 +30,13 @@ const USAGE: &str = "usage:
       model and write a pcap; records the hardware must reject are an error unless
       --allow-rejects
   hematite-sim device --socket PATH --wire-local ADDR --wire-peer ADDR [--mac 02:00:00:00:00:01]
-      [--ip 10.0.0.1] [--pcap FILE] [--loss P] [--fw HEX] [--max-cycles N] [--idle-after N] [-v]
+      [--ip 10.0.0.1] [--pcap FILE] [--loss P] [--rx-loss P] [--fw HEX] [--max-cycles N]
+      [--idle-after N] [-v]
       run the simulated NIC (transport engine, control core and firmware) as a device that
       drivers open over the Unix socket PATH (hostdrv's simulation backend); its Ethernet port
       exchanges one frame per datagram with the peer (qemu -netdev dgram framing). ADDR is a
       Unix datagram socket path (unix:PATH or PATH) or udp:HOST:PORT. --loss drops that
-      fraction of transmitted RoCE frames; --pcap writes every frame with simulated-time
+      fraction of transmitted RoCE frames, --rx-loss of received ones (after the pcap); --pcap writes every frame with simulated-time
       stamps (4 ns per cycle); the firmware image defaults to build/fw/firmware.hex; after
       --idle-after cycles without activity (default 2000000) the process sleeps between
       short slices of cycles, so its timers keep running at a few percent of a core
@@ -439,6 +440,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     let mut ip: std::net::Ipv4Addr = "10.0.0.1".parse().unwrap();
     let mut pcap = None;
     let mut loss = 0.0f64;
+    let mut rx_loss = 0.0f64;
     let mut fw = hematite_sim::fw::image_path();
     let mut max_cycles = 0u64;
     let mut verbose = false;
@@ -459,6 +461,12 @@ fn device_main(args: &[String]) -> Result<(), String> {
                     return Err("--loss wants a fraction in [0, 1)".into());
                 }
             }
+            "--rx-loss" => {
+                rx_loss = val()?.parse().map_err(|e| format!("--rx-loss: {e}"))?;
+                if !(0.0..1.0).contains(&rx_loss) {
+                    return Err("--rx-loss wants a fraction in [0, 1)".into());
+                }
+            }
             "--fw" => fw = PathBuf::from(val()?),
             "--max-cycles" => max_cycles = val()?.parse().map_err(|e| format!("--max-cycles: {e}"))?,
             "--idle-after" => idle_after = Some(val()?.parse().map_err(|e| format!("--idle-after: {e}"))?),
@@ -473,6 +481,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     let mut cfg = DevConfig::new(socket, local, peer, mac, u32::from(ip), image);
     cfg.pcap = pcap;
     cfg.loss = loss;
+    cfg.rx_loss = rx_loss;
     cfg.max_cycles = max_cycles;
     cfg.verbose = verbose;
     if let Some(n) = idle_after {
