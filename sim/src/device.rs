@@ -381,12 +381,9 @@ fn is_roce(f: &[u8]) -> bool {
 
 const ETH_IPV6: u16 = 0x86DD;
 
-/// The port's IPv6 link-local address: fe80::/64 with the modified EUI-64 interface identifier
-/// of `mac` (RFC 4291 appendix A), the address its RoCEv2 GID index 1 carries.
-pub fn link_local_of(mac: u64) -> [u8; 16] {
-    let m = mac_bytes(mac);
-    [0xfe, 0x80, 0, 0, 0, 0, 0, 0, m[0] ^ 0x02, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]]
-}
+/// The port's IPv6 link-local address (the host driver's GID index 1: fe80::/64 with the MAC's
+/// modified EUI-64 interface identifier).
+use hostdrv::nic::gid_link_local as link_local_of;
 
 /// The ICMPv6 checksum of `msg` (checksum field zero) between `src` and `dst` (RFC 4443 2.3).
 fn icmpv6_csum(src: &[u8; 16], dst: &[u8; 16], msg: &[u8]) -> u16 {
