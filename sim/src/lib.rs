@@ -19,6 +19,7 @@ pub mod ffi;
 pub mod layout;
 pub mod mr;
 pub mod np;
+pub mod cc;
 
 pub use hematite_model::record::{DropReason, HdrRecord};
 pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};
