@@ -131,7 +131,7 @@ module hm_rc_engine
   output logic [31:0]           caps,
   output logic [7:0]            mr_log
 );
-  localparam int NUM_COUNTERS = 26;
+  localparam int NUM_COUNTERS = 30;
   assign caps   = {8'($clog2(NUM_QPS)), 8'($clog2(NUM_CQS)), 8'(DATA_WIDTH / 64), 8'(NUM_COUNTERS)};
   assign mr_log = 8'($clog2(NUM_MRS));
 
@@ -210,6 +210,7 @@ module hm_rc_engine
   logic [7:0]       rsp_status_q;
   logic             rsp_valid_q;
 
+  logic [int'(HM_CTL_CC_WORDS)-1:0][31:0] cc_regs;
   hm_ctl #(.NUM_COUNTERS(NUM_COUNTERS)) u_ctl (
     .clk, .rst,
     .s_axil_awaddr(s_ctl_awaddr), .s_axil_awvalid(s_ctl_awvalid), .s_axil_awready(s_ctl_awready),
@@ -221,7 +222,7 @@ module hm_rc_engine
     .m_cmd(cmd), .m_cmd_data(cmd_data), .m_cmd_valid(cmd_valid), .m_cmd_ready(cmd_ready),
     .s_rsp_status(rsp_status_q), .s_rsp_data('0), .s_rsp_read(1'b0), .s_rsp_valid(rsp_valid_q),
     .m_eq(eq_cfg), .m_post(post), .m_post_valid(post_valid), .m_post_ready(post_ready),
-    .counters
+    .m_cc(cc_regs), .counters
   );
 
   logic is_wr, qp_cmd, mr_cmd, cq_cmd, in_range;
@@ -394,6 +395,9 @@ module hm_rc_engine
     .stat_cnt(rx_stat)
   );
 
+  logic        rcnp_valid;
+  logic [23:0] rcnp_qpn;
+  logic [31:0] st_cnp_rx;
   hm_rc_rx_dispatch #(.DATA_WIDTH(DATA_WIDTH)) u_disp (
     .clk, .rst,
     .s_hdr(rx_hdr), .s_hdr_valid(rx_hdr_valid), .s_hdr_ready(rx_hdr_ready),
@@ -405,7 +409,8 @@ module hm_rc_engine
     .m_rsp_hdr(rs_hdr), .m_rsp_hdr_valid(rs_hdr_valid), .m_rsp_hdr_ready(rs_hdr_ready),
     .m_rsp_tdata(rs_tdata), .m_rsp_tkeep(rs_tkeep), .m_rsp_tvalid(rs_tvalid),
     .m_rsp_tready(rs_tready), .m_rsp_tlast(rs_tlast),
-    .stat_other(rx_other)
+    .m_cnp_valid(rcnp_valid), .m_cnp_qpn(rcnp_qpn),
+    .stat_other(rx_other), .stat_cnp(st_cnp_rx)
   );
 
   // ---------------------------------------------------------------------------------------
@@ -480,6 +485,7 @@ module hm_rc_engine
     .m_pc_discard(rpc_disc), .m_pc_imm(rpc_imm), .m_pc_data(rpc_data), .m_pc_last(rpc_last),
     .m_pc_len(rpc_len), .m_pc_addr(rpc_addr), .m_pc_valid(rpc_valid), .m_pc_ready(rpc_ready),
     .s_done_valid(rdone_valid), .s_done_err(rdone_err),
+    .m_ce_valid(ce_valid), .m_ce_qpn(ce_qpn), .m_ce_job(ce_job),
     .m_job(job), .m_job_valid(job_valid), .m_job_ready(job_ready), .wr_done(r_wr_done),
     .m_cqe(rcqe), .m_cqe_valid(rcqe_valid), .m_cqe_ready(rcqe_ready),
     .m_err_qpn(rerr_qpn), .m_err_valid(rerr_valid), .m_err_ready(rerr_ready),
@@ -498,12 +504,42 @@ module hm_rc_engine
     .m_axis_tready(rw_tready), .m_axis_tlast(rw_tlast)
   );
 
+  // ---- DCQCN notification point: a CE-marked request -> at most one CNP per QP per interval
+  // (docs/dcqcn.md section 4). The QP's addressing is held beside the NP's one-cycle decision.
+  hm_cc_ctrl_t cc_ctrl;
+  hm_rjob_t    ce_job, cnp_cand_q, cnp_job;
+  logic        ce_valid, np_fire, cnp_room, cnp_valid, cnp_ready;
+  logic [15:0] ce_qpn;
+  logic [15:0] np_qpn;
+  logic        np_supp_p, np_blk_p;
+  logic [31:0] st_np_cnps, st_np_supp, st_np_blk, st_np_bad, st_cnp_tx, st_ce;
+  logic [$clog2(4+1):0] cnp_level;
+  logic [23:0] np_now;
+  assign cc_ctrl = hm_cc_ctrl_t'(cc_regs[HM_CC_CTRL]);
+  always_ff @(posedge clk) begin
+    if (ce_valid) cnp_cand_q <= ce_job;
+    if (rst) st_ce <= '0;
+    else if (ce_valid) st_ce <= st_ce + 1'b1;
+  end
+  hm_dcqcn_np #(.NUM_QPS(NUM_QPS), .QPN_W(16), .TIME_W(24)) u_np (
+    .clk, .rst, .cfg_interval(24'(cc_regs[HM_CC_CNP_INTERVAL] > 32'hFF_FFFF ? 32'hFF_FFFF : cc_regs[HM_CC_CNP_INTERVAL])),
+    .s_ce_valid(ce_valid && cc_ctrl.np_enable), .s_ce_qpn(ce_qpn), .i_cnp_full(!cnp_room),
+    .m_cnp_valid(np_fire), .m_cnp_qpn(np_qpn), .o_suppressed(np_supp_p), .o_blocked(np_blk_p),
+    .stat_cnps(st_np_cnps), .stat_suppressed(st_np_supp), .stat_blocked(st_np_blk), .stat_bad_qpn(st_np_bad),
+    .o_now(np_now)
+  );
+  hm_fifo #(.WIDTH($bits(hm_rjob_t)), .DEPTH(4)) u_cnpq (
+    .clk, .rst, .s_data(cnp_cand_q), .s_valid(np_fire), .s_ready(cnp_room),
+    .m_data(cnp_job), .m_valid(cnp_valid), .m_ready(cnp_ready), .level(cnp_level));
+
   hm_rc_resp_tx u_resp_tx (
     .clk, .rst,
     .s_job(job), .s_job_valid(job_valid), .s_job_ready(job_ready), .wr_done(r_wr_done),
+    .s_cnp(cnp_job), .s_cnp_valid(cnp_valid), .s_cnp_ready(cnp_ready),
+    .cfg_cnp_dscp(cc_ctrl.cnp_dscp), .cfg_cnp_prio(cc_ctrl.cnp_prio),
     .m_hdr(rhdr), .m_hdr_valid(rhdr_valid), .m_hdr_ready(rhdr_ready),
     .m_rd_addr(rrd_addr), .m_rd_len(rrd_len), .m_rd_valid(rrd_valid), .m_rd_ready(rrd_ready),
-    .stat_pkts(st_rpkts)
+    .stat_pkts(st_rpkts), .stat_cnps(st_cnp_tx)
   );
 
   // ---------------------------------------------------------------------------------------
@@ -892,12 +928,18 @@ module hm_rc_engine
     counters[23]  = st_rpkts;
     counters[24]  = st_retries;
     counters[25]  = st_tmo;
+    counters[26]  = st_ce;
+    counters[27]  = st_cnp_tx;
+    counters[28]  = st_cnp_rx;
+    counters[29]  = st_np_supp;
   end
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{wqe_tkeep, cwqe_tkeep, tid0, tid1, tid2, res_err, res_base, mr_wr_ready,
                        rx_mon, rx_mon_valid, cdone_tag, qdone_tag, cw_lerr, qw_lerr, res_id,
-                       rdone_tag, tid3, tid4, srd_tkeep, rw_lerr, ef_level, ev_level, eq_cfg.rsvd, post.rsvd};
+                       rdone_tag, tid3, tid4, srd_tkeep, rw_lerr, ef_level, ev_level, eq_cfg.rsvd, post.rsvd,
+                       cnp_level, np_now, np_qpn, np_supp_p, np_blk_p, st_np_cnps, st_np_blk, st_np_bad, rcnp_valid, rcnp_qpn,
+                       cc_ctrl.rsvd0, cc_ctrl.rsvd1, cc_ctrl.rsvd2, cc_regs[2], cc_regs[3]};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

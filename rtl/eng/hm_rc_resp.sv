@@ -110,6 +110,12 @@ module hm_rc_resp
   input  logic                  s_done_valid,
   input  logic                  s_done_err,
 
+  // Congestion: a request accepted for a QP arrived with IP ECN = CE (registered pulse; the
+  // job carries the QP's addressing for a CNP back to the sender)
+  output logic                  m_ce_valid,
+  output logic [15:0]           m_ce_qpn,
+  output hm_rjob_t              m_ce_job,
+
   // Responses to send
   output hm_rjob_t              m_job,
   output logic                  m_job_valid,
@@ -368,6 +374,20 @@ module hm_rc_resp
   assign fjob_ok = !fack || m_job_ready;
   assign ffin    = st_q == R_FAST && fast_wr && fpc_ok && fjob_ok;
   assign fchain  = (ffin || st_q == R_FWAIT) && fnext;
+
+  // congestion: a request taken for execution (its QP is in RTR/RTS/SQD and not in error, or
+  // it is chained on the fast path) that arrived with IP ECN = CE
+  logic ce_now;
+  always_comb begin
+    ce_now = (st_q == R_DISPATCH && kind_q == K_PKT && !d_q.err && h_q.ecn == 2'b11 &&
+              (ctx_q.state == HM_QPS_RTR || ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD)) ||
+             (fchain && s_hdr.ecn == 2'b11);
+  end
+  always_ff @(posedge clk) begin
+    m_ce_valid <= !rst && ce_now;
+    m_ce_qpn   <= 16'(q_q);
+    m_ce_job   <= m_job;
+  end
 
   // atomic
   logic [63:0] at_orig_q, at_new;

@@ -5,6 +5,11 @@
 // from host memory. A job waits until the responder's writes issued before it have
 // completed (wr_seq), so an ACK never overtakes the data it acknowledges and a READ sees
 // every WRITE before it.
+//
+// CNPs (congestion notification packets, BTH opcode 0x81 with BECN and 16 reserved bytes, to
+// the QP that sent a CE-marked request) come on s_cnp_* and go ahead of the responses, between
+// two packets; they carry the CNP DSCP and 802.1p priority of the registers and ECT(0), PSN 0,
+// P_Key 0xFFFF, as ConnectX CNPs on the wire do (ROCEV2.md section 4).
 module hm_rc_resp_tx
   import hm_pkg::*;
   import hm_eng_pkg::*;
@@ -20,6 +25,13 @@ module hm_rc_resp_tx
   output logic         s_job_ready,
   input  logic [31:0]  wr_done,
 
+  // CNPs to send (addressing of the QP; kind and sequence fields are ignored)
+  input  hm_rjob_t     s_cnp,
+  input  logic         s_cnp_valid,
+  output logic         s_cnp_ready,
+  input  logic [5:0]   cfg_cnp_dscp,
+  input  logic [2:0]   cfg_cnp_prio,
+
   // Header records
   output hm_roce_hdr_t m_hdr,
   output logic         m_hdr_valid,
@@ -31,7 +43,8 @@ module hm_rc_resp_tx
   output logic         m_rd_valid,
   input  logic         m_rd_ready,
 
-  output logic [31:0]  stat_pkts
+  output logic [31:0]  stat_pkts,
+  output logic [31:0]  stat_cnps
 );
   hm_rjob_t j;
   logic     j_valid, j_pop;
@@ -57,58 +70,100 @@ module hm_rc_resp_tx
   // the writes issued before the job have completed
   assign ready_j = j_valid && $signed(wr_done - j.wr_seq) >= 0;
 
+  // a CNP is chosen unless a response header is already on offer (it stays until taken)
+  logic lock_q, sel_cnp;
+  hm_roce_hdr_t job_hdr;
+  assign sel_cnp = s_cnp_valid && !lock_q;
+  assign m_hdr   = sel_cnp ? cnp_hdr : job_hdr;
   always_comb begin
-    m_hdr            = '0;
-    m_hdr.eth_dst    = j.eth_dst;
-    m_hdr.eth_src    = j.eth_src;
-    m_hdr.vlan_valid = j.vlan_valid;
-    m_hdr.vlan_pcp   = j.vlan_valid ? j.vlan_pcp : 3'd0;
-    m_hdr.vlan_vid   = j.vlan_valid ? j.vlan_vid : 12'd0;
-    m_hdr.ipv6       = j.ipv6;
-    m_hdr.ip_src     = j.ipv6 ? j.ip_src : {96'd0, j.ip_src[31:0]};
-    m_hdr.ip_dst     = j.ipv6 ? j.ip_dst : {96'd0, j.ip_dst[31:0]};
-    m_hdr.dscp       = j.dscp;
-    m_hdr.ecn        = j.ecn;
-    m_hdr.ttl        = j.ttl;
-    m_hdr.ip_df      = !j.ipv6;
-    m_hdr.flow_label = j.ipv6 ? j.flow_label : 20'd0;
-    m_hdr.udp_sport  = j.udp_sport;
-    m_hdr.udp_dport  = HM_ROCE_UDP_PORT;
-    m_hdr.pkey       = j.pkey;
-    m_hdr.dest_qp    = j.dest_qp;
-    m_hdr.psn        = j.psn + k_q;
-    m_hdr.payload_len = 16'(plen);
+    job_hdr          = '0;
+    job_hdr.eth_dst    = j.eth_dst;
+    job_hdr.eth_src    = j.eth_src;
+    job_hdr.vlan_valid = j.vlan_valid;
+    job_hdr.vlan_pcp   = j.vlan_valid ? j.vlan_pcp : 3'd0;
+    job_hdr.vlan_vid   = j.vlan_valid ? j.vlan_vid : 12'd0;
+    job_hdr.ipv6       = j.ipv6;
+    job_hdr.ip_src     = j.ipv6 ? j.ip_src : {96'd0, j.ip_src[31:0]};
+    job_hdr.ip_dst     = j.ipv6 ? j.ip_dst : {96'd0, j.ip_dst[31:0]};
+    job_hdr.dscp       = j.dscp;
+    job_hdr.ecn        = j.ecn;
+    job_hdr.ttl        = j.ttl;
+    job_hdr.ip_df      = !j.ipv6;
+    job_hdr.flow_label = j.ipv6 ? j.flow_label : 20'd0;
+    job_hdr.udp_sport  = j.udp_sport;
+    job_hdr.udp_dport  = HM_ROCE_UDP_PORT;
+    job_hdr.pkey       = j.pkey;
+    job_hdr.dest_qp    = j.dest_qp;
+    job_hdr.psn        = j.psn + k_q;
+    job_hdr.payload_len = 16'(plen);
     case (j.kind)
       HM_RJ_READ: begin
-        m_hdr.opcode = (first && last) ? 8'h10 : first ? 8'h0D : last ? 8'h0F : 8'h0E;
+        job_hdr.opcode = (first && last) ? 8'h10 : first ? 8'h0D : last ? 8'h0F : 8'h0E;
         if (first || last) begin
-          m_hdr.syndrome = j.syndrome;
-          m_hdr.msn      = j.msn;
+          job_hdr.syndrome = j.syndrome;
+          job_hdr.msn      = j.msn;
         end
       end
       HM_RJ_ATOMIC: begin
-        m_hdr.opcode      = 8'h12;
-        m_hdr.syndrome    = j.syndrome;
-        m_hdr.msn         = j.msn;
-        m_hdr.atomic_orig = j.orig;
+        job_hdr.opcode      = 8'h12;
+        job_hdr.syndrome    = j.syndrome;
+        job_hdr.msn         = j.msn;
+        job_hdr.atomic_orig = j.orig;
       end
       default: begin
-        m_hdr.opcode   = 8'h11;
-        m_hdr.syndrome = j.syndrome;
-        m_hdr.msn      = j.msn;
+        job_hdr.opcode   = 8'h11;
+        job_hdr.syndrome = j.syndrome;
+        job_hdr.msn      = j.msn;
       end
     endcase
   end
 
-  // a packet leaves when its header is taken and (with payload) its read is issued
-  logic need_rd, go;
+  hm_roce_hdr_t cnp_hdr;
+  always_comb begin
+    cnp_hdr            = '0;
+    cnp_hdr.eth_dst    = s_cnp.eth_dst;
+    cnp_hdr.eth_src    = s_cnp.eth_src;
+    cnp_hdr.vlan_valid = s_cnp.vlan_valid;
+    cnp_hdr.vlan_pcp   = s_cnp.vlan_valid ? cfg_cnp_prio : 3'd0;
+    cnp_hdr.vlan_vid   = s_cnp.vlan_valid ? s_cnp.vlan_vid : 12'd0;
+    cnp_hdr.ipv6       = s_cnp.ipv6;
+    cnp_hdr.ip_src     = s_cnp.ipv6 ? s_cnp.ip_src : {96'd0, s_cnp.ip_src[31:0]};
+    cnp_hdr.ip_dst     = s_cnp.ipv6 ? s_cnp.ip_dst : {96'd0, s_cnp.ip_dst[31:0]};
+    cnp_hdr.dscp       = cfg_cnp_dscp;
+    cnp_hdr.ecn        = 2'b10;
+    cnp_hdr.ttl        = s_cnp.ttl;
+    cnp_hdr.ip_df      = !s_cnp.ipv6;
+    cnp_hdr.flow_label = s_cnp.ipv6 ? s_cnp.flow_label : 20'd0;
+    cnp_hdr.udp_sport  = s_cnp.udp_sport;
+    cnp_hdr.udp_dport  = HM_ROCE_UDP_PORT;
+    cnp_hdr.pkey       = 16'hFFFF;
+    cnp_hdr.dest_qp    = s_cnp.dest_qp;
+    cnp_hdr.opcode     = 8'h81;
+    cnp_hdr.becn       = 1'b1;
+  end
+
+  // a packet leaves when its header is taken and (with payload) its read is issued; a CNP
+  // goes first
+  logic need_rd, go, hv_job;
   assign need_rd     = plen != '0;
   assign m_rd_addr   = j.va + 64'(off_q);
   assign m_rd_len    = 32'(plen);
-  assign m_hdr_valid = ready_j && (!need_rd || m_rd_ready);
-  assign m_rd_valid  = ready_j && need_rd && m_hdr_ready;
-  assign go          = m_hdr_valid && m_hdr_ready;
+  assign hv_job      = ready_j && (!need_rd || m_rd_ready);
+  assign m_hdr_valid = sel_cnp || hv_job;
+  assign s_cnp_ready = !lock_q && m_hdr_ready;
+  assign m_rd_valid  = !sel_cnp && ready_j && need_rd && m_hdr_ready;
+  assign go          = !sel_cnp && hv_job && m_hdr_ready;
   assign j_pop       = go && last;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      stat_cnps <= '0;
+      lock_q    <= 1'b0;
+    end else begin
+      if (s_cnp_valid && s_cnp_ready) stat_cnps <= stat_cnps + 1'b1;
+      lock_q <= !sel_cnp && hv_job && !m_hdr_ready;
+    end
+  end
 
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -129,6 +184,6 @@ module hm_rc_resp_tx
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{level, j};
+  assign unused_ok = ^{level, j, s_cnp};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

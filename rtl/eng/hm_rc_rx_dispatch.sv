@@ -1,7 +1,9 @@
 // Receive dispatch: splits the accepted RoCEv2 packets of the RX path by role. RC requests
 // (SEND, WRITE, READ request, atomics) go to the responder, RC responses (ACK/NAK, READ
-// response, atomic ACK) to the completer, each with its payload. Everything else (UC, UD,
-// CNP) is not handled by the RC engine: it is counted (stat_other) and its payload dropped.
+// response, atomic ACK) to the completer, each with its payload. A CNP (0x81) is reported on
+// m_cnp_* (registered pulse, its DestQP: the local QP whose traffic was marked) and counted
+// (stat_cnp). Everything else (UC, UD) is not handled by the RC engine: it is counted
+// (stat_other) and its payload dropped.
 // Headers pass as soon as their consumer takes them, ahead of the payloads of earlier
 // packets: the destination of every packet with payload waits in a small queue that routes
 // the payload beats, in packet order (so a consumer can decide on the next header while
@@ -48,7 +50,12 @@ module hm_rc_rx_dispatch
   input  logic                  m_rsp_tready,
   output logic                  m_rsp_tlast,
 
-  output logic [31:0]           stat_other
+  // Congestion notifications received
+  output logic                  m_cnp_valid,
+  output logic [23:0]           m_cnp_qpn,
+
+  output logic [31:0]           stat_other,
+  output logic [31:0]           stat_cnp
 );
   typedef enum logic [1:0] { D_REQ, D_RSP, D_DROP } dst_t;
 
@@ -94,11 +101,18 @@ module hm_rc_rx_dispatch
                                       dst_p == D_RSP ? m_rsp_tready : 1'b1);
   assign pq_pop        = s_axis_tvalid && s_axis_tready && s_axis_tlast;
 
+  logic is_cnp;
+  assign is_cnp = s_hdr.opcode == 8'h81;
   always_ff @(posedge clk) begin
+    m_cnp_qpn <= s_hdr.dest_qp;
     if (rst) begin
-      stat_other <= '0;
-    end else if (hdr_go && dst_h == D_DROP) begin
-      stat_other <= stat_other + 1'b1;
+      stat_other  <= '0;
+      stat_cnp    <= '0;
+      m_cnp_valid <= 1'b0;
+    end else begin
+      m_cnp_valid <= hdr_go && is_cnp;
+      if (hdr_go && dst_h == D_DROP && !is_cnp) stat_other <= stat_other + 1'b1;
+      if (hdr_go && is_cnp) stat_cnp <= stat_cnp + 1'b1;
     end
   end
 

@@ -203,6 +203,24 @@ package hm_desc_pkg;
   localparam logic [11:0] HM_CTL_POST      = 12'h10C;  // write: hm_ctl_post_t (busy until the engine took it)
   localparam logic [11:0] HM_CTL_CNT_BASE  = 12'h200;  // read: the engine's counters, 4 bytes apart (as BAR HM_REG_CNT_BASE)
   localparam logic [11:0] HM_CTL_STAGE_WORDS = 12'd32;
+  // Congestion control registers (read/write, 32 bits each, word i at HM_CTL_CC_BASE + 4 i),
+  // in hardware units (docs/dcqcn.md section 2); the firmware writes them.
+  localparam logic [11:0] HM_CTL_CC_BASE   = 12'h300;
+  localparam logic [11:0] HM_CTL_CC_WORDS  = 12'd4;
+  localparam logic [1:0]  HM_CC_CTRL         = 2'd0;  // hm_cc_ctrl_t
+  localparam logic [1:0]  HM_CC_CNP_INTERVAL = 2'd1;  // NP: cycles between two CNPs of one QP (NVIDIA min_time_between_cnps)
+  // reset values: CNPs on, DSCP 48, priority 6, 1000 cycles (4 us at 250 MHz): NVIDIA's defaults
+  localparam logic [31:0] HM_CC_CTRL_RESET     = 32'h0006_3001;
+  localparam logic [31:0] HM_CC_INTERVAL_RESET = 32'd1000;
+
+  typedef struct packed {
+    logic [12:0] rsvd2;
+    logic [2:0]  cnp_prio;       // 802.1p priority of CNPs (VLAN-tagged QPs)
+    logic [1:0]  rsvd1;
+    logic [5:0]  cnp_dscp;       // DSCP of CNPs
+    logic [6:0]  rsvd0;
+    logic        np_enable;      // send CNPs for requests that arrive with IP ECN = CE
+  } hm_cc_ctrl_t;
 
   localparam logic [3:0] HM_CTL_OP_WRITE   = 4'd1;
   localparam logic [3:0] HM_CTL_OP_READ    = 4'd2;

@@ -27,6 +27,8 @@ pub struct RcBench {
     tx_seen: usize,
     /// Frames lost on the wire, per million, in each direction.
     pub drop_ppm: u32,
+    /// Mark every ECN-capable frame from the peer to the engine CE (a congested switch).
+    pub ce_rx: bool,
     /// Frames dropped so far.
     pub dropped: u64,
     /// Indices (in send order) of engine frames / peer frames to lose, besides drop_ppm.
@@ -59,6 +61,7 @@ impl RcBench {
             wire: Vec::new(),
             tx_seen: 0,
             drop_ppm: 0,
+            ce_rx: false,
             dropped: 0,
             drop_tx: Vec::new(),
             drop_rx: Vec::new(),
@@ -155,7 +158,10 @@ impl RcBench {
             }
             if now % 8 == 0 {
                 self.peer.tick(ns);
-                for (rec, pay) in self.peer.poll_tx(ns) {
+                for (mut rec, pay) in self.peer.poll_tx(ns) {
+                    if self.ce_rx && rec.ecn != 0 {
+                        rec.ecn = 3;
+                    }
                     let f = build_frame(&rec, &pay).map_err(|e| format!("peer frame: {e:?}"))?;
                     self.wire.push((now, false, f.clone()));
                     self.peer_sent += 1;

@@ -1,0 +1,165 @@
+//! The DCQCN notification point inside the engine: the model peer WRITEs to the engine over a
+//! "congested" wire that marks every ECN-capable frame toward the engine CE. The engine must
+//! answer with CNPs (ConnectX format: BTH opcode 0x81, BECN, P_Key 0xFFFF, PSN 0, 16 reserved
+//! bytes, DSCP and priority from the registers, ECT(0)) to the peer's QP, at most one per
+//! interval (HM_CTL_CC_BASE registers), and none when CNP generation is off; the transfers
+//! still complete exactly as the reference says. A CNP received by the engine is counted.
+use hematite_model::build::build_frame;
+use hematite_model::desc;
+use hematite_model::record::HdrRecord;
+use hematite_model::transport::mem::MrAccess;
+use hematite_model::transport::{QpConfig, SendOp, SendWr, Sge};
+use hematite_sim::dma::MemCfg;
+use hematite_sim::rc::{decode, RcBench};
+
+const A_BUF: u64 = 0x10_0000;
+const B_BUF: u64 = 0x20_0000;
+const LEN: u64 = 0x4_0000;
+const QA: u32 = 2;
+const QB: u32 = 0x33;
+const CNT_CE: u16 = 26;
+const CNT_CNP_TX: u16 = 27;
+const CNT_CNP_RX: u16 = 28;
+const CNT_NP_SUPP: u16 = 29;
+
+struct Run {
+    /// (cycle, frame) of every CNP the engine sent
+    cnps: Vec<(u64, Vec<u8>)>,
+    ce: u32,
+    cnp_tx: u32,
+    supp: u32,
+    first_req: u64,
+    last_req: u64,
+}
+
+/// The peer WRITEs `n` messages of `len` bytes into the engine's memory, every peer frame
+/// marked CE; `ctrl` / `interval` are written to the CC registers first (None: reset values).
+fn run(n: u64, len: u32, ctrl: Option<u32>, interval: Option<u32>) -> Run {
+    let mut b = RcBench::new(MemCfg { latency: 40, seed: 5, ..Default::default() }).unwrap();
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    let data: Vec<u8> = (0..LEN).map(|i| (i * 7 + 3) as u8).collect();
+    b.fill(false, B_BUF, &data);
+    let cfg = QpConfig { pmtu: 1024, ..QpConfig::default() };
+    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    let base = desc::HM_CTL_CC_BASE;
+    let (c0, ok) = b.a.eng.ctl_read(base).unwrap();
+    assert!(ok && c0 == desc::HM_CC_CTRL_RESET, "CC control register after reset: {c0:#x}");
+    assert_eq!(b.a.eng.ctl_read(base + 4).unwrap(), (desc::HM_CC_INTERVAL_RESET, true));
+    assert!(!b.a.eng.ctl_read(base + 4 * desc::HM_CTL_CC_WORDS).unwrap().1, "beyond the CC registers");
+    if let Some(c) = ctrl {
+        assert!(b.a.eng.ctl_write(base, c).unwrap());
+        assert_eq!(b.a.eng.ctl_read(base).unwrap(), (c, true));
+    }
+    if let Some(i) = interval {
+        assert!(b.a.eng.ctl_write(base + 4, i).unwrap());
+    }
+    b.ce_rx = true;
+    for k in 0..n {
+        let off = (k * u64::from(len)) % (LEN - u64::from(len));
+        let wr = SendWr::new(
+            k,
+            SendOp::Write { remote_addr: A_BUF + off, rkey: ma.lkey },
+            vec![Sge { addr: B_BUF + off, len, lkey: mb.lkey }],
+        );
+        b.post_send_b(QB, &wr).unwrap();
+    }
+    b.run(0, 3_000_000).expect("the peer's WRITEs complete");
+    // every WRITE was executed as in the reference
+    b.run_reference();
+    assert_eq!(b.peer.poll_send_cq(QB), b.ref_b.poll_send_cq(QB), "peer send CQEs");
+    let got = b.a.eng.mem.mem.read(A_BUF, LEN as usize);
+    let want = b.a.refn.mem.read(A_BUF, LEN as usize);
+    assert!(got == want, "engine memory differs from the reference");
+    let cnps: Vec<(u64, Vec<u8>)> = b
+        .wire
+        .iter()
+        .filter(|(_, from_engine, f)| *from_engine && decode(f).is_some_and(|(r, _)| r.opcode == 0x81))
+        .map(|(t, _, f)| (*t, f.clone()))
+        .collect();
+    // the engine's frames (ACKs and CNPs) span the time it was receiving marked requests (the
+    // model peer hands its frames over in bursts)
+    let reqs: Vec<u64> = b.wire.iter().filter(|(_, e, _)| *e).map(|(t, _, _)| *t).collect();
+    Run {
+        ce: b.a.eng.counter(CNT_CE).unwrap(),
+        cnp_tx: b.a.eng.counter(CNT_CNP_TX).unwrap(),
+        supp: b.a.eng.counter(CNT_NP_SUPP).unwrap(),
+        first_req: reqs[0],
+        last_req: *reqs.last().unwrap(),
+        cnps,
+    }
+}
+
+#[test]
+fn ce_marked_requests_get_paced_cnps() {
+    let interval = 400u32;
+    let r = run(24, 4096, None, Some(interval));
+    eprintln!("CE requests {}, CNPs {}, suppressed {}, over {} cycles", r.ce, r.cnps.len(), r.supp, r.last_req - r.first_req);
+    assert!(r.ce >= 24 * 4, "every marked request counted: {}", r.ce);
+    assert!(!r.cnps.is_empty(), "no CNP was sent");
+    assert_eq!(r.cnp_tx as usize, r.cnps.len(), "CNP counter");
+    assert_eq!(r.ce, r.cnp_tx + r.supp, "each CE request either triggered a CNP or was suppressed");
+    // at most one per interval (their transmission may be delayed behind a frame, never early)
+    let span = r.last_req - r.first_req;
+    assert!(r.cnps.len() as u64 <= span / u64::from(interval) + 2, "{} CNPs in {span} cycles", r.cnps.len());
+    assert!(r.cnps.len() as u64 * u64::from(interval) * 2 >= span, "too few CNPs: {} in {span} cycles", r.cnps.len());
+    for w in r.cnps.windows(2) {
+        assert!(w[1].0 - w[0].0 >= u64::from(interval) - 40, "CNPs {} and {} cycles apart", w[0].0, w[1].0);
+    }
+    // ConnectX format
+    for (_, f) in &r.cnps {
+        let (rec, pay): (HdrRecord, Vec<u8>) = decode(f).expect("valid frame, good ICRC");
+        assert_eq!(f.len(), 74, "IPv4 CNP frame length");
+        assert!(pay.is_empty());
+        assert_eq!((rec.dest_qp, rec.becn, rec.fecn, rec.pkey, rec.psn), (QB, true, false, 0xFFFF, 0));
+        assert_eq!((rec.dscp, rec.ecn), (48, 2), "CNP DSCP / ECN");
+        assert!(f[58..74 - 4].iter().all(|&b| b == 0), "16 reserved bytes");
+    }
+}
+
+#[test]
+fn cnp_generation_off_and_other_dscp() {
+    // off: CE requests are counted, no CNP
+    let r = run(8, 2048, Some(0), None);
+    assert!(r.ce >= 16 && r.cnps.is_empty() && r.cnp_tx == 0, "ce {} cnps {}", r.ce, r.cnps.len());
+    // on with DSCP 40, interval 0: one CNP per CE request
+    let r = run(6, 1024, Some(1 | 40 << 8 | 5 << 16), Some(0));
+    assert_eq!(r.cnps.len() as u32, r.ce, "interval 0: a CNP for every CE request");
+    assert!(r.cnps.iter().all(|(_, f)| decode(f).is_some_and(|(rec, _)| rec.dscp == 40)));
+}
+
+#[test]
+fn received_cnps_are_counted() {
+    let mut b = RcBench::new(MemCfg::default()).unwrap();
+    let cfg = QpConfig::default();
+    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    let other0 = b.a.eng.counter(11).unwrap();
+    for _ in 0..3 {
+        let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, ..cnp_template() };
+        let f = build_frame(&rec, &[]).unwrap();
+        assert_eq!(f.len(), 74);
+        b.a.eng.rx_q.push_back(f);
+    }
+    b.run(0, 20_000).unwrap();
+    assert_eq!(b.a.eng.counter(CNT_CNP_RX).unwrap(), 3);
+    assert_eq!(b.a.eng.counter(11).unwrap(), other0, "a CNP is not an unhandled packet");
+}
+
+/// An IPv4 CNP record with the engine's addresses (as `RcBench::connect` sets them up).
+fn cnp_template() -> HdrRecord {
+    let av = QpConfig::default().av.reversed();
+    HdrRecord {
+        eth_dst: av.eth_dst,
+        eth_src: av.eth_src,
+        ip_src: av.ip_src,
+        ip_dst: av.ip_dst,
+        ipv6: av.ipv6,
+        ttl: 64,
+        udp_sport: 0xC000,
+        udp_dport: 4791,
+        opcode: 0x81,
+        pkey: 0xFFFF,
+        dest_qp: QA,
+        ..HdrRecord::default()
+    }
+}
