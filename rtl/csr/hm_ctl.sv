@@ -121,9 +121,21 @@ module hm_ctl
       status_q      <= HM_CTL_ST_OK;
       m_eq          <= '0;
       m_post_valid  <= 1'b0;
-      m_cc          <= '0;
+      m_cc                     <= '0;
       m_cc[HM_CC_CTRL]         <= HM_CC_CTRL_RESET;
       m_cc[HM_CC_CNP_INTERVAL] <= HM_CC_INTERVAL_RESET;
+      m_cc[HM_CC_INC_PERIOD]   <= HM_CC_INC_RESET;
+      m_cc[HM_CC_ALPHA_PERIOD] <= HM_CC_ALPHA_PER_RESET;
+      m_cc[HM_CC_DEC_PERIOD]   <= HM_CC_DEC_RESET;
+      m_cc[HM_CC_BYTE_RESET]   <= HM_CC_BYTE_RESET_RESET;
+      m_cc[HM_CC_MAX_RATE]     <= HM_CC_MAX_RATE_RESET;
+      m_cc[HM_CC_AI_RATE]      <= HM_CC_AI_RESET;
+      m_cc[HM_CC_HAI_RATE]     <= HM_CC_HAI_RESET;
+      m_cc[HM_CC_MIN_RATE]     <= HM_CC_MIN_RATE_RESET;
+      m_cc[HM_CC_LINE_RATE]    <= HM_CC_LINE_RATE_RESET;
+      m_cc[HM_CC_ALPHA]        <= HM_CC_ALPHA_RESET;
+      m_cc[HM_CC_CUT]          <= HM_CC_CUT_RESET;
+      m_cc[HM_CC_BURST]        <= HM_CC_BURST_RESET;
     end else begin
       if (do_write && !w_err && is_cc)
         for (int b = 0; b < 4; b++)

@@ -27,6 +27,9 @@ module hm_rc_engine
   parameter int NUM_MRS = 4096,
   // CQ table entries (power of two).
   parameter int NUM_CQS = 4096,
+  // QPs with a DCQCN reaction point and pacer entry (QPNs 0..CC_QPS-1; CNPs for higher QPNs
+  // are counted and ignored, and those QPs are never rate limited).
+  parameter int CC_QPS = 64,
   // Bytes per beat, staging words (derived).
   localparam int KEEP_WIDTH = DATA_WIDTH / 8,
   localparam int SW = int'(HM_CTL_STAGE_WORDS)
@@ -131,7 +134,7 @@ module hm_rc_engine
   output logic [31:0]           caps,
   output logic [7:0]            mr_log
 );
-  localparam int NUM_COUNTERS = 30;
+  localparam int NUM_COUNTERS = 34;
   assign caps   = {8'($clog2(NUM_QPS)), 8'($clog2(NUM_CQS)), 8'(DATA_WIDTH / 64), 8'(NUM_COUNTERS)};
   assign mr_log = 8'($clog2(NUM_MRS));
 
@@ -335,6 +338,8 @@ module hm_rc_engine
   hm_rq_cmd_t  rqc;
   logic        rqc_valid, rqc_ready;
 
+  logic [15:0] rl_qpn, txr_qpn, txr_bytes;
+  logic        rl_hold, txr_valid;
   hm_rc_req #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_req (
     .clk, .rst,
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !req_took_q),
@@ -343,7 +348,8 @@ module hm_rc_engine
     .s_db_ready(req_db_ready),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_req_took_q), .s_err_ready(eb_req_ready),
     .s_cmd(rqc), .s_cmd_valid(rqc_valid), .s_cmd_ready(rqc_ready),
-    .rl_pause,
+    .rl_pause, .m_rl_qpn(rl_qpn), .rl_hold,
+    .m_txr_valid(txr_valid), .m_txr_qpn(txr_qpn), .m_txr_bytes(txr_bytes),
     .m_wrd_addr(wrd_addr), .m_wrd_len(wrd_len), .m_wrd_valid(wrd_valid), .m_wrd_ready(wrd_ready),
     .s_wqe_tdata(wqe_tdata), .s_wqe_tvalid(wqe_tvalid), .s_wqe_tready(wqe_tready),
     .s_wqe_tlast(wqe_tlast), .s_wqe_tuser(wqe_tuser),
@@ -528,6 +534,60 @@ module hm_rc_engine
     .stat_cnps(st_np_cnps), .stat_suppressed(st_np_supp), .stat_blocked(st_np_blk), .stat_bad_qpn(st_np_bad),
     .o_now(np_now)
   );
+  // ---- DCQCN reaction point and pacer (docs/dcqcn.md sections 5 and 6): CNPs received for a
+  // local QP cut its rate; the requester's packets feed the byte counter and the token bucket;
+  // the requester asks the pacer about the QP it serves.
+  hm_cc_alpha_t cc_alpha;
+  hm_cc_cut_t   cc_cut;
+  logic        rl_upd, rl_lim, pacer_ok;
+  logic [23:0] rl_upd_qpn;
+  logic [31:0] rl_rate, cc_now;
+  logic [31:0] st_rp_cnpdrop, st_rp_txdrop, st_rp_merged, st_rp_bad, st_rp_act, st_rp_rel, st_rp_cuts,
+               st_rp_incs, st_rp_skips;
+  logic [2:0]  rp_op;
+  logic [23:0] rp_op_qpn;
+  logic [1:0]  rp_op_timer;
+  logic        rp_op_flag, rp_cd, rp_td, rp_tm, rp_tf, rp_dbg_act, pc_dbg_lim;
+  logic [109+3*32:0] rp_dbg_entry;
+  logic [$clog2(CC_QPS)-1:0] rp_dbg_scan;
+  logic [7:0]  rp_dbg_cc, rp_dbg_tc;
+  logic [41:0] pc_dbg_tok;
+  logic [31:0] pc_dbg_last, pc_dbg_rate;
+  assign cc_alpha = hm_cc_alpha_t'(cc_regs[HM_CC_ALPHA]);
+  assign cc_cut   = hm_cc_cut_t'(cc_regs[HM_CC_CUT]);
+  hm_dcqcn_rp #(.NUM_QPS(CC_QPS), .QPN_W(24), .TIME_W(32)) u_rp (
+    .clk, .rst,
+    .cfg_clamp_tgt_rate(cc_ctrl.clamp_tgt_rate), .cfg_clamp_after_inc(cc_ctrl.clamp_after_inc),
+    .cfg_inc_period(cc_regs[HM_CC_INC_PERIOD]), .cfg_alpha_period(cc_regs[HM_CC_ALPHA_PERIOD]),
+    .cfg_dec_period(cc_regs[HM_CC_DEC_PERIOD]), .cfg_byte_reset(cc_regs[HM_CC_BYTE_RESET][23:0]),
+    .cfg_threshold(cc_ctrl.threshold), .cfg_max_rate(cc_regs[HM_CC_MAX_RATE]),
+    .cfg_ai_rate(cc_regs[HM_CC_AI_RATE]), .cfg_hai_rate(cc_regs[HM_CC_HAI_RATE]),
+    .cfg_min_rate(cc_regs[HM_CC_MIN_RATE]), .cfg_first_rate(cc_regs[HM_CC_FIRST_RATE]),
+    .cfg_line_rate(cc_regs[HM_CC_LINE_RATE]), .cfg_gd(cc_cut.gd), .cfg_min_dec_q10(cc_cut.min_dec_q10),
+    .cfg_g(cc_alpha.g), .cfg_initial_alpha(cc_alpha.initial_alpha),
+    .s_cnp_valid(rcnp_valid && cc_ctrl.rp_enable), .s_cnp_qpn(rcnp_qpn),
+    .s_tx_valid(txr_valid), .s_tx_qpn(24'(txr_qpn)), .s_tx_bytes(txr_bytes),
+    .m_rate_valid(rl_upd), .m_rate_qpn(rl_upd_qpn), .m_rate(rl_rate), .m_rate_limited(rl_lim),
+    .o_op(rp_op), .o_op_qpn(rp_op_qpn), .o_op_timer(rp_op_timer), .o_op_flag(rp_op_flag),
+    .o_cnp_dropped(rp_cd), .o_tx_dropped(rp_td), .o_tx_merged(rp_tm), .o_tx_filtered(rp_tf),
+    .stat_cnp_dropped(st_rp_cnpdrop), .stat_tx_dropped(st_rp_txdrop), .stat_tx_merged(st_rp_merged),
+    .stat_bad_qpn(st_rp_bad), .stat_activations(st_rp_act), .stat_releases(st_rp_rel),
+    .stat_cuts(st_rp_cuts), .stat_increases(st_rp_incs), .stat_timer_skips(st_rp_skips),
+    .o_now(cc_now),
+    .dbg_qpn('0), .dbg_active(rp_dbg_act), .dbg_entry(rp_dbg_entry), .dbg_scan(rp_dbg_scan),
+    .dbg_cnp_count(rp_dbg_cc), .dbg_tx_count(rp_dbg_tc)
+  );
+  hm_dcqcn_pacer #(.NUM_QPS(CC_QPS), .QPN_W(16), .TIME_W(32)) u_pacer (
+    .clk, .rst, .i_now(cc_now), .cfg_burst(cc_regs[HM_CC_BURST][20:0]),
+    .cfg_line_rate(cc_regs[HM_CC_LINE_RATE]),
+    .s_rate_valid(rl_upd), .s_rate_qpn(16'(rl_upd_qpn)), .s_rate(rl_rate), .s_rate_limited(rl_lim),
+    .s_query_qpn(rl_qpn), .o_query_ok(pacer_ok),
+    .s_sent_valid(txr_valid), .s_sent_qpn(txr_qpn), .s_sent_bytes(txr_bytes),
+    .dbg_qpn('0), .dbg_tokens(pc_dbg_tok), .dbg_last(pc_dbg_last), .dbg_rate(pc_dbg_rate),
+    .dbg_limited(pc_dbg_lim)
+  );
+  assign rl_hold = cc_ctrl.rp_enable && !pacer_ok;
+
   hm_fifo #(.WIDTH($bits(hm_rjob_t)), .DEPTH(4)) u_cnpq (
     .clk, .rst, .s_data(cnp_cand_q), .s_valid(np_fire), .s_ready(cnp_room),
     .m_data(cnp_job), .m_valid(cnp_valid), .m_ready(cnp_ready), .level(cnp_level));
@@ -932,6 +992,10 @@ module hm_rc_engine
     counters[27]  = st_cnp_tx;
     counters[28]  = st_cnp_rx;
     counters[29]  = st_np_supp;
+    counters[30]  = st_rp_cuts;
+    counters[31]  = st_rp_act;
+    counters[32]  = st_rp_rel;
+    counters[33]  = st_rp_bad;
   end
 
   /* verilator lint_off UNUSEDSIGNAL */
@@ -940,6 +1004,11 @@ module hm_rc_engine
                        rx_mon, rx_mon_valid, cdone_tag, qdone_tag, cw_lerr, qw_lerr, res_id,
                        rdone_tag, tid3, tid4, srd_tkeep, rw_lerr, ef_level, ev_level, eq_cfg.rsvd, post.rsvd,
                        cnp_level, np_now, np_qpn, np_supp_p, np_blk_p, st_np_cnps, st_np_blk, st_np_bad, rcnp_valid, rcnp_qpn,
-                       cc_ctrl.rsvd0, cc_ctrl.rsvd1, cc_ctrl.rsvd2, cc_regs[2], cc_regs[3]};
+                       cc_ctrl.rsvd0, cc_ctrl.rsvd1, cc_ctrl.rsvd2, cc_ctrl.rsvd3, cc_alpha.rsvd0,
+                       cc_alpha.rsvd1, cc_cut.rsvd0, cc_cut.rsvd1, cc_regs[HM_CC_BYTE_RESET][31:24],
+                       cc_regs[HM_CC_BURST][31:21], cc_regs[15], st_rp_cnpdrop, st_rp_txdrop, st_rp_merged,
+                       st_rp_incs, st_rp_skips, rp_op, rp_op_qpn, rp_op_timer, rp_op_flag, rp_cd, rp_td,
+                       rp_tm, rp_tf, rp_dbg_act, rp_dbg_entry, rp_dbg_scan, rp_dbg_cc, rp_dbg_tc,
+                       pc_dbg_tok, pc_dbg_last, pc_dbg_rate, pc_dbg_lim, rl_upd_qpn[23:16]};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

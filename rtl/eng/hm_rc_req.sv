@@ -5,8 +5,11 @@
 // Scheduling: a QP becomes active when a doorbell or a context write gives it work; active
 // QPs wait in a FIFO (each at most once) and are served round-robin, QUANTUM_PKTS packets at
 // a time while others wait (a QP alone keeps going), so the scheduler is fair and
-// work-conserving. A QP whose `rl_pause` bit is set is
-// passed over (requeued) without fetching anything: the DCQCN reaction point's hook.
+// work-conserving. A QP whose `rl_pause` bit is set, or that the DCQCN pacer holds back
+// (`rl_hold`, its answer for `m_rl_qpn`, the QP being served, one cycle later; an answer for
+// another QP counts as no hold), is passed over (requeued) without fetching anything or stops
+// at the next packet boundary. Every packet header committed is reported on m_txr_* (QP and
+// frame bytes without FCS) for the pacer and the reaction point's byte counter.
 //
 // Per QP the requester keeps {head WQE index, byte offset in it, next PSN}; the producer
 // index written by doorbells lives in its own RAM (and doorbells for the QP being served
@@ -87,6 +90,11 @@ module hm_rc_req
 
   // Rate limiter: bit q set = QP q may not start a packet now
   input  logic [NUM_QPS-1:0]    rl_pause,
+  output logic [15:0]           m_rl_qpn,
+  input  logic                  rl_hold,
+  output logic                  m_txr_valid,
+  output logic [15:0]           m_txr_qpn,
+  output logic [15:0]           m_txr_bytes,
 
   // WQE fetch: DMA read requests and their data
   output logic [63:0]           m_wrd_addr,
@@ -223,6 +231,21 @@ module hm_rc_req
     else qbytes_q <= qbytes_q + (hdr_push ? 32'(hdr_d.payload_len) : 32'd0) -
                      (m_hdr_valid && m_hdr_ready ? 32'(m_hdr.payload_len) : 32'd0);
   end
+  // the packet committed, for the DCQCN pacer and byte counter: frame bytes without FCS
+  // (Ethernet 14, VLAN 4, IPv4 20 / IPv6 40, UDP 8, BTH and extension headers, payload, ICRC 4)
+  hm_op_info_t  txr_info;
+  logic [5:0]   txr_hlen;
+  assign txr_info = hm_op_info(hdr_d.opcode);
+  assign txr_hlen = txr_info.hdr_len;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_txr;
+  assign unused_txr = ^txr_info;
+  /* verilator lint_on UNUSEDSIGNAL */
+  assign m_txr_valid = hdr_push;
+  assign m_txr_qpn   = 16'(q_q);
+  assign m_txr_bytes = 16'(26 + (hdr_d.ipv6 ? 40 : 20) + (hdr_d.vlan_valid ? 4 : 0)) + 16'(txr_hlen) +
+                       hdr_d.payload_len;
+
   hm_piece_t    pc_d;
   logic         pc_push, pc_room;
   logic [DATA_WIDTH-1:0] inl_data_d;
@@ -257,6 +280,12 @@ module hm_rc_req
   state_t state_q;
 
   logic [QW-1:0]      q_q;
+  // the pacer's answer for the QP served in the previous cycle
+  logic [QW-1:0]      rlq_q;
+  logic               paused;
+  always_ff @(posedge clk) rlq_q <= q_q;
+  assign m_rl_qpn = 16'(q_q);
+  assign paused   = rl_pause[q_q] || (rl_hold && rlq_q == q_q);
   hm_qp_ctx_t         ctx_q, ctx_rd;
   dyn_t               dyn_rd, dyn_rd_q;
   logic [15:0]        pi_q, pi_rd, head_q, shw_q;
@@ -618,7 +647,7 @@ module hm_rc_req
   assign yield_now = s_cmd_valid || s_ctl_valid || s_err_valid;
   // after a WQE: go on with the next one of this QP?
   assign fast_more = head_q + 1'b1 != pi_q && (pkts_q + 1'b1 < 16'(QUANTUM_PKTS) || !af_valid) &&
-                     !rl_pause[q_q] && !yield_now && ctx_q.state == HM_QPS_RTS && !qerr_q[q_q];
+                     !paused && !yield_now && ctx_q.state == HM_QPS_RTS && !qerr_q[q_q];
   assign xfer      = dw_full_q && (state_q == S_WAITW || (fast_go && fast_more));
 
   // piece at the cursor
@@ -791,7 +820,7 @@ module hm_rc_req
           ok = (ctx_q.state == HM_QPS_RTS ||
                 (ctx_q.state == HM_QPS_SQD && off_q != '0)) && !qerr_q[q_q] && !hold_q[q_q];
           if (!ok || pi_q == head_q) state_q <= S_IDLE;      // nothing to do, not requeued
-          else if (rl_pause[q_q]) state_q <= S_SAVE;         // requeued untouched
+          else if (paused) state_q <= S_SAVE;         // requeued untouched
           else state_q <= S_WAITW;
         end
         // the next WQE is being fetched and assembled; xfer moves it to the decoder
@@ -881,7 +910,7 @@ module hm_rc_req
               else soff_q <= soff_q + 32'(plen);
               off_q <= off_q + 32'(plen);
               if (last_pkt) state_q <= S_WEND;
-              else if ((pkts_q + 1'b1 >= 16'(QUANTUM_PKTS) && af_valid) || rl_pause[q_q] || yield_now) state_q <= S_SAVE;
+              else if ((pkts_q + 1'b1 >= 16'(QUANTUM_PKTS) && af_valid) || paused || yield_now) state_q <= S_SAVE;
               else state_q <= S_PKT;
             end
             else state_q <= S_PIECE;
@@ -902,7 +931,7 @@ module hm_rc_req
             if (take == prem_q) begin
               off_q <= off_q + 32'(plen);
               if (last_pkt) state_q <= S_WEND;
-              else if ((pkts_q >= 16'(QUANTUM_PKTS) && af_valid) || rl_pause[q_q] || yield_now) state_q <= S_SAVE;
+              else if ((pkts_q >= 16'(QUANTUM_PKTS) && af_valid) || paused || yield_now) state_q <= S_SAVE;
               else state_q <= S_PKT;
             end
           end
@@ -916,7 +945,7 @@ module hm_rc_req
         S_WEND: begin
           head_q <= head_q + 1'b1;
           off_q  <= '0;
-          if (head_q + 1'b1 != pi_q && (pkts_q < 16'(QUANTUM_PKTS) || !af_valid) && !rl_pause[q_q] && !yield_now &&
+          if (head_q + 1'b1 != pi_q && (pkts_q < 16'(QUANTUM_PKTS) || !af_valid) && !paused && !yield_now &&
               ctx_q.state == HM_QPS_RTS && !qerr_q[q_q])
             state_q <= S_WAITW;
           else

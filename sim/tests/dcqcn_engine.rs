@@ -163,3 +163,111 @@ fn cnp_template() -> HdrRecord {
         ..HdrRecord::default()
     }
 }
+
+const CNT_RP_CUTS: u16 = 30;
+const CNT_RP_ACT: u16 = 31;
+const CNT_RP_BAD: u16 = 33;
+
+/// The CC registers come out of reset with NVIDIA's defaults converted for 250 MHz and
+/// 100 Gb/s by the reference model's `HwParams::from_cc` (the firmware's conversion).
+#[test]
+fn cc_register_reset_values_are_the_nvidia_defaults() {
+    use hematite_model::dcqcn::{HwParams, NVIDIA_DEFAULTS};
+    let p = HwParams::from_cc(&NVIDIA_DEFAULTS, 250, 100_000, 1);
+    let mut b = RcBench::new(MemCfg::default()).unwrap();
+    let mut rd = |i: u16| {
+        let (v, ok) = b.a.eng.ctl_read(desc::HM_CTL_CC_BASE + 4 * i).unwrap();
+        assert!(ok);
+        v
+    };
+    let ctrl = rd(0);
+    assert_eq!(ctrl & 3, 3, "CNP generation and rate limiting on");
+    assert_eq!((ctrl >> 8 & 63, ctrl >> 16 & 7), (u32::from(p.cnp_dscp), u32::from(p.cnp_prio)));
+    assert_eq!((ctrl >> 19 & 1 != 0, ctrl >> 20 & 1 != 0), (p.clamp_tgt_rate, p.clamp_after_inc));
+    assert_eq!(ctrl >> 24 & 31, u32::from(p.threshold));
+    let words = [
+        p.cnp_interval,
+        p.inc_period,
+        p.alpha_period,
+        p.dec_period,
+        p.byte_reset,
+        p.max_rate,
+        p.ai_rate,
+        p.hai_rate,
+        p.min_rate,
+        p.first_rate,
+        p.line_rate,
+        u32::from(p.initial_alpha) << 16 | u32::from(p.g),
+        u32::from(p.min_dec_q10) << 16 | u32::from(p.gd),
+    ];
+    for (i, w) in words.iter().enumerate() {
+        assert_eq!(rd(i as u16 + 1), *w, "CC register {}", i + 1);
+    }
+    assert_eq!(rd(14), 16_384, "pacer burst");
+}
+
+/// Engine A WRITEs 192 KiB to the peer; a CNP for its QP arrives first. With
+/// `rate_to_set_on_first_cnp` at 10 bytes per cycle (and no increase for the run) the QP is
+/// paced at that rate; with rate limiting off it runs at full speed. Returns (bytes per cycle
+/// of A's WRITE frames after the first 32 KiB, cuts, activations).
+fn paced_write(rp_on: bool, cnp_qpn: u32) -> (f64, u32, u32) {
+    let mut b = RcBench::new(MemCfg { latency: 40, seed: 9, ..Default::default() }).unwrap();
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    let cfg = QpConfig { pmtu: 4096, ..QpConfig::default() };
+    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    let base = desc::HM_CTL_CC_BASE;
+    let w = |b: &mut RcBench, i: u16, v: u32| assert!(b.a.eng.ctl_write(base + 4 * i, v).unwrap());
+    let ctrl = desc::HM_CC_CTRL_RESET & !2 | u32::from(rp_on) << 1;
+    w(&mut b, 0, ctrl);
+    w(&mut b, 10, 10 << 20); // first rate: 10 B/cycle
+    w(&mut b, 2, 1 << 30); // no timer increase during the run
+    w(&mut b, 5, 0xFF_FFFF); // nor byte-counter increase
+    let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: cnp_qpn, ..cnp_template() };
+    b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
+    for k in 0..6u64 {
+        let wr = SendWr::new(
+            k,
+            SendOp::Write { remote_addr: B_BUF + k * 0x8000, rkey: mb.lkey },
+            vec![Sge { addr: A_BUF + k * 0x8000, len: 0x8000, lkey: ma.lkey }],
+        );
+        b.post_send(QA, &wr, k == 5).unwrap();
+    }
+    b.run(6, 2_000_000).expect("the WRITEs complete");
+    let frames: Vec<(u64, usize)> = b
+        .wire
+        .iter()
+        .filter(|(_, e, f)| *e && decode(f).is_some_and(|(r, _)| (0x06..=0x0A).contains(&r.opcode)))
+        .map(|(t, _, f)| (*t, f.len()))
+        .collect();
+    let mut acc = 0usize;
+    let start = frames.iter().position(|&(_, l)| {
+        acc += l;
+        acc >= 32 * 1024
+    });
+    let s = start.unwrap();
+    let bytes: usize = frames[s + 1..].iter().map(|&(_, l)| l).sum();
+    let cycles = frames.last().unwrap().0 - frames[s].0;
+    (
+        bytes as f64 / cycles as f64,
+        b.a.eng.counter(CNT_RP_CUTS).unwrap(),
+        b.a.eng.counter(CNT_RP_ACT).unwrap(),
+    )
+}
+
+#[test]
+fn a_cnp_paces_the_requester() {
+    let (limited, cuts, act) = paced_write(true, QA);
+    let (free, _, act_off) = paced_write(false, QA);
+    eprintln!("paced: {limited:.2} B/cycle (target 10), unpaced {free:.2} B/cycle");
+    assert_eq!((act, cuts), (1, 0), "one activation, no cut (the first rate is set)");
+    assert_eq!(act_off, 0, "rate limiting off: the CNP is not applied");
+    assert!((limited - 10.0).abs() < 0.5, "paced at {limited:.2} B/cycle, want 10");
+    assert!(free > 3.0 * limited, "unpaced {free:.2} B/cycle is not much faster than paced");
+    // a CNP for a QP beyond the rate-limited range is counted and changes nothing
+    let mut b = RcBench::new(MemCfg::default()).unwrap();
+    let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: 100, ..cnp_template() };
+    b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
+    b.run(0, 20_000).unwrap();
+    assert_eq!((b.a.eng.counter(CNT_RP_BAD).unwrap(), b.a.eng.counter(CNT_RP_ACT).unwrap()), (1, 0));
+}
