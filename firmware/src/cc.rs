@@ -1,6 +1,21 @@
-//! DCQCN congestion-control parameters (per device): NVIDIA defaults, ranges, storage. The
-//! firmware only stores and returns them; the DCQCN RTL that will consume them does not exist
-//! yet. Units: rates in Mb/s, times in µs, bytes in bytes.
+//! DCQCN congestion-control parameters (per device): NVIDIA defaults, ranges, storage, and the
+//! engine register words they become. `SET_CC_PARAMS` stores them and writes the engine's CC
+//! registers (`HM_CTL_CC_BASE`) with [`hw::HwParams::from_cc`], the reference model's own
+//! conversion (the same source file, included). Units: rates in Mb/s, times in µs, bytes.
+
+/// The reference model's parameter definitions and conversion (`model/src/dcqcn_params.rs`).
+#[allow(missing_docs, dead_code, clippy::all)]
+pub mod hw {
+    include!("../../model/src/dcqcn_params.rs");
+}
+
+/// The engine clock the register values are computed for (MHz) and the port's line rate
+/// (Mb/s): the nominal 250 MHz / 100 Gb/s of the simulated NIC.
+pub const CLK_MHZ: u32 = 250;
+/// See [`CLK_MHZ`].
+pub const LINE_MBPS: u32 = 100_000;
+/// Pacer bucket depth written to `HM_CC_BURST` (bytes): four 4 KiB packets.
+pub const BURST_BYTES: u32 = 16_384;
 
 /// Number of parameters.
 pub const CC_PARAMS: usize = 19;
@@ -67,4 +82,30 @@ impl CcParams {
         self.0 = next;
         Ok(())
     }
+}
+
+/// The engine's CC register words (`HM_CTL_CC_BASE + 4 i`, i = 0..15) for `p`, with CNP
+/// generation and rate limiting on.
+pub fn engine_words(p: &CcParams) -> [u32; 16] {
+    let h = hw::HwParams::from_cc(&p.0, CLK_MHZ, LINE_MBPS, 1);
+    let ctrl = 1 | 1 << 1 | u32::from(h.cnp_dscp) << 8 | u32::from(h.cnp_prio) << 16 | u32::from(h.clamp_tgt_rate) << 19
+        | u32::from(h.clamp_after_inc) << 20 | u32::from(h.threshold) << 24;
+    [
+        ctrl,
+        h.cnp_interval,
+        h.inc_period,
+        h.alpha_period,
+        h.dec_period,
+        h.byte_reset,
+        h.max_rate,
+        h.ai_rate,
+        h.hai_rate,
+        h.min_rate,
+        h.first_rate,
+        h.line_rate,
+        u32::from(h.initial_alpha) << 16 | u32::from(h.g),
+        u32::from(h.min_dec_q10) << 16 | u32::from(h.gd),
+        BURST_BYTES,
+        0,
+    ]
 }

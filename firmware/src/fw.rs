@@ -777,7 +777,17 @@ impl<B: Bus> Firmware<B> {
     fn set_cc(&mut self, a: &[u32]) -> R {
         let mask = arg(a, 0);
         self.cc.set(mask, a.get(1..).unwrap_or(&[])).map_err(|_| Status::BadParam)?;
+        self.write_cc()?;
         Ok(0)
+    }
+
+    /// Writes the stored CC parameters into the engine's CC registers (hardware units).
+    fn write_cc(&mut self) -> Result<(), Status> {
+        let words = crate::cc::engine_words(&self.cc);
+        for (i, w) in words.iter().enumerate().take(desc::HM_CTL_CC_WORDS as usize) {
+            self.eng.write_reg(desc::HM_CTL_CC_BASE + 4 * i as u16, *w).map_err(hw)?;
+        }
+        Ok(())
     }
 
     fn get_cc(&mut self, o: &mut Out) -> R {

@@ -236,7 +236,7 @@ fn query_counters_returns_the_engines_counters() {
     assert_eq!(c.words[2], 1, "one OK");
     assert_eq!(c.words[2 + 1], 1, "one BAD_OPCODE");
     let n = c.words[13] as usize;
-    assert_eq!(n, 26, "the engine's 26 counters (CAPS)");
+    assert_eq!(n, 34, "the engine's 34 counters (CAPS)");
     for i in 0..n {
         let (bar, ok) = e.bar_read(0x1000 + 4 * i as u16).unwrap();
         assert!(ok);
@@ -258,6 +258,16 @@ fn cc_parameters_and_teardown_on_the_core() {
     set[1 + 8] = 9;
     ok(&mut e, 0x50, &set);
     assert_eq!(ok(&mut e, 0x51, &[]).words[1 + 8], 9);
+    // the firmware wrote the engine's CC registers: rpg_gd 9 in HM_CC_CUT, the rest the
+    // converted defaults (as the engine's reset values)
+    let cc = |e: &mut Engine, i: u16| {
+        e.set_ctl_from_core(false); // the testbench reads the control bus for a moment
+        let v = e.ctl_read(hematite_model::desc::HM_CTL_CC_BASE + 4 * i).unwrap().0;
+        e.set_ctl_from_core(true);
+        v
+    };
+    assert_eq!(cc(&mut e, 13), 0x0200_0009, "HM_CC_CUT: min_dec 512/1024, gd 9");
+    assert_eq!((cc(&mut e, 2), cc(&mut e, 0)), (75_000, hematite_model::desc::HM_CC_CTRL_RESET));
     set[0] = 1 << 8 | 1 << 4;
     set[1 + 4] = 99; // rpg_threshold beyond 31: nothing changes
     assert_eq!(status(&cmd(&mut e, 0x50, 2, &set)), 3);

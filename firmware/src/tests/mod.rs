@@ -37,6 +37,8 @@ pub struct MockBus {
     pub tables: HashMap<(u8, u16), [u32; CTX_WORDS]>,
     /// Writes of HM_CTL_EQ and HM_CTL_POST (register, value), in order.
     pub regs: Vec<(u16, u32)>,
+    /// The CC registers (HM_CTL_CC_BASE), as last written (None: never written).
+    pub cc: [Option<u32>; 16],
 }
 
 impl Bus for MockBus {
@@ -68,6 +70,9 @@ impl Bus for MockBus {
             self.status = desc::HM_CTL_ST_OK;
             self.log.push(CtlWrite { table, flags, index, words: self.stage });
             self.tables.insert((table, index), self.stage);
+        } else if addr >= u32::from(desc::HM_CTL_CC_BASE) && addr < u32::from(desc::HM_CTL_CC_BASE) + 4 * u32::from(desc::HM_CTL_CC_WORDS) {
+            assert_eq!(addr % 4, 0);
+            self.cc[((addr - u32::from(desc::HM_CTL_CC_BASE)) / 4) as usize] = Some(v);
         } else if addr == u32::from(desc::HM_CTL_EQ) || addr == u32::from(desc::HM_CTL_POST) {
             self.busy_left = self.busy_polls;
             self.regs.push((addr as u16, v));

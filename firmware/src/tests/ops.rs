@@ -384,10 +384,22 @@ fn cc_params() {
     ok(&mut f, OP_SET_CC_PARAMS, &a);
     let d2 = ok(&mut f, OP_GET_CC_PARAMS, &[]);
     assert_eq!((d2[8], d2[17]), (7, 26));
+    // the engine's CC registers now hold the model's conversion of the new parameter set
+    let mut want = hematite_model::dcqcn::NVIDIA_DEFAULTS;
+    want[8] = 7;
+    want[17] = 26;
+    let h = hematite_model::dcqcn::HwParams::from_cc(&want, 250, 100_000, 1);
+    let cc: Vec<u32> = f.eng.bus.cc.iter().map(|w| w.expect("every CC register written")).collect();
+    assert_eq!(cc[0], 3 | 26 << 8 | 6 << 16 | 1 << 20 | 1 << 24, "control: on, DSCP 26, prio 6, clamp after inc, F = 1");
+    assert_eq!(&cc[1..12], &[h.cnp_interval, h.inc_period, h.alpha_period, h.dec_period, h.byte_reset, h.max_rate,
+                            h.ai_rate, h.hai_rate, h.min_rate, h.first_rate, h.line_rate]);
+    assert_eq!((cc[12], cc[13] & 0xF, cc[14]), (u32::from(h.initial_alpha) << 16 | u32::from(h.g), 7, 16_384));
+    f.eng.bus.cc = [None; 16];
     let before = snap(&f);
     a[1 + 17] = 64; // cnp_dscp out of range: nothing set
     a[1 + 8] = 9;
     assert_eq!(cmd(&mut f, OP_SET_CC_PARAMS, &a).0, Status::BadParam as u8);
+    assert!(f.eng.bus.cc.iter().all(|w| w.is_none()), "a refused SET_CC_PARAMS writes no register");
     a[0] = 1 << 19;
     assert_eq!(cmd(&mut f, OP_SET_CC_PARAMS, &a).0, Status::BadParam as u8);
     assert_eq!(snap(&f), before);
