@@ -84,6 +84,13 @@ impl CcParams {
     }
 }
 
+/// `HM_CC_PFC`: PFC frames honoured, a pause quantum (512 bit times) in cycles with 8 fraction
+/// bits: 512 · clk / line rate (1.28 cycles = 328/256 at 250 MHz and 100 Gb/s).
+pub const fn pfc_word() -> u32 {
+    let q8 = (512 * CLK_MHZ as u64 * 256 + LINE_MBPS as u64 / 2) / LINE_MBPS as u64;
+    (q8 as u32) << 16 | 1
+}
+
 /// The engine's CC register words (`HM_CTL_CC_BASE + 4 i`, i = 0..15) for `p`, with CNP
 /// generation and rate limiting on.
 pub fn engine_words(p: &CcParams) -> [u32; 16] {
@@ -106,6 +113,6 @@ pub fn engine_words(p: &CcParams) -> [u32; 16] {
         u32::from(h.initial_alpha) << 16 | u32::from(h.g),
         u32::from(h.min_dec_q10) << 16 | u32::from(h.gd),
         BURST_BYTES,
-        0,
+        pfc_word(),
     ]
 }

@@ -136,6 +136,7 @@ module hm_ctl
       m_cc[HM_CC_ALPHA]        <= HM_CC_ALPHA_RESET;
       m_cc[HM_CC_CUT]          <= HM_CC_CUT_RESET;
       m_cc[HM_CC_BURST]        <= HM_CC_BURST_RESET;
+      m_cc[HM_CC_PFC]          <= HM_CC_PFC_RESET;
     end else begin
       if (do_write && !w_err && is_cc)
         for (int b = 0; b < 4; b++)

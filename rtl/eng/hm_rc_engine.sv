@@ -134,7 +134,7 @@ module hm_rc_engine
   output logic [31:0]           caps,
   output logic [7:0]            mr_log
 );
-  localparam int NUM_COUNTERS = 34;
+  localparam int NUM_COUNTERS = 35;
   assign caps   = {8'($clog2(NUM_QPS)), 8'($clog2(NUM_CQS)), 8'(DATA_WIDTH / 64), 8'(NUM_COUNTERS)};
   assign mr_log = 8'($clog2(NUM_MRS));
 
@@ -338,6 +338,19 @@ module hm_rc_engine
   hm_rq_cmd_t  rqc;
   logic        rqc_valid, rqc_ready;
 
+  // ---- PFC: pause frames from the link hold new packets of the paused priorities
+  hm_cc_pfc_t  cc_pfc;
+  logic [7:0]  pfc_paused;
+  logic [31:0] st_pfc_rx;
+  assign cc_pfc = hm_cc_pfc_t'(cc_regs[HM_CC_PFC]);
+  hm_pfc_rx #(.DATA_WIDTH(DATA_WIDTH)) u_pfc (
+    .clk, .rst,
+    .s_axis_tdata(s_rx_tdata), .s_axis_tkeep(s_rx_tkeep), .s_axis_tvalid(s_rx_tvalid),
+    .s_axis_tready(s_rx_tready), .s_axis_tlast(s_rx_tlast),
+    .cfg_enable(cc_pfc.enable), .cfg_quanta_q8(cc_pfc.quanta_q8),
+    .o_paused(pfc_paused), .stat_pfc_rx(st_pfc_rx)
+  );
+
   logic [15:0] rl_qpn, txr_qpn, txr_bytes;
   logic        rl_hold, txr_valid;
   hm_rc_req #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_req (
@@ -348,7 +361,7 @@ module hm_rc_engine
     .s_db_ready(req_db_ready),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_req_took_q), .s_err_ready(eb_req_ready),
     .s_cmd(rqc), .s_cmd_valid(rqc_valid), .s_cmd_ready(rqc_ready),
-    .rl_pause, .m_rl_qpn(rl_qpn), .rl_hold,
+    .rl_pause, .m_rl_qpn(rl_qpn), .rl_hold, .pfc_paused,
     .m_txr_valid(txr_valid), .m_txr_qpn(txr_qpn), .m_txr_bytes(txr_bytes),
     .m_wrd_addr(wrd_addr), .m_wrd_len(wrd_len), .m_wrd_valid(wrd_valid), .m_wrd_ready(wrd_ready),
     .s_wqe_tdata(wqe_tdata), .s_wqe_tvalid(wqe_tvalid), .s_wqe_tready(wqe_tready),
@@ -474,6 +487,9 @@ module hm_rc_engine
   logic [31:0] st_reqs, st_dups, st_seqnak, st_rnr, st_errnak, st_rdrop, st_rwerr, st_rpkts;
   logic [31:0] rw_bad, rw_lerr, rd3_bad, rd4_bad;
 
+  hm_rjob_t    ce_job;
+  logic        ce_valid;
+  logic [15:0] ce_qpn;
   hm_rc_resp #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_resp (
     .clk, .rst,
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !resp_took_q),
@@ -513,9 +529,8 @@ module hm_rc_engine
   // ---- DCQCN notification point: a CE-marked request -> at most one CNP per QP per interval
   // (docs/dcqcn.md section 4). The QP's addressing is held beside the NP's one-cycle decision.
   hm_cc_ctrl_t cc_ctrl;
-  hm_rjob_t    ce_job, cnp_cand_q, cnp_job;
-  logic        ce_valid, np_fire, cnp_room, cnp_valid, cnp_ready;
-  logic [15:0] ce_qpn;
+  hm_rjob_t    cnp_cand_q, cnp_job;
+  logic        np_fire, cnp_room, cnp_valid, cnp_ready;
   logic [15:0] np_qpn;
   logic        np_supp_p, np_blk_p;
   logic [31:0] st_np_cnps, st_np_supp, st_np_blk, st_np_bad, st_cnp_tx, st_ce;
@@ -596,7 +611,7 @@ module hm_rc_engine
     .clk, .rst,
     .s_job(job), .s_job_valid(job_valid), .s_job_ready(job_ready), .wr_done(r_wr_done),
     .s_cnp(cnp_job), .s_cnp_valid(cnp_valid), .s_cnp_ready(cnp_ready),
-    .cfg_cnp_dscp(cc_ctrl.cnp_dscp), .cfg_cnp_prio(cc_ctrl.cnp_prio),
+    .cfg_cnp_dscp(cc_ctrl.cnp_dscp), .cfg_cnp_prio(cc_ctrl.cnp_prio), .pfc_paused,
     .m_hdr(rhdr), .m_hdr_valid(rhdr_valid), .m_hdr_ready(rhdr_ready),
     .m_rd_addr(rrd_addr), .m_rd_len(rrd_len), .m_rd_valid(rrd_valid), .m_rd_ready(rrd_ready),
     .stat_pkts(st_rpkts), .stat_cnps(st_cnp_tx)
@@ -996,6 +1011,7 @@ module hm_rc_engine
     counters[31]  = st_rp_act;
     counters[32]  = st_rp_rel;
     counters[33]  = st_rp_bad;
+    counters[34]  = st_pfc_rx;
   end
 
   /* verilator lint_off UNUSEDSIGNAL */
@@ -1006,7 +1022,7 @@ module hm_rc_engine
                        cnp_level, np_now, np_qpn, np_supp_p, np_blk_p, st_np_cnps, st_np_blk, st_np_bad, rcnp_valid, rcnp_qpn,
                        cc_ctrl.rsvd0, cc_ctrl.rsvd1, cc_ctrl.rsvd2, cc_ctrl.rsvd3, cc_alpha.rsvd0,
                        cc_alpha.rsvd1, cc_cut.rsvd0, cc_cut.rsvd1, cc_regs[HM_CC_BYTE_RESET][31:24],
-                       cc_regs[HM_CC_BURST][31:21], cc_regs[15], st_rp_cnpdrop, st_rp_txdrop, st_rp_merged,
+                       cc_regs[HM_CC_BURST][31:21], cc_pfc.rsvd, st_rp_cnpdrop, st_rp_txdrop, st_rp_merged,
                        st_rp_incs, st_rp_skips, rp_op, rp_op_qpn, rp_op_timer, rp_op_flag, rp_cd, rp_td,
                        rp_tm, rp_tf, rp_dbg_act, rp_dbg_entry, rp_dbg_scan, rp_dbg_cc, rp_dbg_tc,
                        pc_dbg_tok, pc_dbg_last, pc_dbg_rate, pc_dbg_lim, rl_upd_qpn[23:16]};

@@ -9,7 +9,9 @@
 // (`rl_hold`, its answer for `m_rl_qpn`, the QP being served, one cycle later; an answer for
 // another QP counts as no hold), is passed over (requeued) without fetching anything or stops
 // at the next packet boundary. Every packet header committed is reported on m_txr_* (QP and
-// frame bytes without FCS) for the pacer and the reaction point's byte counter.
+// frame bytes without FCS) for the pacer and the reaction point's byte counter. A QP whose
+// priority is paused by PFC (`pfc_paused`) is held the same way; headers already queued
+// (at most PKT_QUEUE_BYTES of payload) still leave.
 //
 // Per QP the requester keeps {head WQE index, byte offset in it, next PSN}; the producer
 // index written by doorbells lives in its own RAM (and doorbells for the QP being served
@@ -92,6 +94,7 @@ module hm_rc_req
   input  logic [NUM_QPS-1:0]    rl_pause,
   output logic [15:0]           m_rl_qpn,
   input  logic                  rl_hold,
+  input  logic [7:0]            pfc_paused,
   output logic                  m_txr_valid,
   output logic [15:0]           m_txr_qpn,
   output logic [15:0]           m_txr_bytes,
@@ -231,21 +234,6 @@ module hm_rc_req
     else qbytes_q <= qbytes_q + (hdr_push ? 32'(hdr_d.payload_len) : 32'd0) -
                      (m_hdr_valid && m_hdr_ready ? 32'(m_hdr.payload_len) : 32'd0);
   end
-  // the packet committed, for the DCQCN pacer and byte counter: frame bytes without FCS
-  // (Ethernet 14, VLAN 4, IPv4 20 / IPv6 40, UDP 8, BTH and extension headers, payload, ICRC 4)
-  hm_op_info_t  txr_info;
-  logic [5:0]   txr_hlen;
-  assign txr_info = hm_op_info(hdr_d.opcode);
-  assign txr_hlen = txr_info.hdr_len;
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic unused_txr;
-  assign unused_txr = ^txr_info;
-  /* verilator lint_on UNUSEDSIGNAL */
-  assign m_txr_valid = hdr_push;
-  assign m_txr_qpn   = 16'(q_q);
-  assign m_txr_bytes = 16'(26 + (hdr_d.ipv6 ? 40 : 20) + (hdr_d.vlan_valid ? 4 : 0)) + 16'(txr_hlen) +
-                       hdr_d.payload_len;
-
   hm_piece_t    pc_d;
   logic         pc_push, pc_room;
   logic [DATA_WIDTH-1:0] inl_data_d;
@@ -280,13 +268,32 @@ module hm_rc_req
   state_t state_q;
 
   logic [QW-1:0]      q_q;
+  hm_qp_ctx_t         ctx_q, ctx_rd;
+
   // the pacer's answer for the QP served in the previous cycle
   logic [QW-1:0]      rlq_q;
   logic               paused;
   always_ff @(posedge clk) rlq_q <= q_q;
   assign m_rl_qpn = 16'(q_q);
-  assign paused   = rl_pause[q_q] || (rl_hold && rlq_q == q_q);
-  hm_qp_ctx_t         ctx_q, ctx_rd;
+  // the QP's priority: its VLAN PCP, else DSCP / 8 (the usual DSCP-to-priority map)
+  assign paused   = rl_pause[q_q] || (rl_hold && rlq_q == q_q) ||
+                    pfc_paused[ctx_q.vlan_valid ? ctx_q.vlan_pcp : ctx_q.dscp[5:3]];
+
+  // the packet committed, for the DCQCN pacer and byte counter: frame bytes without FCS
+  // (Ethernet 14, VLAN 4, IPv4 20 / IPv6 40, UDP 8, BTH and extension headers, payload, ICRC 4)
+  hm_op_info_t  txr_info;
+  logic [5:0]   txr_hlen;
+  assign txr_info = hm_op_info(hdr_d.opcode);
+  assign txr_hlen = txr_info.hdr_len;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_txr;
+  assign unused_txr = ^txr_info;
+  /* verilator lint_on UNUSEDSIGNAL */
+  assign m_txr_valid = hdr_push;
+  assign m_txr_qpn   = 16'(q_q);
+  assign m_txr_bytes = 16'(26 + (hdr_d.ipv6 ? 40 : 20) + (hdr_d.vlan_valid ? 4 : 0)) + 16'(txr_hlen) +
+                       hdr_d.payload_len;
+
   dyn_t               dyn_rd, dyn_rd_q;
   logic [15:0]        pi_q, pi_rd, head_q, shw_q;
   logic [3:0]         rd_out_q;

@@ -31,6 +31,7 @@ module hm_rc_resp_tx
   output logic         s_cnp_ready,
   input  logic [5:0]   cfg_cnp_dscp,
   input  logic [2:0]   cfg_cnp_prio,
+  input  logic [7:0]   pfc_paused,        // priorities paused by PFC: their packets wait
 
   // Header records
   output hm_roce_hdr_t m_hdr,
@@ -70,10 +71,37 @@ module hm_rc_resp_tx
   // the writes issued before the job have completed
   assign ready_j = j_valid && $signed(wr_done - j.wr_seq) >= 0;
 
+  hm_roce_hdr_t cnp_hdr;
+  always_comb begin
+    cnp_hdr            = '0;
+    cnp_hdr.eth_dst    = s_cnp.eth_dst;
+    cnp_hdr.eth_src    = s_cnp.eth_src;
+    cnp_hdr.vlan_valid = s_cnp.vlan_valid;
+    cnp_hdr.vlan_pcp   = s_cnp.vlan_valid ? cfg_cnp_prio : 3'd0;
+    cnp_hdr.vlan_vid   = s_cnp.vlan_valid ? s_cnp.vlan_vid : 12'd0;
+    cnp_hdr.ipv6       = s_cnp.ipv6;
+    cnp_hdr.ip_src     = s_cnp.ipv6 ? s_cnp.ip_src : {96'd0, s_cnp.ip_src[31:0]};
+    cnp_hdr.ip_dst     = s_cnp.ipv6 ? s_cnp.ip_dst : {96'd0, s_cnp.ip_dst[31:0]};
+    cnp_hdr.dscp       = cfg_cnp_dscp;
+    cnp_hdr.ecn        = 2'b10;
+    cnp_hdr.ttl        = s_cnp.ttl;
+    cnp_hdr.ip_df      = !s_cnp.ipv6;
+    cnp_hdr.flow_label = s_cnp.ipv6 ? s_cnp.flow_label : 20'd0;
+    cnp_hdr.udp_sport  = s_cnp.udp_sport;
+    cnp_hdr.udp_dport  = HM_ROCE_UDP_PORT;
+    cnp_hdr.pkey       = 16'hFFFF;
+    cnp_hdr.dest_qp    = s_cnp.dest_qp;
+    cnp_hdr.opcode     = 8'h81;
+    cnp_hdr.becn       = 1'b1;
+  end
+
   // a CNP is chosen unless a response header is already on offer (it stays until taken)
   logic lock_q, sel_cnp;
   hm_roce_hdr_t job_hdr;
-  assign sel_cnp = s_cnp_valid && !lock_q;
+  logic cnp_paused, job_paused;
+  assign cnp_paused = pfc_paused[s_cnp.vlan_valid ? cfg_cnp_prio : cfg_cnp_dscp[5:3]];
+  assign job_paused = pfc_paused[j.vlan_valid ? j.vlan_pcp : j.dscp[5:3]];
+  assign sel_cnp = s_cnp_valid && !lock_q && !cnp_paused;
   assign m_hdr   = sel_cnp ? cnp_hdr : job_hdr;
   always_comb begin
     job_hdr          = '0;
@@ -118,40 +146,16 @@ module hm_rc_resp_tx
     endcase
   end
 
-  hm_roce_hdr_t cnp_hdr;
-  always_comb begin
-    cnp_hdr            = '0;
-    cnp_hdr.eth_dst    = s_cnp.eth_dst;
-    cnp_hdr.eth_src    = s_cnp.eth_src;
-    cnp_hdr.vlan_valid = s_cnp.vlan_valid;
-    cnp_hdr.vlan_pcp   = s_cnp.vlan_valid ? cfg_cnp_prio : 3'd0;
-    cnp_hdr.vlan_vid   = s_cnp.vlan_valid ? s_cnp.vlan_vid : 12'd0;
-    cnp_hdr.ipv6       = s_cnp.ipv6;
-    cnp_hdr.ip_src     = s_cnp.ipv6 ? s_cnp.ip_src : {96'd0, s_cnp.ip_src[31:0]};
-    cnp_hdr.ip_dst     = s_cnp.ipv6 ? s_cnp.ip_dst : {96'd0, s_cnp.ip_dst[31:0]};
-    cnp_hdr.dscp       = cfg_cnp_dscp;
-    cnp_hdr.ecn        = 2'b10;
-    cnp_hdr.ttl        = s_cnp.ttl;
-    cnp_hdr.ip_df      = !s_cnp.ipv6;
-    cnp_hdr.flow_label = s_cnp.ipv6 ? s_cnp.flow_label : 20'd0;
-    cnp_hdr.udp_sport  = s_cnp.udp_sport;
-    cnp_hdr.udp_dport  = HM_ROCE_UDP_PORT;
-    cnp_hdr.pkey       = 16'hFFFF;
-    cnp_hdr.dest_qp    = s_cnp.dest_qp;
-    cnp_hdr.opcode     = 8'h81;
-    cnp_hdr.becn       = 1'b1;
-  end
-
   // a packet leaves when its header is taken and (with payload) its read is issued; a CNP
   // goes first
   logic need_rd, go, hv_job;
   assign need_rd     = plen != '0;
   assign m_rd_addr   = j.va + 64'(off_q);
   assign m_rd_len    = 32'(plen);
-  assign hv_job      = ready_j && (!need_rd || m_rd_ready);
+  assign hv_job      = ready_j && (!need_rd || m_rd_ready) && (lock_q || !job_paused);
   assign m_hdr_valid = sel_cnp || hv_job;
-  assign s_cnp_ready = !lock_q && m_hdr_ready;
-  assign m_rd_valid  = !sel_cnp && ready_j && need_rd && m_hdr_ready;
+  assign s_cnp_ready = !lock_q && !cnp_paused && m_hdr_ready;
+  assign m_rd_valid  = !sel_cnp && ready_j && need_rd && m_hdr_ready && (lock_q || !job_paused);
   assign go          = !sel_cnp && hv_job && m_hdr_ready;
   assign j_pop       = go && last;
 

@@ -204,6 +204,7 @@ fn cc_register_reset_values_are_the_nvidia_defaults() {
         assert_eq!(rd(i as u16 + 1), *w, "CC register {}", i + 1);
     }
     assert_eq!(rd(14), 16_384, "pacer burst");
+    assert_eq!(rd(15), 328 << 16 | 1, "PFC honoured, 1.28 cycles per 512-bit quantum");
 }
 
 /// Engine A WRITEs 192 KiB to the peer; a CNP for its QP arrives first. With
@@ -270,4 +271,66 @@ fn a_cnp_paces_the_requester() {
     b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
     b.run(0, 20_000).unwrap();
     assert_eq!((b.a.eng.counter(CNT_RP_BAD).unwrap(), b.a.eng.counter(CNT_RP_ACT).unwrap()), (1, 0));
+}
+
+const CNT_PFC_RX: u16 = 34;
+
+/// A PFC frame (802.1Qbb) pausing the priorities in `cev` for `quanta`.
+fn pfc_frame(cev: u8, quanta: u16) -> Vec<u8> {
+    let mut f = vec![0x01, 0x80, 0xC2, 0x00, 0x00, 0x01, 0x02, 0, 0, 0, 0, 0x99, 0x88, 0x08, 0x01, 0x01, 0, cev];
+    for i in 0..8 {
+        f.extend_from_slice(&(if cev >> i & 1 != 0 { quanta } else { 0 }).to_be_bytes());
+    }
+    f.resize(60, 0);
+    f
+}
+
+/// Engine A WRITEs 64 KiB to the peer; `frames` reach A's MAC first (at cycle 0, with
+/// `later` after `delay` cycles). Returns (cycle of A's first WRITE frame, PFC frames honoured).
+fn write_after(ctrl_pfc: Option<u32>, frames: &[Vec<u8>], later: Option<(u64, Vec<u8>)>) -> (u64, u32) {
+    let mut b = RcBench::new(MemCfg { latency: 40, seed: 3, ..Default::default() }).unwrap();
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    let cfg = QpConfig { pmtu: 4096, ..QpConfig::default() };
+    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    if let Some(v) = ctrl_pfc {
+        assert!(b.a.eng.ctl_write(desc::HM_CTL_CC_BASE + 4 * 15, v).unwrap());
+    }
+    for f in frames {
+        b.a.eng.rx_q.push_back(f.clone());
+    }
+    let t0 = b.a.eng.cycle();
+    if let Some((d, f)) = later {
+        while b.a.eng.cycle() < t0 + d {
+            b.a.eng.step();
+        }
+        b.a.eng.rx_q.push_back(f);
+    }
+    let wr = SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: mb.lkey }, vec![Sge { addr: A_BUF, len: 0x1_0000, lkey: ma.lkey }]);
+    b.post_send(QA, &wr, true).unwrap();
+    b.run(1, 1_000_000).expect("the WRITE completes");
+    let first = b
+        .wire
+        .iter()
+        .find(|(_, e, f)| *e && decode(f).is_some_and(|(r, _)| (0x06..=0x0A).contains(&r.opcode)))
+        .map(|(t, _, _)| *t)
+        .expect("a WRITE frame");
+    (first - t0, b.a.eng.counter(CNT_PFC_RX).unwrap())
+}
+
+#[test]
+fn pfc_pauses_the_data_priority() {
+    // 20,000 quanta at 1.28 cycles each (100G, 250 MHz: the reset value) = 25,600 cycles
+    let (free, n0) = write_after(None, &[], None);
+    let (paused, n1) = write_after(None, &[pfc_frame(1 << 3, 20_000)], None);
+    let (other, n2) = write_after(None, &[pfc_frame(1 << 5, 20_000)], None);
+    let (xon, n3) = write_after(None, &[pfc_frame(1 << 3, 20_000)], Some((5_000, pfc_frame(1 << 3, 0))));
+    let (off, n4) = write_after(Some(328 << 16), &[pfc_frame(1 << 3, 20_000)], None);
+    eprintln!("first WRITE frame at: free {free}, paused {paused}, other priority {other}, XON at 5000 {xon}, PFC off {off}");
+    assert!(free < 3_000, "unpaused start {free}");
+    assert!((25_600..25_600 + 3_000).contains(&paused), "priority 3 (DSCP 26) paused until {paused}");
+    assert!(other < 3_000, "a pause of priority 5 held the data: {other}");
+    assert!((5_000..5_000 + 3_000).contains(&xon), "XON released at {xon}");
+    assert!(off < 3_000, "PFC not honoured when off: {off}");
+    assert_eq!((n0, n1, n2, n3, n4), (0, 1, 1, 2, 0), "PFC frames honoured");
 }

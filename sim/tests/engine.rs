@@ -291,12 +291,15 @@ fn control_bus_and_doorbell_errors() {
     assert!(tb.eng.ctl_write(post, (desc::HM_CTL_POST_EVENT as u32) << 28 | (desc::HM_EV_PORT_ERR as u32) << 16 | 1).unwrap());
     let (st, ok) = tb.eng.ctl_read(desc::HM_CTL_STATUS as u16).unwrap();
     assert!(ok && st >> 31 == 0, "posts taken: status {st:#x}");
-    // the counter window: the engine's 34 counters, as the BAR shows them; nothing beyond
+    // the counter window: the engine's counters (as many as CAPS says), as the BAR shows them;
+    // nothing beyond
+    let n = (tb.eng.bar_read(hematite_sim::csr::regs::HM_REG_CAPS).unwrap().0 & 0xFF) as u16;
+    assert_eq!(n, 35, "CAPS: 35 counters");
     let cnt = desc::HM_CTL_CNT_BASE as u16;
-    let (v, ok) = tb.eng.ctl_read(cnt + 4 * 33).unwrap();
+    let (v, ok) = tb.eng.ctl_read(cnt + 4 * (n - 1)).unwrap();
     assert!(ok);
-    assert_eq!(v, tb.eng.counter(33).unwrap());
-    assert!(!tb.eng.ctl_read(cnt + 4 * 34).unwrap().1, "beyond the last counter");
+    assert_eq!(v, tb.eng.counter(n - 1).unwrap());
+    assert!(!tb.eng.ctl_read(cnt + 4 * n).unwrap().1, "beyond the last counter");
     assert!(!tb.eng.ctl_read(cnt + 2).unwrap().1, "unaligned counter read");
     assert!(!tb.eng.ctl_write(cnt, 1).unwrap(), "counters are read-only");
     // a doorbell for a QP beyond the table is counted and ignored

@@ -394,6 +394,7 @@ fn cc_params() {
     assert_eq!(&cc[1..12], &[h.cnp_interval, h.inc_period, h.alpha_period, h.dec_period, h.byte_reset, h.max_rate,
                             h.ai_rate, h.hai_rate, h.min_rate, h.first_rate, h.line_rate]);
     assert_eq!((cc[12], cc[13] & 0xF, cc[14]), (u32::from(h.initial_alpha) << 16 | u32::from(h.g), 7, 16_384));
+    assert_eq!(cc[15], crate::desc::HM_CC_PFC_RESET, "PFC honoured, 1.28 cycles per quantum (the reset value)");
     f.eng.bus.cc = [None; 16];
     let before = snap(&f);
     a[1 + 17] = 64; // cnp_dscp out of range: nothing set
