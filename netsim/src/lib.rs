@@ -43,6 +43,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod experiment;
+pub mod incast;
 pub mod link;
 pub mod pcap;
 pub mod pkt;
