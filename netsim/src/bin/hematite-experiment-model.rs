@@ -1,4 +1,5 @@
-//! `hematite-experiment`: the DCQCN incast experiments with the reference-model backend
+//! `hematite-experiment-model`: the DCQCN incast experiments with the reference-model backend
+//! only (no Verilator needed; `hematite-experiment` in the sim crate adds the RTL backend)
 //! (see `docs/experiments.md`; `hematite_netsim::experiment::USAGE`).
 
 fn main() {
