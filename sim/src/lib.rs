@@ -20,6 +20,7 @@ pub mod layout;
 pub mod mr;
 pub mod np;
 pub mod cc;
+pub mod ccexp;
 
 pub use hematite_model::record::{DropReason, HdrRecord};
 pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};
