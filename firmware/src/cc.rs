@@ -84,11 +84,12 @@ impl CcParams {
     }
 }
 
-/// `HM_CC_PFC`: PFC frames honoured, a pause quantum (512 bit times) in cycles with 8 fraction
-/// bits: 512 · clk / line rate (1.28 cycles = 328/256 at 250 MHz and 100 Gb/s).
+/// `HM_CC_PFC`: PFC frames honoured, every priority's packets ECN-capable (ECT(0)), a pause
+/// quantum (512 bit times) in cycles with 8 fraction bits: 512 · clk / line rate (1.28 cycles =
+/// 328/256 at 250 MHz and 100 Gb/s).
 pub const fn pfc_word() -> u32 {
     let q8 = (512 * CLK_MHZ as u64 * 256 + LINE_MBPS as u64 / 2) / LINE_MBPS as u64;
-    (q8 as u32) << 16 | 1
+    (q8 as u32) << 16 | 0xFF << 8 | 1
 }
 
 /// The engine's CC register words (`HM_CTL_CC_BASE + 4 i`, i = 0..15) for `p`, with CNP

@@ -95,6 +95,7 @@ module hm_rc_req
   output logic [15:0]           m_rl_qpn,
   input  logic                  rl_hold,
   input  logic [7:0]            pfc_paused,
+  input  logic [7:0]            ecn_mask,        // priorities whose packets are ECN-capable
   output logic                  m_txr_valid,
   output logic [15:0]           m_txr_qpn,
   output logic [15:0]           m_txr_bytes,
@@ -536,7 +537,7 @@ module hm_rc_req
     hdr_d.ip_src     = ctx_q.ipv6 ? ctx_q.ip_src : {96'd0, ctx_q.ip_src[31:0]};
     hdr_d.ip_dst     = ctx_q.ipv6 ? ctx_q.ip_dst : {96'd0, ctx_q.ip_dst[31:0]};
     hdr_d.dscp       = ctx_q.dscp;
-    hdr_d.ecn        = ctx_q.ecn;
+    hdr_d.ecn        = ecn_mask[ctx_q.vlan_valid ? ctx_q.vlan_pcp : ctx_q.dscp[5:3]] ? ctx_q.ecn : 2'b00;
     hdr_d.ttl        = ctx_q.ttl;
     hdr_d.ip_df      = !ctx_q.ipv6;
     hdr_d.flow_label = ctx_q.ipv6 ? ctx_q.flow_label : 20'd0;

@@ -116,6 +116,9 @@ module hm_rc_resp
   output logic [15:0]           m_ce_qpn,
   output hm_rjob_t              m_ce_job,
 
+  // Priorities whose packets are ECN-capable (else Not-ECT)
+  input  logic [7:0]            ecn_mask,
+
   // Responses to send
   output hm_rjob_t              m_job,
   output logic                  m_job_valid,
@@ -455,7 +458,7 @@ module hm_rc_resp
     m_job.ip_src     = ctx_q.ip_src;
     m_job.ip_dst     = ctx_q.ip_dst;
     m_job.dscp       = ctx_q.dscp;
-    m_job.ecn        = ctx_q.ecn;
+    m_job.ecn        = ecn_mask[ctx_q.vlan_valid ? ctx_q.vlan_pcp : ctx_q.dscp[5:3]] ? ctx_q.ecn : 2'b00;
     m_job.ttl        = ctx_q.ttl;
     m_job.udp_sport  = ctx_q.udp_sport;
     m_job.flow_label = ctx_q.flow_label;

@@ -225,7 +225,7 @@ package hm_desc_pkg;
   localparam logic [3:0]  HM_CC_ALPHA        = 4'd12;  // hm_cc_alpha_t
   localparam logic [3:0]  HM_CC_CUT          = 4'd13;  // hm_cc_cut_t
   localparam logic [3:0]  HM_CC_BURST        = 4'd14;  // pacer: bucket depth (bytes, 1..2^20)
-  localparam logic [3:0]  HM_CC_PFC          = 4'd15;  // hm_cc_pfc_t: PFC frames received
+  localparam logic [3:0]  HM_CC_PFC          = 4'd15;  // hm_cc_pfc_t: per priority: PFC honoured, ECN-capable packets
   localparam logic [31:0] HM_CC_CTRL_RESET       = 32'h0116_3003;
   localparam logic [31:0] HM_CC_INTERVAL_RESET   = 32'd1000;
   localparam logic [31:0] HM_CC_INC_RESET        = 32'd75000;
@@ -240,7 +240,7 @@ package hm_desc_pkg;
   localparam logic [31:0] HM_CC_ALPHA_RESET      = 32'h03FF_03FB;
   localparam logic [31:0] HM_CC_CUT_RESET        = 32'h0200_000B;
   localparam logic [31:0] HM_CC_BURST_RESET      = 32'd16384;
-  localparam logic [31:0] HM_CC_PFC_RESET        = 32'h0148_0001;  // honoured; 1.28 cycles per quantum (100G, 250 MHz)
+  localparam logic [31:0] HM_CC_PFC_RESET        = 32'h0148_FF01;  // honoured; every priority ECT; 1.28 cycles per quantum (100G, 250 MHz)
 
   typedef struct packed {
     logic [2:0]  rsvd3;
@@ -265,7 +265,8 @@ package hm_desc_pkg;
 
   typedef struct packed {
     logic [15:0] quanta_q8;      // cycles per pause quantum (512 bit times), 8 fraction bits
-    logic [14:0] rsvd;
+    logic [7:0]  ecn_mask;       // bit p: packets of priority p carry the QP's ECN (ECT), else Not-ECT
+    logic [6:0]  rsvd;
     logic        enable;         // honour PFC frames: hold new packets of a paused priority
   } hm_cc_pfc_t;
 

@@ -204,7 +204,7 @@ fn cc_register_reset_values_are_the_nvidia_defaults() {
         assert_eq!(rd(i as u16 + 1), *w, "CC register {}", i + 1);
     }
     assert_eq!(rd(14), 16_384, "pacer burst");
-    assert_eq!(rd(15), 328 << 16 | 1, "PFC honoured, 1.28 cycles per 512-bit quantum");
+    assert_eq!(rd(15), 328 << 16 | 0xFF << 8 | 1, "PFC honoured, every priority ECT, 1.28 cycles per 512-bit quantum");
 }
 
 /// Engine A WRITEs 192 KiB to the peer; a CNP for its QP arrives first. With
@@ -325,7 +325,7 @@ fn pfc_pauses_the_data_priority() {
     let (paused, n1) = write_after(None, &[pfc_frame(1 << 3, 20_000)], None);
     let (other, n2) = write_after(None, &[pfc_frame(1 << 5, 20_000)], None);
     let (xon, n3) = write_after(None, &[pfc_frame(1 << 3, 20_000)], Some((5_000, pfc_frame(1 << 3, 0))));
-    let (off, n4) = write_after(Some(328 << 16), &[pfc_frame(1 << 3, 20_000)], None);
+    let (off, n4) = write_after(Some(328 << 16 | 0xFF << 8), &[pfc_frame(1 << 3, 20_000)], None);
     eprintln!("first WRITE frame at: free {free}, paused {paused}, other priority {other}, XON at 5000 {xon}, PFC off {off}");
     assert!(free < 3_000, "unpaused start {free}");
     assert!((25_600..25_600 + 3_000).contains(&paused), "priority 3 (DSCP 26) paused until {paused}");
@@ -333,4 +333,24 @@ fn pfc_pauses_the_data_priority() {
     assert!((5_000..5_000 + 3_000).contains(&xon), "XON released at {xon}");
     assert!(off < 3_000, "PFC not honoured when off: {off}");
     assert_eq!((n0, n1, n2, n3, n4), (0, 1, 1, 2, 0), "PFC frames honoured");
+}
+
+/// Data packets are ECN-capable (ECT(0), the QP context's ECN) when their priority's bit of the
+/// ECN mask is set (the reset value: all), Not-ECT otherwise; the peer's WRITEs marked CE on a
+/// Not-ECT priority are impossible, so only the engine's own frames are checked here.
+#[test]
+fn ecn_capable_per_priority() {
+    for (mask, want) in [(0xFFu32, 2u8), (0xF7, 0), (0x08, 2)] {
+        let mut b = RcBench::new(MemCfg { latency: 40, seed: 4, ..Default::default() }).unwrap();
+        let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+        let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+        b.connect(QA, QB, QpConfig::default(), QpConfig::default(), 0).unwrap();
+        assert!(b.a.eng.ctl_write(desc::HM_CTL_CC_BASE + 4 * 15, 328 << 16 | mask << 8 | 1).unwrap());
+        let wr = SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: mb.lkey }, vec![Sge { addr: A_BUF, len: 8192, lkey: ma.lkey }]);
+        b.post_send(QA, &wr, true).unwrap();
+        b.run(1, 200_000).unwrap();
+        let ecn: Vec<u8> = b.wire.iter().filter(|(_, e, _)| *e).filter_map(|(_, _, f)| decode(f)).map(|(r, _)| r.ecn).collect();
+        assert!(!ecn.is_empty());
+        assert!(ecn.iter().all(|&e| e == want), "mask {mask:#x} (data priority 3): ECN {ecn:?}, want {want}");
+    }
 }
