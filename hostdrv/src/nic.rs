@@ -826,6 +826,22 @@ impl Nic {
         self.sh.cmd(mbox::OP_QUERY_COUNTERS, &[])
     }
 
+    /// GET_CC_PARAMS: the 19 DCQCN parameters of the device (the firmware's `CC_TABLE` order
+    /// and units: Mb/s, µs, bytes; docs/dcqcn.md).
+    pub fn cc_params(&self) -> Result<Vec<u32>> {
+        self.sh.cmd(mbox::OP_GET_CC_PARAMS, &[])
+    }
+
+    /// SET_CC_PARAMS: sets the parameters whose bit is set in `mask` to `values[i]`, all or
+    /// nothing (an out-of-range value is refused with BAD_PARAM and changes nothing); the
+    /// firmware then rewrites the engine's congestion-control registers.
+    pub fn set_cc_params(&self, mask: u32, values: &[u32; 19]) -> Result<()> {
+        let mut a = Vec::with_capacity(20);
+        a.push(mask);
+        a.extend_from_slice(values);
+        self.sh.cmd(mbox::OP_SET_CC_PARAMS, &a).map(|_| ())
+    }
+
     /// Sets GID table entry `index` (and the MAC the port sends from).
     pub fn set_gid(&self, index: u32, gid: &Gid, mac: u64) -> Result<()> {
         let g = gid_words(gid);

@@ -53,6 +53,16 @@ fn every_verb_and_bad_arguments() {
     assert_eq!((port.state, port.active_mtu, port.link_layer), (4, 5, 2));
     assert_eq!(fw_status(&a.nic.query_port(2).unwrap_err()), Some(3), "port 2: BAD_PARAM");
     assert!(a.nic.counters().unwrap().len() >= 13);
+    // DCQCN parameters: NVIDIA defaults; a set; an out-of-range set changes nothing
+    let cc = a.nic.cc_params().unwrap();
+    assert_eq!((cc.len(), cc[2], cc[16]), (19, 300, 4), "rpg_time_reset 300 us, min_time_between_cnps 4 us");
+    let mut v = [0u32; 19];
+    v[16] = 8;
+    a.nic.set_cc_params(1 << 16, &v).unwrap();
+    assert_eq!(a.nic.cc_params().unwrap()[16], 8);
+    v[4] = 40; // rpg_threshold > 31
+    assert_eq!(fw_status(&a.nic.set_cc_params(1 << 16 | 1 << 4, &v).unwrap_err()), Some(3), "BAD_PARAM");
+    assert_eq!(a.nic.cc_params().unwrap()[4], 1);
 
     // PD / MR / CQ lifecycle
     let pd = a.nic.alloc_pd().unwrap();
