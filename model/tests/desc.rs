@@ -21,6 +21,10 @@ fn layouts() -> Vec<(&'static str, Layout, usize, Option<usize>)> {
         ("hm_qp_ctx_t", HM_QP_CTX_T_FIELDS, HM_QP_CTX_T_BITS, None),
         ("hm_cq_ctx_t", HM_CQ_CTX_T_FIELDS, HM_CQ_CTX_T_BITS, None),
         ("hm_mr_ctx_t", HM_MR_CTX_T_FIELDS, HM_MR_CTX_T_BITS, None),
+        ("hm_cc_ctrl_t", HM_CC_CTRL_T_FIELDS, HM_CC_CTRL_T_BITS, None),
+        ("hm_cc_alpha_t", HM_CC_ALPHA_T_FIELDS, HM_CC_ALPHA_T_BITS, None),
+        ("hm_cc_pfc_t", HM_CC_PFC_T_FIELDS, HM_CC_PFC_T_BITS, None),
+        ("hm_cc_cut_t", HM_CC_CUT_T_FIELDS, HM_CC_CUT_T_BITS, None),
         ("hm_ctl_cmd_t", HM_CTL_CMD_T_FIELDS, HM_CTL_CMD_T_BITS, None),
         ("hm_ctl_status_t", HM_CTL_STATUS_T_FIELDS, HM_CTL_STATUS_T_BITS, None),
         ("hm_ctl_eq_t", HM_CTL_EQ_T_FIELDS, HM_CTL_EQ_T_BITS, None),
@@ -83,6 +87,10 @@ fn struct_sizes() {
     assert_eq!(HM_CTL_STATUS_T_BITS, 32);
     assert_eq!(HM_CTL_EQ_T_BITS, 32);
     assert_eq!(HM_CTL_POST_T_BITS, 32);
+    // the congestion-control register words
+    for b in [HM_CC_CTRL_T_BITS, HM_CC_ALPHA_T_BITS, HM_CC_PFC_T_BITS, HM_CC_CUT_T_BITS] {
+        assert_eq!(b, 32);
+    }
     // Atomic operands and their SGE fill the smallest slot exactly.
     assert_eq!(SQ_HDR_BYTES + ATOMIC_ARGS_BYTES + SGE_BYTES, MIN_STRIDE);
 }
