@@ -1,15 +1,16 @@
-//! The experiment command line (`hematite-experiment`), as a library function so that another
-//! crate's binary can reuse it with extra congestion-control backends (e.g. a Verilated RTL
-//! backend): `cli_main(&args, &[("rtl", &my_factory)])`.
+//! The experiment command line, as a library function: `hematite-experiment-model` (this crate,
+//! the reference model only) calls `cli_main(&args, &[])`; the sim crate's
+//! `hematite-experiment` adds its Verilated RTL backend with
+//! `cli_main(&args, &[("rtl", &backend)])`.
 
-use crate::incast::{self, BackendFactory, IncastConfig, ModelBackend, Summary};
+use crate::incast::{self, BackendFactory, Incast, IncastConfig, ModelBackend, Summary};
 use hematite_model::dcqcn::{CC_NAMES, CC_RANGES};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Usage text of [`cli_main`].
 pub const USAGE: &str = "\
-usage: hematite-experiment dcqcn [options]
+usage: hematite-experiment dcqcn [options]    (or hematite-experiment-model: model backend only)
 
 N:1 incast through the switch model with DCQCN (issue 7); writes one time-series CSV per run,
 summary.csv, and prints a summary table. Times are real (uncompressed) µs; queues are given in
@@ -37,6 +38,15 @@ options (lists are comma separated):
   --no-pmax-compensation
                       keep the ECN Pmax as is under time compression (by default it is
                       multiplied by the scale: frames are not compressed, see docs)
+  --kmin-kb K, --kmax-kb K, --pmax-pct P
+                      ECN marking at the switch, real KB and percent (default 12.5, 500, 20)
+  --pcap DIR          write the bottleneck port's capture (data to the receiver, CNPs from
+                      it; first 128 bytes of each frame; timestamps in simulated time) to
+                      DIR/<run>_p<N>.pcapng
+  --pcap-frames K     frames kept per capture, the first from --pcap-from-us on (default 100000)
+  --pcap-from-us T    start capturing at real time T                (default 0)
+  --depth-csv DIR     write the switch's depth trace of the bottleneck egress and the buffer
+                      to DIR/<run>_depth.csv (real µs and KB)
   --quiet             no per-run progress lines
 ";
 
@@ -51,6 +61,9 @@ struct Opts {
     window_us: u64,
     conv_window_us: u64,
     xoff_kb: u64,
+    kmin_kb: Option<f64>,
+    kmax_kb: Option<f64>,
+    pmax_pct: Option<f64>,
     delay_ns: u64,
     payload: u16,
     buffer_kb: u64,
@@ -60,6 +73,10 @@ struct Opts {
     quiet: bool,
     pmax_comp: bool,
     cc_set: Vec<(usize, u32)>,
+    pcap: Option<PathBuf>,
+    pcap_frames: usize,
+    pcap_from_us: u64,
+    depth: Option<PathBuf>,
 }
 
 fn on_off(s: &str) -> Result<bool, String> {
@@ -95,6 +112,9 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         window_us: incast::DEFAULT_WINDOW_US,
         conv_window_us: incast::DEFAULT_CONV_WINDOW_US,
         xoff_kb: 256,
+        kmin_kb: None,
+        kmax_kb: None,
+        pmax_pct: None,
         delay_ns: 1000,
         payload: 1024,
         buffer_kb: 4_000,
@@ -104,6 +124,10 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         quiet: false,
         pmax_comp: true,
         cc_set: Vec::new(),
+        pcap: None,
+        pcap_frames: DEFAULT_PCAP_FRAMES,
+        pcap_from_us: 0,
+        depth: None,
     };
     let mut it = args.iter();
     match it.next().map(String::as_str) {
@@ -154,6 +178,15 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
                     return Err(String::from("--xoff-kb must be >= 64"));
                 }
             }
+            "--kmin-kb" => o.kmin_kb = Some(num(&val()?)?),
+            "--kmax-kb" => o.kmax_kb = Some(num(&val()?)?),
+            "--pmax-pct" => {
+                let p: f64 = num(&val()?)?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(String::from("--pmax-pct must be 0..=100"));
+                }
+                o.pmax_pct = Some(p);
+            }
             "--delay-ns" => o.delay_ns = num(&val()?)?,
             "--payload" => o.payload = num(&val()?)?,
             "--buffer-kb" => o.buffer_kb = num(&val()?)?,
@@ -173,11 +206,27 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
                 o.cc_set.push((i, x));
             }
             "--out" => o.out = PathBuf::from(val()?),
+            "--pcap" => o.pcap = Some(PathBuf::from(val()?)),
+            "--pcap-frames" => {
+                o.pcap_frames = num(&val()?)?;
+                if o.pcap_frames == 0 || o.pcap_frames > MAX_PCAP_FRAMES {
+                    return Err(format!("--pcap-frames must be 1..={MAX_PCAP_FRAMES}"));
+                }
+            }
+            "--pcap-from-us" => o.pcap_from_us = num(&val()?)?,
+            "--depth-csv" => o.depth = Some(PathBuf::from(val()?)),
             _ => return Err(format!("unknown option {a:?}")),
         }
     }
     Ok(Some(o))
 }
+
+/// Frames kept per pcap by default (`--pcap-frames`): about 17 MB of pcapng at snaplen 128.
+pub const DEFAULT_PCAP_FRAMES: usize = 100_000;
+/// Upper bound of `--pcap-frames`.
+pub const MAX_PCAP_FRAMES: usize = 10_000_000;
+/// Bytes kept of each captured frame (every header of a data frame or a whole CNP).
+pub const PCAP_SNAPLEN: u32 = 128;
 
 /// File name of a run's time series: `dcqcn_<preset>_n<N>_<on|off>.csv` (with `_pfcoff` before
 /// `.csv` when PFC is off).
@@ -188,7 +237,7 @@ pub fn run_file_name(preset: &str, n: usize, cc_on: bool, pfc: bool) -> String {
 /// The printed summary table's header lines.
 pub fn table_header() -> String {
     format!(
-        "{:<7} {:>3} {:>3} {:>3} {:>8} {:>12} {:>6} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7} {:>5}\n{}",
+        "{:<7} {:>3} {:>3} {:>3} {:>8} {:>12} {:>6} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>5}\n{}",
         "preset",
         "N",
         "cc",
@@ -200,17 +249,18 @@ pub fn table_header() -> String {
         "steadyQ_KB",
         "steadyMaxQ",
         "PFC",
+        "PFC_ss",
         "drops",
         "CNPs",
         "scale",
-        "-".repeat(109)
+        "-".repeat(117)
     )
 }
 
 /// One line of the printed summary table (queues in real KB = simulated × scale).
 pub fn table_row(s: &Summary) -> String {
     format!(
-        "{:<7} {:>3} {:>3} {:>3} {:>8.4} {:>12} {:>6.3} {:>10.1} {:>10.1} {:>10.1} {:>7} {:>7} {:>7} {:>5}",
+        "{:<7} {:>3} {:>3} {:>3} {:>8.4} {:>12} {:>6.3} {:>10.1} {:>10.1} {:>10.1} {:>7} {:>7} {:>7} {:>7} {:>5}",
         s.preset,
         s.n,
         s.cc_str(),
@@ -222,10 +272,41 @@ pub fn table_row(s: &Summary) -> String {
         s.real_kb(s.steady_queue_mean),
         s.real_kb(s.steady_queue_max as f64),
         s.pfc_frames,
+        s.pfc_frames_steady,
         s.drops,
         s.cnps_sent,
         s.scale
     )
+}
+
+/// One run, with the optional bottleneck capture (`--pcap`) and depth trace (`--depth-csv`).
+fn run_one(
+    cfg: IncastConfig,
+    backend: &dyn BackendFactory,
+    o: &Opts,
+    stem: &str,
+) -> Result<incast::IncastResult, String> {
+    let mut inc = Incast::new(cfg, backend)?;
+    let port = inc.receiver_port();
+    let s = inc.config().scale as u64;
+    let from = (o.pcap_from_us * incast::CLK_MHZ + s / 2) / s;
+    while inc.now() < inc.end() {
+        if o.pcap.is_some() && inc.now() == from {
+            inc.switch_mut().enable_capture_bounded(port, PCAP_SNAPLEN, o.pcap_frames);
+        }
+        inc.step();
+    }
+    if let Some(dir) = &o.pcap {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let path = dir.join(format!("{stem}_p{port}.pcapng"));
+        inc.switch().write_pcap(port, &path).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    if let Some(dir) = &o.depth {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let path = dir.join(format!("{stem}_depth.csv"));
+        inc.write_depth_csv(&path).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    Ok(inc.finish())
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -301,6 +382,21 @@ pub fn cli_main(args: &[String], extra: &[(&str, &dyn BackendFactory)]) -> i32 {
                     cfg.conv_window_us = o.conv_window_us;
                     cfg.pfc_cfg.xoff_bytes = o.xoff_kb * 1000;
                     cfg.pfc_cfg.xon_bytes = (o.xoff_kb - 32) * 1000;
+                    if let Some(e) = &mut cfg.ecn {
+                        if let Some(k) = o.kmin_kb {
+                            e.kmin_bytes = (k * 1000.0).round() as u64;
+                        }
+                        if let Some(k) = o.kmax_kb {
+                            e.kmax_bytes = (k * 1000.0).round() as u64;
+                        }
+                        if let Some(p) = o.pmax_pct {
+                            e.pmax_ppm = (p * 1e4).round() as u32;
+                        }
+                        if e.kmin_bytes > e.kmax_bytes {
+                            eprintln!("hematite-experiment: Kmin above Kmax");
+                            return 2;
+                        }
+                    }
                     cfg.link_delay_ns = o.delay_ns;
                     cfg.payload_bytes = o.payload;
                     cfg.buffer_bytes = o.buffer_kb * 1000;
@@ -310,14 +406,16 @@ pub fn cli_main(args: &[String], extra: &[(&str, &dyn BackendFactory)]) -> i32 {
                         cfg.cc_params[i] = x;
                     }
                     let t = Instant::now();
-                    let r = match incast::run(cfg, backend) {
+                    let name = run_file_name(preset, n, cc, pfc);
+                    let stem = name.trim_end_matches(".csv");
+                    let r = match run_one(cfg, backend, &o, stem) {
                         Ok(r) => r,
                         Err(e) => {
                             eprintln!("hematite-experiment: {preset} n={n} cc={}: {e}", if cc { "on" } else { "off" });
                             return 1;
                         }
                     };
-                    let file = o.out.join(run_file_name(preset, n, cc, pfc));
+                    let file = o.out.join(&name);
                     if let Err(e) = write(&file, &r.timeseries_csv()) {
                         eprintln!("hematite-experiment: {e}");
                         return 1;
@@ -349,7 +447,7 @@ pub fn cli_main(args: &[String], extra: &[(&str, &dyn BackendFactory)]) -> i32 {
         println!("{}", table_row(s));
     }
     println!(
-        "{} runs in {:.1} s; fairness = Jain's index over the last half of each run; converge_us = real µs after the last flow's start from which every {} µs window has Jain >= 0.95 and utilisation >= 0.9 (not conv.: not so from the start of the last half on); queues in real KB (simulated x {}); summary: {}",
+        "{} runs in {:.1} s; fairness = Jain's index over the last half of each run; converge_us = real µs after the last flow's start from which every {} µs window has Jain >= 0.95 and utilisation >= 0.9 (not conv.: not so from the start of the last half on); queues in real KB (simulated x {}); PFC = PFC frames the switch sent, PFC_ss = those in the last half; summary: {}",
         rows.len(),
         t0.elapsed().as_secs_f64(),
         o.conv_window_us,

@@ -18,9 +18,10 @@
 //!   cycle it arrives.
 //! * **Receiver**: for every data frame that arrives with IP ECN = CE it passes the local QP to
 //!   [`ReceiverCc::step`]; when that asks for a CNP for a QP it builds a RoCEv2 CNP (BTH opcode
-//!   0x81, BECN, DestQP = the sender's QP, DSCP `cnp_dscp` = 48 → class 6, Not-ECT) and sends it
-//!   through the switch. ACKs are not modelled (an RC WRITE stream's ACKs are small frames in
-//!   the uncongested reverse direction; they carry no congestion signal in DCQCN).
+//!   0x81, BECN, DestQP = the sender's QP, DSCP `cnp_dscp` = 48 → class 6, ECT(0): what the
+//!   engine sends, [`cnp_spec`]) and sends it through the switch. ACKs are not modelled (an RC
+//!   WRITE stream's ACKs are small frames in the uncongested reverse direction; they carry no
+//!   congestion signal in DCQCN).
 //! * **Time compression** by `scale` = s: the DCQCN registers come from
 //!   [`HwParams::from_cc`] with `time_scale` = s (timers and the byte counter ÷ s), the switch
 //!   from [`SwitchConfig::scaled`] (buffer, Kmin/Kmax, XOFF/XON, pause time ÷ s; the PFC
@@ -34,8 +35,8 @@
 //!
 //! See `docs/experiments.md` for the definitions of the reported figures.
 
-use crate::pkt::{self, RoceSpec, ECN_CE, ECN_ECT0, ECN_NOT_ECT, OPCODE_CNP};
-use crate::{pfc_headroom_bytes, EcnConfig, Link, LinkRate, PfcConfig, Switch, SwitchConfig, WireFormat};
+use crate::pkt::{self, RoceSpec, ECN_CE, ECN_ECT0, OPCODE_CNP};
+use crate::{pfc_headroom_bytes, EcnConfig, Link, LinkRate, PfcConfig, Switch, SwitchConfig, TraceConfig, WireFormat};
 use hematite_model::dcqcn::{
     HwParams, Np, NpCfg, NpIn, Pacer, PacerCfg, Rp, RpCfg, RpIn, CC_PARAMS, NVIDIA_DEFAULTS, PAPER, RATE_FRAC,
 };
@@ -290,7 +291,7 @@ impl IncastConfig {
             window_us: DEFAULT_WINDOW_US,
             conv_window_us: DEFAULT_CONV_WINDOW_US,
             buffer_bytes: 4_000_000,
-            ecn: Some(EcnConfig::hpcc(LINE_GBPS)),
+            ecn: Some(DEFAULT_ECN),
             pfc_cfg: PfcConfig::default(),
             seed: 1,
             capture_snaplen: None,
@@ -303,6 +304,23 @@ impl IncastConfig {
         self.payload_bytes as u32 + 58
     }
 }
+
+/// The experiment's ECN marking (real bytes; `docs/experiments.md` §2): the DCQCN paper's
+/// thresholds (Kmin 5 KB, Kmax 200 KB at 40 GbE) scaled to 100 Gb/s by the line-rate ratio 2.5
+/// (the bandwidth scaling HPCC's `run.py` applies to its thresholds), with the Pmax of HPCC's
+/// DCQCN preset, 20 %, which is tuned for the NVIDIA-style reaction point (α updated every 1 µs,
+/// 4 µs decrease window; the paper's 1 % goes with its 50 µs CNP interval). With the default PFC
+/// XOFF of 256 KB per ingress, marking starts (Kmin) far below XOFF even if one ingress holds the
+/// whole queue, and reaches 100 % (Kmax) before 2 × XOFF, so for N ≥ 2 with equal shares ECN
+/// acts before PFC.
+pub const DEFAULT_ECN: EcnConfig =
+    EcnConfig { kmin_bytes: 12_500, kmax_bytes: 500_000, pmax_ppm: 200_000, class_mask: 0xFF };
+
+/// The switch's queue-depth trace in the experiments (real units; scaled like everything else):
+/// a sample when the depth moved by 8 KB or more (or reached or left 0), else at most one per
+/// 2 µs (the switch model's default, 1000 B / 4 µs, records every frame); at most 2^20 samples
+/// per trace.
+pub const DEPTH_TRACE: TraceConfig = TraceConfig { step_bytes: 8_000, interval_cycles: 500, max_samples: 1 << 20 };
 
 /// Default flow stagger, real µs.
 pub const DEFAULT_STAGGER_US: u64 = 100;
@@ -422,6 +440,12 @@ pub struct Summary {
     pub pfc_frames: u64,
     /// XOFF transitions (pauses started) at the switch.
     pub xoff: u64,
+    /// PFC frames sent by the switch during the steady-state window.
+    pub pfc_frames_steady: u64,
+    /// XOFF transitions during the steady-state window.
+    pub xoff_steady: u64,
+    /// Frames dropped during the steady-state window.
+    pub drops_steady: u64,
     /// Cycles senders spent paused (data class), summed over senders.
     pub paused_cycles: u64,
     /// Frames dropped by the switch.
@@ -460,13 +484,13 @@ impl Summary {
     /// Header of [`csv_row`](Self::csv_row).
     pub const CSV_HEADER: &'static str = "preset,n,cc,pfc,backend,scale,duration_us,cycles,steady_from_us,fairness,min_max_ratio,converge_us,converge_cycles,util,\
 peak_queue_kb_sim,peak_queue_kb,steady_queue_mean_kb_sim,steady_queue_mean_kb,steady_queue_max_kb_sim,steady_queue_max_kb,\
-pfc_frames,xoff,paused_us,drops,ecn_marked,cnps_sent,cnps_rx,base_rtt_cycles,bdp_kb_sim,kmin_kb_sim,kmax_kb_sim,flow_gbps";
+pfc_frames,xoff,pfc_frames_steady,xoff_steady,paused_us,drops,drops_steady,ecn_marked,cnps_sent,cnps_rx,base_rtt_cycles,bdp_kb_sim,kmin_kb_sim,kmax_kb_sim,flow_gbps";
     /// One line of `summary.csv` (KB = 1000 bytes; "_sim" = simulated, else × scale).
     pub fn csv_row(&self) -> String {
         let kb = |b: f64| b / 1000.0;
         let s = self.scale as f64;
         format!(
-            "{},{},{},{},{},{},{:.0},{},{:.0},{:.4},{:.4},{},{},{:.4},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{},{},{:.1},{},{},{},{},{},{:.1},{:.1},{:.1},{}",
+            "{},{},{},{},{},{},{:.0},{},{:.0},{:.4},{:.4},{},{},{:.4},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{:.1},{},{},{},{},{},{},{:.1},{:.1},{:.1},{}",
             self.preset,
             self.n,
             self.cc_str(),
@@ -489,8 +513,11 @@ pfc_frames,xoff,paused_us,drops,ecn_marked,cnps_sent,cnps_rx,base_rtt_cycles,bdp
             kb(self.steady_queue_max as f64 * s),
             self.pfc_frames,
             self.xoff,
+            self.pfc_frames_steady,
+            self.xoff_steady,
             self.paused_cycles as f64 * s / CLK_MHZ as f64,
             self.drops,
+            self.drops_steady,
             self.ecn_marked,
             self.cnps_sent,
             self.cnps_rx,
@@ -586,7 +613,7 @@ impl IncastResult {
         );
         let _ = writeln!(
             o,
-            "# summary: fairness={:.4} converge_us={} util={:.4} peak_queue_kb={:.1} steady_queue_mean_kb={:.1} steady_queue_max_kb={:.1} pfc_frames={} drops={} cnps={} steady_from_us={:.0}",
+            "# summary: fairness={:.4} converge_us={} util={:.4} peak_queue_kb={:.1} steady_queue_mean_kb={:.1} steady_queue_max_kb={:.1} pfc_frames={} (steady {}) drops={} (steady {}) cnps={} steady_from_us={:.0}",
             s.fairness,
             s.converge_us.map_or(String::from("not converged"), |v| format!("{v:.0}")),
             s.util,
@@ -594,7 +621,9 @@ impl IncastResult {
             s.real_kb(s.steady_queue_mean),
             s.real_kb(s.steady_queue_max as f64),
             s.pfc_frames,
+            s.pfc_frames_steady,
             s.drops,
+            s.drops_steady,
             s.cnps_sent,
             s.steady_from_us
         );
@@ -670,6 +699,20 @@ pub fn sender_ip(i: usize) -> u128 {
 /// IPv4 address of the receiver (10.0.2.1).
 pub const RECEIVER_IP: u128 = 0x0A00_0201;
 
+/// The CNP the receiver sends for flow i, as the engine sends it (`docs/dcqcn.md` §11): BTH
+/// opcode 0x81, BECN, DestQP = sender i's QP, P_Key 0xFFFF, PSN 0, 16 reserved bytes, DSCP
+/// `dscp` (`cnp_dscp`, 48 by default), ECT(0), untagged IPv4; 74 bytes without FCS.
+pub fn cnp_spec(flow: usize, dscp: u8) -> RoceSpec {
+    RoceSpec {
+        dscp,
+        ecn: ECN_ECT0,
+        psn: 0,
+        ip_src: RECEIVER_IP,
+        ip_dst: sender_ip(flow),
+        ..RoceSpec::cnp(sender_mac(flow), RECEIVER_MAC, SENDER_QPN_BASE + flow as u32)
+    }
+}
+
 /// A running incast experiment. [`Incast::run`] runs it to the end; [`Incast::step`] and
 /// [`Incast::switch`] let tests look inside.
 pub struct Incast {
@@ -695,6 +738,7 @@ pub struct Incast {
     steady_wire: u64,
     steady_qsum: u128,
     steady_qmax: u64,
+    at_steady: (u64, u64, u64),
     samples: Vec<Sample>,
     base_rtt: u64,
     last_start: u64,
@@ -730,6 +774,7 @@ impl Incast {
         base.ecn = cfg.ecn;
         base.seed = cfg.seed;
         base.pfc = cfg.pfc.then_some(cfg.pfc_cfg);
+        base.trace = DEPTH_TRACE;
         let mut swc = base.scaled(s as u64);
         let delay = (cfg.link_delay_ns * CLK_MHZ + 500 * s as u64) / (1000 * s as u64);
         let rate = LinkRate { rate_mbps: LINE_GBPS * 1000, clk_mhz: CLK_MHZ };
@@ -833,6 +878,15 @@ impl Incast {
         let nic = NicSpec { params, nqp: nqp_r, index: cfg.n, time_scale: s, max_frame: 74 };
         let rcv = ReceiverNic { cc: be.receiver(&nic)?, ce_in: VecDeque::new(), cnps_sent: 0 };
         let data_class = sw.class_of(&pkt::build_roce(&snd[0].spec).map_err(|e| format!("{e:?}"))?);
+        // CNPs must overtake data (strict priority: a higher class is served first).
+        let cnp = pkt::build_roce(&cnp_spec(0, params.cnp_dscp)).map_err(|e| format!("CNP: {e:?}"))?;
+        if sw.class_of(&cnp) <= data_class {
+            return Err(format!(
+                "CNP DSCP {} maps to class {}, not above the data class {data_class}",
+                params.cnp_dscp,
+                sw.class_of(&cnp)
+            ));
+        }
         let up = (0..=cfg.n).map(|_| Link::new(rate.rate_mbps, CLK_MHZ, delay)).collect();
         let down = (0..=cfg.n).map(|_| Link::new(0, CLK_MHZ, delay)).collect();
         // Base RTT: a data frame serialised by the sender, the delay, serialised by the switch, the
@@ -862,6 +916,7 @@ impl Incast {
             steady_wire: 0,
             steady_qsum: 0,
             steady_qmax: 0,
+            at_steady: (0, 0, 0),
             samples: Vec::new(),
             base_rtt,
             last_start,
@@ -898,6 +953,49 @@ impl Incast {
         self.snd[i].cc.rate(self.snd[i].qpn)
     }
 
+    /// The switch, mutable (e.g. to start a capture part way through a run).
+    pub fn switch_mut(&mut self) -> &mut Switch {
+        &mut self.sw
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &IncastConfig {
+        &self.cfg
+    }
+
+    /// Writes the bottleneck egress's queue-depth trace and the switch's buffer-use trace (see
+    /// [`DEPTH_TRACE`]) as CSV: `#` lines, then `series,cycle,time_us,bytes_sim,kb` with
+    /// `series` = `queue` (the bottleneck egress, all classes) or `buffer` (shared + headroom),
+    /// `time_us` real (cycle × s / 250), `kb` real (simulated bytes × s / 1000).
+    pub fn write_depth_csv(&self, path: &std::path::Path) -> std::io::Result<()> {
+        use std::io::Write;
+        let s = self.cfg.scale as f64;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+        let q = self.sw.depth_trace(self.cfg.n);
+        let b = self.sw.buffer_trace();
+        writeln!(
+            f,
+            "# switch depth trace: preset={} n={} cc={} pfc={} scale={} port={} (the bottleneck egress); a sample when the depth moved by >= {} B simulated or reached/left 0, else at most one per {} cycles; truncated: queue={} buffer={}",
+            self.cfg.preset,
+            self.cfg.n,
+            if self.cfg.cc_on { "on" } else { "off" },
+            if self.cfg.pfc { "on" } else { "off" },
+            self.cfg.scale,
+            self.cfg.n,
+            self.sw.config().trace.step_bytes,
+            self.sw.config().trace.interval_cycles,
+            q.truncated(),
+            b.truncated()
+        )?;
+        writeln!(f, "series,cycle,time_us,bytes_sim,kb")?;
+        for (name, t) in [("queue", q), ("buffer", b)] {
+            for &(c, v) in t.samples() {
+                writeln!(f, "{name},{c},{:.3},{v},{:.3}", c as f64 * s / CLK_MHZ as f64, v as f64 * s / 1000.0)?;
+            }
+        }
+        f.flush()
+    }
+
     /// The switch port of the receiver (the bottleneck egress).
     pub fn receiver_port(&self) -> usize {
         self.cfg.n
@@ -907,6 +1005,9 @@ impl Incast {
     pub fn step(&mut self) {
         let t = self.now;
         let n = self.cfg.n;
+        if t == self.steady_from {
+            self.at_steady = self.totals();
+        }
         // 1. NICs take the frames that arrived from the switch.
         for (i, sd) in self.snd.iter_mut().enumerate() {
             while let Some(f) = self.down[i].recv() {
@@ -968,14 +1069,7 @@ impl Incast {
         if let Some(q) = self.rcv.cc.step(ce) {
             if q >= RECEIVER_QPN_BASE && ((q - RECEIVER_QPN_BASE) as usize) < n {
                 let flow = (q - RECEIVER_QPN_BASE) as usize;
-                let spec = RoceSpec {
-                    dscp: self.params.cnp_dscp,
-                    ecn: ECN_NOT_ECT,
-                    ip_src: RECEIVER_IP,
-                    ip_dst: sender_ip(flow),
-                    ..RoceSpec::cnp(sender_mac(flow), RECEIVER_MAC, SENDER_QPN_BASE + flow as u32)
-                };
-                let f = pkt::build_roce(&spec).expect("CNP builds");
+                let f = pkt::build_roce(&cnp_spec(flow, self.params.cnp_dscp)).expect("CNP builds");
                 self.up[n].send(f);
                 self.rcv.cnps_sent += 1;
             }
@@ -1104,6 +1198,8 @@ impl Incast {
         let (lo, hi) = flow_gbps.iter().fold((f64::MAX, 0.0f64), |(l, h), &g| (l.min(g), h.max(g)));
         let min_max_ratio = if hi > 0.0 { lo / hi } else { 1.0 };
         let (pfc_frames, drops, xoff) = self.totals();
+        let (pfc0, drops0, xoff0) =
+            if self.now > self.steady_from { self.at_steady } else { (pfc_frames, drops, xoff) };
         let rp = self.cfg.n;
         let c = self.sw.counters(rp);
         let swc = self.sw.config().clone();
@@ -1128,6 +1224,9 @@ impl Incast {
             steady_queue_mean: self.steady_qsum as f64 / steady_cycles as f64,
             pfc_frames,
             xoff,
+            pfc_frames_steady: pfc_frames - pfc0,
+            xoff_steady: xoff - xoff0,
+            drops_steady: drops - drops0,
             paused_cycles: self.snd.iter().map(|x| x.paused_cycles).sum(),
             drops,
             ecn_marked: c.ecn_marked,

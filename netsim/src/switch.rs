@@ -314,6 +314,8 @@ enum Cur {
 #[derive(Debug, Clone)]
 struct Capture {
     snaplen: u32,
+    max_frames: usize,
+    missed: u64,
     recs: Vec<CapRecord>,
 }
 
@@ -442,7 +444,18 @@ impl Switch {
     /// Starts capturing frames of `port` in both directions (the first `snaplen` bytes of
     /// each, kept in memory until written).
     pub fn enable_capture(&mut self, port: usize, snaplen: u32) {
-        self.ports[port].cap = Some(Capture { snaplen: snaplen.max(1), recs: Vec::new() });
+        self.enable_capture_bounded(port, snaplen, usize::MAX);
+    }
+
+    /// [`enable_capture`](Self::enable_capture) that keeps at most `max_frames` frames (the
+    /// first ones); later frames are only counted ([`capture_missed`](Self::capture_missed)).
+    pub fn enable_capture_bounded(&mut self, port: usize, snaplen: u32, max_frames: usize) {
+        self.ports[port].cap = Some(Capture { snaplen: snaplen.max(1), max_frames, missed: 0, recs: Vec::new() });
+    }
+
+    /// Frames `port` did not capture because its capture was full.
+    pub fn capture_missed(&self, port: usize) -> u64 {
+        self.ports[port].cap.as_ref().map_or(0, |c| c.missed)
     }
 
     /// The frames captured on `port` so far.
@@ -460,6 +473,10 @@ impl Switch {
     fn capture(&mut self, port: usize, dir: Dir, frame: &[u8]) {
         let now = self.now;
         if let Some(c) = &mut self.ports[port].cap {
+            if c.recs.len() >= c.max_frames {
+                c.missed += 1;
+                return;
+            }
             let n = frame.len().min(c.snaplen as usize);
             c.recs.push(CapRecord { cycle: now, dir, orig_len: frame.len() as u32, data: frame[..n].to_vec() });
         }
