@@ -27,9 +27,9 @@ module hm_rc_engine
   parameter int NUM_MRS = 4096,
   // CQ table entries (power of two).
   parameter int NUM_CQS = 4096,
-  // QPs with a DCQCN reaction point and pacer entry (QPNs 0..CC_QPS-1; CNPs for higher QPNs
-  // are counted and ignored, and those QPs are never rate limited).
-  parameter int CC_QPS = 64,
+  // DCQCN rate limiters (reaction point and pacer entries): any QP gets one when a CNP
+  // arrives for it, at most CC_SLOTS QPs at a time (further CNPs are counted and ignored).
+  parameter int CC_SLOTS = 64,
   // Bytes per beat, staging words (derived).
   localparam int KEEP_WIDTH = DATA_WIDTH / 8,
   localparam int SW = int'(HM_CTL_STAGE_WORDS)
@@ -564,13 +564,37 @@ module hm_rc_engine
   logic [1:0]  rp_op_timer;
   logic        rp_op_flag, rp_cd, rp_td, rp_tm, rp_tf, rp_dbg_act, pc_dbg_lim;
   logic [109+3*32:0] rp_dbg_entry;
-  logic [$clog2(CC_QPS)-1:0] rp_dbg_scan;
+  logic [$clog2(CC_SLOTS)-1:0] rp_dbg_scan;
   logic [7:0]  rp_dbg_cc, rp_dbg_tc;
   logic [41:0] pc_dbg_tok;
   logic [31:0] pc_dbg_last, pc_dbg_rate;
   assign cc_alpha = hm_cc_alpha_t'(cc_regs[HM_CC_ALPHA]);
   assign cc_cut   = hm_cc_cut_t'(cc_regs[HM_CC_CUT]);
-  hm_dcqcn_rp #(.NUM_QPS(CC_QPS), .QPN_W(24), .TIME_W(32)) u_rp (
+  // QPN -> rate-limiter slot (docs/dcqcn.md section 11): allocated on a CNP, freed on release,
+  // detached when the QP is reset or destroyed (a QP write with state RESET)
+  localparam int CS_W = $clog2(CC_SLOTS);
+  logic            sl_cnp_valid, sl_tx_valid, sl_q_hit, sl_q_hit_q, sl_unmapped, sl_detach;
+  logic [CS_W-1:0] sl_cnp_slot, sl_tx_slot, sl_q_slot;
+  logic [15:0]     sl_tx_bytes;
+  logic [31:0]     st_sl_noslot, st_sl_bad, st_sl_allocs;
+  logic [CS_W:0]   sl_used;
+  hm_qp_ctx_t      qp_wr_ctx;
+  assign qp_wr_ctx = hm_qp_ctx_t'(cmd_data[$bits(hm_qp_ctx_t)-1:0]);
+  assign sl_detach = qp_go && qp_wr_ctx.state == HM_QPS_RESET;
+  hm_dcqcn_slots #(.NUM_SLOTS(CC_SLOTS), .QPN_W(24), .KEY_W($clog2(NUM_QPS))) u_slots (
+    .clk, .rst,
+    .s_cnp_valid(rcnp_valid && cc_ctrl.rp_enable), .s_cnp_qpn(rcnp_qpn),
+    .m_cnp_valid(sl_cnp_valid), .m_cnp_slot(sl_cnp_slot),
+    .s_tx_valid(txr_valid), .s_tx_qpn(24'(txr_qpn)), .s_tx_bytes(txr_bytes),
+    .m_tx_valid(sl_tx_valid), .m_tx_slot(sl_tx_slot), .m_tx_bytes(sl_tx_bytes),
+    .s_query_qpn(24'(rl_qpn)), .o_query_hit(sl_q_hit), .o_query_slot(sl_q_slot),
+    .s_detach_valid(sl_detach), .s_detach_qpn(24'(cmd.index)),
+    .i_op(rp_op), .i_op_slot(rp_op_qpn[CS_W-1:0]), .i_cnp_dropped(rp_cd),
+    .o_unmapped(sl_unmapped), .stat_no_slot(st_sl_noslot), .stat_bad_qpn(st_sl_bad),
+    .stat_allocs(st_sl_allocs), .o_used(sl_used)
+  );
+  always_ff @(posedge clk) sl_q_hit_q <= sl_q_hit;
+  hm_dcqcn_rp #(.NUM_QPS(CC_SLOTS), .QPN_W(24), .TIME_W(32)) u_rp (
     .clk, .rst,
     .cfg_clamp_tgt_rate(cc_ctrl.clamp_tgt_rate), .cfg_clamp_after_inc(cc_ctrl.clamp_after_inc),
     .cfg_inc_period(cc_regs[HM_CC_INC_PERIOD]), .cfg_alpha_period(cc_regs[HM_CC_ALPHA_PERIOD]),
@@ -580,8 +604,8 @@ module hm_rc_engine
     .cfg_min_rate(cc_regs[HM_CC_MIN_RATE]), .cfg_first_rate(cc_regs[HM_CC_FIRST_RATE]),
     .cfg_line_rate(cc_regs[HM_CC_LINE_RATE]), .cfg_gd(cc_cut.gd), .cfg_min_dec_q10(cc_cut.min_dec_q10),
     .cfg_g(cc_alpha.g), .cfg_initial_alpha(cc_alpha.initial_alpha),
-    .s_cnp_valid(rcnp_valid && cc_ctrl.rp_enable), .s_cnp_qpn(rcnp_qpn),
-    .s_tx_valid(txr_valid), .s_tx_qpn(24'(txr_qpn)), .s_tx_bytes(txr_bytes),
+    .s_cnp_valid(sl_cnp_valid), .s_cnp_qpn(24'(sl_cnp_slot)),
+    .s_tx_valid(sl_tx_valid), .s_tx_qpn(24'(sl_tx_slot)), .s_tx_bytes(sl_tx_bytes),
     .m_rate_valid(rl_upd), .m_rate_qpn(rl_upd_qpn), .m_rate(rl_rate), .m_rate_limited(rl_lim),
     .o_op(rp_op), .o_op_qpn(rp_op_qpn), .o_op_timer(rp_op_timer), .o_op_flag(rp_op_flag),
     .o_cnp_dropped(rp_cd), .o_tx_dropped(rp_td), .o_tx_merged(rp_tm), .o_tx_filtered(rp_tf),
@@ -592,16 +616,16 @@ module hm_rc_engine
     .dbg_qpn('0), .dbg_active(rp_dbg_act), .dbg_entry(rp_dbg_entry), .dbg_scan(rp_dbg_scan),
     .dbg_cnp_count(rp_dbg_cc), .dbg_tx_count(rp_dbg_tc)
   );
-  hm_dcqcn_pacer #(.NUM_QPS(CC_QPS), .QPN_W(16), .TIME_W(32)) u_pacer (
+  hm_dcqcn_pacer #(.NUM_QPS(CC_SLOTS), .QPN_W(16), .TIME_W(32)) u_pacer (
     .clk, .rst, .i_now(cc_now), .cfg_burst(cc_regs[HM_CC_BURST][20:0]),
     .cfg_line_rate(cc_regs[HM_CC_LINE_RATE]),
     .s_rate_valid(rl_upd), .s_rate_qpn(16'(rl_upd_qpn)), .s_rate(rl_rate), .s_rate_limited(rl_lim),
-    .s_query_qpn(rl_qpn), .o_query_ok(pacer_ok),
-    .s_sent_valid(txr_valid), .s_sent_qpn(txr_qpn), .s_sent_bytes(txr_bytes),
+    .s_query_qpn(16'(sl_q_slot)), .o_query_ok(pacer_ok),
+    .s_sent_valid(sl_tx_valid), .s_sent_qpn(16'(sl_tx_slot)), .s_sent_bytes(sl_tx_bytes),
     .dbg_qpn('0), .dbg_tokens(pc_dbg_tok), .dbg_last(pc_dbg_last), .dbg_rate(pc_dbg_rate),
     .dbg_limited(pc_dbg_lim)
   );
-  assign rl_hold = cc_ctrl.rp_enable && !pacer_ok;
+  assign rl_hold = cc_ctrl.rp_enable && sl_q_hit_q && !pacer_ok;
 
   hm_fifo #(.WIDTH($bits(hm_rjob_t)), .DEPTH(4)) u_cnpq (
     .clk, .rst, .s_data(cnp_cand_q), .s_valid(np_fire), .s_ready(cnp_room),
@@ -1010,7 +1034,7 @@ module hm_rc_engine
     counters[30]  = st_rp_cuts;
     counters[31]  = st_rp_act;
     counters[32]  = st_rp_rel;
-    counters[33]  = st_rp_bad;
+    counters[33]  = st_sl_noslot + st_sl_bad;
     counters[34]  = st_pfc_rx;
   end
 
@@ -1025,6 +1049,7 @@ module hm_rc_engine
                        cc_regs[HM_CC_BURST][31:21], cc_pfc.rsvd, st_rp_cnpdrop, st_rp_txdrop, st_rp_merged,
                        st_rp_incs, st_rp_skips, rp_op, rp_op_qpn, rp_op_timer, rp_op_flag, rp_cd, rp_td,
                        rp_tm, rp_tf, rp_dbg_act, rp_dbg_entry, rp_dbg_scan, rp_dbg_cc, rp_dbg_tc,
-                       pc_dbg_tok, pc_dbg_last, pc_dbg_rate, pc_dbg_lim, rl_upd_qpn[23:16]};
+                       pc_dbg_tok, pc_dbg_last, pc_dbg_rate, pc_dbg_lim, rl_upd_qpn[23:16],
+                       st_rp_bad, sl_unmapped, st_sl_allocs, sl_used, rp_op_qpn[23:CS_W], qp_wr_ctx};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

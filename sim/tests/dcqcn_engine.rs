@@ -166,6 +166,7 @@ fn cnp_template() -> HdrRecord {
 
 const CNT_RP_CUTS: u16 = 30;
 const CNT_RP_ACT: u16 = 31;
+const CNT_RP_REL: u16 = 32;
 const CNT_RP_BAD: u16 = 33;
 
 /// The CC registers come out of reset with NVIDIA's defaults converted for 250 MHz and
@@ -207,16 +208,16 @@ fn cc_register_reset_values_are_the_nvidia_defaults() {
     assert_eq!(rd(15), 328 << 16 | 0xFF << 8 | 1, "PFC honoured, every priority ECT, 1.28 cycles per 512-bit quantum");
 }
 
-/// Engine A WRITEs 192 KiB to the peer; a CNP for its QP arrives first. With
+/// Engine QP `qa` WRITEs 192 KiB to the peer; a CNP for QPN `cnp_qpn` arrives first. With
 /// `rate_to_set_on_first_cnp` at 10 bytes per cycle (and no increase for the run) the QP is
-/// paced at that rate; with rate limiting off it runs at full speed. Returns (bytes per cycle
-/// of A's WRITE frames after the first 32 KiB, cuts, activations).
-fn paced_write(rp_on: bool, cnp_qpn: u32) -> (f64, u32, u32) {
+/// paced at that rate when the CNP is its own; with rate limiting off it runs at full speed.
+/// Returns (bytes per cycle of the WRITE frames after the first 32 KiB, cuts, activations).
+fn paced_write(rp_on: bool, qa: u32, cnp_qpn: u32) -> (f64, u32, u32) {
     let mut b = RcBench::new(MemCfg { latency: 40, seed: 9, ..Default::default() }).unwrap();
     let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
     let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
     let cfg = QpConfig { pmtu: 4096, ..QpConfig::default() };
-    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    b.connect(qa, QB, cfg, cfg, 0).unwrap();
     let base = desc::HM_CTL_CC_BASE;
     let w = |b: &mut RcBench, i: u16, v: u32| assert!(b.a.eng.ctl_write(base + 4 * i, v).unwrap());
     let ctrl = desc::HM_CC_CTRL_RESET & !2 | u32::from(rp_on) << 1;
@@ -232,7 +233,7 @@ fn paced_write(rp_on: bool, cnp_qpn: u32) -> (f64, u32, u32) {
             SendOp::Write { remote_addr: B_BUF + k * 0x8000, rkey: mb.lkey },
             vec![Sge { addr: A_BUF + k * 0x8000, len: 0x8000, lkey: ma.lkey }],
         );
-        b.post_send(QA, &wr, k == 5).unwrap();
+        b.post_send(qa, &wr, k == 5).unwrap();
     }
     b.run(6, 2_000_000).expect("the WRITEs complete");
     let frames: Vec<(u64, usize)> = b
@@ -258,19 +259,88 @@ fn paced_write(rp_on: bool, cnp_qpn: u32) -> (f64, u32, u32) {
 
 #[test]
 fn a_cnp_paces_the_requester() {
-    let (limited, cuts, act) = paced_write(true, QA);
-    let (free, _, act_off) = paced_write(false, QA);
+    let (limited, cuts, act) = paced_write(true, QA, QA);
+    let (free, _, act_off) = paced_write(false, QA, QA);
     eprintln!("paced: {limited:.2} B/cycle (target 10), unpaced {free:.2} B/cycle");
     assert_eq!((act, cuts), (1, 0), "one activation, no cut (the first rate is set)");
     assert_eq!(act_off, 0, "rate limiting off: the CNP is not applied");
     assert!((limited - 10.0).abs() < 0.5, "paced at {limited:.2} B/cycle, want 10");
     assert!(free > 3.0 * limited, "unpaced {free:.2} B/cycle is not much faster than paced");
-    // a CNP for a QP beyond the rate-limited range is counted and changes nothing
+    // any QPN gets a rate limiter (slots are allocated on the first CNP) ...
+    let (high, _, act_high) = paced_write(true, 3000, 3000);
+    eprintln!("QP 3000 paced: {high:.2} B/cycle");
+    assert_eq!(act_high, 1);
+    assert!((high - 10.0).abs() < 0.5, "QP 3000 paced at {high:.2} B/cycle, want 10");
+    // ... and a CNP for another QP does not slow this one down
+    let (other, _, act_other) = paced_write(true, QA, 3000);
+    eprintln!("CNP for another QP: {other:.2} B/cycle");
+    assert_eq!(act_other, 1);
+    assert!(other > 3.0 * limited, "a CNP for QP 3000 slowed QP {QA} to {other:.2} B/cycle");
+    // a CNP for a QPN beyond the QP table is counted and changes nothing
     let mut b = RcBench::new(MemCfg::default()).unwrap();
-    let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: 100, ..cnp_template() };
+    let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: 5000, ..cnp_template() };
     b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
     b.run(0, 20_000).unwrap();
     assert_eq!((b.a.eng.counter(CNT_RP_BAD).unwrap(), b.a.eng.counter(CNT_RP_ACT).unwrap()), (1, 0));
+}
+
+/// Sends CNPs for `qpns` (one frame each) and runs until the wire is quiet.
+fn cnps_for(b: &mut RcBench, qpns: impl Iterator<Item = u32>) {
+    for q in qpns {
+        let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: q, ..cnp_template() };
+        b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
+    }
+    b.run(0, 200_000).unwrap();
+}
+
+/// The engine has 64 rate limiters: while 64 QPs are limited (first rate 10 B/cycle, no
+/// increase, so none recovers) a CNP for a 65th QP is counted (counter 33) and not applied; a
+/// further CNP for a limited QP still is. Resetting a limited QP (a QP write with state RESET)
+/// detaches its limiter: a CNP for that QPN no longer reaches it, and with every limiter still
+/// in use it is counted too.
+#[test]
+fn rate_limiter_slots_run_out_and_detach_on_qp_reset() {
+    let mut b = RcBench::new(MemCfg::default()).unwrap();
+    let base = desc::HM_CTL_CC_BASE;
+    let w = |b: &mut RcBench, i: u16, v: u32| assert!(b.a.eng.ctl_write(base + 4 * i, v).unwrap());
+    w(&mut b, 10, 10 << 20);
+    w(&mut b, 2, 1 << 30);
+    w(&mut b, 5, 0xFF_FFFF);
+    cnps_for(&mut b, 200..264);
+    let c = |b: &mut RcBench| (b.a.eng.counter(CNT_RP_ACT).unwrap(), b.a.eng.counter(CNT_RP_BAD).unwrap());
+    assert_eq!(c(&mut b), (64, 0), "64 QPs get a rate limiter");
+    cnps_for(&mut b, [300, 201, 263].into_iter());
+    assert_eq!(c(&mut b), (64, 1), "the 65th QP finds none; QPs 201 and 263 keep theirs");
+    assert_eq!(b.a.eng.counter(CNT_CNP_RX).unwrap(), 67);
+    // QP 201 is reset: its limiter is detached (and freed once it has recovered)
+    let words = [0u32; desc::CTX_WORDS];
+    let cmd = desc::encode_ctl_cmd(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, 0, 201).unwrap();
+    assert_eq!(b.a.eng.ctl_cmd(cmd, &words).unwrap(), desc::HM_CTL_ST_OK);
+    cnps_for(&mut b, [201].into_iter());
+    assert_eq!(c(&mut b), (64, 2), "a CNP for the reset QP 201 no longer reaches its old limiter");
+}
+
+/// Limiters are freed when the reaction point releases them: with the first rate at the
+/// maximum and initial alpha 0 a QP is released at the scan's next visit, so 200 CNPs for
+/// 200 different QPs all find a limiter, one after the other.
+#[test]
+fn released_rate_limiters_are_reused() {
+    let mut b = RcBench::new(MemCfg::default()).unwrap();
+    let base = desc::HM_CTL_CC_BASE;
+    let max = b.a.eng.ctl_read(base + 4 * 6).unwrap().0;
+    assert!(b.a.eng.ctl_write(base + 4 * 10, max).unwrap());
+    let alpha = b.a.eng.ctl_read(base + 4 * 12).unwrap().0;
+    assert!(b.a.eng.ctl_write(base + 4 * 12, alpha & 0xFFFF).unwrap());
+    for k in 0..4u32 {
+        cnps_for(&mut b, (1000 + 50 * k..1050 + 50 * k).into_iter());
+    }
+    let (act, bad, rel) = (
+        b.a.eng.counter(CNT_RP_ACT).unwrap(),
+        b.a.eng.counter(CNT_RP_BAD).unwrap(),
+        b.a.eng.counter(CNT_RP_REL).unwrap(),
+    );
+    eprintln!("200 CNPs: {act} activations, {rel} releases, {bad} without a limiter");
+    assert_eq!((act, rel, bad), (200, 200, 0));
 }
 
 const CNT_PFC_RX: u16 = 34;
@@ -352,5 +422,68 @@ fn ecn_capable_per_priority() {
         let ecn: Vec<u8> = b.wire.iter().filter(|(_, e, _)| *e).filter_map(|(_, _, f)| decode(f)).map(|(r, _)| r.ecn).collect();
         assert!(!ecn.is_empty());
         assert!(ecn.iter().all(|&e| e == want), "mask {mask:#x} (data priority 3): ECN {ecn:?}, want {want}");
+    }
+}
+
+/// No rate limiter leaks: a flood of CNPs for random QPNs (repeats, QPNs beyond the table)
+/// with QP resets racing them, under registers that release a limiter soon after its first
+/// CNP (first rate = maximum, initial alpha 0); afterwards every activation has been released,
+/// only the out-of-table CNPs were refused, and 64 new QPs held at a low rate still find all 64
+/// limiters free (a 65th does not).
+#[test]
+fn no_rate_limiter_leaks_under_random_cnps_and_resets() {
+    for seed in [1u64, 2, 3] {
+        let mut b = RcBench::new(MemCfg::default()).unwrap();
+        let base = desc::HM_CTL_CC_BASE;
+        let max = b.a.eng.ctl_read(base + 4 * 6).unwrap().0;
+        let alpha = b.a.eng.ctl_read(base + 4 * 12).unwrap().0;
+        assert!(b.a.eng.ctl_write(base + 4 * 10, max).unwrap());
+        assert!(b.a.eng.ctl_write(base + 4 * 12, alpha & 0xFFFF).unwrap());
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut beyond = 0u32;
+        let mut sent = 0u32;
+        for _round in 0..6 {
+            for _ in 0..80 {
+                let q = match rnd() % 10 {
+                    0 => {
+                        beyond += 1;
+                        4096 + (rnd() % 1000) as u32
+                    }
+                    1..=4 => 100 + (rnd() % 8) as u32, // a few hot QPs
+                    _ => (rnd() % 4096) as u32,
+                };
+                let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: q, ..cnp_template() };
+                b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
+                sent += 1;
+            }
+            // resets of hot QPs while the CNPs are arriving
+            for k in 0..3 {
+                let q = 100 + ((rnd() + k) % 8) as u16;
+                let cmd = desc::encode_ctl_cmd(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, 0, q).unwrap();
+                assert_eq!(b.a.eng.ctl_cmd(cmd, &[0u32; desc::CTX_WORDS]).unwrap(), desc::HM_CTL_ST_OK);
+            }
+        }
+        b.run(0, 2_000_000).unwrap();
+        let cnt = |b: &mut RcBench, i| b.a.eng.counter(i).unwrap();
+        let (act, rel, bad) = (cnt(&mut b, CNT_RP_ACT), cnt(&mut b, CNT_RP_REL), cnt(&mut b, CNT_RP_BAD));
+        eprintln!("seed {seed}: {sent} CNPs ({beyond} beyond the table): {act} activations, {rel} releases, {bad} refused");
+        assert_eq!(cnt(&mut b, CNT_CNP_RX), sent);
+        assert_eq!(bad, beyond, "only CNPs beyond the QP table are refused");
+        assert_eq!(act, rel, "every limiter was released");
+        assert!(act > 64, "more QPs were limited over the run than there are limiters");
+        // now hold 64 fresh QPs: every limiter must be free
+        assert!(b.a.eng.ctl_write(base + 4 * 10, 10 << 20).unwrap());
+        assert!(b.a.eng.ctl_write(base + 4 * 2, 1 << 30).unwrap());
+        assert!(b.a.eng.ctl_write(base + 4 * 5, 0xFF_FFFF).unwrap());
+        cnps_for(&mut b, 3000..3064);
+        assert_eq!((cnt(&mut b, CNT_RP_ACT), cnt(&mut b, CNT_RP_BAD)), (act + 64, bad), "64 limiters free");
+        cnps_for(&mut b, [3064].into_iter());
+        assert_eq!(cnt(&mut b, CNT_RP_BAD), bad + 1, "and no more");
     }
 }
