@@ -11,8 +11,9 @@
 //   * CNP for QPN q (s_cnp_*): q >= 2^KEY_W -> not applied (o_unmapped, stat_bad_qpn); a slot
 //     attached to q -> forwarded with that slot; else the lowest unused slot is allocated
 //     (attached to q) and the CNP forwarded with it; no unused slot -> not applied
-//     (o_unmapped, stat_no_slot). A CNP for the QPN detached in the same cycle counts as
-//     arriving first: it is applied, and a slot allocated for it is detached at once.
+//     (o_unmapped, stat_no_slot; a slot being freed in this cycle is not yet unused). A CNP
+//     for the QPN detached in the same cycle counts as arriving first: it is applied, and a
+//     slot allocated for it is detached at once (it paces nothing and is freed on release).
 //     Forwarding is combinational (m_cnp_*, into the reaction point's CNP FIFO).
 //   * bytes report (s_tx_*): forwarded with the QP's slot (combinational: m_tx_*); dropped
 //     when the QP has no slot (it is not rate limited: nothing to count).
@@ -20,7 +21,9 @@
 //     without a slot is not rate limited.
 //   * detach (s_detach_*, the QP was reset or destroyed): a slot attached to that QPN is
 //     detached: no further CNPs, bytes or queries reach it, so a new QP with that QPN starts
-//     unlimited; the slot stays used until the reaction point releases it.
+//     unlimited; the slot stays used until the reaction point releases it. A CNP still in
+//     flight from the peer for the old connection (or for a QPN without a QP) takes a slot
+//     like any other; the map does not know which QPs are live.
 //   * reaction point feedback (i_op*, i_cnp_dropped, one cycle after the operation): first CNP
 //     -> active, pend - 1; CNP -> pend - 1; release -> not active; dropped -> pend - 1 for the
 //     slot of the previous cycle's forwarded CNP.
@@ -141,7 +144,7 @@ module hm_dcqcn_slots #(
 
   // ---- detach
   logic [SW:0] d_l;
-  assign d_l = lookup(s_detach_qpn);
+  always_comb d_l = lookup(s_detach_qpn);
 
   // ---- slot state
   logic [SW:0] used_cnt;
@@ -152,12 +155,14 @@ module hm_dcqcn_slots #(
 
   always_ff @(posedge clk) begin
     for (int s = 0; s < NUM_SLOTS; s++) begin
-      logic       inc, dec, act_d, used_d, att_d;
+      logic       inc, dec_op, dec_drop, act_d, used_d, att_d;
       logic [2:0] pend_d;
-      inc    = c_fwd && c_slot == SW'(s);
-      dec    = ((i_op == OP_FIRST || i_op == OP_CNP) && i_op_slot == SW'(s)) ||
-               (i_cnp_dropped && fwd_q && fwd_slot_q == SW'(s));
-      pend_d = pend_q[s] + {2'd0, inc} - {2'd0, dec};
+      inc      = c_fwd && c_slot == SW'(s);
+      dec_op   = (i_op == OP_FIRST || i_op == OP_CNP) && i_op_slot == SW'(s);
+      dec_drop = i_cnp_dropped && fwd_q && fwd_slot_q == SW'(s);
+      // never both today (the RP's CNP FIFO does not fill while it pops every cycle); counted
+      // right if they ever are
+      pend_d   = pend_q[s] + {2'd0, inc} - {1'b0, dec_op && dec_drop, dec_op ^ dec_drop};
       act_d  = (act_q[s] || (i_op == OP_FIRST && i_op_slot == SW'(s))) &&
                !(i_op == OP_RELEASE && i_op_slot == SW'(s));
       att_d  = (att_q[s] && !(s_detach_valid && d_l[SW] && d_l[SW-1:0] == SW'(s))) ||

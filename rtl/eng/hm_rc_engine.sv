@@ -580,7 +580,8 @@ module hm_rc_engine
   logic [CS_W:0]   sl_used;
   hm_qp_ctx_t      qp_wr_ctx;
   assign qp_wr_ctx = hm_qp_ctx_t'(cmd_data[$bits(hm_qp_ctx_t)-1:0]);
-  assign sl_detach = qp_go && qp_wr_ctx.state == HM_QPS_RESET;
+  // once per QP write: qp_go can stay high for many cycles (until every block took the write)
+  assign sl_detach = cmd_valid && cmd_ready && is_wr && qp_cmd && in_range && qp_wr_ctx.state == HM_QPS_RESET;
   hm_dcqcn_slots #(.NUM_SLOTS(CC_SLOTS), .QPN_W(24), .KEY_W($clog2(NUM_QPS))) u_slots (
     .clk, .rst,
     .s_cnp_valid(rcnp_valid && cc_ctrl.rp_enable), .s_cnp_qpn(rcnp_qpn),
@@ -593,7 +594,7 @@ module hm_rc_engine
     .o_unmapped(sl_unmapped), .stat_no_slot(st_sl_noslot), .stat_bad_qpn(st_sl_bad),
     .stat_allocs(st_sl_allocs), .o_used(sl_used)
   );
-  always_ff @(posedge clk) sl_q_hit_q <= sl_q_hit;
+  always_ff @(posedge clk) sl_q_hit_q <= sl_q_hit && !rst;
   hm_dcqcn_rp #(.NUM_QPS(CC_SLOTS), .QPN_W(24), .TIME_W(32)) u_rp (
     .clk, .rst,
     .cfg_clamp_tgt_rate(cc_ctrl.clamp_tgt_rate), .cfg_clamp_after_inc(cc_ctrl.clamp_after_inc),
