@@ -276,6 +276,8 @@ fn a_cnp_paces_the_requester() {
     eprintln!("CNP for another QP: {other:.2} B/cycle");
     assert_eq!(act_other, 1);
     assert!(other > 3.0 * limited, "a CNP for QP 3000 slowed QP {QA} to {other:.2} B/cycle");
+    // no bubbles for an unthrottled QP: as fast with rate limiting on as with it off
+    assert!((other - free).abs() < 0.01, "unthrottled QP: {other:.2} B/cycle with rate limiting on, {free:.2} off");
     // a CNP for a QPN beyond the QP table is counted and changes nothing
     let mut b = RcBench::new(MemCfg::default()).unwrap();
     let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: 5000, ..cnp_template() };

@@ -14,11 +14,12 @@ fn model(interval: u16) -> Np {
     Np::with_now(&p, NpCfg { nqp: NP_QPS, time_bits: NP_TIME_BITS }, NP_NOW_INIT)
 }
 
-/// Runs both on `events` ((CE QPN or none, cnp_full) per clock); returns the CNPs per QP.
-fn run(interval: u16, events: &[(Option<u8>, bool)]) -> Result<Vec<u32>, TestCaseError> {
+/// Runs both on `events` ((CE QPN or none, cnp_full) per clock); returns, per QP, the clocks
+/// of the CE packets that produced a CNP.
+fn run(interval: u16, events: &[(Option<u8>, bool)]) -> Result<Vec<Vec<usize>>, TestCaseError> {
     let mut m = model(interval);
     let mut r = NpSim::new(interval);
-    let mut cnps = vec![0u32; 256];
+    let mut cnps = vec![Vec::new(); 256];
     let mut prev = None;
     for (t, &(ce, full)) in events.iter().chain(std::iter::once(&(None, false))).enumerate() {
         let now_before = m.now();
@@ -28,7 +29,7 @@ fn run(interval: u16, events: &[(Option<u8>, bool)]) -> Result<Vec<u32>, TestCas
             prop_assert_eq!(o.cnp_valid != 0, mo.cnp.is_some(), "clock {}: CNP valid", t - 1);
             if let Some(q) = mo.cnp {
                 prop_assert_eq!(u32::from(o.cnp_qpn), q, "clock {}: CNP QPN", t - 1);
-                cnps[q as usize] += 1;
+                cnps[q as usize].push(t - 1);
             }
             prop_assert_eq!(o.suppressed != 0, mo.suppressed, "clock {}: suppressed", t - 1);
             prop_assert_eq!(o.blocked != 0, mo.blocked, "clock {}: blocked", t - 1);
@@ -69,18 +70,22 @@ proptest! {
 }
 
 /// A flood of CE packets for three QPs (every clock, round robin) with a 100-cycle interval:
-/// each QP gets its first CNP at once and then exactly one per 100 cycles.
+/// each QP gets its first CNP at once and then exactly one per interval: QP q sees CE packets
+/// on clocks q, q+3, ..., so every CNP after the first comes exactly 102 clocks after the
+/// previous one (the first CE packet at least 100 clocks later). One QP flooded on every
+/// clock gets its CNPs exactly 100 clocks apart.
 #[test]
 fn np_flood_one_cnp_per_interval() {
     let n = 3000usize;
     let ev: Vec<(Option<u8>, bool)> = (0..n).map(|i| (Some((i % 3) as u8), false)).collect();
     let cnps = run(100, &ev).expect("RTL matches the model");
-    for (q, &c) in cnps.iter().enumerate().take(3) {
-        // QP q sees CE packets on clocks q, q+3, ...; the interval is not a multiple of 3, so
-        // each CNP comes on the first CE packet at least 100 clocks after the previous one
-        let expect = (n - q).div_ceil(102) as u32;
-        assert!(c == expect || c == expect + 1, "QP {q}: {c} CNPs in {n} clocks, want about {expect}");
-        assert!(c >= (n as u32) / 102 && c <= (n as u32) / 100 + 1, "QP {q}: {c} CNPs");
+    for (q, times) in cnps.iter().enumerate().take(3) {
+        let want: Vec<usize> = (q..n).step_by(102).collect();
+        assert_eq!(times, &want, "QP {q}: CNPs at clocks {times:?}");
     }
-    assert!(cnps[3..].iter().all(|&c| c == 0));
+    assert!(cnps[3..].iter().all(|t| t.is_empty()));
+    let ev: Vec<(Option<u8>, bool)> = (0..n).map(|_| (Some(7), false)).collect();
+    let cnps = run(100, &ev).expect("RTL matches the model");
+    assert_eq!(cnps[7], (0..n).step_by(100).collect::<Vec<_>>(), "one QP, CE every clock");
+    eprintln!("flood of {n} clocks: 3 QPs, {} CNPs each, 102 clocks apart; one QP: {} CNPs, 100 clocks apart", (n - 1) / 102 + 1, cnps[7].len());
 }
