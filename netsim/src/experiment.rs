@@ -40,13 +40,14 @@ options (lists are comma separated):
                       multiplied by the scale: frames are not compressed, see docs)
   --kmin-kb K, --kmax-kb K, --pmax-pct P
                       ECN marking at the switch, real KB and percent (default 12.5, 500, 20)
-  --pcap DIR          write the bottleneck port's capture (data to the receiver, CNPs from
-                      it; first 128 bytes of each frame; timestamps in simulated time) to
-                      DIR/<run>_p<N>.pcapng
+  --pcap DIR          write switch port captures (both directions; first 128 bytes of each
+                      frame; timestamps in simulated time) to DIR/<run>_p<N>.pcapng
+  --pcap-ports P      which ports --pcap captures: bottleneck (the receiver's port: data to
+                      it, CNPs from it; default), all, or a list such as 0,1,4
   --pcap-frames K     frames kept per capture, the first from --pcap-from-us on (default 100000)
   --pcap-from-us T    start capturing at real time T                (default 0)
-  --depth-csv DIR     write the switch's depth trace of the bottleneck egress and the buffer
-                      to DIR/<run>_depth.csv (real µs and KB)
+  --depth-csv DIR     write the switch's depth traces (the bottleneck egress, every egress
+                      port, the buffer) to DIR/<run>_depth.csv (real µs and KB)
   --quiet             no per-run progress lines
 ";
 
@@ -77,6 +78,8 @@ struct Opts {
     pcap_frames: usize,
     pcap_from_us: u64,
     depth: Option<PathBuf>,
+    /// `--pcap-ports`: None = the bottleneck, Some(empty) = all, else these ports
+    pcap_ports: Option<Vec<usize>>,
 }
 
 fn on_off(s: &str) -> Result<bool, String> {
@@ -128,6 +131,7 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         pcap_frames: DEFAULT_PCAP_FRAMES,
         pcap_from_us: 0,
         depth: None,
+        pcap_ports: None,
     };
     let mut it = args.iter();
     match it.next().map(String::as_str) {
@@ -215,6 +219,20 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             }
             "--pcap-from-us" => o.pcap_from_us = num(&val()?)?,
             "--depth-csv" => o.depth = Some(PathBuf::from(val()?)),
+            "--pcap-ports" => {
+                let v = val()?;
+                o.pcap_ports = match v.as_str() {
+                    "bottleneck" => None,
+                    "all" => Some(Vec::new()),
+                    _ => {
+                        let mut l = Vec::new();
+                        for p in v.split(',') {
+                            l.push(num::<usize>(p).map_err(|_| format!("--pcap-ports: bad port {p:?} (bottleneck, all or a list like 0,1,4)"))?);
+                        }
+                        Some(l)
+                    }
+                }
+            }
             _ => return Err(format!("unknown option {a:?}")),
         }
     }
@@ -287,19 +305,33 @@ fn run_one(
     stem: &str,
 ) -> Result<incast::IncastResult, String> {
     let mut inc = Incast::new(cfg, backend)?;
-    let port = inc.receiver_port();
+    let nports = inc.switch().ports();
+    let ports: Vec<usize> = match &o.pcap_ports {
+        None => vec![inc.receiver_port()],
+        Some(l) if l.is_empty() => (0..nports).collect(),
+        Some(l) => {
+            if let Some(&bad) = l.iter().find(|&&p| p >= nports) {
+                return Err(format!("--pcap-ports: port {bad} does not exist (this run's switch has ports 0..{})", nports - 1));
+            }
+            l.clone()
+        }
+    };
     let s = inc.config().scale as u64;
     let from = (o.pcap_from_us * incast::CLK_MHZ + s / 2) / s;
     while inc.now() < inc.end() {
         if o.pcap.is_some() && inc.now() == from {
-            inc.switch_mut().enable_capture_bounded(port, PCAP_SNAPLEN, o.pcap_frames);
+            for &p in &ports {
+                inc.switch_mut().enable_capture_bounded(p, PCAP_SNAPLEN, o.pcap_frames);
+            }
         }
         inc.step();
     }
     if let Some(dir) = &o.pcap {
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let path = dir.join(format!("{stem}_p{port}.pcapng"));
-        inc.switch().write_pcap(port, &path).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        for &p in &ports {
+            let path = dir.join(format!("{stem}_p{p}.pcapng"));
+            inc.switch().write_pcap(p, &path).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        }
     }
     if let Some(dir) = &o.depth {
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;

@@ -36,7 +36,7 @@
 //! See `docs/experiments.md` for the definitions of the reported figures.
 
 use crate::pkt::{self, RoceSpec, ECN_CE, ECN_ECT0, OPCODE_CNP};
-use crate::{pfc_headroom_bytes, EcnConfig, Link, LinkRate, PfcConfig, Switch, SwitchConfig, TraceConfig, WireFormat};
+use crate::{pfc_headroom_bytes, DepthTrace, EcnConfig, Link, LinkRate, PfcConfig, Switch, SwitchConfig, TraceConfig, WireFormat};
 use hematite_model::dcqcn::{
     HwParams, Np, NpCfg, NpIn, Pacer, PacerCfg, Rp, RpCfg, RpIn, CC_PARAMS, NVIDIA_DEFAULTS, PAPER, RATE_FRAC,
 };
@@ -965,7 +965,8 @@ impl Incast {
 
     /// Writes the bottleneck egress's queue-depth trace and the switch's buffer-use trace (see
     /// [`DEPTH_TRACE`]) as CSV: `#` lines, then `series,cycle,time_us,bytes_sim,kb` with
-    /// `series` = `queue` (the bottleneck egress, all classes) or `buffer` (shared + headroom),
+    /// `series` = `queue` (the bottleneck egress, all classes), `p<i>` (egress port i, every
+    /// port including the bottleneck's) or `buffer` (shared + headroom),
     /// `time_us` real (cycle × s / 250), `kb` real (simulated bytes × s / 1000).
     pub fn write_depth_csv(&self, path: &std::path::Path) -> std::io::Result<()> {
         use std::io::Write;
@@ -988,7 +989,12 @@ impl Incast {
             b.truncated()
         )?;
         writeln!(f, "series,cycle,time_us,bytes_sim,kb")?;
-        for (name, t) in [("queue", q), ("buffer", b)] {
+        let mut series: Vec<(String, &DepthTrace)> = vec![("queue".into(), q)];
+        for p in 0..self.sw.ports() {
+            series.push((format!("p{p}"), self.sw.depth_trace(p)));
+        }
+        series.push(("buffer".into(), b));
+        for (name, t) in series {
             for &(c, v) in t.samples() {
                 writeln!(f, "{name},{c},{:.3},{v},{:.3}", c as f64 * s / CLK_MHZ as f64, v as f64 * s / 1000.0)?;
             }

@@ -426,6 +426,31 @@ fn cli() {
     assert!(depth.lines().any(|l| l == "series,cycle,time_us,bytes_sim,kb"));
     assert!(depth.lines().filter(|l| l.starts_with("queue,")).count() > 10);
     assert!(depth.lines().any(|l| l.starts_with("buffer,")));
+    // every egress port has its own series (ports 0, 1: the senders; 2: the receiver)
+    for p in 0..3 {
+        assert!(depth.lines().any(|l| l.starts_with(&format!("p{p},"))), "no depth series for port {p}");
+    }
+    assert!(depth.lines().filter(|l| l.starts_with("p2,")).count() > 10);
+    // every port's capture: the senders' ports carry their data frames and the CNPs to them
+    let pc_all = dir.join("pcap_all");
+    let mut args = a(&["dcqcn", "--n", "2", "--preset", "nvidia", "--cc", "on", "--duration-us", "2000", "--pcap-frames", "50"]);
+    args.extend(a(&["--pcap", pc_all.to_str().unwrap(), "--pcap-ports", "all", "--out", d, "--quiet"]));
+    assert_eq!(cli_main(&args, &[]), 0);
+    for p in 0..3 {
+        let f = pc_all.join(format!("dcqcn_nvidia_n2_on_p{p}.pcapng"));
+        assert!(std::fs::metadata(&f).map(|m| m.len() > 1000).unwrap_or(false), "{} missing or empty", f.display());
+    }
+    let pc_list = dir.join("pcap_list");
+    let mut args = a(&["dcqcn", "--n", "2", "--preset", "nvidia", "--cc", "on", "--duration-us", "500"]);
+    args.extend(a(&["--pcap", pc_list.to_str().unwrap(), "--pcap-ports", "0", "--out", d, "--quiet"]));
+    assert_eq!(cli_main(&args, &[]), 0);
+    assert!(pc_list.join("dcqcn_nvidia_n2_on_p0.pcapng").exists());
+    assert!(!pc_list.join("dcqcn_nvidia_n2_on_p2.pcapng").exists());
+    // a port the switch does not have, or a malformed list, is an error
+    let mut args = a(&["dcqcn", "--n", "2", "--preset", "nvidia", "--cc", "on", "--duration-us", "500"]);
+    args.extend(a(&["--pcap", pc_list.to_str().unwrap(), "--pcap-ports", "0,7", "--out", d, "--quiet"]));
+    assert_ne!(cli_main(&args, &[]), 0);
+    assert_eq!(cli_main(&a(&["dcqcn", "--pcap-ports", "x"]), &[]), 2);
     assert_eq!(cli_main(&a(&["dcqcn", "--pcap-frames", "0"]), &[]), 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
