@@ -19,6 +19,6 @@ pub mod lock;
 pub mod nic;
 /// BAR0 register map, generated from `rtl/pkg/hm_regs_pkg.sv` (via hematite-model).
 pub use hematite_model::regs;
-pub use nic::Nic;
+pub use nic::{CcPreset, Nic};
 /// The firmware's mailbox command set (opcodes, header words), from the firmware crate.
 pub use hematite_firmware::mbox as fwcmd;

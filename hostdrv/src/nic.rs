@@ -689,6 +689,23 @@ impl Drop for Nic {
     }
 }
 
+/// DCQCN parameter sets ([`Nic::set_cc_preset`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CcPreset {
+    /// NVIDIA's published defaults (the engine's reset values).
+    Nvidia,
+    /// The DCQCN paper's parameters (docs/dcqcn.md).
+    Paper,
+}
+
+fn cc_index(name: &str) -> Result<usize> {
+    use hematite_model::dcqcn::CC_NAMES;
+    CC_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .ok_or_else(|| Error::InvalidArgument(format!("no DCQCN parameter {name:?} (known: {})", CC_NAMES.join(", "))))
+}
+
 impl Nic {
     /// Opens `dev` with the default options.
     pub fn open(dev: Box<dyn Device>) -> Result<Nic> {
@@ -840,6 +857,33 @@ impl Nic {
         a.push(mask);
         a.extend_from_slice(values);
         self.sh.cmd(mbox::OP_SET_CC_PARAMS, &a).map(|_| ())
+    }
+
+    /// Loads a whole DCQCN parameter set ([`CcPreset`]) with one SET_CC_PARAMS.
+    pub fn set_cc_preset(&self, preset: CcPreset) -> Result<()> {
+        use hematite_model::dcqcn::{CC_PARAMS, NVIDIA_DEFAULTS, PAPER};
+        let v = match preset {
+            CcPreset::Nvidia => NVIDIA_DEFAULTS,
+            CcPreset::Paper => PAPER,
+        };
+        self.set_cc_params((1u32 << CC_PARAMS) - 1, &v)
+    }
+
+    /// One DCQCN parameter by its firmware name (`rpg_time_reset`, `min_time_between_cnps`,
+    /// ...; [`hematite_model::dcqcn::CC_NAMES`], units as there).
+    pub fn cc_param(&self, name: &str) -> Result<u32> {
+        let i = cc_index(name)?;
+        let v = self.cc_params()?;
+        v.get(i).copied().ok_or_else(|| Error::Device(format!("GET_CC_PARAMS answered {} words", v.len())))
+    }
+
+    /// Sets one DCQCN parameter by its firmware name; an out-of-range value is refused by the
+    /// firmware (BAD_PARAM) and changes nothing.
+    pub fn set_cc_param(&self, name: &str, value: u32) -> Result<()> {
+        let i = cc_index(name)?;
+        let mut v = [0u32; 19];
+        v[i] = value;
+        self.set_cc_params(1 << i, &v)
     }
 
     /// Sets GID table entry `index` (and the MAC the port sends from).

@@ -63,6 +63,16 @@ fn every_verb_and_bad_arguments() {
     v[4] = 40; // rpg_threshold > 31
     assert_eq!(fw_status(&a.nic.set_cc_params(1 << 16 | 1 << 4, &v).unwrap_err()), Some(3), "BAD_PARAM");
     assert_eq!(a.nic.cc_params().unwrap()[4], 1);
+    // presets and parameters by name
+    a.nic.set_cc_preset(hostdrv::CcPreset::Paper).unwrap();
+    assert_eq!(a.nic.cc_params().unwrap(), hematite_model::dcqcn::PAPER.to_vec());
+    assert_eq!(a.nic.cc_param("rpg_byte_reset").unwrap(), 10_000_000);
+    a.nic.set_cc_param("min_time_between_cnps", 20).unwrap();
+    assert_eq!(a.nic.cc_param("min_time_between_cnps").unwrap(), 20);
+    assert!(matches!(a.nic.set_cc_param("no_such_param", 1), Err(hostdrv::Error::InvalidArgument(_))));
+    assert_eq!(fw_status(&a.nic.set_cc_param("rpg_threshold", 32).unwrap_err()), Some(3), "BAD_PARAM");
+    a.nic.set_cc_preset(hostdrv::CcPreset::Nvidia).unwrap();
+    assert_eq!(a.nic.cc_params().unwrap(), hematite_model::dcqcn::NVIDIA_DEFAULTS.to_vec());
 
     // PD / MR / CQ lifecycle
     let pd = a.nic.alloc_pd().unwrap();
