@@ -15,7 +15,7 @@ const WIDTHS: [u32; 2] = [256, 512];
 /// (prefix, top module, file under sim/hw or "" for an rtl/ module, widths): the Verilated
 /// models.
 /// Width 0: a block without a DATA_WIDTH parameter.
-const MODELS: [(&str, &str, &str, &[u32]); 7] = [
+const MODELS: [(&str, &str, &str, &[u32]); 8] = [
     ("Vpkt", "hm_sim_pkt_top", "hm_sim_pkt_top.sv", &WIDTHS),
     ("Vdma", "hm_sim_dma_top", "hm_sim_dma_top.sv", &WIDTHS),
     ("Vcsr", "hm_csr", "", &[512]),
@@ -23,6 +23,7 @@ const MODELS: [(&str, &str, &str, &[u32]); 7] = [
     ("Vrc", "hm_sim_nic_top", "hm_sim_nic_top.sv", &[512]),
     ("Vnp", "hm_sim_np_top", "hm_sim_np_top.sv", &[0]),
     ("Vcc", "hm_sim_cc_top", "hm_sim_cc_top.sv", &[0]),
+    ("Vslots", "hm_sim_slots_top", "hm_sim_slots_top.sv", &[0]),
 ];
 
 /// picorv32.v: build/ext/picorv32.v (copied there by ./hematite deps), else the installed
@@ -212,6 +213,7 @@ fn main() {
     println!("cargo:rerun-if-changed=csrc/eng_shim.cpp");
     println!("cargo:rerun-if-changed=csrc/np_shim.cpp");
     println!("cargo:rerun-if-changed=csrc/cc_shim.cpp");
+    println!("cargo:rerun-if-changed=csrc/slots_shim.cpp");
     println!("cargo:rerun-if-changed=build.rs");
 
     let pkg = fs::read_to_string(root.join("rtl/pkg/hm_pkg.sv")).expect("read hm_pkg.sv");
@@ -243,7 +245,7 @@ fn main() {
 
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
     let mut build = cc::Build::new();
-    build.cpp(true).file("csrc/shim.cpp").file("csrc/dma_shim.cpp").file("csrc/csr_shim.cpp").file("csrc/mr_shim.cpp").file("csrc/eng_shim.cpp").file("csrc/np_shim.cpp").file("csrc/cc_shim.cpp").flag_if_supported("-std=c++17").opt_level(2);
+    build.cpp(true).file("csrc/shim.cpp").file("csrc/dma_shim.cpp").file("csrc/csr_shim.cpp").file("csrc/mr_shim.cpp").file("csrc/eng_shim.cpp").file("csrc/np_shim.cpp").file("csrc/cc_shim.cpp").file("csrc/slots_shim.cpp").flag_if_supported("-std=c++17").opt_level(2);
     build.include(format!("{vroot}/include")).include(format!("{vroot}/include/vltstd"));
     build.warnings(false);
     for (prefix, topname, file, widths) in MODELS {

@@ -36,6 +36,7 @@
 pub mod build;
 pub mod capture;
 pub mod dcqcn;
+pub mod dcqcn_slots;
 pub mod desc;
 pub mod icrc;
 pub mod opcode;

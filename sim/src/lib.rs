@@ -21,6 +21,7 @@ pub mod mr;
 pub mod np;
 pub mod cc;
 pub mod ccexp;
+pub mod slots;
 
 pub use hematite_model::record::{DropReason, HdrRecord};
 pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};
