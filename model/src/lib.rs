@@ -14,6 +14,7 @@
 //!   `proptest`) provides random valid TX inputs for property tests.
 //! * [`dcqcn`] is the cycle-level DCQCN specification: notification point, reaction point and
 //!   transmit pacer, with the conversion of the firmware's CC parameters to hardware units.
+//!   [`dcqcn_slots`] is the engine's rate-limiter slot map (any QPN to one of the RP's entries).
 //! * [`desc`] holds the host descriptor and context formats, generated at build time from
 //!   `rtl/pkg/hm_desc_pkg.sv`, with typed encoders and decoders.
 //!
