@@ -881,7 +881,7 @@ impl Nic {
     /// firmware (BAD_PARAM) and changes nothing.
     pub fn set_cc_param(&self, name: &str, value: u32) -> Result<()> {
         let i = cc_index(name)?;
-        let mut v = [0u32; 19];
+        let mut v = [0u32; hematite_model::dcqcn::CC_PARAMS];
         v[i] = value;
         self.set_cc_params(1 << i, &v)
     }

@@ -116,6 +116,21 @@ pub struct HmCcOut {
     pub np_blocked: u8,
 }
 
+/// The RTL's `o_op` code and `o_op_qpn` of a reaction-point operation (the inverse of
+/// [`HmCcOut::op`] for the code and the QPN).
+pub fn rp_op_code(op: &RpOp) -> (u8, u32) {
+    match *op {
+        RpOp::Idle => (0, 0),
+        RpOp::FirstCnp { qpn } => (1, qpn),
+        RpOp::Cnp { qpn } => (2, qpn),
+        RpOp::Bytes { qpn, .. } => (3, qpn),
+        RpOp::BytesStale { qpn } => (4, qpn),
+        RpOp::Timer { qpn, .. } => (5, qpn),
+        RpOp::Release { qpn } => (6, qpn),
+        RpOp::Visit { qpn } => (7, qpn),
+    }
+}
+
 impl HmCcOut {
     /// The operation the reaction point applied in the previous clock.
     pub fn op(&self) -> RpOp {

@@ -208,6 +208,28 @@ fn cc_register_reset_values_are_the_nvidia_defaults() {
     assert_eq!(rd(15), 328 << 16 | 0xFF << 8 | 1, "PFC honoured, every priority ECT, 1.28 cycles per 512-bit quantum");
 }
 
+/// Writes CC register `i`.
+fn cc_write(b: &mut RcBench, i: u16, v: u32) {
+    assert!(b.a.eng.ctl_write(desc::HM_CTL_CC_BASE + 4 * i, v).unwrap());
+}
+
+/// A QP that gets a CNP is held at 10 B/cycle for the rest of the run: first rate 10 B/cycle,
+/// no timer increase, no byte-counter increase.
+fn hold_at_10(b: &mut RcBench) {
+    cc_write(b, 10, 10 << 20);
+    cc_write(b, 2, 1 << 30);
+    cc_write(b, 5, 0xFF_FFFF);
+}
+
+/// A QP that gets a CNP recovers at once: first rate = maximum, initial alpha 0 (released at
+/// the scan's next visit).
+fn recover_at_once(b: &mut RcBench) {
+    let max = b.a.eng.ctl_read(desc::HM_CTL_CC_BASE + 4 * 6).unwrap().0;
+    let alpha = b.a.eng.ctl_read(desc::HM_CTL_CC_BASE + 4 * 12).unwrap().0;
+    cc_write(b, 10, max);
+    cc_write(b, 12, alpha & 0xFFFF);
+}
+
 /// Engine QP `qa` WRITEs 192 KiB to the peer; a CNP for QPN `cnp_qpn` arrives first. With
 /// `rate_to_set_on_first_cnp` at 10 bytes per cycle (and no increase for the run) the QP is
 /// paced at that rate when the CNP is its own; with rate limiting off it runs at full speed.
@@ -218,13 +240,8 @@ fn paced_write(rp_on: bool, qa: u32, cnp_qpn: u32) -> (f64, u32, u32) {
     let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
     let cfg = QpConfig { pmtu: 4096, ..QpConfig::default() };
     b.connect(qa, QB, cfg, cfg, 0).unwrap();
-    let base = desc::HM_CTL_CC_BASE;
-    let w = |b: &mut RcBench, i: u16, v: u32| assert!(b.a.eng.ctl_write(base + 4 * i, v).unwrap());
-    let ctrl = desc::HM_CC_CTRL_RESET & !2 | u32::from(rp_on) << 1;
-    w(&mut b, 0, ctrl);
-    w(&mut b, 10, 10 << 20); // first rate: 10 B/cycle
-    w(&mut b, 2, 1 << 30); // no timer increase during the run
-    w(&mut b, 5, 0xFF_FFFF); // nor byte-counter increase
+    cc_write(&mut b, 0, desc::HM_CC_CTRL_RESET & !2 | u32::from(rp_on) << 1);
+    hold_at_10(&mut b);
     let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: cnp_qpn, ..cnp_template() };
     b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
     for k in 0..6u64 {
@@ -303,11 +320,7 @@ fn cnps_for(b: &mut RcBench, qpns: impl Iterator<Item = u32>) {
 #[test]
 fn rate_limiter_slots_run_out_and_detach_on_qp_reset() {
     let mut b = RcBench::new(MemCfg::default()).unwrap();
-    let base = desc::HM_CTL_CC_BASE;
-    let w = |b: &mut RcBench, i: u16, v: u32| assert!(b.a.eng.ctl_write(base + 4 * i, v).unwrap());
-    w(&mut b, 10, 10 << 20);
-    w(&mut b, 2, 1 << 30);
-    w(&mut b, 5, 0xFF_FFFF);
+    hold_at_10(&mut b);
     cnps_for(&mut b, 200..264);
     let c = |b: &mut RcBench| (b.a.eng.counter(CNT_RP_ACT).unwrap(), b.a.eng.counter(CNT_RP_BAD).unwrap());
     assert_eq!(c(&mut b), (64, 0), "64 QPs get a rate limiter");
@@ -328,11 +341,7 @@ fn rate_limiter_slots_run_out_and_detach_on_qp_reset() {
 #[test]
 fn released_rate_limiters_are_reused() {
     let mut b = RcBench::new(MemCfg::default()).unwrap();
-    let base = desc::HM_CTL_CC_BASE;
-    let max = b.a.eng.ctl_read(base + 4 * 6).unwrap().0;
-    assert!(b.a.eng.ctl_write(base + 4 * 10, max).unwrap());
-    let alpha = b.a.eng.ctl_read(base + 4 * 12).unwrap().0;
-    assert!(b.a.eng.ctl_write(base + 4 * 12, alpha & 0xFFFF).unwrap());
+    recover_at_once(&mut b);
     for k in 0..4u32 {
         cnps_for(&mut b, (1000 + 50 * k..1050 + 50 * k).into_iter());
     }
@@ -436,11 +445,7 @@ fn ecn_capable_per_priority() {
 fn no_rate_limiter_leaks_under_random_cnps_and_resets() {
     for seed in [1u64, 2, 3] {
         let mut b = RcBench::new(MemCfg::default()).unwrap();
-        let base = desc::HM_CTL_CC_BASE;
-        let max = b.a.eng.ctl_read(base + 4 * 6).unwrap().0;
-        let alpha = b.a.eng.ctl_read(base + 4 * 12).unwrap().0;
-        assert!(b.a.eng.ctl_write(base + 4 * 10, max).unwrap());
-        assert!(b.a.eng.ctl_write(base + 4 * 12, alpha & 0xFFFF).unwrap());
+        recover_at_once(&mut b);
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         let mut rnd = move || {
             x ^= x << 13;
@@ -480,9 +485,7 @@ fn no_rate_limiter_leaks_under_random_cnps_and_resets() {
         assert_eq!(act, rel, "every limiter was released");
         assert!(act > 64, "more QPs were limited over the run than there are limiters");
         // now hold 64 fresh QPs: every limiter must be free
-        assert!(b.a.eng.ctl_write(base + 4 * 10, 10 << 20).unwrap());
-        assert!(b.a.eng.ctl_write(base + 4 * 2, 1 << 30).unwrap());
-        assert!(b.a.eng.ctl_write(base + 4 * 5, 0xFF_FFFF).unwrap());
+        hold_at_10(&mut b);
         cnps_for(&mut b, 3000..3064);
         assert_eq!((cnt(&mut b, CNT_RP_ACT), cnt(&mut b, CNT_RP_BAD)), (act + 64, bad), "64 limiters free");
         cnps_for(&mut b, [3064].into_iter());

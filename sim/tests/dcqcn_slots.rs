@@ -9,8 +9,9 @@
 //! QPs recover within a few thousand clocks of their last CNP churn through the slots; runs
 //! with NVIDIA's defaults hold them and exhaust the pool. At the end of a churning run every
 //! slot is free again (no leak).
-use hematite_model::dcqcn::{HwParams, Rp, RpCfg, RpIn, RpOp, NVIDIA_DEFAULTS};
+use hematite_model::dcqcn::{HwParams, Rp, RpCfg, RpIn, NVIDIA_DEFAULTS};
 use hematite_model::dcqcn_slots::{Slots, SlotsCfg, SlotsFeedback, SlotsIn};
+use hematite_sim::cc::rp_op_code;
 use hematite_sim::slots::{HmSlotsIn, SlotsSim, SLOTS_KEY_BITS, SLOTS_N};
 use proptest::prelude::*;
 
@@ -22,20 +23,6 @@ struct Clk {
     detach: Option<u8>,
     /// the RP's CNP FIFO refuses this clock's CNP
     refuse: bool,
-}
-
-fn op_code(op: &RpOp) -> (u8, u8) {
-    let s = |q: &u32| *q as u8;
-    match op {
-        RpOp::Idle => (0, 0),
-        RpOp::FirstCnp { qpn } => (1, s(qpn)),
-        RpOp::Cnp { qpn } => (2, s(qpn)),
-        RpOp::Bytes { qpn, .. } => (3, s(qpn)),
-        RpOp::BytesStale { qpn } => (4, s(qpn)),
-        RpOp::Timer { qpn, .. } => (5, s(qpn)),
-        RpOp::Release { qpn } => (6, s(qpn)),
-        RpOp::Visit { qpn } => (7, s(qpn)),
-    }
 }
 
 /// Runs both maps on `clocks`; returns the model's final counters (allocations, no slot, bad
@@ -64,7 +51,7 @@ fn run(quick: bool, clocks: &[Clk]) -> Result<(u32, u32, u32, u32), TestCaseErro
             query: u32::from(c.query),
             detach: c.detach.map(u32::from),
         };
-        let (op, op_slot) = op_code(&fb.op);
+        let (op, op_slot) = rp_op_code(&fb.op);
         let o = r.tick(&HmSlotsIn {
             tx_bytes: c.tx.map_or(0, |x| x.1),
             rst: 0,
@@ -76,7 +63,7 @@ fn run(quick: bool, clocks: &[Clk]) -> Result<(u32, u32, u32, u32), TestCaseErro
             detach_valid: c.detach.is_some() as u8,
             detach_qpn: c.detach.unwrap_or(0),
             op,
-            op_slot,
+            op_slot: op_slot as u8,
             cnp_dropped: fb.cnp_dropped as u8,
         });
         let mo = m.step(&inp, &fb);
