@@ -409,7 +409,7 @@ pub fn check_provider(found: &Result<PathBuf, String>) -> Check {
 pub fn check_ibv_devices(env: &[(String, OsString)], expected: &[String]) -> Check {
     const N: &str = "ibv_devices";
     let Some(exe) = crate::locate::which("ibv_devices".as_ref(), std::env::var_os("PATH").as_deref()) else {
-        return Check::ok(N, "skipped: ibv_devices is not installed (apt-get install ibverbs-utils)");
+        return Check::fail(N, "ibv_devices is not installed, so the device list cannot be checked (apt-get install ibverbs-utils)");
     };
     let mut c = Command::new(&exe);
     for (k, v) in env {

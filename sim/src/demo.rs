@@ -235,25 +235,52 @@ pub enum Kind {
     Read,
 }
 
+/// The bytes of message `i` of a transfer: distinct for every message, kind and size, so that
+/// a message landing in the wrong place, twice, or not at all is seen by its own check.
+fn message_data(kind: Kind, size: usize, i: usize) -> Vec<u8> {
+    pattern((i as u64).wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (size as u64 * 31 + kind as u64), size)
+}
+
 /// Moves `count` messages of `size` bytes from a to b (SEND / WRITE) or b to a (READ, posted
 /// by a), verifies the bytes, and measures. Layout of each MR: source area at 0, destination
-/// area at half.
+/// area at half, each cut into `slots` buffers of `size` bytes.
+///
+/// Every message carries its own data (`message_data`) and is checked on its own: once its
+/// completions are in (the requester's; for SEND also the receiver's), its destination buffer
+/// must hold exactly its bytes. A buffer is reused for message `i + slots` only after message
+/// `i` was checked, so no message can hide behind a later one.
 pub fn transfer(a: &Side, b: &Side, kind: Kind, size: usize, count: usize, progress: bool) -> Result<OpResult, String> {
     let half = a.mr.len() as usize / 2;
     let slots = (half / size.max(1)).clamp(1, 64);
     let limit = Duration::from_secs(300);
+    let name = match kind {
+        Kind::Send => "SEND",
+        Kind::Write => "RDMA WRITE",
+        Kind::Read => "RDMA READ",
+    };
     // the bytes: a's source area for SEND/WRITE, b's source area for READ
     let (src, dst) = match kind {
         Kind::Send | Kind::Write => (a, b),
         Kind::Read => (b, a),
     };
-    let data = pattern(size as u64 * 31 + kind as u64, size * slots);
-    src.mr.buf().unwrap().write(0, &data).map_err(e2s)?;
-    dst.mr.buf().unwrap().write(half, &vec![0u8; size * slots]).map_err(e2s)?;
+    let (sbuf, dbuf) = (src.mr.buf().unwrap(), dst.mr.buf().unwrap());
+    dbuf.write(half, &vec![0u8; size * slots]).map_err(e2s)?;
     let nq = a.qps.len();
+    let slot_off = |i: usize| (i % slots) * size;
+    // message i: its data into its source buffer, its destination buffer cleared
+    let stage = |i: usize, data: &[u8]| -> Result<(), String> {
+        sbuf.write(slot_off(i), data).map_err(e2s)?;
+        dbuf.write(half + slot_off(i), &vec![0u8; size]).map_err(e2s)
+    };
+    let check = |i: usize, data: &[u8]| -> Result<(), String> {
+        let got = dbuf.to_vec(half + slot_off(i), size).map_err(e2s)?;
+        match got.iter().zip(data).position(|(x, y)| x != y) {
+            None => Ok(()),
+            Some(at) => Err(format!("{name}: message {i} (buffer {}) differs at byte {at} of {size}", i % slots)),
+        }
+    };
     let wr_for = |i: usize| -> SendWr {
-        let slot = i % slots;
-        let off = (slot * size) as u64;
+        let off = slot_off(i) as u64;
         match kind {
             Kind::Send => SendWr::new(i as u64, SendOp::Send, vec![a.mr.sge(off, size as u32)]),
             Kind::Write => SendWr::new(i as u64, SendOp::Write { remote_addr: b.mr.addr() + half as u64 + off, rkey: b.mr.rkey() }, vec![a.mr.sge(off, size as u32)]),
@@ -265,7 +292,7 @@ pub fn transfer(a: &Side, b: &Side, kind: Kind, size: usize, count: usize, progr
         for q in 0..nq {
             let wrs: Vec<RecvWr> = (from..from + n)
                 .filter(|i| i % nq == q)
-                .map(|i| RecvWr { wr_id: i as u64, sgl: vec![b.mr.sge((half + (i % slots) * size) as u64, size as u32)] })
+                .map(|i| RecvWr { wr_id: i as u64, sgl: vec![b.mr.sge((half + slot_off(i)) as u64, size as u32)] })
                 .collect();
             if !wrs.is_empty() {
                 b.nic.post_recv(&b.qps[q], &wrs).map_err(e2s)?;
@@ -273,7 +300,9 @@ pub fn transfer(a: &Side, b: &Side, kind: Kind, size: usize, count: usize, progr
         }
         Ok(())
     };
-    // latency: one message alone
+    // latency: one message alone (its own data, checked, not counted below)
+    let lat_data = message_data(kind, size, usize::MAX);
+    stage(0, &lat_data)?;
     if kind == Kind::Send {
         post_recvs(0, 1)?;
     }
@@ -286,17 +315,38 @@ pub fn transfer(a: &Side, b: &Side, kind: Kind, size: usize, count: usize, progr
     }
     let lat_wall = t0.elapsed();
     let lat_cycles = cycles(&a.dev)? - c0;
-    // throughput: count messages, at most `slots` in flight (each in its own buffer slot)
+    check(0, &lat_data).map_err(|e| format!("{e} (the latency message)"))?;
+    // throughput: count messages, at most `slots` in flight (each in its own buffer)
+    let want = match kind {
+        Kind::Send => WcOpcode::Send,
+        Kind::Write => WcOpcode::RdmaWrite,
+        Kind::Read => WcOpcode::RdmaRead,
+    };
+    let mut data: Vec<Option<Vec<u8>>> = vec![None; slots];
+    let mut req_done = vec![false; count];
+    let mut rcv_done = vec![kind != Kind::Send; count];
+    let mut checked = vec![false; count];
     let c0 = cycles(&a.dev)?;
     let t0 = Instant::now();
     let mut posted = 0usize;
     let mut done = 0usize;
-    let mut recvd = 0usize;
     let mut recv_posted = 0usize;
+    let mut recvd = 0usize;
+    let mut nchecked = 0usize;
     let mut last_print = Instant::now();
-    while done < count {
+    // checks message i once all its completions are in
+    let try_check = |i: usize, req_done: &[bool], rcv_done: &[bool], checked: &mut [bool], data: &[Option<Vec<u8>>]| -> Result<bool, String> {
+        if checked[i] || !req_done[i] || !rcv_done[i] {
+            return Ok(false);
+        }
+        check(i, data[i % slots].as_deref().expect("staged"))?;
+        checked[i] = true;
+        Ok(true)
+    };
+    while nchecked < count {
         if kind == Kind::Send {
-            // keep receives ahead of the sends (the RQ holds 128 per QP)
+            // keep receives ahead of the sends (the RQ holds 128 per QP); a receive only names
+            // a buffer, nothing lands in it before its SEND, which waits for the buffer's check
             let n = (count - recv_posted).min(recvd + 100 * nq - recv_posted);
             if n > 0 {
                 post_recvs(recv_posted, n)?;
@@ -304,7 +354,13 @@ pub fn transfer(a: &Side, b: &Side, kind: Kind, size: usize, count: usize, progr
             }
         }
         let mut batch: Vec<Vec<SendWr>> = vec![Vec::new(); nq];
-        while posted < count && posted - done < slots && (kind != Kind::Send || posted < recv_posted) {
+        while posted < count
+            && (posted < slots || checked[posted - slots])
+            && (kind != Kind::Send || posted < recv_posted)
+        {
+            let d = message_data(kind, size, posted);
+            stage(posted, &d)?;
+            data[posted % slots] = Some(d);
             batch[posted % nq].push(wr_for(posted));
             posted += 1;
         }
@@ -313,54 +369,74 @@ pub fn transfer(a: &Side, b: &Side, kind: Kind, size: usize, count: usize, progr
                 a.nic.post_send(&a.qps[q], wrs).map_err(e2s)?;
             }
         }
-        let got = drain(&a.nic, &a.cq, 1, limit)?;
-        let mut got = got;
+        let mut got = if done < posted { drain(&a.nic, &a.cq, 1, limit)? } else { Vec::new() };
         got.extend(a.nic.poll_cq(&a.cq, slots).map_err(e2s)?);
+        let mut touched: Vec<usize> = Vec::new();
         for c in &got {
-            let want = match kind {
-                Kind::Send => WcOpcode::Send,
-                Kind::Write => WcOpcode::RdmaWrite,
-                Kind::Read => WcOpcode::RdmaRead,
-            };
-            if c.opcode != want {
-                return Err(format!("completion opcode {:?}, expected {want:?}", c.opcode));
+            if c.status != WcStatus::Success || c.opcode != want {
+                return Err(format!("completion {c:?}, expected a successful {want:?}"));
             }
+            let i = c.wr_id as usize;
+            if i >= posted || req_done[i] {
+                return Err(format!("{name}: completion for message {i}, which is not outstanding"));
+            }
+            req_done[i] = true;
+            touched.push(i);
         }
         done += got.len();
         if kind == Kind::Send {
-            // receive completions on b
+            // receive completions on b, one per message, in order per QP
             let r = b.nic.poll_cq(&b.cq, 1024).map_err(e2s)?;
             for c in &r {
-                if c.status != WcStatus::Success || c.byte_len as usize != size {
+                let i = c.wr_id as usize;
+                if c.status != WcStatus::Success || c.byte_len as usize != size || i >= posted || rcv_done[i] {
                     return Err(format!("receive completion {c:?}"));
+                }
+                rcv_done[i] = true;
+                touched.push(i);
+            }
+            recvd += r.len();
+        }
+        for i in touched {
+            if try_check(i, &req_done, &rcv_done, &mut checked, &data)? {
+                nchecked += 1;
+            }
+        }
+        if kind == Kind::Send && done == posted && nchecked < posted {
+            // every send completed; their receive completions may trail: wait for one
+            let r = drain(&b.nic, &b.cq, 1, limit)?;
+            for c in &r {
+                let i = c.wr_id as usize;
+                if c.byte_len as usize != size || i >= posted || rcv_done[i] {
+                    return Err(format!("receive completion {c:?}"));
+                }
+                rcv_done[i] = true;
+                if try_check(i, &req_done, &rcv_done, &mut checked, &data)? {
+                    nchecked += 1;
                 }
             }
             recvd += r.len();
         }
         if progress && last_print.elapsed() > Duration::from_secs(2) {
-            eprintln!("  {kind:?}: {done}/{count} messages");
+            eprintln!("  {kind:?}: {done}/{count} messages, {nchecked} checked");
             last_print = Instant::now();
         }
     }
     let wall = t0.elapsed();
     let cyc = cycles(&a.dev)? - c0;
-    // drain what is left of b's receive completions
+    // nothing more may arrive: no stray completion on either side
     if kind == Kind::Send {
         let t = Instant::now();
-        while b.nic.poll_cq(&b.cq, 1024).map_err(e2s)?.len() > 0 || t.elapsed() < Duration::from_millis(50) {}
+        while t.elapsed() < Duration::from_millis(50) {
+            if let Some(c) = b.nic.poll_cq(&b.cq, 16).map_err(e2s)?.first() {
+                return Err(format!("{name}: receive completion beyond the {count} messages: {c:?}"));
+            }
+        }
     }
-    // verify: the destination area holds the source bytes of the last message of each slot
-    let got = dst.mr.buf().unwrap().to_vec(half, size * slots.min(count)).map_err(e2s)?;
-    let verified = got == data[..size * slots.min(count)];
+    let verified = nchecked == count && recvd == if kind == Kind::Send { count } else { 0 };
     if !verified {
-        let at = got.iter().zip(&data).position(|(x, y)| x != y).unwrap_or(0);
-        return Err(format!("{kind:?}: data mismatch at byte {at} of the destination"));
+        return Err(format!("{name}: {nchecked} of {count} messages checked, {recvd} receive completions"));
     }
-    let name = match kind {
-        Kind::Send => "SEND",
-        Kind::Write => "RDMA WRITE",
-        Kind::Read => "RDMA READ",
-    };
     Ok(OpResult { name, messages: count, bytes: (size * count) as u64, cycles: cyc, lat_cycles, wall, lat_wall, verified })
 }
 

@@ -137,13 +137,18 @@ fn two_engines_lossless_with_pcap() {
     let pcap = dir.join("engine_duo.pcap");
     u.d.write_pcap(&pcap).unwrap();
     assert!(u.d.wire.len() > 50, "a real exchange: {} frames", u.d.wire.len());
-    // every frame decodes in tshark as RoCEv2 (UDP 4791 -> InfiniBand BTH), when tshark exists
-    if let Ok(out) = std::process::Command::new("tshark").args(["-r"]).arg(&pcap).args(["-T", "fields", "-e", "infiniband.bth.opcode"]).output() {
-        let text = String::from_utf8_lossy(&out.stdout);
-        let decoded = text.lines().filter(|l| !l.trim().is_empty()).count();
-        assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(decoded, u.d.wire.len(), "tshark decoded {decoded} of {} frames as InfiniBand", u.d.wire.len());
-    }
+    // every frame decodes in tshark as RoCEv2 (UDP 4791 -> InfiniBand BTH); the test command
+    // installs tshark, and its absence is a failure, not a pass
+    let out = std::process::Command::new("tshark")
+        .args(["-r"])
+        .arg(&pcap)
+        .args(["-T", "fields", "-e", "infiniband.bth.opcode"])
+        .output()
+        .unwrap_or_else(|e| panic!("tshark cannot run ({e}): apt-get install tshark (./hematite test installs it)"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let decoded = text.lines().filter(|l| !l.trim().is_empty()).count();
+    assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(decoded, u.d.wire.len(), "tshark decoded {decoded} of {} frames as InfiniBand", u.d.wire.len());
 }
 
 #[test]
