@@ -10,7 +10,7 @@
 # `<Arc<T> as Device>::write32` call: a message on the device socket here, a single MMIO store
 # on hardware). Two modes: one WR per ibv_post_send and one completion per ibv_poll_cq
 # ("single"), and chains of 16 WRs / up to 16 completions per call ("chain").
-# Targets (issue 6): <= 150 instructions per post_send, <= 100 per polled completion.
+# Ceilings: see the end of this script; exceeding one fails the run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -56,9 +56,19 @@ for mode in single chain; do
     done
 done
 echo
+# Ceilings, asserted (the run fails when one is exceeded). Chained mode: the issue-6 targets
+# (150 / 100) or the figures of 2026-12-01 (105 / 82) + 10 %, whichever is lower. Single mode
+# has not reached the issue-6 targets (182 / 141 on 2026-12-01, docs/verbs-provider.md): its
+# ceilings are those figures + 10 %, a guard against regressions, not a target met.
+declare -A CEIL=([post_send.chain]=115 [poll_cq.chain]=90 [post_send.single]=200 [poll_cq.single]=155)
+rc=0
 for mode in single chain; do
-    p=${IR[post_send.$mode]}; q=${IR[poll_cq.$mode]}
-    printf '%-6s post_send %4d instr (target 150: %s, %.2fx), polled completion %4d instr (target 100: %s, %.2fx)\n' "$mode" \
-        "$p" "$([ "$p" -le 150 ] && echo met || echo missed)" "$(awk -v x="$p" 'BEGIN{print x/150}')" \
-        "$q" "$([ "$q" -le 100 ] && echo met || echo missed)" "$(awk -v x="$q" 'BEGIN{print x/100}')"
+    for op in post_send poll_cq; do
+        v=${IR[$op.$mode]}; c=${CEIL[$op.$mode]}
+        if [ "$v" -le "$c" ]; then verdict=ok; else verdict=EXCEEDED; rc=1; fi
+        printf '%-6s %-9s %4d instr per %-10s ceiling %4d: %s\n' "$mode" "$op" "$v" \
+            "$([ "$op" = poll_cq ] && echo completion || echo WR)" "$c" "$verdict"
+    done
 done
+[ "$rc" = 0 ] && echo "bench-verbs: every ceiling held" || echo "bench-verbs: a ceiling was exceeded"
+exit "$rc"
