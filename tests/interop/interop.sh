@@ -12,17 +12,18 @@
 #   --only     comma-separated scenario names (see the matrix; `_req` / `_resp` suffixes)
 #   --keep     leave the VM running at the end (its control socket is printed)
 #
-# The guest image (kernel + initramfs with rdma_rxe, rdma-core, perftest) is built and cached by
-# the project's reference tool (../shared/tools/rxe-peer/run-rxe-peers.sh build); this script adds
-# our own verbs program (hm_imm_inv) to it as a second cpio archive and boots it itself, with:
+# The guest image (Debian 12 kernel + initramfs with rdma_rxe, rdma-core, perftest) is built from
+# Debian packages and cached by tests/interop/vm/build-guest.sh (under $RXE_VM_STATE, default
+# /tmp/hematite-rxe-vm); this script adds our own verbs program (hm_imm_inv) to it as a second
+# cpio archive and boots it itself, with:
 #   eth0  the RoCE link: a qemu `-netdev dgram` on AF_UNIX sockets, joined to Hematite's NIC 0
 #         (hematite-run --link), which writes a pcap of every frame in both directions;
 #   eth1  an isolated management NIC (qemu user net, restrict=on) with two forwards for the
 #         QP exchange: host 127.0.0.1:$PORT -> guest :18515 (Hematite is the TCP client) and
 #         guest 10.0.2.100:18515 -> host 127.0.0.1:$PORT+1 (Hematite is the TCP server);
-#   ttyS1 a command channel (the reference tool's vmctl.py).
+#   ttyS1 a command channel (tests/interop/vm/vmctl.py; the guest's side is tests/interop/vm/init).
 # A fresh NIC (and pcap) per scenario. Checks per scenario: both sides' exit status, the ICRC of
-# every RoCE frame on the link (the reference tool's independent roce_icrc.py), and the PSN and
+# every RoCE frame on the link (the independent checker tests/tools/roce_icrc.py), and the PSN and
 # opcode sequence of every frame Hematite sent (tests/interop/roce_seq.py); rxe's frames are
 # run through the same sequence checker for information (its verdict is in the matrix, not in
 # pass/fail: rxe is the reference here), which also counts rxe's retransmissions.
@@ -40,10 +41,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 case "$PROFILE" in release) TDIR=target/release ;; *) TDIR=target/debug ;; esac
-SHARED="${HEMATITE_SHARED:-$ROOT/../shared}"
-TOOL="$SHARED/tools/rxe-peer"
-[ -f "$TOOL/run-rxe-peers.sh" ] || { echo "interop: $TOOL/run-rxe-peers.sh not found (set HEMATITE_SHARED)"; exit 1; }
 HERE="$ROOT/tests/interop"
+ICRC="$ROOT/tests/tools/roce_icrc.py"
+[ -f "$ICRC" ] || { echo "interop: $ICRC not found"; exit 1; }
 HPORT="${INTEROP_PORT:-47120}"; RPORT=$((HPORT + 1))
 T_START=$SECONDS
 
@@ -59,11 +59,12 @@ export HEMATITE_FW="$ROOT/build/fw/firmware.hex"
 [ -f "$HEMATITE_FW" ] || { echo "interop: $HEMATITE_FW missing (./hematite fw)"; exit 1; }
 
 # ---------------------------------------------------------------- the rxe VM
-VMSTATE="${RXE_STATE:-/tmp/hematite-rxe}"
-echo "== guest image (reference tool, cached under $VMSTATE; the first run downloads the guest packages)"
-STATE="$VMSTATE" bash "$TOOL/run-rxe-peers.sh" build > "$OUT/logs/vm-build.log" 2>&1 ||
+VMSTATE="${RXE_VM_STATE:-/tmp/hematite-rxe-vm}"
+echo "== guest image (tests/interop/vm/build-guest.sh, cached under $VMSTATE; the first run downloads the guest packages)"
+bash "$HERE/vm/build-guest.sh" --state "$VMSTATE" > "$OUT/logs/vm-build.log" 2>&1 ||
     { tail -20 "$OUT/logs/vm-build.log"; echo "interop: the guest image could not be built"; exit 1; }
-W="$VMSTATE/work"
+sed 's/^/   /' "$OUT/logs/vm-build.log" | tail -1
+W="$VMSTATE/image"
 (cd "$OUT/guest" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$OUT/vm/extra.cpio" || exit 1
 cat "$W/initramfs.cpio" "$OUT/vm/extra.cpio" > "$OUT/vm/initramfs.cpio"
 
@@ -83,7 +84,7 @@ trap 'exit 130' INT TERM
 echo "== booting the Soft-RoCE VM ($ACCEL)"
 qemu-system-x86_64 -accel "$ACCEL" -M pc -cpu "$CPU" -smp 1 -m 768 -nodefaults -no-reboot \
     -display none -monitor none -kernel "$W/vmlinux" -initrd "$VMD/initramfs.cpio" \
-    -append "console=ttyS0 panic=-1 quiet loglevel=3 mitigations=off rxe.name=A rxe.ip=$VMIP/24 rxe.mgmt=10.0.2.15/24" \
+    -append "console=ttyS0 panic=-1 quiet loglevel=3 mitigations=off hm.name=A hm.ip=$VMIP/24 hm.mgmt=10.0.2.15/24" \
     -serial "file:$VMD/console.log" \
     -chardev "socket,id=ctl,path=$VMD/ctl,server=on,wait=off" -serial chardev:ctl \
     -netdev "dgram,id=n0,local.type=unix,local.path=$VMD/qemu.sock,remote.type=unix,remote.path=$VMD/wire.sock" \
@@ -95,7 +96,7 @@ for _ in $(seq 1800); do grep -q "^RXE-READY" "$VMD/console.log" 2>/dev/null && 
 grep -q "^RXE-READY" "$VMD/console.log" 2>/dev/null ||
     { tail -20 "$VMD/console.log" "$VMD/qemu.log" 2>/dev/null; echo "interop: the rxe VM did not come up within 180 s"; exit 1; }
 echo "   $(grep '^RXE-READY' "$VMD/console.log") (boot $((SECONDS - T_START)) s incl. build)"
-vm() { python3 "$TOOL/vmctl.py" --timeout "${VMT:-30}" "$VMD/ctl" "$*"; }
+vm() { python3 "$HERE/vm/vmctl.py" --timeout "${VMT:-30}" "$VMD/ctl" "$*"; }
 vm "rdma link show; ibv_devinfo -v -d rxe0 | grep -E 'state|active_mtu|GID'" > "$OUT/logs/vm-devinfo.txt" 2>&1
 echo "   VM $VMIP (rxe0: GID 1 ::ffff:$VMIP, GID 0 its IPv6 link-local), Hematite $OURIP;"
 echo "   QP exchange: host 127.0.0.1:$HPORT -> guest :18515, guest $GUESTFWD:18515 -> host 127.0.0.1:$RPORT"
@@ -167,8 +168,10 @@ scenario() {
     [ -z "$lost" ] && lost="?"
     local pc="$OUT/pcap/$name.pcap"
     cp -f "$STATE/nic0.pcap" "$pc" 2>/dev/null
-    local icrc seq peer src=0 prc=0
-    icrc=$(python3 "$TOOL/roce_icrc.py" "$pc" 2>&1 | tail -1)
+    local icrc irc seq peer src=0 prc=0
+    # (exit 0: every RoCEv2 frame's ICRC is good and there is at least one)
+    python3 "$ICRC" "$pc" > "$OUT/logs/$name.icrc" 2>&1; irc=$?
+    icrc=$(grep -h "ICRC good" "$OUT/logs/$name.icrc" | tail -1); [ -n "$icrc" ] || icrc=$(tail -1 "$OUT/logs/$name.icrc")
     seq=$(python3 "$HERE/roce_seq.py" --src-mac 02:48:4d:00:00:01 "$pc" > "$OUT/logs/$name.seq" 2>&1; echo "rc=$?")
     src=${seq#rc=}; seq=$(tail -1 "$OUT/logs/$name.seq")
     peer=$(python3 "$HERE/roce_seq.py" --src-mac 52:54:00:00:00:01 "$pc" > "$OUT/logs/$name.seq-rxe" 2>&1; echo "rc=$?")
@@ -182,7 +185,7 @@ scenario() {
     hretx=$(grep -oE '[0-9]+ retransmitted' "$OUT/logs/$name.seq" | awk '{s+=$1} END{print s+0}')
     # a loss scenario must have lost frames (else it tested nothing)
     if [ "$loss" != 0 ] && { [ "$lost" = "?" ] || [ $((lost)) -eq 0 ]; }; then note="no frame was lost; "; hrc="${hrc:-0}+noloss"; fi
-    if [ "$hrc" = 0 ] && [ "$grc" = 0 ] && grep -q "ICRC good [1-9][0-9]*, bad 0" <<<"$icrc" && [ "$src" = 0 ]; then
+    if [ "$hrc" = 0 ] && [ "$grc" = 0 ] && [ "$irc" = 0 ] && [ "$src" = 0 ]; then
         pass=$((pass + 1)); printf 'ok    %-24s %3ss  %s | %s | lost (tx+rx) %s | retransmitted: Hematite %s, rxe %s\n' "$name" $((SECONDS - t0)) "$fig" "${icrc##*: }" "$lost" "$hretx" "$retx"
         echo "| $name | $dir | pass | $fig | ${icrc##*: } | $lost | ${seq##*: } ($hretx retransmitted) | ${peer##*: } ($retx retransmitted) |" >> "$MATRIX"
     else
@@ -286,7 +289,7 @@ fi
 
 vm "rdma statistic show link rxe0/1" > "$OUT/logs/rxe-counters.txt" 2>&1
 echo
-[ "$KEEP" = 1 ] && echo "VM left running: python3 $TOOL/vmctl.py $VMD/ctl 'CMD'; stop: kill $QPID"
+[ "$KEEP" = 1 ] && echo "VM left running: python3 $HERE/vm/vmctl.py $VMD/ctl 'CMD'; stop: kill $QPID"
 for f in "${failed[@]}"; do echo "FAILED: $f (logs: $OUT/logs/$f.*)"; done
 echo "interop: $pass passed, $fail failed in $((SECONDS - T_START)) s (matrix: $MATRIX, pcaps: $OUT/pcap)"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
