@@ -1,22 +1,55 @@
-//! Every frame of ../shared/vectors through the RTL receive path (decoded fields, ICRC verdict
-//! and overall verdict against the vectors' JSON and the reference model) and, for the
-//! positive frames, through the RTL transmit path (bytes equal to the vectors).
+//! Every frame of the RoCEv2 test vectors through the RTL receive path (decoded fields, ICRC
+//! verdict and overall verdict against the vectors' JSON and the reference model) and, for the
+//! positive frames, through the RTL transmit path (bytes equal to the vectors). The repository's
+//! own set (`tests/data/vectors`, from `tests/vectors/gen_vectors.py`) always runs; the shared
+//! reference set (`../shared/vectors` or `$HEMATITE_SHARED/vectors`, which also holds the
+//! hardware-captured CNP of `reference_hw`) runs as an extra cross-check when present.
 mod common;
 use common::*;
 use hematite_model::{classify, DropReason};
 use hematite_sim::{run_rx, run_tx, Flow, PktSim, TxJob, WIDTHS};
 use serde_json::Value;
+use std::path::PathBuf;
 
-fn vectors() -> Value {
-    let p = shared().join("vectors/rocev2_vectors.json");
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+/// One vector set: label, directory, and the number of negative frames it must have.
+struct VectorSet {
+    label: &'static str,
+    dir: PathBuf,
+    positive_and_reference: usize,
+    negative: usize,
+}
+
+/// The repository set (missing data fails), then the shared set when it exists; prints whether
+/// the shared cross-check runs.
+fn sets(test: &str) -> Vec<VectorSet> {
+    let mut v = vec![VectorSet { label: "repo", dir: repo_vectors_dir(), positive_and_reference: 108, negative: 1253 }];
+    match shared_opt() {
+        Ok(s) => {
+            println!("{test}: shared cross-check ran over {}", s.join("vectors").display());
+            v.push(VectorSet { label: "shared", dir: s.join("vectors"), positive_and_reference: 48 + 2, negative: 508 });
+        }
+        Err(s) => println!("{test}: shared cross-check not run: {} absent", s.join("vectors").display()),
+    }
+    v
+}
+
+fn vectors(set: &VectorSet) -> Value {
+    let p = set.dir.join("rocev2_vectors.json");
+    serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
 }
 
 #[test]
 fn positive_and_reference_vectors_rx_and_tx() {
-    let v = vectors();
+    for set in sets("positive_and_reference_vectors_rx_and_tx") {
+        positive_set(&set);
+    }
+}
+
+fn positive_set(set: &VectorSet) {
+    let v = vectors(set);
     let pos: Vec<&Value> = v["positive"].as_array().unwrap().iter().chain(v["reference_hw"].as_array().unwrap()).collect();
     let frames: Vec<Vec<u8>> = pos.iter().map(|p| unhex(p["hex"].as_str().unwrap())).collect();
+    assert_eq!(frames.len(), set.positive_and_reference, "{} set", set.label);
     for w in WIDTHS {
         let mut sim = PktSim::new(w).unwrap();
         let run = run_rx(&mut sim, &frames, &Flow::default()).unwrap();
@@ -78,13 +111,19 @@ fn positive_and_reference_vectors_rx_and_tx() {
             assert!(!t.bad);
             assert_eq!(hexs(&t.bytes), hexs(f), "TX bytes for {} at {w}", p["name"]);
         }
-        println!("width {w}: {} vectors RX-decoded and TX-rebuilt bit-exactly", frames.len());
+        println!("{} set, width {w}: {} vectors RX-decoded and TX-rebuilt bit-exactly", set.label, frames.len());
     }
 }
 
 #[test]
 fn negative_vectors_icrc_verdicts() {
-    let v = vectors();
+    for set in sets("negative_vectors_icrc_verdicts") {
+        negative_set(&set);
+    }
+}
+
+fn negative_set(set: &VectorSet) {
+    let v = vectors(set);
     let neg = v["negative"].as_array().unwrap();
     let frames: Vec<Vec<u8>> = neg.iter().map(|n| unhex(n["hex"].as_str().unwrap())).collect();
     for w in WIDTHS {
@@ -115,8 +154,8 @@ fn negative_vectors_icrc_verdicts() {
                 }
             }
         }
-        println!("width {w}: {covered} covered flips dropped ({icrc_counted} as bad_icrc, rest by an earlier check), {kept} masked/uncovered with valid ICRC");
-        assert_eq!(covered + kept, 508);
+        println!("{} set, width {w}: {covered} covered flips dropped ({icrc_counted} as bad_icrc, rest by an earlier check), {kept} masked/uncovered with valid ICRC", set.label);
+        assert_eq!(covered + kept, set.negative, "{} set", set.label);
         assert_eq!(run.counters[DropReason::BadIcrc as usize] as usize, icrc_counted);
     }
 }

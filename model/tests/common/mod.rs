@@ -20,6 +20,34 @@ pub fn shared_dir() -> PathBuf {
     p
 }
 
+/// The repository's own generated RoCEv2 vectors, `<repo>/tests/data/vectors` (made by
+/// `tests/vectors/gen_vectors.py`). Panics when the JSON is missing: the repository data is
+/// required, never skipped.
+pub fn repo_vectors_dir() -> PathBuf {
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/vectors"));
+    assert!(
+        p.join("rocev2_vectors.json").is_file(),
+        "repository vectors not found at {} (run tests/vectors/gen_vectors.py)",
+        p.display()
+    );
+    p
+}
+
+/// The shared reference directory (`$HEMATITE_SHARED`, else `<repo>/../shared`) when it holds
+/// `vectors/rocev2_vectors.json`; `Err` with the path looked at when it does not. For optional
+/// cross-checks; [`shared_dir`] is the variant that fails when the data is absent.
+pub fn shared_opt() -> Result<PathBuf, PathBuf> {
+    let p = match std::env::var_os("HEMATITE_SHARED") {
+        Some(v) => PathBuf::from(v),
+        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")),
+    };
+    if p.join("vectors/rocev2_vectors.json").is_file() {
+        Ok(p.canonicalize().unwrap_or(p))
+    } else {
+        Err(p)
+    }
+}
+
 pub fn unhex(s: &str) -> Vec<u8> {
     assert!(s.len() % 2 == 0, "odd hex length");
     (0..s.len() / 2)

@@ -12,6 +12,27 @@ pub fn shared() -> PathBuf {
     p
 }
 
+/// The repository's own generated RoCEv2 vectors, `<repo>/tests/data/vectors` (made by
+/// `tests/vectors/gen_vectors.py`). Missing data is a hard failure.
+pub fn repo_vectors_dir() -> PathBuf {
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/vectors"));
+    assert!(p.join("rocev2_vectors.json").is_file(), "repository vectors not found at {} (run tests/vectors/gen_vectors.py)", p.display());
+    p
+}
+
+/// ../shared (or $HEMATITE_SHARED) when it holds `vectors/rocev2_vectors.json`; `Err` with the
+/// path looked at otherwise. For optional cross-checks; [`shared`] fails when the data is absent.
+pub fn shared_opt() -> Result<PathBuf, PathBuf> {
+    let p = std::env::var("HEMATITE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")));
+    if p.join("vectors/rocev2_vectors.json").is_file() {
+        Ok(p.canonicalize().unwrap_or(p))
+    } else {
+        Err(p)
+    }
+}
+
 pub fn unhex(s: &str) -> Vec<u8> {
     (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()
 }
