@@ -80,7 +80,9 @@ fn fields() -> impl Strategy<Value = HdrRecord> {
 }
 
 /// Random valid TX input: `(record, payload)` with `record.payload_len == payload.len()`,
-/// an opcode from [`opcode::SUPPORTED`], and no payload for no-payload opcodes.
+/// an opcode from [`opcode::SUPPORTED`], no payload for no-payload opcodes, no pad on packets
+/// that do not end a message, and a P_Key of the port's partition (the last two are receive
+/// checks: `DropReason::PadNotLast`, `DropReason::BadPkey`).
 pub fn hdr_record() -> impl Strategy<Value = (HdrRecord, Vec<u8>)> {
     (proptest::sample::select(opcode::SUPPORTED.to_vec()), fields())
         .prop_flat_map(|(op, rec)| {
@@ -88,8 +90,15 @@ pub fn hdr_record() -> impl Strategy<Value = (HdrRecord, Vec<u8>)> {
             let len = if np { Just(0usize).boxed() } else { payload_len().boxed() };
             (Just(op), Just(rec), len.prop_flat_map(|n| proptest::collection::vec(any::<u8>(), n)))
         })
-        .prop_map(|(op, mut rec, payload)| {
+        .prop_map(|(op, mut rec, mut payload)| {
             rec.opcode = op;
+            // A packet that does not end its message carries no pad: its payload is a whole
+            // number of 4-byte words (on the wire: exactly one PMTU).
+            if opcode::info(op).is_some_and(|i| !i.end) {
+                payload.truncate(payload.len() & !3);
+            }
+            // the port's partition (PORT_PKEY 0xFFFF), as full or limited member
+            rec.pkey = 0x7FFF | (rec.pkey & 0x8000);
             rec.payload_len = payload.len() as u16;
             (rec, payload)
         })

@@ -75,6 +75,14 @@ pub struct HdrRecord {
 ///    UD 0x64,0x65; CNP 0x81)
 /// 10. `Length` (opcode) UDP payload too short for the opcode's headers + pad + ICRC, or a
 ///    no-payload opcode (READ request, ACK, atomic ACK, atomics, CNP) with payload or pad bytes
+/// 11. `Misaligned` the bytes between the last transport header and the ICRC (payload + pad)
+///    are not a multiple of 4 (IBTA 9.2: packets are a whole number of 4-byte words; every
+///    header is, so this is the UDP length not being a multiple of 4)
+/// 12. `PadNotLast` a non-zero PadCnt on a packet that does not end its message (FIRST or
+///    MIDDLE of SEND / WRITE / READ response): only the last or only packet may carry pad
+/// 13. `TooLong`    a payload larger than 4096 bytes, the largest path MTU
+/// 14. `BadPkey`    the BTH P_Key does not match the port's P_Key (low 15 bits differ, or both
+///    are limited members)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum DropReason {
@@ -90,10 +98,14 @@ pub enum DropReason {
     /// The MAC flagged the frame as bad (FCS error, on `s_axis_tuser`). Highest priority. Never
     /// returned by [`crate::classify`], which sees only the frame bytes.
     MacError = 10,
+    Misaligned = 11,
+    PadNotLast = 12,
+    TooLong = 13,
+    BadPkey = 14,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 10] = [
+    pub const ALL: [DropReason; 14] = [
         DropReason::Truncated,
         DropReason::NotIp,
         DropReason::Ipv4OptFrag,
@@ -104,6 +116,10 @@ impl DropReason {
         DropReason::TVer,
         DropReason::UnknownOpcode,
         DropReason::MacError,
+        DropReason::Misaligned,
+        DropReason::PadNotLast,
+        DropReason::TooLong,
+        DropReason::BadPkey,
     ];
     /// Short lowercase name used by tools and counters.
     pub fn name(self) -> &'static str {
@@ -118,6 +134,10 @@ impl DropReason {
             DropReason::TVer => "tver",
             DropReason::UnknownOpcode => "unknown_opcode",
             DropReason::MacError => "mac_error",
+            DropReason::Misaligned => "misaligned",
+            DropReason::PadNotLast => "pad_not_last",
+            DropReason::TooLong => "too_long",
+            DropReason::BadPkey => "bad_pkey",
         }
     }
     pub fn from_code(c: u8) -> Option<DropReason> {

@@ -20,12 +20,35 @@
 //! 13. Opcode unsupported → `UnknownOpcode`.
 //! 14. `udp_len − 12 < hdr_len + padcnt`, or a no-payload opcode with
 //!     `udp_len − 12 − hdr_len ≠ 0` → `Length`.
+//! 15. `udp_len` not a multiple of 4 (payload + pad between the last transport header and the
+//!     ICRC not a whole number of 4-byte words) → `Misaligned`.
+//! 16. PadCnt ≠ 0 on a packet that does not end its message (FIRST / MIDDLE) → `PadNotLast`.
+//! 17. Payload (`udp_len − 12 − hdr_len − padcnt`) > 4096, the largest PMTU → `TooLong`.
+//! 18. BTH P_Key not matching the port's ([`PORT_PKEY`]: low 15 bits equal and at least one
+//!     of the two a full member) → `BadPkey`.
+//!
+//! Checks 15-18 and the per-QP PMTU rules (first / middle packets exactly one PMTU, last /
+//! only 1..PMTU, or 0 for zero-length messages: at the responder, a NAK invalid request) are
+//! listed with their IBTA sources in `docs/packet-path.md`.
 
 use crate::icrc;
 use crate::opcode;
 use crate::record::{DropReason, HdrRecord};
 use crate::wire::ipv4_checksum_valid;
 use crate::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, ETH_PAD_LIMIT, MAX_FRAME, ROCEV2_UDP_PORT};
+
+/// The port's P_Key (the only entry of its P_Key table: the default partition, full member).
+/// The RTL's `hm_rx_path` has the same value as its `PORT_PKEY` parameter.
+pub const PORT_PKEY: u16 = 0xFFFF;
+
+/// Largest payload of one packet: the largest path MTU.
+pub const MAX_PAYLOAD: usize = 4096;
+
+/// Whether a BTH P_Key matches `port`'s: the same partition (low 15 bits), and not both
+/// limited members (bit 15 clear).
+pub fn pkey_matches(pkt: u16, port: u16) -> bool {
+    pkt & 0x7FFF == port & 0x7FFF && (pkt | port) & 0x8000 != 0
+}
 
 /// Result of running the receive path on one frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -306,6 +329,22 @@ fn checks(r: Rd<'_>, g: &Geo, ethertype: u16, ip_end: usize, icrc_ok: bool, csum
     let padcnt = ((r.u8(bth + 1) >> 4) & 3) as usize;
     if avail < info.hdr_len + padcnt || (info.no_payload && avail != info.hdr_len) {
         return Some(DropReason::Length);
+    }
+    // Step 15.
+    if udp_len % 4 != 0 {
+        return Some(DropReason::Misaligned);
+    }
+    // Step 16.
+    if padcnt != 0 && !info.end {
+        return Some(DropReason::PadNotLast);
+    }
+    // Step 17.
+    if avail - info.hdr_len - padcnt > MAX_PAYLOAD {
+        return Some(DropReason::TooLong);
+    }
+    // Step 18.
+    if !pkey_matches(r.be16(bth + 2), PORT_PKEY) {
+        return Some(DropReason::BadPkey);
     }
     None
 }

@@ -769,6 +769,23 @@ pub enum ParseError {
         /// Payload + pad bytes found.
         bytes: usize,
     },
+    /// Payload + pad (the bytes between the last transport header and the ICRC) not a
+    /// multiple of 4 bytes.
+    Misaligned {
+        /// UDP length.
+        udp_len: u16,
+    },
+    /// A non-zero PadCnt on a packet that does not end its message (FIRST / MIDDLE).
+    PadNotLast {
+        /// Opcode.
+        opcode: u8,
+        /// PadCnt.
+        padcnt: u8,
+    },
+    /// Payload larger than [`crate::rx::MAX_PAYLOAD`] (4096 bytes, the largest PMTU).
+    PayloadTooLong(usize),
+    /// The BTH P_Key does not match the port's ([`crate::rx::PORT_PKEY`]).
+    PkeyMismatch(u16),
 }
 
 impl ParseError {
@@ -789,6 +806,10 @@ impl ParseError {
             BadIpv4Checksum { .. } => DropReason::BadIpv4Csum,
             TVer(_) => DropReason::TVer,
             UnknownOpcode(_) => DropReason::UnknownOpcode,
+            Misaligned { .. } => DropReason::Misaligned,
+            PadNotLast { .. } => DropReason::PadNotLast,
+            PayloadTooLong(_) => DropReason::TooLong,
+            PkeyMismatch(_) => DropReason::BadPkey,
         }
     }
 }
@@ -828,6 +849,14 @@ impl fmt::Display for ParseError {
             PayloadOnNoPayloadOpcode { opcode, bytes } => {
                 write!(f, "opcode {opcode:#04x} carries no payload but has {bytes} payload/pad bytes")
             }
+            Misaligned { udp_len } => {
+                write!(f, "UDP length {udp_len}: payload + pad is not a whole number of 4-byte words")
+            }
+            PadNotLast { opcode, padcnt } => {
+                write!(f, "opcode {opcode:#04x} does not end a message but has PadCnt {padcnt}")
+            }
+            PayloadTooLong(n) => write!(f, "{n}-byte payload is larger than {}", crate::rx::MAX_PAYLOAD),
+            PkeyMismatch(k) => write!(f, "P_Key {k:#06x} does not match the port's {:#06x}", crate::rx::PORT_PKEY),
         }
     }
 }
@@ -1156,6 +1185,18 @@ pub fn parse_frame(frame: &[u8]) -> Result<Packet, ParseError> {
     }
     if info.no_payload && avail != info.hdr_len {
         return Err(ParseError::PayloadOnNoPayloadOpcode { opcode: bth.opcode, bytes: avail - info.hdr_len });
+    }
+    if udp.len % 4 != 0 {
+        return Err(ParseError::Misaligned { udp_len: udp.len });
+    }
+    if padcnt != 0 && !info.end {
+        return Err(ParseError::PadNotLast { opcode: bth.opcode, padcnt: bth.padcnt });
+    }
+    if avail - info.hdr_len - padcnt > crate::rx::MAX_PAYLOAD {
+        return Err(ParseError::PayloadTooLong(avail - info.hdr_len - padcnt));
+    }
+    if !crate::rx::pkey_matches(bth.pkey, crate::rx::PORT_PKEY) {
+        return Err(ParseError::PkeyMismatch(bth.pkey));
     }
     let mut p = Packet {
         eth,

@@ -208,7 +208,13 @@ fn oversize() {
     assert!(f.len() > hematite_model::MAX_FRAME);
     expect(&f, |e| matches!(e, E::Oversize(_)), DropReason::Length);
     assert!(classify(&f).icrc_ok, "the ICRC itself is fine");
+    // within MAX_FRAME but a payload beyond the largest PMTU: too_long
     let f = big(hematite_model::MAX_FRAME - 100);
+    expect(&f, |e| matches!(e, E::PayloadTooLong(n) if *n == hematite_model::MAX_FRAME - 100), DropReason::TooLong);
+    let f = big(4097);
+    expect(&f, |e| matches!(e, E::PayloadTooLong(4097)), DropReason::TooLong);
+    // exactly 4096: accepted
+    let f = big(4096);
     assert_eq!(classify(&f).reason, None);
 }
 
@@ -279,4 +285,73 @@ fn drop_reason_codes() {
         assert_eq!(r.to_string(), r.name());
     }
     assert_eq!(DropReason::from_code(0), None);
+}
+
+/// Offsets of an untagged IPv4 frame: IP at 14, UDP at 34, BTH at 42.
+const V4_UDP: usize = 34;
+const V4_BTH: usize = 42;
+
+#[test]
+fn misaligned_payload() {
+    // SEND ONLY with 40 payload bytes; two more bytes before the ICRC, IP and UDP lengths
+    // raised to match: consistent lengths, but payload + pad is not a multiple of 4
+    let mut f = v4(40);
+    let e = 14 + u16::from_be_bytes([f[16], f[17]]) as usize;
+    f.splice(e - 4..e - 4, [0xAB, 0xCD]);
+    for i in [16, V4_UDP + 4] {
+        let v = u16::from_be_bytes([f[i], f[i + 1]]) + 2;
+        f[i..i + 2].copy_from_slice(&v.to_be_bytes());
+    }
+    refix(&mut f);
+    expect(&f, |e| matches!(e, E::Misaligned { udp_len } if udp_len % 4 == 2), DropReason::Misaligned);
+    // four bytes more instead: aligned, accepted (the payload is 44 bytes)
+    let mut f = v4(40);
+    f.splice(e - 4..e - 4, [1, 2, 3, 4]);
+    for i in [16, V4_UDP + 4] {
+        let v = u16::from_be_bytes([f[i], f[i + 1]]) + 4;
+        f[i..i + 2].copy_from_slice(&v.to_be_bytes());
+    }
+    refix(&mut f);
+    assert_eq!(classify(&f).reason, None);
+    assert_eq!(classify(&f).rec.payload_len, 44);
+}
+
+#[test]
+fn pad_only_on_the_last_packet() {
+    let build = |op: u8, len: usize| {
+        let p: Vec<u8> = (0..len).map(|i| i as u8).collect();
+        build_frame(&rec(op, false, false, len), &p).unwrap()
+    };
+    // FIRST / MIDDLE of SEND and WRITE, and READ response FIRST / MIDDLE: PadCnt set -> dropped
+    for op in [0x00u8, 0x01, 0x06, 0x07, 0x0D, 0x0E, 0x20, 0x21, 0x26, 0x27] {
+        let mut f = build(op, 256);
+        assert_eq!(classify(&f).reason, None, "op {op:#04x} without pad");
+        f[V4_BTH + 1] |= 2 << 4; // PadCnt 2 (the last two payload bytes become pad)
+        refix(&mut f);
+        expect(&f, |e| matches!(e, E::PadNotLast { opcode, padcnt: 2 } if *opcode == op), DropReason::PadNotLast);
+    }
+    // LAST / ONLY packets may carry pad
+    for op in [0x02u8, 0x03, 0x04, 0x08, 0x09, 0x0A, 0x0F, 0x10, 0x16, 0x17, 0x64] {
+        let f = build(op, 253);
+        assert_eq!(f[V4_BTH + 1] >> 4 & 3, 3, "op {op:#04x}: 253 bytes + 3 pad");
+        assert_eq!(classify(&f).reason, None, "op {op:#04x}");
+    }
+}
+
+#[test]
+fn pkey_of_another_partition() {
+    let mut f = v4(40);
+    f[V4_BTH + 2..V4_BTH + 4].copy_from_slice(&0x8001u16.to_be_bytes());
+    refix(&mut f);
+    expect(&f, |e| matches!(e, E::PkeyMismatch(0x8001)), DropReason::BadPkey);
+    // the default partition as a limited member matches the port's full-member key
+    let mut f = v4(40);
+    f[V4_BTH + 2..V4_BTH + 4].copy_from_slice(&0x7FFFu16.to_be_bytes());
+    refix(&mut f);
+    assert_eq!(classify(&f).reason, None);
+    // the matching rule itself: same partition, at least one full member
+    use hematite_model::rx::pkey_matches;
+    assert!(pkey_matches(0xFFFF, 0xFFFF) && pkey_matches(0x7FFF, 0xFFFF) && pkey_matches(0xFFFF, 0x7FFF));
+    assert!(!pkey_matches(0x7FFF, 0x7FFF), "two limited members do not communicate");
+    assert!(!pkey_matches(0x8001, 0xFFFF) && !pkey_matches(0x0000, 0xFFFF));
 }

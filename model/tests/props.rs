@@ -57,6 +57,11 @@ enum Mutation {
     Extend(Vec<u8>),
     /// Overwrite a BTH byte (opcode, flags/pad/tver, ...).
     Bth(usize, u8),
+    /// Grow (or shrink) the UDP payload by n bytes before the ICRC, with the IP and UDP
+    /// lengths kept consistent: reaches the length rules behind the structural checks.
+    Resize(i32),
+    /// Set the BTH PadCnt bits (TVer kept).
+    Pad(u8),
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
@@ -66,6 +71,8 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         1 => any::<usize>().prop_map(Mutation::Truncate),
         1 => proptest::collection::vec(any::<u8>(), 1..8).prop_map(Mutation::Extend),
         2 => (0usize..12, any::<u8>()).prop_map(|(o, v)| Mutation::Bth(o, v)),
+        1 => (1u8..4).prop_map(Mutation::Pad),
+        1 => prop_oneof![(-8i32..=8).boxed(), Just(4096i32).boxed(), Just(4100i32).boxed()].prop_map(Mutation::Resize),
     ]
 }
 
@@ -84,6 +91,36 @@ fn apply(f: &mut Vec<u8>, m: &Mutation) {
             f.truncate(n % l);
         }
         Mutation::Extend(b) => f.extend_from_slice(b),
+        Mutation::Pad(p) => {
+            if let Some((l3, v6, _)) = geometry(f) {
+                let i = l3 + if v6 { 40 } else { 20 } + 8 + 1;
+                if i < f.len() {
+                    f[i] = (f[i] & !0x30) | (p & 3) << 4;
+                }
+            }
+        }
+        Mutation::Resize(n) => {
+            if let Some((l3, v6, e)) = geometry(f) {
+                let udp = l3 + if v6 { 40 } else { 20 };
+                if e > f.len() || e < udp + 8 + 4 || f.len() < udp + 8 {
+                    return;
+                }
+                let at = e - 4;
+                if *n >= 0 {
+                    let fill: Vec<u8> = (0..*n as usize).map(|i| i as u8).collect();
+                    f.splice(at..at, fill);
+                } else {
+                    let k = (-*n as usize).min(at - (udp + 8));
+                    f.drain(at - k..at);
+                }
+                let d = |x: u16| (x as i64 + i64::from(*n)).clamp(0, 0xFFFF) as u16;
+                let (li, ui) = (if v6 { l3 + 4 } else { l3 + 2 }, udp + 4);
+                let il = d(u16::from_be_bytes([f[li], f[li + 1]]));
+                let ul = d(u16::from_be_bytes([f[ui], f[ui + 1]]));
+                f[li..li + 2].copy_from_slice(&il.to_be_bytes());
+                f[ui..ui + 2].copy_from_slice(&ul.to_be_bytes());
+            }
+        }
         Mutation::Bth(o, v) => {
             if let Some((l3, v6, _)) = geometry(f) {
                 let i = l3 + if v6 { 40 } else { 20 } + 8 + o;

@@ -225,8 +225,9 @@ fn vector_pcaps_match_json() {
         let j = load(&set);
         let mut files: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
         let mut n = 0;
-        for kind in ["positive", "reference_hw", "negative"] {
-            for v in j[kind].as_array().unwrap() {
+        for kind in ["positive", "reference_hw", "negative", "rules"] {
+            // (`rules` is the repository set's: the shared set has none)
+            for v in j.get(kind).and_then(Value::as_array).into_iter().flatten() {
                 let pcap = v["pcap"].as_str().unwrap().to_string();
                 let frames = files.entry(pcap.clone()).or_insert_with(|| {
                     read_frames(&set.dir.join(&pcap)).unwrap_or_else(|e| panic!("{} set {pcap}: {e}", set.label))
@@ -239,7 +240,8 @@ fn vector_pcaps_match_json() {
         // Every frame of every pcap is described in the JSON.
         let in_pcaps: usize = files.values().map(Vec::len).sum();
         assert_eq!(n, in_pcaps, "{} set: pcap frames without a JSON entry", set.label);
-        assert_eq!(n, set.positive + set.reference_hw + set.negative, "{} set", set.label);
+        let rules = j.get("rules").and_then(Value::as_array).map_or(0, Vec::len);
+        assert_eq!(n, set.positive + set.reference_hw + set.negative + rules, "{} set", set.label);
         println!("{} set: {n} pcap frames equal to their JSON hex", set.label);
     }
 }
@@ -290,4 +292,31 @@ fn check_negative_set(set: &VectorSet) {
     }
     assert_eq!(icrc_fail, set.icrc_fail, "{} set", set.label);
     assert_eq!(counts.get(&("masked".into(), "bad_ipv4_csum".into())).copied().unwrap_or(0), set.masked_bad_ipv4, "{} set", set.label);
+}
+
+/// The repository's receive-rule frames (`rules[]`, `rocev2_rules.pcap`): each has a valid ICRC
+/// and breaks exactly one receive rule; the spec and the second parser drop it with that rule's
+/// reason. Every rule of docs/packet-path.md's list that a frame can break has frames.
+#[test]
+fn receive_rule_vectors() {
+    let set = &sets("receive_rule_vectors")[0];
+    assert_eq!(set.label, "repo");
+    let j = load(set);
+    let rules = j["rules"].as_array().expect("rules[] in the repository's vectors");
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for r in rules {
+        let name = r["name"].as_str().unwrap();
+        let want = r["rule"].as_str().unwrap();
+        let f = unhex(r["hex"].as_str().unwrap());
+        let out = classify(&f);
+        assert!(out.icrc_ok, "{name}: the ICRC is valid");
+        assert_eq!(out.reason.map(DropReason::name), Some(want), "{name}");
+        assert_eq!(parse_frame(&f).err().map(|e| e.reason().name()), Some(want), "{name}: parse_frame");
+        *seen.entry(want.to_string()).or_default() += 1;
+    }
+    println!("{} receive-rule frames: {seen:?}", rules.len());
+    for want in ["misaligned", "pad_not_last", "too_long", "bad_pkey", "tver", "length"] {
+        assert!(seen.get(want).is_some_and(|n| *n >= 2), "rule {want}: no frames (IPv4 and IPv6)");
+    }
+    assert_eq!(rules.len(), 40);
 }

@@ -73,7 +73,13 @@ package hm_pkg;
   localparam logic [3:0] HM_RSN_TVER           = 4'd8;
   localparam logic [3:0] HM_RSN_UNKNOWN_OPCODE = 4'd9;
   localparam logic [3:0] HM_RSN_MAC_ERROR      = 4'd10;  // MAC flagged the frame (tuser)
-  localparam int         HM_RSN_COUNT          = 11;
+  localparam logic [3:0] HM_RSN_MISALIGNED     = 4'd11;  // payload + pad not a multiple of 4
+  localparam logic [3:0] HM_RSN_PAD_NOT_LAST   = 4'd12;  // PadCnt on a FIRST / MIDDLE packet
+  localparam logic [3:0] HM_RSN_TOO_LONG       = 4'd13;  // payload larger than 4096 bytes
+  localparam logic [3:0] HM_RSN_BAD_PKEY       = 4'd14;  // P_Key does not match the port's
+  localparam int         HM_RSN_COUNT          = 15;
+  // Largest payload of one packet (the largest path MTU).
+  localparam int         HM_MAX_PAYLOAD        = 4096;
 
   // Per-frame RX status, reported for every frame on the monitor port.
   typedef struct packed {

@@ -46,6 +46,9 @@ module hm_rx_path
   parameter int REC_FIFO_DEPTH = 32,
   // Header record output FIFO depth (power of two).
   parameter int HDR_FIFO_DEPTH = 16,
+  // The port's P_Key (its P_Key table's one entry): packets of another partition, or with
+  // both keys limited members, are dropped as `bad_pkey`.
+  parameter logic [15:0] PORT_PKEY = 16'hFFFF,
   // Bytes per beat (derived).
   localparam int KEEP_WIDTH = DATA_WIDTH / 8
 ) (
@@ -375,6 +378,7 @@ module hm_rx_path
   hm_op_info_t   op_i;
   // individual check results, in priority order (see DropReason)
   logic t1, n2, t3, n4, o5, r6, t7, r7, tv, uo;
+  logic pnl, bpk;   // PadCnt on a FIRST / MIDDLE packet; P_Key mismatch (checked after S4)
   logic [6:0] need;
   logic [19:0] csum_sum;
 
@@ -404,6 +408,11 @@ module hm_rx_path
     for (int i = 0; i < 28; i++) ext[i] = s2_l4[20 + i];
     op_i = hm_op_info(s2_l4[8]);
     need = 7'd12 + 7'(op_i.hdr_len) + 7'(pad);
+    // FIRST / MIDDLE of SEND, WRITE (RC and UC) and READ response (RC): no pad allowed
+    pnl = pad != 2'b00 && (s2_l4[8][7:6] == 2'b00) &&
+          (s2_l4[8][4:0] == 5'h00 || s2_l4[8][4:0] == 5'h01 || s2_l4[8][4:0] == 5'h06 ||
+           s2_l4[8][4:0] == 5'h07 || (!s2_l4[8][5] && (s2_l4[8][4:0] == 5'h0D || s2_l4[8][4:0] == 5'h0E)));
+    bpk = {s2_l4[10][6:0], s2_l4[11]} != PORT_PKEY[14:0] || !(s2_l4[10][7] || PORT_PKEY[15]);
 
     // checksum operands: final add for the offset in use
     cs = s2_vlan ? s2_cs[1] : s2_cs[0];
@@ -503,7 +512,7 @@ module hm_rx_path
   logic [17:0]   s3_e, s3_mine;
   logic [15:0]   s3_totlen, s3_plen;
   logic [6:0]    s3_need, s3_nopay_len;
-  logic          s3_isv6, s3_nopay;
+  logic          s3_isv6, s3_nopay, s3_pnl, s3_bpk;
   logic [19:0]   s3_csum;
   logic [15:0]   s3_flen, s3_nbeats;
 
@@ -516,6 +525,8 @@ module hm_rx_path
     s3_plen    <= {s2_l3[4], s2_l3[5]};
     s3_need    <= need;
     s3_nopay   <= op_i.no_payload;
+    s3_pnl     <= pnl;
+    s3_bpk     <= bpk;
     s3_nopay_len <= 7'd12 + 7'(op_i.hdr_len);
     s3_isv6    <= s2_isv6;
     s3_csum    <= csum_sum;
@@ -574,6 +585,7 @@ module hm_rx_path
   hm_roce_hdr_t  s4_hdr;
   logic [3:0]    s4_early;
   logic          s4_t8, s4_l9, s4_l14, s4_tv, s4_uo, s4_isv4, s4_user;
+  logic [3:0]    s4_late;   // checks 15-18, in priority order, resolved a stage early
   logic          s4_icrc_ok, s4_csum_ok;
   logic [15:0]   s4_flen, s4_nbeats;
   always_ff @(posedge clk) begin
@@ -584,6 +596,11 @@ module hm_rx_path
     s4_user    <= s3_user;
     s4_l9      <= l9;
     s4_l14     <= l14;
+    if (s3_udp[1:0] != 2'b00)                                   s4_late <= HM_RSN_MISALIGNED;
+    else if (s3_pnl)                                            s4_late <= HM_RSN_PAD_NOT_LAST;
+    else if (17'(s3_udp) > 17'(s3_need) + 17'(HM_MAX_PAYLOAD))  s4_late <= HM_RSN_TOO_LONG;
+    else if (s3_bpk)                                            s4_late <= HM_RSN_BAD_PKEY;
+    else                                                        s4_late <= HM_RSN_ACCEPT;
     s4_tv      <= s3_chk[1];
     s4_uo      <= s3_chk[0];
     s4_isv4    <= s3_isv4;
@@ -612,7 +629,7 @@ module hm_rx_path
     else if (s4_tv)                post = HM_RSN_TVER;
     else if (s4_uo)                post = HM_RSN_UNKNOWN_OPCODE;
     else if (s4_l14)               post = HM_RSN_LENGTH;
-    else                           post = HM_RSN_ACCEPT;
+    else                           post = s4_late;
     st.hdr          = s4_hdr;
     st.icrc_ok      = s4_icrc_ok;
     st.ipv4_csum_ok = s4_csum_ok;

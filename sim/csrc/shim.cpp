@@ -88,7 +88,7 @@ static void tick_impl(M* m, const HmPktIn* in, HmPktOut* out) {
     get_wide(out->rx_m_tdata, m->rx_m_tdata, NW);
     out->rx_m_tkeep = m->rx_m_tkeep;
     get_wide(out->rx_mon_data, m->rx_mon_data, MW);
-    get_wide(out->rx_stat, m->rx_stat_cnt, 11);
+    get_wide(out->rx_stat, m->rx_stat_cnt, 15);   // HM_RSN_COUNT
     get_wide(out->tx_m_tdata, m->tx_m_tdata, NW);
     out->tx_m_tkeep = m->tx_m_tkeep;
     out->tx_stat[0] = m->tx_stat_frames;

@@ -128,7 +128,7 @@ pub struct RxRun {
     /// Payloads delivered on m_axis (frames with payload only), in order.
     pub payloads: Vec<Vec<u8>>,
     /// Counters by reason code (0 = accepted).
-    pub counters: [u32; 11],
+    pub counters: [u32; 15],
     /// Cycles from the first input beat to the last monitor report.
     pub cycles: u64,
     /// Input beats transferred.

@@ -59,8 +59,9 @@ fn tx_rejects_bad_records_and_flags_length_errors() {
 
 #[test]
 fn rx_oversize_and_garbage_frames() {
-    // largest RoCE frame that fits MAX_FRAME (IPv4, RDMA WRITE ONLY); one byte more
-    // in the payload makes it oversize (dropped as `length`) even with a valid ICRC.
+    // largest RoCE frame that fits MAX_FRAME (IPv4, RDMA WRITE ONLY): its payload is beyond the
+    // largest PMTU (dropped as `too_long`); one word more makes the frame oversize (dropped as
+    // `length`), even with a valid ICRC; a 4096-byte payload is accepted.
     let (mut r, _) = mixed_jobs(1, 1).remove(0);
     r.opcode = 0x0A;
     r.ipv6 = false;
@@ -87,7 +88,7 @@ fn rx_oversize_and_garbage_frames() {
         let run = run_rx(&mut sim, &frames, &Flow { idle_pct: 10, stall_pct: 10, seed: 3 }).unwrap();
         check_rx_run(&frames, &run).unwrap();
         let reasons: Vec<u8> = run.status.iter().map(|s| s.reason).collect();
-        assert_eq!(reasons[0], 0, "the largest frame within MAX_FRAME is accepted");
+        assert_eq!(reasons[0], DropReason::TooLong as u8, "a payload beyond 4096 bytes within MAX_FRAME");
         assert_eq!(reasons[1], DropReason::Length as u8, "oversize");
         assert_eq!(reasons[2], 0);
         assert_eq!(reasons[4], DropReason::Truncated as u8);

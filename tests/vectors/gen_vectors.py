@@ -10,6 +10,9 @@ and writes
     <out>/rocev2_ipv4.pcap      positive IPv4 frames
     <out>/rocev2_ipv6.pcap      positive IPv6 frames
     <out>/rocev2_negative.pcap  single-bit flips of a subset of the positives
+    <out>/rocev2_rules.pcap     one frame per receive rule (payload alignment, pad placement,
+                                payload size, P_Key, TVer, header and length rules), each
+                                with a valid ICRC and failing exactly that rule
     <out>/rocev2_vectors.json   every frame as hex + decoded fields + ICRC + labels
 
 The JSON layout is the one model/tests/vectors.rs and sim/tests/vectors.rs read (the same as
@@ -487,6 +490,159 @@ def vectors():
 
 
 # ----------------------------------------------------------------------------------------------
+# Part 2b: one frame per receive rule (docs/packet-path.md, "Receive checks"): each is built by
+# scapy, then edited in its raw bytes so that exactly that rule fails; the IPv4 header checksum
+# and the ICRC are then recomputed (the ICRC by the bitwise implementation above, cross-checked
+# with zlib and tests/tools/roce_icrc.py), so that no earlier check drops it first.
+# `rule` is the receive path's drop reason (hematite_model::DropReason::name()).
+# ----------------------------------------------------------------------------------------------
+def set16(f, off, v):
+    f[off:off + 2] = struct.pack(">H", v & 0xFFFF)
+
+
+def get16(f, off):
+    return struct.unpack_from(">H", f, off)[0]
+
+
+def resize(f, delta):
+    """Insert (delta > 0: bytes 0xA5..) or remove (delta < 0) bytes just before the ICRC and
+    move the IP and UDP lengths with them."""
+    g = Geometry(bytes(f))
+    if delta > 0:
+        f[g.icrc:g.icrc] = bytes((0xA5 + i) & 0xFF for i in range(delta))
+    else:
+        del f[g.icrc + delta:g.icrc]
+    set16(f, g.l3 + (4 if g.v6 else 2), get16(f, g.l3 + (4 if g.v6 else 2)) + delta)
+    set16(f, g.udp + 4, get16(f, g.udp + 4) + delta)
+
+
+def refix(f, name):
+    """IPv4 header checksum and ICRC recomputed after an edit; the ICRC three ways."""
+    g = Geometry(bytes(f))
+    if not g.v6:
+        set16(f, g.l3 + 10, 0)
+        set16(f, g.l3 + 10, 0xFFFF - ones_sum(bytes(f[g.l3:g.l3 + 20])))
+    b = icrc_bitwise(bytes(f))
+    need(b == icrc_zlib(bytes(f)), name + ": bitwise and zlib ICRC disagree")
+    f[g.icrc:g.end] = b
+    need(residue_ok(bytes(f)), name + ": CRC residue after the fix")
+    project_checker_agrees(name, bytes(f), b)
+
+
+def rule_cases():
+    """(name, rule, description, source, edit(frame) -> frame, base vector)"""
+    def bth_byte(i, fn):
+        def edit(f):
+            g = Geometry(bytes(f))
+            f[g.bth + i] = fn(f[g.bth + i])
+            return f
+        return edit
+
+    def pkey(v):
+        def edit(f):
+            g = Geometry(bytes(f))
+            set16(f, g.bth + 2, v)
+            return f
+        return edit
+
+    def grow(d):
+        def edit(f):
+            resize(f, d)
+            return f
+        return edit
+
+    def strip_pad(f):
+        g = Geometry(bytes(f))
+        pad = f[g.bth + 1] >> 4 & 3
+        f[g.bth + 1] &= 0xCF
+        resize(f, -pad)
+        return f
+
+    def udp_len(d):
+        def edit(f):
+            g = Geometry(bytes(f))
+            set16(f, g.udp + 4, get16(f, g.udp + 4) + d)
+            return f
+        return edit
+
+    src_pad = "IBTA Vol 1 9.2 / 9.3.1.5 (PadCnt: pad bytes align the payload to 4 bytes)"
+    src_pmtu = "IBTA Vol 1 9.6.1.1 (packet length checks), ROCEV2.md 2"
+    send_only = lambda n: V("x", "", 0x04, p(n), ackreq=1, psn=0x000700)
+    return [
+        ("misaligned_send_only", "misaligned", "RC SEND_ONLY, 5 B payload without its 3 pad "
+         "bytes: payload + pad is not a multiple of 4", src_pad, strip_pad, send_only(5)),
+        ("misaligned_write_last", "misaligned", "RC RDMA_WRITE_LAST, 2 B payload + 2 pad, then "
+         "one byte more before the ICRC", src_pad, grow(1),
+         V("x", "", 0x08, p(2), dqpn=0x000303, ackreq=1, psn=0x000701)),
+        ("pad_send_first", "pad_not_last", "RC SEND_FIRST with PadCnt 1 (only the last or only "
+         "packet of a message may carry pad)", src_pad, bth_byte(1, lambda b: b | 0x10),
+         V("x", "", 0x00, p(PMTU), psn=0x000702)),
+        ("pad_write_middle", "pad_not_last", "RC RDMA_WRITE_MIDDLE with PadCnt 2", src_pad,
+         bth_byte(1, lambda b: b | 0x20), V("x", "", 0x07, p(PMTU), dqpn=0x000303, psn=0x000703)),
+        ("pad_read_resp_middle", "pad_not_last", "RC RDMA_READ_RESPONSE_MIDDLE with PadCnt 3",
+         src_pad, bth_byte(1, lambda b: b | 0x30), V("x", "", 0x0E, p(PMTU), dqpn=0x000202,
+                                                     psn=0x000704)),
+        ("pad_uc_send_middle", "pad_not_last", "UC SEND_MIDDLE with PadCnt 1", src_pad,
+         bth_byte(1, lambda b: b | 0x10), V("x", "", 0x21, p(PMTU), dqpn=0x000606, psn=0x000705)),
+        ("too_long_send_only", "too_long", "RC SEND_ONLY with a 4100 B payload (the largest "
+         "PMTU is 4096)", src_pmtu, lambda f: f, send_only(4100)),
+        ("too_long_write_only", "too_long", "RC RDMA_WRITE_ONLY with an 8192 B payload",
+         src_pmtu, lambda f: f, V("x", "", 0x0A, p(8192), ext=[RETH(va=0x1000, rkey=0x101,
+                                                                    dma_len=8192)],
+                                  dqpn=0x000303, ackreq=1, psn=0x000706)),
+        ("pkey_other_partition", "bad_pkey", "RC SEND_ONLY with P_Key 0x8001 (the port's is "
+         "0xFFFF)", "IBTA Vol 1 9.6.1.4 / 10.9 (P_Key check)", pkey(0x8001), send_only(16)),
+        ("pkey_zero", "bad_pkey", "RC ACKNOWLEDGE with P_Key 0x0000 (invalid partition)",
+         "IBTA Vol 1 10.9.1 (P_Key 0 is invalid)", pkey(0x0000),
+         V("x", "", 0x11, ext=[aeth(0x1F, 0x000001)], dqpn=0x000202, psn=0x000707)),
+        ("tver_1", "tver", "RC SEND_ONLY with TVer 1", "IBTA Vol 1 9.2 / 9.6.1.1 (TVer must be "
+         "0)", bth_byte(1, lambda b: b | 0x01), send_only(16)),
+        ("ack_with_payload", "length", "RC ACKNOWLEDGE followed by 4 payload bytes (no-payload "
+         "opcode)", src_pmtu, grow(4),
+         V("x", "", 0x11, ext=[aeth(0x1F, 0x000002)], dqpn=0x000202, psn=0x000708)),
+        ("read_req_with_payload", "length", "RC RDMA_READ_REQUEST followed by 8 payload bytes",
+         src_pmtu, grow(8), V("x", "", 0x0C, ext=[RETH(va=0x2000, rkey=0x102, dma_len=64)],
+                              dqpn=0x000404, ackreq=1, psn=0x000709)),
+        ("fetch_add_with_payload", "length", "RC FETCH_ADD followed by 4 payload bytes",
+         src_pmtu, grow(4), V("x", "", 0x14, ext=[AtomicETH(va=0x3000, rkey=0x103, swap_add=1,
+                                                            compare=0)],
+                              dqpn=0x000505, ackreq=1, psn=0x00070A)),
+        ("atomic_ack_with_payload", "length", "RC ATOMIC_ACKNOWLEDGE followed by 4 bytes",
+         src_pmtu, grow(4), V("x", "", 0x12, ext=[aeth(0x1F, 0x3), AtomicAckETH(orig=7)],
+                              dqpn=0x000202, psn=0x00070B)),
+        ("cnp_short", "length", "CNP with 12 of its 16 reserved bytes", src_pmtu, grow(-4),
+         V("x", "", 0x81, cnp=True, becn=1, dqpn=0x000303, dscp=48, ecn=0)),
+        ("reth_truncated", "length", "RC RDMA_WRITE_ONLY whose RETH is cut to 8 bytes", src_pmtu,
+         grow(-8), V("x", "", 0x0A, ext=[RETH(va=0x4000, rkey=0x104, dma_len=0)],
+                     dqpn=0x000303, ackreq=1, psn=0x00070C)),
+        ("atomic_eth_truncated", "length", "RC COMPARE_SWAP whose AtomicETH is cut to 24 bytes",
+         src_pmtu, grow(-4), V("x", "", 0x13, ext=[AtomicETH(va=0x5000, rkey=0x105, swap_add=2,
+                                                             compare=3)],
+                               dqpn=0x000505, ackreq=1, psn=0x00070D)),
+        ("udp_len_short", "length", "RC SEND_ONLY whose UDP length is 4 less than the IP "
+         "length implies", src_pmtu, udp_len(-4), send_only(16)),
+        ("udp_len_long", "length", "RC SEND_ONLY whose UDP length is 4 more than the IP length "
+         "implies", src_pmtu, udp_len(4), send_only(16)),
+    ]
+
+
+def rule_records(v6, start):
+    fam = "ipv6" if v6 else "ipv4"
+    frames, recs = [], []
+    for name, rule, desc, source, edit, base in rule_cases():
+        full = "%s_rule_%s" % (fam, name)
+        f = edit(bytearray(raw(base.build(v6))))
+        refix(f, full)
+        f = bytes(f)
+        need(len(f) >= 60, full + ": shorter than 60 bytes")
+        frames.append(f)
+        recs.append({"name": full, "family": fam, "rule": rule, "description": desc,
+                     "source": source, "pcap": "rocev2_rules.pcap",
+                     "frame": start + len(frames), "length": len(f), "hex": f.hex()})
+    return frames, recs
+
+
+# ----------------------------------------------------------------------------------------------
 # Part 3: JSON records.
 # ----------------------------------------------------------------------------------------------
 def jsonable(v):
@@ -709,6 +865,7 @@ with `python3 tests/vectors/gen_vectors.py`, check that the committed files are 
 | rocev2_ipv4.pcap | {n4} valid IPv4 frames |
 | rocev2_ipv6.pcap | {n6} valid IPv6 frames (the same list over IPv6) |
 | rocev2_negative.pcap | {nneg} single-bit flips of {nbase} of the valid frames |
+| rocev2_rules.pcap | {nrules} frames, each failing exactly one receive rule (JSON `rules[]`: `rule` is the drop reason, `source` the rule's origin) |
 | rocev2_vectors.json | every frame as hex with its decoded fields, ICRC and labels |
 
 Valid frames: every RC opcode the engine supports, 0x00-0x14, 0x16, 0x17 (SEND first/middle/last/only, with immediate and with
@@ -791,6 +948,15 @@ def generate(out):
                 neg_frames.append(f)
                 doc["negative"].append(rec)
     write_pcap(os.path.join(out, "rocev2_negative.pcap"), neg_frames)
+
+    rule_frames = []
+    doc["rules"] = []
+    for v6 in (False, True):
+        fr, recs = rule_records(v6, len(rule_frames))
+        rule_frames += fr
+        doc["rules"] += recs
+    write_pcap(os.path.join(out, "rocev2_rules.pcap"), rule_frames)
+    doc["meta"]["files"]["rocev2_rules.pcap"] = "%d frames, each failing one receive rule" % len(rule_frames)
     doc["meta"]["files"]["rocev2_negative.pcap"] = "%d single-bit-flip frames" % len(neg_frames)
 
     neg = doc["negative"]
@@ -807,6 +973,7 @@ def generate(out):
         "not_covered": sum(n["category"] == "not_covered" for n in neg),
         "masked_ipv4_header": sum(n["category"] == "masked" and n["field"].startswith(v4hdr)
                                   for n in neg),
+        "rules": len(doc["rules"]),
     }
     doc["meta"]["counts"] = counts
     ok = all(r["icrc_crosscheck"]["all_agree"] for r in doc["positive"]) and all(
@@ -821,12 +988,13 @@ def generate(out):
         fh.write(README.format(scapy=scapy.VERSION, n4=counts["positive_ipv4"],
                                n6=counts["positive_ipv6"], nneg=counts["negative"],
                                nbase=counts["negative_bases"], pmtu=PMTU,
+                               nrules=counts["rules"],
                                nv4hdr=counts["masked_ipv4_header"]))
     return counts
 
 
 OUTPUTS = ["README.md", "rocev2_ipv4.pcap", "rocev2_ipv6.pcap", "rocev2_negative.pcap",
-           "rocev2_vectors.json"]
+           "rocev2_rules.pcap", "rocev2_vectors.json"]
 
 
 def main(argv=None):
