@@ -224,3 +224,83 @@ proptest! {
     }
 }
 
+
+/// The per-QP length rules of a message's packets (path MTU 256 here): FIRST and MIDDLE carry
+/// exactly one PMTU, LAST 1..PMTU, ONLY 0..PMTU. A request that breaks one is answered with a
+/// NAK invalid request (AETH syndrome 0x61) at the expected PSN, nothing is written, and the
+/// engine and the model's responder (fed the same frame) answer alike.
+#[test]
+fn packets_of_the_wrong_length_for_the_path_mtu_get_a_nak_invalid_request() {
+    use hematite_model::{build_frame, classify, HdrRecord};
+    const PMTU: u32 = 256;
+    // (name, opcode, payload bytes, RETH DMA length; a MIDDLE case follows a valid FIRST)
+    let cases: [(&str, u8, usize, u32); 8] = [
+        ("WRITE_FIRST one word short of the PMTU", 0x06, 252, 1024),
+        ("WRITE_FIRST one word beyond the PMTU", 0x06, 260, 1024),
+        ("WRITE_ONLY beyond the PMTU", 0x0A, 260, 260),
+        ("SEND_FIRST short", 0x00, 128, 0),
+        ("SEND_ONLY beyond the PMTU", 0x04, 512, 0),
+        ("WRITE_ONLY whose DMA length differs from its payload", 0x0A, 64, 128),
+        ("WRITE_MIDDLE short, after a valid FIRST", 0x07, 128, 0),
+        ("SEND_LAST empty, after a valid FIRST", 0x02, 0, 0),
+    ];
+    for (i, (name, op, len, dma_len)) in cases.into_iter().enumerate() {
+        let mut s = setup(40 + i as u64, PMTU, 50);
+        let ka = s.a_key;
+        s.b.post_recv_a(QA, &RecvWr { wr_id: 7, sgl: vec![sge(A_BUF, 0x4000, ka)] }).unwrap();
+        let before = s.b.a.eng.mem.mem.read(A_BUF, 0x4000);
+        let rec = HdrRecord {
+            eth_dst: 0x0200_0000_0001,
+            eth_src: 0x0200_0000_0002,
+            ip_src: 0x0A00_0002,
+            ip_dst: 0x0A00_0001,
+            ttl: 64,
+            udp_sport: 0xC001,
+            opcode: op,
+            pkey: 0xFFFF,
+            dest_qp: QA,
+            ackreq: true,
+            psn: 0xFF_FFF8,
+            va: A_BUF + 0x1000,
+            rkey: ka,
+            dma_len,
+            payload_len: len as u16,
+            ..HdrRecord::default()
+        };
+        // a MIDDLE / LAST case: first a valid FIRST of the same message at the expected PSN
+        let mut rec = rec;
+        if op == 0x07 || op == 0x02 {
+            let first = HdrRecord { opcode: if op == 0x07 { 0x06 } else { 0x00 }, dma_len: 4096, payload_len: PMTU as u16, ackreq: false, ..rec };
+            let p: Vec<u8> = (0..PMTU).map(|k| k as u8).collect();
+            let f = build_frame(&first, &p).unwrap();
+            s.b.a.refn.receive(0, &classify(&f).rec, &p);
+            s.b.a.eng.rx_q.push_back(f);
+            rec.psn = 0xFF_FFF9;
+        }
+        let payload: Vec<u8> = (0..len).map(|k| k as u8 ^ 0x5A).collect();
+        let f = build_frame(&rec, &payload).unwrap();
+        assert_eq!(classify(&f).reason, None, "{name}: a well-formed packet for the RX path");
+        // the model's responder (A's twin) gets the same packet
+        s.b.a.refn.receive(0, &classify(&f).rec, &payload);
+        let model_tx = s.b.a.refn.poll_tx(1_000);
+        s.b.a.eng.rx_q.push_back(f);
+        let _ = s.b.run(0, 20_000);
+        let acks: Vec<HdrRecord> = s
+            .b
+            .wire
+            .iter()
+            .filter(|(_, from_engine, _)| *from_engine)
+            .map(|(_, _, f)| classify(f).rec)
+            .filter(|r| r.opcode == 0x11)
+            .collect();
+        assert_eq!(acks.len(), 1, "{name}: one response, got {acks:?}");
+        assert_eq!(acks[0].syndrome, 0x61, "{name}: NAK invalid request");
+        assert_eq!(acks[0].psn, rec.psn, "{name}: at the packet's PSN");
+        assert_eq!(model_tx.len(), 1, "{name}: the model answers once");
+        assert_eq!((model_tx[0].0.opcode, model_tx[0].0.syndrome, model_tx[0].0.psn), (0x11, 0x61, rec.psn), "{name}: the model's answer");
+        if op != 0x07 && op != 0x02 {
+            assert_eq!(s.b.a.eng.mem.mem.read(A_BUF, 0x4000), before, "{name}: nothing written");
+        }
+        println!("{name}: NAK invalid request at PSN {:#x}, engine and model", acks[0].psn);
+    }
+}
