@@ -22,6 +22,8 @@ pub mod np;
 pub mod cc;
 pub mod ccexp;
 pub mod slots;
+pub mod rxcheck;
+pub mod fuzz;
 
 pub use hematite_model::record::{DropReason, HdrRecord};
 pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};
