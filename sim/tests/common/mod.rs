@@ -35,6 +35,7 @@ pub fn unhex(s: &str) -> Vec<u8> {
     (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()
 }
 
+#[allow(unused_imports)]
 pub use hematite_sim::rxcheck::{check_rx_run, compare_status, hexs};
 
 /// Random valid TX inputs with a mix of sizes: a third small (0..64 B payload), a third
