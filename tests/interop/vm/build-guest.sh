@@ -132,7 +132,9 @@ echo 'root:x:0:' > "$ROOTFS/etc/group"
 printf '127.0.0.1 localhost\n' > "$ROOTFS/etc/hosts"
 echo 'hosts: files' > "$ROOTFS/etc/nsswitch.conf"
 command -v ldconfig > /dev/null && ldconfig -r "$ROOTFS" 2> /dev/null || true
-(cd "$ROOTFS" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$NEW/initramfs.cpio"
+# the same packages give the same archive: fixed times, no inode or device numbers
+find "$ROOTFS" -exec touch -h -d @0 {} +
+(cd "$ROOTFS" && find . | LC_ALL=C sort | cpio -o -H newc --quiet --reproducible) > "$NEW/initramfs.cpio"
 echo "$KVER" > "$NEW/kver"
 echo "$STAMP" > "$NEW/stamp"
 rm -rf "$IMG.old"; [ -d "$IMG" ] && mv "$IMG" "$IMG.old"
