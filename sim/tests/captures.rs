@@ -1,22 +1,42 @@
-//! Every frame of every capture in ../shared/captures (real Linux Soft-RoCE traffic) through
-//! the RTL receive path, compared frame by frame with the reference model.
+//! Every frame of every Soft-RoCE capture (the repository's `tests/data/captures`, and
+//! `../shared/captures` when present) through the RTL receive path, compared frame by frame
+//! with the reference model.
 mod common;
 use common::*;
 use hematite_model::capture::read_frames;
 use hematite_sim::{run_rx, Flow, PktSim, WIDTHS};
+use std::path::{Path, PathBuf};
 
-#[test]
-fn captures_parse_identically_in_rtl_and_model() {
-    let dir = shared().join("captures");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| {
+/// The repository's captures always; ../shared's (or $HEMATITE_SHARED's) as an extra
+/// cross-check when that folder exists. (directory, least number of captures expected)
+fn capture_dirs() -> Vec<(PathBuf, usize)> {
+    let own = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/captures"));
+    assert!(own.join("SUMMARY.md").is_file(), "the repository's captures are missing at {}", own.display());
+    let mut v = vec![(own, 10)];
+    let shared = std::env::var_os("HEMATITE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")));
+    if shared.join("captures/summary.txt").is_file() {
+        println!("extra cross-check: {}/captures", shared.display());
+        v.push((shared.join("captures"), 15));
+    } else {
+        println!("no ../shared/captures beside the repository: only the repository's captures are checked");
+    }
+    v
+}
+
+/// Runs every capture of `dir` through the RTL; returns (frames, bad-ICRC frames).
+fn check_dir(dir: &Path, min_files: usize) -> (usize, u64) {
+    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| {
         let n = p.file_name().unwrap().to_string_lossy().to_string();
-        n.ends_with(".pcapng") || n.ends_with(".pcapng.xz") || n.ends_with(".pcap")
+        n.ends_with(".pcapng") || n.ends_with(".pcapng.xz") || n.ends_with(".pcap") || n.ends_with(".pcap.xz")
     }).collect();
     files.sort();
-    assert!(files.len() >= 15, "expected the shared captures, found {}", files.len());
-    let mut total = 0;
+    assert!(files.len() >= min_files, "{}: expected at least {min_files} captures, found {}", dir.display(), files.len());
+    let (mut total, mut total_bad) = (0, 0);
     for (i, f) in files.iter().enumerate() {
         let frames = read_frames(f).unwrap();
+        assert!(!frames.is_empty(), "{}: no frames", f.display());
         // alternate widths and flow patterns across files to keep the run short
         let w = WIDTHS[i % 2];
         let flow = Flow { idle_pct: if i % 3 == 0 { 5 } else { 0 }, stall_pct: if i % 3 == 1 { 10 } else { 0 }, seed: i as u64 };
@@ -29,9 +49,24 @@ fn captures_parse_identically_in_rtl_and_model() {
             f.file_name().unwrap().to_string_lossy(), frames.len(), acc, bad_icrc, run.in_beats, run.cycles
         );
         total += frames.len();
+        total_bad += u64::from(bad_icrc);
         if f.file_name().unwrap() == "host_peer_demo.pcapng" {
             assert_eq!(bad_icrc, 1, "the one corrupted frame of host_peer_demo");
         }
     }
-    println!("{total} capture frames: RTL == model");
+    (total, total_bad)
+}
+
+#[test]
+fn captures_parse_identically_in_rtl_and_model() {
+    let mut total = 0;
+    for (i, (dir, min_files)) in capture_dirs().into_iter().enumerate() {
+        let (n, bad) = check_dir(&dir, min_files);
+        let shared = i > 0;
+        // the repository's captures are clean; the shared set has one corrupted frame
+        assert_eq!(bad, u64::from(shared), "{}: bad-ICRC frames", dir.display());
+        println!("{}: {n} capture frames: RTL == model", dir.display());
+        total += n;
+    }
+    println!("{total} capture frames in all: RTL == model");
 }
