@@ -3,8 +3,9 @@
 //!
 //! BAR writes are posted (no round trip); reads, DMA (un)mapping, interrupt routing and reset
 //! wait for the device's answer. DMA: the device reads and writes this process's memory inside
-//! the mapped windows only; [`SimDevice::open`] allows the device process to do so
-//! (`PR_SET_PTRACER`).
+//! the mapped windows only, through the descriptor of this process's memory it opens at HELLO;
+//! [`SimDevice::open`] allows that device process (`PR_SET_PTRACER` with its pid) for the
+//! duration of HELLO only.
 
 use crate::device::{Device, DeviceInfo};
 use crate::simproto::{self as p, Recv, Rep, Req};
@@ -12,6 +13,10 @@ use crate::{Error, Result};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::sync::Mutex;
+
+/// Held while a device is being opened: Yama's single ptracer exception of this process names
+/// that device for the HELLO round trip.
+static PTRACER: Mutex<()> = Mutex::new(());
 
 struct Conn {
     fd: OwnedFd,
@@ -44,17 +49,29 @@ impl SimDevice {
     pub fn open(socket: &Path) -> Result<SimDevice> {
         let fd = p::connect(socket)?;
         let server_pid = p::peer_pid(fd.as_raw_fd())?;
-        // any process: a client may open several devices, and Yama keeps one ptracer only
-        p::allow_ptracer(None)?;
-        let _ = server_pid;
         let mut conn = Conn { fd, seq: 0, dead: false };
-        let r = Self::call_on(&mut conn, p::CMD_HELLO, [p::PROTO_VERSION, std::process::id() as u64, 0, 0], None)
-            .map_err(|e| match e {
-                Error::Sys { err, .. } if err.raw_os_error() == Some(libc::EBUSY) => {
-                    Error::Busy(format!("{} is in use by another process", socket.display()))
-                }
-                e => e,
-            })?;
+        // The device opens this process's memory (/proc/PID/mem) while it handles HELLO, and
+        // needs ptrace-attach rights for that moment only. Yama keeps one allowed ptracer per
+        // process, so the exception names this device's pid just for the HELLO round trip and
+        // is withdrawn after it; opens are serialised so that two devices opened from two
+        // threads do not overwrite each other's exception.
+        let r = {
+            let _g = PTRACER.lock().unwrap_or_else(|e| e.into_inner());
+            p::allow_ptracer(Some(server_pid))?;
+            let r = Self::call_on(&mut conn, p::CMD_HELLO, [p::PROTO_VERSION, std::process::id() as u64, 0, 0], None);
+            let _ = p::allow_ptracer(None);
+            r
+        }
+        .map_err(|e| match e {
+            Error::Sys { err, .. } if err.raw_os_error() == Some(libc::EBUSY) => {
+                Error::Busy(format!("{} is in use by another process", socket.display()))
+            }
+            Error::Sys { err, .. } if err.raw_os_error() == Some(libc::EACCES) => Error::Device(format!(
+                "{}: the device process may not access this process's memory (ptrace rights: same user, dumpable, Yama)",
+                socket.display()
+            )),
+            e => e,
+        })?;
         let info = DeviceInfo {
             name: socket.display().to_string(),
             bar0_size: r.a,

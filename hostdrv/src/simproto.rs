@@ -183,12 +183,22 @@ pub fn connect(path: &Path) -> Result<OwnedFd> {
     Ok(fd)
 }
 
-/// Binds and listens on `path` (non-blocking listener).
+/// Binds and listens on `path` (non-blocking listener). The socket file is created with mode
+/// 0600 (owner only: connecting needs write permission on it): the umask is narrowed to 0177
+/// around `bind`, so the file never exists with a wider mode, and the mode is set again after.
 pub fn listen(path: &Path) -> Result<OwnedFd> {
+    use std::os::unix::fs::PermissionsExt;
     let fd = seqpacket()?;
     let (a, len) = sockaddr(path)?;
+    // SAFETY: umask(2) only changes this process's file creation mask; the old one is restored
+    // right after bind.
+    let old = unsafe { libc::umask(0o177) };
     // SAFETY: `a` is a valid sockaddr_un of `len` bytes; fd is a live socket.
-    cvt(unsafe { libc::bind(fd.as_raw_fd(), &a as *const _ as *const libc::sockaddr, len) }, &format!("bind {}", path.display()))?;
+    let r = unsafe { libc::bind(fd.as_raw_fd(), &a as *const _ as *const libc::sockaddr, len) };
+    // SAFETY: as above, restores the previous mask.
+    unsafe { libc::umask(old) };
+    cvt(r, &format!("bind {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| Error::sys(format!("chmod {}", path.display()), e))?;
     // SAFETY: fd is a bound socket.
     cvt(unsafe { libc::listen(fd.as_raw_fd(), 4) }, "listen")?;
     set_nonblocking(fd.as_raw_fd(), true)?;
@@ -222,12 +232,167 @@ pub fn set_nonblocking(fd: RawFd, on: bool) -> Result<()> {
 
 /// The pid of the process at the other end of a connected Unix socket.
 pub fn peer_pid(fd: RawFd) -> Result<u32> {
+    Ok(peer_cred(fd)?.pid)
+}
+
+/// Credentials of the process at the other end of a connected Unix socket, as the kernel
+/// recorded them at `connect` (or `listen`) time (`SO_PEERCRED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerCred {
+    pub pid: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// [`PeerCred`] of a connected Unix socket.
+pub fn peer_cred(fd: RawFd) -> Result<PeerCred> {
     // SAFETY: ucred is plain old data.
     let mut c: libc::ucred = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: `c` is a ucred of `len` bytes; the kernel fills it.
     cvt(unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, &mut c as *mut _ as *mut libc::c_void, &mut len) }, "SO_PEERCRED")?;
-    Ok(c.pid as u32)
+    Ok(PeerCred { pid: c.pid as u32, uid: c.uid, gid: c.gid })
+}
+
+/// This process's effective uid.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid(2) cannot fail and has no side effects.
+    unsafe { libc::geteuid() }
+}
+
+/// `SO_PEERPIDFD` (Linux 6.5, the same number on every architecture).
+const SO_PEERPIDFD: libc::c_int = 77;
+
+/// A pidfd for the process at the other end of a connected Unix socket: `SO_PEERPIDFD`, which
+/// names exactly the process that connected (the kernel keeps a reference to it in the socket,
+/// so there is no window for pid reuse), or, on kernels before 6.5, `pidfd_open` of the
+/// `SO_PEERCRED` pid. In the fallback the pid could have been reused if the client died before
+/// this call; the caller then also checks that the connection is still open and the process
+/// alive (see [`pidfd_exited`]).
+pub fn peer_pidfd(fd: RawFd) -> Result<OwnedFd> {
+    let mut pfd: libc::c_int = -1;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `pfd` is an int of `len` bytes; on success the kernel stores a new descriptor.
+    let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, SO_PEERPIDFD, &mut pfd as *mut _ as *mut libc::c_void, &mut len) };
+    if r == 0 && pfd >= 0 {
+        // SAFETY: pfd is a new descriptor owned by nobody else.
+        return Ok(unsafe { OwnedFd::from_raw_fd(pfd) });
+    }
+    let e = std::io::Error::last_os_error();
+    if r == 0 || e.raw_os_error() == Some(libc::ENOPROTOOPT) {
+        return pidfd_open(peer_pid(fd)?);
+    }
+    Err(Error::sys("SO_PEERPIDFD", e))
+}
+
+/// `pidfd_open(pid, 0)`: a descriptor that names process `pid` for as long as it is held.
+pub fn pidfd_open(pid: u32) -> Result<OwnedFd> {
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0 as libc::c_uint) };
+    if r < 0 {
+        return Err(Error::last_os("pidfd_open"));
+    }
+    // SAFETY: r is a new descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) })
+}
+
+/// True when the process a pidfd names has exited (the pidfd polls readable then; a zombie
+/// counts as exited: its pid becomes reusable as soon as its parent reaps it).
+pub fn pidfd_exited(pidfd: RawFd) -> Result<bool> {
+    wait_fd(pidfd, libc::POLLIN, 0)
+}
+
+/// The pid a pidfd names (`Pid:` of its fdinfo), None once the process is reaped.
+pub fn pidfd_pid(pidfd: RawFd) -> Result<Option<u32>> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{pidfd}")).map_err(|e| Error::sys("pidfd fdinfo", e))?;
+    let pid = info.lines().find_map(|l| l.strip_prefix("Pid:")).and_then(|v| v.trim().parse::<i64>().ok());
+    Ok(pid.filter(|&p| p > 0).map(|p| p as u32))
+}
+
+/// True when the peer of a connected socket has closed it or shut it down for writing
+/// (`POLLRDHUP` / `POLLHUP`), even while messages it sent before are still unread.
+pub fn hung_up(fd: RawFd) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 };
+    // SAFETY: one valid pollfd, no waiting.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    r > 0 && p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}
+
+/// A new non-blocking eventfd.
+pub fn eventfd() -> Result<OwnedFd> {
+    // SAFETY: eventfd(2) returns a new descriptor or -1.
+    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) }, "eventfd")?;
+    // SAFETY: fd is a new descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// True when `fd` is an eventfd.
+pub fn is_eventfd(fd: RawFd) -> bool {
+    std::fs::read_link(format!("/proc/self/fd/{fd}")).is_ok_and(|l| l.as_os_str() == "anon_inode:[eventfd]")
+}
+
+/// Connects to the device socket at `path` without blocking: None when the listener's backlog
+/// is full (`EAGAIN`). The socket is non-blocking.
+pub fn connect_nonblocking(path: &Path) -> Result<Option<OwnedFd>> {
+    let fd = seqpacket()?;
+    set_nonblocking(fd.as_raw_fd(), true)?;
+    let (a, len) = sockaddr(path)?;
+    // SAFETY: `a` is a valid sockaddr_un of `len` bytes; fd is a live socket.
+    let r = unsafe { libc::connect(fd.as_raw_fd(), &a as *const _ as *const libc::sockaddr, len) };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            return Ok(None);
+        }
+        return Err(Error::sys(format!("connect {}", path.display()), e));
+    }
+    Ok(Some(fd))
+}
+
+/// `shutdown(2)`: `how` is `libc::SHUT_RD`, `SHUT_WR` or `SHUT_RDWR`.
+pub fn shutdown(fd: RawFd, how: libc::c_int) -> Result<()> {
+    // SAFETY: shutdown(2) on a descriptor the caller owns.
+    cvt(unsafe { libc::shutdown(fd, how) }, "shutdown")?;
+    Ok(())
+}
+
+/// Sends one message with any number of descriptors attached (up to the kernel's limit of
+/// 253), without waiting: false when the socket is full.
+pub fn send_fds(fd: RawFd, data: &[u8], pass: &[RawFd]) -> Result<bool> {
+    let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of_val(pass) as u32) } as usize;
+    let mut cbuf = vec![0u64; space.div_ceil(8)];
+    // SAFETY: msghdr is plain old data.
+    let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+    m.msg_iov = &mut iov;
+    m.msg_iovlen = 1;
+    if !pass.is_empty() {
+        m.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+        m.msg_controllen = space;
+        // SAFETY: msg_control points at `space` bytes, enough for one cmsghdr whose data area
+        // holds `pass.len()` ints.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&m);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of_val(pass) as u32) as usize;
+            std::ptr::copy_nonoverlapping(pass.as_ptr(), libc::CMSG_DATA(c) as *mut RawFd, pass.len());
+        }
+    }
+    loop {
+        // SAFETY: m describes valid buffers for the duration of the call.
+        let r = unsafe { libc::sendmsg(fd, &m, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+        if r >= 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.kind() {
+            std::io::ErrorKind::Interrupted => continue,
+            std::io::ErrorKind::WouldBlock => return Ok(false),
+            _ => return Err(Error::sys("sendmsg", e)),
+        }
+    }
 }
 
 /// Sends one message, with a descriptor attached when `pass` is set.
@@ -347,14 +512,12 @@ pub fn wait_fd(fd: RawFd, events: i16, timeout_ms: i32) -> Result<bool> {
     }
 }
 
-/// Allows process `pid` (None: any process of this user) to read and write this process's
-/// memory (Yama's ptrace scope 1 otherwise allows it only for ancestors; Yama keeps a single
-/// allowed pid, so a client of several devices must use None). Harmless where Yama is absent.
+/// Allows process `pid` to read and write this process's memory (Yama's ptrace scope 1
+/// otherwise allows it only for ancestors); None withdraws the exception (`PR_SET_PTRACER` 0).
+/// Yama keeps a single allowed pid per process. `PR_SET_PTRACER_ANY` is never used: it would
+/// let every process of this user attach. Harmless where Yama is absent.
 pub fn allow_ptracer(pid: Option<u32>) -> Result<()> {
-    let who = match pid {
-        Some(p) => p as libc::c_ulong,
-        None => libc::PR_SET_PTRACER_ANY as libc::c_ulong,
-    };
+    let who = pid.unwrap_or(0) as libc::c_ulong;
     // SAFETY: prctl(PR_SET_PTRACER) takes a pid and changes only this process's Yama policy.
     let r = unsafe { libc::prctl(libc::PR_SET_PTRACER, who, 0, 0, 0) };
     if r < 0 {
@@ -382,6 +545,24 @@ mod tests {
     }
 
     #[test]
+    fn pidfd_sees_a_child_exit() {
+        let mut ch = std::process::Command::new("sleep").arg("0.2").spawn().unwrap();
+        let fd = pidfd_open(ch.id()).unwrap();
+        assert!(!pidfd_exited(fd.as_raw_fd()).unwrap());
+        assert!(wait_fd(fd.as_raw_fd(), libc::POLLIN, 5000).unwrap(), "exit seen while a zombie");
+        assert!(pidfd_exited(fd.as_raw_fd()).unwrap());
+        ch.wait().unwrap();
+        assert_eq!(pidfd_pid(fd.as_raw_fd()).unwrap(), None, "reaped");
+    }
+
+    #[test]
+    fn ptracer_exception_names_one_pid_and_is_withdrawn() {
+        // Yama may be absent (then both are no-ops); PR_SET_PTRACER_ANY is never used
+        allow_ptracer(Some(std::process::id())).unwrap();
+        allow_ptracer(None).unwrap();
+    }
+
+    #[test]
     fn socket_pair_passes_messages_and_fds() {
         let dir = std::env::temp_dir().join(format!("hm-proto-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
@@ -403,6 +584,34 @@ mod tests {
         drop(c);
         assert!(matches!(recv(s.as_raw_fd(), &mut buf).unwrap(), Recv::Closed));
         assert!(connect(&dir.join("nobody")).is_err());
+        // hang-up is seen while unread messages wait, and for a connection closed before accept
+        let c = connect(&path).unwrap();
+        let s = accept(l.as_raw_fd()).unwrap().unwrap();
+        assert!(!hung_up(s.as_raw_fd()));
+        send(c.as_raw_fd(), &[0u8; REQ_BYTES], None).unwrap();
+        drop(c);
+        assert!(hung_up(s.as_raw_fd()), "closed with a message unread");
+        let c = connect(&path).unwrap();
+        send(c.as_raw_fd(), &[0u8; REQ_BYTES], None).unwrap();
+        drop(c);
+        let s = accept(l.as_raw_fd()).unwrap().unwrap();
+        assert!(hung_up(s.as_raw_fd()), "closed before accept");
+        let c = connect(&path).unwrap();
+        let s = accept(l.as_raw_fd()).unwrap().unwrap();
+        shutdown(c.as_raw_fd(), libc::SHUT_WR).unwrap();
+        assert!(hung_up(s.as_raw_fd()), "shut down for writing");
+        // the pidfd names the process that connected (here: this one), and it is alive
+        let pidfd = peer_pidfd(s.as_raw_fd()).unwrap();
+        assert_eq!(pidfd_pid(pidfd.as_raw_fd()).unwrap(), Some(std::process::id()));
+        assert!(!pidfd_exited(pidfd.as_raw_fd()).unwrap());
+        let me = pidfd_open(std::process::id()).unwrap();
+        assert_eq!(pidfd_pid(me.as_raw_fd()).unwrap(), Some(std::process::id()));
+        // eventfds are recognised
+        assert!(is_eventfd(eventfd().unwrap().as_raw_fd()));
+        assert!(!is_eventfd(devnull.as_raw_fd()));
+        // the socket file is the owner's only
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         let long = dir.join("x".repeat(200));
         assert!(matches!(listen(&long), Err(Error::InvalidArgument(_))));
         let _ = std::fs::remove_dir_all(&dir);

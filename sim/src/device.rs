@@ -128,10 +128,14 @@ struct Window {
     writable: bool,
 }
 
-/// The IOMMU: the client's DMA windows.
+/// The IOMMU: the client's DMA windows, and the client's memory.
 #[derive(Default)]
 struct Iommu {
-    pid: i32,
+    /// `/proc/PID/mem` of the client, opened at HELLO while the client's pidfd showed it alive.
+    /// The descriptor holds that process's address space itself, not its pid: once the process
+    /// has exited every access fails, and a later process given the same pid (or the client's
+    /// own next program after an `execve`) is never reached through it.
+    mem: Option<File>,
     maps: Vec<Window>,
     faults: u64,
 }
@@ -155,32 +159,24 @@ impl Iommu {
 
 struct ClientMem(Arc<Mutex<Iommu>>);
 
-fn vm_io(pid: i32, local: &mut [libc::iovec], remote: &[libc::iovec], write: bool) -> bool {
-    let want: usize = local.iter().map(|v| v.iov_len).sum();
-    // SAFETY: the local iovecs point into buffers owned by the caller for the duration of the
-    // call; the remote ones name the client's memory, which the kernel checks (EFAULT when not
-    // mapped there). Nothing in this process is written through a remote address.
-    let got = unsafe {
-        if write {
-            libc::process_vm_writev(pid, local.as_ptr(), local.len() as u64, remote.as_ptr(), remote.len() as u64, 0)
-        } else {
-            libc::process_vm_readv(pid, local.as_ptr(), local.len() as u64, remote.as_ptr(), remote.len() as u64, 0)
-        }
-    };
-    got >= 0 && got as usize == want
-}
-
 impl ExtMem for ClientMem {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
+        use std::os::unix::fs::FileExt;
         let mut m = self.0.lock().unwrap();
         let Some(pieces) = m.translate(addr, buf.len() as u64, false) else {
             m.faults += 1;
             return false;
         };
-        let mut local = [libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() }];
-        let remote: Vec<libc::iovec> =
-            pieces.iter().map(|(va, n)| libc::iovec { iov_base: *va as *mut libc::c_void, iov_len: *n as usize }).collect();
-        let ok = vm_io(m.pid, &mut local, &remote, false);
+        let mut off = 0;
+        let mut ok = m.mem.is_some();
+        for (va, n) in pieces {
+            let n = n as usize;
+            if !ok || m.mem.as_ref().unwrap().read_exact_at(&mut buf[off..off + n], va).is_err() {
+                ok = false;
+                break;
+            }
+            off += n;
+        }
         if !ok {
             m.faults += 1;
         }
@@ -203,31 +199,31 @@ impl ExtMem for ClientMem {
             }
             runs.push((s, i - s));
         }
-        let mut local = Vec::new();
-        let mut remote = Vec::new();
+        // every piece is translated before anything is written: the burst is refused as a whole
+        let mut pieces = Vec::new();
         for (s, n) in runs {
-            let Some(pieces) = m.translate(addr + s as u64, n as u64, true) else {
+            let Some(tr) = m.translate(addr + s as u64, n as u64, true) else {
                 m.faults += 1;
                 return false;
             };
             let mut off = s;
-            for (va, len) in pieces {
-                local.push(libc::iovec { iov_base: data[off..].as_ptr() as *mut libc::c_void, iov_len: len as usize });
-                remote.push(libc::iovec { iov_base: va as *mut libc::c_void, iov_len: len as usize });
+            for (va, len) in tr {
+                pieces.push((off, va, len as usize));
                 off += len as usize;
             }
         }
-        if local.is_empty() {
+        if pieces.is_empty() {
             return true;
         }
-        // process_vm_writev takes at most IOV_MAX (1024) entries per call
-        for (l, r) in local.chunks_mut(1024).zip(remote.chunks(1024)) {
-            if !vm_io(m.pid, l, r, true) {
-                m.faults += 1;
-                return false;
-            }
+        use std::os::unix::fs::FileExt;
+        let ok = match &m.mem {
+            Some(f) => pieces.iter().all(|&(off, va, len)| f.write_all_at(&data[off..off + len], va).is_ok()),
+            None => false,
+        };
+        if !ok {
+            m.faults += 1;
         }
-        true
+        ok
     }
 }
 
@@ -492,9 +488,27 @@ struct ArpWait {
 struct Client {
     fd: OwnedFd,
     pid: u32,
+    /// Names the process that connected (`SO_PEERPIDFD`) for as long as the connection lasts.
+    pidfd: OwnedFd,
     /// HELLO answered: other requests are refused (EPROTO) before it.
     hello: bool,
+    /// Interrupts go to this client's eventfds through its own writer thread, so that an
+    /// eventfd that would block (its counter full, `O_NONBLOCK` cleared by the client) can
+    /// never stall the clock loop.
+    irq_tx: Option<std::sync::mpsc::SyncSender<Arc<File>>>,
 }
+
+/// A connection made while a client was attached, waiting for its first request.
+struct Refused {
+    fd: OwnedFd,
+    pid: u32,
+    pidfd: OwnedFd,
+    since: Instant,
+}
+
+/// Connections refused while a client is attached that are kept waiting for their HELLO (to
+/// answer it with EBUSY); beyond this they are closed at once.
+const MAX_REFUSED: usize = 16;
 
 /// Counters the device process keeps.
 #[derive(Debug, Default, Clone)]
@@ -512,6 +526,12 @@ pub struct DevCounters {
     pub mmio_errors: u64,
     pub clients: u64,
     pub resets: u64,
+    /// Connections closed at once because the peer's uid is not the device process's.
+    pub refused_uid: u64,
+    /// Interrupts not delivered because the client's eventfd (or its writer) was full.
+    pub irqs_lost: u64,
+    /// Control-core traps (each ends the client's session and resets the function).
+    pub traps: u64,
 }
 
 /// The device process's state.
@@ -522,12 +542,12 @@ pub struct SimNic {
     listener: OwnedFd,
     client: Option<Client>,
     /// Connections refused while a client is attached, waiting for their HELLO.
-    refused: Vec<(OwnedFd, Instant)>,
+    refused: Vec<Refused>,
     wire: Wire,
     pcap: Option<Pcap>,
     mmio: VecDeque<Mmio>,
     in_flight: Option<Mmio>,
-    irq_fds: HashMap<u8, File>,
+    irq_fds: HashMap<u8, Arc<File>>,
     tx_backlog: VecDeque<Vec<u8>>,
     arp: HashMap<u32, u64>,
     arp_wait: Vec<ArpWait>,
@@ -593,21 +613,30 @@ impl SimNic {
         }
     }
 
+    /// Sends a reply without waiting: a client whose socket is full (it does not read its
+    /// replies) or gone loses its connection, so a client can never stall the clock loop.
     fn reply(&mut self, r: Rep) {
         if let Some(c) = &self.client {
-            if p::send(c.fd.as_raw_fd(), &r.encode(), None).is_err() {
-                self.drop_client("reply failed");
+            match p::send_fds(c.fd.as_raw_fd(), &r.encode(), &[]) {
+                Ok(true) => {}
+                Ok(false) => self.drop_client("reply socket full (the client does not read its replies)"),
+                Err(e) => self.drop_client(&format!("reply failed: {e}")),
             }
         }
     }
 
     /// Function reset: a new engine (power-on state), the firmware booted again. DMA windows
     /// stay (they belong to the IOMMU, not the function).
+    /// Register reads (and non-posted writes) still queued or in flight are answered with
+    /// ECANCELED: their transactions are discarded with the old engine.
     fn reset(&mut self) -> Result<(), String> {
         self.cycle_base += self.eng.cycle();
-        self.eng = new_engine(&self.cfg.image, &self.iommu)?;
-        self.mmio.clear();
-        self.in_flight = None;
+        let r = new_engine(&self.cfg.image, &self.iommu);
+        let cancelled: Vec<Req> = self.in_flight.take().into_iter().chain(self.mmio.drain(..)).filter_map(|m| m.reply_to).collect();
+        for q in cancelled {
+            self.reply(Rep::to(&q, -libc::ECANCELED));
+        }
+        self.eng = r?;
         self.tx_backlog.clear();
         self.counters.resets += 1;
         Ok(())
@@ -619,7 +648,7 @@ impl SimNic {
             {
                 let mut m = self.iommu.lock().unwrap();
                 m.maps.clear();
-                m.pid = 0;
+                m.mem = None;
             }
             self.irq_fds.clear();
             self.arp_wait.clear();
@@ -646,11 +675,21 @@ impl SimNic {
         }
         match r.cmd {
             p::CMD_HELLO => {
-                let st = if r.a != p::PROTO_VERSION { -libc::EPROTO } else { 0 };
+                let mut st = if r.a != p::PROTO_VERSION { -libc::EPROTO } else { 0 };
+                if st == 0 {
+                    match self.open_client_mem() {
+                        Ok(f) => self.iommu.lock().unwrap().mem = Some(f),
+                        Err(e) => {
+                            self.log(&format!("HELLO refused: {e}"));
+                            if self.client.is_none() {
+                                return; // the client is gone
+                            }
+                            st = -libc::EACCES;
+                        }
+                    }
+                }
                 let mut rep = Rep::to(&r, st);
                 if st == 0 {
-                    let pid = self.client.as_ref().map(|c| c.pid).unwrap_or(0);
-                    self.iommu.lock().unwrap().pid = pid as i32;
                     rep.a = BAR0_SIZE;
                     rep.b = NUM_IRQS as u64;
                     rep.c = self.cfg.mac;
@@ -712,10 +751,14 @@ impl SimNic {
                     -libc::EINVAL
                 } else if r.b != 0 {
                     match fd {
-                        Some(f) => {
-                            self.irq_fds.insert(r.a as u8, File::from(f));
+                        // only an eventfd: anything else (a pipe, a socket, a FIFO) could block
+                        // the writer or make the device write into a file of the client's choosing
+                        Some(f) if p::is_eventfd(f.as_raw_fd()) => {
+                            let _ = p::set_nonblocking(f.as_raw_fd(), true);
+                            self.irq_fds.insert(r.a as u8, Arc::new(File::from(f)));
                             0
                         }
+                        Some(_) => -libc::EINVAL,
                         None => -libc::EBADF,
                     }
                 } else {
@@ -760,44 +803,132 @@ impl SimNic {
         }
     }
 
+    /// Opens the client's memory for DMA (at HELLO). The pidfd taken at connect names the
+    /// process that connected; `/proc/PID/mem` is opened by pid and then the pidfd is checked
+    /// again: if that process is still alive after the open, the pid could not have been reused
+    /// in between, so the descriptor is that process's memory. A client found dead is dropped.
+    fn open_client_mem(&mut self) -> Result<File, String> {
+        let Some(c) = &self.client else { return Err("no client".into()) };
+        let (pid, pidfd) = (c.pid, c.pidfd.as_raw_fd());
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/proc/{pid}/mem"))
+            .map_err(|e| format!("/proc/{pid}/mem: {e}"));
+        let same = p::pidfd_pid(pidfd).ok().flatten() == Some(pid);
+        if p::pidfd_exited(pidfd).unwrap_or(true) || !same {
+            self.drop_client("client process exited");
+            return Err(format!("client pid {pid} exited"));
+        }
+        f
+    }
+
+    /// Drops the client as soon as its process has exited, even while its socket stays open
+    /// (inherited by a child): its memory and its pid are no longer the client's.
+    fn check_client_alive(&mut self) {
+        if let Some(c) = &self.client {
+            if p::pidfd_exited(c.pidfd.as_raw_fd()).unwrap_or(true) {
+                self.drop_client("client process exited");
+            }
+        }
+    }
+
+    /// Admits a new connection: the peer must run as the device process's uid (the socket file
+    /// is 0600 as well), and a pidfd must name it. Otherwise the connection is closed at once,
+    /// without a reply.
+    fn admit(&mut self, fd: &OwnedFd) -> Option<(u32, OwnedFd)> {
+        let cred = p::peer_cred(fd.as_raw_fd()).ok()?;
+        if cred.uid != p::euid() {
+            self.counters.refused_uid += 1;
+            self.log(&format!("connection from pid {} uid {} refused (not uid {})", cred.pid, cred.uid, p::euid()));
+            return None;
+        }
+        let pidfd = p::peer_pidfd(fd.as_raw_fd()).ok()?;
+        if p::pidfd_exited(pidfd.as_raw_fd()).unwrap_or(true) {
+            return None;
+        }
+        Some((cred.pid, pidfd))
+    }
+
+    /// Drops the client as soon as its end of the connection is closed (or shut down for
+    /// writing): requests it left unread are discarded with it, so a departed client's backlog
+    /// never delays the next client.
+    fn check_client_hangup(&mut self) {
+        if let Some(c) = &self.client {
+            if p::hung_up(c.fd.as_raw_fd()) {
+                self.drop_client("disconnected");
+            }
+        }
+    }
+
     /// Reads the client's requests (noticing a disconnect first), then accepts a new client.
     fn service_socket(&mut self) {
-        self.service_requests();
+        self.check_client_alive();
+        self.check_client_hangup();
         if !self.refused.is_empty() {
             self.service_refused();
         }
+        self.service_requests();
         if let Ok(Some(fd)) = p::accept(self.listener.as_raw_fd()) {
+            let Some((pid, pidfd)) = self.admit(&fd) else { return };
             if self.client.is_some() {
                 // one client at a time, like a VFIO group: its HELLO is answered with EBUSY
-                // (below, without holding up the clock)
-                self.refused.push((fd, Instant::now()));
+                // (below, without holding up the clock); past MAX_REFUSED waiting ones it is
+                // closed at once
+                self.log(&format!("connection from pid {pid} refused: a client is attached"));
+                if self.refused.len() < MAX_REFUSED {
+                    self.refused.push(Refused { fd, pid, pidfd, since: Instant::now() });
+                }
             } else {
-                let pid = p::peer_pid(fd.as_raw_fd()).unwrap_or(0);
-                self.counters.clients += 1;
-                self.client = Some(Client { fd, pid, hello: false });
-                self.log(&format!("client pid {pid} attached"));
-                self.last_activity = self.cycles();
+                self.attach(fd, pid, pidfd);
             }
         }
     }
 
     /// Answers the HELLO of connections refused while a client is attached (EBUSY), and drops
     /// them after it or after 5 s.
+    ///
+    /// Before refusing, the attached client is checked again: if it has gone (it closed its
+    /// connection before this one was made, but after the last check), the waiting connection
+    /// becomes the client instead, in arrival order, so a client that connects right after the
+    /// previous one closed is never refused.
     fn service_refused(&mut self) {
         let mut keep = Vec::new();
-        for (fd, t) in std::mem::take(&mut self.refused) {
+        let mut waiting = std::mem::take(&mut self.refused).into_iter();
+        while let Some(w) = waiting.next() {
+            if self.client.is_none() {
+                self.attach(w.fd, w.pid, w.pidfd);
+                keep.extend(waiting);
+                break;
+            }
             let mut buf = [0u8; 128];
-            match p::recv(fd.as_raw_fd(), &mut buf) {
-                Ok(Recv::Msg(n, _)) => {
-                    if let Some(r) = Req::decode(&buf[..n]) {
-                        let _ = p::send(fd.as_raw_fd(), &Rep::to(&r, -libc::EBUSY).encode(), None);
-                    }
+            if !p::wait_fd(w.fd.as_raw_fd(), libc::POLLIN, 0).unwrap_or(true) {
+                if w.since.elapsed() < Duration::from_secs(5) {
+                    keep.push(w);
                 }
-                Ok(Recv::Empty) if t.elapsed() < Duration::from_secs(5) => keep.push((fd, t)),
-                _ => {}
+                continue;
+            }
+            self.check_client_alive();
+            self.check_client_hangup();
+            if self.client.is_none() {
+                self.attach(w.fd, w.pid, w.pidfd);
+                keep.extend(waiting);
+                break;
+            }
+            if let Ok(Recv::Msg(n, _)) = p::recv(w.fd.as_raw_fd(), &mut buf) {
+                if let Some(r) = Req::decode(&buf[..n]) {
+                    let _ = p::send_fds(w.fd.as_raw_fd(), &Rep::to(&r, -libc::EBUSY).encode(), &[]);
+                }
             }
         }
         self.refused = keep;
+    }
+
+    fn attach(&mut self, fd: OwnedFd, pid: u32, pidfd: OwnedFd) {
+        self.counters.clients += 1;
+        self.client = Some(Client { fd, pid, pidfd, hello: false, irq_tx: None });
+        self.log(&format!("client pid {pid} attached"));
+        self.last_activity = self.cycles();
     }
 
     fn service_requests(&mut self) {
@@ -952,8 +1083,21 @@ impl SimNic {
 
     fn service_irqs(&mut self) {
         for (_, v) in std::mem::take(&mut self.eng.irqs) {
-            if let Some(f) = self.irq_fds.get_mut(&v) {
-                let _ = f.write_all(&1u64.to_le_bytes());
+            let Some(f) = self.irq_fds.get(&v).cloned() else { continue };
+            let Some(c) = &mut self.client else { continue };
+            let tx = c.irq_tx.get_or_insert_with(|| {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<File>>(256);
+                // ends when the client is dropped (the sender with it); a write blocked on a
+                // hostile client's eventfd holds only this thread, never the clock loop
+                let _ = std::thread::Builder::new().name("hm-irq".into()).spawn(move || {
+                    for f in rx {
+                        let _ = (&*f).write(&1u64.to_le_bytes());
+                    }
+                });
+                tx
+            });
+            if tx.try_send(f).is_err() {
+                self.counters.irqs_lost += 1;
             }
         }
     }
@@ -1019,6 +1163,7 @@ impl SimNic {
                 ];
                 if let Some(c) = &self.client {
                     fds.push(libc::pollfd { fd: c.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+                    fds.push(libc::pollfd { fd: c.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
                 }
                 // SAFETY: fds is a valid array of pollfd for the call's duration.
                 unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, self.cfg.idle_sleep_ms) };

@@ -8,6 +8,18 @@
 //! folders. Exits 0 only when nothing was found; the last line is
 //! `fuzz rx: N cases, F findings`. Findings go to --out (default build/fuzz) as
 //! rx-finding-K.txt.
+//!
+//! usage: hematite-fuzz socket [--count N] [--seed S] [--sim PATH] [--fw HEX] [--dir DIR]
+//!                             [--nic-every K]
+//!
+//! `socket`: N messages (default 100,000) sent to a device process (`hematite-sim device`,
+//! the executable beside this one unless --sim) as a client: malformed, truncated, oversized,
+//! out-of-order and random valid-looking requests, bad DMA windows, descriptors, floods,
+//! half-closed sockets, many connections (sim/src/fuzz_socket.rs). Exits 0 only when nothing
+//! was found; the last line is `fuzz socket: N cases, F findings`.
+
+#[path = "../fuzz_socket.rs"]
+mod fuzz_socket;
 
 use hematite_sim::fuzz::{load_seeds, rx_campaign};
 use std::path::PathBuf;
@@ -26,6 +38,9 @@ fn main() {
     if target == "-h" || target == "--help" {
         println!("usage: hematite-fuzz rx [--count N] [--seed S] [--width 256|512|both] [--out DIR] [--seeds DIR]...");
         return;
+    }
+    if target == "socket" {
+        socket_main(&args[1..]);
     }
     if target != "rx" {
         die(&format!("unknown target {target}: this binary fuzzes `rx` (see ./hematite fuzz --help)"));
@@ -88,4 +103,65 @@ fn main() {
     );
     println!("fuzz rx: {} cases, {} findings", rep.cases, rep.findings);
     std::process::exit(if rep.findings == 0 { 0 } else { 1 });
+}
+
+fn socket_main(args: &[String]) -> ! {
+    use fuzz_socket::{default_dir, socket_campaign, SocketFuzzOpts};
+    let exe = std::env::current_exe().unwrap_or_else(|e| die(&format!("current_exe: {e}")));
+    let mut o = SocketFuzzOpts {
+        count: 100_000,
+        seed: 1,
+        sim: exe.with_file_name("hematite-sim"),
+        fw: None,
+        dir: default_dir(),
+        nic_check_every: 256,
+    };
+    let mut i = 0;
+    let val = |i: usize| args.get(i).cloned().unwrap_or_else(|| die(&format!("{} needs a value", args[i - 1])));
+    while i < args.len() {
+        match args[i].as_str() {
+            "--count" => o.count = val(i + 1).replace('_', "").parse().unwrap_or_else(|_| die("--count needs a number")),
+            "--seed" => o.seed = val(i + 1).parse().unwrap_or_else(|_| die("--seed needs a number")),
+            "--sim" => o.sim = PathBuf::from(val(i + 1)),
+            "--fw" => o.fw = Some(PathBuf::from(val(i + 1))),
+            "--dir" => o.dir = PathBuf::from(val(i + 1)),
+            "--nic-every" => o.nic_check_every = val(i + 1).parse().unwrap_or_else(|_| die("--nic-every needs a number")),
+            a => die(&format!("socket: unknown argument {a}")),
+        }
+        i += 2;
+    }
+    if !o.sim.is_file() {
+        die(&format!("{} not found (build hematite-sim, or pass --sim PATH)", o.sim.display()));
+    }
+    let _ = std::fs::remove_dir_all(&o.dir);
+    println!("fuzz socket: {} messages to {} device (seed {}), work folder {}", o.count, o.sim.display(), o.seed, o.dir.display());
+    let t0 = Instant::now();
+    let mut last = Instant::now();
+    let rep = socket_campaign(&o, |r| {
+        if last.elapsed().as_secs() >= 10 {
+            eprintln!("  {} cases, {} sessions, {} findings, {:.0} messages/s", r.cases, r.sessions, r.findings, r.cases as f64 / t0.elapsed().as_secs_f64());
+            last = Instant::now();
+        }
+    })
+    .unwrap_or_else(|e| die(&e));
+    let secs = t0.elapsed().as_secs_f64();
+    for n in &rep.notes {
+        println!("finding: {n}");
+    }
+    println!("reply statuses: {:?}", rep.statuses);
+    println!(
+        "{} sessions, {} closed by the device, {} hostdrv checks, {:.1} s ({:.0} messages/s)",
+        rep.sessions,
+        rep.closed_by_device,
+        rep.nic_checks,
+        secs,
+        rep.cases as f64 / secs
+    );
+    if rep.findings == 0 {
+        let _ = std::fs::remove_dir_all(&o.dir);
+    } else {
+        println!("device log: {}", o.dir.join("device.log").display());
+    }
+    println!("fuzz socket: {} cases, {} findings", rep.cases, rep.findings);
+    std::process::exit(if rep.findings == 0 { 0 } else { 1 })
 }

@@ -1,0 +1,273 @@
+//! The simulated device process as an attacker sees it (docs/sim-device.md, "Threat model"):
+//! who may connect, whose memory it may reach and for how long, and regressions for the bugs
+//! the socket fuzzer found (a reset that left register reads unanswered, a departed client's
+//! backlog or a race at close that refused the next client, a client that does not read its
+//! replies, descriptors that are not eventfds).
+
+use hostdrv::simdev::SimDevice;
+use hostdrv::simproto::{self as p, Recv, Rep, Req};
+use hostdrv::Device;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Dev {
+    child: Child,
+    dir: PathBuf,
+    sock: PathBuf,
+}
+
+impl Dev {
+    fn start(name: &str) -> Dev {
+        let dir = std::env::temp_dir().join(format!("hm-sec-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let sock = dir.join("d.sock");
+        let child = Command::new(env!("CARGO_BIN_EXE_hematite-sim"))
+            .arg("device")
+            .arg("--socket")
+            .arg(&sock)
+            .arg("--wire-local")
+            .arg(dir.join("d.wire"))
+            .arg("--wire-peer")
+            .arg(dir.join("peer.wire"))
+            .arg("--idle-after")
+            .arg("20000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while !sock.exists() {
+            assert!(t.elapsed() < Duration::from_secs(120), "device did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Dev { child, dir, sock }
+    }
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn conn(sock: &Path) -> OwnedFd {
+    let fd = p::connect(sock).unwrap();
+    p::set_nonblocking(fd.as_raw_fd(), true).unwrap();
+    fd
+}
+
+fn send(fd: &OwnedFd, seq: u32, cmd: u16, a: u64, b: u64) -> bool {
+    try_send(fd, seq, cmd, a, b).expect("sendmsg")
+}
+
+/// Some(false) when the socket is full, None when the device closed the connection.
+fn try_send(fd: &OwnedFd, seq: u32, cmd: u16, a: u64, b: u64) -> Option<bool> {
+    let r = Req { seq, cmd, a, b, ..Default::default() };
+    p::send_fds(fd.as_raw_fd(), &r.encode(), &[]).ok()
+}
+
+/// The next reply, None when the connection closed or nothing came within `secs`.
+fn reply(fd: &OwnedFd, secs: u64) -> Option<Rep> {
+    let t = Instant::now();
+    let mut buf = [0u8; 128];
+    while t.elapsed() < Duration::from_secs(secs) {
+        p::wait_fd(fd.as_raw_fd(), libc::POLLIN, 200).unwrap();
+        match p::recv(fd.as_raw_fd(), &mut buf) {
+            Ok(Recv::Msg(n, _)) => return Rep::decode(&buf[..n]),
+            Ok(Recv::Empty) => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+fn hello(fd: &OwnedFd) -> Rep {
+    assert!(send(fd, 1, p::CMD_HELLO, p::PROTO_VERSION, 0));
+    reply(fd, 10).expect("HELLO answered")
+}
+
+/// Opens the device as a well-behaved client, waiting up to `secs` while it is busy.
+fn open_ok(sock: &Path, secs: u64) -> SimDevice {
+    let t = Instant::now();
+    loop {
+        match SimDevice::open(sock) {
+            Ok(d) => {
+                d.read32(0).expect("register read");
+                return d;
+            }
+            Err(hostdrv::Error::Busy(_)) if t.elapsed() < Duration::from_secs(secs) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("open: {e}"),
+        }
+    }
+}
+
+/// Run as a child under another uid (see `other_uids_are_refused`): tries to open the device
+/// named by HM_SEC_CHILD and prints the outcome.
+#[test]
+fn child_open() {
+    let Some(sock) = std::env::var_os("HM_SEC_CHILD") else { return };
+    match SimDevice::open(Path::new(&sock)) {
+        Ok(_) => println!("CHILD: opened"),
+        Err(e) => println!("CHILD: {e}"),
+    }
+}
+
+fn open_as(uid: u32, sock: &Path) -> String {
+    let out = Command::new("setpriv")
+        .arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .arg("--clear-groups")
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", "child_open", "--nocapture", "--test-threads", "1"])
+        .env("HM_SEC_CHILD", sock)
+        .output()
+        .expect("setpriv (util-linux)");
+    let s = String::from_utf8_lossy(&out.stdout).to_string();
+    s.lines().find(|l| l.starts_with("CHILD: ")).map(str::to_string).unwrap_or_else(|| format!("no CHILD line: {:?} {s} // {}", out.status, String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn socket_is_owner_only_and_other_uids_are_refused() {
+    let d = Dev::start("uid");
+    let mode = std::fs::metadata(&d.sock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "socket file mode");
+    if p::euid() != 0 {
+        eprintln!("not root: the other-uid half of this test needs root to start a client as another uid");
+        return;
+    }
+    // the file mode keeps other users out
+    let r = open_as(65534, &d.sock);
+    assert!(r.contains("Permission denied"), "uid 65534 through the 0600 socket: {r}");
+    // and SO_PEERCRED does, should the file be opened up
+    std::fs::set_permissions(&d.sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let r = open_as(65534, &d.sock);
+    assert!(r.contains("closed the connection"), "uid 65534 through a 0666 socket: {r}");
+    // the owner still gets in
+    let dev = open_ok(&d.sock, 10);
+    dev.stats().unwrap();
+}
+
+/// The client's process exits while a child it forked keeps the connection open: the device
+/// must drop it at once (pidfd), revoking its DMA windows, instead of holding on to a pid that
+/// could be reused.
+#[test]
+fn client_exit_ends_the_session_even_with_its_socket_open() {
+    let d = Dev::start("pidfd");
+    let script = r#"
+import os, socket, struct, sys, time, mmap
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+def call(seq, cmd, a=0, b=0, c=0, d=0):
+    s.send(struct.pack('<IHHQQQQ', seq, cmd, 0, a, b, c, d))
+    r = s.recv(64)
+    return struct.unpack('<IHHiI', r[:16])[3]
+assert call(1, 1, 1, os.getpid()) == 0
+buf = mmap.mmap(-1, 8192)
+import ctypes
+addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+assert call(2, 4, addr, addr, 8192, 1) == 0
+pid = os.fork()
+if pid == 0:
+    time.sleep(60)   # the grandchild keeps the connection open
+    os._exit(0)
+print('ready', pid, flush=True)
+os._exit(0)
+"#;
+    let mut py = Command::new("python3").arg("-c").arg(script).arg(&d.sock).stdout(Stdio::piped()).spawn().expect("python3");
+    let out = std::io::read_to_string(py.stdout.take().unwrap()).unwrap();
+    assert!(py.wait().unwrap().success() && out.contains("ready"), "python client: {out}");
+    // its socket is still open in the grandchild, yet the device takes a new client
+    let dev = open_ok(&d.sock, 5);
+    dev.stats().unwrap();
+    let grandchild = out.split_whitespace().nth(1).unwrap();
+    let _ = Command::new("kill").arg(grandchild).status();
+}
+
+#[test]
+fn reads_queued_before_a_reset_are_answered() {
+    let d = Dev::start("reset");
+    let c = conn(&d.sock);
+    assert_eq!(hello(&c).status, 0);
+    for i in 0..6 {
+        assert!(send(&c, 10 + i, p::CMD_READ32, 0, 0));
+    }
+    assert!(send(&c, 20, p::CMD_RESET, 0, 0));
+    let mut seen = Vec::new();
+    for _ in 0..7 {
+        let r = reply(&c, 20).expect("every request answered");
+        assert!(r.status == 0 || (r.cmd == p::CMD_READ32 && r.status == -libc::ECANCELED), "{r:?}");
+        seen.push(r.seq);
+    }
+    seen.sort();
+    assert_eq!(seen, vec![10, 11, 12, 13, 14, 15, 20]);
+}
+
+#[test]
+fn descriptors_other_than_eventfds_are_refused() {
+    let d = Dev::start("irq");
+    let c = conn(&d.sock);
+    assert_eq!(hello(&c).status, 0);
+    let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let q = Req { seq: 2, cmd: p::CMD_SET_IRQ, a: 1, b: 1, ..Default::default() };
+    assert!(p::send_fds(c.as_raw_fd(), &q.encode(), &[a.as_raw_fd()]).unwrap());
+    assert_eq!(reply(&c, 10).unwrap().status, -libc::EINVAL, "a socket as the interrupt descriptor");
+    let devnull = std::fs::File::open("/dev/null").unwrap();
+    assert!(p::send_fds(c.as_raw_fd(), &q.encode(), &[devnull.as_raw_fd()]).unwrap());
+    assert_eq!(reply(&c, 10).unwrap().status, -libc::EINVAL, "/dev/null as the interrupt descriptor");
+    let e = p::eventfd().unwrap();
+    assert!(p::send_fds(c.as_raw_fd(), &q.encode(), &[e.as_raw_fd()]).unwrap());
+    assert_eq!(reply(&c, 10).unwrap().status, 0, "an eventfd");
+}
+
+/// A client that floods requests and never reads the replies loses its connection; the device
+/// keeps serving (a second connection is answered EBUSY meanwhile, then opens once it left).
+#[test]
+fn a_client_that_does_not_read_cannot_stall_the_device() {
+    let d = Dev::start("flood");
+    let c = conn(&d.sock);
+    assert_eq!(hello(&c).status, 0);
+    let mut n = 0;
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(5) && n < 20_000 {
+        match try_send(&c, n, p::CMD_STATS, 0, 0) {
+            Some(true) => {}
+            Some(false) => std::thread::sleep(Duration::from_millis(5)),
+            None => break, // dropped by the device: the expected outcome
+        }
+        n += 1;
+    }
+    let other = conn(&d.sock);
+    assert!(send(&other, 1, p::CMD_HELLO, p::PROTO_VERSION, 0));
+    let r = reply(&other, 10);
+    assert!(r.is_none_or(|r| r.status == -libc::EBUSY || r.status == 0), "{r:?}");
+    drop(other);
+    drop(c);
+    open_ok(&d.sock, 10);
+}
+
+/// A client that leaves with requests still unread, immediately followed by the next one: the
+/// next one is never refused.
+#[test]
+fn the_next_client_is_not_refused_after_a_close() {
+    let d = Dev::start("next");
+    for round in 0..5 {
+        let c = conn(&d.sock);
+        assert_eq!(hello(&c).status, 0, "round {round}");
+        for i in 0..400 {
+            if try_send(&c, i, p::CMD_READ32, 0, 0) != Some(true) {
+                break;
+            }
+        }
+        drop(c);
+        let n = conn(&d.sock);
+        let r = hello(&n);
+        assert_eq!(r.status, 0, "round {round}: HELLO right after the previous client closed: {r:?}");
+    }
+}
