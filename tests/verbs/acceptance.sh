@@ -174,6 +174,24 @@ if want hm_verbs_errors; then
     else bad hm_verbs_errors "$(grep -h '^summary' "$o"): $(grep -h '^FAIL' "$o" | head -3 | tr '\n' ';')"; show_fail hm_verbs_errors; fi
 fi
 
+# The verbs-call fuzzer, a short run: 3,000 seeded calls (bad handles, sizes, flags, opcodes,
+# orders, error completions, interleaved with verified data movement) over both NICs; the
+# long run is tests/verbs/fuzz.sh --count 100000.
+if want hm_verbs_fuzz; then
+    o="$LOGS/hm_verbs_fuzz.out"
+    n=3000; [ $QUICK -eq 1 ] && n=1000
+    t0=$SECONDS
+    timeout -k 5 400 "$RUN" --state "$STATE" -- "$BIN/hm_verbs_fuzz" --count $n --seed 1 > "$o" 2>&1
+    rc=$?
+    last=$(grep -h '^fuzz verbs:' "$o" | tail -1)
+    if [ $rc -eq 0 ] && [ "$last" = "fuzz verbs: $n cases, 0 findings" ]; then
+        ok hm_verbs_fuzz "$last ($((SECONDS - t0)) s, seed 1)"
+    else
+        bad hm_verbs_fuzz "rc=$rc ${last:-no result line}: $(grep -hE '^(FINDING|TIMEOUT)' "$o" | head -3 | tr '\n' ';')"
+        show_fail hm_verbs_fuzz
+    fi
+fi
+
 # A peer that disappears mid-run: the survivor gets RETRY_EXC_ERR, flushes, ERR, QP_FATAL.
 if want peer_loss; then
     so="$LOGS/peer_loss.server"; co="$LOGS/peer_loss.client"

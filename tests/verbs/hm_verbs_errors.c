@@ -534,6 +534,31 @@ int main(int argc, char **argv)
 		bad = ibv_reg_mr(pd, buf, 0, IBV_ACCESS_LOCAL_WRITE);
 		if (!expect_null("reg_mr.length_zero", bad, EINVAL, 0) && bad)
 			ibv_dereg_mr(bad);
+		/* memory that is not mapped: the kernel cannot pin it (EFAULT);
+		 * found by hm_verbs_fuzz (the provider registered it) */
+		errno = 0;
+		bad = ibv_reg_mr(pd, NULL, 4096, IBV_ACCESS_LOCAL_WRITE);
+		if (!expect_null("reg_mr.null_address", bad, EFAULT, 0) && bad)
+			ibv_dereg_mr(bad);
+		{
+			void *m = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+			if (m == MAP_FAILED)
+				hm_fatal("mmap", "%s", strerror(errno));
+			/* a hole in the middle of the range */
+			munmap((char *)m + 4096, 4096);
+			errno = 0;
+			bad = ibv_reg_mr(pd, m, 3 * 4096, IBV_ACCESS_LOCAL_WRITE);
+			if (!expect_null("reg_mr.unmapped_page", bad, EFAULT, 0) && bad)
+				ibv_dereg_mr(bad);
+			errno = 0;
+			bad = ibv_reg_mr(pd, buf, (size_t)1 << 44, IBV_ACCESS_LOCAL_WRITE);
+			if (!expect_null("reg_mr.length_16TiB", bad, EFAULT, ENOMEM) && bad)
+				ibv_dereg_mr(bad);
+			munmap(m, 4096);
+			munmap((char *)m + 8192, 4096);
+		}
 		errno = 0;
 		bad = ibv_reg_mr(pd, buf, buflen,
 				 IBV_ACCESS_LOCAL_WRITE | (1u << 30));
@@ -721,6 +746,24 @@ int main(int argc, char **argv)
 		rc = ibv_modify_qp(qa, &a, IBV_QP_STATE | IBV_QP_PATH_MTU |
 					   IBV_QP_DEST_QPN);
 		expect_rc("modify_qp.rtr_missing_av", rc, EINVAL, 0);
+		/* a zero destination GID is an invalid AV (found by
+		 * hm_verbs_fuzz: the provider said EOPNOTSUPP) */
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = pa.active_mtu;
+		a.dest_qp_num = qb->qp_num;
+		a.max_dest_rd_atomic = 1;
+		a.min_rnr_timer = 12;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.sgid_index = (uint8_t)opt.gidx;
+		a.ah_attr.grh.hop_limit = 64;
+		a.ah_attr.port_num = 1;
+		rc = ibv_modify_qp(qa, &a, IBV_QP_STATE | IBV_QP_AV |
+					   IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					   IBV_QP_RQ_PSN |
+					   IBV_QP_MAX_DEST_RD_ATOMIC |
+					   IBV_QP_MIN_RNR_TIMER);
+		expect_rc("modify_qp.rtr_zero_dgid", rc, EINVAL, 0);
 		rc = hm_query_qp_state(qa, &st);
 		hm_check(rc == 0 && st == IBV_QPS_INIT, "query_qp.still_init",
 			 "rc=%d state=%s", rc, hm_qp_state_str(st));

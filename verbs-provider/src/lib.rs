@@ -453,6 +453,26 @@ pub unsafe extern "C" fn hm_rs_dealloc_pd(ctx: *mut c_void, pd: *mut c_void) -> 
     }
 }
 
+/// Whether every page of `[addr, addr + len)` is mapped in this process (`mincore` fails with
+/// ENOMEM on a range with an unmapped page), looked at 16 MiB at a time, so that a range that
+/// runs off the mapped memory fails at its first unmapped piece, whatever its length.
+fn mapped(addr: u64, len: u64) -> bool {
+    const CHUNK: u64 = 16 << 20;
+    let mut vec = [0u8; (CHUNK / 4096) as usize];
+    let Some(end) = addr.checked_add(len) else { return false };
+    let mut p = addr & !4095;
+    while p < end {
+        let n = (end - p).min(CHUNK);
+        // SAFETY: mincore only reads the page tables; `vec` holds one byte per page of `n`
+        // (at most CHUNK / 4096 pages).
+        if unsafe { libc::mincore(p as *mut c_void, n as usize, vec.as_mut_ptr()) } != 0 {
+            return false;
+        }
+        p += n;
+    }
+    true
+}
+
 /// `ibv_access_flags` the device knows (MW_BIND is accepted and means nothing: there are no
 /// memory windows).
 const ACCESS_KNOWN: u32 = 0x1 | 0x2 | 0x4 | 0x8 | 0x10;
@@ -484,6 +504,11 @@ pub unsafe extern "C" fn hm_rs_reg_mr(
     }
     if len == 0 || addr.checked_add(len).is_none() {
         return libc::EINVAL;
+    }
+    // memory that is not mapped cannot be registered (the kernel's ib_umem_get fails to pin
+    // it: EFAULT); the simulated device would otherwise take it, and read or write nothing
+    if !mapped(addr, len) {
+        return libc::EFAULT;
     }
     // RLIMIT_MEMLOCK bounds what is pinned, as the kernel applies it, unless the program has
     // CAP_IPC_LOCK (looked up now: a program may drop it after opening the device)
@@ -809,6 +834,11 @@ pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *
         if m & mask::AV != 0 {
             if a.is_global == 0 {
                 warn(format_args!("QP {}: RoCE needs a GRH (ah_attr.is_global = 1 with the peer's GID)", q.qp.qpn()));
+                return Err(libc::EINVAL);
+            }
+            if a.dgid == [0; 16] {
+                // no destination at all: an invalid attribute, not an unsupported one
+                warn(format_args!("QP {}: the destination GID is zero", q.qp.qpn()));
                 return Err(libc::EINVAL);
             }
             if a.dgid[..12] != IPV4_MAPPED {

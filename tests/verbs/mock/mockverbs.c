@@ -573,6 +573,25 @@ EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 		errno = EINVAL;
 		return NULL;
 	}
+	{
+		/* memory that is not mapped cannot be pinned: EFAULT, as the
+		 * kernel's ib_umem_get (mincore fails with ENOMEM on a hole) */
+		uintptr_t p0 = (uintptr_t)addr & ~(uintptr_t)4095, e = (uintptr_t)addr + len;
+		unsigned char v[256];
+
+		for (; e > (uintptr_t)addr && p0 < e; p0 += 256 * 4096) {
+			size_t n = e - p0 < 256 * 4096 ? e - p0 : 256 * 4096;
+
+			if (mincore((void *)p0, n, v)) {
+				errno = EFAULT;
+				return NULL;
+			}
+		}
+		if (e < (uintptr_t)addr) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	if (!bug("no_mlock") && mlock(addr, len))
 		return NULL; /* errno from mlock: ENOMEM over RLIMIT_MEMLOCK */
 	L();
@@ -807,8 +826,11 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 	if (mask & IBV_QP_AV) {
 		uint32_t pid;
 
+		static const union ibv_gid zero;
+
 		if (!a->ah_attr.is_global || a->ah_attr.port_num != 1 ||
-		    a->ah_attr.grh.sgid_index >= GID_TBL_LEN)
+		    a->ah_attr.grh.sgid_index >= GID_TBL_LEN ||
+		    !memcmp(&a->ah_attr.grh.dgid, &zero, sizeof(zero)))
 			goto bad;
 		memcpy(&pid, &a->ah_attr.grh.dgid.raw[8], 4);
 		q->dest_pid = be32toh(pid);
