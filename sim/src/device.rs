@@ -1193,7 +1193,16 @@ impl SimNic {
                 last_flush = Instant::now();
             }
             if self.eng.fw_out.2 {
-                return Err("the control core trapped".into());
+                // A client can load anything into the core (hold it, write IMEM, run it): a
+                // trap ends that client's session and resets the function, like a device
+                // error, but never the device process.
+                self.counters.traps += 1;
+                eprintln!("hematite-sim device: the control core trapped; the function is reset");
+                if self.client.is_some() {
+                    self.drop_client("the control core trapped");
+                } else if let Err(e) = self.reset() {
+                    return Err(format!("the control core trapped and the reset failed: {e}"));
+                }
             }
             if STOP.load(std::sync::atomic::Ordering::SeqCst) {
                 if let Some(pc) = &mut self.pcap {

@@ -144,6 +144,8 @@ struct Conn {
     windows: Vec<(u64, u64)>,
     /// The device has closed (or must close) the connection.
     closed: bool,
+    /// The device may close the connection (after a control-core trap the session ends).
+    may_close: bool,
 }
 
 /// Memory the fuzzer may hand to the device as DMA windows (the engine may write anywhere in
@@ -197,7 +199,7 @@ impl Campaign<'_> {
     fn connect(&mut self) -> Result<Conn, String> {
         let fd = p::connect(&self.dev.sock).map_err(e2s)?;
         p::set_nonblocking(fd.as_raw_fd(), true).map_err(e2s)?;
-        Ok(Conn { fd, seq: 0, hello: false, windows: Vec::new(), closed: false })
+        Ok(Conn { fd, seq: 0, hello: false, windows: Vec::new(), closed: false, may_close: false })
     }
 
     /// A random value with a bias to boundaries.
@@ -455,6 +457,9 @@ impl Campaign<'_> {
                 Ok(p::Recv::Closed) | Err(_) => {
                     c.closed = true;
                     self.rep.closed_by_device += 1;
+                    if c.may_close {
+                        break;
+                    }
                     let s = &pending[0];
                     let what = format!("the device closed the connection with {} well-formed requests unanswered (first: cmd {} seq {})", pending.len(), s.req.cmd, s.req.seq);
                     self.check_alive(&what)?;
@@ -531,7 +536,7 @@ impl Campaign<'_> {
         }
         // how the session ends
         let end = self.rnd(20);
-        self.last_end = ["malformed", "malformed", "flood", "half-close", "shut-rd", "many-connections"].get(end as usize).copied().unwrap_or("close");
+        self.last_end = ["malformed", "malformed", "flood", "half-close", "shut-rd", "many-connections", "core-reload"].get(end as usize).copied().unwrap_or("close");
         match end {
             0..=1 => {
                 // a message of the wrong size: the device ends the connection
@@ -591,6 +596,36 @@ impl Campaign<'_> {
                 }
             }
             5 => self.many_connections()?,
+            6 if c.hello && !c.closed => {
+                // reload the control core with garbage: hold it, write random IMEM words
+                // (word 0, where it starts, included), run it; the device must survive what the
+                // core does then (traps included) and answer
+                let w = |s: &mut Self, c: &mut Conn, off: u64, v: u64| {
+                    c.seq = c.seq.wrapping_add(1);
+                    let r = Req { seq: c.seq, cmd: p::CMD_WRITE32, flags: p::F_POSTED, a: 0x1_0000 + off, b: v, ..Default::default() };
+                    s.send_raw(c, &r.encode(), &[]);
+                };
+                c.may_close = true;
+                w(self, &mut c, 0x208, 0);
+                for k in 0..1 + self.rnd(16) {
+                    let off = if k == 0 { 0 } else { self.rnd(8192) * 4 };
+                    let v = if self.chance(300) { 0 } else { self.rng.next() & 0xffff_ffff };
+                    w(self, &mut c, 0x8000 + off, v);
+                }
+                w(self, &mut c, 0x208, 1);
+                for _ in 0..4 {
+                    if c.closed {
+                        break;
+                    }
+                    c.seq = c.seq.wrapping_add(1);
+                    let r = Req { seq: c.seq, cmd: p::CMD_READ32, a: 0x1_0204, ..Default::default() };
+                    if self.send_raw(&mut c, &r.encode(), &[]) {
+                        pending.push(Sent { req: r, ok: vec![0, -libc::EFAULT], slow: false });
+                    }
+                    self.collect(&mut c, &mut pending)?;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
             _ => {}
         }
         Ok(())

@@ -271,3 +271,40 @@ fn the_next_client_is_not_refused_after_a_close() {
         assert_eq!(r.status, 0, "round {round}: HELLO right after the previous client closed: {r:?}");
     }
 }
+
+/// A client loads an illegal instruction into the control core and starts it: the core traps,
+/// which ends that client's session and resets the function, but not the device process.
+#[test]
+fn a_control_core_trap_does_not_end_the_device() {
+    let mut d = Dev::start("trap");
+    let c = conn(&d.sock);
+    assert_eq!(hello(&c).status, 0);
+    let post = |seq: u32, off: u64, v: u64| {
+        let r = Req { seq, cmd: p::CMD_WRITE32, flags: p::F_POSTED, a: 0x1_0000 + off, b: v, ..Default::default() };
+        assert!(p::send_fds(c.as_raw_fd(), &r.encode(), &[]).unwrap());
+    };
+    post(2, 0x208, 0); // hold the core
+    post(3, 0x8000, 0); // IMEM word 0: an illegal instruction
+    post(4, 0x208, 1); // run it
+    let t = Instant::now();
+    let mut trapped = false;
+    let mut seq = 10;
+    while t.elapsed() < Duration::from_secs(30) {
+        match try_send(&c, seq, p::CMD_READ32, 0x1_0204, 0) {
+            Some(true) => {}
+            _ => {
+                trapped = true;
+                break;
+            }
+        }
+        seq += 1;
+        if reply(&c, 5).is_none() {
+            trapped = true; // the device ended the session
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(trapped, "the session did not end after the trap");
+    assert!(d.child.try_wait().unwrap().is_none(), "the device process ended");
+    open_ok(&d.sock, 10).stats().unwrap();
+}
