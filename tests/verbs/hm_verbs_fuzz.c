@@ -148,6 +148,7 @@ static const int E_NOTSUP_INVAL[] = { EOPNOTSUPP, EINVAL, 0 };
 static const int E_INVAL_FAULT_NOMEM[] = { EINVAL, EFAULT, ENOMEM, 0 };
 static const int E_INVAL_FAULT[] = { EINVAL, EFAULT, 0 };
 static const int E_FAULT_INVAL[] = { EFAULT, EINVAL, 0 };
+static const int E_NOTSUP_NOSYS[] = { EOPNOTSUPP, ENOSYS, 0 };
 
 static int in_set(int e, const int *set)
 {
@@ -1383,6 +1384,162 @@ static void op_query(void)
 	}
 }
 
+/* verbs the provider does not offer: EOPNOTSUPP (libibverbs' defaults or the provider) */
+static void op_unsupported(void)
+{
+	struct side *sd = pick_side();
+	const int *want = E_NOTSUP_NOSYS;
+	const char *what = "";
+	void *p = NULL;
+	int rc = 0, isptr = 1;
+
+	errno = 0;
+	switch (rnd(12)) {
+	case 0: {
+		struct ibv_srq_init_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.attr.max_wr = rnd_range(1, 64);
+		a.attr.max_sge = 1;
+		what = "create_srq";
+		p = ibv_create_srq(sd->pd, &a);
+		if (p)
+			ibv_destroy_srq(p);
+		break;
+	}
+	case 1: {
+		struct ibv_ah_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.is_global = 1;
+		a.grh.dgid = S[1 - sd->i].gid;
+		a.grh.hop_limit = 64;
+		a.port_num = 1;
+		what = "create_ah";
+		p = ibv_create_ah(sd->pd, &a);
+		if (p)
+			ibv_destroy_ah(p);
+		break;
+	}
+	case 2:
+		what = "alloc_mw";
+		p = ibv_alloc_mw(sd->pd, chance(50) ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+		if (p)
+			ibv_dealloc_mw(p);
+		break;
+	case 3: {
+		struct ibv_cq *cq = sd->pcq[rnd(NCQ)] ? sd->pcq[rnd(NCQ)] : sd->cq;
+
+		what = "resize_cq";
+		isptr = 0;
+		if (!cq)
+			cq = sd->cq;
+		rc = ibv_resize_cq(cq, (int)rnd_range(1, 4096));
+		break;
+	}
+	case 4: {
+		struct ibv_cq_init_attr_ex a;
+
+		memset(&a, 0, sizeof(a));
+		a.cqe = rnd_range(1, 256);
+		a.wc_flags = IBV_WC_STANDARD_FLAGS;
+		what = "create_cq_ex";
+		p = ibv_create_cq_ex(sd->ctx, &a);
+		if (p)
+			ibv_destroy_cq(ibv_cq_ex_to_cq(p));
+		break;
+	}
+	case 5: {
+		struct ibv_xrcd_init_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+		a.fd = -1;
+		a.oflags = O_CREAT;
+		what = "open_xrcd";
+		p = ibv_open_xrcd(sd->ctx, &a);
+		if (p)
+			ibv_close_xrcd(p);
+		break;
+	}
+	case 6: {
+		struct ibv_td_init_attr a;
+
+		memset(&a, 0, sizeof(a));
+		what = "alloc_td";
+		p = ibv_alloc_td(sd->ctx, &a);
+		if (p)
+			ibv_dealloc_td(p);
+		break;
+	}
+	case 7: {
+		union ibv_gid mg;
+
+		memset(&mg, 0, sizeof(mg));
+		mg.raw[0] = 0xff;
+		mg.raw[1] = 0x0e;
+		mg.raw[15] = 1;
+		what = "attach_mcast";
+		isptr = 0;
+		rc = ibv_attach_mcast(sd->qp, &mg, 0);
+		break;
+	}
+	case 8: {
+		struct ibv_wq_init_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.wq_type = IBV_WQT_RQ;
+		a.max_wr = 16;
+		a.max_sge = 1;
+		a.pd = sd->pd;
+		a.cq = sd->cq;
+		what = "create_wq";
+		p = ibv_create_wq(sd->ctx, &a);
+		if (p)
+			ibv_destroy_wq(p);
+		break;
+	}
+	case 9: {
+		struct ibv_alloc_dm_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.length = rnd_range(1, 65536);
+		what = "alloc_dm";
+		p = ibv_alloc_dm(sd->ctx, &a);
+		if (p)
+			ibv_free_dm(p);
+		break;
+	}
+	case 10: {
+		struct ibv_modify_cq_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.attr_mask = IBV_CQ_ATTR_MODERATE;
+		a.moderate.cq_count = 1;
+		a.moderate.cq_period = 1;
+		what = "modify_cq";
+		isptr = 0;
+		rc = ibv_modify_cq(sd->cq, &a);
+		break;
+	}
+	default: {
+		struct ibv_counters_init_attr a;
+
+		memset(&a, 0, sizeof(a));
+		what = "create_counters";
+		p = ibv_create_counters(sd->ctx, &a);
+		if (p)
+			ibv_destroy_counters(p);
+		break;
+	}
+	}
+	act = what;
+	if (isptr)
+		want_null(what, p, want);
+	else
+		want_rc(what, rc, want);
+}
+
 /* ------------------------------------------------------------------ the RC state machine */
 
 /* The kernel's qp_state_table for RC (drivers/infiniband/core/verbs.c), written out
@@ -2335,6 +2492,7 @@ static const struct opdef ops[] = {
 	{ "notify", op_notify, 24 },
 	{ "scratch_post", op_scratch_post, 40 },
 	{ "destroy_in_use", op_destroy_in_use, 16 },
+	{ "unsupported", op_unsupported, 12 },
 	/* firmware commands (0.1-0.7 s each on the simulated NICs under load) */
 	{ "query", op_query, 4 },
 	{ "modify", op_modify, 6 },
