@@ -162,6 +162,16 @@ scenario() {
         hrc=$(sed -nE 's/^host-rc=([0-9]+)$/\1/p' "$ho" | tail -1)
     fi
     [ "$grc" = 0 ] || gkill
+    # perftest in the TCG guest calibrates its cycle counter against the guest's clock when it
+    # writes its report, and often cannot ("Correlation coefficient r^2 ... < 0.9", "Can't
+    # produce a report"): the exchange itself finished. That one failure is not the guest's
+    # verdict: it is then taken from Hematite's side (its own perftest ran every iteration and
+    # exited 0) and from the capture (every ICRC and Hematite's sequence checked below).
+    local calib=0
+    if [ "$grc" != 0 ] && grep -q "Correlation coefficient" "$go" && grep -q "Can't produce a report" "$go" &&
+        ! grep -qiE "couldn't|failed|error|unable|timeout" "$go" && [ "${hrc:-1}" = 0 ]; then
+        calib=1; grc=0; note="guest perftest could not calibrate its clock (verdict: Hematite's completions and the capture); "
+    fi
     "$RUN" --state "$STATE" --stop > /dev/null 2>&1       # flushes the pcap
     # frames the link lost (the device prints its counters when it stops)
     local lost; lost=$(sed -nE 's/.* lost ([0-9]+) lost-rx ([0-9]+) .*/\1+\2/p' "$STATE/nic0.log" 2>/dev/null | tail -1)
@@ -186,8 +196,8 @@ scenario() {
     # a loss scenario must have lost frames (else it tested nothing)
     if [ "$loss" != 0 ] && { [ "$lost" = "?" ] || [ $((lost)) -eq 0 ]; }; then note="no frame was lost; "; hrc="${hrc:-0}+noloss"; fi
     if [ "$hrc" = 0 ] && [ "$grc" = 0 ] && [ "$irc" = 0 ] && [ "$src" = 0 ]; then
-        pass=$((pass + 1)); printf 'ok    %-24s %3ss  %s | %s | lost (tx+rx) %s | retransmitted: Hematite %s, rxe %s\n' "$name" $((SECONDS - t0)) "$fig" "${icrc##*: }" "$lost" "$hretx" "$retx"
-        echo "| $name | $dir | pass | $fig | ${icrc##*: } | $lost | ${seq##*: } ($hretx retransmitted) | ${peer##*: } ($retx retransmitted) |" >> "$MATRIX"
+        pass=$((pass + 1)); printf 'ok    %-24s %3ss  %s | %s | lost (tx+rx) %s | retransmitted: Hematite %s, rxe %s%s\n' "$name" $((SECONDS - t0)) "$fig" "${icrc##*: }" "$lost" "$hretx" "$retx" "$([ $calib = 1 ] && echo " | $note")"
+        echo "| $name | $dir | pass$([ $calib = 1 ] && echo " (guest perftest's clock calibration failed; verdict from Hematite and the capture)") | $fig | ${icrc##*: } | $lost | ${seq##*: } ($hretx retransmitted) | ${peer##*: } ($retx retransmitted) |" >> "$MATRIX"
     else
         fail=$((fail + 1)); failed+=("$name")
         printf 'FAIL  %-24s %3ss  %shost rc=%s guest rc=%s; %s; sequence: %s; rxe: %s\n' "$name" $((SECONDS - t0)) "$note" "$hrc" "$grc" "$icrc" "$seq" "$peer"
