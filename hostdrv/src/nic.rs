@@ -557,6 +557,12 @@ struct WqTrack {
     /// The engine moved the QP to ERR (an error completion or a QP-fatal event); the firmware
     /// learns it at the next query.
     errored: AtomicBool,
+    /// Completions of the send / receive queue from before the last transition to RESET that
+    /// were still in the CQ then: they are skipped when polled, since their indices name
+    /// slots of the queue as it was (a flushed WQE's completion would otherwise free a slot
+    /// of the new queue that still holds a posted WQE, which the next post overwrites).
+    stale_sq: AtomicU32,
+    stale_rq: AtomicU32,
 }
 
 impl WqTrack {
@@ -630,6 +636,12 @@ fn stride_log(need: usize) -> Option<u8> {
 #[inline(always)]
 fn retire(qps: &[(u32, Arc<WqTrack>)], qpn: u32, idx: u16, rq: bool, ok: bool) {
     let Some((_, t)) = qps.iter().find(|(n, _)| *n == qpn) else { return };
+    let stale = if rq { &t.stale_rq } else { &t.stale_sq };
+    if stale.load(Ordering::Relaxed) != 0 {
+        // a completion from before the QP's last RESET (see WqTrack::stale_sq)
+        stale.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
     if !ok {
         t.errored.store(true, Ordering::Release);
     }
@@ -1140,11 +1152,57 @@ impl Nic {
         }
         if attr_mask & mask::STATE != 0 && attr.qp_state == QpState::Reset {
             // back to RESET: the rings start over
-            let _s = qp.0.sq_lock.lock();
-            let _r = qp.0.rq_lock.lock();
-            qp.0.trk.reset();
+            {
+                let _s = qp.0.sq_lock.lock();
+                let _r = qp.0.rq_lock.lock();
+                qp.0.trk.reset();
+            }
+            Self::mark_stale(qp);
         }
         Ok(())
+    }
+
+    /// Counts the completions of `qp` still in its CQs (not polled yet) as stale: their
+    /// indices are those of the queues before RESET. Counted and stored under each CQ's lock,
+    /// so that a concurrent poll takes each either as stale or before the count.
+    fn mark_stale(qp: &Qp) {
+        let q = &*qp.0;
+        let same = Arc::ptr_eq(&q._scq.0, &q._rcq.0);
+        for (cq, sq, rq) in [(&q._scq, true, same), (&q._rcq, false, true)] {
+            if !sq && same {
+                break;
+            }
+            let c = &*cq.0;
+            let st = c.st.lock();
+            let log = c.log as u32;
+            let mask = (1u32 << log) - 1;
+            let base = c.ring.as_ptr() as *const u8;
+            let (mut ns, mut nr) = (0u32, 0u32);
+            for k in 0..=mask {
+                let ci = st.ci.wrapping_add(k);
+                let slot = (ci & mask) as usize * desc::CQE_BYTES;
+                // SAFETY: slot + 32 lies inside the ring (ci is masked to the ring's size).
+                if unsafe { crate::fast::CqeRaw::owner(base.add(slot)) } == ((ci >> log) & 1 != 0) {
+                    break;
+                }
+                fence(Ordering::Acquire);
+                // SAFETY: as above; the owner bit says the device finished writing the entry.
+                let e = unsafe { crate::fast::CqeRaw::from_slot(base.add(slot)) };
+                if e.qpn == q.qpn {
+                    if e.is_rq() {
+                        nr += 1;
+                    } else {
+                        ns += 1;
+                    }
+                }
+            }
+            if sq {
+                q.trk.stale_sq.store(ns, Ordering::Relaxed);
+            }
+            if rq {
+                q.trk.stale_rq.store(nr, Ordering::Relaxed);
+            }
+        }
     }
 
     /// QUERY_QP: the attributes and the QP's state. A QP the engine put into ERR (error

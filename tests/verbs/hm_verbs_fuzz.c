@@ -149,6 +149,7 @@ static const int E_INVAL_FAULT_NOMEM[] = { EINVAL, EFAULT, ENOMEM, 0 };
 static const int E_INVAL_FAULT[] = { EINVAL, EFAULT, 0 };
 static const int E_FAULT_INVAL[] = { EFAULT, EINVAL, 0 };
 static const int E_NOTSUP_NOSYS[] = { EOPNOTSUPP, ENOSYS, 0 };
+static const int E_NOMEM[] = { ENOMEM, 0 };
 
 static int in_set(int e, const int *set)
 {
@@ -1932,6 +1933,85 @@ static void op_scratch_post(void)
 	}
 }
 
+/* A QP's completions from before a RESET must not free slots of its new queue: receives
+ * posted, ERR (they flush), RESET and INIT without polling, the queue filled again; the
+ * old flush completions are polled then, and the queue must still be full. */
+static void op_reset_stale(void)
+{
+	struct side *sd = pick_side();
+	struct scr *q = &sd->s[rnd(NSCR)];
+	struct ibv_qp_attr a;
+	struct ibv_sge g;
+	struct ibv_recv_wr ws[64], *bad;
+	uint32_t cap = q->cap.max_recv_wr, n1 = rnd_range(1, cap);
+	uint64_t t;
+	int rc;
+
+	act = "completions from before a RESET";
+	if (cap > 64)
+		return;
+	sge_of(&g, sd->buf + 16, 16, sd->mr->lkey);
+	for (uint32_t j = 0; j < cap; j++) {
+		memset(&ws[j], 0, sizeof(ws[j]));
+		ws[j].sg_list = &g;
+		ws[j].num_sge = 1;
+	}
+	drain_scq(sd);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	if (!want_zero("modify_qp(scratch -> RESET)", ibv_modify_qp(q->qp, &a, IBV_QP_STATE)))
+		return;
+	q->st = IBV_QPS_RESET;
+	q->sq_occ = q->rq_occ = 0;
+	q->epoch++;
+	if (!want_zero("modify_qp(scratch -> INIT)", hm_qp_init(q->qp, IBV_ACCESS_LOCAL_WRITE)))
+		return;
+	q->st = IBV_QPS_INIT;
+	for (uint32_t j = 0; j < n1; j++) {
+		ws[j].wr_id = WR_MAGIC | ((uint64_t)(q->epoch & 0x7fff) << 32) | (wr_seq++ & 0xffffffffull);
+		ws[j].next = j + 1 < n1 ? &ws[j + 1] : NULL;
+	}
+	if (!want_zero("post_recv(scratch, INIT)", ibv_post_recv(q->qp, ws, &bad)))
+		return;
+	q->rq_occ = n1;
+	a.qp_state = IBV_QPS_ERR;
+	if (!want_zero("modify_qp(scratch -> ERR)", ibv_modify_qp(q->qp, &a, IBV_QP_STATE)))
+		return;
+	q->st = IBV_QPS_ERR;
+	/* let the flushes land in the CQ, unpolled */
+	t = hm_now_us() + 300000;
+	while (hm_now_us() < t)
+		hm_sleep_us(10000);
+	a.qp_state = IBV_QPS_RESET;
+	if (!want_zero("modify_qp(scratch ERR -> RESET)", ibv_modify_qp(q->qp, &a, IBV_QP_STATE)))
+		return;
+	q->st = IBV_QPS_RESET;
+	q->sq_occ = q->rq_occ = 0;
+	q->epoch++;
+	if (!want_zero("modify_qp(scratch -> INIT)", hm_qp_init(q->qp, IBV_ACCESS_LOCAL_WRITE)))
+		return;
+	q->st = IBV_QPS_INIT;
+	for (uint32_t j = 0; j < cap; j++) {
+		ws[j].wr_id = WR_MAGIC | ((uint64_t)(q->epoch & 0x7fff) << 32) | (wr_seq++ & 0xffffffffull);
+		ws[j].next = j + 1 < cap ? &ws[j + 1] : NULL;
+	}
+	if (!want_zero("post_recv(a full queue after RESET)", ibv_post_recv(q->qp, ws, &bad)))
+		return;
+	q->rq_occ = cap;
+	drain_scq(sd); /* the old flush completions */
+	ws[0].next = NULL;
+	ws[0].wr_id = WR_MAGIC | ((uint64_t)(q->epoch & 0x7fff) << 32) | (wr_seq++ & 0xffffffffull);
+	rc = ibv_post_recv(q->qp, ws, &bad);
+	if (rc == 0) {
+		finding("post_recv on a full receive queue succeeded after %u completions from "
+			"before the RESET were polled: they freed slots of the new queue "
+			"(a posted receive was overwritten)", n1);
+		q->rq_occ++;
+	} else {
+		want_rc("post_recv(full queue after RESET)", rc, E_NOMEM);
+	}
+}
+
 /* ------------------------------------------------------------------ create / destroy */
 
 static int pd_users(struct side *sd, int p)
@@ -2498,10 +2578,18 @@ static const struct opdef ops[] = {
 	{ "modify", op_modify, 6 },
 	{ "pool_create", op_pool_create, 6 },
 	{ "pool_destroy", op_pool_destroy, 3 },
+	{ "reset_stale", op_reset_stale, 1 },
 	/* an error completion, then both QPs reconnected (about 7 s) */
 	{ "err_completion", op_err_completion, 1 },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
+
+/* regression cases, run first */
+static const struct opdef fixed[] = {
+	/* completions from before a RESET freed slots of the new receive queue (nic.rs) */
+	{ "reset_stale", op_reset_stale, 0 },
+};
+#define NFIXED (sizeof(fixed) / sizeof(fixed[0]))
 
 static void usage(void)
 {
@@ -2591,7 +2679,18 @@ int main(int argc, char **argv)
 	connect_pair();
 
 	t0 = hm_now_us();
-	for (ncases = 0; ncases < count;) {
+	/* the fixed list: regression cases of bugs this fuzzer found, once per run, before
+	 * the random ones (they count as cases) */
+	for (size_t k = 0; k < NFIXED && ncases < count; k++) {
+		act = fixed[k].name;
+		ncases++;
+		if (verbose)
+			printf("# case %ld: fixed %s\n", ncases, fixed[k].name);
+		fixed[k].fn();
+		if (need_reconnect)
+			reconnect();
+	}
+	while (ncases < count) {
 		unsigned x = rnd(total);
 		size_t k = 0;
 
