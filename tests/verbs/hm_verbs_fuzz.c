@@ -23,6 +23,10 @@
  *     kernel's ib_modify_qp_is_ok table, written out here independently);
  *     destroying objects in use (PD with MRs/QPs, CQ with QPs: EBUSY; the
  *     objects stay usable); a comp channel with a CQ (EBUSY);
+ *   - verbs the provider does not offer (SRQ, AH, MW, resize_cq, cq_ex, XRCD, TD,
+ *     multicast, WQ, DM, modify_cq, counters): EOPNOTSUPP;
+ *   - completions left in a CQ from before a QP's RESET must not free slots of
+ *     its new queues (the fixed list runs this first, every run);
  *   - operations that must end in an error completion: bad lkey (random, of a
  *     deregistered MR, of an MR in another PD), SGE beyond the MR, bad rkey,
  *     remote access the MR does not allow, remote range beyond the MR, a
@@ -39,8 +43,9 @@
  * so a crash would be libibverbs', and no provider can defend them): NULL or
  * freed top-level handles (ibv_post_send(NULL...), ibv_destroy_qp of a freed
  * QP, ibv_dealloc_pd twice), NULL attr / wc / bad_wr out-pointers, wc arrays
- * shorter than num_entries, sg_lists shorter than num_sge (the verbs contract
- * gives the provider no way to know the array's length).
+ * shorter than num_entries, sg_lists shorter than num_sge or NULL with
+ * num_sge > 0 (every rdma-core provider dereferences these, and the verbs
+ * contract gives the provider no way to check them).
  *
  * Usage: hm_verbs_fuzz [--count N] [--seed S] [-d DEV0] [-D DEV1] [-t SECS] [-v]
  * Last line: "fuzz verbs: N cases, F findings"; exit 0 only when F == 0.
