@@ -243,11 +243,20 @@ fn main() {
     println!("cargo:rerun-if-changed={}", cpu.display());
     let vlt = root.join("rtl/ctrl/picorv32.vlt");
 
+    // Coverage build (./hematite coverage): the NIC model (engine + control core) with line and
+    // toggle coverage; its shim writes the counts when a model is freed. Built into its own
+    // target folder by that command, never mixed with the ordinary models.
+    println!("cargo:rerun-if-env-changed=HEMATITE_COVERAGE");
+    let coverage = env::var("HEMATITE_COVERAGE").map(|v| !v.is_empty()).unwrap_or(false);
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
     let mut build = cc::Build::new();
     build.cpp(true).file("csrc/shim.cpp").file("csrc/dma_shim.cpp").file("csrc/csr_shim.cpp").file("csrc/mr_shim.cpp").file("csrc/eng_shim.cpp").file("csrc/np_shim.cpp").file("csrc/cc_shim.cpp").file("csrc/slots_shim.cpp").flag_if_supported("-std=c++17").opt_level(2);
     build.include(format!("{vroot}/include")).include(format!("{vroot}/include/vltstd"));
     build.warnings(false);
+    if coverage {
+        build.define("HM_COVERAGE", None);
+        build.file(format!("{vroot}/include/verilated_cov.cpp"));
+    }
     for (prefix, topname, file, widths) in MODELS {
         let top: Vec<PathBuf> = if file.is_empty() { vec![] } else { vec![manifest.join("hw").join(file)] };
         for &w in widths {
@@ -266,6 +275,7 @@ fn main() {
                 .arg(&vlt)
                 .args(&srcs)
                 .args(if topname == "hm_sim_nic_top" { vec![cpu.clone()] } else { vec![] })
+                .args(if coverage && topname == "hm_sim_nic_top" { vec!["--coverage-line", "--coverage-toggle"] } else { vec![] })
                 .args(&top)
                 .status()
                 .expect("run verilator");

@@ -5,6 +5,17 @@
 #include <cstdint>
 #include "verilated.h"
 #include "Vrc512.h"
+#ifdef HM_COVERAGE
+// Coverage build (HEMATITE_COVERAGE set when the models were built, ./hematite coverage): each
+// model writes its line/toggle counts when it is freed, to $HEMATITE_COVERAGE/eng-PID-N.dat.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unistd.h>
+#include "verilated_cov.h"
+static std::atomic<unsigned> hm_cov_seq{0};
+#endif
 
 extern "C" {
 
@@ -120,6 +131,13 @@ void hm_eng_free(HmEng* h) {
     // another (already deleted) model's: make it this model's own first (else a deadlock).
     Verilated::threadContextp(h->ctx);
     h->m->final();
+#ifdef HM_COVERAGE
+    if (const char* dir = std::getenv("HEMATITE_COVERAGE")) {
+        char name[64];
+        std::snprintf(name, sizeof name, "/eng-%d-%u.dat", (int)getpid(), hm_cov_seq++);
+        h->ctx->coveragep()->write((std::string(dir) + name).c_str());
+    }
+#endif
     delete h->m;
     delete h->ctx;
     delete h;
