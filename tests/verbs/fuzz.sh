@@ -77,7 +77,7 @@ f=$(sed -nE 's/^fuzz verbs: ([0-9]+) cases, ([0-9]+) findings$/\2/p' <<<"$last")
 # cases done so far (the fuzzer prints its progress every 250 cases)
 done_n=$(grep -oE '^# [0-9]+ cases' "$LOG" | tail -1 | grep -oE '[0-9]+')
 nf=$(grep -cE '^FINDING' "$LOG")
-if [ -z "$last" ] && { [ $rc -eq 124 ] || [ $rc -eq 137 ] || grep -q '^TIMEOUT' "$LOG"; }; then
+if [ $rc -eq 124 ] || [ $rc -eq 137 ] || { [ -z "$last" ] && grep -q '^TIMEOUT' "$LOG"; }; then
     # a hang: the fuzzer (or one verbs call, seen by its watchdog) did not finish in time
     echo "FINDING: HANG: $(grep -E '^TIMEOUT' "$LOG" | tail -1 || true) no result after ${TMO} s; last progress: $(grep -E '^# [0-9]+ cases' "$LOG" | tail -1)"
     echo "fuzz verbs: ${done_n:-0}+ cases, $(( nf + 1 )) findings"

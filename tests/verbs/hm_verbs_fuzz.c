@@ -132,6 +132,19 @@ static void finish(int code)
 	_exit(code ? code : (nfind ? 1 : 0));
 }
 
+/* SIGTERM / SIGINT (fuzz.sh's timeout): say how far the run got, then die of the signal */
+static void on_term(int sig)
+{
+	char b[160];
+	int n = snprintf(b, sizeof(b), "# %ld cases, %ld findings, stopped by signal %d in %s\n",
+			 ncases, nfind, sig, act);
+
+	if (n > 0 && write(STDOUT_FILENO, b, (size_t)n) < 0)
+		_exit(128 + sig);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* a completion or a blocking call that does not come back: a hang (fatal) */
 static HM_PRINTF(1, 2) void hang(const char *fmt, ...)
 {
@@ -2644,6 +2657,8 @@ int main(int argc, char **argv)
 		usage();
 	seed_rng(seed);
 	srand48((long)seed);
+	signal(SIGTERM, on_term);
+	signal(SIGINT, on_term);
 	for (size_t k = 0; k < NOPS; k++) {
 		char pat[64];
 
