@@ -306,12 +306,16 @@ fn udp_wire_and_idle_devices_sleep_but_keep_time() {
     assert!(r.verified);
     // idle: nothing to do for 300k cycles -> the device sleeps; its clock still advances
     let pid = pair.pids()[0];
-    // wait until the device has gone idle (its clock slows down), however loaded the machine
+    // wait until the device has gone idle, however loaded the machine: its clock must first
+    // pass the 100,000 quiet cycles of --idle-after (a device starved of CPU runs them slowly,
+    // so a slow clock alone does not mean idle), then slow down
     let t = Instant::now();
+    let quiet_from = a.dev.stats().unwrap().cycles;
     loop {
         let c = a.dev.stats().unwrap().cycles;
         std::thread::sleep(Duration::from_secs(1));
-        if a.dev.stats().unwrap().cycles - c < 20_000 || t.elapsed() > Duration::from_secs(60) {
+        let c2 = a.dev.stats().unwrap().cycles;
+        if (c2 - quiet_from > 150_000 && c2 - c < 20_000) || t.elapsed() > Duration::from_secs(120) {
             break;
         }
     }
