@@ -60,7 +60,14 @@ OWN_STATE=0
 if [ -z "$STATE" ]; then
     STATE="$(mktemp -d /tmp/hm-fuzz.XXXXXX)"
     OWN_STATE=1
-    trap '"$RUN" --state "$STATE" --stop >/dev/null 2>&1; rm -rf "$STATE"' EXIT
+    # on a finding the NICs' logs and captures are kept in $OUT/fuzz-nics/ (for the diagnosis)
+    trap '"$RUN" --state "$STATE" --stop >/dev/null 2>&1
+          if grep -qE "^(FINDING|TIMEOUT)" "$LOG" 2>/dev/null || ! grep -q "^fuzz verbs: .*, 0 findings$" "$LOG" 2>/dev/null; then
+              rm -rf "$OUT/fuzz-nics"; mkdir -p "$OUT/fuzz-nics"
+              mv "$STATE"/nic*.log "$STATE"/nic*.pcap "$OUT/fuzz-nics/" 2>/dev/null
+              echo "# the NICs'"'"' logs and captures: $OUT/fuzz-nics/"
+          fi
+          rm -rf "$STATE"' EXIT
 fi
 
 echo "== hm_verbs_fuzz --count $COUNT --seed $SEED (timeout ${TMO} s; log $LOG)"
