@@ -158,9 +158,13 @@ pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], 
     let start = sim.cycle;
     let mut idle_after = 0u64;
     let limit = 10_000 + frames.iter().map(|f| f.len() as u64 / kw as u64 + 8).sum::<u64>() * 20;
-    // A dropped frame is discarded from the data FIFO silently, one beat a cycle: wait at
-    // least that long without output before deciding the RX path is done.
-    let quiet = 64 + 2 * frames.iter().map(|f| f.len() as u64 / kw as u64 + 1).max().unwrap_or(0);
+    // A dropped frame is discarded from the data FIFO silently, one beat a cycle, and the
+    // record of an accepted frame behind it is pushed only when its delivery starts: wait
+    // without output as long as discarding a full data FIFO takes (several dropped frames can
+    // be queued in it; the fuzzer found the run ending while records were still to come).
+    let fifo_beats = (hematite_model::MAX_FRAME as u64 / kw as u64 + 32).next_power_of_two();
+    let queued = frames.iter().map(|f| f.len() as u64 / kw as u64 + 1).sum::<u64>().min(fifo_beats);
+    let quiet = 64 + 2 * queued;
     loop {
         // source
         let offer = fi < frames.len() && !rng.pct(flow.idle_pct);

@@ -135,3 +135,40 @@ impl RxOnly {
         r
     }
 }
+
+/// Several large dropped frames queued in the data FIFO ahead of an accepted one: the RX path
+/// discards them one beat a cycle before the accepted frame's record and payload come out.
+/// (The RX fuzzer found the testbench's run ending before a batch's last record when it
+/// waited only as long as the largest single frame takes to discard; `run_rx` now waits as
+/// long as a full FIFO takes. This case passes with either wait: the fuzzer's batches are the
+/// reproduction, `hematite-fuzz rx --count 3200000 --seed 20261201` with ../shared's seeds.)
+#[test]
+fn an_accepted_frame_behind_a_queue_of_dropped_frames_is_delivered() {
+    let (mut r, _) = mixed_jobs(1, 9).remove(0);
+    r.opcode = 0x0A;
+    r.ipv6 = false;
+    r.vlan_valid = false;
+    r.ip_src &= 0xFFFF_FFFF;
+    r.ip_dst &= 0xFFFF_FFFF;
+    r.flow_label = 0;
+    let mut frames = Vec::new();
+    for k in 0..8 {
+        // 4,000-byte payloads of another partition: dropped as bad_pkey, ~127 beats each at
+        // 256 bits, so that several fit the FIFO ahead of the last frame
+        r.payload_len = 4000;
+        r.pkey = 0x8001;
+        let p: Vec<u8> = (0..4000).map(|i| (i * 3 + k) as u8).collect();
+        frames.push(build_frame(&r, &p).unwrap());
+    }
+    r.payload_len = 64;
+    r.pkey = 0xFFFF;
+    frames.push(build_frame(&r, &[0x5A; 64]).unwrap());
+    for w in WIDTHS {
+        for stall in [0, 30] {
+            let mut sim = PktSim::new(w).unwrap();
+            let run = run_rx(&mut sim, &frames, &Flow { idle_pct: 0, stall_pct: stall, seed: 5 }).unwrap();
+            assert_eq!(check_rx_run(&frames, &run).unwrap(), 1, "width {w}, stall {stall}%: the last frame delivered");
+            assert_eq!(run.counters[DropReason::BadPkey as usize], 8);
+        }
+    }
+}
