@@ -62,13 +62,7 @@ fn rx_oversize_and_garbage_frames() {
     // largest RoCE frame that fits MAX_FRAME (IPv4, RDMA WRITE ONLY): its payload is beyond the
     // largest PMTU (dropped as `too_long`); one word more makes the frame oversize (dropped as
     // `length`), even with a valid ICRC; a 4096-byte payload is accepted.
-    let (mut r, _) = mixed_jobs(1, 1).remove(0);
-    r.opcode = 0x0A;
-    r.ipv6 = false;
-    r.vlan_valid = false;
-    r.ip_src &= 0xFFFF_FFFF;
-    r.ip_dst &= 0xFFFF_FFFF;
-    r.flow_label = 0;
+    let mut r = ipv4_write_only(1);
     let hdr = 14 + 20 + 8 + 28 + 4;
     let max_payload = (hematite_model::MAX_FRAME - hdr) & !3; // payload + pad is a multiple of 4
     let mut frames = Vec::new();
@@ -144,13 +138,7 @@ impl RxOnly {
 /// reproduction, `hematite-fuzz rx --count 3200000 --seed 20261201` with ../shared's seeds.)
 #[test]
 fn an_accepted_frame_behind_a_queue_of_dropped_frames_is_delivered() {
-    let (mut r, _) = mixed_jobs(1, 9).remove(0);
-    r.opcode = 0x0A;
-    r.ipv6 = false;
-    r.vlan_valid = false;
-    r.ip_src &= 0xFFFF_FFFF;
-    r.ip_dst &= 0xFFFF_FFFF;
-    r.flow_label = 0;
+    let mut r = ipv4_write_only(9);
     let mut frames = Vec::new();
     for k in 0..8 {
         // 4,000-byte payloads of another partition: dropped as bad_pkey, ~127 beats each at
@@ -171,4 +159,16 @@ fn an_accepted_frame_behind_a_queue_of_dropped_frames_is_delivered() {
             assert_eq!(run.counters[DropReason::BadPkey as usize], 8);
         }
     }
+}
+
+/// A random record made an untagged IPv4 RDMA WRITE ONLY (the frame-size tests above).
+fn ipv4_write_only(seed: u64) -> hematite_model::HdrRecord {
+    let (mut r, _) = mixed_jobs(1, seed).remove(0);
+    r.opcode = 0x0A;
+    r.ipv6 = false;
+    r.vlan_valid = false;
+    r.ip_src &= 0xFFFF_FFFF;
+    r.ip_dst &= 0xFFFF_FFFF;
+    r.flow_label = 0;
+    r
 }
