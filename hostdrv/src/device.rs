@@ -56,6 +56,13 @@ pub trait Device: Send + Sync {
     /// Function-level reset: every queue, context and table of the device is cleared and the
     /// control core restarts its firmware. DMA mappings stay.
     fn reset(&self) -> Result<()>;
+
+    /// Whether the function has failed for good (the simulated device process died or closed
+    /// the connection): every later access fails, and the driver reports a fatal device error
+    /// (`IBV_EVENT_DEVICE_FATAL`). Must not block. Backends that cannot tell answer false.
+    fn failed(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Device + ?Sized> Device for std::sync::Arc<T> {
@@ -79,5 +86,8 @@ impl<T: Device + ?Sized> Device for std::sync::Arc<T> {
     }
     fn reset(&self) -> Result<()> {
         (**self).reset()
+    }
+    fn failed(&self) -> bool {
+        (**self).failed()
     }
 }

@@ -203,6 +203,27 @@ pub unsafe fn write_recv_hdr(slot: *mut u8, wr_id: u64, num_sge: u8) {
     }
 }
 
+/// The `wr_id` and WQE opcode of the send WQE at `slot` (for completions the driver makes
+/// itself: the flushes after a fatal device error).
+///
+/// # Safety
+/// `slot` points to a send WQE slot of at least 32 bytes.
+#[inline]
+pub unsafe fn read_send_wr_id_op(slot: *const u8) -> (u64, u8) {
+    // SAFETY: the caller's guarantee.
+    unsafe { (r64(slot, S_WR_ID), *slot.add(S_OPCODE)) }
+}
+
+/// The `wr_id` of the receive WQE at `slot`.
+///
+/// # Safety
+/// `slot` points to a receive WQE slot of at least 16 bytes.
+#[inline]
+pub unsafe fn read_recv_wr_id(slot: *const u8) -> u64 {
+    // SAFETY: the caller's guarantee.
+    unsafe { r64(slot, R_WR_ID) }
+}
+
 /// A CQE as the fast path reads it (raw codes; see [`CqeRaw::from_slot`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CqeRaw {

@@ -301,6 +301,10 @@ struct Shared {
     /// Every QP's work-queue tracking, for [`Nic::sends_outstanding`] (upgrading one of
     /// these never runs a QP's destructor, unlike upgrading a `QpInner`).
     trks: Mutex<Vec<Weak<WqTrack>>>,
+    /// The device failed for good ([`Device::failed`]): commands fail at once with EIO,
+    /// destroying objects succeeds (they went with the device), and polling a CQ completes
+    /// every outstanding work request with WR_FLUSH_ERR.
+    fatal: AtomicBool,
 }
 
 struct PinOwner(Weak<Shared>);
@@ -310,14 +314,42 @@ impl Unpin for PinOwner {
         if let Some(sh) = self.0.upgrade() {
             let mut p = sh.pins.lock().unwrap();
             if let Err(e) = p.unpin(sh.dev.as_ref(), addr, len) {
-                eprintln!("hostdrv: unpinning {addr:#x}+{len:#x}: {e}");
+                if !sh.fatal.load(Ordering::Acquire) {
+                    eprintln!("hostdrv: unpinning {addr:#x}+{len:#x}: {e}");
+                }
             }
         }
     }
 }
 
+fn fatal_error() -> Error {
+    Error::Device("the device has failed (fatal error): close it and open it again".into())
+}
+
 impl Shared {
+    /// Whether the device failed for good; looks at the backend once more while it has not.
+    fn check_fatal(&self) -> bool {
+        if self.fatal.load(Ordering::Acquire) {
+            return true;
+        }
+        if self.dev.failed() {
+            self.fatal.store(true, Ordering::Release);
+            return true;
+        }
+        false
+    }
+
     fn cmd(&self, op: u16, args: &[u32]) -> Result<Vec<u32>> {
+        if self.fatal.load(Ordering::Acquire) {
+            return Err(fatal_error());
+        }
+        match self.cmd_once(op, args) {
+            Err(_) if self.check_fatal() => Err(fatal_error()),
+            r => r,
+        }
+    }
+
+    fn cmd_once(&self, op: u16, args: &[u32]) -> Result<Vec<u32>> {
         if args.len() > mbox::MAX_ARGS {
             return Err(Error::inval("firmware command too long"));
         }
@@ -563,6 +595,12 @@ struct WqTrack {
     /// of the new queue that still holds a posted WQE, which the next post overwrites).
     stale_sq: AtomicU32,
     stale_rq: AtomicU32,
+    /// The rings (address, log2 of the slots, stride) and the CQs, for the flush completions
+    /// the driver makes itself after a fatal device error ([`Nic::poll_cq_raw`]).
+    sq_ring: (usize, u8, usize),
+    rq_ring: (usize, u8, usize),
+    scqn: u32,
+    rcqn: u32,
 }
 
 impl WqTrack {
@@ -745,6 +783,7 @@ impl Nic {
             mrs: Mutex::new(HashMap::new()),
             qps: Mutex::new(HashMap::new()),
             trks: Mutex::new(Vec::new()),
+            fatal: AtomicBool::new(false),
         });
         let mut nic = Nic { sh, attr: DeviceAttr::default(), eq: None, irq: Mutex::new(HashMap::new()), mac, ipv4 };
         nic.attr = nic.query_device()?;
@@ -797,6 +836,21 @@ impl Nic {
     /// harmless read.
     pub fn keepalive(&self) -> Result<()> {
         self.sh.dev.read32(regs::HM_REG_ID as u64).map(|_| ())
+    }
+
+    /// Whether the device has failed for good (the flag only; see [`Nic::check_fatal`]).
+    #[inline(always)]
+    pub fn is_fatal(&self) -> bool {
+        self.sh.fatal.load(Ordering::Relaxed)
+    }
+
+    /// Whether the device has failed for good, asking the backend ([`Device::failed`]) while
+    /// the flag is not set: the simulated device process died or closed the connection. From
+    /// then on commands fail with EIO (`Error::Device`), destroying objects succeeds, and
+    /// polling completes every outstanding work request with WR_FLUSH_ERR. The verbs
+    /// provider's event thread calls this every 100 ms and reports `IBV_EVENT_DEVICE_FATAL`.
+    pub fn check_fatal(&self) -> bool {
+        self.sh.check_fatal()
     }
 
     /// Raw firmware command (opcode, argument words) -> answer words.
@@ -912,8 +966,14 @@ impl Nic {
     }
 
     /// The firmware command that destroys an object; on success its `Drop` does nothing more.
+    /// After a fatal device error the object went with the device: destroying it succeeds
+    /// (as with mlx5, so that a program can tear down and close the device).
     fn destroy(&self, op: u16, id: u32, live: &Mutex<bool>) -> Result<()> {
-        self.sh.cmd(op, &[id])?;
+        match self.sh.cmd(op, &[id]) {
+            Ok(_) => {}
+            Err(_) if self.sh.check_fatal() => {}
+            Err(e) => return Err(e),
+        }
         *live.lock().unwrap() = false;
         Ok(())
     }
@@ -1118,7 +1178,13 @@ impl Nic {
             caps: got,
             sq_lock: SpinLock::new(()),
             rq_lock: SpinLock::new(()),
-            trk: Arc::new(WqTrack::default()),
+            trk: Arc::new(WqTrack {
+                sq_ring: (sb as usize, sl, 64 << ss),
+                rq_ring: (rb as usize, rl, 64 << rs),
+                scqn: send_cq.cqn(),
+                rcqn: recv_cq.cqn(),
+                ..WqTrack::default()
+            }),
             live: Mutex::new(true),
         });
         self.sh.qps.lock().unwrap().insert(w[0], Arc::downgrade(&inner));
@@ -1552,18 +1618,82 @@ impl Nic {
             n += 1;
         }
         st.ci = ci;
+        if n < max && self.sh.fatal.load(Ordering::Relaxed) {
+            return Ok(n + Self::flush_fatal(&st, c.cqn, max - n, &mut f));
+        }
         if ci.wrapping_sub(st.ci_told) > mask >> 2 {
             st.ci_told = ci;
-            self.cq_doorbell(c, ci, 0)?;
+            if let Err(e) = self.cq_doorbell(c, ci, 0) {
+                if !self.sh.check_fatal() {
+                    return Err(e);
+                }
+            }
         }
         Ok(n)
     }
 
+    /// After a fatal device error (the CQ's own entries all taken): up to `max` completions
+    /// with WR_FLUSH_ERR for the work requests still outstanding on the queues completing
+    /// into this CQ, oldest first, send queues before receive queues, as the device would
+    /// have flushed them (every WR, signaled or not). Returns how many were made.
+    #[cold]
+    fn flush_fatal(st: &CqState, cqn: u32, max: usize, f: &mut impl FnMut(&crate::fast::CqeRaw)) -> usize {
+        let mut n = 0;
+        for (qpn, t) in &st.qps {
+            for rq in [false, true] {
+                let (ring, pi, done, cq) =
+                    if rq { (t.rq_ring, &t.rq_pi, &t.rq_done, t.rcqn) } else { (t.sq_ring, &t.sq_pi, &t.sq_done, t.scqn) };
+                if cq != cqn {
+                    continue;
+                }
+                let end = pi.load(Ordering::Acquire);
+                let mut d = done.load(Ordering::Relaxed);
+                while d != end && n < max {
+                    let (base, log, stride) = ring;
+                    let slot = (base + (d & ((1u32 << log) - 1)) as usize * stride) as *const u8;
+                    let mut e = crate::fast::CqeRaw { qpn: *qpn, status: desc::HM_CQE_ST_WR_FLUSH_ERR, wqe_index: d as u16, ..Default::default() };
+                    if rq {
+                        // SAFETY: a slot of the QP's receive ring, which lives while the QP is
+                        // on this CQ's list (its destructor takes it off under the CQ's lock).
+                        e.wr_id = unsafe { crate::fast::read_recv_wr_id(slot) };
+                        e.opcode = desc::HM_CQE_OP_RECV;
+                        e.flags = crate::fast::CQE_F_RQ;
+                    } else {
+                        // SAFETY: as above, the send ring.
+                        let (id, op) = unsafe { crate::fast::read_send_wr_id_op(slot) };
+                        e.wr_id = id;
+                        e.opcode = match op {
+                            desc::HM_WQE_OP_WRITE | desc::HM_WQE_OP_WRITE_IMM => desc::HM_CQE_OP_RDMA_WRITE,
+                            desc::HM_WQE_OP_READ => desc::HM_CQE_OP_RDMA_READ,
+                            desc::HM_WQE_OP_CMP_SWAP => desc::HM_CQE_OP_CMP_SWAP,
+                            desc::HM_WQE_OP_FETCH_ADD => desc::HM_CQE_OP_FETCH_ADD,
+                            _ => desc::HM_CQE_OP_SEND,
+                        };
+                    }
+                    t.errored.store(true, Ordering::Release);
+                    d = d.wrapping_add(1);
+                    done.store(d, Ordering::Release);
+                    f(&e);
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
     /// Whether `cq` holds an entry not polled yet (does not consume it).
+    /// After a fatal device error, work requests still to be flushed count as entries.
     pub fn cq_pending(&self, cq: &Cq) -> bool {
         let c = &*cq.0;
         let st = c.st.lock();
-        matches!(Self::peek_entry(c, &st), Ok(Some(_)))
+        if matches!(Self::peek_entry(c, &st), Ok(Some(_))) {
+            return true;
+        }
+        self.sh.fatal.load(Ordering::Acquire)
+            && st.qps.iter().any(|(_, t)| {
+                (t.scqn == c.cqn && t.sq_pi.load(Ordering::Acquire) != t.sq_done.load(Ordering::Acquire))
+                    || (t.rcqn == c.cqn && t.rq_pi.load(Ordering::Acquire) != t.rq_done.load(Ordering::Acquire))
+            })
     }
 
     /// The eventfd interrupt `vector` signals (created and handed to the device on first use).
@@ -1659,9 +1789,14 @@ impl SqPost<'_> {
         }
         self.start = self.pi;
         let (pi, reg) = if self.rq { (&self.q.trk.rq_pi, regs::HM_REG_DB_RQ) } else { (&self.q.trk.sq_pi, regs::HM_REG_DB_SQ) };
-        pi.store(self.pi, Ordering::Release);
+        let old = pi.swap(self.pi, Ordering::Release);
         fence(Ordering::SeqCst);
-        self.nic.sh.dev.write32(reg as u64, (self.pi & 0xFFFF) << 16 | self.q.qpn)
+        let r = self.nic.sh.dev.write32(reg as u64, (self.pi & 0xFFFF) << 16 | self.q.qpn);
+        if r.is_err() {
+            // the doorbell did not reach the device (it is gone): the WRs were not posted
+            pi.store(old, Ordering::Release);
+        }
+        r
     }
 }
 

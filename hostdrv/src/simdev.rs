@@ -12,6 +12,7 @@ use crate::simproto::{self as p, Recv, Rep, Req};
 use crate::{Error, Result};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// Held while a device is being opened: Yama's single ptracer exception of this process names
@@ -29,6 +30,9 @@ pub struct SimDevice {
     conn: Mutex<Conn>,
     info: DeviceInfo,
     server_pid: u32,
+    /// The connection is gone (a copy of `Conn::dead` that [`Device::failed`] reads without
+    /// the lock).
+    dead: AtomicBool,
 }
 
 /// Device statistics the simulation keeps (not part of [`Device`]: hardware has no such thing).
@@ -79,7 +83,7 @@ impl SimDevice {
             mac: Some(r.c),
             ipv4: Some(r.d as u32),
         };
-        Ok(SimDevice { conn: Mutex::new(conn), info, server_pid })
+        Ok(SimDevice { conn: Mutex::new(conn), info, server_pid, dead: AtomicBool::new(false) })
     }
 
     /// The device process's pid.
@@ -122,7 +126,11 @@ impl SimDevice {
 
     fn call(&self, cmd: u16, args: [u64; 4], pass: Option<RawFd>) -> Result<Rep> {
         let mut c = self.conn.lock().map_err(|_| Error::Device("connection lock poisoned".into()))?;
-        Self::call_on(&mut c, cmd, args, pass)
+        let r = Self::call_on(&mut c, cmd, args, pass);
+        if c.dead {
+            self.dead.store(true, Ordering::Release);
+        }
+        r
     }
 
     /// Simulation statistics (cycles simulated, frames, IOMMU faults).
@@ -168,7 +176,10 @@ impl Device for SimDevice {
         }
         c.seq = c.seq.wrapping_add(1);
         let q = Req { seq: c.seq, cmd: p::CMD_WRITE32, flags: p::F_POSTED, a: offset, b: value as u64, ..Default::default() };
-        p::send(c.fd.as_raw_fd(), &q.encode(), None).inspect_err(|_| c.dead = true)
+        p::send(c.fd.as_raw_fd(), &q.encode(), None).inspect_err(|_| {
+            c.dead = true;
+            self.dead.store(true, Ordering::Release);
+        })
     }
 
     fn dma_map(&self, iova: u64, vaddr: u64, len: u64, writable: bool) -> Result<()> {
@@ -201,5 +212,21 @@ impl Device for SimDevice {
 
     fn reset(&self) -> Result<()> {
         self.call(p::CMD_RESET, [0; 4], None).map(|_| ())
+    }
+
+    /// The device process has closed the connection (it died, was killed, or dropped this
+    /// client): seen from a failed request, or from a hang-up on the socket (a non-blocking
+    /// `poll`). While another thread is inside a request the lock is not waited for: that
+    /// request notices the close itself.
+    fn failed(&self) -> bool {
+        if self.dead.load(Ordering::Acquire) {
+            return true;
+        }
+        let Ok(c) = self.conn.try_lock() else { return false };
+        if c.dead || p::hung_up(c.fd.as_raw_fd()) {
+            self.dead.store(true, Ordering::Release);
+            return true;
+        }
+        false
     }
 }

@@ -210,6 +210,34 @@ if want peer_loss; then
     else bad peer_loss "client rc=$crc"; show_fail peer_loss; fi
 fi
 
+# The device process of NIC 1 is killed (SIGKILL) mid-transfer, under a program that has both
+# NICs open: IBV_EVENT_DEVICE_FATAL, the WRs in flight and the receives flushed, EIO from every
+# verb that needs the device, a clean teardown, NIC 0 unaffected. Then NIC 1 is started again
+# (hematite-run starts a NIC whose process is gone) and must list an active port.
+if want dev_fatal; then
+    o="$LOGS/dev_fatal.out"
+    ( timeout -k 5 300 "$RUN" --state "$STATE" -- stdbuf -oL "$BIN/hm_dev_fatal" -a hematite0 -d hematite1 -t 60 > "$o" 2>&1 ) &
+    ppid=$!
+    for _ in $(seq 480); do grep -q "writing until the device fails" "$o" 2>/dev/null && break; kill -0 $ppid 2>/dev/null || break; sleep 0.5; done
+    sleep 1
+    dpid=$(cat "$STATE/nic1.pid" 2>/dev/null)
+    killed=no
+    if grep -q "writing until the device fails" "$o" && [ -n "$dpid" ] &&
+        tr '\0' ' ' < "/proc/$dpid/cmdline" 2>/dev/null | grep -q "nic1.sock"; then
+        kill -KILL "$dpid" && killed="pid $dpid"
+    fi
+    wait $ppid; prc=$?
+    "$RUN" --state "$STATE" --check > "$LOGS/dev_fatal.restart" 2>&1; rrc=$?
+    "$RUN" --state "$STATE" --nic 1 -- ibv_devinfo -d hematite1 > "$LOGS/dev_fatal.devinfo" 2>&1
+    if [ "$killed" != no ] && [ $prc -eq 0 ] && [ $rrc -eq 0 ] && grep -q "state:.*PORT_ACTIVE" "$LOGS/dev_fatal.devinfo"; then
+        ok dev_fatal "device process $killed killed: $(grep -hE '^ok (device_fatal_event|flushed)' "$o" | cut -c1-100 | tr '\n' ' ')$(grep -h '^summary' "$o"); NIC 1 restarted, port active"
+    else
+        bad dev_fatal "killed=$killed program rc=$prc restart rc=$rrc: $(grep -hE '^(FAIL|TIMEOUT)' "$o" | head -3 | tr '\n' ';')"
+        show_fail dev_fatal
+        for f in "$LOGS/dev_fatal.restart" "$LOGS/dev_fatal.devinfo"; do echo "   --- $(basename "$f")"; tail -n 4 "$f" | sed 's/^/   /'; done
+    fi
+fi
+
 echo
 for f in "${failed[@]}"; do echo "FAILED: $f (logs: $LOGS/$f.*)"; done
 echo "verbs: $pass passed, $fail failed"

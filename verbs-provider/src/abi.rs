@@ -106,6 +106,7 @@ pub const IBV_EVENT_CQ_ERR: u32 = 0;
 pub const IBV_EVENT_QP_FATAL: u32 = 1;
 pub const IBV_EVENT_PORT_ACTIVE: u32 = 9;
 pub const IBV_EVENT_PORT_ERR: u32 = 10;
+pub const IBV_EVENT_DEVICE_FATAL: u32 = 8;
 
 #[repr(C)]
 pub struct HmDevAttr {

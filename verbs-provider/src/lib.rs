@@ -340,6 +340,9 @@ fn write_all(fd: RawFd, b: &[u8]) {
 
 /// The event thread: sleeps on the device's interrupt eventfds (and at most 100 ms, so that
 /// event-queue entries and armed CQs are looked at even without an interrupt), then
+/// * once the device has failed for good ([`Nic::check_fatal`]: the simulated device process
+///   died), reports `IBV_EVENT_DEVICE_FATAL` (once) and wakes every armed CQ that has work
+///   requests to flush;
 /// * keeps the device awake while sends are outstanding ([`Nic::keepalive`]);
 /// * forwards event-queue entries as libibverbs asynchronous events;
 /// * for every armed CQ with a completion waiting, writes one event into its channel;
@@ -350,6 +353,7 @@ fn event_loop(sh: Arc<Shared>, stop: OwnedFd, irqs: Vec<RawFd>, async_wfd: RawFd
         .chain(irqs.iter().copied())
         .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
         .collect();
+    let mut fatal_sent = false;
     loop {
         for p in pfds.iter_mut() {
             p.revents = 0;
@@ -363,9 +367,17 @@ fn event_loop(sh: Arc<Shared>, stop: OwnedFd, irqs: Vec<RawFd>, async_wfd: RawFd
         if pfds[0].revents != 0 {
             return;
         }
+        if !fatal_sent && sh.nic.check_fatal() {
+            fatal_sent = true;
+            warn(format_args!("the device has failed (fatal error); outstanding work requests are flushed, further calls fail with EIO"));
+            let mut rec = [0u8; 16];
+            rec[..8].copy_from_slice(&1u64.to_ne_bytes()); // element: the port
+            rec[8..12].copy_from_slice(&IBV_EVENT_DEVICE_FATAL.to_ne_bytes());
+            write_all(async_wfd, &rec);
+        }
         // A requester waiting for its peer keeps a co-simulated device at full speed, so
         // that its ACK timeout (e.g. after a lost last packet) fires in seconds, not hours.
-        if sh.nic.sends_outstanding() {
+        if !fatal_sent && sh.nic.sends_outstanding() {
             let _ = sh.nic.keepalive();
         }
         let mut interrupted = false;
@@ -421,6 +433,9 @@ fn event_loop(sh: Arc<Shared>, stop: OwnedFd, irqs: Vec<RawFd>, async_wfd: RawFd
 pub unsafe extern "C" fn hm_rs_alloc_pd(ctx: *mut c_void, pd: *mut *mut c_void, handle: *mut u32) -> c_int {
     // SAFETY: the caller's guarantee.
     let ctx = unsafe { &*(ctx as *const Ctx) };
+    if ctx.sh.nic.check_fatal() {
+        return libc::EIO;
+    }
     match ctx.sh.nic.alloc_pd() {
         Ok(p) => {
             // SAFETY: the caller's guarantee.
@@ -494,6 +509,9 @@ pub unsafe extern "C" fn hm_rs_reg_mr(
 ) -> c_int {
     // SAFETY: the caller's guarantee.
     let (ctx, p) = unsafe { (&*(ctx as *const Ctx), &*(pd as *const RsPd)) };
+    if ctx.sh.nic.check_fatal() {
+        return libc::EIO;
+    }
     if access & !ACCESS_KNOWN != 0 {
         // ZERO_BASED, ON_DEMAND, HUGETLB, ... are not offered
         return if access & (0x20 | 0x40 | 0x80) != 0 { libc::EOPNOTSUPP } else { libc::EINVAL };
@@ -572,6 +590,9 @@ pub unsafe extern "C" fn hm_rs_create_cq(
 ) -> c_int {
     // SAFETY: the caller's guarantee.
     let ctx = unsafe { &*(ctx as *const Ctx) };
+    if ctx.sh.nic.check_fatal() {
+        return libc::EIO;
+    }
     if cqe < 1 || vector < 0 {
         return libc::EINVAL;
     }
@@ -740,6 +761,9 @@ pub unsafe extern "C" fn hm_rs_create_qp(
     let (ctx, p, s, r, c) = unsafe {
         (&*(ctx as *const Ctx), &*(pd as *const RsPd), &*(scq as *const RsCq), &*(rcq as *const RsCq), &mut *caps)
     };
+    if ctx.sh.nic.check_fatal() {
+        return libc::EIO;
+    }
     let want = QpCaps {
         max_send_wr: c.max_send_wr,
         max_recv_wr: c.max_recv_wr,
@@ -1072,6 +1096,11 @@ fn post_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvSendWr) -> c_int 
 pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, mut wr: *mut IbvSendWr, bad: *mut *mut IbvSendWr) -> c_int {
     // SAFETY: the caller's guarantee.
     let q = unsafe { &*(qp as *const RsQp) };
+    if q.sh.nic.is_fatal() {
+        // SAFETY: the caller's guarantee.
+        unsafe { *bad = wr };
+        return libc::EIO;
+    }
     let mut p = q.sh.nic.sq_post(&q.qp);
     while !wr.is_null() {
         // SAFETY: the caller's guarantee.
@@ -1097,6 +1126,11 @@ pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, mut wr: *mut IbvSendWr
 pub unsafe extern "C" fn hm_rs_post_recv(qp: *mut c_void, mut wr: *mut IbvRecvWr, bad: *mut *mut IbvRecvWr) -> c_int {
     // SAFETY: the caller's guarantee.
     let q = unsafe { &*(qp as *const RsQp) };
+    if q.sh.nic.is_fatal() {
+        // SAFETY: the caller's guarantee.
+        unsafe { *bad = wr };
+        return libc::EIO;
+    }
     let mut p = q.sh.nic.rq_post(&q.qp);
     while !wr.is_null() {
         // SAFETY: the caller's guarantee.
