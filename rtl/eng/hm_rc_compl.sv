@@ -610,6 +610,9 @@ module hm_rc_compl
         if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;
       end
       if (m_pc_valid && m_pc_ready && !m_pc_discard) wr_issued_q <= wr_issued_q + 1'b1;
+      // every ACK received counts once, on entry: also one merged into the next (coalesced
+      // cumulative ACKs) and one for a QP number out of range
+      if (s_hdr_valid && s_hdr_ready && s_hdr.opcode == 8'h11) stat_acks <= stat_acks + 1'b1;
       case (st_q)
         C_IDLE: begin
           q_q           <= sel_q;
@@ -722,7 +725,6 @@ module hm_rc_compl
                 ok = ok && hm_psn_ge(p, una_eff) && hm_psn_ge(d_q.spsn - 24'd1, p) && d_q.spsn != una_eff;
               else
                 ok = ok && d_q.ci != d_q.shead;
-              if (is_ack) stat_acks <= stat_acks + 1'b1;
               if (!ok) begin
                 stat_dropped <= stat_dropped + 1'b1;
                 disc_next_q  <= C_IDLE;

@@ -232,6 +232,15 @@ pub struct AxiMem {
     pub violations: Vec<String>,
     pub read_beats: u64,
     pub write_beats: u64,
+    /// When set, every read beat must lie inside one of these [start, end) ranges and every
+    /// written byte (by its strobe) inside one of `write_windows`; anything else is reported in
+    /// `violations` (the engine fuzzer's "no DMA outside the registered regions").
+    pub read_windows: Option<Vec<(u64, u64)>>,
+    pub write_windows: Option<Vec<(u64, u64)>>,
+}
+
+fn in_windows(w: &[(u64, u64)], a: u64, n: u64) -> bool {
+    w.iter().any(|(s, e)| a >= *s && a + n <= *e)
 }
 
 impl AxiMem {
@@ -250,6 +259,8 @@ impl AxiMem {
             violations: Vec::new(),
             read_beats: 0,
             write_beats: 0,
+            read_windows: None,
+            write_windows: None,
         }
     }
 
@@ -318,6 +329,13 @@ impl AxiMem {
         if o.arvalid != 0 && i.arready != 0 {
             self.check_burst("AR", o.araddr, o.arlen, o.arsize, o.arburst);
             let beats = o.arlen as u64 + 1;
+            if let Some(w) = &self.read_windows {
+                let kw = self.kw as u64;
+                if let Some(k) = (0..beats).find(|k| !in_windows(w, o.araddr + k * kw, kw)) {
+                    let a = o.araddr + k * kw;
+                    self.violations.push(format!("AR: read of {kw} bytes at {a:#x} outside the registered regions"));
+                }
+            }
             let data = self.ext.as_mut().map(|x| {
                 let mut d = vec![0u8; beats as usize * self.kw];
                 let ok = x.read(o.araddr, &mut d);
@@ -382,6 +400,12 @@ impl AxiMem {
                 let base = b.addr + k * self.kw as u64;
                 for (l, v) in d.iter().enumerate() {
                     if strb >> l & 1 == 1 {
+                        if let Some(w) = &self.write_windows {
+                            if !in_windows(w, base + l as u64, 1) {
+                                let a = base + l as u64;
+                                self.violations.push(format!("W: byte written at {a:#x} outside the registered regions"));
+                            }
+                        }
                         if self.in_err(base + l as u64, 1) {
                             err = true;
                         } else {

@@ -52,6 +52,13 @@ pub struct DuoBench {
     queue: BTreeMap<(u64, u64), (usize, Vec<u8>)>,
     seq: u64,
     rng: crate::Rng,
+    /// Keep a copy of every frame handed to each host's MAC (wire and injected frames) in
+    /// `delivered` (the engine fuzzer explains the engines' counters with them).
+    pub record_delivered: bool,
+    pub delivered: [Vec<Vec<u8>>; 2],
+    /// Frames put on the wire by [`DuoBench::inject`].
+    pub injected: u64,
+    quiet: u64,
 }
 
 impl DuoBench {
@@ -67,6 +74,10 @@ impl DuoBench {
             queue: BTreeMap::new(),
             seq: 0,
             rng: crate::Rng::new(seed ^ 0xD0),
+            record_delivered: false,
+            delivered: [Vec::new(), Vec::new()],
+            injected: 0,
+            quiet: 0,
         })
     }
 
@@ -111,48 +122,70 @@ impl DuoBench {
         self.queue.insert((t, self.seq), (1 - from, f));
     }
 
+    /// Puts a frame (not from either engine) on the wire toward host `dst`, arriving in cycle
+    /// `at` (or the next cycle when `at` has passed). It is not subject to the fault schedule.
+    pub fn inject(&mut self, at: u64, dst: usize, frame: Vec<u8>) {
+        let t = at.max(self.h[0].eng.cycle() + 1);
+        self.seq += 1;
+        self.injected += 1;
+        self.queue.insert((t, self.seq), (dst, frame));
+    }
+
+    /// One cycle of both engines and the wire; the CQs are polled (so a CQE's cycle is when it
+    /// reached host memory). Returns whether anything moved.
+    pub fn tick(&mut self) -> Result<bool, String> {
+        self.h[0].eng.step();
+        self.h[1].eng.step();
+        let now = self.h[0].eng.cycle();
+        let mut active = false;
+        for side in 0..2 {
+            while self.seen[side] < self.h[side].eng.tx.len() {
+                let (f, aborted) = self.h[side].eng.tx[self.seen[side]].clone();
+                self.seen[side] += 1;
+                active = true;
+                if !aborted {
+                    self.offer(now, side, f);
+                }
+            }
+        }
+        while let Some((&(t, s), _)) = self.queue.iter().next() {
+            if t > now {
+                break;
+            }
+            let (dst, f) = self.queue.remove(&(t, s)).expect("present");
+            if self.record_delivered {
+                self.delivered[dst].push(f.clone());
+            }
+            self.h[dst].eng.rx_q.push_back(f);
+            active = true;
+        }
+        if !self.queue.is_empty() || !self.h[0].eng.rx_q.is_empty() || !self.h[1].eng.rx_q.is_empty() {
+            active = true;
+        }
+        for side in 0..2 {
+            if self.h[side].poll_cq()? != 0 {
+                active = true;
+            }
+        }
+        self.quiet = if active { 0 } else { self.quiet + 1 };
+        Ok(active)
+    }
+
+    /// Cycles since anything moved on the wire or in the CQs.
+    pub fn quiet_cycles(&self) -> u64 {
+        self.quiet
+    }
+
     /// Steps both engines until `done` holds (checked every 64 cycles, with the CQs polled
     /// and the wire quiet for a while) or `max_cycles` pass. Returns the cycles run.
     pub fn run(&mut self, max_cycles: u64, mut done: impl FnMut(&DuoBench) -> bool) -> Result<u64, String> {
         let start = self.h[0].eng.cycle();
-        let mut quiet = 0u64;
+        self.quiet = 0;
         loop {
-            self.h[0].eng.step();
-            self.h[1].eng.step();
+            self.tick()?;
             let now = self.h[0].eng.cycle();
-            let mut active = false;
-            for side in 0..2 {
-                while self.seen[side] < self.h[side].eng.tx.len() {
-                    let (f, aborted) = self.h[side].eng.tx[self.seen[side]].clone();
-                    self.seen[side] += 1;
-                    active = true;
-                    if !aborted {
-                        self.offer(now, side, f);
-                    }
-                }
-            }
-            while let Some((&(t, s), _)) = self.queue.iter().next() {
-                if t > now {
-                    break;
-                }
-                let (dst, f) = self.queue.remove(&(t, s)).expect("present");
-                self.h[dst].eng.rx_q.push_back(f);
-                active = true;
-            }
-            if !self.queue.is_empty() || !self.h[0].eng.rx_q.is_empty() || !self.h[1].eng.rx_q.is_empty() {
-                active = true;
-            }
-            quiet = if active { 0 } else { quiet + 1 };
-            // CQs are polled every cycle, so a CQE's cycle is when it reached host memory
-            for side in 0..2 {
-                if self.h[side].poll_cq()? != 0 {
-                    quiet = 0;
-                }
-            }
-            if now % 64 == 0 {
-                if quiet > 3_000 && done(self) {
-                    return Ok(now - start);
-                }
+            if now % 64 == 0 && self.quiet > 3_000 && done(self) {
+                return Ok(now - start);
             }
             if now - start > max_cycles {
                 return Err(format!(

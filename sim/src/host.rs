@@ -103,6 +103,12 @@ impl EngHost {
     /// Creates QP `q` in RTS (engine context and model).
     pub fn create_qp(&mut self, q: u32, cfg: QpConfig, stride_log: u8) -> Result<(), String> {
         self.refn.create_qp(q, cfg).map_err(|e| format!("{e:?}"))?;
+        self.reload_qp(q, cfg, stride_log)
+    }
+
+    /// Writes QP `q`'s engine context afresh (RTS, the given configuration, empty rings),
+    /// as a driver recovering a QP from the error state does; the model is not told.
+    pub fn reload_qp(&mut self, q: u32, cfg: QpConfig, stride_log: u8) -> Result<(), String> {
         let f = QpCtxFields {
             cfg,
             state: desc::HM_QPS_RTS,
@@ -121,7 +127,7 @@ impl EngHost {
             &words,
         )?;
         if st != desc::HM_CTL_ST_OK {
-            return Err(format!("QP write: status {st}"));
+            return Err(format!("QP reload: status {st}"));
         }
         self.pi.insert(q, 0);
         self.rpi.insert(q, 0);

@@ -24,6 +24,7 @@ pub mod ccexp;
 pub mod slots;
 pub mod rxcheck;
 pub mod fuzz;
+pub mod fuzz_engine;
 
 pub use hematite_model::record::{DropReason, HdrRecord};
 pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};

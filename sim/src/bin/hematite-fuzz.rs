@@ -9,6 +9,15 @@
 //! `fuzz rx: N cases, F findings`. Findings go to --out (default build/fuzz) as
 //! rx-finding-K.txt.
 //!
+//! usage: hematite-fuzz engine [--count N] [--seed S] [--per-episode P] [--wire-faults] [--out DIR]
+//!        hematite-fuzz engine --replay EPISODE_SEED [--per-episode P] [--wire-faults]
+//!
+//! `engine`: N frames (default 20,000) with a valid ICRC injected toward live QPs of two
+//! Verilated engines while verified real traffic runs between them, P per episode (default
+//! 200); see sim/src/fuzz_engine.rs for the kinds and the checks. Exits 0 only when nothing was
+//! found; the last line is `fuzz engine: N cases, F findings`. Findings go to --out (default
+//! build/fuzz) as engine-finding-K.txt, each with its --replay line.
+//!
 //! usage: hematite-fuzz socket [--count N] [--seed S] [--sim PATH] [--fw HEX] [--dir DIR]
 //!                             [--nic-every K]
 //!
@@ -42,8 +51,11 @@ fn main() {
     if target == "socket" {
         socket_main(&args[1..]);
     }
+    if target == "engine" {
+        engine_main(&args[1..]);
+    }
     if target != "rx" {
-        die(&format!("unknown target {target}: this binary fuzzes `rx` (see ./hematite fuzz --help)"));
+        die(&format!("unknown target {target}: this binary fuzzes `rx`, `engine` and `socket` (see ./hematite fuzz --help)"));
     }
     let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
     let (mut count, mut seed, mut widths, mut out, mut seed_dirs) = (100_000u64, 1u64, vec![256usize, 512], root.join("build/fuzz"), Vec::new());
@@ -164,4 +176,71 @@ fn socket_main(args: &[String]) -> ! {
     }
     println!("fuzz socket: {} cases, {} findings", rep.cases, rep.findings);
     std::process::exit(if rep.findings == 0 { 0 } else { 1 })
+}
+
+fn engine_main(args: &[String]) -> ! {
+    use hematite_sim::fuzz_engine::{engine_campaign, replay, EngineFuzzOpts, EngineReport};
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let mut o = EngineFuzzOpts { count: 20_000, seed: 1, per_episode: 200, wire_faults: false, self_test: None };
+    let (mut out, mut replay_seed) = (root.join("build/fuzz"), None);
+    let mut i = 0;
+    let val = |i: usize| args.get(i).cloned().unwrap_or_else(|| die(&format!("{} needs a value", args[i - 1])));
+    let num = |v: String, what: &str| v.replace('_', "").parse::<u64>().unwrap_or_else(|_| die(&format!("{what} needs a number")));
+    while i < args.len() {
+        match args[i].as_str() {
+            "--count" => o.count = num(val(i + 1), "--count"),
+            "--seed" => o.seed = num(val(i + 1), "--seed"),
+            "--per-episode" => o.per_episode = num(val(i + 1), "--per-episode").max(1),
+            "--replay" => replay_seed = Some(num(val(i + 1), "--replay")),
+            "--out" => out = PathBuf::from(val(i + 1)),
+            "--wire-faults" => {
+                o.wire_faults = true;
+                i += 1;
+                continue;
+            }
+            a => die(&format!("unknown argument {a}")),
+        }
+        i += 2;
+    }
+    let print = |rep: &EngineReport, secs: f64| {
+        for (k, n) in &rep.kinds {
+            println!("  {n:>8}  {}", k.name());
+        }
+        println!("verdicts of the injected frames: {:?}", rep.verdicts);
+        println!("engines: {:?}", rep.engine);
+        println!(
+            "{} episodes, {} real work requests verified, {} simulated cycles in {:.1} s ({:.0} frames/s)",
+            rep.episodes,
+            rep.real_wrs,
+            rep.cycles,
+            secs,
+            rep.cases as f64 / secs
+        );
+    };
+    let t0 = Instant::now();
+    if let Some(s) = replay_seed {
+        let (rep, r) = replay(s, o.per_episode, o.wire_faults);
+        print(&rep, t0.elapsed().as_secs_f64());
+        let f = match &r {
+            Ok(()) => 0,
+            Err(e) => {
+                println!("finding: {e}");
+                1
+            }
+        };
+        println!("fuzz engine: {} cases, {f} findings", rep.cases);
+        std::process::exit(f as i32);
+    }
+    let mut last = Instant::now();
+    let rep = engine_campaign(&o, &out, |r| {
+        if last.elapsed().as_secs() >= 10 {
+            eprintln!("  {} cases, {} findings, {} episodes, {:.0} frames/s", r.cases, r.findings, r.episodes, r.cases as f64 / t0.elapsed().as_secs_f64());
+            last = Instant::now();
+        }
+    })
+    .unwrap_or_else(|e| die(&e));
+    print(&rep, t0.elapsed().as_secs_f64());
+    println!("seed {}, {} frames per episode{}", o.seed, o.per_episode, if o.wire_faults { ", wire faults on the real traffic" } else { "" });
+    println!("fuzz engine: {} cases, {} findings", rep.cases, rep.findings);
+    std::process::exit(if rep.findings == 0 { 0 } else { 1 });
 }
