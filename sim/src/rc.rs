@@ -34,6 +34,10 @@ pub struct RcBench {
     /// Indices (in send order) of engine frames / peer frames to lose, besides drop_ppm.
     pub drop_tx: Vec<usize>,
     pub drop_rx: Vec<usize>,
+    /// A misbehaving peer: called with the index (in send order) of every peer frame, its
+    /// header record and payload, before it is built; the reference run applies it to the
+    /// same frames of B', so the model's requester sees what the engine sees.
+    pub tamper_rx: Option<fn(usize, &mut HdrRecord, &mut Vec<u8>)>,
     peer_sent: usize,
     rng: crate::Rng,
 }
@@ -65,6 +69,7 @@ impl RcBench {
             dropped: 0,
             drop_tx: Vec::new(),
             drop_rx: Vec::new(),
+            tamper_rx: None,
             peer_sent: 0,
             rng: crate::Rng::new(seed ^ 0x5EED),
         })
@@ -158,9 +163,13 @@ impl RcBench {
             }
             if now % 8 == 0 {
                 self.peer.tick(ns);
-                for (mut rec, pay) in self.peer.poll_tx(ns) {
+                for (mut rec, mut pay) in self.peer.poll_tx(ns) {
                     if self.ce_rx && rec.ecn != 0 {
                         rec.ecn = 3;
+                    }
+                    if let Some(t) = self.tamper_rx {
+                        t(self.peer_sent, &mut rec, &mut pay);
+                        rec.payload_len = pay.len() as u16;
                     }
                     let f = build_frame(&rec, &pay).map_err(|e| format!("peer frame: {e:?}"))?;
                     self.wire.push((now, false, f.clone()));
@@ -203,6 +212,7 @@ impl RcBench {
     /// timer is pending (time jumps to the next deadline when the wire is idle).
     pub fn run_reference(&mut self) {
         let mut now = 0u64;
+        let mut b_sent = 0usize;
         for _ in 0..1_000_000 {
             let pa = self.a.refn.poll_tx(now);
             let pb = self.ref_b.poll_tx(now);
@@ -224,7 +234,12 @@ impl RcBench {
             for (r, p) in pa {
                 self.ref_b.receive(now, &r, &p);
             }
-            for (r, p) in pb {
+            for (mut r, mut p) in pb {
+                if let Some(t) = self.tamper_rx {
+                    t(b_sent, &mut r, &mut p);
+                    r.payload_len = p.len() as u16;
+                }
+                b_sent += 1;
                 self.a.refn.receive(now, &r, &p);
             }
             now += 1000;
