@@ -732,8 +732,17 @@ impl Drop for Nic {
         // the event queue's ring may only go once the engine no longer writes it
         if let Some(eq) = self.eq.take() {
             if self.sh.cmd(mbox::OP_SET_EQ, &[eq.cqn(), 0]).is_err() {
-                // keep the ring alive: the device may still write events into it
-                std::mem::forget(eq);
+                // The firmware did not turn events off (it hangs, e.g. after a command timed
+                // out, or the device is gone). A function reset stops the engine; then the
+                // ring may go, and with it the last hold on the device. Only when the reset
+                // fails too on a device not known to be dead is the ring kept (leaked): the
+                // device may still write events into it.
+                if self.sh.check_fatal() || self.sh.dev.reset().is_ok() {
+                    *eq.0.live.lock().unwrap() = false;
+                    drop(eq);
+                } else {
+                    std::mem::forget(eq);
+                }
             }
         }
     }

@@ -1,0 +1,134 @@
+//! A control-core firmware command that never completes (docs/sim-device.md, "Fault tests").
+//!
+//! The client hangs the firmware the way any client may (docs/control-core.md: hold the core,
+//! write IMEM, run it): IMEM word 0 becomes `jal x0, 0`, a loop on the reset vector. The core
+//! then runs (MBOX_STATUS says running, no fault, no trap) and never answers the mailbox. No
+//! special firmware build or device option is needed.
+//!
+//! The driver's command must fail with `Error::Timeout` (ETIMEDOUT, what the verbs provider
+//! returns for it) after its `cmd_timeout`, not earlier and not much later; the next command
+//! must fail at once (the mailbox still holds the unanswered one: EBUSY); dropping the NIC must
+//! not hang; and a new session (the device resets the function when its client goes) must work.
+
+use hostdrv::nic::{OpenOptions, FW_PORT};
+use hostdrv::simdev::SimDevice;
+use hostdrv::{Device, Error, Nic};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Dev {
+    child: Child,
+    dir: PathBuf,
+    sock: PathBuf,
+}
+
+impl Dev {
+    fn start(name: &str) -> Dev {
+        let dir = std::env::temp_dir().join(format!("hm-fwhang-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let sock = dir.join("d.sock");
+        let child = Command::new(env!("CARGO_BIN_EXE_hematite-sim"))
+            .arg("device")
+            .arg("--socket")
+            .arg(&sock)
+            .arg("--wire-local")
+            .arg(dir.join("d.wire"))
+            .arg("--wire-peer")
+            .arg(dir.join("peer.wire"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while !sock.exists() {
+            assert!(t.elapsed() < Duration::from_secs(120), "device did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Dev { child, dir, sock }
+    }
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+const MBOX_STATUS: u64 = FW_PORT + 0x204;
+const CORE_CTRL: u64 = FW_PORT + 0x208;
+const IMEM: u64 = FW_PORT + 0x8000;
+/// `jal x0, 0`: jump to itself.
+const LOOP: u32 = 0x0000_006f;
+
+#[test]
+fn a_firmware_command_that_never_completes_times_out() {
+    let mut d = Dev::start("cmd");
+    let long = OpenOptions { cmd_timeout: Duration::from_secs(120), ..Default::default() };
+    let dev = Arc::new(SimDevice::open(&d.sock).expect("open"));
+    // the first session waits for the firmware's start-up, then the one under test gets a
+    // short timeout
+    drop(Nic::open_with(Box::new(dev.clone()), long.clone()).expect("first open"));
+    let tmo = Duration::from_secs(5);
+    let nic = Nic::open_with(Box::new(dev.clone()), OpenOptions { cmd_timeout: tmo, ..long.clone() }).expect("open with a 5 s timeout");
+    let _pd = nic.alloc_pd().expect("a command before the hang");
+
+    // hang the firmware: a loop at the reset vector
+    dev.write32(CORE_CTRL, 0).unwrap();
+    dev.write32(IMEM, LOOP).unwrap();
+    dev.write32(CORE_CTRL, 1).unwrap();
+    let st = dev.read32(MBOX_STATUS).unwrap();
+    assert_eq!(st & 0b1111, 0b0010, "core running, nothing pending, no fault or trap: status {st:#x}");
+
+    // (in a thread, so that a driver that waits forever fails the test instead of hanging it)
+    let (r, took) = std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let nic = &nic;
+        s.spawn(move || {
+            let t = Instant::now();
+            let r = nic.alloc_pd();
+            let _ = tx.send((r, t.elapsed()));
+        });
+        rx.recv_timeout(tmo + Duration::from_secs(60)).unwrap_or_else(|_| {
+            eprintln!("ALLOC_PD to a hung firmware did not return within {:?}", tmo + Duration::from_secs(60));
+            std::process::exit(1)
+        })
+    });
+    match &r {
+        Err(e @ Error::Timeout(_)) => assert_eq!(e.errno(), libc::ETIMEDOUT),
+        other => panic!("ALLOC_PD to a hung firmware: {other:?}, expected a timeout"),
+    }
+    assert!(took >= tmo && took < tmo + Duration::from_secs(5), "the timeout came after {took:?} (cmd_timeout {tmo:?})");
+    let st = dev.read32(MBOX_STATUS).unwrap();
+    assert_eq!(st & 0b1111, 0b0011, "the command is still pending on a running core: status {st:#x}");
+    eprintln!("ALLOC_PD to a hung firmware: {} after {:.2} s", r.as_ref().unwrap_err(), took.as_secs_f64());
+
+    // the next command fails at once: the mailbox still holds the unanswered one
+    let t = Instant::now();
+    match nic.create_cq(16, None) {
+        Err(e @ Error::Busy(_)) => assert_eq!(e.errno(), libc::EBUSY),
+        other => panic!("a command behind the hung one: {other:?}, expected Busy"),
+    }
+    assert!(t.elapsed() < Duration::from_secs(2), "the second command took {:?}", t.elapsed());
+    // a register read still works: the device process itself is fine
+    assert_eq!(dev.read32(hostdrv::regs::HM_REG_ID as u64).unwrap(), hostdrv::regs::HM_ID_VALUE);
+
+    // closing does not hang (the driver's destroy commands fail at once)
+    let t = Instant::now();
+    drop(_pd);
+    drop(nic);
+    drop(dev);
+    assert!(t.elapsed() < Duration::from_secs(5), "closing took {:?}", t.elapsed());
+
+    // the device resets the function when its client goes: a new session works
+    let dev = Arc::new(SimDevice::open(&d.sock).expect("reopen"));
+    let nic = Nic::open_with(Box::new(dev.clone()), long).expect("open after the hang");
+    nic.alloc_pd().expect("a command after the reset");
+    assert!(d.child.try_wait().unwrap().is_none(), "the device process ended");
+}
