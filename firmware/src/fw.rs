@@ -21,12 +21,14 @@ pub const HW_VER: u32 = 1;
 pub const MAX_Q_LOG: u32 = 15;
 /// Largest CQ: 2^16 entries.
 pub const MAX_CQ_LOG: u32 = 16;
-/// Largest WQE stride code: 64 << 3 = 512 bytes.
-pub const MAX_STRIDE_LOG: u32 = 3;
-/// SGEs in the largest send WQE ((512 - 32) / 16).
-pub const MAX_SGE: u32 = 30;
-/// Inline bytes in the largest send WQE.
-pub const MAX_INLINE: u32 = 480;
+/// Largest WQE stride code: 64 << 2 = 256 bytes, the largest WQE the engine holds
+/// (`WQE_MAX` of rtl/eng/hm_rc_req.sv and hm_rc_resp.sv; the requester refuses every WQE of a
+/// larger stride).
+pub const MAX_STRIDE_LOG: u32 = 2;
+/// SGEs in the largest send WQE ((256 - 32) / 16; a receive WQE of that size would hold 15).
+pub const MAX_SGE: u32 = 14;
+/// Inline bytes in the largest send WQE (256 - 32).
+pub const MAX_INLINE: u32 = 224;
 /// Requester READ/atomic depth and responder resources per QP.
 pub const MAX_RD_ATOM: u32 = 4;
 /// Completion vectors (CQ irq_vec must be below this).

@@ -429,7 +429,9 @@ module hm_rc_req
         buf_err_q <= err_v_q && $signed(rda_q - err_from_q) >= 0;
       end else if (beat_take) rd_v_q <= 1'b0;
       if (beat_take) begin
-        dw_q[int'(dwc_eff) * DATA_WIDTH +: DATA_WIDTH] <= buf_rd;
+        // beats past the largest WQE this block holds are not kept (a ring of a larger stride
+        // is refused at decode, below)
+        if ((32'(dwc_eff) << LKW) < 32'(WQE_MAX)) dw_q[int'(dwc_eff) * DATA_WIDTH +: DATA_WIDTH] <= buf_rd;
         dw_err_q  <= (xfer ? 1'b0 : dw_err_q) | buf_err_q;
         dwc_q     <= dwc_eff + 1'b1;
         dw_full_q <= dwc_eff + 1'b1 == 4'(1 << lbpw);
@@ -468,7 +470,8 @@ module hm_rc_req
     dd_sw   = d_send || d_write;
     dd_inl  = dwh.flags[2] && dd_sw;
     dd_st   = HM_CQE_ST_SUCCESS;
-    if (dw_err_q || dwh.opcode >= HM_WQE_OP_COUNT) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
+    // a stride beyond WQE_MAX (code 3, 512 bytes) is not supported: every WQE is refused
+    if (dw_err_q || dwh.opcode >= HM_WQE_OP_COUNT || lstride > 4'($clog2(WQE_MAX))) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
     else if (!dd_inl && !dd_atom && 5'(dwh.num_sge) > max_sge) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
     else if (!dd_inl && !dd_atom && dwh.num_sge > 8'd14) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
     else if (dd_inl && dwh.length > (32'd1 << lstride) - 32'd32) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;

@@ -48,7 +48,7 @@ fn every_verb_and_bad_arguments() {
     // query
     let at = a.nic.query_device().unwrap();
     assert_eq!(at.vendor_id, 0x484D);
-    assert_eq!((at.max_qp, at.max_cq, at.max_mr, at.max_sge, at.max_inline_data), (254, 256, 4096, 30, 480));
+    assert_eq!((at.max_qp, at.max_cq, at.max_mr, at.max_sge, at.max_inline_data), (254, 256, 4096, 14, 224));
     let port = a.nic.query_port(1).unwrap();
     assert_eq!((port.state, port.active_mtu, port.link_layer), (4, 5, 2));
     assert_eq!(fw_status(&a.nic.query_port(2).unwrap_err()), Some(3), "port 2: BAD_PARAM");
@@ -109,9 +109,9 @@ fn every_verb_and_bad_arguments() {
     assert!(matches!(a.nic.create_cq(16, Some(99)), Err(Error::InvalidArgument(_))));
     let pd = a.nic.alloc_pd().unwrap();
     let cq = a.nic.create_cq(16, None).unwrap();
-    let big = QpCaps { max_send_sge: 31, ..QpCaps::default() };
+    let big = QpCaps { max_send_sge: 15, ..QpCaps::default() };
     assert!(matches!(a.nic.create_qp(&pd, &cq, &cq, big), Err(Error::InvalidArgument(_))));
-    let big = QpCaps { max_inline_data: 481, ..QpCaps::default() };
+    let big = QpCaps { max_inline_data: 225, ..QpCaps::default() };
     assert!(matches!(a.nic.create_qp(&pd, &cq, &cq, big), Err(Error::InvalidArgument(_))));
     assert!(matches!(a.nic.alloc_mr(&pd, 0, 0), Err(Error::InvalidArgument(_))));
     let e = a.nic.alloc_mr(&pd, 4096, access::REMOTE_WRITE).unwrap_err();

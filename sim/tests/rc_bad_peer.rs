@@ -163,3 +163,104 @@ fn every_rnr_timer_code_is_honoured() {
         }
     }
 }
+
+/// A WQE the host driver would refuse, written into the ring by hand between two good WRITEs:
+/// the engine's own checks (docs/descriptors.md; docs/transport-engine.md, requester) must
+/// complete it with `status`, send nothing of it, and flush the WQE behind it.
+fn bad_wqe(stride_log: u8, bad: SendWr, patch: impl Fn(&mut [u8]), status: WcStatus) {
+    let cfg = QpConfig { pmtu: 1024, sq_psn: 0x300, rq_psn: 0x400, timeout: 3, ..Default::default() };
+    let mut b = RcBench::new(MemCfg { latency: 60, seed: 3, ..Default::default() }).unwrap();
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    b.connect(QA, QB, cfg, cfg, stride_log).unwrap();
+    let (lkey, rkey) = (ma.lkey, mb.rkey);
+    let good = |id: u64| SendWr::new(id, SendOp::Write { remote_addr: B_BUF + id * 0x100, rkey }, vec![Sge { addr: A_BUF, len: 64, lkey }]);
+    let fix = |w: &SendWr| {
+        let mut w = w.clone();
+        for s in &mut w.sgl {
+            s.lkey = lkey;
+        }
+        w
+    };
+    b.post_send(QA, &good(1), true).unwrap();
+    b.run(1, 200_000).unwrap_or_else(|e| panic!("the first good WRITE: {e}"));
+    b.post_send(QA, &fix(&bad), false).unwrap();
+    let stride = 64u64 << stride_log;
+    let slot = hematite_sim::rc::SQ_BASE + QA as u64 * 0x1_0000 + stride;
+    let mut bytes = b.a.eng.mem.mem.read(slot, stride as usize);
+    patch(&mut bytes);
+    b.a.eng.mem.mem.write(slot, &bytes);
+    b.post_send(QA, &good(3), true).unwrap();
+    let sent_before = b.engine_records().len();
+    b.run(3, 200_000).unwrap_or_else(|e| panic!("{e}"));
+    let st: Vec<(u64, WcStatus)> = b.a.cqes.iter().map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
+    assert_eq!(st, vec![(1, WcStatus::Success), (2, status), (3, WcStatus::WrFlushErr)]);
+    assert_eq!(b.engine_records().len(), sent_before, "nothing of the bad WQE or the one behind it was sent");
+}
+
+fn write2(id: u64, n: usize) -> SendWr {
+    SendWr::new(id, SendOp::Write { remote_addr: B_BUF, rkey: 0 }, (0..n).map(|i| Sge { addr: A_BUF + i as u64 * 64, len: 64, lkey: 0 }).collect())
+}
+
+#[test]
+fn more_sges_than_the_slot_holds_is_a_local_qp_operation_error() {
+    // a 64-byte slot holds 2 SGEs; num_sge says 3
+    bad_wqe(0, write2(2, 2), |w| w[2] = 3, WcStatus::LocQpOpErr);
+}
+
+#[test]
+fn a_send_queue_of_512_byte_wqes_is_refused_wqe_by_wqe() {
+    // the engine holds WQEs of up to 256 bytes (stride code 2); a ring of code 3 must not be
+    // read as something else: its WQEs complete with LOC_QP_OP_ERR and nothing is sent
+    let cfg = QpConfig { pmtu: 1024, sq_psn: 0x300, rq_psn: 0x400, timeout: 3, ..Default::default() };
+    let mut b = RcBench::new(MemCfg { latency: 60, seed: 3, ..Default::default() }).unwrap();
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    b.connect(QA, QB, cfg, cfg, 3).unwrap();
+    for id in 1..=2 {
+        let w = SendWr::new(id, SendOp::Write { remote_addr: B_BUF, rkey: mb.rkey }, vec![Sge { addr: A_BUF, len: 64, lkey: ma.lkey }]);
+        b.post_send(QA, &w, true).unwrap();
+    }
+    b.run(2, 200_000).unwrap_or_else(|e| panic!("{e}"));
+    let st: Vec<(u64, WcStatus)> = b.a.cqes.iter().map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
+    assert_eq!(st, vec![(1, WcStatus::LocQpOpErr), (2, WcStatus::WrFlushErr)]);
+    assert!(b.engine_records().is_empty(), "sent: {:?}", b.engine_records());
+}
+
+#[test]
+fn inline_data_longer_than_the_slot_is_a_local_qp_operation_error() {
+    let mut w = SendWr::new(2, SendOp::Write { remote_addr: B_BUF, rkey: 0 }, vec![Sge { addr: A_BUF, len: 32, lkey: 0 }]);
+    w.inline = true;
+    bad_wqe(0, w, |w| w[28..32].copy_from_slice(&33u32.to_le_bytes()), WcStatus::LocQpOpErr);
+}
+
+#[test]
+fn a_length_that_is_not_the_sum_of_the_sges_is_a_local_qp_operation_error() {
+    bad_wqe(0, write2(2, 2), |w| w[28..32].copy_from_slice(&100u32.to_le_bytes()), WcStatus::LocQpOpErr);
+}
+
+#[test]
+fn an_unknown_wqe_opcode_is_a_local_qp_operation_error() {
+    bad_wqe(0, write2(2, 1), |w| w[0] = 9, WcStatus::LocQpOpErr);
+}
+
+#[test]
+fn a_misaligned_atomic_is_a_local_qp_operation_error() {
+    let w = SendWr::new(2, SendOp::FetchAdd { remote_addr: B_BUF, rkey: 0, add: 1 }, vec![Sge { addr: A_BUF, len: 8, lkey: 0 }]);
+    bad_wqe(0, w, |w| w[16] |= 4, WcStatus::LocQpOpErr);
+}
+
+#[test]
+fn an_atomic_whose_sge_is_not_8_bytes_is_a_local_length_error() {
+    let w = SendWr::new(2, SendOp::CmpSwap { remote_addr: B_BUF, rkey: 0, compare: 0, swap: 1 }, vec![Sge { addr: A_BUF, len: 8, lkey: 0 }]);
+    // the SGE at bytes 48..63: length at 56
+    bad_wqe(0, w, |w| w[56..60].copy_from_slice(&4u32.to_le_bytes()), WcStatus::LocLenErr);
+}
+
+#[test]
+fn a_message_over_2_gib_is_a_local_length_error() {
+    bad_wqe(0, write2(2, 1), |w| {
+        w[28..32].copy_from_slice(&0x8000_0040u32.to_le_bytes());
+        w[40..44].copy_from_slice(&0x8000_0040u32.to_le_bytes());
+    }, WcStatus::LocLenErr);
+}
