@@ -193,6 +193,7 @@ impl<B: Bus> Firmware<B> {
             OP_QUERY_DEVICE => self.query_device(o),
             OP_QUERY_PORT => self.query_port(a, o),
             OP_QUERY_COUNTERS => self.query_counters(o),
+            OP_QUERY_RESOURCES => self.query_resources(o),
             OP_SET_GID => self.set_gid(a),
             OP_SET_EQ => self.set_eq(a),
             OP_ALLOC_PD => self.alloc_pd(o),
@@ -278,6 +279,16 @@ impl<B: Bus> Firmware<B> {
             let v = self.eng.counter(i);
             o.push(v);
         }
+        Ok(o.n)
+    }
+
+    /// QUERY_RESOURCES: PDs, CQs, MRs and QPs in use (allocated and not yet freed).
+    fn query_resources(&mut self, o: &mut Out) -> R {
+        let t = &self.t;
+        o.push(t.pds.iter().filter(|p| p.used).count() as u32);
+        o.push(t.cqs.iter().filter(|c| c.used).count() as u32);
+        o.push(t.mrs.iter().filter(|m| m.used).count() as u32);
+        o.push(t.qps.iter().filter(|q| q.used).count() as u32);
         Ok(o.n)
     }
 

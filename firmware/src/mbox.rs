@@ -37,6 +37,7 @@ pub const OP_QUERY_PORT: u16 = 0x02;
 pub const OP_QUERY_COUNTERS: u16 = 0x03;
 pub const OP_SET_GID: u16 = 0x04;
 pub const OP_SET_EQ: u16 = 0x05;
+pub const OP_QUERY_RESOURCES: u16 = 0x06;
 pub const OP_ALLOC_PD: u16 = 0x10;
 pub const OP_DEALLOC_PD: u16 = 0x11;
 pub const OP_REG_MR: u16 = 0x20;
@@ -52,10 +53,11 @@ pub const OP_SET_CC_PARAMS: u16 = 0x50;
 pub const OP_GET_CC_PARAMS: u16 = 0x51;
 
 /// Every opcode with its exact number of input words.
-pub const OPCODES: [(u16, u8); 18] = [
+pub const OPCODES: [(u16, u8); 19] = [
     (OP_QUERY_DEVICE, 0),
     (OP_QUERY_PORT, 1),
     (OP_QUERY_COUNTERS, 0),
+    (OP_QUERY_RESOURCES, 0),
     (OP_SET_GID, 7),
     (OP_ALLOC_PD, 0),
     (OP_SET_EQ, 2),

@@ -918,6 +918,16 @@ impl Nic {
         self.sh.cmd(mbox::OP_QUERY_COUNTERS, &[])
     }
 
+    /// QUERY_RESOURCES: the PDs, CQs, MRs and QPs in use on the device (the firmware's tables),
+    /// in that order.
+    pub fn resources(&self) -> Result<[u32; 4]> {
+        let w = self.sh.cmd(mbox::OP_QUERY_RESOURCES, &[])?;
+        match w[..] {
+            [pd, cq, mr, qp, ..] => Ok([pd, cq, mr, qp]),
+            _ => Err(Error::Device(format!("QUERY_RESOURCES answered {} words, not 4", w.len()))),
+        }
+    }
+
     /// GET_CC_PARAMS: the 19 DCQCN parameters of the device (the firmware's `CC_TABLE` order
     /// and units: Mb/s, µs, bytes; docs/dcqcn.md).
     pub fn cc_params(&self) -> Result<Vec<u32>> {

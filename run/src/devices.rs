@@ -103,9 +103,17 @@ pub fn device_args(layout: &Layout, nic: Nic, fw: &Path, loss: Option<&str>) -> 
     a
 }
 
+/// Extra device options from `HEMATITE_SIM_ARGS` (split at white space), appended to every
+/// device's command line: the wire faults of a soak (`--dup P --reorder P --corrupt P
+/// --seed S`), or `--pcap /dev/null` for a long run (a later option wins).
+pub fn extra_args(v: Option<&str>) -> Vec<String> {
+    v.map(|s| s.split_whitespace().map(String::from).collect()).unwrap_or_default()
+}
+
 fn spawn(sim: &Path, layout: &Layout, nic: Nic, fw: &Path, loss: Option<&str>) -> Result<Child, String> {
     let log_path = layout.log(nic.n);
-    let args = device_args(layout, nic, fw, loss);
+    let mut args = device_args(layout, nic, fw, loss);
+    args.extend(extra_args(std::env::var("HEMATITE_SIM_ARGS").ok().as_deref()));
     let mut log = File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     {
         use std::io::Write;
@@ -329,6 +337,13 @@ mod tests {
         );
         let a = device_args(&l, Nic::new(0).unwrap(), Path::new("/fw.hex"), None);
         assert!(!a.contains(&"--loss".to_string()));
+    }
+
+    #[test]
+    fn extra_device_args() {
+        assert!(extra_args(None).is_empty());
+        assert!(extra_args(Some("  ")).is_empty());
+        assert_eq!(extra_args(Some(" --dup 0.01\t--seed  7 ")), vec!["--dup", "0.01", "--seed", "7"]);
     }
 
     #[test]

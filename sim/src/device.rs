@@ -82,6 +82,15 @@ pub struct DevConfig {
     /// Probability of dropping each received RoCE frame before the engine sees it
     /// (`--rx-loss`; it is still written to the pcap).
     pub rx_loss: f64,
+    /// Wire faults on transmitted RoCE frames, each a probability per frame and exclusive of
+    /// the others and of `loss` (one draw decides): `dup` sends the frame twice, `reorder`
+    /// holds it back until 1 to 3 later frames went out (or `REORDER_HOLD_CYCLES` passed),
+    /// `corrupt` flips one bit after the BTH (covered by the ICRC, so the receiver's RX path
+    /// drops the frame on its ICRC check).
+    pub dup: f64,
+    pub reorder: f64,
+    pub corrupt: f64,
+    /// Seed of the fault generator (`--seed`).
     pub seed: u64,
     /// Cycles without activity before the process sleeps between slices.
     pub idle_after: u64,
@@ -108,6 +117,9 @@ impl DevConfig {
             image,
             loss: 0.0,
             rx_loss: 0.0,
+            dup: 0.0,
+            reorder: 0.0,
+            corrupt: 0.0,
             seed: 1,
             idle_after: 2_000_000,
             idle_slice: 100,
@@ -360,6 +372,30 @@ fn parse_arp(f: &[u8]) -> Option<(u16, u64, u32, u32)> {
 }
 
 /// A RoCEv2 frame: Ethernet (optionally one 802.1Q tag) / IPv4 or IPv6 / UDP to port 4791.
+/// The byte range of a RoCEv2 frame after its BTH up to the end of the IP packet (payload,
+/// extension headers, ICRC): every bit there is covered by the ICRC and by no other receive
+/// check, so flipping one makes the receiver drop the frame on its ICRC alone.
+pub fn after_bth_span(f: &[u8]) -> Option<(usize, usize)> {
+    if !is_roce(f) {
+        return None;
+    }
+    let (et, l3) = match f.get(12..14) {
+        Some([0x81, 0x00]) => (f.get(16..18)?, 18),
+        e => (e?, 14),
+    };
+    let (l4, end) = if et == [0x08, 0x00] {
+        let ihl = usize::from(f[l3] & 0xF) * 4;
+        (l3 + ihl, l3 + usize::from(u16::from_be_bytes([*f.get(l3 + 2)?, *f.get(l3 + 3)?])))
+    } else {
+        (l3 + 40, l3 + 40 + usize::from(u16::from_be_bytes([*f.get(l3 + 4)?, *f.get(l3 + 5)?])))
+    };
+    let start = l4 + 8 + 12;
+    (start < end && end <= f.len()).then_some((start, end))
+}
+
+/// How long a frame held back by `--reorder` waits at most for later frames.
+pub const REORDER_HOLD_CYCLES: u64 = 2000;
+
 fn is_roce(f: &[u8]) -> bool {
     let (et, l3) = match f.get(12..14) {
         Some([0x81, 0x00]) => (f.get(16..18), 18),
@@ -518,6 +554,14 @@ pub struct DevCounters {
     pub frames_lost: u64,
     /// Received RoCE frames dropped by `rx_loss`.
     pub frames_lost_rx: u64,
+    /// Transmitted RoCE frames dropped by `loss` (also in `frames_lost`).
+    pub fault_lost: u64,
+    /// Transmitted RoCE frames sent twice by `dup`.
+    pub fault_dup: u64,
+    /// Transmitted RoCE frames held back and sent after later ones by `reorder`.
+    pub fault_reordered: u64,
+    /// Transmitted RoCE frames sent with one bit flipped by `corrupt`.
+    pub fault_corrupted: u64,
     /// Frames to the port's own MAC, looped back into its receive path.
     pub frames_looped: u64,
     pub arp_replies: u64,
@@ -549,6 +593,9 @@ pub struct SimNic {
     in_flight: Option<Mmio>,
     irq_fds: HashMap<u8, Arc<File>>,
     tx_backlog: VecDeque<Vec<u8>>,
+    /// Frames held back by `reorder`: (frame, later frames still to send before it, cycle
+    /// it was held at).
+    held: VecDeque<(Vec<u8>, u32, u64)>,
     arp: HashMap<u32, u64>,
     arp_wait: Vec<ArpWait>,
     rng: Rng,
@@ -592,6 +639,7 @@ impl SimNic {
             in_flight: None,
             irq_fds: HashMap::new(),
             tx_backlog: VecDeque::new(),
+            held: VecDeque::new(),
             arp: HashMap::new(),
             arp_wait: Vec::new(),
             rng,
@@ -638,6 +686,7 @@ impl SimNic {
         }
         self.eng = r?;
         self.tx_backlog.clear();
+        self.held.clear();
         self.counters.resets += 1;
         Ok(())
     }
@@ -1004,10 +1053,63 @@ impl SimNic {
                 pc.frame(now, &f);
             }
         }
-        if may_lose && self.cfg.loss > 0.0 && (self.rng.next() % 1_000_000) < (self.cfg.loss * 1e6) as u64 {
-            self.counters.frames_lost += 1;
-            return;
+        let mut f = f;
+        let mut copies = 1;
+        if may_lose {
+            let faults = self.cfg.loss + self.cfg.dup + self.cfg.reorder + self.cfg.corrupt;
+            if faults > 0.0 {
+                let r = (self.rng.next() % 1_000_000) as f64 / 1e6;
+                if r < self.cfg.loss {
+                    self.counters.frames_lost += 1;
+                    self.counters.fault_lost += 1;
+                    return;
+                } else if r < self.cfg.loss + self.cfg.dup {
+                    self.counters.fault_dup += 1;
+                    copies = 2;
+                } else if r < self.cfg.loss + self.cfg.dup + self.cfg.reorder {
+                    self.counters.fault_reordered += 1;
+                    let later = 1 + (self.rng.next() % 3) as u32;
+                    let now = self.cycles();
+                    self.held.push_back((f, later, now));
+                    return;
+                } else if r < faults {
+                    if let Some((a, b)) = after_bth_span(&f) {
+                        let bit = self.rng.next() as usize % ((b - a) * 8);
+                        f[a + bit / 8] ^= 1 << (bit % 8);
+                        self.counters.fault_corrupted += 1;
+                    }
+                }
+            }
         }
+        for _ in 1..copies {
+            self.wire_out(f.clone());
+        }
+        self.wire_out(f);
+        if may_lose {
+            // frames held back go out once enough later frames did
+            let mut k = 0;
+            while k < self.held.len() {
+                self.held[k].1 -= 1;
+                if self.held[k].1 == 0 {
+                    let (h, _, _) = self.held.remove(k).unwrap();
+                    self.wire_out(h);
+                } else {
+                    k += 1;
+                }
+            }
+        }
+    }
+
+    /// Frames held back by `reorder` for `REORDER_HOLD_CYCLES` go out without waiting longer.
+    fn release_held(&mut self) {
+        let now = self.cycles();
+        while self.held.front().is_some_and(|h| now.saturating_sub(h.2) >= REORDER_HOLD_CYCLES) {
+            let (h, _, _) = self.held.pop_front().unwrap();
+            self.wire_out(h);
+        }
+    }
+
+    fn wire_out(&mut self, f: Vec<u8>) {
         if !self.tx_backlog.is_empty() {
             self.tx_backlog.push_back(f);
             return;
@@ -1020,6 +1122,7 @@ impl SimNic {
     }
 
     fn service_wire_tx(&mut self) {
+        self.release_held();
         while let Some(f) = self.tx_backlog.front() {
             match self.wire.send(f) {
                 SendResult::Sent => {
@@ -1131,7 +1234,7 @@ impl SimNic {
     }
 
     fn busy(&self) -> bool {
-        self.in_flight.is_some() || !self.mmio.is_empty() || !self.eng.rx_q.is_empty() || !self.tx_backlog.is_empty() || !self.eng.mem.idle()
+        self.in_flight.is_some() || !self.mmio.is_empty() || !self.eng.rx_q.is_empty() || !self.tx_backlog.is_empty() || !self.held.is_empty() || !self.eng.mem.idle()
     }
 
     /// Runs until `max_cycles` (or forever).
@@ -1219,6 +1322,10 @@ impl SimNic {
                     c.frames_looped,
                     c.arp_replies,
                     c.nd_replies
+                );
+                eprintln!(
+                    "hematite-sim device: wire faults applied: lost {} duplicated {} reordered {} corrupted {}",
+                    c.fault_lost, c.fault_dup, c.fault_reordered, c.fault_corrupted
                 );
                 return Ok(());
             }

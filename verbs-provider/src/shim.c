@@ -769,6 +769,11 @@ struct ibv_comp_channel *hm_c_create_comp_channel(struct ibv_context *context)
 	return &hc->ch;
 }
 
+void *hm_c_rs_of(struct ibv_context *context)
+{
+	return context && is_hematite(context) ? to_hctx(context)->rs : NULL;
+}
+
 int hm_c_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	struct hm_channel *hc = (struct hm_channel *)channel;

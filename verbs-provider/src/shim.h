@@ -111,6 +111,8 @@ int hm_rs_post_recv(void *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 /* C side (shim.c), called from Rust. */
 struct ibv_comp_channel *hm_c_create_comp_channel(struct ibv_context *context);
 int hm_c_destroy_comp_channel(struct ibv_comp_channel *channel);
+/* The Rust context of a Hematite context, NULL for another device's (hematite_query_*). */
+void *hm_c_rs_of(struct ibv_context *context);
 /* Checks, once, that this libibverbs has the ops layout the provider was built against. */
 int hm_c_abi_ok(void);
 

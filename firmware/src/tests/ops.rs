@@ -498,3 +498,23 @@ fn modify_to_err_moves_the_qp_in_the_engine_now() {
     ok(&mut f, OP_MODIFY_QP, &a);
     assert_eq!(f.eng.bus.regs.iter().filter(|r| r.0 == post).count(), before + 1);
 }
+
+#[test]
+fn query_resources_counts_what_is_in_use() {
+    let mut f = fw();
+    assert_eq!(ok(&mut f, OP_QUERY_RESOURCES, &[]), vec![0, 0, 0, 0], "PDs, CQs, MRs, QPs of a fresh device");
+    let (pd, cq, qpn) = setup_qp(&mut f);
+    let key = ok(&mut f, OP_REG_MR, &[pd, 0x1000, 0x1, 0x2000, 0, 0xF | 1 << 20])[0];
+    let pd2 = ok(&mut f, OP_ALLOC_PD, &[])[0];
+    assert_eq!(ok(&mut f, OP_QUERY_RESOURCES, &[]), vec![2, 1, 1, 1]);
+    assert_eq!(cmd(&mut f, OP_DEALLOC_PD, &[pd]).0, Status::InUse as u8, "a refused free counts nothing down");
+    assert_eq!(ok(&mut f, OP_QUERY_RESOURCES, &[]), vec![2, 1, 1, 1]);
+    ok(&mut f, OP_DESTROY_QP, &[qpn]);
+    ok(&mut f, OP_DEREG_MR, &[key]);
+    ok(&mut f, OP_DEALLOC_PD, &[pd2]);
+    assert_eq!(ok(&mut f, OP_QUERY_RESOURCES, &[]), vec![1, 1, 0, 0]);
+    ok(&mut f, OP_DESTROY_CQ, &[cq]);
+    ok(&mut f, OP_DEALLOC_PD, &[pd]);
+    assert_eq!(ok(&mut f, OP_QUERY_RESOURCES, &[]), vec![0, 0, 0, 0]);
+    assert_eq!(cmd(&mut f, OP_QUERY_RESOURCES, &[1]).0, Status::BadLength as u8, "takes no argument");
+}

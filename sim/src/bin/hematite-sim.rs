@@ -30,7 +30,8 @@ const USAGE: &str = "usage:
       model and write a pcap; records the hardware must reject are an error unless
       --allow-rejects
   hematite-sim device --socket PATH --wire-local ADDR --wire-peer ADDR [--mac 02:00:00:00:00:01]
-      [--ip 10.0.0.1] [--pcap FILE] [--loss P] [--rx-loss P] [--fw HEX] [--max-cycles N]
+      [--ip 10.0.0.1] [--pcap FILE] [--loss P] [--rx-loss P] [--dup P] [--reorder P]
+      [--corrupt P] [--seed S] [--fw HEX] [--max-cycles N]
       [--idle-after N] [-v]
       run the simulated NIC (transport engine, control core and firmware) as a device that
       drivers open over the Unix socket PATH (hostdrv's simulation backend); its Ethernet port
@@ -441,6 +442,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     let mut pcap = None;
     let mut loss = 0.0f64;
     let mut rx_loss = 0.0f64;
+    let (mut dup, mut reorder, mut corrupt, mut seed) = (0.0f64, 0.0f64, 0.0f64, 1u64);
     let mut fw = hematite_sim::fw::image_path();
     let mut max_cycles = 0u64;
     let mut verbose = false;
@@ -467,6 +469,18 @@ fn device_main(args: &[String]) -> Result<(), String> {
                     return Err("--rx-loss wants a fraction in [0, 1)".into());
                 }
             }
+            "--dup" | "--reorder" | "--corrupt" => {
+                let p: f64 = val()?.parse().map_err(|e| format!("{a}: {e}"))?;
+                if !(0.0..1.0).contains(&p) {
+                    return Err(format!("{a} wants a fraction in [0, 1)"));
+                }
+                *match a.as_str() {
+                    "--dup" => &mut dup,
+                    "--reorder" => &mut reorder,
+                    _ => &mut corrupt,
+                } = p;
+            }
+            "--seed" => seed = val()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--fw" => fw = PathBuf::from(val()?),
             "--max-cycles" => max_cycles = val()?.parse().map_err(|e| format!("--max-cycles: {e}"))?,
             "--idle-after" => idle_after = Some(val()?.parse().map_err(|e| format!("--idle-after: {e}"))?),
@@ -482,6 +496,13 @@ fn device_main(args: &[String]) -> Result<(), String> {
     cfg.pcap = pcap;
     cfg.loss = loss;
     cfg.rx_loss = rx_loss;
+    if loss + dup + reorder + corrupt >= 1.0 {
+        return Err("--loss, --dup, --reorder and --corrupt together must stay below 1".into());
+    }
+    cfg.dup = dup;
+    cfg.reorder = reorder;
+    cfg.corrupt = corrupt;
+    cfg.seed = seed;
     cfg.max_cycles = max_cycles;
     cfg.verbose = verbose;
     if let Some(n) = idle_after {
