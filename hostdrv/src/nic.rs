@@ -822,6 +822,11 @@ impl Nic {
         &self.attr
     }
 
+    /// Whether the driver set up the event queue (it takes one of the device's CQs).
+    pub fn has_event_queue(&self) -> bool {
+        self.eq.is_some()
+    }
+
     /// The port's MAC and IPv4 address, when the backend knows them.
     pub fn mac(&self) -> Option<u64> {
         self.mac

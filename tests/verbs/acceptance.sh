@@ -208,6 +208,15 @@ if want peer_loss; then
     if [ $crc -eq 0 ]; then
         ok peer_loss "peer killed mid-run: $(grep -hE '^ok (writes_before_loss|retry_exceeded)' "$co" | cut -c1-90 | tr '\n' ' ')"
     else bad peer_loss "client rc=$crc"; show_fail peer_loss; fi
+    # NIC 0's application was killed: the device took everything back. A new application
+    # there gets every PD, CQ and QP ibv_query_device reports (one more of each fails with
+    # ENOMEM) and 256 MRs, and a WRITE and a READ of 64 KiB verify with all of them held.
+    # (Every MR, 4,096, takes about 12 minutes on a shared 2-core machine: hm_reclaim without -m.)
+    ro="$LOGS/peer_loss_reclaim.out"
+    timeout -k 5 900 "$RUN" --state "$STATE" --nic 0 -- "$BIN/hm_reclaim" -d hematite0 -m 256 > "$ro" 2>&1; rrc=$?
+    if [ $rrc -eq 0 ]; then
+        ok peer_loss_reclaim "$(grep -hE '^ok (all_pds|all_cqs|all_qps|mrs|write_verified)' "$ro" | sed -E 's/^ok ([a-z_]+) ([0-9]+ of [0-9]+ [A-Zs]+|64 KiB RDMA WRITE).*/\2/' | tr '\n' ',')$(grep -h '^summary' "$ro")"
+    else bad peer_loss_reclaim "rc=$rrc: $(grep -hE '^(FAIL|TIMEOUT)' "$ro" | head -3 | tr '\n' ';')"; show_fail peer_loss_reclaim; fi
 fi
 
 # The device process of NIC 1 is killed (SIGKILL) mid-transfer, under a program that has both

@@ -308,7 +308,8 @@ pub unsafe extern "C" fn hm_rs_query_device(ctx: *mut c_void, out: *mut HmDevAtt
         max_qp: a.max_qp,
         max_qp_wr: a.max_qp_wr,
         max_sge: a.max_sge,
-        max_cq: a.max_cq,
+        // the driver's event queue is one of the device's CQs
+        max_cq: a.max_cq.saturating_sub(ctx.sh.nic.has_event_queue() as u32),
         max_cqe: a.max_cqe.min(1 << 16),
         max_mr: a.max_mr,
         max_pd: a.max_pd,

@@ -1,0 +1,220 @@
+/* hm_reclaim: every resource of the device can be allocated, up to the limits
+ * ibv_query_device reports, and a verified transfer runs with all of them held. Run on a NIC
+ * whose previous application was killed (scenario peer_loss), it shows that the device
+ * reclaimed everything the dead application held: one PD, MR, CQ or QP not given back would
+ * make an allocation below the limit fail.
+ *
+ * In order: max_pd PDs, max_cq CQs, max_qp QPs (RC, one WR each way), max_mr MRs (MRs 0 and 1
+ * are 64 KiB buffers, the rest one page each); one more of each must fail (ENOMEM); QP 0 and
+ * QP 1 are connected to each other (the port loops frames to its own address back) and a
+ * 64 KiB RDMA WRITE and an RDMA READ of a pattern are verified byte for byte; then everything
+ * is destroyed.
+ *
+ * -m N registers N MRs instead of max_mr (then no MR beyond the limit is tried): every
+ * registration is a firmware command of about 0.1 s on the simulated NIC, 4096 of them take
+ * minutes.
+ *
+ *   hm_reclaim [-d DEV] [-t SECS] [-m MRS]
+ */
+#include "hm_common.h"
+
+#define BUF 65536
+
+static double secs_since(uint64_t t0)
+{
+	return (double)(hm_now_us() - t0) / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = NULL;
+	int c, mr_cap = 0;
+
+	hm_init_common("hm_reclaim");
+	while ((c = getopt(argc, argv, "d:t:m:")) != -1) {
+		switch (c) {
+		case 'd': dev = optarg; break;
+		case 't': hm_timeout_s = atoi(optarg); break;
+		case 'm': mr_cap = atoi(optarg); break;
+		default:
+			fprintf(stderr, "usage: hm_reclaim [-d DEV] [-t SECS] [-m MRS]\n");
+			return 2;
+		}
+	}
+	struct ibv_context *ctx = hm_open_device(dev, NULL);
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	if (ibv_query_device(ctx, &da) || ibv_query_port(ctx, 1, &pa))
+		hm_fatal("query", "ibv_query_device / ibv_query_port failed");
+	int npd = da.max_pd, ncq = da.max_cq, nqp = da.max_qp, nmr = da.max_mr;
+	printf("# hm_reclaim: %s: max_pd %d, max_cq %d, max_qp %d, max_mr %d\n", ibv_get_device_name(ctx->device), npd, ncq,
+	       nqp, nmr);
+	if (npd < 1 || ncq < 1 || nqp < 2 || nmr < 2)
+		hm_fatal("limits", "limits too small for the test");
+	int max_mr = nmr;
+	if (mr_cap >= 2 && mr_cap < nmr) {
+		nmr = mr_cap;
+		printf("# hm_reclaim: registering %d of the %d MRs (-m)\n", nmr, max_mr);
+	}
+	struct ibv_pd **pds = calloc((size_t)npd, sizeof(*pds));
+	struct ibv_cq **cqs = calloc((size_t)ncq, sizeof(*cqs));
+	struct ibv_qp **qps = calloc((size_t)nqp, sizeof(*qps));
+	struct ibv_mr **mrs = calloc((size_t)nmr, sizeof(*mrs));
+	char *src = hm_alloc_pages(BUF), *dst = hm_alloc_pages(BUF), *page = hm_alloc_pages(4096);
+	if (!pds || !cqs || !qps || !mrs)
+		hm_fatal("alloc", "out of memory");
+	uint64_t t0 = hm_now_us(), t;
+	int i;
+
+	/* PDs */
+	t = hm_now_us();
+	for (i = 0; i < npd; i++) {
+		hm_step("ibv_alloc_pd");
+		if (!(pds[i] = ibv_alloc_pd(ctx)))
+			break;
+	}
+	hm_check(i == npd, "all_pds", "%d of %d PDs allocated (%.1f s)%s%s", i, npd, secs_since(t), i < npd ? ": " : "",
+		 i < npd ? strerror(errno) : "");
+	int got_pd = i;
+	errno = 0;
+	struct ibv_pd *xpd = got_pd == npd ? ibv_alloc_pd(ctx) : NULL;
+	if (got_pd == npd)
+		hm_check(!xpd && errno == ENOMEM, "pd_beyond_max", "PD %d: %s", npd + 1, xpd ? "succeeded" : hm_errname(errno));
+	if (got_pd < 1)
+		hm_fatal("all_pds", "no PD");
+	struct ibv_pd *pd = pds[0];
+
+	/* CQs */
+	t = hm_now_us();
+	for (i = 0; i < ncq; i++) {
+		hm_step("ibv_create_cq");
+		if (!(cqs[i] = ibv_create_cq(ctx, 4, NULL, NULL, 0)))
+			break;
+	}
+	hm_check(i == ncq, "all_cqs", "%d of %d CQs created (%.1f s)%s%s", i, ncq, secs_since(t), i < ncq ? ": " : "",
+		 i < ncq ? strerror(errno) : "");
+	int got_cq = i;
+	errno = 0;
+	struct ibv_cq *xcq = got_cq == ncq ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
+	if (got_cq == ncq)
+		hm_check(!xcq && errno == ENOMEM, "cq_beyond_max", "CQ %d: %s", ncq + 1, xcq ? "succeeded" : hm_errname(errno));
+	if (got_cq < 1)
+		hm_fatal("all_cqs", "no CQ");
+
+	/* QPs (QP 0 and 1 in PD 0, with the transfer MRs, completing into CQ 0; the rest spread
+	 * over the PDs and CQs) */
+	t = hm_now_us();
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 2, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	for (i = 0; i < nqp; i++) {
+		hm_step("ibv_create_qp");
+		qa.send_cq = qa.recv_cq = cqs[i < 2 ? 0 : i % got_cq];
+		if (!(qps[i] = ibv_create_qp(pds[i < 2 ? 0 : i % got_pd], &qa)))
+			break;
+	}
+	hm_check(i == nqp, "all_qps", "%d of %d QPs created (%.1f s)%s%s", i, nqp, secs_since(t), i < nqp ? ": " : "",
+		 i < nqp ? strerror(errno) : "");
+	int got_qp = i;
+	errno = 0;
+	qa.send_cq = qa.recv_cq = cqs[0];
+	struct ibv_qp *xqp = got_qp == nqp ? ibv_create_qp(pd, &qa) : NULL;
+	if (got_qp == nqp)
+		hm_check(!xqp && errno == ENOMEM, "qp_beyond_max", "QP %d: %s", nqp + 1, xqp ? "succeeded" : hm_errname(errno));
+	if (got_qp < 2)
+		hm_fatal("all_qps", "fewer than 2 QPs");
+
+	/* MRs */
+	t = hm_now_us();
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	for (i = 0; i < nmr; i++) {
+		hm_step("ibv_reg_mr");
+		if (i < 2)
+			mrs[i] = ibv_reg_mr(pd, i == 0 ? src : dst, BUF, acc);
+		else
+			mrs[i] = ibv_reg_mr(pds[i % got_pd], page, 4096, IBV_ACCESS_LOCAL_WRITE);
+		if (!mrs[i])
+			break;
+	}
+	hm_check(i == nmr, nmr == max_mr ? "all_mrs" : "mrs", "%d of %d MRs registered (%.1f s)%s%s", i, nmr, secs_since(t),
+		 i < nmr ? ": " : "", i < nmr ? strerror(errno) : "");
+	int got_mr = i;
+	errno = 0;
+	struct ibv_mr *xmr = got_mr == max_mr ? ibv_reg_mr(pd, page, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (got_mr == max_mr)
+		hm_check(!xmr && errno == ENOMEM, "mr_beyond_max", "MR %d: %s", nmr + 1, xmr ? "succeeded" : hm_errname(errno));
+	if (got_mr < 2)
+		hm_fatal("all_mrs", "fewer than 2 MRs");
+
+	/* a verified transfer with everything held: QP 0 <-> QP 1 on this port */
+	hm_step("connecting QP 0 and QP 1");
+	union ibv_gid g;
+	if (ibv_query_gid(ctx, 1, 0, &g))
+		hm_fatal("query_gid", "ibv_query_gid failed");
+	uint32_t psn0 = hm_rand_psn(), psn1 = hm_rand_psn();
+	struct hm_rtr_args r = { .mtu = pa.active_mtu, .dgid = g, .hop_limit = 64, .min_rnr_timer = 12, .max_dest_rd_atomic = 1 };
+	r.dest_qpn = qps[1]->qp_num;
+	r.rq_psn = psn1;
+	int e = hm_qp_init(qps[0], (unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) || hm_qp_rtr(qps[0], &r) ||
+		hm_qp_rts(qps[0], psn0, 14, 7, 7, 1);
+	r.dest_qpn = qps[0]->qp_num;
+	r.rq_psn = psn0;
+	e = e || hm_qp_init(qps[1], (unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) || hm_qp_rtr(qps[1], &r) ||
+	    hm_qp_rts(qps[1], psn1, 14, 7, 7, 1);
+	if (e)
+		hm_fatal("connect", "INIT/RTR/RTS: %s", strerror(errno));
+	for (i = 0; i < BUF; i++)
+		src[i] = (char)(i * 7 + 3);
+	memset(dst, 0, BUF);
+	struct ibv_wc wc;
+	struct ibv_sge s = { .addr = (uintptr_t)src, .length = BUF, .lkey = mrs[0]->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	w.wr.rdma.remote_addr = (uintptr_t)dst;
+	w.wr.rdma.rkey = mrs[1]->rkey;
+	if (ibv_post_send(qps[0], &w, &bad))
+		hm_fatal("post_send", "ibv_post_send: %s", strerror(errno));
+	hm_poll_cq_wait(cqs[0], &wc, 1, "the RDMA WRITE");
+	hm_check(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 && memcmp(src, dst, BUF) == 0, "write_verified",
+		 "64 KiB RDMA WRITE QP %u -> QP %u: %s, data %s", qps[0]->qp_num, qps[1]->qp_num, ibv_wc_status_str(wc.status),
+		 memcmp(src, dst, BUF) ? "DIFFERS" : "verified");
+	/* and back: QP 1 READs it into src after src was cleared */
+	memset(src, 0, BUF);
+	s.addr = (uintptr_t)src;
+	w.wr_id = 2;
+	w.opcode = IBV_WR_RDMA_READ;
+	w.wr.rdma.remote_addr = (uintptr_t)dst;
+	w.wr.rdma.rkey = mrs[1]->rkey;
+	if (ibv_post_send(qps[1], &w, &bad))
+		hm_fatal("post_send", "ibv_post_send (READ): %s", strerror(errno));
+	hm_poll_cq_wait(cqs[0], &wc, 1, "the RDMA READ");
+	hm_check(wc.status == IBV_WC_SUCCESS && wc.wr_id == 2 && memcmp(src, dst, BUF) == 0, "read_verified",
+		 "64 KiB RDMA READ: %s, data %s", ibv_wc_status_str(wc.status), memcmp(src, dst, BUF) ? "DIFFERS" : "verified");
+
+	/* tear down */
+	t = hm_now_us();
+	int fails = 0;
+	for (i = 0; i < got_qp; i++) {
+		hm_step("ibv_destroy_qp");
+		fails += ibv_destroy_qp(qps[i]) != 0;
+	}
+	for (i = 0; i < got_mr; i++) {
+		hm_step("ibv_dereg_mr");
+		fails += ibv_dereg_mr(mrs[i]) != 0;
+	}
+	for (i = 0; i < got_cq; i++) {
+		hm_step("ibv_destroy_cq");
+		fails += ibv_destroy_cq(cqs[i]) != 0;
+	}
+	for (i = 0; i < got_pd; i++) {
+		hm_step("ibv_dealloc_pd");
+		fails += ibv_dealloc_pd(pds[i]) != 0;
+	}
+	hm_check(fails == 0, "teardown", "%d QPs, %d MRs, %d CQs, %d PDs destroyed, %d failures (%.1f s)", got_qp, got_mr, got_cq,
+		 got_pd, fails, secs_since(t));
+	ibv_close_device(ctx);
+	printf("# hm_reclaim: wall_s=%.1f\n", secs_since(t0));
+	hm_summary();
+	return hm_exit_code();
+}
