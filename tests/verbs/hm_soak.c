@@ -51,6 +51,8 @@ static int nshown;
 			__atomic_add_fetch(&hm_nfail, 1, __ATOMIC_SEQ_CST); \
 	} while (0)
 static int nqp = 16, win = 4;
+static int ops = 7; /* -O: bit 0 SEND, bit 1 WRITE+IMM, bit 2 WRITE and READ back */
+#define OP_ON(j) ((ops >> ((j) < 2 ? (j) : 2)) & 1)
 
 /* splitmix64 */
 static uint64_t mix(uint64_t x)
@@ -159,7 +161,7 @@ static uint64_t vmrss_kb(void)
 int main(int argc, char **argv)
 {
 	const char *dev = NULL, *host = NULL, *pidfile = NULL;
-	int port = 18533, gidx = 0, tcode = 8, retry = 7, c, interval = 30;
+	int port = 18533, gidx = 0, tcode = 8, retry = 7, c, interval = 30, rd_atom = 4;
 	double secs = 60;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -174,7 +176,7 @@ int main(int argc, char **argv)
 
 	hm_init_common("hm_soak");
 	hm_timeout_s = 300;
-	while ((c = getopt(argc, argv, "d:g:p:q:w:s:T:o:r:t:P:i:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:q:w:s:T:o:r:t:P:i:O:R:")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
@@ -188,6 +190,8 @@ int main(int argc, char **argv)
 		case 't': hm_timeout_s = atoi(optarg); break;
 		case 'P': pidfile = optarg; break;
 		case 'i': interval = atoi(optarg); break;
+		case 'O': ops = atoi(optarg); break;
+		case 'R': rd_atom = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: hm_soak [-d DEV] [-p PORT] [-q NQP] [-w W] [-s SEED] [-T SECS] "
 					"[-o TIMEOUT] [-r RETRY] [-t STEP_SECS] [-P PIDFILE] [-i SECS] [HOST]\n");
@@ -196,8 +200,8 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		host = argv[optind];
-	if (nqp < 1 || nqp > MAX_QP || win < 1 || win > 16 || interval < 1)
-		hm_fatal("options", "-q 1..%d, -w 1..16, -i >= 1", MAX_QP);
+	if (nqp < 1 || nqp > MAX_QP || win < 1 || win > 16 || interval < 1 || ops < 1 || ops > 7)
+		hm_fatal("options", "-q 1..%d, -w 1..16, -i >= 1, -O 1..7", MAX_QP);
 	if (pidfile) {
 		FILE *f = fopen(pidfile, "w");
 		if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f))
@@ -289,9 +293,9 @@ int main(int argc, char **argv)
 		r.sgid_index = gidx;
 		r.hop_limit = 64;
 		r.min_rnr_timer = 1;
-		r.max_dest_rd_atomic = 4;
+		r.max_dest_rd_atomic = (uint8_t)rd_atom;
 		if (hm_qp_rtr(qp[i], &r) ||
-		    hm_qp_rts(qp[i], me.psn[i], (uint8_t)tcode, (uint8_t)retry, 7, 4))
+		    hm_qp_rts(qp[i], me.psn[i], (uint8_t)tcode, (uint8_t)retry, 7, (uint8_t)rd_atom))
 			hm_fatal("connect", "QP %d INIT/RTR/RTS: %s", i, strerror(errno));
 	}
 	{
@@ -301,8 +305,9 @@ int main(int argc, char **argv)
 			hm_info("QP 0: timeout code %u, retry count %u", qa.timeout, qa.retry_cnt);
 	}
 	hm_barrier(fd, 1, "both connected");
-	hm_info("connected: %d RC QP pairs, %d rounds in flight per QP, MTU %d, timeout code %d, retry %d, seed %llu",
-		nqp, win, hm_mtu_bytes(pa.active_mtu), tcode, retry, (unsigned long long)seed);
+	hm_info("connected: %d RC QP pairs, %d rounds in flight per QP, MTU %d, timeout code %d, retry %d, "
+		"READs in flight per QP %d, ops mask %d, seed %llu",
+		nqp, win, hm_mtu_bytes(pa.active_mtu), tcode, retry, rd_atom, ops, (unsigned long long)seed);
 
 	uint64_t t0 = hm_now_us();
 	uint64_t nmsg[5] = { 0 }, nbytes = 0, lost[5] = { 0 }, dup[5] = { 0 }, bad[5] = { 0 }, okm[5] = { 0 };
@@ -348,24 +353,30 @@ int main(int argc, char **argv)
 								      ((size_t)(2 * win) + r % (uint32_t)(4 * win)) * MAXS,
 							      peer.addr + (size_t)i * (size_t)(7 * win) * MAXS + ((size_t)(6 * win) + k) * MAXS,
 							      peer.addr + (size_t)i * (size_t)(7 * win) * MAXS + ((size_t)(6 * win) + k) * MAXS };
+					int nw = 0;
 					for (int j = 0; j < 4; j++) {
-						w[j].wr_id = (uint64_t)i << 40 | (uint64_t)r << 8 | (uint64_t)(j + 1);
-						w[j].sg_list = &sg[j];
-						w[j].num_sge = 1;
-						w[j].opcode = op[j];
-						w[j].send_flags = IBV_SEND_SIGNALED;
-						w[j].next = j < 3 ? &w[j + 1] : NULL;
-						w[j].wr.rdma.remote_addr = raddr[j];
-						w[j].wr.rdma.rkey = peer.rkey;
+						if (!OP_ON(j))
+							continue;
+						w[nw].wr_id = (uint64_t)i << 40 | (uint64_t)r << 8 | (uint64_t)(j + 1);
+						w[nw].sg_list = &sg[j];
+						w[nw].num_sge = 1;
+						w[nw].opcode = op[j];
+						w[nw].send_flags = IBV_SEND_SIGNALED;
+						w[nw].wr.rdma.remote_addr = raddr[j];
+						w[nw].wr.rdma.rkey = peer.rkey;
+						if (j == 1)
+							w[nw].imm_data = htonl(r);
+						if (nw)
+							w[nw - 1].next = &w[nw];
+						nw++;
+						nmsg[j + 1]++;
+						nbytes += j == 0 ? s1 : j == 1 ? s2 : s3;
 					}
-					w[1].imm_data = htonl(r);
 					int pe = ibv_post_send(qp[i], w, &badw);
 					if (pe)
 						hm_fatal("post_send", "QP %d round %u: %s", i, r, strerror(pe));
-					left[i][k] = 4;
+					left[i][k] = (uint8_t)nw;
 					posted[i]++;
-					nmsg[K_SEND]++; nmsg[K_WIMM]++; nmsg[K_WRITE]++; nmsg[K_READ]++;
-					nbytes += (uint64_t)s1 + s2 + 2ull * s3;
 				}
 				inflight += (int)(posted[i] - done[i]);
 			}
@@ -419,7 +430,7 @@ int main(int argc, char **argv)
 					rounds += done[i];
 				counters(ctx, cnt1, 64);
 				printf("# progress t=%.0fs rounds=%llu messages=%llu bytes=%llu rss_kb=%llu ack_timeouts=%u retries=%u rx_dropped=%u\n",
-				       (now - t0) / 1e6, (unsigned long long)rounds, (unsigned long long)(4 * rounds),
+				       (now - t0) / 1e6, (unsigned long long)rounds, (unsigned long long)(nmsg[1] + nmsg[2] + nmsg[3] + nmsg[4]),
 				       (unsigned long long)nbytes, (unsigned long long)vmrss_kb(),
 				       ENG(cnt1, C_TIMEOUTS) - ENG(cnt0, C_TIMEOUTS), ENG(cnt1, C_RETRIES) - ENG(cnt0, C_RETRIES),
 				       ENG(cnt1, C_RX_DROPPED) - ENG(cnt0, C_RX_DROPPED));
@@ -456,7 +467,7 @@ int main(int argc, char **argv)
 			if (have_tot) {
 				int all = 1;
 				for (int i = 0; i < nqp; i++)
-					all &= got[K_SEND][i] >= tot[i] && got[K_WIMM][i] >= tot[i];
+					all &= (!(ops & 1) || got[K_SEND][i] >= tot[i]) && (!(ops & 2) || got[K_WIMM][i] >= tot[i]);
 				/* the client saw every completion: every message is in, or lost */
 				if (all || hm_now_us() - quiet_since > 10000000ull)
 					break;
@@ -536,7 +547,10 @@ repost:;
 		for (int i = 0; i < nqp; i++) {
 			sent += tot[i];
 			for (int kind = K_SEND; kind <= K_WIMM; kind++)
-				if (got[kind][i] < tot[i]) {
+				if (!(ops & (1 << (kind - 1)))) {
+					if (got[kind][i])
+						MSG_FAIL("ops", "QP %d: %u messages of kind %d, which -O %d excludes", i, got[kind][i], kind, ops);
+				} else if (got[kind][i] < tot[i]) {
 					lost[kind] += tot[i] - got[kind][i];
 					MSG_FAIL(kind == K_SEND ? "send" : "write_imm", "QP %d: rounds %u..%u never arrived", i,
 						got[kind][i], tot[i] - 1);
@@ -547,7 +561,7 @@ repost:;
 				}
 		}
 		hm_ctl_send(fd, 2, 0, 0);
-		hm_info("server: the client completed %llu rounds per kind", (unsigned long long)sent);
+		hm_info("server: the client completed %llu rounds", (unsigned long long)sent);
 	}
 
 	/* nothing may complete after the end (a duplicate delivered late would) */
