@@ -127,6 +127,7 @@ cl=$(grep -h '^soak: client' "$OUT/client.log" | tail -1)
 [ -n "$cl" ] || fails+=("no client result line")
 field() { sed -nE "s/.* $1=([^ ]+).*/\1/p" <<<"$2"; }
 for l in "$sl" "$cl"; do
+    [ -n "$l" ] || continue
     for k in lost duplicated corrupted wc_errors; do
         [ "$(field $k "$l")" = 0 ] || fails+=("$(cut -d' ' -f2 <<<"$l") $k=$(field $k "$l")")
     done
@@ -148,8 +149,8 @@ for n in 0 1; do
 done
 # NIC 0 (server) receives what nic1 transmitted, and the other way round
 rx0=$(field rx_dropped "$sl"); rx1=$(field rx_dropped "$cl")
-[ "$rx0" = "${F[1.corrupted]}" ] || fails+=("nic0 RX dropped $rx0 frames, nic1 corrupted ${F[1.corrupted]}")
-[ "$rx1" = "${F[0.corrupted]}" ] || fails+=("nic1 RX dropped $rx1 frames, nic0 corrupted ${F[0.corrupted]}")
+[ -z "$sl" ] || [ "$rx0" = "${F[1.corrupted]}" ] || fails+=("nic0 RX dropped $rx0 frames, nic1 corrupted ${F[1.corrupted]}")
+[ -z "$cl" ] || [ "$rx1" = "${F[0.corrupted]}" ] || fails+=("nic1 RX dropped $rx1 frames, nic0 corrupted ${F[0.corrupted]}")
 
 # RSS: warm-up = first fifth of the samples, early = up to two fifths, late = last fifth
 rsum=""
@@ -166,10 +167,13 @@ for col in 2 3 4 5; do
     case "$1" in
         ok) rsum+=" $name=$2/$3" ;;
         grew) rsum+=" $name=$2/$3"; fails+=("RSS of $name grew: late max $5 KiB > early max $4 KiB + 1 % + 1024 KiB") ;;
-        *) rsum+=" $name=?"; fails+=("RSS of $name: only $2 samples") ;;
+        *) rsum+=" $name=?"; fails+=("RSS of $name: only $2 samples (at least 5 are needed)") ;;
     esac
 done
 
+for f in server client; do
+    grep -hE '^(FAIL|TIMEOUT)' "$OUT/$f.log" | head -3 | sed "s/^/$f: /"
+done
 verdict=PASS; [ ${#fails[@]} -eq 0 ] || verdict=FAIL
 for f in "${fails[@]}"; do echo "FAIL: $f"; done
 echo "soak: $verdict minutes=$MIN qps=$QPS rd_atomic=$RDA messages=$(field messages "$cl") bytes=$(field bytes "$cl")" \
