@@ -334,6 +334,9 @@ impl Shared {
         }
         if self.dev.failed() {
             self.fatal.store(true, Ordering::Release);
+            for t in self.trks.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(Weak::upgrade) {
+                t.fatal.store(true, Ordering::Release);
+            }
             return true;
         }
         false
@@ -601,6 +604,9 @@ struct WqTrack {
     rq_ring: (usize, u8, usize),
     scqn: u32,
     rcqn: u32,
+    /// The device failed for good (a copy of `Shared::fatal` where the posting fast path
+    /// already looks: [`SqPost::fatal`]).
+    fatal: AtomicBool,
 }
 
 impl WqTrack {
@@ -1453,8 +1459,14 @@ impl Nic {
         }
     }
 
+    /// (After a fatal device error the doorbell goes nowhere, and that is no error: the CQ's
+    /// entries are still read, and its flushes made, by the host.)
+    #[inline(never)]
     fn cq_doorbell(&self, cq: &CqInner, ci: u32, arm: u32) -> Result<()> {
-        self.sh.dev.write32(regs::HM_REG_DB_CQ as u64, (ci & 0xFFFF) << 16 | arm << 14 | cq.cqn)
+        match self.sh.dev.write32(regs::HM_REG_DB_CQ as u64, (ci & 0xFFFF) << 16 | arm << 14 | cq.cqn) {
+            Err(_) if self.sh.check_fatal() => Ok(()),
+            r => r,
+        }
     }
 
     /// The entry at the consumer index if the device has written it (its owner bit matches the
@@ -1642,18 +1654,25 @@ impl Nic {
             n += 1;
         }
         st.ci = ci;
-        if n < max && self.sh.fatal.load(Ordering::Relaxed) {
-            return Ok(n + Self::flush_fatal(&st, c.cqn, max - n, &mut f));
-        }
         if ci.wrapping_sub(st.ci_told) > mask >> 2 {
             st.ci_told = ci;
-            if let Err(e) = self.cq_doorbell(c, ci, 0) {
-                if !self.sh.check_fatal() {
-                    return Err(e);
-                }
-            }
+            self.cq_doorbell(c, ci, 0)?;
         }
         Ok(n)
+    }
+
+    /// After a fatal device error ([`Nic::is_fatal`]): up to `max` WR_FLUSH_ERR completions
+    /// for the work requests still outstanding on the queues completing into `cq` (see
+    /// `flush_fatal`); 0 while the device is fine. Call it when [`Nic::poll_cq_raw`] found
+    /// nothing more (the entries the device wrote come first).
+    #[inline(never)]
+    pub fn poll_cq_flushed(&self, cq: &Cq, max: usize, mut f: impl FnMut(&crate::fast::CqeRaw)) -> usize {
+        if !self.sh.fatal.load(Ordering::Acquire) {
+            return 0;
+        }
+        let c = &*cq.0;
+        let st = c.st.lock();
+        Self::flush_fatal(&st, c.cqn, max, &mut f)
     }
 
     /// After a fatal device error (the CQ's own entries all taken): up to `max` completions
@@ -1661,6 +1680,7 @@ impl Nic {
     /// into this CQ, oldest first, send queues before receive queues, as the device would
     /// have flushed them (every WR, signaled or not). Returns how many were made.
     #[cold]
+    #[inline(never)]
     fn flush_fatal(st: &CqState, cqn: u32, max: usize, f: &mut impl FnMut(&crate::fast::CqeRaw)) -> usize {
         let mut n = 0;
         for (qpn, t) in &st.qps {
@@ -1768,6 +1788,13 @@ impl SqPost<'_> {
         &self.q.caps
     }
 
+    /// The device has failed for good ([`Nic::check_fatal`]): nothing posted can reach it.
+    /// The verbs provider refuses the post then (EIO).
+    #[inline(always)]
+    pub fn fatal(&self) -> bool {
+        self.q.trk.fatal.load(Ordering::Relaxed)
+    }
+
     /// The next free slot, or None when the ring is full. Write it completely (header and what
     /// the header says follows), then [`SqPost::commit`].
     #[inline(always)]
@@ -1794,39 +1821,70 @@ impl SqPost<'_> {
     /// Publishes what was committed and rings the doorbell once (nothing when nothing was).
     #[inline]
     pub fn finish(mut self) -> Result<()> {
-        self.ring()
+        match self.ring() {
+            Ok(()) => {
+                self.start = self.pi;
+                Ok(())
+            }
+            Err(e) => Err(self.unpost(e)),
+        }
     }
 
     /// [`SqPost::finish`] for C callers: 0, or the errno of a failed doorbell write.
     #[inline(always)]
     pub fn finish_errno(mut self) -> i32 {
         match self.ring() {
-            Ok(()) => 0,
-            Err(e) => cold_errno(e),
+            Ok(()) => {
+                self.start = self.pi;
+                0
+            }
+            Err(e) => cold_errno(self.unpost(e)),
         }
     }
 
+    /// The doorbell did not reach the device (it is gone): the WRs of this session were not
+    /// posted, and do not count as outstanding (no flush completion is made for them).
+    #[cold]
+    #[inline(never)]
+    fn unpost(&mut self, e: Error) -> Error {
+        let pi = if self.rq { &self.q.trk.rq_pi } else { &self.q.trk.sq_pi };
+        pi.store(self.start, Ordering::Release);
+        self.pi = self.start;
+        e
+    }
+
+    /// Publishes the producer index and rings the doorbell; `start` is moved up by the caller
+    /// once that succeeded.
     #[inline(always)]
     fn ring(&mut self) -> Result<()> {
         if self.pi == self.start {
             return Ok(());
         }
-        self.start = self.pi;
         let (pi, reg) = if self.rq { (&self.q.trk.rq_pi, regs::HM_REG_DB_RQ) } else { (&self.q.trk.sq_pi, regs::HM_REG_DB_SQ) };
-        let old = pi.swap(self.pi, Ordering::Release);
+        pi.store(self.pi, Ordering::Release);
         fence(Ordering::SeqCst);
-        let r = self.nic.sh.dev.write32(reg as u64, (self.pi & 0xFFFF) << 16 | self.q.qpn);
-        if r.is_err() {
-            // the doorbell did not reach the device (it is gone): the WRs were not posted
-            pi.store(old, Ordering::Release);
+        self.nic.sh.dev.write32(reg as u64, (self.pi & 0xFFFF) << 16 | self.q.qpn)
+    }
+}
+
+impl SqPost<'_> {
+    /// A poster dropped with WRs committed but not published ([`SqPost::finish`] not called).
+    #[cold]
+    #[inline(never)]
+    fn ring_on_drop(&mut self) {
+        match self.ring() {
+            Ok(()) => self.start = self.pi,
+            Err(e) => drop(self.unpost(e)),
         }
-        r
     }
 }
 
 impl Drop for SqPost<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
-        let _ = self.ring();
+        if self.pi != self.start {
+            self.ring_on_drop();
+        }
     }
 }
 

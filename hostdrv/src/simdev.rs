@@ -14,6 +14,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Held while a device is being opened: Yama's single ptracer exception of this process names
 /// that device for the HELLO round trip.
@@ -23,6 +24,16 @@ struct Conn {
     fd: OwnedFd,
     seq: u32,
     dead: bool,
+    /// How long a request waits for its reply ([`SimDevice::set_reply_timeout`]).
+    reply_timeout: Duration,
+}
+
+/// The default of [`SimDevice::set_reply_timeout`]: `HM_SIM_REPLY_TIMEOUT_S`, else 60 s. The
+/// device process answers within milliseconds while it runs (replies are sent between batches
+/// of a few dozen cycles); a process that is stopped or wedged never does.
+fn default_reply_timeout() -> Duration {
+    let s = std::env::var("HM_SIM_REPLY_TIMEOUT_S").ok().and_then(|v| v.parse::<u64>().ok()).filter(|&s| s > 0).unwrap_or(60);
+    Duration::from_secs(s)
 }
 
 /// A connection to a simulated Hematite device.
@@ -53,7 +64,7 @@ impl SimDevice {
     pub fn open(socket: &Path) -> Result<SimDevice> {
         let fd = p::connect(socket)?;
         let server_pid = p::peer_pid(fd.as_raw_fd())?;
-        let mut conn = Conn { fd, seq: 0, dead: false };
+        let mut conn = Conn { fd, seq: 0, dead: false, reply_timeout: default_reply_timeout() };
         // The device opens this process's memory (/proc/PID/mem) while it handles HELLO, and
         // needs ptrace-attach rights for that moment only. Yama keeps one allowed ptracer per
         // process, so the exception names this device's pid just for the HELLO round trip and
@@ -91,6 +102,17 @@ impl SimDevice {
         self.server_pid
     }
 
+    /// How long a request (a register read, a DMA (un)mapping, ...) waits for the device
+    /// process's reply. A reply that does not come in time means the process is stopped or
+    /// wedged: the request fails with `Error::Timeout` and the connection counts as dead
+    /// ([`Device::failed`]; the driver then reports a fatal device error), as a PCIe device
+    /// that stops answering reads is lost to its driver.
+    pub fn set_reply_timeout(&self, t: Duration) {
+        if let Ok(mut c) = self.conn.lock() {
+            c.reply_timeout = t;
+        }
+    }
+
     fn call_on(c: &mut Conn, cmd: u16, args: [u64; 4], pass: Option<RawFd>) -> Result<Rep> {
         if c.dead {
             return Err(Error::Device("the simulated device process has gone away".into()));
@@ -102,7 +124,16 @@ impl SimDevice {
             return Err(e);
         }
         let mut buf = [0u8; p::REP_BYTES + 16];
+        let t0 = Instant::now();
         loop {
+            let left = c.reply_timeout.saturating_sub(t0.elapsed());
+            if left.is_zero() || !p::wait_fd(c.fd.as_raw_fd(), libc::POLLIN, left.as_millis().clamp(1, i32::MAX as u128) as i32)? {
+                c.dead = true;
+                return Err(Error::Timeout(format!(
+                    "the simulated device process did not answer request {cmd} within {:?} (stopped or wedged)",
+                    c.reply_timeout
+                )));
+            }
             match p::recv(c.fd.as_raw_fd(), &mut buf)? {
                 Recv::Msg(n, _) => {
                     let r = Rep::decode(&buf[..n]).ok_or_else(|| Error::Device(format!("malformed reply of {n} bytes")))?;
@@ -176,9 +207,10 @@ impl Device for SimDevice {
         }
         c.seq = c.seq.wrapping_add(1);
         let q = Req { seq: c.seq, cmd: p::CMD_WRITE32, flags: p::F_POSTED, a: offset, b: value as u64, ..Default::default() };
-        p::send(c.fd.as_raw_fd(), &q.encode(), None).inspect_err(|_| {
+        p::send(c.fd.as_raw_fd(), &q.encode(), None).map_err(|e| {
             c.dead = true;
             self.dead.store(true, Ordering::Release);
+            Error::Device(format!("the simulated device process has gone away ({e})"))
         })
     }
 
@@ -222,8 +254,9 @@ impl Device for SimDevice {
         if self.dead.load(Ordering::Acquire) {
             return true;
         }
-        let Ok(c) = self.conn.try_lock() else { return false };
+        let Ok(mut c) = self.conn.try_lock() else { return false };
         if c.dead || p::hung_up(c.fd.as_raw_fd()) {
+            c.dead = true;
             self.dead.store(true, Ordering::Release);
             return true;
         }

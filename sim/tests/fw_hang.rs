@@ -9,6 +9,10 @@
 //! returns for it) after its `cmd_timeout`, not earlier and not much later; the next command
 //! must fail at once (the mailbox still holds the unanswered one: EBUSY); dropping the NIC must
 //! not hang; and a new session (the device resets the function when its client goes) must work.
+//!
+//! Second case: the device process itself stops answering (SIGSTOP). A request waits for its
+//! reply at most `SimDevice::set_reply_timeout`, then the NIC counts as failed (EIO, as after
+//! the process died).
 
 use hostdrv::nic::{OpenOptions, FW_PORT};
 use hostdrv::simdev::SimDevice;
@@ -131,4 +135,56 @@ fn a_firmware_command_that_never_completes_times_out() {
     let nic = Nic::open_with(Box::new(dev.clone()), long).expect("open after the hang");
     nic.alloc_pd().expect("a command after the reset");
     assert!(d.child.try_wait().unwrap().is_none(), "the device process ended");
+}
+
+/// The device process itself stops answering (SIGSTOP): a request waits for its reply at most
+/// the reply timeout (3 s here), then fails, and the NIC is marked failed for good: later
+/// commands fail at once with a device error (EIO), destroys succeed, nothing hangs.
+#[test]
+fn a_device_process_that_stops_answering_is_a_fatal_error() {
+    let d = Dev::start("stop");
+    let dev = Arc::new(SimDevice::open(&d.sock).expect("open"));
+    let nic = Nic::open_with(Box::new(dev.clone()), OpenOptions { cmd_timeout: Duration::from_secs(120), ..Default::default() })
+        .expect("open");
+    let pd = nic.alloc_pd().expect("a command while the device runs");
+    dev.set_reply_timeout(Duration::from_secs(3));
+    let pid = d.child.id() as i32;
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let (r, took) = std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let nic = &nic;
+        s.spawn(move || {
+            let t = Instant::now();
+            let r = nic.alloc_pd();
+            let _ = tx.send((r, t.elapsed()));
+        });
+        rx.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+            eprintln!("ALLOC_PD to a stopped device process did not return within 60 s");
+            std::process::exit(1)
+        })
+    });
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    eprintln!("ALLOC_PD to a stopped device process: {:?} after {:.2} s", r.as_ref().err(), took.as_secs_f64());
+    match &r {
+        Err(e @ Error::Device(_)) => assert_eq!(e.errno(), libc::EIO),
+        other => panic!("ALLOC_PD to a stopped device process: {other:?}, expected a device error"),
+    }
+    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(10), "the error came after {took:?}");
+    assert!(nic.check_fatal() && dev.failed(), "the NIC is not marked failed");
+    let t = Instant::now();
+    assert!(matches!(nic.create_cq(16, None), Err(Error::Device(_))), "a command after the failure");
+    nic.dealloc_pd(pd).expect("destroying after the failure succeeds");
+    drop(nic);
+    drop(dev);
+    assert!(t.elapsed() < Duration::from_secs(2), "commands and close after the failure took {:?}", t.elapsed());
+    // the device process, running again, serves a new client
+    let dev = Arc::new(SimDevice::open(&d.sock).expect("reopen"));
+    Nic::open_with(Box::new(dev), OpenOptions { cmd_timeout: Duration::from_secs(120), ..Default::default() })
+        .expect("open after the stop")
+        .alloc_pd()
+        .expect("a command after the stop");
 }

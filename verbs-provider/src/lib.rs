@@ -786,6 +786,15 @@ pub unsafe extern "C" fn hm_rs_poll_cq(cq: *mut c_void, n: c_int, wc: *mut IbvWc
     });
     match r {
         Ok(0) => {
+            if c.sh.nic.is_fatal() {
+                // the device failed for good: the outstanding WRs complete with WR_FLUSH_ERR
+                let mut i = 0usize;
+                return c.sh.nic.poll_cq_flushed(&c.cq, n as usize, |e| {
+                    // SAFETY: i < n entries of the caller's array (at most n calls).
+                    fill_wc(unsafe { &mut *wc.add(i) }, e);
+                    i += 1;
+                }) as c_int;
+            }
             if let Some(d) = c.sh.poll_backoff {
                 std::thread::sleep(d);
             }
@@ -1152,12 +1161,14 @@ fn post_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvSendWr) -> c_int 
 pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, mut wr: *mut IbvSendWr, bad: *mut *mut IbvSendWr) -> c_int {
     // SAFETY: the caller's guarantee.
     let q = unsafe { &*(qp as *const RsQp) };
-    if q.sh.nic.is_fatal() {
-        // SAFETY: the caller's guarantee.
-        unsafe { *bad = wr };
+    // (an error of the doorbell itself, the device gone, leaves the whole list unposted)
+    // SAFETY: the caller's guarantee.
+    unsafe { *bad = wr };
+    let mut p = q.sh.nic.sq_post(&q.qp);
+    if p.fatal() {
+        // the device has failed for good (IBV_EVENT_DEVICE_FATAL): nothing is posted
         return libc::EIO;
     }
-    let mut p = q.sh.nic.sq_post(&q.qp);
     while !wr.is_null() {
         // SAFETY: the caller's guarantee.
         let w = unsafe { &*wr };
@@ -1182,12 +1193,14 @@ pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, mut wr: *mut IbvSendWr
 pub unsafe extern "C" fn hm_rs_post_recv(qp: *mut c_void, mut wr: *mut IbvRecvWr, bad: *mut *mut IbvRecvWr) -> c_int {
     // SAFETY: the caller's guarantee.
     let q = unsafe { &*(qp as *const RsQp) };
-    if q.sh.nic.is_fatal() {
-        // SAFETY: the caller's guarantee.
-        unsafe { *bad = wr };
+    // (an error of the doorbell itself, the device gone, leaves the whole list unposted)
+    // SAFETY: the caller's guarantee.
+    unsafe { *bad = wr };
+    let mut p = q.sh.nic.rq_post(&q.qp);
+    if p.fatal() {
+        // the device has failed for good (IBV_EVENT_DEVICE_FATAL): nothing is posted
         return libc::EIO;
     }
-    let mut p = q.sh.nic.rq_post(&q.qp);
     while !wr.is_null() {
         // SAFETY: the caller's guarantee.
         let w = unsafe { &*wr };
