@@ -1432,3 +1432,37 @@ mod nd_tests {
         assert!(!is_roce(&v4[..20]));
     }
 }
+
+#[cfg(test)]
+mod fault_tests {
+    use super::*;
+    use hematite_model::record::DropReason;
+
+    /// `--corrupt` flips a bit in `after_bth_span`: for every valid vector frame (IPv4, IPv6,
+    /// VLAN-tagged), flipping any bit there (every 5th, to keep it short) must be a drop on
+    /// the ICRC and on nothing else, and bits outside the span are not what the fault uses.
+    #[test]
+    fn a_bit_flipped_after_the_bth_fails_the_icrc_alone() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/vectors");
+        let mut frames = 0;
+        let mut flips = 0;
+        for f in ["rocev2_ipv4.pcap", "rocev2_ipv6.pcap"] {
+            for fr in hematite_model::capture::read_frames(&dir.join(f)).unwrap() {
+                if hematite_model::rx::classify(&fr).reason.is_some() {
+                    continue;
+                }
+                let (a, b) = after_bth_span(&fr).expect("a RoCEv2 frame has a span after its BTH");
+                assert!(a < b && b <= fr.len());
+                frames += 1;
+                for bit in (0..(b - a) * 8).step_by(5) {
+                    let mut g = fr.clone();
+                    g[a + bit / 8] ^= 1 << (bit % 8);
+                    assert_eq!(hematite_model::rx::classify(&g).reason, Some(DropReason::BadIcrc), "{f}: bit {bit} after the BTH");
+                    flips += 1;
+                }
+            }
+        }
+        assert!(frames >= 100 && flips > 10_000, "{frames} frames, {flips} flips");
+        assert!(after_bth_span(&arp_frame(1, 1, 2, 0, 3, 0xFFFF_FFFF_FFFF)).is_none(), "not RoCE");
+    }
+}
