@@ -121,7 +121,10 @@ static qcnt_fn qcnt;
 
 static void resources(struct ibv_context *ctx, uint32_t r[4], const char *when)
 {
-	int e = qres(ctx, r);
+	int e;
+
+	hm_step("hematite_query_resources");
+	e = qres(ctx, r);
 
 	if (e)
 		hm_fatal("query_resources", "%s: %s", when, strerror(e));
@@ -131,7 +134,10 @@ static void resources(struct ibv_context *ctx, uint32_t r[4], const char *when)
 static uint32_t counters(struct ibv_context *ctx, uint32_t *w, uint32_t max)
 {
 	uint32_t n = 0;
-	int e = qcnt(ctx, w, max, &n);
+	int e;
+
+	hm_step("hematite_query_counters");
+	e = qcnt(ctx, w, max, &n);
 
 	if (e || n < 13 || n < 13 + w[12])
 		hm_fatal("query_counters", "hematite_query_counters: %s, %u words", strerror(e), n);
@@ -225,6 +231,7 @@ int main(int argc, char **argv)
 	size_t per_qp = (size_t)(host ? 4 * win : 7 * win) * MAXS;
 	size_t len = per_qp * (size_t)nqp;
 	uint8_t *buf = hm_alloc_pages(len);
+	hm_step("setup: ibv_alloc_pd, ibv_reg_mr, ibv_create_cq");
 	pd = ibv_alloc_pd(ctx);
 	mr = pd ? ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) : NULL;
 	int cqe = 4 * win * nqp + 16;
@@ -238,6 +245,7 @@ int main(int argc, char **argv)
 			.cap = { .max_send_wr = (uint32_t)(4 * win), .max_recv_wr = (uint32_t)(2 * win),
 				 .max_send_sge = 1, .max_recv_sge = 1 },
 		};
+		hm_step("setup: ibv_create_qp, RESET->INIT");
 		qp[i] = ibv_create_qp(pd, &qa);
 		if (!qp[i])
 			hm_fatal("create_qp", "ibv_create_qp %d: %s", i, strerror(errno));
@@ -283,6 +291,7 @@ int main(int argc, char **argv)
 	}
 	if (peer.nqp != (uint32_t)nqp)
 		hm_fatal("options", "the peer has %u QPs, we %d (give both the same -q)", peer.nqp, nqp);
+	hm_step("connect: INIT->RTR->RTS");
 	for (int i = 0; i < nqp; i++) {
 		struct hm_rtr_args r;
 		memset(&r, 0, sizeof(r));
