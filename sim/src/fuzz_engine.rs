@@ -665,6 +665,44 @@ fn probe(ep: &mut Episode, rng: &mut Rng) -> Result<(), String> {
     Ok(())
 }
 
+/// For a finding where the real traffic did not complete: per incomplete QP, the completions
+/// it lacks and the last 30 frames of its pair (cycle, direction, opcode, PSN, syndrome), and
+/// the engine's go-back-N counters.
+fn stuck_detail(ep: &mut Episode, model: &[Vec<(u32, Vec<Cqe>, Vec<Cqe>)>]) -> String {
+    let mut detail = String::new();
+    for h in 0..2 {
+        for (q, ws, wr) in &model[h] {
+            let got: Vec<u64> = ep.d.h[h].cqes.iter().filter(|c| c.cqe.qpn == *q).map(|c| c.cqe.wr_id).collect();
+            if got.len() == ws.len() + wr.len() {
+                continue;
+            }
+            let missing: Vec<String> = ws.iter().chain(wr.iter()).skip(got.len().min(ws.len() + wr.len())).map(|c| format!("{:#x} {:?}", c.wr_id, c.opcode)).collect();
+            detail += &format!("\n  host {h} QP {q}: {} of {} completions (model's later ones: {missing:?})", got.len(), ws.len() + wr.len());
+            let k = if h == 0 { *q - 10 } else { *q - 200 };
+            let peer = live_q(1 - h, k);
+            let fr: Vec<String> = ep
+                .d
+                .wire
+                .iter()
+                .filter_map(|(t, from, f)| {
+                    let o = classify(f);
+                    let mine = (*from != h && o.rec.dest_qp == *q) || (*from == h && o.rec.dest_qp == peer);
+                    (o.reason.is_none() && mine).then(|| format!("{t}:{from}>{:#04x}/{:#x}/{:#x}", o.rec.opcode, o.rec.psn, o.rec.syndrome))
+                })
+                .collect();
+            detail += &format!("\n  frames: {}", fr[fr.len().saturating_sub(30)..].join(" "));
+        }
+        let e = &mut ep.d.h[h].eng;
+        detail += &format!(
+            "\n  host {h}: retries {:?}, timeouts {:?}, NAK seq/RNR sent {:?}",
+            e.counter(24).unwrap_or(0),
+            e.counter(25).unwrap_or(0),
+            e.counter(20).unwrap_or(0)
+        );
+    }
+    detail
+}
+
 /// One episode: `n` injected frames; Err(description) is a finding.
 fn episode(seed: u64, n: u64, faults: bool, st: Option<SelfTest>, rep: &mut EngineReport) -> Result<(), String> {
     let mut ep = setup(seed, faults, st)?;
@@ -738,7 +776,9 @@ fn episode(seed: u64, n: u64, faults: bool, st: Option<SelfTest>, rep: &mut Engi
     let want: Vec<usize> = model.iter().map(|m| m.iter().map(|(_, s, r)| s.len() + r.len()).sum()).collect();
     let res = ep.d.run(3_000_000, |d| d.h[0].cqes.len() >= want[0] && d.h[1].cqes.len() >= want[1]);
     rep.cycles += ep.d.h[0].eng.cycle();
-    res.map_err(|e| format!("the real traffic did not complete: {e}"))?;
+    if let Err(e) = res {
+        return Err(format!("the real traffic did not complete: {e}{}", stuck_detail(&mut ep, &model)));
+    }
     rep.real_wrs += ep.posted;
     compare_cqes(&ep, &model)?;
     check_memory(&ep, false)?;
