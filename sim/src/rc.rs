@@ -38,6 +38,9 @@ pub struct RcBench {
     /// header record and payload, before it is built; the reference run applies it to the
     /// same frames of B', so the model's requester sees what the engine sees.
     pub tamper_rx: Option<fn(usize, &mut HdrRecord, &mut Vec<u8>)>,
+    /// Peer frames (by index in send order) delivered this many cycles late (reordering).
+    pub delay_rx: Vec<(usize, u64)>,
+    delayed: Vec<(u64, Vec<u8>)>,
     peer_sent: usize,
     rng: crate::Rng,
 }
@@ -70,6 +73,8 @@ impl RcBench {
             drop_tx: Vec::new(),
             drop_rx: Vec::new(),
             tamper_rx: None,
+            delay_rx: Vec::new(),
+            delayed: Vec::new(),
             peer_sent: 0,
             rng: crate::Rng::new(seed ^ 0x5EED),
         })
@@ -175,7 +180,10 @@ impl RcBench {
                     self.wire.push((now, false, f.clone()));
                     self.peer_sent += 1;
                     if !self.lose() && !self.drop_rx.contains(&(self.peer_sent - 1)) {
-                        self.a.eng.rx_q.push_back(f);
+                        match self.delay_rx.iter().find(|d| d.0 == self.peer_sent - 1) {
+                            Some(&(_, late)) => self.delayed.push((now + late, f)),
+                            None => self.a.eng.rx_q.push_back(f),
+                        }
                     }
                     active = true;
                 }
@@ -183,7 +191,11 @@ impl RcBench {
                     active = true;
                 }
             }
-            if !self.a.eng.rx_q.is_empty() {
+            while let Some(i) = self.delayed.iter().position(|d| d.0 <= now) {
+                let (_, f) = self.delayed.remove(i);
+                self.a.eng.rx_q.push_back(f);
+            }
+            if !self.a.eng.rx_q.is_empty() || !self.delayed.is_empty() {
                 active = true;
             }
             quiet = if active { 0 } else { quiet + 1 };
