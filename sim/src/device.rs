@@ -123,7 +123,7 @@ impl DevConfig {
             seed: 1,
             idle_after: 2_000_000,
             idle_slice: 100,
-            idle_sleep_ms: 25,
+            idle_sleep_ms: 50,
             max_cycles: 0,
             verbose: false,
         }
