@@ -80,6 +80,14 @@ impl RcBench {
         })
     }
 
+    /// `len` random bytes (from `rng`) at `base` on host A or B, registered with every right in
+    /// PD 1: the usual memory of an RC test.
+    pub fn random_region(&mut self, on_a: bool, base: u64, len: u64, rng: &mut crate::Rng) -> Result<Mr, String> {
+        let data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        self.fill(on_a, base, &data);
+        self.reg_mr(on_a, 1, base, len, MrAccess::ALL)
+    }
+
     /// The same bytes into host A (engine memory and reference) or host B.
     pub fn fill(&mut self, on_a: bool, addr: u64, data: &[u8]) {
         if on_a {

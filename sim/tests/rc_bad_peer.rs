@@ -33,12 +33,8 @@ const ACKNOWLEDGE: u8 = 0x11;
 fn setup(seed: u64, cfg: QpConfig) -> (RcBench, u32, u32) {
     let mut b = RcBench::new(MemCfg { latency: 60, seed, ..Default::default() }).unwrap();
     let mut rng = Rng::new(seed);
-    let da: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
-    let db: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
-    b.fill(true, A_BUF, &da);
-    b.fill(false, B_BUF, &db);
-    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
-    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    let ma = b.random_region(true, A_BUF, LEN, &mut rng).unwrap();
+    let mb = b.random_region(false, B_BUF, LEN, &mut rng).unwrap();
     b.connect(QA, QB, cfg, cfg, 0).unwrap();
     (b, ma.lkey, mb.rkey)
 }

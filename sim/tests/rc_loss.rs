@@ -2,7 +2,6 @@
 //! both directions, seeded), and every transfer must still complete exactly as the lossless
 //! reference says: same CQEs, same bytes in both hosts' memories. Also: retry exhaustion when
 //! the peer disappears, and RNR retry exhaustion.
-use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
 use hematite_sim::rc::RcBench;
@@ -24,12 +23,8 @@ struct Setup {
 fn setup(seed: u64, pmtu: u32, cfg: QpConfig) -> Setup {
     let mut b = RcBench::new(MemCfg { latency: 60, seed, ..Default::default() }).unwrap();
     let mut rng = Rng::new(seed ^ 0x77);
-    let da: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
-    let db: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
-    b.fill(true, A_BUF, &da);
-    b.fill(false, B_BUF, &db);
-    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
-    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    let ma = b.random_region(true, A_BUF, LEN, &mut rng).unwrap();
+    let mb = b.random_region(false, B_BUF, LEN, &mut rng).unwrap();
     let cfg = QpConfig { pmtu, sq_psn: 0xFF_FFF0, rq_psn: 0x10, timeout: 3, ..cfg };
     b.connect(QA, QB, cfg, cfg, 0).unwrap();
     Setup { b, ka: ma.lkey, kb: mb.lkey }

@@ -23,12 +23,8 @@ struct Setup {
 fn setup(seed: u64, pmtu: u32, latency: u64) -> Setup {
     let mut b = RcBench::new(MemCfg { latency, seed, ..Default::default() }).unwrap();
     let mut rng = Rng::new(seed);
-    let da: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
-    let db: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
-    b.fill(true, A_BUF, &da);
-    b.fill(false, B_BUF, &db);
-    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
-    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    let ma = b.random_region(true, A_BUF, LEN, &mut rng).unwrap();
+    let mb = b.random_region(false, B_BUF, LEN, &mut rng).unwrap();
     let cfg = QpConfig { pmtu, sq_psn: 0xFF_FF00, rq_psn: 77, max_rd_atomic: 15, max_dest_rd_atomic: 15, ..Default::default() };
     b.connect(3, 0x44, cfg, cfg, 1).unwrap();
     Setup { b, lkey: ma.lkey, rkey: mb.rkey, b_lkey: mb.lkey }

@@ -23,12 +23,8 @@ struct Setup {
 fn setup_with(seed: u64, pmtu: u32, latency: u64, access: QpAccess) -> Setup {
     let mut b = RcBench::new(MemCfg { latency, seed, ..Default::default() }).unwrap();
     let mut rng = Rng::new(seed ^ 0x55);
-    let da: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
-    let db: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
-    b.fill(true, A_BUF, &da);
-    b.fill(false, B_BUF, &db);
-    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
-    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    let ma = b.random_region(true, A_BUF, LEN, &mut rng).unwrap();
+    let mb = b.random_region(false, B_BUF, LEN, &mut rng).unwrap();
     let cfg_a = QpConfig { pmtu, sq_psn: 0x12_3456, rq_psn: 0xFF_FFF8, access, ..Default::default() };
     let cfg_b = QpConfig { pmtu, ..Default::default() };
     b.connect(QA, QB, cfg_a, cfg_b, 0).unwrap();
