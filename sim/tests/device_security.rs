@@ -9,52 +9,14 @@ use hostdrv::simproto::{self as p, Recv, Rep, Req};
 use hostdrv::Device;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct Dev {
-    child: Child,
-    dir: PathBuf,
-    sock: PathBuf,
-}
+mod common;
 
-impl Dev {
-    fn start(name: &str) -> Dev {
-        let dir = std::env::temp_dir().join(format!("hm-sec-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let sock = dir.join("d.sock");
-        let child = Command::new(env!("CARGO_BIN_EXE_hematite-sim"))
-            .arg("device")
-            .arg("--socket")
-            .arg(&sock)
-            .arg("--wire-local")
-            .arg(dir.join("d.wire"))
-            .arg("--wire-peer")
-            .arg(dir.join("peer.wire"))
-            .arg("--idle-after")
-            .arg("20000")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let t = Instant::now();
-        while !sock.exists() {
-            assert!(t.elapsed() < Duration::from_secs(120), "device did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Dev { child, dir, sock }
-    }
-}
-
-impl Drop for Dev {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+fn start(name: &str) -> common::DevProc {
+    common::DevProc::start("hm-sec", name, &["--idle-after", "20000"])
 }
 
 fn conn(sock: &Path) -> OwnedFd {
@@ -135,7 +97,7 @@ fn open_as(uid: u32, sock: &Path) -> String {
 
 #[test]
 fn socket_is_owner_only_and_other_uids_are_refused() {
-    let d = Dev::start("uid");
+    let d = start("uid");
     let mode = std::fs::metadata(&d.sock).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "socket file mode");
     if p::euid() != 0 {
@@ -159,7 +121,7 @@ fn socket_is_owner_only_and_other_uids_are_refused() {
 /// could be reused.
 #[test]
 fn client_exit_ends_the_session_even_with_its_socket_open() {
-    let d = Dev::start("pidfd");
+    let d = start("pidfd");
     let script = r#"
 import os, socket, struct, sys, time, mmap
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -192,7 +154,7 @@ os._exit(0)
 
 #[test]
 fn reads_queued_before_a_reset_are_answered() {
-    let d = Dev::start("reset");
+    let d = start("reset");
     let c = conn(&d.sock);
     assert_eq!(hello(&c).status, 0);
     for i in 0..6 {
@@ -211,7 +173,7 @@ fn reads_queued_before_a_reset_are_answered() {
 
 #[test]
 fn descriptors_other_than_eventfds_are_refused() {
-    let d = Dev::start("irq");
+    let d = start("irq");
     let c = conn(&d.sock);
     assert_eq!(hello(&c).status, 0);
     let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
@@ -230,7 +192,7 @@ fn descriptors_other_than_eventfds_are_refused() {
 /// keeps serving (a second connection is answered EBUSY meanwhile, then opens once it left).
 #[test]
 fn a_client_that_does_not_read_cannot_stall_the_device() {
-    let d = Dev::start("flood");
+    let d = start("flood");
     let c = conn(&d.sock);
     assert_eq!(hello(&c).status, 0);
     let mut n = 0;
@@ -256,7 +218,7 @@ fn a_client_that_does_not_read_cannot_stall_the_device() {
 /// next one is never refused.
 #[test]
 fn the_next_client_is_not_refused_after_a_close() {
-    let d = Dev::start("next");
+    let d = start("next");
     for round in 0..5 {
         let c = conn(&d.sock);
         assert_eq!(hello(&c).status, 0, "round {round}");
@@ -276,7 +238,7 @@ fn the_next_client_is_not_refused_after_a_close() {
 /// which ends that client's session and resets the function, but not the device process.
 #[test]
 fn a_control_core_trap_does_not_end_the_device() {
-    let mut d = Dev::start("trap");
+    let mut d = start("trap");
     let c = conn(&d.sock);
     assert_eq!(hello(&c).status, 0);
     let post = |seq: u32, off: u64, v: u64| {

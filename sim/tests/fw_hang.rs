@@ -17,52 +17,13 @@
 use hostdrv::nic::{OpenOptions, FW_PORT};
 use hostdrv::simdev::SimDevice;
 use hostdrv::{Device, Error, Nic};
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-struct Dev {
-    child: Child,
-    dir: PathBuf,
-    sock: PathBuf,
-}
+mod common;
 
-impl Dev {
-    fn start(name: &str) -> Dev {
-        let dir = std::env::temp_dir().join(format!("hm-fwhang-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let sock = dir.join("d.sock");
-        let child = Command::new(env!("CARGO_BIN_EXE_hematite-sim"))
-            .arg("device")
-            .arg("--socket")
-            .arg(&sock)
-            .arg("--wire-local")
-            .arg(dir.join("d.wire"))
-            .arg("--wire-peer")
-            .arg(dir.join("peer.wire"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let t = Instant::now();
-        while !sock.exists() {
-            assert!(t.elapsed() < Duration::from_secs(120), "device did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Dev { child, dir, sock }
-    }
-}
-
-impl Drop for Dev {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+fn start(name: &str) -> common::DevProc {
+    common::DevProc::start("hm-fwhang", name, &[])
 }
 
 const MBOX_STATUS: u64 = FW_PORT + 0x204;
@@ -73,7 +34,7 @@ const LOOP: u32 = 0x0000_006f;
 
 #[test]
 fn a_firmware_command_that_never_completes_times_out() {
-    let mut d = Dev::start("cmd");
+    let mut d = start("cmd");
     let long = OpenOptions { cmd_timeout: Duration::from_secs(120), ..Default::default() };
     let dev = Arc::new(SimDevice::open(&d.sock).expect("open"));
     // the first session waits for the firmware's start-up, then the one under test gets a
@@ -142,7 +103,7 @@ fn a_firmware_command_that_never_completes_times_out() {
 /// commands fail at once with a device error (EIO), destroys succeed, nothing hangs.
 #[test]
 fn a_device_process_that_stops_answering_is_a_fatal_error() {
-    let d = Dev::start("stop");
+    let d = start("stop");
     let dev = Arc::new(SimDevice::open(&d.sock).expect("open"));
     let nic = Nic::open_with(Box::new(dev.clone()), OpenOptions { cmd_timeout: Duration::from_secs(120), ..Default::default() })
         .expect("open");

@@ -102,3 +102,50 @@ pub fn mixed_jobs(n: usize, seed: u64) -> Vec<(hematite_model::HdrRecord, Vec<u8
     }
     out
 }
+
+/// A `hematite-sim device` process on a private socket and wire (owner-only folder), killed and
+/// cleaned up on drop. `extra` goes on its command line.
+pub struct DevProc {
+    pub child: std::process::Child,
+    pub dir: PathBuf,
+    pub sock: PathBuf,
+}
+
+impl DevProc {
+    pub fn start(prefix: &str, name: &str, extra: &[&str]) -> DevProc {
+        use std::os::unix::fs::PermissionsExt;
+        use std::time::{Duration, Instant};
+        let dir = std::env::temp_dir().join(format!("{prefix}-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let sock = dir.join("d.sock");
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_hematite-sim"))
+            .arg("device")
+            .arg("--socket")
+            .arg(&sock)
+            .arg("--wire-local")
+            .arg(dir.join("d.wire"))
+            .arg("--wire-peer")
+            .arg(dir.join("peer.wire"))
+            .args(extra)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while !sock.exists() {
+            assert!(t.elapsed() < Duration::from_secs(120), "device did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        DevProc { child, dir, sock }
+    }
+}
+
+impl Drop for DevProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
