@@ -127,12 +127,18 @@ impl SimDevice {
         let t0 = Instant::now();
         loop {
             let left = c.reply_timeout.saturating_sub(t0.elapsed());
-            if left.is_zero() || !p::wait_fd(c.fd.as_raw_fd(), libc::POLLIN, left.as_millis().clamp(1, i32::MAX as u128) as i32)? {
+            if left.is_zero() {
                 c.dead = true;
                 return Err(Error::Timeout(format!(
                     "the simulated device process did not answer request {cmd} within {:?} (stopped or wedged)",
                     c.reply_timeout
                 )));
+            }
+            // poll(2) counts whole milliseconds and may wake a little early: round up, and time
+            // out only once the whole reply timeout has passed (checked above)
+            let ms = left.as_nanos().div_ceil(1_000_000).clamp(1, i32::MAX as u128) as i32;
+            if !p::wait_fd(c.fd.as_raw_fd(), libc::POLLIN, ms)? {
+                continue;
             }
             match p::recv(c.fd.as_raw_fd(), &mut buf)? {
                 Recv::Msg(n, _) => {
