@@ -724,7 +724,9 @@ module hm_rc_compl
               else if (is_ack)
                 ok = ok && hm_psn_ge(p, una_eff) && hm_psn_ge(d_q.spsn - 24'd1, p) && d_q.spsn != una_eff;
               else
-                ok = ok && d_q.ci != d_q.shead;
+                // READ response / atomic ACK: PSN in [una, spsn-1]; one beyond every PSN sent
+                // (a stale or forged frame) must not retire the SEND/WRITE WQEs before a READ
+                ok = ok && d_q.ci != d_q.shead && hm_psn_ge(p, d_q.una) && hm_psn_ge(d_q.spsn - 24'd1, p);
               if (!ok) begin
                 stat_dropped <= stat_dropped + 1'b1;
                 disc_next_q  <= C_IDLE;

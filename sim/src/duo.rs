@@ -58,6 +58,11 @@ pub struct DuoBench {
     pub delivered: [Vec<Vec<u8>>; 2],
     /// Frames put on the wire by [`DuoBench::inject`].
     pub injected: u64,
+    /// What the fault schedule did to each frame of `wire` (same index): "" (delivered as
+    /// sent), "drop", or a list of "corrupt", "dup", "delay".
+    pub fates: Vec<String>,
+    /// Every injected frame: (arrival cycle, destination host, bytes).
+    pub injected_log: Vec<(u64, usize, Vec<u8>)>,
     quiet: u64,
 }
 
@@ -77,6 +82,8 @@ impl DuoBench {
             record_delivered: false,
             delivered: [Vec::new(), Vec::new()],
             injected: 0,
+            fates: Vec::new(),
+            injected_log: Vec::new(),
             quiet: 0,
         })
     }
@@ -98,28 +105,42 @@ impl DuoBench {
         self.count.sent += 1;
         self.wire.push((now, from, f.clone()));
         let fl = self.faults;
+        self.fates.push(String::new());
         if self.chance(fl.drop_ppm) {
             self.count.dropped += 1;
+            self.fate("drop");
             return;
         }
         if self.chance(fl.corrupt_ppm) && !f.is_empty() {
             self.count.corrupted += 1;
+            self.fate("corrupt");
             let i = (self.rng.next() as usize) % f.len();
             f[i] ^= 1 << (self.rng.next() % 8);
         }
         let mut t = now + fl.latency;
         if self.chance(fl.dup_ppm) {
             self.count.duplicated += 1;
+            self.fate("dup");
             let t2 = t + 1 + self.rng.next() % fl.max_extra.max(1);
             self.seq += 1;
             self.queue.insert((t2, self.seq), (1 - from, f.clone()));
         }
         if self.chance(fl.delay_ppm) {
             self.count.delayed += 1;
+            self.fate("delay");
             t += 1 + self.rng.next() % fl.max_extra.max(1);
         }
         self.seq += 1;
         self.queue.insert((t, self.seq), (1 - from, f));
+    }
+
+    fn fate(&mut self, what: &str) {
+        if let Some(f) = self.fates.last_mut() {
+            if !f.is_empty() {
+                f.push('+');
+            }
+            f.push_str(what);
+        }
     }
 
     /// Puts a frame (not from either engine) on the wire toward host `dst`, arriving in cycle
@@ -128,6 +149,7 @@ impl DuoBench {
         let t = at.max(self.h[0].eng.cycle() + 1);
         self.seq += 1;
         self.injected += 1;
+        self.injected_log.push((t, dst, frame.clone()));
         self.queue.insert((t, self.seq), (dst, frame));
     }
 

@@ -690,7 +690,34 @@ fn stuck_detail(ep: &mut Episode, model: &[Vec<(u32, Vec<Cqe>, Vec<Cqe>)>]) -> S
                     (o.reason.is_none() && mine).then(|| format!("{t}:{from}>{:#04x}/{:#x}/{:#x}", o.rec.opcode, o.rec.psn, o.rec.syndrome))
                 })
                 .collect();
-            detail += &format!("\n  frames: {}", fr[fr.len().saturating_sub(30)..].join(" "));
+            let keep = std::env::var("HEMATITE_FUZZ_FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(30usize);
+            detail += &format!("\n  frames: {}", fr[fr.len().saturating_sub(keep)..].join(" "));
+            if std::env::var_os("HEMATITE_FUZZ_TRACE").is_some() {
+                // every frame of the pair, fault-schedule fates and injected frames included
+                let mut all: Vec<(u64, String)> = Vec::new();
+                for (i, (t, from, f)) in ep.d.wire.iter().enumerate() {
+                    let o = classify(f);
+                    if o.reason.is_none() && ((*from != h && o.rec.dest_qp == *q) || (*from == h && o.rec.dest_qp == peer)) {
+                        all.push((*t, format!("{t} {from}>{} op {:#04x} psn {:#x} syn {:#x} msn {:#x} len {} {}", 1 - from, o.rec.opcode, o.rec.psn, o.rec.syndrome, o.rec.msn, o.rec.payload_len, ep.d.fates[i])));
+                    }
+                }
+                for (t, dst, f) in &ep.d.injected_log {
+                    let o = classify(f);
+                    if o.rec.dest_qp == *q && *dst == h || o.rec.dest_qp == peer && *dst != h {
+                        all.push((*t, format!("{t} inj>{dst} op {:#04x} psn {:#x} syn {:#x} {:?}", o.rec.opcode, o.rec.psn, o.rec.syndrome, o.reason.map(DropReason::name))));
+                    }
+                }
+                for c in ep.d.h[h].cqes.iter().filter(|c| c.cqe.qpn == *q) {
+                    all.push((c.cycle, format!("{} cqe h{h} {:#x} {:?} {:?}", c.cycle, c.cqe.wr_id, c.cqe.opcode, c.cqe.status)));
+                }
+                for c in ep.d.h[1 - h].cqes.iter().filter(|c| c.cqe.qpn == peer) {
+                    all.push((c.cycle, format!("{} cqe h{} {:#x} {:?} {:?}", c.cycle, 1 - h, c.cqe.wr_id, c.cqe.opcode, c.cqe.status)));
+                }
+                all.sort_by_key(|a| a.0);
+                for (_, l) in all {
+                    eprintln!("{l}");
+                }
+            }
         }
         let e = &mut ep.d.h[h].eng;
         detail += &format!(

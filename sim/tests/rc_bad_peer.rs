@@ -347,3 +347,44 @@ fn reordered_responses_around_reads_end_like_a_clean_wire() {
         }
     }
 }
+
+/// A READ response and an atomic ACK whose PSN lies beyond every PSN the requester sent (a
+/// stale or forged frame, IBTA C9-108: responses outside the outstanding range are dropped)
+/// while a WRITE waits for its ACK: the WRITE must not complete on them. One packet of the
+/// WRITE and the peer's NAK for it are lost, so a WRITE retired by the forged frame would
+/// leave the peer's memory without that packet; the engine must instead time out, resend and
+/// complete it with the data in place.
+#[test]
+fn responses_beyond_every_psn_sent_retire_nothing() {
+    for forged_op in [0x10u8, 0x12] {
+        let cfg = QpConfig { pmtu: 1024, sq_psn: 0x7c159, rq_psn: 0x2000, timeout: 3, ..Default::default() };
+        let (mut b, lkey, rkey) = setup(31, cfg);
+        let first = SendWr::new(1, SendOp::Write { remote_addr: B_BUF + 0x1_0000, rkey }, vec![Sge { addr: A_BUF, len: 64, lkey }]);
+        b.post_send(QA, &first, true).unwrap();
+        b.run(1, 100_000).unwrap();
+        // the peer's ACK of the first WRITE: the template of the forged frame
+        let (templ, _) = b.wire.iter().filter(|w| !w.1).find_map(|w| hematite_sim::rc::decode(&w.2)).expect("the peer's ACK");
+        assert_eq!(templ.opcode, ACKNOWLEDGE);
+        // engine frame 2 (the WRITE's second packet) and the peer's answer to the gap are lost
+        b.drop_tx.push(2);
+        b.drop_rx.push(1);
+        let wr = SendWr::new(2, SendOp::Write { remote_addr: B_BUF + 0x2_0000, rkey }, vec![Sge { addr: A_BUF + 0x4000, len: 4096, lkey }]);
+        b.post_send(QA, &wr, true).unwrap();
+        let _ = b.run(2, 1_500);
+        assert_eq!(b.engine_records().len(), 5, "the WRITE's four packets went out");
+        assert_eq!(b.a.cqes.len(), 1, "the WRITE waits for its ACK");
+        let drops_before = b.a.eng.counter(13).unwrap();
+        let forged = HdrRecord { opcode: forged_op, psn: (0x7c15a + 0x12_8107) & 0xFF_FFFF, syndrome: 0, msn: 2, ..templ };
+        let payload = if forged_op == 0x10 { vec![0xEE; 64] } else { Vec::new() };
+        let forged = HdrRecord { payload_len: payload.len() as u16, atomic_orig: u64::MAX, ..forged };
+        b.a.eng.rx_q.push_back(hematite_model::build_frame(&forged, &payload).unwrap());
+        let _ = b.run(2, 500);
+        assert_eq!(b.a.cqes.len(), 1, "op {forged_op:#04x}: the forged frame completed the WRITE: {:?}", b.a.cqes);
+        assert_eq!(b.a.eng.counter(13).unwrap(), drops_before + 1, "op {forged_op:#04x}: counted as a completer drop");
+        b.run(2, 600_000).unwrap_or_else(|e| panic!("op {forged_op:#04x}: {e}"));
+        assert!(b.a.cqes.iter().all(|c| c.cqe.status == WcStatus::Success), "{:?}", b.a.cqes);
+        let sent = b.engine_records().iter().filter(|r| r.psn == 0x7c15b).count();
+        assert!(sent >= 2, "op {forged_op:#04x}: the WRITE was resent after the timeout");
+        assert_eq!(b.peer.mem.read(B_BUF + 0x2_0000, 4096), b.a.eng.mem.mem.read(A_BUF + 0x4000, 4096), "op {forged_op:#04x}: the WRITE's data at the peer");
+    }
+}
