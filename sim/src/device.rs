@@ -546,6 +546,10 @@ struct Refused {
 /// answer it with EBUSY); beyond this they are closed at once.
 const MAX_REFUSED: usize = 16;
 
+/// Bytes of received frames the port buffers ahead of the MAC (a NIC's receive packet
+/// buffer); beyond it frames are dropped and counted (`rx_buf_drops`).
+pub const RX_BUF_BYTES: usize = 4 << 20;
+
 /// Counters the device process keeps.
 #[derive(Debug, Default, Clone)]
 pub struct DevCounters {
@@ -554,6 +558,8 @@ pub struct DevCounters {
     pub frames_lost: u64,
     /// Received RoCE frames dropped by `rx_loss`.
     pub frames_lost_rx: u64,
+    /// Received frames dropped because the port's receive buffer (`RX_BUF_BYTES`) was full.
+    pub rx_buf_drops: u64,
     /// Transmitted RoCE frames dropped by `loss` (also in `frames_lost`).
     pub fault_lost: u64,
     /// Transmitted RoCE frames sent twice by `dup`.
@@ -593,6 +599,10 @@ pub struct SimNic {
     in_flight: Option<Mmio>,
     irq_fds: HashMap<u8, Arc<File>>,
     tx_backlog: VecDeque<Vec<u8>>,
+    /// The port's receive buffer: frames read from the wire that the MAC has not taken yet,
+    /// and their bytes.
+    rx_buf: VecDeque<Vec<u8>>,
+    rx_buf_bytes: usize,
     /// Frames held back by `reorder`: (frame, later frames still to send before it, cycle
     /// it was held at).
     held: VecDeque<(Vec<u8>, u32, u64)>,
@@ -639,6 +649,8 @@ impl SimNic {
             in_flight: None,
             irq_fds: HashMap::new(),
             tx_backlog: VecDeque::new(),
+            rx_buf: VecDeque::new(),
+            rx_buf_bytes: 0,
             held: VecDeque::new(),
             arp: HashMap::new(),
             arp_wait: Vec::new(),
@@ -686,6 +698,8 @@ impl SimNic {
         }
         self.eng = r?;
         self.tx_backlog.clear();
+        self.rx_buf.clear();
+        self.rx_buf_bytes = 0;
         self.held.clear();
         self.counters.resets += 1;
         Ok(())
@@ -1003,8 +1017,17 @@ impl SimNic {
 
     fn service_wire_rx(&mut self) {
         let mut buf = vec![0u8; 16384];
-        // keep a few frames ahead of the MAC; leave the rest in the socket (back-pressure)
-        while self.eng.rx_q.len() < 8 {
+        // The socket is always drained into the port's receive buffer: a wire never holds
+        // the sender back. (It did once: with both engines' receive paths waiting for their
+        // own transmit side, two NICs each waiting for the other to read stopped for good.)
+        // The MAC takes frames from the buffer while fewer than 8 wait for the engine; a
+        // frame the full buffer cannot hold is dropped and counted, as a NIC without PFC does.
+        loop {
+            while self.eng.rx_q.len() < 8 {
+                let Some(f) = self.rx_buf.pop_front() else { break };
+                self.rx_buf_bytes -= f.len();
+                self.eng.rx_q.push_back(f);
+            }
             let Some(n) = self.wire.recv(&mut buf) else { return };
             let f = buf[..n].to_vec();
             let now = self.cycles();
@@ -1041,7 +1064,12 @@ impl SimNic {
                 }
                 continue;
             }
-            self.eng.rx_q.push_back(f);
+            if self.rx_buf_bytes + f.len() > RX_BUF_BYTES {
+                self.counters.rx_buf_drops += 1;
+                continue;
+            }
+            self.rx_buf_bytes += f.len();
+            self.rx_buf.push_back(f);
         }
     }
 
@@ -1234,7 +1262,7 @@ impl SimNic {
     }
 
     fn busy(&self) -> bool {
-        self.in_flight.is_some() || !self.mmio.is_empty() || !self.eng.rx_q.is_empty() || !self.tx_backlog.is_empty() || !self.held.is_empty() || !self.eng.mem.idle()
+        self.in_flight.is_some() || !self.mmio.is_empty() || !self.eng.rx_q.is_empty() || !self.rx_buf.is_empty() || !self.tx_backlog.is_empty() || !self.held.is_empty() || !self.eng.mem.idle()
     }
 
     /// Runs until `max_cycles` (or forever).
@@ -1313,12 +1341,13 @@ impl SimNic {
                 }
                 let c = &self.counters;
                 eprintln!(
-                    "hematite-sim device: stopped after {} cycles: frames tx {} rx {} lost {} lost-rx {} looped {}, ARP replies {}, ND replies {}",
+                    "hematite-sim device: stopped after {} cycles: frames tx {} rx {} lost {} lost-rx {} rx-buffer-full {} looped {}, ARP replies {}, ND replies {}",
                     self.cycles(),
                     c.frames_tx,
                     c.frames_rx,
                     c.frames_lost,
                     c.frames_lost_rx,
+                    c.rx_buf_drops,
                     c.frames_looped,
                     c.arp_replies,
                     c.nd_replies
