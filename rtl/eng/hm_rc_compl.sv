@@ -155,6 +155,7 @@ module hm_rc_compl
     logic [23:0] rnr_psn;     // where to resume after it
     logic        tmr_on;      // timer armed (ACK timeout, or the RNR timer when rnr_wait)
     logic [47:0] deadline;
+    logic        rw_v;        // a REWIND went to the requester since the last CLAMP
   } cdyn_t;
 
   hm_qp_ctx_t  ctx_mem [NUM_QPS];
@@ -544,10 +545,16 @@ module hm_rc_compl
   // retry / rewind bookkeeping
   logic [23:0] rt_psn_q;          // PSN to go back to
   logic        rt_guard_q;        // set the NAK guard to rt_psn_q
+  logic        rwd_q;             // this packet / event sent a REWIND
   logic [15:0] rw_idx_q;          // rewind walk: WQE and its first PSN
   logic [23:0] rw_f_q;
   logic        prog_q;            // progress made by this packet
   logic        tmr_restart_q;     // (re)arm the ACK timer at C_SAVE
+  // WQEs retired after a REWIND that the requester may not have applied yet (its transmit
+  // side held): a CLAMP goes first, then the QP is saved (once)
+  logic        clamp_due, save_now;
+  assign clamp_due = kind_q == K_PKT && prog_q && d_q.rw_v && !rwd_q && !d_q.err;
+  assign save_now  = st_q == C_SAVE && !clamp_due;
   logic [7:0]  fatal_st_q;
   logic [47:0] ack_to;
   assign ack_to = ack_cycles(ctx_q.timeout);
@@ -561,7 +568,7 @@ module hm_rc_compl
                                            lerr_st: 8'd0, lerr_idx: 16'd0,
                                            err: ctl_ctx.state == HM_QPS_ERR,
                                            retry_left: ctl_ctx.retry_cnt, rnr_left: ctl_ctx.rnr_retry,
-                                           guard_v: 1'b0, guard: 24'd0, rnr_wait: 1'b0, rnr_psn: 24'd0,
+                                           guard_v: 1'b0, guard: 24'd0, rnr_wait: 1'b0, rnr_psn: 24'd0, rw_v: 1'b0,
                                            tmr_on: 1'b0, deadline: 48'd0};
         pi_mem[QW'(s_ctl_cmd.index)]  <= 16'd0;
         tmr_mem[QW'(s_ctl_cmd.index)] <= '0;
@@ -570,7 +577,7 @@ module hm_rc_compl
         dyn_mem[QW'(s_ctl_cmd.index)].err <= 1'b1;
       end
     end
-    if (st_q == C_SAVE) begin
+    if (save_now) begin
       cdyn_t d;
       d = d_q;
       if (d.err) d.tmr_on = 1'b0;
@@ -618,6 +625,7 @@ module hm_rc_compl
           q_q           <= sel_q;
           flushing_q    <= 1'b0;
           prog_q        <= 1'b0;
+          rwd_q         <= 1'b0;
           tmr_restart_q <= 1'b0;
           disc_next_q   <= C_SAVE;
           absorbed_q    <= 1'b0;
@@ -728,9 +736,10 @@ module hm_rc_compl
                 // (a stale or forged frame) must not retire the SEND/WRITE WQEs before a READ
                 ok = ok && d_q.ci != d_q.shead && hm_psn_ge(p, d_q.una) && hm_psn_ge(d_q.spsn - 24'd1, p);
               if (!ok) begin
+                // dropped; a started-WQE record absorbed for it is kept (saved)
                 stat_dropped <= stat_dropped + 1'b1;
-                disc_next_q  <= C_IDLE;
-                st_q <= h_q.payload_len != 0 ? C_DISCARD : C_IDLE;
+                disc_next_q  <= absorbed_q ? C_SAVE : C_IDLE;
+                st_q <= h_q.payload_len != 0 ? C_DISCARD : absorbed_q ? C_SAVE : C_IDLE;
               end else begin
                 st_q <= C_RL;
               end
@@ -1028,6 +1037,8 @@ module hm_rc_compl
           end else begin
             stat_retries   <= stat_retries + 1'b1;
             d_q.retry_left <= d_q.retry_left - 1'b1;
+            d_q.rw_v       <= 1'b1;
+            rwd_q          <= 1'b1;
             if (rt_guard_q) begin
               d_q.guard_v <= 1'b1;
               d_q.guard   <= rt_psn_q;
@@ -1105,14 +1116,21 @@ module hm_rc_compl
           end
         end
         C_SAVE: begin
-          if (d_q.lerr_v && d_q.ci == d_q.lerr_idx && !d_q.err) st_q <= C_LERR;
+          if (clamp_due) begin
+            // the requester must not go back to WQEs that completed: the host may already
+            // have written their slots again
+            d_q.rw_v   <= 1'b0;
+            rqc_q      <= '{op: HM_RQC_CLAMP, qpn: 16'(q_q), idx: d_q.ci, off: 32'd0, psn: d_q.una};
+            rqc_next_q <= C_SAVE;
+            st_q       <= C_RQC;
+          end else if (d_q.lerr_v && d_q.ci == d_q.lerr_idx && !d_q.err) st_q <= C_LERR;
           else st_q <= C_IDLE;
         end
         default: st_q <= C_IDLE;
       endcase
 
       // the window's QP saved: what it still needs and how far it is posted
-      if (st_q == C_SAVE && cb_v_q && cb_q == q_q) begin
+      if (save_now && cb_v_q && cb_q == q_q) begin
         cb_lo_q  <= d_q.ci;
         cb_lim_q <= 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
       end
@@ -1120,7 +1138,7 @@ module hm_rc_compl
       // (none, or one whose QP has retired all it posted) and the prefetch reads its WQEs
       // (not on started-WQE records: reading back while the requester reads the same WQEs
       // and their payload would slow the sender down)
-      if (st_q == C_SAVE && kind_q == K_PKT && !pf_busy_q && (!cb_v_q || (cb_q != q_q && cb_lo_q == cb_lim_q)) &&
+      if (save_now && kind_q == K_PKT && !pf_busy_q && (!cb_v_q || (cb_q != q_q && cb_lo_q == cb_lim_q)) &&
           d_q.ci != d_q.shead && !d_q.err) begin
         cb_v_q        <= 1'b1;
         cb_err_q      <= 1'b0;

@@ -85,7 +85,8 @@ module hm_rc_req
   input  logic                  s_err_valid,
   output logic                  s_err_ready,
 
-  // Commands from the completer: rewind (go-back-N), hold (RNR wait), READ/atomic done
+  // Commands from the completer: rewind (go-back-N), hold (RNR wait), READ/atomic done, clamp
+  // (WQEs before idx completed: a resend position behind them moves up to idx)
   input  hm_rq_cmd_t            s_cmd,
   input  logic                  s_cmd_valid,
   output logic                  s_cmd_ready,
@@ -766,6 +767,9 @@ module hm_rc_req
       case (cmd_q.op)
         HM_RQC_REWIND: begin d.head = cmd_q.idx; d.off = cmd_q.off; d.psn = cmd_q.psn; end
         HM_RQC_RD_DONE: if (d.rd_out != '0) d.rd_out = d.rd_out - 1'b1;
+        HM_RQC_CLAMP: if (16'(cmd_q.idx - d.head) != 16'd0 && 16'(cmd_q.idx - d.head) < 16'h8000) begin
+          d.head = cmd_q.idx; d.off = 32'd0; d.psn = cmd_q.psn;
+        end
         default: ;
       endcase
       dyn_mem[QW'(cmd_q.qpn)] <= d;

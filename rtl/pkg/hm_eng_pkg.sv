@@ -70,12 +70,13 @@ package hm_eng_pkg;
   localparam logic [1:0] HM_RQC_REWIND  = 2'd0;  // go back: next packet is PSN psn, WQE idx at byte off; releases a hold
   localparam logic [1:0] HM_RQC_HOLD    = 2'd1;  // send nothing until the next REWIND (RNR wait)
   localparam logic [1:0] HM_RQC_RD_DONE = 2'd2;  // a READ / atomic completed (max_rd_atomic credit back)
+  localparam logic [1:0] HM_RQC_CLAMP   = 2'd3;  // WQEs before idx completed: a resend position behind idx moves to idx (PSN psn, offset 0)
   typedef struct packed {
     logic [1:0]  op;             // HM_RQC_*
     logic [15:0] qpn;
-    logic [15:0] idx;            // REWIND: WQE index
+    logic [15:0] idx;            // REWIND, CLAMP: WQE index
     logic [31:0] off;            // REWIND: byte offset in that WQE (a multiple of the path MTU)
-    logic [23:0] psn;            // REWIND: PSN of that packet
+    logic [23:0] psn;            // REWIND, CLAMP: PSN of that packet
   } hm_rq_cmd_t;
 
   /* verilator lint_on UNUSEDPARAM */

@@ -388,3 +388,68 @@ fn responses_beyond_every_psn_sent_retire_nothing() {
         assert_eq!(b.peer.mem.read(B_BUF + 0x2_0000, 4096), b.a.eng.mem.mem.read(A_BUF + 0x4000, 4096), "op {forged_op:#04x}: the WRITE's data at the peer");
     }
 }
+
+/// A go-back-N rewind that the requester applies only after the WQEs it points to completed
+/// and their send-queue slots were written again by the host (the soak's reordering failure,
+/// docs/verification.md): the requester must not build packets from the new contents of
+/// those slots with the old PSNs. The requester's transmit side is held (a stalled MAC) while
+/// two NAKs rewind it into the middle of a SEND and an ACK then completes every WQE; the host
+/// writes other WQEs into the freed slots; once the MAC runs again the engine may only resend
+/// what it sent before (same opcode, PSN and length), and the QP must keep working.
+#[test]
+fn a_rewind_overtaken_by_the_ack_of_everything_does_not_resend_reused_slots() {
+    let p0: u32 = 0x40_0000;
+    let cfg = QpConfig { pmtu: 1024, sq_psn: p0, rq_psn: 0x2000, timeout: 14, ..Default::default() };
+    let (mut b, lkey, rkey) = setup(41, cfg);
+    b.post_send(QA, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF + 0x1_0000, rkey }, vec![Sge { addr: A_BUF, len: 64, lkey }]), true).unwrap();
+    b.run(1, 100_000).unwrap();
+    let (templ, _) = b.wire.iter().filter(|w| !w.1).find_map(|w| hematite_sim::rc::decode(&w.2)).expect("the peer's ACK");
+    b.connect(5, 0x45, QpConfig { sq_psn: 0x9000, ..cfg }, QpConfig { sq_psn: 0x9000, ..cfg }, 0).unwrap();
+    // from here on every answer of the peer is lost: the engine hears only the frames below
+    b.drop_rx.extend(1..1000);
+    b.post_recv_b(QB, &hematite_model::transport::RecvWr { wr_id: 50, sgl: vec![Sge { addr: B_BUF + 0x2_0000, len: 0x1_0000, lkey: rkey }] }).unwrap();
+    // SEND p0+1 ..= p0+60, WRITE p0+61
+    b.post_send(QA, &SendWr::new(2, SendOp::Send, vec![Sge { addr: A_BUF + 0x4000, len: 60 * 1024, lkey }]), false).unwrap();
+    b.post_send(QA, &SendWr::new(3, SendOp::Write { remote_addr: B_BUF + 0x1_8000, rkey }, vec![Sge { addr: A_BUF, len: 100, lkey }]), true).unwrap();
+    let _ = b.run(3, 6_000);
+    assert_eq!(b.engine_records().len(), 62, "the SEND's 60 packets and the WRITE went out");
+    let forge = |b: &mut RcBench, psn: u32, syndrome: u8, msn: u32| {
+        let r = HdrRecord { opcode: ACKNOWLEDGE, psn, syndrome, msn, payload_len: 0, ..templ };
+        b.a.eng.rx_q.push_back(hematite_model::build_frame(&r, &[]).unwrap());
+    };
+    b.a.eng.tx_stall_pct = 97;
+    forge(&mut b, p0 + 6, 0x60, 1);
+    let _ = b.run(3, 400);
+    forge(&mut b, p0 + 7, 0x60, 1);
+    let _ = b.run(3, 400);
+    forge(&mut b, p0 + 61, 0x1F, 3);
+    let _ = b.run(3, 1_000);
+    assert_eq!(b.a.cqes.len(), 3, "the ACK completed the SEND and the WRITE: {:?}", b.a.cqes);
+    // the host reuses the two slots (as it may once their completions arrived): other WQEs
+    for (slot, len) in [(1u64, 40_000u32), (2, 5000)] {
+        let wr = SendWr::new(90 + slot, SendOp::Send, vec![Sge { addr: A_BUF + 0x2_0000, len, lkey }]);
+        let bytes = hematite_model::desc::encode_send_wqe(&wr, 64, None).unwrap();
+        b.a.eng.mem.mem.write(hematite_sim::host::SQ_BASE + QA as u64 * 0x1_0000 + slot * 64, &bytes);
+    }
+    // work on another QP in between (the requester's WQE buffer then holds its WQE)
+    b.post_send(5, &SendWr::new(7, SendOp::Write { remote_addr: B_BUF + 0x3_8000, rkey }, vec![Sge { addr: A_BUF, len: 100, lkey }]), true).unwrap();
+    let before = b.engine_records();
+    b.a.eng.tx_stall_pct = 0;
+    let _ = b.run(4, 30_000);
+    let after = b.engine_records();
+    for r in &after[before.len()..] {
+        assert!(
+            r.dest_qp == 0x45 || before.iter().any(|o| o.psn == r.psn && o.opcode == r.opcode && o.payload_len == r.payload_len),
+            "after the MAC ran again the engine sent op {:#04x} PSN {:#x} ({} bytes), which it never sent before: built from a reused slot\n{:?}",
+            r.opcode, r.psn, r.payload_len, after[before.len()..].iter().map(|r| (r.opcode, r.psn, r.payload_len)).collect::<Vec<_>>()
+        );
+    }
+    // and the QP goes on: a new WRITE from slot 3 completes with its data at the peer
+    b.drop_rx.clear();
+    b.post_send(QA, &SendWr::new(4, SendOp::Write { remote_addr: B_BUF + 0x3_0000, rkey }, vec![Sge { addr: A_BUF + 0x8000, len: 2000, lkey }]), true).unwrap();
+    // (QP 5's WRITE waits for its long ACK timeout: its ACK was lost with the others)
+    b.run(4, 600_000).unwrap_or_else(|e| panic!("{e}"));
+    assert!(b.a.cqes.iter().any(|c| c.cqe.wr_id == 4), "{:?}", b.a.cqes);
+    assert!(b.a.cqes.iter().all(|c| c.cqe.status == WcStatus::Success), "{:?}", b.a.cqes);
+    assert_eq!(b.peer.mem.read(B_BUF + 0x3_0000, 2000), b.a.eng.mem.mem.read(A_BUF + 0x8000, 2000));
+}

@@ -85,6 +85,13 @@ fn lossy_mix(seed: u64, pmtu: u32, ppm: u32, n: usize) -> u64 {
     let c = cnt(&mut s);
     assert!(r.is_ok(), "seed {seed} ppm {ppm}: {r:?} (dropped {}, retries/timeouts {c:?})", s.b.dropped);
     let (_, send) = s.b.split_cqes();
+    if send != want && std::env::var_os("DBG_WIRE").is_some() {
+        for (t, from_eng, f) in &s.b.wire {
+            if let Some((r, _)) = hematite_sim::rc::decode(f) {
+                eprintln!("W {t} {} op {:#04x} psn {:#x} syn {:#x} len {}", if *from_eng { "A>" } else { "<B" }, r.opcode, r.psn, r.syndrome, r.payload_len);
+            }
+        }
+    }
     assert_eq!(send, want, "seed {seed}: engine send CQEs (dropped {}, retries/timeouts {c:?})", s.b.dropped);
     let (got_r, _) = s.b.split_cqes();
     assert_eq!(got_r, s.b.a.refn.poll_recv_cq(QA));
