@@ -155,7 +155,7 @@ module hm_rc_compl
     logic [23:0] rnr_psn;     // where to resume after it
     logic        tmr_on;      // timer armed (ACK timeout, or the RNR timer when rnr_wait)
     logic [47:0] deadline;
-    logic        rw_v;        // a REWIND went to the requester since the last CLAMP
+    logic        rw_v;        // a REWIND went to the requester since the QP last drained
   } cdyn_t;
 
   hm_qp_ctx_t  ctx_mem [NUM_QPS];
@@ -546,14 +546,17 @@ module hm_rc_compl
   logic [23:0] rt_psn_q;          // PSN to go back to
   logic        rt_guard_q;        // set the NAK guard to rt_psn_q
   logic        rwd_q;             // this packet / event sent a REWIND
+  logic        clamped_q;         // this packet sent its CLAMP
   logic [15:0] rw_idx_q;          // rewind walk: WQE and its first PSN
   logic [23:0] rw_f_q;
   logic        prog_q;            // progress made by this packet
   logic        tmr_restart_q;     // (re)arm the ACK timer at C_SAVE
   // WQEs retired after a REWIND that the requester may not have applied yet (its transmit
-  // side held): a CLAMP goes first, then the QP is saved (once)
+  // side held, commands wait for a packet boundary): a CLAMP to the new oldest WQE goes
+  // first, then the QP is saved (once). Every such progress sends one until nothing is
+  // outstanding: the requester applies them in order, so the last one wins.
   logic        clamp_due, save_now;
-  assign clamp_due = kind_q == K_PKT && prog_q && d_q.rw_v && !rwd_q && !d_q.err;
+  assign clamp_due = kind_q == K_PKT && prog_q && d_q.rw_v && !rwd_q && !clamped_q && !d_q.err;
   assign save_now  = st_q == C_SAVE && !clamp_due;
   logic [7:0]  fatal_st_q;
   logic [47:0] ack_to;
@@ -626,6 +629,7 @@ module hm_rc_compl
           flushing_q    <= 1'b0;
           prog_q        <= 1'b0;
           rwd_q         <= 1'b0;
+          clamped_q     <= 1'b0;
           tmr_restart_q <= 1'b0;
           disc_next_q   <= C_SAVE;
           absorbed_q    <= 1'b0;
@@ -1119,7 +1123,8 @@ module hm_rc_compl
           if (clamp_due) begin
             // the requester must not go back to WQEs that completed: the host may already
             // have written their slots again
-            d_q.rw_v   <= 1'b0;
+            d_q.rw_v   <= d_q.ci != d_q.shead;
+            clamped_q  <= 1'b1;
             rqc_q      <= '{op: HM_RQC_CLAMP, qpn: 16'(q_q), idx: d_q.ci, off: 32'd0, psn: d_q.una};
             rqc_next_q <= C_SAVE;
             st_q       <= C_RQC;

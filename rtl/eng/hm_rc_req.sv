@@ -835,7 +835,8 @@ module hm_rc_req
           ok = (ctx_q.state == HM_QPS_RTS ||
                 (ctx_q.state == HM_QPS_SQD && off_q != '0)) && !qerr_q[q_q] && !hold_q[q_q];
           if (!ok || pi_q == head_q) state_q <= S_IDLE;      // nothing to do, not requeued
-          else if (paused) state_q <= S_SAVE;         // requeued untouched
+          // requeued untouched; a waiting command (a CLAMP past WQEs that completed) goes first
+          else if (paused || yield_now) state_q <= S_SAVE;
           else state_q <= S_WAITW;
         end
         // the next WQE is being fetched and assembled; xfer moves it to the decoder

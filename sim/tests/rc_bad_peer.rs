@@ -393,7 +393,7 @@ fn responses_beyond_every_psn_sent_retire_nothing() {
 /// and their send-queue slots were written again by the host (the soak's reordering failure,
 /// docs/verification.md): the requester must not build packets from the new contents of
 /// those slots with the old PSNs. The requester's transmit side is held (a stalled MAC) while
-/// two NAKs rewind it into the middle of a SEND and an ACK then completes every WQE; the host
+/// two NAKs rewind it into the middle of a SEND and two ACKs then complete every WQE; the host
 /// writes other WQEs into the freed slots; once the MAC runs again the engine may only resend
 /// what it sent before (same opcode, PSN and length), and the QP must keep working.
 #[test]
@@ -421,6 +421,10 @@ fn a_rewind_overtaken_by_the_ack_of_everything_does_not_resend_reused_slots() {
     forge(&mut b, p0 + 6, 0x60, 1);
     let _ = b.run(3, 400);
     forge(&mut b, p0 + 7, 0x60, 1);
+    let _ = b.run(3, 400);
+    // the ACKs arrive in two steps (the SEND, then the WRITE): each retires WQEs behind
+    // the rewinds the requester has not applied
+    forge(&mut b, p0 + 60, 0x1F, 2);
     let _ = b.run(3, 400);
     forge(&mut b, p0 + 61, 0x1F, 3);
     let _ = b.run(3, 1_000);
