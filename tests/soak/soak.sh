@@ -10,9 +10,9 @@
 #   --fault P    probability per transmitted RoCE frame of each wire fault: loss, duplication,
 #                reordering, corruption (default 0.01, i.e. 1 % each)
 #   --loss P, --dup P, --reorder P, --corrupt P   one fault kind's probability (default --fault)
-#   --rd-atomic N  RDMA READs in flight per QP (max_rd_atomic / max_dest_rd_atomic), default 1:
-#                with 4 and 16 QPs of WRITE + READ the engine stops answering within seconds,
-#                even on a clean wire (found by this soak; docs/verification.md, "Soak")
+#   --rd-atomic N  RDMA READs in flight per QP (max_rd_atomic / max_dest_rd_atomic), default 1
+#                (4 once stalled the simulated wire within seconds; fixed, docs/verification.md,
+#                "Soak")
 #   --out DIR    logs and figures (default build/soak)
 #
 # Builds what it needs (release profile; the firmware image into DIR/fw), starts the two
