@@ -127,15 +127,29 @@ pingpong pingpong_events -n 100 -e
 perf() { # NAME TOOL ARGS...
     local name="$1" tool="$2"; shift 2
     want "$name" || return 0
-    if run_pair "$name" 400 "Waiting for client|local address" "$tool" -d hematite0 -x 0 "$@" -- "$tool" -d hematite1 -x 0 "$@" 127.0.0.1; then
+    local rc note="" try
+    for try in 1 2; do
+        run_pair "$name" 400 "Waiting for client|local address" "$tool" -d hematite0 -x 0 "$@" -- "$tool" -d hematite1 -x 0 "$@" 127.0.0.1
+        rc=$?
+        # perftest calibrates the host's cycle counter against its clock before it reports,
+        # and gives up ("Correlation coefficient r^2 ... < 0.9", no report) when the host is
+        # too busy to sample it evenly: nothing about the NIC. Run such a case once more.
+        if [ $try -eq 1 ] && grep -q "Correlation coefficient" "$LOGS/$name.client" 2>/dev/null &&
+            [ -z "$(perf_line "$LOGS/$name.client" | grep -v Correlation)" ]; then
+            note=" (run twice: perftest's clock calibration failed on a busy host the first time)"
+            continue
+        fi
+        break
+    done
+    if [ $rc -eq 0 ]; then
         local l; l=$(perf_line "$LOGS/$name.client")
         # bw: bytes iters peak avg msg-rate; lat: bytes iters min max typical avg ... (usec).
         # The iteration count must be what was asked for, the rate / average above zero.
         local iters; iters=$(sed -nE 's/.*-n ([0-9]+).*/\1/p' <<<"$*")
         if [ -n "$l" ] && awk -v l="$l" -v it="$iters" -v lat="$([[ $tool == *_lat ]] && echo 1 || echo 0)" \
             'BEGIN{n=split(l,f," "); v=lat ? f[6] : f[5]; exit !(n>=5 && f[2]==it && v+0>0)}'; then
-            ok "$name" "$tool $* -> $l"
-        else bad "$name" "no result line: '$l'"; show_fail "$name"; fi
+            ok "$name" "$tool $* -> $l$note"
+        else bad "$name" "no result line: '$l'$note"; show_fail "$name"; fi
     else bad "$name" "server rc=$SRV_RC client rc=$CLI_RC"; show_fail "$name"; fi
 }
 N=100; [ $QUICK -eq 1 ] && N=20
