@@ -1,0 +1,291 @@
+//! The completer of a [`Qp`]: responses to our requests (ACK, RNR NAK, NAK, READ response,
+//! atomic ACK), cumulative acknowledgement, implied NAKs, go-back-N, the RNR and retry
+//! counters, and send completions.
+
+use super::*;
+
+impl Qp {
+    fn progress(&mut self, now: u64) {
+        self.retry_left = self.cfg.retry_cnt;
+        self.rnr_left = self.cfg.rnr_retry;
+        self.nak_guard = None;
+        self.timer_start = if self.outstanding() { Some(now) } else { None };
+    }
+
+    fn pop_success(&mut self) {
+        let Some(e) = self.sq.pop_front() else { return };
+        if self.tx_idx == 0 {
+            self.tx_off = 0;
+        } else {
+            self.tx_idx -= 1;
+        }
+        if e.wr.signaled {
+            let c = self.cqe(e.wr.wr_id, WcStatus::Success, e.wr.op.wc_opcode(), e.len.min(u32::MAX as u64) as u32);
+            self.send_cq.push_back(c);
+        }
+    }
+
+    /// Completes the oldest WQE with `status` and moves the QP to ERR.
+    pub(super) fn fatal(&mut self, status: WcStatus) {
+        if let Some(e) = self.sq.pop_front() {
+            let c = self.cqe(e.wr.wr_id, status, e.wr.op.wc_opcode(), 0);
+            self.send_cq.push_back(c);
+        }
+        self.go_err();
+    }
+
+    /// Go-back-N: the next request packet sent is the one with PSN `p`.
+    fn rewind(&mut self, p: u32) {
+        let mut n_started = 0;
+        for (i, e) in self.sq.iter().enumerate() {
+            if !e.started {
+                break;
+            }
+            n_started = i + 1;
+            let d = diff(p, e.first_psn);
+            if d >= 0 && (d as u32) < e.npkts {
+                self.tx_idx = i;
+                self.tx_off = d as u32;
+                return;
+            }
+        }
+        self.tx_idx = n_started;
+        self.tx_off = 0;
+    }
+
+    pub(super) fn retry(&mut self, p: u32, now: u64, _cx: &mut Ctx<'_>) {
+        if self.retry_left == 0 {
+            self.fatal(WcStatus::RetryExcErr);
+            return;
+        }
+        self.retry_left -= 1;
+        self.stats.retries += 1;
+        self.rewind(p);
+        self.timer_start = Some(now);
+    }
+
+    /// Cumulative acknowledgement of every PSN ≤ `n`. Returns false if it triggered an implied
+    /// NAK (an unanswered READ/atomic at or before `n`), which already retried / failed.
+    fn ack_through(&mut self, n: u32, now: u64, cx: &mut Ctx<'_>) -> bool {
+        let mut prog = false;
+        loop {
+            let Some(e) = self.sq.front() else { break };
+            if !e.started {
+                break;
+            }
+            if e.wr.op.is_rd_atomic() {
+                if ge(n, e.first_psn) {
+                    let p = add(e.first_psn, e.done);
+                    if prog {
+                        self.progress(now);
+                    }
+                    // one retry per missing response until progress (later responses of
+                    // subsequent READs / duplicate ACKs carry no new information)
+                    if self.nak_guard != Some(p) && self.rnr_until.is_none() {
+                        self.stats.implied_naks += 1;
+                        self.retry(p, now, cx);
+                        if self.state != QpState::Err {
+                            self.nak_guard = Some(p);
+                        }
+                    }
+                    return false;
+                }
+                break;
+            }
+            let last = add(e.first_psn, e.npkts.saturating_sub(1));
+            if le(last, n) {
+                self.pop_success();
+                prog = true;
+                continue;
+            }
+            if ge(n, e.first_psn) {
+                let nd = diff(n, e.first_psn) as u32 + 1;
+                if nd > e.done {
+                    if let Some(f) = self.sq.front_mut() {
+                        f.done = nd;
+                    }
+                    prog = true;
+                }
+            }
+            break;
+        }
+        if prog {
+            self.progress(now);
+        }
+        true
+    }
+
+    /// `p` lies in `[una, next_psn)` (or `== next_psn` when `incl_next`).
+    fn psn_in_window(&self, p: u32, incl_next: bool) -> bool {
+        let una = self.una();
+        ge(p, una) && (gt(self.next_psn, p) || (incl_next && p == self.next_psn))
+    }
+
+    pub(super) fn req_recv(&mut self, now: u64, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
+        if !matches!(self.state, QpState::Rts | QpState::Sqd) {
+            return;
+        }
+        match rec.opcode {
+            0x11 => self.on_ack(now, rec, cx),
+            0x0D..=0x10 => self.on_read_resp(now, rec, payload, cx),
+            0x12 => self.on_atomic_ack(now, rec, cx),
+            _ => {}
+        }
+    }
+
+    fn on_ack(&mut self, now: u64, rec: &HdrRecord, cx: &mut Ctx<'_>) {
+        let p = rec.psn;
+        let syn = rec.syndrome;
+        match syn >> 5 {
+            0 => {
+                // ACK: valid for PSNs in [una-1, next_psn-1]
+                if self.psn_in_window(add(p, 1), true) {
+                    self.ack_through(p, now, cx);
+                }
+            }
+            1 => {
+                if !self.psn_in_window(p, false) {
+                    return;
+                }
+                self.stats.rnr_rcvd += 1;
+                if !self.ack_through(sub(p, 1), now, cx) {
+                    return;
+                }
+                if self.rnr_left == 0 {
+                    self.fatal(WcStatus::RnrRetryExcErr);
+                    return;
+                }
+                if self.cfg.rnr_retry != 7 {
+                    self.rnr_left -= 1;
+                }
+                self.rewind(p);
+                self.rnr_until = Some(now.saturating_add(rnr_timer_ns(syn & 0x1F)));
+                self.timer_start = None;
+            }
+            3 => match syn {
+                SYN_NAK_SEQ => {
+                    if !self.psn_in_window(p, true) || self.rnr_until.is_some() || self.nak_guard == Some(p) {
+                        return;
+                    }
+                    self.stats.nak_seq_rcvd += 1;
+                    if !self.ack_through(sub(p, 1), now, cx) {
+                        return;
+                    }
+                    self.retry(p, now, cx);
+                    if self.state != QpState::Err {
+                        self.nak_guard = Some(p);
+                    }
+                }
+                SYN_NAK_INV_REQ | SYN_NAK_REM_ACCESS | SYN_NAK_REM_OP => {
+                    if !self.psn_in_window(p, false) {
+                        return;
+                    }
+                    if !self.ack_through(sub(p, 1), now, cx) {
+                        return;
+                    }
+                    self.fatal(match syn {
+                        SYN_NAK_INV_REQ => WcStatus::RemInvReqErr,
+                        SYN_NAK_REM_ACCESS => WcStatus::RemAccessErr,
+                        _ => WcStatus::RemOpErr,
+                    });
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn on_read_resp(&mut self, now: u64, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
+        let q = rec.psn;
+        let found = self.sq.iter().take_while(|e| e.started).find(|e| {
+            matches!(e.wr.op, SendOp::Read { .. }) && {
+                let d = diff(q, e.first_psn);
+                d >= 0 && (d as u32) < e.npkts
+            }
+        });
+        let Some(e) = found else { return };
+        let first = e.first_psn;
+        let expected = add(first, e.done);
+        let d = diff(q, expected);
+        if d < 0 {
+            return;
+        }
+        if d > 0 {
+            if self.nak_guard != Some(expected) && self.rnr_until.is_none() {
+                if !self.ack_through(sub(first, 1), now, cx) {
+                    return;
+                }
+                self.retry(expected, now, cx);
+                if self.state != QpState::Err {
+                    self.nak_guard = Some(expected);
+                }
+            }
+            return;
+        }
+        if !self.ack_through(sub(first, 1), now, cx) {
+            return;
+        }
+        let pmtu = self.cfg.pmtu as u64;
+        let Some(e) = self.sq.front() else { return };
+        if e.first_psn != first || !matches!(e.wr.op, SendOp::Read { .. }) {
+            return;
+        }
+        let k = diff(q, first) as u64;
+        let off = k * pmtu;
+        let exp_len = e.len.saturating_sub(off).min(pmtu) as usize;
+        let is_last = k + 1 == e.npkts as u64;
+        let Some(info) = opcode::info(rec.opcode) else { return };
+        if info.end != is_last || payload.len() != exp_len || (info.aeth && rec.syndrome >> 5 != 0) {
+            return;
+        }
+        let pd = self.cfg.pd;
+        let ok = check_sgl(&e.wr.sgl, pd, Need::LocalWrite, cx.mrs).is_ok()
+            && scatter(&e.wr.sgl, off, payload, cx.mem);
+        if !ok {
+            self.fatal(WcStatus::LocProtErr);
+            return;
+        }
+        let done = match self.sq.front_mut() {
+            Some(f) => {
+                f.done += 1;
+                f.done >= f.npkts
+            }
+            None => false,
+        };
+        if done {
+            self.pop_success();
+        }
+        self.progress(now);
+    }
+
+    fn on_atomic_ack(&mut self, now: u64, rec: &HdrRecord, cx: &mut Ctx<'_>) {
+        let q = rec.psn;
+        if rec.syndrome >> 5 != 0 {
+            return;
+        }
+        let found = self
+            .sq
+            .iter()
+            .take_while(|e| e.started)
+            .any(|e| e.wr.op.is_atomic() && e.first_psn == q);
+        if !found || !self.ack_through(sub(q, 1), now, cx) {
+            return;
+        }
+        let Some(e) = self.sq.front() else { return };
+        if !(e.wr.op.is_atomic() && e.first_psn == q) {
+            return;
+        }
+        let pd = self.cfg.pd;
+        let ok = check_sgl(&e.wr.sgl, pd, Need::LocalWrite, cx.mrs).is_ok()
+            && scatter(&e.wr.sgl, 0, &rec.atomic_orig.to_le_bytes(), cx.mem);
+        if !ok {
+            self.fatal(WcStatus::LocProtErr);
+            return;
+        }
+        if let Some(f) = self.sq.front_mut() {
+            f.done = 1;
+        }
+        self.pop_success();
+        self.progress(now);
+    }
+}
