@@ -1,0 +1,155 @@
+//! What every object of one opened device shares ([`Shared`]): the device, the pinned
+//! memory, the registered MRs and QPs the fast path looks up, the fatal-error flag, and the
+//! firmware mailbox through which every control command goes (docs/control-core.md).
+
+use super::objects::{QpInner, WqTrack};
+use crate::device::Device;
+use crate::mem::{DmaBuf, Pins, Unpin};
+use crate::{Error, Result};
+use hematite_firmware::mbox;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// Offset of the control core's host port in BAR0.
+pub const FW_PORT: u64 = 0x1_0000;
+/// Mailbox registers of the control core's host port (docs/control-core.md).
+pub const FW_CMD_IN: u64 = FW_PORT;
+pub const FW_CMD_OUT: u64 = FW_PORT + 0x100;
+pub const FW_MBOX_DB: u64 = FW_PORT + 0x200;
+pub const FW_MBOX_STATUS: u64 = FW_PORT + 0x204;
+pub const FW_CORE_CTRL: u64 = FW_PORT + 0x208;
+
+pub(super) struct Shared {
+    pub(super) dev: Box<dyn Device>,
+    pub(super) pins: Mutex<Pins>,
+    pub(super) mbox: Mutex<u8>,
+    pub(super) cmd_timeout: Duration,
+    /// Registered MRs by lkey: (addr, len) for inline-data gathering.
+    pub(super) mrs: Mutex<HashMap<u32, (u64, u64)>>,
+    /// QPs by number, for completion bookkeeping.
+    pub(super) qps: Mutex<HashMap<u32, Weak<QpInner>>>,
+    /// Every QP's work-queue tracking, for [`Nic::sends_outstanding`](super::Nic::sends_outstanding) (upgrading one of
+    /// these never runs a QP's destructor, unlike upgrading a `QpInner`).
+    pub(super) trks: Mutex<Vec<Weak<WqTrack>>>,
+    /// The device failed for good ([`Device::failed`]): commands fail at once with EIO,
+    /// destroying objects succeeds (they went with the device), and polling a CQ completes
+    /// every outstanding work request with WR_FLUSH_ERR.
+    pub(super) fatal: AtomicBool,
+}
+
+struct PinOwner(Weak<Shared>);
+
+impl Unpin for PinOwner {
+    fn unpin(&self, addr: u64, len: u64) {
+        if let Some(sh) = self.0.upgrade() {
+            let mut p = sh.pins.lock().unwrap();
+            if let Err(e) = p.unpin(sh.dev.as_ref(), addr, len) {
+                if !sh.fatal.load(Ordering::Acquire) {
+                    eprintln!("hostdrv: unpinning {addr:#x}+{len:#x}: {e}");
+                }
+            }
+        }
+    }
+}
+
+fn fatal_error() -> Error {
+    Error::Device("the device has failed (fatal error): close it and open it again".into())
+}
+
+impl Shared {
+    /// Whether the device failed for good; looks at the backend once more while it has not.
+    pub(super) fn check_fatal(&self) -> bool {
+        if self.fatal.load(Ordering::Acquire) {
+            return true;
+        }
+        if self.dev.failed() {
+            self.fatal.store(true, Ordering::Release);
+            for t in self.trks.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(Weak::upgrade) {
+                t.fatal.store(true, Ordering::Release);
+            }
+            return true;
+        }
+        false
+    }
+
+    pub(super) fn cmd(&self, op: u16, args: &[u32]) -> Result<Vec<u32>> {
+        if self.fatal.load(Ordering::Acquire) {
+            return Err(fatal_error());
+        }
+        match self.cmd_once(op, args) {
+            Err(_) if self.check_fatal() => Err(fatal_error()),
+            r => r,
+        }
+    }
+
+    fn cmd_once(&self, op: u16, args: &[u32]) -> Result<Vec<u32>> {
+        if args.len() > mbox::MAX_ARGS {
+            return Err(Error::inval("firmware command too long"));
+        }
+        let mut tok = self.mbox.lock().map_err(|_| Error::Device("mailbox lock poisoned".into()))?;
+        *tok = tok.wrapping_add(1);
+        let token = *tok;
+        let dev = self.dev.as_ref();
+        let st0 = dev.read32(FW_MBOX_STATUS)?;
+        if st0 & 0b1100 != 0 {
+            return Err(Error::Device(format!("control core stopped (mailbox status {st0:#x}: fault/trap)")));
+        }
+        if st0 & 1 != 0 {
+            return Err(Error::Busy("a firmware command is still pending".into()));
+        }
+        dev.write32(FW_CMD_IN, mbox::Header::word(op, args.len() as u8, token))?;
+        for (i, a) in args.iter().enumerate() {
+            dev.write32(FW_CMD_IN + 4 * (i as u64 + 1), *a)?;
+        }
+        dev.write32(FW_MBOX_DB, 1)?;
+        let t0 = Instant::now();
+        let mut polls = 0u32;
+        loop {
+            let st = dev.read32(FW_MBOX_STATUS)?;
+            if st & 0b1100 != 0 {
+                return Err(Error::Device(format!("control core fault/trap during command {op:#x} (status {st:#x})")));
+            }
+            if st >> 16 != st0 >> 16 && st & 1 == 0 {
+                break;
+            }
+            if t0.elapsed() > self.cmd_timeout {
+                return Err(Error::Timeout(format!("firmware command {op:#04x} not answered in {:?}", self.cmd_timeout)));
+            }
+            polls += 1;
+            if polls > 64 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        let h = dev.read32(FW_CMD_OUT)?;
+        let status = h as u8;
+        let n = ((h >> 8) & 0xFF) as usize;
+        if (h >> 24) as u8 != token {
+            return Err(Error::Device(format!("answer token {} for command token {token}", h >> 24)));
+        }
+        if status != 0 {
+            return Err(Error::Firmware { opcode: op, status });
+        }
+        if n > mbox::MAX_ARGS {
+            return Err(Error::Device(format!("answer claims {n} words")));
+        }
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            out.push(dev.read32(FW_CMD_OUT + 4 * (i as u64 + 1))?);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn buf(self: &Arc<Shared>, len: usize) -> Result<DmaBuf> {
+        let owner: Arc<dyn Unpin> = Arc::new(PinOwner(Arc::downgrade(self)));
+        DmaBuf::new(len, owner, |a, l| self.pins.lock().unwrap().pin(self.dev.as_ref(), a, l))
+    }
+}
+
+pub(super) fn need(out: &[u32], n: usize, what: &str) -> Result<()> {
+    if out.len() < n {
+        return Err(Error::Device(format!("{what}: {} answer words, expected {n}", out.len())));
+    }
+    Ok(())
+}
