@@ -1,0 +1,230 @@
+//! The context and the handle types every other file works with: [`Ctx`] (what `hm_rs_open`
+//! returns) with what its objects share, and the PD, MR, CQ and QP handles handed to
+//! `shim.c`. Opening the backend named in sysfs, closing, and the device and port queries.
+
+use crate::abi::*;
+use crate::{errno_of, warn};
+use hostdrv::nic::{Cq, Mr, Pd, Qp};
+use hostdrv::simdev::SimDevice;
+use hostdrv::{Error, Nic};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::os::fd::{OwnedFd, RawFd};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// What a context and all its objects share: the device, and the maps the event thread needs.
+pub(crate) struct Shared {
+    pub(crate) nic: Nic,
+    pub(crate) sim: Option<Arc<SimDevice>>,
+    pub(crate) node_guid: u64,
+    /// CQs with a completion channel (the event thread watches them).
+    pub(crate) cqs: Mutex<Vec<Arc<RsCq>>>,
+    /// QP number -> `struct ibv_qp *`, for asynchronous events.
+    pub(crate) qps: Mutex<HashMap<u32, usize>>,
+    /// CQ number -> `struct ibv_cq *`, for asynchronous events.
+    pub(crate) cq_ptrs: Mutex<HashMap<u32, usize>>,
+    /// Co-simulation only: an empty poll sleeps briefly (`HM_POLL_BACKOFF_US`, default 50 µs),
+    /// so that programs that spin on `ibv_poll_cq` leave the CPU to the simulated device
+    /// (which runs ~1000x slower than hardware; 50 µs is a handful of simulated cycles).
+    pub(crate) poll_backoff: Option<std::time::Duration>,
+}
+
+/// The context: what `hm_rs_open` returns.
+pub struct Ctx {
+    pub(crate) sh: Arc<Shared>,
+    pub(crate) events: Mutex<Option<(JoinHandle<()>, OwnedFd)>>,
+}
+
+pub struct RsPd {
+    pub(crate) pd: Pd,
+}
+
+pub struct RsMr {
+    pub(crate) mr: Mr,
+}
+
+pub struct RsCq {
+    pub(crate) sh: Arc<Shared>,
+    pub(crate) cq: Cq,
+    pub(crate) ibcq: usize,
+    pub(crate) chan_wfd: RawFd,
+    pub(crate) armed: AtomicBool,
+}
+
+pub struct RsQp {
+    pub(crate) sh: Arc<Shared>,
+    pub(crate) qp: Qp,
+    /// `F_SIGNALED` when the QP signals every WR (sq_sig_all), else 0.
+    pub(crate) sig_flag: u8,
+    pub(crate) max_inline: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+}
+
+/// Reads a small text file.
+pub(crate) fn read_text(path: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+fn parse_guid(s: &str) -> Option<u64> {
+    let hex: String = s.chars().filter(|c| *c != ':').collect();
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(&hex, 16).ok()
+}
+
+fn open_backend(ibdev_path: &str) -> Result<Ctx, c_int> {
+    let dir = std::path::Path::new(ibdev_path);
+    let file = dir.join("hematite_backend");
+    let Some(spec) = read_text(&file) else {
+        warn(format_args!("{} is missing: the device tree was not made by hematite-run (or the deployment's generator)", file.display()));
+        return Err(libc::ENODEV);
+    };
+    let (nic, sim) = if let Some(sock) = spec.strip_prefix("sim:") {
+        let dev = Arc::new(SimDevice::open(std::path::Path::new(sock)).map_err(|e| {
+            if !matches!(e, Error::Busy(_)) {
+                warn(format_args!("opening the simulated device {sock}: {e} (is it running? `hematite-run --status`)"));
+            }
+            errno_of(&e)
+        })?);
+        let nic = Nic::open(Box::new(dev.clone())).map_err(|e| {
+            warn(format_args!("starting the simulated device {sock}: {e}"));
+            errno_of(&e)
+        })?;
+        (nic, Some(dev))
+    } else if let Some(bdf) = spec.strip_prefix("vfio:") {
+        let dev = hostdrv::vfio::VfioDevice::open(bdf).map_err(|e| {
+            warn(format_args!("opening the PCI function {bdf} through VFIO: {e}"));
+            errno_of(&e)
+        })?;
+        let nic = Nic::open(Box::new(dev)).map_err(|e| {
+            warn(format_args!("starting {bdf}: {e}"));
+            errno_of(&e)
+        })?;
+        (nic, None)
+    } else {
+        warn(format_args!("{}: unknown backend {spec:?} (expected sim:<socket> or vfio:<BDF>)", file.display()));
+        return Err(libc::EINVAL);
+    };
+    let is_sim = sim.is_some();
+    let node_guid = read_text(&dir.join("node_guid")).and_then(|s| parse_guid(&s)).unwrap_or_else(|| {
+        let m = nic.mac().unwrap_or(0);
+        (m >> 24 ^ 0x02_0000) << 40 | 0xFF_FE << 24 | (m & 0xFF_FFFF)
+    });
+    let sh = Arc::new(Shared {
+        nic,
+        sim,
+        node_guid,
+        cqs: Mutex::new(Vec::new()),
+        qps: Mutex::new(HashMap::new()),
+        cq_ptrs: Mutex::new(HashMap::new()),
+        poll_backoff: if is_sim {
+            let us = std::env::var("HM_POLL_BACKOFF_US").ok().and_then(|v| v.parse().ok()).unwrap_or(50u64);
+            (us > 0).then(|| std::time::Duration::from_micros(us))
+        } else {
+            None
+        },
+    });
+    Ok(Ctx { sh, events: Mutex::new(None) })
+}
+
+/// Opens the device behind `ibdev_path`; NULL with `*err` set on failure.
+///
+/// # Safety
+/// `ibdev_path` is a NUL-terminated string, `err` a valid pointer.
+#[no_mangle]
+pub unsafe extern "C" fn hm_rs_open(ibdev_path: *const c_char, err: *mut c_int) -> *mut c_void {
+    // SAFETY: the caller's guarantee.
+    let path = unsafe { CStr::from_ptr(ibdev_path) }.to_string_lossy().into_owned();
+    match open_backend(&path) {
+        Ok(ctx) => Box::into_raw(Box::new(ctx)) as *mut c_void,
+        Err(e) => {
+            // SAFETY: the caller's guarantee.
+            unsafe { *err = e };
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Stops the event thread and closes the device (the device resets, freeing everything).
+///
+/// # Safety
+/// `ctx` came from `hm_rs_open` and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn hm_rs_close(ctx: *mut c_void) {
+    if ctx.is_null() {
+        return;
+    }
+    // SAFETY: the caller's guarantee.
+    let ctx = unsafe { Box::from_raw(ctx as *mut Ctx) };
+    if let Some((h, stop)) = ctx.events.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        drop(stop); // the thread sees the pipe's write end close
+        let _ = h.join();
+    }
+    ctx.sh.cqs.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+/// # Safety
+/// `ctx` came from `hm_rs_open`; `out` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn hm_rs_query_device(ctx: *mut c_void, out: *mut HmDevAttr) -> c_int {
+    // SAFETY: the caller's guarantee.
+    let (ctx, out) = unsafe { (&*(ctx as *const Ctx), &mut *out) };
+    let a = ctx.sh.nic.attr();
+    *out = HmDevAttr {
+        max_mr_size: a.max_mr_size,
+        page_size_cap: a.page_size_cap,
+        node_guid: ctx.sh.node_guid.to_be(),
+        fw_ver: a.fw_ver,
+        vendor_id: a.vendor_id,
+        vendor_part_id: a.vendor_part_id,
+        hw_ver: a.hw_ver,
+        max_qp: a.max_qp,
+        max_qp_wr: a.max_qp_wr,
+        max_sge: a.max_sge,
+        // the driver's event queue is one of the device's CQs
+        max_cq: a.max_cq.saturating_sub(ctx.sh.nic.has_event_queue() as u32),
+        max_cqe: a.max_cqe.min(1 << 16),
+        max_mr: a.max_mr,
+        max_pd: a.max_pd,
+        max_qp_rd_atom: a.max_qp_rd_atom,
+        max_qp_init_rd_atom: a.max_qp_init_rd_atom,
+        atomic_cap: a.atomic_cap,
+        max_inline_data: a.max_inline_data,
+        phys_port_cnt: a.phys_port_cnt,
+        num_comp_vectors: a.num_comp_vectors.min(ctx.sh.nic.device().info().num_irqs).max(1),
+        _pad: 0,
+    };
+    0
+}
+
+/// # Safety
+/// `ctx` came from `hm_rs_open`; `out` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn hm_rs_query_port(ctx: *mut c_void, port: u32, out: *mut HmPortAttr) -> c_int {
+    // SAFETY: the caller's guarantee.
+    let (ctx, out) = unsafe { (&*(ctx as *const Ctx), &mut *out) };
+    match ctx.sh.nic.query_port(port) {
+        Ok(p) => {
+            *out = HmPortAttr {
+                state: p.state,
+                max_mtu: p.max_mtu,
+                active_mtu: p.active_mtu,
+                gid_tbl_len: p.gid_tbl_len,
+                port_cap_flags: p.port_cap_flags,
+                max_msg_sz: p.max_msg_sz,
+                pkey_tbl_len: p.pkey_tbl_len,
+                link_layer: p.link_layer,
+                active_speed: p.active_speed,
+                active_width: p.active_width,
+                phys_state: p.phys_state,
+                _pad: 0,
+            };
+            0
+        }
+        Err(e) => errno_of(&e),
+    }
+}

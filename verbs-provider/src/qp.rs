@@ -1,0 +1,235 @@
+//! Queue pairs: creating, modifying (with the address resolution RoCE needs: the peer's MAC
+//! from its GID), querying and destroying them (posting is in `fastpath.rs`).
+
+use crate::abi::*;
+use crate::context::{Ctx, RsCq, RsPd, RsQp};
+use crate::{errno_of, warn};
+use hostdrv::fast;
+use hostdrv::nic::{gid_link_local, mac_of_link_local, mask, QpAttr, QpCaps, QpState};
+use std::ffi::{c_int, c_void};
+
+/// # Safety
+/// All handles came from this library; `ibqp` is the QP libibverbs will see; `caps` and the
+/// out pointers are valid.
+#[no_mangle]
+pub unsafe extern "C" fn hm_rs_create_qp(
+    ctx: *mut c_void,
+    pd: *mut c_void,
+    scq: *mut c_void,
+    rcq: *mut c_void,
+    ibqp: *mut c_void,
+    sq_sig_all: u32,
+    caps: *mut HmQpCaps,
+    qp: *mut *mut c_void,
+    qpn: *mut u32,
+) -> c_int {
+    // SAFETY: the caller's guarantee.
+    let (ctx, p, s, r, c) = unsafe {
+        (&*(ctx as *const Ctx), &*(pd as *const RsPd), &*(scq as *const RsCq), &*(rcq as *const RsCq), &mut *caps)
+    };
+    if ctx.sh.nic.check_fatal() {
+        return libc::EIO;
+    }
+    let want = QpCaps {
+        max_send_wr: c.max_send_wr,
+        max_recv_wr: c.max_recv_wr,
+        max_send_sge: c.max_send_sge,
+        max_recv_sge: c.max_recv_sge,
+        max_inline_data: c.max_inline_data,
+    };
+    match ctx.sh.nic.create_qp(&p.pd, &s.cq, &r.cq, want) {
+        Ok(q) => {
+            let g = q.caps();
+            *c = caps_out(&g);
+            ctx.sh.qps.lock().unwrap().insert(q.qpn(), ibqp as usize);
+            let rq = RsQp {
+                sh: ctx.sh.clone(),
+                sig_flag: if sq_sig_all != 0 { fast::F_SIGNALED } else { 0 },
+                max_inline: g.max_inline_data,
+                max_send_sge: g.max_send_sge,
+                max_recv_sge: g.max_recv_sge,
+                qp: q,
+            };
+            // SAFETY: the caller's guarantee.
+            unsafe {
+                *qpn = rq.qp.qpn();
+                *qp = Box::into_raw(Box::new(rq)) as *mut c_void;
+            }
+            0
+        }
+        Err(e) => errno_of(&e),
+    }
+}
+
+/// The capacities the device granted a QP, as `shim.h` passes them.
+fn caps_out(g: &QpCaps) -> HmQpCaps {
+    HmQpCaps {
+        max_send_wr: g.max_send_wr,
+        max_recv_wr: g.max_recv_wr,
+        max_send_sge: g.max_send_sge,
+        max_recv_sge: g.max_recv_sge,
+        max_inline_data: g.max_inline_data,
+        _pad: 0,
+    }
+}
+
+const IPV4_MAPPED: [u8; 12] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF];
+
+fn state_of(v: u32) -> Result<QpState, c_int> {
+    QpState::from_u32(v).ok_or(libc::EINVAL)
+}
+
+/// # Safety
+/// Handles came from this library; `a` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *const HmQpAttr, m: u32, from: u32) -> c_int {
+    // SAFETY: the caller's guarantee.
+    let (ctx, q, a) = unsafe { (&*(ctx as *const Ctx), &*(qp as *const RsQp), &*a) };
+    let run = || -> Result<(), c_int> {
+        // An illegal transition or attribute mask is refused before anything is resolved
+        // (the firmware judges again, from the QP's real state).
+        if m & mask::STATE != 0 {
+            let to = state_of(a.qp_state)?;
+            let from = if m & mask::CUR_STATE != 0 { state_of(a.cur_qp_state)? } else { state_of(from)? };
+            if hematite_firmware::qp::check_mask(from, to, m).is_err() {
+                return Err(libc::EINVAL);
+            }
+        }
+        let mut attr = QpAttr {
+            qp_state: if m & mask::STATE != 0 { state_of(a.qp_state)? } else { QpState::Reset },
+            cur_qp_state: if m & mask::CUR_STATE != 0 { state_of(a.cur_qp_state)? } else { QpState::Reset },
+            qp_access_flags: a.qp_access_flags,
+            pkey_index: a.pkey_index,
+            port_num: a.port_num,
+            path_mtu: a.path_mtu,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            rq_psn: a.rq_psn,
+            sq_psn: a.sq_psn,
+            max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
+            min_rnr_timer: a.min_rnr_timer,
+            dest_qp_num: a.dest_qp_num,
+            sgid_index: a.sgid_index,
+            dgid: a.dgid,
+            dmac: 0,
+            hop_limit: a.hop_limit,
+            traffic_class: a.traffic_class,
+            flow_label: a.flow_label,
+            udp_sport: 0,
+        };
+        if m & mask::MAX_QP_RD_ATOMIC != 0 {
+            // Our initiator depth: more than the device can keep outstanding is clamped (we
+            // then issue fewer READs / atomics at a time than the responder allows, which is
+            // always safe; perftest asks for the peer's responder resources, e.g. rxe's 128).
+            // The responder side (max_dest_rd_atomic) is not clamped: the firmware refuses it.
+            attr.max_rd_atomic = attr.max_rd_atomic.min(ctx.sh.nic.attr().max_qp_init_rd_atom.max(1));
+        }
+        if m & mask::AV != 0 {
+            if a.is_global == 0 {
+                warn(format_args!("QP {}: RoCE needs a GRH (ah_attr.is_global = 1 with the peer's GID)", q.qp.qpn()));
+                return Err(libc::EINVAL);
+            }
+            if a.dgid == [0; 16] {
+                // no destination at all: an invalid attribute, not an unsupported one
+                warn(format_args!("QP {}: the destination GID is zero", q.qp.qpn()));
+                return Err(libc::EINVAL);
+            }
+            if a.dgid[..12] != IPV4_MAPPED {
+                // RoCEv2 over IPv6: the peer's MAC is the EUI-64 identifier of its link-local
+                // GID (as the kernel's rdma_get_ll_mac does); our own link-local GID is this
+                // port (looped back). Other IPv6 destinations would need neighbour discovery.
+                let own_ll = ctx.sh.nic.mac().filter(|&m| gid_link_local(m) == a.dgid);
+                attr.dmac = match own_ll.or_else(|| mac_of_link_local(&a.dgid)) {
+                    Some(mac) => mac,
+                    None => {
+                        warn(format_args!(
+                            "QP {}: IPv6 destination {} is not an EUI-64 link-local GID; other IPv6 destinations need neighbour discovery, which this provider does not do",
+                            q.qp.qpn(),
+                            std::net::Ipv6Addr::from(a.dgid)
+                        ));
+                        return Err(libc::EOPNOTSUPP);
+                    }
+                };
+            } else {
+                let ip = u32::from_be_bytes([a.dgid[12], a.dgid[13], a.dgid[14], a.dgid[15]]);
+                let own = (ctx.sh.nic.ipv4() == Some(ip)).then(|| ctx.sh.nic.mac()).flatten();
+                let Some(sim) = &ctx.sh.sim else {
+                    warn(format_args!("QP {}: no neighbour resolution on this backend", q.qp.qpn()));
+                    return Err(libc::EOPNOTSUPP);
+                };
+                // a QP connected to one on this NIC: its own MAC (the port loops such frames back)
+                attr.dmac = if let Some(mac) = own { mac } else { sim.arp_resolve(ip).map_err(|e| {
+                    warn(format_args!("QP {}: resolving {}: {e}", q.qp.qpn(), std::net::Ipv4Addr::from(ip)));
+                    libc::EHOSTUNREACH
+                })? };
+            }
+        }
+        ctx.sh.nic.modify_qp(&q.qp, &attr, m).map_err(|e| errno_of(&e))
+    };
+    match run() {
+        Ok(()) => 0,
+        Err(e) => e,
+    }
+}
+
+/// # Safety
+/// Handles came from this library; the out pointers are valid.
+#[no_mangle]
+pub unsafe extern "C" fn hm_rs_query_qp(ctx: *mut c_void, qp: *mut c_void, out: *mut HmQpAttr, caps: *mut HmQpCaps) -> c_int {
+    // SAFETY: the caller's guarantee.
+    let (ctx, q) = unsafe { (&*(ctx as *const Ctx), &*(qp as *const RsQp)) };
+    match ctx.sh.nic.query_qp(&q.qp) {
+        Ok(a) => {
+            let g = q.qp.caps();
+            // SAFETY: the caller's guarantee.
+            unsafe {
+                *out = HmQpAttr {
+                    dgid: a.dgid,
+                    qp_state: a.qp_state as u32,
+                    cur_qp_state: a.qp_state as u32,
+                    qp_access_flags: a.qp_access_flags,
+                    pkey_index: a.pkey_index,
+                    port_num: a.port_num,
+                    path_mtu: a.path_mtu,
+                    timeout: a.timeout,
+                    retry_cnt: a.retry_cnt,
+                    rnr_retry: a.rnr_retry,
+                    rq_psn: a.rq_psn,
+                    sq_psn: a.sq_psn,
+                    max_rd_atomic: a.max_rd_atomic,
+                    max_dest_rd_atomic: a.max_dest_rd_atomic,
+                    min_rnr_timer: a.min_rnr_timer,
+                    dest_qp_num: a.dest_qp_num,
+                    sgid_index: a.sgid_index,
+                    hop_limit: a.hop_limit,
+                    traffic_class: a.traffic_class,
+                    flow_label: a.flow_label,
+                    is_global: 1,
+                };
+                *caps = caps_out(&g);
+            }
+            0
+        }
+        Err(e) => errno_of(&e),
+    }
+}
+
+/// # Safety
+/// Handles came from this library; `qp` is not used after success.
+#[no_mangle]
+pub unsafe extern "C" fn hm_rs_destroy_qp(ctx: *mut c_void, qp: *mut c_void) -> c_int {
+    // SAFETY: the caller's guarantee.
+    let ctx = unsafe { &*(ctx as *const Ctx) };
+    // SAFETY: the caller's guarantee.
+    let q = unsafe { Box::from_raw(qp as *mut RsQp) };
+    let n = q.qp.qpn();
+    match ctx.sh.nic.destroy_qp(q.qp) {
+        Ok(()) => {
+            ctx.sh.qps.lock().unwrap().remove(&n);
+            0
+        }
+        Err(e) => errno_of(&e),
+    }
+}
