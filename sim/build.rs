@@ -13,7 +13,8 @@ use std::process::Command;
 
 const WIDTHS: [u32; 2] = [256, 512];
 /// (prefix, top module, file under sim/hw or "" for an rtl/ module, widths): the Verilated
-/// models.
+/// models. Each is built from hematite.core's `sim` target: its files (of the `sim_tops`
+/// fileset only the model's own top) with its verilator options.
 /// Width 0: a block without a DATA_WIDTH parameter.
 const MODELS: [(&str, &str, &str, &[u32]); 8] = [
     ("Vpkt", "hm_sim_pkt_top", "hm_sim_pkt_top.sv", &WIDTHS),
@@ -45,28 +46,122 @@ fn picorv32(root: &Path) -> PathBuf {
     panic!("picorv32.v not found: run ./hematite deps (it installs pythondata-cpu-picorv32 pinned and copies the core to build/ext/)")
 }
 
-fn rtl_sources(root: &Path) -> Vec<PathBuf> {
-    // Package files first (compile order matters), then every other .sv under rtl/.
-    let mut pkgs = vec![
-        root.join("rtl/pkg/hm_pkg.sv"),
-        root.join("rtl/pkg/hm_crc_pkg.sv"),
-        root.join("rtl/pkg/hm_regs_pkg.sv"),
-        root.join("rtl/pkg/hm_desc_pkg.sv"),
-        root.join("rtl/pkg/hm_eng_pkg.sv"),
-    ];
-    let mut rest = Vec::new();
-    for sub in ["common", "rx", "tx", "dma", "csr", "ctx", "eng", "cc", "ctrl"] {
-        let dir = root.join("rtl").join(sub);
-        let mut v: Vec<PathBuf> = fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().map(|x| x == "sv").unwrap_or(false))
-            .collect();
-        v.sort();
-        rest.extend(v);
+/// hematite.core, the one manifest of RTL sources (a FuseSoC CAPI2 core, read here without
+/// FuseSoC so that the build needs no Python package). A small reader of the subset the file
+/// keeps to (its header says which): each fileset's `file_type:` and `files:` list (one path a
+/// line, `- path` or `- path: {file_type: T}`), each target's `filesets: [a, b]` and
+/// `tools: verilator: verilator_options: [..]`. Anything else inside a fileset, or a target's
+/// filesets/options not written as a one-line list, panics: the reader never guesses.
+struct Manifest {
+    /// (fileset, default file_type, [(path relative to the repository root, file_type)])
+    filesets: Vec<(String, Option<String>, Vec<(String, Option<String>)>)>,
+    /// (target, filesets, verilator_options)
+    targets: Vec<(String, Vec<String>, Vec<String>)>,
+}
+
+fn flow_list(v: &str, what: &str) -> Vec<String> {
+    let inner = v
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("hematite.core: {what} must be a one-line list [a, b, ...], found {v:?}"));
+    assert!(!inner.contains(['"', '\'', '[', '{']), "hematite.core: {what}: quotes or nesting in {v:?}");
+    inner.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()
+}
+
+impl Manifest {
+    fn read(path: &Path) -> Manifest {
+        let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let mut m = Manifest { filesets: Vec::new(), targets: Vec::new() };
+        // keys of the enclosing mappings, by indentation
+        let mut stack: Vec<(usize, String)> = Vec::new();
+        let mut in_files = false;
+        for (n, raw) in text.lines().enumerate() {
+            let ln = n + 1;
+            let line = raw.trim_end();
+            let body = line.trim_start();
+            if body.is_empty() || body.starts_with('#') {
+                continue;
+            }
+            assert!(!line.contains('\t'), "hematite.core:{ln}: tab");
+            assert!(!body.contains(" #"), "hematite.core:{ln}: keep comments on their own lines");
+            let indent = line.len() - body.len();
+            while stack.last().is_some_and(|(i, _)| *i >= indent) {
+                stack.pop();
+            }
+            let path: Vec<&str> = stack.iter().map(|(_, k)| k.as_str()).collect();
+            if let Some(item) = body.strip_prefix("- ") {
+                assert!(
+                    in_files && path.len() == 3 && path[0] == "filesets" && path[2] == "files",
+                    "hematite.core:{ln}: a list item outside a fileset's files:"
+                );
+                let (file, ty) = match item.split_once(": {") {
+                    None => (item.trim().to_string(), None),
+                    Some((f, attrs)) => {
+                        let t = attrs
+                            .strip_suffix('}')
+                            .and_then(|a| a.trim().strip_prefix("file_type:"))
+                            .unwrap_or_else(|| panic!("hematite.core:{ln}: expected `- path: {{file_type: T}}`"));
+                        (f.trim().to_string(), Some(t.trim().to_string()))
+                    }
+                };
+                assert!(!file.contains(['"', '\'', ':', '*']), "hematite.core:{ln}: unexpected path {file:?}");
+                m.filesets.last_mut().unwrap().2.push((file, ty));
+                continue;
+            }
+            let (key, value) = body
+                .split_once(':')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .unwrap_or_else(|| panic!("hematite.core:{ln}: expected `key: value`"));
+            in_files = false;
+            match path.as_slice() {
+                ["filesets"] => m.filesets.push((key.clone(), None, Vec::new())),
+                ["filesets", _] => match key.as_str() {
+                    "file_type" => m.filesets.last_mut().unwrap().1 = Some(value.clone()),
+                    "files" => {
+                        assert!(value.is_empty(), "hematite.core:{ln}: files: must be a block list");
+                        in_files = true;
+                    }
+                    _ => panic!("hematite.core:{ln}: fileset key {key:?} not understood by sim/build.rs"),
+                },
+                ["targets"] => m.targets.push((key.clone(), Vec::new(), Vec::new())),
+                ["targets", t] if key == "filesets" => {
+                    m.targets.last_mut().unwrap().1 = flow_list(&value, &format!("target {t} filesets"))
+                }
+                ["targets", t, "tools", "verilator"] if key == "verilator_options" => {
+                    m.targets.last_mut().unwrap().2 = flow_list(&value, &format!("target {t} verilator_options"))
+                }
+                _ => {}
+            }
+            stack.push((indent, key));
+        }
+        m
     }
-    pkgs.extend(rest);
-    pkgs
+
+    /// (path, file_type, fileset) of a target's files, its filesets in the order it lists them.
+    fn target_files(&self, target: &str) -> Vec<(String, String, String)> {
+        let (_, sets, _) = self
+            .targets
+            .iter()
+            .find(|t| t.0 == target)
+            .unwrap_or_else(|| panic!("hematite.core has no target {target}"));
+        let mut out = Vec::new();
+        for s in sets {
+            let (_, default, files) = self
+                .filesets
+                .iter()
+                .find(|f| &f.0 == s)
+                .unwrap_or_else(|| panic!("hematite.core: target {target}: no fileset {s}"));
+            for (p, t) in files {
+                let t = t.as_ref().or(default.as_ref()).unwrap_or_else(|| panic!("hematite.core: {p} has no file_type"));
+                out.push((p.clone(), t.clone(), s.clone()));
+            }
+        }
+        out
+    }
+
+    fn verilator_options(&self, target: &str) -> Vec<String> {
+        self.targets.iter().find(|t| t.0 == target).map(|t| t.2.clone()).unwrap_or_default()
+    }
 }
 
 /// (name, width) of each field of `typedef struct packed { ... } NAME;` in declaration order.
@@ -196,15 +291,30 @@ fn main() {
     let root = manifest.parent().unwrap().to_path_buf();
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
 
-    let srcs = rtl_sources(&root);
-    for p in &srcs {
-        println!("cargo:rerun-if-changed={}", p.display());
+    // The RTL: hematite.core's `sim` target (configuration files, the CPU, the packages, the
+    // modules in compile order, the simulator-only tops).
+    let core = root.join("hematite.core");
+    println!("cargo:rerun-if-changed={}", core.display());
+    let m = Manifest::read(&core);
+    let files = m.target_files("sim");
+    let vopts = m.verilator_options("sim");
+    assert!(!vopts.is_empty(), "hematite.core: target sim has no verilator_options");
+    // picorv32.v: build/ext/picorv32.v when ./hematite deps put it there, else the installed
+    // pythondata-cpu-picorv32 package (see picorv32()).
+    let cpu = picorv32(&root);
+    println!("cargo:rerun-if-changed={}", cpu.display());
+    let path_of = |p: &str| if p == "build/ext/picorv32.v" { cpu.clone() } else { root.join(p) };
+    for (p, _, _) in &files {
+        println!("cargo:rerun-if-changed={}", path_of(p).display());
     }
-    for (_, _, f, _) in MODELS {
-        if !f.is_empty() {
-            println!("cargo:rerun-if-changed={}", manifest.join("hw").join(f).display());
-        }
-    }
+    let vlts: Vec<PathBuf> = files.iter().filter(|f| f.1 == "vlt").map(|f| path_of(&f.0)).collect();
+    let srcs: Vec<PathBuf> = files
+        .iter()
+        .filter(|f| (f.1 == "systemVerilogSource" || f.1 == "verilogSource") && f.2 != "sim_tops")
+        .map(|f| path_of(&f.0))
+        .collect();
+    let tops: Vec<PathBuf> = files.iter().filter(|f| f.2 == "sim_tops").map(|f| path_of(&f.0)).collect();
+    assert!(files.iter().all(|f| ["vlt", "systemVerilogSource", "verilogSource"].contains(&f.1.as_str())), "hematite.core: sim target: unexpected file_type");
     println!("cargo:rerun-if-changed={}", root.join("rtl").display());
     println!("cargo:rerun-if-changed=csrc/shim.cpp");
     println!("cargo:rerun-if-changed=csrc/dma_shim.cpp");
@@ -237,12 +347,6 @@ fn main() {
     .trim()
     .to_string();
 
-    // The control core's CPU (picorv32 from PyPI's pythondata-cpu-picorv32, which ./hematite
-    // deps installs pinned and copies to build/ext): only the NIC model instantiates it.
-    let cpu = picorv32(&root);
-    println!("cargo:rerun-if-changed={}", cpu.display());
-    let vlt = root.join("rtl/ctrl/picorv32.vlt");
-
     // Coverage build (./hematite coverage): the NIC model (engine + control core) with line and
     // toggle coverage; its shim writes the counts when a model is freed. Built into its own
     // target folder by that command, never mixed with the ordinary models.
@@ -258,12 +362,19 @@ fn main() {
         build.file(format!("{vroot}/include/verilated_cov.cpp"));
     }
     for (prefix, topname, file, widths) in MODELS {
-        let top: Vec<PathBuf> = if file.is_empty() { vec![] } else { vec![manifest.join("hw").join(file)] };
+        // of the simulator-only tops, only this model's own
+        let top: Vec<PathBuf> = if file.is_empty() {
+            vec![]
+        } else {
+            let t = manifest.join("hw").join(file);
+            assert!(tops.contains(&t), "{} is not in hematite.core's sim_tops", t.display());
+            vec![t]
+        };
         for &w in widths {
             let mdir = out.join(format!("obj_{prefix}{w}"));
             let status = Command::new(&verilator)
-                .args(["--cc", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast", "--noassert"])
-                .args(["-Wno-fatal", "-Wno-WIDTHCONCAT"])
+                .args(["--cc", "--build"])
+                .args(&vopts)
                 .args(if w == 0 { vec![] } else { vec![format!("-GDATA_WIDTH={w}")] })
                 .args(["--prefix", &format!("{prefix}{w}"), "--top-module", topname])
                 .args(["-CFLAGS", "-O2 -fPIC", "-MAKEFLAGS", "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"])
@@ -271,10 +382,8 @@ fn main() {
                 .arg(&jobs)
                 .arg("--Mdir")
                 .arg(&mdir)
-                .args(["--timescale", "1ns/1ps"])
-                .arg(&vlt)
+                .args(&vlts)
                 .args(&srcs)
-                .args(if topname == "hm_sim_nic_top" { vec![cpu.clone()] } else { vec![] })
                 .args(if coverage && topname == "hm_sim_nic_top" { vec!["--coverage-line", "--coverage-toggle"] } else { vec![] })
                 .args(&top)
                 .status()

@@ -164,10 +164,8 @@ module hm_csr
     end
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{dbf_level};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if (NUM_COUNTERS < 1 || NUM_COUNTERS > 255 || 4 * NUM_COUNTERS > 16'hF000) begin : g_bad_cnt
     $error("hm_csr: NUM_COUNTERS must be 1..255");

@@ -79,7 +79,6 @@ module hm_ctrl_core #(
     .irq_done, .fault
   );
 
-  /* verilator lint_off PINCONNECTEMPTY */
   picorv32 #(
     .ENABLE_COUNTERS(1'b1), .ENABLE_COUNTERS64(1'b1), .ENABLE_REGS_16_31(1'b1),
     .ENABLE_REGS_DUALPORT(1'b1), .BARREL_SHIFTER(1'b1), .COMPRESSED_ISA(1'b1),
@@ -96,10 +95,7 @@ module hm_ctrl_core #(
     .irq(32'd0), .eoi(),
     .trace_valid(), .trace_data()
   );
-  /* verilator lint_on PINCONNECTEMPTY */
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = c_instr;
-  /* verilator lint_on UNUSEDSIGNAL */
 endmodule

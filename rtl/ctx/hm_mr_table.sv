@@ -174,10 +174,8 @@ module hm_mr_table #(
   );
   assign {m_res_ok, m_res_err, m_res_base, m_res_end, m_res_id} = m_pack;
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{c1_key};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if ((1 << IW) != NUM_MRS || IW > 24) begin : g_bad_size
     $error("hm_mr_table: NUM_MRS must be a power of two up to 2^24");

@@ -86,10 +86,8 @@ module hm_axi_rd_resv #(
   );
   assign m_rready = 1'b1;
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{fifo_ready, level};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if ((1 << $clog2(DEPTH)) != DEPTH || DEPTH < 2) begin : g_bad_depth
     $error("hm_axi_rd_resv: DEPTH must be a power of two");

@@ -119,10 +119,8 @@ module hm_axi_wr_arb #(
     end
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{ord_level};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if (PORTS < 2 || PORTS > 8 || (1 << ID_WIDTH) < PORTS) begin : g_bad_param
     $error("hm_axi_wr_arb: PORTS must be 2..8 and fit in ID_WIDTH");

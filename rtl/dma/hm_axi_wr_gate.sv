@@ -94,10 +94,8 @@ module hm_axi_wr_gate #(
   assign s_bvalid = m_bvalid;
   assign m_bready = s_bready;
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{aw_level, w_level};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if ((1 << $clog2(DEPTH)) != DEPTH || DEPTH < 2) begin : g_bad_depth
     $error("hm_axi_wr_gate: DEPTH must be a power of two");

@@ -291,10 +291,8 @@ module hm_dma_rd #(
   );
   assign {m_axis_tdata, m_axis_tkeep, m_axis_tlast, m_axis_tuser, m_axis_tid} = m_pack;
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{m_axi_rid, rot2[2*DATA_WIDTH-1:DATA_WIDTH], pf_level, gen_load, gen_beats, gen_last};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if (DATA_WIDTH < 128 || DATA_WIDTH > 1024 || (1 << KB) != KW) begin : g_bad_width
     $error("hm_dma_rd: DATA_WIDTH must be a power of two from 128 to 1024 bits");

@@ -370,10 +370,8 @@ module hm_dma_wr #(
     end
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{m_axi_bid, rot2[2*DATA_WIDTH-1:DATA_WIDTH], bf_level, wpf_level, bpf_level, werr_level};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if (DATA_WIDTH < 128 || DATA_WIDTH > 1024 || (1 << KB) != KW) begin : g_bad_width
     $error("hm_dma_wr: DATA_WIDTH must be a power of two from 128 to 1024 bits");

@@ -275,10 +275,8 @@ module hm_rc_cq
     m_ovr_valid <= !rst && st_q == Q_CQE && valid_cq && full && !ovr_q;
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{irq_level, s_ctl_data, s_ctl_cmd, req_q, db_q};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if ((1 << CW) != NUM_CQS || NUM_CQS > 16384) begin : g_bad_cqs
     $error("hm_rc_cq: NUM_CQS must be a power of two up to 16384");

@@ -1039,7 +1039,6 @@ module hm_rc_engine
     counters[34]  = st_pfc_rx;
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{wqe_tkeep, cwqe_tkeep, tid0, tid1, tid2, res_err, res_base, mr_wr_ready,
                        rx_mon, rx_mon_valid, cdone_tag, qdone_tag, cw_lerr, qw_lerr, res_id,
@@ -1052,5 +1051,4 @@ module hm_rc_engine
                        rp_tm, rp_tf, rp_dbg_act, rp_dbg_entry, rp_dbg_scan, rp_dbg_cc, rp_dbg_tc,
                        pc_dbg_tok, pc_dbg_last, pc_dbg_rate, pc_dbg_lim, rl_upd_qpn[23:16],
                        st_rp_bad, sl_unmapped, st_sl_allocs, sl_used, rp_op_qpn[23:CS_W], qp_wr_ctx};
-  /* verilator lint_on UNUSEDSIGNAL */
 endmodule

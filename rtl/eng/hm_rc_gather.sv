@@ -177,10 +177,8 @@ module hm_rc_gather
     end
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{ord_level, s_pc.len};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin : g_bad_width
     $error("hm_rc_gather: DATA_WIDTH must be 256 or 512");

@@ -287,10 +287,8 @@ module hm_rc_req
   logic [5:0]   txr_hlen;
   assign txr_info = hm_op_info(hdr_d.opcode);
   assign txr_hlen = txr_info.hdr_len;
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_txr;
   assign unused_txr = ^txr_info;
-  /* verilator lint_on UNUSEDSIGNAL */
   assign m_txr_valid = hdr_push;
   assign m_txr_qpn   = 16'(q_q);
   assign m_txr_bytes = 16'(26 + (hdr_d.ipv6 ? 40 : 20) + (hdr_d.vlan_valid ? 4 : 0)) + 16'(txr_hlen) +
@@ -993,11 +991,9 @@ module hm_rc_req
     end
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{l0, l1, l2, l3, af_level, af_in_ready, s_ctl_cmd, s_ctl_data, s_wqe_tdata,
                        csum_q, nsge_q, w, sge_k, sge_s, ctx_q, dwh, dw_sge0, dw_sge1};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin : g_bad_width
     $error("hm_rc_req: DATA_WIDTH must be 256 or 512");

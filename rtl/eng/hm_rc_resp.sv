@@ -1077,11 +1077,9 @@ module hm_rc_resp
     end
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{dbf_level, s_ctl_data, s_ctl_cmd, s_err_qpn, h_q, ctx_q, d_q, rw, sge_k,
                        sge_c, s_srd_tdata, res_rd, dup_hit_q, csum_q};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if ((1 << QW) != NUM_QPS) begin : g_bad_qps
     $error("hm_rc_resp: NUM_QPS must be a power of two");

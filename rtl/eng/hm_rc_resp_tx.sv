@@ -186,8 +186,6 @@ module hm_rc_resp_tx
     end
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{level, j, s_cnp};
-  /* verilator lint_on UNUSEDSIGNAL */
 endmodule

@@ -116,8 +116,6 @@ module hm_rc_rx_dispatch
     end
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^pq_level;
-  /* verilator lint_on UNUSEDSIGNAL */
 endmodule

@@ -63,8 +63,6 @@ module hm_tx_arb
   end
   assign ord_pop = m_tvalid && m_tready && m_tlast;
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{level};
-  /* verilator lint_on UNUSEDSIGNAL */
 endmodule

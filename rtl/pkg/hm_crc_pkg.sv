@@ -6,8 +6,6 @@
 // byte" map and L is the register a zero register would reach. The functions below are
 // evaluated at elaboration time only (constant functions): they build the XOR matrices.
 package hm_crc_pkg;
-  /* verilator lint_off UNUSEDPARAM */
-
   localparam logic [31:0] HM_CRC_POLY = 32'hEDB88320;
   // Register after the 8 bytes of 0xFF that stand in for the LRH (ROCEV2.md section 5), and
   // also the residue after a good packet including its ICRC bytes.
@@ -101,6 +99,4 @@ package hm_crc_pkg;
     for (int i = 0; i < 32; i++) o[i] = ^(m[i] & v);
     return o;
   endfunction
-
-  /* verilator lint_on UNUSEDPARAM */
 endpackage

@@ -8,8 +8,6 @@
 // [8i+7:8i] of the data beat) casts directly to the struct and every multi-byte field reads
 // as a little-endian integer. Keep one field per line: `logic [N-1:0] name;` or `logic name;`.
 package hm_desc_pkg;
-  /* verilator lint_off UNUSEDPARAM */
-
   // ---------------------------------------------------------------------------------------
   // Send WQE. The send queue is a ring of 2^sq_log_size slots of (64 << sq_log_stride)
   // bytes. Bytes 0..31 are the header below; bytes 32.. hold the scatter/gather list (16 bytes
@@ -322,6 +320,4 @@ package hm_desc_pkg;
     logic [7:0]  code;           // EVENT: HM_EV_*
     logic [15:0] id;             // QPN, or the event's id
   } hm_ctl_post_t;
-
-  /* verilator lint_on UNUSEDPARAM */
 endpackage

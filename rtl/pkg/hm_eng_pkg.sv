@@ -1,8 +1,6 @@
 // Hematite transport engine internals: records passed between the engine's blocks (not a
 // host-visible format; those live in hm_desc_pkg).
 package hm_eng_pkg;
-  /* verilator lint_off UNUSEDPARAM */
-
   // A send WQE the requester started (or refused), in posting order per QP: what the
   // completer needs to retire it. first_psn/npsn cover the PSNs of its request packets
   // (a READ reserves one PSN per response packet).
@@ -79,7 +77,6 @@ package hm_eng_pkg;
     logic [23:0] psn;            // REWIND, CLAMP: PSN of that packet
   } hm_rq_cmd_t;
 
-  /* verilator lint_on UNUSEDPARAM */
   // PSN order in the 24-bit PSN space (ROCEV2.md section 8): a is at or after b when a - b
   // lies in [0, 2^23).
   function automatic logic hm_psn_ge(input logic [23:0] a, input logic [23:0] b);

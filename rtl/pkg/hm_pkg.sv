@@ -3,8 +3,6 @@
 // (hematite-sim's build script) parses `hm_roce_hdr_t` below and generates its bit packing.
 // Keep one field per line in the form `logic [N-1:0] name;` or `logic name;`.
 package hm_pkg;
-  /* verilator lint_off UNUSEDPARAM */
-
   // UDP destination port that identifies RoCEv2.
   localparam logic [15:0] HM_ROCE_UDP_PORT = 16'd4791;
 
@@ -160,6 +158,4 @@ package hm_pkg;
   function automatic logic [39:0] hm_csa20(input logic [19:0] a, input logic [19:0] b, input logic [19:0] c);
     return {(a ^ b ^ c), ((a & b) | (a & c) | (b & c)) << 1};
   endfunction
-
-  /* verilator lint_on UNUSEDPARAM */
 endpackage

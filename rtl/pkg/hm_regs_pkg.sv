@@ -4,8 +4,6 @@
 // generates hematite_model::regs (used by hostdrv) from the same lines. Keep one declaration
 // per line.
 package hm_regs_pkg;
-  /* verilator lint_off UNUSEDPARAM */
-
   // Identity and capabilities (read-only)
   localparam logic [15:0] HM_REG_ID        = 16'h0000;  // "HMTE" = 0x484D5445
   localparam logic [15:0] HM_REG_VERSION   = 16'h0004;  // major << 16 | minor
@@ -56,6 +54,4 @@ package hm_regs_pkg;
     logic [1:0]  kind;           // HM_DB_SQ / HM_DB_RQ / HM_DB_CQ
     logic [31:0] word;           // the doorbell write data (hm_db_qp_t or hm_db_cq_t)
   } hm_db_evt_t;
-
-  /* verilator lint_on UNUSEDPARAM */
 endpackage

@@ -863,10 +863,8 @@ module hm_rx_path
 
   // Intentionally unused: FIFO ready/level outputs covered by the input flow control, the
   // opcode-table bits the RX does not need, the checksum fold's carry-out.
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{df_s_ready, rf_s_ready, hq_level, op_i, rot2[2*DW-1:DW], csum_sum[19:16], s5_nbeats[15:9]};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   // Elaboration-time parameter checks
   if (DATA_WIDTH < 256 || DATA_WIDTH % 8 != 0) begin : g_bad_width

@@ -701,11 +701,9 @@ module hm_tx_path
     end
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{h2_op, rot2[2*DW-1:DW], p2_op, p3_op, p4_op, p4_udp, h2.udp_dport, h2.udp_len,
                        h2.padcnt, h2.tver, h2.resv6, h2.resv7, h2.payload_off, h2.payload_len};
-  /* verilator lint_on UNUSEDSIGNAL */
 
   // Elaboration-time parameter check
   if (DATA_WIDTH < 256 || DATA_WIDTH % 8 != 0) begin : g_bad_width
