@@ -3,8 +3,14 @@
 //! [`read_frames`] reads classic pcap (both byte orders, microsecond and nanosecond magic) and
 //! pcapng (section header blocks of either byte order, interface description, enhanced and simple
 //! packet blocks; other blocks are skipped), decompressing `.xz` input transparently (detected by
-//! the xz magic bytes). Only link type 1 (Ethernet) is accepted. [`write_pcap`] writes classic
-//! pcap (µs timestamps, link type 1, snaplen 65535).
+//! the xz magic bytes). Only link type 1 (Ethernet) is accepted.
+//!
+//! This is also the project's only capture writer, for every crate: [`PcapWriter`] writes classic
+//! pcap (little-endian, link type 1, snaplen 65535) with microsecond or nanosecond timestamps,
+//! all at once or frame by frame as they happen (the simulated device's `--pcap`);
+//! [`write_pcap`] is the common case (µs stamps 0, 1, 2, … one per frame);
+//! [`write_pcapng_to_vec`] / [`write_pcapng`] write pcapng with one named interface, nanosecond
+//! timestamps, a snap length and a direction per frame (the switch model's port captures).
 
 use core::fmt;
 use std::io::Write;
@@ -75,7 +81,7 @@ const PCAP_NS: u32 = 0xA1B2_3C4D;
 const PCAPNG_SHB: u32 = 0x0A0D_0D0A;
 const PCAPNG_BOM: u32 = 0x1A2B_3C4D;
 const LINKTYPE_ETHERNET: u32 = 1;
-/// Snap length written by [`write_pcap`].
+/// Snap length of the classic pcap files written by [`PcapWriter`] (and [`write_pcap`]).
 pub const SNAPLEN: u32 = 65535;
 
 /// Reads every frame of a pcap / pcapng file (optionally xz-compressed).
@@ -203,34 +209,187 @@ fn parse_pcapng(d: &[u8]) -> Result<Vec<Vec<u8>>, CaptureError> {
     Ok(frames)
 }
 
-/// Serialises `frames` as a classic pcap file (µs timestamps 0.000000, 0.000001, …; link type 1;
-/// snaplen 65535; little-endian).
-pub fn write_pcap_to_vec(frames: &[Vec<u8>]) -> Result<Vec<u8>, CaptureError> {
-    let mut v = Vec::with_capacity(24 + frames.iter().map(|f| f.len() + 16).sum::<usize>());
-    v.extend_from_slice(&PCAP_US.to_le_bytes());
-    v.extend_from_slice(&2u16.to_le_bytes());
-    v.extend_from_slice(&4u16.to_le_bytes());
-    v.extend_from_slice(&0i32.to_le_bytes());
-    v.extend_from_slice(&0u32.to_le_bytes());
-    v.extend_from_slice(&SNAPLEN.to_le_bytes());
-    v.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
-    for (i, f) in frames.iter().enumerate() {
+// ---------------------------------------------------------------- writing
+
+/// Timestamp unit of a classic pcap file, named by its magic number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TsUnit {
+    /// Microseconds (magic `0xA1B2C3D4`).
+    Micro,
+    /// Nanoseconds (magic `0xA1B23C4D`).
+    Nano,
+}
+
+impl TsUnit {
+    fn magic(self) -> u32 {
+        match self {
+            TsUnit::Micro => PCAP_US,
+            TsUnit::Nano => PCAP_NS,
+        }
+    }
+    fn per_second(self) -> u64 {
+        match self {
+            TsUnit::Micro => 1_000_000,
+            TsUnit::Nano => 1_000_000_000,
+        }
+    }
+}
+
+/// The project's classic pcap writer: little-endian, version 2.4, this-zone and sigfigs 0, snap
+/// length [`SNAPLEN`], link type 1 (Ethernet), each frame written whole (captured length =
+/// original length). [`PcapWriter::new`] writes the file header, [`PcapWriter::frame`] one
+/// record; the stream can be written to as frames happen (the simulated device's `--pcap`) or
+/// all at once ([`write_pcap`]).
+pub struct PcapWriter<W: Write> {
+    out: W,
+    unit: TsUnit,
+}
+
+impl<W: Write> PcapWriter<W> {
+    /// Writes the file header to `out`; timestamps are in `unit`.
+    pub fn new(mut out: W, unit: TsUnit) -> Result<Self, CaptureError> {
+        let mut h = [0u8; 24];
+        h[0..4].copy_from_slice(&unit.magic().to_le_bytes());
+        h[4..6].copy_from_slice(&2u16.to_le_bytes());
+        h[6..8].copy_from_slice(&4u16.to_le_bytes());
+        // 8..16: this-zone and sigfigs, 0
+        h[16..20].copy_from_slice(&SNAPLEN.to_le_bytes());
+        h[20..24].copy_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
+        out.write_all(&h)?;
+        Ok(PcapWriter { out, unit })
+    }
+
+    /// Appends `f` stamped `ts` (in the writer's unit; seconds and fraction split from it).
+    /// A frame longer than [`SNAPLEN`] is refused (nothing is written).
+    pub fn frame(&mut self, ts: u64, f: &[u8]) -> Result<(), CaptureError> {
         if f.len() > SNAPLEN as usize {
             return Err(CaptureError::FrameTooLong(f.len()));
         }
-        let ts = i as u64;
-        v.extend_from_slice(&((ts / 1_000_000) as u32).to_le_bytes());
-        v.extend_from_slice(&((ts % 1_000_000) as u32).to_le_bytes());
-        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        v.extend_from_slice(f);
+        let per = self.unit.per_second();
+        let mut h = [0u8; 16];
+        h[0..4].copy_from_slice(&((ts / per) as u32).to_le_bytes());
+        h[4..8].copy_from_slice(&((ts % per) as u32).to_le_bytes());
+        h[8..12].copy_from_slice(&(f.len() as u32).to_le_bytes());
+        h[12..16].copy_from_slice(&(f.len() as u32).to_le_bytes());
+        self.out.write_all(&h)?;
+        self.out.write_all(f)?;
+        Ok(())
     }
-    Ok(v)
+
+    /// Flushes the underlying writer.
+    pub fn flush(&mut self) -> Result<(), CaptureError> {
+        Ok(self.out.flush()?)
+    }
+
+    /// The underlying writer.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+/// Serialises `frames` as a classic pcap file (µs timestamps 0.000000, 0.000001, …; link type 1;
+/// snaplen 65535; little-endian).
+pub fn write_pcap_to_vec(frames: &[Vec<u8>]) -> Result<Vec<u8>, CaptureError> {
+    let v = Vec::with_capacity(24 + frames.iter().map(|f| f.len() + 16).sum::<usize>());
+    let mut w = PcapWriter::new(v, TsUnit::Micro)?;
+    for (i, f) in frames.iter().enumerate() {
+        w.frame(i as u64, f)?;
+    }
+    Ok(w.into_inner())
 }
 
 /// Writes `frames` to `path` as a classic pcap file (see [`write_pcap_to_vec`]).
 pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) -> Result<(), CaptureError> {
     let v = write_pcap_to_vec(frames)?;
+    let mut f = std::fs::File::create(path)?;
+    f.write_all(&v)?;
+    Ok(())
+}
+
+/// Direction of a frame in a pcapng enhanced packet block (`epb_flags` bits 0-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Received on the interface (`epb_flags` = 1).
+    Inbound,
+    /// Sent out of the interface (`epb_flags` = 2).
+    Outbound,
+}
+
+/// One frame for [`write_pcapng_to_vec`].
+#[derive(Debug, Clone, Copy)]
+pub struct PcapngPacket<'a> {
+    /// Timestamp in nanoseconds.
+    pub ts_ns: u64,
+    /// Written as the `epb_flags` option when given.
+    pub dir: Option<Direction>,
+    /// Length of the frame on the wire.
+    pub orig_len: u32,
+    /// The captured bytes (cut to the snap length when longer).
+    pub data: &'a [u8],
+}
+
+fn ng_block(out: &mut Vec<u8>, btype: u32, body: &[u8]) {
+    let pad = (4 - body.len() % 4) % 4;
+    let len = (12 + body.len() + pad) as u32;
+    out.extend_from_slice(&btype.to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(body);
+    out.extend(std::iter::repeat_n(0u8, pad));
+    out.extend_from_slice(&len.to_le_bytes());
+}
+
+fn ng_option(out: &mut Vec<u8>, code: u16, val: &[u8]) {
+    out.extend_from_slice(&code.to_le_bytes());
+    out.extend_from_slice(&(val.len() as u16).to_le_bytes());
+    out.extend_from_slice(val);
+    out.extend(std::iter::repeat_n(0u8, (4 - val.len() % 4) % 4));
+}
+
+/// Serialises `packets` as pcapng (little-endian): one section (version 1.0, length unknown),
+/// one Ethernet interface named `if_name` with snap length `snaplen` and nanosecond timestamps
+/// (`if_tsresol` = 9), one enhanced packet block per packet (captured length ≤ `snaplen`,
+/// original length kept, `epb_flags` when the packet has a direction).
+pub fn write_pcapng_to_vec<'a>(if_name: &str, snaplen: u32, packets: impl IntoIterator<Item = PcapngPacket<'a>>) -> Vec<u8> {
+    let mut v = Vec::new();
+    // Section header: byte-order magic, version 1.0, section length unknown (-1).
+    let mut shb = PCAPNG_BOM.to_le_bytes().to_vec();
+    shb.extend_from_slice(&1u16.to_le_bytes());
+    shb.extend_from_slice(&0u16.to_le_bytes());
+    shb.extend_from_slice(&(-1i64).to_le_bytes());
+    ng_block(&mut v, PCAPNG_SHB, &shb);
+    // Interface description: link type 1, snaplen, if_name, if_tsresol = 10^-9.
+    let mut idb = (LINKTYPE_ETHERNET as u16).to_le_bytes().to_vec();
+    idb.extend_from_slice(&0u16.to_le_bytes());
+    idb.extend_from_slice(&snaplen.to_le_bytes());
+    ng_option(&mut idb, 2, if_name.as_bytes());
+    ng_option(&mut idb, 9, &[9]);
+    ng_option(&mut idb, 0, &[]);
+    ng_block(&mut v, 1, &idb);
+    for p in packets {
+        let data = &p.data[..p.data.len().min(snaplen as usize)];
+        let mut epb = 0u32.to_le_bytes().to_vec();
+        epb.extend_from_slice(&((p.ts_ns >> 32) as u32).to_le_bytes());
+        epb.extend_from_slice(&(p.ts_ns as u32).to_le_bytes());
+        epb.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        epb.extend_from_slice(&p.orig_len.to_le_bytes());
+        epb.extend_from_slice(data);
+        epb.extend(std::iter::repeat_n(0u8, (4 - data.len() % 4) % 4));
+        if let Some(d) = p.dir {
+            let flags: u32 = match d {
+                Direction::Inbound => 1,
+                Direction::Outbound => 2,
+            };
+            ng_option(&mut epb, 2, &flags.to_le_bytes());
+            ng_option(&mut epb, 0, &[]);
+        }
+        ng_block(&mut v, 6, &epb);
+    }
+    v
+}
+
+/// Writes [`write_pcapng_to_vec`] to `path`.
+pub fn write_pcapng<'a>(path: &Path, if_name: &str, snaplen: u32, packets: impl IntoIterator<Item = PcapngPacket<'a>>) -> Result<(), CaptureError> {
+    let v = write_pcapng_to_vec(if_name, snaplen, packets);
     let mut f = std::fs::File::create(path)?;
     f.write_all(&v)?;
     Ok(())
@@ -329,6 +488,55 @@ mod tests {
             }
             assert!(matches!(read_frames_from_bytes(&pcapng(be, 105)), Err(CaptureError::LinkType(105))));
         }
+    }
+
+    #[test]
+    fn nanosecond_stream_layout() {
+        let mut w = PcapWriter::new(Vec::new(), TsUnit::Nano).unwrap();
+        w.frame(1_000_000_004, &[0xAA; 3]).unwrap();
+        w.frame(7, &[]).unwrap();
+        assert!(matches!(w.frame(0, &vec![0; SNAPLEN as usize + 1]), Err(CaptureError::FrameTooLong(_))));
+        let v = w.into_inner();
+        let mut want = Vec::new();
+        for x in [PCAP_NS, 0x0004_0002, 0, 0, SNAPLEN, 1, 1, 4, 3, 3] {
+            want.extend_from_slice(&x.to_le_bytes());
+        }
+        want.extend_from_slice(&[0xAA; 3]);
+        for x in [0u32, 7, 0, 0] {
+            want.extend_from_slice(&x.to_le_bytes());
+        }
+        assert_eq!(v, want);
+        assert_eq!(read_frames_from_bytes(&v).unwrap(), vec![vec![0xAA; 3], vec![]]);
+    }
+
+    #[test]
+    fn pcapng_writer_layout_and_roundtrip() {
+        let fr = frames();
+        let dirs = [Some(Direction::Inbound), Some(Direction::Outbound), None];
+        let pk = fr.iter().zip(dirs).enumerate().map(|(i, (f, dir))| PcapngPacket {
+            ts_ns: (i as u64) << 33 | 5,
+            dir,
+            orig_len: f.len() as u32 + 1,
+            data: f,
+        });
+        let v = write_pcapng_to_vec("sw-p1", 100, pk);
+        // the 200-byte frame is cut to the snap length
+        let mut want = frames();
+        want[2].truncate(100);
+        assert_eq!(read_frames_from_bytes(&v).unwrap(), want);
+        // SHB (28 bytes), then the IDB: link type 1, snaplen, if_name, if_tsresol 9, end
+        assert_eq!(&v[..12], &[0x0A, 0x0D, 0x0D, 0x0A, 28, 0, 0, 0, 0x4D, 0x3C, 0x2B, 0x1A]);
+        let idb = &v[28..];
+        assert_eq!(&idb[..8], &[1, 0, 0, 0, 44, 0, 0, 0]);
+        assert_eq!(&idb[8..16], &[1, 0, 0, 0, 100, 0, 0, 0]);
+        assert_eq!(&idb[16..28], b"\x02\x00\x05\x00sw-p1\0\0\0");
+        assert_eq!(&idb[28..36], &[9, 0, 1, 0, 9, 0, 0, 0]);
+        // first EPB: timestamp halves, lengths, 3 bytes padded to 4, epb_flags inbound, end
+        let epb = &v[72..];
+        assert_eq!(&epb[..4], &6u32.to_le_bytes());
+        assert_eq!(&epb[8..28], &[0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0]);
+        assert_eq!(&epb[28..32], &[1, 2, 3, 0]);
+        assert_eq!(&epb[32..44], &[2, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
     }
 
     #[test]
