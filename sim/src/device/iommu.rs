@@ -1,0 +1,149 @@
+//! The IOMMU model: the client's DMA windows (IOVA -> client virtual address, writable or
+//! not) and the client's memory (`/proc/PID/mem`), behind the engine's AXI4 master
+//! ([`ClientMem`], the `ExtMem` of the engine's memory model). An access with any byte outside
+//! the windows, or one that fails, is refused as a whole and counted (the engine sees SLVERR).
+
+use crate::dma::ExtMem;
+use std::fs::File;
+use std::sync::{Arc, Mutex};
+
+
+/// One DMA window.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    iova: u64,
+    vaddr: u64,
+    len: u64,
+    writable: bool,
+}
+
+/// The IOMMU: the client's DMA windows, and the client's memory.
+#[derive(Default)]
+pub(super) struct Iommu {
+    /// `/proc/PID/mem` of the client, opened at HELLO while the client's pidfd showed it alive.
+    /// The descriptor holds that process's address space itself, not its pid: once the process
+    /// has exited every access fails, and a later process given the same pid (or the client's
+    /// own next program after an `execve`) is never reached through it.
+    pub(super) mem: Option<File>,
+    maps: Vec<Window>,
+    /// Refused accesses, over the process's lifetime (`STATS` d).
+    pub(super) faults: u64,
+}
+
+impl Iommu {
+    /// `DMA_MAP`: 0, or minus EINVAL (empty, not 4 KiB aligned, wrapping) or EEXIST (overlaps
+    /// a window).
+    pub(super) fn map(&mut self, iova: u64, vaddr: u64, len: u64, wr: bool) -> i32 {
+        if len == 0 || iova % 4096 != 0 || vaddr % 4096 != 0 || len % 4096 != 0 || iova.checked_add(len).is_none() {
+            -libc::EINVAL
+        } else if self.maps.iter().any(|w| iova < w.iova + w.len && w.iova < iova + len) {
+            -libc::EEXIST
+        } else {
+            self.maps.push(Window { iova, vaddr, len, writable: wr });
+            0
+        }
+    }
+
+    /// `DMA_UNMAP` of the window (iova, len): 0, or minus ENOENT.
+    pub(super) fn unmap(&mut self, iova: u64, len: u64) -> i32 {
+        let before = self.maps.len();
+        self.maps.retain(|w| !(w.iova == iova && w.len == len));
+        if self.maps.len() == before {
+            -libc::ENOENT
+        } else {
+            0
+        }
+    }
+
+    /// Client loss: every window and the client's memory go.
+    pub(super) fn revoke(&mut self) {
+        self.maps.clear();
+        self.mem = None;
+    }
+
+    /// Client VA pieces for [addr, addr + len), or None if any byte is not mapped (with write
+    /// permission when `write`).
+    fn translate(&self, addr: u64, len: u64, write: bool) -> Option<Vec<(u64, u64)>> {
+        let mut out = Vec::new();
+        let mut a = addr;
+        let end = addr.checked_add(len)?;
+        while a < end {
+            let w = self.maps.iter().find(|w| a >= w.iova && a < w.iova + w.len && (!write || w.writable))?;
+            let n = (w.iova + w.len).min(end) - a;
+            out.push((w.vaddr + (a - w.iova), n));
+            a += n;
+        }
+        Some(out)
+    }
+}
+
+/// The client's memory as the engine's AXI4 master sees it.
+pub(super) struct ClientMem(pub(super) Arc<Mutex<Iommu>>);
+
+impl ExtMem for ClientMem {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
+        use std::os::unix::fs::FileExt;
+        let mut m = self.0.lock().unwrap();
+        let Some(pieces) = m.translate(addr, buf.len() as u64, false) else {
+            m.faults += 1;
+            return false;
+        };
+        let mut off = 0;
+        let mut ok = m.mem.is_some();
+        for (va, n) in pieces {
+            let n = n as usize;
+            if !ok || m.mem.as_ref().unwrap().read_exact_at(&mut buf[off..off + n], va).is_err() {
+                ok = false;
+                break;
+            }
+            off += n;
+        }
+        if !ok {
+            m.faults += 1;
+        }
+        ok
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8], mask: &[bool]) -> bool {
+        let mut m = self.0.lock().unwrap();
+        // runs of enabled bytes
+        let mut runs = Vec::new();
+        let mut i = 0;
+        while i < data.len() {
+            if !mask[i] {
+                i += 1;
+                continue;
+            }
+            let s = i;
+            while i < data.len() && mask[i] {
+                i += 1;
+            }
+            runs.push((s, i - s));
+        }
+        // every piece is translated before anything is written: the burst is refused as a whole
+        let mut pieces = Vec::new();
+        for (s, n) in runs {
+            let Some(tr) = m.translate(addr + s as u64, n as u64, true) else {
+                m.faults += 1;
+                return false;
+            };
+            let mut off = s;
+            for (va, len) in tr {
+                pieces.push((off, va, len as usize));
+                off += len as usize;
+            }
+        }
+        if pieces.is_empty() {
+            return true;
+        }
+        use std::os::unix::fs::FileExt;
+        let ok = match &m.mem {
+            Some(f) => pieces.iter().all(|&(off, va, len)| f.write_all_at(&data[off..off + len], va).is_ok()),
+            None => false,
+        };
+        if !ok {
+            m.faults += 1;
+        }
+        ok
+    }
+}
