@@ -188,8 +188,18 @@ pub fn connect(path: &Path) -> Result<OwnedFd> {
 /// around `bind`, so the file never exists with a wider mode, and the mode is set again after.
 pub fn listen(path: &Path) -> Result<OwnedFd> {
     use std::os::unix::fs::PermissionsExt;
+    // The socket is bound, restricted and listening under a temporary name first and then
+    // renamed into place, so a client that sees `path` exist can connect at once (binding
+    // at `path` itself left a moment where the file existed but connect was refused).
+    // (A path too long for a temporary name beside it is bound in place, as before.)
+    sockaddr(path)?;
+    let tmp = path.with_file_name(format!(".hm{}.sock", std::process::id()));
+    let tmp = if sockaddr(&tmp).is_ok() { tmp } else { path.to_path_buf() };
+    if tmp != path {
+        let _ = std::fs::remove_file(&tmp);
+    }
     let fd = seqpacket()?;
-    let (a, len) = sockaddr(path)?;
+    let (a, len) = sockaddr(&tmp)?;
     // SAFETY: umask(2) only changes this process's file creation mask; the old one is restored
     // right after bind.
     let old = unsafe { libc::umask(0o177) };
@@ -197,11 +207,21 @@ pub fn listen(path: &Path) -> Result<OwnedFd> {
     let r = unsafe { libc::bind(fd.as_raw_fd(), &a as *const _ as *const libc::sockaddr, len) };
     // SAFETY: as above, restores the previous mask.
     unsafe { libc::umask(old) };
-    cvt(r, &format!("bind {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| Error::sys(format!("chmod {}", path.display()), e))?;
-    // SAFETY: fd is a bound socket.
-    cvt(unsafe { libc::listen(fd.as_raw_fd(), 4) }, "listen")?;
-    set_nonblocking(fd.as_raw_fd(), true)?;
+    cvt(r, &format!("bind {}", tmp.display()))?;
+    let placed = (|| {
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(|e| Error::sys(format!("chmod {}", tmp.display()), e))?;
+        // SAFETY: fd is a bound socket.
+        cvt(unsafe { libc::listen(fd.as_raw_fd(), 4) }, "listen")?;
+        set_nonblocking(fd.as_raw_fd(), true)?;
+        if tmp == path {
+            return Ok(());
+        }
+        std::fs::rename(&tmp, path).map_err(|e| Error::sys(format!("rename {} to {}", tmp.display(), path.display()), e))
+    })();
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     Ok(fd)
 }
 
