@@ -2604,7 +2604,7 @@ static const struct opdef ops[] = {
 
 /* regression cases, run first */
 static const struct opdef fixed[] = {
-	/* completions from before a RESET freed slots of the new receive queue (nic.rs) */
+	/* completions from before a RESET freed slots of the new receive queue (hostdrv/src/nic/objects.rs, retire) */
 	{ "reset_stale", op_reset_stale, 0 },
 };
 #define NFIXED (sizeof(fixed) / sizeof(fixed[0]))
