@@ -636,4 +636,31 @@ mod tests {
         assert!(matches!(listen(&long), Err(Error::InvalidArgument(_))));
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// A client that sees the socket file can connect at once (the file used to appear at
+    /// bind, before listen), the file is the owner's only, and no temporary name is left.
+    #[test]
+    fn the_socket_file_appears_only_when_it_accepts_connections() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("hm-proto-ready-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..200 {
+            let path = dir.join(format!("s{i}"));
+            let watch = path.clone();
+            let t = std::thread::spawn(move || loop {
+                if watch.exists() {
+                    return connect(&watch).is_ok();
+                }
+                std::hint::spin_loop();
+            });
+            let l = listen(&path).unwrap();
+            assert!(t.join().unwrap(), "round {i}: the socket file existed but connect failed");
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            drop(l);
+            std::fs::remove_file(&path).unwrap();
+        }
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "a temporary name was left behind");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
