@@ -558,6 +558,8 @@ module hm_rc_compl
   logic        clamp_due, save_now;
   assign clamp_due = kind_q == K_PKT && prog_q && d_q.rw_v && !rwd_q && !clamped_q && !d_q.err;
   assign save_now  = st_q == C_SAVE && !clamp_due;
+  logic [15:0] fl_end;
+  assign fl_end = 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
   logic [7:0]  fatal_st_q;
   logic [47:0] ack_to;
   assign ack_to = ack_cycles(ctx_q.timeout);
@@ -1092,8 +1094,10 @@ module hm_rc_compl
         end
         C_ERRNOTE: if (m_err_ready) st_q <= C_FLUSH;   // then flush from the next WQE
         C_FLUSH: begin
-          // every WQE posted and not completed: WR_FLUSH_ERR
-          if (d_q.ci == pi_q) st_q <= C_SAVE;
+          // every WQE posted and not completed: WR_FLUSH_ERR, up to the later of the
+          // doorbell's producer index and the WQEs started. A doorbell may still wait in
+          // u_dbf (pi_q behind WQEs already retired); its own turn flushes what it adds.
+          if (d_q.ci == fl_end || 16'(fl_end - d_q.ci) >= 16'h8000) st_q <= C_SAVE;
           else if (!cached(d_q.ci)) begin
             fx_q  <= d_q.ci;
             ret_q <= C_FLUSH;

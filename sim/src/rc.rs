@@ -220,6 +220,17 @@ impl RcBench {
         }
     }
 
+    /// Runs engine and peer for `cycles` cycles whatever arrives (to post more work mid-flight).
+    pub fn run_for(&mut self, cycles: u64) {
+        // `run` returns Err when its cycle budget is spent before usize::MAX CQEs: the point
+        let _ = self.run(usize::MAX, cycles);
+    }
+
+    /// Frames the peer has sent so far.
+    pub fn peer_sent(&self) -> usize {
+        self.peer_sent
+    }
+
     fn lose(&mut self) -> bool {
         let l = self.drop_ppm > 0 && (self.rng.next() % 1_000_000) < self.drop_ppm as u64;
         if l {

@@ -457,3 +457,48 @@ fn a_rewind_overtaken_by_the_ack_of_everything_does_not_resend_reused_slots() {
     assert!(b.a.cqes.iter().all(|c| c.cqe.status == WcStatus::Success), "{:?}", b.a.cqes);
     assert_eq!(b.peer.mem.read(B_BUF + 0x3_0000, 2000), b.a.eng.mem.mem.read(A_BUF + 0x8000, 2000));
 }
+
+/// A local error (a WQE the requester refuses) found while the completer is saturated by
+/// another QP's traffic: the doorbell that made the requester read the WQE still waits in
+/// the completer's doorbell FIFO (which it drains only when no response packet or
+/// started-WQE record waits), so the completer's copy of the producer index is behind the
+/// WQE it completes in error. The flush after the error must stop at the WQEs started, and
+/// the waiting doorbell's turn flushes the rest: exactly one completion per WQE posted.
+/// (The verbs fuzzer's READ hang, docs/verification.md: the flush ran on from past the stale
+/// producer index around the 16-bit index space and overran the CQ.)
+#[test]
+fn a_local_error_whose_doorbell_waits_behind_another_qps_traffic_flushes_each_wqe_once() {
+    const QX: u32 = 5;
+    const QY: u32 = 0x45;
+    let cfg = QpConfig { pmtu: 1024, sq_psn: 0x300, rq_psn: 0x400, timeout: 3, ..Default::default() };
+    let mut b = RcBench::new(MemCfg { latency: 60, seed: 9, ..Default::default() }).unwrap();
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    b.connect(QX, QY, cfg, cfg, 0).unwrap();
+    let (lkey, rkey) = (ma.lkey, mb.rkey);
+    // QX: 250 small WRITEs behind one doorbell keep the completer busy with their records
+    let n = 250u64;
+    for id in 0..n {
+        let w = SendWr::new(1000 + id, SendOp::Write { remote_addr: B_BUF + id * 8, rkey }, vec![Sge { addr: A_BUF + id * 8, len: 8, lkey }]);
+        b.post_send(QX, &w, id == n - 1).unwrap();
+    }
+    b.run_for(600);
+    // QA: WQE 0 has an unknown opcode (the requester refuses it), WQE 1 is good; one doorbell
+    b.post_send(QA, &write2(1, 1), false).unwrap();
+    let slot = hematite_sim::rc::SQ_BASE + QA as u64 * 0x1_0000;
+    let mut bytes = b.a.eng.mem.mem.read(slot, 64);
+    bytes[0] = 9;
+    b.a.eng.mem.mem.write(slot, &bytes);
+    let good = SendWr::new(2, SendOp::Write { remote_addr: B_BUF + 0x1_0000, rkey }, vec![Sge { addr: A_BUF, len: 64, lkey }]);
+    b.post_send(QA, &good, true).unwrap();
+    // whatever arrives, run on long enough for a runaway flush to show
+    b.run_for(400_000);
+    let on = |q: u32| -> Vec<(u64, WcStatus)> { b.a.cqes.iter().filter(|c| c.cqe.qpn == q).map(|c| (c.cqe.wr_id, c.cqe.status)).collect() };
+    let qa = on(QA);
+    assert_eq!(qa.len(), 2, "QP {QA}'s completions (first 8): {:?}", &qa[..qa.len().min(8)]);
+    assert_eq!(qa, vec![(1, WcStatus::LocQpOpErr), (2, WcStatus::WrFlushErr)]);
+    let qx = on(QX);
+    assert_eq!(qx, (0..n).map(|id| (1000 + id, WcStatus::Success)).collect::<Vec<_>>());
+    assert_eq!(b.engine_records().iter().filter(|r| r.dest_qp == QB).count(), 0, "nothing of QP {QA}'s WQEs was sent");
+}
