@@ -943,6 +943,77 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* ---- CQ overrun: more completions than the CQ holds, nobody polling.
+	 * The device must say so (IBV_EVENT_CQ_ERR on the async fd, as mlx5
+	 * and rxe do) instead of overwriting entries or dropping them quietly.
+	 * A QP connected to itself posts cqe + 2 signaled WRITEs. ---- */
+	hm_step("CQ overrun (IBV_EVENT_CQ_ERR)");
+	{
+		struct ibv_cq *ocq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+		struct ibv_qp *oqp = NULL;
+		struct ibv_qp_cap ocap;
+		struct hm_rtr_args r;
+		int n, posted = 0, seen = 0, other = 0;
+		uint64_t dl;
+
+		if (!ocq)
+			hm_fatal("cq_overrun.create_cq", "%s", strerror(errno));
+		n = ocq->cqe;
+		oqp = make_qp(pd, ocq, IBV_QPT_RC, (uint32_t)n + 4, 1, 1, 1, 0, &ocap);
+		if (!oqp)
+			hm_fatal("cq_overrun.create_qp", "%s", strerror(errno));
+		memset(&r, 0, sizeof(r));
+		r.mtu = pa.active_mtu;
+		r.dgid = gid;
+		r.sgid_index = opt.gidx;
+		r.hop_limit = 64;
+		r.min_rnr_timer = 12;
+		r.max_dest_rd_atomic = 1;
+		r.dest_qpn = oqp->qp_num;
+		r.rq_psn = 0x333;
+		must_zero("cq_overrun.qp_init",
+			  hm_qp_init(oqp, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE));
+		must_zero("cq_overrun.qp_rtr", hm_qp_rtr(oqp, &r));
+		must_zero("cq_overrun.qp_rts", hm_qp_rts(oqp, 0x333, 14, 7, 7, 1));
+		for (int k = 0; k < n + 2; k++) {
+			struct ibv_sge sg = { .addr = (uintptr_t)buf + (size_t)k * 16,
+					      .length = 16, .lkey = mr->lkey };
+			struct ibv_send_wr w, *bw = NULL;
+
+			memset(&w, 0, sizeof(w));
+			w.wr_id = 0x0ce0 + (uint64_t)k;
+			w.sg_list = &sg;
+			w.num_sge = 1;
+			w.opcode = IBV_WR_RDMA_WRITE;
+			w.send_flags = IBV_SEND_SIGNALED;
+			w.wr.rdma.remote_addr = (uintptr_t)buf + 4096 + (size_t)k * 16;
+			w.wr.rdma.rkey = mr->rkey;
+			if (ibv_post_send(oqp, &w, &bw) == 0)
+				posted++;
+		}
+		hm_check(posted == n + 2, "cq_overrun.posted", "%d of %d WRITEs posted (CQ of %d)",
+			 posted, n + 2, n);
+		fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
+		dl = hm_deadline();
+		while (!seen && hm_now_us() < dl) {
+			struct ibv_async_event ev;
+
+			if (ibv_get_async_event(ctx, &ev) == 0) {
+				if (ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == ocq)
+					seen = 1;
+				else if (ev.event_type != IBV_EVENT_PORT_ACTIVE)
+					other++;
+				ibv_ack_async_event(&ev);
+			} else {
+				hm_sleep_us(1000);
+			}
+		}
+		hm_check(seen, "cq_overrun.event", "IBV_EVENT_CQ_ERR for a CQ of %d after %d WRITEs "
+			 "(%d other events)", n, posted, other);
+		must_zero("cq_overrun.destroy_qp", ibv_destroy_qp(oqp));
+		must_zero("cq_overrun.destroy_cq", ibv_destroy_cq(ocq));
+	}
+
 	/* ---- destroy while in use ---- */
 	hm_step("destroy while in use");
 	pd2 = ibv_alloc_pd(ctx);

@@ -36,8 +36,10 @@
  * A finding is: an operation that succeeded where it must fail, a failure
  * without a clear errno (wrong value, -1 instead of the errno, errno unset),
  * a wrong completion (status, opcode, length, immediate, wr_id, QP number),
- * data that does not verify, a completion that does not come (hang), or a
- * crash (the wrapper sees the signal).
+ * data that does not verify, a completion that does not come (hang), an
+ * asynchronous IBV_EVENT_CQ_ERR on a CQ sized for every WR the fuzzer can have
+ * posted to it (the valid and the scratch CQs: the device overran it), an
+ * IBV_EVENT_DEVICE_FATAL, or a crash (the wrapper sees the signal).
  *
  * Not fuzzed (libibverbs itself dereferences these before the provider runs,
  * so a crash would be libibverbs', and no provider can defend them): NULL or
@@ -303,6 +305,31 @@ static const char *wcs(int s) { return ibv_wc_status_str((enum ibv_wc_status)s);
 
 /* ------------------------------------------------------------------ completions */
 
+/* Reads the asynchronous events of a side (its async fd is non-blocking). A CQ
+ * the fuzzer sized for every WR that can be posted to it never overruns; a
+ * device that says it did lost completions (the symptom would otherwise be a
+ * hang 60 s later). QP events (QP_FATAL, QP_REQ_ERR, ...) follow the error
+ * cases by design. */
+static void watch_events(struct side *sd)
+{
+	struct ibv_async_event ev;
+
+	while (ibv_get_async_event(sd->ctx, &ev) == 0) {
+		if (ev.event_type == IBV_EVENT_CQ_ERR &&
+		    (ev.element.cq == sd->cq || ev.element.cq == sd->scq))
+			finding("side %d: IBV_EVENT_CQ_ERR on the %s CQ (%d entries): "
+				"the device overran a CQ that holds every WR posted to it",
+				sd->i, ev.element.cq == sd->cq ? "valid" : "scratch",
+				ev.element.cq->cqe);
+		else if (ev.event_type == IBV_EVENT_DEVICE_FATAL) {
+			ibv_ack_async_event(&ev);
+			finding("side %d: IBV_EVENT_DEVICE_FATAL", sd->i);
+			finish(1);
+		}
+		ibv_ack_async_event(&ev);
+	}
+}
+
 /* Takes every completion of a valid QP's CQ into the stash, checking what can
  * be checked without knowing the operation. */
 static void collect(struct side *sd)
@@ -312,6 +339,7 @@ static void collect(struct side *sd)
 
 	do {
 		hm_step(hm_step_what);
+		watch_events(sd);
 		n = ibv_poll_cq(sd->cq, 16, wc);
 		if (n < 0) {
 			finding("ibv_poll_cq(valid CQ of side %d) returned %d", sd->i, n);
@@ -2447,6 +2475,10 @@ static void setup_side(struct side *sd, struct ibv_device *dev)
 	sd->ctx = ibv_open_device(dev);
 	if (!sd->ctx) {
 		printf("# ibv_open_device(%s): %s\n", ibv_get_device_name(dev), strerror(errno));
+		finish(2);
+	}
+	if (fcntl(sd->ctx->async_fd, F_SETFL, fcntl(sd->ctx->async_fd, F_GETFL) | O_NONBLOCK)) {
+		printf("# %s: async fd: %s\n", ibv_get_device_name(dev), strerror(errno));
 		finish(2);
 	}
 	if (ibv_query_device(sd->ctx, &sd->da) || ibv_query_port(sd->ctx, 1, &sd->pa) ||
