@@ -1,6 +1,6 @@
 //! DCQCN congestion-control parameters (per device): NVIDIA defaults, ranges, storage, and the
 //! engine register words they become. `SET_CC_PARAMS` stores them and writes the engine's CC
-//! registers (`HM_CTL_CC_BASE`) with [`hw::HwParams::from_cc`], the reference model's own
+//! registers (`HM_CTL_CC`) with [`hw::HwParams::from_cc`], the reference model's own
 //! conversion (the same source file, included). Units: rates in Mb/s, times in µs, bytes.
 
 /// The reference model's parameter definitions and conversion (`model/src/dcqcn_params.rs`).
@@ -92,7 +92,7 @@ pub const fn pfc_word() -> u32 {
     (q8 as u32) << 16 | 0xFF << 8 | 1
 }
 
-/// The engine's CC register words (`HM_CTL_CC_BASE + 4 i`, i = 0..15) for `p`, with CNP
+/// The engine's CC register words (`HM_CTL_CC + 4 i`, i = 0..15) for `p`, with CNP
 /// generation and rate limiting on.
 pub fn engine_words(p: &CcParams) -> [u32; 16] {
     let h = hw::HwParams::from_cc(&p.0, CLK_MHZ, LINE_MBPS, 1);

@@ -8,7 +8,7 @@
 include!(concat!(env!("OUT_DIR"), "/desc_gen.rs"));
 
 /// Words of a context entry (the staging window).
-pub const CTX_WORDS: usize = HM_CTL_STAGE_WORDS as usize;
+pub const CTX_WORDS: usize = crate::regs::HM_CTL_STAGE_WORDS as usize;
 
 /// A packed-struct layout: (field, lsb, width), most significant field first.
 pub type Layout = &'static [(&'static str, usize, usize)];

@@ -4,6 +4,7 @@
 
 use crate::cc::{CcParams, CC_PARAMS};
 use crate::desc::{self, QpCtx, CTX_WORDS};
+use crate::regs;
 use crate::hw::{Bus, Engine};
 use crate::mbox::*;
 use crate::qp::*;
@@ -245,7 +246,7 @@ impl<B: Bus> Firmware<B> {
         }
         let cqn = if en == 1 { self.t.cq(arg(a, 0)).ok_or(Status::BadHandle)? as u16 } else { 0 };
         let w = desc::encode_ctl_eq(en == 1, cqn).map_err(|_| Status::BadParam)?;
-        self.eng.write_reg(desc::HM_CTL_EQ, w).map_err(hw)?;
+        self.eng.write_reg(regs::HM_CTL_EQ, w).map_err(hw)?;
         self.eq = if en == 1 { Some(cqn) } else { None };
         Ok(0)
     }
@@ -797,8 +798,8 @@ impl<B: Bus> Firmware<B> {
     /// Writes the stored CC parameters into the engine's CC registers (hardware units).
     fn write_cc(&mut self) -> Result<(), Status> {
         let words = crate::cc::engine_words(&self.cc);
-        for (i, w) in words.iter().enumerate().take(desc::HM_CTL_CC_WORDS as usize) {
-            self.eng.write_reg(desc::HM_CTL_CC_BASE + 4 * i as u16, *w).map_err(hw)?;
+        for (i, w) in words.iter().enumerate().take(regs::HM_CTL_CC_WORDS as usize) {
+            self.eng.write_reg(regs::HM_CTL_CC + 4 * i as u16, *w).map_err(hw)?;
         }
         Ok(())
     }

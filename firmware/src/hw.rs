@@ -4,6 +4,7 @@
 //! `HM_CTL_STATUS` a bounded number of times, map a refusal to an error).
 
 use crate::desc::{self, CTX_WORDS};
+use crate::regs;
 
 /// 32-bit accesses to the engine's control bus; `addr` is the control-bus offset.
 pub trait Bus {
@@ -41,7 +42,7 @@ impl<B: Bus> Engine<B> {
 
     fn wait_idle(&mut self) -> Result<u8, HwError> {
         for _ in 0..POLL_LIMIT {
-            let (busy, st) = desc::decode_ctl_status(self.bus.read32(desc::HM_CTL_STATUS.into()));
+            let (busy, st) = desc::decode_ctl_status(self.bus.read32(regs::HM_CTL_STATUS.into()));
             if !busy {
                 return Ok(st);
             }
@@ -57,16 +58,16 @@ impl<B: Bus> Engine<B> {
         Ok(())
     }
 
-    /// The engine's counter `i` (`HM_CTL_CNT_BASE`, the same values as the BAR's).
+    /// The engine's counter `i` (`HM_CTL_CNT`, the same values as the BAR's).
     pub fn counter(&mut self, i: u32) -> u32 {
-        self.bus.read32(u32::from(desc::HM_CTL_CNT_BASE) + 4 * i)
+        self.bus.read32(u32::from(regs::HM_CTL_CNT) + 4 * i)
     }
 
     /// Posts `HM_CTL_POST` (`op` = `HM_CTL_POST_*`) and waits until the engine took it.
     pub fn post(&mut self, op: u8, code: u8, id: u16) -> Result<(), HwError> {
         let v = desc::encode_ctl_post(op, code, id).map_err(|_| HwError::Encode)?;
         self.wait_idle()?;
-        self.bus.write32(desc::HM_CTL_POST.into(), v);
+        self.bus.write32(regs::HM_CTL_POST.into(), v);
         self.wait_idle().map(|_| ())
     }
 
@@ -75,11 +76,11 @@ impl<B: Bus> Engine<B> {
     pub fn write_entry(&mut self, table: u8, flags: u8, index: u16, words: &[u32; CTX_WORDS]) -> Result<(), HwError> {
         let cmd = desc::encode_ctl_cmd(desc::HM_CTL_OP_WRITE, table, flags, index).map_err(|_| HwError::Encode)?;
         self.wait_idle()?;
-        let stage = u32::from(desc::HM_CTL_STAGE);
+        let stage = u32::from(regs::HM_CTL_STAGE);
         for (i, w) in words.iter().enumerate() {
             self.bus.write32(stage + 4 * i as u32, *w);
         }
-        self.bus.write32(desc::HM_CTL_CMD.into(), cmd);
+        self.bus.write32(regs::HM_CTL_CMD.into(), cmd);
         match self.wait_idle()? {
             desc::HM_CTL_ST_OK => Ok(()),
             s => Err(HwError::Status(s)),

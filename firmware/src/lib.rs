@@ -14,9 +14,12 @@ pub mod mbox;
 pub mod qp;
 pub mod res;
 
-/// The register/constant view of the generated package (same items as `desc`).
+/// The register maps (control bus `HM_CTL_*`, congestion control `HM_CC_*`, BAR0), generated
+/// from `rtl/pkg/hm_regs_pkg.sv` (itself generated from `regs/hematite.rdl`) by
+/// hematite-model's build script.
+#[allow(missing_docs, dead_code)]
 pub mod regs {
-    pub use crate::desc::*;
+    include!(concat!(env!("OUT_DIR"), "/regs_gen.rs"));
 }
 
 pub use fw::Firmware;

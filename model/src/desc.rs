@@ -49,7 +49,7 @@ pub const RQ_HDR_BYTES: usize = HM_RQ_WQE_HDR_T_BITS / 8;
 /// Bytes of a completion queue entry (`hm_cqe_t`).
 pub const CQE_BYTES: usize = HM_CQE_T_BITS / 8;
 /// 32-bit words of the control-bus staging window (one context entry).
-pub const CTX_WORDS: usize = HM_CTL_STAGE_WORDS as usize;
+pub const CTX_WORDS: usize = crate::regs::HM_CTL_STAGE_WORDS as usize;
 /// Smallest WQE slot (stride `64 << 0`).
 pub const MIN_STRIDE: usize = 64;
 

@@ -44,9 +44,10 @@ pub mod opcode;
 pub mod psn;
 #[allow(missing_docs, clippy::doc_lazy_continuation)]
 pub mod record;
-/// The BAR0 register map, generated from `rtl/pkg/hm_regs_pkg.sv` (the single source of truth):
-/// `HM_REG_*` offsets, `HM_ID_VALUE`, and the `(field, lsb, width)` tables of `hm_caps_t`,
-/// `hm_db_qp_t` and `hm_db_cq_t`.
+/// The register maps (BAR0 `HM_REG_*`, the control bus `HM_CTL_*`, the congestion control
+/// registers `HM_CC_*`), generated from `rtl/pkg/hm_regs_pkg.sv`, itself generated from
+/// `regs/hematite.rdl` (the one description; docs/registers.md): offsets, reset values and
+/// the `(field, lsb, width)` tables of the field structs (`HM_CAPS_T_FIELDS`, ...).
 pub mod regs {
     include!(concat!(env!("OUT_DIR"), "/regs_gen.rs"));
 }

@@ -3,6 +3,7 @@
 //! one test per error.
 
 use hematite_model::desc::*;
+use hematite_model::regs::*;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::*;
 use proptest::prelude::*;
@@ -21,10 +22,6 @@ fn layouts() -> Vec<(&'static str, Layout, usize, Option<usize>)> {
         ("hm_qp_ctx_t", HM_QP_CTX_T_FIELDS, HM_QP_CTX_T_BITS, None),
         ("hm_cq_ctx_t", HM_CQ_CTX_T_FIELDS, HM_CQ_CTX_T_BITS, None),
         ("hm_mr_ctx_t", HM_MR_CTX_T_FIELDS, HM_MR_CTX_T_BITS, None),
-        ("hm_cc_ctrl_t", HM_CC_CTRL_T_FIELDS, HM_CC_CTRL_T_BITS, None),
-        ("hm_cc_alpha_t", HM_CC_ALPHA_T_FIELDS, HM_CC_ALPHA_T_BITS, None),
-        ("hm_cc_pfc_t", HM_CC_PFC_T_FIELDS, HM_CC_PFC_T_BITS, None),
-        ("hm_cc_cut_t", HM_CC_CUT_T_FIELDS, HM_CC_CUT_T_BITS, None),
         ("hm_ctl_cmd_t", HM_CTL_CMD_T_FIELDS, HM_CTL_CMD_T_BITS, None),
         ("hm_ctl_status_t", HM_CTL_STATUS_T_FIELDS, HM_CTL_STATUS_T_BITS, None),
         ("hm_ctl_eq_t", HM_CTL_EQ_T_FIELDS, HM_CTL_EQ_T_BITS, None),

@@ -8,10 +8,11 @@
 // nothing and are counted (HM_REG_ERR_COUNT).
 module hm_csr
   import hm_regs_pkg::*;
+  import hm_eng_pkg::*;
 #(
   // AXI4-Lite address width (BAR size 2^ADDR_WIDTH bytes).
   parameter int ADDR_WIDTH = 16,
-  // Number of counters exposed at HM_REG_CNT_BASE (1..255).
+  // Number of counters exposed at HM_REG_CNT (1..255).
   parameter int NUM_COUNTERS = 16,
   // Capabilities reported in HM_REG_CAPS.
   parameter int LOG2_QPS = 12,
@@ -134,7 +135,7 @@ module hm_csr
         if (a == HM_REG_ID || a == HM_REG_VERSION || a == HM_REG_CAPS || a == HM_REG_SCRATCH ||
             a == HM_REG_DB_COUNT || a == HM_REG_ERR_COUNT)
           r_err_now = 1'b0;
-        if (a >= HM_REG_CNT_BASE && a < HM_REG_CNT_BASE + 16'(4 * NUM_COUNTERS) && a[1:0] == 2'b00)
+        if (a >= HM_REG_CNT && a < HM_REG_CNT + 16'(4 * NUM_COUNTERS) && a[1:0] == 2'b00)
           r_err_now = 1'b0;
       end
     end
@@ -152,13 +153,13 @@ module hm_csr
         s_axil_rresp  <= r_err_now ? SLVERR : OKAY;
         s_axil_rdata  <= '0;
         if (!r_err_now) begin
-          if (a == HM_REG_ID)             s_axil_rdata <= HM_ID_VALUE;
-          else if (a == HM_REG_VERSION)   s_axil_rdata <= {HM_VERSION_MAJOR, HM_VERSION_MINOR};
+          if (a == HM_REG_ID)             s_axil_rdata <= HM_REG_ID_RESET;
+          else if (a == HM_REG_VERSION)   s_axil_rdata <= HM_REG_VERSION_RESET;
           else if (a == HM_REG_CAPS)      s_axil_rdata <= CAPS;
           else if (a == HM_REG_SCRATCH)   s_axil_rdata <= scratch_q;
           else if (a == HM_REG_DB_COUNT)  s_axil_rdata <= db_count_q;
           else if (a == HM_REG_ERR_COUNT) s_axil_rdata <= err_count_q;
-          else                            s_axil_rdata <= counters[(a - HM_REG_CNT_BASE) >> 2];
+          else                            s_axil_rdata <= counters[(a - HM_REG_CNT) >> 2];
         end
       end
     end

@@ -4,9 +4,9 @@
 // Map (hm_desc_pkg): HM_CTL_STAGE + 4 i: staging word i (read/write, i < HM_CTL_STAGE_WORDS);
 // HM_CTL_CMD: write an hm_ctl_cmd_t to start a command; HM_CTL_STATUS: hm_ctl_status_t;
 // HM_CTL_EQ: the event queue; HM_CTL_POST: an hm_ctl_post_t for the engine (QP to ERR now, or
-// an event), busy until the engine took it (unknown ops answer SLVERR); HM_CTL_CNT_BASE + 4 i:
+// an event), busy until the engine took it (unknown ops answer SLVERR); HM_CTL_CNT + 4 i:
 // the engine's counter i (read-only; the firmware's QUERY_COUNTERS reads them here);
-// HM_CTL_CC_BASE + 4 i: congestion control register i (read/write, byte strobes honoured).
+// HM_CTL_CC + 4 i: congestion control register i (read/write, byte strobes honoured).
 // A write command sends the staging window and the command on m_cmd_*; the engine answers on
 // s_rsp_* (status, and for reads the entry, which is copied into the staging window). While a
 // command is in flight STATUS.busy is set, and writes to the staging window or CMD are held
@@ -15,10 +15,11 @@
 // SLVERR and change nothing.
 module hm_ctl
   import hm_desc_pkg::*;
+  import hm_regs_pkg::*;
 #(
   // AXI4-Lite address width.
   parameter int ADDR_WIDTH = 12,
-  // Engine counters readable at HM_CTL_CNT_BASE (at most 64).
+  // Engine counters readable at HM_CTL_CNT (at most 64).
   parameter int NUM_COUNTERS = 26,
   // Staging words (derived from the package).
   localparam int SW = int'(HM_CTL_STAGE_WORDS),
@@ -65,7 +66,7 @@ module hm_ctl
   output logic                  m_post_valid,
   input  logic                  m_post_ready,
 
-  // Congestion control registers (HM_CTL_CC_BASE)
+  // Congestion control registers (HM_CTL_CC)
   output logic [CCW-1:0][31:0]  m_cc,
 
   // The engine's counters
@@ -96,7 +97,7 @@ module hm_ctl
     is_eq    = aw_q == ADDR_WIDTH'(HM_CTL_EQ);
     is_post  = aw_q == ADDR_WIDTH'(HM_CTL_POST);
     post_ok  = wd_q[31:28] == HM_CTL_POST_QP_ERR || wd_q[31:28] == HM_CTL_POST_EVENT;
-    is_cc    = aw_q >= ADDR_WIDTH'(HM_CTL_CC_BASE) && aw_q < ADDR_WIDTH'(HM_CTL_CC_BASE + 12'(4 * CCW)) &&
+    is_cc    = aw_q >= ADDR_WIDTH'(HM_CTL_CC) && aw_q < ADDR_WIDTH'(HM_CTL_CC + 12'(4 * CCW)) &&
                aw_q[1:0] == 2'b00;
     w_err    = !(is_stage || is_cc || ((is_cmd || is_eq || (is_post && post_ok)) && ws_q == 4'hF));
     // a valid write waits while a command or a post is busy; errors are answered at once
@@ -123,14 +124,14 @@ module hm_ctl
       m_post_valid  <= 1'b0;
       m_cc                     <= '0;
       m_cc[HM_CC_CTRL]         <= HM_CC_CTRL_RESET;
-      m_cc[HM_CC_CNP_INTERVAL] <= HM_CC_INTERVAL_RESET;
-      m_cc[HM_CC_INC_PERIOD]   <= HM_CC_INC_RESET;
-      m_cc[HM_CC_ALPHA_PERIOD] <= HM_CC_ALPHA_PER_RESET;
-      m_cc[HM_CC_DEC_PERIOD]   <= HM_CC_DEC_RESET;
+      m_cc[HM_CC_CNP_INTERVAL] <= HM_CC_CNP_INTERVAL_RESET;
+      m_cc[HM_CC_INC_PERIOD]   <= HM_CC_INC_PERIOD_RESET;
+      m_cc[HM_CC_ALPHA_PERIOD] <= HM_CC_ALPHA_PERIOD_RESET;
+      m_cc[HM_CC_DEC_PERIOD]   <= HM_CC_DEC_PERIOD_RESET;
       m_cc[HM_CC_BYTE_RESET]   <= HM_CC_BYTE_RESET_RESET;
       m_cc[HM_CC_MAX_RATE]     <= HM_CC_MAX_RATE_RESET;
-      m_cc[HM_CC_AI_RATE]      <= HM_CC_AI_RESET;
-      m_cc[HM_CC_HAI_RATE]     <= HM_CC_HAI_RESET;
+      m_cc[HM_CC_AI_RATE]      <= HM_CC_AI_RATE_RESET;
+      m_cc[HM_CC_HAI_RATE]     <= HM_CC_HAI_RATE_RESET;
       m_cc[HM_CC_MIN_RATE]     <= HM_CC_MIN_RATE_RESET;
       m_cc[HM_CC_LINE_RATE]    <= HM_CC_LINE_RATE_RESET;
       m_cc[HM_CC_ALPHA]        <= HM_CC_ALPHA_RESET;
@@ -140,7 +141,7 @@ module hm_ctl
     end else begin
       if (do_write && !w_err && is_cc)
         for (int b = 0; b < 4; b++)
-          if (ws_q[b]) m_cc[$clog2(CCW)'((aw_q - ADDR_WIDTH'(HM_CTL_CC_BASE)) >> 2)][8*b +: 8] <= wd_q[8*b +: 8];
+          if (ws_q[b]) m_cc[$clog2(CCW)'((aw_q - ADDR_WIDTH'(HM_CTL_CC)) >> 2)][8*b +: 8] <= wd_q[8*b +: 8];
       if (do_write && !w_err && is_eq) m_eq <= hm_ctl_eq_t'(wd_q);
       if (do_write && !w_err && is_post) begin
         m_post       <= hm_ctl_post_t'(wd_q);
@@ -191,13 +192,13 @@ module hm_ctl
           s_axil_rdata <= {busy_q || m_post_valid, 23'd0, status_q};
         else if (s_axil_araddr == ADDR_WIDTH'(HM_CTL_EQ))
           s_axil_rdata <= m_eq;
-        else if (s_axil_araddr >= ADDR_WIDTH'(HM_CTL_CC_BASE) &&
-                 s_axil_araddr < ADDR_WIDTH'(HM_CTL_CC_BASE + 12'(4 * CCW)) && s_axil_araddr[1:0] == 2'b00)
-          s_axil_rdata <= m_cc[$clog2(CCW)'((s_axil_araddr - ADDR_WIDTH'(HM_CTL_CC_BASE)) >> 2)];
-        else if (s_axil_araddr >= ADDR_WIDTH'(HM_CTL_CNT_BASE) &&
-                 s_axil_araddr < ADDR_WIDTH'(HM_CTL_CNT_BASE) + ADDR_WIDTH'(4 * NUM_COUNTERS) &&
+        else if (s_axil_araddr >= ADDR_WIDTH'(HM_CTL_CC) &&
+                 s_axil_araddr < ADDR_WIDTH'(HM_CTL_CC + 12'(4 * CCW)) && s_axil_araddr[1:0] == 2'b00)
+          s_axil_rdata <= m_cc[$clog2(CCW)'((s_axil_araddr - ADDR_WIDTH'(HM_CTL_CC)) >> 2)];
+        else if (s_axil_araddr >= ADDR_WIDTH'(HM_CTL_CNT) &&
+                 s_axil_araddr < ADDR_WIDTH'(HM_CTL_CNT) + ADDR_WIDTH'(4 * NUM_COUNTERS) &&
                  s_axil_araddr[1:0] == 2'b00)
-          s_axil_rdata <= counters[6'((s_axil_araddr - ADDR_WIDTH'(HM_CTL_CNT_BASE)) >> 2)];
+          s_axil_rdata <= counters[6'((s_axil_araddr - ADDR_WIDTH'(HM_CTL_CNT)) >> 2)];
         else
           s_axil_rresp <= SLVERR;
       end

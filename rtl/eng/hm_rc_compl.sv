@@ -30,6 +30,7 @@
 module hm_rc_compl
   import hm_pkg::*;
   import hm_desc_pkg::*;
+  import hm_regs_pkg::*;
   import hm_eng_pkg::*;
 #(
   // Datapath width in bits (256 or 512).
@@ -1183,12 +1184,8 @@ module hm_rc_compl
     end
   end
 
-  /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{dbf_level, s_ctl_data, h_q, sent_q, w, fh, sge_k, sge_c, sge_atom, ctx_q, d_q, s_wqe_tdata, s_ctl_cmd, s_err_qpn, tmo_level};
-  /* verilator lint_on UNUSEDSIGNAL */
-  /* verilator lint_off UNUSEDSIGNAL */
-  /* verilator lint_on UNUSEDSIGNAL */
 
   if ((1 << QW) != NUM_QPS) begin : g_bad_qps
     $error("hm_rc_compl: NUM_QPS must be a power of two");

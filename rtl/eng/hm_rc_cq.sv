@@ -13,6 +13,7 @@
 // arming a CQ that already holds unconsumed entries signals at once.
 module hm_rc_cq
   import hm_desc_pkg::*;
+  import hm_regs_pkg::*;
   import hm_eng_pkg::*;
 #(
   // Datapath width in bits (256 or 512).

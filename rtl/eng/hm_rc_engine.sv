@@ -993,7 +993,7 @@ module hm_rc_engine
   );
 
   // ---------------------------------------------------------------------------------------
-  // Counters (BAR HM_REG_CNT_BASE + 4 i); docs/registers.md lists them
+  // Counters (BAR HM_REG_CNT + 4 i); docs/registers.md lists them
   // ---------------------------------------------------------------------------------------
   logic [31:0] rx_dropped;
   always_comb begin
@@ -1046,7 +1046,7 @@ module hm_rc_engine
                        cnp_level, np_now, np_qpn, np_supp_p, np_blk_p, st_np_cnps, st_np_blk, st_np_bad, rcnp_valid, rcnp_qpn,
                        cc_ctrl.rsvd0, cc_ctrl.rsvd1, cc_ctrl.rsvd2, cc_ctrl.rsvd3, cc_alpha.rsvd0,
                        cc_alpha.rsvd1, cc_cut.rsvd0, cc_cut.rsvd1, cc_regs[HM_CC_BYTE_RESET][31:24],
-                       cc_regs[HM_CC_BURST][31:21], cc_pfc.rsvd, st_rp_cnpdrop, st_rp_txdrop, st_rp_merged,
+                       cc_regs[HM_CC_BURST][31:21], cc_pfc.rsvd0, st_rp_cnpdrop, st_rp_txdrop, st_rp_merged,
                        st_rp_incs, st_rp_skips, rp_op, rp_op_qpn, rp_op_timer, rp_op_flag, rp_cd, rp_td,
                        rp_tm, rp_tf, rp_dbg_act, rp_dbg_entry, rp_dbg_scan, rp_dbg_cc, rp_dbg_tc,
                        pc_dbg_tok, pc_dbg_last, pc_dbg_rate, pc_dbg_lim, rl_upd_qpn[23:16],

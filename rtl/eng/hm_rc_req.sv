@@ -41,6 +41,7 @@
 module hm_rc_req
   import hm_pkg::*;
   import hm_desc_pkg::*;
+  import hm_regs_pkg::*;
   import hm_eng_pkg::*;
 #(
   // Datapath width in bits (256 or 512).

@@ -33,6 +33,7 @@
 module hm_rc_resp
   import hm_pkg::*;
   import hm_desc_pkg::*;
+  import hm_regs_pkg::*;
   import hm_eng_pkg::*;
 #(
   // Datapath width in bits (256 or 512).

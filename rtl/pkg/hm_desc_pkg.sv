@@ -190,91 +190,11 @@ package hm_desc_pkg;
   } hm_mr_ctx_t;
 
   // ---------------------------------------------------------------------------------------
-  // Control bus (AXI4-Lite, 32-bit): a staging window of HM_CTL_STAGE_WORDS words at offset
-  // 0, the command register and the status register. A command copies the staging window
-  // into (write) or out of (read) entry `index` of table `table`.
+  // Control bus commands. The bus's register map (HM_CTL_STAGE, HM_CTL_CMD, ..., the
+  // congestion control registers HM_CC_*) is in hm_regs_pkg, generated from
+  // regs/hematite.rdl. A command copies the staging window into (write) or out of (read)
+  // entry `index` of table `table`.
   // ---------------------------------------------------------------------------------------
-  localparam logic [11:0] HM_CTL_STAGE     = 12'h000;  // staging words, 4 bytes apart
-  localparam logic [11:0] HM_CTL_CMD       = 12'h100;  // write: hm_ctl_cmd_t, starts the command
-  localparam logic [11:0] HM_CTL_STATUS    = 12'h104;  // read: hm_ctl_status_t
-  localparam logic [11:0] HM_CTL_EQ        = 12'h108;  // read/write: hm_ctl_eq_t, the event queue
-  localparam logic [11:0] HM_CTL_POST      = 12'h10C;  // write: hm_ctl_post_t (busy until the engine took it)
-  localparam logic [11:0] HM_CTL_CNT_BASE  = 12'h200;  // read: the engine's counters, 4 bytes apart (as BAR HM_REG_CNT_BASE)
-  localparam logic [11:0] HM_CTL_STAGE_WORDS = 12'd32;
-  // Congestion control registers (read/write, 32 bits each, word i at HM_CTL_CC_BASE + 4 i),
-  // in hardware units (docs/dcqcn.md section 2: rates in 2^-20 bytes per cycle, times in
-  // cycles); the firmware writes them. Reset values: NVIDIA's defaults at 250 MHz and 100 Gb/s
-  // (hematite_model::dcqcn::HwParams::from_cc(&NVIDIA_DEFAULTS, 250, 100_000, 1), checked by
-  // sim/tests/dcqcn_engine.rs), CNP generation and rate limiting on.
-  localparam logic [11:0] HM_CTL_CC_BASE   = 12'h300;
-  localparam logic [11:0] HM_CTL_CC_WORDS  = 12'd16;
-  localparam logic [3:0]  HM_CC_CTRL         = 4'd0;   // hm_cc_ctrl_t
-  localparam logic [3:0]  HM_CC_CNP_INTERVAL = 4'd1;   // NP: cycles between two CNPs of one QP
-  localparam logic [3:0]  HM_CC_INC_PERIOD   = 4'd2;   // RP: increase timer T (cycles)
-  localparam logic [3:0]  HM_CC_ALPHA_PERIOD = 4'd3;   // RP: alpha update period (cycles)
-  localparam logic [3:0]  HM_CC_DEC_PERIOD   = 4'd4;   // RP: rate decrease window (cycles)
-  localparam logic [3:0]  HM_CC_BYTE_RESET   = 4'd5;   // RP: byte counter B (bytes, 24 bits)
-  localparam logic [3:0]  HM_CC_MAX_RATE     = 4'd6;   // RP: maximum rate (RU)
-  localparam logic [3:0]  HM_CC_AI_RATE      = 4'd7;   // RP: additive increase step (RU)
-  localparam logic [3:0]  HM_CC_HAI_RATE     = 4'd8;   // RP: hyper increase step (RU)
-  localparam logic [3:0]  HM_CC_MIN_RATE     = 4'd9;   // RP: minimum rate (RU)
-  localparam logic [3:0]  HM_CC_FIRST_RATE   = 4'd10;  // RP: rate on the first CNP (RU; 0: max rate, then cut)
-  localparam logic [3:0]  HM_CC_LINE_RATE    = 4'd11;  // RP/pacer: line rate (RU)
-  localparam logic [3:0]  HM_CC_ALPHA        = 4'd12;  // hm_cc_alpha_t
-  localparam logic [3:0]  HM_CC_CUT          = 4'd13;  // hm_cc_cut_t
-  localparam logic [3:0]  HM_CC_BURST        = 4'd14;  // pacer: bucket depth (bytes, 1..2^20)
-  localparam logic [3:0]  HM_CC_PFC          = 4'd15;  // hm_cc_pfc_t: per priority: PFC honoured, ECN-capable packets
-  localparam logic [31:0] HM_CC_CTRL_RESET       = 32'h0116_3003;
-  localparam logic [31:0] HM_CC_INTERVAL_RESET   = 32'd1000;
-  localparam logic [31:0] HM_CC_INC_RESET        = 32'd75000;
-  localparam logic [31:0] HM_CC_ALPHA_PER_RESET  = 32'd250;
-  localparam logic [31:0] HM_CC_DEC_RESET        = 32'd1000;
-  localparam logic [31:0] HM_CC_BYTE_RESET_RESET = 32'd32767;
-  localparam logic [31:0] HM_CC_MAX_RATE_RESET   = 32'd52428800;
-  localparam logic [31:0] HM_CC_AI_RESET         = 32'd2621;
-  localparam logic [31:0] HM_CC_HAI_RESET        = 32'd26214;
-  localparam logic [31:0] HM_CC_MIN_RATE_RESET   = 32'd524;
-  localparam logic [31:0] HM_CC_LINE_RATE_RESET  = 32'd52428800;
-  localparam logic [31:0] HM_CC_ALPHA_RESET      = 32'h03FF_03FB;
-  localparam logic [31:0] HM_CC_CUT_RESET        = 32'h0200_000B;
-  localparam logic [31:0] HM_CC_BURST_RESET      = 32'd16384;
-  localparam logic [31:0] HM_CC_PFC_RESET        = 32'h0148_FF01;  // honoured; every priority ECT; 1.28 cycles per quantum (100G, 250 MHz)
-
-  typedef struct packed {
-    logic [2:0]  rsvd3;
-    logic [4:0]  threshold;      // RP: fast recovery threshold F (1..31)
-    logic [2:0]  rsvd2;
-    logic        clamp_after_inc; // RP: clamp_tgt_rate_after_time_inc
-    logic        clamp_tgt_rate; // RP: clamp_tgt_rate
-    logic [2:0]  cnp_prio;       // 802.1p priority of CNPs (VLAN-tagged QPs)
-    logic [1:0]  rsvd1;
-    logic [5:0]  cnp_dscp;       // DSCP of CNPs
-    logic [5:0]  rsvd0;
-    logic        rp_enable;      // react to received CNPs and pace the QPs they name
-    logic        np_enable;      // send CNPs for requests that arrive with IP ECN = CE
-  } hm_cc_ctrl_t;
-
-  typedef struct packed {
-    logic [5:0]  rsvd1;
-    logic [9:0]  initial_alpha;  // alpha on the first CNP (1024 = 1.0)
-    logic [5:0]  rsvd0;
-    logic [9:0]  g;              // alpha gain G (alpha = alpha * G / 1024 + ...)
-  } hm_cc_alpha_t;
-
-  typedef struct packed {
-    logic [15:0] quanta_q8;      // cycles per pause quantum (512 bit times), 8 fraction bits
-    logic [7:0]  ecn_mask;       // bit p: packets of priority p carry the QP's ECN (ECT), else Not-ECT
-    logic [6:0]  rsvd;
-    logic        enable;         // honour PFC frames: hold new packets of a paused priority
-  } hm_cc_pfc_t;
-
-  typedef struct packed {
-    logic [4:0]  rsvd1;
-    logic [10:0] min_dec_q10;    // a cut keeps at least this fraction of the rate (1024 = 1.0)
-    logic [11:0] rsvd0;
-    logic [3:0]  gd;             // cut = rate * alpha >> gd
-  } hm_cc_cut_t;
-
   localparam logic [3:0] HM_CTL_OP_WRITE   = 4'd1;
   localparam logic [3:0] HM_CTL_OP_READ    = 4'd2;
   localparam logic [3:0] HM_CTL_TBL_QP     = 4'd0;

@@ -100,4 +100,13 @@ package hm_eng_pkg;
                                                      input logic [3:0] j);
     return hm_desc_pkg::hm_sge_t'(wq[(128 + 128 * int'(j)) +: 128]);
   endfunction
+
+  // Doorbell event from the BAR0 block (rtl/csr/hm_csr.sv) to the engine
+  localparam logic [1:0] HM_DB_SQ = 2'd0;
+  localparam logic [1:0] HM_DB_RQ = 2'd1;
+  localparam logic [1:0] HM_DB_CQ = 2'd2;
+  typedef struct packed {
+    logic [1:0]  kind;           // HM_DB_SQ / HM_DB_RQ / HM_DB_CQ
+    logic [31:0] word;           // the doorbell write data (hm_db_qp_t or hm_db_cq_t)
+  } hm_db_evt_t;
 endpackage

@@ -1,12 +1,10 @@
 //! The BAR0 register block (`rtl/csr/hm_csr.sv`) in co-simulation, with an AXI4-Lite master
-//! driver. [`regs`] holds the register map generated from `rtl/pkg/hm_regs_pkg.sv`.
+//! driver. [`regs`] is the register map (hematite_model's, generated from
+//! `rtl/pkg/hm_regs_pkg.sv`, itself generated from `regs/hematite.rdl`).
 
 use crate::Rng;
 
-/// Register offsets, constants and doorbell field layouts, generated from the SV package.
-pub mod regs {
-    include!(concat!(env!("OUT_DIR"), "/regs.rs"));
-}
+pub use hematite_model::regs;
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]

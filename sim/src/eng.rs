@@ -590,7 +590,7 @@ impl Engine {
     /// A control-bus command: staging words, then the command word, then STATUS polled until
     /// not busy. Returns the command's status code.
     pub fn ctl_cmd(&mut self, cmd: u32, words: &[u32]) -> Result<u8, String> {
-        use hematite_model::desc::{HM_CTL_CMD, HM_CTL_STAGE, HM_CTL_STATUS};
+        use hematite_model::regs::{HM_CTL_CMD, HM_CTL_STAGE, HM_CTL_STATUS};
         for (k, w) in words.iter().enumerate() {
             if !self.ctl_write(HM_CTL_STAGE as u16 + 4 * k as u16, *w)? {
                 return Err(format!("staging word {k} write refused"));
@@ -613,7 +613,7 @@ impl Engine {
 
     /// Counter `i` of the BAR.
     pub fn counter(&mut self, i: u16) -> Result<u32, String> {
-        let (v, ok) = self.bar_read(crate::csr::regs::HM_REG_CNT_BASE + 4 * i)?;
+        let (v, ok) = self.bar_read(crate::csr::regs::HM_REG_CNT + 4 * i)?;
         if ok {
             Ok(v)
         } else {

@@ -30,16 +30,16 @@ fn identity_scratch_counters_and_doorbells() {
         wr(HM_REG_DB_RQ, 0x0009_0011),
         wr(HM_REG_DB_CQ, 0x0003_4002),
         rd(HM_REG_DB_COUNT),
-        rd(HM_REG_CNT_BASE),
-        rd(HM_REG_CNT_BASE + 4 * 15),
+        rd(HM_REG_CNT),
+        rd(HM_REG_CNT + 4 * 15),
         rd(HM_REG_ERR_COUNT),
     ];
     let mut sim = CsrSim::new();
     let run = run_csr(&mut sim, &accs, counters, 20, 100, 1).unwrap();
     let r = &run.responses;
     assert!(r.iter().all(|(_, ok)| *ok), "{r:?}");
-    assert_eq!(r[0].0, HM_ID_VALUE);
-    assert_eq!(r[1].0, (HM_VERSION_MAJOR as u32) << 16 | HM_VERSION_MINOR as u32);
+    assert_eq!(r[0].0, HM_REG_ID_RESET);
+    assert_eq!(r[1].0, HM_REG_VERSION_RESET);
     // caps: log2 QPs 12, log2 CQs 12, 512-bit datapath (8 x 64 bits), 16 counters
     assert_eq!(r[2].0, 12 << 24 | 12 << 16 | 8 << 8 | 16);
     assert_eq!(r[4].0, 0xDEAD_BEEF);
@@ -50,8 +50,8 @@ fn identity_scratch_counters_and_doorbells() {
     assert_eq!(r[13].0, 0);
     assert_eq!(run.doorbells, vec![(0, 0x0005_0011), (1, 0x0009_0011), (2, 0x0003_4002)]);
     // the generated doorbell layout matches what the hardware forwards
-    assert_eq!(HM_DB_QP_T, &[("pi", 16, 16), ("qpn", 0, 16)]);
-    assert_eq!(HM_DB_CQ_T, &[("ci", 16, 16), ("arm", 14, 2), ("cqn", 0, 14)]);
+    assert_eq!(HM_DB_QP_T_FIELDS, &[("pi", 16, 16), ("qpn", 0, 16)]);
+    assert_eq!(HM_DB_CQ_T_FIELDS, &[("ci", 16, 16), ("arm", 14, 2), ("cqn", 0, 14)]);
 }
 
 #[test]
@@ -61,11 +61,11 @@ fn bad_accesses_answer_slverr_and_change_nothing() {
         rd(0x0040),                                                     // unmapped
         wr(0x0040, 1),                                                  // unmapped
         wr(HM_REG_ID, 0),                                               // read-only
-        wr(HM_REG_CNT_BASE, 0),                                         // read-only counter
+        wr(HM_REG_CNT, 0),                                         // read-only counter
         rd(HM_REG_DB_SQ),                                               // write-only
         Access::Write { addr: HM_REG_DB_SQ as u32, data: 1, strb: 0x3 }, // partial doorbell
         rd(HM_REG_SCRATCH + 1),                                         // misaligned
-        rd(HM_REG_CNT_BASE + 4 * 16),                                   // past the counters
+        rd(HM_REG_CNT + 4 * 16),                                   // past the counters
         wr(HM_REG_SCRATCH + 2, 7),                                      // misaligned write
         rd(HM_REG_SCRATCH),
         rd(HM_REG_DB_COUNT),

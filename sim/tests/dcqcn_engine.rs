@@ -2,10 +2,11 @@
 //! "congested" wire that marks every ECN-capable frame toward the engine CE. The engine must
 //! answer with CNPs (ConnectX format: BTH opcode 0x81, BECN, P_Key 0xFFFF, PSN 0, 16 reserved
 //! bytes, DSCP and priority from the registers, ECT(0)) to the peer's QP, at most one per
-//! interval (HM_CTL_CC_BASE registers), and none when CNP generation is off; the transfers
+//! interval (HM_CTL_CC registers), and none when CNP generation is off; the transfers
 //! still complete exactly as the reference says. A CNP received by the engine is counted.
 use hematite_model::build::build_frame;
 use hematite_model::desc;
+use hematite_model::regs;
 use hematite_model::record::HdrRecord;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{QpConfig, SendOp, SendWr, Sge};
@@ -42,11 +43,11 @@ fn run(n: u64, len: u32, ctrl: Option<u32>, interval: Option<u32>) -> Run {
     b.fill(false, B_BUF, &data);
     let cfg = QpConfig { pmtu: 1024, ..QpConfig::default() };
     b.connect(QA, QB, cfg, cfg, 0).unwrap();
-    let base = desc::HM_CTL_CC_BASE;
+    let base = regs::HM_CTL_CC;
     let (c0, ok) = b.a.eng.ctl_read(base).unwrap();
-    assert!(ok && c0 == desc::HM_CC_CTRL_RESET, "CC control register after reset: {c0:#x}");
-    assert_eq!(b.a.eng.ctl_read(base + 4).unwrap(), (desc::HM_CC_INTERVAL_RESET, true));
-    assert!(!b.a.eng.ctl_read(base + 4 * desc::HM_CTL_CC_WORDS).unwrap().1, "beyond the CC registers");
+    assert!(ok && c0 == regs::HM_CC_CTRL_RESET, "CC control register after reset: {c0:#x}");
+    assert_eq!(b.a.eng.ctl_read(base + 4).unwrap(), (regs::HM_CC_CNP_INTERVAL_RESET, true));
+    assert!(!b.a.eng.ctl_read(base + 4 * regs::HM_CTL_CC_WORDS).unwrap().1, "beyond the CC registers");
     if let Some(c) = ctrl {
         assert!(b.a.eng.ctl_write(base, c).unwrap());
         assert_eq!(b.a.eng.ctl_read(base).unwrap(), (c, true));
@@ -177,7 +178,7 @@ fn cc_register_reset_values_are_the_nvidia_defaults() {
     let p = HwParams::from_cc(&NVIDIA_DEFAULTS, 250, 100_000, 1);
     let mut b = RcBench::new(MemCfg::default()).unwrap();
     let mut rd = |i: u16| {
-        let (v, ok) = b.a.eng.ctl_read(desc::HM_CTL_CC_BASE + 4 * i).unwrap();
+        let (v, ok) = b.a.eng.ctl_read(regs::HM_CTL_CC + 4 * i).unwrap();
         assert!(ok);
         v
     };
@@ -210,7 +211,7 @@ fn cc_register_reset_values_are_the_nvidia_defaults() {
 
 /// Writes CC register `i`.
 fn cc_write(b: &mut RcBench, i: u16, v: u32) {
-    assert!(b.a.eng.ctl_write(desc::HM_CTL_CC_BASE + 4 * i, v).unwrap());
+    assert!(b.a.eng.ctl_write(regs::HM_CTL_CC + 4 * i, v).unwrap());
 }
 
 /// A QP that gets a CNP is held at 10 B/cycle for the rest of the run: first rate 10 B/cycle,
@@ -224,8 +225,8 @@ fn hold_at_10(b: &mut RcBench) {
 /// A QP that gets a CNP recovers at once: first rate = maximum, initial alpha 0 (released at
 /// the scan's next visit).
 fn recover_at_once(b: &mut RcBench) {
-    let max = b.a.eng.ctl_read(desc::HM_CTL_CC_BASE + 4 * 6).unwrap().0;
-    let alpha = b.a.eng.ctl_read(desc::HM_CTL_CC_BASE + 4 * 12).unwrap().0;
+    let max = b.a.eng.ctl_read(regs::HM_CTL_CC + 4 * 6).unwrap().0;
+    let alpha = b.a.eng.ctl_read(regs::HM_CTL_CC + 4 * 12).unwrap().0;
     cc_write(b, 10, max);
     cc_write(b, 12, alpha & 0xFFFF);
 }
@@ -240,7 +241,7 @@ fn paced_write(rp_on: bool, qa: u32, cnp_qpn: u32) -> (f64, u32, u32) {
     let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
     let cfg = QpConfig { pmtu: 4096, ..QpConfig::default() };
     b.connect(qa, QB, cfg, cfg, 0).unwrap();
-    cc_write(&mut b, 0, desc::HM_CC_CTRL_RESET & !2 | u32::from(rp_on) << 1);
+    cc_write(&mut b, 0, regs::HM_CC_CTRL_RESET & !2 | u32::from(rp_on) << 1);
     hold_at_10(&mut b);
     let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: cnp_qpn, ..cnp_template() };
     b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
@@ -375,7 +376,7 @@ fn write_after(ctrl_pfc: Option<u32>, frames: &[Vec<u8>], later: Option<(u64, Ve
     let cfg = QpConfig { pmtu: 4096, ..QpConfig::default() };
     b.connect(QA, QB, cfg, cfg, 0).unwrap();
     if let Some(v) = ctrl_pfc {
-        assert!(b.a.eng.ctl_write(desc::HM_CTL_CC_BASE + 4 * 15, v).unwrap());
+        assert!(b.a.eng.ctl_write(regs::HM_CTL_CC + 4 * 15, v).unwrap());
     }
     for f in frames {
         b.a.eng.rx_q.push_back(f.clone());
@@ -426,7 +427,7 @@ fn ecn_capable_per_priority() {
         let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
         let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
         b.connect(QA, QB, QpConfig::default(), QpConfig::default(), 0).unwrap();
-        assert!(b.a.eng.ctl_write(desc::HM_CTL_CC_BASE + 4 * 15, 328 << 16 | mask << 8 | 1).unwrap());
+        assert!(b.a.eng.ctl_write(regs::HM_CTL_CC + 4 * 15, 328 << 16 | mask << 8 | 1).unwrap());
         let wr = SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: mb.lkey }, vec![Sge { addr: A_BUF, len: 8192, lkey: ma.lkey }]);
         b.post_send(QA, &wr, true).unwrap();
         b.run(1, 200_000).unwrap();

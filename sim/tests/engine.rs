@@ -4,6 +4,7 @@
 //! requester produces for the same work requests (built by `build_frame`). Completions are
 //! checked against a model peer in rc_peer.rs.
 use hematite_model::desc::{self, QpCtxFields};
+use hematite_model::regs;
 use hematite_model::transport::mem::{Mr, MrAccess};
 use hematite_model::transport::{Node, QpConfig, SendOp, SendWr, Sge};
 use hematite_model::build_frame;
@@ -282,20 +283,20 @@ fn control_bus_and_doorbell_errors() {
     // bad control-bus accesses answer SLVERR
     assert!(!tb.eng.ctl_write(0x200, 1).unwrap());
     assert!(!tb.eng.ctl_read(0x10C).unwrap().1);
-    assert!(!tb.eng.ctl_write(desc::HM_CTL_EQ as u16 + 2, 1).unwrap(), "unaligned");
+    assert!(!tb.eng.ctl_write(regs::HM_CTL_EQ as u16 + 2, 1).unwrap(), "unaligned");
     // HM_CTL_POST: an unknown op is refused; QP_ERR for a QPN beyond the table and an event
     // while the event queue is off are taken and dropped (STATUS is not left busy)
-    let post = desc::HM_CTL_POST as u16;
+    let post = regs::HM_CTL_POST as u16;
     assert!(!tb.eng.ctl_write(post, 7 << 28 | 5).unwrap(), "unknown post op");
     assert!(tb.eng.ctl_write(post, (desc::HM_CTL_POST_QP_ERR as u32) << 28 | 0xFFFF).unwrap());
     assert!(tb.eng.ctl_write(post, (desc::HM_CTL_POST_EVENT as u32) << 28 | (desc::HM_EV_PORT_ERR as u32) << 16 | 1).unwrap());
-    let (st, ok) = tb.eng.ctl_read(desc::HM_CTL_STATUS as u16).unwrap();
+    let (st, ok) = tb.eng.ctl_read(regs::HM_CTL_STATUS as u16).unwrap();
     assert!(ok && st >> 31 == 0, "posts taken: status {st:#x}");
     // the counter window: the engine's counters (as many as CAPS says), as the BAR shows them;
     // nothing beyond
     let n = (tb.eng.bar_read(hematite_sim::csr::regs::HM_REG_CAPS).unwrap().0 & 0xFF) as u16;
     assert_eq!(n, 35, "CAPS: 35 counters");
-    let cnt = desc::HM_CTL_CNT_BASE as u16;
+    let cnt = regs::HM_CTL_CNT as u16;
     let (v, ok) = tb.eng.ctl_read(cnt + 4 * (n - 1)).unwrap();
     assert!(ok);
     assert_eq!(v, tb.eng.counter(n - 1).unwrap());

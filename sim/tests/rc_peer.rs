@@ -2,6 +2,7 @@
 //! every send CQE the engine writes into its CQ ring, and every byte of both hosts' memory,
 //! must equal what the model predicts when it runs both sides itself.
 use hematite_model::desc;
+use hematite_model::regs;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{Cqe, QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
@@ -187,8 +188,8 @@ fn event_queue(eng: &mut hematite_sim::eng::Engine, cqn: u16, base: u64, log: u8
     let words = desc::encode_cq_ctx(base, log, 5, true).unwrap();
     let cmd = desc::encode_ctl_cmd(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, cqn).unwrap();
     assert_eq!(eng.ctl_cmd(cmd, &words).unwrap(), desc::HM_CTL_ST_OK);
-    assert!(eng.ctl_write(desc::HM_CTL_EQ as u16, 1 << 31 | cqn as u32).unwrap());
-    assert_eq!(eng.ctl_read(desc::HM_CTL_EQ as u16).unwrap(), (1 << 31 | cqn as u32, true), "HM_CTL_EQ reads back");
+    assert!(eng.ctl_write(regs::HM_CTL_EQ as u16, 1 << 31 | cqn as u32).unwrap());
+    assert_eq!(eng.ctl_read(regs::HM_CTL_EQ as u16).unwrap(), (1 << 31 | cqn as u32, true), "HM_CTL_EQ reads back");
 }
 
 /// The event-queue entries software owns (first pass: owner bit 1).

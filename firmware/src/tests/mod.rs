@@ -2,6 +2,7 @@
 //! matrix, ranges, exhaustion and churn, malformed commands (proptest), and the encoder
 //! cross-check against hematite-model.
 use crate::desc::{self, CTX_WORDS};
+use crate::regs;
 use crate::hw::Bus;
 use crate::mbox::*;
 use crate::qp::*;
@@ -37,17 +38,17 @@ pub struct MockBus {
     pub tables: HashMap<(u8, u16), [u32; CTX_WORDS]>,
     /// Writes of HM_CTL_EQ and HM_CTL_POST (register, value), in order.
     pub regs: Vec<(u16, u32)>,
-    /// The CC registers (HM_CTL_CC_BASE), as last written (None: never written).
+    /// The CC registers (HM_CTL_CC), as last written (None: never written).
     pub cc: [Option<u32>; 16],
 }
 
 impl Bus for MockBus {
     fn read32(&mut self, addr: u32) -> u32 {
-        let cnt = u32::from(desc::HM_CTL_CNT_BASE);
+        let cnt = u32::from(regs::HM_CTL_CNT);
         if addr >= cnt && addr < cnt + 4 * 64 {
             return 0xC000 + (addr - cnt) / 4; // engine counter i reads 0xC000 + i
         }
-        assert_eq!(addr, u32::from(desc::HM_CTL_STATUS), "firmware read an unexpected register");
+        assert_eq!(addr, u32::from(regs::HM_CTL_STATUS), "firmware read an unexpected register");
         if self.busy_left > 0 {
             self.busy_left -= 1;
             return 1 << 31 | u32::from(self.status);
@@ -55,11 +56,11 @@ impl Bus for MockBus {
         u32::from(self.status)
     }
     fn write32(&mut self, addr: u32, v: u32) {
-        let stage = u32::from(desc::HM_CTL_STAGE);
+        let stage = u32::from(regs::HM_CTL_STAGE);
         if addr >= stage && addr < stage + 4 * CTX_WORDS as u32 {
             assert_eq!(addr % 4, 0);
             self.stage[((addr - stage) / 4) as usize] = v;
-        } else if addr == u32::from(desc::HM_CTL_CMD) {
+        } else if addr == u32::from(regs::HM_CTL_CMD) {
             let (op, table, flags, index) = hematite_model::desc::decode_ctl_cmd(v);
             assert_eq!(op, desc::HM_CTL_OP_WRITE);
             self.busy_left = self.busy_polls;
@@ -70,10 +71,10 @@ impl Bus for MockBus {
             self.status = desc::HM_CTL_ST_OK;
             self.log.push(CtlWrite { table, flags, index, words: self.stage });
             self.tables.insert((table, index), self.stage);
-        } else if addr >= u32::from(desc::HM_CTL_CC_BASE) && addr < u32::from(desc::HM_CTL_CC_BASE) + 4 * u32::from(desc::HM_CTL_CC_WORDS) {
+        } else if addr >= u32::from(regs::HM_CTL_CC) && addr < u32::from(regs::HM_CTL_CC) + 4 * u32::from(regs::HM_CTL_CC_WORDS) {
             assert_eq!(addr % 4, 0);
-            self.cc[((addr - u32::from(desc::HM_CTL_CC_BASE)) / 4) as usize] = Some(v);
-        } else if addr == u32::from(desc::HM_CTL_EQ) || addr == u32::from(desc::HM_CTL_POST) {
+            self.cc[((addr - u32::from(regs::HM_CTL_CC)) / 4) as usize] = Some(v);
+        } else if addr == u32::from(regs::HM_CTL_EQ) || addr == u32::from(regs::HM_CTL_POST) {
             self.busy_left = self.busy_polls;
             self.regs.push((addr as u16, v));
         } else {

@@ -25,7 +25,7 @@ fn query_device_port_counters() {
     let c = ok(&mut f, OP_QUERY_COUNTERS, &[]);
     assert_eq!(c.len(), 13 + 32, "firmware counters, then CAPS' 32 engine counters");
     assert_eq!(c[12], 32);
-    assert_eq!(&c[13..], &(0..32).map(|i| 0xC000 + i).collect::<Vec<u32>>()[..], "engine counters from HM_CTL_CNT_BASE");
+    assert_eq!(&c[13..], &(0..32).map(|i| 0xC000 + i).collect::<Vec<u32>>()[..], "engine counters from HM_CTL_CNT");
     assert_eq!(c[0], 4, "commands before this one");
     assert_eq!(c[1], 3, "OK");
     assert_eq!(c[1 + Status::BadParam as usize], 1);
@@ -394,7 +394,7 @@ fn cc_params() {
     assert_eq!(&cc[1..12], &[h.cnp_interval, h.inc_period, h.alpha_period, h.dec_period, h.byte_reset, h.max_rate,
                             h.ai_rate, h.hai_rate, h.min_rate, h.first_rate, h.line_rate]);
     assert_eq!((cc[12], cc[13] & 0xF, cc[14]), (u32::from(h.initial_alpha) << 16 | u32::from(h.g), 7, 16_384));
-    assert_eq!(cc[15], crate::desc::HM_CC_PFC_RESET, "PFC honoured, 1.28 cycles per quantum (the reset value)");
+    assert_eq!(cc[15], crate::regs::HM_CC_PFC_RESET, "PFC honoured, 1.28 cycles per quantum (the reset value)");
     f.eng.bus.cc = [None; 16];
     let before = snap(&f);
     a[1 + 17] = 64; // cnp_dscp out of range: nothing set
@@ -459,13 +459,13 @@ fn event_queue_link_events_and_err_posts() {
     assert_eq!(cmd(&mut f, OP_SET_EQ, &[0, 1]).0, Status::BadHandle as u8);
     let cq = ok(&mut f, OP_CREATE_CQ, &[4, 0x1000, 0, 0])[0];
     ok(&mut f, OP_SET_EQ, &[cq, 1]);
-    let eq = hematite_model::desc::HM_CTL_EQ as u16;
+    let eq = hematite_model::regs::HM_CTL_EQ as u16;
     assert_eq!(f.eng.bus.regs.last(), Some(&(eq, 1 << 31 | cq)), "HM_CTL_EQ = {{enable, cqn}}");
     assert_eq!(cmd(&mut f, OP_SET_EQ, &[cq, 2]).0, Status::BadParam as u8);
     // the event queue's CQ cannot be destroyed while it is one
     assert_eq!(cmd(&mut f, OP_DESTROY_CQ, &[cq]).0, Status::InUse as u8);
     // link changes: one event each, QUERY_PORT follows
-    let post = hematite_model::desc::HM_CTL_POST as u16;
+    let post = hematite_model::regs::HM_CTL_POST as u16;
     let n = f.eng.bus.regs.len();
     assert!(f.link(true));
     assert!(!f.link(true), "no change, no event");
@@ -489,7 +489,7 @@ fn modify_to_err_moves_the_qp_in_the_engine_now() {
     let mut blk = vec![0u32; ATTR_WORDS];
     blk[A_QP_STATE] = QpState::Err as u32;
     a.extend(blk);
-    let post = hematite_model::desc::HM_CTL_POST as u16;
+    let post = hematite_model::regs::HM_CTL_POST as u16;
     let before = f.eng.bus.regs.iter().filter(|r| r.0 == post).count();
     ok(&mut f, OP_MODIFY_QP, &a);
     let posts: Vec<u32> = f.eng.bus.regs.iter().filter(|r| r.0 == post).map(|r| r.1).skip(before).collect();

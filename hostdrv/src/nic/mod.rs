@@ -97,6 +97,25 @@ impl Drop for Nic {
     }
 }
 
+/// The identity register says Hematite, and the interface version (register map and descriptor
+/// formats, `regs/hematite.rdl`) is one this driver speaks: the same major, and a minor no
+/// older than the driver's (a newer device minor only adds).
+pub(crate) fn check_identity(dev: &dyn Device) -> Result<()> {
+    let id = dev.read32(regs::HM_REG_ID as u64)?;
+    if id != regs::HM_REG_ID_RESET {
+        return Err(Error::Device(format!("BAR0 identity {id:#010x}, expected {:#010x} (not a Hematite function?)", regs::HM_REG_ID_RESET)));
+    }
+    let v = dev.read32(regs::HM_REG_VERSION as u64)?;
+    let (major, minor) = (v >> 16, v & 0xFFFF);
+    let (want_major, want_minor) = (regs::HM_REG_VERSION_RESET >> 16, regs::HM_REG_VERSION_RESET & 0xFFFF);
+    if major != want_major || minor < want_minor {
+        return Err(Error::Device(format!(
+            "the device's interface version is {major}.{minor}; this driver speaks {want_major}.{want_minor} (same major, minor {want_minor} or newer): driver and device (bitstream) do not match"
+        )));
+    }
+    Ok(())
+}
+
 impl Nic {
     /// Opens `dev` with the default options.
     pub fn open(dev: Box<dyn Device>) -> Result<Nic> {
@@ -106,10 +125,7 @@ impl Nic {
     /// Checks the identity register, waits for the firmware, reads the device attributes,
     /// programs GID 0 and the event queue.
     pub fn open_with(dev: Box<dyn Device>, o: OpenOptions) -> Result<Nic> {
-        let id = dev.read32(regs::HM_REG_ID as u64)?;
-        if id != regs::HM_ID_VALUE {
-            return Err(Error::Device(format!("BAR0 identity {id:#010x}, expected {:#010x} (not a Hematite function?)", regs::HM_ID_VALUE)));
-        }
+        check_identity(dev.as_ref())?;
         let st = dev.read32(FW_MBOX_STATUS)?;
         if st & 2 == 0 {
             return Err(Error::Device(format!("the control core is not running (mailbox status {st:#x})")));
@@ -238,5 +254,60 @@ impl Nic {
     /// DMA windows the driver has mapped now: (IOVA, length).
     pub fn dma_windows(&self) -> Vec<(u64, u64)> {
         self.sh.pins.lock().unwrap().windows()
+    }
+}
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+    use crate::device::DeviceInfo;
+    use std::os::fd::RawFd;
+
+    /// A BAR0 with a given identity and version word; nothing else.
+    struct Bar(u32, u32, DeviceInfo);
+    impl Device for Bar {
+        fn info(&self) -> &DeviceInfo {
+            &self.2
+        }
+        fn read32(&self, off: u64) -> Result<u32> {
+            Ok(match off {
+                o if o == regs::HM_REG_ID as u64 => self.0,
+                o if o == regs::HM_REG_VERSION as u64 => self.1,
+                _ => 0,
+            })
+        }
+        fn write32(&self, _: u64, _: u32) -> Result<()> {
+            Ok(())
+        }
+        fn dma_map(&self, _: u64, _: u64, _: u64, _: bool) -> Result<()> {
+            Ok(())
+        }
+        fn dma_unmap(&self, _: u64, _: u64) -> Result<()> {
+            Ok(())
+        }
+        fn set_irq(&self, _: u32, _: Option<RawFd>) -> Result<()> {
+            Ok(())
+        }
+        fn reset(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn check(id: u32, ver: u32) -> Result<()> {
+        check_identity(&Bar(id, ver, DeviceInfo { name: "t".into(), bar0_size: 0x1_0000, num_irqs: 0, mac: None, ipv4: None }))
+    }
+
+    #[test]
+    fn a_device_of_another_interface_version_is_refused_with_both_versions_named() {
+        let v = regs::HM_REG_VERSION_RESET;
+        assert!(check(regs::HM_REG_ID_RESET, v).is_ok());
+        assert!(check(regs::HM_REG_ID_RESET, v + 1).is_ok(), "a newer minor only adds");
+        let e = check(regs::HM_REG_ID_RESET, v + 0x1_0000).unwrap_err().to_string();
+        assert!(e.contains("interface version is 1.") && e.contains("do not match"), "{e}");
+        if v & 0xFFFF > 0 {
+            assert!(check(regs::HM_REG_ID_RESET, v - 1).is_err(), "an older minor");
+        }
+        let e = check(0x1234_5678, v).unwrap_err().to_string();
+        assert!(e.contains("not a Hematite function"), "{e}");
     }
 }
