@@ -261,18 +261,28 @@ module hm_rc_compl
   logic          take_ctl, take_evt, take_sent, take_db, take_pkt, take_tmo, pkt_first, rr_pkt_q;
   logic          absorb, absorbed_q;
   logic [QW-1:0] sel_q;
+  // A control command first waits for the doorbells queued before it: a doorbell rung before
+  // the control plane reloaded a QP belongs to the old ring and must act on the old state (a
+  // QP in ERR flushes its WQEs), never on the reloaded one (it would believe the old producer
+  // index). ctl_wait_q counts the doorbells that were in the FIFO when the command arrived;
+  // they go first, ahead of packets and records; later ones wait as usual.
+  logic                   ctl_arm_q, ctl_drain;
+  logic [$bits(dbf_level)-1:0] ctl_wait_q;
+  assign ctl_drain = ctl_arm_q && ctl_wait_q != '0;
   always_comb begin
     logic base;
     base      = st_q == C_IDLE && !s_ctl_valid && !s_err_valid;
     pkt_first = hk_v_q && (!mg_v_q || !rr_pkt_q);
-    take_ctl  = st_q == C_IDLE && s_ctl_valid;
+    take_ctl  = st_q == C_IDLE && s_ctl_valid && ctl_arm_q && !ctl_drain;
     take_evt  = st_q == C_IDLE && !s_ctl_valid && s_err_valid;
     take_sent = base && mg_v_q && !pkt_first;
-    take_db   = base && !pkt_first && !mg_v_q && !s_sent_valid && dbf_valid;
+    take_db   = (base && !pkt_first && !mg_v_q && !s_sent_valid && dbf_valid) ||
+                (st_q == C_IDLE && ctl_drain && dbf_valid);
     take_pkt  = base && hk_v_q && (pkt_first || (!mg_v_q && !s_sent_valid && !dbf_valid));
     take_tmo  = base && !mg_v_q && !s_sent_valid && !dbf_valid && !hk_v_q && tmo_valid;
     sel_q = hk_v_q ? QW'(hk_q.dest_qp) : tmo_q;
-    if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
+    if (s_ctl_valid && ctl_drain) sel_q = QW'(dbf_data[31:16]);
+    else if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
     else if (s_err_valid) sel_q = QW'(s_err_qpn);
     else if (pkt_first) sel_q = QW'(hk_q.dest_qp);
     else if (mg_v_q) sel_q = QW'(mg_q.qpn);
@@ -609,6 +619,8 @@ module hm_rc_compl
       cb_v_q         <= 1'b0;
       pf_busy_q      <= 1'b0;
       rr_pkt_q       <= 1'b0;
+      ctl_arm_q      <= 1'b0;
+      ctl_wait_q     <= '0;
       wr_issued_q    <= '0;
       wr_done_q      <= '0;
       stat_acks      <= '0;
@@ -618,6 +630,14 @@ module hm_rc_compl
       stat_retries   <= '0;
       stat_timeouts  <= '0;
     end else begin
+      // a control command arms once (the doorbells queued now go first), is taken once they
+      // are done
+      if (st_q == C_IDLE && s_ctl_valid && !ctl_arm_q) begin
+        ctl_arm_q  <= 1'b1;
+        ctl_wait_q <= dbf_level;
+      end
+      if (take_db && ctl_drain) ctl_wait_q <= ctl_wait_q - 1'b1;
+      if (take_ctl) ctl_arm_q <= 1'b0;
       if (s_done_valid) begin
         wr_done_q <= wr_done_q + 1'b1;
         if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;

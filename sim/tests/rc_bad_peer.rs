@@ -502,3 +502,52 @@ fn a_local_error_whose_doorbell_waits_behind_another_qps_traffic_flushes_each_wq
     assert_eq!(qx, (0..n).map(|id| (1000 + id, WcStatus::Success)).collect::<Vec<_>>());
     assert_eq!(b.engine_records().iter().filter(|r| r.dest_qp == QB).count(), 0, "nothing of QP {QA}'s WQEs was sent");
 }
+
+/// A doorbell rung for a QP in ERR that still waits in the completer's doorbell FIFO (another
+/// QP's traffic keeps it busy) when the control plane reloads the QP (RESET..RTS: ring
+/// indices back to 0): the doorbell belongs to the old ring and must act on the old state (its
+/// WQEs flush before the reload), never on the new one. Else the new QP believes the old
+/// producer index, and its next flush completes WQEs that were never posted to it: stale ring
+/// slots, as many as the old index says (the verbs fuzzer's CQ overrun, docs/verification.md).
+#[test]
+fn a_doorbell_from_before_a_qp_reload_does_not_reach_the_new_qp() {
+    const QX: u32 = 5;
+    const QY: u32 = 0x45;
+    let cfg = QpConfig { pmtu: 1024, sq_psn: 0x300, rq_psn: 0x400, timeout: 3, ..Default::default() };
+    let mut b = RcBench::new(MemCfg { latency: 60, seed: 11, ..Default::default() }).unwrap();
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    b.connect(QX, QY, cfg, cfg, 0).unwrap();
+    let (lkey, rkey) = (ma.lkey, mb.rkey);
+    // QP 3 into ERR: WQE 0 has an unknown opcode
+    b.post_send(QA, &write2(1, 1), false).unwrap();
+    let slot = hematite_sim::rc::SQ_BASE + QA as u64 * 0x1_0000;
+    let mut bytes = b.a.eng.mem.mem.read(slot, 64);
+    bytes[0] = 9;
+    b.a.eng.mem.mem.write(slot, &bytes);
+    b.doorbell(QA).unwrap();
+    b.run(1, 200_000).unwrap_or_else(|e| panic!("the local error: {e}"));
+    // QX: 250 small WRITEs keep the completer busy
+    let n = 250u64;
+    for id in 0..n {
+        let w = SendWr::new(1000 + id, SendOp::Write { remote_addr: B_BUF + id * 8, rkey }, vec![Sge { addr: A_BUF + id * 8, len: 8, lkey }]);
+        b.post_send(QX, &w, id == n - 1).unwrap();
+    }
+    b.run_for(600);
+    // QP 3 in ERR: five WRs posted, a doorbell each (they flush), then at once the reload
+    for id in 2..=6u64 {
+        let w = SendWr::new(id, SendOp::Write { remote_addr: B_BUF + 0x1_0000, rkey }, vec![Sge { addr: A_BUF, len: 64, lkey }]);
+        b.post_send(QA, &w, true).unwrap();
+    }
+    b.a.reload_qp(QA, QpConfig { dest_qpn: QB, ..cfg }, 0).unwrap();
+    // the new QP goes to ERR with nothing posted: there is nothing to flush
+    let post_qp_err = 1u32 << 28 | QA;
+    assert!(b.a.eng.ctl_write(hematite_model::regs::HM_CTL_POST, post_qp_err).unwrap());
+    b.run_for(400_000);
+    let qa: Vec<(u64, WcStatus)> = b.a.cqes.iter().filter(|c| c.cqe.qpn == QA).map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
+    let mut want = vec![(1, WcStatus::LocQpOpErr)];
+    want.extend((2..=6).map(|id| (id, WcStatus::WrFlushErr)));
+    assert_eq!(qa, want, "QP {QA}'s completions");
+    assert_eq!(b.a.cqes.iter().filter(|c| c.cqe.qpn == QX).count(), n as usize);
+}
