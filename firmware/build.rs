@@ -12,7 +12,9 @@ fn main() {
     let target = std::env::var("TARGET").unwrap_or_default();
     if target.starts_with("riscv32") {
         let dir = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
+        println!("cargo:rustc-link-arg-bins=-L{dir}");
         println!("cargo:rustc-link-arg-bins=-T{dir}/link.x");
         println!("cargo:rerun-if-changed=link.x");
+        println!("cargo:rerun-if-changed=memory.x");
     }
 }

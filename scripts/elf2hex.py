@@ -17,16 +17,17 @@ import re
 
 
 def _map_const(name):
-    """A `pub const NAME: u32 = ...;` of firmware/src/map.rs (the one place the sizes live)."""
-    src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "firmware", "src", "map.rs")).read()
-    m = re.search(rf"pub const {name}: u32 = ([0-9_x* A-Fa-f]+);", src)
+    """A `localparam logic [31:0] NAME = 32'hX;` (or 'dX) of rtl/pkg/hm_regs_pkg.sv, the
+    package generated from regs/hematite.rdl (map hm_ctrl_cpu)."""
+    src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rtl", "pkg", "hm_regs_pkg.sv")).read()
+    m = re.search(rf"localparam logic \[31:0\] {name} += 32'([hd])([0-9A-Fa-f_]+);", src)
     if not m:
-        sys.exit(f"elf2hex: {name} not found in firmware/src/map.rs")
-    return eval(m.group(1).replace("_", ""), {"__builtins__": {}})
+        sys.exit(f"elf2hex: {name} not found in rtl/pkg/hm_regs_pkg.sv")
+    return int(m.group(2).replace("_", ""), 16 if m.group(1) == "h" else 10)
 
 
-IMEM_BASE, IMEM_BYTES = _map_const("IMEM_BASE"), _map_const("IMEM_BYTES")
-DMEM_BASE, DMEM_BYTES = _map_const("DMEM_BASE"), _map_const("DMEM_BYTES")
+IMEM_BASE, IMEM_BYTES = _map_const("HM_CPU_IMEM"), _map_const("HM_CPU_IMEM_BYTES")
+DMEM_BASE, DMEM_BYTES = _map_const("HM_CPU_DMEM"), _map_const("HM_CPU_DMEM_BYTES")
 PT_LOAD = 1
 PF_X = 1
 EM_RISCV = 243

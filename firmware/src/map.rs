@@ -1,41 +1,43 @@
-//! Memory map of the control core (the one place it is written down; `link.x` repeats the
-//! IMEM/DMEM sizes for the linker and `rtl/ctrl/hm_ctrl_sys.sv` implements it).
+//! Memory map of the control core, as the firmware names it. The values are generated from
+//! `regs/hematite.rdl` (map `hm_ctrl_cpu`, via `rtl/pkg/hm_regs_pkg.sv`); `memory.x`, which
+//! `link.x` includes, is generated from the same description, and `rtl/ctrl/hm_ctrl_sys.sv`
+//! implements it.
+use crate::regs;
 
 /// Instruction memory: code, rodata and the `.data` load image (readable by loads).
-pub const IMEM_BASE: u32 = 0x0000_0000;
+pub const IMEM_BASE: u32 = regs::HM_CPU_IMEM;
 /// IMEM size in bytes.
-pub const IMEM_BYTES: u32 = 32 * 1024;
+pub const IMEM_BYTES: u32 = regs::HM_CPU_IMEM_BYTES;
 /// Data memory: `.data`, `.bss`, stack.
-pub const DMEM_BASE: u32 = 0x1000_0000;
+pub const DMEM_BASE: u32 = regs::HM_CPU_DMEM;
 /// DMEM size in bytes.
-pub const DMEM_BYTES: u32 = 64 * 1024;
+pub const DMEM_BYTES: u32 = regs::HM_CPU_DMEM_BYTES;
 
 /// Mailbox block.
-pub const MBOX_BASE: u32 = 0x2000_0000;
+pub const MBOX_BASE: u32 = regs::HM_CPU_MBOX;
 /// Command words written by the host (64 words, read-only for the firmware).
-pub const MBOX_CMD_IN: u32 = MBOX_BASE;
+pub const MBOX_CMD_IN: u32 = regs::HM_MBOX_CMD_IN;
 /// Answer words written by the firmware (64 words).
-pub const MBOX_CMD_OUT: u32 = MBOX_BASE + 0x100;
+pub const MBOX_CMD_OUT: u32 = regs::HM_MBOX_CMD_OUT;
 /// Words in CMD_IN and in CMD_OUT.
-pub const MBOX_WORDS: usize = 64;
+pub const MBOX_WORDS: usize = regs::HM_MBOX_CMD_IN_WORDS as usize;
 /// Read: bit 0 = a command is pending (the host rang the doorbell).
-pub const MBOX_CTRL: u32 = MBOX_BASE + 0x200;
+pub const MBOX_CTRL: u32 = regs::HM_MBOX_CTRL;
 /// Bit of MBOX_CTRL: command pending.
 pub const MBOX_CTRL_PENDING: u32 = 1;
 /// Write 1: CMD_OUT holds the answer (clears pending, tells the host).
-pub const MBOX_DONE: u32 = MBOX_BASE + 0x204;
-/// Read-only `hm_caps_t` of the engine: [31:24] log2 QPs, [23:16] log2 CQs,
-/// [15:8] datapath bytes / 8, [7:0] counters.
-pub const MBOX_CAPS: u32 = MBOX_BASE + 0x300;
+pub const MBOX_DONE: u32 = regs::HM_MBOX_DONE;
+/// Read-only `hm_caps_t` of the engine (`regs::HM_CAPS_T_FIELDS`).
+pub const MBOX_CAPS: u32 = regs::HM_MBOX_CAPS;
 /// Read-only: log2 of the number of MR table entries.
-pub const MBOX_MR_LOG: u32 = MBOX_BASE + 0x304;
+pub const MBOX_MR_LOG: u32 = regs::HM_MBOX_MR_LOG;
 /// LINK, read-only: bit 0 = the Ethernet link is up.
-pub const MBOX_LINK: u32 = MBOX_BASE + 0x308;
+pub const MBOX_LINK: u32 = regs::HM_MBOX_LINK;
 
 /// Engine control bus window: engine control offset X is at `CTL_BASE + X`.
-pub const CTL_BASE: u32 = 0x3000_0000;
+pub const CTL_BASE: u32 = regs::HM_CPU_CTL;
 
 /// Free-running cycle counter, low word.
-pub const TIMER_LO: u32 = 0x4000_0000;
+pub const TIMER_LO: u32 = regs::HM_TIMER_LO;
 /// Free-running cycle counter, high word.
-pub const TIMER_HI: u32 = 0x4000_0004;
+pub const TIMER_HI: u32 = regs::HM_TIMER_HI;

@@ -27,19 +27,19 @@ extern "C" {
 #define HM_BAR0__VERSION__MAJOR_bw 16
 #define HM_BAR0__VERSION__MAJOR_reset 0x0
 
-// reg - hm_bar0::CAPS
-#define HM_BAR0__CAPS__NUM_COUNTERS_bm 0xff
-#define HM_BAR0__CAPS__NUM_COUNTERS_bp 0
-#define HM_BAR0__CAPS__NUM_COUNTERS_bw 8
-#define HM_BAR0__CAPS__DATA_BYTES_bm 0xff00
-#define HM_BAR0__CAPS__DATA_BYTES_bp 8
-#define HM_BAR0__CAPS__DATA_BYTES_bw 8
-#define HM_BAR0__CAPS__LOG2_CQS_bm 0xff0000
-#define HM_BAR0__CAPS__LOG2_CQS_bp 16
-#define HM_BAR0__CAPS__LOG2_CQS_bw 8
-#define HM_BAR0__CAPS__LOG2_QPS_bm 0xff000000
-#define HM_BAR0__CAPS__LOG2_QPS_bp 24
-#define HM_BAR0__CAPS__LOG2_QPS_bw 8
+// reg - hm_caps_r
+#define HM_CAPS_R__NUM_COUNTERS_bm 0xff
+#define HM_CAPS_R__NUM_COUNTERS_bp 0
+#define HM_CAPS_R__NUM_COUNTERS_bw 8
+#define HM_CAPS_R__DATA_BYTES_bm 0xff00
+#define HM_CAPS_R__DATA_BYTES_bp 8
+#define HM_CAPS_R__DATA_BYTES_bw 8
+#define HM_CAPS_R__LOG2_CQS_bm 0xff0000
+#define HM_CAPS_R__LOG2_CQS_bp 16
+#define HM_CAPS_R__LOG2_CQS_bw 8
+#define HM_CAPS_R__LOG2_QPS_bm 0xff000000
+#define HM_CAPS_R__LOG2_QPS_bp 24
+#define HM_CAPS_R__LOG2_QPS_bw 8
 
 // reg - hm_bar0::SCRATCH
 #define HM_BAR0__SCRATCH__VALUE_bm 0xffffffff

@@ -1,33 +1,22 @@
 // Control-core system: everything around the embedded CPU except the CPU itself. The CPU
 // drives one simple memory bus (the picorv32 native interface: valid / ready, word address,
-// byte strobes; any core with a similar bus fits, see hm_ctrl_core) and sees:
+// byte strobes; any core with a similar bus fits, see hm_ctrl_core) and sees the map
+// hm_ctrl_cpu (IMEM, DMEM, the mailbox, the engine's control bus as an AXI4-Lite master with
+// one access at a time, a cycle counter); the host sees hm_ctrl_host through the AXI4-Lite
+// slave (the mailbox, core control, the IMEM window). Both maps: regs/hematite.rdl, generated
+// into hm_regs_pkg (HM_CPU_*, HM_MBOX_*, HM_TIMER_*, HM_HOST_*) and docs/registers.md.
 //
-//   0x0000_0000  IMEM   IMEM_BYTES: code, rodata and the .data load image (loads allowed)
-//   0x1000_0000  DMEM   DMEM_BYTES: data, bss, stack
-//   0x2000_0000  mailbox: +0x000 CMD_IN (64 words, host-written, read-only here),
-//                +0x100 CMD_OUT (64 words), +0x200 MBOX_CTRL (bit 0: a command is pending),
-//                +0x204 MBOX_DONE (write: the answer is in CMD_OUT; clears pending),
-//                +0x300 CAPS (hm_caps_t of the engine), +0x304 MR_LOG (log2 MR entries),
-//                +0x308 LINK (bit 0: the Ethernet link is up)
-//   0x3000_0000  engine control bus: offset X at +X (AXI4-Lite master, one access at a time)
-//   0x4000_0000  timer: +0 cycle counter [31:0], +4 [63:32]
+// CPU side: any other address completes at once (reads return 0) and sets the sticky `fault`
+// flag, as do stores to IMEM; an error response of the control bus returns 0xFFFF_FFFF and
+// sets it too: the CPU is never left waiting. Firmware layout and command formats:
+// docs/firmware.md.
 //
-// Any other address completes at once (reads return 0) and sets the sticky `fault` flag;
-// an error response of the control bus returns 0xFFFF_FFFF and sets it too: the CPU is never
-// left waiting. Firmware layout and command formats: docs/firmware.md.
-//
-// Host side (AXI4-Lite slave, block-relative 16-bit offsets; BAR placement in docs/):
-//   0x0000  CMD_IN      RW  64 words; writes refused (SLVERR) while a command is pending
-//   0x0100  CMD_OUT     RO  64 words
-//   0x0200  MBOX_DB     WO  write: starts the command in CMD_IN (SLVERR while one is pending)
-//   0x0204  MBOX_STATUS RO  [0] pending, [1] core running, [2] fault, [3] trap,
-//                           [31:16] commands completed (wraps)
-//   0x0208  CORE_CTRL   RW  [0] run: 0 holds the CPU in reset (the IMEM window is writable
-//                           only then)
-//   0x8000  IMEM        WO  the instruction memory, word by word, while the CPU is held
-// Anything else, or an access to the IMEM window while the CPU runs, answers SLVERR.
+// Host side: anything else, a misaligned or partial-strobe write, a read of a write-only
+// register, or an access to the IMEM window while the CPU runs answers SLVERR.
 // `irq_done` pulses for one cycle when a command completes (the host's command vector).
-module hm_ctrl_sys #(
+module hm_ctrl_sys
+  import hm_regs_pkg::*;
+#(
   // Instruction memory bytes (power of two, at most 32 KiB: the host window is 32 KiB).
   parameter int IMEM_BYTES = 32768,
   // Data memory bytes (power of two).
@@ -99,8 +88,8 @@ module hm_ctrl_sys #(
 
   logic [31:0] imem [IMEM_BYTES / 4];
   logic [31:0] dmem [DMEM_BYTES / 4];
-  logic [31:0] cmd_in  [64];
-  logic [31:0] cmd_out [64];
+  logic [31:0] cmd_in  [int'(HM_HOST_CMD_IN_WORDS)];
+  logic [31:0] cmd_out [int'(HM_HOST_CMD_OUT_WORDS)];
 
   if (IMEM_INIT != "") begin : g_init
     initial $readmemh(IMEM_INIT, imem);
@@ -120,20 +109,27 @@ module hm_ctrl_sys #(
   cst_t        cst_q;
   logic [31:0] crd_q;
   logic        aw_done_q, w_done_q;
-  logic [3:0]  reg_sel;
   logic        is_imem, is_dmem, is_mbox, is_ctl, is_tmr, wr;
-  assign wr      = c_wstrb != 4'd0;
-  assign is_imem = c_addr[31:28] == 4'h0 && c_addr[27:2] < 26'(IMEM_BYTES / 4);
-  assign is_dmem = c_addr[31:28] == 4'h1 && c_addr[27:2] < 26'(DMEM_BYTES / 4);
-  assign is_mbox = c_addr[31:12] == 20'h20000;
-  assign is_ctl  = c_addr[31:12] == 20'h30000;
-  assign is_tmr  = c_addr[31:4] == 28'h4000000;
-  assign reg_sel = c_addr[11:8];
+  logic        mb_in, mb_out, mb_ctrl, mb_done, mb_caps, mb_mrlog, mb_link;
+  // (each region's base is aligned to its size: the high bits select it)
+  assign wr       = c_wstrb != 4'd0;
+  assign is_imem  = c_addr[31:28] == HM_CPU_IMEM[31:28] && c_addr[27:2] < 26'(IMEM_BYTES / 4);
+  assign is_dmem  = c_addr[31:28] == HM_CPU_DMEM[31:28] && c_addr[27:2] < 26'(DMEM_BYTES / 4);
+  assign is_mbox  = c_addr[31:12] == HM_CPU_MBOX[31:12];
+  assign is_ctl   = c_addr[31:12] == HM_CPU_CTL[31:12];
+  assign is_tmr   = c_addr[31:3] == HM_CPU_TIMER[31:3];
+  assign mb_in    = c_addr[11:8] == HM_MBOX_CMD_IN[11:8];      // 64 words each
+  assign mb_out   = c_addr[11:8] == HM_MBOX_CMD_OUT[11:8];
+  assign mb_ctrl  = c_addr[11:2] == HM_MBOX_CTRL[11:2];
+  assign mb_done  = c_addr[11:2] == HM_MBOX_DONE[11:2];
+  assign mb_caps  = c_addr[11:2] == HM_MBOX_CAPS[11:2];
+  assign mb_mrlog = c_addr[11:2] == HM_MBOX_MR_LOG[11:2];
+  assign mb_link  = c_addr[11:2] == HM_MBOX_LINK[11:2];
 
   assign c_ready = cst_q == C_DONE;
   assign c_rdata = crd_q;
 
-  assign m_ctl_awaddr  = c_addr[11:0];
+  assign m_ctl_awaddr  = c_addr[11:0];      // HM_CPU_CTL_BYTES: 4 KiB
   assign m_ctl_araddr  = c_addr[11:0];
   assign m_ctl_wdata   = c_wdata;
   assign m_ctl_wstrb   = c_wstrb;
@@ -144,7 +140,7 @@ module hm_ctrl_sys #(
   assign m_ctl_rready  = cst_q == C_CTL_R;
 
   logic mbox_done;     // the CPU wrote MBOX_DONE this cycle
-  assign mbox_done = cst_q == C_IDLE && c_valid && c_resetn && is_mbox && wr && c_addr[11:0] == 12'h204;
+  assign mbox_done = cst_q == C_IDLE && c_valid && c_resetn && is_mbox && wr && mb_done;
 
   // host-side IMEM window (only while the CPU is held)
   logic        h_imem_we;
@@ -156,7 +152,7 @@ module hm_ctrl_sys #(
       if (is_dmem) begin
         for (int b = 0; b < 4; b++) if (c_wstrb[b]) dmem[c_addr[DW+1:2]][8*b +: 8] <= c_wdata[8*b +: 8];
       end
-      if (is_mbox && wr && reg_sel == 4'h1) cmd_out[c_addr[7:2]] <= c_wdata;
+      if (is_mbox && wr && mb_out) cmd_out[c_addr[7:2]] <= c_wdata;
     end
     if (h_imem_we) imem[h_imem_wa] <= h_imem_wd;
   end
@@ -177,13 +173,13 @@ module hm_ctrl_sys #(
           if (is_imem) crd_q <= imem[c_addr[IW+1:2]];       // writes to IMEM are ignored
           else if (is_dmem) crd_q <= dmem[c_addr[DW+1:2]];
           else if (is_mbox) begin
-            case (reg_sel)
-              4'h0: crd_q <= cmd_in[c_addr[7:2]];
-              4'h1: crd_q <= cmd_out[c_addr[7:2]];
-              4'h2: crd_q <= {31'd0, pend_q};
-              4'h3: crd_q <= c_addr[3] ? {31'd0, link_up} : c_addr[2] ? {24'd0, mr_log} : caps;
-              default: fault_q <= 1'b1;
-            endcase
+            if (mb_in) crd_q <= cmd_in[c_addr[7:2]];
+            else if (mb_out) crd_q <= cmd_out[c_addr[7:2]];
+            else if (mb_ctrl) crd_q <= {31'd0, pend_q};
+            else if (mb_caps) crd_q <= caps;
+            else if (mb_mrlog) crd_q <= {24'd0, mr_log};
+            else if (mb_link) crd_q <= {31'd0, link_up};
+            else if (!(mb_done && wr)) fault_q <= 1'b1;     // DONE is write-only
           end else if (is_ctl) begin
             aw_done_q <= 1'b0;
             w_done_q  <= 1'b0;
@@ -219,6 +215,13 @@ module hm_ctrl_sys #(
   // ---------------------------------------------------------------------------------------
   logic        hw_go, hr_go, hw_ok;
   logic [15:0] hwa, hra;
+  logic        hw_imem, hw_in, hr_imem, hr_in, hr_out;
+  // (CMD_IN and CMD_OUT are 256 bytes each, the IMEM window the upper half of the port)
+  assign hw_imem = hwa[15] == HM_HOST_IMEM[15];
+  assign hw_in   = hwa[15:8] == HM_HOST_CMD_IN[15:8];
+  assign hr_imem = hra[15] == HM_HOST_IMEM[15];
+  assign hr_in   = hra[15:8] == HM_HOST_CMD_IN[15:8];
+  assign hr_out  = hra[15:8] == HM_HOST_CMD_OUT[15:8];
   assign hwa = s_axil_awaddr;
   assign hra = s_axil_araddr;
   assign hw_go = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
@@ -233,17 +236,17 @@ module hm_ctrl_sys #(
     h_imem_wa = hwa[IW+1:2];
     h_imem_wd = s_axil_wdata;
     if (hw_go && s_axil_wstrb == 4'hF && hwa[1:0] == 2'b00) begin
-      if (hwa[15]) begin
+      if (hw_imem) begin
         hw_ok     = !run_q && 32'(hwa[14:2]) < IMEM_BYTES / 4;
         h_imem_we = hw_ok;
-      end else if (hwa[15:8] == 8'h00) hw_ok = !pend_q;             // CMD_IN
-      else if (hwa == 16'h0200) hw_ok = !pend_q;                     // MBOX_DB
-      else if (hwa == 16'h0208) hw_ok = 1'b1;                        // CORE_CTRL
+      end else if (hw_in) hw_ok = !pend_q;
+      else if (hwa == HM_HOST_MBOX_DB) hw_ok = !pend_q;
+      else if (hwa == HM_HOST_CORE_CTRL) hw_ok = 1'b1;
     end
   end
 
   always_ff @(posedge clk) begin
-    if (hw_go && hw_ok && hwa[15:8] == 8'h00) cmd_in[hwa[7:2]] <= s_axil_wdata;
+    if (hw_go && hw_ok && hw_in) cmd_in[hwa[7:2]] <= s_axil_wdata;
   end
 
   always_ff @(posedge clk) begin
@@ -261,8 +264,8 @@ module hm_ctrl_sys #(
       if (hw_go) begin
         s_axil_bvalid <= 1'b1;
         s_axil_bresp  <= hw_ok ? 2'b00 : 2'b10;
-        if (hw_ok && hwa == 16'h0200) pend_q <= 1'b1;
-        if (hw_ok && hwa == 16'h0208) begin
+        if (hw_ok && hwa == HM_HOST_MBOX_DB) pend_q <= 1'b1;
+        if (hw_ok && hwa == HM_HOST_CORE_CTRL) begin
           run_q <= s_axil_wdata[0];
           if (!s_axil_wdata[0]) pend_q <= 1'b0;    // a held CPU answers nothing
         end
@@ -277,18 +280,24 @@ module hm_ctrl_sys #(
         s_axil_rresp  <= 2'b00;
         s_axil_rdata  <= '0;
         if (hra[1:0] != 2'b00) s_axil_rresp <= 2'b10;
-        else if (hra[15]) s_axil_rresp <= 2'b10;    // the IMEM window is write-only
-        else if (hra[15:8] == 8'h00) s_axil_rdata <= cmd_in[hra[7:2]];
-        else if (hra[15:8] == 8'h01) s_axil_rdata <= cmd_out[hra[7:2]];
-        else if (hra == 16'h0204) s_axil_rdata <= {done_cnt_q, 12'd0, trap_q, fault_q, run_q, pend_q};
-        else if (hra == 16'h0208) s_axil_rdata <= {31'd0, run_q};
+        else if (hr_imem) s_axil_rresp <= 2'b10;    // the IMEM window is write-only
+        else if (hr_in) s_axil_rdata <= cmd_in[hra[7:2]];
+        else if (hr_out) s_axil_rdata <= cmd_out[hra[7:2]];
+        else if (hra == HM_HOST_MBOX_STATUS)
+          s_axil_rdata <= hm_mbox_status_t'{done_count: done_cnt_q, trap: trap_q, fault: fault_q,
+                                            running: run_q, pending: pend_q, default: '0};
+        else if (hra == HM_HOST_CORE_CTRL) s_axil_rdata <= {31'd0, run_q};
         else s_axil_rresp <= 2'b10;
       end
     end
   end
 
-  if (IMEM_BYTES > 32768 || (1 << IW) * 4 != IMEM_BYTES) begin : g_bad_imem
-    $error("hm_ctrl_sys: IMEM_BYTES must be a power of two, at most 32 KiB");
+  if (IMEM_BYTES > int'(HM_HOST_IMEM_BYTES) || IMEM_BYTES > int'(HM_CPU_IMEM_BYTES) ||
+      (1 << IW) * 4 != IMEM_BYTES) begin : g_bad_imem
+    $error("hm_ctrl_sys: IMEM_BYTES must be a power of two, at most the IMEM window (32 KiB)");
+  end
+  if (DMEM_BYTES > int'(HM_CPU_DMEM_BYTES)) begin : g_big_dmem
+    $error("hm_ctrl_sys: DMEM_BYTES beyond the DMEM region of the map");
   end
   if ((1 << DW) * 4 != DMEM_BYTES) begin : g_bad_dmem
     $error("hm_ctrl_sys: DMEM_BYTES must be a power of two");

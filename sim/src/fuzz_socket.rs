@@ -56,7 +56,7 @@ pub struct SocketFuzzReport {
 }
 
 const TIMEOUT: Duration = Duration::from_secs(10);
-const BAR0: u64 = 0x2_0000;
+const BAR0: u64 = hematite_sim::device::BAR0_SIZE;
 const NUM_IRQS: u64 = 16;
 
 struct Device {

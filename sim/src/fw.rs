@@ -4,16 +4,15 @@
 use crate::eng::Engine;
 use std::path::PathBuf;
 
-// The mailbox offsets of the core's host port: the driver's (hostdrv::nic, BAR0-relative)
-// minus where the port sits in BAR0.
-use hostdrv::nic as hn;
-pub const FW_CMD_IN: u16 = (hn::FW_CMD_IN - hn::FW_PORT) as u16;
-pub const FW_CMD_OUT: u16 = (hn::FW_CMD_OUT - hn::FW_PORT) as u16;
-pub const FW_MBOX_DB: u16 = (hn::FW_MBOX_DB - hn::FW_PORT) as u16;
-pub const FW_MBOX_STATUS: u16 = (hn::FW_MBOX_STATUS - hn::FW_PORT) as u16;
-pub const FW_CORE_CTRL: u16 = (hn::FW_CORE_CTRL - hn::FW_PORT) as u16;
-pub const FW_IMEM: u16 = 0x8000;
-pub const FW_IMEM_BYTES: usize = 32768;
+// The core's host port (port-relative offsets, map hm_ctrl_host of regs/hematite.rdl).
+use hematite_model::regs;
+pub const FW_CMD_IN: u16 = regs::HM_HOST_CMD_IN;
+pub const FW_CMD_OUT: u16 = regs::HM_HOST_CMD_OUT;
+pub const FW_MBOX_DB: u16 = regs::HM_HOST_MBOX_DB;
+pub const FW_MBOX_STATUS: u16 = regs::HM_HOST_MBOX_STATUS;
+pub const FW_CORE_CTRL: u16 = regs::HM_HOST_CORE_CTRL;
+pub const FW_IMEM: u16 = regs::HM_HOST_IMEM;
+pub const FW_IMEM_BYTES: usize = regs::HM_HOST_IMEM_BYTES as usize;
 
 /// The firmware image built by `./hematite fw`: `$HM_FW_HEX`, else build/fw/firmware.hex.
 pub fn image_path() -> PathBuf {

@@ -5,21 +5,22 @@
 use super::objects::{QpInner, WqTrack};
 use crate::device::Device;
 use crate::mem::{DmaBuf, Pins, Unpin};
-use crate::{Error, Result};
+use crate::{regs, Error, Result};
 use hematite_firmware::mbox;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-/// Offset of the control core's host port in BAR0.
-pub const FW_PORT: u64 = 0x1_0000;
-/// Mailbox registers of the control core's host port (docs/control-core.md).
-pub const FW_CMD_IN: u64 = FW_PORT;
-pub const FW_CMD_OUT: u64 = FW_PORT + 0x100;
-pub const FW_MBOX_DB: u64 = FW_PORT + 0x200;
-pub const FW_MBOX_STATUS: u64 = FW_PORT + 0x204;
-pub const FW_CORE_CTRL: u64 = FW_PORT + 0x208;
+/// Offset of the control core's host port in BAR0 (map hm_bar of regs/hematite.rdl).
+pub const FW_PORT: u64 = regs::HM_BAR_CTRL as u64;
+/// Mailbox registers of the control core's host port (map hm_ctrl_host; docs/registers.md),
+/// BAR0-relative.
+pub const FW_CMD_IN: u64 = FW_PORT + regs::HM_HOST_CMD_IN as u64;
+pub const FW_CMD_OUT: u64 = FW_PORT + regs::HM_HOST_CMD_OUT as u64;
+pub const FW_MBOX_DB: u64 = FW_PORT + regs::HM_HOST_MBOX_DB as u64;
+pub const FW_MBOX_STATUS: u64 = FW_PORT + regs::HM_HOST_MBOX_STATUS as u64;
+pub const FW_CORE_CTRL: u64 = FW_PORT + regs::HM_HOST_CORE_CTRL as u64;
 
 pub(super) struct Shared {
     pub(super) dev: Box<dyn Device>,
