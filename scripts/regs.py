@@ -4,7 +4,9 @@ maps), with systemrdl-compiler and PeakRDL-cheader:
 
   rtl/pkg/hm_regs_pkg.sv          SV package: offsets, reset values, field structs
                                   (model/build.rs and sim read it for the Rust constants)
-  include/hematite/hm_<map>.h     C headers (PeakRDL-cheader), one per map
+  include/hematite/hm_bar.h       C headers (PeakRDL-cheader): the function's BAR0 (the engine's
+  include/hematite/hm_ctrl_cpu.h  block and the control core's host port) and the control core's
+                                  address space (with the engine's control bus)
   docs/registers.md               the reference
   firmware/memory.x               the firmware's MEMORY regions (IMEM, DMEM), for link.x
 
@@ -27,6 +29,7 @@ from peakrdl_cheader.exporter import CHeaderExporter
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RDL = "regs/hematite.rdl"
 MAPS = ["hm_bar0", "hm_ctl_bus", "hm_ctrl_host", "hm_bar", "hm_ctrl_cpu"]
+C_MAPS = ["hm_bar", "hm_ctrl_cpu"]    # they contain the other three
 SV_OUT = "rtl/pkg/hm_regs_pkg.sv"
 MD_OUT = "docs/registers.md"
 MEM_OUT = "firmware/memory.x"
@@ -272,6 +275,8 @@ def generate(outdir):
     for m in MAPS:
         root = rdlc.elaborate(m, m)
         tops.append(root.top)
+        if m not in C_MAPS:
+            continue
         hdr = os.path.join(outdir, C_DIR, f"{m}.h")
         os.makedirs(os.path.dirname(hdr), exist_ok=True)
         CHeaderExporter().export(root.top, hdr, generate_bitfields=False, instantiate=False)
@@ -286,7 +291,7 @@ def generate(outdir):
         os.makedirs(os.path.dirname(p), exist_ok=True)
         with open(p, "w") as fh:
             fh.write(text)
-    return [SV_OUT, MD_OUT, MEM_OUT] + [f"{C_DIR}/{m}.h" for m in MAPS]
+    return [SV_OUT, MD_OUT, MEM_OUT] + [f"{C_DIR}/{m}.h" for m in C_MAPS]
 
 
 def main():
@@ -307,6 +312,10 @@ def main():
                 stale += 1
                 sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{rel}", f"b/{rel}", n=1))
                 print(f"regs: {rel} is stale: run ./hematite regs")
+        extra = sorted(set(os.listdir(os.path.join(ROOT, C_DIR))) - {f"{m}.h" for m in C_MAPS})
+        for f in extra:
+            stale += 1
+            print(f"regs: {C_DIR}/{f} is not generated from {RDL}: remove it")
         if stale:
             return 1
         print(f"regs: {RDL} -> {SV_OUT}, {MD_OUT}, {MEM_OUT}, {C_DIR}/*.h: up to date")
