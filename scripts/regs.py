@@ -36,6 +36,10 @@ MEM_OUT = "firmware/memory.x"
 C_DIR = "include/hematite"
 
 
+def mem_bytes(m):
+    return m.get_property("mementries") * m.get_property("memwidth") // 8
+
+
 def clog2(n):
     return max(1, (n - 1).bit_length())
 
@@ -111,7 +115,7 @@ def gen_memory_x(cpu):
          "MEMORY", "{"]
     for n, attr in (("IMEM", "rx"), ("DMEM", "rw")):
         m = mems[n]
-        nbytes = m.get_property("mementries") * m.get_property("memwidth") // 8
+        nbytes = mem_bytes(m)
         L.append(f"  {n} ({attr}) : ORIGIN = {m.raw_address_offset:#010x}, LENGTH = {nbytes // 1024}K")
     L.append("}")
     return "\n".join(L) + "\n"
@@ -161,7 +165,7 @@ def gen_sv(tops):
                     rc = first_sentence(r.get_property("desc")) or r.get_property("name")
                     sv_reg(w, structs, rpfx + r.inst_name, abits, r, rc, base=c.raw_address_offset)
             elif isinstance(c, MemNode):
-                nbytes = c.get_property("mementries") * c.get_property("memwidth") // 8
+                nbytes = mem_bytes(c)
                 w(f"  localparam logic [{abits - 1}:0] {name:<22} = {hexlit(abits, c.raw_address_offset)};  // {cmt}")
                 w(f"  localparam logic [{abits - 1}:0] {name + '_BYTES':<22} = {abits}'d{nbytes};")
             elif isinstance(c, AddrmapNode):
@@ -212,6 +216,15 @@ def md_fields(reg):
     return rows
 
 
+def md_span(reg, base):
+    """(offset or offset range, name or name[N]) of a register or register array at base."""
+    off = base + reg.raw_address_offset
+    if not reg.is_array:
+        return f"{off:#06x}", reg.inst_name
+    n = reg.array_dimensions[0]
+    return f"{off:#06x}..{off + 4 * n - 1:#06x}", f"{reg.inst_name}[{n}]"
+
+
 def gen_md(tops):
     L = []
     w = L.append
@@ -232,12 +245,7 @@ def gen_md(tops):
         w("|---|---|---|---|---|")
         for c in top.children():
             if isinstance(c, RegNode):
-                off = f"{c.raw_address_offset:#06x}"
-                nm = c.inst_name
-                if c.is_array:
-                    n = c.array_dimensions[0]
-                    off = f"{c.raw_address_offset:#06x}..{c.raw_address_offset + 4 * n - 1:#06x}"
-                    nm = f"{nm}[{n}]"
+                off, nm = md_span(c, 0)
                 rv = reg_reset(c)
                 desc = " ".join((c.get_property("desc") or c.get_property("name")).split())
                 w(f"| `{off}` | **{nm}** | {reg_access(c)} | {rv:#x} | {c.get_property('name')}: {desc} |")
@@ -248,17 +256,12 @@ def gen_md(tops):
                 w(f"| `{base:#06x}..{base + c.size - 1:#06x}` | **{c.inst_name}** | | | {c.get_property('name')}: {desc} |")
                 for r in c.children():
                     rdesc = " ".join((r.get_property("desc") or "").split())
-                    nm = r.inst_name
-                    off = f"{base + r.raw_address_offset:#06x}"
-                    if r.is_array:
-                        n = r.array_dimensions[0]
-                        nm = f"{nm}[{n}]"
-                        off = f"{base + r.raw_address_offset:#06x}..{base + r.raw_address_offset + 4 * n - 1:#06x}"
+                    off, nm = md_span(r, base)
                     w(f"| `{off}` | {c.inst_name}.**{nm}** | {reg_access(r)} | {reg_reset(r):#x} | {r.get_property('name')}{': ' + rdesc if rdesc else ''} |")
                     L.extend(md_fields(r))
             elif isinstance(c, MemNode):
                 base = c.raw_address_offset
-                nbytes = c.get_property("mementries") * c.get_property("memwidth") // 8
+                nbytes = mem_bytes(c)
                 desc = " ".join((c.get_property("desc") or "").split())
                 w(f"| `{base:#06x}..{base + nbytes - 1:#06x}` | **{c.inst_name}** | {access(c)} | | {c.get_property('name')} ({nbytes // 1024} KiB): {desc} |")
             elif isinstance(c, AddrmapNode):

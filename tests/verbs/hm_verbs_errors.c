@@ -293,6 +293,24 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq,
 	return qp;
 }
 
+/* RTR arguments of a QP on the loopback port (GID `gid`, index -g) towards `dest_qpn` */
+static struct hm_rtr_args loop_rtr(enum ibv_mtu mtu, const union ibv_gid *gid,
+				   uint32_t dest_qpn, uint32_t rq_psn)
+{
+	struct hm_rtr_args r;
+
+	memset(&r, 0, sizeof(r));
+	r.mtu = mtu;
+	r.dgid = *gid;
+	r.sgid_index = opt.gidx;
+	r.hop_limit = 64;
+	r.min_rnr_timer = 12;
+	r.max_dest_rd_atomic = 1;
+	r.dest_qpn = dest_qpn;
+	r.rq_psn = rq_psn;
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **devlist;
@@ -774,15 +792,7 @@ int main(int argc, char **argv)
 	{
 		struct hm_rtr_args r;
 
-		memset(&r, 0, sizeof(r));
-		r.mtu = pa.active_mtu;
-		r.dgid = gid;
-		r.sgid_index = opt.gidx;
-		r.hop_limit = 64;
-		r.min_rnr_timer = 12;
-		r.max_dest_rd_atomic = 1;
-		r.dest_qpn = qb->qp_num;
-		r.rq_psn = 0x222;
+		r = loop_rtr(pa.active_mtu, &gid, qb->qp_num, 0x222);
 		rc = hm_qp_rtr(qa, &r);
 		must_zero("modify_qp.rtr.a", rc);
 		r.dest_qpn = qa->qp_num;
@@ -962,15 +972,7 @@ int main(int argc, char **argv)
 		oqp = make_qp(pd, ocq, IBV_QPT_RC, (uint32_t)n + 4, 1, 1, 1, 0, &ocap);
 		if (!oqp)
 			hm_fatal("cq_overrun.create_qp", "%s", strerror(errno));
-		memset(&r, 0, sizeof(r));
-		r.mtu = pa.active_mtu;
-		r.dgid = gid;
-		r.sgid_index = opt.gidx;
-		r.hop_limit = 64;
-		r.min_rnr_timer = 12;
-		r.max_dest_rd_atomic = 1;
-		r.dest_qpn = oqp->qp_num;
-		r.rq_psn = 0x333;
+		r = loop_rtr(pa.active_mtu, &gid, oqp->qp_num, 0x333);
 		must_zero("cq_overrun.qp_init",
 			  hm_qp_init(oqp, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE));
 		must_zero("cq_overrun.qp_rtr", hm_qp_rtr(oqp, &r));
