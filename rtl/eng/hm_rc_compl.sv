@@ -569,8 +569,10 @@ module hm_rc_compl
   logic        clamp_due, save_now;
   assign clamp_due = kind_q == K_PKT && prog_q && d_q.rw_v && !rwd_q && !clamped_q && !d_q.err;
   assign save_now  = st_q == C_SAVE && !clamp_due;
-  logic [15:0] fl_end;
-  assign fl_end = 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
+  // the end of what the QP has posted: the later of the doorbell's producer index and the
+  // WQEs started (a doorbell may still wait in u_dbf); the WQE window and the flush use it
+  logic [15:0] posted_end;
+  assign posted_end = 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
   logic [7:0]  fatal_st_q;
   logic [47:0] ack_to;
   assign ack_to = ack_cycles(ctx_q.timeout);
@@ -847,7 +849,7 @@ module hm_rc_compl
             cbx_lsize_q   <= ctx_q.sq_log_size;
             cbx_lstride_q <= lstride;
             cb_lo_q       <= fx_q;
-            cb_lim_q      <= 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
+            cb_lim_q      <= posted_end;
             bi_q       <= '0;
             bg_q       <= '0;
             st_q       <= C_BLOAD;
@@ -1118,7 +1120,7 @@ module hm_rc_compl
           // every WQE posted and not completed: WR_FLUSH_ERR, up to the later of the
           // doorbell's producer index and the WQEs started. A doorbell may still wait in
           // u_dbf (pi_q behind WQEs already retired); its own turn flushes what it adds.
-          if (d_q.ci == fl_end || 16'(fl_end - d_q.ci) >= 16'h8000) st_q <= C_SAVE;
+          if (d_q.ci == posted_end || 16'(posted_end - d_q.ci) >= 16'h8000) st_q <= C_SAVE;
           else if (!cached(d_q.ci)) begin
             fx_q  <= d_q.ci;
             ret_q <= C_FLUSH;
@@ -1162,7 +1164,7 @@ module hm_rc_compl
       // the window's QP saved: what it still needs and how far it is posted
       if (save_now && cb_v_q && cb_q == q_q) begin
         cb_lo_q  <= d_q.ci;
-        cb_lim_q <= 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
+        cb_lim_q <= posted_end;
       end
       // a QP saved after a response packet with WQEs outstanding takes over an unused window
       // (none, or one whose QP has retired all it posted) and the prefetch reads its WQEs
@@ -1179,7 +1181,7 @@ module hm_rc_compl
         cbx_lsize_q   <= ctx_q.sq_log_size;
         cbx_lstride_q <= lstride;
         cb_lo_q       <= d_q.ci;
-        cb_lim_q      <= 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
+        cb_lim_q      <= posted_end;
       end
       // prefetch: issue (the window drops what was retired), data, completion (a bus error
       // or a window changed meanwhile discards it; the FSM then reads those WQEs itself)
