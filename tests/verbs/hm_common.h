@@ -201,6 +201,9 @@ hm_timeout(const char *fmt, ...)
  */
 static char hm_step_what[160] = "start";
 static uint64_t hm_step_us;
+/* called by the watchdog after its TIMEOUT line (a program's state dump, for the
+ * diagnosis); it may block on the very call that hung: SIGALRM ends it after 30 s */
+static void (*hm_on_timeout)(void);
 
 static HM_UNUSED void hm_step(const char *what)
 {
@@ -227,6 +230,11 @@ static void *hm_watchdog(void *arg)
 
 			if (write(STDOUT_FILENO, buf, (size_t)n) < 0)
 				_exit(3);
+			if (hm_on_timeout) {
+				alarm(30);
+				hm_on_timeout();
+				fflush(stdout);
+			}
 			_exit(3);
 		}
 		hm_sleep_us(500000);

@@ -53,6 +53,7 @@
  * Last line: "fuzz verbs: N cases, F findings"; exit 0 only when F == 0.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <getopt.h>
 #include <limits.h>
 #include <sys/mman.h>
@@ -126,6 +127,18 @@ static HM_PRINTF(1, 2) void finding(const char *fmt, ...)
 		printf("FINDING case %ld [%s]: %s\n", ncases, act, det);
 }
 
+/* the last cases, printed with a hang (what led there) */
+#define HIST 48
+static struct { long n; const char *op; int reconnected; } hist[HIST];
+
+static void hist_add(const char *op)
+{
+	hist[ncases % HIST].n = ncases;
+	hist[ncases % HIST].op = op;
+	hist[ncases % HIST].reconnected = 0;
+}
+
+static void dump_state(void);
 static void finish(int code) __attribute__((noreturn));
 static void finish(int code)
 {
@@ -157,6 +170,7 @@ static HM_PRINTF(1, 2) void hang(const char *fmt, ...)
 	vsnprintf(det, sizeof(det), fmt, ap);
 	va_end(ap);
 	finding("HANG: %s (nothing after %d s)", det, hm_timeout_s);
+	dump_state();
 	finish(1);
 }
 
@@ -529,6 +543,45 @@ static void reconnect(void)
 		       (double)(hm_now_us() - dl + (uint64_t)hm_timeout_s * 1000000ull) / 1e6);
 	connect_pair();
 	need_reconnect = 0;
+	hist[ncases % HIST].reconnected = 1;
+}
+
+/* With a hang: the cases before it, then each side's valid QP as the device sees it and the
+ * engine's nonzero counters (docs/transport-engine.md), so that one long replay is enough to
+ * tell a stuck engine from a dropped packet. Called by hang() and by the watchdog (which ends
+ * it if a call blocks). */
+static void dump_state(void)
+{
+	typedef int (*qcnt_fn)(struct ibv_context *, uint32_t *, uint32_t, uint32_t *);
+	qcnt_fn qcnt = (qcnt_fn)dlsym(RTLD_DEFAULT, "hematite_query_counters");
+
+	printf("# the last cases (newest last; R: reconnected after it):");
+	for (long k = ncases - HIST + 1; k <= ncases; k++)
+		if (k > 0 && hist[k % HIST].n == k)
+			printf(" %ld:%s%s", k, hist[k % HIST].op, hist[k % HIST].reconnected ? "(R)" : "");
+	printf("\n");
+	fflush(stdout);
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp_attr a;
+		struct ibv_qp_init_attr ia;
+		uint32_t c[128], n = 0;
+
+		if (!S[i].ctx)
+			continue;
+		memset(&a, 0, sizeof(a));
+		if (S[i].qp && ibv_query_qp(S[i].qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &ia) == 0)
+			printf("# side %d valid QP 0x%x: state %d sq_psn 0x%x rq_psn 0x%x, %u signaled WRs pending\n",
+			       i, S[i].qp->qp_num, a.qp_state, a.sq_psn, a.rq_psn, S[i].pend);
+		fflush(stdout);
+		if (qcnt && qcnt(S[i].ctx, c, 128, &n) == 0) {
+			printf("# side %d counters (firmware words 0..11, then engine counter i at word 13+i):", i);
+			for (uint32_t k = 0; k < n; k++)
+				if (c[k])
+					printf(" [%u]=%u", k, c[k]);
+			printf("\n");
+		}
+		fflush(stdout);
+	}
 }
 
 /* ------------------------------------------------------------------ helpers */
@@ -2726,6 +2779,7 @@ int main(int argc, char **argv)
 	}
 	S[0].i = 0;
 	S[1].i = 1;
+	hm_on_timeout = dump_state;
 	setup_side(&S[0], dev0);
 	setup_side(&S[1], dev1);
 	connect_pair();
@@ -2750,6 +2804,7 @@ int main(int argc, char **argv)
 			x -= w[k++];
 		act = ops[k].name;
 		ncases++;
+		hist_add(ops[k].name);
 		per[k]++;
 		if (verbose)
 			printf("# case %ld: %s\n", ncases, ops[k].name);

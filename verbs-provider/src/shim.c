@@ -670,6 +670,14 @@ static struct verbs_context *hm_alloc_context(struct ibv_device *ibdev, int cmd_
 		err = errno;
 		goto fail;
 	}
+	/* the event thread never blocks on a program that does not read its events: a full
+	 * pipe keeps them queued in the provider (events.rs) */
+	if (fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK)) {
+		err = errno;
+		close(p[0]);
+		close(p[1]);
+		goto fail;
+	}
 	/* verbs_uninit_context closes async_fd (the read end); free_context the write end */
 	ctx->vctx.context.async_fd = p[0];
 	ctx->async_wfd = p[1];
@@ -758,6 +766,13 @@ struct ibv_comp_channel *hm_c_create_comp_channel(struct ibv_context *context)
 		return NULL;
 	}
 	if (pipe2(p, O_CLOEXEC)) {
+		free(hc);
+		return NULL;
+	}
+	/* (the event thread's writes never block; see events.rs) */
+	if (fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK)) {
+		close(p[0]);
+		close(p[1]);
 		free(hc);
 		return NULL;
 	}
