@@ -203,16 +203,22 @@ module hm_rc_resp
   logic [15:0]   pi_q, pi_rd, dbpi_q;
   hm_roce_hdr_t  h_q;
 
-  // work selection
+  // work selection. A control command first lets the doorbells queued before it act (they
+  // belong to the receive queue as it was; a QP reloaded behind them must not take the old
+  // producer index): ctl_wait_q counts those that were in the FIFO when the command came.
   logic take_ctl, take_evt, take_db, take_pkt;
   logic [QW-1:0] sel_q;
+  logic                   ctl_arm_q, ctl_drain;
+  logic [$bits(dbf_level)-1:0] ctl_wait_q;
+  assign ctl_drain = ctl_arm_q && ctl_wait_q != '0;
   always_comb begin
-    take_ctl = st_q == R_IDLE && s_ctl_valid;
+    take_ctl = st_q == R_IDLE && s_ctl_valid && ctl_arm_q && !ctl_drain;
     take_evt = st_q == R_IDLE && !s_ctl_valid && s_err_valid;
-    take_db  = st_q == R_IDLE && !s_ctl_valid && !s_err_valid && dbf_valid;
+    take_db  = st_q == R_IDLE && dbf_valid && (s_ctl_valid ? ctl_drain : !s_err_valid);
     take_pkt = st_q == R_IDLE && !s_ctl_valid && !s_err_valid && !dbf_valid && s_hdr_valid;
     sel_q = QW'(s_hdr.dest_qp);
-    if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
+    if (s_ctl_valid && ctl_drain) sel_q = QW'(dbf_data[31:16]);
+    else if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
     else if (s_err_valid) sel_q = QW'(s_err_qpn);
     else if (dbf_valid) sel_q = QW'(dbf_data[31:16]);
   end
@@ -577,7 +583,15 @@ module hm_rc_resp
       stat_err_naks <= '0;
       stat_dropped  <= '0;
       stat_wr_err   <= '0;
+      ctl_arm_q     <= 1'b0;
+      ctl_wait_q    <= '0;
     end else begin
+      if (st_q == R_IDLE && s_ctl_valid && !ctl_arm_q) begin
+        ctl_arm_q  <= 1'b1;
+        ctl_wait_q <= dbf_level;
+      end
+      if (take_db && ctl_drain) ctl_wait_q <= ctl_wait_q - 1'b1;
+      if (take_ctl) ctl_arm_q <= 1'b0;
       if (s_done_valid) begin
         wr_done_q <= wr_done_q + 1'b1;
         if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;

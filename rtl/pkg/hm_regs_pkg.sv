@@ -17,7 +17,7 @@ package hm_regs_pkg;
   localparam logic [15:0] HM_REG_DB_CQ           = 16'h0108;  // Write-only, all four strobes: a CQ's consumer index and arming.
   localparam logic [15:0] HM_REG_DB_COUNT        = 16'h0110;  // Doorbell writes accepted since reset.
   localparam logic [15:0] HM_REG_ERR_COUNT       = 16'h0114;  // Accesses answered with SLVERR since reset.
-  localparam logic [15:0] HM_REG_CNT             = 16'h1000;  // The engine's counters (docs/counters.md), CAPS.num_counters of them, 4 bytes apart.
+  localparam logic [15:0] HM_REG_CNT             = 16'h1000;  // The engine's counters (the table in docs/transport-engine.md), CAPS.num_counters of them, 4 bytes apart.
   localparam logic [15:0] HM_REG_CNT_WORDS       = 16'd255;
 
   // Control bus: The context tables, the event queue, the counters and congestion control (rtl/csr/hm_ctl.sv).

@@ -551,3 +551,44 @@ fn a_doorbell_from_before_a_qp_reload_does_not_reach_the_new_qp() {
     assert_eq!(qa, want, "QP {QA}'s completions");
     assert_eq!(b.a.cqes.iter().filter(|c| c.cqe.qpn == QX).count(), n as usize);
 }
+
+/// The responder's twin of the test above: receive-queue doorbells rung just before a QP
+/// reload (RESET -> INIT loads the receive queue: its indices start over) belong to the old
+/// ring. Behind a busy responder they still wait in its doorbell FIFO when the reload comes;
+/// acted on after it, they would give the new QP the old producer index, and its first
+/// incoming SEND would land in a stale receive slot (a completion with a work request the QP
+/// never had). The new QP has no receive posted: the SEND must be refused (RNR NAK), and QP 3
+/// must complete nothing.
+#[test]
+fn a_receive_doorbell_from_before_a_qp_reload_does_not_reach_the_new_qp() {
+    const QX: u32 = 5;
+    const QY: u32 = 0x45;
+    use hematite_model::transport::RecvWr;
+    let cfg = QpConfig { pmtu: 1024, sq_psn: 0x300, rq_psn: 0x400, timeout: 3, ..Default::default() };
+    // a slow host memory (3,000 cycles to the first read beat): each incoming atomic keeps
+    // the responder busy that long (it reads the target before it answers)
+    let mut b = RcBench::new(MemCfg { latency: 3_000, seed: 12, ..Default::default() }).unwrap();
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    b.connect(QX, QY, cfg, cfg, 0).unwrap();
+    // the peer's atomics to QX keep the engine's responder busy
+    for id in 0..4u64 {
+        let w = SendWr::new(1000 + id, SendOp::FetchAdd { remote_addr: A_BUF + 0x1_0000 + id * 8, rkey: ma.rkey, add: 1 }, vec![Sge { addr: B_BUF + id * 8, len: 8, lkey: mb.lkey }]);
+        b.post_send_b(QY, &w).unwrap();
+    }
+    b.run_for(1_000);
+    // five receives on QP 3, a doorbell each, then at once the reload
+    for id in 0..5u64 {
+        b.post_recv_a(QA, &RecvWr { wr_id: 500 + id, sgl: vec![Sge { addr: A_BUF + 0x2_0000 + id * 0x100, len: 0x100, lkey: ma.lkey }] }).unwrap();
+    }
+    b.a.reload_qp(QA, QpConfig { dest_qpn: QB, ..cfg }, 0).unwrap();
+    // the peer's SEND to the new QP 3, which has no receive
+    let s = SendWr::new(77, SendOp::Send, vec![Sge { addr: B_BUF + 0x3_0000, len: 64, lkey: mb.lkey }]);
+    b.peer.post_send(QB, s).unwrap();
+    b.run_for(400_000);
+    let qa: Vec<(u64, WcStatus)> = b.a.cqes.iter().filter(|c| c.cqe.qpn == QA).map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
+    assert_eq!(qa, vec![], "QP {QA}'s completions (it has no receive posted since its reload)");
+    let w = b.wire.iter().filter(|(_, from_a, f)| *from_a && hematite_sim::rc::decode(f).is_some_and(|(r, _)| r.opcode == ACKNOWLEDGE && r.dest_qp == QB && (r.syndrome >> 5) == 1)).count();
+    assert!(w > 0, "the SEND to QP {QA} was not refused with an RNR NAK");
+}

@@ -4,8 +4,8 @@
 #   tests/verbs/fuzz.sh [--count N] [--seed S] [--profile test|release] [--timeout SECS]
 #                       [--only OP,OP] [--state DIR] [--no-build]
 #
-# Builds the provider, hematite-run and the C programs (cargo profile --profile, default
-# test; hematite-sim is built only when missing, since other work may be rebuilding it),
+# Builds hematite-sim, the provider, hematite-run and the C programs (cargo profile --profile,
+# default test; cargo rebuilds what is older than its sources),
 # starts the two NICs with hematite-run (its own state directory unless --state), runs
 # hm_verbs_fuzz --count N --seed S under a timeout (default: 120 s + 60 ms per call) and
 # reports. The fuzzer's last line is `fuzz verbs: N cases, F findings`; this script prints
@@ -44,10 +44,8 @@ mkdir -p "$OUT"
 LOG="$OUT/fuzz.log"
 if [ $BUILD -eq 1 ]; then
     echo "== building the provider and hematite-run ($PROFILE profile) and the C verbs programs"
-    if [ ! -x "$TDIR/hematite-sim" ]; then
-        cargo build -q --profile "$PROFILE" -p hematite-sim --bin hematite-sim || exit 2
-    fi
-    cargo build -q --profile "$PROFILE" -p hematite-verbs -p hematite-run || exit 2
+    # (always through cargo: a hematite-sim older than the RTL would fuzz another engine)
+    cargo build -q --profile "$PROFILE" -p hematite-sim --bin hematite-sim -p hematite-verbs -p hematite-run || exit 2
     bash tests/verbs/build.sh "$OUT/bin" >/dev/null || exit 2
 fi
 [ -f build/fw/firmware.hex ] || { echo "build/fw/firmware.hex missing: ./hematite fw" >&2; exit 2; }
