@@ -59,7 +59,8 @@ module hm_ctrl_core #(
 
   output logic        irq_done,
   output logic        fault,
-  output logic        trap
+  output logic        trap,
+  output logic        poll_idle      // the firmware polls an empty mailbox (hm_ctrl_sys)
 );
   logic        c_valid, c_ready, c_resetn, c_instr;
   logic [31:0] c_addr, c_wdata, c_rdata;
@@ -76,7 +77,7 @@ module hm_ctrl_core #(
     .m_ctl_awaddr, .m_ctl_awvalid, .m_ctl_awready, .m_ctl_wdata, .m_ctl_wstrb, .m_ctl_wvalid,
     .m_ctl_wready, .m_ctl_bresp, .m_ctl_bvalid, .m_ctl_bready, .m_ctl_araddr, .m_ctl_arvalid,
     .m_ctl_arready, .m_ctl_rdata, .m_ctl_rresp, .m_ctl_rvalid, .m_ctl_rready,
-    .irq_done, .fault
+    .irq_done, .fault, .poll_idle
   );
 
   picorv32 #(

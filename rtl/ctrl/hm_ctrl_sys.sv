@@ -81,7 +81,12 @@ module hm_ctrl_sys
   output logic        m_ctl_rready,
 
   output logic        irq_done,
-  output logic        fault
+  output logic        fault,
+  // The CPU polls an empty mailbox: its last access read CTRL with no command pending,
+  // none is pending now and link_up is what it last read. A clock gate (a BUFGCE on an FPGA,
+  // the co-simulation top) may stop clk while this is set and the host port is not being
+  // accessed: nothing else gives the firmware work.
+  output logic        poll_idle
 );
   localparam int IW = $clog2(IMEM_BYTES / 4);
   localparam int DW = $clog2(DMEM_BYTES / 4);
@@ -209,6 +214,20 @@ module hm_ctrl_sys
       if (!c_resetn) cst_q <= C_IDLE;
     end
   end
+
+  // poll_idle: the last access read CTRL with nothing pending, nothing has become pending
+  // since, and the link is as the firmware last read it (a change of either wakes it)
+  logic poll_idle_q, link_seen_q;
+  always_ff @(posedge clk) begin
+    if (rst || !c_resetn) begin
+      poll_idle_q <= 1'b0;
+      link_seen_q <= 1'b0;
+    end else if (cst_q == C_IDLE && c_valid) begin
+      poll_idle_q <= is_mbox && !wr && mb_ctrl && !pend_q;
+      if (is_mbox && !wr && mb_link) link_seen_q <= link_up;
+    end
+  end
+  assign poll_idle = poll_idle_q && !pend_q && link_up == link_seen_q;
 
   // ---------------------------------------------------------------------------------------
   // Host side: a write needs address and data together; one response at a time

@@ -88,6 +88,15 @@ module hm_dma_wr #(
     return (KB+1)'(hm_pkg::hm_keep_bytes(128'(keep)));
   endfunction
 
+  // Lanes [0, n) of a beat (n >= KW: all), as lane bits and as data bits: word-level masks,
+  // which a simulator evaluates as a few shifts instead of a loop over the lanes.
+  function automatic logic [KW-1:0] lanes_below(input logic [KB:0] n);
+    return int'(n) >= KW ? '1 : ~({KW{1'b1}} << n);
+  endfunction
+  function automatic logic [DATA_WIDTH-1:0] bytes_below(input logic [KB:0] n);
+    return int'(n) >= KW ? '1 : ~({DATA_WIDTH{1'b1}} << (8 * int'(n)));
+  endfunction
+
   // ----------------------------------------------------------------------------------------
   // Request input (skid: registered ready)
   // ----------------------------------------------------------------------------------------
@@ -261,13 +270,12 @@ module hm_dma_wr #(
     rot  = rot2[DATA_WIDTH-1:0];
     if (!need_in) rot = '0;
     w_last_req = w_busy_q ? wlast_q : wph.w_one;
-    // beat data and strobes
-    for (int l = 0; l < KW; l++) begin
-      w_data[l] = (l < int'(wc.off)) ? held_q[l] : rot[l];
-      w_strb[l] = 1'b1;
-      if (wfirst && l < int'(wc.off)) w_strb[l] = 1'b0;
-      if (w_last_req && (KB+1)'(l) >= wc.end_w) w_strb[l] = 1'b0;
-    end
+    // beat data and strobes: lanes below off hold the previous input beat's bytes; the
+    // first beat strobes from off, the last one up to end_w
+    w_data = (held_q & bytes_below((KB+1)'(wc.off))) | (rot & ~bytes_below((KB+1)'(wc.off)));
+    w_strb = '1;
+    if (wfirst) w_strb = w_strb & ~lanes_below((KB+1)'(wc.off));
+    if (w_last_req) w_strb = w_strb & lanes_below(wc.end_w);
     // a short stream: tlast before the expected last input beat
     in_last   = w_busy_q ? inlast_q : wph.in_one;
     wl_cur    = w_busy_q ? wl_q : wph.nw;

@@ -108,7 +108,14 @@ module hm_rx_path
   localparam logic [KW-1:0][31:0] EXPECT = expect_table();
 
   // ICRC mask templates (hm_crc_pkg) over the first HB (= 128) bytes.
-  localparam logic [3:0][HB-1:0][1:0] TPL = hm_icrc_mask_templates();
+  // Lanes [0, n) of a beat (n >= KW: all), as data bits: a word-level mask, which a
+  // simulator evaluates as a shift instead of a loop over the lanes.
+  function automatic logic [DW-1:0] bytes_below(input logic [KB:0] n);
+    return int'(n) >= KW ? '1 : ~({DW{1'b1}} << (8 * int'(n)));
+  endfunction
+
+  localparam logic [3:0][8*HM_TPL_BYTES-1:0] TKEEP = hm_icrc_keep_masks();
+  localparam logic [3:0][8*HM_TPL_BYTES-1:0] TSET  = hm_icrc_set_masks();
   if (HB != HM_TPL_BYTES) begin : g_bad_tpl
     $error("hm_rx_path: the header window must be {HM_TPL_BYTES} bytes (DATA_WIDTH 256..1024)");
   end
@@ -244,28 +251,23 @@ module hm_rx_path
   logic [HB-1:0][7:0]  snap;
   logic                rel_big;   // rel > KW: the whole beat is before E
 
+  logic [DW-1:0] sa_keep, sa_set;
   always_comb begin
     rel_big = sa_rel > 18'(KW);
-    for (int l = 0; l < KW; l++) begin
-      logic [1:0] code;
-      code = 2'd0;
-      for (int h = 0; h < HBEATS; h++)
-        if (sa_hsel[h]) code = TPL[{sa_vlan, sa_ipv6}][h*KW + l];
-      if (!rel_big && (KB+1)'(l) >= sa_rel[KB:0]) code = 2'd1;   // at or after E
-      case (code)
-        2'd0: sa_masked[l] = sa_data[l];
-        2'd1: sa_masked[l] = 8'h00;
-        2'd2: sa_masked[l] = 8'hFF;
-        default: sa_masked[l] = sa_data[l] | 8'h0F;
-      endcase
-    end
+    // header beats masked by their template; lanes at or after E zero
+    sa_keep = '1;
+    sa_set  = '0;
+    for (int h = 0; h < HBEATS; h++)
+      if (sa_hsel[h]) begin
+        sa_keep = TKEEP[{sa_vlan, sa_ipv6}][h*DW +: DW];
+        sa_set  = TSET[{sa_vlan, sa_ipv6}][h*DW +: DW];
+      end
+    sa_masked = ((sa_data & sa_keep) | sa_set) & (rel_big ? '1 : bytes_below(sa_rel[KB:0]));
     // Header snapshot: bytes past the end of the frame read as zero (a new frame starts from
     // zeros, lanes past tkeep are cleared).
     snap = sa_first ? '0 : hacc_q;
     for (int h = 0; h < HBEATS; h++)
-      if (sa_hsel[h])
-        for (int l = 0; l < KW; l++)
-          snap[h*KW + l] = ((KB+1)'(l) < sa_nbytes) ? sa_data[l] : 8'h00;
+      if (sa_hsel[h]) snap[h*KW +: KW] = sa_data & bytes_below(sa_nbytes);
   end
 
   always_ff @(posedge clk) begin

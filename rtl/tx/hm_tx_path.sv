@@ -73,6 +73,15 @@ module hm_tx_path
     return (KB+1)'(hm_keep_bytes(128'(keep)));
   endfunction
 
+  // Lanes [0, n) of a beat (n >= KW: all), as lane bits and as data bits: word-level masks,
+  // which a simulator evaluates as a few shifts instead of a loop over the lanes.
+  function automatic logic [KW-1:0] lanes_below(input logic [KB:0] n);
+    return int'(n) >= KW ? '1 : ~({KW{1'b1}} << n);
+  endfunction
+  function automatic logic [DW-1:0] bytes_below(input logic [KB:0] n);
+    return int'(n) >= KW ? '1 : ~({DW{1'b1}} << (8 * int'(n)));
+  endfunction
+
   // min(x, KW) for a non-negative count
   function automatic logic [KB:0] clampw(input logic signed [17:0] x);
     if (x <= 0) return '0;
@@ -433,7 +442,7 @@ module hm_tx_path
   ajob_t              cj;
   logic               c_short, c_err, need_cur;
   logic               emit, drain_beat, take_bad, finish;
-  logic [KW-1:0][7:0] rot_cur, a_beat;
+  logic [KW-1:0][7:0] rot_cur, a_beat, hdr_cur;
   logic [2*DW-1:0]    rot2;
   logic               a_err_now, a_short_next, a_drain_next;
   logic [KB:0]        cur_n;
@@ -467,15 +476,13 @@ module hm_tx_path
       end
     end
 
-    // beat assembly: header lanes, then payload lanes, then zeros
-    for (int l = 0; l < KW; l++) begin
-      a_beat[l] = 8'h00;
-      if ((KB+1)'(l) < cs.hdr_n) begin
-        for (int h = 0; h < HBEATS; h++) if (cs.hsel[h]) a_beat[l] = c_hdr[h*KW + l];
-      end else if ((KB+1)'(l) < cs.pay_n) begin
-        a_beat[l] = (l < int'(cj.s)) ? a_held_q[l] : rot_cur[l];
-      end
-    end
+    // beat assembly: header lanes, then payload lanes (below lane s the previous payload
+    // beat's bytes), then zeros
+    hdr_cur = '0;
+    for (int h = 0; h < HBEATS; h++) if (cs.hsel[h]) hdr_cur = c_hdr[h*KW +: KW];
+    a_beat = (hdr_cur & bytes_below(cs.hdr_n)) |
+             (((a_held_q & bytes_below((KB+1)'(cj.s))) | (rot_cur & ~bytes_below((KB+1)'(cj.s)))) &
+              bytes_below(cs.pay_n) & ~bytes_below(cs.hdr_n));
 
     // next beat's state
     ns            = cs;
@@ -529,7 +536,8 @@ module hm_tx_path
   // ----------------------------------------------------------------------------------------
   // Back end. Templates of ICRC masks over the first HB bytes, per (vlan, ipv6), as in RX.
   // ----------------------------------------------------------------------------------------
-  localparam logic [3:0][HB-1:0][1:0] TPL = hm_icrc_mask_templates();
+  localparam logic [3:0][8*HM_TPL_BYTES-1:0] TKEEP = hm_icrc_keep_masks();
+  localparam logic [3:0][8*HM_TPL_BYTES-1:0] TSET  = hm_icrc_set_masks();
   if (HB != HM_TPL_BYTES) begin : g_bad_tpl
     $error("hm_tx_path: the header window must be {HM_TPL_BYTES} bytes (DATA_WIDTH 256..1024)");
   end
@@ -586,20 +594,17 @@ module hm_tx_path
     else if (adv) c1_side <= a_side;
   end
 
+  // header beats masked by their template; lanes at or after the ICRC zero
+  logic [DW-1:0] c1_keep, c1_set;
   always_comb begin
-    for (int l = 0; l < KW; l++) begin
-      logic [1:0] code;
-      code = 2'd0;
-      for (int h = 0; h < HBEATS; h++)
-        if (c1_hsel[h]) code = TPL[{c1_vlan, c1_ipv6}][h*KW + l];
-      if ((KB+1)'(l) >= c1_crc_n) code = 2'd1;   // at or after the ICRC
-      case (code)
-        2'd0: c1_masked[l] = c1_data[l];
-        2'd1: c1_masked[l] = 8'h00;
-        2'd2: c1_masked[l] = 8'hFF;
-        default: c1_masked[l] = c1_data[l] | 8'h0F;
-      endcase
-    end
+    c1_keep = '1;
+    c1_set  = '0;
+    for (int h = 0; h < HBEATS; h++)
+      if (c1_hsel[h]) begin
+        c1_keep = TKEEP[{c1_vlan, c1_ipv6}][h*DW +: DW];
+        c1_set  = TSET[{c1_vlan, c1_ipv6}][h*DW +: DW];
+      end
+    c1_masked = ((c1_data & c1_keep) | c1_set) & bytes_below(c1_crc_n);
   end
 
   // C2
@@ -663,16 +668,18 @@ module hm_tx_path
   // ICRC insertion: byte d of the ICRC goes to lane ic_rel + d
   logic [31:0]        icrc_now, icrc_hold_q;
   logic [KW-1:0][7:0] ins_data;
+  // 4 bytes at lanes pos .. pos+3 of a beat, pos in [-4, KW] (lanes outside the beat dropped)
+  function automatic logic [DW-1:0] word_at(input logic [31:0] v, input int pos);
+    return DW'(((DW+32)'(v) << (8 * (pos + 4))) >> 32);
+  endfunction
   side_t              fin;
   always_comb begin
     fin      = cs_side[NCORR];
     icrc_now = cs_cl[NCORR] ? ~cs_x[NCORR] : icrc_hold_q;
-    ins_data = cs_data[NCORR];
-    for (int l = 0; l < KW; l++) begin
-      logic signed [KB+2:0] d;
-      d = (KB+3)'(l) - fin.ic_rel;
-      if (d >= 0 && d < 4) ins_data[l] = icrc_now[8*d[1:0] +: 8];
-    end
+    // the ICRC's 4 bytes at lanes ic_rel .. ic_rel+3 (ic_rel in [-4, KW]: negative when the
+    // ICRC began in the previous beat), as one shift in a window 4 bytes wider than the beat
+    ins_data = (cs_data[NCORR] & ~word_at(32'hFFFF_FFFF, int'(fin.ic_rel))) |
+               word_at(icrc_now, int'(fin.ic_rel));
   end
   always_ff @(posedge clk) if (adv && cs_cl[NCORR]) icrc_hold_q <= ~cs_x[NCORR];
 
@@ -681,7 +688,7 @@ module hm_tx_path
   logic [OW-1:0] o_pack, m_pack;
   logic [KW-1:0] o_keep;
   always_comb begin
-    for (int l = 0; l < KW; l++) o_keep[l] = (KB+1)'(l) < fin.nbytes;
+    o_keep = lanes_below(fin.nbytes);
     o_pack = {ins_data, o_keep, fin.last, fin.last && fin.err};
   end
   hm_skid #(.WIDTH(OW)) u_out_skid (

@@ -93,6 +93,7 @@ void hm_eng_tick(HmEng* h, const HmEngIn* in, HmEngOut* out) {
     m->s_fw_arvalid = in->fw_arvalid; m->s_fw_rready = in->fw_rready;
 
     m->clk = 0;
+    m->clk_core = 0;
     m->eval();
     out->bar_awready = m->s_bar_awready; out->bar_wready = m->s_bar_wready;
     out->bar_bresp = m->s_bar_bresp; out->bar_bvalid = m->s_bar_bvalid;
@@ -122,6 +123,7 @@ void hm_eng_tick(HmEng* h, const HmEngIn* in, HmEngOut* out) {
     out->fw_irq_done = m->fw_irq_done; out->fw_fault = m->fw_fault; out->fw_trap = m->fw_trap;
 
     m->clk = 1;
+    m->clk_core = m->core_clk_en;   // the control core sleeps while it polls an empty mailbox
     m->eval();
 }
 
