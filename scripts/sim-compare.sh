@@ -48,7 +48,8 @@ echo "== building the base ${base:0:7} (hematite-sim, release; firmware) with $V
     VERILATOR="$VL" CARGO_TARGET_DIR="$ROOT/build/sim-compare/target" \
         cargo build --release -q -p hematite-sim --bin hematite-sim || exit 1
     if [ ! -f build/fw/firmware.hex ]; then
-        CARGO_TARGET_DIR="$ROOT/build/sim-compare/target" ./hematite fw >/dev/null || exit 1
+        # (the worktree's own target/: its elf2hex reads the firmware from there)
+        ./hematite fw >/dev/null || exit 1
     fi
 ) || { echo "sim-compare: the base did not build" >&2; exit 1; }
 BASE_SIM="$ROOT/build/sim-compare/target/release/hematite-sim"
