@@ -93,28 +93,22 @@ package hm_crc_pkg;
     return t;
   endfunction
 
-  // The templates as byte masks, 8 bits per byte of the 128: what the ICRC keeps of the frame
-  // (0xFF for codes 0 and 3) and what it forces to ones (0xFF for code 2, 0x0F for code 3),
-  // so that a masked header beat is (data & keep) | set, word-level.
-  function automatic logic [3:0][8*HM_TPL_BYTES-1:0] hm_icrc_keep_masks();
+  // The templates as byte masks, 8 bits per byte of the 128: with set = 0, what the ICRC
+  // keeps of the frame (0xFF for codes 0 and 3); with set = 1, what it forces to ones (0xFF
+  // for code 2, 0x0F for code 3). A masked header beat is (data & keep) | set, word-level.
+  function automatic logic [3:0][8*HM_TPL_BYTES-1:0] hm_icrc_byte_masks(input bit set);
     logic [3:0][HM_TPL_BYTES-1:0][1:0] t;
     logic [3:0][8*HM_TPL_BYTES-1:0]    m;
     t = hm_icrc_mask_templates();
     m = '0;
     for (int v = 0; v < 4; v++)
       for (int p = 0; p < HM_TPL_BYTES; p++)
-        if (t[v][p] == 2'd0 || t[v][p] == 2'd3) m[v][8*p +: 8] = 8'hFF;
-    return m;
-  endfunction
-  function automatic logic [3:0][8*HM_TPL_BYTES-1:0] hm_icrc_set_masks();
-    logic [3:0][HM_TPL_BYTES-1:0][1:0] t;
-    logic [3:0][8*HM_TPL_BYTES-1:0]    m;
-    t = hm_icrc_mask_templates();
-    m = '0;
-    for (int v = 0; v < 4; v++)
-      for (int p = 0; p < HM_TPL_BYTES; p++)
-        if (t[v][p] == 2'd2) m[v][8*p +: 8] = 8'hFF;
-        else if (t[v][p] == 2'd3) m[v][8*p +: 8] = 8'h0F;
+        unique case (t[v][p])
+          2'd0: m[v][8*p +: 8] = set ? 8'h00 : 8'hFF;
+          2'd1: m[v][8*p +: 8] = 8'h00;
+          2'd2: m[v][8*p +: 8] = set ? 8'hFF : 8'h00;
+          default: m[v][8*p +: 8] = set ? 8'h0F : 8'hFF;
+        endcase
     return m;
   endfunction
 

@@ -114,8 +114,8 @@ module hm_rx_path
     return int'(n) >= KW ? '1 : ~({DW{1'b1}} << (8 * int'(n)));
   endfunction
 
-  localparam logic [3:0][8*HM_TPL_BYTES-1:0] TKEEP = hm_icrc_keep_masks();
-  localparam logic [3:0][8*HM_TPL_BYTES-1:0] TSET  = hm_icrc_set_masks();
+  localparam logic [3:0][8*HM_TPL_BYTES-1:0] TKEEP = hm_icrc_byte_masks(1'b0);
+  localparam logic [3:0][8*HM_TPL_BYTES-1:0] TSET  = hm_icrc_byte_masks(1'b1);
   if (HB != HM_TPL_BYTES) begin : g_bad_tpl
     $error("hm_rx_path: the header window must be {HM_TPL_BYTES} bytes (DATA_WIDTH 256..1024)");
   end
