@@ -260,6 +260,14 @@ fn main() {
     let files = m.target_files("sim");
     let vopts = m.verilator_options("sim");
     assert!(!vopts.is_empty(), "hematite.core: target sim has no verilator_options");
+    // HEMATITE_VERILATOR_EXTRA: more Verilator options (whitespace-separated) for experiments
+    // and profiling (`--prof-cfuncs`, docs/sim-device.md); build such a model in its own
+    // CARGO_TARGET_DIR.
+    println!("cargo:rerun-if-env-changed=HEMATITE_VERILATOR_EXTRA");
+    let mut vopts = vopts;
+    if let Ok(extra) = env::var("HEMATITE_VERILATOR_EXTRA") {
+        vopts.extend(extra.split_whitespace().map(String::from));
+    }
     // picorv32.v: build/ext/picorv32.v when ./hematite deps put it there, else the installed
     // pythondata-cpu-picorv32 package (see picorv32()).
     let cpu = picorv32(&root);
@@ -320,6 +328,13 @@ fn main() {
         build.define("HM_COVERAGE", None);
         build.file(format!("{vroot}/include/verilated_cov.cpp"));
     }
+    // The models' C++ flags. -march=native: the model runs where it is built (this
+    // workspace's target folder); with -fno-semantic-interposition, +10 % measured
+    // (docs/sim-device.md, "Co-simulation speed"). HEMATITE_MODEL_CFLAGS replaces them, for
+    // experiments.
+    println!("cargo:rerun-if-env-changed=HEMATITE_MODEL_CFLAGS");
+    let model_cflags = env::var("HEMATITE_MODEL_CFLAGS")
+        .unwrap_or_else(|_| "-O2 -fPIC -fno-semantic-interposition -march=native".into());
     for (prefix, topname, file, widths) in MODELS {
         // of the simulator-only tops, only this model's own
         let top: Vec<PathBuf> = if file.is_empty() {
@@ -336,7 +351,7 @@ fn main() {
                 .args(&vopts)
                 .args(if w == 0 { vec![] } else { vec![format!("-GDATA_WIDTH={w}")] })
                 .args(["--prefix", &format!("{prefix}{w}"), "--top-module", topname])
-                .args(["-CFLAGS", "-O2 -fPIC", "-MAKEFLAGS", "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"])
+                .args(["-CFLAGS", &model_cflags, "-MAKEFLAGS", "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"])
                 .arg("-j")
                 .arg(&jobs)
                 .arg("--Mdir")

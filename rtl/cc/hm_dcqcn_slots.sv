@@ -75,8 +75,10 @@ module hm_dcqcn_slots #(
   localparam logic [2:0] OP_FIRST = 3'd1, OP_CNP = 3'd2, OP_RELEASE = 3'd6;
 
   logic [NUM_SLOTS-1:0] used_q, att_q, act_q;
-  logic [KEY_W-1:0]     key_q [NUM_SLOTS];
-  logic [2:0]           pend_q [NUM_SLOTS];
+  // Packed (flops either way): a simulator commits a packed vector as one word copy, an
+  // unpacked array as one check per element and cycle.
+  logic [NUM_SLOTS-1:0][KEY_W-1:0] key_q;
+  logic [NUM_SLOTS-1:0][2:0]       pend_q;
   logic                 fwd_q;                      // a CNP was forwarded last cycle ...
   logic [SW-1:0]        fwd_slot_q;                 // ... for this slot
 
@@ -103,18 +105,23 @@ module hm_dcqcn_slots #(
   logic          any_free;
   always_comb begin
     logic [SW:0] l;
-    l        = lookup(s_cnp_qpn);
+    // The lookup and the free-slot search serve only a CNP that is there (every use below is
+    // qualified by s_cnp_valid): a simulator skips them otherwise.
+    l        = '0;
+    any_free = 1'b0;
+    free_slot = '0;
+    if (s_cnp_valid) begin
+      l = lookup(s_cnp_qpn);
+      for (int s = NUM_SLOTS - 1; s >= 0; s--) begin
+        if (!used_q[s]) begin
+          any_free  = 1'b1;
+          free_slot = SW'(s);
+        end
+      end
+    end
     c_range  = (QPN_W == KEY_W) || (s_cnp_qpn >> KEY_W) == '0;
     c_det    = s_detach_valid && s_detach_qpn == s_cnp_qpn;
     c_hit    = l[SW];
-    any_free = 1'b0;
-    free_slot = '0;
-    for (int s = NUM_SLOTS - 1; s >= 0; s--) begin
-      if (!used_q[s]) begin
-        any_free  = 1'b1;
-        free_slot = SW'(s);
-      end
-    end
     c_bad   = s_cnp_valid && !c_range;
     c_alloc = s_cnp_valid && !c_bad && !c_hit && any_free;
     c_none  = s_cnp_valid && !c_bad && !c_hit && !any_free;
@@ -136,7 +143,8 @@ module hm_dcqcn_slots #(
   // when the requester asks about the same QP again)
   always_comb begin
     logic [SW:0] l;
-    l          = lookup(s_tx_qpn);
+    l          = '0;
+    if (s_tx_valid) l = lookup(s_tx_qpn);   // m_tx_slot matters only with m_tx_valid
     m_tx_valid = s_tx_valid && l[SW];
     m_tx_slot  = l[SW-1:0];
     m_tx_bytes = s_tx_bytes;
@@ -144,7 +152,10 @@ module hm_dcqcn_slots #(
 
   // ---- detach
   logic [SW:0] d_l;
-  always_comb d_l = lookup(s_detach_qpn);
+  always_comb begin
+    d_l = '0;
+    if (s_detach_valid) d_l = lookup(s_detach_qpn);   // used only with s_detach_valid
+  end
 
   // ---- slot state
   logic [SW:0] used_cnt;
@@ -153,8 +164,16 @@ module hm_dcqcn_slots #(
     for (int s = 0; s < NUM_SLOTS; s++) used_cnt = used_cnt + (SW + 1)'(used_q[s]);
   end
 
+  // A slot's state changes only in a cycle with an event that names it (a forwarded CNP, a
+  // reaction-point report, a dropped CNP, a detach that hits): a used slot is always active
+  // or has CNPs pending, and an attached one is used, so without an event every slot keeps
+  // its state. The update runs only then (a clock enable; a simulator skips the loop).
+  logic slot_ev;
+  assign slot_ev = c_fwd || i_op == OP_FIRST || i_op == OP_CNP || i_op == OP_RELEASE ||
+                   (i_cnp_dropped && fwd_q) || (s_detach_valid && d_l[SW]);
+
   always_ff @(posedge clk) begin
-    for (int s = 0; s < NUM_SLOTS; s++) begin
+    if (rst || slot_ev) for (int s = 0; s < NUM_SLOTS; s++) begin
       logic       inc, dec_op, dec_drop, act_d, used_d, att_d;
       logic [2:0] pend_d;
       inc      = c_fwd && c_slot == SW'(s);

@@ -35,15 +35,15 @@ module hm_crc32_fold #(
 
   localparam logic [31:0][DW-1:0] DMAT = data_matrix();
 
-  logic [PARTS-1:0][31:0] part_d;
-
-  always_comb begin
-    for (int p = 0; p < PARTS; p++)
-      for (int i = 0; i < 32; i++)
-        part_d[p][i] = ^(data[p*CW +: CW] & DMAT[i][p*CW +: CW]);
+  // The XOR trees feed only the enabled register, so they are written inside its enable: a
+  // simulator evaluates them only for a beat that moves (same logic in synthesis).
+  always_ff @(posedge clk) begin
+    if (en) begin
+      for (int p = 0; p < PARTS; p++)
+        for (int i = 0; i < 32; i++)
+          part_q[p][i] <= ^(data[p*CW +: CW] & DMAT[i][p*CW +: CW]);
+    end
   end
-
-  always_ff @(posedge clk) if (en) part_q <= part_d;
 
   if (DW % (PARTS * 8) != 0) begin : g_bad_parts
     $error("hm_crc32_fold: PARTS must divide DATA_BYTES");

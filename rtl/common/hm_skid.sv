@@ -37,9 +37,12 @@ module hm_skid #(
     end
   end
 
+  // Data registers load only with an entry (m_data matters only with m_valid): no copy of the
+  // payload while the buffer is idle.
   always_ff @(posedge clk) begin
     if (!m_valid || m_ready) begin
-      m_data <= skid_valid_q ? skid_q : s_data;
+      if (skid_valid_q)  m_data <= skid_q;
+      else if (s_valid) m_data <= s_data;
     end else if (s_valid && s_ready) begin
       skid_q <= s_data;
     end

@@ -72,6 +72,13 @@ module hm_dma_rd #(
 );
   localparam int KW = KEEP_WIDTH;
   localparam int KB = $clog2(KW);
+  // lanes / bytes below lane n (all of them when n >= KW), word-level masks
+  function automatic logic [KW-1:0] lanes_below(input logic [KB:0] n);
+    return int'(n) >= KW ? '1 : ~({KW{1'b1}} << n);
+  endfunction
+  function automatic logic [DATA_WIDTH-1:0] bytes_below(input logic [KB:0] n);
+    return int'(n) >= KW ? '1 : ~({DATA_WIDTH{1'b1}} << (8 * int'(n)));
+  endfunction
   localparam int BW = LEN_WIDTH - KB + 1;          // beat counts
   localparam int PB = 12 - KB;                     // bits of a beat index within a 4 KiB page
   localparam int PW = ADDR_WIDTH - 12;             // page number bits
@@ -206,7 +213,9 @@ module hm_dma_rd #(
     lastb = busy_q ? lastb_q : pf_head.one;
     beat_err = m_axi_rresp != 2'b00;
     cerr  = (busy_q && err_q) || beat_err;
-    rot2  = {m_axi_rdata, m_axi_rdata} >> (8 * c.off);
+    // only a beat that is there is rotated (rot is used only with m_axi_rvalid)
+    rot2  = '0;
+    if (m_axi_rvalid) rot2 = {m_axi_rdata, m_axi_rdata} >> (8 * c.off);
     rot   = rot2[DATA_WIDTH-1:0];
 
     ecnt = 2'd0; e1_data = rot; e1_n = (KB+1)'(KW); e1_last = 1'b0;
@@ -216,7 +225,7 @@ module hm_dma_rd #(
       if (lastb) begin ecnt = 2'd1; e1_last = 1'b1; e1_n = c.lastn; end
     end else begin
       ecnt = 2'd1;
-      for (int l = 0; l < KW; l++) e1_data[l] = (l < KW - int'(c.off)) ? held_q[l] : rot[l];
+      e1_data = (held_q & bytes_below((KB+1)'(KW - int'(c.off)))) | (rot & ~bytes_below((KB+1)'(KW - int'(c.off))));
       if (lastb) begin
         if (c.tail) ecnt = 2'd2;
         else begin e1_last = 1'b1; e1_n = c.lastn; end
@@ -278,10 +287,8 @@ module hm_dma_rd #(
   logic [KW-1:0]       o_keep;
   logic [DATA_WIDTH-1:0] o_masked;
   always_comb begin
-    for (int l = 0; l < KW; l++) begin
-      o_keep[l] = (KB+1)'(l) < o_n;
-      o_masked[8*l +: 8] = o_keep[l] ? o_data[l] : 8'h00;
-    end
+    o_keep   = lanes_below(o_n);
+    o_masked = o_data & bytes_below(o_n);
     o_pack = {o_masked, o_keep, o_last, o_last && o_err, o_tag};
   end
   hm_skid #(.WIDTH(OW)) u_out_skid (

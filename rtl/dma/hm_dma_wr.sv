@@ -266,13 +266,13 @@ module hm_dma_wr #(
     cbl = bfirst_q ? bf_head : bleft_q;
     need_in = w_busy_q ? (need_q && !w_short_q) : 1'b1;
     // rotate up by off: lane l = input byte (l - off) mod KW
-    rot2 = {s_axis_tdata, s_axis_tdata} >> (8 * (KW - int'(wc.off)));
+    // only an input beat that is there and needed is rotated
+    rot2 = '0;
+    if (need_in && s_axis_tvalid) rot2 = {s_axis_tdata, s_axis_tdata} >> (8 * (KW - int'(wc.off)));
     rot  = rot2[DATA_WIDTH-1:0];
-    if (!need_in) rot = '0;
     w_last_req = w_busy_q ? wlast_q : wph.w_one;
     // beat data and strobes: lanes below off hold the previous input beat's bytes; the
     // first beat strobes from off, the last one up to end_w
-    w_data = (held_q & bytes_below((KB+1)'(wc.off))) | (rot & ~bytes_below((KB+1)'(wc.off)));
     w_strb = '1;
     if (wfirst) w_strb = w_strb & ~lanes_below((KB+1)'(wc.off));
     if (w_last_req) w_strb = w_strb & lanes_below(wc.end_w);
@@ -281,11 +281,17 @@ module hm_dma_wr #(
     wl_cur    = w_busy_q ? wl_q : wph.nw;
     il_cur    = w_busy_q ? il_q : wph.nin;
     short_now = need_in && s_axis_tlast && !in_last;
-    len_bad   = need_in && ((in_last && (!s_axis_tlast || keep_bytes(s_axis_tkeep) != wc.lastn_in)) || short_now);
+    // length check of an input beat that is there (used only with wgo)
+    len_bad   = 1'b0;
+    if (need_in && s_axis_tvalid)
+      len_bad = (in_last && (!s_axis_tlast || keep_bytes(s_axis_tkeep) != wc.lastn_in)) || short_now;
     // While draining surplus beats of the previous stream, only beats that need no input
     // (the trailing beat of a request whose data ends before its last lane) may proceed.
     wgo = (!w_drain_q || !need_in) && (w_busy_q || wpf_m_valid) && bf_m_valid && w_out_ready && (!need_in || s_axis_tvalid) &&
           (!w_last_req || werr_s_ready);
+    // the W beat is assembled only when it goes (the skid takes it only with wgo)
+    w_data = '0;
+    if (wgo) w_data = (held_q & bytes_below((KB+1)'(wc.off))) | (rot & ~bytes_below((KB+1)'(wc.off)));
   end
 
   assign s_axis_tready = (wgo && need_in) || w_drain_q;

@@ -115,15 +115,21 @@ module hm_rc_gather
   logic [DATA_WIDTH-1:0] merged, over, in_masked;
   logic [KEEP_WIDTH-1:0] keep_total, keep_fill;
   always_comb begin
-    n_in   = (LW+1)'(hm_keep_bytes(128'(in_keep)));
-    total  = (LW+1)'(fill_q) + n_in;
-    for (int b = 0; b < KEEP_WIDTH; b++) in_masked[8*b +: 8] = in_keep[b] ? in_data[8*b +: 8] : 8'h00;
-    merged = acc_q | (in_masked << (8 * int'(fill_q)));
-    over   = fill_q == '0 ? '0 : in_masked >> (8 * (KEEP_WIDTH - int'(fill_q)));
-    for (int b = 0; b < KEEP_WIDTH; b++) begin
-      keep_total[b] = (LW+1)'(b) < total;
-      keep_fill[b]  = LW'(b) < fill_q;
+    // the beat is counted, masked and placed only when there is one (total, merged and over
+    // are used only with in_valid): a simulator skips the shifts otherwise
+    n_in      = '0;
+    in_masked = '0;
+    merged    = acc_q;
+    over      = '0;
+    if (in_valid) begin
+      n_in = (LW+1)'(hm_keep_bytes(128'(in_keep)));
+      for (int b = 0; b < KEEP_WIDTH; b++) in_masked[8*b +: 8] = in_keep[b] ? in_data[8*b +: 8] : 8'h00;
+      merged = acc_q | (in_masked << (8 * int'(fill_q)));
+      if (fill_q != '0) over = in_masked >> (8 * (KEEP_WIDTH - int'(fill_q)));
     end
+    total      = (LW+1)'(fill_q) + n_in;
+    keep_total = int'(total) >= KEEP_WIDTH ? '1 : ~({KEEP_WIDTH{1'b1}} << total);
+    keep_fill  = ~({KEEP_WIDTH{1'b1}} << fill_q);
   end
 
   always_ff @(posedge clk) begin

@@ -75,10 +75,6 @@ module hm_rc_scatter #(
   assign m_wr_len   = 32'(left_q);
   assign m_wr_valid = cur_v_q && !cur_disc_q && !req_q;
 
-  // input bytes outside tkeep are not guaranteed zero
-  logic [DATA_WIDTH-1:0] in_masked;
-  always_comb for (int b = 0; b < KEEP_WIDTH; b++) in_masked[8*b +: 8] = s_axis_tkeep[b] ? s_axis_tdata[8*b +: 8] : 8'h00;
-
   // this cycle's output beat
   logic [LW:0]  take;                    // bytes the beat takes (1..KW)
   logic         can_emit, emit, piece_end, in_take;
@@ -90,7 +86,7 @@ module hm_rc_scatter #(
     emit      = can_emit && o_ready;
     o_valid   = can_emit;
     o_data    = cur_imm_q ? DATA_WIDTH'(cur_data_q) : buf_q[DATA_WIDTH-1:0];
-    for (int b = 0; b < KEEP_WIDTH; b++) o_keep[b] = (LW+1)'(b) < take;
+    o_keep    = int'(take) >= KEEP_WIDTH ? '1 : ~({KEEP_WIDTH{1'b1}} << take);
     o_last    = left_q == 13'(take);
     piece_end = (emit && (o_last || cur_imm_q)) ||
                 (cur_v_q && cur_disc_q && (in_done_q || (s_axis_tvalid && s_axis_tlast)));
@@ -128,6 +124,9 @@ module hm_rc_scatter #(
       end
       if (in_take) begin
         if (!cur_disc_q) begin
+          // input bytes outside tkeep are not guaranteed zero; masked only for a beat taken
+          logic [DATA_WIDTH-1:0] in_masked;
+          for (int k = 0; k < KEEP_WIDTH; k++) in_masked[8*k +: 8] = s_axis_tkeep[k] ? s_axis_tdata[8*k +: 8] : 8'h00;
           b = b | ((2*DATA_WIDTH)'(in_masked) << (8 * int'(c)));
           c = c + (LW+2)'(hm_pkg::hm_keep_bytes(128'(s_axis_tkeep)));
         end

@@ -113,6 +113,9 @@ module hm_rx_path
   function automatic logic [DW-1:0] bytes_below(input logic [KB:0] n);
     return int'(n) >= KW ? '1 : ~({DW{1'b1}} << (8 * int'(n)));
   endfunction
+  function automatic logic [KW-1:0] lanes_below(input logic [KB:0] n);
+    return int'(n) >= KW ? '1 : ~({KW{1'b1}} << n);
+  endfunction
 
   localparam logic [3:0][8*HM_TPL_BYTES-1:0] TKEEP = hm_icrc_byte_masks(1'b0);
   localparam logic [3:0][8*HM_TPL_BYTES-1:0] TSET  = hm_icrc_byte_masks(1'b1);
@@ -135,10 +138,13 @@ module hm_rx_path
   assign s_axis_tready = rdy_q;
 
   always_ff @(posedge clk) begin
-    s0_data   <= s_axis_tdata;
-    s0_last   <= s_axis_tlast;
-    s0_user   <= s_axis_tlast && s_axis_tuser;
-    s0_nbytes <= s_axis_tlast ? keep_bytes(s_axis_tkeep) : (KB+1)'(KW);
+    // a beat's fields load only with the beat (they are used only with s0_valid)
+    if (s_axis_tvalid && rdy_q) begin
+      s0_data   <= s_axis_tdata;
+      s0_last   <= s_axis_tlast;
+      s0_user   <= s_axis_tlast && s_axis_tuser;
+      s0_nbytes <= s_axis_tlast ? keep_bytes(s_axis_tkeep) : (KB+1)'(KW);
+    end
     if (rst) s0_valid <= 1'b0;
     else     s0_valid <= s_axis_tvalid && rdy_q;
   end
@@ -224,7 +230,7 @@ module hm_rx_path
 
   always_ff @(posedge clk) begin
     if (s0_valid) sa_rel <= cur_rel;   // held between beats: the next beat's rel derives from it
-    sa_data   <= s0_data;
+    if (s0_valid) sa_data <= s0_data;  // used only with sa_valid
     sa_last   <= s0_last;
     sa_user   <= s0_user;
     sa_first  <= fs_first_q;
@@ -247,32 +253,32 @@ module hm_rx_path
   logic [HB-1:0][7:0]  hacc_q, s1_hdr;
   logic [15:0]         s1_flen, s1_nbeats;
 
-  logic [KW-1:0][7:0]  sa_masked;
-  logic [HB-1:0][7:0]  snap;
   logic                rel_big;   // rel > KW: the whole beat is before E
+  assign rel_big = sa_rel > 18'(KW);
 
-  logic [DW-1:0] sa_keep, sa_set;
-  always_comb begin
-    rel_big = sa_rel > 18'(KW);
-    // header beats masked by their template; lanes at or after E zero
-    sa_keep = '1;
-    sa_set  = '0;
-    for (int h = 0; h < HBEATS; h++)
-      if (sa_hsel[h]) begin
-        sa_keep = TKEEP[{sa_vlan, sa_ipv6}][h*DW +: DW];
-        sa_set  = TSET[{sa_vlan, sa_ipv6}][h*DW +: DW];
-      end
-    sa_masked = ((sa_data & sa_keep) | sa_set) & (rel_big ? '1 : bytes_below(sa_rel[KB:0]));
-    // Header snapshot: bytes past the end of the frame read as zero (a new frame starts from
-    // zeros, lanes past tkeep are cleared).
-    snap = sa_first ? '0 : hacc_q;
-    for (int h = 0; h < HBEATS; h++)
-      if (sa_hsel[h]) snap[h*KW +: KW] = sa_data & bytes_below(sa_nbytes);
-  end
-
+  // The masked beat and the header snapshot are computed inside the registers' enable: only
+  // for a beat that moves.
   always_ff @(posedge clk) begin
-    if (sa_valid && |sa_hsel) hacc_q <= snap;
-    s1_crc_data <= sa_masked;
+    if (sa_valid) begin
+      logic [DW-1:0]      keep, set;
+      logic [HB-1:0][7:0] snap;
+      // header beats masked by their template; lanes at or after E zero
+      keep = '1;
+      set  = '0;
+      for (int h = 0; h < HBEATS; h++)
+        if (sa_hsel[h]) begin
+          keep = TKEEP[{sa_vlan, sa_ipv6}][h*DW +: DW];
+          set  = TSET[{sa_vlan, sa_ipv6}][h*DW +: DW];
+        end
+      s1_crc_data <= ((sa_data & keep) | set) & (rel_big ? '1 : bytes_below(sa_rel[KB:0]));
+      // Header snapshot: bytes past the end of the frame read as zero (a new frame starts
+      // from zeros, lanes past tkeep are cleared).
+      snap = sa_first ? '0 : hacc_q;
+      for (int h = 0; h < HBEATS; h++)
+        if (sa_hsel[h]) snap[h*KW +: KW] = sa_data & bytes_below(sa_nbytes);
+      if (|sa_hsel) hacc_q <= snap;
+      s1_hdr <= snap;
+    end
     s1_first    <= sa_first;
     s1_vlan     <= sa_vlan;
     s1_active   <= sa_rel != 0;
@@ -280,7 +286,6 @@ module hm_rx_path
     s1_k        <= KB'(18'(KW) - sa_rel);
     s1_last     <= sa_last;
     s1_user     <= sa_user;
-    s1_hdr      <= snap;
     s1_flen     <= (sa_lenb > 16'(65535 - KW)) ? 16'hFFFF : sa_lenb + 16'(sa_nbytes);
     s1_nbeats   <= sa_nbeats;
     if (rst) s1_valid <= 1'b0;
@@ -294,7 +299,7 @@ module hm_rx_path
   logic [PARTS-1:0][31:0] s2_part;
 
   hm_crc32_fold #(.DATA_BYTES(KW), .PARTS(PARTS)) u_fold (
-    .clk, .en(1'b1), .data(s1_crc_data), .part_q(s2_part)
+    .clk, .en(s1_valid), .data(s1_crc_data), .part_q(s2_part)
   );
 
   logic                s2_valid, s2_last, s2_first, s2_active, s2_crclast, s2_vlan_crc, s2_user;
@@ -302,38 +307,15 @@ module hm_rx_path
   logic                s2_vlan, s2_isv4, s2_isv6;
   logic [47:0]         s2_eth_dst, s2_eth_src;
   logic [15:0]         s2_tci;
-  logic [L3V-1:0][7:0] l3, s2_l3;
-  logic [L4V-1:0][7:0] l4, s2_l4;
-  logic [1:0][39:0]    cs2;        // per l3 offset (14, 18): two checksum operands
-  logic [1:0][39:0]    s2_cs;
+  logic [L3V-1:0][7:0] s2_l3;
+  logic [L4V-1:0][7:0] s2_l4;
+  logic [1:0][39:0]    s2_cs;      // per l3 offset (14, 18): two checksum operands
   logic [15:0]         s2_flen, s2_nbeats;
   logic [17:0]         s2_e;
 
-  always_comb begin
-    logic        vlan, v6;
-    logic [15:0] et;
-    vlan = {s1_hdr[12], s1_hdr[13]} == 16'h8100;
-    et   = vlan ? {s1_hdr[16], s1_hdr[17]} : {s1_hdr[12], s1_hdr[13]};
-    v6   = et == 16'h86DD;
-    for (int i = 0; i < L3V; i++) l3[i] = vlan ? s1_hdr[18 + i] : s1_hdr[14 + i];
-    for (int i = 0; i < L4V; i++) l4[i] = v6 ? l3[40 + i] : l3[20 + i];
-    // Checksum operands for both possible l3 offsets, straight from the snapshot.
-    for (int v = 0; v < 2; v++) begin
-      logic [9:0][19:0] w;
-      logic [39:0] a, b, c, d, e;
-      for (int i = 0; i < 10; i++) w[i] = {4'h0, s1_hdr[14 + 4*v + 2*i], s1_hdr[15 + 4*v + 2*i]};
-      a = hm_csa20(w[0], w[1], w[2]);
-      b = hm_csa20(w[3], w[4], w[5]);
-      c = hm_csa20(w[6], w[7], w[8]);
-      d = hm_csa20(a[39:20], a[19:0], b[39:20]);
-      e = hm_csa20(b[19:0], c[39:20], c[19:0]);
-      a = hm_csa20(d[39:20], d[19:0], e[39:20]);
-      b = hm_csa20(a[39:20], a[19:0], e[19:0]);
-      c = hm_csa20(b[39:20], b[19:0], w[9]);
-      cs2[v] = c;
-    end
-  end
-
+  // The L3/L4 views and checksum operands are computed inside the registers' enable: only
+  // for a beat that moves (a simulator skips them while the path is idle; synthesis is the
+  // same registers with a clock enable).
   always_ff @(posedge clk) begin
     s2_last     <= s1_last;
     s2_user     <= s1_user;
@@ -342,17 +324,44 @@ module hm_rx_path
     s2_crclast  <= s1_crclast;
     s2_vlan_crc <= s1_vlan;
     s2_k        <= s1_k;
-    s2_vlan     <= {s1_hdr[12], s1_hdr[13]} == 16'h8100;
-    s2_isv4     <= (({s1_hdr[12], s1_hdr[13]} == 16'h8100) ? {s1_hdr[16], s1_hdr[17]} : {s1_hdr[12], s1_hdr[13]}) == 16'h0800;
-    s2_isv6     <= (({s1_hdr[12], s1_hdr[13]} == 16'h8100) ? {s1_hdr[16], s1_hdr[17]} : {s1_hdr[12], s1_hdr[13]}) == 16'h86DD;
-    s2_eth_dst  <= {s1_hdr[0], s1_hdr[1], s1_hdr[2], s1_hdr[3], s1_hdr[4], s1_hdr[5]};
-    s2_eth_src  <= {s1_hdr[6], s1_hdr[7], s1_hdr[8], s1_hdr[9], s1_hdr[10], s1_hdr[11]};
-    s2_tci      <= {s1_hdr[14], s1_hdr[15]};
-    s2_l3       <= l3;
-    s2_l4       <= l4;
-    s2_cs       <= cs2;
-    s2_flen     <= s1_flen;
-    s2_nbeats   <= s1_nbeats;
+    if (s1_valid) begin
+      logic        vlan, v6;
+      logic [15:0] et;
+      logic [L3V-1:0][7:0] l3;
+      logic [L4V-1:0][7:0] l4;
+      logic [1:0][39:0]    cs2;   // per l3 offset (14, 18): two checksum operands
+      vlan = {s1_hdr[12], s1_hdr[13]} == 16'h8100;
+      et   = vlan ? {s1_hdr[16], s1_hdr[17]} : {s1_hdr[12], s1_hdr[13]};
+      v6   = et == 16'h86DD;
+      for (int i = 0; i < L3V; i++) l3[i] = vlan ? s1_hdr[18 + i] : s1_hdr[14 + i];
+      for (int i = 0; i < L4V; i++) l4[i] = v6 ? l3[40 + i] : l3[20 + i];
+      // Checksum operands for both possible l3 offsets, straight from the snapshot.
+      for (int v = 0; v < 2; v++) begin
+        logic [9:0][19:0] w;
+        logic [39:0] a, b, c, d, e;
+        for (int i = 0; i < 10; i++) w[i] = {4'h0, s1_hdr[14 + 4*v + 2*i], s1_hdr[15 + 4*v + 2*i]};
+        a = hm_csa20(w[0], w[1], w[2]);
+        b = hm_csa20(w[3], w[4], w[5]);
+        c = hm_csa20(w[6], w[7], w[8]);
+        d = hm_csa20(a[39:20], a[19:0], b[39:20]);
+        e = hm_csa20(b[19:0], c[39:20], c[19:0]);
+        a = hm_csa20(d[39:20], d[19:0], e[39:20]);
+        b = hm_csa20(a[39:20], a[19:0], e[19:0]);
+        c = hm_csa20(b[39:20], b[19:0], w[9]);
+        cs2[v] = c;
+      end
+      s2_vlan    <= vlan;
+      s2_isv4    <= et == 16'h0800;
+      s2_isv6    <= v6;
+      s2_eth_dst <= {s1_hdr[0], s1_hdr[1], s1_hdr[2], s1_hdr[3], s1_hdr[4], s1_hdr[5]};
+      s2_eth_src <= {s1_hdr[6], s1_hdr[7], s1_hdr[8], s1_hdr[9], s1_hdr[10], s1_hdr[11]};
+      s2_tci     <= {s1_hdr[14], s1_hdr[15]};
+      s2_l3      <= l3;
+      s2_l4      <= l4;
+      s2_cs      <= cs2;
+      s2_flen    <= s1_flen;
+      s2_nbeats  <= s1_nbeats;
+    end
     if (rst) s2_valid <= 1'b0;
     else     s2_valid <= s1_valid;
   end
@@ -757,8 +766,10 @@ module hm_rx_path
     have  = busy_q || (rf_m_valid && (rf_pl.drop || hq_s_ready));
     ilast = busy_q ? f_ilast_q : rf_pl.ilast;
 
-    // rot: beat rotated down by s bytes (lane l = beat byte (l + s) mod KW)
-    rot2 = {df_m_data, df_m_data} >> (8 * c.s);
+    // rot: beat rotated down by s bytes (lane l = beat byte (l + s) mod KW); only a beat
+    // that is there is rotated (rot is used only with df_m_valid)
+    rot2 = '0;
+    if (df_m_valid) rot2 = {df_m_data, df_m_data} >> (8 * c.s);
     rot  = rot2[DW-1:0];
 
     pay     = !c.drop && !c.empty;
@@ -780,7 +791,7 @@ module hm_rx_path
         end
       end else if (past_hb && le_pbl) begin
         ecnt = 2'd1;
-        for (int l = 0; l < KW; l++) e1_data[l] = (l < KW - int'(c.s)) ? held_q[l] : rot[l];
+        e1_data = (held_q & bytes_below((KB+1)'(KW - int'(c.s)))) | (rot & ~bytes_below((KB+1)'(KW - int'(c.s))));
         if (at_pbl) begin
           if (c.tail) ecnt = 2'd2;                    // plus the tail, from this beat alone
           else begin e1_last = 1'b1; e1_n = c.lastn; end
@@ -840,10 +851,8 @@ module hm_rx_path
   logic [KW-1:0] o_keep;
   logic [DW-1:0] o_masked;
   always_comb begin
-    for (int l = 0; l < KW; l++) begin
-      o_keep[l]   = (KB+1)'(l) < o_n;
-      o_masked[8*l +: 8] = o_keep[l] ? o_data[l] : 8'h00;
-    end
+    o_keep   = lanes_below(o_n);
+    o_masked = o_data & bytes_below(o_n);
     o_pack = {o_masked, o_keep, o_last};
   end
 

@@ -306,7 +306,7 @@ module hm_tx_path
   hm_roce_hdr_t  h2;
   hm_op_info_t   h2_op;
   logic [1:0]    h2_pad;
-  logic [15:0]   h2_udp_len, h2_csum;
+  logic [15:0]   h2_udp_len;
   logic [16:0]   h2_f1;
   ast_t          p5_st;
   ajob_t         p5_job;
@@ -320,95 +320,100 @@ module hm_tx_path
     else if (p4_ready) p5_valid <= p4_valid;
   end
 
-  logic [HB-1:0][7:0] ser;
-  always_comb begin
+  // The header bytes of a frame, serialised (every byte outside a segment zero).
+  function automatic logic [HB-1:0][7:0] serialise(input hm_roce_hdr_t h, input hm_op_info_t op,
+                                                    input logic [1:0] pad, input logic [15:0] udp_len,
+                                                    input logic [16:0] f1);
     logic [17:0][7:0] l2;
     logic [39:0][7:0] l3;
     logic [19:0][7:0] l4;
     logic [27:0][7:0] ext;
-    logic [15:0]      tot;
+    logic [15:0]      tot, csum;
     logic [7:0]       tc, l3off, iphdr;
+    logic             unused_in;   // fields the serialiser does not read (carried elsewhere)
+    unused_in = ^{op, h.udp_dport, h.udp_len, h.padcnt, h.tver, h.resv6, h.resv7, h.payload_off,
+                  h.payload_len};
     l2 = '0; l3 = '0; l4 = '0; ext = '0;
-    l3off = h2.vlan_valid ? 8'd18 : 8'd14;
-    iphdr = h2.ipv6 ? 8'd40 : 8'd20;
+    l3off = h.vlan_valid ? 8'd18 : 8'd14;
+    iphdr = h.ipv6 ? 8'd40 : 8'd20;
     for (int i = 0; i < 6; i++) begin
-      l2[i]     = h2.eth_dst[8*(5-i) +: 8];
-      l2[6 + i] = h2.eth_src[8*(5-i) +: 8];
+      l2[i]     = h.eth_dst[8*(5-i) +: 8];
+      l2[6 + i] = h.eth_src[8*(5-i) +: 8];
     end
-    if (h2.vlan_valid) begin
+    if (h.vlan_valid) begin
       l2[12] = 8'h81; l2[13] = 8'h00;
-      l2[14] = {h2.vlan_pcp, h2.vlan_dei, h2.vlan_vid[11:8]};
-      l2[15] = h2.vlan_vid[7:0];
-      l2[16] = h2.ipv6 ? 8'h86 : 8'h08; l2[17] = h2.ipv6 ? 8'hDD : 8'h00;
+      l2[14] = {h.vlan_pcp, h.vlan_dei, h.vlan_vid[11:8]};
+      l2[15] = h.vlan_vid[7:0];
+      l2[16] = h.ipv6 ? 8'h86 : 8'h08; l2[17] = h.ipv6 ? 8'hDD : 8'h00;
     end else begin
-      l2[12] = h2.ipv6 ? 8'h86 : 8'h08; l2[13] = h2.ipv6 ? 8'hDD : 8'h00;
+      l2[12] = h.ipv6 ? 8'h86 : 8'h08; l2[13] = h.ipv6 ? 8'hDD : 8'h00;
     end
-    tc  = {h2.dscp, h2.ecn};
-    tot = h2_udp_len + 16'd20;
-    h2_csum = ~(h2_f1[15:0] + 16'(h2_f1[16]));
-    if (h2.ipv6) begin
+    tc  = {h.dscp, h.ecn};
+    tot = udp_len + 16'd20;
+    csum = ~(f1[15:0] + 16'(f1[16]));
+    if (h.ipv6) begin
       l3[0] = {4'h6, tc[7:4]};
-      l3[1] = {tc[3:0], h2.flow_label[19:16]};
-      l3[2] = h2.flow_label[15:8];
-      l3[3] = h2.flow_label[7:0];
-      l3[4] = h2_udp_len[15:8]; l3[5] = h2_udp_len[7:0];
-      l3[6] = 8'd17; l3[7] = h2.ttl;
+      l3[1] = {tc[3:0], h.flow_label[19:16]};
+      l3[2] = h.flow_label[15:8];
+      l3[3] = h.flow_label[7:0];
+      l3[4] = udp_len[15:8]; l3[5] = udp_len[7:0];
+      l3[6] = 8'd17; l3[7] = h.ttl;
       for (int i = 0; i < 16; i++) begin
-        l3[8 + i]  = h2.ip_src[8*(15-i) +: 8];
-        l3[24 + i] = h2.ip_dst[8*(15-i) +: 8];
+        l3[8 + i]  = h.ip_src[8*(15-i) +: 8];
+        l3[24 + i] = h.ip_dst[8*(15-i) +: 8];
       end
     end else begin
       l3[0] = 8'h45; l3[1] = tc;
       l3[2] = tot[15:8]; l3[3] = tot[7:0];
-      l3[4] = h2.ip_id[15:8]; l3[5] = h2.ip_id[7:0];
-      l3[6] = {1'b0, h2.ip_df, 6'h0}; l3[7] = 8'h00;
-      l3[8] = h2.ttl; l3[9] = 8'd17;
-      l3[10] = h2_csum[15:8]; l3[11] = h2_csum[7:0];
+      l3[4] = h.ip_id[15:8]; l3[5] = h.ip_id[7:0];
+      l3[6] = {1'b0, h.ip_df, 6'h0}; l3[7] = 8'h00;
+      l3[8] = h.ttl; l3[9] = 8'd17;
+      l3[10] = csum[15:8]; l3[11] = csum[7:0];
       for (int i = 0; i < 4; i++) begin
-        l3[12 + i] = h2.ip_src[8*(3-i) +: 8];
-        l3[16 + i] = h2.ip_dst[8*(3-i) +: 8];
+        l3[12 + i] = h.ip_src[8*(3-i) +: 8];
+        l3[16 + i] = h.ip_dst[8*(3-i) +: 8];
       end
     end
-    l4[0] = h2.udp_sport[15:8]; l4[1] = h2.udp_sport[7:0];
+    l4[0] = h.udp_sport[15:8]; l4[1] = h.udp_sport[7:0];
     l4[2] = HM_ROCE_UDP_PORT[15:8]; l4[3] = HM_ROCE_UDP_PORT[7:0];
-    l4[4] = h2_udp_len[15:8]; l4[5] = h2_udp_len[7:0];
-    l4[6] = h2.udp_csum[15:8]; l4[7] = h2.udp_csum[7:0];
-    l4[8] = h2.opcode;
-    l4[9] = {h2.se, h2.migreq, h2_pad, 4'h0};
-    l4[10] = h2.pkey[15:8]; l4[11] = h2.pkey[7:0];
-    l4[12] = {h2.fecn, h2.becn, 6'h0};
-    l4[13] = h2.dest_qp[23:16]; l4[14] = h2.dest_qp[15:8]; l4[15] = h2.dest_qp[7:0];
-    l4[16] = {h2.ackreq, 7'h0};
-    l4[17] = h2.psn[23:16]; l4[18] = h2.psn[15:8]; l4[19] = h2.psn[7:0];
-    if (h2_op.reth || h2_op.atomic_eth) begin
-      for (int i = 0; i < 8; i++) ext[i] = h2.va[8*(7-i) +: 8];
-      for (int i = 0; i < 4; i++) ext[8 + i] = h2.rkey[8*(3-i) +: 8];
+    l4[4] = udp_len[15:8]; l4[5] = udp_len[7:0];
+    l4[6] = h.udp_csum[15:8]; l4[7] = h.udp_csum[7:0];
+    l4[8] = h.opcode;
+    l4[9] = {h.se, h.migreq, pad, 4'h0};
+    l4[10] = h.pkey[15:8]; l4[11] = h.pkey[7:0];
+    l4[12] = {h.fecn, h.becn, 6'h0};
+    l4[13] = h.dest_qp[23:16]; l4[14] = h.dest_qp[15:8]; l4[15] = h.dest_qp[7:0];
+    l4[16] = {h.ackreq, 7'h0};
+    l4[17] = h.psn[23:16]; l4[18] = h.psn[15:8]; l4[19] = h.psn[7:0];
+    if (op.reth || op.atomic_eth) begin
+      for (int i = 0; i < 8; i++) ext[i] = h.va[8*(7-i) +: 8];
+      for (int i = 0; i < 4; i++) ext[8 + i] = h.rkey[8*(3-i) +: 8];
     end
-    if (h2_op.reth) for (int i = 0; i < 4; i++) ext[12 + i] = h2.dma_len[8*(3-i) +: 8];
-    if (h2_op.atomic_eth) begin
+    if (op.reth) for (int i = 0; i < 4; i++) ext[12 + i] = h.dma_len[8*(3-i) +: 8];
+    if (op.atomic_eth) begin
       for (int i = 0; i < 8; i++) begin
-        ext[12 + i] = h2.swap_add[8*(7-i) +: 8];
-        ext[20 + i] = h2.compare[8*(7-i) +: 8];
+        ext[12 + i] = h.swap_add[8*(7-i) +: 8];
+        ext[20 + i] = h.compare[8*(7-i) +: 8];
       end
     end
-    if (h2_op.aeth) begin
-      ext[0] = h2.syndrome;
-      for (int i = 0; i < 3; i++) ext[1 + i] = h2.msn[8*(2-i) +: 8];
+    if (op.aeth) begin
+      ext[0] = h.syndrome;
+      for (int i = 0; i < 3; i++) ext[1 + i] = h.msn[8*(2-i) +: 8];
     end
-    if (h2_op.atomic_ack) for (int i = 0; i < 8; i++) ext[4 + i] = h2.atomic_orig[8*(7-i) +: 8];
-    if (h2_op.deth) begin
-      for (int i = 0; i < 4; i++) ext[i] = h2.qkey[8*(3-i) +: 8];
-      for (int i = 0; i < 3; i++) ext[5 + i] = h2.src_qp[8*(2-i) +: 8];
+    if (op.atomic_ack) for (int i = 0; i < 8; i++) ext[4 + i] = h.atomic_orig[8*(7-i) +: 8];
+    if (op.deth) begin
+      for (int i = 0; i < 4; i++) ext[i] = h.qkey[8*(3-i) +: 8];
+      for (int i = 0; i < 3; i++) ext[5 + i] = h.src_qp[8*(2-i) +: 8];
     end
-    if (h2_op.ieth) for (int i = 0; i < 4; i++) ext[i] = h2.imm[8*(3-i) +: 8];
-    if (h2_op.imm) for (int i = 0; i < 4; i++) ext[int'(h2_op.imm_off) + i] = h2.imm[8*(3-i) +: 8];
+    if (op.ieth) for (int i = 0; i < 4; i++) ext[i] = h.imm[8*(3-i) +: 8];
+    if (op.imm) for (int i = 0; i < 4; i++) ext[int'(op.imm_off) + i] = h.imm[8*(3-i) +: 8];
 
     // Segments at their offsets; every byte outside a segment is zero, so OR places them.
-    ser = (HB*8)'(l2)
+    return (HB*8)'(l2)
         | ((HB*8)'(l3) << (8 * l3off))
         | ((HB*8)'(l4) << (8 * (l3off + iphdr)))
         | ((HB*8)'(ext) << (8 * (l3off + iphdr + 8'd20)));
-  end
+  endfunction
 
   // Job register: one prepared frame waiting for the assembler.
   logic               j_valid, j_take;
@@ -418,8 +423,9 @@ module hm_tx_path
 
   assign p5_ready = !j_valid || j_take;
   always_ff @(posedge clk) begin
+    // the header is serialised only for a frame that moves (j_hdr is used only with j_valid)
+    if (p5_ready && p5_valid) j_hdr <= serialise(h2, h2_op, h2_pad, h2_udp_len, h2_f1);
     if (p5_ready) begin
-      j_hdr <= ser;
       j_st  <= p5_st;
       j_job <= p5_job;
     end
@@ -442,10 +448,26 @@ module hm_tx_path
   ajob_t              cj;
   logic               c_short, c_err, need_cur;
   logic               emit, drain_beat, take_bad, finish;
-  logic [KW-1:0][7:0] rot_cur, a_beat, hdr_cur;
+  logic [KW-1:0][7:0] rot_cur;
   logic [2*DW-1:0]    rot2;
   logic               a_err_now, a_short_next, a_drain_next;
   logic [KB:0]        cur_n;
+
+  // A beat of the frame: header lanes, then payload lanes (below lane s the previous payload
+  // beat's bytes), then zeros. Assembled only for a beat that moves (in C1's enable).
+  function automatic logic [KW-1:0][7:0] assemble(input logic [HB-1:0][7:0] hdr,
+                                                   input logic [HBEATS-1:0] hsel,
+                                                   input logic [KB:0] hdr_n, input logic [KB:0] pay_n,
+                                                   input logic [KW-1:0][7:0] held,
+                                                   input logic [KW-1:0][7:0] rot,
+                                                   input logic [KB-1:0] sh);
+    logic [KW-1:0][7:0] hdr_cur;
+    hdr_cur = '0;
+    for (int h = 0; h < HBEATS; h++) if (hsel[h]) hdr_cur = hdr[h*KW +: KW];
+    return (hdr_cur & bytes_below(hdr_n)) |
+           (((held & bytes_below((KB+1)'(sh))) | (rot & ~bytes_below((KB+1)'(sh)))) &
+            bytes_below(pay_n) & ~bytes_below(hdr_n));
+  endfunction
 
   always_comb begin
     c_hdr   = a_busy_q ? a_hdr_q : j_hdr;
@@ -457,8 +479,10 @@ module hm_tx_path
     cur_n    = keep_bytes(p_tkeep);
     need_cur = cs.need && !c_short;
     // rotate the payload beat up by s lanes: lane l = payload byte (l - s) mod KW
-    rot2     = {p_tdata, p_tdata} >> (8 * (16'(KW) - 16'(cj.s)));
-    rot_cur  = need_cur ? rot2[DW-1:0] : '0;
+    // only a payload beat that is there and needed is rotated
+    rot2     = '0;
+    if (need_cur && p_tvalid) rot2 = {p_tdata, p_tdata} >> (8 * (16'(KW) - 16'(cj.s)));
+    rot_cur  = rot2[DW-1:0];
 
     drain_beat = a_drain_q && p_tvalid;                                 // discarding extra beats
     take_bad   = !a_drain_q && !a_busy_q && j_valid && j_job.bad;        // rejected record
@@ -476,13 +500,6 @@ module hm_tx_path
       end
     end
 
-    // beat assembly: header lanes, then payload lanes (below lane s the previous payload
-    // beat's bytes), then zeros
-    hdr_cur = '0;
-    for (int h = 0; h < HBEATS; h++) if (cs.hsel[h]) hdr_cur = c_hdr[h*KW +: KW];
-    a_beat = (hdr_cur & bytes_below(cs.hdr_n)) |
-             (((a_held_q & bytes_below((KB+1)'(cj.s))) | (rot_cur & ~bytes_below((KB+1)'(cj.s)))) &
-              bytes_below(cs.pay_n) & ~bytes_below(cs.hdr_n));
 
     // next beat's state
     ns            = cs;
@@ -583,8 +600,8 @@ module hm_tx_path
   logic               c1_active, c1_crclast;
   logic [KB-1:0]      c1_kz;
   always_ff @(posedge clk) begin
+    if (adv && emit) c1_data <= assemble(c_hdr, cs.hsel, cs.hdr_n, cs.pay_n, a_held_q, rot_cur, cj.s);
     if (adv) begin
-      c1_data <= a_beat;
       c1_first <= !a_busy_q;
       c1_vlan <= cj.vlan; c1_ipv6 <= cj.ipv6;
       c1_hsel <= cs.hsel;
@@ -611,7 +628,7 @@ module hm_tx_path
   localparam int PARTS = KW / 16;
   logic [PARTS-1:0][31:0] c2_part;
   hm_crc32_fold #(.DATA_BYTES(KW), .PARTS(PARTS)) u_fold (
-    .clk, .en(adv), .data(c1_masked), .part_q(c2_part)
+    .clk, .en(adv && c1_side.valid), .data(c1_masked), .part_q(c2_part)
   );
   side_t              c2_side;
   logic [KW-1:0][7:0] c2_data;
@@ -645,15 +662,20 @@ module hm_tx_path
   logic               cs_cl   [NCORR+1];
 
   always_ff @(posedge clk) begin
+    // Data moves only with a beat (valid), the correction only with the ICRC's last beat
+    // (cl): the only ones whose values are used downstream. A simulator skips the rest.
     if (adv) begin
-      cs_data[0] <= c2_data; cs_x[0] <= crc_new; cs_kz[0] <= c2_kz;
+      if (c2_side.valid) cs_data[0] <= c2_data;
+      if (c2_side.valid && c2_crclast) begin cs_x[0] <= crc_new; cs_kz[0] <= c2_kz; end
       cs_cl[0] <= c2_side.valid && c2_crclast;
       for (int s = 0; s < NCORR; s++) begin
         logic [1:0] bits;
         bits = 2'({26'h0, cs_kz[s]} >> (2 * s));
-        cs_data[s+1] <= cs_data[s];
-        cs_x[s+1]    <= hm_crc_matvec(CORR[s*4 + int'(bits)], cs_x[s]);
-        cs_kz[s+1]   <= cs_kz[s];
+        if (cs_side[s].valid) cs_data[s+1] <= cs_data[s];
+        if (cs_cl[s]) begin
+          cs_x[s+1]  <= hm_crc_matvec(CORR[s*4 + int'(bits)], cs_x[s]);
+          cs_kz[s+1] <= cs_kz[s];
+        end
         cs_cl[s+1]   <= cs_cl[s];
       end
     end
@@ -709,8 +731,7 @@ module hm_tx_path
   end
 
   logic unused_ok;
-  assign unused_ok = ^{h2_op, rot2[2*DW-1:DW], p2_op, p3_op, p4_op, p4_udp, h2.udp_dport, h2.udp_len,
-                       h2.padcnt, h2.tver, h2.resv6, h2.resv7, h2.payload_off, h2.payload_len};
+  assign unused_ok = ^{rot2[2*DW-1:DW], p2_op, p3_op, p4_op, p4_udp};
 
   // Elaboration-time parameter check
   if (DATA_WIDTH < 256 || DATA_WIDTH % 8 != 0) begin : g_bad_width
