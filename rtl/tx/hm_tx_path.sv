@@ -662,20 +662,19 @@ module hm_tx_path
   logic               cs_cl   [NCORR+1];
 
   always_ff @(posedge clk) begin
-    // Data moves only with a beat (valid), the correction only with the ICRC's last beat
-    // (cl): the only ones whose values are used downstream. A simulator skips the rest.
+    // The correction runs only with the ICRC's last beat (cl), the only one whose value is
+    // used downstream: a simulator skips the matrix products otherwise. The data and kz
+    // delay lines move with adv alone (one enable: shift-register LUTs in synthesis).
     if (adv) begin
-      if (c2_side.valid) cs_data[0] <= c2_data;
-      if (c2_side.valid && c2_crclast) begin cs_x[0] <= crc_new; cs_kz[0] <= c2_kz; end
+      cs_data[0] <= c2_data; cs_kz[0] <= c2_kz;
+      if (c2_side.valid && c2_crclast) cs_x[0] <= crc_new;
       cs_cl[0] <= c2_side.valid && c2_crclast;
       for (int s = 0; s < NCORR; s++) begin
         logic [1:0] bits;
         bits = 2'({26'h0, cs_kz[s]} >> (2 * s));
-        if (cs_side[s].valid) cs_data[s+1] <= cs_data[s];
-        if (cs_cl[s]) begin
-          cs_x[s+1]  <= hm_crc_matvec(CORR[s*4 + int'(bits)], cs_x[s]);
-          cs_kz[s+1] <= cs_kz[s];
-        end
+        cs_data[s+1] <= cs_data[s];
+        if (cs_cl[s]) cs_x[s+1] <= hm_crc_matvec(CORR[s*4 + int'(bits)], cs_x[s]);
+        cs_kz[s+1]   <= cs_kz[s];
         cs_cl[s+1]   <= cs_cl[s];
       end
     end
