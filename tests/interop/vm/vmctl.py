@@ -33,6 +33,9 @@ def run(sock_path, command, timeout):
     while s is None:       # the socket appears a moment after qemu starts
         try:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            # (a stalled qemu leaves earlier connections unaccepted; once its backlog is full
+            # a blocking connect would wait forever)
+            s.settimeout(max(0.1, deadline - time.monotonic()))
             s.connect(sock_path)
         except OSError as e:
             s.close()
@@ -41,7 +44,12 @@ def run(sock_path, command, timeout):
                 sys.stderr.write("vmctl: cannot connect to %s: %s\n" % (sock_path, e))
                 return 125
             time.sleep(0.2)
-    s.sendall(("%s %s\n" % (tag, command.replace("\n", " "))).encode())
+    try:
+        s.sendall(("%s %s\n" % (tag, command.replace("\n", " "))).encode())
+    except OSError as e:
+        s.close()
+        sys.stderr.write("vmctl: no answer within %g s to: %s (send: %s)\n" % (timeout, command, e))
+        return 124
     buf = b""
     try:
         while True:
