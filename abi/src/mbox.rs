@@ -31,6 +31,10 @@ pub const fn answer_word(status: u8, out_words: u8, token: u8) -> u32 {
 /// Most words that may follow the header (CMD_IN / CMD_OUT are 64 words).
 pub const MAX_ARGS: usize = 63;
 
+/// DCQCN parameters carried by SET_CC_PARAMS and GET_CC_PARAMS, one word each (their order,
+/// defaults and ranges: `hematite_firmware::cc::CC_TABLE`, docs/firmware.md).
+pub const CC_PARAMS: usize = 19;
+
 // Opcodes.
 pub const OP_QUERY_DEVICE: u16 = 0x01;
 pub const OP_QUERY_PORT: u16 = 0x02;
@@ -38,6 +42,10 @@ pub const OP_QUERY_COUNTERS: u16 = 0x03;
 pub const OP_SET_GID: u16 = 0x04;
 pub const OP_SET_EQ: u16 = 0x05;
 pub const OP_QUERY_RESOURCES: u16 = 0x06;
+/// The version handshake (crate::version): no input; answers the firmware's mailbox protocol
+/// version, the interface version it was built for and the one the engine reports. Its format
+/// never changes, and the firmware answers it even when it refuses everything else.
+pub const OP_QUERY_ABI: u16 = 0x07;
 pub const OP_ALLOC_PD: u16 = 0x10;
 pub const OP_DEALLOC_PD: u16 = 0x11;
 pub const OP_REG_MR: u16 = 0x20;
@@ -53,8 +61,9 @@ pub const OP_SET_CC_PARAMS: u16 = 0x50;
 pub const OP_GET_CC_PARAMS: u16 = 0x51;
 
 /// Every opcode with its exact number of input words.
-pub const OPCODES: [(u16, u8); 19] = [
+pub const OPCODES: [(u16, u8); 20] = [
     (OP_QUERY_DEVICE, 0),
+    (OP_QUERY_ABI, 0),
     (OP_QUERY_PORT, 1),
     (OP_QUERY_COUNTERS, 0),
     (OP_QUERY_RESOURCES, 0),
@@ -71,7 +80,7 @@ pub const OPCODES: [(u16, u8); 19] = [
     (OP_MODIFY_QP, 2 + crate::qp::ATTR_WORDS as u8),
     (OP_QUERY_QP, 1),
     (OP_DESTROY_QP, 1),
-    (OP_SET_CC_PARAMS, 1 + crate::cc::CC_PARAMS as u8),
+    (OP_SET_CC_PARAMS, 1 + CC_PARAMS as u8),
     (OP_GET_CC_PARAMS, 0),
 ];
 
@@ -95,7 +104,21 @@ pub enum Status {
     BadAttrMask = 8,
     NotSupported = 9,
     HwError = 10,
+    /// The engine's interface version is not one the firmware was built for (QUERY_ABI tells
+    /// which); every command but QUERY_ABI gets this answer.
+    AbiMismatch = 11,
 }
 
-/// Number of status codes (0..=10).
-pub const N_STATUS: usize = 11;
+/// Number of status codes (0..=11).
+pub const N_STATUS: usize = 12;
+
+/// Status codes QUERY_COUNTERS counts answers of: 0..=10, one word each after the command count
+/// (words 1..=11; word 12 is the engine's counter count). ABI_MISMATCH answers are not counted:
+/// while they are given, QUERY_COUNTERS itself is refused.
+pub const COUNTED_STATUS: usize = 11;
+
+/// The status codes by name, indexed by code (docs/firmware.md).
+pub const STATUS_NAMES: [&str; N_STATUS] = [
+    "OK", "BAD_OPCODE", "BAD_LENGTH", "BAD_PARAM", "BAD_STATE", "NO_RESOURCES", "BAD_HANDLE", "IN_USE",
+    "BAD_ATTR_MASK", "NOT_SUPPORTED", "HW_ERROR", "ABI_MISMATCH",
+];

@@ -175,6 +175,19 @@ pub const ATTR_WORDS: usize = 29;
 /// `IBV_MIG_MIGRATED`, the only path-migration state supported.
 pub const MIG_MIGRATED: u32 = 0;
 
-/// Verbs QP access flags accepted by `IBV_QP_ACCESS_FLAGS` (LOCAL_WRITE | REMOTE_WRITE |
-/// REMOTE_READ | REMOTE_ATOMIC).
-pub const QP_ACCESS_VALID: u32 = 0xF;
+/// ibverbs `enum ibv_access_flags` bits (memory registration and the QP's access flags).
+pub mod access {
+    pub const LOCAL_WRITE: u32 = 1;
+    pub const REMOTE_WRITE: u32 = 2;
+    pub const REMOTE_READ: u32 = 4;
+    pub const REMOTE_ATOMIC: u32 = 8;
+    pub const MW_BIND: u32 = 16;
+    pub const ZERO_BASED: u32 = 32;
+    pub const ON_DEMAND: u32 = 64;
+    pub const HUGETLB: u32 = 128;
+    /// IBV_ACCESS_RELAXED_ORDERING and the other optional bits (20..29).
+    pub const OPTIONAL: u32 = 0x3FF0_0000;
+}
+
+/// Verbs QP access flags accepted by `IBV_QP_ACCESS_FLAGS`.
+pub const QP_ACCESS_VALID: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;

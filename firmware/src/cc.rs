@@ -17,8 +17,8 @@ pub const LINE_MBPS: u32 = 100_000;
 /// Pacer bucket depth written to `HM_CC_BURST` (bytes): four 4 KiB packets.
 pub const BURST_BYTES: u32 = 16_384;
 
-/// Number of parameters.
-pub const CC_PARAMS: usize = 19;
+/// Number of parameters (the mailbox ABI's word count).
+pub use hematite_abi::mbox::CC_PARAMS;
 
 /// (name, default, min, max) of each parameter, in word order.
 pub const CC_TABLE: [(&str, u32, u32, u32); CC_PARAMS] = [

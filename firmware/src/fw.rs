@@ -43,23 +43,18 @@ pub const ATOMIC_HCA: u32 = 1;
 /// Page sizes: every power of two from 4 KiB.
 pub const PAGE_SIZE_CAP: u64 = 0xFFFF_FFFF_FFFF_F000;
 
-// ibverbs IBV_ACCESS_* (MR registration).
-pub const ACC_LOCAL_WRITE: u32 = 1;
-pub const ACC_REMOTE_WRITE: u32 = 2;
-pub const ACC_REMOTE_READ: u32 = 4;
-pub const ACC_REMOTE_ATOMIC: u32 = 8;
-pub const ACC_MW_BIND: u32 = 16;
-pub const ACC_ZERO_BASED: u32 = 32;
-pub const ACC_ON_DEMAND: u32 = 64;
-pub const ACC_HUGETLB: u32 = 128;
-/// IBV_ACCESS_RELAXED_ORDERING and the other optional bits (20..29): ignored.
-pub const ACC_OPTIONAL: u32 = 0x3FF0_0000;
+// ibverbs IBV_ACCESS_* (MR registration); the optional bits are ignored.
+pub use hematite_abi::qp::access::{
+    HUGETLB as ACC_HUGETLB, LOCAL_WRITE as ACC_LOCAL_WRITE, MW_BIND as ACC_MW_BIND, ON_DEMAND as ACC_ON_DEMAND,
+    OPTIONAL as ACC_OPTIONAL, REMOTE_ATOMIC as ACC_REMOTE_ATOMIC, REMOTE_READ as ACC_REMOTE_READ,
+    REMOTE_WRITE as ACC_REMOTE_WRITE, ZERO_BASED as ACC_ZERO_BASED,
+};
 
 /// Firmware counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Counters {
     pub commands: u32,
-    pub by_status: [u32; N_STATUS],
+    pub by_status: [u32; COUNTED_STATUS],
 }
 
 /// The control-plane firmware over an engine bus `B`.
@@ -74,6 +69,10 @@ pub struct Firmware<B: Bus> {
     pub link_up: bool,
     /// Engine counters (CAPS [7:0], at most MAX_ENGINE_COUNTERS).
     pub n_counters: u32,
+    /// The engine's interface version (mailbox VERSION). While it is not one this firmware
+    /// speaks (`version::speaks(hw_iface, version::INTERFACE)`), every command but QUERY_ABI is
+    /// refused with ABI_MISMATCH and the engine is never touched.
+    pub hw_iface: u32,
 }
 
 /// Engine counters QUERY_COUNTERS returns at most (it answers 13 + n words of 63).
@@ -128,11 +127,17 @@ impl<B: Bus> Firmware<B> {
             eng: Engine::new(bus),
             t: Tables::ZERO,
             cc: CcParams::ZERO,
-            counters: Counters { commands: 0, by_status: [0; N_STATUS] },
+            counters: Counters { commands: 0, by_status: [0; COUNTED_STATUS] },
             eq: None,
             link_up: false,
             n_counters: 0,
+            hw_iface: 0,
         }
+    }
+
+    /// Whether the engine speaks the interface this firmware was built for.
+    pub fn engine_matches(&self) -> bool {
+        crate::version::speaks(self.hw_iface, crate::version::INTERFACE)
     }
 
     /// The link as the hardware reports it now: on a change, QUERY_PORT follows and an
@@ -143,18 +148,23 @@ impl<B: Bus> Firmware<B> {
             return false;
         }
         self.link_up = up;
+        if !self.engine_matches() {
+            return true;
+        }
         let code = if up { desc::HM_EV_PORT_ACTIVE } else { desc::HM_EV_PORT_ERR };
         // an engine that refuses the post loses only the event; the state is kept
         let _ = self.eng.post(desc::HM_CTL_POST_EVENT, code, 1);
         true
     }
 
-    /// Sets the limits from the mailbox CAPS and MR_LOG words and the DCQCN defaults.
-    pub fn init(&mut self, caps: u32, mr_log: u32) {
+    /// Sets the limits from the mailbox CAPS and MR_LOG words and the DCQCN defaults, and
+    /// records the engine's interface version (mailbox VERSION).
+    pub fn init(&mut self, caps: u32, mr_log: u32, hw_iface: u32) {
+        self.hw_iface = hw_iface;
         self.t = Tables::ZERO;
         self.t.set_limits(caps, mr_log);
         self.cc = CcParams::defaults();
-        self.counters = Counters { commands: 0, by_status: [0; N_STATUS] };
+        self.counters = Counters { commands: 0, by_status: [0; COUNTED_STATUS] };
         self.eq = None;
         self.n_counters = (caps & 0xFF).min(MAX_ENGINE_COUNTERS);
     }
@@ -190,6 +200,15 @@ impl<B: Bus> Firmware<B> {
             return Err(Status::BadLength);
         }
         let a = cmd.get(1..1 + usize::from(want)).ok_or(Status::BadLength)?;
+        if h.opcode == OP_QUERY_ABI {
+            o.push(crate::version::MAILBOX);
+            o.push(crate::version::INTERFACE);
+            o.push(self.hw_iface);
+            return Ok(o.n);
+        }
+        if !self.engine_matches() {
+            return Err(Status::AbiMismatch);
+        }
         match h.opcode {
             OP_QUERY_DEVICE => self.query_device(o),
             OP_QUERY_PORT => self.query_port(a, o),
@@ -356,10 +375,10 @@ impl<B: Bus> Firmware<B> {
         let tag = if old == 0xFF { 1 } else { old + 1 };
         let mut hm = 0u8;
         for (bit, m) in [
-            (ACC_LOCAL_WRITE, desc::MR_ACCESS_LOCAL_WRITE),
-            (ACC_REMOTE_READ, desc::MR_ACCESS_REMOTE_READ),
-            (ACC_REMOTE_WRITE, desc::MR_ACCESS_REMOTE_WRITE),
-            (ACC_REMOTE_ATOMIC, desc::MR_ACCESS_REMOTE_ATOMIC),
+            (ACC_LOCAL_WRITE, desc::HM_MRA_LOCAL_WRITE),
+            (ACC_REMOTE_READ, desc::HM_MRA_REMOTE_READ),
+            (ACC_REMOTE_WRITE, desc::HM_MRA_REMOTE_WRITE),
+            (ACC_REMOTE_ATOMIC, desc::HM_MRA_REMOTE_ATOMIC),
         ] {
             if acc & bit != 0 {
                 hm |= m;

@@ -10,17 +10,11 @@ pub mod desc;
 pub mod fw;
 pub mod hw;
 pub mod map;
-pub mod mbox;
-pub mod qp;
 pub mod res;
 
-/// The register maps (control bus `HM_CTL_*`, congestion control `HM_CC_*`, BAR0), generated
-/// from `rtl/pkg/hm_regs_pkg.sv` (itself generated from `regs/hematite.rdl`) by
-/// hematite-model's build script.
-#[allow(missing_docs, dead_code)]
-pub mod regs {
-    include!(concat!(env!("OUT_DIR"), "/regs_gen.rs"));
-}
+// What the firmware shares with the driver and the engine (hematite-abi): the mailbox protocol,
+// the QP state machine's facts, the register maps and the interface versions.
+pub use hematite_abi::{mbox, qp, regs, version};
 
 pub use fw::Firmware;
 pub use hw::{Bus, Engine};

@@ -75,7 +75,7 @@ mod core_main {
     extern "C" fn fw_main() -> ! {
         // SAFETY: single-threaded, no interrupts; the only references to these statics.
         let (fw, cmd, ans) = unsafe { (&mut *addr_of_mut!(FW), &mut *addr_of_mut!(CMD), &mut *addr_of_mut!(ANS)) };
-        fw.init(rd(MBOX_CAPS), rd(MBOX_MR_LOG));
+        fw.init(rd(MBOX_CAPS), rd(MBOX_MR_LOG), rd(MBOX_VERSION));
         loop {
             fw.link(rd(MBOX_LINK) & 1 != 0);
             if rd(MBOX_CTRL) & MBOX_CTRL_PENDING == 0 {

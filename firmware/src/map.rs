@@ -33,6 +33,9 @@ pub const MBOX_CAPS: u32 = regs::HM_MBOX_CAPS;
 pub const MBOX_MR_LOG: u32 = regs::HM_MBOX_MR_LOG;
 /// LINK, read-only: bit 0 = the Ethernet link is up.
 pub const MBOX_LINK: u32 = regs::HM_MBOX_LINK;
+/// VERSION, read-only: the engine's interface version (`crate::version::INTERFACE` when the
+/// firmware and the RTL were built from the same description).
+pub const MBOX_VERSION: u32 = regs::HM_MBOX_VERSION;
 
 /// Engine control bus window: engine control offset X is at `CTL_BASE + X`.
 pub const CTL_BASE: u32 = regs::HM_CPU_CTL;

@@ -3,11 +3,7 @@
 use std::fmt;
 use std::io;
 
-/// Firmware command status codes (docs/firmware.md), by name.
-pub const FW_STATUS_NAMES: [&str; 11] = [
-    "OK", "BAD_OPCODE", "BAD_LENGTH", "BAD_PARAM", "BAD_STATE", "NO_RESOURCES", "BAD_HANDLE", "IN_USE",
-    "BAD_ATTR_MASK", "NOT_SUPPORTED", "HW_ERROR",
-];
+use hematite_abi::mbox::STATUS_NAMES as FW_STATUS_NAMES;
 
 /// Everything that can go wrong in the driver.
 #[derive(Debug)]

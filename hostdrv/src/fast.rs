@@ -11,7 +11,7 @@ use hematite_model::desc::{
     HM_SQ_WQE_HDR_T_FIELDS,
 };
 
-use hematite_firmware::desc::str_eq;
+use hematite_abi::desc::str_eq;
 
 /// Byte offset of `name` in `fields`; `width` is the width the fast path stores it with.
 const fn off(fields: Layout, name: &str, width: usize) -> usize {

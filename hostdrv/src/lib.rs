@@ -17,8 +17,7 @@ pub mod mem;
 pub mod fast;
 pub mod lock;
 pub mod nic;
-/// BAR0 register map, generated from `rtl/pkg/hm_regs_pkg.sv` (via hematite-model).
-pub use hematite_model::regs;
+// The register maps and the mailbox protocol come from hematite-abi (users import them from
+// there, not from the driver).
+pub(crate) use hematite_abi::regs;
 pub use nic::{CcPreset, Nic};
-/// The firmware's mailbox command set (opcodes, header words), from the firmware crate.
-pub use hematite_firmware::mbox as fwcmd;

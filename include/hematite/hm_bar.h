@@ -17,15 +17,15 @@ extern "C" {
 #define HM_BAR0__ID__ID_bw 32
 #define HM_BAR0__ID__ID_reset 0x484d5445
 
-// reg - hm_bar0::VERSION
-#define HM_BAR0__VERSION__MINOR_bm 0xffff
-#define HM_BAR0__VERSION__MINOR_bp 0
-#define HM_BAR0__VERSION__MINOR_bw 16
-#define HM_BAR0__VERSION__MINOR_reset 0x1
-#define HM_BAR0__VERSION__MAJOR_bm 0xffff0000
-#define HM_BAR0__VERSION__MAJOR_bp 16
-#define HM_BAR0__VERSION__MAJOR_bw 16
-#define HM_BAR0__VERSION__MAJOR_reset 0x0
+// reg - hm_version_r
+#define HM_VERSION_R__MINOR_bm 0xffff
+#define HM_VERSION_R__MINOR_bp 0
+#define HM_VERSION_R__MINOR_bw 16
+#define HM_VERSION_R__MINOR_reset 0x2
+#define HM_VERSION_R__MAJOR_bm 0xffff0000
+#define HM_VERSION_R__MAJOR_bp 16
+#define HM_VERSION_R__MAJOR_bw 16
+#define HM_VERSION_R__MAJOR_reset 0x0
 
 // reg - hm_caps_r
 #define HM_CAPS_R__NUM_COUNTERS_bm 0xff

@@ -67,6 +67,16 @@ typedef struct __attribute__ ((__packed__)) {
 #define HM_CTRL_CPU__MBOX__LINK__UP_bp 0
 #define HM_CTRL_CPU__MBOX__LINK__UP_bw 1
 
+// reg - hm_version_r
+#define HM_VERSION_R__MINOR_bm 0xffff
+#define HM_VERSION_R__MINOR_bp 0
+#define HM_VERSION_R__MINOR_bw 16
+#define HM_VERSION_R__MINOR_reset 0x2
+#define HM_VERSION_R__MAJOR_bm 0xffff0000
+#define HM_VERSION_R__MAJOR_bp 16
+#define HM_VERSION_R__MAJOR_bw 16
+#define HM_VERSION_R__MAJOR_reset 0x0
+
 // regfile - hm_ctrl_cpu::MBOX
 typedef struct __attribute__ ((__packed__)) {
     uint32_t CMD_IN[64];
@@ -77,6 +87,7 @@ typedef struct __attribute__ ((__packed__)) {
     uint32_t CAPS;
     uint32_t MR_LOG;
     uint32_t LINK;
+    uint32_t VERSION;
 } hm_ctrl_cpu__MBOX_t;
 
 // reg - hm_ctl_bus::STAGE
@@ -305,7 +316,7 @@ typedef struct __attribute__ ((__packed__)) {
     hm_ctrl_cpu__DMEM_t DMEM;
     uint8_t RESERVED_10010000_1fffffff[0xfff0000];
     hm_ctrl_cpu__MBOX_t MBOX;
-    uint8_t RESERVED_2000030c_2fffffff[0xffffcf4];
+    uint8_t RESERVED_20000310_2fffffff[0xffffcf0];
     hm_ctl_bus_t CTL;
     uint8_t RESERVED_30000340_3fffffff[0xffffcc0];
     hm_ctrl_cpu__TIMER_t TIMER;

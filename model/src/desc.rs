@@ -1,9 +1,9 @@
 //! Descriptor formats shared by the host and the engine: send / receive WQEs and CQEs in host
 //! memory, and the QP / CQ / MR context entries and command words of the control bus.
 //!
-//! The layouts are not written here: `build.rs` generates the constants (`HM_*`) and the field
-//! tables (`HM_*_T_BITS`, `HM_*_T_FIELDS`) from `rtl/pkg/hm_desc_pkg.sv`, the single source of
-//! truth, into `$OUT_DIR/desc_gen.rs`, which this module includes. The codecs below only look
+//! The layouts are not written here: hematite-abi's build script generates the constants
+//! (`HM_*`) and the field tables (`HM_*_T_BITS`, `HM_*_T_FIELDS`) from `rtl/pkg/hm_desc_pkg.sv`,
+//! the single source of truth, and this module re-exports them. The codecs below only look
 //! fields up by name, so a layout change in the package needs no change here, and a renamed or
 //! removed field fails the tests.
 //!
@@ -32,10 +32,8 @@ use crate::transport::{
 };
 use core::fmt;
 
-include!(concat!(env!("OUT_DIR"), "/desc_gen.rs"));
-
-/// A packed-struct layout as generated: (field, lsb, width), most significant field first.
-pub type Layout = &'static [(&'static str, usize, usize)];
+// The constants and field tables generated from the package, and `Layout` (hematite-abi).
+pub use hematite_abi::desc::*;
 
 /// Bytes of a scatter/gather element (`hm_sge_t`).
 pub const SGE_BYTES: usize = HM_SGE_T_BITS / 8;
@@ -53,14 +51,6 @@ pub const CTX_WORDS: usize = crate::regs::HM_CTL_STAGE_WORDS as usize;
 /// Smallest WQE slot (stride `64 << 0`).
 pub const MIN_STRIDE: usize = 64;
 
-/// MR context `access` bit: local write.
-pub const MR_ACCESS_LOCAL_WRITE: u8 = 0x1;
-/// MR context `access` bit: remote READ.
-pub const MR_ACCESS_REMOTE_READ: u8 = 0x2;
-/// MR context `access` bit: remote WRITE.
-pub const MR_ACCESS_REMOTE_WRITE: u8 = 0x4;
-/// MR context `access` bit: remote atomics.
-pub const MR_ACCESS_REMOTE_ATOMIC: u8 = 0x8;
 
 const _: () = {
     assert!(HM_SGE_T_BITS % 8 == 0 && HM_SQ_WQE_HDR_T_BITS % 8 == 0);
@@ -863,10 +853,10 @@ pub fn encode_mr_ctx(mr: &Mr, valid: bool) -> Result<[u32; CTX_WORDS], DescError
     let a = &mr.access;
     let mut access = 0u8;
     for (on, bit) in [
-        (a.local_write, MR_ACCESS_LOCAL_WRITE),
-        (a.remote_read, MR_ACCESS_REMOTE_READ),
-        (a.remote_write, MR_ACCESS_REMOTE_WRITE),
-        (a.remote_atomic, MR_ACCESS_REMOTE_ATOMIC),
+        (a.local_write, HM_MRA_LOCAL_WRITE),
+        (a.remote_read, HM_MRA_REMOTE_READ),
+        (a.remote_write, HM_MRA_REMOTE_WRITE),
+        (a.remote_atomic, HM_MRA_REMOTE_ATOMIC),
     ] {
         if on {
             access |= bit;
@@ -899,10 +889,10 @@ pub fn decode_mr_ctx(words: &[u32], index: u32) -> Result<(Mr, bool), DescError>
         base: g("base") as u64,
         len: g("len") as u64,
         access: MrAccess {
-            local_write: access & MR_ACCESS_LOCAL_WRITE != 0,
-            remote_read: access & MR_ACCESS_REMOTE_READ != 0,
-            remote_write: access & MR_ACCESS_REMOTE_WRITE != 0,
-            remote_atomic: access & MR_ACCESS_REMOTE_ATOMIC != 0,
+            local_write: access & HM_MRA_LOCAL_WRITE != 0,
+            remote_read: access & HM_MRA_REMOTE_READ != 0,
+            remote_write: access & HM_MRA_REMOTE_WRITE != 0,
+            remote_atomic: access & HM_MRA_REMOTE_ATOMIC != 0,
         },
         pd: g("pd") as u32,
     };

@@ -45,12 +45,9 @@ pub mod psn;
 #[allow(missing_docs, clippy::doc_lazy_continuation)]
 pub mod record;
 /// The register maps (BAR0 `HM_REG_*`, the control bus `HM_CTL_*`, the congestion control
-/// registers `HM_CC_*`), generated from `rtl/pkg/hm_regs_pkg.sv`, itself generated from
-/// `regs/hematite.rdl` (the one description; docs/registers.md): offsets, reset values and
-/// the `(field, lsb, width)` tables of the field structs (`HM_CAPS_T_FIELDS`, ...).
-pub mod regs {
-    include!(concat!(env!("OUT_DIR"), "/regs_gen.rs"));
-}
+/// registers `HM_CC_*`): hematite-abi's, generated from `rtl/pkg/hm_regs_pkg.sv` (itself
+/// generated from `regs/hematite.rdl`, the one description; docs/registers.md).
+pub use hematite_abi::regs;
 pub mod rx;
 pub mod transport;
 pub mod wire;

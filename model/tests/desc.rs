@@ -3,7 +3,7 @@
 //! one test per error.
 
 use hematite_model::desc::*;
-use hematite_model::regs::*;
+use hematite_abi::regs::*;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::*;
 use proptest::prelude::*;

@@ -115,7 +115,7 @@ module hm_ctrl_sys
   logic [31:0] crd_q;
   logic        aw_done_q, w_done_q;
   logic        is_imem, is_dmem, is_mbox, is_ctl, is_tmr, wr;
-  logic        mb_in, mb_out, mb_ctrl, mb_done, mb_caps, mb_mrlog, mb_link;
+  logic        mb_in, mb_out, mb_ctrl, mb_done, mb_caps, mb_mrlog, mb_link, mb_ver;
   // (each region's base is aligned to its size: the high bits select it)
   assign wr       = c_wstrb != 4'd0;
   assign is_imem  = c_addr[31:28] == HM_CPU_IMEM[31:28] && c_addr[27:2] < 26'(IMEM_BYTES / 4);
@@ -130,6 +130,7 @@ module hm_ctrl_sys
   assign mb_caps  = c_addr[11:2] == HM_MBOX_CAPS[11:2];
   assign mb_mrlog = c_addr[11:2] == HM_MBOX_MR_LOG[11:2];
   assign mb_link  = c_addr[11:2] == HM_MBOX_LINK[11:2];
+  assign mb_ver   = c_addr[11:2] == HM_MBOX_VERSION[11:2];
 
   assign c_ready = cst_q == C_DONE;
   assign c_rdata = crd_q;
@@ -184,6 +185,7 @@ module hm_ctrl_sys
             else if (mb_caps) crd_q <= caps;
             else if (mb_mrlog) crd_q <= {24'd0, mr_log};
             else if (mb_link) crd_q <= {31'd0, link_up};
+            else if (mb_ver) crd_q <= HM_MBOX_VERSION_RESET;
             else if (!(mb_done && wr)) fault_q <= 1'b1;     // DONE is write-only
           end else if (is_ctl) begin
             aw_done_q <= 1'b0;

@@ -189,6 +189,26 @@ package hm_desc_pkg;
     logic         valid;          // entry in use
   } hm_mr_ctx_t;
 
+  // MR entry access bits (hm_mr_ctx_t.access)
+  localparam logic [3:0] HM_MRA_LOCAL_WRITE   = 4'b0001;
+  localparam logic [3:0] HM_MRA_REMOTE_READ   = 4'b0010;
+  localparam logic [3:0] HM_MRA_REMOTE_WRITE  = 4'b0100;
+  localparam logic [3:0] HM_MRA_REMOTE_ATOMIC = 4'b1000;
+
+  // MR check (hm_mr_table): what an access needs (s_chk_need)
+  localparam logic [2:0] HM_MRN_LOCAL_READ    = 3'd0;  // always granted
+  localparam logic [2:0] HM_MRN_LOCAL_WRITE   = 3'd1;
+  localparam logic [2:0] HM_MRN_REMOTE_READ   = 3'd2;
+  localparam logic [2:0] HM_MRN_REMOTE_WRITE  = 3'd3;
+  localparam logic [2:0] HM_MRN_REMOTE_ATOMIC = 3'd4;
+  localparam logic [2:0] HM_MRN_INVALIDATE    = 3'd5;  // SEND with invalidate: no right, no bounds
+  // ... and its verdict (m_res_err), the first failure in this order
+  localparam logic [2:0] HM_MRE_OK            = 3'd0;
+  localparam logic [2:0] HM_MRE_BAD_KEY       = 3'd1;  // index out of range, invalid, tag mismatch
+  localparam logic [2:0] HM_MRE_PD            = 3'd2;
+  localparam logic [2:0] HM_MRE_ACCESS        = 3'd3;
+  localparam logic [2:0] HM_MRE_BOUNDS        = 3'd4;
+
   // ---------------------------------------------------------------------------------------
   // Control bus commands. The bus's register map (HM_CTL_STAGE, HM_CTL_CMD, ..., the
   // congestion control registers HM_CC_*) is in hm_regs_pkg, generated from

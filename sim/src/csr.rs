@@ -4,7 +4,7 @@
 
 use crate::Rng;
 
-pub use hematite_model::regs;
+pub use hematite_abi::regs;
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]

@@ -590,7 +590,7 @@ impl Engine {
     /// A control-bus command: staging words, then the command word, then STATUS polled until
     /// not busy. Returns the command's status code.
     pub fn ctl_cmd(&mut self, cmd: u32, words: &[u32]) -> Result<u8, String> {
-        use hematite_model::regs::{HM_CTL_CMD, HM_CTL_STAGE, HM_CTL_STATUS};
+        use hematite_abi::regs::{HM_CTL_CMD, HM_CTL_STAGE, HM_CTL_STATUS};
         for (k, w) in words.iter().enumerate() {
             if !self.ctl_write(HM_CTL_STAGE as u16 + 4 * k as u16, *w)? {
                 return Err(format!("staging word {k} write refused"));

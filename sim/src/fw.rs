@@ -5,7 +5,7 @@ use crate::eng::Engine;
 use std::path::PathBuf;
 
 // The core's host port (port-relative offsets, map hm_ctrl_host of regs/hematite.rdl).
-use hematite_model::regs;
+use hematite_abi::regs;
 pub const FW_CMD_IN: u16 = regs::HM_HOST_CMD_IN;
 pub const FW_CMD_OUT: u16 = regs::HM_HOST_CMD_OUT;
 pub const FW_MBOX_DB: u16 = regs::HM_HOST_MBOX_DB;

@@ -6,7 +6,7 @@
 //! still complete exactly as the reference says. A CNP received by the engine is counted.
 use hematite_model::build::build_frame;
 use hematite_model::desc;
-use hematite_model::regs;
+use hematite_abi::regs;
 use hematite_model::record::HdrRecord;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{QpConfig, SendOp, SendWr, Sge};

@@ -217,7 +217,7 @@ fn two_processes_and_a_client_killed_mid_transfer() {
 
     // 2. its device was reset when it left: a new client opens it, the old QP is gone
     let b2 = hostdrv::Nic::open(Box::new(SimDevice::open(&d.join("b.sock")).expect("reopen b"))).expect("reopen b");
-    let e = b2.fw_command(hostdrv::fwcmd::OP_QUERY_QP, &[pq]).unwrap_err();
+    let e = b2.fw_command(hematite_abi::mbox::OP_QUERY_QP, &[pq]).unwrap_err();
     assert_eq!(fw_status(&e), Some(6), "the dead client's QP: {e}");
     drop(b2);
 

@@ -4,7 +4,7 @@
 //! requester produces for the same work requests (built by `build_frame`). Completions are
 //! checked against a model peer in rc_peer.rs.
 use hematite_model::desc::{self, QpCtxFields};
-use hematite_model::regs;
+use hematite_abi::regs;
 use hematite_model::transport::mem::{Mr, MrAccess};
 use hematite_model::transport::{Node, QpConfig, SendOp, SendWr, Sge};
 use hematite_model::build_frame;

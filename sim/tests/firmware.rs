@@ -262,12 +262,12 @@ fn cc_parameters_and_teardown_on_the_core() {
     // converted defaults (as the engine's reset values)
     let cc = |e: &mut Engine, i: u16| {
         e.set_ctl_from_core(false); // the testbench reads the control bus for a moment
-        let v = e.ctl_read(hematite_model::regs::HM_CTL_CC + 4 * i).unwrap().0;
+        let v = e.ctl_read(hematite_abi::regs::HM_CTL_CC + 4 * i).unwrap().0;
         e.set_ctl_from_core(true);
         v
     };
     assert_eq!(cc(&mut e, 13), 0x0200_0009, "HM_CC_CUT: min_dec 512/1024, gd 9");
-    assert_eq!((cc(&mut e, 2), cc(&mut e, 0)), (75_000, hematite_model::regs::HM_CC_CTRL_RESET));
+    assert_eq!((cc(&mut e, 2), cc(&mut e, 0)), (75_000, hematite_abi::regs::HM_CC_CTRL_RESET));
     set[0] = 1 << 8 | 1 << 4;
     set[1 + 4] = 99; // rpg_threshold beyond 31: nothing changes
     assert_eq!(status(&cmd(&mut e, 0x50, 2, &set)), 3);

@@ -82,7 +82,7 @@ fn a_firmware_command_that_never_completes_times_out() {
     }
     assert!(t.elapsed() < Duration::from_secs(2), "the second command took {:?}", t.elapsed());
     // a register read still works: the device process itself is fine
-    assert_eq!(dev.read32(hostdrv::regs::HM_REG_ID as u64).unwrap(), hostdrv::regs::HM_REG_ID_RESET);
+    assert_eq!(dev.read32(hematite_abi::regs::HM_REG_ID as u64).unwrap(), hematite_abi::regs::HM_REG_ID_RESET);
 
     // closing does not hang (the driver's destroy commands fail at once)
     let t = Instant::now();

@@ -543,7 +543,7 @@ fn a_doorbell_from_before_a_qp_reload_does_not_reach_the_new_qp() {
     b.a.reload_qp(QA, QpConfig { dest_qpn: QB, ..cfg }, 0).unwrap();
     // the new QP goes to ERR with nothing posted: there is nothing to flush
     let post_qp_err = 1u32 << 28 | QA;
-    assert!(b.a.eng.ctl_write(hematite_model::regs::HM_CTL_POST, post_qp_err).unwrap());
+    assert!(b.a.eng.ctl_write(hematite_abi::regs::HM_CTL_POST, post_qp_err).unwrap());
     b.run_for(400_000);
     let qa: Vec<(u64, WcStatus)> = b.a.cqes.iter().filter(|c| c.cqe.qpn == QA).map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
     let mut want = vec![(1, WcStatus::LocQpOpErr)];

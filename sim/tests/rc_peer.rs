@@ -2,7 +2,7 @@
 //! every send CQE the engine writes into its CQ ring, and every byte of both hosts' memory,
 //! must equal what the model predicts when it runs both sides itself.
 use hematite_model::desc;
-use hematite_model::regs;
+use hematite_abi::regs;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{Cqe, QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;

@@ -91,7 +91,7 @@ pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *
         if m & mask::STATE != 0 {
             let to = state_of(a.qp_state)?;
             let from = if m & mask::CUR_STATE != 0 { state_of(a.cur_qp_state)? } else { state_of(from)? };
-            if hematite_firmware::qp::check_mask(from, to, m).is_err() {
+            if hematite_abi::qp::check_mask(from, to, m).is_err() {
                 return Err(libc::EINVAL);
             }
         }

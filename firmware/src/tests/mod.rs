@@ -92,7 +92,7 @@ pub fn fw() -> Firmware<MockBus> {
 
 pub fn fw_caps(caps: u32, mr_log: u32) -> Firmware<MockBus> {
     let mut f = Firmware::new(MockBus { busy_polls: 2, ..Default::default() });
-    f.init(caps, mr_log);
+    f.init(caps, mr_log, crate::version::INTERFACE);
     f
 }
 

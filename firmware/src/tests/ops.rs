@@ -459,13 +459,13 @@ fn event_queue_link_events_and_err_posts() {
     assert_eq!(cmd(&mut f, OP_SET_EQ, &[0, 1]).0, Status::BadHandle as u8);
     let cq = ok(&mut f, OP_CREATE_CQ, &[4, 0x1000, 0, 0])[0];
     ok(&mut f, OP_SET_EQ, &[cq, 1]);
-    let eq = hematite_model::regs::HM_CTL_EQ as u16;
+    let eq = hematite_abi::regs::HM_CTL_EQ as u16;
     assert_eq!(f.eng.bus.regs.last(), Some(&(eq, 1 << 31 | cq)), "HM_CTL_EQ = {{enable, cqn}}");
     assert_eq!(cmd(&mut f, OP_SET_EQ, &[cq, 2]).0, Status::BadParam as u8);
     // the event queue's CQ cannot be destroyed while it is one
     assert_eq!(cmd(&mut f, OP_DESTROY_CQ, &[cq]).0, Status::InUse as u8);
     // link changes: one event each, QUERY_PORT follows
-    let post = hematite_model::regs::HM_CTL_POST as u16;
+    let post = hematite_abi::regs::HM_CTL_POST as u16;
     let n = f.eng.bus.regs.len();
     assert!(f.link(true));
     assert!(!f.link(true), "no change, no event");
@@ -489,7 +489,7 @@ fn modify_to_err_moves_the_qp_in_the_engine_now() {
     let mut blk = vec![0u32; ATTR_WORDS];
     blk[A_QP_STATE] = QpState::Err as u32;
     a.extend(blk);
-    let post = hematite_model::regs::HM_CTL_POST as u16;
+    let post = hematite_abi::regs::HM_CTL_POST as u16;
     let before = f.eng.bus.regs.iter().filter(|r| r.0 == post).count();
     ok(&mut f, OP_MODIFY_QP, &a);
     let posts: Vec<u32> = f.eng.bus.regs.iter().filter(|r| r.0 == post).map(|r| r.1).skip(before).collect();
@@ -517,4 +517,43 @@ fn query_resources_counts_what_is_in_use() {
     ok(&mut f, OP_DEALLOC_PD, &[pd]);
     assert_eq!(ok(&mut f, OP_QUERY_RESOURCES, &[]), vec![0, 0, 0, 0]);
     assert_eq!(cmd(&mut f, OP_QUERY_RESOURCES, &[1]).0, Status::BadLength as u8, "takes no argument");
+}
+
+#[test]
+fn query_abi_reports_the_versions() {
+    use crate::version::{INTERFACE, MAILBOX};
+    let mut f = fw();
+    assert_eq!(ok(&mut f, OP_QUERY_ABI, &[]), vec![MAILBOX, INTERFACE, INTERFACE]);
+    // its one form: no input words
+    assert_eq!(cmd(&mut f, OP_QUERY_ABI, &[0]).0, Status::BadLength as u8);
+    // an engine of a newer minor only adds: the firmware serves it
+    let mut f = fw();
+    f.hw_iface = INTERFACE + 1;
+    assert_eq!(ok(&mut f, OP_QUERY_ABI, &[])[2], INTERFACE + 1);
+    assert_eq!(cmd(&mut f, OP_ALLOC_PD, &[]).0, Status::Ok as u8);
+}
+
+/// An engine whose interface version the firmware was not built for: every command but
+/// QUERY_ABI answers ABI_MISMATCH, nothing reaches the engine (not even a link event), and
+/// QUERY_ABI says why.
+#[test]
+fn engine_of_another_interface_is_refused() {
+    use crate::version::{INTERFACE, MAILBOX};
+    let older_minor = INTERFACE.wrapping_sub(1);
+    for hw in [INTERFACE + (1 << 16), INTERFACE ^ (1 << 16), older_minor, 0xFFFF_FFFF] {
+        if crate::version::speaks(hw, INTERFACE) {
+            continue;
+        }
+        let mut f = Firmware::new(MockBus { busy_polls: 2, ..Default::default() });
+        f.init(CAPS, 12, hw);
+        assert!(!f.engine_matches());
+        f.link(true);
+        for &(op, n) in OPCODES.iter().filter(|o| o.0 != OP_QUERY_ABI) {
+            let args = vec![0u32; n as usize];
+            assert_eq!(cmd(&mut f, op, &args).0, Status::AbiMismatch as u8, "opcode {op:#x}, engine {hw:#x}");
+        }
+        assert_eq!(ok(&mut f, OP_QUERY_ABI, &[]), vec![MAILBOX, INTERFACE, hw]);
+        assert!(f.eng.bus.log.is_empty(), "no table write");
+        assert!(f.eng.bus.regs.is_empty(), "no register write or post");
+    }
 }

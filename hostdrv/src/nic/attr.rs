@@ -3,19 +3,16 @@
 //! bits, GIDs and the peer description of an RC connection. Nothing here talks to the device.
 
 use crate::{Error, Result};
-use hematite_firmware::qp as fq;
+use hematite_abi::qp as fq;
 
 /// `ibv_access_flags` bits the device supports.
 pub mod access {
-    pub const LOCAL_WRITE: u32 = 1;
-    pub const REMOTE_WRITE: u32 = 2;
-    pub const REMOTE_READ: u32 = 4;
-    pub const REMOTE_ATOMIC: u32 = 8;
+    pub use hematite_abi::qp::access::{LOCAL_WRITE, REMOTE_ATOMIC, REMOTE_READ, REMOTE_WRITE};
 }
 
 /// `ibv_qp_attr_mask` bits (the firmware's MODIFY_QP mask).
 pub mod mask {
-    pub use hematite_firmware::qp::{
+    pub use hematite_abi::qp::{
         M_ACCESS_FLAGS as ACCESS_FLAGS, M_AV as AV, M_CUR_STATE as CUR_STATE, M_DEST_QPN as DEST_QPN,
         M_MAX_DEST_RD_ATOMIC as MAX_DEST_RD_ATOMIC, M_MAX_QP_RD_ATOMIC as MAX_QP_RD_ATOMIC,
         M_MIN_RNR_TIMER as MIN_RNR_TIMER, M_PATH_MTU as PATH_MTU, M_PKEY_INDEX as PKEY_INDEX, M_PORT as PORT,
@@ -25,7 +22,7 @@ pub mod mask {
 }
 
 /// QP states (ibverbs numbering), as the firmware's state machine defines them.
-pub use hematite_firmware::qp::QpState;
+pub use hematite_abi::qp::QpState;
 
 fn qp_state(v: u32) -> Result<QpState> {
     QpState::from_u32(v).ok_or_else(|| Error::Device(format!("QP state {v}")))

@@ -9,7 +9,7 @@ use super::{mask, Cq, DeviceAttr, Gid, Mr, Nic, Pd, PortAttr, Qp, QpAttr, QpCaps
 use crate::lock::SpinLock;
 use crate::mem::DmaBuf;
 use crate::{Error, Result};
-use hematite_firmware::mbox;
+use hematite_abi::mbox;
 use hematite_model::desc;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,6 +41,40 @@ fn log2_ceil(n: u32) -> u8 {
 }
 
 impl Nic {
+    /// QUERY_ABI, the version handshake (hematite_abi::version): the firmware must speak this
+    /// driver's mailbox protocol, and the engine the interface the firmware was built for.
+    /// Returns (mailbox version, interface the firmware was built for, the engine's).
+    pub fn check_firmware_abi(&self) -> Result<(u32, u32, u32)> {
+        use hematite_abi::version::{major, minor, speaks, MAILBOX};
+        let v = |x: u32| format!("{}.{}", major(x), minor(x));
+        let w = match self.sh.cmd(mbox::OP_QUERY_ABI, &[]) {
+            Err(Error::Firmware { status, .. }) if status == mbox::Status::BadOpcode as u8 => {
+                return Err(Error::Device(
+                    "the firmware does not answer QUERY_ABI: it predates the version handshake; load the firmware built with this driver (./hematite fw)".into(),
+                ))
+            }
+            r => r?,
+        };
+        need(&w, 3, "QUERY_ABI")?;
+        let (mb, built, engine) = (w[0], w[1], w[2]);
+        if !speaks(mb, MAILBOX) {
+            return Err(Error::Device(format!(
+                "the firmware speaks mailbox protocol {}; this driver speaks {} (same major, minor {} or newer): driver and firmware do not match",
+                v(mb),
+                v(MAILBOX),
+                minor(MAILBOX)
+            )));
+        }
+        if !speaks(engine, built) {
+            return Err(Error::Device(format!(
+                "the firmware was built for interface {} but the engine reports {}: firmware and RTL (bitstream) do not match; the firmware refuses every command",
+                v(built),
+                v(engine)
+            )));
+        }
+        Ok((mb, built, engine))
+    }
+
     /// QUERY_DEVICE.
     pub fn query_device(&self) -> Result<DeviceAttr> {
         let w = self.sh.cmd(mbox::OP_QUERY_DEVICE, &[])?;

@@ -10,7 +10,7 @@
 //! Layouts come from their single sources of truth: descriptors and rings from
 //! `hematite_model::desc` (generated from `rtl/pkg/hm_desc_pkg.sv`), registers from
 //! [`crate::regs`] (generated from `rtl/pkg/hm_regs_pkg.sv`), mailbox commands from
-//! `hematite_firmware::mbox` and the attribute block from `hematite_firmware::qp`.
+//! `hematite_abi::mbox` and the attribute block from `hematite_abi::qp`.
 //!
 //! The files: `attr.rs` (attributes and plain values), `shared.rs` (the state all objects
 //! share and the firmware mailbox), `objects.rs` (PD, MR, CQ, QP), `control.rs` (queries
@@ -39,7 +39,7 @@ use crate::device::Device;
 use crate::mem::Pins;
 use crate::regs;
 use crate::{Error, Result};
-use hematite_firmware::mbox;
+use hematite_abi::mbox;
 use shared::Shared;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -105,10 +105,10 @@ pub(crate) fn check_identity(dev: &dyn Device) -> Result<()> {
     if id != regs::HM_REG_ID_RESET {
         return Err(Error::Device(format!("BAR0 identity {id:#010x}, expected {:#010x} (not a Hematite function?)", regs::HM_REG_ID_RESET)));
     }
+    use hematite_abi::version::{major, minor, speaks, INTERFACE};
     let v = dev.read32(regs::HM_REG_VERSION as u64)?;
-    let (major, minor) = (v >> 16, v & 0xFFFF);
-    let (want_major, want_minor) = (regs::HM_REG_VERSION_RESET >> 16, regs::HM_REG_VERSION_RESET & 0xFFFF);
-    if major != want_major || minor < want_minor {
+    let (major, minor, want_major, want_minor) = (major(v), minor(v), major(INTERFACE), minor(INTERFACE));
+    if !speaks(v, INTERFACE) {
         return Err(Error::Device(format!(
             "the device's interface version is {major}.{minor}; this driver speaks {want_major}.{want_minor} (same major, minor {want_minor} or newer): driver and device (bitstream) do not match"
         )));
@@ -122,8 +122,9 @@ impl Nic {
         Nic::open_with(dev, OpenOptions::default())
     }
 
-    /// Checks the identity register, waits for the firmware, reads the device attributes,
-    /// programs GID 0 and the event queue.
+    /// Checks the identity register and the interface version, checks that the firmware runs
+    /// and speaks this driver's mailbox protocol on the engine it was built for (QUERY_ABI),
+    /// reads the device attributes, programs GID 0 and the event queue.
     pub fn open_with(dev: Box<dyn Device>, o: OpenOptions) -> Result<Nic> {
         check_identity(dev.as_ref())?;
         let st = dev.read32(FW_MBOX_STATUS)?;
@@ -143,6 +144,7 @@ impl Nic {
             fatal: AtomicBool::new(false),
         });
         let mut nic = Nic { sh, attr: DeviceAttr::default(), eq: None, irq: Mutex::new(HashMap::new()), mac, ipv4 };
+        nic.check_firmware_abi()?;
         nic.attr = nic.query_device()?;
         if o.set_gid {
             if let (Some(m), Some(ip)) = (mac, ipv4) {
@@ -263,20 +265,59 @@ mod identity_tests {
     use crate::device::DeviceInfo;
     use std::os::fd::RawFd;
 
-    /// A BAR0 with a given identity and version word; nothing else.
-    struct Bar(u32, u32, DeviceInfo);
-    impl Device for Bar {
+    fn check(id: u32, ver: u32) -> Result<()> {
+        check_identity(&fake(id, ver, |_| (0, vec![])))
+    }
+
+    #[test]
+    fn a_device_of_another_interface_version_is_refused_with_both_versions_named() {
+        let v = regs::HM_REG_VERSION_RESET;
+        assert!(check(regs::HM_REG_ID_RESET, v).is_ok());
+        assert!(check(regs::HM_REG_ID_RESET, v + 1).is_ok(), "a newer minor only adds");
+        let e = check(regs::HM_REG_ID_RESET, v + 0x1_0000).unwrap_err().to_string();
+        assert!(e.contains("interface version is 1.") && e.contains("do not match"), "{e}");
+        if v & 0xFFFF > 0 {
+            assert!(check(regs::HM_REG_ID_RESET, v - 1).is_err(), "an older minor");
+        }
+        let e = check(0x1234_5678, v).unwrap_err().to_string();
+        assert!(e.contains("not a Hematite function"), "{e}");
+    }
+
+    /// A function with the given identity and version words whose firmware answers every
+    /// command with `answer(opcode)` = (status, words), through the real mailbox protocol.
+    struct FakeFw {
+        id: u32,
+        ver: u32,
+        info: DeviceInfo,
+        answer: fn(u16) -> (u8, Vec<u32>),
+        st: std::sync::Mutex<(u32, [u32; 64], [u32; 64])>, // done count, CMD_IN, CMD_OUT
+    }
+    impl Device for FakeFw {
         fn info(&self) -> &DeviceInfo {
-            &self.2
+            &self.info
         }
         fn read32(&self, off: u64) -> Result<u32> {
+            let st = self.st.lock().unwrap();
             Ok(match off {
-                o if o == regs::HM_REG_ID as u64 => self.0,
-                o if o == regs::HM_REG_VERSION as u64 => self.1,
+                o if o == regs::HM_REG_ID as u64 => self.id,
+                o if o == regs::HM_REG_VERSION as u64 => self.ver,
+                o if o == FW_MBOX_STATUS => st.0 << 16 | 2,
+                o if (FW_CMD_OUT..FW_CMD_OUT + 256).contains(&o) => st.2[((o - FW_CMD_OUT) / 4) as usize],
                 _ => 0,
             })
         }
-        fn write32(&self, _: u64, _: u32) -> Result<()> {
+        fn write32(&self, off: u64, v: u32) -> Result<()> {
+            let mut st = self.st.lock().unwrap();
+            if (FW_CMD_IN..FW_CMD_IN + 256).contains(&off) {
+                st.1[((off - FW_CMD_IN) / 4) as usize] = v;
+            } else if off == FW_MBOX_DB {
+                let h = hematite_abi::mbox::Header::parse(st.1[0]);
+                let (status, words) = (self.answer)(h.opcode);
+                st.2 = [0; 64];
+                st.2[0] = hematite_abi::mbox::answer_word(status, words.len() as u8, h.token);
+                st.2[1..1 + words.len()].copy_from_slice(&words);
+                st.0 += 1;
+            }
             Ok(())
         }
         fn dma_map(&self, _: u64, _: u64, _: u64, _: bool) -> Result<()> {
@@ -293,21 +334,46 @@ mod identity_tests {
         }
     }
 
-    fn check(id: u32, ver: u32) -> Result<()> {
-        check_identity(&Bar(id, ver, DeviceInfo { name: "t".into(), bar0_size: 0x1_0000, num_irqs: 0, mac: None, ipv4: None }))
+    fn fake(id: u32, ver: u32, answer: fn(u16) -> (u8, Vec<u32>)) -> FakeFw {
+        let info = DeviceInfo { name: "t".into(), bar0_size: 0x1_0000, num_irqs: 0, mac: None, ipv4: None };
+        FakeFw { id, ver, info, answer, st: std::sync::Mutex::new((0, [0; 64], [0; 64])) }
+    }
+
+    fn open_fake(answer: fn(u16) -> (u8, Vec<u32>)) -> String {
+        match Nic::open(Box::new(fake(regs::HM_REG_ID_RESET, regs::HM_REG_VERSION_RESET, answer))) {
+            Ok(_) => "opened".into(),
+            Err(e) => e.to_string(),
+        }
     }
 
     #[test]
-    fn a_device_of_another_interface_version_is_refused_with_both_versions_named() {
-        let v = regs::HM_REG_VERSION_RESET;
-        assert!(check(regs::HM_REG_ID_RESET, v).is_ok());
-        assert!(check(regs::HM_REG_ID_RESET, v + 1).is_ok(), "a newer minor only adds");
-        let e = check(regs::HM_REG_ID_RESET, v + 0x1_0000).unwrap_err().to_string();
-        assert!(e.contains("interface version is 1.") && e.contains("do not match"), "{e}");
-        if v & 0xFFFF > 0 {
-            assert!(check(regs::HM_REG_ID_RESET, v - 1).is_err(), "an older minor");
-        }
-        let e = check(0x1234_5678, v).unwrap_err().to_string();
-        assert!(e.contains("not a Hematite function"), "{e}");
+    fn a_firmware_of_another_abi_is_refused_at_open_with_both_versions_named() {
+        use hematite_abi::mbox::{Status, OP_QUERY_ABI, OP_QUERY_DEVICE};
+        use hematite_abi::version::{INTERFACE, MAILBOX};
+        // a firmware from before the handshake
+        let e = open_fake(|_| (Status::BadOpcode as u8, vec![]));
+        assert!(e.contains("predates the version handshake"), "{e}");
+        // another mailbox major
+        let e = open_fake(|op| if op == OP_QUERY_ABI { (0, vec![MAILBOX + (1 << 16), INTERFACE, INTERFACE]) } else { (0, vec![]) });
+        assert!(e.contains("mailbox protocol") && e.contains("driver and firmware do not match"), "{e}");
+        // a firmware built for another interface than the engine's: it refuses everything else
+        let e = open_fake(|op| {
+            if op == OP_QUERY_ABI {
+                (0, vec![MAILBOX, INTERFACE, INTERFACE + (1 << 16)])
+            } else {
+                (Status::AbiMismatch as u8, vec![])
+            }
+        });
+        assert!(e.contains("firmware and RTL") && e.contains("do not match"), "{e}");
+        // a short answer
+        let e = open_fake(|op| if op == OP_QUERY_ABI { (0, vec![MAILBOX]) } else { (0, vec![]) });
+        assert!(e.contains("QUERY_ABI"), "{e}");
+        // a matching firmware gets as far as QUERY_DEVICE (answered short here)
+        let e = open_fake(|op| match op {
+            OP_QUERY_ABI => (0, vec![MAILBOX + 3, INTERFACE, INTERFACE]),
+            OP_QUERY_DEVICE => (0, vec![]),
+            _ => (Status::BadOpcode as u8, vec![]),
+        });
+        assert!(e.contains("QUERY_DEVICE"), "{e}");
     }
 }

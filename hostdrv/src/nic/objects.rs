@@ -7,7 +7,7 @@ use super::shared::Shared;
 use super::{QpCaps, Sge};
 use crate::lock::SpinLock;
 use crate::mem::DmaBuf;
-use hematite_firmware::mbox;
+use hematite_abi::mbox;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 

@@ -6,7 +6,7 @@ use super::objects::{QpInner, WqTrack};
 use crate::device::Device;
 use crate::mem::{DmaBuf, Pins, Unpin};
 use crate::{regs, Error, Result};
-use hematite_firmware::mbox;
+use hematite_abi::mbox;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};

@@ -56,9 +56,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// BAR0 size (map hm_bar of regs/hematite.rdl: the engine's block, then the core's port).
-pub const BAR0_SIZE: u64 = hematite_model::regs::HM_BAR_CTRL as u64 + hematite_model::regs::HM_BAR_CTRL_BYTES as u64;
+pub const BAR0_SIZE: u64 = hematite_abi::regs::HM_BAR_CTRL as u64 + hematite_abi::regs::HM_BAR_CTRL_BYTES as u64;
 /// Offset of the control core's host port in BAR0.
-pub const FW_PORT_BASE: u64 = hematite_model::regs::HM_BAR_CTRL as u64;
+pub const FW_PORT_BASE: u64 = hematite_abi::regs::HM_BAR_CTRL as u64;
 /// Interrupt vectors (the engine's CQ contexts take vectors 0..15).
 pub const NUM_IRQS: u32 = 16;
 /// Nominal core clock (Hz): simulated time = cycles / this.
