@@ -38,14 +38,14 @@ module hm_mr_table #(
   input  logic [31:0]         s_chk_pd,
   input  logic [63:0]         s_chk_addr,
   input  logic [63:0]         s_chk_len,
-  input  logic [2:0]          s_chk_need,    // 0 local read, 1 local write, 2 remote read, 3 remote write, 4 remote atomic, 5 invalidate (key and PD checked; on success the entry stops matching until rewritten)
+  input  logic [2:0]          s_chk_need,    // HM_MRN_* (hm_desc_pkg); HM_MRN_INVALIDATE: key and PD checked, on success the entry stops matching until rewritten
   input  logic [ID_WIDTH-1:0] s_chk_id,
   input  logic                s_chk_valid,
   output logic                s_chk_ready,
 
   // Results, in request order
   output logic                m_res_ok,
-  output logic [2:0]          m_res_err,     // 0 ok, 1 bad key, 2 PD, 3 access, 4 bounds
+  output logic [2:0]          m_res_err,     // HM_MRE_* (hm_desc_pkg)
   output logic [63:0]         m_res_base,    // the region's base (for address translation)
   output logic [63:0]         m_res_end,     // base + length, saturated (for checkers that cache the region)
   output logic [ID_WIDTH-1:0] m_res_id,
@@ -121,12 +121,12 @@ module hm_mr_table #(
                    (IW < 24 && (c1_key[31:8] >> IW) != '0);
       c2_pd     <= c1_e.pd != c1_pd;
       case (c1_need)
-        3'd0: ok = 1'b1;
-        3'd1: ok = c1_e.access[0];
-        3'd2: ok = c1_e.access[1];
-        3'd3: ok = c1_e.access[2];
-        3'd4: ok = c1_e.access[3];
-        3'd5: ok = 1'b1;
+        hm_desc_pkg::HM_MRN_LOCAL_READ:    ok = 1'b1;
+        hm_desc_pkg::HM_MRN_LOCAL_WRITE:   ok = (c1_e.access & hm_desc_pkg::HM_MRA_LOCAL_WRITE) != '0;
+        hm_desc_pkg::HM_MRN_REMOTE_READ:   ok = (c1_e.access & hm_desc_pkg::HM_MRA_REMOTE_READ) != '0;
+        hm_desc_pkg::HM_MRN_REMOTE_WRITE:  ok = (c1_e.access & hm_desc_pkg::HM_MRA_REMOTE_WRITE) != '0;
+        hm_desc_pkg::HM_MRN_REMOTE_ATOMIC: ok = (c1_e.access & hm_desc_pkg::HM_MRA_REMOTE_ATOMIC) != '0;
+        hm_desc_pkg::HM_MRN_INVALIDATE:    ok = 1'b1;
         default: ok = 1'b0;
       endcase
       c2_acc  <= !ok;
@@ -135,7 +135,7 @@ module hm_mr_table #(
       c2_addr <= c1_addr;
       c2_base <= c1_e.base;
       c2_id   <= c1_id;
-      c2_inv  <= c1_need == 3'd5;
+      c2_inv  <= c1_need == hm_desc_pkg::HM_MRN_INVALIDATE;
       c2_idx  <= c1_key[8 +: IW];
     end
     if (rst) c2_v <= 1'b0;
@@ -149,15 +149,15 @@ module hm_mr_table #(
     // end must not overflow 64 bits; the region's end saturates at 2^64 - 1
     oob = !c2_inv && (c2_end[64] || c2_addr < c2_base ||
           c2_end[63:0] > (c2_lim[64] ? 64'hFFFF_FFFF_FFFF_FFFF : c2_lim[63:0]));
-    if (c2_badkey)  err = 3'd1;
-    else if (c2_pd) err = 3'd2;
-    else if (c2_acc) err = 3'd3;
-    else if (oob)   err = 3'd4;
-    else            err = 3'd0;
+    if (c2_badkey)  err = hm_desc_pkg::HM_MRE_BAD_KEY;
+    else if (c2_pd) err = hm_desc_pkg::HM_MRE_PD;
+    else if (c2_acc) err = hm_desc_pkg::HM_MRE_ACCESS;
+    else if (oob)   err = hm_desc_pkg::HM_MRE_BOUNDS;
+    else            err = hm_desc_pkg::HM_MRE_OK;
   end
 
   // an invalidation takes effect when its (successful) verdict leaves the pipeline
-  assign inv_set = c2_v && adv && c2_inv && err == 3'd0;
+  assign inv_set = c2_v && adv && c2_inv && err == hm_desc_pkg::HM_MRE_OK;
   assign inv_idx = c2_idx;
 
   logic [63:0] c2_end_sat;
@@ -166,7 +166,7 @@ module hm_mr_table #(
 
   localparam int OW = 1 + 3 + 64 + 64 + ID_WIDTH;
   logic [OW-1:0] o_pack, m_pack;
-  assign o_pack = {err == 3'd0, err, c2_base, c2_end_sat, c2_id};
+  assign o_pack = {err == hm_desc_pkg::HM_MRE_OK, err, c2_base, c2_end_sat, c2_id};
   hm_skid #(.WIDTH(OW)) u_out (
     .clk, .rst,
     .s_data(o_pack), .s_valid(c2_v), .s_ready(adv),

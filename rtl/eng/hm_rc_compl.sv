@@ -252,8 +252,8 @@ module hm_rc_compl
   // only the newest matters while the FSM is busy.
   hm_roce_hdr_t hk_q;
   logic         hk_v_q, hk_can;
-  assign hk_can = hk_v_q && s_hdr.opcode == 8'h11 && s_hdr.syndrome[7:5] == 3'd0 && s_hdr.payload_len == '0 &&
-                  hk_q.opcode == 8'h11 && hk_q.syndrome[7:5] == 3'd0 && hk_q.payload_len == '0 &&
+  assign hk_can = hk_v_q && s_hdr.opcode == HM_OP_ACK && s_hdr.syndrome[7:5] == HM_AETH_CLS_ACK && s_hdr.payload_len == '0 &&
+                  hk_q.opcode == HM_OP_ACK && hk_q.syndrome[7:5] == HM_AETH_CLS_ACK && hk_q.payload_len == '0 &&
                   s_hdr.dest_qp == hk_q.dest_qp && hm_psn_ge(s_hdr.psn, hk_q.psn);
 
   // work selection in C_IDLE: response packets and started-WQE records take turns (a
@@ -355,7 +355,7 @@ module hm_rc_compl
   assign m_chk_pd    = ctx_q.pd;
   assign m_chk_addr  = sge_c.addr;
   assign m_chk_len   = 64'(sge_c.len);
-  assign m_chk_need  = 3'd1;
+  assign m_chk_need  = HM_MRN_LOCAL_WRITE;
   assign m_chk_valid = st_q == C_WCHK && w_rdat && !flushing_q && cj_q < 5'(nsge);
   assign s_res_ready = st_q == C_WCHK;
 
@@ -456,11 +456,11 @@ module hm_rc_compl
   logic [23:0] p;
   assign p        = h_q.psn;
   assign syn_cls  = h_q.syndrome[7:5];
-  assign is_ack   = h_q.opcode == 8'h11;
-  assign is_rresp = h_q.opcode >= 8'h0D && h_q.opcode <= 8'h10;
-  assign is_aack  = h_q.opcode == 8'h12;
-  assign rr_last  = h_q.opcode == 8'h0F || h_q.opcode == 8'h10;
-  assign rr_aeth  = h_q.opcode != 8'h0E;
+  assign is_ack   = h_q.opcode == HM_OP_ACK;
+  assign is_rresp = h_q.opcode >= HM_OP_READ_RESP_FIRST && h_q.opcode <= HM_OP_READ_RESP_ONLY;
+  assign is_aack  = h_q.opcode == HM_OP_ATOMIC_ACK;
+  assign rr_last  = h_q.opcode == HM_OP_READ_RESP_LAST || h_q.opcode == HM_OP_READ_RESP_ONLY;
+  assign rr_aeth  = h_q.opcode != HM_OP_READ_RESP_MIDDLE;
 
   // fast retire (C_RFAST): the header of WQE fx_q == ci straight from the batch buffer; an
   // unsignaled SEND / WRITE the packet covers is retired in one cycle
@@ -471,7 +471,7 @@ module hm_rc_compl
   assign f_rdat = wqe_rdat(fh.opcode);
   assign f_npsn = wqe_npsn(fh.opcode, fh.length, lpmtu);
   assign f_last = d_q.una + f_npsn - 24'd1;
-  assign f_due  = (is_ack && syn_cls == 3'd0) ? hm_psn_ge(p, f_last) : hm_psn_ge(p - 24'd1, f_last);
+  assign f_due  = (is_ack && syn_cls == HM_AETH_CLS_ACK) ? hm_psn_ge(p, f_last) : hm_psn_ge(p - 24'd1, f_last);
   assign f_ok   = d_q.ci != d_q.shead && batch_has(d_q.ci) && !cb_err_q && !f_rdat && !fh.flags[0] && f_due;
 
   // READ response placement: SGL cursor
@@ -647,7 +647,7 @@ module hm_rc_compl
       if (m_pc_valid && m_pc_ready && !m_pc_discard) wr_issued_q <= wr_issued_q + 1'b1;
       // every ACK received counts once, on entry: also one merged into the next (coalesced
       // cumulative ACKs) and one for a QP number out of range
-      if (s_hdr_valid && s_hdr_ready && s_hdr.opcode == 8'h11) stat_acks <= stat_acks + 1'b1;
+      if (s_hdr_valid && s_hdr_ready && s_hdr.opcode == HM_OP_ACK) stat_acks <= stat_acks + 1'b1;
       case (st_q)
         C_IDLE: begin
           q_q           <= sel_q;
@@ -751,9 +751,9 @@ module hm_rc_compl
             end else begin   // K_PKT
               logic ok;
               ok = (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) && !d_q.err;
-              if (is_ack && syn_cls == 3'd0)
+              if (is_ack && syn_cls == HM_AETH_CLS_ACK)
                 ok = ok && hm_psn_ge(p + 24'd1, una_eff) && hm_psn_ge(d_q.spsn, p + 24'd1);
-              else if (is_ack && h_q.syndrome == 8'h60)
+              else if (is_ack && h_q.syndrome == HM_AETH_NAK_PSN_SEQ)
                 // NAK sequence error: PSN in [una, spsn]; ignored while waiting for an RNR
                 // timer or when this PSN was already retried
                 ok = ok && hm_psn_ge(p, una_eff) && hm_psn_ge(d_q.spsn, p) && !d_q.rnr_wait &&
@@ -789,7 +789,7 @@ module hm_rc_compl
           else begin
             logic due;
             if (kind_q != K_PKT) due = 1'b0;
-            else if (is_ack && syn_cls == 3'd0) due = hm_psn_ge(p, w_last);
+            else if (is_ack && syn_cls == HM_AETH_CLS_ACK) due = hm_psn_ge(p, w_last);
             else due = hm_psn_ge(p - 24'd1, w_last);
             if (due) begin
               rt_status_q <= HM_CQE_ST_SUCCESS;
@@ -892,7 +892,7 @@ module hm_rc_compl
           logic at, implied, gv;
           logic [23:0] n;
           at = d_q.ci != d_q.shead;          // WQE ci is in the cache when at
-          n  = (is_ack && syn_cls == 3'd0) ? p : p - 24'd1;
+          n  = (is_ack && syn_cls == HM_AETH_CLS_ACK) ? p : p - 24'd1;
           // progress so far (retired WQEs) resets the counters and the NAK guard first
           gv = d_q.guard_v && !prog_q;
           if (prog_q) begin
@@ -925,7 +925,7 @@ module hm_rc_compl
               d_q.guard_v    <= 1'b0;
               tmr_restart_q  <= 1'b1;
             end
-            if (syn_cls == 3'd1) begin
+            if (syn_cls == HM_AETH_CLS_RNR) begin
               // RNR NAK: hold the requester for the timer, then resume at p
               if (d_q.rnr_left == 3'd0) begin
                 fatal_st_q <= HM_CQE_ST_RNR_RETRY_EXC_ERR;
@@ -940,13 +940,13 @@ module hm_rc_compl
                 rqc_next_q   <= C_SAVE;
                 st_q         <= C_RQC;
               end
-            end else if (h_q.syndrome == 8'h60) begin
+            end else if (h_q.syndrome == HM_AETH_NAK_PSN_SEQ) begin
               rt_psn_q   <= p;
               rt_guard_q <= 1'b1;
               st_q       <= C_RETRY;
-            end else if (syn_cls == 3'd3 && h_q.syndrome >= 8'h61 && h_q.syndrome <= 8'h63 && at) begin
-              fatal_st_q <= h_q.syndrome == 8'h61 ? HM_CQE_ST_REM_INV_REQ_ERR :
-                            h_q.syndrome == 8'h62 ? HM_CQE_ST_REM_ACCESS_ERR : HM_CQE_ST_REM_OP_ERR;
+            end else if (syn_cls == HM_AETH_CLS_NAK && h_q.syndrome >= HM_AETH_NAK_INV_REQ && h_q.syndrome <= HM_AETH_NAK_REM_OP && at) begin
+              fatal_st_q <= h_q.syndrome == HM_AETH_NAK_INV_REQ ? HM_CQE_ST_REM_INV_REQ_ERR :
+                            h_q.syndrome == HM_AETH_NAK_REM_ACCESS ? HM_CQE_ST_REM_ACCESS_ERR : HM_CQE_ST_REM_OP_ERR;
               st_q       <= C_FATAL;
             end else st_q <= C_SAVE;
           end else if (is_rresp) begin
@@ -966,7 +966,7 @@ module hm_rc_compl
                 disc_next_q <= C_RETRY;
               end
               st_q <= h_q.payload_len != 0 ? C_DISCARD : (hm_psn_ge(p, expct) && !(gv && d_q.guard == expct) && !d_q.rnr_wait) ? C_RETRY : C_SAVE;
-            end else if ((rr_aeth && syn_cls != 3'd0) ||
+            end else if ((rr_aeth && syn_cls != HM_AETH_CLS_ACK) ||
                          // a READ re-requested from the middle starts again with FIRST/ONLY
                          rr_last != (d_q.rd_done + 24'd1 == w_npsn) ||
                          32'(h_q.payload_len) != exp_len) begin
@@ -985,7 +985,7 @@ module hm_rc_compl
             end
           end else begin
             // atomic ACK
-            if (at && w_atomic && p == d_q.una && syn_cls == 3'd0) begin
+            if (at && w_atomic && p == d_q.una && syn_cls == HM_AETH_CLS_ACK) begin
               if (wchk_err_q || wfetch_err_q) begin
                 fatal_st_q <= HM_CQE_ST_LOC_PROT_ERR;
                 st_q       <= C_FATAL;

@@ -549,12 +549,12 @@ module hm_rc_req
     hdr_d.pkey       = ctx_q.pkey;
     hdr_d.dest_qp    = ctx_q.dest_qpn;
     hdr_d.psn        = psn_q;
-    op = 8'h00;
+    op = HM_OP_SEND_FIRST;
     if (is_send) begin
-      if (first_pkt && last_pkt)  op = has_imm ? 8'h05 : is_inv ? 8'h17 : 8'h04;
-      else if (first_pkt)         op = 8'h00;
-      else if (last_pkt)          op = has_imm ? 8'h03 : is_inv ? 8'h16 : 8'h02;
-      else                        op = 8'h01;
+      if (first_pkt && last_pkt)  op = has_imm ? HM_OP_SEND_ONLY_IMM : is_inv ? HM_OP_SEND_ONLY_INV : HM_OP_SEND_ONLY;
+      else if (first_pkt)         op = HM_OP_SEND_FIRST;
+      else if (last_pkt)          op = has_imm ? HM_OP_SEND_LAST_IMM : is_inv ? HM_OP_SEND_LAST_INV : HM_OP_SEND_LAST;
+      else                        op = HM_OP_SEND_MIDDLE;
       hdr_d.ackreq      = last_pkt || kidx[5:0] == 6'd63;
       hdr_d.payload_len = 16'(plen);
       if (last_pkt) begin
@@ -562,10 +562,10 @@ module hm_rc_req
         hdr_d.imm = has_imm ? imm_wire : is_inv ? w.imm : 32'd0;
       end
     end else if (is_write) begin
-      if (first_pkt && last_pkt)  op = has_imm ? 8'h0B : 8'h0A;
-      else if (first_pkt)         op = 8'h06;
-      else if (last_pkt)          op = has_imm ? 8'h09 : 8'h08;
-      else                        op = 8'h07;
+      if (first_pkt && last_pkt)  op = has_imm ? HM_OP_WRITE_ONLY_IMM : HM_OP_WRITE_ONLY;
+      else if (first_pkt)         op = HM_OP_WRITE_FIRST;
+      else if (last_pkt)          op = has_imm ? HM_OP_WRITE_LAST_IMM : HM_OP_WRITE_LAST;
+      else                        op = HM_OP_WRITE_MIDDLE;
       hdr_d.ackreq      = last_pkt || kidx[5:0] == 6'd63;
       hdr_d.payload_len = 16'(plen);
       if (first_pkt) begin
@@ -578,13 +578,13 @@ module hm_rc_req
         hdr_d.imm = imm_wire;
       end
     end else if (is_read) begin
-      op            = 8'h0C;
+      op            = HM_OP_READ_REQ;
       hdr_d.ackreq  = 1'b1;
       hdr_d.va      = w.remote_addr + 64'(off_q);
       hdr_d.rkey    = w.rkey;
       hdr_d.dma_len = rem;
     end else begin
-      op             = w.opcode == HM_WQE_OP_CMP_SWAP ? 8'h13 : 8'h14;
+      op             = w.opcode == HM_WQE_OP_CMP_SWAP ? HM_OP_CMP_SWAP : HM_OP_FETCH_ADD;
       hdr_d.ackreq   = 1'b1;
       hdr_d.va       = w.remote_addr;
       hdr_d.rkey     = w.rkey;
@@ -613,7 +613,7 @@ module hm_rc_req
   assign m_chk_pd    = ctx_q.pd;
   assign m_chk_addr  = sge_c.addr;
   assign m_chk_len   = 64'(sge_c.len);
-  assign m_chk_need  = (is_read || is_atomic) ? 3'd1 : 3'd0;
+  assign m_chk_need  = (is_read || is_atomic) ? HM_MRN_LOCAL_WRITE : HM_MRN_LOCAL_READ;
   // The region of the last successful check is cached (key, PD, whether local write was
   // checked, bounds): an SGE inside it needs no table lookup. Any MR table change clears it.
   logic        rc_v_q, rc_lw_q;

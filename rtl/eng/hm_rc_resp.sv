@@ -264,17 +264,17 @@ module hm_rc_resp
                op_wr_end, op_wr_imm, op_read, op_atomic;
   assign op            = h_q.opcode;
   assign plen          = h_q.payload_len;
-  assign op_send_first = op == 8'h00 || op == 8'h04 || op == 8'h05 || op == 8'h17;
-  assign op_send       = op <= 8'h05 || op == 8'h16 || op == 8'h17;
-  assign op_send_end   = op == 8'h02 || op == 8'h03 || op == 8'h04 || op == 8'h05 || op == 8'h16 || op == 8'h17;
-  assign op_imm        = op == 8'h03 || op == 8'h05 || op == 8'h09 || op == 8'h0B;
-  assign op_inv        = op == 8'h16 || op == 8'h17;
-  assign op_wr_first   = op == 8'h06 || op == 8'h0A || op == 8'h0B;
-  assign op_write      = op >= 8'h06 && op <= 8'h0B;
-  assign op_wr_end     = op == 8'h08 || op == 8'h09 || op == 8'h0A || op == 8'h0B;
-  assign op_wr_imm     = op == 8'h09 || op == 8'h0B;
-  assign op_read       = op == 8'h0C;
-  assign op_atomic     = op == 8'h13 || op == 8'h14;
+  assign op_send_first = op == HM_OP_SEND_FIRST || op == HM_OP_SEND_ONLY || op == HM_OP_SEND_ONLY_IMM || op == HM_OP_SEND_ONLY_INV;
+  assign op_send       = op <= HM_OP_SEND_ONLY_IMM || op == HM_OP_SEND_LAST_INV || op == HM_OP_SEND_ONLY_INV;
+  assign op_send_end   = op == HM_OP_SEND_LAST || op == HM_OP_SEND_LAST_IMM || op == HM_OP_SEND_ONLY || op == HM_OP_SEND_ONLY_IMM || op == HM_OP_SEND_LAST_INV || op == HM_OP_SEND_ONLY_INV;
+  assign op_imm        = op == HM_OP_SEND_LAST_IMM || op == HM_OP_SEND_ONLY_IMM || op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM;
+  assign op_inv        = op == HM_OP_SEND_LAST_INV || op == HM_OP_SEND_ONLY_INV;
+  assign op_wr_first   = op == HM_OP_WRITE_FIRST || op == HM_OP_WRITE_ONLY || op == HM_OP_WRITE_ONLY_IMM;
+  assign op_write      = op >= HM_OP_WRITE_FIRST && op <= HM_OP_WRITE_ONLY_IMM;
+  assign op_wr_end     = op == HM_OP_WRITE_LAST || op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY || op == HM_OP_WRITE_ONLY_IMM;
+  assign op_wr_imm     = op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM;
+  assign op_read       = op == HM_OP_READ_REQ;
+  assign op_atomic     = op == HM_OP_CMP_SWAP || op == HM_OP_FETCH_ADD;
 
   // the receive WQE (cache of one)
   logic [WQE_MAX*8-1:0] rqe_q;
@@ -307,18 +307,18 @@ module hm_rc_resp
     m_chk_key   = h_q.rkey;
     m_chk_addr  = h_q.va;
     m_chk_len   = 64'(h_q.dma_len);
-    m_chk_need  = 3'd3;
+    m_chk_need  = HM_MRN_REMOTE_WRITE;
     m_chk_valid = 1'b0;
     case (st_q)
       R_SGLCHK: begin
         m_chk_key = sge_c.lkey; m_chk_addr = sge_c.addr; m_chk_len = 64'(sge_c.len);
-        m_chk_need = 3'd1; m_chk_valid = cj_q < cn_q;
+        m_chk_need = HM_MRN_LOCAL_WRITE; m_chk_valid = cj_q < cn_q;
       end
-      R_INV:   begin m_chk_key = h_q.imm; m_chk_need = 3'd5; m_chk_valid = cj_q < cn_q; end
-      R_WRCHK: begin m_chk_need = 3'd3; m_chk_valid = cj_q < cn_q; end
-      R_RDCHK, R_DUPCHK: begin m_chk_need = 3'd2; m_chk_valid = cj_q < cn_q;
+      R_INV:   begin m_chk_key = h_q.imm; m_chk_need = HM_MRN_INVALIDATE; m_chk_valid = cj_q < cn_q; end
+      R_WRCHK: begin m_chk_need = HM_MRN_REMOTE_WRITE; m_chk_valid = cj_q < cn_q; end
+      R_RDCHK, R_DUPCHK: begin m_chk_need = HM_MRN_REMOTE_READ; m_chk_valid = cj_q < cn_q;
                                  if (st_q == R_DUPCHK) begin m_chk_addr = dup_va_q; m_chk_len = 64'(dup_len_q); end end
-      R_ATCHK: begin m_chk_need = 3'd4; m_chk_len = 64'd8; m_chk_valid = cj_q < cn_q; end
+      R_ATCHK: begin m_chk_need = HM_MRN_REMOTE_ATOMIC; m_chk_len = 64'd8; m_chk_valid = cj_q < cn_q; end
       default: ;
     endcase
   end
@@ -364,8 +364,8 @@ module hm_rc_resp
   end
   // an in-order WRITE Only the fast path takes (checked in R_DISPATCH)
   logic fast_wr;
-  assign fast_wr = op == 8'h0A && h_q.psn == d_q.epsn && !d_q.in_send && !d_q.in_write &&
-                   plen <= 16'(pmtu) && ctx_q.access[0] && h_q.dma_len == 32'(plen) &&
+  assign fast_wr = op == HM_OP_WRITE_ONLY && h_q.psn == d_q.epsn && !d_q.in_send && !d_q.in_write &&
+                   plen <= 16'(pmtu) && (ctx_q.access & HM_QPA_REMOTE_WRITE) != '0 && h_q.dma_len == 32'(plen) &&
                    (h_q.dma_len == '0 ||
                     (wk_v_q && h_q.rkey == wk_key_q && ctx_q.pd == wk_pd_q && h_q.va >= wk_base_q &&
                      65'(h_q.va) + 65'(h_q.dma_len) <= 65'(wk_end_q)));
@@ -376,7 +376,7 @@ module hm_rc_resp
   // the next request of the QP is waiting and nothing else is (it keeps the QP's state)
   assign fnext   = s_hdr_valid && s_hdr.dest_qp == 24'(q_q) && !s_ctl_valid && !s_err_valid && !dbf_valid;
   // ... and it is an in-order WRITE Only that asks for an ACK: it acknowledges this one too
-  assign fdefer  = fnext && s_hdr.opcode == 8'h0A && s_hdr.ackreq && s_hdr.psn == h_q.psn + 24'd1 &&
+  assign fdefer  = fnext && s_hdr.opcode == HM_OP_WRITE_ONLY && s_hdr.ackreq && s_hdr.psn == h_q.psn + 24'd1 &&
                    32'(fco_q) < ACK_COALESCE;
   assign fneed_pc = plen != '0 && !fpc_q;
   assign fack    = h_q.ackreq && !fdefer && !fjob_q;
@@ -401,7 +401,7 @@ module hm_rc_resp
 
   // atomic
   logic [63:0] at_orig_q, at_new;
-  assign at_new = op == 8'h13 ? (at_orig_q == h_q.compare ? h_q.swap_add : at_orig_q)
+  assign at_new = op == HM_OP_CMP_SWAP ? (at_orig_q == h_q.compare ? h_q.swap_add : at_orig_q)
                               : at_orig_q + h_q.swap_add;
 
 
@@ -474,7 +474,7 @@ module hm_rc_resp
       // the fast path's ACK: this packet, after its write (issued now or before)
       m_job.kind     = HM_RJ_AETH;
       m_job.psn      = h_q.psn;
-      m_job.syndrome = 8'h1F;
+      m_job.syndrome = HM_AETH_ACK;
       m_job.msn      = d_q.msn + 24'd1;
       m_job.wr_seq   = wr_issued_q + 32'(fneed_pc);
     end
@@ -554,7 +554,7 @@ module hm_rc_resp
   task automatic ack_if_asked();
     job_kind_q <= HM_RJ_AETH;
     job_psn_q  <= h_q.psn;
-    job_syn_q  <= 8'h1F;
+    job_syn_q  <= HM_AETH_ACK;
     after_q    <= R_SAVE;
     st_q       <= h_q.ackreq ? R_ACK : R_SAVE;
   endtask
@@ -663,7 +663,7 @@ module hm_rc_resp
               stat_seq_naks <= stat_seq_naks + 1'b1;
               job_kind_q    <= HM_RJ_AETH;
               job_psn_q     <= d_q.epsn;
-              job_syn_q     <= 8'h60;
+              job_syn_q     <= HM_AETH_NAK_PSN_SEQ;
               after_q       <= plen != 0 ? R_DISCARD : R_SAVE;
               st_q          <= R_ACK;
             end else st_q <= plen != 0 ? R_DISCARD : R_SAVE;
@@ -680,7 +680,7 @@ module hm_rc_resp
             if (h_q.ackreq) begin
               job_kind_q <= HM_RJ_AETH;
               job_psn_q  <= d_q.epsn - 24'd1;
-              job_syn_q  <= 8'h1F;
+              job_syn_q  <= HM_AETH_ACK;
               after_q    <= plen != 0 ? R_DISCARD : R_SAVE;
               st_q       <= R_ACK;
             end else st_q <= plen != 0 ? R_DISCARD : R_SAVE;
@@ -706,7 +706,7 @@ module hm_rc_resp
               at_orig_q  <= res_rd.orig;
               job_kind_q <= HM_RJ_ATOMIC;
               job_psn_q  <= h_q.psn;
-              job_syn_q  <= 8'h1F;
+              job_syn_q  <= HM_AETH_ACK;
               after_q    <= R_SAVE;
               st_q       <= R_ACK;
             end else st_q <= R_SAVE;
@@ -723,7 +723,7 @@ module hm_rc_resp
             else begin
               job_kind_q <= HM_RJ_READ;
               job_psn_q  <= h_q.psn;
-              job_syn_q  <= 8'h1F;
+              job_syn_q  <= HM_AETH_ACK;
               job_va_q   <= dup_va_q;
               job_len_q  <= dup_len_q;
               after_q    <= R_SAVE;
@@ -736,25 +736,25 @@ module hm_rc_resp
         R_EXEC: begin
           logic seq_ok, len_ok, acc_ok;
           case (op)
-            8'h01, 8'h02, 8'h03, 8'h16: seq_ok = d_q.in_send;
-            8'h07, 8'h08, 8'h09:        seq_ok = d_q.in_write;
-            8'h00, 8'h04, 8'h05, 8'h17, 8'h06, 8'h0A, 8'h0B, 8'h0C, 8'h13, 8'h14:
-                                        seq_ok = !d_q.in_send && !d_q.in_write;
+            HM_OP_SEND_MIDDLE, HM_OP_SEND_LAST, HM_OP_SEND_LAST_IMM, HM_OP_SEND_LAST_INV: seq_ok = d_q.in_send;
+            HM_OP_WRITE_MIDDLE, HM_OP_WRITE_LAST, HM_OP_WRITE_LAST_IMM: seq_ok = d_q.in_write;
+            HM_OP_SEND_FIRST, HM_OP_SEND_ONLY, HM_OP_SEND_ONLY_IMM, HM_OP_SEND_ONLY_INV, HM_OP_WRITE_FIRST, HM_OP_WRITE_ONLY, HM_OP_WRITE_ONLY_IMM, HM_OP_READ_REQ, HM_OP_CMP_SWAP, HM_OP_FETCH_ADD: seq_ok = !d_q.in_send && !d_q.in_write;
             default:                    seq_ok = 1'b0;
           endcase
           case (op)
-            8'h00, 8'h01, 8'h06, 8'h07:               len_ok = plen == 16'(pmtu);
-            8'h02, 8'h03, 8'h16, 8'h08, 8'h09:        len_ok = plen != 0 && plen <= 16'(pmtu);
-            8'h04, 8'h05, 8'h17, 8'h0A, 8'h0B:        len_ok = plen <= 16'(pmtu);
+            HM_OP_SEND_FIRST, HM_OP_SEND_MIDDLE, HM_OP_WRITE_FIRST, HM_OP_WRITE_MIDDLE: len_ok = plen == 16'(pmtu);
+            HM_OP_SEND_LAST, HM_OP_SEND_LAST_IMM, HM_OP_SEND_LAST_INV, HM_OP_WRITE_LAST, HM_OP_WRITE_LAST_IMM: len_ok = plen != 0 && plen <= 16'(pmtu);
+            HM_OP_SEND_ONLY, HM_OP_SEND_ONLY_IMM, HM_OP_SEND_ONLY_INV, HM_OP_WRITE_ONLY, HM_OP_WRITE_ONLY_IMM: len_ok = plen <= 16'(pmtu);
             default:                                  len_ok = 1'b1;
           endcase
-          acc_ok = !(op_write && !ctx_q.access[0]) && !(op_read && !ctx_q.access[1]) &&
-                   !(op_atomic && !ctx_q.access[2]);
+          acc_ok = !(op_write && (ctx_q.access & HM_QPA_REMOTE_WRITE) == '0) &&
+                   !(op_read && (ctx_q.access & HM_QPA_REMOTE_READ) == '0) &&
+                   !(op_atomic && (ctx_q.access & HM_QPA_REMOTE_ATOMIC) == '0);
           cj_q <= '0; cr_q <= '0; cerr_q <= 1'b0;
           if (!seq_ok || !len_ok || !acc_ok) begin
             d_q.in_send  <= 1'b0;
             d_q.in_write <= 1'b0;
-            fatal(8'h61, 1'b0, HM_CQE_ST_SUCCESS);
+            fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
           end else if (op_send) begin
             if (op_send_first) begin
               if (d_q.rq_ci == pi_q) begin
@@ -763,7 +763,7 @@ module hm_rc_resp
                 stat_rnr_naks <= stat_rnr_naks + 1'b1;
                 job_kind_q    <= HM_RJ_AETH;
                 job_psn_q     <= h_q.psn;
-                job_syn_q     <= 8'h20 | {3'd0, ctx_q.min_rnr_timer};
+                job_syn_q     <= HM_AETH_RNR | {3'd0, ctx_q.min_rnr_timer};
                 after_q       <= plen != 0 ? R_DISCARD : R_SAVE;
                 st_q          <= R_ACK;
               end else begin
@@ -776,20 +776,20 @@ module hm_rc_resp
             end
           end else if (op_write) begin
             if (op_wr_first) begin
-              if (h_q.dma_len > 32'h8000_0000) fatal(8'h61, 1'b0, HM_CQE_ST_SUCCESS);
+              if (h_q.dma_len > 32'h8000_0000) fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
               else begin
                 cn_q <= h_q.dma_len != '0 ? 5'd1 : 5'd0;
                 st_q <= R_WRCHK;
               end
             end else st_q <= R_WRITE;
           end else if (op_read) begin
-            if (h_q.dma_len > 32'h8000_0000 || max_res == '0) fatal(8'h61, 1'b0, HM_CQE_ST_SUCCESS);
+            if (h_q.dma_len > 32'h8000_0000 || max_res == '0) fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
             else begin
               cn_q <= h_q.dma_len != '0 ? 5'd1 : 5'd0;
               st_q <= R_RDCHK;
             end
           end else begin
-            if (max_res == '0 || h_q.va[2:0] != 3'd0) fatal(8'h61, 1'b0, HM_CQE_ST_SUCCESS);
+            if (max_res == '0 || h_q.va[2:0] != 3'd0) fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
             else begin
               cn_q <= 5'd1;
               st_q <= R_ATCHK;
@@ -834,7 +834,7 @@ module hm_rc_resp
             if (cr_q == cn_q) begin
               if (cerr_q || rfetch_err_q || rw.num_sge > 8'd15) begin
                 d_q.in_send <= 1'b0;
-                fatal(8'h63, 1'b1, HM_CQE_ST_LOC_PROT_ERR);
+                fatal(HM_AETH_NAK_REM_OP, 1'b1, HM_CQE_ST_LOC_PROT_ERR);
               end else begin
                 d_q.in_send <= 1'b1;
                 d_q.moff    <= '0;
@@ -847,7 +847,7 @@ module hm_rc_resp
         R_SEND: begin
           if (d_q.moff + 32'(plen) > d_q.total || d_q.moff + 32'(plen) < d_q.moff) begin
             d_q.in_send <= 1'b0;
-            fatal(8'h61, 1'b1, HM_CQE_ST_LOC_LEN_ERR);
+            fatal(HM_AETH_NAK_INV_REQ, 1'b1, HM_CQE_ST_LOC_LEN_ERR);
           end else if (op_inv) begin
             cj_q <= '0; cr_q <= '0; cerr_q <= 1'b0; cn_q <= 5'd1;
             st_q <= R_INV;
@@ -864,7 +864,7 @@ module hm_rc_resp
           if (cr_q == cn_q) begin
             if (cerr_q) begin
               d_q.in_send <= 1'b0;
-              fatal(8'h63, 1'b1, HM_CQE_ST_LOC_PROT_ERR);
+              fatal(HM_AETH_NAK_REM_OP, 1'b1, HM_CQE_ST_LOC_PROT_ERR);
             end else begin
               pc_send_q <= 1'b1;
               sj_q <= '0; soff_q <= '0; seek_q <= d_q.moff;
@@ -878,7 +878,7 @@ module hm_rc_resp
           if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
           if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
-            if (cerr_q) fatal(8'h62, 1'b0, HM_CQE_ST_SUCCESS);
+            if (cerr_q) fatal(HM_AETH_NAK_REM_ACCESS, 1'b0, HM_CQE_ST_SUCCESS);
             else begin
               d_q.in_write <= 1'b1;
               d_q.wva      <= h_q.va;
@@ -893,14 +893,14 @@ module hm_rc_resp
           noff = 33'(d_q.moff) + 33'(plen);
           if (noff > 33'(d_q.total) || (op_wr_end && noff != 33'(d_q.total))) begin
             d_q.in_write <= 1'b0;
-            fatal(8'h61, 1'b0, HM_CQE_ST_SUCCESS);
+            fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
           end else if (op_wr_imm && d_q.rq_ci == pi_q) begin
-            if (op == 8'h0B) d_q.in_write <= 1'b0;
+            if (op == HM_OP_WRITE_ONLY_IMM) d_q.in_write <= 1'b0;
             d_q.nak_sent  <= 1'b1;
             stat_rnr_naks <= stat_rnr_naks + 1'b1;
             job_kind_q    <= HM_RJ_AETH;
             job_psn_q     <= h_q.psn;
-            job_syn_q     <= 8'h20 | {3'd0, ctx_q.min_rnr_timer};
+            job_syn_q     <= HM_AETH_RNR | {3'd0, ctx_q.min_rnr_timer};
             after_q       <= plen != 0 ? R_DISCARD : R_SAVE;
             st_q          <= R_ACK;
           end else begin
@@ -967,7 +967,7 @@ module hm_rc_resp
           if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
           if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
-            if (cerr_q) fatal(8'h62, 1'b0, HM_CQE_ST_SUCCESS);
+            if (cerr_q) fatal(HM_AETH_NAK_REM_ACCESS, 1'b0, HM_CQE_ST_SUCCESS);
             else st_q <= R_READ;
           end
         end
@@ -976,7 +976,7 @@ module hm_rc_resp
           d_q.epsn   <= d_q.epsn + res_wd.npkts;
           job_kind_q <= HM_RJ_READ;
           job_psn_q  <= h_q.psn;
-          job_syn_q  <= 8'h1F;
+          job_syn_q  <= HM_AETH_ACK;
           job_va_q   <= h_q.va;
           job_len_q  <= h_q.dma_len;
           after_q    <= R_ACK;
@@ -986,7 +986,7 @@ module hm_rc_resp
           if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
           if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
-            if (cerr_q) fatal(8'h62, 1'b0, HM_CQE_ST_SUCCESS);
+            if (cerr_q) fatal(HM_AETH_NAK_REM_ACCESS, 1'b0, HM_CQE_ST_SUCCESS);
             else st_q <= R_ATWAIT;
           end
         end
@@ -1002,7 +1002,7 @@ module hm_rc_resp
           d_q.epsn   <= d_q.epsn + 24'd1;
           job_kind_q <= HM_RJ_ATOMIC;
           job_psn_q  <= h_q.psn;
-          job_syn_q  <= 8'h1F;
+          job_syn_q  <= HM_AETH_ACK;
           after_q    <= R_ACK;
           st_q       <= R_RESSAVE;
         end

@@ -91,7 +91,7 @@ module hm_rc_resp_tx
     cnp_hdr.udp_dport  = HM_ROCE_UDP_PORT;
     cnp_hdr.pkey       = 16'hFFFF;
     cnp_hdr.dest_qp    = s_cnp.dest_qp;
-    cnp_hdr.opcode     = 8'h81;
+    cnp_hdr.opcode     = HM_OP_CNP;
     cnp_hdr.becn       = 1'b1;
   end
 
@@ -126,20 +126,20 @@ module hm_rc_resp_tx
     job_hdr.payload_len = 16'(plen);
     case (j.kind)
       HM_RJ_READ: begin
-        job_hdr.opcode = (first && last) ? 8'h10 : first ? 8'h0D : last ? 8'h0F : 8'h0E;
+        job_hdr.opcode = (first && last) ? HM_OP_READ_RESP_ONLY : first ? HM_OP_READ_RESP_FIRST : last ? HM_OP_READ_RESP_LAST : HM_OP_READ_RESP_MIDDLE;
         if (first || last) begin
           job_hdr.syndrome = j.syndrome;
           job_hdr.msn      = j.msn;
         end
       end
       HM_RJ_ATOMIC: begin
-        job_hdr.opcode      = 8'h12;
+        job_hdr.opcode      = HM_OP_ATOMIC_ACK;
         job_hdr.syndrome    = j.syndrome;
         job_hdr.msn         = j.msn;
         job_hdr.atomic_orig = j.orig;
       end
       default: begin
-        job_hdr.opcode   = 8'h11;
+        job_hdr.opcode   = HM_OP_ACK;
         job_hdr.syndrome = j.syndrome;
         job_hdr.msn      = j.msn;
       end

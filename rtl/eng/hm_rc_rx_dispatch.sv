@@ -60,8 +60,8 @@ module hm_rc_rx_dispatch
   typedef enum logic [1:0] { D_REQ, D_RSP, D_DROP } dst_t;
 
   function automatic dst_t classify(input logic [7:0] op);
-    if (op <= 8'h0C || op == 8'h13 || op == 8'h14 || op == 8'h16 || op == 8'h17) return D_REQ;
-    if (op >= 8'h0D && op <= 8'h12) return D_RSP;
+    if (op <= HM_OP_READ_REQ || op == HM_OP_CMP_SWAP || op == HM_OP_FETCH_ADD || op == HM_OP_SEND_LAST_INV || op == HM_OP_SEND_ONLY_INV) return D_REQ;
+    if (op >= HM_OP_READ_RESP_FIRST && op <= HM_OP_ATOMIC_ACK) return D_RSP;
     return D_DROP;
   endfunction
 
@@ -102,7 +102,7 @@ module hm_rc_rx_dispatch
   assign pq_pop        = s_axis_tvalid && s_axis_tready && s_axis_tlast;
 
   logic is_cnp;
-  assign is_cnp = s_hdr.opcode == 8'h81;
+  assign is_cnp = s_hdr.opcode == HM_OP_CNP;
   always_ff @(posedge clk) begin
     m_cnp_qpn <= s_hdr.dest_qp;
     if (rst) begin

@@ -92,6 +92,47 @@ package hm_pkg;
   // Opcode table (ROCEV2.md section 4). hdr_len counts BTH + extension headers.
   // Extension offsets are relative to the end of the BTH.
   // ---------------------------------------------------------------------------------------
+  // ---------------------------------------------------------------------------------------
+  // BTH opcodes (IBTA vol. 1 table 38; RoCEv2 annex A17 for the CNP) and AETH syndromes that
+  // the engine sends or acts on. The reference model's table (model/src/opcode.rs) is written
+  // from the spec on its own; model/tests/opcode_pkg.rs checks that the two agree.
+  // ---------------------------------------------------------------------------------------
+  localparam logic [7:0] HM_OP_SEND_FIRST          = 8'h00;
+  localparam logic [7:0] HM_OP_SEND_MIDDLE         = 8'h01;
+  localparam logic [7:0] HM_OP_SEND_LAST           = 8'h02;
+  localparam logic [7:0] HM_OP_SEND_LAST_IMM       = 8'h03;
+  localparam logic [7:0] HM_OP_SEND_ONLY           = 8'h04;
+  localparam logic [7:0] HM_OP_SEND_ONLY_IMM       = 8'h05;
+  localparam logic [7:0] HM_OP_WRITE_FIRST         = 8'h06;
+  localparam logic [7:0] HM_OP_WRITE_MIDDLE        = 8'h07;
+  localparam logic [7:0] HM_OP_WRITE_LAST          = 8'h08;
+  localparam logic [7:0] HM_OP_WRITE_LAST_IMM      = 8'h09;
+  localparam logic [7:0] HM_OP_WRITE_ONLY          = 8'h0A;
+  localparam logic [7:0] HM_OP_WRITE_ONLY_IMM      = 8'h0B;
+  localparam logic [7:0] HM_OP_READ_REQ            = 8'h0C;
+  localparam logic [7:0] HM_OP_READ_RESP_FIRST     = 8'h0D;
+  localparam logic [7:0] HM_OP_READ_RESP_MIDDLE    = 8'h0E;
+  localparam logic [7:0] HM_OP_READ_RESP_LAST      = 8'h0F;
+  localparam logic [7:0] HM_OP_READ_RESP_ONLY      = 8'h10;
+  localparam logic [7:0] HM_OP_ACK                 = 8'h11;
+  localparam logic [7:0] HM_OP_ATOMIC_ACK          = 8'h12;
+  localparam logic [7:0] HM_OP_CMP_SWAP            = 8'h13;
+  localparam logic [7:0] HM_OP_FETCH_ADD           = 8'h14;
+  localparam logic [7:0] HM_OP_SEND_LAST_INV       = 8'h16;
+  localparam logic [7:0] HM_OP_SEND_ONLY_INV       = 8'h17;
+  localparam logic [7:0] HM_OP_CNP                 = 8'h81;
+
+  // AETH syndrome: class [7:5], then the credit count, RNR timer or NAK code [4:0]
+  localparam logic [2:0] HM_AETH_CLS_ACK           = 3'd0;
+  localparam logic [2:0] HM_AETH_CLS_RNR           = 3'd1;
+  localparam logic [2:0] HM_AETH_CLS_NAK           = 3'd3;
+  localparam logic [7:0] HM_AETH_ACK               = 8'h1F;  // ACK, credit count invalid (31)
+  localparam logic [7:0] HM_AETH_RNR               = 8'h20;  // | the 5-bit RNR timer code
+  localparam logic [7:0] HM_AETH_NAK_PSN_SEQ       = 8'h60;
+  localparam logic [7:0] HM_AETH_NAK_INV_REQ       = 8'h61;
+  localparam logic [7:0] HM_AETH_NAK_REM_ACCESS    = 8'h62;
+  localparam logic [7:0] HM_AETH_NAK_REM_OP        = 8'h63;
+
   typedef struct packed {
     logic       known;
     logic [5:0] hdr_len;
