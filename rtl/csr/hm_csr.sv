@@ -50,123 +50,92 @@ module hm_csr
   // Counters to expose
   input  logic [NUM_COUNTERS-1:0][31:0] counters
 );
-  localparam logic [1:0] OKAY = 2'b00, SLVERR = 2'b10;
   localparam hm_caps_t CAPS = '{log2_qps: 8'(LOG2_QPS), log2_cqs: 8'(LOG2_CQS),
                                 data_bytes: 8'(DATA_WIDTH / 64), num_counters: 8'(NUM_COUNTERS)};
 
-  // ----------------------------------------------------------------------------------------
-  // Write channel: hold AW and W, then execute once both are here and B is free
-  // ----------------------------------------------------------------------------------------
-  logic [ADDR_WIDTH-1:0] aw_q;
-  logic                  aw_v_q, w_v_q;
-  logic [31:0]           wd_q;
-  logic [3:0]            ws_q;
-  logic [31:0]           scratch_q, db_count_q, err_count_q;
-  logic                  dbf_ready, db_push, do_write, w_err, r_err_now;
-  logic [1:0]            db_kind;
-  logic                  is_db;
+  logic [ADDR_WIDTH-1:0] wr_addr, rd_addr;
+  logic [31:0]           wr_data, rd_data;
+  logic [3:0]            wr_strb;
+  logic                  wr_pend, wr_err, wr_stall, wr_do, rd_do, rd_err;
 
-  assign s_axil_awready = !aw_v_q;
-  assign s_axil_wready  = !w_v_q;
+  hm_axil_fe #(.ADDR_WIDTH(ADDR_WIDTH)) u_fe (
+    .clk, .rst,
+    .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb, .s_axil_wvalid,
+    .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready, .s_axil_araddr, .s_axil_arvalid,
+    .s_axil_arready, .s_axil_rdata, .s_axil_rresp, .s_axil_rvalid, .s_axil_rready,
+    .wr_pend, .wr_addr, .wr_data, .wr_strb, .wr_err, .wr_stall, .wr_do,
+    .rd_do, .rd_addr, .rd_data, .rd_err
+  );
+
+  // ----------------------------------------------------------------------------------------
+  // Writes: the scratch register and the doorbells
+  // ----------------------------------------------------------------------------------------
+  logic [31:0] scratch_q, db_count_q, err_count_q;
+  logic        dbf_ready, db_push, is_db;
+  logic [1:0]  db_kind;
 
   always_comb begin
     logic [15:0] a;
-    a = 16'(aw_q);
+    a = 16'(wr_addr);
     is_db   = 1'b0;
     db_kind = HM_DB_SQ;
-    w_err   = 1'b0;
+    wr_err  = 1'b0;
     if (a == HM_REG_DB_SQ) begin is_db = 1'b1; db_kind = HM_DB_SQ; end
     else if (a == HM_REG_DB_RQ) begin is_db = 1'b1; db_kind = HM_DB_RQ; end
     else if (a == HM_REG_DB_CQ) begin is_db = 1'b1; db_kind = HM_DB_CQ; end
-    if (is_db) w_err = ws_q != 4'hF;
-    else if (a != HM_REG_SCRATCH) w_err = 1'b1;
-    if (ADDR_WIDTH > 16 && (aw_q >> 16) != '0) w_err = 1'b1;
-    // execute when both halves are held, the response slot is free and a doorbell has room
-    do_write = aw_v_q && w_v_q && (!s_axil_bvalid || s_axil_bready) && (!is_db || w_err || dbf_ready);
-    db_push  = do_write && is_db && !w_err;
+    if (is_db) wr_err = wr_strb != 4'hF;
+    else if (a != HM_REG_SCRATCH) wr_err = 1'b1;
+    if (ADDR_WIDTH > 16 && (wr_addr >> 16) != '0) wr_err = 1'b1;
+    // a doorbell waits for room in the event FIFO
+    wr_stall = is_db && !dbf_ready;
   end
+  assign db_push = wr_do && is_db && !wr_err;
 
   always_ff @(posedge clk) begin
-    if (s_axil_awvalid && s_axil_awready) aw_q <= s_axil_awaddr;
-    if (s_axil_wvalid && s_axil_wready) begin wd_q <= s_axil_wdata; ws_q <= s_axil_wstrb; end
     if (rst) begin
-      aw_v_q        <= 1'b0;
-      w_v_q         <= 1'b0;
-      s_axil_bvalid <= 1'b0;
-      scratch_q     <= '0;
-      db_count_q    <= '0;
-      err_count_q   <= '0;
+      scratch_q   <= '0;
+      db_count_q  <= '0;
+      err_count_q <= '0;
     end else begin
-      if (s_axil_awvalid && s_axil_awready) aw_v_q <= 1'b1;
-      if (s_axil_wvalid && s_axil_wready) w_v_q <= 1'b1;
-      if (s_axil_bvalid && s_axil_bready) s_axil_bvalid <= 1'b0;
-      if (do_write) begin
-        aw_v_q        <= 1'b0;
-        w_v_q         <= 1'b0;
-        s_axil_bvalid <= 1'b1;
-        s_axil_bresp  <= w_err ? SLVERR : OKAY;
-        if (!w_err && !is_db)
-          for (int b = 0; b < 4; b++) if (ws_q[b]) scratch_q[8*b +: 8] <= wd_q[8*b +: 8];
-        if (db_push) db_count_q <= db_count_q + 1'b1;
-      end
-      err_count_q <= err_count_q + 32'(do_write && w_err) + 32'(r_err_now);
+      if (wr_do && !wr_err && !is_db)
+        for (int b = 0; b < 4; b++) if (wr_strb[b]) scratch_q[8*b +: 8] <= wr_data[8*b +: 8];
+      if (db_push) db_count_q <= db_count_q + 1'b1;
+      err_count_q <= err_count_q + 32'(wr_do && wr_err) + 32'(rd_do && rd_err);
     end
   end
 
   logic [$clog2(DB_FIFO_DEPTH+1):0] dbf_level;
   hm_fifo #(.WIDTH($bits(hm_db_evt_t)), .DEPTH(DB_FIFO_DEPTH)) u_db_fifo (
     .clk, .rst,
-    .s_data({db_kind, wd_q}), .s_valid(db_push), .s_ready(dbf_ready),
+    .s_data({db_kind, wr_data}), .s_valid(db_push), .s_ready(dbf_ready),
     .m_data(m_db_data), .m_valid(m_db_valid), .m_ready(m_db_ready),
     .level(dbf_level)
   );
 
   // ----------------------------------------------------------------------------------------
-  // Read channel: one read at a time, data registered
+  // Reads
   // ----------------------------------------------------------------------------------------
-  assign s_axil_arready = !s_axil_rvalid;
   always_comb begin
     logic [15:0] a;
-    a = 16'(s_axil_araddr);
-    r_err_now = 1'b0;
-    if (s_axil_arvalid && s_axil_arready) begin
-      r_err_now = 1'b1;
-      if (ADDR_WIDTH <= 16 || (s_axil_araddr >> 16) == '0) begin
-        if (a == HM_REG_ID || a == HM_REG_VERSION || a == HM_REG_CAPS || a == HM_REG_SCRATCH ||
-            a == HM_REG_DB_COUNT || a == HM_REG_ERR_COUNT)
-          r_err_now = 1'b0;
-        if (a >= HM_REG_CNT && a < HM_REG_CNT + 16'(4 * NUM_COUNTERS) && a[1:0] == 2'b00)
-          r_err_now = 1'b0;
-      end
-    end
-  end
-
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      s_axil_rvalid <= 1'b0;
-    end else begin
-      if (s_axil_rvalid && s_axil_rready) s_axil_rvalid <= 1'b0;
-      if (s_axil_arvalid && s_axil_arready) begin
-        logic [15:0] a;
-        a = 16'(s_axil_araddr);
-        s_axil_rvalid <= 1'b1;
-        s_axil_rresp  <= r_err_now ? SLVERR : OKAY;
-        s_axil_rdata  <= '0;
-        if (!r_err_now) begin
-          if (a == HM_REG_ID)             s_axil_rdata <= HM_REG_ID_RESET;
-          else if (a == HM_REG_VERSION)   s_axil_rdata <= HM_REG_VERSION_RESET;
-          else if (a == HM_REG_CAPS)      s_axil_rdata <= CAPS;
-          else if (a == HM_REG_SCRATCH)   s_axil_rdata <= scratch_q;
-          else if (a == HM_REG_DB_COUNT)  s_axil_rdata <= db_count_q;
-          else if (a == HM_REG_ERR_COUNT) s_axil_rdata <= err_count_q;
-          else                            s_axil_rdata <= counters[(a - HM_REG_CNT) >> 2];
-        end
-      end
+    a = 16'(rd_addr);
+    rd_err  = 1'b1;
+    rd_data = '0;
+    if (ADDR_WIDTH <= 16 || (rd_addr >> 16) == '0) begin
+      rd_err = 1'b0;
+      if (a == HM_REG_ID)             rd_data = HM_REG_ID_RESET;
+      else if (a == HM_REG_VERSION)   rd_data = HM_REG_VERSION_RESET;
+      else if (a == HM_REG_CAPS)      rd_data = CAPS;
+      else if (a == HM_REG_SCRATCH)   rd_data = scratch_q;
+      else if (a == HM_REG_DB_COUNT)  rd_data = db_count_q;
+      else if (a == HM_REG_ERR_COUNT) rd_data = err_count_q;
+      else if (a >= HM_REG_CNT && a < HM_REG_CNT + 16'(4 * NUM_COUNTERS) && a[1:0] == 2'b00)
+        rd_data = counters[(a - HM_REG_CNT) >> 2];
+      else rd_err = 1'b1;
     end
   end
 
   logic unused_ok;
-  assign unused_ok = ^{dbf_level};
+  assign unused_ok = ^{dbf_level, wr_pend};
 
   if (NUM_COUNTERS < 1 || NUM_COUNTERS > 255 || 4 * NUM_COUNTERS > 16'hF000) begin : g_bad_cnt
     $error("hm_csr: NUM_COUNTERS must be 1..255");

@@ -72,24 +72,30 @@ module hm_ctl
   // The engine's counters
   input  logic [NUM_COUNTERS-1:0][31:0] counters
 );
-  localparam logic [1:0] OKAY = 2'b00, SLVERR = 2'b10;
 
   logic [31:0] stage_q [SW];
   logic        busy_q, issued_q;
   logic [7:0]  status_q;
   hm_ctl_cmd_t cmd_q;
 
-  // ----------------------------------------------------------------------------------------
-  // Write channel
-  // ----------------------------------------------------------------------------------------
-  logic [ADDR_WIDTH-1:0] aw_q;
-  logic                  aw_v_q, w_v_q;
-  logic [31:0]           wd_q;
+  logic [ADDR_WIDTH-1:0] aw_q, rd_addr;
+  logic [31:0]           wd_q, rd_data;
   logic [3:0]            ws_q;
-  logic                  do_write, w_err, is_stage, is_cmd, is_eq, is_post, post_ok, is_cc;
+  logic                  wr_pend, w_err, wr_stall, do_write, rd_do, rd_err;
 
-  assign s_axil_awready = !aw_v_q;
-  assign s_axil_wready  = !w_v_q;
+  hm_axil_fe #(.ADDR_WIDTH(ADDR_WIDTH)) u_fe (
+    .clk, .rst,
+    .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb, .s_axil_wvalid,
+    .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready, .s_axil_araddr, .s_axil_arvalid,
+    .s_axil_arready, .s_axil_rdata, .s_axil_rresp, .s_axil_rvalid, .s_axil_rready,
+    .wr_pend, .wr_addr(aw_q), .wr_data(wd_q), .wr_strb(ws_q), .wr_err(w_err), .wr_stall,
+    .wr_do(do_write), .rd_do, .rd_addr, .rd_data, .rd_err
+  );
+
+  // ----------------------------------------------------------------------------------------
+  // Writes
+  // ----------------------------------------------------------------------------------------
+  logic is_stage, is_cmd, is_eq, is_post, post_ok, is_cc;
 
   always_comb begin
     is_stage = aw_q < ADDR_WIDTH'(HM_CTL_STAGE + 12'(4 * SW)) && aw_q[1:0] == 2'b00;
@@ -101,12 +107,10 @@ module hm_ctl
                aw_q[1:0] == 2'b00;
     w_err    = !(is_stage || is_cc || ((is_cmd || is_eq || (is_post && post_ok)) && ws_q == 4'hF));
     // a valid write waits while a command or a post is busy; errors are answered at once
-    do_write = aw_v_q && w_v_q && (!s_axil_bvalid || s_axil_bready) && (w_err || (!busy_q && !m_post_valid));
+    wr_stall = busy_q || m_post_valid;
   end
 
   always_ff @(posedge clk) begin
-    if (s_axil_awvalid && s_axil_awready) aw_q <= s_axil_awaddr;
-    if (s_axil_wvalid && s_axil_wready) begin wd_q <= s_axil_wdata; ws_q <= s_axil_wstrb; end
     if (do_write && !w_err && is_stage)
       for (int b = 0; b < 4; b++)
         if (ws_q[b]) stage_q[aw_q[$clog2(SW)+1:2]][8*b +: 8] <= wd_q[8*b +: 8];
@@ -114,9 +118,6 @@ module hm_ctl
       for (int i = 0; i < SW; i++) stage_q[i] <= s_rsp_data[32*i +: 32];
     if (do_write && !w_err && is_cmd) cmd_q <= hm_ctl_cmd_t'(wd_q);
     if (rst) begin
-      aw_v_q        <= 1'b0;
-      w_v_q         <= 1'b0;
-      s_axil_bvalid <= 1'b0;
       busy_q        <= 1'b0;
       issued_q      <= 1'b0;
       status_q      <= HM_CTL_ST_OK;
@@ -148,18 +149,9 @@ module hm_ctl
         m_post_valid <= 1'b1;
       end
       if (m_post_valid && m_post_ready) m_post_valid <= 1'b0;
-      if (s_axil_awvalid && s_axil_awready) aw_v_q <= 1'b1;
-      if (s_axil_wvalid && s_axil_wready) w_v_q <= 1'b1;
-      if (s_axil_bvalid && s_axil_bready) s_axil_bvalid <= 1'b0;
-      if (do_write) begin
-        aw_v_q        <= 1'b0;
-        w_v_q         <= 1'b0;
-        s_axil_bvalid <= 1'b1;
-        s_axil_bresp  <= w_err ? SLVERR : OKAY;
-        if (!w_err && is_cmd) begin
-          busy_q   <= 1'b1;
-          issued_q <= 1'b0;
-        end
+      if (do_write && !w_err && is_cmd) begin
+        busy_q   <= 1'b1;
+        issued_q <= 1'b0;
       end
       if (m_cmd_valid && m_cmd_ready) issued_q <= 1'b1;
       if (s_rsp_valid && busy_q) begin
@@ -174,36 +166,29 @@ module hm_ctl
   always_comb for (int i = 0; i < SW; i++) m_cmd_data[32*i +: 32] = stage_q[i];
 
   // ----------------------------------------------------------------------------------------
-  // Read channel
+  // Reads
   // ----------------------------------------------------------------------------------------
-  assign s_axil_arready = !s_axil_rvalid;
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      s_axil_rvalid <= 1'b0;
-    end else begin
-      if (s_axil_rvalid && s_axil_rready) s_axil_rvalid <= 1'b0;
-      if (s_axil_arvalid && s_axil_arready) begin
-        s_axil_rvalid <= 1'b1;
-        s_axil_rresp  <= OKAY;
-        s_axil_rdata  <= '0;
-        if (s_axil_araddr < ADDR_WIDTH'(HM_CTL_STAGE + 12'(4 * SW)) && s_axil_araddr[1:0] == 2'b00)
-          s_axil_rdata <= stage_q[s_axil_araddr[$clog2(SW)+1:2]];
-        else if (s_axil_araddr == ADDR_WIDTH'(HM_CTL_STATUS))
-          s_axil_rdata <= {busy_q || m_post_valid, 23'd0, status_q};
-        else if (s_axil_araddr == ADDR_WIDTH'(HM_CTL_EQ))
-          s_axil_rdata <= m_eq;
-        else if (s_axil_araddr >= ADDR_WIDTH'(HM_CTL_CC) &&
-                 s_axil_araddr < ADDR_WIDTH'(HM_CTL_CC + 12'(4 * CCW)) && s_axil_araddr[1:0] == 2'b00)
-          s_axil_rdata <= m_cc[$clog2(CCW)'((s_axil_araddr - ADDR_WIDTH'(HM_CTL_CC)) >> 2)];
-        else if (s_axil_araddr >= ADDR_WIDTH'(HM_CTL_CNT) &&
-                 s_axil_araddr < ADDR_WIDTH'(HM_CTL_CNT) + ADDR_WIDTH'(4 * NUM_COUNTERS) &&
-                 s_axil_araddr[1:0] == 2'b00)
-          s_axil_rdata <= counters[6'((s_axil_araddr - ADDR_WIDTH'(HM_CTL_CNT)) >> 2)];
-        else
-          s_axil_rresp <= SLVERR;
-      end
-    end
+  always_comb begin
+    rd_err  = 1'b0;
+    rd_data = '0;
+    if (rd_addr < ADDR_WIDTH'(HM_CTL_STAGE + 12'(4 * SW)) && rd_addr[1:0] == 2'b00)
+      rd_data = stage_q[rd_addr[$clog2(SW)+1:2]];
+    else if (rd_addr == ADDR_WIDTH'(HM_CTL_STATUS))
+      rd_data = {busy_q || m_post_valid, 23'd0, status_q};
+    else if (rd_addr == ADDR_WIDTH'(HM_CTL_EQ))
+      rd_data = m_eq;
+    else if (rd_addr >= ADDR_WIDTH'(HM_CTL_CC) &&
+             rd_addr < ADDR_WIDTH'(HM_CTL_CC + 12'(4 * CCW)) && rd_addr[1:0] == 2'b00)
+      rd_data = m_cc[$clog2(CCW)'((rd_addr - ADDR_WIDTH'(HM_CTL_CC)) >> 2)];
+    else if (rd_addr >= ADDR_WIDTH'(HM_CTL_CNT) &&
+             rd_addr < ADDR_WIDTH'(HM_CTL_CNT) + ADDR_WIDTH'(4 * NUM_COUNTERS) && rd_addr[1:0] == 2'b00)
+      rd_data = counters[6'((rd_addr - ADDR_WIDTH'(HM_CTL_CNT)) >> 2)];
+    else
+      rd_err = 1'b1;
   end
+
+  logic unused_ok;
+  assign unused_ok = ^{wr_pend, rd_do};
 
   if (ADDR_WIDTH < 10 || (1 << $clog2(SW)) != SW || NUM_COUNTERS > 64 || NUM_COUNTERS < 1) begin : g_bad_param
     $error("hm_ctl: ADDR_WIDTH must cover the command registers; staging words a power of two");
