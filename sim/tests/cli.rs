@@ -1,7 +1,5 @@
 //! The `hematite-sim` command line as a user runs it: replay output per frame, JSON keys,
 //! build through the RTL TX path, and clear non-zero exits on bad input.
-mod common;
-use common::*;
 use std::process::Command;
 
 /// A capture of the repository's Soft-RoCE set (tests/data/captures).
