@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 const SRC: &str = "rtl/pkg/hm_desc_pkg.sv";
 const REGS_SRC: &str = "rtl/pkg/hm_regs_pkg.sv";
+const PKT_SRC: &str = "rtl/pkg/hm_pkg.sv";
 
 /// One source line: number (1-based), code without comments, and the `//` comment text.
 struct Line {
@@ -75,7 +76,7 @@ fn lines(src: &str) -> Vec<Line> {
 }
 
 fn fail(l: &Line, what: &str) -> ! {
-    panic!("{SRC}:{}: {what}: `{}`", l.no, l.code)
+    panic!("rtl/pkg (the package being read: hm_desc_pkg.sv, hm_regs_pkg.sv or hm_pkg.sv), line {}: {what}: `{}`", l.no, l.code)
 }
 
 fn is_ident(s: &str) -> bool {
@@ -97,11 +98,22 @@ fn parse_range<'a>(l: &Line, s: &'a str) -> (usize, &'a str) {
     (hi - lo + 1, rest.trim_start())
 }
 
-/// `localparam logic [N-1:0] NAME = N'hX;` → (name, width, value).
+/// `localparam logic [N-1:0] NAME = N'hX;` → (name, width, value); also
+/// `localparam int NAME = D;` (a non-negative decimal) → (name, 32, value).
 fn parse_localparam(l: &Line) -> (String, usize, u64) {
     let Some(rest) = l.code.strip_prefix("localparam") else { unreachable!() };
+    if let Some(rest) = rest.trim_start().strip_prefix("int ") {
+        let Some(rest) = rest.trim_end().strip_suffix(';') else { fail(l, "missing `;`") };
+        let Some((name, value)) = rest.split_once('=') else { fail(l, "missing `=`") };
+        let (name, value) = (name.trim(), value.trim());
+        if !is_ident(name) {
+            fail(l, "bad localparam name");
+        }
+        let v: u32 = value.parse().unwrap_or_else(|_| fail(l, "`localparam int` must be a non-negative decimal"));
+        return (name.to_string(), 32, v.into());
+    }
     let Some(rest) = rest.trim_start().strip_prefix("logic") else {
-        fail(l, "localparam must be `localparam logic [N-1:0] NAME = N'hX;`")
+        fail(l, "localparam must be `localparam logic [N-1:0] NAME = N'hX;` or `localparam int NAME = D;`")
     };
     let (bits, rest) = parse_range(l, rest.trim_start());
     if bits > 64 {
@@ -133,12 +145,12 @@ fn parse_localparam(l: &Line) -> (String, usize, u64) {
 }
 
 /// A parsed localparam: name, width, value, comment.
-type Param = (String, usize, u64, String);
+pub type Param = (String, usize, u64, String);
 
 /// A parsed struct: name and fields (name, width, comment) in declaration order.
-struct Struct {
-    name: String,
-    fields: Vec<(String, usize, String)>,
+pub struct Struct {
+    pub name: String,
+    pub fields: Vec<(String, usize, String)>,
 }
 
 impl Struct {
@@ -172,7 +184,7 @@ fn parse_field(l: &Line, known: &[Struct]) -> (String, usize) {
     (name.to_string(), width)
 }
 
-fn parse(src: &str) -> (Vec<Param>, Vec<Struct>) {
+pub fn parse(src: &str) -> (Vec<Param>, Vec<Struct>) {
     let mut params = Vec::new();
     let mut structs: Vec<Struct> = Vec::new();
     let mut open: Option<Vec<(String, usize, String)>> = None;
@@ -234,6 +246,12 @@ fn generate(src: &str, what: &str) -> String {
         writeln!(s, "/// {doc} ({bits} bits in the SV package).").unwrap();
         writeln!(s, "pub const {name}: {ty} = {v:#x};").unwrap();
     }
+    writeln!(s, "\n/// Every localparam above as (name, value), in declaration order.").unwrap();
+    writeln!(s, "pub const LOCALPARAMS: &[(&str, u64)] = &[").unwrap();
+    for (name, _, v, _) in &params {
+        writeln!(s, "    (\"{name}\", {v:#x}),").unwrap();
+    }
+    writeln!(s, "];").unwrap();
     for st in &structs {
         let up = st.name.to_uppercase();
         let total = st.bits();
@@ -274,4 +292,10 @@ fn main() {
     let rsrc = fs::read_to_string(&rpath).unwrap_or_else(|e| panic!("read {}: {e}", rpath.display()));
     let rout = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("regs_gen.rs");
     fs::write(&rout, generate(&rsrc, REGS_SRC)).unwrap_or_else(|e| panic!("write {}: {e}", rout.display()));
+    // The packet path's package (BTH opcodes, AETH syndromes, drop reasons, the header record).
+    let ppath = manifest.join("..").join(PKT_SRC);
+    println!("cargo:rerun-if-changed={}", ppath.display());
+    let psrc = fs::read_to_string(&ppath).unwrap_or_else(|e| panic!("read {}: {e}", ppath.display()));
+    let pout = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("pkt_gen.rs");
+    fs::write(&pout, generate(&psrc, PKT_SRC)).unwrap_or_else(|e| panic!("write {}: {e}", pout.display()));
 }

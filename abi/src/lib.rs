@@ -6,6 +6,8 @@
 //!   generated from `regs/hematite.rdl`;
 //! * [`desc`]: WQE, CQE and context layouts and their codes (opcodes, QP states, MR access bits
 //!   and check codes), generated from `rtl/pkg/hm_desc_pkg.sv`;
+//! * [`pkt`]: BTH opcodes, AETH syndromes, drop reasons and the header record of
+//!   `rtl/pkg/hm_pkg.sv`;
 //! * [`mbox`]: the firmware mailbox protocol (header words, opcodes, status codes);
 //! * [`qp`]: verbs QP states, attribute-mask bits, the legal RC transitions and the attribute
 //!   word block of MODIFY_QP / QUERY_QP;
@@ -20,6 +22,14 @@
 #[allow(missing_docs, dead_code)]
 pub mod regs {
     include!(concat!(env!("OUT_DIR"), "/regs_gen.rs"));
+}
+
+/// The packet path's package `rtl/pkg/hm_pkg.sv`: BTH opcodes (`HM_OP_*`) and AETH syndromes
+/// (`HM_AETH_*`) the engine uses, RX drop reasons (`HM_RSN_*`), the header record and RX status
+/// layouts (`HM_ROCE_HDR_T_FIELDS`, `HM_RX_STATUS_T_FIELDS`), every localparam in `LOCALPARAMS`.
+#[allow(missing_docs, dead_code)]
+pub mod pkt {
+    include!(concat!(env!("OUT_DIR"), "/pkt_gen.rs"));
 }
 
 pub mod desc;

@@ -1,29 +1,17 @@
-//! The engine's opcode and AETH syndrome names (`rtl/pkg/hm_pkg.sv`, `HM_OP_*`, `HM_AETH_*`)
-//! agree with the reference model, which is written from the specification on its own
-//! (`hematite_model::opcode`): every `HM_OP_X` names the opcode the model calls `RC_X` (with the
+//! The engine's opcode and AETH syndrome names (`rtl/pkg/hm_pkg.sv`, `HM_OP_*`, `HM_AETH_*`,
+//! as `hematite_abi::pkt` reads them) agree with the reference model, which is written from the
+//! specification on its own (`hematite_model::opcode`): every `HM_OP_X` names the opcode the model calls `RC_X` (with the
 //! spec's long words), and the syndromes decode to the classes and codes IBTA defines.
 use hematite_model::opcode;
 use std::collections::BTreeMap;
 
-/// `localparam logic [N-1:0] NAME = N'hV;` lines of the package with NAME starting `prefix`.
+/// The package's localparams whose names start with `prefix` (hematite-abi reads the package).
 fn consts(prefix: &str) -> BTreeMap<String, u32> {
-    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../rtl/pkg/hm_pkg.sv")).unwrap();
-    let mut m = BTreeMap::new();
-    for l in src.lines().map(str::trim) {
-        let Some(rest) = l.strip_prefix("localparam logic [") else { continue };
-        let Some((_, rest)) = rest.split_once("] ") else { continue };
-        let Some((name, val)) = rest.split_once('=') else { continue };
-        let name = name.trim();
-        if !name.starts_with(prefix) {
-            continue;
-        }
-        let val = val.split(';').next().unwrap().trim();
-        let (_, digits) = val.split_once('\'').unwrap();
-        let (radix, digits) = digits.split_at(1);
-        let v = u32::from_str_radix(&digits.replace('_', ""), if radix == "h" { 16 } else { 10 }).unwrap();
-        assert!(m.insert(name.to_string(), v).is_none(), "{name} twice");
-    }
-    m
+    hematite_abi::pkt::LOCALPARAMS
+        .iter()
+        .filter(|(n, _)| n.starts_with(prefix))
+        .map(|&(n, v)| (n.to_string(), v as u32))
+        .collect()
 }
 
 #[test]
