@@ -2,7 +2,7 @@
 // `./hematite regs` (the suite fails when this file is stale). The register maps (BAR0, the
 // engine's control bus, the control core's host port and address space): offsets, reset
 // values and field layouts. One declaration per line (abi/build.rs reads it for
-// hematite_model::regs; scripts/elf2hex.py reads the HM_CPU_ lines).
+// hematite_abi::regs; scripts/elf2hex.py reads the HM_CPU_ lines).
 package hm_regs_pkg;
 
   // BAR0: The host's register window (rtl/csr/hm_csr.sv).
