@@ -88,14 +88,10 @@ module hm_rc_compl
   input  logic                  s_wqe_tuser,
 
   // MR checks of the local SGL of READ / atomic WQEs
-  output logic [31:0]           m_chk_key,
-  output logic [31:0]           m_chk_pd,
-  output logic [63:0]           m_chk_addr,
-  output logic [63:0]           m_chk_len,
-  output logic [2:0]            m_chk_need,
+  output hm_mr_chk_t            m_chk,
   output logic                  m_chk_valid,
   input  logic                  m_chk_ready,
-  input  logic                  s_res_ok,
+  input  hm_mr_res_t            s_res,
   input  logic                  s_res_valid,
   output logic                  s_res_ready,
 
@@ -351,11 +347,7 @@ module hm_rc_compl
   hm_sge_t     sge_c;
   assign nsge  = w_atomic ? 4'd1 : (w.num_sge > 8'd14 ? 4'd14 : 4'(w.num_sge));
   assign sge_c = hm_sq_sge(wqe_q, 5'(cj_q[3:0]) + 5'(w_atomic));
-  assign m_chk_key   = sge_c.lkey;
-  assign m_chk_pd    = ctx_q.pd;
-  assign m_chk_addr  = sge_c.addr;
-  assign m_chk_len   = 64'(sge_c.len);
-  assign m_chk_need  = HM_MRN_LOCAL_WRITE;
+  assign m_chk = '{key: sge_c.lkey, pd: ctx_q.pd, addr: sge_c.addr, len: 64'(sge_c.len), need: HM_MRN_LOCAL_WRITE};
   assign m_chk_valid = st_q == C_WCHK && w_rdat && !flushing_q && cj_q < 5'(nsge);
   assign s_res_ready = st_q == C_WCHK;
 
@@ -881,7 +873,7 @@ module hm_rc_compl
             if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
             if (s_res_valid) begin
               cr_q <= cr_q + 1'b1;
-              if (!s_res_ok) wchk_err_q <= 1'b1;
+              if (!s_res.ok) wchk_err_q <= 1'b1;
             end
             if (cr_q == 5'(nsge)) st_q <= ret_q;
           end
@@ -1207,7 +1199,7 @@ module hm_rc_compl
   end
 
   logic unused_ok;
-  assign unused_ok = ^{dbf_level, s_ctl_data, h_q, sent_q, w, fh, sge_k, sge_c, sge_atom, ctx_q, d_q, s_wqe_tdata, s_ctl_cmd, s_err_qpn, tmo_level};
+  assign unused_ok = ^{dbf_level, s_res.base, s_res.limit, s_ctl_data, h_q, sent_q, w, fh, sge_k, sge_c, sge_atom, ctx_q, d_q, s_wqe_tdata, s_ctl_cmd, s_err_qpn, tmo_level};
 
   if ((1 << QW) != NUM_QPS) begin : g_bad_qps
     $error("hm_rc_compl: NUM_QPS must be a power of two");

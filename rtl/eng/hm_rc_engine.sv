@@ -271,13 +271,11 @@ module hm_rc_engine
   // ---------------------------------------------------------------------------------------
   hm_mr_ctx_t mr_wr;
   assign mr_wr = hm_mr_ctx_t'(cmd_data[$bits(hm_mr_ctx_t)-1:0]);
-  logic [2:0][31:0] c_key, c_pd;
-  logic [2:0][63:0] c_addr, c_len;
-  logic [2:0][2:0]  c_need;
+  hm_mr_chk_t [2:0] c_chk;
   logic [2:0]       c_valid, c_ready, r_valid, r_ready;
-  logic [31:0] chk_key, chk_pd;
-  logic [63:0] chk_addr, chk_len;
-  logic [2:0]  chk_need, res_err;
+  hm_mr_chk_t  chk;
+  hm_mr_res_t  res;
+  logic [2:0]  res_err;
   logic        chk_valid, chk_ready, res_ok, res_valid, res_ready, mr_wr_ready;
   logic [1:0]  chk_sel;
   logic [63:0] res_base, res_end;
@@ -285,12 +283,9 @@ module hm_rc_engine
   logic [7:0]  res_id;
   // fixed priority (each client issues a few checks and then waits for their results)
   assign chk_sel   = c_valid[0] ? 2'd0 : c_valid[1] ? 2'd1 : 2'd2;
-  assign chk_key   = c_key[chk_sel];
-  assign chk_pd    = c_pd[chk_sel];
-  assign chk_addr  = c_addr[chk_sel];
-  assign chk_len   = c_len[chk_sel];
-  assign chk_need  = c_need[chk_sel];
+  assign chk       = c_chk[chk_sel];
   assign chk_valid = |c_valid;
+  assign res       = '{ok: res_ok, base: res_base, limit: res_end};
   always_comb begin
     c_ready = '0;
     c_ready[chk_sel] = chk_ready;
@@ -304,8 +299,8 @@ module hm_rc_engine
     .s_wr_index($clog2(NUM_MRS)'(cmd.index)), .s_wr_entry_valid(mr_wr.valid), .s_wr_tag(mr_wr.tag),
     .s_wr_pd(mr_wr.pd), .s_wr_base(mr_wr.base), .s_wr_len(mr_wr.len), .s_wr_access(mr_wr.access),
     .s_wr_valid(cmd_valid && is_wr && mr_cmd && in_range), .s_wr_ready(mr_wr_ready),
-    .s_chk_key(chk_key), .s_chk_pd(chk_pd), .s_chk_addr(chk_addr), .s_chk_len(chk_len),
-    .s_chk_need(chk_need), .s_chk_id({6'd0, chk_sel}), .s_chk_valid(chk_valid), .s_chk_ready(chk_ready),
+    .s_chk_key(chk.key), .s_chk_pd(chk.pd), .s_chk_addr(chk.addr), .s_chk_len(chk.len),
+    .s_chk_need(chk.need), .s_chk_id({6'd0, chk_sel}), .s_chk_valid(chk_valid), .s_chk_ready(chk_ready),
     .m_res_ok(res_ok), .m_res_err(res_err), .m_res_base(res_base), .m_res_end(res_end),
     .m_res_id(res_id), .m_res_valid(res_valid), .m_res_ready(res_ready),
     .m_changed(mr_changed)
@@ -366,9 +361,8 @@ module hm_rc_engine
     .m_wrd_addr(wrd_addr), .m_wrd_len(wrd_len), .m_wrd_valid(wrd_valid), .m_wrd_ready(wrd_ready),
     .s_wqe_tdata(wqe_tdata), .s_wqe_tvalid(wqe_tvalid), .s_wqe_tready(wqe_tready),
     .s_wqe_tlast(wqe_tlast), .s_wqe_tuser(wqe_tuser),
-    .m_chk_key(c_key[0]), .m_chk_pd(c_pd[0]), .m_chk_addr(c_addr[0]), .m_chk_len(c_len[0]),
-    .m_chk_need(c_need[0]), .m_chk_valid(c_valid[0]), .m_chk_ready(c_ready[0]),
-    .s_res_ok(res_ok), .s_res_base(res_base), .s_res_end(res_end), .s_res_valid(r_valid[0]),
+    .m_chk(c_chk[0]), .m_chk_valid(c_valid[0]), .m_chk_ready(c_ready[0]),
+    .s_res(res), .s_res_valid(r_valid[0]),
     .s_res_ready(r_ready[0]), .mr_changed,
     .m_pc(pc), .m_pc_valid(pc_valid), .m_pc_ready(pc_ready),
     .m_inl_tdata(inl_tdata), .m_inl_tkeep(inl_tkeep), .m_inl_tvalid(inl_tvalid),
@@ -500,9 +494,8 @@ module hm_rc_engine
     .m_srd_addr(srd_addr), .m_srd_len(srd_len), .m_srd_valid(srd_valid), .m_srd_ready(srd_ready),
     .s_srd_tdata(srd_tdata), .s_srd_tvalid(srd_tvalid), .s_srd_tready(srd_tready),
     .s_srd_tlast(srd_tlast), .s_srd_tuser(srd_tuser),
-    .m_chk_key(c_key[2]), .m_chk_pd(c_pd[2]), .m_chk_addr(c_addr[2]), .m_chk_len(c_len[2]),
-    .m_chk_need(c_need[2]), .m_chk_valid(c_valid[2]), .m_chk_ready(c_ready[2]),
-    .s_res_ok(res_ok), .s_res_base(res_base), .s_res_end(res_end), .s_res_valid(r_valid[2]),
+    .m_chk(c_chk[2]), .m_chk_valid(c_valid[2]), .m_chk_ready(c_ready[2]),
+    .s_res(res), .s_res_valid(r_valid[2]),
     .s_res_ready(r_ready[2]), .mr_changed,
     .m_pc_discard(rpc_disc), .m_pc_imm(rpc_imm), .m_pc_data(rpc_data), .m_pc_last(rpc_last),
     .m_pc_len(rpc_len), .m_pc_addr(rpc_addr), .m_pc_valid(rpc_valid), .m_pc_ready(rpc_ready),
@@ -675,9 +668,8 @@ module hm_rc_engine
     .m_wrd_addr(crd_addr), .m_wrd_len(crd_len), .m_wrd_valid(crd_valid), .m_wrd_ready(crd_ready),
     .s_wqe_tdata(cwqe_tdata), .s_wqe_tvalid(cwqe_tvalid), .s_wqe_tready(cwqe_tready),
     .s_wqe_tlast(cwqe_tlast), .s_wqe_tuser(cwqe_tuser),
-    .m_chk_key(c_key[1]), .m_chk_pd(c_pd[1]), .m_chk_addr(c_addr[1]), .m_chk_len(c_len[1]),
-    .m_chk_need(c_need[1]), .m_chk_valid(c_valid[1]), .m_chk_ready(c_ready[1]),
-    .s_res_ok(res_ok), .s_res_valid(r_valid[1]), .s_res_ready(r_ready[1]),
+    .m_chk(c_chk[1]), .m_chk_valid(c_valid[1]), .m_chk_ready(c_ready[1]),
+    .s_res(res), .s_res_valid(r_valid[1]), .s_res_ready(r_ready[1]),
     .m_pc_discard(cpc_disc), .m_pc_imm(cpc_imm), .m_pc_data(cpc_data), .m_pc_last(cpc_last),
     .m_pc_len(cpc_len), .m_pc_addr(cpc_addr), .m_pc_valid(cpc_valid), .m_pc_ready(cpc_ready),
     .s_done_valid(cdone_valid), .s_done_err(cdone_err),

@@ -114,16 +114,10 @@ module hm_rc_req
   input  logic                  s_wqe_tuser,
 
   // MR checks of local SGEs (results in request order)
-  output logic [31:0]           m_chk_key,
-  output logic [31:0]           m_chk_pd,
-  output logic [63:0]           m_chk_addr,
-  output logic [63:0]           m_chk_len,
-  output logic [2:0]            m_chk_need,
+  output hm_mr_chk_t            m_chk,
   output logic                  m_chk_valid,
   input  logic                  m_chk_ready,
-  input  logic                  s_res_ok,
-  input  logic [63:0]           s_res_base,     // the region of a successful check
-  input  logic [63:0]           s_res_end,
+  input  hm_mr_res_t            s_res,
   input  logic                  s_res_valid,
   output logic                  s_res_ready,
   input  logic                  mr_changed,     // an MR entry changed: forget cached regions
@@ -609,11 +603,8 @@ module hm_rc_req
   end
 
   // MR check request for SGE cj
-  assign m_chk_key   = sge_c.lkey;
-  assign m_chk_pd    = ctx_q.pd;
-  assign m_chk_addr  = sge_c.addr;
-  assign m_chk_len   = 64'(sge_c.len);
-  assign m_chk_need  = (is_read || is_atomic) ? HM_MRN_LOCAL_WRITE : HM_MRN_LOCAL_READ;
+  assign m_chk = '{key: sge_c.lkey, pd: ctx_q.pd, addr: sge_c.addr, len: 64'(sge_c.len),
+                   need: (is_read || is_atomic) ? HM_MRN_LOCAL_WRITE : HM_MRN_LOCAL_READ};
   // The region of the last successful check is cached (key, PD, whether local write was
   // checked, bounds): an SGE inside it needs no table lookup. Any MR table change clears it.
   logic        rc_v_q, rc_lw_q;
@@ -630,13 +621,13 @@ module hm_rc_req
   always_ff @(posedge clk) begin
     if (m_chk_valid && m_chk_ready) iss_key_q <= sge_c.lkey;
     if (rst || mr_changed) rc_v_q <= 1'b0;
-    else if (state_q == S_CHECK && s_res_valid && s_res_ok) begin
+    else if (state_q == S_CHECK && s_res_valid && s_res.ok) begin
       rc_v_q    <= 1'b1;
       rc_key_q  <= iss_key_q;
       rc_pd_q   <= ctx_q.pd;
       rc_lw_q   <= chk_lw;
-      rc_base_q <= s_res_base;
-      rc_end_q  <= s_res_end;
+      rc_base_q <= s_res.base;
+      rc_end_q  <= s_res.limit;
     end
   end
 
@@ -870,7 +861,7 @@ module hm_rc_req
           end
           if (s_res_valid) begin
             cr_q <= cr_q + 1'b1;
-            if (!s_res_ok) cerr_q <= 1'b1;
+            if (!s_res.ok) cerr_q <= 1'b1;
           end
           if (cr_q == 5'(nsge_q)) begin
             if (!inl_q && !is_atomic && csum_q != 37'(w.length)) status_q <= HM_CQE_ST_LOC_QP_OP_ERR;

@@ -85,16 +85,10 @@ module hm_rc_resp
   input  logic                  s_srd_tuser,
 
   // MR checks (need 1 local write, 2 remote read, 3 remote write, 4 remote atomic, 5 invalidate)
-  output logic [31:0]           m_chk_key,
-  output logic [31:0]           m_chk_pd,
-  output logic [63:0]           m_chk_addr,
-  output logic [63:0]           m_chk_len,
-  output logic [2:0]            m_chk_need,
+  output hm_mr_chk_t            m_chk,
   output logic                  m_chk_valid,
   input  logic                  m_chk_ready,
-  input  logic                  s_res_ok,
-  input  logic [63:0]           s_res_base,     // the region of a successful check
-  input  logic [63:0]           s_res_end,
+  input  hm_mr_res_t            s_res,
   input  logic                  s_res_valid,
   output logic                  s_res_ready,
   input  logic                  mr_changed,     // an MR entry changed: forget cached regions
@@ -303,22 +297,22 @@ module hm_rc_resp
   hm_sge_t     sge_c;
   assign sge_c = hm_rq_sge(rqe_q, cj_q[3:0]);
   always_comb begin
-    m_chk_pd    = ctx_q.pd;
-    m_chk_key   = h_q.rkey;
-    m_chk_addr  = h_q.va;
-    m_chk_len   = 64'(h_q.dma_len);
-    m_chk_need  = HM_MRN_REMOTE_WRITE;
+    m_chk.pd    = ctx_q.pd;
+    m_chk.key   = h_q.rkey;
+    m_chk.addr  = h_q.va;
+    m_chk.len   = 64'(h_q.dma_len);
+    m_chk.need  = HM_MRN_REMOTE_WRITE;
     m_chk_valid = 1'b0;
     case (st_q)
       R_SGLCHK: begin
-        m_chk_key = sge_c.lkey; m_chk_addr = sge_c.addr; m_chk_len = 64'(sge_c.len);
-        m_chk_need = HM_MRN_LOCAL_WRITE; m_chk_valid = cj_q < cn_q;
+        m_chk.key = sge_c.lkey; m_chk.addr = sge_c.addr; m_chk.len = 64'(sge_c.len);
+        m_chk.need = HM_MRN_LOCAL_WRITE; m_chk_valid = cj_q < cn_q;
       end
-      R_INV:   begin m_chk_key = h_q.imm; m_chk_need = HM_MRN_INVALIDATE; m_chk_valid = cj_q < cn_q; end
-      R_WRCHK: begin m_chk_need = HM_MRN_REMOTE_WRITE; m_chk_valid = cj_q < cn_q; end
-      R_RDCHK, R_DUPCHK: begin m_chk_need = HM_MRN_REMOTE_READ; m_chk_valid = cj_q < cn_q;
-                                 if (st_q == R_DUPCHK) begin m_chk_addr = dup_va_q; m_chk_len = 64'(dup_len_q); end end
-      R_ATCHK: begin m_chk_need = HM_MRN_REMOTE_ATOMIC; m_chk_len = 64'd8; m_chk_valid = cj_q < cn_q; end
+      R_INV:   begin m_chk.key = h_q.imm; m_chk.need = HM_MRN_INVALIDATE; m_chk_valid = cj_q < cn_q; end
+      R_WRCHK: begin m_chk.need = HM_MRN_REMOTE_WRITE; m_chk_valid = cj_q < cn_q; end
+      R_RDCHK, R_DUPCHK: begin m_chk.need = HM_MRN_REMOTE_READ; m_chk_valid = cj_q < cn_q;
+                                 if (st_q == R_DUPCHK) begin m_chk.addr = dup_va_q; m_chk.len = 64'(dup_len_q); end end
+      R_ATCHK: begin m_chk.need = HM_MRN_REMOTE_ATOMIC; m_chk.len = 64'd8; m_chk_valid = cj_q < cn_q; end
       default: ;
     endcase
   end
@@ -353,12 +347,12 @@ module hm_rc_resp
   logic [31:0] wk_key_q, wk_pd_q;
   logic [63:0] wk_base_q, wk_end_q;
   always_ff @(posedge clk) begin
-    if (st_q == R_WRCHK && s_res_valid && s_res_ok) begin
+    if (st_q == R_WRCHK && s_res_valid && s_res.ok) begin
       wk_v_q    <= 1'b1;
       wk_key_q  <= h_q.rkey;
       wk_pd_q   <= ctx_q.pd;
-      wk_base_q <= s_res_base;
-      wk_end_q  <= s_res_end;
+      wk_base_q <= s_res.base;
+      wk_end_q  <= s_res.limit;
     end
     if (rst || mr_changed) wk_v_q <= 1'b0;
   end
@@ -717,7 +711,7 @@ module hm_rc_resp
         end
         R_DUPCHK: begin
           if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
-          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
             if (cerr_q) st_q <= R_SAVE;
             else begin
@@ -830,7 +824,7 @@ module hm_rc_resp
               cj_q   <= cj_q + 1'b1;
               csum_q <= csum_q + 36'(sge_c.len);
             end
-            if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+            if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
             if (cr_q == cn_q) begin
               if (cerr_q || rfetch_err_q || rw.num_sge > 8'd15) begin
                 d_q.in_send <= 1'b0;
@@ -860,7 +854,7 @@ module hm_rc_resp
         end
         R_INV: begin
           if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
-          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
             if (cerr_q) begin
               d_q.in_send <= 1'b0;
@@ -876,7 +870,7 @@ module hm_rc_resp
 
         R_WRCHK: begin
           if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
-          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
             if (cerr_q) fatal(HM_AETH_NAK_REM_ACCESS, 1'b0, HM_CQE_ST_SUCCESS);
             else begin
@@ -965,7 +959,7 @@ module hm_rc_resp
 
         R_RDCHK: begin
           if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
-          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
             if (cerr_q) fatal(HM_AETH_NAK_REM_ACCESS, 1'b0, HM_CQE_ST_SUCCESS);
             else st_q <= R_READ;
@@ -984,7 +978,7 @@ module hm_rc_resp
         end
         R_ATCHK: begin
           if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
-          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res_ok) cerr_q <= 1'b1; end
+          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
             if (cerr_q) fatal(HM_AETH_NAK_REM_ACCESS, 1'b0, HM_CQE_ST_SUCCESS);
             else st_q <= R_ATWAIT;
