@@ -29,3 +29,51 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
     }
     true
 }
+
+/// `(lsb, width)` of field `name` of a generated layout (`*_FIELDS`), for use in `const` items:
+/// a name missing from the layout (the SV package changed) stops the build instead of failing
+/// at run time, and nothing searches a name at run time.
+pub const fn fpos(layout: Layout, name: &str) -> (usize, usize) {
+    let mut i = 0;
+    while i < layout.len() {
+        if str_eq(layout[i].0, name) {
+            return (layout[i].1, layout[i].2);
+        }
+        i += 1;
+    }
+    panic!("field not in the layout generated from the SV package")
+}
+
+/// The mask of a field `(lsb, width)` of a 32-bit word, in place.
+pub const fn mask32(f: (usize, usize)) -> u32 {
+    (if f.1 >= 32 { u32::MAX } else { (1u32 << f.1) - 1 }) << f.0
+}
+
+/// `v` (truncated to the field's width) placed in field `f` of a 32-bit word.
+#[inline]
+pub const fn put32(f: (usize, usize), v: u32) -> u32 {
+    (v << f.0) & mask32(f)
+}
+
+/// Field `f` of the 32-bit word `w`.
+#[inline]
+pub const fn get32(f: (usize, usize), w: u32) -> u32 {
+    (w & mask32(f)) >> f.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_fields() {
+        const L: Layout = &[("hi", 16, 16), ("mid", 14, 2), ("lo", 0, 14)];
+        const HI: (usize, usize) = fpos(L, "hi");
+        assert_eq!(HI, (16, 16));
+        assert_eq!(mask32(fpos(L, "mid")), 0xC000);
+        assert_eq!(put32(HI, 0x1_2345), 0x2345_0000, "truncated to the width");
+        assert_eq!(put32(fpos(L, "lo"), 0x7FFF), 0x3FFF);
+        assert_eq!(get32(fpos(L, "mid"), 0xFFFF_FFFF), 3);
+        assert_eq!(mask32((0, 32)), u32::MAX);
+    }
+}

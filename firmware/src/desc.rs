@@ -16,20 +16,6 @@ pub enum EncError {
     Range,
 }
 
-/// `(lsb, width)` of field `name`, for use in `const` context: a name missing from the
-/// generated layout (the SV package changed) stops the build instead of failing at run time,
-/// and the firmware does no string search per field on the core.
-pub const fn fpos(layout: Layout, name: &str) -> (usize, usize) {
-    let mut i = 0;
-    while i < layout.len() {
-        if str_eq(layout[i].0, name) {
-            return (layout[i].1, layout[i].2);
-        }
-        i += 1;
-    }
-    panic!("field not in the layout generated from hm_desc_pkg.sv")
-}
-
 /// Sets field `$name` of layout `$l` (a generated `*_FIELDS` constant) in `$w` to `$v`.
 macro_rules! setf {
     ($w:expr, $l:expr, $name:literal, $v:expr) => {

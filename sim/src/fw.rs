@@ -109,7 +109,7 @@ pub fn command(e: &mut Engine, cmd: &[u32], max_cycles: u64) -> Result<FwAnswer,
     }
     let cycles = e.fw_done_cycles[done_before] - t0;
     let (st, ok) = e.fw_read(FW_MBOX_STATUS)?;
-    if !ok || st & 1 != 0 {
+    if !ok || st & hematite_abi::desc::mask32(hematite_abi::desc::fpos(regs::HM_MBOX_STATUS_T_FIELDS, "pending")) != 0 {
         return Err(format!("mailbox still pending after the done pulse (status {st:#x})"));
     }
     let (h, _) = e.fw_read(FW_CMD_OUT)?;

@@ -250,7 +250,7 @@ impl SqPost<'_> {
         let (pi, reg) = if self.rq { (&self.q.trk.rq_pi, regs::HM_REG_DB_RQ) } else { (&self.q.trk.sq_pi, regs::HM_REG_DB_SQ) };
         pi.store(self.pi, Ordering::Release);
         fence(Ordering::SeqCst);
-        self.nic.sh.dev.write32(reg as u64, (self.pi & 0xFFFF) << 16 | self.q.qpn)
+        self.nic.sh.dev.write32(reg as u64, super::shared::db::qp(self.pi, self.q.qpn))
     }
 }
 

@@ -128,7 +128,7 @@ impl Nic {
     pub fn open_with(dev: Box<dyn Device>, o: OpenOptions) -> Result<Nic> {
         check_identity(dev.as_ref())?;
         let st = dev.read32(FW_MBOX_STATUS)?;
-        if st & 2 == 0 {
+        if st & shared::mbox_status::RUNNING == 0 {
             return Err(Error::Device(format!("the control core is not running (mailbox status {st:#x})")));
         }
         let mac = dev.info().mac;
@@ -301,7 +301,9 @@ mod identity_tests {
             Ok(match off {
                 o if o == regs::HM_REG_ID as u64 => self.id,
                 o if o == regs::HM_REG_VERSION as u64 => self.ver,
-                o if o == FW_MBOX_STATUS => st.0 << 16 | 2,
+                o if o == FW_MBOX_STATUS => {
+                    hematite_abi::desc::put32(shared::mbox_status::DONE_COUNT, st.0) | shared::mbox_status::RUNNING
+                }
                 o if (FW_CMD_OUT..FW_CMD_OUT + 256).contains(&o) => st.2[((o - FW_CMD_OUT) / 4) as usize],
                 _ => 0,
             })

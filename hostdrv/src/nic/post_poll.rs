@@ -4,6 +4,7 @@
 //! event queue. The allocation-free variants the verbs provider uses are in `fastpath.rs`.
 
 use super::objects::{retire, CqInner, CqState};
+use super::shared::db;
 use super::{AsyncEvent, Cq, Cqe, Nic, Qp, RecvWr, SendWr, WcOpcode, WcStatus};
 use crate::{regs, Error, Result};
 use hematite_model::desc;
@@ -56,7 +57,7 @@ impl Nic {
         if posted > 0 {
             q.trk.sq_pi.store(pi, Ordering::Release);
             fence(Ordering::SeqCst);
-            self.sh.dev.write32(regs::HM_REG_DB_SQ as u64, (pi & 0xFFFF) << 16 | q.qpn)?;
+            self.sh.dev.write32(regs::HM_REG_DB_SQ as u64, db::qp(pi, q.qpn))?;
         }
         match err {
             Some(e) => Err(e),
@@ -117,7 +118,7 @@ impl Nic {
         if posted > 0 {
             q.trk.rq_pi.store(pi, Ordering::Release);
             fence(Ordering::SeqCst);
-            self.sh.dev.write32(regs::HM_REG_DB_RQ as u64, (pi & 0xFFFF) << 16 | q.qpn)?;
+            self.sh.dev.write32(regs::HM_REG_DB_RQ as u64, db::qp(pi, q.qpn))?;
         }
         match err {
             Some(e) => Err(e),
@@ -129,7 +130,7 @@ impl Nic {
     /// entries are still read, and its flushes made, by the host.)
     #[inline(never)]
     pub(super) fn cq_doorbell(&self, cq: &CqInner, ci: u32, arm: u32) -> Result<()> {
-        match self.sh.dev.write32(regs::HM_REG_DB_CQ as u64, (ci & 0xFFFF) << 16 | arm << 14 | cq.cqn) {
+        match self.sh.dev.write32(regs::HM_REG_DB_CQ as u64, db::cq(ci, arm, cq.cqn)) {
             Err(_) if self.sh.check_fatal() => Ok(()),
             r => r,
         }

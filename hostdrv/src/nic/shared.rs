@@ -6,6 +6,7 @@ use super::objects::{QpInner, WqTrack};
 use crate::device::Device;
 use crate::mem::{DmaBuf, Pins, Unpin};
 use crate::{regs, Error, Result};
+use hematite_abi::desc::get32;
 use hematite_abi::mbox;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,38 @@ pub const FW_CMD_OUT: u64 = FW_PORT + regs::HM_HOST_CMD_OUT as u64;
 pub const FW_MBOX_DB: u64 = FW_PORT + regs::HM_HOST_MBOX_DB as u64;
 pub const FW_MBOX_STATUS: u64 = FW_PORT + regs::HM_HOST_MBOX_STATUS as u64;
 pub const FW_CORE_CTRL: u64 = FW_PORT + regs::HM_HOST_CORE_CTRL as u64;
+
+/// Fields of MBOX_STATUS (`hm_mbox_status_t`): a command is pending, the CPU runs, a fault or a
+/// trap (both sticky), commands completed.
+pub(crate) mod mbox_status {
+    use hematite_abi::desc::{fpos, mask32};
+    use hematite_abi::regs::HM_MBOX_STATUS_T_FIELDS as F;
+    pub const PENDING: u32 = mask32(fpos(F, "pending"));
+    pub const RUNNING: u32 = mask32(fpos(F, "running"));
+    pub const STOPPED: u32 = mask32(fpos(F, "fault")) | mask32(fpos(F, "trap"));
+    pub const DONE_COUNT: (usize, usize) = fpos(F, "done_count");
+}
+
+/// Doorbell words: `hm_db_qp_t` (SQ and RQ) and `hm_db_cq_t`.
+pub(crate) mod db {
+    use hematite_abi::desc::{fpos, put32};
+    use hematite_abi::regs::{HM_DB_CQ_T_FIELDS as C, HM_DB_QP_T_FIELDS as Q};
+    const PI: (usize, usize) = fpos(Q, "pi");
+    const QPN: (usize, usize) = fpos(Q, "qpn");
+    const CI: (usize, usize) = fpos(C, "ci");
+    const ARM: (usize, usize) = fpos(C, "arm");
+    const CQN: (usize, usize) = fpos(C, "cqn");
+    /// A send or receive queue's new producer index.
+    #[inline]
+    pub const fn qp(pi: u32, qpn: u32) -> u32 {
+        put32(PI, pi) | put32(QPN, qpn)
+    }
+    /// A CQ's consumer index, and its arm request (0 none, 1 next, 2 next solicited).
+    #[inline]
+    pub const fn cq(ci: u32, arm: u32, cqn: u32) -> u32 {
+        put32(CI, ci) | put32(ARM, arm) | put32(CQN, cqn)
+    }
+}
 
 pub(super) struct Shared {
     pub(super) dev: Box<dyn Device>,
@@ -94,10 +127,10 @@ impl Shared {
         let token = *tok;
         let dev = self.dev.as_ref();
         let st0 = dev.read32(FW_MBOX_STATUS)?;
-        if st0 & 0b1100 != 0 {
+        if st0 & mbox_status::STOPPED != 0 {
             return Err(Error::Device(format!("control core stopped (mailbox status {st0:#x}: fault/trap)")));
         }
-        if st0 & 1 != 0 {
+        if st0 & mbox_status::PENDING != 0 {
             return Err(Error::Busy("a firmware command is still pending".into()));
         }
         dev.write32(FW_CMD_IN, mbox::Header::word(op, args.len() as u8, token))?;
@@ -109,10 +142,10 @@ impl Shared {
         let mut polls = 0u32;
         loop {
             let st = dev.read32(FW_MBOX_STATUS)?;
-            if st & 0b1100 != 0 {
+            if st & mbox_status::STOPPED != 0 {
                 return Err(Error::Device(format!("control core fault/trap during command {op:#x} (status {st:#x})")));
             }
-            if st >> 16 != st0 >> 16 && st & 1 == 0 {
+            if get32(mbox_status::DONE_COUNT, st) != get32(mbox_status::DONE_COUNT, st0) && st & mbox_status::PENDING == 0 {
                 break;
             }
             if t0.elapsed() > self.cmd_timeout {
