@@ -10,6 +10,8 @@ pub const FW_CMD_IN: u16 = regs::HM_HOST_CMD_IN;
 pub const FW_CMD_OUT: u16 = regs::HM_HOST_CMD_OUT;
 pub const FW_MBOX_DB: u16 = regs::HM_HOST_MBOX_DB;
 pub const FW_MBOX_STATUS: u16 = regs::HM_HOST_MBOX_STATUS;
+/// MBOX_STATUS.pending (`hm_mbox_status_t`).
+const ST_PENDING: u32 = hematite_abi::desc::mask32(hematite_abi::desc::fpos(regs::HM_MBOX_STATUS_T_FIELDS, "pending"));
 pub const FW_CORE_CTRL: u16 = regs::HM_HOST_CORE_CTRL;
 pub const FW_IMEM: u16 = regs::HM_HOST_IMEM;
 pub const FW_IMEM_BYTES: usize = regs::HM_HOST_IMEM_BYTES as usize;
@@ -109,7 +111,7 @@ pub fn command(e: &mut Engine, cmd: &[u32], max_cycles: u64) -> Result<FwAnswer,
     }
     let cycles = e.fw_done_cycles[done_before] - t0;
     let (st, ok) = e.fw_read(FW_MBOX_STATUS)?;
-    if !ok || st & hematite_abi::desc::mask32(hematite_abi::desc::fpos(regs::HM_MBOX_STATUS_T_FIELDS, "pending")) != 0 {
+    if !ok || st & ST_PENDING != 0 {
         return Err(format!("mailbox still pending after the done pulse (status {st:#x})"));
     }
     let (h, _) = e.fw_read(FW_CMD_OUT)?;

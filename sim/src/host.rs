@@ -202,7 +202,8 @@ impl EngHost {
             self.cq_seen += 1;
             // consumer index back to the engine every 64 entries
             if self.cq_seen % 64 == 0 {
-                let v = hematite_abi::desc::put32(hematite_abi::desc::fpos(hematite_abi::regs::HM_DB_CQ_T_FIELDS, "ci"), self.cq_seen);
+                const CI: (usize, usize) = hematite_abi::desc::fpos(hematite_abi::regs::HM_DB_CQ_T_FIELDS, "ci");
+                let v = hematite_abi::desc::put32(CI, self.cq_seen);
                 self.eng.bar_write(crate::csr::regs::HM_REG_DB_CQ, v)?;
             }
         }

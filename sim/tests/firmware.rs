@@ -54,6 +54,19 @@ fn firmware_boots_and_answers_queries_on_the_core() {
     assert_eq!(st >> 16, 3, "three commands completed");
 }
 
+/// QUERY_ABI on the core: the firmware's mailbox protocol, the interface it was built for, and
+/// the interface the RTL reports at the mailbox VERSION register (hm_ctrl_sys), which the
+/// firmware read at start; all from the one description.
+#[test]
+fn query_abi_reports_the_rtls_interface_version() {
+    use hematite_abi::version::{INTERFACE, MAILBOX};
+    let mut e = Engine::new(MemCfg::default());
+    fw::boot(&mut e, &image()).unwrap();
+    let a = ok(&mut e, hematite_abi::mbox::OP_QUERY_ABI, &[]);
+    assert_eq!(&a.words[1..], &[MAILBOX, INTERFACE, INTERFACE], "answer {:x?}", a.words);
+    assert_eq!(INTERFACE, hematite_abi::regs::HM_MBOX_VERSION_RESET, "BAR0 and mailbox VERSION are one register type");
+}
+
 #[test]
 fn malformed_commands_get_a_status_and_the_core_keeps_serving() {
     let mut e = Engine::new(MemCfg::default());
