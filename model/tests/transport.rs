@@ -236,6 +236,20 @@ fn local_errors_and_flush() {
     t.run();
 }
 
+/// The model shares hematite-abi's QP-state encoding (ibverbs values); RC never enters SQE, so a
+/// transition to it is refused from every state and the QP stays where it was.
+#[test]
+fn sqe_is_refused_and_states_carry_ibverbs_values() {
+    assert_eq!(QpState::Err as u8, 6);
+    assert_eq!(QpState::Sqe.engine_code(), hematite_abi::desc::HM_QPS_ERR);
+    let mut t = setup(1024);
+    assert_eq!(t.a().modify_qp_state(QA, QpState::Sqe), Err(PostError::InvalidState));
+    t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![])).unwrap();
+    t.b().post_recv(QB, RecvWr { wr_id: 2, sgl: vec![] }).unwrap();
+    t.run();
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success)]);
+}
+
 #[test]
 fn recv_too_short_is_len_error() {
     let mut t = setup(256);

@@ -110,23 +110,11 @@ impl AddrVec {
     }
 }
 
-/// QP state (verbs). Only RTS starts new send WQEs (SQD finishes started ones); RTR, RTS and
-/// SQD receive; ERR flushes and drops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QpState {
-    /// Off; WRs rejected.
-    Reset,
-    /// Receive WRs may be posted; packets dropped.
-    Init,
-    /// Ready to receive.
-    Rtr,
-    /// Ready to send.
-    Rts,
-    /// Send queue drain: no new WQE is started, started ones finish.
-    Sqd,
-    /// Error: everything flushed, packets dropped.
-    Err,
-}
+/// QP state (verbs): the one encoding of hematite-abi (`enum ibv_qp_state` values; the engine's
+/// `HM_QPS_*` codes are derived from it by `QpState::engine_code`). Only RTS starts new send
+/// WQEs (SQD finishes started ones); RTR, RTS and SQD receive; ERR flushes and drops. RC never
+/// enters SQE: the model refuses a transition to it.
+pub use hematite_abi::qp::QpState;
 
 /// QP-level remote access flags (which remote requests the responder accepts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -381,7 +381,8 @@ impl Qp {
     /// Posts a receive WR (INIT, RTR, RTS, SQD). In ERR it completes at once with `WrFlushErr`.
     pub fn post_recv(&mut self, wr: RecvWr) -> Result<(), PostError> {
         match self.state {
-            QpState::Init | QpState::Rtr | QpState::Rts | QpState::Sqd => {}
+            // (SQE keeps its receive queue working; RC never enters it)
+            QpState::Init | QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe => {}
             QpState::Err => {
                 self.recv_cq.push_back(self.cqe(wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0));
                 return Ok(());
