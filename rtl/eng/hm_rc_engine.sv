@@ -149,22 +149,6 @@ module hm_rc_engine
   logic [15:0] ovr_cqn;                    // CQ overrun events from the CQ unit
   logic        ovr_valid;
   logic        ev_qp_ok;                   // the event queue has room for a QP-fatal event
-  logic [RP-1:0][3:0]  d_arid, d_rid;
-  logic [RP-1:0][63:0] d_araddr;
-  logic [RP-1:0][7:0]  d_arlen;
-  logic [RP-1:0][2:0]  d_arsize;
-  logic [RP-1:0][1:0]  d_arburst, d_rresp;
-  logic [RP-1:0]       d_arvalid, d_arready, d_rvalid, d_rready, d_rlast;
-  logic [RP-1:0][DATA_WIDTH-1:0] d_rdata;
-  logic [WP-1:0][3:0]  e_awid, e_bid;
-  logic [WP-1:0][63:0] e_awaddr;
-  logic [WP-1:0][7:0]  e_awlen;
-  logic [WP-1:0][2:0]  e_awsize;
-  logic [WP-1:0][1:0]  e_awburst, e_bresp;
-  logic [WP-1:0]       e_awvalid, e_awready, e_wlast, e_wvalid, e_wready, e_bvalid, e_bready;
-  logic [WP-1:0][DATA_WIDTH-1:0] e_wdata;
-  logic [WP-1:0][KEEP_WIDTH-1:0] e_wstrb;
-
   // ---------------------------------------------------------------------------------------
   // Register BAR
   // ---------------------------------------------------------------------------------------
@@ -472,14 +456,12 @@ module hm_rc_engine
   logic        rw_tvalid, rw_tready, rw_tlast;
   logic        rr_tvalid, rr_tready, rr_tlast, rr_tuser;
   logic        rdone_valid, rdone_err;
-  logic [7:0]  rdone_tag, tid3, tid4;
   hm_rjob_t    job;
   logic        job_valid, job_ready;
   logic [31:0] r_wr_done;
   hm_roce_hdr_t rhdr;
   logic        rhdr_valid, rhdr_ready;
   logic [31:0] st_reqs, st_dups, st_seqnak, st_rnr, st_errnak, st_rdrop, st_rwerr, st_rpkts;
-  logic [31:0] rw_bad, rw_lerr, rd3_bad, rd4_bad;
 
   hm_rjob_t    ce_job;
   logic        ce_valid;
@@ -519,111 +501,29 @@ module hm_rc_engine
     .m_axis_tready(rw_tready), .m_axis_tlast(rw_tlast)
   );
 
-  // ---- DCQCN notification point: a CE-marked request -> at most one CNP per QP per interval
-  // (docs/dcqcn.md section 4). The QP's addressing is held beside the NP's one-cycle decision.
+  // ---- DCQCN (hm_eng_cc): CE-marked requests -> CNPs (notification point); CNPs received ->
+  // a rate limiter per QP (slot map, reaction point, pacer) that holds the requester
   hm_cc_ctrl_t cc_ctrl;
-  hm_rjob_t    cnp_cand_q, cnp_job;
-  logic        np_fire, cnp_room, cnp_valid, cnp_ready;
-  logic [15:0] np_qpn;
-  logic        np_supp_p, np_blk_p;
-  logic [31:0] st_np_cnps, st_np_supp, st_np_blk, st_np_bad, st_cnp_tx, st_ce;
-  logic [$clog2(4+1):0] cnp_level;
-  logic [23:0] np_now;
-  assign cc_ctrl = hm_cc_ctrl_t'(cc_regs[HM_CC_CTRL]);
-  always_ff @(posedge clk) begin
-    if (ce_valid) cnp_cand_q <= ce_job;
-    if (rst) st_ce <= '0;
-    else if (ce_valid) st_ce <= st_ce + 1'b1;
-  end
-  hm_dcqcn_np #(.NUM_QPS(NUM_QPS), .QPN_W(16), .TIME_W(24)) u_np (
-    .clk, .rst, .cfg_interval(24'(cc_regs[HM_CC_CNP_INTERVAL] > 32'hFF_FFFF ? 32'hFF_FFFF : cc_regs[HM_CC_CNP_INTERVAL])),
-    .s_ce_valid(ce_valid && cc_ctrl.np_enable), .s_ce_qpn(ce_qpn), .i_cnp_full(!cnp_room),
-    .m_cnp_valid(np_fire), .m_cnp_qpn(np_qpn), .o_suppressed(np_supp_p), .o_blocked(np_blk_p),
-    .stat_cnps(st_np_cnps), .stat_suppressed(st_np_supp), .stat_blocked(st_np_blk), .stat_bad_qpn(st_np_bad),
-    .o_now(np_now)
-  );
-  // ---- DCQCN reaction point and pacer (docs/dcqcn.md sections 5 and 6): CNPs received for a
-  // local QP cut its rate; the requester's packets feed the byte counter and the token bucket;
-  // the requester asks the pacer about the QP it serves.
-  hm_cc_alpha_t cc_alpha;
-  hm_cc_cut_t   cc_cut;
-  logic        rl_upd, rl_lim, pacer_ok;
-  logic [23:0] rl_upd_qpn;
-  logic [31:0] rl_rate, cc_now;
-  logic [31:0] st_rp_cnpdrop, st_rp_txdrop, st_rp_merged, st_rp_bad, st_rp_act, st_rp_rel, st_rp_cuts,
-               st_rp_incs, st_rp_skips;
-  logic [2:0]  rp_op;
-  logic [23:0] rp_op_qpn;
-  logic [1:0]  rp_op_timer;
-  logic        rp_op_flag, rp_cd, rp_td, rp_tm, rp_tf, rp_dbg_act, pc_dbg_lim;
-  logic [109+3*32:0] rp_dbg_entry;
-  logic [$clog2(CC_SLOTS)-1:0] rp_dbg_scan;
-  logic [7:0]  rp_dbg_cc, rp_dbg_tc;
-  logic [41:0] pc_dbg_tok;
-  logic [31:0] pc_dbg_last, pc_dbg_rate;
-  assign cc_alpha = hm_cc_alpha_t'(cc_regs[HM_CC_ALPHA]);
-  assign cc_cut   = hm_cc_cut_t'(cc_regs[HM_CC_CUT]);
-  // QPN -> rate-limiter slot (docs/dcqcn.md section 11): allocated on a CNP, freed on release,
-  // detached when the QP is reset or destroyed (a QP write with state RESET)
-  localparam int CS_W = $clog2(CC_SLOTS);
-  logic            sl_cnp_valid, sl_tx_valid, sl_q_hit, sl_q_hit_q, sl_unmapped, sl_detach;
-  logic [CS_W-1:0] sl_cnp_slot, sl_tx_slot, sl_q_slot;
-  logic [15:0]     sl_tx_bytes;
-  logic [31:0]     st_sl_noslot, st_sl_bad, st_sl_allocs;
-  logic [CS_W:0]   sl_used;
-  hm_qp_ctx_t      qp_wr_ctx;
+  hm_rjob_t    cnp_job;
+  logic        cnp_valid, cnp_ready, sl_detach;
+  logic [31:0] st_cnp_tx, st_ce, st_np_supp, st_rp_cuts, st_rp_act, st_rp_rel, st_sl_miss;
+  hm_qp_ctx_t  qp_wr_ctx;
+  assign cc_ctrl   = hm_cc_ctrl_t'(cc_regs[HM_CC_CTRL]);
   assign qp_wr_ctx = hm_qp_ctx_t'(cmd_data[$bits(hm_qp_ctx_t)-1:0]);
-  // once per QP write: qp_go can stay high for many cycles (until every block took the write)
+  // a QP reset or destroyed (a QP write with state RESET) frees its rate limiter; once per
+  // write: qp_go can stay high for many cycles (until every block took the write)
   assign sl_detach = cmd_valid && cmd_ready && is_wr && qp_cmd && in_range && qp_wr_ctx.state == HM_QPS_RESET;
-  hm_dcqcn_slots #(.NUM_SLOTS(CC_SLOTS), .QPN_W(24), .KEY_W($clog2(NUM_QPS))) u_slots (
-    .clk, .rst,
-    .s_cnp_valid(rcnp_valid && cc_ctrl.rp_enable), .s_cnp_qpn(rcnp_qpn),
-    .m_cnp_valid(sl_cnp_valid), .m_cnp_slot(sl_cnp_slot),
-    .s_tx_valid(txr_valid), .s_tx_qpn(24'(txr_qpn)), .s_tx_bytes(txr_bytes),
-    .m_tx_valid(sl_tx_valid), .m_tx_slot(sl_tx_slot), .m_tx_bytes(sl_tx_bytes),
-    .s_query_qpn(24'(rl_qpn)), .o_query_hit(sl_q_hit), .o_query_slot(sl_q_slot),
-    .s_detach_valid(sl_detach), .s_detach_qpn(24'(cmd.index)),
-    .i_op(rp_op), .i_op_slot(rp_op_qpn[CS_W-1:0]), .i_cnp_dropped(rp_cd),
-    .o_unmapped(sl_unmapped), .stat_no_slot(st_sl_noslot), .stat_bad_qpn(st_sl_bad),
-    .stat_allocs(st_sl_allocs), .o_used(sl_used)
+  hm_eng_cc #(.NUM_QPS(NUM_QPS), .CC_SLOTS(CC_SLOTS)) u_cc (
+    .clk, .rst, .cc_regs,
+    .s_ce_valid(ce_valid), .s_ce_qpn(ce_qpn), .s_ce_job(ce_job),
+    .m_cnp(cnp_job), .m_cnp_valid(cnp_valid), .m_cnp_ready(cnp_ready),
+    .s_rcnp_valid(rcnp_valid), .s_rcnp_qpn(rcnp_qpn),
+    .s_tx_valid(txr_valid), .s_tx_qpn(txr_qpn), .s_tx_bytes(txr_bytes),
+    .s_query_qpn(rl_qpn), .o_hold(rl_hold),
+    .s_detach_valid(sl_detach), .s_detach_qpn(cmd.index),
+    .stat_ce(st_ce), .stat_np_suppressed(st_np_supp), .stat_rp_cuts(st_rp_cuts),
+    .stat_rp_activations(st_rp_act), .stat_rp_releases(st_rp_rel), .stat_no_slot(st_sl_miss)
   );
-  always_ff @(posedge clk) sl_q_hit_q <= sl_q_hit && !rst;
-  hm_dcqcn_rp #(.NUM_QPS(CC_SLOTS), .QPN_W(24), .TIME_W(32)) u_rp (
-    .clk, .rst,
-    .cfg_clamp_tgt_rate(cc_ctrl.clamp_tgt_rate), .cfg_clamp_after_inc(cc_ctrl.clamp_after_inc),
-    .cfg_inc_period(cc_regs[HM_CC_INC_PERIOD]), .cfg_alpha_period(cc_regs[HM_CC_ALPHA_PERIOD]),
-    .cfg_dec_period(cc_regs[HM_CC_DEC_PERIOD]), .cfg_byte_reset(cc_regs[HM_CC_BYTE_RESET][23:0]),
-    .cfg_threshold(cc_ctrl.threshold), .cfg_max_rate(cc_regs[HM_CC_MAX_RATE]),
-    .cfg_ai_rate(cc_regs[HM_CC_AI_RATE]), .cfg_hai_rate(cc_regs[HM_CC_HAI_RATE]),
-    .cfg_min_rate(cc_regs[HM_CC_MIN_RATE]), .cfg_first_rate(cc_regs[HM_CC_FIRST_RATE]),
-    .cfg_line_rate(cc_regs[HM_CC_LINE_RATE]), .cfg_gd(cc_cut.gd), .cfg_min_dec_q10(cc_cut.min_dec_q10),
-    .cfg_g(cc_alpha.g), .cfg_initial_alpha(cc_alpha.initial_alpha),
-    .s_cnp_valid(sl_cnp_valid), .s_cnp_qpn(24'(sl_cnp_slot)),
-    .s_tx_valid(sl_tx_valid), .s_tx_qpn(24'(sl_tx_slot)), .s_tx_bytes(sl_tx_bytes),
-    .m_rate_valid(rl_upd), .m_rate_qpn(rl_upd_qpn), .m_rate(rl_rate), .m_rate_limited(rl_lim),
-    .o_op(rp_op), .o_op_qpn(rp_op_qpn), .o_op_timer(rp_op_timer), .o_op_flag(rp_op_flag),
-    .o_cnp_dropped(rp_cd), .o_tx_dropped(rp_td), .o_tx_merged(rp_tm), .o_tx_filtered(rp_tf),
-    .stat_cnp_dropped(st_rp_cnpdrop), .stat_tx_dropped(st_rp_txdrop), .stat_tx_merged(st_rp_merged),
-    .stat_bad_qpn(st_rp_bad), .stat_activations(st_rp_act), .stat_releases(st_rp_rel),
-    .stat_cuts(st_rp_cuts), .stat_increases(st_rp_incs), .stat_timer_skips(st_rp_skips),
-    .o_now(cc_now),
-    .dbg_qpn('0), .dbg_active(rp_dbg_act), .dbg_entry(rp_dbg_entry), .dbg_scan(rp_dbg_scan),
-    .dbg_cnp_count(rp_dbg_cc), .dbg_tx_count(rp_dbg_tc)
-  );
-  hm_dcqcn_pacer #(.NUM_QPS(CC_SLOTS), .QPN_W(16), .TIME_W(32)) u_pacer (
-    .clk, .rst, .i_now(cc_now), .cfg_burst(cc_regs[HM_CC_BURST][20:0]),
-    .cfg_line_rate(cc_regs[HM_CC_LINE_RATE]),
-    .s_rate_valid(rl_upd), .s_rate_qpn(16'(rl_upd_qpn)), .s_rate(rl_rate), .s_rate_limited(rl_lim),
-    .s_query_qpn(16'(sl_q_slot)), .o_query_ok(pacer_ok),
-    .s_sent_valid(sl_tx_valid), .s_sent_qpn(16'(sl_tx_slot)), .s_sent_bytes(sl_tx_bytes),
-    .dbg_qpn('0), .dbg_tokens(pc_dbg_tok), .dbg_last(pc_dbg_last), .dbg_rate(pc_dbg_rate),
-    .dbg_limited(pc_dbg_lim)
-  );
-  assign rl_hold = cc_ctrl.rp_enable && sl_q_hit_q && !pacer_ok;
-
-  hm_fifo #(.WIDTH($bits(hm_rjob_t)), .DEPTH(4)) u_cnpq (
-    .clk, .rst, .s_data(cnp_cand_q), .s_valid(np_fire), .s_ready(cnp_room),
-    .m_data(cnp_job), .m_valid(cnp_valid), .m_ready(cnp_ready), .level(cnp_level));
 
   hm_rc_resp_tx u_resp_tx (
     .clk, .rst,
@@ -648,13 +548,10 @@ module hm_rc_engine
   logic [KEEP_WIDTH-1:0] cw_tkeep, qw_tkeep;
   logic        cw_tvalid, cw_tready, cw_tlast, qw_tvalid, qw_tready, qw_tlast;
   logic        cdone_valid, cdone_err, qdone_valid, qdone_err, qdone_ready;
-  logic [7:0]  cdone_tag, qdone_tag;
   hm_cqe_req_t ccqe;
   logic        ccqe_valid, ccqe_ready;
   logic [31:0] st_acks, st_cdrop, st_unh, st_cwerr, st_cqes, st_ovr, st_cqdrop, st_qwerr;
   logic [31:0] st_retries, st_tmo;
-  logic [31:0] cw_bad, cw_lerr, qw_bad, qw_lerr, rd2_bad;
-  logic [7:0]  tid2;
 
   hm_rc_compl #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_cmpl (
     .clk, .rst,
@@ -747,209 +644,55 @@ module hm_rc_engine
   );
 
   // ---------------------------------------------------------------------------------------
-  // DMA reads: 0 requester WQEs, 1 requester payload, 2 completer WQEs, 3 responder receive
-  // WQEs and atomic operands, 4 READ response payload; one AXI read port
+  // DMA (hm_eng_dma): reads 0 requester WQEs, 1 requester payload, 2 completer WQEs (its
+  // prefetch yields to the others: it would take read bandwidth the requester needs for the
+  // next WQEs and payloads), 3 responder receive WQEs and atomic operands, 4 READ response
+  // payload; writes 0 completer data (READ responses, atomic results), 1 CQEs, 2 responder data
+  // (SEND / WRITE payload, atomic results). Read buffer reservations: the requester's WQE
+  // fetcher 256 beats (4 KiB batches), the other WQE fetchers 128 and 32, the payload readers
+  // 512 (enough to keep 1 beat per cycle flowing across a long memory round trip).
   // ---------------------------------------------------------------------------------------
-  logic [RP-1:0][3:0]  a_arid;
-  logic [RP-1:0][63:0] a_araddr;
-  logic [RP-1:0][7:0]  a_arlen;
-  logic [RP-1:0][2:0]  a_arsize;
-  logic [RP-1:0][1:0]  a_arburst;
-  logic [RP-1:0]       a_arvalid, a_arready, a_rvalid, a_rready;
-  logic [3:0]       a_rid;
-  logic [DATA_WIDTH-1:0] a_rdata;
-  logic [1:0]       a_rresp;
-  logic             a_rlast;
-  logic [31:0]      rd0_bad, rd1_bad;
-  logic [7:0]       tid0, tid1;
+  logic [RP-1:0][DATA_WIDTH-1:0] rd_tdata;
+  logic [RP-1:0][KEEP_WIDTH-1:0] rd_tkeep;
+  logic [RP-1:0]                 rd_ready, rd_tvalid, rd_tlast, rd_tuser;
+  logic [WP-1:0]                 wr_ready, wr_tready, done_valid, done_err;
+  logic [31:0]                   st_dma_bad;
+  assign {rrd_ready, srd_ready, crd_ready, prd_ready, wrd_ready} = rd_ready;
+  assign {rr_tdata, srd_tdata, cwqe_tdata, pay_tdata, wqe_tdata} = rd_tdata;
+  assign {rr_tkeep, srd_tkeep, cwqe_tkeep, pay_tkeep, wqe_tkeep} = rd_tkeep;
+  assign {rr_tvalid, srd_tvalid, cwqe_tvalid, pay_tvalid, wqe_tvalid} = rd_tvalid;
+  assign {rr_tlast, srd_tlast, cwqe_tlast, pay_tlast, wqe_tlast} = rd_tlast;
+  assign {rr_tuser, srd_tuser, cwqe_tuser, pay_tuser, wqe_tuser} = rd_tuser;
+  assign {rw_ready, qw_ready, cw_ready} = wr_ready;
+  assign {rw_tready, qw_tready, cw_tready} = wr_tready;
+  assign {rdone_valid, qdone_valid, cdone_valid} = done_valid;
+  assign {rdone_err, qdone_err, cdone_err} = done_err;
 
-  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd0), .MAX_OUTSTANDING(8)) u_rd_wqe (
+  hm_eng_dma #(.DATA_WIDTH(DATA_WIDTH), .RD_PORTS(RP), .WR_PORTS(WP),
+               .RD_OUTSTANDING('{8, 64, 4, 4, 64}), .RD_REQ_DEPTH('{16, 128, 16, 16, 128}),
+               .RD_RESV_BEATS('{256, 512, 128, 32, 512}), .RD_BACKGROUND(2),
+               .WR_OUTSTANDING('{64, 8, 64}), .WR_REQ_DEPTH('{64, 16, 64}),
+               .WR_MAX_BURST('{64, 1, 64}), .WR_GATE_BEATS('{64, 4, 64})) u_dma (
     .clk, .rst,
-    .s_req_addr(wrd_addr), .s_req_len(wrd_len), .s_req_tag(8'd0), .s_req_valid(wrd_valid),
-    .s_req_ready(wrd_ready),
-    .m_axis_tdata(wqe_tdata), .m_axis_tkeep(wqe_tkeep), .m_axis_tvalid(wqe_tvalid),
-    .m_axis_tready(wqe_tready), .m_axis_tlast(wqe_tlast), .m_axis_tuser(wqe_tuser), .m_axis_tid(tid0),
-    .m_axi_arid(d_arid[0]), .m_axi_araddr(d_araddr[0]), .m_axi_arlen(d_arlen[0]),
-    .m_axi_arsize(d_arsize[0]), .m_axi_arburst(d_arburst[0]), .m_axi_arvalid(d_arvalid[0]),
-    .m_axi_arready(d_arready[0]), .m_axi_rid(d_rid[0]), .m_axi_rdata(d_rdata[0]), .m_axi_rresp(d_rresp[0]),
-    .m_axi_rlast(d_rlast[0]), .m_axi_rvalid(d_rvalid[0]), .m_axi_rready(d_rready[0]),
-    .stat_bad_req(rd0_bad)
-  );
-
-  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd1), .MAX_OUTSTANDING(64), .REQ_FIFO_DEPTH(128)) u_rd_pay (
-    .clk, .rst,
-    .s_req_addr(prd_addr), .s_req_len(prd_len), .s_req_tag(8'd0), .s_req_valid(prd_valid),
-    .s_req_ready(prd_ready),
-    .m_axis_tdata(pay_tdata), .m_axis_tkeep(pay_tkeep), .m_axis_tvalid(pay_tvalid),
-    .m_axis_tready(pay_tready), .m_axis_tlast(pay_tlast), .m_axis_tuser(pay_tuser), .m_axis_tid(tid1),
-    .m_axi_arid(d_arid[1]), .m_axi_araddr(d_araddr[1]), .m_axi_arlen(d_arlen[1]),
-    .m_axi_arsize(d_arsize[1]), .m_axi_arburst(d_arburst[1]), .m_axi_arvalid(d_arvalid[1]),
-    .m_axi_arready(d_arready[1]), .m_axi_rid(d_rid[1]), .m_axi_rdata(d_rdata[1]), .m_axi_rresp(d_rresp[1]),
-    .m_axi_rlast(d_rlast[1]), .m_axi_rvalid(d_rvalid[1]), .m_axi_rready(d_rready[1]),
-    .stat_bad_req(rd1_bad)
-  );
-
-  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd2), .MAX_OUTSTANDING(4)) u_rd_cwqe (
-    .clk, .rst,
-    .s_req_addr(crd_addr), .s_req_len(crd_len), .s_req_tag(8'd0), .s_req_valid(crd_valid),
-    .s_req_ready(crd_ready),
-    .m_axis_tdata(cwqe_tdata), .m_axis_tkeep(cwqe_tkeep), .m_axis_tvalid(cwqe_tvalid),
-    .m_axis_tready(cwqe_tready), .m_axis_tlast(cwqe_tlast), .m_axis_tuser(cwqe_tuser), .m_axis_tid(tid2),
-    .m_axi_arid(d_arid[2]), .m_axi_araddr(d_araddr[2]), .m_axi_arlen(d_arlen[2]),
-    .m_axi_arsize(d_arsize[2]), .m_axi_arburst(d_arburst[2]), .m_axi_arvalid(d_arvalid[2]),
-    .m_axi_arready(d_arready[2]), .m_axi_rid(d_rid[2]), .m_axi_rdata(d_rdata[2]), .m_axi_rresp(d_rresp[2]),
-    .m_axi_rlast(d_rlast[2]), .m_axi_rvalid(d_rvalid[2]), .m_axi_rready(d_rready[2]),
-    .stat_bad_req(rd2_bad)
-  );
-
-  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd3), .MAX_OUTSTANDING(4)) u_rd_rwqe (
-    .clk, .rst,
-    .s_req_addr(srd_addr), .s_req_len(srd_len), .s_req_tag(8'd0), .s_req_valid(srd_valid),
-    .s_req_ready(srd_ready),
-    .m_axis_tdata(srd_tdata), .m_axis_tkeep(srd_tkeep), .m_axis_tvalid(srd_tvalid),
-    .m_axis_tready(srd_tready), .m_axis_tlast(srd_tlast), .m_axis_tuser(srd_tuser), .m_axis_tid(tid3),
-    .m_axi_arid(d_arid[3]), .m_axi_araddr(d_araddr[3]), .m_axi_arlen(d_arlen[3]),
-    .m_axi_arsize(d_arsize[3]), .m_axi_arburst(d_arburst[3]), .m_axi_arvalid(d_arvalid[3]),
-    .m_axi_arready(d_arready[3]), .m_axi_rid(d_rid[3]), .m_axi_rdata(d_rdata[3]), .m_axi_rresp(d_rresp[3]),
-    .m_axi_rlast(d_rlast[3]), .m_axi_rvalid(d_rvalid[3]), .m_axi_rready(d_rready[3]),
-    .stat_bad_req(rd3_bad)
-  );
-
-  hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd4), .MAX_OUTSTANDING(64), .REQ_FIFO_DEPTH(128)) u_rd_rresp (
-    .clk, .rst,
-    .s_req_addr(rrd_addr), .s_req_len(rrd_len), .s_req_tag(8'd0), .s_req_valid(rrd_valid),
-    .s_req_ready(rrd_ready),
-    .m_axis_tdata(rr_tdata), .m_axis_tkeep(rr_tkeep), .m_axis_tvalid(rr_tvalid),
-    .m_axis_tready(rr_tready), .m_axis_tlast(rr_tlast), .m_axis_tuser(rr_tuser), .m_axis_tid(tid4),
-    .m_axi_arid(d_arid[4]), .m_axi_araddr(d_araddr[4]), .m_axi_arlen(d_arlen[4]),
-    .m_axi_arsize(d_arsize[4]), .m_axi_arburst(d_arburst[4]), .m_axi_arvalid(d_arvalid[4]),
-    .m_axi_arready(d_arready[4]), .m_axi_rid(d_rid[4]), .m_axi_rdata(d_rdata[4]), .m_axi_rresp(d_rresp[4]),
-    .m_axi_rlast(d_rlast[4]), .m_axi_rvalid(d_rvalid[4]), .m_axi_rready(d_rready[4]),
-    .stat_bad_req(rd4_bad)
-  );
-
-  // every read engine reserves buffer space for its bursts (no head-of-line blocking between
-  // engines on the shared port; at least one burst each): the requester's WQE fetcher 64 beats
-  // (4 KiB batches), the other WQE fetchers 32, payload readers 512 beats (enough to
-  // keep 1 beat per cycle flowing across a long memory round trip)
-  for (genvar i = 0; i < RP; i++) begin : g_rd_resv
-    hm_axi_rd_resv #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4),
-                     .DEPTH((i == 1 || i == 4) ? 512 : i == 0 ? 256 : i == 2 ? 128 : 32)) u_resv (
-      .clk, .rst,
-      .s_arid(d_arid[i]), .s_araddr(d_araddr[i]), .s_arlen(d_arlen[i]), .s_arsize(d_arsize[i]),
-      .s_arburst(d_arburst[i]), .s_arvalid(d_arvalid[i]), .s_arready(d_arready[i]),
-      .s_rid(d_rid[i]), .s_rdata(d_rdata[i]), .s_rresp(d_rresp[i]), .s_rlast(d_rlast[i]),
-      .s_rvalid(d_rvalid[i]), .s_rready(d_rready[i]),
-      .m_arid(a_arid[i]), .m_araddr(a_araddr[i]), .m_arlen(a_arlen[i]), .m_arsize(a_arsize[i]),
-      .m_arburst(a_arburst[i]), .m_arvalid(a_arvalid[i]), .m_arready(a_arready[i]),
-      .m_rid(a_rid), .m_rdata(a_rdata), .m_rresp(a_rresp), .m_rlast(a_rlast),
-      .m_rvalid(a_rvalid[i]), .m_rready(a_rready[i])
-    );
-  end
-
-  // the completer's WQE read-back (port 2) yields to the others: its prefetch would otherwise
-  // take read bandwidth the requester needs for the next WQEs and payloads
-  hm_axi_rd_arb #(.PORTS(RP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4),
-                  .BG_MASK(RP'(1 << 2)), .BG_EVERY(8)) u_rd_arb (
-    .clk, .rst,
-    .s_arid(a_arid), .s_araddr(a_araddr), .s_arlen(a_arlen), .s_arsize(a_arsize),
-    .s_arburst(a_arburst), .s_arvalid(a_arvalid), .s_arready(a_arready),
-    .s_rid(a_rid), .s_rdata(a_rdata), .s_rresp(a_rresp), .s_rlast(a_rlast),
-    .s_rvalid(a_rvalid), .s_rready(a_rready),
-    .m_arid(m_axi_arid), .m_araddr(m_axi_araddr), .m_arlen(m_axi_arlen), .m_arsize(m_axi_arsize),
-    .m_arburst(m_axi_arburst), .m_arvalid(m_axi_arvalid), .m_arready(m_axi_arready),
-    .m_rid(m_axi_rid), .m_rdata(m_axi_rdata), .m_rresp(m_axi_rresp), .m_rlast(m_axi_rlast),
-    .m_rvalid(m_axi_rvalid), .m_rready(m_axi_rready)
-  );
-
-  // ---------------------------------------------------------------------------------------
-  // DMA writes: 0 completer data (READ responses, atomic results), 1 CQEs, 2 responder data
-  // (SEND / WRITE payload, atomic results); one AXI write port
-  // ---------------------------------------------------------------------------------------
-  logic [WP-1:0][3:0]  w_awid;
-  logic [WP-1:0][63:0] w_awaddr;
-  logic [WP-1:0][7:0]  w_awlen;
-  logic [WP-1:0][2:0]  w_awsize;
-  logic [WP-1:0][1:0]  w_awburst;
-  logic [WP-1:0]       w_awvalid, w_awready, w_wlast, w_wvalid, w_wready, w_bvalid, w_bready;
-  logic [WP-1:0][DATA_WIDTH-1:0] w_wdata;
-  logic [WP-1:0][KEEP_WIDTH-1:0] w_wstrb;
-  logic [3:0] w_bid;
-  logic [1:0] w_bresp;
-
-  hm_dma_wr #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd0), .MAX_OUTSTANDING(64), .REQ_FIFO_DEPTH(64)) u_wr_cmpl (
-    .clk, .rst,
-    .s_req_addr(cw_addr), .s_req_len(cw_len), .s_req_tag(8'd0), .s_req_valid(cw_valid),
-    .s_req_ready(cw_ready),
-    .s_axis_tdata(cw_tdata), .s_axis_tkeep(cw_tkeep), .s_axis_tvalid(cw_tvalid),
-    .s_axis_tready(cw_tready), .s_axis_tlast(cw_tlast),
-    .m_done_tag(cdone_tag), .m_done_err(cdone_err), .m_done_valid(cdone_valid), .m_done_ready(1'b1),
-    .m_axi_awid(e_awid[0]), .m_axi_awaddr(e_awaddr[0]), .m_axi_awlen(e_awlen[0]),
-    .m_axi_awsize(e_awsize[0]), .m_axi_awburst(e_awburst[0]), .m_axi_awvalid(e_awvalid[0]),
-    .m_axi_awready(e_awready[0]), .m_axi_wdata(e_wdata[0]), .m_axi_wstrb(e_wstrb[0]),
-    .m_axi_wlast(e_wlast[0]), .m_axi_wvalid(e_wvalid[0]), .m_axi_wready(e_wready[0]),
-    .m_axi_bid(e_bid[0]), .m_axi_bresp(e_bresp[0]), .m_axi_bvalid(e_bvalid[0]), .m_axi_bready(e_bready[0]),
-    .stat_bad_req(cw_bad), .stat_len_err(cw_lerr)
-  );
-
-  hm_dma_wr #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd1), .MAX_BURST(1)) u_wr_cq (
-    .clk, .rst,
-    .s_req_addr(qw_addr), .s_req_len(qw_len), .s_req_tag(8'd0), .s_req_valid(qw_valid),
-    .s_req_ready(qw_ready),
-    .s_axis_tdata(qw_tdata), .s_axis_tkeep(qw_tkeep), .s_axis_tvalid(qw_tvalid),
-    .s_axis_tready(qw_tready), .s_axis_tlast(qw_tlast),
-    .m_done_tag(qdone_tag), .m_done_err(qdone_err), .m_done_valid(qdone_valid), .m_done_ready(qdone_ready),
-    .m_axi_awid(e_awid[1]), .m_axi_awaddr(e_awaddr[1]), .m_axi_awlen(e_awlen[1]),
-    .m_axi_awsize(e_awsize[1]), .m_axi_awburst(e_awburst[1]), .m_axi_awvalid(e_awvalid[1]),
-    .m_axi_awready(e_awready[1]), .m_axi_wdata(e_wdata[1]), .m_axi_wstrb(e_wstrb[1]),
-    .m_axi_wlast(e_wlast[1]), .m_axi_wvalid(e_wvalid[1]), .m_axi_wready(e_wready[1]),
-    .m_axi_bid(e_bid[1]), .m_axi_bresp(e_bresp[1]), .m_axi_bvalid(e_bvalid[1]), .m_axi_bready(e_bready[1]),
-    .stat_bad_req(qw_bad), .stat_len_err(qw_lerr)
-  );
-
-  hm_dma_wr #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'd2), .MAX_OUTSTANDING(64), .REQ_FIFO_DEPTH(64)) u_wr_resp (
-    .clk, .rst,
-    .s_req_addr(rw_addr), .s_req_len(rw_len), .s_req_tag(8'd0), .s_req_valid(rw_valid),
-    .s_req_ready(rw_ready),
-    .s_axis_tdata(rw_tdata), .s_axis_tkeep(rw_tkeep), .s_axis_tvalid(rw_tvalid),
-    .s_axis_tready(rw_tready), .s_axis_tlast(rw_tlast),
-    .m_done_tag(rdone_tag), .m_done_err(rdone_err), .m_done_valid(rdone_valid), .m_done_ready(1'b1),
-    .m_axi_awid(e_awid[2]), .m_axi_awaddr(e_awaddr[2]), .m_axi_awlen(e_awlen[2]),
-    .m_axi_awsize(e_awsize[2]), .m_axi_awburst(e_awburst[2]), .m_axi_awvalid(e_awvalid[2]),
-    .m_axi_awready(e_awready[2]), .m_axi_wdata(e_wdata[2]), .m_axi_wstrb(e_wstrb[2]),
-    .m_axi_wlast(e_wlast[2]), .m_axi_wvalid(e_wvalid[2]), .m_axi_wready(e_wready[2]),
-    .m_axi_bid(e_bid[2]), .m_axi_bresp(e_bresp[2]), .m_axi_bvalid(e_bvalid[2]), .m_axi_bready(e_bready[2]),
-    .stat_bad_req(rw_bad), .stat_len_err(rw_lerr)
-  );
-
-  // every write engine's bursts go out only with all their data at hand
-  for (genvar i = 0; i < WP; i++) begin : g_wr_gate
-    hm_axi_wr_gate #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4), .DEPTH(i == 1 ? 4 : 64)) u_gate (
-      .clk, .rst,
-      .s_awid(e_awid[i]), .s_awaddr(e_awaddr[i]), .s_awlen(e_awlen[i]), .s_awsize(e_awsize[i]),
-      .s_awburst(e_awburst[i]), .s_awvalid(e_awvalid[i]), .s_awready(e_awready[i]),
-      .s_wdata(e_wdata[i]), .s_wstrb(e_wstrb[i]), .s_wlast(e_wlast[i]), .s_wvalid(e_wvalid[i]),
-      .s_wready(e_wready[i]),
-      .s_bid(e_bid[i]), .s_bresp(e_bresp[i]), .s_bvalid(e_bvalid[i]), .s_bready(e_bready[i]),
-      .m_awid(w_awid[i]), .m_awaddr(w_awaddr[i]), .m_awlen(w_awlen[i]), .m_awsize(w_awsize[i]),
-      .m_awburst(w_awburst[i]), .m_awvalid(w_awvalid[i]), .m_awready(w_awready[i]),
-      .m_wdata(w_wdata[i]), .m_wstrb(w_wstrb[i]), .m_wlast(w_wlast[i]), .m_wvalid(w_wvalid[i]),
-      .m_wready(w_wready[i]),
-      .m_bid(w_bid), .m_bresp(w_bresp), .m_bvalid(w_bvalid[i]), .m_bready(w_bready[i])
-    );
-  end
-
-  hm_axi_wr_arb #(.PORTS(WP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4)) u_wr_arb (
-    .clk, .rst,
-    .s_awid(w_awid), .s_awaddr(w_awaddr), .s_awlen(w_awlen), .s_awsize(w_awsize),
-    .s_awburst(w_awburst), .s_awvalid(w_awvalid), .s_awready(w_awready),
-    .s_wdata(w_wdata), .s_wstrb(w_wstrb), .s_wlast(w_wlast), .s_wvalid(w_wvalid), .s_wready(w_wready),
-    .s_bid(w_bid), .s_bresp(w_bresp), .s_bvalid(w_bvalid), .s_bready(w_bready),
-    .m_awid(m_axi_awid), .m_awaddr(m_axi_awaddr), .m_awlen(m_axi_awlen), .m_awsize(m_axi_awsize),
-    .m_awburst(m_axi_awburst), .m_awvalid(m_axi_awvalid), .m_awready(m_axi_awready),
-    .m_wdata(m_axi_wdata), .m_wstrb(m_axi_wstrb), .m_wlast(m_axi_wlast), .m_wvalid(m_axi_wvalid),
-    .m_wready(m_axi_wready),
-    .m_bid(m_axi_bid), .m_bresp(m_axi_bresp), .m_bvalid(m_axi_bvalid), .m_bready(m_axi_bready)
+    .s_rd_addr({rrd_addr, srd_addr, crd_addr, prd_addr, wrd_addr}),
+    .s_rd_len({rrd_len, srd_len, crd_len, prd_len, wrd_len}),
+    .s_rd_valid({rrd_valid, srd_valid, crd_valid, prd_valid, wrd_valid}), .s_rd_ready(rd_ready),
+    .m_rd_tdata(rd_tdata), .m_rd_tkeep(rd_tkeep), .m_rd_tvalid(rd_tvalid),
+    .m_rd_tready({rr_tready, srd_tready, cwqe_tready, pay_tready, wqe_tready}),
+    .m_rd_tlast(rd_tlast), .m_rd_tuser(rd_tuser),
+    .s_wr_addr({rw_addr, qw_addr, cw_addr}), .s_wr_len({rw_len, qw_len, cw_len}),
+    .s_wr_valid({rw_valid, qw_valid, cw_valid}), .s_wr_ready(wr_ready),
+    .s_wr_tdata({rw_tdata, qw_tdata, cw_tdata}), .s_wr_tkeep({rw_tkeep, qw_tkeep, cw_tkeep}),
+    .s_wr_tvalid({rw_tvalid, qw_tvalid, cw_tvalid}), .s_wr_tready(wr_tready),
+    .s_wr_tlast({rw_tlast, qw_tlast, cw_tlast}),
+    .m_done_valid(done_valid), .m_done_err(done_err), .m_done_ready({1'b1, qdone_ready, 1'b1}),
+    .m_axi_arid, .m_axi_araddr, .m_axi_arlen, .m_axi_arsize, .m_axi_arburst, .m_axi_arvalid,
+    .m_axi_arready, .m_axi_rid, .m_axi_rdata, .m_axi_rresp, .m_axi_rlast, .m_axi_rvalid,
+    .m_axi_rready,
+    .m_axi_awid, .m_axi_awaddr, .m_axi_awlen, .m_axi_awsize, .m_axi_awburst, .m_axi_awvalid,
+    .m_axi_awready, .m_axi_wdata, .m_axi_wstrb, .m_axi_wlast, .m_axi_wvalid, .m_axi_wready,
+    .m_axi_bid, .m_axi_bresp, .m_axi_bvalid, .m_axi_bready,
+    .stat_bad_req(st_dma_bad)
   );
 
   // ---------------------------------------------------------------------------------------
@@ -1002,7 +745,7 @@ module hm_rc_engine
     counters[5]   = tx_len_err;
     counters[6]   = tx_bad_req;
     counters[7]   = st_reqs;
-    counters[8]   = rd0_bad + rd1_bad + rd2_bad + rd3_bad + rd4_bad + cw_bad + qw_bad + rw_bad;
+    counters[8]   = st_dma_bad;
     counters[9]   = rx_stat[0];
     counters[10]  = rx_dropped;
     counters[11]  = rx_other;
@@ -1027,20 +770,14 @@ module hm_rc_engine
     counters[30]  = st_rp_cuts;
     counters[31]  = st_rp_act;
     counters[32]  = st_rp_rel;
-    counters[33]  = st_sl_noslot + st_sl_bad;
+    counters[33]  = st_sl_miss;
     counters[34]  = st_pfc_rx;
   end
 
   logic unused_ok;
-  assign unused_ok = ^{wqe_tkeep, cwqe_tkeep, tid0, tid1, tid2, res_err, res_base, mr_wr_ready,
-                       rx_mon, rx_mon_valid, cdone_tag, qdone_tag, cw_lerr, qw_lerr, res_id,
-                       rdone_tag, tid3, tid4, srd_tkeep, rw_lerr, ef_level, ev_level, eq_cfg.rsvd, post.rsvd,
-                       cnp_level, np_now, np_qpn, np_supp_p, np_blk_p, st_np_cnps, st_np_blk, st_np_bad, rcnp_valid, rcnp_qpn,
-                       cc_ctrl.rsvd0, cc_ctrl.rsvd1, cc_ctrl.rsvd2, cc_ctrl.rsvd3, cc_alpha.rsvd0,
-                       cc_alpha.rsvd1, cc_cut.rsvd0, cc_cut.rsvd1, cc_regs[HM_CC_BYTE_RESET][31:24],
-                       cc_regs[HM_CC_BURST][31:21], cc_pfc.rsvd0, st_rp_cnpdrop, st_rp_txdrop, st_rp_merged,
-                       st_rp_incs, st_rp_skips, rp_op, rp_op_qpn, rp_op_timer, rp_op_flag, rp_cd, rp_td,
-                       rp_tm, rp_tf, rp_dbg_act, rp_dbg_entry, rp_dbg_scan, rp_dbg_cc, rp_dbg_tc,
-                       pc_dbg_tok, pc_dbg_last, pc_dbg_rate, pc_dbg_lim, rl_upd_qpn[23:16],
-                       st_rp_bad, sl_unmapped, st_sl_allocs, sl_used, rp_op_qpn[23:CS_W], qp_wr_ctx};
+  assign unused_ok = ^{wqe_tkeep, cwqe_tkeep, res_err, res_base, mr_wr_ready,
+                       rx_mon, rx_mon_valid, res_id, srd_tkeep, ef_level, ev_level, eq_cfg.rsvd, post.rsvd,
+                       cc_ctrl.rsvd0, cc_ctrl.rsvd1, cc_ctrl.rsvd2, cc_ctrl.rsvd3, cc_ctrl.np_enable,
+                       cc_ctrl.rp_enable, cc_ctrl.clamp_tgt_rate, cc_ctrl.clamp_after_inc, cc_ctrl.threshold,
+                       cc_pfc.rsvd0, qp_wr_ctx};
 endmodule
