@@ -75,7 +75,7 @@ fn run(p: HwParams, burst: u32, sched: &[Clk]) -> Result<RpCounters, TestCaseErr
                 "clock {}: cnp_dropped, tx_dropped, tx_merged, tx_filtered",
                 tp
             );
-            prop_assert_eq!(o.stat, counters_vec(&mc), "clock {}: counters", tp);
+            prop_assert_eq!(o.stat(), counters_vec(&mc), "clock {}: counters", tp);
             prop_assert_eq!(o.query_ok != 0, ok, "clock {}: pacer may_send", tp);
         }
         // state at the start of this clock
