@@ -466,16 +466,20 @@ module hm_rc_compl
   assign f_due  = (is_ack && syn_cls == HM_AETH_CLS_ACK) ? hm_psn_ge(p, f_last) : hm_psn_ge(p - 24'd1, f_last);
   assign f_ok   = d_q.ci != d_q.shead && batch_has(d_q.ci) && !cb_err_q && !f_rdat && !fh.flags[0] && f_due;
 
-  // READ response placement: SGL cursor
-  logic [3:0]  sj_q;
-  logic [31:0] soff_q, seek_q;
-  logic [12:0] prem_q;
-  hm_sge_t     sge_k;
-  logic [31:0] s_avail;
-  logic [12:0] take;
-  assign sge_k   = hm_sq_sge(wqe_q, 5'(sj_q));
-  assign s_avail = sge_k.len - soff_q;
-  assign take    = s_avail < 32'(prem_q) ? 13'(s_avail) : prem_q;
+  // READ response placement: the SGL cursor (loaded by C_DISPATCH, stepped in C_PLACE)
+  logic        cur_load, cur_valid, cur_last;
+  logic [3:0]  cur_sge;
+  logic [31:0] cur_seek;
+  logic [12:0] cur_take;
+  logic [63:0] cur_addr;
+  hm_sgl_cursor u_cur (
+    .clk, .rst, .i_load(cur_load), .i_seek(cur_seek), .i_len(13'(h_q.payload_len)),
+    .o_sge(cur_sge), .i_sge(hm_sq_sge(wqe_q, 5'(cur_sge))),
+    .i_step(st_q == C_PLACE), .i_ready(m_pc_ready), .o_addr(cur_addr), .o_take(cur_take),
+    .o_valid(cur_valid), .o_last(cur_last));
+  // loaded in every cycle before C_PLACE, so it holds the packet's offset and length there
+  assign cur_load = st_q != C_PLACE;
+  assign cur_seek = 32'(d_q.rd_done) << lpmtu;
 
   // retire bookkeeping
   logic [7:0]  rt_status_q;
@@ -496,10 +500,10 @@ module hm_rc_compl
       C_DISCARD: begin m_pc_discard = 1'b1; m_pc_valid = 1'b1; end
       C_ATOMIC:  begin m_pc_imm = 1'b1; m_pc_valid = 1'b1; end
       C_PLACE: begin
-        m_pc_len   = take;
-        m_pc_addr  = sge_k.addr + 64'(soff_q);
-        m_pc_last  = take == prem_q;
-        m_pc_valid = s_avail != '0 && seek_q == '0;
+        m_pc_len   = cur_take;
+        m_pc_addr  = cur_addr;
+        m_pc_last  = cur_last;
+        m_pc_valid = cur_valid;
       end
       default: ;
     endcase
@@ -945,7 +949,7 @@ module hm_rc_compl
             logic [31:0] off, exp_len;
             logic [23:0] expct;
             expct   = una_eff;
-            off     = 32'(d_q.rd_done) << lpmtu;
+            off     = cur_seek;
             exp_len = (w.length - off) > 32'(pmtu) ? 32'(pmtu) : w.length - off;
             if (!(at && w_read && hm_psn_ge(p, d_q.una) && !hm_psn_ge(p, d_q.una + w_npsn))) begin
               stat_dropped <= stat_dropped + 1'b1;
@@ -969,10 +973,6 @@ module hm_rc_compl
               disc_next_q <= C_FATAL;
               st_q        <= h_q.payload_len != 0 ? C_DISCARD : C_FATAL;
             end else begin
-              sj_q   <= '0;
-              soff_q <= '0;
-              seek_q <= off;
-              prem_q <= 13'(h_q.payload_len);
               st_q   <= h_q.payload_len != 0 ? C_PLACE : C_WAITWR;
             end
           end else begin
@@ -989,26 +989,7 @@ module hm_rc_compl
           end
         end
 
-        C_PLACE: begin
-          if (seek_q != '0) begin
-            // move the cursor to the packet's offset in the SGL
-            if (seek_q >= sge_k.len && sj_q != 4'd15) begin
-              seek_q <= seek_q - sge_k.len;
-              sj_q   <= sj_q + 1'b1;
-            end else begin
-              soff_q <= seek_q;
-              seek_q <= '0;
-            end
-          end else if (s_avail == '0) begin
-            if (sj_q != 4'd15) sj_q <= sj_q + 1'b1;
-            soff_q <= '0;
-          end else if (m_pc_ready) begin
-            prem_q <= prem_q - take;
-            if (32'(take) == s_avail) begin sj_q <= sj_q + 1'b1; soff_q <= '0; end
-            else soff_q <= soff_q + 32'(take);
-            if (take == prem_q) st_q <= C_WAITWR;
-          end
-        end
+        C_PLACE: if (cur_valid && cur_last && m_pc_ready) st_q <= C_WAITWR;
         C_ATOMIC: if (m_pc_ready) st_q <= C_WAITWR;
         C_WAITWR: begin
           // a READ response placed is progress; the last one (or the atomic result) retires
@@ -1199,7 +1180,7 @@ module hm_rc_compl
   end
 
   logic unused_ok;
-  assign unused_ok = ^{dbf_level, s_res.base, s_res.limit, s_ctl_data, h_q, sent_q, w, fh, sge_k, sge_c, sge_atom, ctx_q, d_q, s_wqe_tdata, s_ctl_cmd, s_err_qpn, tmo_level};
+  assign unused_ok = ^{dbf_level, s_res.base, s_res.limit, s_ctl_data, h_q, sent_q, w, fh, sge_c, sge_atom, ctx_q, d_q, s_wqe_tdata, s_ctl_cmd, s_err_qpn, tmo_level};
 
   if ((1 << QW) != NUM_QPS) begin : g_bad_qps
     $error("hm_rc_compl: NUM_QPS must be a power of two");

@@ -327,16 +327,18 @@ module hm_rc_resp
   assign m_srd_valid  = st_q == R_RQFETCH || st_q == R_ATREAD;
   assign s_srd_tready = st_q == R_RQDATA || st_q == R_ATDATA;
 
-  // SGL cursor for SEND placement
-  logic [3:0]  sj_q;
-  logic [31:0] soff_q, seek_q;
-  logic [12:0] prem_q;
-  hm_sge_t     sge_k;
-  logic [31:0] s_avail;
-  logic [12:0] take;
-  assign sge_k   = hm_rq_sge(rqe_q, sj_q);
-  assign s_avail = sge_k.len - soff_q;
-  assign take    = s_avail < 32'(prem_q) ? 13'(s_avail) : prem_q;
+  // SEND placement: the SGL cursor (loaded by R_SEND / R_INV, stepped in R_PLACE)
+  logic        cur_load, cur_valid, cur_last;
+  logic [3:0]  cur_sge;
+  logic [12:0] cur_take;
+  logic [63:0] cur_addr;
+  hm_sgl_cursor u_cur (
+    .clk, .rst, .i_load(cur_load), .i_seek(d_q.moff), .i_len(13'(plen)),
+    .o_sge(cur_sge), .i_sge(hm_rq_sge(rqe_q, cur_sge)),
+    .i_step(st_q == R_PLACE && pc_send_q), .i_ready(m_pc_ready), .o_addr(cur_addr),
+    .o_take(cur_take), .o_valid(cur_valid), .o_last(cur_last));
+  // loaded in every cycle before R_PLACE, so it holds the packet's offset and length there
+  assign cur_load = st_q != R_PLACE;
 
   // writes issued / completed
   logic [31:0] wr_issued_q, wr_done_q;
@@ -418,10 +420,10 @@ module hm_rc_resp
       end
       R_PLACE: begin
         if (pc_send_q) begin
-          m_pc_len   = take;
-          m_pc_addr  = sge_k.addr + 64'(soff_q);
-          m_pc_last  = take == prem_q;
-          m_pc_valid = s_avail != '0 && seek_q == '0;
+          m_pc_len   = cur_take;
+          m_pc_addr  = cur_addr;
+          m_pc_last  = cur_last;
+          m_pc_valid = cur_valid;
         end else begin
           m_pc_len   = 13'(plen);
           m_pc_addr  = d_q.wva + 64'(d_q.moff);
@@ -847,8 +849,6 @@ module hm_rc_resp
             st_q <= R_INV;
           end else begin
             pc_send_q <= 1'b1;
-            sj_q <= '0; soff_q <= '0; seek_q <= d_q.moff;
-            prem_q <= 13'(plen);
             st_q <= plen != 0 ? R_PLACE : R_WAITWR;
           end
         end
@@ -861,8 +861,6 @@ module hm_rc_resp
               fatal(HM_AETH_NAK_REM_OP, 1'b1, HM_CQE_ST_LOC_PROT_ERR);
             end else begin
               pc_send_q <= 1'b1;
-              sj_q <= '0; soff_q <= '0; seek_q <= d_q.moff;
-              prem_q <= 13'(plen);
               st_q <= plen != 0 ? R_PLACE : R_WAITWR;
             end
           end
@@ -906,22 +904,8 @@ module hm_rc_resp
         R_PLACE: begin
           if (!pc_send_q) begin
             if (m_pc_ready) st_q <= R_WAITWR;
-          end else if (seek_q != '0) begin
-            if (seek_q >= sge_k.len && sj_q != 4'd15) begin
-              seek_q <= seek_q - sge_k.len;
-              sj_q   <= sj_q + 1'b1;
-            end else begin
-              soff_q <= seek_q;
-              seek_q <= '0;
-            end
-          end else if (s_avail == '0) begin
-            if (sj_q != 4'd15) sj_q <= sj_q + 1'b1;
-            soff_q <= '0;
-          end else if (m_pc_ready) begin
-            prem_q <= prem_q - take;
-            if (32'(take) == s_avail) begin sj_q <= sj_q + 1'b1; soff_q <= '0; end
-            else soff_q <= soff_q + 32'(take);
-            if (take == prem_q) st_q <= R_WAITWR;
+          end else if (cur_valid && cur_last && m_pc_ready) begin
+            st_q <= R_WAITWR;
           end
         end
 
@@ -1087,7 +1071,7 @@ module hm_rc_resp
   end
 
   logic unused_ok;
-  assign unused_ok = ^{dbf_level, s_ctl_data, s_ctl_cmd, s_err_qpn, h_q, ctx_q, d_q, rw, sge_k,
+  assign unused_ok = ^{dbf_level, s_ctl_data, s_ctl_cmd, s_err_qpn, h_q, ctx_q, d_q, rw,
                        sge_c, s_srd_tdata, res_rd, dup_hit_q, csum_q};
 
   if ((1 << QW) != NUM_QPS) begin : g_bad_qps
