@@ -11,6 +11,7 @@
 //! * [`mbox`]: the firmware mailbox protocol (header words, opcodes, status codes);
 //! * [`qp`]: verbs QP states, attribute-mask bits, the legal RC transitions and the attribute
 //!   word block of MODIFY_QP / QUERY_QP;
+//! * [`reply`]: the word layouts of the QUERY_DEVICE and QUERY_PORT answers;
 //! * [`version`]: the interface versions the driver, the firmware and the RTL check.
 //!
 //! `no_std` and without dependencies: the firmware on the control core links it as it is.
@@ -35,4 +36,5 @@ pub mod pkt {
 pub mod desc;
 pub mod mbox;
 pub mod qp;
+pub mod reply;
 pub mod version;

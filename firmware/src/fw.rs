@@ -9,6 +9,7 @@ use crate::hw::{Bus, Engine};
 use crate::mbox::*;
 use crate::qp::*;
 use crate::res::*;
+use hematite_abi::reply::{DeviceAttr, PortAttr};
 
 /// Firmware version reported by QUERY_DEVICE: major << 16 | minor << 8 | patch.
 pub const FW_VERSION: u32 = 0x00_01_00;
@@ -96,6 +97,11 @@ impl Out<'_> {
     fn push64(&mut self, v: u64) {
         self.push(v as u32);
         self.push((v >> 32) as u32);
+    }
+    fn push_all(&mut self, v: &[u32]) {
+        for &x in v {
+            self.push(x);
+        }
     }
 }
 
@@ -235,25 +241,28 @@ impl<B: Bus> Firmware<B> {
 
     fn query_device(&mut self, o: &mut Out) -> R {
         let l = self.t.limits;
-        o.push(FW_VERSION);
-        o.push(VENDOR_ID);
-        o.push(VENDOR_PART_ID);
-        o.push(HW_VER);
-        o.push(self.t.max_qp() as u32);
-        o.push(1 << MAX_Q_LOG);
-        o.push(MAX_SGE);
-        o.push(l.cqs as u32);
-        o.push(1 << MAX_CQ_LOG);
-        o.push(l.mrs as u32);
-        o.push(l.pds as u32);
-        o.push64(u64::MAX);
-        o.push64(PAGE_SIZE_CAP);
-        o.push(MAX_RD_ATOM);
-        o.push(MAX_RD_ATOM);
-        o.push(ATOMIC_HCA);
-        o.push(MAX_INLINE);
-        o.push(1);
-        o.push(NUM_COMP_VECTORS);
+        let d = DeviceAttr {
+            fw_ver: FW_VERSION,
+            vendor_id: VENDOR_ID,
+            vendor_part_id: VENDOR_PART_ID,
+            hw_ver: HW_VER,
+            max_qp: self.t.max_qp() as u32,
+            max_qp_wr: 1 << MAX_Q_LOG,
+            max_sge: MAX_SGE,
+            max_cq: l.cqs as u32,
+            max_cqe: 1 << MAX_CQ_LOG,
+            max_mr: l.mrs as u32,
+            max_pd: l.pds as u32,
+            max_mr_size: u64::MAX,
+            page_size_cap: PAGE_SIZE_CAP,
+            max_qp_rd_atom: MAX_RD_ATOM,
+            max_qp_init_rd_atom: MAX_RD_ATOM,
+            atomic_cap: ATOMIC_HCA,
+            max_inline_data: MAX_INLINE,
+            phys_port_cnt: 1,
+            num_comp_vectors: NUM_COMP_VECTORS,
+        };
+        o.push_all(&d.to_words());
         Ok(o.n)
     }
 
@@ -274,17 +283,20 @@ impl<B: Bus> Firmware<B> {
         if arg(a, 0) != 1 {
             return Err(Status::BadParam);
         }
-        o.push(if self.link_up { 4 } else { 1 }); // IBV_PORT_ACTIVE / IBV_PORT_DOWN
-        o.push(5); // max_mtu IBV_MTU_4096
-        o.push(5); // active_mtu
-        o.push(GID_TBL_LEN as u32);
-        o.push(1 << 26); // port_cap_flags: IBV_PORT_IP_BASED_GIDS
-        o.push(MAX_MSG_SZ);
-        o.push(1); // pkey_tbl_len
-        o.push(2); // IBV_LINK_LAYER_ETHERNET
-        o.push(32); // active_speed: EDR (25 Gb/s per lane)
-        o.push(2); // active_width: 4X
-        o.push(if self.link_up { 5 } else { 2 }); // phys_state: LinkUp / Polling
+        let p = PortAttr {
+            state: if self.link_up { 4 } else { 1 }, // IBV_PORT_ACTIVE / IBV_PORT_DOWN
+            max_mtu: 5,                               // IBV_MTU_4096
+            active_mtu: 5,
+            gid_tbl_len: GID_TBL_LEN as u32,
+            port_cap_flags: 1 << 26, // IBV_PORT_IP_BASED_GIDS
+            max_msg_sz: MAX_MSG_SZ,
+            pkey_tbl_len: 1,
+            link_layer: 2,   // IBV_LINK_LAYER_ETHERNET
+            active_speed: 32, // EDR (25 Gb/s per lane)
+            active_width: 2, // 4X
+            phys_state: if self.link_up { 5 } else { 2 }, // LinkUp / Polling
+        };
+        o.push_all(&p.to_words());
         Ok(o.n)
     }
 

@@ -28,45 +28,9 @@ fn qp_state(v: u32) -> Result<QpState> {
     QpState::from_u32(v).ok_or_else(|| Error::Device(format!("QP state {v}")))
 }
 
-/// What QUERY_DEVICE reports (ibv_device_attr's fields).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DeviceAttr {
-    pub fw_ver: u32,
-    pub vendor_id: u32,
-    pub vendor_part_id: u32,
-    pub hw_ver: u32,
-    pub max_qp: u32,
-    pub max_qp_wr: u32,
-    pub max_sge: u32,
-    pub max_cq: u32,
-    pub max_cqe: u32,
-    pub max_mr: u32,
-    pub max_pd: u32,
-    pub max_mr_size: u64,
-    pub page_size_cap: u64,
-    pub max_qp_rd_atom: u32,
-    pub max_qp_init_rd_atom: u32,
-    pub atomic_cap: u32,
-    pub max_inline_data: u32,
-    pub phys_port_cnt: u32,
-    pub num_comp_vectors: u32,
-}
-
-/// What QUERY_PORT reports (ibv_port_attr's fields).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PortAttr {
-    pub state: u32,
-    pub max_mtu: u32,
-    pub active_mtu: u32,
-    pub gid_tbl_len: u32,
-    pub port_cap_flags: u32,
-    pub max_msg_sz: u32,
-    pub pkey_tbl_len: u32,
-    pub link_layer: u32,
-    pub active_speed: u32,
-    pub active_width: u32,
-    pub phys_state: u32,
-}
+/// What QUERY_DEVICE / QUERY_PORT report (`ibv_device_attr` / `ibv_port_attr`'s fields), in
+/// hematite-abi's one word layout.
+pub use hematite_abi::reply::{DeviceAttr, PortAttr};
 
 /// An asynchronous event from the device's event queue.
 pub use hematite_model::desc::Event as AsyncEvent;

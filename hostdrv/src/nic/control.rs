@@ -9,7 +9,7 @@ use super::{mask, Cq, DeviceAttr, Gid, Mr, Nic, Pd, PortAttr, Qp, QpAttr, QpCaps
 use crate::lock::SpinLock;
 use crate::mem::DmaBuf;
 use crate::{Error, Result};
-use hematite_abi::mbox;
+use hematite_abi::{mbox, reply};
 use hematite_model::desc;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex};
@@ -78,47 +78,15 @@ impl Nic {
     /// QUERY_DEVICE.
     pub fn query_device(&self) -> Result<DeviceAttr> {
         let w = self.sh.cmd(mbox::OP_QUERY_DEVICE, &[])?;
-        need(&w, 21, "QUERY_DEVICE")?;
-        Ok(DeviceAttr {
-            fw_ver: w[0],
-            vendor_id: w[1],
-            vendor_part_id: w[2],
-            hw_ver: w[3],
-            max_qp: w[4],
-            max_qp_wr: w[5],
-            max_sge: w[6],
-            max_cq: w[7],
-            max_cqe: w[8],
-            max_mr: w[9],
-            max_pd: w[10],
-            max_mr_size: w[11] as u64 | (w[12] as u64) << 32,
-            page_size_cap: w[13] as u64 | (w[14] as u64) << 32,
-            max_qp_rd_atom: w[15],
-            max_qp_init_rd_atom: w[16],
-            atomic_cap: w[17],
-            max_inline_data: w[18],
-            phys_port_cnt: w[19],
-            num_comp_vectors: w[20],
-        })
+        need(&w, reply::DEVICE_ATTR_WORDS, "QUERY_DEVICE")?;
+        DeviceAttr::from_words(&w).ok_or_else(|| Error::Device("QUERY_DEVICE: short answer".into()))
     }
 
     /// QUERY_PORT (port 1 is the only port).
     pub fn query_port(&self, port: u32) -> Result<PortAttr> {
         let w = self.sh.cmd(mbox::OP_QUERY_PORT, &[port])?;
-        need(&w, 11, "QUERY_PORT")?;
-        Ok(PortAttr {
-            state: w[0],
-            max_mtu: w[1],
-            active_mtu: w[2],
-            gid_tbl_len: w[3],
-            port_cap_flags: w[4],
-            max_msg_sz: w[5],
-            pkey_tbl_len: w[6],
-            link_layer: w[7],
-            active_speed: w[8],
-            active_width: w[9],
-            phys_state: w[10],
-        })
+        need(&w, reply::PORT_ATTR_WORDS, "QUERY_PORT")?;
+        PortAttr::from_words(&w).ok_or_else(|| Error::Device("QUERY_PORT: short answer".into()))
     }
 
     /// QUERY_COUNTERS: firmware counters (commands, answers per status), then the engine's.
