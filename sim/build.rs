@@ -1,8 +1,8 @@
 //! Builds the Verilated models (MODELS, one per tested data width), generates the Rust bit
 //! packing of the header record from the SystemVerilog struct in rtl/pkg/hm_pkg.sv, which is
-//! the single source of truth for that layout, and generates the co-simulation shims of the
-//! models in GEN_SHIMS (C++ and the Rust twin of its structures) from each Verilated model's
-//! port list; the other models' shims are hand-written in csrc/.
+//! the single source of truth for that layout, and generates the co-simulation shim of every
+//! model (GEN_SHIMS: the C++ and the Rust twin of its structures) from the Verilated model's
+//! port list: nothing is mirrored by hand.
 //!
 //! Verilator runs only when an RTL file changes (cargo's rerun-if-changed); its output lives in
 //! OUT_DIR. `-O3`, single-threaded, as measured best on these machines (docs/toolchain.md).
@@ -228,13 +228,27 @@ fn gen_layout(pkg: &str) -> String {
 /// Verilator): (shim name, model prefix, widths; see `gen_shim`). One call per clock: inputs
 /// applied, outputs sampled before the rising edge, then the edge. A port wider than 64 bits
 /// is an array of 32-bit words.
-const GEN_SHIMS: [(&str, &str, &[u32]); 6] = [
-    ("mr", "Vmr", &[0]),
-    ("np", "Vnp", &[0]),
-    ("slots", "Vslots", &[0]),
-    ("csr", "Vcsr", &[512]),
-    ("cc", "Vcc", &[0]),
-    ("dma", "Vdma", &WIDTHS),
+struct Shim {
+    /// `hm_<name>_*` functions, `Hm<Name>In` / `Hm<Name>Out` structs, `shim_<name>.{cpp,rs}`.
+    name: &'static str,
+    /// The model prefix in MODELS, and the widths built of it.
+    prefix: &'static str,
+    widths: &'static [u32],
+    /// Outputs sampled after the rising edge (the registered state it produced) instead of
+    /// before it.
+    after_edge: bool,
+    /// Writes the model's coverage counts when freed (coverage builds).
+    coverage: bool,
+}
+const GEN_SHIMS: [Shim; 8] = [
+    Shim { name: "pkt", prefix: "Vpkt", widths: &WIDTHS, after_edge: true, coverage: false },
+    Shim { name: "dma", prefix: "Vdma", widths: &WIDTHS, after_edge: false, coverage: false },
+    Shim { name: "csr", prefix: "Vcsr", widths: &[512], after_edge: false, coverage: false },
+    Shim { name: "mr", prefix: "Vmr", widths: &[0], after_edge: false, coverage: false },
+    Shim { name: "eng", prefix: "Vrc", widths: &[512], after_edge: false, coverage: true },
+    Shim { name: "np", prefix: "Vnp", widths: &[0], after_edge: false, coverage: false },
+    Shim { name: "cc", prefix: "Vcc", widths: &[0], after_edge: false, coverage: false },
+    Shim { name: "slots", prefix: "Vslots", widths: &[0], after_edge: false, coverage: false },
 ];
 
 /// (is_input, name, bits) of every port of a Verilated model header but `clk`.
@@ -262,14 +276,19 @@ fn port_field(name: &str) -> &str {
     ["s_", "m_", "i_", "o_"].iter().find_map(|p| name.strip_prefix(p)).unwrap_or(name)
 }
 
-/// The shim (C++) and its Rust twin under the name `shim` for `models`: one model, or a
-/// family of the same top at several DATA_WIDTHs ((width, model, ports), the widest last),
-/// whose `hm_<shim>_new(width)` picks the model (null for another width). A family's structs
-/// have the widest model's ports; a narrower model uses the low words / bits of each.
-fn gen_shim(shim: &str, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (String, String) {
+/// The shim (C++) and its Rust twin for `sh` and its `models`: one model, or a family of the
+/// same top at several DATA_WIDTHs ((width, model, ports), the widest last), whose
+/// `hm_<shim>_new(width)` picks the model (null for another width). A family's structs have
+/// the widest model's ports; a narrower model uses the low words / bits of each. An input
+/// `clk_<x>` is a second clock, gated by the output `<x>_clk_en`: low with `clk` before the
+/// edge, and raised with it only when the enable (sampled before the edge) is set.
+fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (String, String) {
+    let shim = sh.name;
     let camel = format!("Hm{}{}", shim[..1].to_uppercase(), &shim[1..]);
     let family = models.len() > 1;
     let (_, widest, ports) = models.last().expect("a model");
+    let is_gclk = |n: &str| n.starts_with("clk_");
+    let ports: Vec<&(bool, String, u32)> = ports.iter().filter(|p| !is_gclk(&p.1)).collect();
     let names = models.iter().map(|m| format!("{}.h", m.1)).collect::<Vec<_>>().join(", ");
     let ty = |b: u32| match b {
         0..=8 => ("uint8_t", "u8".to_string()),
@@ -280,10 +299,13 @@ fn gen_shim(shim: &str, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (St
     };
     let words = |b: u32| if b > 64 { format!("[{}]", b.div_ceil(32)) } else { String::new() };
     // widest first: no padding inside the structs
-    let mut sorted: Vec<&(bool, String, u32)> = ports.iter().collect();
+    let mut sorted: Vec<&(bool, String, u32)> = ports.clone();
     sorted.sort_by_key(|p| std::cmp::Reverse(p.2.next_power_of_two().clamp(8, 64)));
     let banner = format!("// Generated by sim/build.rs from {names} (the Verilated models' ports). Do not edit.\n");
     let mut c = banner.clone() + "#include <cstdint>\n#include \"verilated.h\"\n";
+    if sh.coverage {
+        c += "#ifdef HM_COVERAGE\n#include <atomic>\n#include <cstdio>\n#include <cstdlib>\n#include <string>\n#include <unistd.h>\n#include \"verilated_cov.h\"\n#endif\n";
+    }
     for (_, m, _) in models {
         c += &format!("#include \"{m}.h\"\n");
     }
@@ -291,17 +313,23 @@ fn gen_shim(shim: &str, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (St
     let mut r = banner;
     for (dir, input) in [("In", true), ("Out", false)] {
         c += &format!("struct {camel}{dir} {{\n");
-        r += &format!("\n/// The {} of the Verilated `{widest}` model (generated).\n#[repr(C)]\n#[derive(Clone, Copy, Default, Debug)]\npub struct {camel}{dir} {{\n", if input { "inputs" } else { "outputs" });
+        r += &format!("\n/// The {} of the Verilated `{widest}` model (generated).\n#[repr(C)]\n#[derive(Clone, Copy, Debug)]\npub struct {camel}{dir} {{\n", if input { "inputs" } else { "outputs" });
+        let mut zero = String::new();
         for p in sorted.iter().filter(|p| p.0 == input) {
             let (ct, rt) = ty(p.2);
             c += &format!("    {ct} {}{};\n", port_field(&p.1), words(p.2));
             r += &format!("    /// `{}` ({} bits)\n    pub {}: {rt},\n", p.1, p.2, port_field(&p.1));
+            let z = if p.2 > 64 { format!("[0; {}]", p.2.div_ceil(32)) } else { "0".into() };
+            zero += &format!("            {}: {z},\n", port_field(&p.1));
         }
         c += "};\n";
         r += "}\n";
+        r += &format!("\nimpl Default for {camel}{dir} {{\n    /// Every port 0.\n    fn default() -> Self {{\n        {camel}{dir} {{\n{zero}        }}\n    }}\n}}\n");
     }
     c += "}  // extern \"C\"\n\n";
     for (_, model, ports) in models {
+        let gclks: Vec<&str> = ports.iter().filter(|p| p.0 && is_gclk(&p.1)).map(|p| &p.1[4..]).collect();
+        let ports: Vec<&(bool, String, u32)> = ports.iter().filter(|p| !is_gclk(&p.1)).collect();
         c += &format!("static void tick_{model}({model}* m, const {camel}In* in, {camel}Out* out) {{\n");
         for p in ports.iter().filter(|p| p.0) {
             if p.2 > 64 {
@@ -310,7 +338,23 @@ fn gen_shim(shim: &str, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (St
                 c += &format!("    m->{} = in->{};\n", p.1, port_field(&p.1));
             }
         }
-        c += "    m->clk = 0;\n    m->eval();\n";
+        let edge = |c: &mut String| {
+            *c += "    m->clk = 1;\n";
+            for g in &gclks {
+                *c += &format!("    m->clk_{g} = m->{g}_clk_en;\n");
+            }
+            *c += "    m->eval();\n";
+        };
+        c += "    m->clk = 0;\n";
+        for g in &gclks {
+            c += &format!("    m->clk_{g} = 0;\n");
+        }
+        c += "    m->eval();\n";
+        if sh.after_edge {
+            // outputs sampled after the edge (then the clock returns low)
+            edge(&mut c);
+            c += "    m->clk = 0;\n    m->eval();\n";
+        }
         for p in ports.iter().filter(|p| !p.0) {
             if p.2 > 64 {
                 c += &format!("    for (int i = 0; i < {}; i++) out->{}[i] = m->{}[i];\n", p.2.div_ceil(32), port_field(&p.1), p.1);
@@ -318,7 +362,10 @@ fn gen_shim(shim: &str, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (St
                 c += &format!("    out->{} = m->{};\n", port_field(&p.1), p.1);
             }
         }
-        c += "    m->clk = 1;\n    m->eval();\n}\n\n";
+        if !sh.after_edge {
+            edge(&mut c);
+        }
+        c += "}\n\n";
     }
     let members: String = models.iter().map(|(_, m, _)| format!(" {m}* m_{m};")).collect();
     c += &format!("struct {camel} {{ VerilatedContext* ctx; int width;{members} }};\n\nextern \"C\" {{\n\n");
@@ -344,7 +391,15 @@ fn gen_shim(shim: &str, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (St
     // another (already deleted) model's: make it this model's own first (else a deadlock).
     c += &format!("void hm_{shim}_free({camel}* h) {{\n    if (!h) return;\n    Verilated::threadContextp(h->ctx);\n");
     for (_, m, _) in models {
-        c += &format!("    if (h->m_{m}) {{ h->m_{m}->final(); delete h->m_{m}; }}\n");
+        c += &format!("    if (h->m_{m}) h->m_{m}->final();\n");
+    }
+    if sh.coverage {
+        // Coverage build (./hematite coverage, HM_COVERAGE): the model's line/toggle counts go
+        // to $HEMATITE_COVERAGE/<shim>-PID-N.dat when it is freed.
+        c += &format!("#ifdef HM_COVERAGE\n    if (const char* dir = std::getenv(\"HEMATITE_COVERAGE\")) {{\n        static std::atomic<unsigned> seq{{0}};\n        char name[64];\n        std::snprintf(name, sizeof name, \"/{shim}-%d-%u.dat\", (int)getpid(), seq++);\n        h->ctx->coveragep()->write((std::string(dir) + name).c_str());\n    }}\n#endif\n");
+    }
+    for (_, m, _) in models {
+        c += &format!("    delete h->m_{m};\n");
     }
     c += "    delete h->ctx;\n    delete h;\n}\n\n}  // extern \"C\"\n";
     let rarg = if family { "width: std::os::raw::c_int" } else { "" };
@@ -391,8 +446,6 @@ fn main() {
     let tops: Vec<PathBuf> = files.iter().filter(|f| f.2 == "sim_tops").map(|f| path_of(&f.0)).collect();
     assert!(files.iter().all(|f| ["vlt", "systemVerilogSource", "verilogSource"].contains(&f.1.as_str())), "hematite.core: sim target: unexpected file_type");
     println!("cargo:rerun-if-changed={}", root.join("rtl").display());
-    println!("cargo:rerun-if-changed=csrc/shim.cpp");
-    println!("cargo:rerun-if-changed=csrc/eng_shim.cpp");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=../abi/build.rs");
 
@@ -422,7 +475,7 @@ fn main() {
     let coverage = env::var("HEMATITE_COVERAGE").map(|v| !v.is_empty()).unwrap_or(false);
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
     let mut build = cc::Build::new();
-    build.cpp(true).file("csrc/shim.cpp").file("csrc/eng_shim.cpp").flag_if_supported("-std=c++17").opt_level(2);
+    build.cpp(true).flag_if_supported("-std=c++17").opt_level(2);
     build.include(format!("{vroot}/include")).include(format!("{vroot}/include/vltstd"));
     build.warnings(false);
     if coverage {
@@ -468,9 +521,11 @@ fn main() {
         }
     }
     // The generated shims (GEN_SHIMS), from each model's port list.
-    for (shim, prefix, widths) in GEN_SHIMS {
-        let names: Vec<String> = widths.iter().map(|w| format!("{prefix}{w}")).collect();
-        let models: Vec<(u32, &str, Vec<(bool, String, u32)>)> = widths
+    for sh in &GEN_SHIMS {
+        let shim = sh.name;
+        let names: Vec<String> = sh.widths.iter().map(|w| format!("{}{w}", sh.prefix)).collect();
+        let models: Vec<(u32, &str, Vec<(bool, String, u32)>)> = sh
+            .widths
             .iter()
             .zip(&names)
             .map(|(&w, m)| {
@@ -478,7 +533,7 @@ fn main() {
                 (w, m.as_str(), model_ports(&hdr, m))
             })
             .collect();
-        let (c, r) = gen_shim(shim, &models);
+        let (c, r) = gen_shim(sh, &models);
         fs::write(out.join(format!("shim_{shim}.cpp")), c).unwrap();
         fs::write(out.join(format!("shim_{shim}.rs")), r).unwrap();
         build.file(out.join(format!("shim_{shim}.cpp")));

@@ -47,7 +47,7 @@ impl PktSim {
     pub fn new(width: usize) -> Result<PktSim, String> {
         let h = ffi::Handle::new(width).ok_or_else(|| format!("unsupported DATA_WIDTH {width} (256 or 512)"))?;
         let mut s = PktSim { h, width, out: ffi::HmPktOut::default(), cycle: 0 };
-        let mut i = ffi::HmPktIn { rst: 1, ..Default::default() };
+        let mut i = ffi::HmPktIn { rst: 1, ..ffi::HmPktIn::idle() };
         for _ in 0..4 {
             s.tick(&i);
         }
@@ -155,7 +155,7 @@ pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], 
     let mut run = RxRun::default();
     let (mut fi, mut off) = (0usize, 0usize);
     let mut cur_payload: Vec<u8> = Vec::new();
-    let mut inp = ffi::HmPktIn::default();
+    let mut inp = ffi::HmPktIn::idle();
     let start = sim.cycle;
     let mut idle_after = 0u64;
     let limit = 10_000 + frames.iter().map(|f| f.len() as u64 / kw as u64 + 8).sum::<u64>() * 20;
@@ -234,7 +234,7 @@ pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], 
         return Err("RX: payload beats without tlast".into());
     }
     for (i, c) in run.counters.iter_mut().enumerate() {
-        *c = sim.out.rx_stat[i];
+        *c = sim.out.rx_stat_cnt[i];
     }
     Ok(run)
 }
@@ -273,7 +273,7 @@ pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flo
     let kw = sim.bytes_per_beat();
     let mut rng = Rng::new(flow.seed ^ 0x5A5A);
     let mut run = TxRun::default();
-    let mut inp = ffi::HmPktIn::default();
+    let mut inp = ffi::HmPktIn::idle();
     let (mut hi, mut pj, mut off) = (0usize, 0usize, 0usize);
     let mut cur: Vec<u8> = Vec::new();
     let start = sim.cycle;
@@ -351,6 +351,6 @@ pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flo
             ));
         }
     }
-    run.counters = sim.out.tx_stat;
+    run.counters = [sim.out.tx_stat_frames, sim.out.tx_stat_len_err, sim.out.tx_stat_bad_req];
     Ok(run)
 }
