@@ -14,19 +14,23 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const WIDTHS: [u32; 2] = [256, 512];
-/// (prefix, top module, file under sim/hw or "" for an rtl/ module, widths): the Verilated
-/// models. Each is built from hematite.core's `sim` target: its files (of the `sim_tops`
-/// fileset only the model's own top) with its verilator options.
-/// Width 0: a block without a DATA_WIDTH parameter.
-const MODELS: [(&str, &str, &str, &[u32]); 8] = [
-    ("Vpkt", "hm_sim_pkt_top", "hm_sim_pkt_top.sv", &WIDTHS),
-    ("Vdma", "hm_sim_dma_top", "hm_sim_dma_top.sv", &WIDTHS),
-    ("Vcsr", "hm_csr", "", &[512]),
-    ("Vmr", "hm_mr_table", "", &[0]),
-    ("Vrc", "hm_sim_nic_top", "hm_sim_nic_top.sv", &[512]),
-    ("Vnp", "hm_sim_np_top", "hm_sim_np_top.sv", &[0]),
-    ("Vcc", "hm_sim_cc_top", "hm_sim_cc_top.sv", &[0]),
-    ("Vslots", "hm_sim_slots_top", "hm_sim_slots_top.sv", &[0]),
+/// (prefix, top module, file under sim/hw or "" for an rtl/ module, widths, parameters): the
+/// Verilated models. Each is built from hematite.core's `sim` target: its files (of the
+/// `sim_tops` fileset only the model's own top) with its verilator options. Width 0: a block
+/// without a DATA_WIDTH parameter. An rtl/ module is the model's top itself, its parameters
+/// set with `-G` (the widths and sizes the cycle-for-cycle tests use).
+const MODELS: [(&str, &str, &str, &[u32], &[&str]); 8] = [
+    ("Vpkt", "hm_sim_pkt_top", "hm_sim_pkt_top.sv", &WIDTHS, &[]),
+    ("Vdma", "hm_sim_dma_top", "hm_sim_dma_top.sv", &WIDTHS, &[]),
+    ("Vcsr", "hm_csr", "", &[512], &[]),
+    ("Vmr", "hm_mr_table", "", &[0], &[]),
+    ("Vrc", "hm_sim_nic_top", "hm_sim_nic_top.sv", &[512], &[]),
+    // 13 QPs (not a power of two: the scrub pointer's wrap is exercised), 8-bit QPNs (13..255
+    // out of range), a 12-bit time counter from 0xE00 (it wraps within 512 cycles)
+    ("Vnp", "hm_dcqcn_np", "", &[0], &["NUM_QPS=13", "QPN_W=8", "TIME_W=12", "NOW_INIT=12'hE00"]),
+    ("Vcc", "hm_sim_cc_top", "hm_sim_cc_top.sv", &[0], &[]),
+    // 4 slots, 8-bit QPNs, 5-bit keys (QPNs 32..255 out of range)
+    ("Vslots", "hm_dcqcn_slots", "", &[0], &["NUM_SLOTS=4", "QPN_W=8", "KEY_W=5"]),
 ];
 
 /// picorv32.v: build/ext/picorv32.v (copied there by ./hematite deps), else the installed
@@ -489,7 +493,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=HEMATITE_MODEL_CFLAGS");
     let model_cflags = env::var("HEMATITE_MODEL_CFLAGS")
         .unwrap_or_else(|_| "-O2 -fPIC -fno-semantic-interposition -march=native".into());
-    for (prefix, topname, file, widths) in MODELS {
+    for (prefix, topname, file, widths, params) in MODELS {
         // of the simulator-only tops, only this model's own
         let top: Vec<PathBuf> = if file.is_empty() {
             vec![]
@@ -504,6 +508,7 @@ fn main() {
                 .args(["--cc", "--build"])
                 .args(&vopts)
                 .args(if w == 0 { vec![] } else { vec![format!("-GDATA_WIDTH={w}")] })
+                .args(params.iter().map(|p| format!("-G{p}")))
                 .args(["--prefix", &format!("{prefix}{w}"), "--top-module", topname])
                 .args(["-CFLAGS", &model_cflags, "-MAKEFLAGS", "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"])
                 .arg("-j")
@@ -543,7 +548,7 @@ fn main() {
     build.file(format!("{vroot}/include/verilated_threads.cpp"));
     // Link order: the shim (with the runtime) first, then the models it calls.
     build.compile("hmshim");
-    for (prefix, _, _, widths) in MODELS {
+    for (prefix, _, _, widths, _) in MODELS {
         for &w in widths {
             let a = out.join(format!("obj_{prefix}{w}/{prefix}{w}__ALL.a"));
             fs::copy(&a, out.join(format!("lib{prefix}{w}__ALL.a"))).expect("copy model archive");

@@ -1,7 +1,7 @@
-//! The DCQCN notification point (`rtl/cc/hm_dcqcn_np.sv`, wrapped by `sim/hw/hm_sim_np_top.sv`:
+//! The DCQCN notification point (`rtl/cc/hm_dcqcn_np.sv`, built by sim/build.rs with
 //! 13 QPs, 8-bit QPNs, a 12-bit time counter starting at [`NP_NOW_INIT`]) in co-simulation.
 
-/// The wrapper's parameters, for the reference model.
+/// The model's parameters, for the reference model.
 pub const NP_QPS: usize = 13;
 pub const NP_TIME_BITS: u32 = 12;
 pub const NP_NOW_INIT: u32 = 0xE00;

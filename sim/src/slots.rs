@@ -1,7 +1,7 @@
-//! The DCQCN rate-limiter slot map (`rtl/cc/hm_dcqcn_slots.sv`, wrapped by
-//! `sim/hw/hm_sim_slots_top.sv`: 4 slots, 8-bit QPNs, 5-bit keys) in co-simulation.
+//! The DCQCN rate-limiter slot map (`rtl/cc/hm_dcqcn_slots.sv`, built by sim/build.rs with
+//! 4 slots, 8-bit QPNs, 5-bit keys) in co-simulation.
 
-/// The wrapper's parameters, for the reference model.
+/// The model's parameters, for the reference model.
 pub const SLOTS_N: usize = 4;
 pub const SLOTS_KEY_BITS: u32 = 5;
 
