@@ -12,30 +12,17 @@
 // Reads: one at a time. AR is taken while R is free (rd_do, one cycle, with rd_addr); the block
 // answers rd_data / rd_err combinationally in that cycle and both are registered into R (data
 // zero and SLVERR for a refused read).
-module hm_axil_fe #(
+module hm_axil_fe
+  import hm_pkg::*;
+#(
   // AXI4-Lite address width.
   parameter int ADDR_WIDTH = 16
 ) (
   input  logic                  clk,
   input  logic                  rst,
 
-  input  logic [ADDR_WIDTH-1:0] s_axil_awaddr,
-  input  logic                  s_axil_awvalid,
-  output logic                  s_axil_awready,
-  input  logic [31:0]           s_axil_wdata,
-  input  logic [3:0]            s_axil_wstrb,
-  input  logic                  s_axil_wvalid,
-  output logic                  s_axil_wready,
-  output logic [1:0]            s_axil_bresp,
-  output logic                  s_axil_bvalid,
-  input  logic                  s_axil_bready,
-  input  logic [ADDR_WIDTH-1:0] s_axil_araddr,
-  input  logic                  s_axil_arvalid,
-  output logic                  s_axil_arready,
-  output logic [31:0]           s_axil_rdata,
-  output logic [1:0]            s_axil_rresp,
-  output logic                  s_axil_rvalid,
-  input  logic                  s_axil_rready,
+  input  hm_axil_req_t          s_axil_req,
+  output hm_axil_rsp_t          s_axil_rsp,
 
   // The held write and the block's verdict on it
   output logic                  wr_pend,
@@ -54,46 +41,53 @@ module hm_axil_fe #(
 );
   localparam logic [1:0] OKAY = 2'b00, SLVERR = 2'b10;
 
-  logic aw_v_q, w_v_q;
+  logic        aw_v_q, w_v_q, awready, wready, arready, bvalid_q, rvalid_q;
+  logic [1:0]  bresp_q, rresp_q;
+  logic [31:0] rdata_q;
+  assign s_axil_rsp = '{awready: awready, wready: wready, bresp: bresp_q, bvalid: bvalid_q,
+                        arready: arready, rdata: rdata_q, rresp: rresp_q, rvalid: rvalid_q};
 
-  assign s_axil_awready = !aw_v_q;
-  assign s_axil_wready  = !w_v_q;
+  assign awready = !aw_v_q;
+  assign wready  = !w_v_q;
   assign wr_pend = aw_v_q && w_v_q;
-  assign wr_do   = wr_pend && (!s_axil_bvalid || s_axil_bready) && (wr_err || !wr_stall);
+  assign wr_do   = wr_pend && (!bvalid_q || s_axil_req.bready) && (wr_err || !wr_stall);
 
   always_ff @(posedge clk) begin
-    if (s_axil_awvalid && s_axil_awready) wr_addr <= s_axil_awaddr;
-    if (s_axil_wvalid && s_axil_wready) begin wr_data <= s_axil_wdata; wr_strb <= s_axil_wstrb; end
-    if (wr_do) s_axil_bresp <= wr_err ? SLVERR : OKAY;
+    if (s_axil_req.awvalid && awready) wr_addr <= s_axil_req.awaddr[ADDR_WIDTH-1:0];
+    if (s_axil_req.wvalid && wready) begin wr_data <= s_axil_req.wdata; wr_strb <= s_axil_req.wstrb; end
+    if (wr_do) bresp_q <= wr_err ? SLVERR : OKAY;
     if (rst) begin
       aw_v_q        <= 1'b0;
       w_v_q         <= 1'b0;
-      s_axil_bvalid <= 1'b0;
+      bvalid_q <= 1'b0;
     end else begin
-      if (s_axil_awvalid && s_axil_awready) aw_v_q <= 1'b1;
-      if (s_axil_wvalid && s_axil_wready) w_v_q <= 1'b1;
-      if (s_axil_bvalid && s_axil_bready) s_axil_bvalid <= 1'b0;
+      if (s_axil_req.awvalid && awready) aw_v_q <= 1'b1;
+      if (s_axil_req.wvalid && wready) w_v_q <= 1'b1;
+      if (bvalid_q && s_axil_req.bready) bvalid_q <= 1'b0;
       if (wr_do) begin
         aw_v_q        <= 1'b0;
         w_v_q         <= 1'b0;
-        s_axil_bvalid <= 1'b1;
+        bvalid_q <= 1'b1;
       end
     end
   end
 
-  assign s_axil_arready = !s_axil_rvalid;
-  assign rd_do   = s_axil_arvalid && s_axil_arready;
-  assign rd_addr = s_axil_araddr;
+  assign arready = !rvalid_q;
+  assign rd_do   = s_axil_req.arvalid && arready;
+  assign rd_addr = s_axil_req.araddr[ADDR_WIDTH-1:0];
 
   always_ff @(posedge clk) begin
     if (rd_do) begin
-      s_axil_rresp <= rd_err ? SLVERR : OKAY;
-      s_axil_rdata <= rd_err ? '0 : rd_data;
+      rresp_q <= rd_err ? SLVERR : OKAY;
+      rdata_q <= rd_err ? '0 : rd_data;
     end
-    if (rst) s_axil_rvalid <= 1'b0;
+    if (rst) rvalid_q <= 1'b0;
     else begin
-      if (s_axil_rvalid && s_axil_rready) s_axil_rvalid <= 1'b0;
-      if (rd_do) s_axil_rvalid <= 1'b1;
+      if (rvalid_q && s_axil_req.rready) rvalid_q <= 1'b0;
+      if (rd_do) rvalid_q <= 1'b1;
     end
   end
+
+  logic unused_ok;
+  assign unused_ok = ^{s_axil_req.awaddr, s_axil_req.araddr};   // above ADDR_WIDTH: not decoded
 endmodule

@@ -7,6 +7,7 @@
 // registers and doorbell writes without all four strobes are answered with SLVERR, change
 // nothing and are counted (HM_REG_ERR_COUNT).
 module hm_csr
+  import hm_pkg::*;
   import hm_regs_pkg::*;
   import hm_eng_pkg::*;
 #(
@@ -24,23 +25,8 @@ module hm_csr
   input  logic                  clk,
   input  logic                  rst,
 
-  input  logic [ADDR_WIDTH-1:0] s_axil_awaddr,
-  input  logic                  s_axil_awvalid,
-  output logic                  s_axil_awready,
-  input  logic [31:0]           s_axil_wdata,
-  input  logic [3:0]            s_axil_wstrb,
-  input  logic                  s_axil_wvalid,
-  output logic                  s_axil_wready,
-  output logic [1:0]            s_axil_bresp,
-  output logic                  s_axil_bvalid,
-  input  logic                  s_axil_bready,
-  input  logic [ADDR_WIDTH-1:0] s_axil_araddr,
-  input  logic                  s_axil_arvalid,
-  output logic                  s_axil_arready,
-  output logic [31:0]           s_axil_rdata,
-  output logic [1:0]            s_axil_rresp,
-  output logic                  s_axil_rvalid,
-  input  logic                  s_axil_rready,
+  input  hm_axil_req_t          s_axil_req,
+  output hm_axil_rsp_t          s_axil_rsp,
 
   // Doorbell events
   output hm_db_evt_t            m_db_data,
@@ -60,9 +46,7 @@ module hm_csr
 
   hm_axil_fe #(.ADDR_WIDTH(ADDR_WIDTH)) u_fe (
     .clk, .rst,
-    .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb, .s_axil_wvalid,
-    .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready, .s_axil_araddr, .s_axil_arvalid,
-    .s_axil_arready, .s_axil_rdata, .s_axil_rresp, .s_axil_rvalid, .s_axil_rready,
+    .s_axil_req, .s_axil_rsp,
     .wr_pend, .wr_addr, .wr_data, .wr_strb, .wr_err, .wr_stall, .wr_do,
     .rd_do, .rd_addr, .rd_data, .rd_err
   );

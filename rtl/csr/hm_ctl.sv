@@ -14,6 +14,7 @@
 // corrupt a command. Unmapped offsets, partial-strobe CMD writes and reads of CMD answer
 // SLVERR and change nothing.
 module hm_ctl
+  import hm_pkg::*;
   import hm_desc_pkg::*;
   import hm_regs_pkg::*;
 #(
@@ -28,23 +29,8 @@ module hm_ctl
   input  logic                  clk,
   input  logic                  rst,
 
-  input  logic [ADDR_WIDTH-1:0] s_axil_awaddr,
-  input  logic                  s_axil_awvalid,
-  output logic                  s_axil_awready,
-  input  logic [31:0]           s_axil_wdata,
-  input  logic [3:0]            s_axil_wstrb,
-  input  logic                  s_axil_wvalid,
-  output logic                  s_axil_wready,
-  output logic [1:0]            s_axil_bresp,
-  output logic                  s_axil_bvalid,
-  input  logic                  s_axil_bready,
-  input  logic [ADDR_WIDTH-1:0] s_axil_araddr,
-  input  logic                  s_axil_arvalid,
-  output logic                  s_axil_arready,
-  output logic [31:0]           s_axil_rdata,
-  output logic [1:0]            s_axil_rresp,
-  output logic                  s_axil_rvalid,
-  input  logic                  s_axil_rready,
+  input  hm_axil_req_t          s_axil_req,
+  output hm_axil_rsp_t          s_axil_rsp,
 
   // Commands to the context tables
   output hm_ctl_cmd_t           m_cmd,
@@ -85,9 +71,7 @@ module hm_ctl
 
   hm_axil_fe #(.ADDR_WIDTH(ADDR_WIDTH)) u_fe (
     .clk, .rst,
-    .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb, .s_axil_wvalid,
-    .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready, .s_axil_araddr, .s_axil_arvalid,
-    .s_axil_arready, .s_axil_rdata, .s_axil_rresp, .s_axil_rvalid, .s_axil_rready,
+    .s_axil_req, .s_axil_rsp,
     .wr_pend, .wr_addr(aw_q), .wr_data(wd_q), .wr_strb(ws_q), .wr_err(w_err), .wr_stall,
     .wr_do(do_write), .rd_do, .rd_addr, .rd_data, .rd_err
   );

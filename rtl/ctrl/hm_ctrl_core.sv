@@ -4,7 +4,9 @@
 // bus. Only this file knows the CPU: an FPGA or DPU user replaces it with their own core (or
 // drives hm_ctrl_sys's bus from the DPU's Arm cores) and keeps everything else. Firmware:
 // firmware/ (docs/firmware.md).
-module hm_ctrl_core #(
+module hm_ctrl_core
+  import hm_pkg::*;
+#(
   // Instruction memory bytes (power of two, at most 32 KiB).
   parameter int IMEM_BYTES = 32768,
   // Data memory bytes (power of two).
@@ -20,42 +22,12 @@ module hm_ctrl_core #(
   input  logic        link_up,       // the Ethernet link (the firmware reports port state)
 
   // Host AXI4-Lite slave (mailbox, core control, IMEM window)
-  input  logic [15:0] s_axil_awaddr,
-  input  logic        s_axil_awvalid,
-  output logic        s_axil_awready,
-  input  logic [31:0] s_axil_wdata,
-  input  logic [3:0]  s_axil_wstrb,
-  input  logic        s_axil_wvalid,
-  output logic        s_axil_wready,
-  output logic [1:0]  s_axil_bresp,
-  output logic        s_axil_bvalid,
-  input  logic        s_axil_bready,
-  input  logic [15:0] s_axil_araddr,
-  input  logic        s_axil_arvalid,
-  output logic        s_axil_arready,
-  output logic [31:0] s_axil_rdata,
-  output logic [1:0]  s_axil_rresp,
-  output logic        s_axil_rvalid,
-  input  logic        s_axil_rready,
+  input  hm_axil_req_t s_axil_req,
+  output hm_axil_rsp_t s_axil_rsp,
 
   // Engine control bus (AXI4-Lite master)
-  output logic [11:0] m_ctl_awaddr,
-  output logic        m_ctl_awvalid,
-  input  logic        m_ctl_awready,
-  output logic [31:0] m_ctl_wdata,
-  output logic [3:0]  m_ctl_wstrb,
-  output logic        m_ctl_wvalid,
-  input  logic        m_ctl_wready,
-  input  logic [1:0]  m_ctl_bresp,
-  input  logic        m_ctl_bvalid,
-  output logic        m_ctl_bready,
-  output logic [11:0] m_ctl_araddr,
-  output logic        m_ctl_arvalid,
-  input  logic        m_ctl_arready,
-  input  logic [31:0] m_ctl_rdata,
-  input  logic [1:0]  m_ctl_rresp,
-  input  logic        m_ctl_rvalid,
-  output logic        m_ctl_rready,
+  output hm_axil_req_t m_ctl_req,
+  input  hm_axil_rsp_t m_ctl_rsp,
 
   output logic        irq_done,
   output logic        fault,
@@ -70,13 +42,7 @@ module hm_ctrl_core #(
     .clk, .rst,
     .c_valid, .c_ready, .c_addr, .c_wdata, .c_wstrb, .c_rdata, .c_resetn, .c_trap(trap),
     .caps, .mr_log, .link_up,
-    .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb,
-    .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
-    .s_axil_araddr, .s_axil_arvalid, .s_axil_arready, .s_axil_rdata, .s_axil_rresp,
-    .s_axil_rvalid, .s_axil_rready,
-    .m_ctl_awaddr, .m_ctl_awvalid, .m_ctl_awready, .m_ctl_wdata, .m_ctl_wstrb, .m_ctl_wvalid,
-    .m_ctl_wready, .m_ctl_bresp, .m_ctl_bvalid, .m_ctl_bready, .m_ctl_araddr, .m_ctl_arvalid,
-    .m_ctl_arready, .m_ctl_rdata, .m_ctl_rresp, .m_ctl_rvalid, .m_ctl_rready,
+    .s_axil_req, .s_axil_rsp, .m_ctl_req, .m_ctl_rsp,
     .irq_done, .fault, .poll_idle
   );
 

@@ -15,6 +15,7 @@
 // register, or an access to the IMEM window while the CPU runs answers SLVERR.
 // `irq_done` pulses for one cycle when a command completes (the host's command vector).
 module hm_ctrl_sys
+  import hm_pkg::*;
   import hm_regs_pkg::*;
 #(
   // Instruction memory bytes (power of two, at most 32 KiB: the host window is 32 KiB).
@@ -43,42 +44,12 @@ module hm_ctrl_sys
   input  logic        link_up,
 
   // Host AXI4-Lite slave
-  input  logic [15:0] s_axil_awaddr,
-  input  logic        s_axil_awvalid,
-  output logic        s_axil_awready,
-  input  logic [31:0] s_axil_wdata,
-  input  logic [3:0]  s_axil_wstrb,
-  input  logic        s_axil_wvalid,
-  output logic        s_axil_wready,
-  output logic [1:0]  s_axil_bresp,
-  output logic        s_axil_bvalid,
-  input  logic        s_axil_bready,
-  input  logic [15:0] s_axil_araddr,
-  input  logic        s_axil_arvalid,
-  output logic        s_axil_arready,
-  output logic [31:0] s_axil_rdata,
-  output logic [1:0]  s_axil_rresp,
-  output logic        s_axil_rvalid,
-  input  logic        s_axil_rready,
+  input  hm_axil_req_t s_axil_req,
+  output hm_axil_rsp_t s_axil_rsp,
 
   // Engine control bus (AXI4-Lite master)
-  output logic [11:0] m_ctl_awaddr,
-  output logic        m_ctl_awvalid,
-  input  logic        m_ctl_awready,
-  output logic [31:0] m_ctl_wdata,
-  output logic [3:0]  m_ctl_wstrb,
-  output logic        m_ctl_wvalid,
-  input  logic        m_ctl_wready,
-  input  logic [1:0]  m_ctl_bresp,
-  input  logic        m_ctl_bvalid,
-  output logic        m_ctl_bready,
-  output logic [11:0] m_ctl_araddr,
-  output logic        m_ctl_arvalid,
-  input  logic        m_ctl_arready,
-  input  logic [31:0] m_ctl_rdata,
-  input  logic [1:0]  m_ctl_rresp,
-  input  logic        m_ctl_rvalid,
-  output logic        m_ctl_rready,
+  output hm_axil_req_t m_ctl_req,
+  input  hm_axil_rsp_t m_ctl_rsp,
 
   output logic        irq_done,
   output logic        fault,
@@ -88,6 +59,20 @@ module hm_ctrl_sys
   // accessed: nothing else gives the firmware work.
   output logic        poll_idle
 );
+  // The host port's and the control-bus master's outputs, packed into their bundles
+  logic        h_awready, h_wready, h_bvalid, h_arready, h_rvalid;
+  logic [1:0]  h_bresp, h_rresp;
+  logic [31:0] h_rdata;
+  assign s_axil_rsp = '{awready: h_awready, wready: h_wready, bresp: h_bresp, bvalid: h_bvalid,
+                        arready: h_arready, rdata: h_rdata, rresp: h_rresp, rvalid: h_rvalid};
+  logic [11:0] mc_awaddr, mc_araddr;
+  logic [31:0] mc_wdata;
+  logic [3:0]  mc_wstrb;
+  logic        mc_awvalid, mc_wvalid, mc_bready, mc_arvalid, mc_rready;
+  assign m_ctl_req = '{awaddr: 32'(mc_awaddr), awvalid: mc_awvalid, wdata: mc_wdata, wstrb: mc_wstrb,
+                       wvalid: mc_wvalid, bready: mc_bready, araddr: 32'(mc_araddr), arvalid: mc_arvalid,
+                       rready: mc_rready};
+
   localparam int IW = $clog2(IMEM_BYTES / 4);
   localparam int DW = $clog2(DMEM_BYTES / 4);
 
@@ -135,15 +120,15 @@ module hm_ctrl_sys
   assign c_ready = cst_q == C_DONE;
   assign c_rdata = crd_q;
 
-  assign m_ctl_awaddr  = c_addr[11:0];      // HM_CPU_CTL_BYTES: 4 KiB
-  assign m_ctl_araddr  = c_addr[11:0];
-  assign m_ctl_wdata   = c_wdata;
-  assign m_ctl_wstrb   = c_wstrb;
-  assign m_ctl_awvalid = cst_q == C_CTL_W && !aw_done_q;
-  assign m_ctl_wvalid  = cst_q == C_CTL_W && !w_done_q;
-  assign m_ctl_bready  = cst_q == C_CTL_B;
-  assign m_ctl_arvalid = cst_q == C_CTL_AR;
-  assign m_ctl_rready  = cst_q == C_CTL_R;
+  assign mc_awaddr  = c_addr[11:0];      // HM_CPU_CTL_BYTES: 4 KiB
+  assign mc_araddr  = c_addr[11:0];
+  assign mc_wdata   = c_wdata;
+  assign mc_wstrb   = c_wstrb;
+  assign mc_awvalid = cst_q == C_CTL_W && !aw_done_q;
+  assign mc_wvalid  = cst_q == C_CTL_W && !w_done_q;
+  assign mc_bready  = cst_q == C_CTL_B;
+  assign mc_arvalid = cst_q == C_CTL_AR;
+  assign mc_rready  = cst_q == C_CTL_R;
 
   logic mbox_done;     // the CPU wrote MBOX_DONE this cycle
   assign mbox_done = cst_q == C_IDLE && c_valid && c_resetn && is_mbox && wr && mb_done;
@@ -197,18 +182,18 @@ module hm_ctrl_sys
         end
         C_DONE: cst_q <= C_IDLE;
         C_CTL_W: begin
-          if (m_ctl_awready) aw_done_q <= 1'b1;
-          if (m_ctl_wready) w_done_q <= 1'b1;
-          if ((aw_done_q || m_ctl_awready) && (w_done_q || m_ctl_wready)) cst_q <= C_CTL_B;
+          if (m_ctl_rsp.awready) aw_done_q <= 1'b1;
+          if (m_ctl_rsp.wready) w_done_q <= 1'b1;
+          if ((aw_done_q || m_ctl_rsp.awready) && (w_done_q || m_ctl_rsp.wready)) cst_q <= C_CTL_B;
         end
-        C_CTL_B: if (m_ctl_bvalid) begin
-          if (m_ctl_bresp != 2'b00) fault_q <= 1'b1;
+        C_CTL_B: if (m_ctl_rsp.bvalid) begin
+          if (m_ctl_rsp.bresp != 2'b00) fault_q <= 1'b1;
           cst_q <= C_DONE;
         end
-        C_CTL_AR: if (m_ctl_arready) cst_q <= C_CTL_R;
-        C_CTL_R: if (m_ctl_rvalid) begin
-          crd_q <= m_ctl_rresp == 2'b00 ? m_ctl_rdata : 32'hFFFF_FFFF;
-          if (m_ctl_rresp != 2'b00) fault_q <= 1'b1;
+        C_CTL_AR: if (m_ctl_rsp.arready) cst_q <= C_CTL_R;
+        C_CTL_R: if (m_ctl_rsp.rvalid) begin
+          crd_q <= m_ctl_rsp.rresp == 2'b00 ? m_ctl_rsp.rdata : 32'hFFFF_FFFF;
+          if (m_ctl_rsp.rresp != 2'b00) fault_q <= 1'b1;
           cst_q <= C_DONE;
         end
         default: cst_q <= C_IDLE;
@@ -243,20 +228,20 @@ module hm_ctrl_sys
   assign hr_imem = hra[15] == HM_HOST_IMEM[15];
   assign hr_in   = hra[15:8] == HM_HOST_CMD_IN[15:8];
   assign hr_out  = hra[15:8] == HM_HOST_CMD_OUT[15:8];
-  assign hwa = s_axil_awaddr;
-  assign hra = s_axil_araddr;
-  assign hw_go = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
-  assign s_axil_awready = hw_go;
-  assign s_axil_wready  = hw_go;
-  assign hr_go = s_axil_arvalid && !s_axil_rvalid;
-  assign s_axil_arready = hr_go;
+  assign hwa = s_axil_req.awaddr[15:0];
+  assign hra = s_axil_req.araddr[15:0];
+  assign hw_go = s_axil_req.awvalid && s_axil_req.wvalid && !h_bvalid;
+  assign h_awready = hw_go;
+  assign h_wready  = hw_go;
+  assign hr_go = s_axil_req.arvalid && !h_rvalid;
+  assign h_arready = hr_go;
 
   always_comb begin
     hw_ok     = 1'b0;
     h_imem_we = 1'b0;
     h_imem_wa = hwa[IW+1:2];
-    h_imem_wd = s_axil_wdata;
-    if (hw_go && s_axil_wstrb == 4'hF && hwa[1:0] == 2'b00) begin
+    h_imem_wd = s_axil_req.wdata;
+    if (hw_go && s_axil_req.wstrb == 4'hF && hwa[1:0] == 2'b00) begin
       if (hw_imem) begin
         hw_ok     = !run_q && 32'(hwa[14:2]) < IMEM_BYTES / 4;
         h_imem_we = hw_ok;
@@ -267,28 +252,28 @@ module hm_ctrl_sys
   end
 
   always_ff @(posedge clk) begin
-    if (hw_go && hw_ok && hw_in) cmd_in[hwa[7:2]] <= s_axil_wdata;
+    if (hw_go && hw_ok && hw_in) cmd_in[hwa[7:2]] <= s_axil_req.wdata;
   end
 
   always_ff @(posedge clk) begin
     if (rst) begin
-      s_axil_bvalid <= 1'b0;
-      s_axil_rvalid <= 1'b0;
+      h_bvalid <= 1'b0;
+      h_rvalid <= 1'b0;
       run_q         <= 1'b0;
       pend_q        <= 1'b0;
       done_cnt_q    <= '0;
       irq_done      <= 1'b0;
     end else begin
       irq_done <= 1'b0;
-      if (s_axil_bvalid && s_axil_bready) s_axil_bvalid <= 1'b0;
-      if (s_axil_rvalid && s_axil_rready) s_axil_rvalid <= 1'b0;
+      if (h_bvalid && s_axil_req.bready) h_bvalid <= 1'b0;
+      if (h_rvalid && s_axil_req.rready) h_rvalid <= 1'b0;
       if (hw_go) begin
-        s_axil_bvalid <= 1'b1;
-        s_axil_bresp  <= hw_ok ? 2'b00 : 2'b10;
+        h_bvalid <= 1'b1;
+        h_bresp  <= hw_ok ? 2'b00 : 2'b10;
         if (hw_ok && hwa == HM_HOST_MBOX_DB) pend_q <= 1'b1;
         if (hw_ok && hwa == HM_HOST_CORE_CTRL) begin
-          run_q <= s_axil_wdata[0];
-          if (!s_axil_wdata[0]) pend_q <= 1'b0;    // a held CPU answers nothing
+          run_q <= s_axil_req.wdata[0];
+          if (!s_axil_req.wdata[0]) pend_q <= 1'b0;    // a held CPU answers nothing
         end
       end
       if (mbox_done && pend_q) begin
@@ -297,18 +282,18 @@ module hm_ctrl_sys
         irq_done   <= 1'b1;
       end
       if (hr_go) begin
-        s_axil_rvalid <= 1'b1;
-        s_axil_rresp  <= 2'b00;
-        s_axil_rdata  <= '0;
-        if (hra[1:0] != 2'b00) s_axil_rresp <= 2'b10;
-        else if (hr_imem) s_axil_rresp <= 2'b10;    // the IMEM window is write-only
-        else if (hr_in) s_axil_rdata <= cmd_in[hra[7:2]];
-        else if (hr_out) s_axil_rdata <= cmd_out[hra[7:2]];
+        h_rvalid <= 1'b1;
+        h_rresp  <= 2'b00;
+        h_rdata  <= '0;
+        if (hra[1:0] != 2'b00) h_rresp <= 2'b10;
+        else if (hr_imem) h_rresp <= 2'b10;    // the IMEM window is write-only
+        else if (hr_in) h_rdata <= cmd_in[hra[7:2]];
+        else if (hr_out) h_rdata <= cmd_out[hra[7:2]];
         else if (hra == HM_HOST_MBOX_STATUS)
-          s_axil_rdata <= hm_mbox_status_t'{done_count: done_cnt_q, trap: trap_q, fault: fault_q,
+          h_rdata <= hm_mbox_status_t'{done_count: done_cnt_q, trap: trap_q, fault: fault_q,
                                             running: run_q, pending: pend_q, default: '0};
-        else if (hra == HM_HOST_CORE_CTRL) s_axil_rdata <= {31'd0, run_q};
-        else s_axil_rresp <= 2'b10;
+        else if (hra == HM_HOST_CORE_CTRL) h_rdata <= {31'd0, run_q};
+        else h_rresp <= 2'b10;
       end
     end
   end

@@ -2,29 +2,25 @@
 // are granted round-robin (one per cycle, registered towards the slave); read data is routed
 // back by RID, so master i must use ARID = i (the DMA read engines take their ID as a
 // parameter). Data of different masters may interleave at burst boundaries as AXI allows.
-module hm_axi_rd_arb #(
+module hm_axi_rd_arb
+  import hm_pkg::*;
+#(
   // Number of read masters (2..8).
   parameter int PORTS = 2,
   // AXI data width.
   parameter int DATA_WIDTH = 512,
-  // AXI address width.
-  parameter int ADDR_WIDTH = 64,
-  // AXI ID width (at least clog2(PORTS)).
-  parameter int ID_WIDTH = 4,
   // Background ports (bit mask): granted only when no other port requests, or after
   // BG_EVERY grants to other ports while one of them waits (so they never starve).
   parameter logic [PORTS-1:0] BG_MASK = '0,
-  parameter int BG_EVERY = 8
+  parameter int BG_EVERY = 8,
+  // AXI ID width (hm_pkg; at least clog2(PORTS)).
+  localparam int ID_WIDTH = HM_AXI_ID_W
 ) (
   input  logic                             clk,
   input  logic                             rst,
 
   // Masters
-  input  logic [PORTS-1:0][ID_WIDTH-1:0]   s_arid,
-  input  logic [PORTS-1:0][ADDR_WIDTH-1:0] s_araddr,
-  input  logic [PORTS-1:0][7:0]            s_arlen,
-  input  logic [PORTS-1:0][2:0]            s_arsize,
-  input  logic [PORTS-1:0][1:0]            s_arburst,
+  input  hm_axi_ax_t [PORTS-1:0]           s_ar,
   input  logic [PORTS-1:0]                 s_arvalid,
   output logic [PORTS-1:0]                 s_arready,
   output logic [ID_WIDTH-1:0]              s_rid,
@@ -35,11 +31,7 @@ module hm_axi_rd_arb #(
   input  logic [PORTS-1:0]                 s_rready,
 
   // Slave
-  output logic [ID_WIDTH-1:0]              m_arid,
-  output logic [ADDR_WIDTH-1:0]            m_araddr,
-  output logic [7:0]                       m_arlen,
-  output logic [2:0]                       m_arsize,
-  output logic [1:0]                       m_arburst,
+  output hm_axi_ax_t                       m_ar,
   output logic                             m_arvalid,
   input  logic                             m_arready,
   input  logic [ID_WIDTH-1:0]              m_rid,
@@ -83,11 +75,7 @@ module hm_axi_rd_arb #(
       end
     end
     if (take) begin
-      m_arid    <= s_arid[pick];
-      m_araddr  <= s_araddr[pick];
-      m_arlen   <= s_arlen[pick];
-      m_arsize  <= s_arsize[pick];
-      m_arburst <= s_arburst[pick];
+      m_ar       <= s_ar[pick];
     end
   end
 

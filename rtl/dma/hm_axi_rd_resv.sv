@@ -5,25 +5,21 @@
 // order, and a master whose consumer stalls would otherwise hold back every later burst of
 // every other master (head-of-line blocking that can deadlock when consumers depend on each
 // other, as the transport engine's TX path does on two read engines).
-module hm_axi_rd_resv #(
+module hm_axi_rd_resv
+  import hm_pkg::*;
+#(
   // AXI data width.
   parameter int DATA_WIDTH = 512,
-  // AXI address width.
-  parameter int ADDR_WIDTH = 64,
-  // AXI ID width.
-  parameter int ID_WIDTH = 4,
   // Buffer depth in beats (power of two, at least the largest burst).
-  parameter int DEPTH = 128
+  parameter int DEPTH = 128,
+  // AXI ID width (hm_pkg).
+  localparam int ID_WIDTH = HM_AXI_ID_W
 ) (
   input  logic                  clk,
   input  logic                  rst,
 
   // From the master
-  input  logic [ID_WIDTH-1:0]   s_arid,
-  input  logic [ADDR_WIDTH-1:0] s_araddr,
-  input  logic [7:0]            s_arlen,
-  input  logic [2:0]            s_arsize,
-  input  logic [1:0]            s_arburst,
+  input  hm_axi_ax_t            s_ar,
   input  logic                  s_arvalid,
   output logic                  s_arready,
   output logic [ID_WIDTH-1:0]   s_rid,
@@ -34,11 +30,7 @@ module hm_axi_rd_resv #(
   input  logic                  s_rready,
 
   // To the shared port
-  output logic [ID_WIDTH-1:0]   m_arid,
-  output logic [ADDR_WIDTH-1:0] m_araddr,
-  output logic [7:0]            m_arlen,
-  output logic [2:0]            m_arsize,
-  output logic [1:0]            m_arburst,
+  output hm_axi_ax_t            m_ar,
   output logic                  m_arvalid,
   input  logic                  m_arready,
   input  logic [ID_WIDTH-1:0]   m_rid,
@@ -55,24 +47,20 @@ module hm_axi_rd_resv #(
   logic          room, ar_go, r_out;
   // a burst longer than the buffer could never go out: it is a configuration error (the
   // simulation stops), see the DEPTH parameter
-  assign room      = 32'(resv_q) + 32'(s_arlen) + 32'd1 <= DEPTH;
+  assign room      = 32'(resv_q) + 32'(s_ar.len) + 32'd1 <= DEPTH;
   // synthesis translate_off
-  always_ff @(posedge clk) if (!rst && s_arvalid && 32'(s_arlen) + 32'd1 > DEPTH)
-    $fatal(1, "hm_axi_rd_resv: burst of %0d beats, buffer of %0d", 32'(s_arlen) + 1, DEPTH);
+  always_ff @(posedge clk) if (!rst && s_arvalid && 32'(s_ar.len) + 32'd1 > DEPTH)
+    $fatal(1, "hm_axi_rd_resv: burst of %0d beats, buffer of %0d", 32'(s_ar.len) + 1, DEPTH);
   // synthesis translate_on
   assign m_arvalid = s_arvalid && room;
   assign s_arready = m_arready && room;
   assign ar_go     = m_arvalid && m_arready;
-  assign m_arid    = s_arid;
-  assign m_araddr  = s_araddr;
-  assign m_arlen   = s_arlen;
-  assign m_arsize  = s_arsize;
-  assign m_arburst = s_arburst;
+  assign m_ar      = s_ar;
 
   assign r_out = s_rvalid && s_rready;
   always_ff @(posedge clk) begin
     if (rst) resv_q <= '0;
-    else resv_q <= resv_q + (ar_go ? CW'(s_arlen) + CW'(1) : '0) - CW'(r_out);
+    else resv_q <= resv_q + (ar_go ? CW'(s_ar.len) + CW'(1) : '0) - CW'(r_out);
   end
 
   // the reservation guarantees room: data is never refused

@@ -3,29 +3,25 @@
 // is remembered in order, so write data follows the address order burst by burst (AXI4 has
 // no write interleaving). Write responses are routed back by BID, so master i must use
 // AWID = i.
-module hm_axi_wr_arb #(
+module hm_axi_wr_arb
+  import hm_pkg::*;
+#(
   // Number of write masters (2..8).
   parameter int PORTS = 2,
   // AXI data width.
   parameter int DATA_WIDTH = 512,
-  // AXI address width.
-  parameter int ADDR_WIDTH = 64,
-  // AXI ID width (at least clog2(PORTS)).
-  parameter int ID_WIDTH = 4,
   // Granted bursts whose data has not finished (power of two).
   parameter int ORDER_DEPTH = 16,
   // Bytes per beat (derived).
-  localparam int STRB_WIDTH = DATA_WIDTH / 8
+  localparam int STRB_WIDTH = DATA_WIDTH / 8,
+  // AXI ID width (hm_pkg; at least clog2(PORTS)).
+  localparam int ID_WIDTH = HM_AXI_ID_W
 ) (
   input  logic                             clk,
   input  logic                             rst,
 
   // Masters
-  input  logic [PORTS-1:0][ID_WIDTH-1:0]   s_awid,
-  input  logic [PORTS-1:0][ADDR_WIDTH-1:0] s_awaddr,
-  input  logic [PORTS-1:0][7:0]            s_awlen,
-  input  logic [PORTS-1:0][2:0]            s_awsize,
-  input  logic [PORTS-1:0][1:0]            s_awburst,
+  input  hm_axi_ax_t [PORTS-1:0]           s_aw,
   input  logic [PORTS-1:0]                 s_awvalid,
   output logic [PORTS-1:0]                 s_awready,
   input  logic [PORTS-1:0][DATA_WIDTH-1:0] s_wdata,
@@ -39,11 +35,7 @@ module hm_axi_wr_arb #(
   input  logic [PORTS-1:0]                 s_bready,
 
   // Slave
-  output logic [ID_WIDTH-1:0]              m_awid,
-  output logic [ADDR_WIDTH-1:0]            m_awaddr,
-  output logic [7:0]                       m_awlen,
-  output logic [2:0]                       m_awsize,
-  output logic [1:0]                       m_awburst,
+  output hm_axi_ax_t                       m_aw,
   output logic                             m_awvalid,
   input  logic                             m_awready,
   output logic [DATA_WIDTH-1:0]            m_wdata,
@@ -77,11 +69,7 @@ module hm_axi_wr_arb #(
       end
     end
     if (take) begin
-      m_awid    <= s_awid[pick];
-      m_awaddr  <= s_awaddr[pick];
-      m_awlen   <= s_awlen[pick];
-      m_awsize  <= s_awsize[pick];
-      m_awburst <= s_awburst[pick];
+      m_aw       <= s_aw[pick];
     end
   end
 

@@ -3,29 +3,25 @@
 // shared port the data of a granted burst then never waits for its master, so one master's
 // slow data source cannot hold the write channel (and through it every other master's
 // writes) hostage. Write responses pass straight through.
-module hm_axi_wr_gate #(
+module hm_axi_wr_gate
+  import hm_pkg::*;
+#(
   // AXI data width.
   parameter int DATA_WIDTH = 512,
-  // AXI address width.
-  parameter int ADDR_WIDTH = 64,
-  // AXI ID width.
-  parameter int ID_WIDTH = 4,
   // Data buffer depth in beats (power of two, at least the largest burst).
   parameter int DEPTH = 64,
   // Addresses buffered (power of two).
   parameter int AW_DEPTH = 8,
   // Bytes per beat (derived).
-  localparam int STRB_WIDTH = DATA_WIDTH / 8
+  localparam int STRB_WIDTH = DATA_WIDTH / 8,
+  // AXI ID width (hm_pkg).
+  localparam int ID_WIDTH = HM_AXI_ID_W
 ) (
   input  logic                  clk,
   input  logic                  rst,
 
   // From the master
-  input  logic [ID_WIDTH-1:0]   s_awid,
-  input  logic [ADDR_WIDTH-1:0] s_awaddr,
-  input  logic [7:0]            s_awlen,
-  input  logic [2:0]            s_awsize,
-  input  logic [1:0]            s_awburst,
+  input  hm_axi_ax_t            s_aw,
   input  logic                  s_awvalid,
   output logic                  s_awready,
   input  logic [DATA_WIDTH-1:0] s_wdata,
@@ -39,11 +35,7 @@ module hm_axi_wr_gate #(
   input  logic                  s_bready,
 
   // To the shared port
-  output logic [ID_WIDTH-1:0]   m_awid,
-  output logic [ADDR_WIDTH-1:0] m_awaddr,
-  output logic [7:0]            m_awlen,
-  output logic [2:0]            m_awsize,
-  output logic [1:0]            m_awburst,
+  output hm_axi_ax_t            m_aw,
   output logic                  m_awvalid,
   input  logic                  m_awready,
   output logic [DATA_WIDTH-1:0] m_wdata,
@@ -56,7 +48,7 @@ module hm_axi_wr_gate #(
   input  logic                  m_bvalid,
   output logic                  m_bready
 );
-  localparam int AWW = ID_WIDTH + ADDR_WIDTH + 8 + 3 + 2;
+  localparam int AWW = $bits(hm_axi_ax_t);
 
   // addresses wait here
   logic [AWW-1:0] aw_head;
@@ -64,7 +56,7 @@ module hm_axi_wr_gate #(
   logic [$clog2(AW_DEPTH+1):0] aw_level;
   hm_fifo #(.WIDTH(AWW), .DEPTH(AW_DEPTH)) u_aw (
     .clk, .rst,
-    .s_data({s_awid, s_awaddr, s_awlen, s_awsize, s_awburst}), .s_valid(s_awvalid), .s_ready(s_awready),
+    .s_data(s_aw), .s_valid(s_awvalid), .s_ready(s_awready),
     .m_data(aw_head), .m_valid(aw_have), .m_ready(aw_pop), .level(aw_level)
   );
 
@@ -83,7 +75,7 @@ module hm_axi_wr_gate #(
   logic [$clog2(DEPTH+1):0] bursts_q;
   assign m_awvalid = aw_have && bursts_q != '0;
   assign aw_pop    = m_awvalid && m_awready;
-  assign {m_awid, m_awaddr, m_awlen, m_awsize, m_awburst} = aw_head;
+  assign m_aw      = aw_head;
   always_ff @(posedge clk) begin
     if (rst) bursts_q <= '0;
     else bursts_q <= bursts_q + ($clog2(DEPTH+1)+1)'(w_in && s_wlast) - ($clog2(DEPTH+1)+1)'(aw_pop);

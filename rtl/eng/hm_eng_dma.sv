@@ -12,7 +12,10 @@
 // engine top assigns the clients: reads 0 requester WQEs, 1 requester payload, 2 completer
 // WQEs, 3 responder receive WQEs and atomic operands, 4 READ response payload; writes 0
 // completer data, 1 CQEs, 2 responder data. Request tags are not used (all 0).
-module hm_eng_dma #(
+module hm_eng_dma
+  import hm_pkg::*;
+  import hm_eng_pkg::*;
+#(
   // AXI and stream data width in bits (256 or 512).
   parameter int DATA_WIDTH = 512,
   // Read engines (the depth tables below have an entry per engine).
@@ -37,8 +40,7 @@ module hm_eng_dma #(
   input  logic                                rst,
 
   // Read requests and their data streams (one packet per request), per read engine
-  input  logic [RD_PORTS-1:0][63:0]           s_rd_addr,
-  input  logic [RD_PORTS-1:0][31:0]           s_rd_len,
+  input  hm_dma_req_t [RD_PORTS-1:0]         s_rd,
   input  logic [RD_PORTS-1:0]                 s_rd_valid,
   output logic [RD_PORTS-1:0]                 s_rd_ready,
   output logic [RD_PORTS-1:0][DATA_WIDTH-1:0] m_rd_tdata,
@@ -49,8 +51,7 @@ module hm_eng_dma #(
   output logic [RD_PORTS-1:0]                 m_rd_tuser,
 
   // Write requests, their data streams and their completions, per write engine
-  input  logic [WR_PORTS-1:0][63:0]           s_wr_addr,
-  input  logic [WR_PORTS-1:0][31:0]           s_wr_len,
+  input  hm_dma_req_t [WR_PORTS-1:0]         s_wr,
   input  logic [WR_PORTS-1:0]                 s_wr_valid,
   output logic [WR_PORTS-1:0]                 s_wr_ready,
   input  logic [WR_PORTS-1:0][DATA_WIDTH-1:0] s_wr_tdata,
@@ -102,11 +103,10 @@ module hm_eng_dma #(
   // ---------------------------------------------------------------------------------------
   // Reads: engine -> reservation -> arbiter
   // ---------------------------------------------------------------------------------------
-  logic [RP-1:0][3:0]            d_arid, d_rid, a_arid;
-  logic [RP-1:0][63:0]           d_araddr, a_araddr;
-  logic [RP-1:0][7:0]            d_arlen, a_arlen;
-  logic [RP-1:0][2:0]            d_arsize, a_arsize;
-  logic [RP-1:0][1:0]            d_arburst, d_rresp, a_arburst;
+  hm_axi_ax_t [RP-1:0]           d_ar, a_ar;
+  hm_axi_ax_t                    ar;
+  logic [RP-1:0][3:0]            d_rid;
+  logic [RP-1:0][1:0]            d_rresp;
   logic [RP-1:0]                 d_arvalid, d_arready, d_rvalid, d_rready, d_rlast;
   logic [RP-1:0]                 a_arvalid, a_arready, a_rvalid, a_rready;
   logic [RP-1:0][DATA_WIDTH-1:0] d_rdata;
@@ -121,42 +121,37 @@ module hm_eng_dma #(
     hm_dma_rd #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'(i)), .MAX_OUTSTANDING(RD_OUTSTANDING[i]),
                 .REQ_FIFO_DEPTH(RD_REQ_DEPTH[i])) u_rd (
       .clk, .rst,
-      .s_req_addr(s_rd_addr[i]), .s_req_len(s_rd_len[i]), .s_req_tag(8'd0),
+      .s_req_addr(s_rd[i].addr), .s_req_len(s_rd[i].len), .s_req_tag(8'd0),
       .s_req_valid(s_rd_valid[i]), .s_req_ready(s_rd_ready[i]),
       .m_axis_tdata(m_rd_tdata[i]), .m_axis_tkeep(m_rd_tkeep[i]), .m_axis_tvalid(m_rd_tvalid[i]),
       .m_axis_tready(m_rd_tready[i]), .m_axis_tlast(m_rd_tlast[i]), .m_axis_tuser(m_rd_tuser[i]),
       .m_axis_tid(rd_tid[i]),
-      .m_axi_arid(d_arid[i]), .m_axi_araddr(d_araddr[i]), .m_axi_arlen(d_arlen[i]),
-      .m_axi_arsize(d_arsize[i]), .m_axi_arburst(d_arburst[i]), .m_axi_arvalid(d_arvalid[i]),
+      .m_axi_arid(d_ar[i].id), .m_axi_araddr(d_ar[i].addr), .m_axi_arlen(d_ar[i].len),
+      .m_axi_arsize(d_ar[i].size), .m_axi_arburst(d_ar[i].burst), .m_axi_arvalid(d_arvalid[i]),
       .m_axi_arready(d_arready[i]), .m_axi_rid(d_rid[i]), .m_axi_rdata(d_rdata[i]),
       .m_axi_rresp(d_rresp[i]), .m_axi_rlast(d_rlast[i]), .m_axi_rvalid(d_rvalid[i]),
       .m_axi_rready(d_rready[i]),
       .stat_bad_req(rd_bad[i])
     );
 
-    hm_axi_rd_resv #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4),
-                     .DEPTH(RD_RESV_BEATS[i])) u_resv (
+    hm_axi_rd_resv #(.DATA_WIDTH(DATA_WIDTH), .DEPTH(RD_RESV_BEATS[i])) u_resv (
       .clk, .rst,
-      .s_arid(d_arid[i]), .s_araddr(d_araddr[i]), .s_arlen(d_arlen[i]), .s_arsize(d_arsize[i]),
-      .s_arburst(d_arburst[i]), .s_arvalid(d_arvalid[i]), .s_arready(d_arready[i]),
+      .s_ar(d_ar[i]), .s_arvalid(d_arvalid[i]), .s_arready(d_arready[i]),
       .s_rid(d_rid[i]), .s_rdata(d_rdata[i]), .s_rresp(d_rresp[i]), .s_rlast(d_rlast[i]),
       .s_rvalid(d_rvalid[i]), .s_rready(d_rready[i]),
-      .m_arid(a_arid[i]), .m_araddr(a_araddr[i]), .m_arlen(a_arlen[i]), .m_arsize(a_arsize[i]),
-      .m_arburst(a_arburst[i]), .m_arvalid(a_arvalid[i]), .m_arready(a_arready[i]),
+      .m_ar(a_ar[i]), .m_arvalid(a_arvalid[i]), .m_arready(a_arready[i]),
       .m_rid(a_rid), .m_rdata(a_rdata), .m_rresp(a_rresp), .m_rlast(a_rlast),
       .m_rvalid(a_rvalid[i]), .m_rready(a_rready[i])
     );
   end
 
-  hm_axi_rd_arb #(.PORTS(RP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4),
+  hm_axi_rd_arb #(.PORTS(RP), .DATA_WIDTH(DATA_WIDTH),
                   .BG_MASK(RD_BACKGROUND < 0 ? '0 : RP'(1 << RD_BACKGROUND)), .BG_EVERY(8)) u_rd_arb (
     .clk, .rst,
-    .s_arid(a_arid), .s_araddr(a_araddr), .s_arlen(a_arlen), .s_arsize(a_arsize),
-    .s_arburst(a_arburst), .s_arvalid(a_arvalid), .s_arready(a_arready),
+    .s_ar(a_ar), .s_arvalid(a_arvalid), .s_arready(a_arready),
     .s_rid(a_rid), .s_rdata(a_rdata), .s_rresp(a_rresp), .s_rlast(a_rlast),
     .s_rvalid(a_rvalid), .s_rready(a_rready),
-    .m_arid(m_axi_arid), .m_araddr(m_axi_araddr), .m_arlen(m_axi_arlen), .m_arsize(m_axi_arsize),
-    .m_arburst(m_axi_arburst), .m_arvalid(m_axi_arvalid), .m_arready(m_axi_arready),
+    .m_ar(ar), .m_arvalid(m_axi_arvalid), .m_arready(m_axi_arready),
     .m_rid(m_axi_rid), .m_rdata(m_axi_rdata), .m_rresp(m_axi_rresp), .m_rlast(m_axi_rlast),
     .m_rvalid(m_axi_rvalid), .m_rready(m_axi_rready)
   );
@@ -164,11 +159,10 @@ module hm_eng_dma #(
   // ---------------------------------------------------------------------------------------
   // Writes: engine -> gate -> arbiter
   // ---------------------------------------------------------------------------------------
-  logic [WP-1:0][3:0]            e_awid, e_bid, w_awid;
-  logic [WP-1:0][63:0]           e_awaddr, w_awaddr;
-  logic [WP-1:0][7:0]            e_awlen, w_awlen;
-  logic [WP-1:0][2:0]            e_awsize, w_awsize;
-  logic [WP-1:0][1:0]            e_awburst, e_bresp, w_awburst;
+  hm_axi_ax_t [WP-1:0]           e_aw, w_aw;
+  hm_axi_ax_t                    aw;
+  logic [WP-1:0][3:0]            e_bid;
+  logic [WP-1:0][1:0]            e_bresp;
   logic [WP-1:0]                 e_awvalid, e_awready, e_wlast, e_wvalid, e_wready, e_bvalid, e_bready;
   logic [WP-1:0]                 w_awvalid, w_awready, w_wlast, w_wvalid, w_wready, w_bvalid, w_bready;
   logic [WP-1:0][DATA_WIDTH-1:0] e_wdata, w_wdata;
@@ -182,14 +176,14 @@ module hm_eng_dma #(
     hm_dma_wr #(.DATA_WIDTH(DATA_WIDTH), .AXI_ID(4'(i)), .MAX_BURST(WR_MAX_BURST[i]),
                 .MAX_OUTSTANDING(WR_OUTSTANDING[i]), .REQ_FIFO_DEPTH(WR_REQ_DEPTH[i])) u_wr (
       .clk, .rst,
-      .s_req_addr(s_wr_addr[i]), .s_req_len(s_wr_len[i]), .s_req_tag(8'd0),
+      .s_req_addr(s_wr[i].addr), .s_req_len(s_wr[i].len), .s_req_tag(8'd0),
       .s_req_valid(s_wr_valid[i]), .s_req_ready(s_wr_ready[i]),
       .s_axis_tdata(s_wr_tdata[i]), .s_axis_tkeep(s_wr_tkeep[i]), .s_axis_tvalid(s_wr_tvalid[i]),
       .s_axis_tready(s_wr_tready[i]), .s_axis_tlast(s_wr_tlast[i]),
       .m_done_tag(wr_tag[i]), .m_done_err(m_done_err[i]), .m_done_valid(m_done_valid[i]),
       .m_done_ready(m_done_ready[i]),
-      .m_axi_awid(e_awid[i]), .m_axi_awaddr(e_awaddr[i]), .m_axi_awlen(e_awlen[i]),
-      .m_axi_awsize(e_awsize[i]), .m_axi_awburst(e_awburst[i]), .m_axi_awvalid(e_awvalid[i]),
+      .m_axi_awid(e_aw[i].id), .m_axi_awaddr(e_aw[i].addr), .m_axi_awlen(e_aw[i].len),
+      .m_axi_awsize(e_aw[i].size), .m_axi_awburst(e_aw[i].burst), .m_axi_awvalid(e_awvalid[i]),
       .m_axi_awready(e_awready[i]), .m_axi_wdata(e_wdata[i]), .m_axi_wstrb(e_wstrb[i]),
       .m_axi_wlast(e_wlast[i]), .m_axi_wvalid(e_wvalid[i]), .m_axi_wready(e_wready[i]),
       .m_axi_bid(e_bid[i]), .m_axi_bresp(e_bresp[i]), .m_axi_bvalid(e_bvalid[i]),
@@ -197,34 +191,32 @@ module hm_eng_dma #(
       .stat_bad_req(wr_bad[i]), .stat_len_err(wr_lerr[i])
     );
 
-    hm_axi_wr_gate #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4),
-                     .DEPTH(WR_GATE_BEATS[i])) u_gate (
+    hm_axi_wr_gate #(.DATA_WIDTH(DATA_WIDTH), .DEPTH(WR_GATE_BEATS[i])) u_gate (
       .clk, .rst,
-      .s_awid(e_awid[i]), .s_awaddr(e_awaddr[i]), .s_awlen(e_awlen[i]), .s_awsize(e_awsize[i]),
-      .s_awburst(e_awburst[i]), .s_awvalid(e_awvalid[i]), .s_awready(e_awready[i]),
+      .s_aw(e_aw[i]), .s_awvalid(e_awvalid[i]), .s_awready(e_awready[i]),
       .s_wdata(e_wdata[i]), .s_wstrb(e_wstrb[i]), .s_wlast(e_wlast[i]), .s_wvalid(e_wvalid[i]),
       .s_wready(e_wready[i]),
       .s_bid(e_bid[i]), .s_bresp(e_bresp[i]), .s_bvalid(e_bvalid[i]), .s_bready(e_bready[i]),
-      .m_awid(w_awid[i]), .m_awaddr(w_awaddr[i]), .m_awlen(w_awlen[i]), .m_awsize(w_awsize[i]),
-      .m_awburst(w_awburst[i]), .m_awvalid(w_awvalid[i]), .m_awready(w_awready[i]),
+      .m_aw(w_aw[i]), .m_awvalid(w_awvalid[i]), .m_awready(w_awready[i]),
       .m_wdata(w_wdata[i]), .m_wstrb(w_wstrb[i]), .m_wlast(w_wlast[i]), .m_wvalid(w_wvalid[i]),
       .m_wready(w_wready[i]),
       .m_bid(w_bid), .m_bresp(w_bresp), .m_bvalid(w_bvalid[i]), .m_bready(w_bready[i])
     );
   end
 
-  hm_axi_wr_arb #(.PORTS(WP), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(64), .ID_WIDTH(4)) u_wr_arb (
+  hm_axi_wr_arb #(.PORTS(WP), .DATA_WIDTH(DATA_WIDTH)) u_wr_arb (
     .clk, .rst,
-    .s_awid(w_awid), .s_awaddr(w_awaddr), .s_awlen(w_awlen), .s_awsize(w_awsize),
-    .s_awburst(w_awburst), .s_awvalid(w_awvalid), .s_awready(w_awready),
+    .s_aw(w_aw), .s_awvalid(w_awvalid), .s_awready(w_awready),
     .s_wdata(w_wdata), .s_wstrb(w_wstrb), .s_wlast(w_wlast), .s_wvalid(w_wvalid), .s_wready(w_wready),
     .s_bid(w_bid), .s_bresp(w_bresp), .s_bvalid(w_bvalid), .s_bready(w_bready),
-    .m_awid(m_axi_awid), .m_awaddr(m_axi_awaddr), .m_awlen(m_axi_awlen), .m_awsize(m_axi_awsize),
-    .m_awburst(m_axi_awburst), .m_awvalid(m_axi_awvalid), .m_awready(m_axi_awready),
+    .m_aw(aw), .m_awvalid(m_axi_awvalid), .m_awready(m_axi_awready),
     .m_wdata(m_axi_wdata), .m_wstrb(m_axi_wstrb), .m_wlast(m_axi_wlast), .m_wvalid(m_axi_wvalid),
     .m_wready(m_axi_wready),
     .m_bid(m_axi_bid), .m_bresp(m_axi_bresp), .m_bvalid(m_axi_bvalid), .m_bready(m_axi_bready)
   );
+
+  assign {m_axi_arid, m_axi_araddr, m_axi_arlen, m_axi_arsize, m_axi_arburst} = ar;
+  assign {m_axi_awid, m_axi_awaddr, m_axi_awlen, m_axi_awsize, m_axi_awburst} = aw;
 
   always_comb begin
     stat_bad_req = '0;

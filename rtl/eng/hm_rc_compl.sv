@@ -61,8 +61,7 @@ module hm_rc_compl
   output logic                  s_sent_ready,
 
   // Send queue doorbells (producer index, for flushing)
-  input  logic [15:0]           s_db_qpn,
-  input  logic [15:0]           s_db_pi,
+  input  hm_db_qp_t             s_db,
   input  logic                  s_db_valid,
   output logic                  s_db_ready,
 
@@ -77,8 +76,7 @@ module hm_rc_compl
   output logic                  s_hdr_ready,
 
   // WQE reads
-  output logic [63:0]           m_wrd_addr,
-  output logic [31:0]           m_wrd_len,
+  output hm_dma_req_t           m_wrd,
   output logic                  m_wrd_valid,
   input  logic                  m_wrd_ready,
   input  logic [DATA_WIDTH-1:0] s_wqe_tdata,
@@ -96,12 +94,7 @@ module hm_rc_compl
   output logic                  s_res_ready,
 
   // Payload pieces to the scatter unit (and its DMA write completions)
-  output logic                  m_pc_discard,
-  output logic                  m_pc_imm,
-  output logic [63:0]           m_pc_data,
-  output logic                  m_pc_last,
-  output logic [12:0]           m_pc_len,
-  output logic [63:0]           m_pc_addr,
+  output hm_scat_pc_t           m_pc,
   output logic                  m_pc_valid,
   input  logic                  m_pc_ready,
   input  logic                  s_done_valid,
@@ -211,7 +204,7 @@ module hm_rc_compl
   logic        dbf_valid, dbf_pop;
   logic [$clog2(16+1):0] dbf_level;
   hm_fifo #(.WIDTH(32), .DEPTH(16)) u_dbf (
-    .clk, .rst, .s_data({s_db_qpn, s_db_pi}), .s_valid(s_db_valid), .s_ready(s_db_ready),
+    .clk, .rst, .s_data({s_db.qpn, s_db.pi}), .s_valid(s_db_valid), .s_ready(s_db_ready),
     .m_data(dbf_data), .m_valid(dbf_valid), .m_ready(dbf_pop), .level(dbf_level));
 
   // ---------------------------------------------------------------------------------------
@@ -421,9 +414,9 @@ module hm_rc_compl
   end
   assign pf_go = pf_want && m_wrd_ready;
 
-  assign m_wrd_addr   = st_q == C_WREQ ? ctx_q.sq_base + (64'(slot) << lstride)
+  assign m_wrd.addr   = st_q == C_WREQ ? ctx_q.sq_base + (64'(slot) << lstride)
                                        : cbx_base_q + (64'(pf_slot) << cbx_lstride_q);
-  assign m_wrd_len    = st_q == C_WREQ ? 32'(cbn) << lstride : 32'(pf_n) << cbx_lstride_q;
+  assign m_wrd.len    = st_q == C_WREQ ? 32'(cbn) << lstride : 32'(pf_n) << cbx_lstride_q;
   assign m_wrd_valid  = (st_q == C_WREQ && !in_batch && !pf_busy_q) || pf_want;
   assign s_wqe_tready = st_q == C_WDATA || pf_busy_q;
   always_comb begin
@@ -489,20 +482,20 @@ module hm_rc_compl
   hm_sge_t sge_atom;
   assign sge_atom = hm_sq_sge(wqe_q, 5'd1);
   always_comb begin
-    m_pc_discard = 1'b0;
-    m_pc_imm     = 1'b0;
-    m_pc_data    = h_q.atomic_orig;
-    m_pc_last    = 1'b1;
-    m_pc_len     = 13'd8;
-    m_pc_addr    = sge_atom.addr;
+    m_pc.discard = 1'b0;
+    m_pc.imm     = 1'b0;
+    m_pc.data    = h_q.atomic_orig;
+    m_pc.last    = 1'b1;
+    m_pc.len     = 13'd8;
+    m_pc.addr    = sge_atom.addr;
     m_pc_valid   = 1'b0;
     case (st_q)
-      C_DISCARD: begin m_pc_discard = 1'b1; m_pc_valid = 1'b1; end
-      C_ATOMIC:  begin m_pc_imm = 1'b1; m_pc_valid = 1'b1; end
+      C_DISCARD: begin m_pc.discard = 1'b1; m_pc_valid = 1'b1; end
+      C_ATOMIC:  begin m_pc.imm = 1'b1; m_pc_valid = 1'b1; end
       C_PLACE: begin
-        m_pc_len   = cur_take;
-        m_pc_addr  = cur_addr;
-        m_pc_last  = cur_last;
+        m_pc.len   = cur_take;
+        m_pc.addr  = cur_addr;
+        m_pc.last  = cur_last;
         m_pc_valid = cur_valid;
       end
       default: ;
@@ -640,7 +633,7 @@ module hm_rc_compl
         wr_done_q <= wr_done_q + 1'b1;
         if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;
       end
-      if (m_pc_valid && m_pc_ready && !m_pc_discard) wr_issued_q <= wr_issued_q + 1'b1;
+      if (m_pc_valid && m_pc_ready && !m_pc.discard) wr_issued_q <= wr_issued_q + 1'b1;
       // every ACK received counts once, on entry: also one merged into the next (coalesced
       // cumulative ACKs) and one for a QP number out of range
       if (s_hdr_valid && s_hdr_ready && s_hdr.opcode == HM_OP_ACK) stat_acks <= stat_acks + 1'b1;

@@ -48,8 +48,7 @@ module hm_rc_cq
   output logic                  s_b_ready,
 
   // DMA writes of CQEs
-  output logic [63:0]           m_wr_addr,
-  output logic [31:0]           m_wr_len,
+  output hm_dma_req_t           m_wr,
   output logic                  m_wr_valid,
   input  logic                  m_wr_ready,
   output logic [DATA_WIDTH-1:0] m_axis_tdata,
@@ -156,8 +155,8 @@ module hm_rc_cq
   end
   logic [15:0] slot;
   assign slot          = pi_q & (size - 16'd1);
-  assign m_wr_addr     = ctx_q.base + (64'(slot) << 5);
-  assign m_wr_len      = 32'd32;
+  assign m_wr.addr     = ctx_q.base + (64'(slot) << 5);
+  assign m_wr.len      = 32'd32;
   // (a CQE for an invalid or full CQ is not written: no request either, else the next
   // CQE's data would go to this one's address)
   assign m_wr_valid    = st_q == Q_CQE && valid_cq && !full;

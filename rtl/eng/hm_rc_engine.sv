@@ -1,7 +1,8 @@
 // Hematite RC transport engine: the top of the core an FPGA/DPU user instantiates.
 //
-//   s_bar_*   AXI4-Lite slave: register BAR (hm_csr; identity, capabilities, doorbells, counters)
-//   s_ctl_*   AXI4-Lite slave: internal control bus (hm_ctl; QP / CQ / MR context tables)
+//   s_bar_req/_rsp  AXI4-Lite slave (hm_axil_req_t / hm_axil_rsp_t): register BAR (hm_csr;
+//                   identity, capabilities, doorbells, counters)
+//   s_ctl_req/_rsp  AXI4-Lite slave: internal control bus (hm_ctl; QP / CQ / MR context tables)
 //   m_axi_*   AXI4 master, DATA_WIDTH bits, 64-bit addresses: all host memory access
 //   s_rx_*    AXI4-Stream from the MAC;  m_tx_* AXI4-Stream to the MAC
 //
@@ -38,42 +39,12 @@ module hm_rc_engine
   input  logic                  rst,
 
   // Register BAR
-  input  logic [15:0]           s_bar_awaddr,
-  input  logic                  s_bar_awvalid,
-  output logic                  s_bar_awready,
-  input  logic [31:0]           s_bar_wdata,
-  input  logic [3:0]            s_bar_wstrb,
-  input  logic                  s_bar_wvalid,
-  output logic                  s_bar_wready,
-  output logic [1:0]            s_bar_bresp,
-  output logic                  s_bar_bvalid,
-  input  logic                  s_bar_bready,
-  input  logic [15:0]           s_bar_araddr,
-  input  logic                  s_bar_arvalid,
-  output logic                  s_bar_arready,
-  output logic [31:0]           s_bar_rdata,
-  output logic [1:0]            s_bar_rresp,
-  output logic                  s_bar_rvalid,
-  input  logic                  s_bar_rready,
+  input  hm_axil_req_t          s_bar_req,
+  output hm_axil_rsp_t          s_bar_rsp,
 
   // Control bus
-  input  logic [11:0]           s_ctl_awaddr,
-  input  logic                  s_ctl_awvalid,
-  output logic                  s_ctl_awready,
-  input  logic [31:0]           s_ctl_wdata,
-  input  logic [3:0]            s_ctl_wstrb,
-  input  logic                  s_ctl_wvalid,
-  output logic                  s_ctl_wready,
-  output logic [1:0]            s_ctl_bresp,
-  output logic                  s_ctl_bvalid,
-  input  logic                  s_ctl_bready,
-  input  logic [11:0]           s_ctl_araddr,
-  input  logic                  s_ctl_arvalid,
-  output logic                  s_ctl_arready,
-  output logic [31:0]           s_ctl_rdata,
-  output logic [1:0]            s_ctl_rresp,
-  output logic                  s_ctl_rvalid,
-  input  logic                  s_ctl_rready,
+  input  hm_axil_req_t          s_ctl_req,
+  output hm_axil_rsp_t          s_ctl_rsp,
 
   // Host memory (AXI4 master)
   output logic [3:0]            m_axi_arid,
@@ -161,12 +132,7 @@ module hm_rc_engine
     .LOG2_CQS($clog2(NUM_CQS)), .DATA_WIDTH(DATA_WIDTH)
   ) u_csr (
     .clk, .rst,
-    .s_axil_awaddr(s_bar_awaddr), .s_axil_awvalid(s_bar_awvalid), .s_axil_awready(s_bar_awready),
-    .s_axil_wdata(s_bar_wdata), .s_axil_wstrb(s_bar_wstrb), .s_axil_wvalid(s_bar_wvalid),
-    .s_axil_wready(s_bar_wready), .s_axil_bresp(s_bar_bresp), .s_axil_bvalid(s_bar_bvalid),
-    .s_axil_bready(s_bar_bready), .s_axil_araddr(s_bar_araddr), .s_axil_arvalid(s_bar_arvalid),
-    .s_axil_arready(s_bar_arready), .s_axil_rdata(s_bar_rdata), .s_axil_rresp(s_bar_rresp),
-    .s_axil_rvalid(s_bar_rvalid), .s_axil_rready(s_bar_rready),
+    .s_axil_req(s_bar_req), .s_axil_rsp(s_bar_rsp),
     .m_db_data(db), .m_db_valid(db_valid), .m_db_ready(db_ready),
     .counters
   );
@@ -200,12 +166,7 @@ module hm_rc_engine
   logic [int'(HM_CTL_CC_WORDS)-1:0][31:0] cc_regs;
   hm_ctl #(.NUM_COUNTERS(NUM_COUNTERS)) u_ctl (
     .clk, .rst,
-    .s_axil_awaddr(s_ctl_awaddr), .s_axil_awvalid(s_ctl_awvalid), .s_axil_awready(s_ctl_awready),
-    .s_axil_wdata(s_ctl_wdata), .s_axil_wstrb(s_ctl_wstrb), .s_axil_wvalid(s_ctl_wvalid),
-    .s_axil_wready(s_ctl_wready), .s_axil_bresp(s_ctl_bresp), .s_axil_bvalid(s_ctl_bvalid),
-    .s_axil_bready(s_ctl_bready), .s_axil_araddr(s_ctl_araddr), .s_axil_arvalid(s_ctl_arvalid),
-    .s_axil_arready(s_ctl_arready), .s_axil_rdata(s_ctl_rdata), .s_axil_rresp(s_ctl_rresp),
-    .s_axil_rvalid(s_ctl_rvalid), .s_axil_rready(s_ctl_rready),
+    .s_axil_req(s_ctl_req), .s_axil_rsp(s_ctl_rsp),
     .m_cmd(cmd), .m_cmd_data(cmd_data), .m_cmd_valid(cmd_valid), .m_cmd_ready(cmd_ready),
     .s_rsp_status(rsp_status_q), .s_rsp_data('0), .s_rsp_read(1'b0), .s_rsp_valid(rsp_valid_q),
     .m_eq(eq_cfg), .m_post(post), .m_post_valid(post_valid), .m_post_ready(post_ready),
@@ -293,8 +254,7 @@ module hm_rc_engine
   // ---------------------------------------------------------------------------------------
   // Requester
   // ---------------------------------------------------------------------------------------
-  logic [63:0] wrd_addr, prd_addr, crd_addr;
-  logic [31:0] wrd_len, prd_len, crd_len;
+  hm_dma_req_t wrd, prd, crd;
   logic        wrd_valid, wrd_ready, prd_valid, prd_ready, crd_valid, crd_ready;
   logic [DATA_WIDTH-1:0] wqe_tdata, pay_tdata, inl_tdata, g_tdata, cwqe_tdata;
   logic [KEEP_WIDTH-1:0] wqe_tkeep, pay_tkeep, inl_tkeep, g_tkeep, cwqe_tkeep;
@@ -336,13 +296,13 @@ module hm_rc_engine
     .clk, .rst,
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !req_took_q),
     .s_ctl_ready(req_ctl_ready),
-    .s_db_qpn(db_qp.qpn), .s_db_pi(db_qp.pi), .s_db_valid(db_valid && db_sq && cmpl_db_ready),
+    .s_db(db_qp), .s_db_valid(db_valid && db_sq && cmpl_db_ready),
     .s_db_ready(req_db_ready),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_req_took_q), .s_err_ready(eb_req_ready),
     .s_cmd(rqc), .s_cmd_valid(rqc_valid), .s_cmd_ready(rqc_ready),
     .rl_pause, .m_rl_qpn(rl_qpn), .rl_hold, .pfc_paused, .ecn_mask(cc_pfc.ecn_mask),
     .m_txr_valid(txr_valid), .m_txr_qpn(txr_qpn), .m_txr_bytes(txr_bytes),
-    .m_wrd_addr(wrd_addr), .m_wrd_len(wrd_len), .m_wrd_valid(wrd_valid), .m_wrd_ready(wrd_ready),
+    .m_wrd(wrd), .m_wrd_valid(wrd_valid), .m_wrd_ready(wrd_ready),
     .s_wqe_tdata(wqe_tdata), .s_wqe_tvalid(wqe_tvalid), .s_wqe_tready(wqe_tready),
     .s_wqe_tlast(wqe_tlast), .s_wqe_tuser(wqe_tuser),
     .m_chk(c_chk[0]), .m_chk_valid(c_valid[0]), .m_chk_ready(c_ready[0]),
@@ -361,7 +321,7 @@ module hm_rc_engine
     .s_pc(pc), .s_pc_valid(pc_valid), .s_pc_ready(pc_ready),
     .s_inl_tdata(inl_tdata), .s_inl_tkeep(inl_tkeep), .s_inl_tvalid(inl_tvalid),
     .s_inl_tready(inl_tready), .s_inl_tlast(inl_tlast),
-    .m_rd_addr(prd_addr), .m_rd_len(prd_len), .m_rd_valid(prd_valid), .m_rd_ready(prd_ready),
+    .m_rd(prd), .m_rd_valid(prd_valid), .m_rd_ready(prd_ready),
     .s_rd_tdata(pay_tdata), .s_rd_tkeep(pay_tkeep), .s_rd_tvalid(pay_tvalid),
     .s_rd_tready(pay_tready), .s_rd_tlast(pay_tlast), .s_rd_tuser(pay_tuser),
     .m_axis_tdata(g_tdata), .m_axis_tkeep(g_tkeep), .m_axis_tvalid(g_tvalid),
@@ -444,11 +404,9 @@ module hm_rc_engine
   // ---------------------------------------------------------------------------------------
   // Responder, its scatter unit and the response generator
   // ---------------------------------------------------------------------------------------
-  logic        rpc_disc, rpc_imm, rpc_last, rpc_valid, rpc_ready;
-  logic [63:0] rpc_data, rpc_addr;
-  logic [12:0] rpc_len;
-  logic [63:0] srd_addr, rw_addr, rrd_addr;
-  logic [31:0] srd_len, rw_len, rrd_len;
+  hm_scat_pc_t rpc;
+  logic        rpc_valid, rpc_ready;
+  hm_dma_req_t srd, rw, rrd;
   logic        srd_valid, srd_ready, rw_valid, rw_ready, rrd_valid, rrd_ready;
   logic [DATA_WIDTH-1:0] srd_tdata, rw_tdata, rr_tdata;
   logic [KEEP_WIDTH-1:0] srd_tkeep, rw_tkeep, rr_tkeep;
@@ -470,17 +428,16 @@ module hm_rc_engine
     .clk, .rst,
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !resp_took_q),
     .s_ctl_ready(resp_ctl_ready),
-    .s_db_qpn(db_qp.qpn), .s_db_pi(db_qp.pi), .s_db_valid(db_valid && db_rq), .s_db_ready(resp_db_ready),
+    .s_db(db_qp), .s_db_valid(db_valid && db_rq), .s_db_ready(resp_db_ready),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_resp_took_q), .s_err_ready(eb_resp_ready),
     .s_hdr(rq_hdr), .s_hdr_valid(rq_hdr_valid), .s_hdr_ready(rq_hdr_ready),
-    .m_srd_addr(srd_addr), .m_srd_len(srd_len), .m_srd_valid(srd_valid), .m_srd_ready(srd_ready),
+    .m_srd(srd), .m_srd_valid(srd_valid), .m_srd_ready(srd_ready),
     .s_srd_tdata(srd_tdata), .s_srd_tvalid(srd_tvalid), .s_srd_tready(srd_tready),
     .s_srd_tlast(srd_tlast), .s_srd_tuser(srd_tuser),
     .m_chk(c_chk[2]), .m_chk_valid(c_valid[2]), .m_chk_ready(c_ready[2]),
     .s_res(res), .s_res_valid(r_valid[2]),
     .s_res_ready(r_ready[2]), .mr_changed,
-    .m_pc_discard(rpc_disc), .m_pc_imm(rpc_imm), .m_pc_data(rpc_data), .m_pc_last(rpc_last),
-    .m_pc_len(rpc_len), .m_pc_addr(rpc_addr), .m_pc_valid(rpc_valid), .m_pc_ready(rpc_ready),
+    .m_pc(rpc), .m_pc_valid(rpc_valid), .m_pc_ready(rpc_ready),
     .s_done_valid(rdone_valid), .s_done_err(rdone_err),
     .m_ce_valid(ce_valid), .m_ce_qpn(ce_qpn), .m_ce_job(ce_job), .ecn_mask(cc_pfc.ecn_mask),
     .m_job(job), .m_job_valid(job_valid), .m_job_ready(job_ready), .wr_done(r_wr_done),
@@ -492,11 +449,10 @@ module hm_rc_engine
 
   hm_rc_scatter #(.DATA_WIDTH(DATA_WIDTH)) u_rscat (
     .clk, .rst,
-    .s_pc_discard(rpc_disc), .s_pc_imm(rpc_imm), .s_pc_data(rpc_data), .s_pc_last(rpc_last),
-    .s_pc_len(rpc_len), .s_pc_addr(rpc_addr), .s_pc_valid(rpc_valid), .s_pc_ready(rpc_ready),
+    .s_pc(rpc), .s_pc_valid(rpc_valid), .s_pc_ready(rpc_ready),
     .s_axis_tdata(rq_tdata), .s_axis_tkeep(rq_tkeep), .s_axis_tvalid(rq_tvalid),
     .s_axis_tready(rq_tready), .s_axis_tlast(rq_tlast),
-    .m_wr_addr(rw_addr), .m_wr_len(rw_len), .m_wr_valid(rw_valid), .m_wr_ready(rw_ready),
+    .m_wr(rw), .m_wr_valid(rw_valid), .m_wr_ready(rw_ready),
     .m_axis_tdata(rw_tdata), .m_axis_tkeep(rw_tkeep), .m_axis_tvalid(rw_tvalid),
     .m_axis_tready(rw_tready), .m_axis_tlast(rw_tlast)
   );
@@ -531,18 +487,16 @@ module hm_rc_engine
     .s_cnp(cnp_job), .s_cnp_valid(cnp_valid), .s_cnp_ready(cnp_ready),
     .cfg_cnp_dscp(cc_ctrl.cnp_dscp), .cfg_cnp_prio(cc_ctrl.cnp_prio), .pfc_paused,
     .m_hdr(rhdr), .m_hdr_valid(rhdr_valid), .m_hdr_ready(rhdr_ready),
-    .m_rd_addr(rrd_addr), .m_rd_len(rrd_len), .m_rd_valid(rrd_valid), .m_rd_ready(rrd_ready),
+    .m_rd(rrd), .m_rd_valid(rrd_valid), .m_rd_ready(rrd_ready),
     .stat_pkts(st_rpkts), .stat_cnps(st_cnp_tx)
   );
 
   // ---------------------------------------------------------------------------------------
   // Completer, its scatter unit and the CQ unit
   // ---------------------------------------------------------------------------------------
-  logic        cpc_disc, cpc_imm, cpc_last, cpc_valid, cpc_ready;
-  logic [63:0] cpc_data, cpc_addr;
-  logic [12:0] cpc_len;
-  logic [63:0] cw_addr, qw_addr;
-  logic [31:0] cw_len, qw_len;
+  hm_scat_pc_t cpc;
+  logic        cpc_valid, cpc_ready;
+  hm_dma_req_t cw, qw;
   logic        cw_valid, cw_ready, qw_valid, qw_ready;
   logic [DATA_WIDTH-1:0] cw_tdata, qw_tdata;
   logic [KEEP_WIDTH-1:0] cw_tkeep, qw_tkeep;
@@ -558,17 +512,16 @@ module hm_rc_engine
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !cmpl_took_q),
     .s_ctl_ready(cmpl_ctl_ready),
     .s_sent(sent), .s_sent_valid(sent_valid), .s_sent_ready(sent_ready),
-    .s_db_qpn(db_qp.qpn), .s_db_pi(db_qp.pi), .s_db_valid(db_valid && db_sq && req_db_ready),
+    .s_db(db_qp), .s_db_valid(db_valid && db_sq && req_db_ready),
     .s_db_ready(cmpl_db_ready),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_cmpl_took_q), .s_err_ready(eb_cmpl_ready),
     .s_hdr(rs_hdr), .s_hdr_valid(rs_hdr_valid), .s_hdr_ready(rs_hdr_ready),
-    .m_wrd_addr(crd_addr), .m_wrd_len(crd_len), .m_wrd_valid(crd_valid), .m_wrd_ready(crd_ready),
+    .m_wrd(crd), .m_wrd_valid(crd_valid), .m_wrd_ready(crd_ready),
     .s_wqe_tdata(cwqe_tdata), .s_wqe_tvalid(cwqe_tvalid), .s_wqe_tready(cwqe_tready),
     .s_wqe_tlast(cwqe_tlast), .s_wqe_tuser(cwqe_tuser),
     .m_chk(c_chk[1]), .m_chk_valid(c_valid[1]), .m_chk_ready(c_ready[1]),
     .s_res(res), .s_res_valid(r_valid[1]), .s_res_ready(r_ready[1]),
-    .m_pc_discard(cpc_disc), .m_pc_imm(cpc_imm), .m_pc_data(cpc_data), .m_pc_last(cpc_last),
-    .m_pc_len(cpc_len), .m_pc_addr(cpc_addr), .m_pc_valid(cpc_valid), .m_pc_ready(cpc_ready),
+    .m_pc(cpc), .m_pc_valid(cpc_valid), .m_pc_ready(cpc_ready),
     .s_done_valid(cdone_valid), .s_done_err(cdone_err),
     .m_cqe(ccqe), .m_cqe_valid(ccqe_valid), .m_cqe_ready(ccqe_ready),
     .m_rqc(rqc), .m_rqc_valid(rqc_valid), .m_rqc_ready(rqc_ready),
@@ -579,11 +532,10 @@ module hm_rc_engine
 
   hm_rc_scatter #(.DATA_WIDTH(DATA_WIDTH)) u_cscat (
     .clk, .rst,
-    .s_pc_discard(cpc_disc), .s_pc_imm(cpc_imm), .s_pc_data(cpc_data), .s_pc_last(cpc_last),
-    .s_pc_len(cpc_len), .s_pc_addr(cpc_addr), .s_pc_valid(cpc_valid), .s_pc_ready(cpc_ready),
+    .s_pc(cpc), .s_pc_valid(cpc_valid), .s_pc_ready(cpc_ready),
     .s_axis_tdata(rs_tdata), .s_axis_tkeep(rs_tkeep), .s_axis_tvalid(rs_tvalid),
     .s_axis_tready(rs_tready), .s_axis_tlast(rs_tlast),
-    .m_wr_addr(cw_addr), .m_wr_len(cw_len), .m_wr_valid(cw_valid), .m_wr_ready(cw_ready),
+    .m_wr(cw), .m_wr_valid(cw_valid), .m_wr_ready(cw_ready),
     .m_axis_tdata(cw_tdata), .m_axis_tkeep(cw_tkeep), .m_axis_tvalid(cw_tvalid),
     .m_axis_tready(cw_tready), .m_axis_tlast(cw_tlast)
   );
@@ -634,7 +586,7 @@ module hm_rc_engine
     .s_db(hm_db_cq_t'(db.word)), .s_db_valid(db_valid && db_cq), .s_db_ready(cq_db_ready),
     .s_a(ccqe), .s_a_valid(ccqe_valid), .s_a_ready(ccqe_ready),
     .s_b(cqb), .s_b_valid(cqb_valid), .s_b_ready(cqb_ready),
-    .m_wr_addr(qw_addr), .m_wr_len(qw_len), .m_wr_valid(qw_valid), .m_wr_ready(qw_ready),
+    .m_wr(qw), .m_wr_valid(qw_valid), .m_wr_ready(qw_ready),
     .m_axis_tdata(qw_tdata), .m_axis_tkeep(qw_tkeep), .m_axis_tvalid(qw_tvalid),
     .m_axis_tready(qw_tready), .m_axis_tlast(qw_tlast),
     .s_done_valid(qdone_valid), .s_done_err(qdone_err), .s_done_ready(qdone_ready),
@@ -674,13 +626,12 @@ module hm_rc_engine
                .WR_OUTSTANDING('{64, 8, 64}), .WR_REQ_DEPTH('{64, 16, 64}),
                .WR_MAX_BURST('{64, 1, 64}), .WR_GATE_BEATS('{64, 4, 64})) u_dma (
     .clk, .rst,
-    .s_rd_addr({rrd_addr, srd_addr, crd_addr, prd_addr, wrd_addr}),
-    .s_rd_len({rrd_len, srd_len, crd_len, prd_len, wrd_len}),
+    .s_rd({rrd, srd, crd, prd, wrd}),
     .s_rd_valid({rrd_valid, srd_valid, crd_valid, prd_valid, wrd_valid}), .s_rd_ready(rd_ready),
     .m_rd_tdata(rd_tdata), .m_rd_tkeep(rd_tkeep), .m_rd_tvalid(rd_tvalid),
     .m_rd_tready({rr_tready, srd_tready, cwqe_tready, pay_tready, wqe_tready}),
     .m_rd_tlast(rd_tlast), .m_rd_tuser(rd_tuser),
-    .s_wr_addr({rw_addr, qw_addr, cw_addr}), .s_wr_len({rw_len, qw_len, cw_len}),
+    .s_wr({rw, qw, cw}),
     .s_wr_valid({rw_valid, qw_valid, cw_valid}), .s_wr_ready(wr_ready),
     .s_wr_tdata({rw_tdata, qw_tdata, cw_tdata}), .s_wr_tkeep({rw_tkeep, qw_tkeep, cw_tkeep}),
     .s_wr_tvalid({rw_tvalid, qw_tvalid, cw_tvalid}), .s_wr_tready(wr_tready),

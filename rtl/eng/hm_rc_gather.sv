@@ -31,8 +31,7 @@ module hm_rc_gather
   input  logic                  s_inl_tlast,
 
   // DMA read requests and data (one stream packet per request)
-  output logic [63:0]           m_rd_addr,
-  output logic [31:0]           m_rd_len,
+  output hm_dma_req_t           m_rd,
   output logic                  m_rd_valid,
   input  logic                  m_rd_ready,
   input  logic [DATA_WIDTH-1:0] s_rd_tdata,
@@ -59,8 +58,8 @@ module hm_rc_gather
   logic [1:0] ord_in, ord_out;    // {inline, last}
   logic [$clog2(ORDER_DEPTH+1):0] ord_level;
 
-  assign m_rd_addr  = s_pc.addr;
-  assign m_rd_len   = 32'(s_pc.len);
+  assign m_rd.addr  = s_pc.addr;
+  assign m_rd.len   = 32'(s_pc.len);
   assign m_rd_valid = s_pc_valid && !s_pc.inline_src && ord_room;
   assign s_pc_ready = ord_room && (s_pc.inline_src || m_rd_ready);
   assign ord_in     = {s_pc.inline_src, s_pc.last};

@@ -76,8 +76,7 @@ module hm_rc_req
   output logic                  s_ctl_ready,
 
   // Send queue doorbells
-  input  logic [15:0]           s_db_qpn,
-  input  logic [15:0]           s_db_pi,
+  input  hm_db_qp_t             s_db,
   input  logic                  s_db_valid,
   output logic                  s_db_ready,
 
@@ -103,8 +102,7 @@ module hm_rc_req
   output logic [15:0]           m_txr_bytes,
 
   // WQE fetch: DMA read requests and their data
-  output logic [63:0]           m_wrd_addr,
-  output logic [31:0]           m_wrd_len,
+  output hm_dma_req_t           m_wrd,
   output logic                  m_wrd_valid,
   input  logic                  m_wrd_ready,
   input  logic [DATA_WIDTH-1:0] s_wqe_tdata,
@@ -190,17 +188,17 @@ module hm_rc_req
   logic          db_take, db_ok;
   logic          fsm_pi_clear;    // the FSM writes pi_mem this cycle
 
-  assign db_ok      = (s_db_qpn >> QW) == '0;
+  assign db_ok      = (s_db.qpn >> QW) == '0;
   assign s_db_ready = !act_fsm && !fsm_pi_clear;
   assign db_take    = s_db_valid && s_db_ready;
   assign act_v      = act_fsm || (db_take && db_ok);
-  assign act_q      = act_fsm ? act_fsm_q : QW'(s_db_qpn);
+  assign act_q      = act_fsm ? act_fsm_q : QW'(s_db.qpn);
 
   logic act_push;
   assign act_push = act_v && (!queued_q[act_q] || (pop && pop_q == act_q));
 
   always_ff @(posedge clk) begin
-    if (db_take && db_ok) pi_mem[QW'(s_db_qpn)] <= s_db_pi;
+    if (db_take && db_ok) pi_mem[QW'(s_db.qpn)] <= s_db.pi;
     if (rst) begin
       queued_q    <= '0;
       stat_db_bad <= '0;
@@ -369,8 +367,8 @@ module hm_rc_req
     if (f_room < f_n) f_n = f_room;
     if (f_quant < f_n) f_n = f_quant;
   end
-  assign m_wrd_addr   = ctx_q.sq_base + (64'(fslot) << lstride);
-  assign m_wrd_len    = 32'(f_n) << lstride;
+  assign m_wrd.addr   = ctx_q.sq_base + (64'(fslot) << lstride);
+  assign m_wrd.len    = 32'(f_n) << lstride;
   assign m_wrd_valid  = serving && f_n != '0;
   assign s_wqe_tready = 1'b1;             // ring space was reserved when the read was issued
 
@@ -961,7 +959,7 @@ module hm_rc_req
         default: state_q <= S_IDLE;
       endcase
       // doorbells for the QP being served raise its producer index at once
-      if (db_take && db_ok && QW'(s_db_qpn) == q_q && state_q != S_IDLE) pi_q <= s_db_pi;
+      if (db_take && db_ok && QW'(s_db.qpn) == q_q && state_q != S_IDLE) pi_q <= s_db.pi;
       // the assembled WQE enters the decoder, decoded on the way
       if (xfer) begin
         wqe_q       <= dw_q;

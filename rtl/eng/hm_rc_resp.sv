@@ -58,8 +58,7 @@ module hm_rc_resp
   output logic                  s_ctl_ready,
 
   // Receive queue doorbells
-  input  logic [15:0]           s_db_qpn,
-  input  logic [15:0]           s_db_pi,
+  input  hm_db_qp_t             s_db,
   input  logic                  s_db_valid,
   output logic                  s_db_ready,
 
@@ -74,8 +73,7 @@ module hm_rc_resp
   output logic                  s_hdr_ready,
 
   // Small DMA reads: receive WQEs and atomic operands
-  output logic [63:0]           m_srd_addr,
-  output logic [31:0]           m_srd_len,
+  output hm_dma_req_t           m_srd,
   output logic                  m_srd_valid,
   input  logic                  m_srd_ready,
   input  logic [DATA_WIDTH-1:0] s_srd_tdata,
@@ -94,12 +92,7 @@ module hm_rc_resp
   input  logic                  mr_changed,     // an MR entry changed: forget cached regions
 
   // Payload pieces to the scatter unit, and its write completions
-  output logic                  m_pc_discard,
-  output logic                  m_pc_imm,
-  output logic [63:0]           m_pc_data,
-  output logic                  m_pc_last,
-  output logic [12:0]           m_pc_len,
-  output logic [63:0]           m_pc_addr,
+  output hm_scat_pc_t           m_pc,
   output logic                  m_pc_valid,
   input  logic                  m_pc_ready,
   input  logic                  s_done_valid,
@@ -178,7 +171,7 @@ module hm_rc_resp
   logic        dbf_valid, dbf_pop;
   logic [$clog2(16+1):0] dbf_level;
   hm_fifo #(.WIDTH(32), .DEPTH(16)) u_dbf (
-    .clk, .rst, .s_data({s_db_qpn, s_db_pi}), .s_valid(s_db_valid), .s_ready(s_db_ready),
+    .clk, .rst, .s_data({s_db.qpn, s_db.pi}), .s_valid(s_db_valid), .s_ready(s_db_ready),
     .m_data(dbf_data), .m_valid(dbf_valid), .m_ready(dbf_pop), .level(dbf_level));
 
   typedef enum logic [5:0] {
@@ -322,8 +315,8 @@ module hm_rc_resp
   // small reads
   logic [15:0] rq_slot;
   assign rq_slot      = d_q.rq_ci & rq_mask;
-  assign m_srd_addr   = st_q == R_ATREAD ? h_q.va : ctx_q.rq_base + (64'(rq_slot) << lstride);
-  assign m_srd_len    = st_q == R_ATREAD ? 32'd8 : 32'd1 << lstride;
+  assign m_srd.addr   = st_q == R_ATREAD ? h_q.va : ctx_q.rq_base + (64'(rq_slot) << lstride);
+  assign m_srd.len    = st_q == R_ATREAD ? 32'd8 : 32'd1 << lstride;
   assign m_srd_valid  = st_q == R_RQFETCH || st_q == R_ATREAD;
   assign s_srd_tready = st_q == R_RQDATA || st_q == R_ATDATA;
 
@@ -404,29 +397,29 @@ module hm_rc_resp
   // pieces
   logic        pc_send_q;   // R_PLACE is placing into the SGL (SEND) or at wva (WRITE)
   always_comb begin
-    m_pc_discard = 1'b0;
-    m_pc_imm     = 1'b0;
-    m_pc_data    = at_new;
-    m_pc_last    = 1'b1;
-    m_pc_len     = 13'd8;
-    m_pc_addr    = h_q.va;
+    m_pc.discard = 1'b0;
+    m_pc.imm     = 1'b0;
+    m_pc.data    = at_new;
+    m_pc.last    = 1'b1;
+    m_pc.len     = 13'd8;
+    m_pc.addr    = h_q.va;
     m_pc_valid   = 1'b0;
     case (st_q)
-      R_DISCARD: begin m_pc_discard = 1'b1; m_pc_valid = 1'b1; end
-      R_ATWRITE: begin m_pc_imm = 1'b1; m_pc_valid = 1'b1; end
+      R_DISCARD: begin m_pc.discard = 1'b1; m_pc_valid = 1'b1; end
+      R_ATWRITE: begin m_pc.imm = 1'b1; m_pc_valid = 1'b1; end
       R_FAST: begin
-        m_pc_len   = 13'(plen);
+        m_pc.len   = 13'(plen);
         m_pc_valid = fast_wr && fneed_pc;
       end
       R_PLACE: begin
         if (pc_send_q) begin
-          m_pc_len   = cur_take;
-          m_pc_addr  = cur_addr;
-          m_pc_last  = cur_last;
+          m_pc.len   = cur_take;
+          m_pc.addr  = cur_addr;
+          m_pc.last  = cur_last;
           m_pc_valid = cur_valid;
         end else begin
-          m_pc_len   = 13'(plen);
-          m_pc_addr  = d_q.wva + 64'(d_q.moff);
+          m_pc.len   = 13'(plen);
+          m_pc.addr  = d_q.wva + 64'(d_q.moff);
           m_pc_valid = 1'b1;
         end
       end
@@ -592,7 +585,7 @@ module hm_rc_resp
         wr_done_q <= wr_done_q + 1'b1;
         if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;
       end
-      if (m_pc_valid && m_pc_ready && !m_pc_discard) wr_issued_q <= wr_issued_q + 1'b1;
+      if (m_pc_valid && m_pc_ready && !m_pc.discard) wr_issued_q <= wr_issued_q + 1'b1;
       case (st_q)
         R_IDLE: begin
           q_q         <= sel_q;

@@ -39,8 +39,7 @@ module hm_rc_resp_tx
   input  logic         m_hdr_ready,
 
   // READ payload: DMA read requests (the data goes straight to the TX payload input)
-  output logic [63:0]  m_rd_addr,
-  output logic [31:0]  m_rd_len,
+  output hm_dma_req_t  m_rd,
   output logic         m_rd_valid,
   input  logic         m_rd_ready,
 
@@ -150,8 +149,8 @@ module hm_rc_resp_tx
   // goes first
   logic need_rd, go, hv_job;
   assign need_rd     = plen != '0;
-  assign m_rd_addr   = j.va + 64'(off_q);
-  assign m_rd_len    = 32'(plen);
+  assign m_rd.addr   = j.va + 64'(off_q);
+  assign m_rd.len    = 32'(plen);
   assign hv_job      = ready_j && (!need_rd || m_rd_ready) && (lock_q || !job_paused);
   assign m_hdr_valid = sel_cnp || hv_job;
   assign s_cnp_ready = !lock_q && !cnp_paused && m_hdr_ready;

@@ -10,7 +10,9 @@
 // one output beat (taking up to KEEP_WIDTH bytes from its bottom) and take one input beat;
 // a piece takes two cycles at least (its DMA request, then its data), and the next piece is
 // accepted in the cycle one ends.
-module hm_rc_scatter #(
+module hm_rc_scatter
+  import hm_eng_pkg::*;
+#(
   // Datapath width in bits (256 or 512).
   parameter int DATA_WIDTH = 512,
   // Bytes per beat (derived).
@@ -19,14 +21,9 @@ module hm_rc_scatter #(
   input  logic                  clk,
   input  logic                  rst,
 
-  // Pieces: {discard, imm, last, len (1..4096), addr}; an `imm` piece writes s_pc_data
+  // Pieces: {discard, imm, last, len (1..4096), addr}; an `imm` piece writes s_pc.data
   // (len <= 8 bytes) and takes nothing from the payload stream
-  input  logic                  s_pc_discard,
-  input  logic                  s_pc_imm,
-  input  logic [63:0]           s_pc_data,
-  input  logic                  s_pc_last,
-  input  logic [12:0]           s_pc_len,
-  input  logic [63:0]           s_pc_addr,
+  input  hm_scat_pc_t           s_pc,
   input  logic                  s_pc_valid,
   output logic                  s_pc_ready,
 
@@ -38,8 +35,7 @@ module hm_rc_scatter #(
   input  logic                  s_axis_tlast,
 
   // DMA write requests and data
-  output logic [63:0]           m_wr_addr,
-  output logic [31:0]           m_wr_len,
+  output hm_dma_req_t           m_wr,
   output logic                  m_wr_valid,
   input  logic                  m_wr_ready,
   output logic [DATA_WIDTH-1:0] m_axis_tdata,
@@ -71,8 +67,8 @@ module hm_rc_scatter #(
   );
 
   // the DMA request of a write piece goes out once, before its data
-  assign m_wr_addr  = cur_addr_q;
-  assign m_wr_len   = 32'(left_q);
+  assign m_wr.addr  = cur_addr_q;
+  assign m_wr.len   = 32'(left_q);
   assign m_wr_valid = cur_v_q && !cur_disc_q && !req_q;
 
   // this cycle's output beat
@@ -152,12 +148,12 @@ module hm_rc_scatter #(
       end
       if (s_pc_valid && s_pc_ready) begin
         cur_v_q    <= 1'b1;
-        cur_disc_q <= s_pc_discard;
-        cur_imm_q  <= s_pc_imm && !s_pc_discard;
-        cur_data_q <= s_pc_data;
-        cur_last_q <= s_pc_last || s_pc_discard;
-        left_q     <= s_pc_len;
-        cur_addr_q <= s_pc_addr;
+        cur_disc_q <= s_pc.discard;
+        cur_imm_q  <= s_pc.imm && !s_pc.discard;
+        cur_data_q <= s_pc.data;
+        cur_last_q <= s_pc.last || s_pc.discard;
+        left_q     <= s_pc.len;
+        cur_addr_q <= s_pc.addr;
         req_q      <= 1'b0;
       end
       buf_q     <= b;

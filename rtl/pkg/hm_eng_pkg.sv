@@ -25,6 +25,25 @@ package hm_eng_pkg;
     logic [63:0] addr;           // host address (DMA pieces)
   } hm_piece_t;
 
+  // A DMA request of a block: `len` bytes (1 or more) at host address `addr`. A read engine
+  // answers it with one stream packet, a write engine takes one (hm_eng_dma).
+  typedef struct packed {
+    logic [63:0] addr;
+    logic [31:0] len;
+  } hm_dma_req_t;
+
+  // A piece for a scatter unit (hm_rc_scatter): `len` (1..4096) bytes of the payload stream
+  // go to host address `addr`; `last` ends the packet's pieces; `discard` drops the rest of
+  // the packet; an `imm` piece writes `data` (len <= 8 bytes) and takes no payload.
+  typedef struct packed {
+    logic        discard;
+    logic        imm;
+    logic [63:0] data;
+    logic        last;
+    logic [12:0] len;
+    logic [63:0] addr;
+  } hm_scat_pc_t;
+
   // A completion to write: the CQE (owner bit filled in by the CQ unit) and its CQ.
   typedef struct packed {
     logic                solicited; // the message carried SE (wakes a CQ armed for solicited)

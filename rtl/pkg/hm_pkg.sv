@@ -195,6 +195,47 @@ package hm_pkg;
     return n;
   endfunction
 
+  // ---------------------------------------------------------------------------------------
+  // AXI4-Lite with 32-bit data, as two bundles: what the manager drives (the AW, W and AR
+  // channels and the B and R readies) and what the subordinate drives. A subordinate uses the
+  // low address bits it decodes.
+  // ---------------------------------------------------------------------------------------
+  typedef struct packed {
+    logic [31:0] awaddr;
+    logic        awvalid;
+    logic [31:0] wdata;
+    logic [3:0]  wstrb;
+    logic        wvalid;
+    logic        bready;
+    logic [31:0] araddr;
+    logic        arvalid;
+    logic        rready;
+  } hm_axil_req_t;
+
+  typedef struct packed {
+    logic        awready;
+    logic        wready;
+    logic [1:0]  bresp;
+    logic        bvalid;
+    logic        arready;
+    logic [31:0] rdata;
+    logic [1:0]  rresp;
+    logic        rvalid;
+  } hm_axil_rsp_t;
+
+  // ---------------------------------------------------------------------------------------
+  // AXI4 as the engine's DMA fabric uses it (hm_eng_dma): 4-bit IDs, 64-bit addresses. An
+  // address channel's payload (AR or AW):
+  // ---------------------------------------------------------------------------------------
+  localparam int HM_AXI_ID_W = 4;
+  typedef struct packed {
+    logic [3:0]  id;
+    logic [63:0] addr;
+    logic [7:0]  len;             // beats - 1
+    logic [2:0]  size;            // log2(bytes per beat)
+    logic [1:0]  burst;           // 2'b01: INCR
+  } hm_axi_ax_t;
+
   // 3:2 carry-save compressor on 20-bit operands: {sum, carry << 1}.
   function automatic logic [39:0] hm_csa20(input logic [19:0] a, input logic [19:0] b, input logic [19:0] c);
     return {(a ^ b ^ c), ((a & b) | (a & c) | (b & c)) << 1};

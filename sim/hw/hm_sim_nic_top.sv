@@ -16,58 +16,13 @@ module hm_sim_nic_top #(
   input  logic                  clk_core,
   output logic                  core_clk_en,
   input  logic                  rst,
-  input  logic [15:0]           s_bar_awaddr,
-  input  logic                  s_bar_awvalid,
-  output logic                  s_bar_awready,
-  input  logic [31:0]           s_bar_wdata,
-  input  logic [3:0]            s_bar_wstrb,
-  input  logic                  s_bar_wvalid,
-  output logic                  s_bar_wready,
-  output logic [1:0]            s_bar_bresp,
-  output logic                  s_bar_bvalid,
-  input  logic                  s_bar_bready,
-  input  logic [15:0]           s_bar_araddr,
-  input  logic                  s_bar_arvalid,
-  output logic                  s_bar_arready,
-  output logic [31:0]           s_bar_rdata,
-  output logic [1:0]            s_bar_rresp,
-  output logic                  s_bar_rvalid,
-  input  logic                  s_bar_rready,
+  input  hm_pkg::hm_axil_req_t  s_bar_req,
+  output hm_pkg::hm_axil_rsp_t  s_bar_rsp,
   input  logic                  ctl_sel,
-  input  logic [11:0]           s_ctl_awaddr,
-  input  logic                  s_ctl_awvalid,
-  output logic                  s_ctl_awready,
-  input  logic [31:0]           s_ctl_wdata,
-  input  logic [3:0]            s_ctl_wstrb,
-  input  logic                  s_ctl_wvalid,
-  output logic                  s_ctl_wready,
-  output logic [1:0]            s_ctl_bresp,
-  output logic                  s_ctl_bvalid,
-  input  logic                  s_ctl_bready,
-  input  logic [11:0]           s_ctl_araddr,
-  input  logic                  s_ctl_arvalid,
-  output logic                  s_ctl_arready,
-  output logic [31:0]           s_ctl_rdata,
-  output logic [1:0]            s_ctl_rresp,
-  output logic                  s_ctl_rvalid,
-  input  logic                  s_ctl_rready,
-  input  logic [15:0]           s_fw_awaddr,
-  input  logic                  s_fw_awvalid,
-  output logic                  s_fw_awready,
-  input  logic [31:0]           s_fw_wdata,
-  input  logic [3:0]            s_fw_wstrb,
-  input  logic                  s_fw_wvalid,
-  output logic                  s_fw_wready,
-  output logic [1:0]            s_fw_bresp,
-  output logic                  s_fw_bvalid,
-  input  logic                  s_fw_bready,
-  input  logic [15:0]           s_fw_araddr,
-  input  logic                  s_fw_arvalid,
-  output logic                  s_fw_arready,
-  output logic [31:0]           s_fw_rdata,
-  output logic [1:0]            s_fw_rresp,
-  output logic                  s_fw_rvalid,
-  input  logic                  s_fw_rready,
+  input  hm_pkg::hm_axil_req_t  s_ctl_req,
+  output hm_pkg::hm_axil_rsp_t  s_ctl_rsp,
+  input  hm_pkg::hm_axil_req_t  s_fw_req,
+  output hm_pkg::hm_axil_rsp_t  s_fw_rsp,
   input  logic                  fw_link,
   output logic                  fw_irq_done,
   output logic                  fw_fault,
@@ -118,44 +73,17 @@ module hm_sim_nic_top #(
   output logic                  m_irq_valid,
   input  logic                  m_irq_ready
 );
-  // engine control bus, and the core's
-  logic [11:0] e_awaddr, e_araddr, c_awaddr, c_araddr;
-  logic [31:0] e_wdata, e_rdata, c_wdata;
-  logic [3:0]  e_wstrb, c_wstrb;
-  logic [1:0]  e_bresp, e_rresp;
-  logic e_awvalid, e_awready, e_wvalid, e_wready, e_bvalid, e_bready, e_arvalid, e_arready, e_rvalid, e_rready;
-  logic c_awvalid, c_wvalid, c_bready, c_arvalid, c_rready;
+  // engine control bus (from the core or the testbench), and the core's
+  hm_pkg::hm_axil_req_t e_req, c_req;
+  hm_pkg::hm_axil_rsp_t e_rsp;
   logic [31:0] caps;
   logic [7:0]  mr_log;
-
-  assign e_awaddr  = ctl_sel ? c_awaddr  : s_ctl_awaddr;
-  assign e_awvalid = ctl_sel ? c_awvalid : s_ctl_awvalid;
-  assign e_wdata   = ctl_sel ? c_wdata   : s_ctl_wdata;
-  assign e_wstrb   = ctl_sel ? c_wstrb   : s_ctl_wstrb;
-  assign e_wvalid  = ctl_sel ? c_wvalid  : s_ctl_wvalid;
-  assign e_bready  = ctl_sel ? c_bready  : s_ctl_bready;
-  assign e_araddr  = ctl_sel ? c_araddr  : s_ctl_araddr;
-  assign e_arvalid = ctl_sel ? c_arvalid : s_ctl_arvalid;
-  assign e_rready  = ctl_sel ? c_rready  : s_ctl_rready;
-  assign s_ctl_awready = !ctl_sel && e_awready;
-  assign s_ctl_wready  = !ctl_sel && e_wready;
-  assign s_ctl_bvalid  = !ctl_sel && e_bvalid;
-  assign s_ctl_bresp   = e_bresp;
-  assign s_ctl_arready = !ctl_sel && e_arready;
-  assign s_ctl_rvalid  = !ctl_sel && e_rvalid;
-  assign s_ctl_rdata   = e_rdata;
-  assign s_ctl_rresp   = e_rresp;
+  assign e_req     = ctl_sel ? c_req : s_ctl_req;
+  assign s_ctl_rsp = ctl_sel ? '0 : e_rsp;   // readies and valids low while the core owns the bus
 
   hm_rc_engine #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS), .NUM_MRS(NUM_MRS), .NUM_CQS(NUM_CQS)) u_eng (
     .clk, .rst,
-    .s_bar_awaddr, .s_bar_awvalid, .s_bar_awready, .s_bar_wdata, .s_bar_wstrb, .s_bar_wvalid,
-    .s_bar_wready, .s_bar_bresp, .s_bar_bvalid, .s_bar_bready, .s_bar_araddr, .s_bar_arvalid,
-    .s_bar_arready, .s_bar_rdata, .s_bar_rresp, .s_bar_rvalid, .s_bar_rready,
-    .s_ctl_awaddr(e_awaddr), .s_ctl_awvalid(e_awvalid), .s_ctl_awready(e_awready),
-    .s_ctl_wdata(e_wdata), .s_ctl_wstrb(e_wstrb), .s_ctl_wvalid(e_wvalid), .s_ctl_wready(e_wready),
-    .s_ctl_bresp(e_bresp), .s_ctl_bvalid(e_bvalid), .s_ctl_bready(e_bready),
-    .s_ctl_araddr(e_araddr), .s_ctl_arvalid(e_arvalid), .s_ctl_arready(e_arready),
-    .s_ctl_rdata(e_rdata), .s_ctl_rresp(e_rresp), .s_ctl_rvalid(e_rvalid), .s_ctl_rready(e_rready),
+    .s_bar_req, .s_bar_rsp, .s_ctl_req(e_req), .s_ctl_rsp(e_rsp),
     .m_axi_arid, .m_axi_araddr, .m_axi_arlen, .m_axi_arsize, .m_axi_arburst, .m_axi_arvalid,
     .m_axi_arready, .m_axi_rid, .m_axi_rdata, .m_axi_rresp, .m_axi_rlast, .m_axi_rvalid,
     .m_axi_rready, .m_axi_awid, .m_axi_awaddr, .m_axi_awlen, .m_axi_awsize, .m_axi_awburst,
@@ -172,23 +100,12 @@ module hm_sim_nic_top #(
   // observable behaviour is unchanged; its timer does not count while it sleeps (the
   // firmware does not read it).
   logic core_idle;
-  assign core_clk_en = rst || !core_idle || s_fw_awvalid || s_fw_wvalid || s_fw_arvalid ||
-                       s_fw_bvalid || s_fw_rvalid;
+  assign core_clk_en = rst || !core_idle || s_fw_req.awvalid || s_fw_req.wvalid || s_fw_req.arvalid ||
+                       s_fw_rsp.bvalid || s_fw_rsp.rvalid;
 
   hm_ctrl_core u_core (
     .clk(clk_core), .rst, .caps, .mr_log, .link_up(fw_link), .poll_idle(core_idle),
-    .s_axil_awaddr(s_fw_awaddr), .s_axil_awvalid(s_fw_awvalid), .s_axil_awready(s_fw_awready),
-    .s_axil_wdata(s_fw_wdata), .s_axil_wstrb(s_fw_wstrb), .s_axil_wvalid(s_fw_wvalid),
-    .s_axil_wready(s_fw_wready), .s_axil_bresp(s_fw_bresp), .s_axil_bvalid(s_fw_bvalid),
-    .s_axil_bready(s_fw_bready), .s_axil_araddr(s_fw_araddr), .s_axil_arvalid(s_fw_arvalid),
-    .s_axil_arready(s_fw_arready), .s_axil_rdata(s_fw_rdata), .s_axil_rresp(s_fw_rresp),
-    .s_axil_rvalid(s_fw_rvalid), .s_axil_rready(s_fw_rready),
-    .m_ctl_awaddr(c_awaddr), .m_ctl_awvalid(c_awvalid), .m_ctl_awready(ctl_sel && e_awready),
-    .m_ctl_wdata(c_wdata), .m_ctl_wstrb(c_wstrb), .m_ctl_wvalid(c_wvalid),
-    .m_ctl_wready(ctl_sel && e_wready), .m_ctl_bresp(e_bresp), .m_ctl_bvalid(ctl_sel && e_bvalid),
-    .m_ctl_bready(c_bready), .m_ctl_araddr(c_araddr), .m_ctl_arvalid(c_arvalid),
-    .m_ctl_arready(ctl_sel && e_arready), .m_ctl_rdata(e_rdata), .m_ctl_rresp(e_rresp),
-    .m_ctl_rvalid(ctl_sel && e_rvalid), .m_ctl_rready(c_rready),
+    .s_axil_req(s_fw_req), .s_axil_rsp(s_fw_rsp), .m_ctl_req(c_req), .m_ctl_rsp(ctl_sel ? e_rsp : '0),
     .irq_done(fw_irq_done), .fault(fw_fault), .trap(fw_trap)
   );
 endmodule

@@ -2,6 +2,7 @@
 //! driver. [`regs`] is the register map (hematite_model's, generated from
 //! `rtl/pkg/hm_regs_pkg.sv`, itself generated from `regs/hematite.rdl`).
 
+use crate::axil::{AxilReq, AxilRsp};
 use crate::Rng;
 
 pub use hematite_abi::regs;
@@ -83,65 +84,57 @@ pub fn run_csr(sim: &mut CsrSim, accs: &[Access], counters: [u32; 16], stall_pct
             if guard > 100_000 {
                 return Err(format!("access {k} ({a:?}) never completed"));
             }
-            i.axil_awvalid = 0;
-            i.axil_wvalid = 0;
-            i.axil_arvalid = 0;
+            let mut q = AxilReq::default();
             match *a {
                 Access::Write { addr, data, strb } => {
                     if !aw_done && !rng.pct(stall_pct) {
-                        i.axil_awvalid = 1;
-                        i.axil_awaddr = addr as u16;
+                        q.awvalid = true;
+                        q.awaddr = u32::from(addr as u16);
                     }
                     if !w_done && !rng.pct(stall_pct) {
-                        i.axil_wvalid = 1;
-                        i.axil_wdata = data;
-                        i.axil_wstrb = strb;
+                        q.wvalid = true;
+                        q.wdata = data;
+                        q.wstrb = strb;
                     }
                 }
                 Access::Read { addr } => {
                     if !ar_done && !rng.pct(stall_pct) {
-                        i.axil_arvalid = 1;
-                        i.axil_araddr = addr as u16;
+                        q.arvalid = true;
+                        q.araddr = u32::from(addr as u16);
                     }
                 }
             }
-            i.axil_bready = (!rng.pct(stall_pct)) as u8;
-            i.axil_rready = (!rng.pct(stall_pct)) as u8;
+            q.bready = !rng.pct(stall_pct);
+            q.rready = !rng.pct(stall_pct);
+            i.axil_req = q.pack();
             i.db_ready = (rng.next() % 100 < db_ready_pct as u64) as u8;
             let o = sim.tick(&i);
+            let r = AxilRsp::unpack(o.axil_rsp);
             if o.db_valid != 0 && i.db_ready != 0 {
                 run.doorbells.push(((o.db_data >> 32) as u8, o.db_data as u32));
             }
-            if i.axil_awvalid != 0 && o.axil_awready != 0 {
-                aw_done = true;
-            }
-            if i.axil_wvalid != 0 && o.axil_wready != 0 {
-                w_done = true;
-            }
-            if i.axil_arvalid != 0 && o.axil_arready != 0 {
-                ar_done = true;
-            }
-            if o.axil_bvalid != 0 && i.axil_bready != 0 {
+            aw_done |= q.awvalid && r.awready;
+            w_done |= q.wvalid && r.wready;
+            ar_done |= q.arvalid && r.arready;
+            if r.bvalid && q.bready {
                 if !matches!(a, Access::Write { .. }) || !aw_done || !w_done {
                     return Err(format!("access {k}: write response without a write"));
                 }
-                run.responses.push((0, o.axil_bresp == 0));
+                run.responses.push((0, r.bresp == 0));
                 break;
             }
-            if o.axil_rvalid != 0 && i.axil_rready != 0 {
+            if r.rvalid && q.rready {
                 if !matches!(a, Access::Read { .. }) || !ar_done {
                     return Err(format!("access {k}: read data without a read"));
                 }
-                run.responses.push((o.axil_rdata, o.axil_rresp == 0));
+                run.responses.push((r.rdata, r.rresp == 0));
                 break;
             }
         }
     }
-    // drain doorbells still queued
+    // drain doorbells still queued (no access: every valid low)
+    i.axil_req = AxilReq { bready: true, rready: true, ..Default::default() }.pack();
     for _ in 0..200 {
-        i.axil_awvalid = 0;
-        i.axil_wvalid = 0;
-        i.axil_arvalid = 0;
         i.db_ready = 1;
         let o = sim.tick(&i);
         if o.db_valid != 0 {

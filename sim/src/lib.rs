@@ -6,6 +6,7 @@
 //! with optional random idle cycles and back-pressure and collect what comes out, with cycle
 //! counts.
 
+pub mod axil;
 pub mod csr;
 pub mod demo;
 pub mod device;
