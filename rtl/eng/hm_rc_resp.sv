@@ -321,6 +321,7 @@ module hm_rc_resp
   assign s_srd_tready = st_q == R_RQDATA || st_q == R_ATDATA;
 
   // SEND placement: the SGL cursor (loaded by R_SEND / R_INV, stepped in R_PLACE)
+  logic        pc_send_q;   // R_PLACE is placing into the SGL (SEND) or at wva (WRITE)
   logic        cur_load, cur_valid, cur_last;
   logic [3:0]  cur_sge;
   logic [12:0] cur_take;
@@ -395,7 +396,6 @@ module hm_rc_resp
 
 
   // pieces
-  logic        pc_send_q;   // R_PLACE is placing into the SGL (SEND) or at wva (WRITE)
   always_comb begin
     m_pc.discard = 1'b0;
     m_pc.imm     = 1'b0;
@@ -586,6 +586,13 @@ module hm_rc_resp
         if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;
       end
       if (m_pc_valid && m_pc_ready && !m_pc.discard) wr_issued_q <= wr_issued_q + 1'b1;
+      // the MR checks of the check states (R_*CHK, R_INV): requests issued, results in (the
+      // states that start a series reset the counters; a check state waits for cr_q == cn_q)
+      if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
+      if (s_res_valid && s_res_ready) begin
+        cr_q <= cr_q + 1'b1;
+        if (!s_res.ok) cerr_q <= 1'b1;
+      end
       case (st_q)
         R_IDLE: begin
           q_q         <= sel_q;
@@ -705,8 +712,6 @@ module hm_rc_resp
           end
         end
         R_DUPCHK: begin
-          if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
-          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
             if (cerr_q) st_q <= R_SAVE;
             else begin
@@ -815,11 +820,7 @@ module hm_rc_resp
         end
         R_SGLCHK: begin
           begin
-            if (m_chk_valid && m_chk_ready) begin
-              cj_q   <= cj_q + 1'b1;
-              csum_q <= csum_q + 36'(sge_c.len);
-            end
-            if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
+            if (m_chk_valid && m_chk_ready) csum_q <= csum_q + 36'(sge_c.len);
             if (cr_q == cn_q) begin
               if (cerr_q || rfetch_err_q || rw.num_sge > 8'd15) begin
                 d_q.in_send <= 1'b0;
@@ -846,8 +847,6 @@ module hm_rc_resp
           end
         end
         R_INV: begin
-          if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
-          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
             if (cerr_q) begin
               d_q.in_send <= 1'b0;
@@ -860,8 +859,6 @@ module hm_rc_resp
         end
 
         R_WRCHK: begin
-          if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
-          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
             if (cerr_q) fatal(HM_AETH_NAK_REM_ACCESS, 1'b0, HM_CQE_ST_SUCCESS);
             else begin
@@ -935,8 +932,6 @@ module hm_rc_resp
         end
 
         R_RDCHK: begin
-          if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
-          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
             if (cerr_q) fatal(HM_AETH_NAK_REM_ACCESS, 1'b0, HM_CQE_ST_SUCCESS);
             else st_q <= R_READ;
@@ -954,8 +949,6 @@ module hm_rc_resp
           st_q       <= R_RESSAVE;
         end
         R_ATCHK: begin
-          if (m_chk_valid && m_chk_ready) cj_q <= cj_q + 1'b1;
-          if (s_res_valid) begin cr_q <= cr_q + 1'b1; if (!s_res.ok) cerr_q <= 1'b1; end
           if (cr_q == cn_q) begin
             if (cerr_q) fatal(HM_AETH_NAK_REM_ACCESS, 1'b0, HM_CQE_ST_SUCCESS);
             else st_q <= R_ATWAIT;
