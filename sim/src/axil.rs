@@ -2,12 +2,13 @@
 //! drives) and `hm_axil_rsp_t` (what a subordinate drives) of `rtl/pkg/hm_pkg.sv`, packed
 //! into words at the field positions hematite-abi generates from that package.
 
-use crate::layout::{get_bits, set_bits};
 use hematite_abi::desc::fpos;
-use hematite_abi::pkt::{HM_AXIL_REQ_T_BITS, HM_AXIL_REQ_T_FIELDS as REQ, HM_AXIL_RSP_T_FIELDS as RSP};
+use hematite_abi::pkt::{HM_AXIL_REQ_T_BITS, HM_AXIL_REQ_T_FIELDS as REQ, HM_AXIL_RSP_T_BITS, HM_AXIL_RSP_T_FIELDS as RSP};
 
 /// 32-bit words of a packed request (a model port wider than 64 bits is a word array).
 pub const REQ_WORDS: usize = HM_AXIL_REQ_T_BITS.div_ceil(32);
+// a response is one 64-bit model port
+const _: () = assert!(HM_AXIL_RSP_T_BITS <= 64);
 
 /// What an AXI4-Lite manager drives.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,24 +37,54 @@ pub struct AxilRsp {
     pub rvalid: bool,
 }
 
+// Field positions (lsb, width), resolved when compiling (the engine packs three bundles a cycle).
+const AWADDR: (usize, usize) = fpos(REQ, "awaddr");
+const AWVALID: (usize, usize) = fpos(REQ, "awvalid");
+const WDATA: (usize, usize) = fpos(REQ, "wdata");
+const WSTRB: (usize, usize) = fpos(REQ, "wstrb");
+const WVALID: (usize, usize) = fpos(REQ, "wvalid");
+const BREADY: (usize, usize) = fpos(REQ, "bready");
+const ARADDR: (usize, usize) = fpos(REQ, "araddr");
+const ARVALID: (usize, usize) = fpos(REQ, "arvalid");
+const RREADY: (usize, usize) = fpos(REQ, "rready");
+const AWREADY: (usize, usize) = fpos(RSP, "awready");
+const WREADY: (usize, usize) = fpos(RSP, "wready");
+const BRESP: (usize, usize) = fpos(RSP, "bresp");
+const BVALID: (usize, usize) = fpos(RSP, "bvalid");
+const ARREADY: (usize, usize) = fpos(RSP, "arready");
+const RDATA: (usize, usize) = fpos(RSP, "rdata");
+const RRESP: (usize, usize) = fpos(RSP, "rresp");
+const RVALID: (usize, usize) = fpos(RSP, "rvalid");
+
+/// ORs `v` (at most 32 bits wide) into field `f` of the zero-initialised words `w`.
+#[inline]
+fn put(w: &mut [u32], f: (usize, usize), v: u32) {
+    let x = (u64::from(v) & ((1u64 << f.1) - 1)) << (f.0 % 32);
+    w[f.0 / 32] |= x as u32;
+    if f.0 % 32 + f.1 > 32 {
+        w[f.0 / 32 + 1] |= (x >> 32) as u32;
+    }
+}
+
+/// Field `f` (at most 32 bits wide, below bit 64) of `v`.
+#[inline]
+fn get(v: u64, f: (usize, usize)) -> u32 {
+    ((v >> f.0) & ((1u64 << f.1) - 1)) as u32
+}
+
 impl AxilReq {
     /// The packed bundle.
     pub fn pack(&self) -> [u32; REQ_WORDS] {
         let mut w = [0u32; REQ_WORDS];
-        let fields: [((usize, usize), u32); 9] = [
-            (fpos(REQ, "awaddr"), self.awaddr),
-            (fpos(REQ, "awvalid"), self.awvalid as u32),
-            (fpos(REQ, "wdata"), self.wdata),
-            (fpos(REQ, "wstrb"), u32::from(self.wstrb)),
-            (fpos(REQ, "wvalid"), self.wvalid as u32),
-            (fpos(REQ, "bready"), self.bready as u32),
-            (fpos(REQ, "araddr"), self.araddr),
-            (fpos(REQ, "arvalid"), self.arvalid as u32),
-            (fpos(REQ, "rready"), self.rready as u32),
-        ];
-        for ((lsb, width), v) in fields {
-            set_bits(&mut w, lsb, width, u128::from(v));
-        }
+        put(&mut w, AWADDR, self.awaddr);
+        put(&mut w, AWVALID, self.awvalid as u32);
+        put(&mut w, WDATA, self.wdata);
+        put(&mut w, WSTRB, u32::from(self.wstrb));
+        put(&mut w, WVALID, self.wvalid as u32);
+        put(&mut w, BREADY, self.bready as u32);
+        put(&mut w, ARADDR, self.araddr);
+        put(&mut w, ARVALID, self.arvalid as u32);
+        put(&mut w, RREADY, self.rready as u32);
         w
     }
 }
@@ -61,20 +92,15 @@ impl AxilReq {
 impl AxilRsp {
     /// The bundle from its packed form.
     pub fn unpack(v: u64) -> AxilRsp {
-        let w = [v as u32, (v >> 32) as u32];
-        let f = |name: &str| {
-            let (lsb, width) = fpos(RSP, name);
-            get_bits(&w, lsb, width) as u32
-        };
         AxilRsp {
-            awready: f("awready") != 0,
-            wready: f("wready") != 0,
-            bresp: f("bresp") as u8,
-            bvalid: f("bvalid") != 0,
-            arready: f("arready") != 0,
-            rdata: f("rdata"),
-            rresp: f("rresp") as u8,
-            rvalid: f("rvalid") != 0,
+            awready: get(v, AWREADY) != 0,
+            wready: get(v, WREADY) != 0,
+            bresp: get(v, BRESP) as u8,
+            bvalid: get(v, BVALID) != 0,
+            arready: get(v, ARREADY) != 0,
+            rdata: get(v, RDATA),
+            rresp: get(v, RRESP) as u8,
+            rvalid: get(v, RVALID) != 0,
         }
     }
 }
@@ -82,6 +108,7 @@ impl AxilRsp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::get_bits;
 
     #[test]
     fn fields_land_where_the_package_puts_them() {
