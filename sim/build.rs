@@ -333,6 +333,7 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
     c += "}  // extern \"C\"\n\n";
     for (_, model, ports) in models {
         let gclks: Vec<&str> = ports.iter().filter(|p| p.0 && is_gclk(&p.1)).map(|p| &p.1[4..]).collect();
+        assert!(!sh.after_edge || gclks.is_empty(), "{model}: a gated clock with outputs sampled after the edge is not supported");
         let ports: Vec<&(bool, String, u32)> = ports.iter().filter(|p| !is_gclk(&p.1)).collect();
         c += &format!("static void tick_{model}({model}* m, const {camel}In* in, {camel}Out* out) {{\n");
         for p in ports.iter().filter(|p| p.0) {
@@ -349,15 +350,17 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
             }
             *c += "    m->eval();\n";
         };
-        c += "    m->clk = 0;\n";
-        for g in &gclks {
-            c += &format!("    m->clk_{g} = 0;\n");
-        }
-        c += "    m->eval();\n";
         if sh.after_edge {
-            // outputs sampled after the edge (then the clock returns low)
+            // outputs sampled after the edge (then the clock returns low); the inputs settle
+            // with the edge's own evaluation, so no evaluation before it
             edge(&mut c);
             c += "    m->clk = 0;\n    m->eval();\n";
+        } else {
+            c += "    m->clk = 0;\n";
+            for g in &gclks {
+                c += &format!("    m->clk_{g} = 0;\n");
+            }
+            c += "    m->eval();\n";
         }
         for p in ports.iter().filter(|p| !p.0) {
             if p.2 > 64 {

@@ -22,13 +22,18 @@ module hm_eng_dma
   parameter int RD_PORTS = 5,
   // Write engines.
   parameter int WR_PORTS = 3,
-  // Per read engine: bursts in flight, queued requests, reserved read-buffer beats.
+  // Per read engine (defaults: the engine's clients, above): bursts in flight, queued
+  // requests, reserved read-buffer beats (the requester's WQE fetcher 256 for its 4 KiB
+  // batches, the other WQE fetchers 128 and 32, the payload readers 512: enough to keep one
+  // beat per cycle flowing across a long memory round trip).
   parameter int RD_OUTSTANDING [RD_PORTS] = '{8, 64, 4, 4, 64},
   parameter int RD_REQ_DEPTH [RD_PORTS] = '{16, 128, 16, 16, 128},
   parameter int RD_RESV_BEATS [RD_PORTS] = '{256, 512, 128, 32, 512},
-  // Read engine whose bursts yield to the others (a background prefetcher), -1 for none.
+  // Read engine whose bursts yield to the others, -1 for none (the completer's WQE prefetch:
+  // it would take read bandwidth the requester needs for the next WQEs and payloads).
   parameter int RD_BACKGROUND = 2,
-  // Per write engine: bursts in flight, queued requests, beats per burst, gate depth (beats).
+  // Per write engine: bursts in flight, queued requests, beats per burst, gate depth (beats);
+  // CQEs go one beat per burst.
   parameter int WR_OUTSTANDING [WR_PORTS] = '{64, 8, 64},
   parameter int WR_REQ_DEPTH [WR_PORTS] = '{64, 16, 64},
   parameter int WR_MAX_BURST [WR_PORTS] = '{64, 1, 64},

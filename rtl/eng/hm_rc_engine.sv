@@ -600,9 +600,7 @@ module hm_rc_engine
   // prefetch yields to the others: it would take read bandwidth the requester needs for the
   // next WQEs and payloads), 3 responder receive WQEs and atomic operands, 4 READ response
   // payload; writes 0 completer data (READ responses, atomic results), 1 CQEs, 2 responder data
-  // (SEND / WRITE payload, atomic results). Read buffer reservations: the requester's WQE
-  // fetcher 256 beats (4 KiB batches), the other WQE fetchers 128 and 32, the payload readers
-  // 512 (enough to keep 1 beat per cycle flowing across a long memory round trip).
+  // (SEND / WRITE payload, atomic results).
   // ---------------------------------------------------------------------------------------
   logic [RP-1:0][DATA_WIDTH-1:0] rd_tdata;
   logic [RP-1:0][KEEP_WIDTH-1:0] rd_tkeep;
@@ -620,11 +618,8 @@ module hm_rc_engine
   assign {rdone_valid, qdone_valid, cdone_valid} = done_valid;
   assign {rdone_err, qdone_err, cdone_err} = done_err;
 
-  hm_eng_dma #(.DATA_WIDTH(DATA_WIDTH), .RD_PORTS(RP), .WR_PORTS(WP),
-               .RD_OUTSTANDING('{8, 64, 4, 4, 64}), .RD_REQ_DEPTH('{16, 128, 16, 16, 128}),
-               .RD_RESV_BEATS('{256, 512, 128, 32, 512}), .RD_BACKGROUND(2),
-               .WR_OUTSTANDING('{64, 8, 64}), .WR_REQ_DEPTH('{64, 16, 64}),
-               .WR_MAX_BURST('{64, 1, 64}), .WR_GATE_BEATS('{64, 4, 64})) u_dma (
+  // (per-engine depths: hm_eng_dma's defaults, which are this engine's table)
+  hm_eng_dma #(.DATA_WIDTH(DATA_WIDTH), .RD_PORTS(RP), .WR_PORTS(WP)) u_dma (
     .clk, .rst,
     .s_rd({rrd, srd, crd, prd, wrd}),
     .s_rd_valid({rrd_valid, srd_valid, crd_valid, prd_valid, wrd_valid}), .s_rd_ready(rd_ready),
