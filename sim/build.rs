@@ -19,9 +19,11 @@ const WIDTHS: [u32; 2] = [256, 512];
 /// `sim_tops` fileset only the model's own top) with its verilator options. Width 0: a block
 /// without a DATA_WIDTH parameter. An rtl/ module is the model's top itself, its parameters
 /// set with `-G` (the widths and sizes the cycle-for-cycle tests use).
-const MODELS: [(&str, &str, &str, &[u32], &[&str]); 8] = [
-    ("Vpkt", "hm_sim_pkt_top", "hm_sim_pkt_top.sv", &WIDTHS, &[]),
-    ("Vdma", "hm_sim_dma_top", "hm_sim_dma_top.sv", &WIDTHS, &[]),
+const MODELS: [(&str, &str, &str, &[u32], &[&str]); 10] = [
+    ("Vrx", "hm_rx_path", "", &WIDTHS, &[]),
+    ("Vtx", "hm_tx_path", "", &WIDTHS, &[]),
+    ("Vdmard", "hm_dma_rd", "", &WIDTHS, &[]),
+    ("Vdmawr", "hm_dma_wr", "", &WIDTHS, &[]),
     ("Vcsr", "hm_csr", "", &[512], &[]),
     ("Vmr", "hm_mr_table", "", &[0], &[]),
     ("Vrc", "hm_sim_nic_top", "hm_sim_nic_top.sv", &[512], &[]),
@@ -244,9 +246,11 @@ struct Shim {
     /// Writes the model's coverage counts when freed (coverage builds).
     coverage: bool,
 }
-const GEN_SHIMS: [Shim; 8] = [
-    Shim { name: "pkt", prefix: "Vpkt", widths: &WIDTHS, after_edge: true, coverage: false },
-    Shim { name: "dma", prefix: "Vdma", widths: &WIDTHS, after_edge: false, coverage: false },
+const GEN_SHIMS: [Shim; 10] = [
+    Shim { name: "rx", prefix: "Vrx", widths: &WIDTHS, after_edge: true, coverage: false },
+    Shim { name: "tx", prefix: "Vtx", widths: &WIDTHS, after_edge: true, coverage: false },
+    Shim { name: "dmard", prefix: "Vdmard", widths: &WIDTHS, after_edge: false, coverage: false },
+    Shim { name: "dmawr", prefix: "Vdmawr", widths: &WIDTHS, after_edge: false, coverage: false },
     Shim { name: "csr", prefix: "Vcsr", widths: &[512], after_edge: false, coverage: false },
     Shim { name: "mr", prefix: "Vmr", widths: &[0], after_edge: false, coverage: false },
     Shim { name: "eng", prefix: "Vrc", widths: &[512], after_edge: false, coverage: true },
@@ -275,9 +279,18 @@ fn model_ports(hdr: &str, model: &str) -> Vec<(bool, String, u32)> {
     v
 }
 
-/// The struct field for a port: without its `s_` / `m_` / `i_` / `o_` direction prefix.
-fn port_field(name: &str) -> &str {
-    ["s_", "m_", "i_", "o_"].iter().find_map(|p| name.strip_prefix(p)).unwrap_or(name)
+/// The struct field for a port: without its `s_` / `m_` / `i_` / `o_` direction prefix, unless
+/// the model (`names`) has the port's bundle (the word after the prefix: `axis` of
+/// `s_axis_tdata`) both as a slave (`s_`) and as a master (`m_`): a block with an `s_axis_*`
+/// and an `m_axis_*` stream keeps the prefixes of both.
+fn port_field<'a>(name: &'a str, names: &[&'a str]) -> &'a str {
+    const PREFIXES: [&str; 4] = ["s_", "m_", "i_", "o_"];
+    let split = |n: &'a str| PREFIXES.iter().find_map(|p| n.strip_prefix(p).map(|r| (*p, r)));
+    let bundle = |r: &'a str| r.split('_').next().unwrap_or(r);
+    match split(name) {
+        Some((p, rest)) if !names.iter().filter_map(|n| split(n)).any(|(q, r)| ((p, q) == ("s_", "m_") || (p, q) == ("m_", "s_")) && bundle(r) == bundle(rest)) => rest,
+        _ => name,
+    }
 }
 
 /// The shim (C++) and its Rust twin for `sh` and its `models`: one model, or a family of the
@@ -293,6 +306,8 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
     let (_, widest, ports) = models.last().expect("a model");
     let is_gclk = |n: &str| n.starts_with("clk_");
     let ports: Vec<&(bool, String, u32)> = ports.iter().filter(|p| !is_gclk(&p.1)).collect();
+    let all: Vec<&str> = ports.iter().map(|p| p.1.as_str()).collect();
+    let field = |n: &str| port_field(n, &all).to_string();
     let names = models.iter().map(|m| format!("{}.h", m.1)).collect::<Vec<_>>().join(", ");
     let ty = |b: u32| match b {
         0..=8 => ("uint8_t", "u8".to_string()),
@@ -321,10 +336,10 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
         let mut zero = String::new();
         for p in sorted.iter().filter(|p| p.0 == input) {
             let (ct, rt) = ty(p.2);
-            c += &format!("    {ct} {}{};\n", port_field(&p.1), words(p.2));
-            r += &format!("    /// `{}` ({} bits)\n    pub {}: {rt},\n", p.1, p.2, port_field(&p.1));
+            c += &format!("    {ct} {}{};\n", field(&p.1), words(p.2));
+            r += &format!("    /// `{}` ({} bits)\n    pub {}: {rt},\n", p.1, p.2, field(&p.1));
             let z = if p.2 > 64 { format!("[0; {}]", p.2.div_ceil(32)) } else { "0".into() };
-            zero += &format!("            {}: {z},\n", port_field(&p.1));
+            zero += &format!("            {}: {z},\n", field(&p.1));
         }
         c += "};\n";
         r += "}\n";
@@ -338,9 +353,9 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
         c += &format!("static void tick_{model}({model}* m, const {camel}In* in, {camel}Out* out) {{\n");
         for p in ports.iter().filter(|p| p.0) {
             if p.2 > 64 {
-                c += &format!("    for (int i = 0; i < {}; i++) m->{}[i] = in->{}[i];\n", p.2.div_ceil(32), p.1, port_field(&p.1));
+                c += &format!("    for (int i = 0; i < {}; i++) m->{}[i] = in->{}[i];\n", p.2.div_ceil(32), p.1, field(&p.1));
             } else {
-                c += &format!("    m->{} = in->{};\n", p.1, port_field(&p.1));
+                c += &format!("    m->{} = in->{};\n", p.1, field(&p.1));
             }
         }
         let edge = |c: &mut String| {
@@ -364,9 +379,9 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
         }
         for p in ports.iter().filter(|p| !p.0) {
             if p.2 > 64 {
-                c += &format!("    for (int i = 0; i < {}; i++) out->{}[i] = m->{}[i];\n", p.2.div_ceil(32), port_field(&p.1), p.1);
+                c += &format!("    for (int i = 0; i < {}; i++) out->{}[i] = m->{}[i];\n", p.2.div_ceil(32), field(&p.1), p.1);
             } else {
-                c += &format!("    out->{} = m->{};\n", port_field(&p.1), p.1);
+                c += &format!("    out->{} = m->{};\n", field(&p.1), p.1);
             }
         }
         if !sh.after_edge {
@@ -411,6 +426,64 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
     c += "    delete h->ctx;\n    delete h;\n}\n\n}  // extern \"C\"\n";
     let rarg = if family { "width: std::os::raw::c_int" } else { "" };
     r += &format!("\n#[repr(C)]\nstruct {camel} {{\n    _private: [u8; 0],\n}}\n\nextern \"C\" {{\n    fn hm_{shim}_new({rarg}) -> *mut {camel};\n    fn hm_{shim}_tick(h: *mut {camel}, inp: *const {camel}In, out: *mut {camel}Out);\n    fn hm_{shim}_free(h: *mut {camel});\n}}\n");
+    // the one owner of the C handle: every unsafe call of the shim is here
+    let sample = if sh.after_edge { "after" } else { "before" };
+    let (new_sig, new_ret, new_call, new_wrap) = if family {
+        ("width: usize", "Option<Self>", "width as std::os::raw::c_int", "std::ptr::NonNull::new(h).map(|h| Self { h, cycles: 0 })")
+    } else {
+        ("", "Self", "", "Self { h: std::ptr::NonNull::new(h).expect(\"the shim allocates or aborts\"), cycles: 0 }")
+    };
+    let new_doc = if family { "A fresh model of that DATA_WIDTH (None for a width not built)" } else { "A fresh model" };
+    r += &format!(r#"
+/// An owned Verilated `{widest}` model (generated): one [`{camel}Model::tick`] is one clock,
+/// outputs sampled {sample} the rising edge; freed on drop.
+pub struct {camel}Model {{
+    h: std::ptr::NonNull<{camel}>,
+    /// Clock cycles ticked since construction.
+    pub cycles: u64,
+}}
+
+impl {camel}Model {{
+    /// {new_doc}, its inputs not yet applied.
+    pub fn new({new_sig}) -> {new_ret} {{
+        // SAFETY: hm_{shim}_new has no preconditions; it returns an owned handle (or null for
+        // a width that was not built).
+        let h = unsafe {{ hm_{shim}_new({new_call}) }};
+        {new_wrap}
+    }}
+
+    /// One clock with inputs `inp`; the outputs go to `out`.
+    pub fn tick_into(&mut self, inp: &{camel}In, out: &mut {camel}Out) {{
+        // SAFETY: self.h is live until drop; inp and out are #[repr(C)] twins of the C
+        // structs, generated from the same port list, and the shim copies within them.
+        unsafe {{ hm_{shim}_tick(self.h.as_ptr(), inp, out) }};
+        self.cycles += 1;
+    }}
+
+    /// One clock with inputs `inp`; returns the outputs.
+    pub fn tick(&mut self, inp: &{camel}In) -> {camel}Out {{
+        let mut out = {camel}Out::default();
+        self.tick_into(inp, &mut out);
+        out
+    }}
+
+    /// `n` clocks with `inp` (a reset, for example); returns the last outputs.
+    pub fn hold(&mut self, inp: &{camel}In, n: usize) -> {camel}Out {{
+        let mut out = {camel}Out::default();
+        for _ in 0..n {{
+            self.tick_into(inp, &mut out);
+        }}
+        out
+    }}
+}}
+
+impl Drop for {camel}Model {{
+    fn drop(&mut self) {{
+        // SAFETY: self.h came from hm_{shim}_new and is freed exactly once, here.
+        unsafe {{ hm_{shim}_free(self.h.as_ptr()) }}
+    }}
+}}
+"#);
     (c, r)
 }
 

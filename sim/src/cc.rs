@@ -193,7 +193,7 @@ impl HmCcOut {
 
 /// The Verilated DCQCN blocks of one NIC.
 pub struct CcSim {
-    h: *mut HmCc,
+    m: HmCcModel,
     /// The registers applied at every clock.
     pub cfg: HmCcCfg,
 }
@@ -202,9 +202,7 @@ impl CcSim {
     /// A model held in reset for a few cycles with the registers `cfg`; the next
     /// [`CcSim::tick`] is the first clock after reset (time counter [`CC_NOW_INIT`]).
     pub fn new(cfg: HmCcCfg) -> CcSim {
-        // SAFETY: no preconditions.
-        let h = unsafe { hm_cc_new() };
-        let mut s = CcSim { h, cfg };
+        let mut s = CcSim { m: HmCcModel::new(), cfg };
         let i = HmCcIn { rst: 1, ..Default::default() };
         for _ in 0..3 {
             s.tick(&i);
@@ -214,18 +212,8 @@ impl CcSim {
 
     /// One clock with the inputs `i`; returns the outputs sampled before the edge.
     pub fn tick(&mut self, i: &HmCcIn) -> HmCcOut {
-        let mut o = HmCcOut::default();
         let mut i = *i;
         self.cfg.apply(&mut i);
-        // SAFETY: self.h is live until Drop; #[repr(C)] twins of the C structs (generated).
-        unsafe { hm_cc_tick(self.h, &i, &mut o) };
-        o
-    }
-}
-
-impl Drop for CcSim {
-    fn drop(&mut self) {
-        // SAFETY: created by hm_cc_new, freed once.
-        unsafe { hm_cc_free(self.h) }
+        self.m.tick(&i)
     }
 }

@@ -45,8 +45,8 @@ impl SenderCc for RtlSender {
     fn step(&mut self, cnp: Option<u32>, tx: Option<(u32, u32)>) {
         let q = self.qp.unwrap_or(0);
         let i = HmCcIn {
-            cnp_valid: cnp.is_some() as u8,
-            cnp_qpn: cnp.map_or(0, |c| c.min(255) as u8),
+            s_cnp_valid: cnp.is_some() as u8,
+            s_cnp_qpn: cnp.map_or(0, |c| c.min(255) as u8),
             tx_valid: tx.is_some() as u8,
             tx_qpn: tx.map_or(0, |t| t.0.min(255) as u8),
             tx_bytes: tx.map_or(0, |t| t.1.min(0xFFFF) as u16),
@@ -71,7 +71,7 @@ impl ReceiverCc for RtlReceiver {
     fn step(&mut self, ce: Option<u32>) -> Option<u32> {
         let i = HmCcIn { ce_valid: ce.is_some() as u8, ce_qpn: ce.map_or(0, |c| c.min(255) as u8), ..Default::default() };
         let o = self.sim.tick(&i);
-        (o.cnp_valid != 0).then_some(u32::from(o.cnp_qpn))
+        (o.m_cnp_valid != 0).then_some(u32::from(o.m_cnp_qpn))
     }
 }
 

@@ -13,43 +13,29 @@ include!(concat!(env!("OUT_DIR"), "/shim_csr.rs"));
 
 /// The Verilated register block (16 counters, 512-bit datapath capabilities).
 pub struct CsrSim {
-    h: *mut HmCsr,
-    pub cycle: u64,
+    m: HmCsrModel,
 }
 
 impl CsrSim {
     pub fn new() -> CsrSim {
-        // SAFETY: hm_csr_new has no preconditions.
-        let h = unsafe { hm_csr_new() };
-        let mut s = CsrSim { h, cycle: 0 };
-        let mut i = HmCsrIn { rst: 1, ..Default::default() };
-        for _ in 0..4 {
-            s.tick(&i);
-        }
-        i.rst = 0;
-        s.tick(&i);
-        s
+        let mut m = HmCsrModel::new();
+        m.hold(&HmCsrIn { rst: 1, ..Default::default() }, 4);
+        m.tick(&HmCsrIn::default());
+        CsrSim { m }
     }
     /// Apply `inp`, return the outputs before the rising edge, then clock.
     pub fn tick(&mut self, inp: &HmCsrIn) -> HmCsrOut {
-        let mut o = HmCsrOut::default();
-        // SAFETY: self.h is live until Drop; both structs are #[repr(C)] twins of the C ones.
-        unsafe { hm_csr_tick(self.h, inp, &mut o) };
-        self.cycle += 1;
-        o
+        self.m.tick(inp)
+    }
+    /// Clock cycles since construction.
+    pub fn cycle(&self) -> u64 {
+        self.m.cycles
     }
 }
 
 impl Default for CsrSim {
     fn default() -> Self {
         CsrSim::new()
-    }
-}
-
-impl Drop for CsrSim {
-    fn drop(&mut self) {
-        // SAFETY: created by hm_csr_new, freed once.
-        unsafe { hm_csr_free(self.h) }
     }
 }
 
@@ -75,7 +61,7 @@ pub fn run_csr(sim: &mut CsrSim, accs: &[Access], counters: [u32; 16], stall_pct
     let mut rng = Rng::new(seed);
     let mut run = CsrRun::default();
     let mut i = HmCsrIn { counters, ..Default::default() };
-    let start = sim.cycle;
+    let start = sim.cycle();
     for (k, a) in accs.iter().enumerate() {
         let (mut aw_done, mut w_done, mut ar_done) = (false, false, false);
         let mut guard = 0u64;
@@ -141,6 +127,6 @@ pub fn run_csr(sim: &mut CsrSim, accs: &[Access], counters: [u32; 16], stall_pct
             run.doorbells.push(((o.db_data >> 32) as u8, o.db_data as u32));
         }
     }
-    run.cycles = sim.cycle - start;
+    run.cycles = sim.cycle() - start;
     Ok(run)
 }

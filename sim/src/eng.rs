@@ -4,7 +4,7 @@
 //! queued) and the interrupt messages.
 
 use crate::axil::{AxilReq, AxilRsp};
-use crate::dma::{AxiMem, HmDmaIn, HmDmaOut, MemCfg, PagedMem};
+use crate::dma::{AxiIn, AxiMem, AxiOut, MemCfg, PagedMem};
 use crate::Rng;
 use std::collections::VecDeque;
 
@@ -26,34 +26,6 @@ impl HmEngIn {
     /// No request valid; the MAC transmit side and the interrupt sink ready; the link up.
     pub fn idle() -> HmEngIn {
         HmEngIn { tx_tready: 1, irq_ready: 1, fw_link: 1, ..Default::default() }
-    }
-}
-
-/// One Verilated engine.
-pub struct EngSim {
-    h: *mut HmEng,
-    pub cycle: u64,
-}
-
-impl EngSim {
-    fn new() -> EngSim {
-        // SAFETY: no preconditions; returns an owned handle.
-        let h = unsafe { hm_eng_new() };
-        EngSim { h, cycle: 0 }
-    }
-    fn tick(&mut self, inp: &HmEngIn) -> HmEngOut {
-        let mut out = HmEngOut::default();
-        // SAFETY: h is live until Drop; inp/out are #[repr(C)] twins of the C structs.
-        unsafe { hm_eng_tick(self.h, inp, &mut out) };
-        self.cycle += 1;
-        out
-    }
-}
-
-impl Drop for EngSim {
-    fn drop(&mut self) {
-        // SAFETY: created by hm_eng_new, freed once.
-        unsafe { hm_eng_free(self.h) }
     }
 }
 
@@ -128,7 +100,7 @@ impl Lite {
 
 /// The engine with its host memory, bus masters and MAC sinks.
 pub struct Engine {
-    sim: EngSim,
+    sim: HmEngModel,
     pub mem: AxiMem,
     bar: Lite,
     ctl: Lite,
@@ -173,7 +145,7 @@ impl Engine {
     pub fn new(cfg: MemCfg) -> Engine {
         let seed = cfg.seed;
         let mut e = Engine {
-            sim: EngSim::new(),
+            sim: HmEngModel::new(),
             mem: AxiMem::new(PagedMem::new(0), KW, cfg),
             bar: Lite::default(),
             ctl: Lite::default(),
@@ -202,13 +174,13 @@ impl Engine {
     }
 
     pub fn cycle(&self) -> u64 {
-        self.sim.cycle
+        self.sim.cycles
     }
 
     /// One clock cycle.
     pub fn step(&mut self) {
-        let now = self.sim.cycle;
-        let mut di = HmDmaIn::default();
+        let now = self.sim.cycles;
+        let mut di = AxiIn::default();
         self.mem.drive(now, &mut di);
         let i = &mut self.inp;
         i.axi_arready = di.arready;
@@ -243,7 +215,7 @@ impl Engine {
         }
         let o = self.sim.tick(&self.inp);
         let i = &self.inp;
-        let dout = HmDmaOut {
+        let dout = AxiOut {
             araddr: o.axi_araddr,
             awaddr: o.axi_awaddr,
             wstrb: o.axi_wstrb,
@@ -262,7 +234,6 @@ impl Engine {
             wlast: o.axi_wlast,
             wvalid: o.axi_wvalid,
             bready: o.axi_bready,
-            ..Default::default()
         };
         self.mem.update(now, &di, &dout);
         self.bar.update(&bd, &AxilRsp::unpack(o.bar_rsp));
@@ -301,14 +272,14 @@ impl Engine {
 
     /// Step until `done` holds; error after `max` cycles.
     pub fn run_until(&mut self, max: u64, mut done: impl FnMut(&Engine) -> bool) -> Result<u64, String> {
-        let start = self.sim.cycle;
+        let start = self.sim.cycles;
         while !done(self) {
-            if self.sim.cycle - start > max {
+            if self.sim.cycles - start > max {
                 return Err(format!("no progress within {max} cycles (tx frames {})", self.tx.len()));
             }
             self.step();
         }
-        Ok(self.sim.cycle - start)
+        Ok(self.sim.cycles - start)
     }
 
     fn lite(&mut self, bar: bool, op: LiteOp) -> Result<(u32, bool), String> {

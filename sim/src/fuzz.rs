@@ -305,7 +305,7 @@ pub fn rx_campaign(
             eprintln!("fuzz rx: finding {} at width {}: {what} ({})", rep.findings, widths[wi], p.display());
             Ok(())
         };
-        let c0 = sims[wi].cycle;
+        let c0 = sims[wi].rx_cycles();
         match run_rx(&mut sims[wi], &frames, &flow) {
             Err(e) => {
                 finding(format!("RX path did not report every frame: {e}"), None, &mut rep)?;
@@ -314,7 +314,7 @@ pub fn rx_campaign(
                 counters[wi] = [0; 15];
             }
             Ok(run) => {
-                rep.cycles += sims[wi].cycle - c0;
+                rep.cycles += sims[wi].rx_cycles() - c0;
                 if let Err(e) = check_rx_run(&frames, &run) {
                     // locate the frame named in the message for the record
                     let idx = e.strip_prefix("frame ").and_then(|r| r.split(':').next()).and_then(|k| k.parse::<usize>().ok());

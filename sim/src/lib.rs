@@ -1,7 +1,7 @@
 //! Verilator co-simulation of Hematite's RTL.
 //!
-//! [`PktSim`] is the Verilated packet path (RX and TX side by side) at 256 or 512 bits; one
-//! [`PktSim::tick`] is one clock cycle through a single batched FFI call. [`run_rx`] and
+//! [`PktSim`] is the Verilated packet path (the RX and the TX path, each its own model) at 256
+//! or 512 bits; one tick is one clock cycle of one path through a single FFI call. [`run_rx`] and
 //! [`run_tx`] are testbench drivers: they stream frames or header records through the model
 //! with optional random idle cycles and back-pressure and collect what comes out, with cycle
 //! counts.
@@ -33,28 +33,28 @@ pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};
 /// Supported AXI4-Stream widths.
 pub const WIDTHS: [usize; 2] = [256, 512];
 
-/// One Verilated packet path.
+/// One Verilated packet path: the RX and the TX path, independent models of one width.
 pub struct PktSim {
-    h: ffi::Handle,
+    rx: ffi::HmRxModel,
+    tx: ffi::HmTxModel,
     width: usize,
-    /// Outputs after the last clock edge (what the DUT presents during the next cycle).
-    pub out: ffi::HmPktOut,
-    /// Clock cycles simulated since construction.
-    pub cycle: u64,
+    /// RX outputs after the last clock edge (what the RX path presents during the next cycle).
+    rx_out: ffi::HmRxOut,
+    /// TX outputs after the last clock edge.
+    tx_out: ffi::HmTxOut,
 }
 
 impl PktSim {
-    /// A model of the given data width (256 or 512), held in reset for a few cycles.
+    /// Both paths of the given data width (256 or 512), held in reset for a few cycles.
     pub fn new(width: usize) -> Result<PktSim, String> {
-        let h = ffi::Handle::new(width).ok_or_else(|| format!("unsupported DATA_WIDTH {width} (256 or 512)"))?;
-        let mut s = PktSim { h, width, out: ffi::HmPktOut::default(), cycle: 0 };
-        let mut i = ffi::HmPktIn { rst: 1, ..ffi::HmPktIn::idle() };
-        for _ in 0..4 {
-            s.tick(&i);
-        }
-        i.rst = 0;
-        s.tick(&i);
-        Ok(s)
+        let bad = || format!("unsupported DATA_WIDTH {width} (256 or 512)");
+        let mut rx = ffi::HmRxModel::new(width).ok_or_else(bad)?;
+        let mut tx = ffi::HmTxModel::new(width).ok_or_else(bad)?;
+        rx.hold(&ffi::HmRxIn { rst: 1, ..ffi::HmRxIn::idle() }, 4);
+        tx.hold(&ffi::HmTxIn { rst: 1, ..ffi::HmTxIn::idle() }, 4);
+        let rx_out = rx.tick(&ffi::HmRxIn::idle());
+        let tx_out = tx.tick(&ffi::HmTxIn::idle());
+        Ok(PktSim { rx, tx, width, rx_out, tx_out })
     }
 
     pub fn width(&self) -> usize {
@@ -63,11 +63,9 @@ impl PktSim {
     pub fn bytes_per_beat(&self) -> usize {
         self.width / 8
     }
-
-    /// One clock cycle: apply `inp`, one rising edge, then `self.out` holds the new outputs.
-    pub fn tick(&mut self, inp: &ffi::HmPktIn) {
-        self.h.tick(inp, &mut self.out);
-        self.cycle += 1;
+    /// Clock cycles the RX path has run since construction.
+    pub fn rx_cycles(&self) -> u64 {
+        self.rx.cycles
     }
 }
 
@@ -156,8 +154,8 @@ pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], 
     let mut run = RxRun::default();
     let (mut fi, mut off) = (0usize, 0usize);
     let mut cur_payload: Vec<u8> = Vec::new();
-    let mut inp = ffi::HmPktIn::idle();
-    let start = sim.cycle;
+    let mut inp = ffi::HmRxIn::idle();
+    let start = sim.rx.cycles;
     let mut idle_after = 0u64;
     let limit = 10_000 + frames.iter().map(|f| f.len() as u64 / kw as u64 + 8).sum::<u64>() * 20;
     // A dropped frame is discarded from the data FIFO silently, one beat a cycle, and the
@@ -170,21 +168,21 @@ pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], 
     loop {
         // source
         let offer = fi < frames.len() && !rng.pct(flow.idle_pct);
-        inp.rx_s_tvalid = offer as u8;
+        inp.s_axis_tvalid = offer as u8;
         if offer {
             let f = &frames[fi];
             let end = (off + kw).min(f.len());
-            inp.rx_s_tkeep = load_beat(&mut inp.rx_s_tdata, &f[off..end]);
-            inp.rx_s_tlast = (end == f.len()) as u8;
-            inp.rx_s_tuser = (end == f.len() && mac_error.get(fi).copied().unwrap_or(false)) as u8;
+            inp.s_axis_tkeep = load_beat(&mut inp.s_axis_tdata, &f[off..end]);
+            inp.s_axis_tlast = (end == f.len()) as u8;
+            inp.s_axis_tuser = (end == f.len() && mac_error.get(fi).copied().unwrap_or(false)) as u8;
         }
-        inp.rx_m_tready = (!rng.pct(flow.stall_pct)) as u8;
-        inp.rx_hdr_ready = (!rng.pct(flow.stall_pct)) as u8;
-        let prev = sim.out;
-        sim.tick(&inp);
+        inp.m_axis_tready = (!rng.pct(flow.stall_pct)) as u8;
+        inp.hdr_ready = (!rng.pct(flow.stall_pct)) as u8;
+        let prev = sim.rx_out;
+        sim.rx.tick_into(&inp, &mut sim.rx_out);
         // transfers at this edge were decided by `prev` (registered outputs) and `inp`
         if offer {
-            if prev.rx_s_tready != 0 {
+            if prev.s_axis_tready != 0 {
                 run.in_beats += 1;
                 off += kw;
                 if off >= frames[fi].len() {
@@ -195,24 +193,24 @@ pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], 
                 run.in_stalls += 1;
             }
         }
-        if prev.rx_m_tvalid != 0 && inp.rx_m_tready != 0 {
+        if prev.m_axis_tvalid != 0 && inp.m_axis_tready != 0 {
             run.out_beats += 1;
-            store_beat(&prev.rx_m_tdata, prev.rx_m_tkeep, kw, &mut cur_payload);
-            if prev.rx_m_tlast != 0 {
+            store_beat(&prev.m_axis_tdata, prev.m_axis_tkeep, kw, &mut cur_payload);
+            if prev.m_axis_tlast != 0 {
                 run.payloads.push(std::mem::take(&mut cur_payload));
             }
         }
-        if prev.rx_hdr_valid != 0 && inp.rx_hdr_ready != 0 {
-            run.hdrs.push(unpack_hdr(&prev.rx_hdr_data));
+        if prev.hdr_valid != 0 && inp.hdr_ready != 0 {
+            run.hdrs.push(unpack_hdr(&prev.hdr_data));
         }
-        if sim.out.rx_mon_valid != 0 {
-            run.status.push(unpack_status(&sim.out.rx_mon_data));
-            run.cycles = sim.cycle - start;
+        if sim.rx_out.mon_valid != 0 {
+            run.status.push(unpack_status(&sim.rx_out.mon_data));
+            run.cycles = sim.rx.cycles - start;
         }
         let busy = fi < frames.len()
             || run.status.len() < frames.len()
-            || sim.out.rx_m_tvalid != 0
-            || sim.out.rx_hdr_valid != 0;
+            || sim.rx_out.m_axis_tvalid != 0
+            || sim.rx_out.hdr_valid != 0;
         if !busy {
             idle_after += 1;
             if idle_after > quiet {
@@ -221,12 +219,12 @@ pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], 
         } else {
             idle_after = 0;
         }
-        if sim.cycle - start > limit {
+        if sim.rx.cycles - start > limit {
             return Err(format!(
                 "RX hang: {} of {} frames reported after {} cycles (fed {} frames)",
                 run.status.len(),
                 frames.len(),
-                sim.cycle - start,
+                sim.rx.cycles - start,
                 fi
             ));
         }
@@ -235,7 +233,7 @@ pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], 
         return Err("RX: payload beats without tlast".into());
     }
     for (i, c) in run.counters.iter_mut().enumerate() {
-        *c = sim.out.rx_stat_cnt[i];
+        *c = sim.rx_out.stat_cnt[i];
     }
     Ok(run)
 }
@@ -274,10 +272,10 @@ pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flo
     let kw = sim.bytes_per_beat();
     let mut rng = Rng::new(flow.seed ^ 0x5A5A);
     let mut run = TxRun::default();
-    let mut inp = ffi::HmPktIn::idle();
+    let mut inp = ffi::HmTxIn::idle();
     let (mut hi, mut pj, mut off) = (0usize, 0usize, 0usize);
     let mut cur: Vec<u8> = Vec::new();
-    let start = sim.cycle;
+    let start = sim.tx.cycles;
     let mut first_out: Option<u64> = None;
     let mut last_out = 0u64;
     let mut idle_after = 0u64;
@@ -292,33 +290,33 @@ pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flo
     pj = next_pj(pj);
     loop {
         let offer_h = hi < jobs.len() && !rng.pct(flow.idle_pct);
-        inp.tx_hdr_valid = offer_h as u8;
+        inp.hdr_valid = offer_h as u8;
         if offer_h {
-            pack_hdr(&jobs[hi].rec, &mut inp.tx_hdr_data);
+            pack_hdr(&jobs[hi].rec, &mut inp.hdr_data);
         }
         let offer_p = pj < jobs.len() && !rng.pct(flow.idle_pct);
-        inp.tx_s_tvalid = offer_p as u8;
+        inp.s_axis_tvalid = offer_p as u8;
         if offer_p {
             let p = &jobs[pj].payload;
             let end = (off + kw).min(p.len());
-            inp.tx_s_tkeep = load_beat(&mut inp.tx_s_tdata, &p[off..end]);
-            inp.tx_s_tlast = (end == p.len()) as u8;
+            inp.s_axis_tkeep = load_beat(&mut inp.s_axis_tdata, &p[off..end]);
+            inp.s_axis_tlast = (end == p.len()) as u8;
         }
-        inp.tx_m_tready = (!rng.pct(flow.stall_pct)) as u8;
-        let prev = sim.out;
-        sim.tick(&inp);
-        if offer_h && prev.tx_hdr_ready != 0 {
+        inp.m_axis_tready = (!rng.pct(flow.stall_pct)) as u8;
+        let prev = sim.tx_out;
+        sim.tx.tick_into(&inp, &mut sim.tx_out);
+        if offer_h && prev.hdr_ready != 0 {
             hi += 1;
         }
-        if offer_p && prev.tx_s_tready != 0 {
+        if offer_p && prev.s_axis_tready != 0 {
             off += kw;
             if off >= jobs[pj].payload.len() {
                 pj = next_pj(pj + 1);
                 off = 0;
             }
         }
-        if prev.tx_m_tvalid != 0 && inp.tx_m_tready != 0 {
-            let c = sim.cycle - 1;
+        if prev.m_axis_tvalid != 0 && inp.m_axis_tready != 0 {
+            let c = sim.tx.cycles - 1;
             if let Some(_f) = first_out {
                 run.out_gaps += c - last_out - 1;
             } else {
@@ -326,13 +324,13 @@ pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flo
             }
             last_out = c;
             run.out_beats += 1;
-            store_beat(&prev.tx_m_tdata, prev.tx_m_tkeep, kw, &mut cur);
-            if prev.tx_m_tlast != 0 {
-                run.frames.push(TxFrame { bytes: std::mem::take(&mut cur), bad: prev.tx_m_tuser != 0 });
-                run.cycles = sim.cycle - start;
+            store_beat(&prev.m_axis_tdata, prev.m_axis_tkeep, kw, &mut cur);
+            if prev.m_axis_tlast != 0 {
+                run.frames.push(TxFrame { bytes: std::mem::take(&mut cur), bad: prev.m_axis_tuser != 0 });
+                run.cycles = sim.tx.cycles - start;
             }
         }
-        let busy = hi < jobs.len() || pj < jobs.len() || run.frames.len() < expect_frames || sim.out.tx_m_tvalid != 0;
+        let busy = hi < jobs.len() || pj < jobs.len() || run.frames.len() < expect_frames || sim.tx_out.m_axis_tvalid != 0;
         if !busy {
             idle_after += 1;
             if idle_after > 64 {
@@ -341,17 +339,17 @@ pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flo
         } else {
             idle_after = 0;
         }
-        if sim.cycle - start > limit {
+        if sim.tx.cycles - start > limit {
             return Err(format!(
                 "TX hang: {} of {} frames after {} cycles (records taken {}, payloads taken {})",
                 run.frames.len(),
                 expect_frames,
-                sim.cycle - start,
+                sim.tx.cycles - start,
                 hi,
                 pj
             ));
         }
     }
-    run.counters = [sim.out.tx_stat_frames, sim.out.tx_stat_len_err, sim.out.tx_stat_bad_req];
+    run.counters = [sim.tx_out.stat_frames, sim.tx_out.stat_len_err, sim.tx_out.stat_bad_req];
     Ok(run)
 }

@@ -31,27 +31,18 @@ pub struct MrCheck {
 
 /// The Verilated table (4096 entries).
 pub struct MrSim {
-    h: *mut HmMr,
+    m: HmMrModel,
 }
 
 impl MrSim {
     pub fn new() -> MrSim {
-        // SAFETY: no preconditions.
-        let h = unsafe { hm_mr_new() };
-        let mut s = MrSim { h };
-        let mut i = HmMrIn { rst: 1, ..Default::default() };
-        for _ in 0..4 {
-            s.tick(&i);
-        }
-        i.rst = 0;
-        s.tick(&i);
-        s
+        let mut m = HmMrModel::new();
+        m.hold(&HmMrIn { rst: 1, ..Default::default() }, 4);
+        m.tick(&HmMrIn::default());
+        MrSim { m }
     }
     pub fn tick(&mut self, i: &HmMrIn) -> HmMrOut {
-        let mut o = HmMrOut::default();
-        // SAFETY: self.h is live until Drop; #[repr(C)] twins of the C structs.
-        unsafe { hm_mr_tick(self.h, i, &mut o) };
-        o
+        self.m.tick(i)
     }
 
     /// Apply the writes (one per cycle), then run the checks with random idle cycles and
@@ -104,12 +95,5 @@ impl MrSim {
 impl Default for MrSim {
     fn default() -> Self {
         MrSim::new()
-    }
-}
-
-impl Drop for MrSim {
-    fn drop(&mut self) {
-        // SAFETY: created by hm_mr_new, freed once.
-        unsafe { hm_mr_free(self.h) }
     }
 }

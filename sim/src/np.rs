@@ -12,7 +12,7 @@ include!(concat!(env!("OUT_DIR"), "/shim_np.rs"));
 
 /// The Verilated notification point.
 pub struct NpSim {
-    h: *mut HmNp,
+    m: HmNpModel,
     interval: u16,
 }
 
@@ -20,21 +20,9 @@ impl NpSim {
     /// A model held in reset for a few cycles with the interval register at `interval`; the
     /// next [`NpSim::tick`] is the first clock after reset (time counter [`NP_NOW_INIT`]).
     pub fn new(interval: u16) -> NpSim {
-        // SAFETY: no preconditions.
-        let h = unsafe { hm_np_new() };
-        let mut s = NpSim { h, interval };
-        let i = HmNpIn { rst: 1, cfg_interval: interval, ..Default::default() };
-        for _ in 0..3 {
-            s.tick_raw(&i);
-        }
-        s
-    }
-
-    fn tick_raw(&mut self, i: &HmNpIn) -> HmNpOut {
-        let mut o = HmNpOut::default();
-        // SAFETY: self.h is live until Drop; #[repr(C)] twins of the C structs.
-        unsafe { hm_np_tick(self.h, i, &mut o) };
-        o
+        let mut m = HmNpModel::new();
+        m.hold(&HmNpIn { rst: 1, cfg_interval: interval, ..Default::default() }, 3);
+        NpSim { m, interval }
     }
 
     /// One clock with a CE event (`Some(qpn)`) or none; returns the outputs sampled before
@@ -47,13 +35,6 @@ impl NpSim {
             ce_qpn: ce.unwrap_or(0),
             cnp_full: cnp_full as u8,
         };
-        self.tick_raw(&i)
-    }
-}
-
-impl Drop for NpSim {
-    fn drop(&mut self) {
-        // SAFETY: created by hm_np_new, freed once.
-        unsafe { hm_np_free(self.h) }
+        self.m.tick(&i)
     }
 }

@@ -15,6 +15,12 @@ pub const NS_PER_CYCLE: u64 = 4;
 
 pub use crate::host::{EngCqe, CQ_BASE, CQ_LOG, RQ_BASE, RQ_LOG, SQ_BASE, SQ_LOG};
 
+/// The memory of an RC test ([`RcBench::with_regions`]): host A's region starts at `A_BUF`,
+/// host B's at `B_BUF`, `REGION_LEN` bytes each.
+pub const A_BUF: u64 = 0x10_0000;
+pub const B_BUF: u64 = 0x20_0000;
+pub const REGION_LEN: u64 = 0x4_0000;
+
 pub struct RcBench {
     /// Host A: the engine (and its model twin).
     pub a: EngHost,
@@ -78,6 +84,32 @@ impl RcBench {
             peer_sent: 0,
             rng: crate::Rng::new(seed ^ 0x5EED),
         })
+    }
+
+    /// A fresh bench with the usual memory of an RC test: `REGION_LEN` random bytes (from
+    /// `Rng::new(fill_seed)`) at `A_BUF` on host A and at `B_BUF` on host B, each registered
+    /// with every right in PD 1. Returns the bench and the MRs of A and B.
+    pub fn with_regions(mem: MemCfg, fill_seed: u64) -> Result<(RcBench, Mr, Mr), String> {
+        let mut b = RcBench::new(mem)?;
+        let mut rng = crate::Rng::new(fill_seed);
+        let ma = b.random_region(true, A_BUF, REGION_LEN, &mut rng)?;
+        let mb = b.random_region(false, B_BUF, REGION_LEN, &mut rng)?;
+        Ok((b, ma, mb))
+    }
+
+    /// Both hosts' regions against the reference run: host A's engine memory against A', the
+    /// peer's against B'. Err names the first byte that differs.
+    pub fn compare_memories(&self) -> Result<(), String> {
+        let n = REGION_LEN as usize;
+        for (name, base, got, want) in [
+            ("A", A_BUF, self.a.eng.mem.mem.read(A_BUF, n), self.a.refn.mem.read(A_BUF, n)),
+            ("B", B_BUF, self.peer.mem.read(B_BUF, n), self.ref_b.mem.read(B_BUF, n)),
+        ] {
+            if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+                return Err(format!("host {name} memory differs first at {:#x}: {:#04x}, the model {:#04x}", base + i as u64, got[i], want[i]));
+            }
+        }
+        Ok(())
     }
 
     /// `len` random bytes (from `rng`) at `base` on host A or B, registered with every right in

@@ -11,42 +11,27 @@ include!(concat!(env!("OUT_DIR"), "/shim_slots.rs"));
 
 /// The Verilated slot map.
 pub struct SlotsSim {
-    h: *mut HmSlots,
+    m: HmSlotsModel,
 }
 
 impl SlotsSim {
     /// A map held in reset for a few cycles; the next [`SlotsSim::tick`] is the first clock
     /// after reset.
     pub fn new() -> SlotsSim {
-        // SAFETY: no preconditions.
-        let h = unsafe { hm_slots_new() };
-        let mut s = SlotsSim { h };
-        let i = HmSlotsIn { rst: 1, ..Default::default() };
-        for _ in 0..3 {
-            s.tick(&i);
-        }
-        s
+        let mut m = HmSlotsModel::new();
+        m.hold(&HmSlotsIn { rst: 1, ..Default::default() }, 3);
+        SlotsSim { m }
     }
 
     /// One clock; returns the outputs sampled before the edge (this clock's lookups, the
     /// registered outputs of the previous clock).
     pub fn tick(&mut self, i: &HmSlotsIn) -> HmSlotsOut {
-        let mut o = HmSlotsOut::default();
-        // SAFETY: self.h is live until Drop; #[repr(C)] twins of the C structs.
-        unsafe { hm_slots_tick(self.h, i, &mut o) };
-        o
+        self.m.tick(i)
     }
 }
 
 impl Default for SlotsSim {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-impl Drop for SlotsSim {
-    fn drop(&mut self) {
-        // SAFETY: created by hm_slots_new, freed once.
-        unsafe { hm_slots_free(self.h) }
     }
 }

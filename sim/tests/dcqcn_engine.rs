@@ -11,11 +11,8 @@ use hematite_model::record::HdrRecord;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{QpConfig, SendOp, SendWr, Sge};
 use hematite_sim::dma::MemCfg;
-use hematite_sim::rc::{decode, RcBench};
+use hematite_sim::rc::{decode, RcBench, A_BUF, B_BUF, REGION_LEN as LEN};
 
-const A_BUF: u64 = 0x10_0000;
-const B_BUF: u64 = 0x20_0000;
-const LEN: u64 = 0x4_0000;
 const QA: u32 = 2;
 const QB: u32 = 0x33;
 const CNT_CE: u16 = 26;

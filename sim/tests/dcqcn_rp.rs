@@ -54,8 +54,8 @@ fn run(p: HwParams, burst: u32, sched: &[Clk]) -> Result<RpCounters, TestCaseErr
         let dq = (t % CC_QPS) as u8;
         let now = rp.now();
         let i = HmCcIn {
-            cnp_valid: c.cnp.is_some() as u8,
-            cnp_qpn: c.cnp.unwrap_or(0),
+            s_cnp_valid: c.cnp.is_some() as u8,
+            s_cnp_qpn: c.cnp.unwrap_or(0),
             tx_valid: c.tx.is_some() as u8,
             tx_qpn: c.tx.map_or(0, |x| x.0),
             tx_bytes: c.tx.map_or(0, |x| x.1),

@@ -53,12 +53,12 @@ fn run(quick: bool, clocks: &[Clk]) -> Result<(u32, u32, u32, u32), TestCaseErro
         };
         let (op, op_slot) = rp_op_code(&fb.op);
         let o = r.tick(&HmSlotsIn {
-            tx_bytes: c.tx.map_or(0, |x| x.1),
+            s_tx_bytes: c.tx.map_or(0, |x| x.1),
             rst: 0,
-            cnp_valid: c.cnp.is_some() as u8,
-            cnp_qpn: c.cnp.unwrap_or(0),
-            tx_valid: c.tx.is_some() as u8,
-            tx_qpn: c.tx.map_or(0, |x| x.0),
+            s_cnp_valid: c.cnp.is_some() as u8,
+            s_cnp_qpn: c.cnp.unwrap_or(0),
+            s_tx_valid: c.tx.is_some() as u8,
+            s_tx_qpn: c.tx.map_or(0, |x| x.0),
             query_qpn: c.query,
             detach_valid: c.detach.is_some() as u8,
             detach_qpn: c.detach.unwrap_or(0),
@@ -67,13 +67,13 @@ fn run(quick: bool, clocks: &[Clk]) -> Result<(u32, u32, u32, u32), TestCaseErro
             cnp_dropped: fb.cnp_dropped as u8,
         });
         let mo = m.step(&inp, &fb);
-        prop_assert_eq!(o.cnp_valid != 0, mo.cnp.is_some(), "clock {}: CNP forwarded", t);
+        prop_assert_eq!(o.m_cnp_valid != 0, mo.cnp.is_some(), "clock {}: CNP forwarded", t);
         if let Some(s) = mo.cnp {
-            prop_assert_eq!(u32::from(o.cnp_slot), s, "clock {}: CNP slot", t);
+            prop_assert_eq!(u32::from(o.m_cnp_slot), s, "clock {}: CNP slot", t);
         }
-        prop_assert_eq!(o.tx_valid != 0, mo.tx.is_some(), "clock {}: bytes forwarded", t);
+        prop_assert_eq!(o.m_tx_valid != 0, mo.tx.is_some(), "clock {}: bytes forwarded", t);
         if let Some((s, b)) = mo.tx {
-            prop_assert_eq!((u32::from(o.tx_slot), u32::from(o.tx_bytes)), (s, b), "clock {}: bytes slot", t);
+            prop_assert_eq!((u32::from(o.m_tx_slot), u32::from(o.m_tx_bytes)), (s, b), "clock {}: bytes slot", t);
         }
         prop_assert_eq!(o.query_hit != 0, mo.query.is_some(), "clock {}: query hit", t);
         if let Some(s) = mo.query {

@@ -20,10 +20,6 @@ fn qreg(k: u64) -> u64 {
     BUF + 0x10_0000 + k * 0x4_0000
 }
 
-fn sge(addr: u64, len: u32, lkey: u32) -> Sge {
-    Sge { addr, len, lkey }
-}
-
 struct Duo {
     d: DuoBench,
     key: [u32; 2],
@@ -58,24 +54,24 @@ fn random_wr(rng: &mut Rng, key: [u32; 2], h: usize, k: u64, n: u64, recv_slot: 
     let id = (h as u64) << 32 | k << 16 | n;
     let q = qreg(k);
     match rng.next() % 7 {
-        0 | 1 => SendWr::new(id, SendOp::Write { remote_addr: q + b, rkey: r }, vec![sge(BUF + a, len, l)]),
+        0 | 1 => SendWr::new(id, SendOp::Write { remote_addr: q + b, rkey: r }, vec![Sge::new(BUF + a, len, l)]),
         2 => {
             let slot = recv_slot[1 - h][k as usize] % 16;
             recv_slot[1 - h][k as usize] += 1;
-            d.h[1 - h].post_recv(peer_q, &RecvWr { wr_id: 7000 + slot, sgl: vec![sge(q + 0x2_8000 + slot * 0x1000, 0x1000, r)] }).unwrap();
-            SendWr::new(id, SendOp::SendImm(n as u32), vec![sge(BUF + a, len % 0x1000, l)])
+            d.h[1 - h].post_recv(peer_q, &RecvWr { wr_id: 7000 + slot, sgl: vec![Sge::new(q + 0x2_8000 + slot * 0x1000, 0x1000, r)] }).unwrap();
+            SendWr::new(id, SendOp::SendImm(n as u32), vec![Sge::new(BUF + a, len % 0x1000, l)])
         }
-        3 => SendWr::new(id, SendOp::Read { remote_addr: BUF + 0x4_0000 + (b & 0x7FFF), rkey: r }, vec![sge(q + 0x1_8000 + (a & 0x7FFF), len.min(0x8000), l)]),
-        4 => SendWr::new(id, SendOp::FetchAdd { remote_addr: q + 0x3_C000 + (b & 0x7F8), rkey: r, add: n }, vec![sge(q + 0x3_8000 + (a & 0x3FF8), 8, l)]),
-        5 => SendWr::new(id, SendOp::CmpSwap { remote_addr: q + 0x3_C800 + (b & 0x7F8), rkey: r, compare: 0, swap: n }, vec![sge(q + 0x3_8000 + (a & 0x3FF8), 8, l)]),
+        3 => SendWr::new(id, SendOp::Read { remote_addr: BUF + 0x4_0000 + (b & 0x7FFF), rkey: r }, vec![Sge::new(q + 0x1_8000 + (a & 0x7FFF), len.min(0x8000), l)]),
+        4 => SendWr::new(id, SendOp::FetchAdd { remote_addr: q + 0x3_C000 + (b & 0x7F8), rkey: r, add: n }, vec![Sge::new(q + 0x3_8000 + (a & 0x3FF8), 8, l)]),
+        5 => SendWr::new(id, SendOp::CmpSwap { remote_addr: q + 0x3_C800 + (b & 0x7F8), rkey: r, compare: 0, swap: n }, vec![Sge::new(q + 0x3_8000 + (a & 0x3FF8), 8, l)]),
         _ => {
             let slot = recv_slot[1 - h][k as usize] % 16;
             recv_slot[1 - h][k as usize] += 1;
-            d.h[1 - h].post_recv(peer_q, &RecvWr { wr_id: 8000 + slot, sgl: vec![sge(q + 0x2_8000 + slot * 0x1000, 0x800, r), sge(q + 0x2_8800 + slot * 0x1000, 0x800, r)] }).unwrap();
+            d.h[1 - h].post_recv(peer_q, &RecvWr { wr_id: 8000 + slot, sgl: vec![Sge::new(q + 0x2_8000 + slot * 0x1000, 0x800, r), Sge::new(q + 0x2_8800 + slot * 0x1000, 0x800, r)] }).unwrap();
             // the message fits the 4 KiB receive WQE: a responder error here would race with
             // the other direction's requests, whose outcome then depends on timing (the error
             // paths have their own tests in rc_resp.rs and rc_peer.rs)
-            SendWr::new(id, SendOp::Send, vec![sge(BUF + a, len % (0x1000 - 7), l), sge(BUF + b, 7, l)])
+            SendWr::new(id, SendOp::Send, vec![Sge::new(BUF + a, len % (0x1000 - 7), l), Sge::new(BUF + b, 7, l)])
         }
     }
 }
@@ -179,7 +175,7 @@ fn a_full_batch_of_small_writes() {
     let mut u = setup(3, WireFaults::default(), 4096, 1);
     let (q0, _) = u.qps[0];
     for i in 0..200u64 {
-        let mut wr = SendWr::new(i, SendOp::Write { remote_addr: qreg(0) + i * 64, rkey: u.key[1] }, vec![sge(BUF + (i % 16) * 0x1000, 64, u.key[0])]);
+        let mut wr = SendWr::new(i, SendOp::Write { remote_addr: qreg(0) + i * 64, rkey: u.key[1] }, vec![Sge::new(BUF + (i % 16) * 0x1000, 64, u.key[0])]);
         wr.signaled = i == 199;
         u.d.h[0].post_send(q0, &wr, false).unwrap();
     }
@@ -207,7 +203,7 @@ fn back_to_back_small_writes_get_coalesced_acks_and_fast_retirement() {
             SendOp::Write { remote_addr: qreg(0) + i * 8, rkey: u.key[1] }
         };
         let dst = if i % 64 == 63 { qreg(0) + 0x1_8000 + i * 8 } else { BUF + i * 8 };
-        let mut wr = SendWr::new(i, op, vec![sge(dst, 8, u.key[0])]);
+        let mut wr = SendWr::new(i, op, vec![Sge::new(dst, 8, u.key[0])]);
         wr.signaled = i % 16 == 15;
         u.d.h[0].post_send(q0, &wr, false).unwrap();
     }

@@ -119,10 +119,6 @@ impl Tb {
     }
 }
 
-fn sge(addr: u64, len: u32, lkey: u32) -> Sge {
-    Sge { addr, len, lkey }
-}
-
 fn compare(rtl: &[(Vec<u8>, bool)], model: &[Vec<u8>]) {
     assert_eq!(rtl.len(), model.len(), "frame count");
     for (k, ((f, aborted), m)) in rtl.iter().zip(model).enumerate() {
@@ -139,14 +135,14 @@ fn all_ops(lkey: u32) -> Vec<SendWr> {
     let rk = 0x1234_5601;
     vec![
         SendWr::new(1, SendOp::Send, vec![]),
-        SendWr::new(2, SendOp::Send, vec![sge(BUF + 3, 100, lkey)]),
-        SendWr::new(3, SendOp::SendImm(0xCAFE_BABE), vec![sge(BUF + 0x1000, 3000, lkey)]),
-        SendWr::new(4, SendOp::SendInv(0x4242_0042), vec![sge(BUF + 0x2001, 1024, lkey)]),
-        SendWr::new(5, SendOp::Write { remote_addr: 0xAB_0000_1000, rkey: rk }, vec![sge(BUF + 0x3005, 4500, lkey)]),
-        SendWr::new(6, SendOp::WriteImm { remote_addr: 0x77_0000, rkey: rk, imm: 7 }, vec![sge(BUF + 0x100, 1, lkey)]),
-        SendWr::new(7, SendOp::Read { remote_addr: 0x5000, rkey: rk }, vec![sge(BUF + 0x8000, 10_000, lkey)]),
-        SendWr::new(8, SendOp::CmpSwap { remote_addr: 0x6008, rkey: rk, compare: 1, swap: 2 }, vec![sge(BUF + 0x9000, 8, lkey)]),
-        SendWr::new(9, SendOp::FetchAdd { remote_addr: 0x6010, rkey: rk, add: 0x55 }, vec![sge(BUF + 0x9008, 8, lkey)]),
+        SendWr::new(2, SendOp::Send, vec![Sge::new(BUF + 3, 100, lkey)]),
+        SendWr::new(3, SendOp::SendImm(0xCAFE_BABE), vec![Sge::new(BUF + 0x1000, 3000, lkey)]),
+        SendWr::new(4, SendOp::SendInv(0x4242_0042), vec![Sge::new(BUF + 0x2001, 1024, lkey)]),
+        SendWr::new(5, SendOp::Write { remote_addr: 0xAB_0000_1000, rkey: rk }, vec![Sge::new(BUF + 0x3005, 4500, lkey)]),
+        SendWr::new(6, SendOp::WriteImm { remote_addr: 0x77_0000, rkey: rk, imm: 7 }, vec![Sge::new(BUF + 0x100, 1, lkey)]),
+        SendWr::new(7, SendOp::Read { remote_addr: 0x5000, rkey: rk }, vec![Sge::new(BUF + 0x8000, 10_000, lkey)]),
+        SendWr::new(8, SendOp::CmpSwap { remote_addr: 0x6008, rkey: rk, compare: 1, swap: 2 }, vec![Sge::new(BUF + 0x9000, 8, lkey)]),
+        SendWr::new(9, SendOp::FetchAdd { remote_addr: 0x6010, rkey: rk, add: 0x55 }, vec![Sge::new(BUF + 0x9008, 8, lkey)]),
         SendWr::new(10, SendOp::Write { remote_addr: 0x10, rkey: rk }, vec![]),
     ]
 }
@@ -160,7 +156,7 @@ fn every_request_kind_matches_the_model() {
     for wr in &wrs {
         tb.post(5, wr);
     }
-    let mut solicited = SendWr::new(11, SendOp::SendImm(9), vec![sge(BUF + 0x40, 64, lkey)]);
+    let mut solicited = SendWr::new(11, SendOp::SendImm(9), vec![Sge::new(BUF + 0x40, 64, lkey)]);
     solicited.solicited = true;
     tb.post(5, &solicited);
     tb.doorbell(5);
@@ -178,13 +174,13 @@ fn scatter_gather_inline_and_every_pmtu() {
         tb.add_qp(1, pmtu, 100, 1); // 128-byte WQEs: up to 6 SGEs
         let lkey = tb.mr.lkey;
         // SGL with odd lengths and a zero-length element, spanning packet boundaries
-        let sgl = vec![sge(BUF + 1, 77, lkey), sge(BUF + 0x500, 0, lkey), sge(BUF + 0x903, 1000, lkey), sge(BUF + 0x2002, 3333, lkey), sge(BUF + 0x7000, 64, lkey), sge(BUF + 0x8001, 5, lkey)];
+        let sgl = vec![Sge::new(BUF + 1, 77, lkey), Sge::new(BUF + 0x500, 0, lkey), Sge::new(BUF + 0x903, 1000, lkey), Sge::new(BUF + 0x2002, 3333, lkey), Sge::new(BUF + 0x7000, 64, lkey), Sge::new(BUF + 0x8001, 5, lkey)];
         tb.post(1, &SendWr::new(1, SendOp::Send, sgl.clone()));
         tb.post(1, &SendWr::new(2, SendOp::Write { remote_addr: 0x1000, rkey: 9 }, sgl));
-        let mut inl = SendWr::new(3, SendOp::Send, vec![sge(BUF + 0x11, 40, lkey), sge(BUF + 0x300, 56, lkey)]);
+        let mut inl = SendWr::new(3, SendOp::Send, vec![Sge::new(BUF + 0x11, 40, lkey), Sge::new(BUF + 0x300, 56, lkey)]);
         inl.inline = true;
         tb.post(1, &inl);
-        let mut inl2 = SendWr::new(4, SendOp::WriteImm { remote_addr: 0x40, rkey: 9, imm: 1 }, vec![sge(BUF + 0x21, 96, lkey)]);
+        let mut inl2 = SendWr::new(4, SendOp::WriteImm { remote_addr: 0x40, rkey: 9, imm: 1 }, vec![Sge::new(BUF + 0x21, 96, lkey)]);
         inl2.inline = true;
         tb.post(1, &inl2);
         tb.doorbell(1);
@@ -200,11 +196,11 @@ fn large_wqes_many_sges_and_tx_backpressure() {
     tb.add_qp(2, 1024, 0, 2); // 256-byte WQEs: 14 SGEs
     tb.eng.tx_stall_pct = 30;
     let lkey = tb.mr.lkey;
-    let sgl: Vec<Sge> = (0..14).map(|i| sge(BUF + 0x1000 * i + i * 7, 100 + 37 * i as u32, lkey)).collect();
+    let sgl: Vec<Sge> = (0..14).map(|i| Sge::new(BUF + 0x1000 * i + i * 7, 100 + 37 * i as u32, lkey)).collect();
     for r in 0..5 {
         tb.post(2, &SendWr::new(r, SendOp::Send, sgl[..(r as usize * 3 + 2).min(14)].to_vec()));
     }
-    let mut inl = SendWr::new(9, SendOp::Send, vec![sge(BUF + 0x99, 224, lkey)]);
+    let mut inl = SendWr::new(9, SendOp::Send, vec![Sge::new(BUF + 0x99, 224, lkey)]);
     inl.inline = true;
     tb.post(2, &inl);
     tb.doorbell(2);
@@ -221,9 +217,9 @@ fn qps_share_the_link_round_robin() {
     tb.add_qp(1, 1024, 0, 0);
     tb.add_qp(2, 1024, 500, 0);
     let lkey = tb.mr.lkey;
-    tb.post(1, &SendWr::new(1, SendOp::Write { remote_addr: 0, rkey: 1 }, vec![sge(BUF, 65536, lkey)]));
+    tb.post(1, &SendWr::new(1, SendOp::Write { remote_addr: 0, rkey: 1 }, vec![Sge::new(BUF, 65536, lkey)]));
     for r in 0..10 {
-        tb.post(2, &SendWr::new(100 + r, SendOp::Send, vec![sge(BUF + 64 * r, 64, lkey)]));
+        tb.post(2, &SendWr::new(100 + r, SendOp::Send, vec![Sge::new(BUF + 64 * r, 64, lkey)]));
     }
     tb.doorbell(1);
     tb.doorbell(2);
@@ -251,8 +247,8 @@ fn rate_limit_input_holds_a_qp() {
     let lkey = tb.mr.lkey;
     tb.eng.set_pause(3, true);
     for r in 0..4 {
-        tb.post(3, &SendWr::new(r, SendOp::Send, vec![sge(BUF, 10, lkey)]));
-        tb.post(4, &SendWr::new(r, SendOp::Send, vec![sge(BUF, 10, lkey)]));
+        tb.post(3, &SendWr::new(r, SendOp::Send, vec![Sge::new(BUF, 10, lkey)]));
+        tb.post(4, &SendWr::new(r, SendOp::Send, vec![Sge::new(BUF, 10, lkey)]));
     }
     tb.doorbell(3);
     tb.doorbell(4);
@@ -315,7 +311,7 @@ fn control_bus_and_doorbell_errors() {
 
 fn arb_wr(lkey: u32) -> impl Strategy<Value = SendWr> {
     let sgl = prop::collection::vec((0u64..0xF_0000, 0u32..3000), 0..3)
-        .prop_map(move |v| v.into_iter().map(|(a, l)| sge(BUF + a, l, lkey)).collect::<Vec<_>>());
+        .prop_map(move |v| v.into_iter().map(|(a, l)| Sge::new(BUF + a, l, lkey)).collect::<Vec<_>>());
     (0u8..8, sgl, any::<u32>(), any::<u64>(), any::<bool>(), any::<bool>()).prop_map(move |(op, sgl, imm, x, sol, inl)| {
         let raddr = x & !7;
         let op = match op {
@@ -328,7 +324,7 @@ fn arb_wr(lkey: u32) -> impl Strategy<Value = SendWr> {
             6 => SendOp::CmpSwap { remote_addr: raddr, rkey: imm, compare: x, swap: !x },
             _ => SendOp::FetchAdd { remote_addr: raddr, rkey: imm, add: x },
         };
-        let sgl = if op.is_atomic() { vec![sge(BUF + (x & 0xFFF8), 8, lkey)] } else { sgl };
+        let sgl = if op.is_atomic() { vec![Sge::new(BUF + (x & 0xFFF8), 8, lkey)] } else { sgl };
         let total: u32 = sgl.iter().map(|s| s.len).sum();
         let mut wr = SendWr::new(x, op, sgl);
         wr.solicited = sol;

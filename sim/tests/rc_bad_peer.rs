@@ -14,12 +14,9 @@ use hematite_model::record::HdrRecord;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{Cqe, QpConfig, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
-use hematite_sim::rc::RcBench;
+use hematite_sim::rc::{RcBench, A_BUF, B_BUF, REGION_LEN as LEN};
 use hematite_sim::Rng;
 
-const A_BUF: u64 = 0x10_0000;
-const B_BUF: u64 = 0x20_0000;
-const LEN: u64 = 0x4_0000;
 const QA: u32 = 3;
 const QB: u32 = 0x44;
 // BTH opcodes (ROCEV2.md, the RC table)
@@ -31,10 +28,7 @@ const READ_RESPONSE_LAST: u8 = 0x0F;
 const ACKNOWLEDGE: u8 = 0x11;
 
 fn setup(seed: u64, cfg: QpConfig) -> (RcBench, u32, u32) {
-    let mut b = RcBench::new(MemCfg { latency: 60, seed, ..Default::default() }).unwrap();
-    let mut rng = Rng::new(seed);
-    let ma = b.random_region(true, A_BUF, LEN, &mut rng).unwrap();
-    let mb = b.random_region(false, B_BUF, LEN, &mut rng).unwrap();
+    let (mut b, ma, mb) = RcBench::with_regions(MemCfg { latency: 60, seed, ..Default::default() }, seed).unwrap();
     b.connect(QA, QB, cfg, cfg, 0).unwrap();
     (b, ma.lkey, mb.rkey)
 }

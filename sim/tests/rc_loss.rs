@@ -4,13 +4,10 @@
 //! the peer disappears, and RNR retry exhaustion.
 use hematite_model::transport::{QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
-use hematite_sim::rc::RcBench;
+use hematite_sim::rc::{RcBench, A_BUF, B_BUF};
 use hematite_sim::Rng;
 use proptest::prelude::*;
 
-const A_BUF: u64 = 0x10_0000;
-const B_BUF: u64 = 0x20_0000;
-const LEN: u64 = 0x4_0000;
 const QA: u32 = 2;
 const QB: u32 = 0x33;
 
@@ -21,17 +18,10 @@ struct Setup {
 }
 
 fn setup(seed: u64, pmtu: u32, cfg: QpConfig) -> Setup {
-    let mut b = RcBench::new(MemCfg { latency: 60, seed, ..Default::default() }).unwrap();
-    let mut rng = Rng::new(seed ^ 0x77);
-    let ma = b.random_region(true, A_BUF, LEN, &mut rng).unwrap();
-    let mb = b.random_region(false, B_BUF, LEN, &mut rng).unwrap();
+    let (mut b, ma, mb) = RcBench::with_regions(MemCfg { latency: 60, seed, ..Default::default() }, seed ^ 0x77).unwrap();
     let cfg = QpConfig { pmtu, sq_psn: 0xFF_FFF0, rq_psn: 0x10, timeout: 3, ..cfg };
     b.connect(QA, QB, cfg, cfg, 0).unwrap();
     Setup { b, ka: ma.lkey, kb: mb.lkey }
-}
-
-fn sge(addr: u64, len: u32, lkey: u32) -> Sge {
-    Sge { addr, len, lkey }
 }
 
 fn compare(s: &mut Setup) {
@@ -40,14 +30,7 @@ fn compare(s: &mut Setup) {
     assert_eq!(recv, s.b.a.refn.poll_recv_cq(QA), "engine receive CQEs");
     assert_eq!(s.b.peer.poll_send_cq(QB), s.b.ref_b.poll_send_cq(QB), "peer send CQEs");
     assert_eq!(s.b.peer.poll_recv_cq(QB), s.b.ref_b.poll_recv_cq(QB), "peer receive CQEs");
-    for (name, got, want) in [
-        ("A", s.b.a.eng.mem.mem.read(A_BUF, LEN as usize), s.b.a.refn.mem.read(A_BUF, LEN as usize)),
-        ("B", s.b.peer.mem.read(B_BUF, LEN as usize), s.b.ref_b.mem.read(B_BUF, LEN as usize)),
-    ] {
-        if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
-            panic!("host {name} memory differs first at offset {i:#x}");
-        }
-    }
+    s.b.compare_memories().unwrap_or_else(|e| panic!("{e}"));
     assert!(s.b.a.eng.violations().is_empty(), "AXI: {:?}", s.b.a.eng.violations());
 }
 
@@ -63,19 +46,19 @@ fn lossy_mix(seed: u64, pmtu: u32, ppm: u32, n: usize) -> u64 {
         let bo = rng.next() % 0x8000;
         let len = (rng.next() % 6000) as u32;
         let wr = match k % 6 {
-            0 | 1 => SendWr::new(k, SendOp::Write { remote_addr: B_BUF + bo, rkey: kb }, vec![sge(A_BUF + a, len, ka)]),
-            2 => SendWr::new(k, SendOp::Read { remote_addr: B_BUF + 0x1_0000 + bo, rkey: kb }, vec![sge(A_BUF + 0x1_0000 + a, len, ka)]),
-            3 => SendWr::new(k, SendOp::FetchAdd { remote_addr: B_BUF + 0x3_0000 + (bo & !7), rkey: kb, add: k }, vec![sge(A_BUF + 0x3_0000 + (a & !7), 8, ka)]),
+            0 | 1 => SendWr::new(k, SendOp::Write { remote_addr: B_BUF + bo, rkey: kb }, vec![Sge::new(A_BUF + a, len, ka)]),
+            2 => SendWr::new(k, SendOp::Read { remote_addr: B_BUF + 0x1_0000 + bo, rkey: kb }, vec![Sge::new(A_BUF + 0x1_0000 + a, len, ka)]),
+            3 => SendWr::new(k, SendOp::FetchAdd { remote_addr: B_BUF + 0x3_0000 + (bo & !7), rkey: kb, add: k }, vec![Sge::new(A_BUF + 0x3_0000 + (a & !7), 8, ka)]),
             4 => {
-                s.b.post_recv_b(QB, &RecvWr { wr_id: 100 + k, sgl: vec![sge(B_BUF + 0x2_0000 + (k % 8) * 0x2000, 0x2000, kb)] }).unwrap();
-                SendWr::new(k, SendOp::Send, vec![sge(A_BUF + a, len.min(0x2000), ka)])
+                s.b.post_recv_b(QB, &RecvWr { wr_id: 100 + k, sgl: vec![Sge::new(B_BUF + 0x2_0000 + (k % 8) * 0x2000, 0x2000, kb)] }).unwrap();
+                SendWr::new(k, SendOp::Send, vec![Sge::new(A_BUF + a, len.min(0x2000), ka)])
             }
-            _ => SendWr::new(k, SendOp::CmpSwap { remote_addr: B_BUF + 0x3_8000 + (bo & 0x7F8), rkey: kb, compare: 0, swap: k }, vec![sge(A_BUF + 0x3_8000 + (a & 0x7F8), 8, ka)]),
+            _ => SendWr::new(k, SendOp::CmpSwap { remote_addr: B_BUF + 0x3_8000 + (bo & 0x7F8), rkey: kb, compare: 0, swap: k }, vec![Sge::new(A_BUF + 0x3_8000 + (a & 0x7F8), 8, ka)]),
         };
         s.b.post_send(QA, &wr, true).unwrap();
         // the peer writes into A's second half and reads from it
         // (its source is B memory nobody writes: the engine's WRITEs into B race with it)
-        let pw = SendWr::new(1000 + k, SendOp::Write { remote_addr: A_BUF + 0x2_0000 + bo, rkey: ka }, vec![sge(B_BUF + 0x1_0000 + a, len, kb)]);
+        let pw = SendWr::new(1000 + k, SendOp::Write { remote_addr: A_BUF + 0x2_0000 + bo, rkey: ka }, vec![Sge::new(B_BUF + 0x1_0000 + a, len, kb)]);
         s.b.post_send_b(QB, &pw).unwrap();
     }
     s.b.run_reference();
@@ -97,13 +80,8 @@ fn lossy_mix(seed: u64, pmtu: u32, ppm: u32, n: usize) -> u64 {
     assert_eq!(got_r, s.b.a.refn.poll_recv_cq(QA));
     assert_eq!(s.b.peer.poll_send_cq(QB), s.b.ref_b.poll_send_cq(QB), "seed {seed}: peer send CQEs");
     assert_eq!(s.b.peer.poll_recv_cq(QB), s.b.ref_b.poll_recv_cq(QB), "seed {seed}: peer receive CQEs");
-    for (name, got, want) in [
-        ("A", s.b.a.eng.mem.mem.read(A_BUF, LEN as usize), s.b.a.refn.mem.read(A_BUF, LEN as usize)),
-        ("B", s.b.peer.mem.read(B_BUF, LEN as usize), s.b.ref_b.mem.read(B_BUF, LEN as usize)),
-    ] {
-        if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
-            panic!("seed {seed}: host {name} memory differs first at offset {i:#x} (dropped {})", s.b.dropped);
-        }
+    if let Err(e) = s.b.compare_memories() {
+        panic!("seed {seed}: {e} (dropped {})", s.b.dropped);
     }
     s.b.dropped
 }
@@ -126,7 +104,7 @@ fn retry_exhaustion_when_the_peer_is_gone() {
     let mut s = setup(3, 1024, cfg);
     s.b.drop_ppm = 1_000_000;
     let (ka, kb) = (s.ka, s.kb);
-    s.b.post_send(QA, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: kb }, vec![sge(A_BUF, 100, ka)]), false).unwrap();
+    s.b.post_send(QA, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: kb }, vec![Sge::new(A_BUF, 100, ka)]), false).unwrap();
     s.b.post_send(QA, &SendWr::new(2, SendOp::Send, vec![]), true).unwrap();
     s.b.run(2, 1_000_000).unwrap();
     let st: Vec<(u64, WcStatus)> = s.b.a.cqes.iter().map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
@@ -143,7 +121,7 @@ fn rnr_retry_exhaustion() {
     let mut s = setup(4, 1024, cfg);
     let (ka, _kb) = (s.ka, s.kb);
     // the peer never posts a receive
-    s.b.post_send(QA, &SendWr::new(1, SendOp::Send, vec![sge(A_BUF, 100, ka)]), true).unwrap();
+    s.b.post_send(QA, &SendWr::new(1, SendOp::Send, vec![Sge::new(A_BUF, 100, ka)]), true).unwrap();
     s.b.run_reference();
     s.b.run(1, 1_000_000).unwrap();
     compare(&mut s);
@@ -155,9 +133,9 @@ fn rnr_retry_exhaustion() {
 fn rnr_wait_then_success() {
     let mut s = setup(5, 1024, QpConfig { min_rnr_timer: 1, ..QpConfig::default() });
     let (ka, kb) = (s.ka, s.kb);
-    s.b.post_send(QA, &SendWr::new(1, SendOp::Send, vec![sge(A_BUF, 100, ka)]), true).unwrap();
+    s.b.post_send(QA, &SendWr::new(1, SendOp::Send, vec![Sge::new(A_BUF, 100, ka)]), true).unwrap();
     let _ = s.b.run(1, 4_000);
-    s.b.post_recv_b(QB, &RecvWr { wr_id: 9, sgl: vec![sge(B_BUF, 0x1000, kb)] }).unwrap();
+    s.b.post_recv_b(QB, &RecvWr { wr_id: 9, sgl: vec![Sge::new(B_BUF, 0x1000, kb)] }).unwrap();
     s.b.run(1, 400_000).unwrap();
     let st: Vec<WcStatus> = s.b.a.cqes.iter().map(|c| c.cqe.status).collect();
     assert_eq!(st, vec![WcStatus::Success]);

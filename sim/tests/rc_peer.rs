@@ -6,13 +6,8 @@ use hematite_abi::regs;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{Cqe, QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
-use hematite_sim::rc::RcBench;
-use hematite_sim::Rng;
+use hematite_sim::rc::{RcBench, A_BUF, B_BUF, REGION_LEN as LEN};
 use proptest::prelude::*;
-
-const A_BUF: u64 = 0x10_0000;
-const B_BUF: u64 = 0x20_0000;
-const LEN: u64 = 0x4_0000;
 
 struct Setup {
     b: RcBench,
@@ -22,17 +17,10 @@ struct Setup {
 }
 
 fn setup(seed: u64, pmtu: u32, latency: u64) -> Setup {
-    let mut b = RcBench::new(MemCfg { latency, seed, ..Default::default() }).unwrap();
-    let mut rng = Rng::new(seed);
-    let ma = b.random_region(true, A_BUF, LEN, &mut rng).unwrap();
-    let mb = b.random_region(false, B_BUF, LEN, &mut rng).unwrap();
+    let (mut b, ma, mb) = RcBench::with_regions(MemCfg { latency, seed, ..Default::default() }, seed).unwrap();
     let cfg = QpConfig { pmtu, sq_psn: 0xFF_FF00, rq_psn: 77, max_rd_atomic: 15, max_dest_rd_atomic: 15, ..Default::default() };
     b.connect(3, 0x44, cfg, cfg, 1).unwrap();
     Setup { b, lkey: ma.lkey, rkey: mb.rkey, b_lkey: mb.lkey }
-}
-
-fn sge(addr: u64, len: u32, lkey: u32) -> Sge {
-    Sge { addr, len, lkey }
 }
 
 /// Runs both worlds and compares completions and memories.
@@ -42,16 +30,7 @@ fn check(s: &mut Setup, n_cqes: usize) {
     let want: Vec<Cqe> = s.b.ref_send_cqes(3);
     let got: Vec<Cqe> = s.b.a.cqes.iter().map(|c| c.cqe).collect();
     assert_eq!(got, want, "send CQEs (engine vs model) after {cyc} cycles");
-    let a_rtl = s.b.a.eng.mem.mem.read(A_BUF, LEN as usize);
-    let a_ref = s.b.a.refn.mem.read(A_BUF, LEN as usize);
-    if let Some(i) = (0..a_rtl.len()).find(|&i| a_rtl[i] != a_ref[i]) {
-        panic!("host A memory differs first at {:#x}: engine {:#04x}, model {:#04x}", A_BUF + i as u64, a_rtl[i], a_ref[i]);
-    }
-    let b_got = s.b.peer.mem.read(B_BUF, LEN as usize);
-    let b_ref = s.b.ref_b.mem.read(B_BUF, LEN as usize);
-    if let Some(i) = (0..b_got.len()).find(|&i| b_got[i] != b_ref[i]) {
-        panic!("host B memory differs first at {:#x}", B_BUF + i as u64);
-    }
+    s.b.compare_memories().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(s.b.peer.poll_recv_cq(0x44), s.b.ref_b.poll_recv_cq(0x44), "peer receive CQEs");
     assert!(s.b.a.eng.violations().is_empty(), "AXI: {:?}", s.b.a.eng.violations());
 }
@@ -61,17 +40,17 @@ fn every_operation_completes_like_the_model() {
     let mut s = setup(1, 1024, 100);
     let (l, r) = (s.lkey, s.rkey);
     for k in 0..3 {
-        s.b.post_recv_b(0x44, &RecvWr { wr_id: 900 + k, sgl: vec![sge(B_BUF + 0x3_0000 + k * 0x2000, 0x2000, s.b_lkey)] }).unwrap();
+        s.b.post_recv_b(0x44, &RecvWr { wr_id: 900 + k, sgl: vec![Sge::new(B_BUF + 0x3_0000 + k * 0x2000, 0x2000, s.b_lkey)] }).unwrap();
     }
     let wrs = vec![
-        SendWr::new(1, SendOp::Send, vec![sge(A_BUF + 5, 3000, l)]),
-        SendWr::new(2, SendOp::Write { remote_addr: B_BUF + 0x100, rkey: r }, vec![sge(A_BUF + 0x1000, 5000, l)]),
-        SendWr::new(3, SendOp::Read { remote_addr: B_BUF + 0x8003, rkey: r }, vec![sge(A_BUF + 0x8000, 3000, l), sge(A_BUF + 0x9101, 1100, l)]),
-        SendWr::new(4, SendOp::CmpSwap { remote_addr: B_BUF + 0x10, rkey: r, compare: 0, swap: 5 }, vec![sge(A_BUF + 0xA000, 8, l)]),
-        SendWr::new(5, SendOp::FetchAdd { remote_addr: B_BUF + 0x18, rkey: r, add: 0x1111 }, vec![sge(A_BUF + 0xA008, 8, l)]),
-        SendWr::new(6, SendOp::WriteImm { remote_addr: B_BUF + 0x2_0000, rkey: r, imm: 0xABCD }, vec![sge(A_BUF + 0x2_0000, 100, l)]),
+        SendWr::new(1, SendOp::Send, vec![Sge::new(A_BUF + 5, 3000, l)]),
+        SendWr::new(2, SendOp::Write { remote_addr: B_BUF + 0x100, rkey: r }, vec![Sge::new(A_BUF + 0x1000, 5000, l)]),
+        SendWr::new(3, SendOp::Read { remote_addr: B_BUF + 0x8003, rkey: r }, vec![Sge::new(A_BUF + 0x8000, 3000, l), Sge::new(A_BUF + 0x9101, 1100, l)]),
+        SendWr::new(4, SendOp::CmpSwap { remote_addr: B_BUF + 0x10, rkey: r, compare: 0, swap: 5 }, vec![Sge::new(A_BUF + 0xA000, 8, l)]),
+        SendWr::new(5, SendOp::FetchAdd { remote_addr: B_BUF + 0x18, rkey: r, add: 0x1111 }, vec![Sge::new(A_BUF + 0xA008, 8, l)]),
+        SendWr::new(6, SendOp::WriteImm { remote_addr: B_BUF + 0x2_0000, rkey: r, imm: 0xABCD }, vec![Sge::new(A_BUF + 0x2_0000, 100, l)]),
         SendWr::new(7, SendOp::SendImm(0x1234), vec![]),
-        SendWr::new(8, SendOp::Read { remote_addr: B_BUF + 0x1_0000, rkey: r }, vec![sge(A_BUF + 0x1_0000, 0, l)]),
+        SendWr::new(8, SendOp::Read { remote_addr: B_BUF + 0x1_0000, rkey: r }, vec![Sge::new(A_BUF + 0x1_0000, 0, l)]),
     ];
     for wr in &wrs {
         s.b.post_send(3, wr, false).unwrap();
@@ -85,7 +64,7 @@ fn unsignaled_wqes_complete_silently() {
     let mut s = setup(2, 512, 60);
     let (l, r) = (s.lkey, s.rkey);
     for k in 0..6u64 {
-        let mut wr = SendWr::new(k, SendOp::Write { remote_addr: B_BUF + k * 0x800, rkey: r }, vec![sge(A_BUF + k * 0x900, 700, l)]);
+        let mut wr = SendWr::new(k, SendOp::Write { remote_addr: B_BUF + k * 0x800, rkey: r }, vec![Sge::new(A_BUF + k * 0x900, 700, l)]);
         wr.signaled = k % 3 == 2;
         s.b.post_send(3, &wr, true).unwrap();
     }
@@ -97,10 +76,10 @@ fn unsignaled_wqes_complete_silently() {
 fn remote_access_error_fails_the_wqe_and_flushes_the_rest() {
     let mut s = setup(3, 1024, 50);
     let (l, r) = (s.lkey, s.rkey);
-    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), false).unwrap();
-    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF + LEN - 8, rkey: r }, vec![sge(A_BUF, 64, l)]), false).unwrap();
-    s.b.post_send(3, &SendWr::new(3, SendOp::Read { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF + 0x100, 64, l)]), false).unwrap();
-    s.b.post_send(3, &SendWr::new(4, SendOp::Send, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), false).unwrap();
+    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF + LEN - 8, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), false).unwrap();
+    s.b.post_send(3, &SendWr::new(3, SendOp::Read { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF + 0x100, 64, l)]), false).unwrap();
+    s.b.post_send(3, &SendWr::new(4, SendOp::Send, vec![Sge::new(A_BUF, 64, l)]), true).unwrap();
     check(&mut s, 4);
     let st: Vec<WcStatus> = s.b.a.cqes.iter().map(|c| c.cqe.status).collect();
     assert_eq!(st, vec![WcStatus::Success, WcStatus::RemAccessErr, WcStatus::WrFlushErr, WcStatus::WrFlushErr]);
@@ -115,18 +94,18 @@ fn remote_access_error_fails_the_wqe_and_flushes_the_rest() {
 fn local_errors_complete_in_order_with_the_model_status() {
     type Case = (&'static str, fn(u32, u32) -> SendWr);
     let cases: Vec<Case> = vec![
-        ("bad lkey", |l, _| SendWr::new(50, SendOp::Send, vec![sge(A_BUF, 10, l ^ 0x100)])),
-        ("stale tag", |l, _| SendWr::new(50, SendOp::Send, vec![sge(A_BUF, 10, l ^ 1)])),
-        ("out of bounds", |l, r| SendWr::new(50, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF + LEN - 4, 10, l)])),
-        ("misaligned atomic", |l, r| SendWr::new(50, SendOp::FetchAdd { remote_addr: B_BUF + 4, rkey: r, add: 1 }, vec![sge(A_BUF, 8, l)])),
-        ("atomic SGE of 4 bytes", |l, r| SendWr::new(50, SendOp::CmpSwap { remote_addr: B_BUF, rkey: r, compare: 0, swap: 0 }, vec![sge(A_BUF, 4, l)])),
+        ("bad lkey", |l, _| SendWr::new(50, SendOp::Send, vec![Sge::new(A_BUF, 10, l ^ 0x100)])),
+        ("stale tag", |l, _| SendWr::new(50, SendOp::Send, vec![Sge::new(A_BUF, 10, l ^ 1)])),
+        ("out of bounds", |l, r| SendWr::new(50, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF + LEN - 4, 10, l)])),
+        ("misaligned atomic", |l, r| SendWr::new(50, SendOp::FetchAdd { remote_addr: B_BUF + 4, rkey: r, add: 1 }, vec![Sge::new(A_BUF, 8, l)])),
+        ("atomic SGE of 4 bytes", |l, r| SendWr::new(50, SendOp::CmpSwap { remote_addr: B_BUF, rkey: r, compare: 0, swap: 0 }, vec![Sge::new(A_BUF, 4, l)])),
     ];
     for (name, mk) in cases {
         let mut s = setup(4, 1024, 40);
         let (l, r) = (s.lkey, s.rkey);
-        s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 3000, l)]), false).unwrap();
+        s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 3000, l)]), false).unwrap();
         s.b.post_send(3, &mk(l, r), false).unwrap();
-        s.b.post_send(3, &SendWr::new(2, SendOp::Send, vec![sge(A_BUF, 10, l)]), true).unwrap();
+        s.b.post_send(3, &SendWr::new(2, SendOp::Send, vec![Sge::new(A_BUF, 10, l)]), true).unwrap();
         let cyc = s.b.run(3, 100_000);
         assert!(cyc.is_ok(), "{name}: {cyc:?}");
         s.b.run_reference();
@@ -143,10 +122,10 @@ fn a_deregistered_region_is_not_used_again() {
     // make the same key fail at once
     let mut s = setup(6, 1024, 60);
     let (l, r) = (s.lkey, s.rkey);
-    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), true).unwrap();
     s.b.run(1, 100_000).unwrap();
     s.b.a.dereg_mr(l).unwrap();
-    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), true).unwrap();
     s.b.run(2, 100_000).unwrap();
     let st: Vec<WcStatus> = s.b.a.cqes.iter().map(|c| c.cqe.status).collect();
     assert_eq!(st, vec![WcStatus::Success, WcStatus::LocProtErr]);
@@ -165,7 +144,7 @@ fn a_wqe_fetch_bus_error_stops_the_qp_and_sends_nothing_of_that_read() {
     let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
     let cfg = QpConfig { pmtu: 1024, ..Default::default() };
     b.connect(3, 0x44, cfg, cfg, 1).unwrap();
-    let wr = |id: u64| SendWr::new(id, SendOp::Write { remote_addr: B_BUF + id * 0x100, rkey: mb.rkey }, vec![sge(A_BUF, 64, ma.lkey)]);
+    let wr = |id: u64| SendWr::new(id, SendOp::Write { remote_addr: B_BUF + id * 0x100, rkey: mb.rkey }, vec![Sge::new(A_BUF, 64, ma.lkey)]);
     b.post_send(3, &wr(0), false).unwrap();
     b.post_send(3, &wr(1), true).unwrap();
     b.run(2, 100_000).unwrap();
@@ -210,8 +189,8 @@ fn a_qp_that_fails_is_reported_on_the_event_queue() {
     let mut s = setup(3, 1024, 50);
     event_queue(&mut s.b.a.eng, 1, EQ_BASE, 4);
     let (l, r) = (s.lkey, s.rkey);
-    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), false).unwrap();
-    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF + LEN - 8, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), false).unwrap();
+    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF + LEN - 8, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), true).unwrap();
     s.b.run(2, 100_000).unwrap();
     let st: Vec<WcStatus> = s.b.a.cqes.iter().map(|c| c.cqe.status).collect();
     assert_eq!(st, vec![WcStatus::Success, WcStatus::RemAccessErr]);
@@ -235,7 +214,7 @@ fn a_full_cq_is_reported_once_on_the_event_queue() {
     event_queue(&mut s.b.a.eng, 1, EQ_BASE, 4);
     let (l, r) = (s.lkey, s.rkey);
     for i in 0..5u64 {
-        s.b.post_send(3, &SendWr::new(i, SendOp::Write { remote_addr: B_BUF + i * 64, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+        s.b.post_send(3, &SendWr::new(i, SendOp::Write { remote_addr: B_BUF + i * 64, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), true).unwrap();
     }
     let _ = s.b.run(5, 20_000); // only two CQEs fit
     // started, CQEs written (two completions and the event), overruns, CQEs dropped (the CQ
@@ -259,11 +238,11 @@ fn armed_cq_interrupts_after_the_cqe() {
     let (l, r) = (s.lkey, s.rkey);
     // arm CQ 0 for the next completion
     assert!(s.b.a.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_CQ, 1 << 14).unwrap());
-    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), true).unwrap();
     check(&mut s, 1);
     assert_eq!(s.b.a.eng.irqs.len(), 1, "one interrupt: {:?}", s.b.a.eng.irqs);
     // not re-armed: the next completion raises nothing
-    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![sge(A_BUF, 64, l)]), true).unwrap();
+    s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), true).unwrap();
     s.b.run(2, 100_000).unwrap();
     assert_eq!(s.b.a.eng.irqs.len(), 1);
     // arming while an unconsumed CQE exists (consumer index 0) signals at once
@@ -280,7 +259,7 @@ fn arb_op(l: u32, r: u32) -> impl Strategy<Value = SendWr> {
             // sources below: without a fence the order of a later WRITE's payload fetch and an
             // earlier READ's placement is not defined, so they must not overlap
             let base = if op == 3 || op == 4 { A_BUF + 0x2_0000 } else { A_BUF };
-            let sgl: Vec<Sge> = (0..nsge).map(|k| sge(base + (a & 0xFFFF) + k as u64 * 0x3000, len / (nsge + 1), l)).collect();
+            let sgl: Vec<Sge> = (0..nsge).map(|k| Sge::new(base + (a & 0xFFFF) + k as u64 * 0x3000, len / (nsge + 1), l)).collect();
             let raddr = B_BUF + (bo & !7);
             let op = match op {
                 0 | 1 => SendOp::Write { remote_addr: B_BUF + bo, rkey: r },
@@ -290,7 +269,7 @@ fn arb_op(l: u32, r: u32) -> impl Strategy<Value = SendWr> {
                 6 => SendOp::FetchAdd { remote_addr: raddr, rkey: r, add: x },
                 _ => SendOp::Send,
             };
-            let sgl = if op.is_atomic() { vec![sge(A_BUF + 0x3_8000 + (a & 0x7FF8), 8, l)] } else { sgl };
+            let sgl = if op.is_atomic() { vec![Sge::new(A_BUF + 0x3_8000 + (a & 0x7FF8), 8, l)] } else { sgl };
             let mut wr = SendWr::new(x, op, sgl);
             wr.signaled = sig || op.is_rd_atomic();
             wr
@@ -320,7 +299,7 @@ proptest! {
             }
             if matches!(w.op, SendOp::Send | SendOp::WriteImm { .. }) {
                 let bl = s.b_lkey;
-                s.b.post_recv_b(0x44, &RecvWr { wr_id: 1000 + sends, sgl: vec![sge(B_BUF + 0x3_0000 + sends * 0x1000, 0x1000, bl)] }).unwrap();
+                s.b.post_recv_b(0x44, &RecvWr { wr_id: 1000 + sends, sgl: vec![Sge::new(B_BUF + 0x3_0000 + sends * 0x1000, 0x1000, bl)] }).unwrap();
                 sends += 1;
             }
             if w.signaled { n += 1; }

@@ -4,13 +4,9 @@
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{Cqe, QpAccess, QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
-use hematite_sim::rc::RcBench;
-use hematite_sim::Rng;
+use hematite_sim::rc::{RcBench, A_BUF, B_BUF, REGION_LEN as LEN};
 use proptest::prelude::*;
 
-const A_BUF: u64 = 0x10_0000;
-const B_BUF: u64 = 0x20_0000;
-const LEN: u64 = 0x4_0000;
 const QA: u32 = 6;
 const QB: u32 = 0x51;
 
@@ -21,10 +17,7 @@ struct Setup {
 }
 
 fn setup_with(seed: u64, pmtu: u32, latency: u64, access: QpAccess) -> Setup {
-    let mut b = RcBench::new(MemCfg { latency, seed, ..Default::default() }).unwrap();
-    let mut rng = Rng::new(seed ^ 0x55);
-    let ma = b.random_region(true, A_BUF, LEN, &mut rng).unwrap();
-    let mb = b.random_region(false, B_BUF, LEN, &mut rng).unwrap();
+    let (mut b, ma, mb) = RcBench::with_regions(MemCfg { latency, seed, ..Default::default() }, seed ^ 0x55).unwrap();
     let cfg_a = QpConfig { pmtu, sq_psn: 0x12_3456, rq_psn: 0xFF_FFF8, access, ..Default::default() };
     let cfg_b = QpConfig { pmtu, ..Default::default() };
     b.connect(QA, QB, cfg_a, cfg_b, 0).unwrap();
@@ -35,10 +28,6 @@ fn setup(seed: u64, pmtu: u32, latency: u64) -> Setup {
     setup_with(seed, pmtu, latency, QpAccess::ALL)
 }
 
-fn sge(addr: u64, len: u32, lkey: u32) -> Sge {
-    Sge { addr, len, lkey }
-}
-
 fn check(s: &mut Setup, n_engine_cqes: usize) {
     let cyc = s.b.run(n_engine_cqes, 400_000).unwrap_or_else(|e| panic!("{e}"));
     s.b.run_reference();
@@ -47,16 +36,7 @@ fn check(s: &mut Setup, n_engine_cqes: usize) {
     let want_recv: Vec<Cqe> = s.b.a.refn.poll_recv_cq(QA);
     assert_eq!(recv, want_recv, "engine receive CQEs after {cyc} cycles");
     assert_eq!(s.b.peer.poll_send_cq(QB), s.b.ref_b.poll_send_cq(QB), "requester (model) send CQEs");
-    let a_rtl = s.b.a.eng.mem.mem.read(A_BUF, LEN as usize);
-    let a_ref = s.b.a.refn.mem.read(A_BUF, LEN as usize);
-    if let Some(i) = (0..a_rtl.len()).find(|&i| a_rtl[i] != a_ref[i]) {
-        panic!("host A memory differs first at {:#x}: engine {:#04x}, model {:#04x}", A_BUF + i as u64, a_rtl[i], a_ref[i]);
-    }
-    let b_got = s.b.peer.mem.read(B_BUF, LEN as usize);
-    let b_ref = s.b.ref_b.mem.read(B_BUF, LEN as usize);
-    if let Some(i) = (0..b_got.len()).find(|&i| b_got[i] != b_ref[i]) {
-        panic!("host B memory differs first at {:#x}", B_BUF + i as u64);
-    }
+    s.b.compare_memories().unwrap_or_else(|e| panic!("{e}"));
     assert!(s.b.a.eng.violations().is_empty(), "AXI: {:?}", s.b.a.eng.violations());
 }
 
@@ -65,26 +45,26 @@ fn every_request_is_executed_like_the_model() {
     let mut s = setup(1, 1024, 100);
     let (ka, kb) = (s.a_key, s.b_key);
     // receive WQEs: one SGE, three SGEs with odd sizes, one for a WRITE with immediate
-    s.b.post_recv_a(QA, &RecvWr { wr_id: 100, sgl: vec![sge(A_BUF + 0x1000, 0x2000, ka)] }).unwrap();
-    s.b.post_recv_a(QA, &RecvWr { wr_id: 101, sgl: vec![sge(A_BUF + 0x4001, 700, ka), sge(A_BUF + 0x5003, 0, ka), sge(A_BUF + 0x6005, 3000, ka)] }).unwrap();
+    s.b.post_recv_a(QA, &RecvWr { wr_id: 100, sgl: vec![Sge::new(A_BUF + 0x1000, 0x2000, ka)] }).unwrap();
+    s.b.post_recv_a(QA, &RecvWr { wr_id: 101, sgl: vec![Sge::new(A_BUF + 0x4001, 700, ka), Sge::new(A_BUF + 0x5003, 0, ka), Sge::new(A_BUF + 0x6005, 3000, ka)] }).unwrap();
     s.b.post_recv_a(QA, &RecvWr { wr_id: 102, sgl: vec![] }).unwrap();
-    s.b.post_recv_a(QA, &RecvWr { wr_id: 103, sgl: vec![sge(A_BUF + 0x7000, 64, ka)] }).unwrap();
+    s.b.post_recv_a(QA, &RecvWr { wr_id: 103, sgl: vec![Sge::new(A_BUF + 0x7000, 64, ka)] }).unwrap();
     let wrs = vec![
-        SendWr::new(1, SendOp::Send, vec![sge(B_BUF + 3, 5000, kb)]),
-        SendWr::new(2, SendOp::SendImm(0xAABB_CCDD), vec![sge(B_BUF + 0x2000, 3500, kb)]),
-        SendWr::new(3, SendOp::Write { remote_addr: A_BUF + 0x9003, rkey: ka }, vec![sge(B_BUF + 0x3000, 6000, kb)]),
-        SendWr::new(4, SendOp::WriteImm { remote_addr: A_BUF + 0xE000, rkey: ka, imm: 0x0102_0304 }, vec![sge(B_BUF + 0x5000, 10, kb)]),
-        SendWr::new(5, SendOp::Read { remote_addr: A_BUF + 0x1_0001, rkey: ka }, vec![sge(B_BUF + 0x1_0000, 4100, kb)]),
-        SendWr::new(6, SendOp::CmpSwap { remote_addr: A_BUF + 0x2_0000, rkey: ka, compare: 0, swap: 9 }, vec![sge(B_BUF + 0x2_0000, 8, kb)]),
-        SendWr::new(7, SendOp::FetchAdd { remote_addr: A_BUF + 0x2_0008, rkey: ka, add: 3 }, vec![sge(B_BUF + 0x2_0008, 8, kb)]),
+        SendWr::new(1, SendOp::Send, vec![Sge::new(B_BUF + 3, 5000, kb)]),
+        SendWr::new(2, SendOp::SendImm(0xAABB_CCDD), vec![Sge::new(B_BUF + 0x2000, 3500, kb)]),
+        SendWr::new(3, SendOp::Write { remote_addr: A_BUF + 0x9003, rkey: ka }, vec![Sge::new(B_BUF + 0x3000, 6000, kb)]),
+        SendWr::new(4, SendOp::WriteImm { remote_addr: A_BUF + 0xE000, rkey: ka, imm: 0x0102_0304 }, vec![Sge::new(B_BUF + 0x5000, 10, kb)]),
+        SendWr::new(5, SendOp::Read { remote_addr: A_BUF + 0x1_0001, rkey: ka }, vec![Sge::new(B_BUF + 0x1_0000, 4100, kb)]),
+        SendWr::new(6, SendOp::CmpSwap { remote_addr: A_BUF + 0x2_0000, rkey: ka, compare: 0, swap: 9 }, vec![Sge::new(B_BUF + 0x2_0000, 8, kb)]),
+        SendWr::new(7, SendOp::FetchAdd { remote_addr: A_BUF + 0x2_0008, rkey: ka, add: 3 }, vec![Sge::new(B_BUF + 0x2_0008, 8, kb)]),
         SendWr::new(8, SendOp::Read { remote_addr: A_BUF, rkey: ka }, vec![]),
         SendWr::new(9, SendOp::Send, vec![]),
-        SendWr::new(10, SendOp::Write { remote_addr: A_BUF + 0x3_0000, rkey: ka }, vec![sge(B_BUF + 0x3_0000, 0, kb)]),
+        SendWr::new(10, SendOp::Write { remote_addr: A_BUF + 0x3_0000, rkey: ka }, vec![Sge::new(B_BUF + 0x3_0000, 0, kb)]),
     ];
     // a compare that matches: swap the value the memory holds
     let cur = s.b.a.refn.mem.read_u64(A_BUF + 0x2_0000);
     let mut wrs = wrs;
-    wrs[5] = SendWr::new(6, SendOp::CmpSwap { remote_addr: A_BUF + 0x2_0000, rkey: ka, compare: cur, swap: 9 }, vec![sge(B_BUF + 0x2_0000, 8, kb)]);
+    wrs[5] = SendWr::new(6, SendOp::CmpSwap { remote_addr: A_BUF + 0x2_0000, rkey: ka, compare: cur, swap: 9 }, vec![Sge::new(B_BUF + 0x2_0000, 8, kb)]);
     for wr in &wrs {
         s.b.post_send_b(QB, wr).unwrap();
     }
@@ -96,10 +76,10 @@ fn send_with_invalidate_revokes_the_rkey() {
     let mut s = setup(2, 512, 60);
     let (ka, kb) = (s.a_key, s.b_key);
     let extra = s.b.reg_mr(true, 1, A_BUF + 0x3_0000, 0x1000, MrAccess::ALL).unwrap();
-    s.b.post_recv_a(QA, &RecvWr { wr_id: 1, sgl: vec![sge(A_BUF, 0x1000, ka)] }).unwrap();
-    s.b.post_send_b(QB, &SendWr::new(1, SendOp::SendInv(extra.rkey), vec![sge(B_BUF, 100, kb)])).unwrap();
+    s.b.post_recv_a(QA, &RecvWr { wr_id: 1, sgl: vec![Sge::new(A_BUF, 0x1000, ka)] }).unwrap();
+    s.b.post_send_b(QB, &SendWr::new(1, SendOp::SendInv(extra.rkey), vec![Sge::new(B_BUF, 100, kb)])).unwrap();
     // the invalidated key no longer works: remote access error
-    s.b.post_send_b(QB, &SendWr::new(2, SendOp::Write { remote_addr: A_BUF + 0x3_0000, rkey: extra.rkey }, vec![sge(B_BUF, 8, kb)])).unwrap();
+    s.b.post_send_b(QB, &SendWr::new(2, SendOp::Write { remote_addr: A_BUF + 0x3_0000, rkey: extra.rkey }, vec![Sge::new(B_BUF, 8, kb)])).unwrap();
     check(&mut s, 1);
     assert_eq!(s.b.a.eng.counter(21).unwrap(), 1, "the WRITE with the invalidated key is NAKed");
 }
@@ -108,26 +88,26 @@ fn send_with_invalidate_revokes_the_rkey() {
 fn responder_errors_nak_and_flush_like_the_model() {
     type Case = (&'static str, QpAccess, fn(u32, u32) -> Vec<SendWr>);
     let cases: Vec<Case> = vec![
-        ("bad rkey", QpAccess::ALL, |ka, kb| vec![SendWr::new(1, SendOp::Write { remote_addr: A_BUF, rkey: ka ^ 0x300 }, vec![sge(B_BUF, 10, kb)])]),
-        ("write out of bounds", QpAccess::ALL, |ka, kb| vec![SendWr::new(1, SendOp::Write { remote_addr: A_BUF + LEN - 4, rkey: ka }, vec![sge(B_BUF, 10, kb)])]),
-        ("read out of bounds", QpAccess::ALL, |ka, kb| vec![SendWr::new(1, SendOp::Read { remote_addr: A_BUF + LEN - 4, rkey: ka }, vec![sge(B_BUF, 10, kb)])]),
-        ("atomic misaligned", QpAccess::ALL, |ka, kb| vec![SendWr::new(1, SendOp::FetchAdd { remote_addr: A_BUF + 4, rkey: ka, add: 1 }, vec![sge(B_BUF, 8, kb)])]),
-        ("write without remote write", QpAccess { remote_write: false, ..QpAccess::ALL }, |ka, kb| vec![SendWr::new(1, SendOp::Write { remote_addr: A_BUF, rkey: ka }, vec![sge(B_BUF, 10, kb)])]),
-        ("read without remote read", QpAccess { remote_read: false, ..QpAccess::ALL }, |ka, kb| vec![SendWr::new(1, SendOp::Read { remote_addr: A_BUF, rkey: ka }, vec![sge(B_BUF, 10, kb)])]),
-        ("atomic without remote atomic", QpAccess { remote_atomic: false, ..QpAccess::ALL }, |ka, kb| vec![SendWr::new(1, SendOp::CmpSwap { remote_addr: A_BUF, rkey: ka, compare: 0, swap: 1 }, vec![sge(B_BUF, 8, kb)])]),
-        ("send longer than the receive buffer", QpAccess::ALL, |_, kb| vec![SendWr::new(1, SendOp::Send, vec![sge(B_BUF, 3000, kb)])]),
-        ("invalidate of a bad key", QpAccess::ALL, |ka, kb| vec![SendWr::new(1, SendOp::SendInv(ka ^ 0x700), vec![sge(B_BUF, 10, kb)])]),
+        ("bad rkey", QpAccess::ALL, |ka, kb| vec![SendWr::new(1, SendOp::Write { remote_addr: A_BUF, rkey: ka ^ 0x300 }, vec![Sge::new(B_BUF, 10, kb)])]),
+        ("write out of bounds", QpAccess::ALL, |ka, kb| vec![SendWr::new(1, SendOp::Write { remote_addr: A_BUF + LEN - 4, rkey: ka }, vec![Sge::new(B_BUF, 10, kb)])]),
+        ("read out of bounds", QpAccess::ALL, |ka, kb| vec![SendWr::new(1, SendOp::Read { remote_addr: A_BUF + LEN - 4, rkey: ka }, vec![Sge::new(B_BUF, 10, kb)])]),
+        ("atomic misaligned", QpAccess::ALL, |ka, kb| vec![SendWr::new(1, SendOp::FetchAdd { remote_addr: A_BUF + 4, rkey: ka, add: 1 }, vec![Sge::new(B_BUF, 8, kb)])]),
+        ("write without remote write", QpAccess { remote_write: false, ..QpAccess::ALL }, |ka, kb| vec![SendWr::new(1, SendOp::Write { remote_addr: A_BUF, rkey: ka }, vec![Sge::new(B_BUF, 10, kb)])]),
+        ("read without remote read", QpAccess { remote_read: false, ..QpAccess::ALL }, |ka, kb| vec![SendWr::new(1, SendOp::Read { remote_addr: A_BUF, rkey: ka }, vec![Sge::new(B_BUF, 10, kb)])]),
+        ("atomic without remote atomic", QpAccess { remote_atomic: false, ..QpAccess::ALL }, |ka, kb| vec![SendWr::new(1, SendOp::CmpSwap { remote_addr: A_BUF, rkey: ka, compare: 0, swap: 1 }, vec![Sge::new(B_BUF, 8, kb)])]),
+        ("send longer than the receive buffer", QpAccess::ALL, |_, kb| vec![SendWr::new(1, SendOp::Send, vec![Sge::new(B_BUF, 3000, kb)])]),
+        ("invalidate of a bad key", QpAccess::ALL, |ka, kb| vec![SendWr::new(1, SendOp::SendInv(ka ^ 0x700), vec![Sge::new(B_BUF, 10, kb)])]),
     ];
     for (name, access, mk) in cases {
         let mut s = setup_with(3, 1024, 50, access);
         let (ka, kb) = (s.a_key, s.b_key);
-        s.b.post_recv_a(QA, &RecvWr { wr_id: 7, sgl: vec![sge(A_BUF + 0x100, 2000, ka)] }).unwrap();
-        s.b.post_recv_a(QA, &RecvWr { wr_id: 8, sgl: vec![sge(A_BUF + 0x1000, 2000, ka)] }).unwrap();
-        s.b.post_send_b(QB, &SendWr::new(0, SendOp::Write { remote_addr: A_BUF + 0x2000, rkey: ka }, vec![sge(B_BUF, 100, kb)])).unwrap();
+        s.b.post_recv_a(QA, &RecvWr { wr_id: 7, sgl: vec![Sge::new(A_BUF + 0x100, 2000, ka)] }).unwrap();
+        s.b.post_recv_a(QA, &RecvWr { wr_id: 8, sgl: vec![Sge::new(A_BUF + 0x1000, 2000, ka)] }).unwrap();
+        s.b.post_send_b(QB, &SendWr::new(0, SendOp::Write { remote_addr: A_BUF + 0x2000, rkey: ka }, vec![Sge::new(B_BUF, 100, kb)])).unwrap();
         for wr in mk(ka, kb) {
             s.b.post_send_b(QB, &wr).unwrap();
         }
-        s.b.post_send_b(QB, &SendWr::new(9, SendOp::Send, vec![sge(B_BUF, 10, kb)])).unwrap();
+        s.b.post_send_b(QB, &SendWr::new(9, SendOp::Send, vec![Sge::new(B_BUF, 10, kb)])).unwrap();
         s.b.run_reference();
         let want = s.b.a.refn.poll_recv_cq(QA);
         let cyc = s.b.run(want.len(), 200_000);
@@ -147,11 +127,11 @@ fn responder_errors_nak_and_flush_like_the_model() {
 fn rnr_nak_until_a_receive_is_posted() {
     let mut s = setup(4, 1024, 40);
     let (ka, kb) = (s.a_key, s.b_key);
-    s.b.post_send_b(QB, &SendWr::new(1, SendOp::Send, vec![sge(B_BUF, 300, kb)])).unwrap();
+    s.b.post_send_b(QB, &SendWr::new(1, SendOp::Send, vec![Sge::new(B_BUF, 300, kb)])).unwrap();
     // nothing posted: the engine answers RNR NAK, the model requester waits and retries
     let _ = s.b.run(1, 3_000);
     assert!(s.b.a.eng.counter(20).unwrap() >= 1, "RNR NAK sent");
-    s.b.post_recv_a(QA, &RecvWr { wr_id: 5, sgl: vec![sge(A_BUF, 0x1000, ka)] }).unwrap();
+    s.b.post_recv_a(QA, &RecvWr { wr_id: 5, sgl: vec![Sge::new(A_BUF, 0x1000, ka)] }).unwrap();
     s.b.run(1, 200_000).unwrap();
     let (recv, _) = s.b.split_cqes();
     assert_eq!(recv.len(), 1);
@@ -167,7 +147,7 @@ fn arb_req(ka: u32, kb: u32) -> impl Strategy<Value = SendWr> {
     const MAX_LEN: u32 = 5000;
     const SPAN: u64 = 0x1_0000 - MAX_LEN as u64;
     (0u8..8, 0u64..SPAN, 0u64..SPAN, 0u32..MAX_LEN, any::<u64>()).prop_map(move |(op, a, bo, len, x)| {
-        let sgl = vec![sge(B_BUF + bo, len, kb)];
+        let sgl = vec![Sge::new(B_BUF + bo, len, kb)];
         // READ sources ([A_BUF + 0x1_0000, + 0x2_0000)) and WRITE targets ([A_BUF, + 0x1_0000))
         // do not overlap: a WRITE after a READ may be placed before the READ's data is fetched
         // unless the requester fences (the IBA fence rule), so overlapping ranges have no defined
@@ -186,9 +166,9 @@ fn arb_req(ka: u32, kb: u32) -> impl Strategy<Value = SendWr> {
         // stay clear of WRITE / SEND sources: the model requester may gather a later WRITE
         // before an earlier READ's data lands
         let sgl = if op.is_atomic() {
-            vec![sge(B_BUF + 0x3_0000 + (bo & !7), 8, kb)]
+            vec![Sge::new(B_BUF + 0x3_0000 + (bo & !7), 8, kb)]
         } else if op.is_rd_atomic() {
-            vec![sge(B_BUF + 0x2_0000 + bo, len, kb)]
+            vec![Sge::new(B_BUF + 0x2_0000 + bo, len, kb)]
         } else {
             sgl
         };
@@ -216,7 +196,7 @@ proptest! {
                 _ => {}
             }
             if matches!(w.op, SendOp::SendImm(_) | SendOp::WriteImm { .. }) {
-                s.b.post_recv_a(QA, &RecvWr { wr_id: 500 + recvs, sgl: vec![sge(A_BUF + 0x3_0000 + recvs * 0x1400, 0x1400, ka)] }).unwrap();
+                s.b.post_recv_a(QA, &RecvWr { wr_id: 500 + recvs, sgl: vec![Sge::new(A_BUF + 0x3_0000 + recvs * 0x1400, 0x1400, ka)] }).unwrap();
                 recvs += 1;
             }
             s.b.post_send_b(QB, &w).unwrap();
@@ -248,7 +228,7 @@ fn packets_of_the_wrong_length_for_the_path_mtu_get_a_nak_invalid_request() {
     for (i, (name, op, len, dma_len)) in cases.into_iter().enumerate() {
         let mut s = setup(40 + i as u64, PMTU, 50);
         let ka = s.a_key;
-        s.b.post_recv_a(QA, &RecvWr { wr_id: 7, sgl: vec![sge(A_BUF, 0x4000, ka)] }).unwrap();
+        s.b.post_recv_a(QA, &RecvWr { wr_id: 7, sgl: vec![Sge::new(A_BUF, 0x4000, ka)] }).unwrap();
         let before = s.b.a.eng.mem.mem.read(A_BUF, 0x4000);
         let rec = HdrRecord {
             eth_dst: 0x0200_0000_0001,

@@ -194,6 +194,13 @@ pub struct Sge {
     pub lkey: u32,
 }
 
+impl Sge {
+    /// `len` bytes at `addr` in the MR of `lkey`.
+    pub const fn new(addr: u64, len: u32, lkey: u32) -> Sge {
+        Sge { addr, len, lkey }
+    }
+}
+
 /// Send work request operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendOp {
