@@ -22,17 +22,9 @@ COUNT=300
 SIZE=65536
 IDLE=10
 BUSY_ONLY=0
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --sim) SIM="$2"; shift 2 ;;
-        --fw) FW="$2"; shift 2 ;;
-        --count) COUNT="$2"; shift 2 ;;
-        --size) SIZE="$2"; shift 2 ;;
-        --idle-secs) IDLE="$2"; shift 2 ;;
-        --busy-only) BUSY_ONLY=1; shift ;;
-        *) echo "usage: $0 [--sim PATH] [--fw HEX] [--count N] [--size BYTES] [--idle-secs S] [--busy-only]" >&2; exit 2 ;;
-    esac
-done
+source "$ROOT/scripts/lib/opts.sh"
+hm_opts "[--sim PATH] [--fw HEX] [--count N] [--size BYTES] [--idle-secs S] [--busy-only]" \
+    --sim=SIM --fw=FW --count=COUNT --size=SIZE --idle-secs=IDLE --busy-only=BUSY_ONLY=1 -- "$@"
 [ -x "$SIM" ] || { echo "bench-sim: $SIM missing (cargo build --release -p hematite-sim)" >&2; exit 1; }
 [ -f "$FW" ] || { echo "bench-sim: $FW missing (./hematite fw)" >&2; exit 1; }
 

@@ -17,16 +17,9 @@ ROUNDS=3
 COUNT=300
 SIZE=65536
 VL=/usr/bin/verilator
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --base) BASE="$2"; shift 2 ;;
-        --rounds) ROUNDS="$2"; shift 2 ;;
-        --count) COUNT="$2"; shift 2 ;;
-        --size) SIZE="$2"; shift 2 ;;
-        --verilator) VL="$2"; shift 2 ;;
-        *) echo "usage: $0 [--base COMMIT] [--rounds R] [--count N] [--size B] [--verilator PATH]" >&2; exit 2 ;;
-    esac
-done
+source "$ROOT/scripts/lib/opts.sh"
+hm_opts "[--base COMMIT] [--rounds R] [--count N] [--size B] [--verilator PATH]" \
+    --base=BASE --rounds=ROUNDS --count=COUNT --size=SIZE --verilator=VL -- "$@"
 cd "$ROOT"
 base=$(git rev-parse --verify "$BASE^{commit}") || { echo "sim-compare: unknown commit $BASE" >&2; exit 2; }
 CUR_SIM="$ROOT/target/release/hematite-sim"

@@ -14,7 +14,7 @@
 
 use core::fmt;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Capture read / write errors.
 #[derive(Debug)]
@@ -393,6 +393,40 @@ pub fn write_pcapng<'a>(path: &Path, if_name: &str, snaplen: u32, packets: impl 
     let mut f = std::fs::File::create(path)?;
     f.write_all(&v)?;
     Ok(())
+}
+
+/// The capture files of `dir` (`.pcap`, `.pcapng`, either `.xz`-compressed), in name order.
+pub fn capture_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().unwrap_or_default().to_string_lossy();
+            [".pcap", ".pcapng", ".pcap.xz", ".pcapng.xz"].iter().any(|x| n.ends_with(x))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The capture sets the tests check, as (folder, least number of captures expected): the
+/// repository's own (`tests/data/captures`, recorded by `tests/interop/record-captures.sh`, at
+/// least 10), always; `../shared/captures` (or `$HEMATITE_SHARED/captures`, at least
+/// `shared_min`) as an extra cross-check when that folder exists. Panics when the
+/// repository's captures are missing.
+pub fn test_capture_dirs(shared_min: usize) -> Vec<(PathBuf, usize)> {
+    let own = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/captures"));
+    assert!(own.join("SUMMARY.md").is_file(), "the repository's captures are missing at {}", own.display());
+    let mut v = vec![(own, 10)];
+    let shared = std::env::var_os("HEMATITE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")));
+    if shared.join("captures/summary.txt").is_file() {
+        println!("extra cross-check: {}/captures", shared.display());
+        v.push((shared.join("captures"), shared_min));
+    } else {
+        println!("no ../shared/captures beside the repository: only the repository's captures are checked");
+    }
+    v
 }
 
 #[cfg(test)]

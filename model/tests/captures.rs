@@ -7,7 +7,7 @@ use common::be16;
 use hematite_model::capture::read_frames;
 use hematite_model::{classify, DropReason};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 /// Independent check: is this a UDP datagram to port 4791 (any validity otherwise)?
@@ -75,28 +75,9 @@ fn summary(text: &str) -> BTreeMap<String, Summary> {
     m
 }
 
-/// The capture sets to check: the repository's own (`tests/data/captures`, recorded by
-/// `tests/interop/record-captures.sh`), always; `../shared/captures` (or `$HEMATITE_SHARED`) as
-/// an extra cross-check when that folder exists.
-fn capture_dirs() -> Vec<(PathBuf, usize)> {
-    let own = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/captures"));
-    assert!(own.join("SUMMARY.md").is_file(), "the repository's captures are missing at {}", own.display());
-    let mut v = vec![(own, 10)];
-    let shared = std::env::var_os("HEMATITE_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")));
-    if shared.join("captures/summary.txt").is_file() {
-        println!("extra cross-check: {}/captures", shared.display());
-        v.push((shared.join("captures"), 20));
-    } else {
-        println!("no ../shared/captures beside the repository: only the repository's captures are checked");
-    }
-    v
-}
-
 #[test]
 fn all_captures() {
-    let dirs = capture_dirs();
+    let dirs = hematite_model::capture::test_capture_dirs(20);
     let mut total_bad = 0;
     for (dir, min_files) in &dirs {
         total_bad += check_dir(dir, *min_files);
@@ -111,15 +92,7 @@ fn all_captures() {
 fn check_dir(dir: &Path, min_files: usize) -> usize {
     let file = if dir.join("SUMMARY.md").is_file() { "SUMMARY.md" } else { "summary.txt" };
     let sum = summary(&std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}")));
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy();
-            n.ends_with(".pcapng") || n.ends_with(".pcapng.xz") || n.ends_with(".pcap") || n.ends_with(".pcap.xz")
-        })
-        .collect();
-    names.sort();
+    let names = hematite_model::capture::capture_files(dir).unwrap();
     assert!(names.len() >= min_files, "{}: expected at least {min_files} captures, found {}", dir.display(), names.len());
     let t0 = Instant::now();
     let (mut total, mut total_bad) = (0usize, 0usize);

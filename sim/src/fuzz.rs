@@ -242,15 +242,7 @@ pub fn case(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
 pub fn load_seeds(dirs: &[PathBuf]) -> Result<Vec<Vec<u8>>, String> {
     let mut seeds = Vec::new();
     for d in dirs {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(d)
-            .map_err(|e| format!("{}: {e}", d.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                let n = p.file_name().unwrap_or_default().to_string_lossy().to_string();
-                n.ends_with(".pcap") || n.ends_with(".pcapng") || n.ends_with(".pcap.xz") || n.ends_with(".pcapng.xz")
-            })
-            .collect();
-        files.sort();
+        let files = hematite_model::capture::capture_files(d).map_err(|e| format!("{}: {e}", d.display()))?;
         for f in files {
             let frames = hematite_model::capture::read_frames(&f).map_err(|e| format!("{}: {e}", f.display()))?;
             seeds.extend(frames.into_iter().filter(|x| !x.is_empty()));

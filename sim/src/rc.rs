@@ -21,6 +21,16 @@ pub const A_BUF: u64 = 0x10_0000;
 pub const B_BUF: u64 = 0x20_0000;
 pub const REGION_LEN: u64 = 0x4_0000;
 
+/// A bench from [`RcBench::with_regions`] and the keys of its two regions (an MR's lkey is
+/// also its rkey).
+pub struct RcSetup {
+    pub b: RcBench,
+    /// Host A's region (at `A_BUF`).
+    pub ka: u32,
+    /// Host B's region (at `B_BUF`).
+    pub kb: u32,
+}
+
 pub struct RcBench {
     /// Host A: the engine (and its model twin).
     pub a: EngHost,
@@ -88,13 +98,13 @@ impl RcBench {
 
     /// A fresh bench with the usual memory of an RC test: `REGION_LEN` random bytes (from
     /// `Rng::new(fill_seed)`) at `A_BUF` on host A and at `B_BUF` on host B, each registered
-    /// with every right in PD 1. Returns the bench and the MRs of A and B.
-    pub fn with_regions(mem: MemCfg, fill_seed: u64) -> Result<(RcBench, Mr, Mr), String> {
+    /// with every right in PD 1.
+    pub fn with_regions(mem: MemCfg, fill_seed: u64) -> Result<RcSetup, String> {
         let mut b = RcBench::new(mem)?;
         let mut rng = crate::Rng::new(fill_seed);
-        let ma = b.random_region(true, A_BUF, REGION_LEN, &mut rng)?;
-        let mb = b.random_region(false, B_BUF, REGION_LEN, &mut rng)?;
-        Ok((b, ma, mb))
+        let ka = b.random_region(true, A_BUF, REGION_LEN, &mut rng)?.lkey;
+        let kb = b.random_region(false, B_BUF, REGION_LEN, &mut rng)?.lkey;
+        Ok(RcSetup { b, ka, kb })
     }
 
     /// Both hosts' regions against the reference run: host A's engine memory against A', the

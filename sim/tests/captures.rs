@@ -5,33 +5,11 @@ mod common;
 use common::*;
 use hematite_model::capture::read_frames;
 use hematite_sim::{run_rx, Flow, PktSim, WIDTHS};
-use std::path::{Path, PathBuf};
-
-/// The repository's captures always; ../shared's (or $HEMATITE_SHARED's) as an extra
-/// cross-check when that folder exists. (directory, least number of captures expected)
-fn capture_dirs() -> Vec<(PathBuf, usize)> {
-    let own = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/captures"));
-    assert!(own.join("SUMMARY.md").is_file(), "the repository's captures are missing at {}", own.display());
-    let mut v = vec![(own, 10)];
-    let shared = std::env::var_os("HEMATITE_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")));
-    if shared.join("captures/summary.txt").is_file() {
-        println!("extra cross-check: {}/captures", shared.display());
-        v.push((shared.join("captures"), 15));
-    } else {
-        println!("no ../shared/captures beside the repository: only the repository's captures are checked");
-    }
-    v
-}
+use std::path::Path;
 
 /// Runs every capture of `dir` through the RTL; returns (frames, bad-ICRC frames).
 fn check_dir(dir: &Path, min_files: usize) -> (usize, u64) {
-    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| {
-        let n = p.file_name().unwrap().to_string_lossy().to_string();
-        n.ends_with(".pcapng") || n.ends_with(".pcapng.xz") || n.ends_with(".pcap") || n.ends_with(".pcap.xz")
-    }).collect();
-    files.sort();
+    let files = hematite_model::capture::capture_files(dir).unwrap();
     assert!(files.len() >= min_files, "{}: expected at least {min_files} captures, found {}", dir.display(), files.len());
     let (mut total, mut total_bad) = (0, 0);
     for (i, f) in files.iter().enumerate() {
@@ -60,7 +38,7 @@ fn check_dir(dir: &Path, min_files: usize) -> (usize, u64) {
 #[test]
 fn captures_parse_identically_in_rtl_and_model() {
     let mut total = 0;
-    for (i, (dir, min_files)) in capture_dirs().into_iter().enumerate() {
+    for (i, (dir, min_files)) in hematite_model::capture::test_capture_dirs(15).into_iter().enumerate() {
         let (n, bad) = check_dir(&dir, min_files);
         let shared = i > 0;
         // the repository's captures are clean; the shared set has one corrupted frame

@@ -28,9 +28,9 @@ const READ_RESPONSE_LAST: u8 = 0x0F;
 const ACKNOWLEDGE: u8 = 0x11;
 
 fn setup(seed: u64, cfg: QpConfig) -> (RcBench, u32, u32) {
-    let (mut b, ma, mb) = RcBench::with_regions(MemCfg { latency: 60, seed, ..Default::default() }, seed).unwrap();
-    b.connect(QA, QB, cfg, cfg, 0).unwrap();
-    (b, ma.lkey, mb.rkey)
+    let mut s = RcBench::with_regions(MemCfg { latency: 60, seed, ..Default::default() }, seed).unwrap();
+    s.b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    (s.b, s.ka, s.kb)
 }
 
 /// A 4 KiB READ in 1 KiB packets (FIRST, MIDDLE, MIDDLE, LAST) whose responses go through

@@ -4,24 +4,18 @@
 //! the peer disappears, and RNR retry exhaustion.
 use hematite_model::transport::{QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
-use hematite_sim::rc::{RcBench, A_BUF, B_BUF};
+use hematite_sim::rc::{RcBench, RcSetup as Setup, A_BUF, B_BUF};
 use hematite_sim::Rng;
 use proptest::prelude::*;
 
 const QA: u32 = 2;
 const QB: u32 = 0x33;
 
-struct Setup {
-    b: RcBench,
-    ka: u32,
-    kb: u32,
-}
-
 fn setup(seed: u64, pmtu: u32, cfg: QpConfig) -> Setup {
-    let (mut b, ma, mb) = RcBench::with_regions(MemCfg { latency: 60, seed, ..Default::default() }, seed ^ 0x77).unwrap();
+    let mut s = RcBench::with_regions(MemCfg { latency: 60, seed, ..Default::default() }, seed ^ 0x77).unwrap();
     let cfg = QpConfig { pmtu, sq_psn: 0xFF_FFF0, rq_psn: 0x10, timeout: 3, ..cfg };
-    b.connect(QA, QB, cfg, cfg, 0).unwrap();
-    Setup { b, ka: ma.lkey, kb: mb.lkey }
+    s.b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    s
 }
 
 fn compare(s: &mut Setup) {

@@ -6,21 +6,14 @@ use hematite_abi::regs;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{Cqe, QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
-use hematite_sim::rc::{RcBench, A_BUF, B_BUF, REGION_LEN as LEN};
+use hematite_sim::rc::{RcBench, RcSetup as Setup, A_BUF, B_BUF, REGION_LEN as LEN};
 use proptest::prelude::*;
 
-struct Setup {
-    b: RcBench,
-    lkey: u32,
-    rkey: u32,
-    b_lkey: u32,
-}
-
 fn setup(seed: u64, pmtu: u32, latency: u64) -> Setup {
-    let (mut b, ma, mb) = RcBench::with_regions(MemCfg { latency, seed, ..Default::default() }, seed).unwrap();
+    let mut s = RcBench::with_regions(MemCfg { latency, seed, ..Default::default() }, seed).unwrap();
     let cfg = QpConfig { pmtu, sq_psn: 0xFF_FF00, rq_psn: 77, max_rd_atomic: 15, max_dest_rd_atomic: 15, ..Default::default() };
-    b.connect(3, 0x44, cfg, cfg, 1).unwrap();
-    Setup { b, lkey: ma.lkey, rkey: mb.rkey, b_lkey: mb.lkey }
+    s.b.connect(3, 0x44, cfg, cfg, 1).unwrap();
+    s
 }
 
 /// Runs both worlds and compares completions and memories.
@@ -38,9 +31,9 @@ fn check(s: &mut Setup, n_cqes: usize) {
 #[test]
 fn every_operation_completes_like_the_model() {
     let mut s = setup(1, 1024, 100);
-    let (l, r) = (s.lkey, s.rkey);
+    let (l, r) = (s.ka, s.kb);
     for k in 0..3 {
-        s.b.post_recv_b(0x44, &RecvWr { wr_id: 900 + k, sgl: vec![Sge::new(B_BUF + 0x3_0000 + k * 0x2000, 0x2000, s.b_lkey)] }).unwrap();
+        s.b.post_recv_b(0x44, &RecvWr { wr_id: 900 + k, sgl: vec![Sge::new(B_BUF + 0x3_0000 + k * 0x2000, 0x2000, s.kb)] }).unwrap();
     }
     let wrs = vec![
         SendWr::new(1, SendOp::Send, vec![Sge::new(A_BUF + 5, 3000, l)]),
@@ -62,7 +55,7 @@ fn every_operation_completes_like_the_model() {
 #[test]
 fn unsignaled_wqes_complete_silently() {
     let mut s = setup(2, 512, 60);
-    let (l, r) = (s.lkey, s.rkey);
+    let (l, r) = (s.ka, s.kb);
     for k in 0..6u64 {
         let mut wr = SendWr::new(k, SendOp::Write { remote_addr: B_BUF + k * 0x800, rkey: r }, vec![Sge::new(A_BUF + k * 0x900, 700, l)]);
         wr.signaled = k % 3 == 2;
@@ -75,7 +68,7 @@ fn unsignaled_wqes_complete_silently() {
 #[test]
 fn remote_access_error_fails_the_wqe_and_flushes_the_rest() {
     let mut s = setup(3, 1024, 50);
-    let (l, r) = (s.lkey, s.rkey);
+    let (l, r) = (s.ka, s.kb);
     s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), false).unwrap();
     s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF + LEN - 8, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), false).unwrap();
     s.b.post_send(3, &SendWr::new(3, SendOp::Read { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF + 0x100, 64, l)]), false).unwrap();
@@ -102,7 +95,7 @@ fn local_errors_complete_in_order_with_the_model_status() {
     ];
     for (name, mk) in cases {
         let mut s = setup(4, 1024, 40);
-        let (l, r) = (s.lkey, s.rkey);
+        let (l, r) = (s.ka, s.kb);
         s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 3000, l)]), false).unwrap();
         s.b.post_send(3, &mk(l, r), false).unwrap();
         s.b.post_send(3, &SendWr::new(2, SendOp::Send, vec![Sge::new(A_BUF, 10, l)]), true).unwrap();
@@ -121,7 +114,7 @@ fn a_deregistered_region_is_not_used_again() {
     // the requester caches the region of its last successful check; a deregistration must
     // make the same key fail at once
     let mut s = setup(6, 1024, 60);
-    let (l, r) = (s.lkey, s.rkey);
+    let (l, r) = (s.ka, s.kb);
     s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), true).unwrap();
     s.b.run(1, 100_000).unwrap();
     s.b.a.dereg_mr(l).unwrap();
@@ -188,7 +181,7 @@ fn events(eng: &hematite_sim::eng::Engine, base: u64, log: u8) -> Vec<desc::Even
 fn a_qp_that_fails_is_reported_on_the_event_queue() {
     let mut s = setup(3, 1024, 50);
     event_queue(&mut s.b.a.eng, 1, EQ_BASE, 4);
-    let (l, r) = (s.lkey, s.rkey);
+    let (l, r) = (s.ka, s.kb);
     s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), false).unwrap();
     s.b.post_send(3, &SendWr::new(2, SendOp::Write { remote_addr: B_BUF + LEN - 8, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), true).unwrap();
     s.b.run(2, 100_000).unwrap();
@@ -212,7 +205,7 @@ fn a_full_cq_is_reported_once_on_the_event_queue() {
     let cmd = desc::encode_ctl_cmd(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, 0).unwrap();
     assert_eq!(s.b.a.eng.ctl_cmd(cmd, &words).unwrap(), desc::HM_CTL_ST_OK);
     event_queue(&mut s.b.a.eng, 1, EQ_BASE, 4);
-    let (l, r) = (s.lkey, s.rkey);
+    let (l, r) = (s.ka, s.kb);
     for i in 0..5u64 {
         s.b.post_send(3, &SendWr::new(i, SendOp::Write { remote_addr: B_BUF + i * 64, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), true).unwrap();
     }
@@ -235,7 +228,7 @@ fn a_full_cq_is_reported_once_on_the_event_queue() {
 #[test]
 fn armed_cq_interrupts_after_the_cqe() {
     let mut s = setup(5, 1024, 80);
-    let (l, r) = (s.lkey, s.rkey);
+    let (l, r) = (s.ka, s.kb);
     // arm CQ 0 for the next completion
     assert!(s.b.a.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_CQ, 1 << 14).unwrap());
     s.b.post_send(3, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: r }, vec![Sge::new(A_BUF, 64, l)]), true).unwrap();
@@ -286,7 +279,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let mut s = setup(seed, 128 << pmtu_code, 30 + seed % 150);
-        let (l, r) = (s.lkey, s.rkey);
+        let (l, r) = (s.ka, s.kb);
         let mut n = 0;
         let mut sends = 0u64;
         for w in &ops {
@@ -298,7 +291,7 @@ proptest! {
                 _ => {}
             }
             if matches!(w.op, SendOp::Send | SendOp::WriteImm { .. }) {
-                let bl = s.b_lkey;
+                let bl = s.kb;
                 s.b.post_recv_b(0x44, &RecvWr { wr_id: 1000 + sends, sgl: vec![Sge::new(B_BUF + 0x3_0000 + sends * 0x1000, 0x1000, bl)] }).unwrap();
                 sends += 1;
             }

@@ -4,24 +4,18 @@
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{Cqe, QpAccess, QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
-use hematite_sim::rc::{RcBench, A_BUF, B_BUF, REGION_LEN as LEN};
+use hematite_sim::rc::{RcBench, RcSetup as Setup, A_BUF, B_BUF, REGION_LEN as LEN};
 use proptest::prelude::*;
 
 const QA: u32 = 6;
 const QB: u32 = 0x51;
 
-struct Setup {
-    b: RcBench,
-    a_key: u32,
-    b_key: u32,
-}
-
 fn setup_with(seed: u64, pmtu: u32, latency: u64, access: QpAccess) -> Setup {
-    let (mut b, ma, mb) = RcBench::with_regions(MemCfg { latency, seed, ..Default::default() }, seed ^ 0x55).unwrap();
+    let mut s = RcBench::with_regions(MemCfg { latency, seed, ..Default::default() }, seed ^ 0x55).unwrap();
     let cfg_a = QpConfig { pmtu, sq_psn: 0x12_3456, rq_psn: 0xFF_FFF8, access, ..Default::default() };
     let cfg_b = QpConfig { pmtu, ..Default::default() };
-    b.connect(QA, QB, cfg_a, cfg_b, 0).unwrap();
-    Setup { b, a_key: ma.lkey, b_key: mb.lkey }
+    s.b.connect(QA, QB, cfg_a, cfg_b, 0).unwrap();
+    s
 }
 
 fn setup(seed: u64, pmtu: u32, latency: u64) -> Setup {
@@ -43,7 +37,7 @@ fn check(s: &mut Setup, n_engine_cqes: usize) {
 #[test]
 fn every_request_is_executed_like_the_model() {
     let mut s = setup(1, 1024, 100);
-    let (ka, kb) = (s.a_key, s.b_key);
+    let (ka, kb) = (s.ka, s.kb);
     // receive WQEs: one SGE, three SGEs with odd sizes, one for a WRITE with immediate
     s.b.post_recv_a(QA, &RecvWr { wr_id: 100, sgl: vec![Sge::new(A_BUF + 0x1000, 0x2000, ka)] }).unwrap();
     s.b.post_recv_a(QA, &RecvWr { wr_id: 101, sgl: vec![Sge::new(A_BUF + 0x4001, 700, ka), Sge::new(A_BUF + 0x5003, 0, ka), Sge::new(A_BUF + 0x6005, 3000, ka)] }).unwrap();
@@ -74,7 +68,7 @@ fn every_request_is_executed_like_the_model() {
 #[test]
 fn send_with_invalidate_revokes_the_rkey() {
     let mut s = setup(2, 512, 60);
-    let (ka, kb) = (s.a_key, s.b_key);
+    let (ka, kb) = (s.ka, s.kb);
     let extra = s.b.reg_mr(true, 1, A_BUF + 0x3_0000, 0x1000, MrAccess::ALL).unwrap();
     s.b.post_recv_a(QA, &RecvWr { wr_id: 1, sgl: vec![Sge::new(A_BUF, 0x1000, ka)] }).unwrap();
     s.b.post_send_b(QB, &SendWr::new(1, SendOp::SendInv(extra.rkey), vec![Sge::new(B_BUF, 100, kb)])).unwrap();
@@ -100,7 +94,7 @@ fn responder_errors_nak_and_flush_like_the_model() {
     ];
     for (name, access, mk) in cases {
         let mut s = setup_with(3, 1024, 50, access);
-        let (ka, kb) = (s.a_key, s.b_key);
+        let (ka, kb) = (s.ka, s.kb);
         s.b.post_recv_a(QA, &RecvWr { wr_id: 7, sgl: vec![Sge::new(A_BUF + 0x100, 2000, ka)] }).unwrap();
         s.b.post_recv_a(QA, &RecvWr { wr_id: 8, sgl: vec![Sge::new(A_BUF + 0x1000, 2000, ka)] }).unwrap();
         s.b.post_send_b(QB, &SendWr::new(0, SendOp::Write { remote_addr: A_BUF + 0x2000, rkey: ka }, vec![Sge::new(B_BUF, 100, kb)])).unwrap();
@@ -126,7 +120,7 @@ fn responder_errors_nak_and_flush_like_the_model() {
 #[test]
 fn rnr_nak_until_a_receive_is_posted() {
     let mut s = setup(4, 1024, 40);
-    let (ka, kb) = (s.a_key, s.b_key);
+    let (ka, kb) = (s.ka, s.kb);
     s.b.post_send_b(QB, &SendWr::new(1, SendOp::Send, vec![Sge::new(B_BUF, 300, kb)])).unwrap();
     // nothing posted: the engine answers RNR NAK, the model requester waits and retries
     let _ = s.b.run(1, 3_000);
@@ -185,7 +179,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let mut s = setup(seed, 128 << pmtu_code, 30 + seed % 150);
-        let (ka, kb) = (s.a_key, s.b_key);
+        let (ka, kb) = (s.ka, s.kb);
         let mut recvs = 0;
         for r in &reqs {
             let mut w = r.clone();
@@ -227,7 +221,7 @@ fn packets_of_the_wrong_length_for_the_path_mtu_get_a_nak_invalid_request() {
     ];
     for (i, (name, op, len, dma_len)) in cases.into_iter().enumerate() {
         let mut s = setup(40 + i as u64, PMTU, 50);
-        let ka = s.a_key;
+        let ka = s.ka;
         s.b.post_recv_a(QA, &RecvWr { wr_id: 7, sgl: vec![Sge::new(A_BUF, 0x4000, ka)] }).unwrap();
         let before = s.b.a.eng.mem.mem.read(A_BUF, 0x4000);
         let rec = HdrRecord {

@@ -31,15 +31,9 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 QUICK=0; PROFILE=test; ONLY=""; KEEP=0
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --quick) QUICK=1; shift ;;
-        --profile) PROFILE="$2"; shift 2 ;;
-        --only) ONLY="$2"; shift 2 ;;
-        --keep) KEEP=1; shift ;;
-        *) echo "usage: $0 [--quick] [--profile release|test] [--only a,b] [--keep]" >&2; exit 2 ;;
-    esac
-done
+source "$ROOT/scripts/lib/opts.sh"
+hm_opts "[--quick] [--profile release|test] [--only a,b] [--keep]" \
+    --quick=QUICK=1 --profile=PROFILE --only=ONLY --keep=KEEP=1 -- "$@"
 case "$PROFILE" in release) TDIR=target/release ;; *) TDIR=target/debug ;; esac
 HERE="$ROOT/tests/interop"
 ICRC="$ROOT/tests/tools/roce_icrc.py"

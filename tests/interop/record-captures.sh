@@ -21,14 +21,9 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/tests/interop"
 OUTDIR="$ROOT/tests/data/captures"; ONLY=""; KEEP_PCAP=0
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --out) OUTDIR="$2"; shift 2 ;;
-        --only) ONLY="$2"; shift 2 ;;
-        --keep-pcap) KEEP_PCAP=1; shift ;;
-        *) echo "usage: $0 [--out DIR] [--only a,b] [--keep-pcap]" >&2; exit 2 ;;
-    esac
-done
+source "$ROOT/scripts/lib/opts.sh"
+hm_opts "[--out DIR] [--only a,b] [--keep-pcap]" \
+    --out=OUTDIR --only=ONLY --keep-pcap=KEEP_PCAP=1 -- "$@"
 T0=$SECONDS
 VMSTATE="${RXE_VM_STATE:-/tmp/hematite-rxe-vm}"
 bash "$HERE/vm/build-guest.sh" --state "$VMSTATE" || { echo "record-captures: no guest image"; exit 1; }

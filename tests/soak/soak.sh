@@ -38,21 +38,9 @@ QPS=16
 SEED=1
 FAULT=0.01
 OUT="$ROOT/build/soak"
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --minutes) MIN="$2"; shift 2 ;;
-        --qps) QPS="$2"; shift 2 ;;
-        --seed) SEED="$2"; shift 2 ;;
-        --fault) FAULT="$2"; shift 2 ;;
-        --loss) P_LOSS="$2"; shift 2 ;;
-        --dup) P_DUP="$2"; shift 2 ;;
-        --reorder) P_REORDER="$2"; shift 2 ;;
-        --corrupt) P_CORRUPT="$2"; shift 2 ;;
-        --rd-atomic) RDA="$2"; shift 2 ;;
-        --out) OUT="$2"; shift 2 ;;
-        *) echo "usage: $0 [--minutes N] [--qps Q] [--seed S] [--fault P] [--loss|--dup|--reorder|--corrupt P] [--rd-atomic N] [--out DIR]" >&2; exit 2 ;;
-    esac
-done
+source "$ROOT/scripts/lib/opts.sh"
+hm_opts "[--minutes N] [--qps Q] [--seed S] [--fault P] [--loss|--dup|--reorder|--corrupt P] [--rd-atomic N] [--out DIR]" \
+    --minutes=MIN --qps=QPS --seed=SEED --fault=FAULT --loss=P_LOSS --dup=P_DUP --reorder=P_REORDER --corrupt=P_CORRUPT --rd-atomic=RDA --out=OUT -- "$@"
 P_LOSS=${P_LOSS:-$FAULT}; P_DUP=${P_DUP:-$FAULT}; P_REORDER=${P_REORDER:-$FAULT}; P_CORRUPT=${P_CORRUPT:-$FAULT}
 SECS=$(awk -v m="$MIN" 'BEGIN{ s = m * 60; if (s < 10) s = 10; printf "%d", s }')
 # RSS samples: every 30 s, more often for short runs (at least 15 samples)

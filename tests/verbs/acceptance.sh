@@ -16,14 +16,9 @@ cd "$ROOT"
 PROFILE=test
 QUICK=0
 ONLY=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --profile) PROFILE="$2"; shift 2 ;;
-        --quick) QUICK=1; shift ;;
-        --only) ONLY="$2"; shift 2 ;;
-        *) echo "usage: $0 [--profile release|test] [--quick] [--only a,b]" >&2; exit 2 ;;
-    esac
-done
+source "$ROOT/scripts/lib/opts.sh"
+hm_opts "[--profile release|test] [--quick] [--only a,b]" \
+    --profile=PROFILE --quick=QUICK=1 --only=ONLY -- "$@"
 case "$PROFILE" in release) TDIR=target/release ;; test) TDIR=target/debug ;; *) echo "bad profile" >&2; exit 2 ;; esac
 
 OUT="${OUT:-$ROOT/build/verbs}"

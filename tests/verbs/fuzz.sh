@@ -23,18 +23,9 @@ TMO=""
 ONLY=""
 STATE=""
 BUILD=1
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --count) COUNT="$2"; shift 2 ;;
-        --seed) SEED="$2"; shift 2 ;;
-        --profile) PROFILE="$2"; shift 2 ;;
-        --timeout) TMO="$2"; shift 2 ;;
-        --only) ONLY="$2"; shift 2 ;;
-        --state) STATE="$2"; shift 2 ;;
-        --no-build) BUILD=0; shift ;;
-        *) echo "usage: $0 [--count N] [--seed S] [--profile test|release] [--timeout SECS] [--only OP,OP] [--state DIR] [--no-build]" >&2; exit 2 ;;
-    esac
-done
+source "$ROOT/scripts/lib/opts.sh"
+hm_opts "[--count N] [--seed S] [--profile test|release] [--timeout SECS] [--only OP,OP] [--state DIR] [--no-build]" \
+    --count=COUNT --seed=SEED --profile=PROFILE --timeout=TMO --only=ONLY --state=STATE --no-build=BUILD=0 -- "$@"
 case "$PROFILE" in release) TDIR=target/release ;; test) TDIR=target/debug ;; *) echo "bad profile $PROFILE" >&2; exit 2 ;; esac
 [ -n "$SEED" ] || SEED=$(( $(date +%s) % 1000000 ))
 [ -n "$TMO" ] || TMO=$(( 120 + COUNT * 60 / 1000 ))

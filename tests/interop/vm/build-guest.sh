@@ -19,13 +19,9 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 STATE="${RXE_VM_STATE:-/tmp/hematite-rxe-vm}"
 FORCE=0
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --state) STATE="$2"; shift 2 ;;
-        --force) FORCE=1; shift ;;
-        *) echo "usage: $0 [--state DIR] [--force]" >&2; exit 2 ;;
-    esac
-done
+source "$HERE/../../../scripts/lib/opts.sh"
+hm_opts "[--state DIR] [--force]" \
+    --state=STATE --force=FORCE=1 -- "$@"
 say() { echo "build-guest: $*"; }
 die() { echo "build-guest: $*" >&2; exit 1; }
 
