@@ -19,7 +19,7 @@ const WIDTHS: [u32; 2] = [256, 512];
 /// `sim_tops` fileset only the model's own top) with its verilator options. Width 0: a block
 /// without a DATA_WIDTH parameter. An rtl/ module is the model's top itself, its parameters
 /// set with `-G` (the widths and sizes the cycle-for-cycle tests use).
-const MODELS: [(&str, &str, &str, &[u32], &[&str]); 10] = [
+const MODELS: [(&str, &str, &str, &[u32], &[&str]); 12] = [
     ("Vrx", "hm_rx_path", "", &WIDTHS, &[]),
     ("Vtx", "hm_tx_path", "", &WIDTHS, &[]),
     ("Vdmard", "hm_dma_rd", "", &WIDTHS, &[]),
@@ -30,7 +30,12 @@ const MODELS: [(&str, &str, &str, &[u32], &[&str]); 10] = [
     // 13 QPs (not a power of two: the scrub pointer's wrap is exercised), 8-bit QPNs (13..255
     // out of range), a 12-bit time counter from 0xE00 (it wraps within 512 cycles)
     ("Vnp", "hm_dcqcn_np", "", &[0], &["NUM_QPS=13", "QPN_W=8", "TIME_W=12", "NOW_INIT=12'hE00"]),
-    ("Vcc", "hm_sim_cc_top", "hm_sim_cc_top.sv", &[0], &[]),
+    // the DCQCN blocks of one NIC as the cycle-for-cycle tests and the incast experiment use
+    // them: 13 QPs, 8-bit QPNs, a 32-bit time counter from 0xFFFF_F000 (it wraps after 4096
+    // cycles)
+    ("Vrp", "hm_dcqcn_rp", "", &[0], &["NUM_QPS=13", "QPN_W=8", "TIME_W=32", "CNP_FIFO_DEPTH=2", "TX_FIFO_DEPTH=4", "NOW_INIT=32'hFFFF_F000"]),
+    ("Vpacer", "hm_dcqcn_pacer", "", &[0], &["NUM_QPS=13", "QPN_W=8", "TIME_W=32"]),
+    ("Vccnp", "hm_dcqcn_np", "", &[0], &["NUM_QPS=13", "QPN_W=8", "TIME_W=32", "NOW_INIT=32'hFFFF_F000"]),
     // 4 slots, 8-bit QPNs, 5-bit keys (QPNs 32..255 out of range)
     ("Vslots", "hm_dcqcn_slots", "", &[0], &["NUM_SLOTS=4", "QPN_W=8", "KEY_W=5"]),
 ];
@@ -246,7 +251,7 @@ struct Shim {
     /// Writes the model's coverage counts when freed (coverage builds).
     coverage: bool,
 }
-const GEN_SHIMS: [Shim; 10] = [
+const GEN_SHIMS: [Shim; 12] = [
     Shim { name: "rx", prefix: "Vrx", widths: &WIDTHS, after_edge: true, coverage: false },
     Shim { name: "tx", prefix: "Vtx", widths: &WIDTHS, after_edge: true, coverage: false },
     Shim { name: "dmard", prefix: "Vdmard", widths: &WIDTHS, after_edge: false, coverage: false },
@@ -255,7 +260,9 @@ const GEN_SHIMS: [Shim; 10] = [
     Shim { name: "mr", prefix: "Vmr", widths: &[0], after_edge: false, coverage: false },
     Shim { name: "eng", prefix: "Vrc", widths: &[512], after_edge: false, coverage: true },
     Shim { name: "np", prefix: "Vnp", widths: &[0], after_edge: false, coverage: false },
-    Shim { name: "cc", prefix: "Vcc", widths: &[0], after_edge: false, coverage: false },
+    Shim { name: "rp", prefix: "Vrp", widths: &[0], after_edge: false, coverage: false },
+    Shim { name: "pacer", prefix: "Vpacer", widths: &[0], after_edge: false, coverage: false },
+    Shim { name: "ccnp", prefix: "Vccnp", widths: &[0], after_edge: false, coverage: false },
     Shim { name: "slots", prefix: "Vslots", widths: &[0], after_edge: false, coverage: false },
 ];
 

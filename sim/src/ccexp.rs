@@ -1,7 +1,7 @@
 //! The RTL congestion-control backend of the DCQCN incast experiments
 //! (`hematite_netsim::incast`): every sender NIC's reaction point and pacer, and the receiver
-//! NIC's notification point, are Verilated RTL (`sim/hw/hm_sim_cc_top.sv`, one instance per
-//! NIC, see [`crate::cc`]), stepped once per experiment clock.
+//! NIC's notification point, are Verilated RTL ([`crate::cc`]: `CcSim` per sender, `CcNpSim` at
+//! the receiver), stepped once per experiment clock.
 //!
 //! Timing against the reference-model backend: the RTL's outputs are registered, so a CNP
 //! request leaves the NP one clock after the CE frame, and the pacer's may-send answer the
@@ -9,7 +9,7 @@
 //! the sender's QP; the answer is sampled before the edge). The deficit bucket absorbs this
 //! (a packet may start at most two clocks after the tokens ran out).
 
-use crate::cc::{CcSim, HmCcCfg, HmCcIn, HmCcOut, CC_QPS};
+use crate::cc::{CcIn, CcNpSim, CcOut, CcSim, HmCcCfg, CC_QPS};
 use hematite_netsim::incast::{BackendFactory, NicSpec, ReceiverCc, SenderCc};
 
 /// The RTL backend (`--backend rtl`).
@@ -30,7 +30,7 @@ fn check(nic: &NicSpec) -> Result<(), String> {
 /// A sender NIC: the RTL reaction point and pacer (the NP part of the instance idles).
 pub struct RtlSender {
     sim: CcSim,
-    last: HmCcOut,
+    last: CcOut,
     qp: Option<u32>,
 }
 
@@ -39,39 +39,33 @@ impl SenderCc for RtlSender {
         // the answer to the query of two clocks ago; every clock queries the sender's QP (one
         // QP per sender NIC in the incast; before the first query the pacer holds nothing)
         self.qp = Some(qp);
-        self.last.query_ok != 0
+        self.last.pacer.query_ok != 0
     }
 
     fn step(&mut self, cnp: Option<u32>, tx: Option<(u32, u32)>) {
         let q = self.qp.unwrap_or(0);
-        let i = HmCcIn {
-            s_cnp_valid: cnp.is_some() as u8,
-            s_cnp_qpn: cnp.map_or(0, |c| c.min(255) as u8),
-            tx_valid: tx.is_some() as u8,
-            tx_qpn: tx.map_or(0, |t| t.0.min(255) as u8),
-            tx_bytes: tx.map_or(0, |t| t.1.min(0xFFFF) as u16),
+        let i = CcIn {
+            cnp: cnp.map(|c| c.min(255) as u8),
+            tx: tx.map(|t| (t.0.min(255) as u8, t.1.min(0xFFFF) as u16)),
             query_qpn: q.min(255) as u8,
             dbg_qpn: q.min(255) as u8,
-            ..Default::default()
         };
         self.last = self.sim.tick(&i);
     }
 
     fn rate(&self, _qp: u32) -> (u32, bool) {
-        (self.last.dbg_rate, self.last.dbg_limited != 0)
+        (self.last.pacer.dbg_rate, self.last.pacer.dbg_limited != 0)
     }
 }
 
 /// The receiver NIC: the RTL notification point (its CNP requests are always accepted).
 pub struct RtlReceiver {
-    sim: CcSim,
+    sim: CcNpSim,
 }
 
 impl ReceiverCc for RtlReceiver {
     fn step(&mut self, ce: Option<u32>) -> Option<u32> {
-        let i = HmCcIn { ce_valid: ce.is_some() as u8, ce_qpn: ce.map_or(0, |c| c.min(255) as u8), ..Default::default() };
-        let o = self.sim.tick(&i);
-        (o.m_cnp_valid != 0).then_some(u32::from(o.m_cnp_qpn))
+        self.sim.tick(ce.map(|c| c.min(255) as u8)).map(u32::from)
     }
 }
 
@@ -87,12 +81,12 @@ impl BackendFactory for RtlBackend {
             .unwrap_or_else(|| (16_384 / nic.time_scale.max(1)).max(2 * nic.max_frame))
             .clamp(1, hematite_model::dcqcn::PACER_BURST_MAX);
         let mut sim = CcSim::new(HmCcCfg::from_params(&nic.params, burst));
-        let last = sim.tick(&HmCcIn::default());
+        let last = sim.tick(&CcIn::default());
         Ok(Box::new(RtlSender { sim, last, qp: None }))
     }
 
     fn receiver(&self, nic: &NicSpec) -> Result<Box<dyn ReceiverCc>, String> {
         check(nic)?;
-        Ok(Box::new(RtlReceiver { sim: CcSim::new(HmCcCfg::from_params(&nic.params, 16_384)) }))
+        Ok(Box::new(RtlReceiver { sim: CcNpSim::new(nic.params.cnp_interval) }))
     }
 }

@@ -1,5 +1,5 @@
-//! The DCQCN reaction point and pacer RTL (rtl/cc/hm_dcqcn_rp.sv, hm_dcqcn_pacer.sv, wrapped
-//! with the notification point by sim/hw/hm_sim_cc_top.sv) against the reference model
+//! The DCQCN reaction point and pacer RTL (rtl/cc/hm_dcqcn_rp.sv feeding hm_dcqcn_pacer.sv,
+//! hematite_sim::cc::CcSim) against the reference model
 //! (hematite_model::dcqcn::{Rp, Pacer}), cycle for cycle, on random schedules of CNPs (first
 //! and repeated, in-range and out-of-range QPNs, bursts that overflow the CNP FIFO),
 //! transmitted-bytes reports (merging, FIFO overflow, 0 bytes, inactive QPs), idle stretches
@@ -16,7 +16,7 @@
 use hematite_model::dcqcn::{
     HwParams, Pacer, PacerCfg, Rp, RpCfg, RpCounters, RpIn, RpOut, NVIDIA_DEFAULTS, PAPER,
 };
-use hematite_sim::cc::{CcSim, HmCcCfg, HmCcIn, CC_CNP_FIFO, CC_NOW_INIT, CC_QPS, CC_TIME_BITS, CC_TX_FIFO};
+use hematite_sim::cc::{CcIn, CcOut, CcSim, HmCcCfg, CC_CNP_FIFO, CC_NOW_INIT, CC_QPS, CC_TIME_BITS, CC_TX_FIFO};
 use proptest::prelude::*;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -53,17 +53,7 @@ fn run(p: HwParams, burst: u32, sched: &[Clk]) -> Result<RpCounters, TestCaseErr
     for (t, c) in sched.iter().chain(tail.iter()).enumerate() {
         let dq = (t % CC_QPS) as u8;
         let now = rp.now();
-        let i = HmCcIn {
-            s_cnp_valid: c.cnp.is_some() as u8,
-            s_cnp_qpn: c.cnp.unwrap_or(0),
-            tx_valid: c.tx.is_some() as u8,
-            tx_qpn: c.tx.map_or(0, |x| x.0),
-            tx_bytes: c.tx.map_or(0, |x| x.1),
-            query_qpn: c.query,
-            dbg_qpn: dq,
-            ..Default::default()
-        };
-        let o = rtl.tick(&i);
+        let CcOut { rp: o, pacer: po } = rtl.tick(&CcIn { cnp: c.cnp, tx: c.tx, query_qpn: c.query, dbg_qpn: dq });
         // outputs of the previous clock
         if let Some((mo, mc, ok)) = prev {
             let tp = t - 1;
@@ -76,7 +66,7 @@ fn run(p: HwParams, burst: u32, sched: &[Clk]) -> Result<RpCounters, TestCaseErr
                 tp
             );
             prop_assert_eq!(o.stat(), counters_vec(&mc), "clock {}: counters", tp);
-            prop_assert_eq!(o.query_ok != 0, ok, "clock {}: pacer may_send", tp);
+            prop_assert_eq!(po.query_ok != 0, ok, "clock {}: pacer may_send", tp);
         }
         // state at the start of this clock
         prop_assert_eq!(o.now, now, "clock {}: time counter", t);
@@ -90,7 +80,7 @@ fn run(p: HwParams, burst: u32, sched: &[Clk]) -> Result<RpCounters, TestCaseErr
         prop_assert_eq!(usize::from(o.dbg_tx_count), rp.tx_fifo().count(), "clock {}: bytes FIFO fill", t);
         let pq = pacer.qp(q).expect("in range");
         prop_assert_eq!(
-            (o.tokens(), o.dbg_rate, o.dbg_limited != 0),
+            (po.tokens(), po.dbg_rate, po.dbg_limited != 0),
             (pq.tokens, pq.rate, pq.limited),
             "clock {}: pacer entry of QP {}",
             t,

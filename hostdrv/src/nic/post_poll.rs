@@ -12,57 +12,65 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
+/// A work queue's ring as posting sees it: its buffer and geometry, the producer index and
+/// the count of entries the device is done with, and its doorbell register.
+struct Ring<'a> {
+    buf: &'a crate::mem::DmaBuf,
+    stride: usize,
+    log: u8,
+    pi: &'a std::sync::atomic::AtomicU32,
+    done: &'a std::sync::atomic::AtomicU32,
+    db: u16,
+    qpn: u32,
+}
+
 impl Nic {
     /// Posts send WRs (one doorbell for the batch). Nothing of a WR that fails validation is
     /// posted, nor anything after it; the WRs before it are (and the doorbell rung for them).
     pub fn post_send(&self, qp: &Qp, wrs: &[SendWr]) -> Result<()> {
         let q = &qp.0;
         let _g = q.sq_lock.lock();
-        let mut pi = q.trk.sq_pi.load(Ordering::Relaxed);
-        let slots = 1u32 << q.sq_log;
+        let ring = Ring { buf: &q.sq, stride: q.sq_stride, log: q.sq_log, pi: &q.trk.sq_pi, done: &q.trk.sq_done, db: regs::HM_REG_DB_SQ, qpn: q.qpn };
+        self.post_ring(ring, wrs, |wr| {
+            if wr.sgl.len() > q.caps.max_send_sge as usize && !wr.inline {
+                return Err(Error::inval(format!("{} SGEs (QP allows {})", wr.sgl.len(), q.caps.max_send_sge)));
+            }
+            let inline = if wr.inline { Some(self.gather_inline(wr, q.caps.max_inline_data)?) } else { None };
+            desc::encode_send_wqe(wr, q.sq_stride, inline.as_deref()).map_err(|e| Error::inval(format!("send WR: {e}")))
+        })
+    }
+
+    /// Writes the WQE `encode` makes of each of `wrs` into `ring` and rings its doorbell once
+    /// for the batch. A full ring or a WR `encode` refuses ends the batch: that error is
+    /// returned after the doorbell for the WQEs before it.
+    fn post_ring<W>(&self, ring: Ring<'_>, wrs: &[W], mut encode: impl FnMut(&W) -> Result<Vec<u8>>) -> Result<()> {
+        let mut pi = ring.pi.load(Ordering::Relaxed);
+        let slots = 1u32 << ring.log;
         let mut posted = 0;
         let mut err = None;
         for wr in wrs {
-            if pi.wrapping_sub(q.trk.sq_done.load(Ordering::Acquire)) >= slots {
+            if pi.wrapping_sub(ring.done.load(Ordering::Acquire)) >= slots {
                 err = Some(Error::QueueFull);
                 break;
             }
-            if wr.sgl.len() > q.caps.max_send_sge as usize && !wr.inline {
-                err = Some(Error::inval(format!("{} SGEs (QP allows {})", wr.sgl.len(), q.caps.max_send_sge)));
-                break;
-            }
-            let inline = if wr.inline {
-                match self.gather_inline(wr, q.caps.max_inline_data) {
-                    Ok(d) => Some(d),
-                    Err(e) => {
-                        err = Some(e);
-                        break;
-                    }
-                }
-            } else {
-                None
-            };
-            let bytes = match desc::encode_send_wqe(wr, q.sq_stride, inline.as_deref()) {
+            let bytes = match encode(wr) {
                 Ok(b) => b,
                 Err(e) => {
-                    err = Some(Error::inval(format!("send WR: {e}")));
+                    err = Some(e);
                     break;
                 }
             };
             let slot = (pi & (slots - 1)) as usize;
-            q.sq.write(slot * q.sq_stride, &bytes)?;
+            ring.buf.write(slot * ring.stride, &bytes)?;
             pi = pi.wrapping_add(1);
             posted += 1;
         }
         if posted > 0 {
-            q.trk.sq_pi.store(pi, Ordering::Release);
+            ring.pi.store(pi, Ordering::Release);
             fence(Ordering::SeqCst);
-            self.sh.dev.write32(regs::HM_REG_DB_SQ as u64, db::qp(pi, q.qpn))?;
+            self.sh.dev.write32(ring.db as u64, db::qp(pi, ring.qpn))?;
         }
-        match err {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        err.map_or(Ok(()), Err)
     }
 
     fn gather_inline(&self, wr: &SendWr, max: u32) -> Result<Vec<u8>> {
@@ -90,40 +98,13 @@ impl Nic {
     pub fn post_recv(&self, qp: &Qp, wrs: &[RecvWr]) -> Result<()> {
         let q = &qp.0;
         let _g = q.rq_lock.lock();
-        let mut pi = q.trk.rq_pi.load(Ordering::Relaxed);
-        let slots = 1u32 << q.rq_log;
-        let mut posted = 0;
-        let mut err = None;
-        for wr in wrs {
-            if pi.wrapping_sub(q.trk.rq_done.load(Ordering::Acquire)) >= slots {
-                err = Some(Error::QueueFull);
-                break;
-            }
+        let ring = Ring { buf: &q.rq, stride: q.rq_stride, log: q.rq_log, pi: &q.trk.rq_pi, done: &q.trk.rq_done, db: regs::HM_REG_DB_RQ, qpn: q.qpn };
+        self.post_ring(ring, wrs, |wr| {
             if wr.sgl.len() > q.caps.max_recv_sge as usize {
-                err = Some(Error::inval(format!("{} receive SGEs (QP allows {})", wr.sgl.len(), q.caps.max_recv_sge)));
-                break;
+                return Err(Error::inval(format!("{} receive SGEs (QP allows {})", wr.sgl.len(), q.caps.max_recv_sge)));
             }
-            let bytes = match desc::encode_recv_wqe(wr, q.rq_stride) {
-                Ok(b) => b,
-                Err(e) => {
-                    err = Some(Error::inval(format!("receive WR: {e}")));
-                    break;
-                }
-            };
-            let slot = (pi & (slots - 1)) as usize;
-            q.rq.write(slot * q.rq_stride, &bytes)?;
-            pi = pi.wrapping_add(1);
-            posted += 1;
-        }
-        if posted > 0 {
-            q.trk.rq_pi.store(pi, Ordering::Release);
-            fence(Ordering::SeqCst);
-            self.sh.dev.write32(regs::HM_REG_DB_RQ as u64, db::qp(pi, q.qpn))?;
-        }
-        match err {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+            desc::encode_recv_wqe(wr, q.rq_stride).map_err(|e| Error::inval(format!("receive WR: {e}")))
+        })
     }
 
     /// (After a fatal device error the doorbell goes nowhere, and that is no error: the CQ's
