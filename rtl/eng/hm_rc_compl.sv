@@ -152,60 +152,22 @@ module hm_rc_compl
   cdyn_t       dyn_mem [NUM_QPS];
   logic [15:0] pi_mem  [NUM_QPS];
 
-  // ---------------------------------------------------------------------------------------
-  // Timers: a free-running cycle counter; the deadline of every QP mirrored in tmr_mem and
-  // scanned one QP per cycle; expired QPs queue for the FSM, which re-checks its own copy.
-  // ---------------------------------------------------------------------------------------
-  logic [47:0] now_q;
-  logic [48:0] tmr_mem [NUM_QPS];     // {armed, deadline}
-  logic [QW-1:0] scan_q, scan_d1_q;
-  logic [48:0] scan_rd;
-  logic        tmo_push, tmo_room, tmo_valid, tmo_pop;
-  logic [QW-1:0] tmo_q;
-  logic [$clog2(8+1):0] tmo_level;
-  always_ff @(posedge clk) begin
-    scan_rd   <= tmr_mem[scan_q];
-    scan_d1_q <= scan_q;
-    if (rst) begin
-      now_q  <= '0;
-      scan_q <= '0;
-    end else begin
-      now_q  <= now_q + 1'b1;
-      scan_q <= scan_q + 1'b1;
-    end
-  end
-  assign tmo_push = scan_rd[48] && $signed(now_q - scan_rd[47:0]) >= 0 && tmo_room;
-  hm_fifo #(.WIDTH(QW), .DEPTH(8)) u_tmo (
-    .clk, .rst, .s_data(scan_d1_q), .s_valid(tmo_push), .s_ready(tmo_room),
-    .m_data(tmo_q), .m_valid(tmo_valid), .m_ready(tmo_pop), .level(tmo_level));
+  // ACK timeout and RNR timers: every QP's deadline mirrored in the timer table (written when
+  // the QP is saved or loaded), scanned one QP per cycle; expired QPs queue for the FSM, which
+  // re-checks its own copy
+  logic [47:0]   now_q;
+  logic          tmr_wr, tmr_armed, tmo_valid, tmo_pop;
+  logic [QW-1:0] tmr_qpn, tmo_q;
+  logic [47:0]   tmr_deadline;
+  hm_qp_timers #(.NUM_QPS(NUM_QPS), .FIFO_DEPTH(8), .TIME_W(48)) u_tmr (
+    .clk, .rst, .o_now(now_q),
+    .i_wr(tmr_wr), .i_wr_qpn(tmr_qpn), .i_wr_armed(tmr_armed), .i_wr_deadline(tmr_deadline),
+    .m_qpn(tmo_q), .m_valid(tmo_valid), .m_ready(tmo_pop));
 
-  // ACK timeout and RNR timer lengths in cycles
-  function automatic logic [47:0] ack_cycles(input logic [4:0] t);
-    return (48'(4096 * CYCLES_PER_US) / 48'd1000) << t;
-  endfunction
-  function automatic logic [47:0] rnr_cycles(input logic [4:0] c);
-    logic [22:0] u;   // units of 0.1 us (IBTA RNR timer table)
-    case (c)
-      5'd0: u = 23'd6553600; 5'd1: u = 23'd100; 5'd2: u = 23'd200; 5'd3: u = 23'd300;
-      5'd4: u = 23'd400; 5'd5: u = 23'd600; 5'd6: u = 23'd800; 5'd7: u = 23'd1200;
-      5'd8: u = 23'd1600; 5'd9: u = 23'd2400; 5'd10: u = 23'd3200; 5'd11: u = 23'd4800;
-      5'd12: u = 23'd6400; 5'd13: u = 23'd9600; 5'd14: u = 23'd12800; 5'd15: u = 23'd19200;
-      5'd16: u = 23'd25600; 5'd17: u = 23'd38400; 5'd18: u = 23'd51200; 5'd19: u = 23'd76800;
-      5'd20: u = 23'd102400; 5'd21: u = 23'd153600; 5'd22: u = 23'd204800; 5'd23: u = 23'd307200;
-      5'd24: u = 23'd409600; 5'd25: u = 23'd614400; 5'd26: u = 23'd819200; 5'd27: u = 23'd1228800;
-      5'd28: u = 23'd1638400; 5'd29: u = 23'd2457600; 5'd30: u = 23'd3276800;
-      default: u = 23'd4915200;
-    endcase
-    return 48'(u) * 48'(CYCLES_PER_US) / 48'd10;
-  endfunction
-
-  // doorbells wait in a FIFO so the requester never waits for the completer
-  logic [31:0] dbf_data;
-  logic        dbf_valid, dbf_pop;
-  logic [$clog2(16+1):0] dbf_level;
-  hm_fifo #(.WIDTH(32), .DEPTH(16)) u_dbf (
-    .clk, .rst, .s_data({s_db.qpn, s_db.pi}), .s_valid(s_db_valid), .s_ready(s_db_ready),
-    .m_data(dbf_data), .m_valid(dbf_valid), .m_ready(dbf_pop), .level(dbf_level));
+  // doorbells wait in a FIFO (the requester never waits for the completer), ahead of a
+  // control command that comes after them (hm_db_order)
+  hm_db_qp_t dbf;
+  logic      dbf_valid, dbf_pop, ctl_arm_q, ctl_drain;
 
   // ---------------------------------------------------------------------------------------
   // FSM
@@ -253,11 +215,8 @@ module hm_rc_compl
   // A control command first waits for the doorbells queued before it: a doorbell rung before
   // the control plane reloaded a QP belongs to the old ring and must act on the old state (a
   // QP in ERR flushes its WQEs), never on the reloaded one (it would believe the old producer
-  // index). ctl_wait_q counts the doorbells that were in the FIFO when the command arrived;
-  // they go first, ahead of packets and records; later ones wait as usual.
-  logic                   ctl_arm_q, ctl_drain;
-  logic [$bits(dbf_level)-1:0] ctl_wait_q;
-  assign ctl_drain = ctl_arm_q && ctl_wait_q != '0;
+  // index). u_dbf holds the command back (o_drain) until they are taken; they go first,
+  // ahead of packets and records; later ones wait as usual.
   always_comb begin
     logic base;
     base      = st_q == C_IDLE && !s_ctl_valid && !s_err_valid;
@@ -270,12 +229,12 @@ module hm_rc_compl
     take_pkt  = base && hk_v_q && (pkt_first || (!mg_v_q && !s_sent_valid && !dbf_valid));
     take_tmo  = base && !mg_v_q && !s_sent_valid && !dbf_valid && !hk_v_q && tmo_valid;
     sel_q = hk_v_q ? QW'(hk_q.dest_qp) : tmo_q;
-    if (s_ctl_valid && ctl_drain) sel_q = QW'(dbf_data[31:16]);
+    if (s_ctl_valid && ctl_drain) sel_q = QW'(dbf.qpn);
     else if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
     else if (s_err_valid) sel_q = QW'(s_err_qpn);
     else if (pkt_first) sel_q = QW'(hk_q.dest_qp);
     else if (mg_v_q) sel_q = QW'(mg_q.qpn);
-    else if (dbf_valid) sel_q = QW'(dbf_data[31:16]);
+    else if (dbf_valid) sel_q = QW'(dbf.qpn);
   end
   assign s_ctl_ready  = st_q == C_CTL;
   assign s_err_ready  = take_evt;
@@ -283,6 +242,9 @@ module hm_rc_compl
     .clk, .rst, .s_data(s_sent), .s_valid(s_sent_valid), .s_merge(mg_can), .s_ready(s_sent_ready),
     .m_data(mg_q), .m_valid(mg_v_q), .m_ready(take_sent || absorb));
   assign dbf_pop      = take_db;
+  hm_db_order #(.DEPTH(16)) u_dbf (
+    .clk, .rst, .s_db, .s_db_valid, .s_db_ready, .m_db(dbf), .m_db_valid(dbf_valid), .m_db_ready(dbf_pop),
+    .i_idle(st_q == C_IDLE), .i_ctl_valid(s_ctl_valid), .i_ctl_take(take_ctl), .o_armed(ctl_arm_q), .o_drain(ctl_drain));
   hm_merge_reg #(.WIDTH($bits(hm_roce_hdr_t))) u_hdr_mg (
     .clk, .rst, .s_data(s_hdr), .s_valid(s_hdr_valid), .s_merge(hk_can), .s_ready(s_hdr_ready),
     .m_data(hk_q), .m_valid(hk_v_q), .m_ready(take_pkt));
@@ -564,7 +526,23 @@ module hm_rc_compl
   assign posted_end = 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
   logic [7:0]  fatal_st_q;
   logic [47:0] ack_to;
-  assign ack_to = ack_cycles(ctx_q.timeout);
+  assign ack_to = hm_ack_timeout_cycles(ctx_q.timeout, CYCLES_PER_US);
+
+  // the timer table follows the saved QP, and a QP (re)loaded by the control plane starts
+  // disarmed (the two never in the same cycle: C_CTL and C_SAVE)
+  cdyn_t save_d;
+  always_comb begin
+    save_d = d_q;
+    if (save_d.err) save_d.tmr_on = 1'b0;
+    else if (tmr_restart_q && !save_d.rnr_wait) begin
+      save_d.tmr_on   = save_d.ci != save_d.shead && ctx_q.timeout != 5'd0;
+      save_d.deadline = now_q + ack_to;
+    end
+  end
+  assign tmr_wr       = save_now || (st_q == C_CTL && (s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0);
+  assign tmr_qpn      = save_now ? q_q : QW'(s_ctl_cmd.index);
+  assign tmr_armed    = save_now && save_d.tmr_on;
+  assign tmr_deadline = save_now ? save_d.deadline : 48'd0;
 
   always_ff @(posedge clk) begin
     if (st_q == C_CTL) begin
@@ -578,22 +556,13 @@ module hm_rc_compl
                                            guard_v: 1'b0, guard: 24'd0, rnr_wait: 1'b0, rnr_psn: 24'd0, rw_v: 1'b0,
                                            tmr_on: 1'b0, deadline: 48'd0};
         pi_mem[QW'(s_ctl_cmd.index)]  <= 16'd0;
-        tmr_mem[QW'(s_ctl_cmd.index)] <= '0;
       end else if (ctl_ctx.state == HM_QPS_ERR) begin
         // the control plane moved the QP to ERR: the next doorbell or event flushes it
         dyn_mem[QW'(s_ctl_cmd.index)].err <= 1'b1;
       end
     end
     if (save_now) begin
-      cdyn_t d;
-      d = d_q;
-      if (d.err) d.tmr_on = 1'b0;
-      else if (tmr_restart_q && !d.rnr_wait) begin
-        d.tmr_on   = d.ci != d.shead && ctx_q.timeout != 5'd0;
-        d.deadline = now_q + ack_to;
-      end
-      dyn_mem[q_q] <= d;
-      tmr_mem[q_q] <= {d.tmr_on, d.deadline};
+      dyn_mem[q_q] <= save_d;
       if (kind_q == K_DB) pi_mem[q_q] <= pi_q;
     end
   end
@@ -610,8 +579,6 @@ module hm_rc_compl
       cb_v_q         <= 1'b0;
       pf_busy_q      <= 1'b0;
       rr_pkt_q       <= 1'b0;
-      ctl_arm_q      <= 1'b0;
-      ctl_wait_q     <= '0;
       wr_issued_q    <= '0;
       wr_done_q      <= '0;
       stat_acks      <= '0;
@@ -621,14 +588,6 @@ module hm_rc_compl
       stat_retries   <= '0;
       stat_timeouts  <= '0;
     end else begin
-      // a control command arms once (the doorbells queued now go first), is taken once they
-      // are done
-      if (st_q == C_IDLE && s_ctl_valid && !ctl_arm_q) begin
-        ctl_arm_q  <= 1'b1;
-        ctl_wait_q <= dbf_level;
-      end
-      if (take_db && ctl_drain) ctl_wait_q <= ctl_wait_q - 1'b1;
-      if (take_ctl) ctl_arm_q <= 1'b0;
       if (s_done_valid) begin
         wr_done_q <= wr_done_q + 1'b1;
         if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;
@@ -652,7 +611,7 @@ module hm_rc_compl
           if (take_ctl) st_q <= C_CTL;
           else if (take_evt) begin kind_q <= K_EVT; st_q <= C_LOAD; end
           else if (take_sent) begin kind_q <= K_SENT; sent_q <= mg_q; st_q <= C_LOAD; end
-          else if (take_db) begin kind_q <= K_DB; dbpi_q <= dbf_data[15:0]; st_q <= C_LOAD; end
+          else if (take_db) begin kind_q <= K_DB; dbpi_q <= dbf.pi; st_q <= C_LOAD; end
           else if (take_pkt) begin
             kind_q <= K_PKT;
             h_q    <= hk_q;
@@ -924,7 +883,7 @@ module hm_rc_compl
                 d_q.rnr_wait <= 1'b1;
                 d_q.rnr_psn  <= p;
                 d_q.tmr_on   <= 1'b1;
-                d_q.deadline <= now_q + rnr_cycles(h_q.syndrome[4:0]);
+                d_q.deadline <= now_q + hm_rnr_timer_cycles(h_q.syndrome[4:0], CYCLES_PER_US);
                 rqc_q        <= '{op: HM_RQC_HOLD, qpn: 16'(q_q), idx: 16'd0, off: 32'd0, psn: 24'd0};
                 rqc_next_q   <= C_SAVE;
                 st_q         <= C_RQC;
@@ -1173,7 +1132,7 @@ module hm_rc_compl
   end
 
   logic unused_ok;
-  assign unused_ok = ^{dbf_level, s_res.base, s_res.limit, s_ctl_data, h_q, sent_q, w, fh, sge_c, sge_atom, ctx_q, d_q, s_wqe_tdata, s_ctl_cmd, s_err_qpn, tmo_level};
+  assign unused_ok = ^{s_res.base, s_res.limit, s_ctl_data, h_q, sent_q, w, fh, sge_c, sge_atom, ctx_q, d_q, s_wqe_tdata, s_ctl_cmd, s_err_qpn};
 
   if ((1 << QW) != NUM_QPS) begin : g_bad_qps
     $error("hm_rc_compl: NUM_QPS must be a power of two");

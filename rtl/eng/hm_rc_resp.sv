@@ -167,12 +167,9 @@ module hm_rc_resp
   logic [15:0] pi_mem  [NUM_QPS];
   res_t        res_mem [NUM_QPS * MAX_RES];
 
-  logic [31:0] dbf_data;
-  logic        dbf_valid, dbf_pop;
-  logic [$clog2(16+1):0] dbf_level;
-  hm_fifo #(.WIDTH(32), .DEPTH(16)) u_dbf (
-    .clk, .rst, .s_data({s_db.qpn, s_db.pi}), .s_valid(s_db_valid), .s_ready(s_db_ready),
-    .m_data(dbf_data), .m_valid(dbf_valid), .m_ready(dbf_pop), .level(dbf_level));
+  // doorbells: queued, and ahead of a control command that comes after them (hm_db_order)
+  hm_db_qp_t dbf;
+  logic      dbf_valid, dbf_pop, ctl_arm_q, ctl_drain;
 
   typedef enum logic [5:0] {
     R_IDLE, R_CTL, R_LOAD, R_DISPATCH, R_SEQ, R_DUP, R_DUPRES, R_DUPCHK, R_EXEC,
@@ -192,26 +189,26 @@ module hm_rc_resp
 
   // work selection. A control command first lets the doorbells queued before it act (they
   // belong to the receive queue as it was; a QP reloaded behind them must not take the old
-  // producer index): ctl_wait_q counts those that were in the FIFO when the command came.
+  // producer index): u_dbf holds it back (o_drain) until they are taken.
   logic take_ctl, take_evt, take_db, take_pkt;
   logic [QW-1:0] sel_q;
-  logic                   ctl_arm_q, ctl_drain;
-  logic [$bits(dbf_level)-1:0] ctl_wait_q;
-  assign ctl_drain = ctl_arm_q && ctl_wait_q != '0;
   always_comb begin
     take_ctl = st_q == R_IDLE && s_ctl_valid && ctl_arm_q && !ctl_drain;
     take_evt = st_q == R_IDLE && !s_ctl_valid && s_err_valid;
     take_db  = st_q == R_IDLE && dbf_valid && (s_ctl_valid ? ctl_drain : !s_err_valid);
     take_pkt = st_q == R_IDLE && !s_ctl_valid && !s_err_valid && !dbf_valid && s_hdr_valid;
     sel_q = QW'(s_hdr.dest_qp);
-    if (s_ctl_valid && ctl_drain) sel_q = QW'(dbf_data[31:16]);
+    if (s_ctl_valid && ctl_drain) sel_q = QW'(dbf.qpn);
     else if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
     else if (s_err_valid) sel_q = QW'(s_err_qpn);
-    else if (dbf_valid) sel_q = QW'(dbf_data[31:16]);
+    else if (dbf_valid) sel_q = QW'(dbf.qpn);
   end
   assign s_ctl_ready = st_q == R_CTL;
   assign s_err_ready = take_evt;
   assign dbf_pop     = take_db;
+  hm_db_order #(.DEPTH(16)) u_dbf (
+    .clk, .rst, .s_db, .s_db_valid, .s_db_ready, .m_db(dbf), .m_db_valid(dbf_valid), .m_db_ready(dbf_pop),
+    .i_idle(st_q == R_IDLE), .i_ctl_valid(s_ctl_valid), .i_ctl_take(take_ctl), .o_armed(ctl_arm_q), .o_drain(ctl_drain));
   // the fast path chains to the next request of its QP (fchain, below)
   logic fchain;
   assign s_hdr_ready = take_pkt || fchain;
@@ -572,15 +569,7 @@ module hm_rc_resp
       stat_err_naks <= '0;
       stat_dropped  <= '0;
       stat_wr_err   <= '0;
-      ctl_arm_q     <= 1'b0;
-      ctl_wait_q    <= '0;
     end else begin
-      if (st_q == R_IDLE && s_ctl_valid && !ctl_arm_q) begin
-        ctl_arm_q  <= 1'b1;
-        ctl_wait_q <= dbf_level;
-      end
-      if (take_db && ctl_drain) ctl_wait_q <= ctl_wait_q - 1'b1;
-      if (take_ctl) ctl_arm_q <= 1'b0;
       if (s_done_valid) begin
         wr_done_q <= wr_done_q + 1'b1;
         if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;
@@ -599,7 +588,7 @@ module hm_rc_resp
           disc_next_q <= R_SAVE;
           if (take_ctl) st_q <= R_CTL;
           else if (take_evt) begin kind_q <= K_EVT; st_q <= R_LOAD; end
-          else if (take_db) begin kind_q <= K_DB; dbpi_q <= dbf_data[15:0]; st_q <= R_LOAD; end
+          else if (take_db) begin kind_q <= K_DB; dbpi_q <= dbf.pi; st_q <= R_LOAD; end
           else if (take_pkt) begin
             kind_q <= K_PKT;
             h_q    <= s_hdr;
@@ -1057,7 +1046,7 @@ module hm_rc_resp
   end
 
   logic unused_ok;
-  assign unused_ok = ^{dbf_level, s_ctl_data, s_ctl_cmd, s_err_qpn, h_q, ctx_q, d_q, rw,
+  assign unused_ok = ^{s_ctl_data, s_ctl_cmd, s_err_qpn, h_q, ctx_q, d_q, rw,
                        sge_c, s_srd_tdata, res_rd, dup_hit_q, csum_q};
 
   if ((1 << QW) != NUM_QPS) begin : g_bad_qps

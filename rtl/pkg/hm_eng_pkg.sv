@@ -107,6 +107,28 @@ package hm_eng_pkg;
     return !hm_psn_ge(a, b);
   endfunction
 
+  // Timer lengths in clock cycles at cycles_per_us: the ACK timeout, 4.096 us * 2^t (t: the
+  // QP's timeout attribute, 1..31), and the RNR timer of an RNR NAK's 5-bit code (the IBTA
+  // table, in units of 0.1 us; code 0 is 655.36 ms).
+  function automatic logic [47:0] hm_ack_timeout_cycles(input logic [4:0] t, input int cycles_per_us);
+    return (48'(4096 * cycles_per_us) / 48'd1000) << t;
+  endfunction
+  function automatic logic [47:0] hm_rnr_timer_cycles(input logic [4:0] c, input int cycles_per_us);
+    logic [22:0] u;
+    case (c)
+      5'd0: u = 23'd6553600; 5'd1: u = 23'd100; 5'd2: u = 23'd200; 5'd3: u = 23'd300;
+      5'd4: u = 23'd400; 5'd5: u = 23'd600; 5'd6: u = 23'd800; 5'd7: u = 23'd1200;
+      5'd8: u = 23'd1600; 5'd9: u = 23'd2400; 5'd10: u = 23'd3200; 5'd11: u = 23'd4800;
+      5'd12: u = 23'd6400; 5'd13: u = 23'd9600; 5'd14: u = 23'd12800; 5'd15: u = 23'd19200;
+      5'd16: u = 23'd25600; 5'd17: u = 23'd38400; 5'd18: u = 23'd51200; 5'd19: u = 23'd76800;
+      5'd20: u = 23'd102400; 5'd21: u = 23'd153600; 5'd22: u = 23'd204800; 5'd23: u = 23'd307200;
+      5'd24: u = 23'd409600; 5'd25: u = 23'd614400; 5'd26: u = 23'd819200; 5'd27: u = 23'd1228800;
+      5'd28: u = 23'd1638400; 5'd29: u = 23'd2457600; 5'd30: u = 23'd3276800;
+      default: u = 23'd4915200;
+    endcase
+    return 48'(u) * 48'(cycles_per_us) / 48'd10;
+  endfunction
+
   // Largest WQE in bytes (stride code 2), and the SGEs of WQEs held in registers of that size:
   // a send WQE's SGE `slot` starts at byte 32 + 16 * slot (an atomic's one SGE is slot 1, at
   // byte 48), a receive WQE's SGE j at byte 16 + 16 * j (hm_desc_pkg, docs/descriptors.md).
