@@ -30,6 +30,15 @@ pub mod fuzz_engine;
 pub use hematite_model::record::{DropReason, HdrRecord};
 pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};
 
+/// Cases of a random (proptest) test that runs `n` in the suite, times
+/// `$HEMATITE_PROPTEST_SCALE` (a positive integer, default 1): the long run of the random
+/// co-simulation tests, for the rare schedule the suite's few cases seldom meet
+/// (docs/verification.md, "Random tests").
+pub fn proptest_cases(n: u32) -> u32 {
+    let scale = std::env::var("HEMATITE_PROPTEST_SCALE").ok().and_then(|s| s.parse::<u32>().ok()).filter(|&k| k > 0);
+    scale.map_or(n, |k| n.saturating_mul(k))
+}
+
 /// Supported AXI4-Stream widths.
 pub const WIDTHS: [usize; 2] = [256, 512];
 

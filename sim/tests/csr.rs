@@ -82,7 +82,7 @@ fn bad_accesses_answer_slverr_and_change_nothing() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(32), ..ProptestConfig::default() })]
     /// Many doorbells with the engine side mostly stalled: every doorbell arrives, in order,
     /// exactly once (the writes are held, never dropped), interleaved with scratch accesses.
     #[test]

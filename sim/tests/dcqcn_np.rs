@@ -62,7 +62,7 @@ fn schedule() -> impl Strategy<Value = Vec<(Option<u8>, bool)>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(64), ..ProptestConfig::default() })]
     #[test]
     fn np_matches_model(interval in prop_oneof![Just(0u16), 1u16..64, 64u16..1100, Just(4095u16)], ev in schedule()) {
         run(interval, &ev)?;

@@ -158,7 +158,7 @@ fn schedule() -> impl Strategy<Value = Vec<Clk>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(96), ..ProptestConfig::default() })]
     #[test]
     fn rp_and_pacer_match_model((p, burst) in params(), sched in schedule()) {
         run(p, burst, &sched)?;

@@ -112,7 +112,7 @@ fn schedule() -> impl Strategy<Value = Vec<Clk>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(96), ..ProptestConfig::default() })]
     #[test]
     fn slots_match_model(quick in prop::bool::weighted(0.7), mut clocks in schedule()) {
         if quick {

@@ -68,7 +68,7 @@ fn reads_and_writes_at_every_alignment() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(40), ..ProptestConfig::default() })]
     #[test]
     fn random_mixes_match_memory(w in prop_oneof![Just(256usize), Just(512usize)],
                                  ops in proptest::collection::vec((any::<bool>(), 0u64..RD_SPAN - 10_000, 0u32..9000, 0u64..64), 1..30),

@@ -155,7 +155,7 @@ fn two_engines_under_loss_corruption_duplication_and_reordering() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(24), failure_persistence: None, ..ProptestConfig::default() })]
     #[test]
     fn random_mixes_and_fault_schedules(
         seed in any::<u64>(),

@@ -334,7 +334,7 @@ fn arb_wr(lkey: u32) -> impl Strategy<Value = SendWr> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(24), failure_persistence: None, ..ProptestConfig::default() })]
     #[test]
     fn random_work_requests_match_the_model(
         wrs in prop::collection::vec(arb_wr(0), 1..10),

@@ -120,7 +120,7 @@ fn fixed_scenarios_match_the_model() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(24), ..ProptestConfig::default() })]
     #[test]
     fn random_tables_and_checks(seed in any::<u64>(), ops in 1usize..400, stall in 0u32..50) {
         let (writes, checks, want) = scenario(seed, ops, 300);

@@ -137,7 +137,7 @@ fn rnr_wait_then_success() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(16), failure_persistence: None, ..ProptestConfig::default() })]
     #[test]
     fn random_loss_schedules(seed in any::<u64>(), pmtu_code in 1u32..6, ppm in 0u32..60_000) {
         let _ = lossy_mix(seed, 128 << pmtu_code, ppm, 12);

@@ -271,7 +271,7 @@ fn arb_op(l: u32, r: u32) -> impl Strategy<Value = SendWr> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(32), failure_persistence: None, ..ProptestConfig::default() })]
     #[test]
     fn random_operation_mixes_match_the_model(
         ops in prop::collection::vec(arb_op(0, 0), 1..12),

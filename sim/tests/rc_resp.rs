@@ -171,7 +171,7 @@ fn arb_req(ka: u32, kb: u32) -> impl Strategy<Value = SendWr> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(24), failure_persistence: None, ..ProptestConfig::default() })]
     #[test]
     fn random_requests_match_the_model(
         reqs in prop::collection::vec(arb_req(0, 0), 1..12),
