@@ -32,6 +32,23 @@ const IMEM: u64 = FW_PORT + 0x8000;
 /// `jal x0, 0`: jump to itself.
 const LOOP: u32 = 0x0000_006f;
 
+
+/// ALLOC_PD on `nic` and how long it took, in a thread, so that a driver that waits forever
+/// fails the test instead of hanging it: after `limit`, `on_hang` runs and the process exits.
+fn alloc_pd_within(nic: &Nic, limit: Duration, on_hang: impl FnOnce()) -> (hostdrv::Result<hostdrv::nic::Pd>, Duration) {
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        s.spawn(move || {
+            let t = Instant::now();
+            let r = nic.alloc_pd();
+            let _ = tx.send((r, t.elapsed()));
+        });
+        rx.recv_timeout(limit).unwrap_or_else(|_| {
+            on_hang();
+            std::process::exit(1)
+        })
+    })
+}
 #[test]
 fn a_firmware_command_that_never_completes_times_out() {
     let mut d = start("cmd");
@@ -51,19 +68,8 @@ fn a_firmware_command_that_never_completes_times_out() {
     let st = dev.read32(MBOX_STATUS).unwrap();
     assert_eq!(st & 0b1111, 0b0010, "core running, nothing pending, no fault or trap: status {st:#x}");
 
-    // (in a thread, so that a driver that waits forever fails the test instead of hanging it)
-    let (r, took) = std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let nic = &nic;
-        s.spawn(move || {
-            let t = Instant::now();
-            let r = nic.alloc_pd();
-            let _ = tx.send((r, t.elapsed()));
-        });
-        rx.recv_timeout(tmo + Duration::from_secs(60)).unwrap_or_else(|_| {
-            eprintln!("ALLOC_PD to a hung firmware did not return within {:?}", tmo + Duration::from_secs(60));
-            std::process::exit(1)
-        })
+    let (r, took) = alloc_pd_within(&nic, tmo + Duration::from_secs(60), || {
+        eprintln!("ALLOC_PD to a hung firmware did not return within {:?}", tmo + Duration::from_secs(60));
     });
     match &r {
         Err(e @ Error::Timeout(_)) => assert_eq!(e.errno(), libc::ETIMEDOUT),
@@ -112,20 +118,10 @@ fn a_device_process_that_stops_answering_is_a_fatal_error() {
     let pid = d.child.id() as i32;
     // SAFETY: signalling our own child.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
-    let (r, took) = std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let nic = &nic;
-        s.spawn(move || {
-            let t = Instant::now();
-            let r = nic.alloc_pd();
-            let _ = tx.send((r, t.elapsed()));
-        });
-        rx.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| {
-            // SAFETY: as above.
-            unsafe { libc::kill(pid, libc::SIGCONT) };
-            eprintln!("ALLOC_PD to a stopped device process did not return within 60 s");
-            std::process::exit(1)
-        })
+    let (r, took) = alloc_pd_within(&nic, Duration::from_secs(60), || {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        eprintln!("ALLOC_PD to a stopped device process did not return within 60 s");
     });
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGCONT) };
