@@ -218,8 +218,11 @@ impl EngHost {
 
     /// First address where the engine's memory and the model's differ in [addr, addr+len).
     pub fn mem_diff(&self, addr: u64, len: usize) -> Option<u64> {
-        let a = self.eng.mem.mem.read(addr, len);
-        let b = self.refn.mem.read(addr, len);
-        (0..len).find(|&i| a[i] != b[i]).map(|i| addr + i as u64)
+        first_diff(&self.eng.mem.mem.read(addr, len), &self.refn.mem.read(addr, len)).map(|i| addr + i as u64)
     }
+}
+
+/// The first index at which `a` and `b` differ (None when equal over the shorter).
+pub(crate) fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
+    a.iter().zip(b).position(|(x, y)| x != y)
 }

@@ -35,8 +35,13 @@ pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};
 /// co-simulation tests, for the rare schedule the suite's few cases seldom meet
 /// (docs/verification.md, "Random tests").
 pub fn proptest_cases(n: u32) -> u32 {
-    let scale = std::env::var("HEMATITE_PROPTEST_SCALE").ok().and_then(|s| s.parse::<u32>().ok()).filter(|&k| k > 0);
-    scale.map_or(n, |k| n.saturating_mul(k))
+    scaled_cases(n, std::env::var("HEMATITE_PROPTEST_SCALE").ok().as_deref())
+}
+
+/// `n` times `scale` when it is a positive integer, else `n` (an unset, empty, zero or
+/// malformed scale leaves the suite's count).
+fn scaled_cases(n: u32, scale: Option<&str>) -> u32 {
+    scale.and_then(|s| s.trim().parse::<u32>().ok()).filter(|&k| k > 0).map_or(n, |k| n.saturating_mul(k))
 }
 
 /// Supported AXI4-Stream widths.
@@ -361,4 +366,19 @@ pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flo
     }
     run.counters = [sim.tx_out.stat_frames, sim.tx_out.stat_len_err, sim.tx_out.stat_bad_req];
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scaled_cases;
+    #[test]
+    fn proptest_scale_multiplies_only_a_positive_integer() {
+        assert_eq!(scaled_cases(24, None), 24);
+        assert_eq!(scaled_cases(24, Some("100")), 2400);
+        assert_eq!(scaled_cases(24, Some(" 3 ")), 72);
+        for bad in ["", "0", "-2", "1.5", "many"] {
+            assert_eq!(scaled_cases(24, Some(bad)), 24, "scale {bad:?}");
+        }
+        assert_eq!(scaled_cases(u32::MAX / 2, Some("4")), u32::MAX, "saturates");
+    }
 }

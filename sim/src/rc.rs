@@ -115,7 +115,7 @@ impl RcBench {
             ("A", A_BUF, self.a.eng.mem.mem.read(A_BUF, n), self.a.refn.mem.read(A_BUF, n)),
             ("B", B_BUF, self.peer.mem.read(B_BUF, n), self.ref_b.mem.read(B_BUF, n)),
         ] {
-            if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+            if let Some(i) = crate::host::first_diff(&got, &want) {
                 return Err(format!("host {name} memory differs first at {:#x}: {:#04x}, the model {:#04x}", base + i as u64, got[i], want[i]));
             }
         }

@@ -158,6 +158,17 @@ fn every_verb_and_bad_arguments() {
     let mut w = SendWr::new(4, SendOp::Send, vec![hostdrv::nic::Sge { addr: 0x10, len: 8, lkey: a.mr.lkey() }]);
     w.inline = true;
     assert!(matches!(a.nic.post_send(qa, &[w]), Err(Error::InvalidArgument(_))));
+    // a batch whose second WR is refused: the first is posted (and its doorbell rung), the
+    // error names the second
+    let sg = vec![a.mr.sge(0, 8); qa.caps().max_send_sge as usize + 1];
+    let batch = [
+        SendWr::new(30, SendOp::Write { remote_addr: b.mr.addr() + half + 2000, rkey: b.mr.rkey() }, vec![a.mr.sge(0, 12)]),
+        SendWr::new(31, SendOp::Send, sg),
+    ];
+    assert!(matches!(a.nic.post_send(qa, &batch), Err(Error::InvalidArgument(_))));
+    let c = demo::drain(&a.nic, &a.cq, 1, Duration::from_secs(120)).unwrap();
+    assert_eq!((c.len(), c[0].wr_id, c[0].status), (1, 30, WcStatus::Success));
+    assert_eq!(b.mr.buf().unwrap().to_vec((half + 2000) as usize, 12).unwrap(), b"inline hello");
 
     // a bad rkey: the peer NAKs, the WR completes with REM_ACCESS_ERR, the QP goes to ERR and
     // the event queue reports it
