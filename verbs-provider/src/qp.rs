@@ -8,6 +8,35 @@ use hostdrv::fast;
 use hostdrv::nic::{gid_link_local, mac_of_link_local, mask, QpAttr, QpCaps, QpState};
 use std::ffi::{c_int, c_void};
 
+/// `$ty { .. }` with the attribute fields that `HmQpAttr` (the C side) and `QpAttr` (the
+/// driver's) have in common copied from `$src` as they are, listed once for both directions
+/// (modify: C to driver; query: driver to C); the fields one side lacks or converts are given.
+macro_rules! qp_attr_from {
+    ($src:ident => $ty:ident { $($field:ident: $val:expr),* $(,)? }) => {
+        $ty {
+            $($field: $val,)*
+            qp_access_flags: $src.qp_access_flags,
+            pkey_index: $src.pkey_index,
+            port_num: $src.port_num,
+            path_mtu: $src.path_mtu,
+            timeout: $src.timeout,
+            retry_cnt: $src.retry_cnt,
+            rnr_retry: $src.rnr_retry,
+            rq_psn: $src.rq_psn,
+            sq_psn: $src.sq_psn,
+            max_rd_atomic: $src.max_rd_atomic,
+            max_dest_rd_atomic: $src.max_dest_rd_atomic,
+            min_rnr_timer: $src.min_rnr_timer,
+            dest_qp_num: $src.dest_qp_num,
+            sgid_index: $src.sgid_index,
+            dgid: $src.dgid,
+            hop_limit: $src.hop_limit,
+            traffic_class: $src.traffic_class,
+            flow_label: $src.flow_label,
+        }
+    };
+}
+
 /// # Safety
 /// All handles came from this library; `ibqp` is the QP libibverbs will see; `caps` and the
 /// out pointers are valid.
@@ -95,30 +124,12 @@ pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *
                 return Err(libc::EINVAL);
             }
         }
-        let mut attr = QpAttr {
+        let mut attr = qp_attr_from!(a => QpAttr {
             qp_state: if m & mask::STATE != 0 { state_of(a.qp_state)? } else { QpState::Reset },
             cur_qp_state: if m & mask::CUR_STATE != 0 { state_of(a.cur_qp_state)? } else { QpState::Reset },
-            qp_access_flags: a.qp_access_flags,
-            pkey_index: a.pkey_index,
-            port_num: a.port_num,
-            path_mtu: a.path_mtu,
-            timeout: a.timeout,
-            retry_cnt: a.retry_cnt,
-            rnr_retry: a.rnr_retry,
-            rq_psn: a.rq_psn,
-            sq_psn: a.sq_psn,
-            max_rd_atomic: a.max_rd_atomic,
-            max_dest_rd_atomic: a.max_dest_rd_atomic,
-            min_rnr_timer: a.min_rnr_timer,
-            dest_qp_num: a.dest_qp_num,
-            sgid_index: a.sgid_index,
-            dgid: a.dgid,
             dmac: 0,
-            hop_limit: a.hop_limit,
-            traffic_class: a.traffic_class,
-            flow_label: a.flow_label,
             udp_sport: 0,
-        };
+        });
         if m & mask::MAX_QP_RD_ATOMIC != 0 {
             // Our initiator depth: more than the device can keep outstanding is clamped (we
             // then issue fewer READs / atomics at a time than the responder allows, which is
@@ -185,29 +196,11 @@ pub unsafe extern "C" fn hm_rs_query_qp(ctx: *mut c_void, qp: *mut c_void, out: 
             let g = q.qp.caps();
             // SAFETY: the caller's guarantee.
             unsafe {
-                *out = HmQpAttr {
-                    dgid: a.dgid,
+                *out = qp_attr_from!(a => HmQpAttr {
                     qp_state: a.qp_state as u32,
                     cur_qp_state: a.qp_state as u32,
-                    qp_access_flags: a.qp_access_flags,
-                    pkey_index: a.pkey_index,
-                    port_num: a.port_num,
-                    path_mtu: a.path_mtu,
-                    timeout: a.timeout,
-                    retry_cnt: a.retry_cnt,
-                    rnr_retry: a.rnr_retry,
-                    rq_psn: a.rq_psn,
-                    sq_psn: a.sq_psn,
-                    max_rd_atomic: a.max_rd_atomic,
-                    max_dest_rd_atomic: a.max_dest_rd_atomic,
-                    min_rnr_timer: a.min_rnr_timer,
-                    dest_qp_num: a.dest_qp_num,
-                    sgid_index: a.sgid_index,
-                    hop_limit: a.hop_limit,
-                    traffic_class: a.traffic_class,
-                    flow_label: a.flow_label,
                     is_global: 1,
-                };
+                });
                 *caps = caps_out(&g);
             }
             0
