@@ -164,19 +164,25 @@ impl Nic {
         self.cq_doorbell(&cq.0, st.ci, if solicited_only { 2 } else { 1 })
     }
 
+    /// One step of the waits below: polls `cq`; when it is empty, arms it and polls once more
+    /// (a completion that landed before the arm raised nothing). Empty: armed, sleep on the
+    /// vector's eventfd.
+    fn poll_or_arm(&self, cq: &Cq, max: usize) -> Result<Vec<Cqe>> {
+        let got = self.poll_cq(cq, max)?;
+        if !got.is_empty() {
+            return Ok(got);
+        }
+        self.req_notify_cq(cq, false)?;
+        self.poll_cq(cq, max)
+    }
+
     /// Blocks until `cq` has a completion or `timeout` passes (arms the CQ and sleeps on its
     /// interrupt's eventfd). Returns what was polled (empty on timeout).
     pub fn wait_cq(&self, cq: &Cq, max: usize, timeout: Duration) -> Result<Vec<Cqe>> {
         let fd = self.vector_fd(cq.vector())?;
         let t0 = Instant::now();
         loop {
-            let got = self.poll_cq(cq, max)?;
-            if !got.is_empty() {
-                return Ok(got);
-            }
-            self.req_notify_cq(cq, false)?;
-            // a completion that landed before the arm raised nothing: poll once more
-            let got = self.poll_cq(cq, max)?;
+            let got = self.poll_or_arm(cq, max)?;
             if !got.is_empty() {
                 return Ok(got);
             }
@@ -189,9 +195,7 @@ impl Nic {
             // sleep in slices of at most 50 ms and poll again.
             // SAFETY: one valid pollfd.
             unsafe { libc::poll(&mut p, 1, left.as_millis().min(50) as i32) };
-            let mut v = 0u64;
-            // SAFETY: reading 8 bytes into a u64 from a non-blocking eventfd.
-            unsafe { libc::read(fd.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
+            drain_eventfd(fd.as_raw_fd());
         }
     }
 
@@ -212,21 +216,14 @@ impl Nic {
         let afd = unsafe { tokio::io::unix::AsyncFd::register_with_interest(dup, tokio::io::Interest::READABLE) }
             .map_err(|e| Error::sys("AsyncFd", e.into()))?;
         loop {
-            let got = self.poll_cq(cq, max)?;
-            if !got.is_empty() {
-                return Ok(got);
-            }
-            self.req_notify_cq(cq, false)?;
-            let got = self.poll_cq(cq, max)?;
+            let got = self.poll_or_arm(cq, max)?;
             if !got.is_empty() {
                 return Ok(got);
             }
             // bounded, like wait_cq: another waiter on the vector may take the wake-up
             if let Ok(g) = tokio::time::timeout(Duration::from_millis(50), afd.readable()).await {
                 let mut g = g.map_err(|e| Error::sys("eventfd wait", e))?;
-                let mut v = 0u64;
-                // SAFETY: reading 8 bytes into a u64 from a non-blocking eventfd.
-                unsafe { libc::read(fd.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
+                drain_eventfd(fd.as_raw_fd());
                 g.clear_ready();
             }
         }
@@ -251,4 +248,12 @@ impl Nic {
         self.ack_entries(c, &mut st, 1)?;
         Ok(out)
     }
+}
+
+/// Consumes a vector's pending wake-ups (reads its non-blocking eventfd's counter; nothing
+/// pending reads nothing).
+fn drain_eventfd(fd: std::os::fd::RawFd) {
+    let mut v = 0u64;
+    // SAFETY: reading 8 bytes into a u64 from a non-blocking eventfd.
+    unsafe { libc::read(fd, &mut v as *mut u64 as *mut libc::c_void, 8) };
 }
