@@ -43,15 +43,11 @@ pub fn set_bits(w: &mut [u32], lsb: usize, width: usize, v: u128) -> Result<(), 
     if width == 0 || width > 128 || (lsb + width).div_ceil(32) > w.len() {
         return Err(EncError::Range);
     }
-    // word by word (bit by bit with 128-bit shifts costs thousands of cycles on rv32)
     let mut done = 0;
     while done < width {
-        let b = lsb + done;
-        let off = b % 32;
-        let n = (32 - off).min(width - done);
-        let ones = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        let (i, off, n, ones) = piece(lsb, width, done);
         let chunk = ((v >> done) as u32) & ones;
-        let word = w.get_mut(b / 32).ok_or(EncError::Range)?;
+        let word = w.get_mut(i).ok_or(EncError::Range)?;
         *word = (*word & !(ones << off)) | (chunk << off);
         done += n;
     }
@@ -63,16 +59,26 @@ pub fn get_bits(w: &[u32], lsb: usize, width: usize) -> u128 {
     let mut v = 0u128;
     let mut done = 0;
     while done < width {
-        let b = lsb + done;
-        let off = b % 32;
-        let n = (32 - off).min(width - done);
-        let ones = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
-        if let Some(word) = w.get(b / 32) {
+        let (i, off, n, ones) = piece(lsb, width, done);
+        if let Some(word) = w.get(i) {
             v |= (((word >> off) & ones) as u128) << done;
         }
         done += n;
     }
     v
+}
+
+/// The next part of bits `[lsb, lsb + width)` once `done` of them are handled, up to the end
+/// of its word: `(word index, bit offset in the word, bits, their mask at bit 0)`. The fields
+/// are set and read word by word (bit by bit with 128-bit shifts costs thousands of cycles on
+/// rv32).
+#[inline(always)]
+fn piece(lsb: usize, width: usize, done: usize) -> (usize, usize, usize, u32) {
+    let b = lsb + done;
+    let off = b % 32;
+    let n = (32 - off).min(width - done);
+    let ones = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+    (b / 32, off, n, ones)
 }
 
 pub fn put(w: &mut [u32], layout: Layout, name: &str, v: u128) -> Result<(), EncError> {
