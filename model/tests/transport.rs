@@ -1,5 +1,7 @@
 //! Scenario tests of the RC transport reference model (`hematite_model::transport`).
 
+mod common;
+
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::qp::ExecKind;
 use hematite_model::transport::sim::{FaultConfig, Sim};
@@ -43,15 +45,7 @@ fn setup(pmtu: u32) -> T {
 }
 
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    common::xorshift_bytes(seed, len, 0)
 }
 
 impl T {

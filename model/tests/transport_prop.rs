@@ -3,6 +3,8 @@
 //! operations directly, complete every WQE exactly once with success, and never execute a
 //! SEND/WRITE packet or an atomic twice.
 
+mod common;
+
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::qp::ExecKind;
 use hematite_model::transport::sim::{FaultConfig, Sim};
@@ -44,15 +46,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn fill(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 11) as u8
-        })
-        .collect()
+    common::xorshift_bytes(seed, len, 11)
 }
 
 /// Flat reference memory.

@@ -100,3 +100,18 @@ pub fn refix(f: &mut [u8]) {
         f[e - 4..e].copy_from_slice(&icrc::icrc_wire_bytes(v));
     }
 }
+
+/// `len` pseudo-random bytes from `seed`: xorshift64 from a seed-derived state, each byte the
+/// state shifted right by `shift` (the same seed gives the same bytes, so a test can
+/// regenerate what it wrote).
+pub fn xorshift_bytes(seed: u64, len: usize, shift: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> shift) as u8
+        })
+        .collect()
+}
