@@ -68,29 +68,18 @@ impl Req {
     /// Wire bytes.
     pub fn encode(&self) -> [u8; REQ_BYTES] {
         let mut o = [0u8; REQ_BYTES];
-        o[0..4].copy_from_slice(&self.seq.to_le_bytes());
-        o[4..6].copy_from_slice(&self.cmd.to_le_bytes());
-        o[6..8].copy_from_slice(&self.flags.to_le_bytes());
-        for (i, v) in [self.a, self.b, self.c, self.d].iter().enumerate() {
-            o[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
-        }
+        put_header(&mut o, self.seq, self.cmd, self.flags);
+        put_values(&mut o, 8, [self.a, self.b, self.c, self.d]);
         o
     }
     /// Parses a request; None unless exactly REQ_BYTES long.
-    pub fn decode(b: &[u8]) -> Option<Req> {
-        if b.len() != REQ_BYTES {
+    pub fn decode(buf: &[u8]) -> Option<Req> {
+        if buf.len() != REQ_BYTES {
             return None;
         }
-        let q = |i: usize| u64::from_le_bytes(b[8 + 8 * i..16 + 8 * i].try_into().unwrap());
-        Some(Req {
-            seq: u32::from_le_bytes(b[0..4].try_into().unwrap()),
-            cmd: u16::from_le_bytes(b[4..6].try_into().unwrap()),
-            flags: u16::from_le_bytes(b[6..8].try_into().unwrap()),
-            a: q(0),
-            b: q(1),
-            c: q(2),
-            d: q(3),
-        })
+        let (seq, cmd, flags) = header(buf);
+        let [a, b, c, d] = values(buf, 8);
+        Some(Req { seq, cmd, flags, a, b, c, d })
     }
 }
 
@@ -114,31 +103,52 @@ impl Rep {
     /// Wire bytes.
     pub fn encode(&self) -> [u8; REP_BYTES] {
         let mut o = [0u8; REP_BYTES];
-        o[0..4].copy_from_slice(&self.seq.to_le_bytes());
-        o[4..6].copy_from_slice(&self.cmd.to_le_bytes());
-        o[6..8].copy_from_slice(&F_REPLY.to_le_bytes());
+        put_header(&mut o, self.seq, self.cmd, F_REPLY);
         o[8..12].copy_from_slice(&self.status.to_le_bytes());
-        for (i, v) in [self.a, self.b, self.c, self.d].iter().enumerate() {
-            o[16 + 8 * i..24 + 8 * i].copy_from_slice(&v.to_le_bytes());
-        }
+        put_values(&mut o, 16, [self.a, self.b, self.c, self.d]);
         o
     }
     /// Parses a reply; None unless exactly REP_BYTES long with the reply flag.
-    pub fn decode(b: &[u8]) -> Option<Rep> {
-        if b.len() != REP_BYTES || u16::from_le_bytes(b[6..8].try_into().unwrap()) & F_REPLY == 0 {
+    pub fn decode(buf: &[u8]) -> Option<Rep> {
+        if buf.len() != REP_BYTES {
             return None;
         }
-        let q = |i: usize| u64::from_le_bytes(b[16 + 8 * i..24 + 8 * i].try_into().unwrap());
-        Some(Rep {
-            seq: u32::from_le_bytes(b[0..4].try_into().unwrap()),
-            cmd: u16::from_le_bytes(b[4..6].try_into().unwrap()),
-            status: i32::from_le_bytes(b[8..12].try_into().unwrap()),
-            a: q(0),
-            b: q(1),
-            c: q(2),
-            d: q(3),
-        })
+        let (seq, cmd, flags) = header(buf);
+        if flags & F_REPLY == 0 {
+            return None;
+        }
+        let status = i32::from_le_bytes(buf[8..12].try_into().unwrap());
+        let [a, b, c, d] = values(buf, 16);
+        Some(Rep { seq, cmd, status, a, b, c, d })
     }
+}
+
+/// Writes the header requests and replies start with: sequence number, command, flags.
+fn put_header(o: &mut [u8], seq: u32, cmd: u16, flags: u16) {
+    o[0..4].copy_from_slice(&seq.to_le_bytes());
+    o[4..6].copy_from_slice(&cmd.to_le_bytes());
+    o[6..8].copy_from_slice(&flags.to_le_bytes());
+}
+
+/// Reads the header written by [`put_header`]: `(seq, cmd, flags)`.
+fn header(b: &[u8]) -> (u32, u16, u16) {
+    (
+        u32::from_le_bytes(b[0..4].try_into().unwrap()),
+        u16::from_le_bytes(b[4..6].try_into().unwrap()),
+        u16::from_le_bytes(b[6..8].try_into().unwrap()),
+    )
+}
+
+/// Writes a message's four values from byte `at` on (little-endian u64s).
+fn put_values(o: &mut [u8], at: usize, v: [u64; 4]) {
+    for (i, v) in v.iter().enumerate() {
+        o[at + 8 * i..at + 8 * (i + 1)].copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// Reads the four values written by [`put_values`].
+fn values(b: &[u8], at: usize) -> [u64; 4] {
+    core::array::from_fn(|i| u64::from_le_bytes(b[at + 8 * i..at + 8 * (i + 1)].try_into().unwrap()))
 }
 
 // ---- socket helpers (the only unsafe code of the simulation transport) ----
@@ -562,6 +572,22 @@ mod tests {
         let p = Rep { seq: 9, cmd: CMD_READ32, status: -libc::EFAULT, a: 5, b: 6, c: 7, d: 8 };
         assert_eq!(Rep::decode(&p.encode()), Some(p));
         assert_eq!(Rep::decode(&r.encode()), None, "a request is not a reply");
+    }
+
+    #[test]
+    fn wire_layout() {
+        let r = Req { seq: 0x0403_0201, cmd: 0x0605, flags: 0x0807, a: 9, b: 10, c: 11, d: 12 };
+        let w = r.encode();
+        assert_eq!(w[..8], [1, 2, 3, 4, 5, 6, 7, 8]);
+        for (i, v) in [9u8, 10, 11, 12].into_iter().enumerate() {
+            assert_eq!(w[8 + 8 * i..16 + 8 * i], [v, 0, 0, 0, 0, 0, 0, 0]);
+        }
+        let p = Rep { seq: 0x0403_0201, cmd: 0x0605, status: -2, a: 9, b: 10, c: 11, d: 12 };
+        let w = p.encode();
+        assert_eq!(w[..16], [1, 2, 3, 4, 5, 6, F_REPLY as u8, (F_REPLY >> 8) as u8, 0xFE, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0]);
+        for (i, v) in [9u8, 10, 11, 12].into_iter().enumerate() {
+            assert_eq!(w[16 + 8 * i..24 + 8 * i], [v, 0, 0, 0, 0, 0, 0, 0]);
+        }
     }
 
     #[test]
