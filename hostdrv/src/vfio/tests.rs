@@ -28,6 +28,15 @@ fn open(t: &TwinSys) -> VfioDevice<TwinSys> {
     }
 }
 
+/// An open device with one DMA mapping (4 pages, IOVA 0x10_0000), the call log cleared.
+fn open_with_mapping() -> (TwinSys, VfioDevice<TwinSys>) {
+    let t = twin();
+    let d = open(&t);
+    d.dma_map(0x10_0000, 0x5000_0000, 4 * PAGE, true).unwrap_or_else(|e| panic!("{e}"));
+    t.clear_calls();
+    (t, d)
+}
+
 fn open_err(t: &TwinSys) -> Error {
     match VfioDevice::open_with(t.clone(), BDF) {
         Ok(_) => panic!("open unexpectedly succeeded"),
@@ -116,29 +125,30 @@ fn vfio_bdf_normalization() {
 
 // ---- open: the container/group sequence ----
 
+/// Order of the kernel interface in an open: container, API, extension, group, status, set
+/// container, set IOMMU, device fd, device info, BAR0, mmap, config space, MSI-X.
+const OPEN_ORDER: [SysOp; 12] = [
+    SysOp::Open,
+    SysOp::GetApiVersion,
+    SysOp::CheckExtension,
+    SysOp::GroupGetStatus,
+    SysOp::GroupSetContainer,
+    SysOp::SetIommu,
+    SysOp::GroupGetDeviceFd,
+    SysOp::DeviceGetInfo,
+    SysOp::DeviceGetRegionInfo,
+    SysOp::Mmap,
+    SysOp::Pread,
+    SysOp::DeviceGetIrqInfo,
+];
+
 #[test]
 fn vfio_open_follows_the_container_sequence() {
     let t = twin();
     let d = open(&t);
     let c = t.calls();
     use SysOp::*;
-    // Order of the kernel interface: container, API, extension, group, status, set container,
-    // set IOMMU, device fd, device info, BAR0, mmap, config space, MSI-X.
-    let order = [
-        Open,
-        GetApiVersion,
-        CheckExtension,
-        GroupGetStatus,
-        GroupSetContainer,
-        SetIommu,
-        GroupGetDeviceFd,
-        DeviceGetInfo,
-        DeviceGetRegionInfo,
-        Mmap,
-        Pread,
-        DeviceGetIrqInfo,
-    ];
-    let p: Vec<usize> = order.iter().map(|&o| pos(&c, o)).collect();
+    let p: Vec<usize> = OPEN_ORDER.iter().map(|&o| pos(&c, o)).collect();
     assert!(p.windows(2).all(|w| w[0] < w[1]), "order {p:?} in {c:?}");
     assert_eq!(t.count(Open), 2, "container and group");
     assert_eq!(t.count(CheckExtension), 1, "type-1 v2 found first");
@@ -330,23 +340,8 @@ fn vfio_open_bar_not_mappable_or_missing() {
 
 #[test]
 fn vfio_open_every_failing_call_is_reported_and_cleaned_up() {
-    use SysOp::*;
-    for op in [
-        ReadLink,
-        Open,
-        GetApiVersion,
-        CheckExtension,
-        GroupGetStatus,
-        GroupSetContainer,
-        SetIommu,
-        GroupGetDeviceFd,
-        DeviceGetInfo,
-        DeviceGetRegionInfo,
-        Mmap,
-        Pread,
-        Pwrite,
-        DeviceGetIrqInfo,
-    ] {
+    // the ordered calls, and the group link and config-space write whose place is not pinned
+    for op in [SysOp::ReadLink, SysOp::Pwrite].into_iter().chain(OPEN_ORDER) {
         let t = twin();
         t.fail(op, libc::EIO);
         let e = open_err(&t);
@@ -488,10 +483,7 @@ fn vfio_dma_misaligned_or_empty_is_rejected_before_the_kernel() {
 
 #[test]
 fn vfio_dma_overlaps_are_refused() {
-    let t = twin();
-    let d = open(&t);
-    d.dma_map(0x10_0000, 0x5000_0000, 4 * PAGE, true).unwrap_or_else(|e| panic!("{e}"));
-    t.clear_calls();
+    let (t, d) = open_with_mapping();
     for (iova, len) in [
         (0x10_0000, PAGE),
         (0x10_0000 + PAGE, PAGE),
@@ -511,10 +503,7 @@ fn vfio_dma_overlaps_are_refused() {
 
 #[test]
 fn vfio_dma_unknown_or_partial_unmap_is_refused() {
-    let t = twin();
-    let d = open(&t);
-    d.dma_map(0x10_0000, 0x5000_0000, 4 * PAGE, true).unwrap_or_else(|e| panic!("{e}"));
-    t.clear_calls();
+    let (t, d) = open_with_mapping();
     let r = d.dma_unmap(0x30_0000, PAGE);
     assert!(matches!(r, Err(Error::InvalidArgument(ref s)) if s.contains("no DMA mapping")), "{r:?}");
     let r = d.dma_unmap(0x10_0000 + PAGE, PAGE);

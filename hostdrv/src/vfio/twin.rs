@@ -485,6 +485,14 @@ impl TwinSys {
     }
 }
 
+/// What a device pread / pwrite reaches.
+enum DeviceRw {
+    /// `n` bytes of config space from byte `off`.
+    Config { off: usize, n: usize },
+    /// BAR0 word `i` (a 4-byte access).
+    Bar(usize),
+}
+
 impl State {
     fn enter(&mut self, op: SysOp) -> io::Result<()> {
         self.log.push(op);
@@ -538,6 +546,27 @@ impl State {
                 self.bar[i].store(v, Ordering::SeqCst);
             }
         }
+    }
+
+    /// Where a pread / pwrite of `len` bytes at `offset` of device `fd` lands (EBADF for an
+    /// unknown descriptor, EINVAL for another object or a place the twin does not back).
+    fn device_rw(&self, fd: RawFd, offset: u64, len: usize) -> io::Result<DeviceRw> {
+        if self.obj(fd)? != Obj::Device {
+            return Err(err(libc::EINVAL));
+        }
+        let index = offset >> VFIO_PCI_OFFSET_SHIFT;
+        let local = offset & ((1u64 << VFIO_PCI_OFFSET_SHIFT) - 1);
+        if index == VFIO_PCI_CONFIG_REGION_INDEX as u64 {
+            let off = local as usize;
+            if off >= TWIN_CONFIG_SIZE {
+                return Err(err(libc::EINVAL));
+            }
+            return Ok(DeviceRw::Config { off, n: len.min(TWIN_CONFIG_SIZE - off) });
+        }
+        if index == VFIO_PCI_BAR0_REGION_INDEX as u64 && len == 4 {
+            return self.bar_index(local).map(DeviceRw::Bar).ok_or_else(|| err(libc::EINVAL));
+        }
+        Err(err(libc::EINVAL))
     }
 
     fn bar_index(&self, offset: u64) -> Option<usize> {
@@ -1018,55 +1047,35 @@ impl VfioSys for TwinSys {
     fn pread(&self, fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let mut s = self.lock();
         s.enter(SysOp::Pread)?;
-        if s.obj(fd)? != Obj::Device {
-            return Err(err(libc::EINVAL));
-        }
-        let index = offset >> VFIO_PCI_OFFSET_SHIFT;
-        let local = offset & ((1u64 << VFIO_PCI_OFFSET_SHIFT) - 1);
-        if index == VFIO_PCI_CONFIG_REGION_INDEX as u64 {
-            let o = local as usize;
-            if o >= TWIN_CONFIG_SIZE {
-                return Err(err(libc::EINVAL));
+        match s.device_rw(fd, offset, buf.len())? {
+            DeviceRw::Config { off, n } => {
+                buf[..n].copy_from_slice(&s.config[off..off + n]);
+                Ok(n)
             }
-            let n = buf.len().min(TWIN_CONFIG_SIZE - o);
-            buf[..n].copy_from_slice(&s.config[o..o + n]);
-            return Ok(n);
+            DeviceRw::Bar(i) => {
+                buf.copy_from_slice(&s.bar[i].load(Ordering::SeqCst).to_le_bytes());
+                Ok(4)
+            }
         }
-        if index == VFIO_PCI_BAR0_REGION_INDEX as u64 && buf.len() == 4 {
-            let i = s.bar_index(local).ok_or_else(|| err(libc::EINVAL))?;
-            buf.copy_from_slice(&s.bar[i].load(Ordering::SeqCst).to_le_bytes());
-            return Ok(4);
-        }
-        Err(err(libc::EINVAL))
     }
 
     fn pwrite(&self, fd: RawFd, buf: &[u8], offset: u64) -> io::Result<usize> {
         let mut s = self.lock();
         s.enter(SysOp::Pwrite)?;
-        if s.obj(fd)? != Obj::Device {
-            return Err(err(libc::EINVAL));
-        }
-        let index = offset >> VFIO_PCI_OFFSET_SHIFT;
-        let local = offset & ((1u64 << VFIO_PCI_OFFSET_SHIFT) - 1);
-        if index == VFIO_PCI_CONFIG_REGION_INDEX as u64 {
-            let o = local as usize;
-            if o >= TWIN_CONFIG_SIZE {
-                return Err(err(libc::EINVAL));
-            }
-            let n = buf.len().min(TWIN_CONFIG_SIZE - o);
-            for (i, b) in buf[..n].iter().enumerate() {
-                // Vendor and device IDs are read-only.
-                if o + i >= 4 {
-                    s.config[o + i] = *b;
+        match s.device_rw(fd, offset, buf.len())? {
+            DeviceRw::Config { off, n } => {
+                for (i, b) in buf[..n].iter().enumerate() {
+                    // Vendor and device IDs are read-only.
+                    if off + i >= 4 {
+                        s.config[off + i] = *b;
+                    }
                 }
+                Ok(n)
             }
-            return Ok(n);
+            DeviceRw::Bar(i) => {
+                s.bar[i].store(u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]), Ordering::SeqCst);
+                Ok(4)
+            }
         }
-        if index == VFIO_PCI_BAR0_REGION_INDEX as u64 && buf.len() == 4 {
-            let i = s.bar_index(local).ok_or_else(|| err(libc::EINVAL))?;
-            s.bar[i].store(u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]), Ordering::SeqCst);
-            return Ok(4);
-        }
-        Err(err(libc::EINVAL))
     }
 }
