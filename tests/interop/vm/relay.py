@@ -119,6 +119,17 @@ def set_ce(frame, pos, ver):
     return bytes(b)
 
 
+def recv_line(sock):
+    """Bytes from a control connection up to a newline (or the peer's close): one JSON message."""
+    got = b""
+    while not got.endswith(b"\n"):
+        d = sock.recv(65536)
+        if not d:
+            break
+        got += d
+    return got
+
+
 def unix_path(spec):
     return spec[5:] if spec.startswith("unix:") else spec
 
@@ -163,12 +174,7 @@ def serve(args):
                 conn, _ = ctl.accept()
                 with conn:
                     conn.settimeout(5)
-                    req = b""
-                    while not req.endswith(b"\n"):
-                        d = conn.recv(4096)
-                        if not d:
-                            break
-                        req += d
+                    req = recv_line(conn)
                     try:
                         r = json.loads(req.decode() or "{}")
                     except ValueError as e:
@@ -235,12 +241,7 @@ def ctl_request(path, req):
     s.settimeout(10)
     s.connect(path)
     s.sendall((req.strip() + "\n").encode())
-    ans = b""
-    while not ans.endswith(b"\n"):
-        d = s.recv(65536)
-        if not d:
-            break
-        ans += d
+    ans = recv_line(s)
     s.close()
     print(ans.decode().strip())
     return 0 if b'"error"' not in ans else 1
