@@ -220,30 +220,11 @@ fn post_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvSendWr) -> c_int 
 /// # Safety
 /// `qp` came from `hm_rs_create_qp`; `wr` is a valid list; `bad` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, mut wr: *mut IbvSendWr, bad: *mut *mut IbvSendWr) -> c_int {
+pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, wr: *mut IbvSendWr, bad: *mut *mut IbvSendWr) -> c_int {
     // SAFETY: the caller's guarantee.
     let q = unsafe { &*(qp as *const RsQp) };
-    // (an error of the doorbell itself, the device gone, leaves the whole list unposted)
     // SAFETY: the caller's guarantee.
-    unsafe { *bad = wr };
-    let mut p = q.sh.nic.sq_post(&q.qp);
-    if p.fatal() {
-        // the device has failed for good (IBV_EVENT_DEVICE_FATAL): nothing is posted
-        return libc::EIO;
-    }
-    while !wr.is_null() {
-        // SAFETY: the caller's guarantee.
-        let w = unsafe { &*wr };
-        let r = post_one(&mut p, q, w);
-        if r != 0 {
-            // SAFETY: the caller's guarantee.
-            unsafe { *bad = wr };
-            p.finish_errno(); // rings the doorbell for the WRs before this one
-            return r;
-        }
-        wr = w.next;
-    }
-    p.finish_errno()
+    unsafe { post_list(q.sh.nic.sq_post(&q.qp), wr, bad, |p, w| post_one(p, q, w)) }
 }
 
 /// `ibv_post_recv` (zero-SGE receives are allowed: they take messages without payload, such
@@ -252,49 +233,86 @@ pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, mut wr: *mut IbvSendWr
 /// # Safety
 /// `qp` came from `hm_rs_create_qp`; `wr` is a valid list; `bad` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn hm_rs_post_recv(qp: *mut c_void, mut wr: *mut IbvRecvWr, bad: *mut *mut IbvRecvWr) -> c_int {
+pub unsafe extern "C" fn hm_rs_post_recv(qp: *mut c_void, wr: *mut IbvRecvWr, bad: *mut *mut IbvRecvWr) -> c_int {
     // SAFETY: the caller's guarantee.
     let q = unsafe { &*(qp as *const RsQp) };
-    // (an error of the doorbell itself, the device gone, leaves the whole list unposted)
+    // SAFETY: the caller's guarantee.
+    unsafe { post_list(q.sh.nic.rq_post(&q.qp), wr, bad, |p, w| post_recv_one(p, q, w)) }
+}
+
+/// Writes one receive WR into the next slot; 0 or the errno for `*bad_wr`.
+#[inline(always)]
+fn post_recv_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvRecvWr) -> c_int {
+    let n = w.num_sge;
+    if n < 0 || n as u32 > q.max_recv_sge {
+        return libc::EINVAL;
+    }
+    let Some(slot) = p.slot() else { return libc::ENOMEM };
+    let sgl: &[IbvSge] = if n == 0 || w.sg_list.is_null() {
+        &[]
+    } else {
+        // SAFETY: libibverbs' contract.
+        unsafe { std::slice::from_raw_parts(w.sg_list, n as usize) }
+    };
+    // SAFETY: a free receive slot sized for max_recv_sge SGEs.
+    unsafe {
+        fast::write_recv_hdr(slot, w.wr_id, sgl.len() as u8);
+        for (i, s) in sgl.iter().enumerate() {
+            fast::write_sge(slot, fast::RQ_HDR + i * fast::SGE, s.addr, s.length, s.lkey);
+        }
+    }
+    p.commit();
+    0
+}
+
+/// A libibverbs work-request list, linked by `next`.
+trait WrList {
+    fn next(&self) -> *mut Self;
+}
+
+impl WrList for IbvSendWr {
+    fn next(&self) -> *mut Self {
+        self.next
+    }
+}
+
+impl WrList for IbvRecvWr {
+    fn next(&self) -> *mut Self {
+        self.next
+    }
+}
+
+/// Posts the list `wr` through `p`, `one` writing each WR (0 or its errno). At the first
+/// refused WR, `*bad` is that WR, the WRs before it are posted (their doorbell rung) and its
+/// errno is returned. An error of the doorbell itself, the device gone, leaves the whole list
+/// unposted (`*bad` the first WR); a device that has failed for good (IBV_EVENT_DEVICE_FATAL)
+/// posts nothing: EIO.
+///
+/// # Safety
+/// `wr` is a valid list; `bad` is valid.
+#[inline(always)]
+unsafe fn post_list<W: WrList>(
+    mut p: hostdrv::nic::SqPost<'_>,
+    mut wr: *mut W,
+    bad: *mut *mut W,
+    mut one: impl FnMut(&mut hostdrv::nic::SqPost<'_>, &W) -> c_int,
+) -> c_int {
     // SAFETY: the caller's guarantee.
     unsafe { *bad = wr };
-    let mut p = q.sh.nic.rq_post(&q.qp);
     if p.fatal() {
-        // the device has failed for good (IBV_EVENT_DEVICE_FATAL): nothing is posted
         return libc::EIO;
     }
     while !wr.is_null() {
         // SAFETY: the caller's guarantee.
         let w = unsafe { &*wr };
-        let n = w.num_sge;
-        let r = if n < 0 || n as u32 > q.max_recv_sge {
-            libc::EINVAL
-        } else if let Some(slot) = p.slot() {
-            let sgl: &[IbvSge] = if n == 0 || w.sg_list.is_null() {
-                &[]
-            } else {
-                // SAFETY: libibverbs' contract.
-                unsafe { std::slice::from_raw_parts(w.sg_list, n as usize) }
-            };
-            // SAFETY: a free receive slot sized for max_recv_sge SGEs.
-            unsafe {
-                fast::write_recv_hdr(slot, w.wr_id, sgl.len() as u8);
-                for (i, s) in sgl.iter().enumerate() {
-                    fast::write_sge(slot, fast::RQ_HDR + i * fast::SGE, s.addr, s.length, s.lkey);
-                }
-            }
-            p.commit();
-            0
-        } else {
-            libc::ENOMEM
-        };
+        let r = one(&mut p, w);
         if r != 0 {
             // SAFETY: the caller's guarantee.
             unsafe { *bad = wr };
-            p.finish_errno();
+            p.finish_errno(); // rings the doorbell for the WRs before this one
             return r;
         }
-        wr = w.next;
+        wr = w.next();
     }
     p.finish_errno()
 }
