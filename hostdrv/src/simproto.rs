@@ -425,45 +425,13 @@ pub fn send_fds(fd: RawFd, data: &[u8], pass: &[RawFd]) -> Result<bool> {
     }
 }
 
-/// Sends one message, with a descriptor attached when `pass` is set.
+/// Sends one message, with a descriptor attached when `pass` is set, waiting while the socket
+/// is full.
 pub fn send(fd: RawFd, data: &[u8], pass: Option<RawFd>) -> Result<()> {
-    let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
-    let mut cbuf = [0u64; 4]; // room for one cmsghdr with one int, 8-byte aligned
-    // SAFETY: msghdr is plain old data.
-    let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
-    m.msg_iov = &mut iov;
-    m.msg_iovlen = 1;
-    if let Some(p) = pass {
-        // SAFETY: CMSG_SPACE only computes a size.
-        let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
-        m.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
-        m.msg_controllen = space;
-        // SAFETY: msg_control points at `space` bytes (cbuf is 32 bytes, space is 24), so
-        // CMSG_FIRSTHDR is non-null and its data area holds one int.
-        unsafe {
-            let c = libc::CMSG_FIRSTHDR(&m);
-            (*c).cmsg_level = libc::SOL_SOCKET;
-            (*c).cmsg_type = libc::SCM_RIGHTS;
-            (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize;
-            std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut RawFd, p);
-        }
+    while !send_fds(fd, data, pass.as_slice())? {
+        wait_fd(fd, libc::POLLOUT, 1000)?;
     }
-    loop {
-        // SAFETY: m describes valid buffers for the duration of the call.
-        let r = unsafe { libc::sendmsg(fd, &m, libc::MSG_NOSIGNAL) };
-        if r >= 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            wait_fd(fd, libc::POLLOUT, 1000)?;
-            continue;
-        }
-        return Err(Error::sys("sendmsg", e));
-    }
+    Ok(())
 }
 
 /// What [`recv`] found.
