@@ -1,7 +1,7 @@
 //! Completion queues: creating, destroying and arming them (polling is in `fastpath.rs`).
 
 use crate::context::{Ctx, RsCq};
-use crate::errno_of;
+use crate::{errno_of, status};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -64,10 +64,7 @@ pub unsafe extern "C" fn hm_rs_destroy_cq(ctx: *mut c_void, cq: *mut c_void) -> 
     // SAFETY: the caller's guarantee; the list entry is gone, so this is the last Arc.
     let rc = unsafe { Arc::from_raw(cq as *const RsCq) };
     match Arc::try_unwrap(rc) {
-        Ok(rc) => match ctx.sh.nic.destroy_cq(rc.cq) {
-            Ok(()) => 0,
-            Err(e) => errno_of(&e),
-        },
+        Ok(rc) => status(ctx.sh.nic.destroy_cq(rc.cq)),
         Err(rc) => {
             // the event thread holds it for a moment: keep the handle valid
             std::mem::forget(rc);
@@ -83,8 +80,5 @@ pub unsafe extern "C" fn hm_rs_req_notify_cq(cq: *mut c_void, solicited_only: c_
     // SAFETY: the caller's guarantee.
     let c = unsafe { &*(cq as *const RsCq) };
     c.armed.store(true, Ordering::Release);
-    match c.sh.nic.req_notify_cq(&c.cq, solicited_only != 0) {
-        Ok(()) => 0,
-        Err(e) => errno_of(&e),
-    }
+    status(c.sh.nic.req_notify_cq(&c.cq, solicited_only != 0))
 }

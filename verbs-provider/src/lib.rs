@@ -48,3 +48,8 @@ fn warn(msg: std::fmt::Arguments) {
 fn errno_of(e: &Error) -> c_int {
     e.errno()
 }
+
+/// The C status of a driver call that returns nothing: 0 or its errno.
+fn status(r: Result<(), Error>) -> c_int {
+    r.err().map_or(0, |e| errno_of(&e))
+}

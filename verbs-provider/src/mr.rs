@@ -2,7 +2,7 @@
 //! kernel would make: access flags, mapped memory, RLIMIT_MEMLOCK) and their release.
 
 use crate::context::{read_text, Ctx, RsMr, RsPd};
-use crate::errno_of;
+use crate::{errno_of, status};
 use std::ffi::{c_int, c_void};
 
 /// # Safety
@@ -40,10 +40,7 @@ pub unsafe extern "C" fn hm_rs_dealloc_pd(ctx: *mut c_void, pd: *mut c_void) -> 
     }
     // SAFETY: the caller's guarantee (and not used again on success).
     let p = unsafe { Box::from_raw(pd as *mut RsPd) };
-    match ctx.sh.nic.dealloc_pd(p.pd) {
-        Ok(()) => 0,
-        Err(e) => errno_of(&e),
-    }
+    status(ctx.sh.nic.dealloc_pd(p.pd))
 }
 
 /// Whether every page of `[addr, addr + len)` is mapped in this process (`mincore` fails with
@@ -144,10 +141,7 @@ pub unsafe extern "C" fn hm_rs_dereg_mr(ctx: *mut c_void, mr: *mut c_void) -> c_
     }
     // SAFETY: the caller's guarantee.
     let m = unsafe { Box::from_raw(mr as *mut RsMr) };
-    match ctx.sh.nic.dereg_mr(m.mr) {
-        Ok(()) => 0,
-        Err(e) => errno_of(&e),
-    }
+    status(ctx.sh.nic.dereg_mr(m.mr))
 }
 
 pub(crate) fn cap_ipc_lock() -> bool {
