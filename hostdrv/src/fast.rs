@@ -293,19 +293,9 @@ mod tests {
             SendOp::CmpSwap { remote_addr, rkey, .. } => (OP_CMP_SWAP, 0, remote_addr, rkey),
             SendOp::FetchAdd { remote_addr, rkey, .. } => (OP_FETCH_ADD, 0, remote_addr, rkey),
         };
-        let mut flags = 0;
-        if wr.signaled {
-            flags |= F_SIGNALED;
-        }
-        if wr.solicited {
-            flags |= F_SOLICITED;
-        }
-        if wr.inline {
-            flags |= F_INLINE;
-        }
         SendHdr {
             opcode,
-            flags,
+            flags: desc::send_wqe_flags(wr),
             num_sge: if wr.inline { 0 } else { wr.sgl.len() as u8 },
             imm_field: imm,
             wr_id: wr.wr_id,

@@ -275,6 +275,21 @@ fn sgl_len(sgl: &[Sge]) -> u64 {
 // Send WQE
 // ---------------------------------------------------------------------------------------------
 
+/// The header flags (`HM_WQE_F_*`) of a send WR: signaled, solicited, inline.
+pub fn send_wqe_flags(wr: &SendWr) -> u8 {
+    let mut flags = 0u8;
+    if wr.signaled {
+        flags |= HM_WQE_F_SIGNALED;
+    }
+    if wr.solicited {
+        flags |= HM_WQE_F_SOLICITED;
+    }
+    if wr.inline {
+        flags |= HM_WQE_F_INLINE;
+    }
+    flags
+}
+
 /// Encodes a send WR as one send-queue slot of `stride` bytes (`64 << n`, n in 0..=3).
 ///
 /// `inline` carries the message bytes of an inline WR (`wr.inline`; the caller gathers them
@@ -336,16 +351,7 @@ pub fn encode_send_wqe(wr: &SendWr, stride: usize, inline: Option<&[u8]>) -> Res
         }
         _ => return Err(DescError::InlineMismatch),
     };
-    let mut flags = 0u8;
-    if wr.signaled {
-        flags |= HM_WQE_F_SIGNALED;
-    }
-    if wr.solicited {
-        flags |= HM_WQE_F_SOLICITED;
-    }
-    if wr.inline {
-        flags |= HM_WQE_F_INLINE;
-    }
+    let flags = send_wqe_flags(wr);
     let h = HM_SQ_WQE_HDR_T_FIELDS;
     put(&mut buf, 0, h, "opcode", opcode.into())?;
     put(&mut buf, 0, h, "flags", flags.into())?;
