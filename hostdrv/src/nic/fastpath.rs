@@ -17,19 +17,23 @@ impl Nic {
     /// written into the ring without building intermediate values.
     #[inline]
     pub fn sq_post<'a>(&'a self, qp: &'a Qp) -> SqPost<'a> {
-        let q = &*qp.0;
-        let guard = q.sq_lock.lock();
-        let pi = q.trk.sq_pi.load(Ordering::Relaxed);
-        SqPost { nic: self, q, _guard: guard, pi, start: pi, rq: false }
+        self.wq_post(qp, false)
     }
 
     /// The receive-queue twin of [`Nic::sq_post`].
     #[inline]
     pub fn rq_post<'a>(&'a self, qp: &'a Qp) -> SqPost<'a> {
+        self.wq_post(qp, true)
+    }
+
+    /// [`Nic::sq_post`] (`rq` false) or [`Nic::rq_post`]: the queue's lock and its producer index.
+    #[inline(always)]
+    fn wq_post<'a>(&'a self, qp: &'a Qp, rq: bool) -> SqPost<'a> {
         let q = &*qp.0;
-        let guard = q.rq_lock.lock();
-        let pi = q.trk.rq_pi.load(Ordering::Relaxed);
-        SqPost { nic: self, q, _guard: guard, pi, start: pi, rq: true }
+        let (lock, pi) = if rq { (&q.rq_lock, &q.trk.rq_pi) } else { (&q.sq_lock, &q.trk.sq_pi) };
+        let guard = lock.lock();
+        let pi = pi.load(Ordering::Relaxed);
+        SqPost { nic: self, q, _guard: guard, pi, start: pi, rq }
     }
 
     /// Takes up to `max` completions from `cq` without allocating: `f` gets each raw entry
