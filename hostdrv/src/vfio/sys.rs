@@ -287,8 +287,26 @@ fn to_off(offset: u64) -> io::Result<libc::off_t> {
     libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EOVERFLOW))
 }
 
+/// [`cvt`] for the byte counts of read / write calls.
+fn cvt_len(n: libc::ssize_t) -> io::Result<usize> {
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 fn inval() -> io::Error {
     io::Error::from_raw_os_error(libc::EINVAL)
+}
+
+/// EINVAL when a VFIO struct `T`'s `argsz` claims more bytes than a `T` holds: the kernel reads
+/// or writes `argsz` bytes of the argument, and they must fit in the Rust object.
+fn fits<T>(argsz: u32) -> io::Result<()> {
+    if argsz as usize > std::mem::size_of::<T>() {
+        return Err(inval());
+    }
+    Ok(())
 }
 
 /// The ioctl request in libc's parameter type (`c_ulong` on glibc, `c_int` on musl).
@@ -342,9 +360,7 @@ impl VfioSys for LinuxSys {
     }
 
     fn group_get_status(&self, group: RawFd, status: &mut vfio_group_status) -> io::Result<()> {
-        if (status.argsz as usize) > std::mem::size_of::<vfio_group_status>() {
-            return Err(inval());
-        }
+        fits::<vfio_group_status>(status.argsz)?;
         // SAFETY: `status` is a valid, exclusively borrowed vfio_group_status; the kernel
         // writes at most `argsz` bytes, which fit in it (checked above).
         cvt(unsafe { libc::ioctl(group, req!(VFIO_GROUP_GET_STATUS), status as *mut vfio_group_status) }).map(|_| ())
@@ -368,18 +384,14 @@ impl VfioSys for LinuxSys {
     }
 
     fn device_get_info(&self, device: RawFd, info: &mut vfio_device_info) -> io::Result<()> {
-        if (info.argsz as usize) > std::mem::size_of::<vfio_device_info>() {
-            return Err(inval());
-        }
+        fits::<vfio_device_info>(info.argsz)?;
         // SAFETY: `info` is a valid, exclusively borrowed vfio_device_info; the kernel writes
         // at most `argsz` bytes, which fit in it (checked above).
         cvt(unsafe { libc::ioctl(device, req!(VFIO_DEVICE_GET_INFO), info as *mut vfio_device_info) }).map(|_| ())
     }
 
     fn device_get_region_info(&self, device: RawFd, info: &mut vfio_region_info) -> io::Result<()> {
-        if (info.argsz as usize) > std::mem::size_of::<vfio_region_info>() {
-            return Err(inval());
-        }
+        fits::<vfio_region_info>(info.argsz)?;
         // SAFETY: `info` is a valid, exclusively borrowed vfio_region_info; the kernel writes
         // at most `argsz` bytes (capabilities beyond it are not copied), which fit in it.
         cvt(unsafe { libc::ioctl(device, req!(VFIO_DEVICE_GET_REGION_INFO), info as *mut vfio_region_info) })
@@ -387,9 +399,7 @@ impl VfioSys for LinuxSys {
     }
 
     fn device_get_irq_info(&self, device: RawFd, info: &mut vfio_irq_info) -> io::Result<()> {
-        if (info.argsz as usize) > std::mem::size_of::<vfio_irq_info>() {
-            return Err(inval());
-        }
+        fits::<vfio_irq_info>(info.argsz)?;
         // SAFETY: `info` is a valid, exclusively borrowed vfio_irq_info; the kernel writes at
         // most `argsz` bytes, which fit in it (checked above).
         cvt(unsafe { libc::ioctl(device, req!(VFIO_DEVICE_GET_IRQ_INFO), info as *mut vfio_irq_info) }).map(|_| ())
@@ -413,9 +423,7 @@ impl VfioSys for LinuxSys {
     }
 
     fn iommu_map_dma(&self, container: RawFd, map: &vfio_iommu_type1_dma_map) -> io::Result<()> {
-        if (map.argsz as usize) > std::mem::size_of::<vfio_iommu_type1_dma_map>() {
-            return Err(inval());
-        }
+        fits::<vfio_iommu_type1_dma_map>(map.argsz)?;
         // SAFETY: the kernel reads at most `argsz` bytes of `map` (checked to fit), alive for
         // the call. The memory it pins is named by `map.vaddr`; a bad address makes the
         // kernel fail with EFAULT, it cannot corrupt this process.
@@ -424,9 +432,7 @@ impl VfioSys for LinuxSys {
     }
 
     fn iommu_unmap_dma(&self, container: RawFd, unmap: &mut vfio_iommu_type1_dma_unmap) -> io::Result<()> {
-        if (unmap.argsz as usize) > std::mem::size_of::<vfio_iommu_type1_dma_unmap>() {
-            return Err(inval());
-        }
+        fits::<vfio_iommu_type1_dma_unmap>(unmap.argsz)?;
         // SAFETY: `unmap` is a valid, exclusively borrowed vfio_iommu_type1_dma_unmap; the
         // kernel reads it and writes back at most `argsz` bytes, which fit in it.
         cvt(unsafe { libc::ioctl(container, req!(VFIO_IOMMU_UNMAP_DMA), unmap as *mut vfio_iommu_type1_dma_unmap) })
@@ -474,22 +480,12 @@ impl VfioSys for LinuxSys {
     fn pread(&self, fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let off = to_off(offset)?;
         // SAFETY: `buf` is valid for writes of `buf.len()` bytes during the call.
-        let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast::<libc::c_void>(), buf.len(), off) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        cvt_len(unsafe { libc::pread(fd, buf.as_mut_ptr().cast::<libc::c_void>(), buf.len(), off) })
     }
 
     fn pwrite(&self, fd: RawFd, buf: &[u8], offset: u64) -> io::Result<usize> {
         let off = to_off(offset)?;
         // SAFETY: `buf` is valid for reads of `buf.len()` bytes during the call.
-        let n = unsafe { libc::pwrite(fd, buf.as_ptr().cast::<libc::c_void>(), buf.len(), off) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        cvt_len(unsafe { libc::pwrite(fd, buf.as_ptr().cast::<libc::c_void>(), buf.len(), off) })
     }
 }
