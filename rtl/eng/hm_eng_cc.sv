@@ -51,12 +51,7 @@ module hm_eng_cc
   input  logic [15:0]          s_detach_qpn,
 
   // Counters
-  output logic [31:0]          stat_ce,              // CE-marked requests
-  output logic [31:0]          stat_np_suppressed,   // CNPs the interval suppressed
-  output logic [31:0]          stat_rp_cuts,
-  output logic [31:0]          stat_rp_activations,
-  output logic [31:0]          stat_rp_releases,
-  output logic [31:0]          stat_no_slot          // CNPs with no slot, or for a bad QPN
+  output hm_cc_stats_t          stats
 );
   // ---- Notification point. The QP's addressing is held beside the NP's one-cycle decision.
   hm_cc_ctrl_t cc_ctrl;
@@ -65,19 +60,20 @@ module hm_eng_cc
   logic [15:0] np_qpn;
   logic        np_supp_p, np_blk_p;
   logic [31:0] st_np_cnps, st_np_blk, st_np_bad;
+  logic [31:0] ce_q, st_np_supp, st_rp_cuts, st_rp_act, st_rp_rel;
   logic [$clog2(4+1):0] cnp_level;
   logic [23:0] np_now;
   assign cc_ctrl = hm_cc_ctrl_t'(cc_regs[HM_CC_CTRL]);
   always_ff @(posedge clk) begin
     if (s_ce_valid) cnp_cand_q <= s_ce_job;
-    if (rst) stat_ce <= '0;
-    else if (s_ce_valid) stat_ce <= stat_ce + 1'b1;
+    if (rst) ce_q <= '0;
+    else if (s_ce_valid) ce_q <= ce_q + 1'b1;
   end
   hm_dcqcn_np #(.NUM_QPS(NUM_QPS), .QPN_W(16), .TIME_W(24)) u_np (
     .clk, .rst, .cfg_interval(24'(cc_regs[HM_CC_CNP_INTERVAL] > 32'hFF_FFFF ? 32'hFF_FFFF : cc_regs[HM_CC_CNP_INTERVAL])),
     .s_ce_valid(s_ce_valid && cc_ctrl.np_enable), .s_ce_qpn(s_ce_qpn), .i_cnp_full(!cnp_room),
     .m_cnp_valid(np_fire), .m_cnp_qpn(np_qpn), .o_suppressed(np_supp_p), .o_blocked(np_blk_p),
-    .stat_cnps(st_np_cnps), .stat_suppressed(stat_np_suppressed), .stat_blocked(st_np_blk), .stat_bad_qpn(st_np_bad),
+    .stat_cnps(st_np_cnps), .stat_suppressed(st_np_supp), .stat_blocked(st_np_blk), .stat_bad_qpn(st_np_bad),
     .o_now(np_now)
   );
   // ---- Slot map, reaction point and pacer
@@ -135,8 +131,8 @@ module hm_eng_cc
     .o_op(rp_op), .o_op_qpn(rp_op_qpn), .o_op_timer(rp_op_timer), .o_op_flag(rp_op_flag),
     .o_cnp_dropped(rp_cd), .o_tx_dropped(rp_td), .o_tx_merged(rp_tm), .o_tx_filtered(rp_tf),
     .stat_cnp_dropped(st_rp_cnpdrop), .stat_tx_dropped(st_rp_txdrop), .stat_tx_merged(st_rp_merged),
-    .stat_bad_qpn(st_rp_bad), .stat_activations(stat_rp_activations), .stat_releases(stat_rp_releases),
-    .stat_cuts(stat_rp_cuts), .stat_increases(st_rp_incs), .stat_timer_skips(st_rp_skips),
+    .stat_bad_qpn(st_rp_bad), .stat_activations(st_rp_act), .stat_releases(st_rp_rel),
+    .stat_cuts(st_rp_cuts), .stat_increases(st_rp_incs), .stat_timer_skips(st_rp_skips),
     .o_now(cc_now),
     .dbg_qpn('0), .dbg_active(rp_dbg_act), .dbg_entry(rp_dbg_entry), .dbg_scan(rp_dbg_scan),
     .dbg_cnp_count(rp_dbg_cc), .dbg_tx_count(rp_dbg_tc)
@@ -156,7 +152,8 @@ module hm_eng_cc
     .clk, .rst, .s_data(cnp_cand_q), .s_valid(np_fire), .s_ready(cnp_room),
     .m_data(m_cnp), .m_valid(m_cnp_valid), .m_ready(m_cnp_ready), .level(cnp_level));
 
-  assign stat_no_slot = st_sl_noslot + st_sl_bad;
+  assign stats = '{ce: ce_q, np_suppressed: st_np_supp, rp_cuts: st_rp_cuts, rp_activations: st_rp_act,
+                   rp_releases: st_rp_rel, no_slot: st_sl_noslot + st_sl_bad};
 
   logic unused_ok;
   assign unused_ok = ^{cnp_level, np_now, np_qpn, np_supp_p, np_blk_p, st_np_cnps, st_np_blk, st_np_bad,

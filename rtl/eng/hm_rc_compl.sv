@@ -6,10 +6,9 @@
 // Per QP it keeps {ci: oldest uncompleted WQE, una: its first PSN, shead / spsn: WQEs and
 // PSNs the requester has started (from m_sent), rd_done: READ response packets placed for
 // the WQE at ci, the pending local error, ERR}. WQEs are read back from the send queue ring
-// when they are retired (their wr_id, opcode, length and SGL are not kept on chip), up to
-// BATCH_BYTES of posted WQEs per DMA read into a batch buffer (a bus error marks the whole
-// batch); the WQE in use is kept in a register, which serves consecutive responses of one
-// READ.
+// when they are retired (their wr_id, opcode, length and SGL are not kept on chip), several
+// per DMA read, into a batch buffer (hm_sq_batch); the WQE in use is kept in a register,
+// which serves consecutive responses of one READ.
 //
 // Rules (ROCEV2.md section 8, as in hematite-model's transport::qp): an ACK with PSN p is
 // valid for p in [una-1, spsn-1] and retires every SEND/WRITE WQE whose last PSN is <= p; a
@@ -39,8 +38,8 @@ module hm_rc_compl
   parameter int NUM_QPS = 4096,
   // Clock cycles per microsecond (timers).
   parameter int CYCLES_PER_US = 250,
-  // WQE bytes read back per DMA read (power of two, 256..4096; the engine's read buffer for
-  // it must hold BATCH_BYTES).
+  // WQE bytes per demand read of the batch buffer (power of two, 256..4096; the engine's read
+  // buffer must hold BATCH_BYTES).
   parameter int BATCH_BYTES = 4096,
   // Derived.
   localparam int QW = $clog2(NUM_QPS),
@@ -116,12 +115,7 @@ module hm_rc_compl
   input  logic                  m_err_ready,
 
   // Counters
-  output logic [31:0]           stat_acks,
-  output logic [31:0]           stat_dropped,
-  output logic [31:0]           stat_unhandled,   // implied NAKs
-  output logic [31:0]           stat_wr_err,
-  output logic [31:0]           stat_retries,
-  output logic [31:0]           stat_timeouts
+  output hm_compl_stats_t       stats
 );
   localparam int CTXW    = $bits(hm_qp_ctx_t);
   localparam int KW      = DATA_WIDTH / 8;
@@ -263,21 +257,9 @@ module hm_rc_compl
   // derived from the loaded QP
   logic [3:0]  lpmtu, lstride;
   logic [12:0] pmtu;
-  logic [15:0] ring_mask;
   assign lpmtu     = 4'd7 + 4'(ctx_q.pmtu);
   assign pmtu      = 13'd1 << lpmtu;
   assign lstride   = 4'd6 + 4'(ctx_q.sq_log_stride);
-  assign ring_mask = 16'((17'd1 << ctx_q.sq_log_size) - 17'd1);
-
-  // a WQE opcode that waits for response data (READ / atomic), and a WQE's packet count at
-  // path MTU 2^lp (one for an atomic or an empty message)
-  function automatic logic wqe_rdat(input logic [7:0] op);
-    return op == HM_WQE_OP_READ || op == HM_WQE_OP_CMP_SWAP || op == HM_WQE_OP_FETCH_ADD;
-  endfunction
-  function automatic logic [23:0] wqe_npsn(input logic [7:0] op, input logic [31:0] len, input logic [3:0] lp);
-    if (op == HM_WQE_OP_CMP_SWAP || op == HM_WQE_OP_FETCH_ADD || len == '0) return 24'd1;
-    return 24'((33'(len) + (33'd1 << lp) - 33'd1) >> lp);
-  endfunction
 
   // the WQE at ci (one-entry cache)
   logic [WQE_MAX*8-1:0] wqe_q;
@@ -289,10 +271,10 @@ module hm_rc_compl
   assign w = hm_sq_wqe_hdr_t'(wqe_q[255:0]);
   logic w_rdat, w_read, w_atomic;
   assign w_read   = w.opcode == HM_WQE_OP_READ;
-  assign w_atomic = w.opcode == HM_WQE_OP_CMP_SWAP || w.opcode == HM_WQE_OP_FETCH_ADD;
-  assign w_rdat   = wqe_rdat(w.opcode);
+  assign w_atomic = hm_wqe_atomic(w.opcode);
+  assign w_rdat   = hm_wqe_rdat(w.opcode);
   logic [23:0] w_npsn, w_last;
-  assign w_npsn = wqe_npsn(w.opcode, w.length, lpmtu);
+  assign w_npsn = hm_wqe_npsn(w.opcode, w.length, lpmtu);
   assign w_last = d_q.una + w_npsn - 24'd1;
 
 
@@ -306,96 +288,27 @@ module hm_rc_compl
   assign m_chk_valid = st_q == C_WCHK && w_rdat && !flushing_q && cj_q < 5'(nsge);
   assign s_res_ready = st_q == C_WCHK;
 
-  // WQE fetch: a batch of posted WQEs from fx_q into the batch buffer, unless it is there.
-  // The buffer is a ring of 4 x BATCH_BYTES addressed by WQE index; it holds the window
-  // [cb_first_q, cb_first_q + cb_n_q) of QP cb_q. While the FSM works, the window's next
-  // posted WQEs are prefetched, up to half the ring per read, into its free part (what the
-  // QP has retired is free), so a QP that keeps retiring rarely waits for its WQEs.
-  localparam int CB_BEATS = 4 * BATCH_BYTES / KW;
-  localparam int CBW      = $clog2(CB_BEATS);
-  logic [15:0] slot, fx_q;
-  logic        cb_v_q, cb_err_q, in_batch;
-  logic [QW-1:0] cb_q;
-  logic [15:0] cb_first_q, cb_n_q, cbn, cbn_q;
-  logic [3:0]  lbpw;
-  logic [CBW-1:0] cb_wa_q;
-  logic [4:0]  bi_q, bg_q;          // beats of the WQE read from the buffer: issued, got
-  logic [DATA_WIDTH-1:0] cb_mem [CB_BEATS];
+  // WQE fetch: the batch buffer (hm_sq_batch) holds a window of one QP's posted WQEs, filled
+  // on demand from fx_q (C_WREQ, C_WDATA) and prefetched while the FSM works
+  logic [15:0]           fx_q, bat_ra_idx;
+  logic [4:0]            bi_q, bg_q, bat_ra_beat;   // beats of the WQE read from the buffer: issued, got
+  logic                  in_batch, ci_in_batch, cb_err, dem_taken, dem_done;
   logic [DATA_WIDTH-1:0] cb_rd;
-  logic [CBW-1:0] cb_ra;
-  assign slot     = fx_q & ring_mask;
-  assign lbpw     = lstride > 4'($clog2(KW)) ? lstride - 4'($clog2(KW)) : 4'd0;
-  function automatic logic batch_has(input logic [15:0] x);
-    return cb_v_q && cb_q == q_q && 16'(x - cb_first_q) < cb_n_q;
-  endfunction
-  assign in_batch = batch_has(fx_q);
-  always_comb begin
-    logic [15:0] a1, a2, wrap;
-    // posted WQEs from fx_q on: started ones (shead) or announced by a doorbell (pi)
-    a1   = d_q.shead - fx_q;
-    a2   = pi_q - fx_q;
-    if (a1[15]) a1 = '0;
-    if (a2[15]) a2 = '0;
-    if (a2 > a1) a1 = a2;
-    if (a1 == '0) a1 = 16'd1;
-    wrap = 16'((17'd1 << ctx_q.sq_log_size) - 17'(slot));
-    cbn  = 16'(BATCH_BYTES >> lstride);
-    if (a1 < cbn) cbn = a1;
-    if (wrap < cbn) cbn = wrap;
-  end
-
-  // prefetch: the window's QP (ring, stride), the oldest WQE it still needs (its ci at its
-  // last save) and how far it is posted; one read in flight, never beside the FSM's own
-  logic [63:0]    cbx_base_q;
-  logic [4:0]     cbx_lsize_q;
-  logic [3:0]     cbx_lstride_q, cbx_lbpw;
-  logic [15:0]    cb_lo_q, cb_lim_q, pf_n_q;
-  logic           pf_busy_q, pf_stale_q, pf_err_q, pf_want, pf_go;
-  logic [15:0]    pf_e, pf_n, pf_lo, pf_slot, fx_n1;
-  assign fx_n1 = fx_q + 16'd1;
-  assign cbx_lbpw = cbx_lstride_q > 4'($clog2(KW)) ? cbx_lstride_q - 4'($clog2(KW)) : 4'd0;
-  always_comb begin
-    logic [15:0] lo_off, cap, posted, wrap, free;
-    pf_e   = cb_first_q + cb_n_q;
-    pf_slot = pf_e & 16'((17'd1 << cbx_lsize_q) - 17'd1);
-    lo_off = cb_lo_q - cb_first_q;
-    if (lo_off[15]) lo_off = '0;
-    if (lo_off > cb_n_q) lo_off = cb_n_q;
-    pf_lo  = cb_first_q + lo_off;
-    cap    = 16'((4 * BATCH_BYTES) >> cbx_lstride_q);
-    free   = cap - (cb_n_q - lo_off);
-    posted = cb_lim_q - pf_e;
-    if (posted[15]) posted = '0;
-    wrap   = 16'((17'd1 << cbx_lsize_q) - 17'(pf_slot));
-    pf_n   = posted;
-    if (free < pf_n) pf_n = free;
-    if (wrap < pf_n) pf_n = wrap;
-    if ((cap >> 1) < pf_n) pf_n = cap >> 1;
-    pf_want = cb_v_q && !cb_err_q && !pf_busy_q && st_q != C_WREQ && st_q != C_WDATA && st_q != C_CTL &&
-              pf_n != '0 && (pf_n == posted || pf_n == (cap >> 1));
-  end
-  assign pf_go = pf_want && m_wrd_ready;
-
-  assign m_wrd.addr   = st_q == C_WREQ ? ctx_q.sq_base + (64'(slot) << lstride)
-                                       : cbx_base_q + (64'(pf_slot) << cbx_lstride_q);
-  assign m_wrd.len    = st_q == C_WREQ ? 32'(cbn) << lstride : 32'(pf_n) << cbx_lstride_q;
-  assign m_wrd_valid  = (st_q == C_WREQ && !in_batch && !pf_busy_q) || pf_want;
-  assign s_wqe_tready = st_q == C_WDATA || pf_busy_q;
+  logic [3:0]            lbpw;
+  assign lbpw = lstride > 4'($clog2(KW)) ? lstride - 4'($clog2(KW)) : 4'd0;
   always_comb begin
     // C_RL reads the header beat of WQE ci for C_RFAST, which reads the one after its own
-    if (st_q == C_RL) cb_ra = CBW'(32'(d_q.ci) << lbpw);
-    else if (st_q == C_RFAST) cb_ra = CBW'(32'(fx_n1) << lbpw);
-    else cb_ra = CBW'((32'(fx_q) << lbpw) + 32'(bi_q));
+    bat_ra_idx  = fx_q;
+    bat_ra_beat = bi_q;
+    if (st_q == C_RL) begin bat_ra_idx = d_q.ci; bat_ra_beat = '0; end
+    else if (st_q == C_RFAST) begin bat_ra_idx = fx_q + 16'd1; bat_ra_beat = '0; end
   end
+
   // the WQE being loaded from the batch is a READ / atomic (its header is its first beat)
   logic [7:0] bld_op;
   logic       bld_rdat;
   assign bld_op   = bg_q == '0 ? cb_rd[7:0] : w.opcode;     // the opcode is byte 0 of a WQE
-  assign bld_rdat = wqe_rdat(bld_op);
-  always_ff @(posedge clk) begin
-    if ((st_q == C_WDATA || pf_busy_q) && s_wqe_tvalid) cb_mem[cb_wa_q] <= s_wqe_tdata;
-    cb_rd <= cb_mem[cb_ra];
-  end
+  assign bld_rdat = hm_wqe_rdat(bld_op);
 
   // response classification
   logic [2:0]  syn_cls;
@@ -415,11 +328,11 @@ module hm_rc_compl
   logic           f_rdat, f_due, f_ok;
   logic [23:0]    f_npsn, f_last;
   assign fh     = hm_sq_wqe_hdr_t'(cb_rd[255:0]);
-  assign f_rdat = wqe_rdat(fh.opcode);
-  assign f_npsn = wqe_npsn(fh.opcode, fh.length, lpmtu);
+  assign f_rdat = hm_wqe_rdat(fh.opcode);
+  assign f_npsn = hm_wqe_npsn(fh.opcode, fh.length, lpmtu);
   assign f_last = d_q.una + f_npsn - 24'd1;
   assign f_due  = (is_ack && syn_cls == HM_AETH_CLS_ACK) ? hm_psn_ge(p, f_last) : hm_psn_ge(p - 24'd1, f_last);
-  assign f_ok   = d_q.ci != d_q.shead && batch_has(d_q.ci) && !cb_err_q && !f_rdat && !fh.flags[0] && f_due;
+  assign f_ok   = d_q.ci != d_q.shead && ci_in_batch && !cb_err && !f_rdat && !fh.flags[0] && f_due;
 
   // READ response placement: the SGL cursor (loaded by C_DISPATCH, stepped in C_PLACE)
   logic        cur_load, cur_valid, cur_last;
@@ -524,6 +437,16 @@ module hm_rc_compl
   // WQEs started (a doorbell may still wait in u_dbf); the WQE window and the flush use it
   logic [15:0] posted_end;
   assign posted_end = 16'(pi_q - d_q.shead) < 16'h8000 ? pi_q : d_q.shead;
+  // the batch buffer (signals declared with the WQE fetch, above)
+  hm_sq_batch #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS), .BATCH_BYTES(BATCH_BYTES)) u_batch (
+    .clk, .rst, .i_q(q_q), .i_sq_base(ctx_q.sq_base), .i_sq_log_size(ctx_q.sq_log_size), .i_lstride(lstride),
+    .i_shead(d_q.shead), .i_pi(pi_q), .i_posted_end(posted_end), .i_ci(d_q.ci), .i_fx(fx_q), .o_has_fx(in_batch), .o_has_ci(ci_in_batch),
+    .o_err(cb_err), .i_dem_valid(st_q == C_WREQ && !in_batch), .o_dem_taken(dem_taken),
+    .i_dem_data(st_q == C_WDATA), .o_dem_done(dem_done), .i_inval(st_q == C_CTL),
+    .i_pf_allow(st_q != C_WREQ && st_q != C_WDATA && st_q != C_CTL),
+    .i_save(save_now), .i_open(kind_q == K_PKT && d_q.ci != d_q.shead && !d_q.err),
+    .i_rd_idx(bat_ra_idx), .i_rd_beat(bat_ra_beat), .o_rd(cb_rd),
+    .m_wrd, .m_wrd_valid, .m_wrd_ready, .s_wqe_tdata, .s_wqe_tvalid, .s_wqe_tready, .s_wqe_tlast, .s_wqe_tuser);
   logic [7:0]  fatal_st_q;
   logic [47:0] ack_to;
   assign ack_to = hm_ack_timeout_cycles(ctx_q.timeout, CYCLES_PER_US);
@@ -576,26 +499,19 @@ module hm_rc_compl
     if (rst) begin
       st_q           <= C_IDLE;
       wc_v_q         <= 1'b0;
-      cb_v_q         <= 1'b0;
-      pf_busy_q      <= 1'b0;
       rr_pkt_q       <= 1'b0;
       wr_issued_q    <= '0;
       wr_done_q      <= '0;
-      stat_acks      <= '0;
-      stat_dropped   <= '0;
-      stat_unhandled <= '0;
-      stat_wr_err    <= '0;
-      stat_retries   <= '0;
-      stat_timeouts  <= '0;
+      stats <= '0;
     end else begin
       if (s_done_valid) begin
         wr_done_q <= wr_done_q + 1'b1;
-        if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;
+        if (s_done_err) stats.wr_err <= stats.wr_err + 1'b1;
       end
       if (m_pc_valid && m_pc_ready && !m_pc.discard) wr_issued_q <= wr_issued_q + 1'b1;
       // every ACK received counts once, on entry: also one merged into the next (coalesced
       // cumulative ACKs) and one for a QP number out of range
-      if (s_hdr_valid && s_hdr_ready && s_hdr.opcode == HM_OP_ACK) stat_acks <= stat_acks + 1'b1;
+      if (s_hdr_valid && s_hdr_ready && s_hdr.opcode == HM_OP_ACK) stats.acks <= stats.acks + 1'b1;
       case (st_q)
         C_IDLE: begin
           q_q           <= sel_q;
@@ -616,7 +532,7 @@ module hm_rc_compl
             kind_q <= K_PKT;
             h_q    <= hk_q;
             if ((hk_q.dest_qp >> QW) != '0) begin
-              stat_dropped <= stat_dropped + 1'b1;
+              stats.dropped <= stats.dropped + 1'b1;
               disc_next_q  <= C_IDLE;
               st_q <= hk_q.payload_len != 0 ? C_DISCARD : C_IDLE;
             end else st_q <= C_LOAD;
@@ -625,7 +541,6 @@ module hm_rc_compl
         end
         C_CTL: begin
           wc_v_q <= 1'b0;
-          cb_v_q <= 1'b0;
           st_q   <= C_IDLE;
         end
         C_LOAD: begin
@@ -682,7 +597,7 @@ module hm_rc_compl
                 d_q.tmr_on <= 1'b0;
                 st_q       <= C_SAVE;
               end else begin
-                stat_timeouts <= stat_timeouts + 1'b1;
+                stats.timeouts <= stats.timeouts + 1'b1;
                 rt_psn_q      <= una_eff;
                 rt_guard_q    <= 1'b0;
                 st_q          <= C_RETRY;
@@ -714,7 +629,7 @@ module hm_rc_compl
                 ok = ok && d_q.ci != d_q.shead && hm_psn_ge(p, d_q.una) && hm_psn_ge(d_q.spsn - 24'd1, p);
               if (!ok) begin
                 // dropped; a started-WQE record absorbed for it is kept (saved)
-                stat_dropped <= stat_dropped + 1'b1;
+                stats.dropped <= stats.dropped + 1'b1;
                 disc_next_q  <= absorbed_q ? C_SAVE : C_IDLE;
                 st_q <= h_q.payload_len != 0 ? C_DISCARD : absorbed_q ? C_SAVE : C_IDLE;
               end else begin
@@ -732,7 +647,7 @@ module hm_rc_compl
             ret_q <= C_RL;
             bi_q  <= '0;
             bg_q  <= '0;
-            st_q  <= !batch_has(d_q.ci) ? C_WREQ : (kind_q == K_PKT && !flushing_q) ? C_RFAST : C_BLOAD;
+            st_q  <= !ci_in_batch ? C_WREQ : (kind_q == K_PKT && !flushing_q) ? C_RFAST : C_BLOAD;
           end else if (w_rdat) st_q <= C_AFTER;
           else begin
             logic due;
@@ -754,7 +669,7 @@ module hm_rc_compl
             prog_q        <= 1'b1;
             tmr_restart_q <= 1'b1;
             fx_q          <= fx_q + 1'b1;
-          end else if (d_q.ci != d_q.shead && batch_has(d_q.ci) && !cb_err_q && !f_rdat) begin
+          end else if (d_q.ci != d_q.shead && ci_in_batch && !cb_err && !f_rdat) begin
             // a SEND / WRITE that is signaled or not yet due: C_RL decides on its header,
             // which is all the retire, CQE, rewind and C_AFTER steps read of such a WQE
             wqe_q[DATA_WIDTH-1:0] <= cb_rd;
@@ -763,7 +678,7 @@ module hm_rc_compl
             wc_idx_q     <= fx_q;
             wfetch_err_q <= 1'b0;
             st_q         <= C_RL;
-          end else if (d_q.ci != d_q.shead && batch_has(d_q.ci)) begin
+          end else if (d_q.ci != d_q.shead && ci_in_batch) begin
             // anything else (READ / atomic, fetch error): the WQE is loaded whole and C_RL
             // decides
             bi_q  <= '0;
@@ -777,31 +692,12 @@ module hm_rc_compl
             bi_q <= '0;
             bg_q <= '0;
             st_q <= C_BLOAD;
-          end else if (m_wrd_ready && !pf_busy_q) begin
-            cb_wa_q  <= CBW'(32'(fx_q) << lbpw);
-            cb_v_q   <= 1'b0;
-            cb_err_q <= 1'b0;
-            cbn_q    <= cbn;
-            st_q     <= C_WDATA;
-          end
+          end else if (dem_taken) st_q <= C_WDATA;
         end
-        C_WDATA: if (s_wqe_tvalid) begin
-          cb_wa_q <= cb_wa_q + 1'b1;
-          if (s_wqe_tuser) cb_err_q <= 1'b1;
-          if (s_wqe_tlast) begin
-            cb_v_q        <= 1'b1;
-            cb_q          <= q_q;
-            cb_first_q    <= fx_q;
-            cb_n_q        <= cbn_q;
-            cbx_base_q    <= ctx_q.sq_base;
-            cbx_lsize_q   <= ctx_q.sq_log_size;
-            cbx_lstride_q <= lstride;
-            cb_lo_q       <= fx_q;
-            cb_lim_q      <= posted_end;
-            bi_q       <= '0;
-            bg_q       <= '0;
-            st_q       <= C_BLOAD;
-          end
+        C_WDATA: if (dem_done) begin
+          bi_q <= '0;
+          bg_q <= '0;
+          st_q <= C_BLOAD;
         end
         C_BLOAD: begin
           // the beats of WQE fx_q: read address in one cycle, data the next
@@ -813,7 +709,7 @@ module hm_rc_compl
               wc_v_q       <= 1'b1;
               wc_q         <= q_q;
               wc_idx_q     <= fx_q;
-              wfetch_err_q <= cb_err_q;
+              wfetch_err_q <= cb_err;
               cj_q         <= '0;
               cr_q         <= '0;
               wchk_err_q   <= 1'b0;
@@ -858,7 +754,7 @@ module hm_rc_compl
           end else if (implied && !(is_aack && w_atomic && p == d_q.una)) begin
             // one retry per missing response until progress
             if (!(gv && d_q.guard == una_eff) && !d_q.rnr_wait) begin
-              stat_unhandled <= stat_unhandled + 1'b1;    // implied NAKs
+              stats.unhandled <= stats.unhandled + 1'b1;    // implied NAKs
               rt_psn_q   <= una_eff;
               rt_guard_q <= 1'b1;
               disc_next_q <= C_RETRY;
@@ -904,7 +800,7 @@ module hm_rc_compl
             off     = cur_seek;
             exp_len = (w.length - off) > 32'(pmtu) ? 32'(pmtu) : w.length - off;
             if (!(at && w_read && hm_psn_ge(p, d_q.una) && !hm_psn_ge(p, d_q.una + w_npsn))) begin
-              stat_dropped <= stat_dropped + 1'b1;
+              stats.dropped <= stats.dropped + 1'b1;
               st_q <= h_q.payload_len != 0 ? C_DISCARD : C_SAVE;
             end else if (p != expct) begin
               // behind: duplicate, dropped; ahead: a response is missing, go back once
@@ -918,7 +814,7 @@ module hm_rc_compl
                          // a READ re-requested from the middle starts again with FIRST/ONLY
                          rr_last != (d_q.rd_done + 24'd1 == w_npsn) ||
                          32'(h_q.payload_len) != exp_len) begin
-              stat_dropped <= stat_dropped + 1'b1;
+              stats.dropped <= stats.dropped + 1'b1;
               st_q <= h_q.payload_len != 0 ? C_DISCARD : C_SAVE;
             end else if (wchk_err_q || wfetch_err_q) begin
               fatal_st_q  <= HM_CQE_ST_LOC_PROT_ERR;
@@ -935,7 +831,7 @@ module hm_rc_compl
                 st_q       <= C_FATAL;
               end else st_q <= C_ATOMIC;
             end else begin
-              stat_dropped <= stat_dropped + 1'b1;
+              stats.dropped <= stats.dropped + 1'b1;
               st_q <= C_SAVE;
             end
           end
@@ -989,7 +885,7 @@ module hm_rc_compl
             fatal_st_q <= HM_CQE_ST_RETRY_EXC_ERR;
             st_q       <= C_FATAL;
           end else begin
-            stat_retries   <= stat_retries + 1'b1;
+            stats.retries   <= stats.retries + 1'b1;
             d_q.retry_left <= d_q.retry_left - 1'b1;
             d_q.rw_v       <= 1'b1;
             rwd_q          <= 1'b1;
@@ -1085,49 +981,6 @@ module hm_rc_compl
         end
         default: st_q <= C_IDLE;
       endcase
-
-      // the window's QP saved: what it still needs and how far it is posted
-      if (save_now && cb_v_q && cb_q == q_q) begin
-        cb_lo_q  <= d_q.ci;
-        cb_lim_q <= posted_end;
-      end
-      // a QP saved after a response packet with WQEs outstanding takes over an unused window
-      // (none, or one whose QP has retired all it posted) and the prefetch reads its WQEs
-      // (not on started-WQE records: reading back while the requester reads the same WQEs
-      // and their payload would slow the sender down)
-      if (save_now && kind_q == K_PKT && !pf_busy_q && (!cb_v_q || (cb_q != q_q && cb_lo_q == cb_lim_q)) &&
-          d_q.ci != d_q.shead && !d_q.err) begin
-        cb_v_q        <= 1'b1;
-        cb_err_q      <= 1'b0;
-        cb_q          <= q_q;
-        cb_first_q    <= d_q.ci;
-        cb_n_q        <= '0;
-        cbx_base_q    <= ctx_q.sq_base;
-        cbx_lsize_q   <= ctx_q.sq_log_size;
-        cbx_lstride_q <= lstride;
-        cb_lo_q       <= d_q.ci;
-        cb_lim_q      <= posted_end;
-      end
-      // prefetch: issue (the window drops what was retired), data, completion (a bus error
-      // or a window changed meanwhile discards it; the FSM then reads those WQEs itself)
-      if (pf_go) begin
-        pf_busy_q  <= 1'b1;
-        pf_stale_q <= 1'b0;
-        pf_err_q   <= 1'b0;
-        pf_n_q     <= pf_n;
-        cb_wa_q    <= CBW'(32'(pf_e) << cbx_lbpw);
-        cb_first_q <= pf_lo;
-        cb_n_q     <= pf_e - pf_lo;
-      end
-      if (pf_busy_q && s_wqe_tvalid) begin
-        cb_wa_q <= cb_wa_q + 1'b1;
-        if (s_wqe_tuser) pf_err_q <= 1'b1;
-        if (s_wqe_tlast) begin
-          pf_busy_q <= 1'b0;
-          if (!pf_stale_q && !pf_err_q && !s_wqe_tuser && cb_v_q) cb_n_q <= cb_n_q + pf_n_q;
-        end
-      end
-      if (pf_busy_q && st_q == C_CTL) pf_stale_q <= 1'b1;
     end
   end
 

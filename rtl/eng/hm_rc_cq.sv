@@ -7,7 +7,7 @@
 // i of the ring is written with owner = the phase of the pass (1 on the first pass over the
 // ring, then alternating), so software owns it when the owner bit equals the phase it
 // expects. A CQE for a CQ that is full (producer - consumer = size) is not written: it is
-// counted as an overrun (stat_overrun) and the CQ is marked overrun, so no entry software
+// counted as an overrun (stats.overrun) and the CQ is marked overrun, so no entry software
 // has not consumed is ever overwritten; a CQE for an invalid CQ is counted and dropped.
 // An interrupt is signalled only after the CQE write that caused it has completed, and
 // arming a CQ that already holds unconsumed entries signals at once.
@@ -70,10 +70,7 @@ module hm_rc_cq
   input  logic                  m_irq_ready,
 
   // Counters
-  output logic [31:0]           stat_cqes,
-  output logic [31:0]           stat_overrun,
-  output logic [31:0]           stat_dropped,
-  output logic [31:0]           stat_wr_err
+  output hm_cq_stats_t          stats
 );
   localparam int CTXW = $bits(hm_cq_ctx_t);
 
@@ -209,14 +206,11 @@ module hm_rc_cq
       pick_b_q     <= 1'b0;
       wr_issued_q  <= '0;
       wr_done_q    <= '0;
-      stat_cqes    <= '0;
-      stat_overrun <= '0;
-      stat_dropped <= '0;
-      stat_wr_err  <= '0;
+      stats <= '0;
     end else begin
       if (s_done_valid) begin
         wr_done_q <= wr_done_q + 1'b1;
-        if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;
+        if (s_done_err) stats.wr_err <= stats.wr_err + 1'b1;
       end
       case (st_q)
         Q_IDLE: begin
@@ -229,7 +223,7 @@ module hm_rc_cq
             req_q    <= sel_b ? s_b : s_a;
             pick_b_q <= !sel_b;
             if ((sel_b ? {16'd0, s_b.cqn} : {16'd0, s_a.cqn}) < 32'(NUM_CQS)) st_q <= Q_LOAD;
-            else stat_dropped <= stat_dropped + 1'b1;
+            else stats.dropped <= stats.dropped + 1'b1;
           end
         end
         Q_CTL: st_q <= Q_IDLE;
@@ -244,10 +238,10 @@ module hm_rc_cq
         Q_DB: st_q <= Q_IDLE;
         Q_CQE: begin
           if (!valid_cq) begin
-            stat_dropped <= stat_dropped + 1'b1;
+            stats.dropped <= stats.dropped + 1'b1;
             st_q <= Q_IDLE;
           end else if (full) begin
-            stat_overrun <= stat_overrun + 1'b1;
+            stats.overrun <= stats.overrun + 1'b1;
             st_q <= Q_IDLE;
           end else if (m_wr_ready) begin
             wr_issued_q <= wr_issued_q + 1'b1;
@@ -255,7 +249,7 @@ module hm_rc_cq
           end
         end
         Q_DATA: if (m_axis_tready) begin
-          stat_cqes <= stat_cqes + 1'b1;
+          stats.cqes <= stats.cqes + 1'b1;
           st_q <= Q_IDLE;
         end
         default: st_q <= Q_IDLE;

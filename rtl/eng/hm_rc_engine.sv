@@ -273,7 +273,7 @@ module hm_rc_engine
   logic cerr_valid, cerr_ready, rerr_valid, rerr_ready;
   logic eb_valid, eb_req_ready, eb_cmpl_ready, eb_resp_ready, eb_ready;
   logic eb_req_took_q, eb_cmpl_took_q, eb_resp_took_q;
-  logic [31:0] st_wqes, st_pkts, st_lerr, st_dbbad;
+  hm_req_stats_t req_st;
   hm_rq_cmd_t  rqc;
   logic        rqc_valid, rqc_ready;
 
@@ -313,7 +313,7 @@ module hm_rc_engine
     .m_inl_tready(inl_tready), .m_inl_tlast(inl_tlast),
     .m_hdr(hdr), .m_hdr_valid(hdr_valid), .m_hdr_ready(hdr_ready),
     .m_sent(sent), .m_sent_valid(sent_valid), .m_sent_ready(sent_ready),
-    .stat_wqes(st_wqes), .stat_pkts(st_pkts), .stat_local_err(st_lerr), .stat_db_bad(st_dbbad)
+    .stats(req_st)
   );
 
   hm_rc_gather #(.DATA_WIDTH(DATA_WIDTH), .ORDER_DEPTH(128)) u_gather (
@@ -419,7 +419,8 @@ module hm_rc_engine
   logic [31:0] r_wr_done;
   hm_roce_hdr_t rhdr;
   logic        rhdr_valid, rhdr_ready;
-  logic [31:0] st_reqs, st_dups, st_seqnak, st_rnr, st_errnak, st_rdrop, st_rwerr, st_rpkts;
+  hm_resp_stats_t resp_st;
+  logic [31:0] st_rpkts;
 
   hm_rjob_t    ce_job;
   logic        ce_valid;
@@ -443,8 +444,7 @@ module hm_rc_engine
     .m_job(job), .m_job_valid(job_valid), .m_job_ready(job_ready), .wr_done(r_wr_done),
     .m_cqe(rcqe), .m_cqe_valid(rcqe_valid), .m_cqe_ready(rcqe_ready),
     .m_err_qpn(rerr_qpn), .m_err_valid(rerr_valid), .m_err_ready(rerr_ready),
-    .stat_reqs(st_reqs), .stat_dups(st_dups), .stat_seq_naks(st_seqnak), .stat_rnr_naks(st_rnr),
-    .stat_err_naks(st_errnak), .stat_dropped(st_rdrop), .stat_wr_err(st_rwerr)
+    .stats(resp_st)
   );
 
   hm_rc_scatter #(.DATA_WIDTH(DATA_WIDTH)) u_rscat (
@@ -462,7 +462,8 @@ module hm_rc_engine
   hm_cc_ctrl_t cc_ctrl;
   hm_rjob_t    cnp_job;
   logic        cnp_valid, cnp_ready, sl_detach;
-  logic [31:0] st_cnp_tx, st_ce, st_np_supp, st_rp_cuts, st_rp_act, st_rp_rel, st_sl_miss;
+  hm_cc_stats_t cc_st;
+  logic [31:0] st_cnp_tx;
   hm_qp_ctx_t  qp_wr_ctx;
   assign cc_ctrl   = hm_cc_ctrl_t'(cc_regs[HM_CC_CTRL]);
   assign qp_wr_ctx = hm_qp_ctx_t'(cmd_data[$bits(hm_qp_ctx_t)-1:0]);
@@ -477,8 +478,7 @@ module hm_rc_engine
     .s_tx_valid(txr_valid), .s_tx_qpn(txr_qpn), .s_tx_bytes(txr_bytes),
     .s_query_qpn(rl_qpn), .o_hold(rl_hold),
     .s_detach_valid(sl_detach), .s_detach_qpn(cmd.index),
-    .stat_ce(st_ce), .stat_np_suppressed(st_np_supp), .stat_rp_cuts(st_rp_cuts),
-    .stat_rp_activations(st_rp_act), .stat_rp_releases(st_rp_rel), .stat_no_slot(st_sl_miss)
+    .stats(cc_st)
   );
 
   hm_rc_resp_tx u_resp_tx (
@@ -504,8 +504,8 @@ module hm_rc_engine
   logic        cdone_valid, cdone_err, qdone_valid, qdone_err, qdone_ready;
   hm_cqe_req_t ccqe;
   logic        ccqe_valid, ccqe_ready;
-  logic [31:0] st_acks, st_cdrop, st_unh, st_cwerr, st_cqes, st_ovr, st_cqdrop, st_qwerr;
-  logic [31:0] st_retries, st_tmo;
+  hm_compl_stats_t compl_st;
+  hm_cq_stats_t cq_st;
 
   hm_rc_compl #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_cmpl (
     .clk, .rst,
@@ -526,8 +526,7 @@ module hm_rc_engine
     .m_cqe(ccqe), .m_cqe_valid(ccqe_valid), .m_cqe_ready(ccqe_ready),
     .m_rqc(rqc), .m_rqc_valid(rqc_valid), .m_rqc_ready(rqc_ready),
     .m_err_qpn(cerr_qpn), .m_err_valid(cerr_valid), .m_err_ready(cerr_ready),
-    .stat_acks(st_acks), .stat_dropped(st_cdrop), .stat_unhandled(st_unh), .stat_wr_err(st_cwerr),
-    .stat_retries(st_retries), .stat_timeouts(st_tmo)
+    .stats(compl_st)
   );
 
   hm_rc_scatter #(.DATA_WIDTH(DATA_WIDTH)) u_cscat (
@@ -592,7 +591,7 @@ module hm_rc_engine
     .s_done_valid(qdone_valid), .s_done_err(qdone_err), .s_done_ready(qdone_ready),
     .m_ovr_cqn(ovr_cqn), .m_ovr_valid(ovr_valid),
     .m_irq_vec, .m_irq_valid, .m_irq_ready,
-    .stat_cqes(st_cqes), .stat_overrun(st_ovr), .stat_dropped(st_cqdrop), .stat_wr_err(st_qwerr)
+    .stats(cq_st)
   );
 
   // ---------------------------------------------------------------------------------------
@@ -684,39 +683,39 @@ module hm_rc_engine
   always_comb begin
     counters      = '0;
     counters[0]   = tx_frames;
-    counters[1]   = st_wqes;
-    counters[2]   = st_pkts;
-    counters[3]   = st_lerr;
-    counters[4]   = db_dropped_q + st_dbbad;
+    counters[1]   = req_st.wqes;
+    counters[2]   = req_st.pkts;
+    counters[3]   = req_st.local_err;
+    counters[4]   = db_dropped_q + req_st.db_bad;
     counters[5]   = tx_len_err;
     counters[6]   = tx_bad_req;
-    counters[7]   = st_reqs;
+    counters[7]   = resp_st.reqs;
     counters[8]   = st_dma_bad;
     counters[9]   = rx_stat[0];
     counters[10]  = rx_dropped;
     counters[11]  = rx_other;
-    counters[12]  = st_acks;
-    counters[13]  = st_cdrop;
-    counters[14]  = st_unh;
-    counters[15]  = st_cwerr + st_qwerr + st_rwerr;
-    counters[16]  = st_cqes;
-    counters[17]  = st_ovr;
-    counters[18]  = st_cqdrop;
-    counters[19]  = st_dups;
-    counters[20]  = st_seqnak + st_rnr;
-    counters[21]  = st_errnak;
-    counters[22]  = st_rdrop;
+    counters[12]  = compl_st.acks;
+    counters[13]  = compl_st.dropped;
+    counters[14]  = compl_st.unhandled;
+    counters[15]  = compl_st.wr_err + cq_st.wr_err + resp_st.wr_err;
+    counters[16]  = cq_st.cqes;
+    counters[17]  = cq_st.overrun;
+    counters[18]  = cq_st.dropped;
+    counters[19]  = resp_st.dups;
+    counters[20]  = resp_st.seq_naks + resp_st.rnr_naks;
+    counters[21]  = resp_st.err_naks;
+    counters[22]  = resp_st.dropped;
     counters[23]  = st_rpkts;
-    counters[24]  = st_retries;
-    counters[25]  = st_tmo;
-    counters[26]  = st_ce;
+    counters[24]  = compl_st.retries;
+    counters[25]  = compl_st.timeouts;
+    counters[26]  = cc_st.ce;
     counters[27]  = st_cnp_tx;
     counters[28]  = st_cnp_rx;
-    counters[29]  = st_np_supp;
-    counters[30]  = st_rp_cuts;
-    counters[31]  = st_rp_act;
-    counters[32]  = st_rp_rel;
-    counters[33]  = st_sl_miss;
+    counters[29]  = cc_st.np_suppressed;
+    counters[30]  = cc_st.rp_cuts;
+    counters[31]  = cc_st.rp_activations;
+    counters[32]  = cc_st.rp_releases;
+    counters[33]  = cc_st.no_slot;
     counters[34]  = st_pfc_rx;
   end
 

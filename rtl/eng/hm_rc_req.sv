@@ -143,10 +143,7 @@ module hm_rc_req
   input  logic                  m_sent_ready,
 
   // Counters
-  output logic [31:0]           stat_wqes,
-  output logic [31:0]           stat_pkts,
-  output logic [31:0]           stat_local_err,
-  output logic [31:0]           stat_db_bad
+  output hm_req_stats_t         stats
 );
   localparam int BUF_BEATS = WQE_BUF_BYTES / KEEP_WIDTH;
   localparam int BW        = $clog2(BUF_BEATS);
@@ -199,13 +196,10 @@ module hm_rc_req
 
   always_ff @(posedge clk) begin
     if (db_take && db_ok) pi_mem[QW'(s_db.qpn)] <= s_db.pi;
-    if (rst) begin
-      queued_q    <= '0;
-      stat_db_bad <= '0;
-    end else begin
+    if (rst) queued_q <= '0;
+    else begin
       if (pop) queued_q[pop_q] <= 1'b0;
       if (act_push) queued_q[act_q] <= 1'b1;
-      if (db_take && !db_ok) stat_db_bad <= stat_db_bad + 1'b1;
     end
   end
 
@@ -458,7 +452,7 @@ module hm_rc_req
     logic d_send, d_write;
     d_send  = dwh.opcode == HM_WQE_OP_SEND || dwh.opcode == HM_WQE_OP_SEND_IMM || dwh.opcode == HM_WQE_OP_SEND_INV;
     d_write = dwh.opcode == HM_WQE_OP_WRITE || dwh.opcode == HM_WQE_OP_WRITE_IMM;
-    dd_atom = dwh.opcode == HM_WQE_OP_CMP_SWAP || dwh.opcode == HM_WQE_OP_FETCH_ADD;
+    dd_atom = hm_wqe_atomic(dwh.opcode);
     dd_sw   = d_send || d_write;
     dd_inl  = dwh.flags[2] && dd_sw;
     dd_st   = HM_CQE_ST_SUCCESS;
@@ -484,7 +478,7 @@ module hm_rc_req
   assign is_send   = w.opcode == HM_WQE_OP_SEND || w.opcode == HM_WQE_OP_SEND_IMM || w.opcode == HM_WQE_OP_SEND_INV;
   assign is_write  = w.opcode == HM_WQE_OP_WRITE || w.opcode == HM_WQE_OP_WRITE_IMM;
   assign is_read   = w.opcode == HM_WQE_OP_READ;
-  assign is_atomic = w.opcode == HM_WQE_OP_CMP_SWAP || w.opcode == HM_WQE_OP_FETCH_ADD;
+  assign is_atomic = hm_wqe_atomic(w.opcode);
   assign has_imm   = w.opcode == HM_WQE_OP_SEND_IMM || w.opcode == HM_WQE_OP_WRITE_IMM;
   assign is_inv    = w.opcode == HM_WQE_OP_SEND_INV;
 
@@ -511,9 +505,8 @@ module hm_rc_req
   assign kidx      = 6'(off_q >> lpmtu);
   // PSNs a READ request for the rest of the message reserves
   logic [23:0] rpk;
-  assign rpk       = rem == '0 ? 24'd1 : 24'((33'(rem) + 33'(pmtu) - 33'd1) >> lpmtu);
-  assign npsn_w    = is_atomic ? 24'd1 :
-                     (w.length == '0 ? 24'd1 : 24'((33'(w.length) + 33'(pmtu) - 33'd1) >> lpmtu));
+  assign rpk       = hm_pkts(rem, lpmtu);
+  assign npsn_w    = hm_wqe_npsn(w.opcode, w.length, lpmtu);
 
   // immediate data is stored in network byte order (the WQE bytes are the wire bytes)
   logic [31:0] imm_wire;
@@ -522,24 +515,7 @@ module hm_rc_req
   // header record of the packet at off_q
   always_comb begin
     logic [7:0] op;
-    hdr_d = '0;
-    hdr_d.eth_dst    = ctx_q.eth_dst;
-    hdr_d.eth_src    = ctx_q.eth_src;
-    hdr_d.vlan_valid = ctx_q.vlan_valid;
-    hdr_d.vlan_pcp   = ctx_q.vlan_valid ? ctx_q.vlan_pcp : 3'd0;
-    hdr_d.vlan_vid   = ctx_q.vlan_valid ? ctx_q.vlan_vid : 12'd0;
-    hdr_d.ipv6       = ctx_q.ipv6;
-    hdr_d.ip_src     = ctx_q.ipv6 ? ctx_q.ip_src : {96'd0, ctx_q.ip_src[31:0]};
-    hdr_d.ip_dst     = ctx_q.ipv6 ? ctx_q.ip_dst : {96'd0, ctx_q.ip_dst[31:0]};
-    hdr_d.dscp       = ctx_q.dscp;
-    hdr_d.ecn        = ecn_mask[ctx_q.vlan_valid ? ctx_q.vlan_pcp : ctx_q.dscp[5:3]] ? ctx_q.ecn : 2'b00;
-    hdr_d.ttl        = ctx_q.ttl;
-    hdr_d.ip_df      = !ctx_q.ipv6;
-    hdr_d.flow_label = ctx_q.ipv6 ? ctx_q.flow_label : 20'd0;
-    hdr_d.udp_sport  = ctx_q.udp_sport;
-    hdr_d.udp_dport  = HM_ROCE_UDP_PORT;
-    hdr_d.pkey       = ctx_q.pkey;
-    hdr_d.dest_qp    = ctx_q.dest_qpn;
+    hdr_d = hm_av_hdr(hm_ctx_av(ctx_q, ecn_mask));
     hdr_d.psn        = psn_q;
     op = HM_OP_SEND_FIRST;
     if (is_send) begin
@@ -785,11 +761,10 @@ module hm_rc_req
 
   always_ff @(posedge clk) begin
     if (rst) begin
-      state_q        <= S_IDLE;
-      stat_wqes      <= '0;
-      stat_pkts      <= '0;
-      stat_local_err <= '0;
+      state_q <= S_IDLE;
+      stats   <= '0;
     end else begin
+      if (db_take && !db_ok) stats.db_bad <= stats.db_bad + 1'b1;
       case (state_q)
         S_IDLE: begin
           if (s_ctl_valid) state_q <= S_CTL;
@@ -832,8 +807,8 @@ module hm_rc_req
         S_DECODE: begin
           if (fast_go) begin
             // sent whole this cycle (header, piece, sent record)
-            stat_wqes <= stat_wqes + 1'b1;
-            stat_pkts <= stat_pkts + 1'b1;
+            stats.wqes <= stats.wqes + 1'b1;
+            stats.pkts <= stats.pkts + 1'b1;
             shw_q     <= shw_q + 1'b1;
             head_q    <= head_q + 1'b1;
             psn_q     <= psn_q + 24'd1;
@@ -874,12 +849,12 @@ module hm_rc_req
             state_q   <= S_SAVE;
           end else if (sent_room || (!new_start && status_q == HM_CQE_ST_SUCCESS)) begin
             if (status_q != HM_CQE_ST_SUCCESS) begin
-              stat_local_err <= stat_local_err + 1'b1;
+              stats.local_err <= stats.local_err + 1'b1;
               ctx_q.state    <= HM_QPS_ERR;
               state_q        <= S_IDLE;               // stopped; the completer flushes
             end else begin
               if (new_start) begin
-                stat_wqes <= stat_wqes + 1'b1;
+                stats.wqes <= stats.wqes + 1'b1;
                 shw_q     <= shw_q + 1'b1;
                 if (is_read || is_atomic) rd_out_q <= rd_out_q + 1'b1;
               end
@@ -901,7 +876,7 @@ module hm_rc_req
         end
         S_PKT: begin
           if (hdr_push) begin
-            stat_pkts <= stat_pkts + 1'b1;
+            stats.pkts <= stats.pkts + 1'b1;
             pkts_q    <= pkts_q + 1'b1;
             psn_q     <= psn_q + (is_read ? rpk : 24'd1);
             prem_q    <= plen;

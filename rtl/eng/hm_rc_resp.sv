@@ -124,13 +124,7 @@ module hm_rc_resp
   input  logic                  m_err_ready,
 
   // Counters
-  output logic [31:0]           stat_reqs,
-  output logic [31:0]           stat_dups,
-  output logic [31:0]           stat_seq_naks,
-  output logic [31:0]           stat_rnr_naks,
-  output logic [31:0]           stat_err_naks,
-  output logic [31:0]           stat_dropped,
-  output logic [31:0]           stat_wr_err
+  output hm_resp_stats_t        stats
 );
   localparam int CTXW    = $bits(hm_qp_ctx_t);
   localparam int KW      = DATA_WIDTH / 8;
@@ -242,23 +236,12 @@ module hm_rc_resp
   assign max_res = ctx_q.max_dest_rd_atomic > 4'(MAX_RES) ? 4'(MAX_RES) : ctx_q.max_dest_rd_atomic;
 
   // packet classes
-  logic [7:0]  op;
-  logic [15:0] plen;
-  logic        op_send_first, op_send, op_send_end, op_imm, op_inv, op_wr_first, op_write,
-               op_wr_end, op_wr_imm, op_read, op_atomic;
-  assign op            = h_q.opcode;
-  assign plen          = h_q.payload_len;
-  assign op_send_first = op == HM_OP_SEND_FIRST || op == HM_OP_SEND_ONLY || op == HM_OP_SEND_ONLY_IMM || op == HM_OP_SEND_ONLY_INV;
-  assign op_send       = op <= HM_OP_SEND_ONLY_IMM || op == HM_OP_SEND_LAST_INV || op == HM_OP_SEND_ONLY_INV;
-  assign op_send_end   = op == HM_OP_SEND_LAST || op == HM_OP_SEND_LAST_IMM || op == HM_OP_SEND_ONLY || op == HM_OP_SEND_ONLY_IMM || op == HM_OP_SEND_LAST_INV || op == HM_OP_SEND_ONLY_INV;
-  assign op_imm        = op == HM_OP_SEND_LAST_IMM || op == HM_OP_SEND_ONLY_IMM || op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM;
-  assign op_inv        = op == HM_OP_SEND_LAST_INV || op == HM_OP_SEND_ONLY_INV;
-  assign op_wr_first   = op == HM_OP_WRITE_FIRST || op == HM_OP_WRITE_ONLY || op == HM_OP_WRITE_ONLY_IMM;
-  assign op_write      = op >= HM_OP_WRITE_FIRST && op <= HM_OP_WRITE_ONLY_IMM;
-  assign op_wr_end     = op == HM_OP_WRITE_LAST || op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY || op == HM_OP_WRITE_ONLY_IMM;
-  assign op_wr_imm     = op == HM_OP_WRITE_LAST_IMM || op == HM_OP_WRITE_ONLY_IMM;
-  assign op_read       = op == HM_OP_READ_REQ;
-  assign op_atomic     = op == HM_OP_CMP_SWAP || op == HM_OP_FETCH_ADD;
+  logic [7:0]    op;
+  logic [15:0]   plen;
+  hm_req_class_t oc;
+  assign op   = h_q.opcode;
+  assign plen = h_q.payload_len;
+  assign oc   = hm_req_class(op);
 
   // the receive WQE (cache of one)
   logic [WQE_MAX*8-1:0] rqe_q;
@@ -286,28 +269,28 @@ module hm_rc_resp
   logic [35:0] csum_q;
   hm_sge_t     sge_c;
   assign sge_c = hm_rq_sge(rqe_q, cj_q[3:0]);
+  logic chk_state;               // a state that issues MR checks (cj_q of cn_q) and takes results
+  assign chk_state = st_q inside {R_SGLCHK, R_INV, R_WRCHK, R_RDCHK, R_DUPCHK, R_ATCHK};
   always_comb begin
     m_chk.pd    = ctx_q.pd;
     m_chk.key   = h_q.rkey;
     m_chk.addr  = h_q.va;
     m_chk.len   = 64'(h_q.dma_len);
-    m_chk.need  = HM_MRN_REMOTE_WRITE;
-    m_chk_valid = 1'b0;
+    m_chk.need  = HM_MRN_REMOTE_WRITE;        // R_WRCHK
+    m_chk_valid = chk_state && cj_q < cn_q;
     case (st_q)
       R_SGLCHK: begin
         m_chk.key = sge_c.lkey; m_chk.addr = sge_c.addr; m_chk.len = 64'(sge_c.len);
-        m_chk.need = HM_MRN_LOCAL_WRITE; m_chk_valid = cj_q < cn_q;
+        m_chk.need = HM_MRN_LOCAL_WRITE;
       end
-      R_INV:   begin m_chk.key = h_q.imm; m_chk.need = HM_MRN_INVALIDATE; m_chk_valid = cj_q < cn_q; end
-      R_WRCHK: begin m_chk.need = HM_MRN_REMOTE_WRITE; m_chk_valid = cj_q < cn_q; end
-      R_RDCHK, R_DUPCHK: begin m_chk.need = HM_MRN_REMOTE_READ; m_chk_valid = cj_q < cn_q;
-                                 if (st_q == R_DUPCHK) begin m_chk.addr = dup_va_q; m_chk.len = 64'(dup_len_q); end end
-      R_ATCHK: begin m_chk.need = HM_MRN_REMOTE_ATOMIC; m_chk.len = 64'd8; m_chk_valid = cj_q < cn_q; end
+      R_INV:    begin m_chk.key = h_q.imm; m_chk.need = HM_MRN_INVALIDATE; end
+      R_RDCHK:  m_chk.need = HM_MRN_REMOTE_READ;
+      R_DUPCHK: begin m_chk.need = HM_MRN_REMOTE_READ; m_chk.addr = dup_va_q; m_chk.len = 64'(dup_len_q); end
+      R_ATCHK:  begin m_chk.need = HM_MRN_REMOTE_ATOMIC; m_chk.len = 64'd8; end
       default: ;
     endcase
   end
-  assign s_res_ready = st_q == R_SGLCHK || st_q == R_INV || st_q == R_WRCHK || st_q == R_RDCHK ||
-                       st_q == R_DUPCHK || st_q == R_ATCHK;
+  assign s_res_ready = chk_state;
 
   // small reads
   logic [15:0] rq_slot;
@@ -391,7 +374,6 @@ module hm_rc_resp
   assign at_new = op == HM_OP_CMP_SWAP ? (at_orig_q == h_q.compare ? h_q.swap_add : at_orig_q)
                               : at_orig_q + h_q.swap_add;
 
-
   // pieces
   always_comb begin
     m_pc.discard = 1'b0;
@@ -441,21 +423,7 @@ module hm_rc_resp
     m_job.orig       = at_orig_q;
     m_job.wr_seq     = wr_issued_q;
     m_job.pmtu       = ctx_q.pmtu;
-    m_job.dest_qp    = ctx_q.dest_qpn;
-    m_job.eth_dst    = ctx_q.eth_dst;
-    m_job.eth_src    = ctx_q.eth_src;
-    m_job.vlan_valid = ctx_q.vlan_valid;
-    m_job.vlan_pcp   = ctx_q.vlan_pcp;
-    m_job.vlan_vid   = ctx_q.vlan_vid;
-    m_job.ipv6       = ctx_q.ipv6;
-    m_job.ip_src     = ctx_q.ip_src;
-    m_job.ip_dst     = ctx_q.ip_dst;
-    m_job.dscp       = ctx_q.dscp;
-    m_job.ecn        = ecn_mask[ctx_q.vlan_valid ? ctx_q.vlan_pcp : ctx_q.dscp[5:3]] ? ctx_q.ecn : 2'b00;
-    m_job.ttl        = ctx_q.ttl;
-    m_job.udp_sport  = ctx_q.udp_sport;
-    m_job.flow_label = ctx_q.flow_label;
-    m_job.pkey       = ctx_q.pkey;
+    m_job.av         = hm_ctx_av(ctx_q, ecn_mask);
     if (st_q == R_FAST) begin
       // the fast path's ACK: this packet, after its write (issued now or before)
       m_job.kind     = HM_RJ_AETH;
@@ -482,11 +450,11 @@ module hm_rc_resp
     m_cqe.cqe.status    = cqe_st_q;
     m_cqe.cqe.wqe_index = d_q.rq_ci;
     m_cqe.cqe.flags     = HM_CQE_F_RQ;
-    if (cqe_st_q == HM_CQE_ST_SUCCESS && op_imm && kind_q == K_PKT) begin
+    if (cqe_st_q == HM_CQE_ST_SUCCESS && oc.imm && kind_q == K_PKT) begin
       m_cqe.cqe.flags = m_cqe.cqe.flags | HM_CQE_F_IMM;
       m_cqe.cqe.imm   = {h_q.imm[7:0], h_q.imm[15:8], h_q.imm[23:16], h_q.imm[31:24]};
     end
-    if (cqe_st_q == HM_CQE_ST_SUCCESS && op_inv && kind_q == K_PKT) begin
+    if (cqe_st_q == HM_CQE_ST_SUCCESS && oc.inv && kind_q == K_PKT) begin
       m_cqe.cqe.flags = m_cqe.cqe.flags | HM_CQE_F_INV;
       m_cqe.cqe.imm   = h_q.imm;
     end
@@ -498,10 +466,9 @@ module hm_rc_resp
   // resource record written in R_RESSAVE
   always_comb begin
     res_wd        = '0;
-    res_wd.atomic = op_atomic;
+    res_wd.atomic = oc.atomic;
     res_wd.first  = h_q.psn;
-    res_wd.npkts  = op_atomic ? 24'd1 :
-                    (h_q.dma_len == '0 ? 24'd1 : 24'((33'(h_q.dma_len) + 33'(pmtu) - 33'd1) >> lpmtu));
+    res_wd.npkts  = oc.atomic ? 24'd1 : hm_pkts(h_q.dma_len, lpmtu);
     res_wd.va     = h_q.va;
     res_wd.rkey   = h_q.rkey;
     res_wd.len    = h_q.dma_len;
@@ -516,16 +483,14 @@ module hm_rc_resp
   always_ff @(posedge clk) begin
     if (st_q == R_CTL) begin
       ctx_mem[QW'(s_ctl_cmd.index)] <= ctl_ctx;
-      if ((s_ctl_cmd.flags & HM_CTL_F_LOAD_RQ) != 0) begin
-        dyn_mem[QW'(s_ctl_cmd.index)] <= '{epsn: ctl_ctx.rq_psn, msn: 24'd0, rq_ci: 16'd0,
+      if ((s_ctl_cmd.flags & (HM_CTL_F_LOAD_RQ | HM_CTL_F_LOAD_RQ_PSN)) != 0) begin
+        // LOAD_RQ: a new receive queue; LOAD_RQ_PSN (INIT -> RTR): receives posted (and rung)
+        // while in INIT stay posted
+        dyn_mem[QW'(s_ctl_cmd.index)] <= '{epsn: ctl_ctx.rq_psn, msn: 24'd0,
+          rq_ci: (s_ctl_cmd.flags & HM_CTL_F_LOAD_RQ) != 0 ? 16'd0 : dyn_rd.rq_ci,
           in_send: 1'b0, in_write: 1'b0, moff: 32'd0, total: 32'd0, wva: 64'd0,
           nak_sent: 1'b0, err: ctl_ctx.state == HM_QPS_ERR, res_head: '0, res_cnt: 3'd0};
-        pi_mem[QW'(s_ctl_cmd.index)] <= 16'd0;
-      end else if ((s_ctl_cmd.flags & HM_CTL_F_LOAD_RQ_PSN) != 0) begin
-        // INIT -> RTR: receives posted (and rung) while in INIT stay posted
-        dyn_mem[QW'(s_ctl_cmd.index)] <= '{epsn: ctl_ctx.rq_psn, msn: 24'd0, rq_ci: dyn_rd.rq_ci,
-          in_send: 1'b0, in_write: 1'b0, moff: 32'd0, total: 32'd0, wva: 64'd0,
-          nak_sent: 1'b0, err: ctl_ctx.state == HM_QPS_ERR, res_head: '0, res_cnt: 3'd0};
+        if ((s_ctl_cmd.flags & HM_CTL_F_LOAD_RQ) != 0) pi_mem[QW'(s_ctl_cmd.index)] <= 16'd0;
       end else if (ctl_ctx.state == HM_QPS_ERR) begin
         dyn_mem[QW'(s_ctl_cmd.index)].err <= 1'b1;
       end
@@ -536,22 +501,34 @@ module hm_rc_resp
     end
   end
 
+  // the response job: an ACK / NAK (AETH), READ response or atomic ACK for PSN psn
+  task automatic job(input logic [1:0] kind, input logic [23:0] psn, input logic [7:0] syn);
+    job_kind_q <= kind;
+    job_psn_q  <= psn;
+    job_syn_q  <= syn;
+  endtask
+
+  // no receive WQE: an RNR NAK, nothing consumed (the payload is discarded), the QP saved
+  task automatic rnr_nak();
+    d_q.nak_sent   <= 1'b1;
+    stats.rnr_naks <= stats.rnr_naks + 1'b1;
+    job(HM_RJ_AETH, h_q.psn, HM_AETH_RNR | {3'd0, ctx_q.min_rnr_timer});
+    after_q        <= plen != 0 ? R_DISCARD : R_SAVE;
+    st_q           <= R_ACK;
+  endtask
+
   // an executed packet: ACK it when it asks for one (AckReq), then save the QP
   task automatic ack_if_asked();
-    job_kind_q <= HM_RJ_AETH;
-    job_psn_q  <= h_q.psn;
-    job_syn_q  <= HM_AETH_ACK;
+    job(HM_RJ_AETH, h_q.psn, HM_AETH_ACK);
     after_q    <= R_SAVE;
     st_q       <= h_q.ackreq ? R_ACK : R_SAVE;
   endtask
 
   // a fatal error: NAK with `syn`, optionally a receive CQE first
   task automatic fatal(input logic [7:0] syn, input logic with_cqe, input logic [7:0] cst);
-    job_kind_q <= HM_RJ_AETH;
-    job_psn_q  <= h_q.psn;
-    job_syn_q  <= syn;
+    job(HM_RJ_AETH, h_q.psn, syn);
     cqe_st_q   <= cst;
-    stat_err_naks <= stat_err_naks + 1'b1;
+    stats.err_naks <= stats.err_naks + 1'b1;
     after_q    <= R_NAK;
     st_q       <= with_cqe ? R_ERRCQE : R_NAK;
   endtask
@@ -562,17 +539,11 @@ module hm_rc_resp
       rc_v_q        <= 1'b0;
       wr_issued_q   <= '0;
       wr_done_q     <= '0;
-      stat_reqs     <= '0;
-      stat_dups     <= '0;
-      stat_seq_naks <= '0;
-      stat_rnr_naks <= '0;
-      stat_err_naks <= '0;
-      stat_dropped  <= '0;
-      stat_wr_err   <= '0;
+      stats <= '0;
     end else begin
       if (s_done_valid) begin
         wr_done_q <= wr_done_q + 1'b1;
-        if (s_done_err) stat_wr_err <= stat_wr_err + 1'b1;
+        if (s_done_err) stats.wr_err <= stats.wr_err + 1'b1;
       end
       if (m_pc_valid && m_pc_ready && !m_pc.discard) wr_issued_q <= wr_issued_q + 1'b1;
       // the MR checks of the check states (R_*CHK, R_INV): requests issued, results in (the
@@ -592,9 +563,9 @@ module hm_rc_resp
           else if (take_pkt) begin
             kind_q <= K_PKT;
             h_q    <= s_hdr;
-            stat_reqs <= stat_reqs + 1'b1;
+            stats.reqs <= stats.reqs + 1'b1;
             if ((s_hdr.dest_qp >> QW) != '0) begin
-              stat_dropped <= stat_dropped + 1'b1;
+              stats.dropped <= stats.dropped + 1'b1;
               disc_next_q  <= R_IDLE;
               st_q <= s_hdr.payload_len != 0 ? R_DISCARD : R_IDLE;
             end else st_q <= R_LOAD;
@@ -620,7 +591,7 @@ module hm_rc_resp
             default: begin
               if (!(ctx_q.state == HM_QPS_RTR || ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) ||
                   d_q.err) begin
-                stat_dropped <= stat_dropped + 1'b1;
+                stats.dropped <= stats.dropped + 1'b1;
                 disc_next_q  <= R_IDLE;
                 st_q <= plen != 0 ? R_DISCARD : R_IDLE;
               end else begin
@@ -637,7 +608,7 @@ module hm_rc_resp
             d_q.nak_sent <= 1'b0;
             st_q <= R_EXEC;
           end else if (hm_psn_lt(h_q.psn, d_q.epsn)) begin
-            stat_dups <= stat_dups + 1'b1;
+            stats.dups <= stats.dups + 1'b1;
             dup_i_q   <= '0;
             dup_hit_q <= 1'b0;
             st_q      <= R_DUP;
@@ -645,10 +616,8 @@ module hm_rc_resp
             // ahead: one NAK sequence error until ePSN arrives
             if (!d_q.nak_sent) begin
               d_q.nak_sent  <= 1'b1;
-              stat_seq_naks <= stat_seq_naks + 1'b1;
-              job_kind_q    <= HM_RJ_AETH;
-              job_psn_q     <= d_q.epsn;
-              job_syn_q     <= HM_AETH_NAK_PSN_SEQ;
+              stats.seq_naks <= stats.seq_naks + 1'b1;
+              job(HM_RJ_AETH, d_q.epsn, HM_AETH_NAK_PSN_SEQ);
               after_q       <= plen != 0 ? R_DISCARD : R_SAVE;
               st_q          <= R_ACK;
             end else st_q <= plen != 0 ? R_DISCARD : R_SAVE;
@@ -657,15 +626,13 @@ module hm_rc_resp
 
         // ------------------------------------------------------------------ duplicates
         R_DUP: begin
-          if (op_read || op_atomic) begin
+          if (oc.read || oc.atomic) begin
             // newest resource first
             if (dup_i_q == d_q.res_cnt) st_q <= plen != 0 ? R_DISCARD : R_SAVE;   // not found: dropped
             else st_q <= R_DUPRES;
           end else begin
             if (h_q.ackreq) begin
-              job_kind_q <= HM_RJ_AETH;
-              job_psn_q  <= d_q.epsn - 24'd1;
-              job_syn_q  <= HM_AETH_ACK;
+              job(HM_RJ_AETH, d_q.epsn - 24'd1, HM_AETH_ACK);
               after_q    <= plen != 0 ? R_DISCARD : R_SAVE;
               st_q       <= R_ACK;
             end else st_q <= plen != 0 ? R_DISCARD : R_SAVE;
@@ -677,7 +644,7 @@ module hm_rc_resp
           logic [31:0] off;
           k   = h_q.psn - res_rd.first;
           off = 32'(k) << lpmtu;
-          if (op_read && !res_rd.atomic && k < res_rd.npkts) begin
+          if (oc.read && !res_rd.atomic && k < res_rd.npkts) begin
             if (h_q.rkey == res_rd.rkey && h_q.va == res_rd.va + 64'(off) &&
                 h_q.dma_len == res_rd.len - off) begin
               dup_va_q  <= h_q.va;
@@ -686,12 +653,10 @@ module hm_rc_resp
               cn_q <= h_q.dma_len != '0 ? 5'd1 : 5'd0;
               st_q <= R_DUPCHK;
             end else st_q <= R_SAVE;
-          end else if (op_atomic && res_rd.atomic && res_rd.first == h_q.psn) begin
+          end else if (oc.atomic && res_rd.atomic && res_rd.first == h_q.psn) begin
             if (h_q.va == res_rd.va && h_q.rkey == res_rd.rkey) begin
               at_orig_q  <= res_rd.orig;
-              job_kind_q <= HM_RJ_ATOMIC;
-              job_psn_q  <= h_q.psn;
-              job_syn_q  <= HM_AETH_ACK;
+              job(HM_RJ_ATOMIC, h_q.psn, HM_AETH_ACK);
               after_q    <= R_SAVE;
               st_q       <= R_ACK;
             end else st_q <= R_SAVE;
@@ -704,9 +669,7 @@ module hm_rc_resp
           if (cr_q == cn_q) begin
             if (cerr_q) st_q <= R_SAVE;
             else begin
-              job_kind_q <= HM_RJ_READ;
-              job_psn_q  <= h_q.psn;
-              job_syn_q  <= HM_AETH_ACK;
+              job(HM_RJ_READ, h_q.psn, HM_AETH_ACK);
               job_va_q   <= dup_va_q;
               job_len_q  <= dup_len_q;
               after_q    <= R_SAVE;
@@ -718,38 +681,26 @@ module hm_rc_resp
         // ------------------------------------------------------------------ in order
         R_EXEC: begin
           logic seq_ok, len_ok, acc_ok;
-          case (op)
-            HM_OP_SEND_MIDDLE, HM_OP_SEND_LAST, HM_OP_SEND_LAST_IMM, HM_OP_SEND_LAST_INV: seq_ok = d_q.in_send;
-            HM_OP_WRITE_MIDDLE, HM_OP_WRITE_LAST, HM_OP_WRITE_LAST_IMM: seq_ok = d_q.in_write;
-            HM_OP_SEND_FIRST, HM_OP_SEND_ONLY, HM_OP_SEND_ONLY_IMM, HM_OP_SEND_ONLY_INV, HM_OP_WRITE_FIRST, HM_OP_WRITE_ONLY, HM_OP_WRITE_ONLY_IMM, HM_OP_READ_REQ, HM_OP_CMP_SWAP, HM_OP_FETCH_ADD: seq_ok = !d_q.in_send && !d_q.in_write;
-            default:                    seq_ok = 1'b0;
-          endcase
-          case (op)
-            HM_OP_SEND_FIRST, HM_OP_SEND_MIDDLE, HM_OP_WRITE_FIRST, HM_OP_WRITE_MIDDLE: len_ok = plen == 16'(pmtu);
-            HM_OP_SEND_LAST, HM_OP_SEND_LAST_IMM, HM_OP_SEND_LAST_INV, HM_OP_WRITE_LAST, HM_OP_WRITE_LAST_IMM: len_ok = plen != 0 && plen <= 16'(pmtu);
-            HM_OP_SEND_ONLY, HM_OP_SEND_ONLY_IMM, HM_OP_SEND_ONLY_INV, HM_OP_WRITE_ONLY, HM_OP_WRITE_ONLY_IMM: len_ok = plen <= 16'(pmtu);
-            default:                                  len_ok = 1'b1;
-          endcase
-          acc_ok = !(op_write && (ctx_q.access & HM_QPA_REMOTE_WRITE) == '0) &&
-                   !(op_read && (ctx_q.access & HM_QPA_REMOTE_READ) == '0) &&
-                   !(op_atomic && (ctx_q.access & HM_QPA_REMOTE_ATOMIC) == '0);
+          // a message continues only its own kind; a new one starts only outside one; SEND and
+          // WRITE packets before the last carry exactly one path MTU, the last at least a byte
+          if (!(oc.send || oc.write || oc.read || oc.atomic)) seq_ok = 1'b0;
+          else if (oc.first) seq_ok = !d_q.in_send && !d_q.in_write;
+          else seq_ok = oc.send ? d_q.in_send : d_q.in_write;
+          if (!(oc.send || oc.write)) len_ok = 1'b1;
+          else if (!oc.last) len_ok = plen == 16'(pmtu);
+          else len_ok = (oc.first || plen != 0) && plen <= 16'(pmtu);
+          acc_ok = !(oc.write && (ctx_q.access & HM_QPA_REMOTE_WRITE) == '0) &&
+                   !(oc.read && (ctx_q.access & HM_QPA_REMOTE_READ) == '0) &&
+                   !(oc.atomic && (ctx_q.access & HM_QPA_REMOTE_ATOMIC) == '0);
           cj_q <= '0; cr_q <= '0; cerr_q <= 1'b0;
           if (!seq_ok || !len_ok || !acc_ok) begin
             d_q.in_send  <= 1'b0;
             d_q.in_write <= 1'b0;
             fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
-          end else if (op_send) begin
-            if (op_send_first) begin
-              if (d_q.rq_ci == pi_q) begin
-                // no receive WQE: RNR NAK, nothing consumed
-                d_q.nak_sent  <= 1'b1;
-                stat_rnr_naks <= stat_rnr_naks + 1'b1;
-                job_kind_q    <= HM_RJ_AETH;
-                job_psn_q     <= h_q.psn;
-                job_syn_q     <= HM_AETH_RNR | {3'd0, ctx_q.min_rnr_timer};
-                after_q       <= plen != 0 ? R_DISCARD : R_SAVE;
-                st_q          <= R_ACK;
-              end else begin
+          end else if (oc.send) begin
+            if (oc.first) begin
+              if (d_q.rq_ci == pi_q) rnr_nak();      // no receive WQE
+              else begin
                 after_q <= R_SGLINIT;
                 st_q    <= rq_cached ? R_SGLINIT : R_RQFETCH;
               end
@@ -757,15 +708,15 @@ module hm_rc_resp
               after_q <= R_SEND;
               st_q    <= rq_cached ? R_SEND : R_RQFETCH;
             end
-          end else if (op_write) begin
-            if (op_wr_first) begin
+          end else if (oc.write) begin
+            if (oc.first) begin
               if (h_q.dma_len > 32'h8000_0000) fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
               else begin
                 cn_q <= h_q.dma_len != '0 ? 5'd1 : 5'd0;
                 st_q <= R_WRCHK;
               end
             end else st_q <= R_WRITE;
-          end else if (op_read) begin
+          end else if (oc.read) begin
             if (h_q.dma_len > 32'h8000_0000 || max_res == '0) fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
             else begin
               cn_q <= h_q.dma_len != '0 ? 5'd1 : 5'd0;
@@ -827,7 +778,7 @@ module hm_rc_resp
           if (d_q.moff + 32'(plen) > d_q.total || d_q.moff + 32'(plen) < d_q.moff) begin
             d_q.in_send <= 1'b0;
             fatal(HM_AETH_NAK_INV_REQ, 1'b1, HM_CQE_ST_LOC_LEN_ERR);
-          end else if (op_inv) begin
+          end else if (oc.inv) begin
             cj_q <= '0; cr_q <= '0; cerr_q <= 1'b0; cn_q <= 5'd1;
             st_q <= R_INV;
           end else begin
@@ -862,18 +813,12 @@ module hm_rc_resp
         R_WRITE: begin
           logic [32:0] noff;
           noff = 33'(d_q.moff) + 33'(plen);
-          if (noff > 33'(d_q.total) || (op_wr_end && noff != 33'(d_q.total))) begin
+          if (noff > 33'(d_q.total) || (oc.write && oc.last && noff != 33'(d_q.total))) begin
             d_q.in_write <= 1'b0;
             fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
-          end else if (op_wr_imm && d_q.rq_ci == pi_q) begin
+          end else if (oc.write && oc.imm && d_q.rq_ci == pi_q) begin
             if (op == HM_OP_WRITE_ONLY_IMM) d_q.in_write <= 1'b0;
-            d_q.nak_sent  <= 1'b1;
-            stat_rnr_naks <= stat_rnr_naks + 1'b1;
-            job_kind_q    <= HM_RJ_AETH;
-            job_psn_q     <= h_q.psn;
-            job_syn_q     <= HM_AETH_RNR | {3'd0, ctx_q.min_rnr_timer};
-            after_q       <= plen != 0 ? R_DISCARD : R_SAVE;
-            st_q          <= R_ACK;
+            rnr_nak();
           end else begin
             pc_send_q <= 1'b0;
             st_q <= plen != 0 ? R_PLACE : R_WAITWR;
@@ -891,8 +836,8 @@ module hm_rc_resp
         // SEND / WRITE packet placed: advance, complete the message, ACK
         R_WAITWR: begin
           logic fin, need_wqe;
-          fin      = op_send ? op_send_end : op_wr_end;
-          need_wqe = fin && (op_send || op_wr_imm);
+          fin      = oc.last && (oc.send || oc.write);
+          need_wqe = fin && (oc.send || (oc.write && oc.imm));
           d_q.epsn <= d_q.epsn + 24'd1;
           d_q.moff <= d_q.moff + 32'(plen);
           if (fin) begin
@@ -902,8 +847,8 @@ module hm_rc_resp
           end
           if (need_wqe) begin
             cqe_st_q   <= HM_CQE_ST_SUCCESS;
-            cqe_len_q  <= op_send ? d_q.moff + 32'(plen) : d_q.total;
-            cqe_wimm_q <= op_write;
+            cqe_len_q  <= oc.send ? d_q.moff + 32'(plen) : d_q.total;
+            cqe_wimm_q <= oc.write;
             // the CQE follows the data: wait for the writes, then the receive WQE's wr_id
             after_q <= R_CQE;
             st_q    <= R_RQCHK;
@@ -929,9 +874,7 @@ module hm_rc_resp
         R_READ: begin
           d_q.msn    <= d_q.msn + 24'd1;
           d_q.epsn   <= d_q.epsn + res_wd.npkts;
-          job_kind_q <= HM_RJ_READ;
-          job_psn_q  <= h_q.psn;
-          job_syn_q  <= HM_AETH_ACK;
+          job(HM_RJ_READ, h_q.psn, HM_AETH_ACK);
           job_va_q   <= h_q.va;
           job_len_q  <= h_q.dma_len;
           after_q    <= R_ACK;
@@ -953,9 +896,7 @@ module hm_rc_resp
         R_ATWRITE: if (m_pc_ready) begin
           d_q.msn    <= d_q.msn + 24'd1;
           d_q.epsn   <= d_q.epsn + 24'd1;
-          job_kind_q <= HM_RJ_ATOMIC;
-          job_psn_q  <= h_q.psn;
-          job_syn_q  <= HM_AETH_ACK;
+          job(HM_RJ_ATOMIC, h_q.psn, HM_AETH_ACK);
           after_q    <= R_ACK;
           st_q       <= R_RESSAVE;
         end
@@ -1022,7 +963,7 @@ module hm_rc_resp
               fco_q        <= (h_q.ackreq && fdefer) ? fco_q + 1'b1 : '0;
               if (fchain) begin
                 h_q       <= s_hdr;
-                stat_reqs <= stat_reqs + 1'b1;
+                stats.reqs <= stats.reqs + 1'b1;
               end else st_q <= R_FWAIT;
             end
           end
@@ -1031,7 +972,7 @@ module hm_rc_resp
         R_FWAIT: begin
           if (fchain) begin
             h_q       <= s_hdr;
-            stat_reqs <= stat_reqs + 1'b1;
+            stats.reqs <= stats.reqs + 1'b1;
             st_q      <= R_FAST;
           end else if (s_ctl_valid || s_err_valid || dbf_valid || s_hdr_valid) st_q <= R_SAVE;
         end

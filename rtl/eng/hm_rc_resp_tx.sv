@@ -72,24 +72,11 @@ module hm_rc_resp_tx
 
   hm_roce_hdr_t cnp_hdr;
   always_comb begin
-    cnp_hdr            = '0;
-    cnp_hdr.eth_dst    = s_cnp.eth_dst;
-    cnp_hdr.eth_src    = s_cnp.eth_src;
-    cnp_hdr.vlan_valid = s_cnp.vlan_valid;
-    cnp_hdr.vlan_pcp   = s_cnp.vlan_valid ? cfg_cnp_prio : 3'd0;
-    cnp_hdr.vlan_vid   = s_cnp.vlan_valid ? s_cnp.vlan_vid : 12'd0;
-    cnp_hdr.ipv6       = s_cnp.ipv6;
-    cnp_hdr.ip_src     = s_cnp.ipv6 ? s_cnp.ip_src : {96'd0, s_cnp.ip_src[31:0]};
-    cnp_hdr.ip_dst     = s_cnp.ipv6 ? s_cnp.ip_dst : {96'd0, s_cnp.ip_dst[31:0]};
+    cnp_hdr            = hm_av_hdr(s_cnp.av);
+    cnp_hdr.vlan_pcp   = s_cnp.av.vlan_valid ? cfg_cnp_prio : 3'd0;
     cnp_hdr.dscp       = cfg_cnp_dscp;
     cnp_hdr.ecn        = 2'b10;
-    cnp_hdr.ttl        = s_cnp.ttl;
-    cnp_hdr.ip_df      = !s_cnp.ipv6;
-    cnp_hdr.flow_label = s_cnp.ipv6 ? s_cnp.flow_label : 20'd0;
-    cnp_hdr.udp_sport  = s_cnp.udp_sport;
-    cnp_hdr.udp_dport  = HM_ROCE_UDP_PORT;
     cnp_hdr.pkey       = 16'hFFFF;
-    cnp_hdr.dest_qp    = s_cnp.dest_qp;
     cnp_hdr.opcode     = HM_OP_CNP;
     cnp_hdr.becn       = 1'b1;
   end
@@ -98,29 +85,12 @@ module hm_rc_resp_tx
   logic lock_q, sel_cnp;
   hm_roce_hdr_t job_hdr;
   logic cnp_paused, job_paused;
-  assign cnp_paused = pfc_paused[s_cnp.vlan_valid ? cfg_cnp_prio : cfg_cnp_dscp[5:3]];
-  assign job_paused = pfc_paused[j.vlan_valid ? j.vlan_pcp : j.dscp[5:3]];
+  assign cnp_paused = pfc_paused[s_cnp.av.vlan_valid ? cfg_cnp_prio : cfg_cnp_dscp[5:3]];
+  assign job_paused = pfc_paused[j.av.vlan_valid ? j.av.vlan_pcp : j.av.dscp[5:3]];
   assign sel_cnp = s_cnp_valid && !lock_q && !cnp_paused;
   assign m_hdr   = sel_cnp ? cnp_hdr : job_hdr;
   always_comb begin
-    job_hdr          = '0;
-    job_hdr.eth_dst    = j.eth_dst;
-    job_hdr.eth_src    = j.eth_src;
-    job_hdr.vlan_valid = j.vlan_valid;
-    job_hdr.vlan_pcp   = j.vlan_valid ? j.vlan_pcp : 3'd0;
-    job_hdr.vlan_vid   = j.vlan_valid ? j.vlan_vid : 12'd0;
-    job_hdr.ipv6       = j.ipv6;
-    job_hdr.ip_src     = j.ipv6 ? j.ip_src : {96'd0, j.ip_src[31:0]};
-    job_hdr.ip_dst     = j.ipv6 ? j.ip_dst : {96'd0, j.ip_dst[31:0]};
-    job_hdr.dscp       = j.dscp;
-    job_hdr.ecn        = j.ecn;
-    job_hdr.ttl        = j.ttl;
-    job_hdr.ip_df      = !j.ipv6;
-    job_hdr.flow_label = j.ipv6 ? j.flow_label : 20'd0;
-    job_hdr.udp_sport  = j.udp_sport;
-    job_hdr.udp_dport  = HM_ROCE_UDP_PORT;
-    job_hdr.pkey       = j.pkey;
-    job_hdr.dest_qp    = j.dest_qp;
+    job_hdr            = hm_av_hdr(j.av);
     job_hdr.psn        = j.psn + k_q;
     job_hdr.payload_len = 16'(plen);
     case (j.kind)

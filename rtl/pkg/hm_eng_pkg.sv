@@ -51,21 +51,9 @@ package hm_eng_pkg;
     hm_desc_pkg::hm_cqe_t cqe;      // the entry
   } hm_cqe_req_t;
 
-  // A response the responder asks the response generator to send: ACK/NAK (AETH), READ
-  // response packets for [va, va+len), or an atomic ACK; with the address vector of the QP.
-  localparam logic [1:0] HM_RJ_AETH   = 2'd0;
-  localparam logic [1:0] HM_RJ_READ   = 2'd1;
-  localparam logic [1:0] HM_RJ_ATOMIC = 2'd2;
+  // A QP's address vector: where its packets go and how they are marked (hm_qp_ctx_t's
+  // fields; `ecn` already masked by the ECN-capable priorities).
   typedef struct packed {
-    logic [1:0]   kind;          // HM_RJ_*
-    logic [23:0]  psn;           // PSN of the (first) response packet
-    logic [7:0]   syndrome;      // AETH syndrome (ACK 0x1F, NAKs, RNR)
-    logic [23:0]  msn;           // AETH MSN
-    logic [63:0]  va;            // READ: address of the data
-    logic [31:0]  len;           // READ: bytes
-    logic [63:0]  orig;          // atomic ACK: original value
-    logic [31:0]  wr_seq;        // responder writes issued before it (sent after they complete)
-    logic [2:0]   pmtu;          // path MTU code of the QP
     logic [23:0]  dest_qp;       // peer QP
     logic [47:0]  eth_dst;
     logic [47:0]  eth_src;
@@ -81,6 +69,60 @@ package hm_eng_pkg;
     logic [15:0]  udp_sport;
     logic [19:0]  flow_label;
     logic [15:0]  pkey;
+  } hm_av_t;
+
+  // The address vector of QP context `c`; its packets carry its ECN codepoint when their
+  // priority (VLAN PCP, else DSCP[5:3]) is set in `ecn_mask` (HM_CC_PFC[15:8]).
+  function automatic hm_av_t hm_ctx_av(input hm_desc_pkg::hm_qp_ctx_t c, input logic [7:0] ecn_mask);
+    logic unused_ok;
+    unused_ok = ^c;              // the context's other fields are not part of it
+    return '{dest_qp: c.dest_qpn, eth_dst: c.eth_dst, eth_src: c.eth_src, vlan_valid: c.vlan_valid,
+             vlan_pcp: c.vlan_pcp, vlan_vid: c.vlan_vid, ipv6: c.ipv6, ip_src: c.ip_src, ip_dst: c.ip_dst,
+             dscp: c.dscp, ecn: ecn_mask[c.vlan_valid ? c.vlan_pcp : c.dscp[5:3]] ? c.ecn : 2'b00,
+             ttl: c.ttl, udp_sport: c.udp_sport, flow_label: c.flow_label, pkey: c.pkey};
+  endfunction
+
+  // A header record addressed by `av` (every other field 0): an IPv4 address is its low 32
+  // bits; IPv4 packets carry DF and no flow label; no VLAN tag, no PCP or VID.
+  function automatic hm_pkg::hm_roce_hdr_t hm_av_hdr(input hm_av_t av);
+    hm_pkg::hm_roce_hdr_t h;
+    h            = '0;
+    h.eth_dst    = av.eth_dst;
+    h.eth_src    = av.eth_src;
+    h.vlan_valid = av.vlan_valid;
+    h.vlan_pcp   = av.vlan_valid ? av.vlan_pcp : 3'd0;
+    h.vlan_vid   = av.vlan_valid ? av.vlan_vid : 12'd0;
+    h.ipv6       = av.ipv6;
+    h.ip_src     = av.ipv6 ? av.ip_src : {96'd0, av.ip_src[31:0]};
+    h.ip_dst     = av.ipv6 ? av.ip_dst : {96'd0, av.ip_dst[31:0]};
+    h.dscp       = av.dscp;
+    h.ecn        = av.ecn;
+    h.ttl        = av.ttl;
+    h.ip_df      = !av.ipv6;
+    h.flow_label = av.ipv6 ? av.flow_label : 20'd0;
+    h.udp_sport  = av.udp_sport;
+    h.udp_dport  = hm_pkg::HM_ROCE_UDP_PORT;
+    h.pkey       = av.pkey;
+    h.dest_qp    = av.dest_qp;
+    return h;
+  endfunction
+
+  // A response the responder asks the response generator to send: ACK/NAK (AETH), READ
+  // response packets for [va, va+len), or an atomic ACK; with the address vector of the QP.
+  localparam logic [1:0] HM_RJ_AETH   = 2'd0;
+  localparam logic [1:0] HM_RJ_READ   = 2'd1;
+  localparam logic [1:0] HM_RJ_ATOMIC = 2'd2;
+  typedef struct packed {
+    logic [1:0]   kind;          // HM_RJ_*
+    logic [23:0]  psn;           // PSN of the (first) response packet
+    logic [7:0]   syndrome;      // AETH syndrome (ACK 0x1F, NAKs, RNR)
+    logic [23:0]  msn;           // AETH MSN
+    logic [63:0]  va;            // READ: address of the data
+    logic [31:0]  len;           // READ: bytes
+    logic [63:0]  orig;          // atomic ACK: original value
+    logic [31:0]  wr_seq;        // responder writes issued before it (sent after they complete)
+    logic [2:0]   pmtu;          // path MTU code of the QP
+    hm_av_t       av;            // the QP's address vector
   } hm_rjob_t;
 
   // Completer -> requester commands.
@@ -142,6 +184,24 @@ package hm_eng_pkg;
     return hm_desc_pkg::hm_sge_t'(wq[(128 + 128 * int'(j)) +: 128]);
   endfunction
 
+  // The packets of a `len`-byte message at path MTU 2^lp (an empty one: one). Send WQE classes
+  // (HM_WQE_OP_*): an atomic, a WQE that waits for response data (READ or atomic), and the
+  // PSNs a WQE's request packets take (an atomic: one).
+  function automatic logic hm_wqe_atomic(input logic [7:0] op);
+    return op == hm_desc_pkg::HM_WQE_OP_CMP_SWAP || op == hm_desc_pkg::HM_WQE_OP_FETCH_ADD;
+  endfunction
+  function automatic logic hm_wqe_rdat(input logic [7:0] op);
+    return op == hm_desc_pkg::HM_WQE_OP_READ || hm_wqe_atomic(op);
+  endfunction
+  function automatic logic [23:0] hm_pkts(input logic [31:0] len, input logic [3:0] lp);
+    if (len == '0) return 24'd1;
+    return 24'((33'(len) + (33'd1 << lp) - 33'd1) >> lp);
+  endfunction
+  function automatic logic [23:0] hm_wqe_npsn(input logic [7:0] op, input logic [31:0] len,
+                                              input logic [3:0] lp);
+    return hm_wqe_atomic(op) ? 24'd1 : hm_pkts(len, lp);
+  endfunction
+
   // Doorbell event from the BAR0 block (rtl/csr/hm_csr.sv) to the engine
   localparam logic [1:0] HM_DB_SQ = 2'd0;
   localparam logic [1:0] HM_DB_RQ = 2'd1;
@@ -166,4 +226,48 @@ package hm_eng_pkg;
     logic [63:0] base;           // the region of a successful check: first byte
     logic [63:0] limit;          // ... and its end (saturated at 2^64 - 1)
   } hm_mr_res_t;
+
+  // Counter taps: the free-running 32-bit event counters of each engine block, one bundle per
+  // block; the engine maps them onto BAR0 CNT (the table in docs/transport-engine.md).
+  typedef struct packed {
+    logic [31:0] wqes;           // WQEs started
+    logic [31:0] pkts;           // request packets sent (retransmissions included)
+    logic [31:0] local_err;      // WQEs refused by local checks
+    logic [31:0] db_bad;         // SQ doorbells for a QP beyond the table
+  } hm_req_stats_t;
+
+  typedef struct packed {
+    logic [31:0] reqs;           // request packets received
+    logic [31:0] dups;           // duplicate requests
+    logic [31:0] seq_naks;       // NAK sequence errors sent
+    logic [31:0] rnr_naks;       // RNR NAKs sent
+    logic [31:0] err_naks;       // error NAKs sent (access, invalid request, operational)
+    logic [31:0] dropped;        // requests dropped (QP beyond the table, not ready, in ERR)
+    logic [31:0] wr_err;         // DMA write errors (received data)
+  } hm_resp_stats_t;
+
+  typedef struct packed {
+    logic [31:0] acks;           // ACK/NAK packets received
+    logic [31:0] dropped;        // responses dropped (stale, out of window)
+    logic [31:0] unhandled;      // implied NAKs
+    logic [31:0] wr_err;         // DMA write errors (READ responses, atomic results)
+    logic [31:0] retries;        // go-back-N retries
+    logic [31:0] timeouts;       // local ACK timeouts
+  } hm_compl_stats_t;
+
+  typedef struct packed {
+    logic [31:0] cqes;           // CQEs written
+    logic [31:0] overrun;        // CQ overruns
+    logic [31:0] dropped;        // CQEs for invalid CQs
+    logic [31:0] wr_err;         // DMA write errors (CQEs)
+  } hm_cq_stats_t;
+
+  typedef struct packed {
+    logic [31:0] ce;             // requests received with IP ECN = CE
+    logic [31:0] np_suppressed;  // CE requests inside the CNP interval (no CNP)
+    logic [31:0] rp_cuts;        // rate cuts
+    logic [31:0] rp_activations; // QPs that became rate limited (first CNP)
+    logic [31:0] rp_releases;    // rate-limited QPs released (back at the maximum rate)
+    logic [31:0] no_slot;        // CNPs not applied: every rate limiter in use, or a bad QPN
+  } hm_cc_stats_t;
 endpackage

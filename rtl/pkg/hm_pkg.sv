@@ -122,6 +122,42 @@ package hm_pkg;
   localparam logic [7:0] HM_OP_SEND_ONLY_INV       = 8'h17;
   localparam logic [7:0] HM_OP_CNP                 = 8'h81;
 
+  // What an RC request opcode does (any other opcode: all 0).
+  typedef struct packed {
+    logic send;                  // SEND (any position, with ImmDt or IETH)
+    logic write;                 // RDMA WRITE
+    logic read;                  // RDMA READ request
+    logic atomic;                // CmpSwap or FetchAdd
+    logic first;                 // starts a message: FIRST or ONLY (a READ or an atomic too)
+    logic last;                  // ends a message: LAST or ONLY (a READ or an atomic too)
+    logic imm;                   // carries ImmDt
+    logic inv;                   // carries IETH (SEND with Invalidate)
+  } hm_req_class_t;
+  function automatic hm_req_class_t hm_req_class(input logic [7:0] op);
+    hm_req_class_t c;
+    c = '0;
+    unique case (op)
+      HM_OP_SEND_FIRST:     begin c.send = 1'b1; c.first = 1'b1; end
+      HM_OP_SEND_MIDDLE:    c.send = 1'b1;
+      HM_OP_SEND_LAST:      begin c.send = 1'b1; c.last = 1'b1; end
+      HM_OP_SEND_LAST_IMM:  begin c.send = 1'b1; c.last = 1'b1; c.imm = 1'b1; end
+      HM_OP_SEND_ONLY:      begin c.send = 1'b1; c.first = 1'b1; c.last = 1'b1; end
+      HM_OP_SEND_ONLY_IMM:  begin c.send = 1'b1; c.first = 1'b1; c.last = 1'b1; c.imm = 1'b1; end
+      HM_OP_SEND_LAST_INV:  begin c.send = 1'b1; c.last = 1'b1; c.inv = 1'b1; end
+      HM_OP_SEND_ONLY_INV:  begin c.send = 1'b1; c.first = 1'b1; c.last = 1'b1; c.inv = 1'b1; end
+      HM_OP_WRITE_FIRST:    begin c.write = 1'b1; c.first = 1'b1; end
+      HM_OP_WRITE_MIDDLE:   c.write = 1'b1;
+      HM_OP_WRITE_LAST:     begin c.write = 1'b1; c.last = 1'b1; end
+      HM_OP_WRITE_LAST_IMM: begin c.write = 1'b1; c.last = 1'b1; c.imm = 1'b1; end
+      HM_OP_WRITE_ONLY:     begin c.write = 1'b1; c.first = 1'b1; c.last = 1'b1; end
+      HM_OP_WRITE_ONLY_IMM: begin c.write = 1'b1; c.first = 1'b1; c.last = 1'b1; c.imm = 1'b1; end
+      HM_OP_READ_REQ:       begin c.read = 1'b1; c.first = 1'b1; c.last = 1'b1; end
+      HM_OP_CMP_SWAP, HM_OP_FETCH_ADD: begin c.atomic = 1'b1; c.first = 1'b1; c.last = 1'b1; end
+      default: ;
+    endcase
+    return c;
+  endfunction
+
   // AETH syndrome: class [7:5], then the credit count, RNR timer or NAK code [4:0]
   localparam logic [2:0] HM_AETH_CLS_ACK           = 3'd0;
   localparam logic [2:0] HM_AETH_CLS_RNR           = 3'd1;
