@@ -86,59 +86,52 @@ static HM_UNUSED void hm_summary(void)
 	fflush(stdout);
 }
 
-/* "ok <name> [extra]" */
-static HM_UNUSED HM_PRINTF(2, 3) void hm_ok(const char *name, const char *fmt,
-					    ...)
-{
-	char extra[1024] = "";
-
-	if (fmt && *fmt) {
-		va_list ap;
-
-		va_start(ap, fmt);
-		vsnprintf(extra, sizeof(extra), fmt, ap);
-		va_end(ap);
-	}
-	__atomic_add_fetch(&hm_npass, 1, __ATOMIC_SEQ_CST);
-	printf("ok %s%s%s\n", name, extra[0] ? " " : "", extra);
-	fflush(stdout);
-}
-
-/* "FAIL <name>: <details>" */
-static HM_UNUSED HM_PRINTF(2, 3) void hm_fail(const char *name,
-					      const char *fmt, ...)
+/* ok: "ok <name> [extra]" (a NULL or empty format prints no extra);
+ * else "FAIL <name>: <details>" (no details print "failed") */
+static HM_UNUSED __attribute__((format(printf, 3, 0))) void
+hm_vreport(int ok, const char *name, const char *fmt, va_list ap)
 {
 	char det[1024] = "";
 
-	if (fmt && *fmt) {
-		va_list ap;
-
-		va_start(ap, fmt);
+	if (fmt && *fmt)
 		vsnprintf(det, sizeof(det), fmt, ap);
-		va_end(ap);
-	}
-	__atomic_add_fetch(&hm_nfail, 1, __ATOMIC_SEQ_CST);
-	printf("FAIL %s: %s\n", name, det[0] ? det : "failed");
+	__atomic_add_fetch(ok ? &hm_npass : &hm_nfail, 1, __ATOMIC_SEQ_CST);
+	if (ok)
+		printf("ok %s%s%s\n", name, det[0] ? " " : "", det);
+	else
+		printf("FAIL %s: %s\n", name, det[0] ? det : "failed");
 	fflush(stdout);
+}
+
+static HM_UNUSED HM_PRINTF(2, 3) void hm_ok(const char *name, const char *fmt,
+					    ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	hm_vreport(1, name, fmt, ap);
+	va_end(ap);
+}
+
+static HM_UNUSED HM_PRINTF(2, 3) void hm_fail(const char *name,
+					      const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	hm_vreport(0, name, fmt, ap);
+	va_end(ap);
 }
 
 /* pass/fail in one call; returns cond */
 static HM_UNUSED HM_PRINTF(3, 4) int hm_check(int cond, const char *name,
 					      const char *fmt, ...)
 {
-	char det[1024] = "";
+	va_list ap;
 
-	if (fmt && *fmt) {
-		va_list ap;
-
-		va_start(ap, fmt);
-		vsnprintf(det, sizeof(det), fmt, ap);
-		va_end(ap);
-	}
-	if (cond)
-		hm_ok(name, "%s", det);
-	else
-		hm_fail(name, "%s", det);
+	va_start(ap, fmt);
+	hm_vreport(cond, name, fmt, ap);
+	va_end(ap);
 	return cond;
 }
 
@@ -163,16 +156,11 @@ static HM_UNUSED int hm_exit_code(void)
 static HM_UNUSED __attribute__((noreturn)) HM_PRINTF(2, 3) void
 hm_fatal(const char *name, const char *fmt, ...)
 {
-	char det[1024] = "";
+	va_list ap;
 
-	if (fmt && *fmt) {
-		va_list ap;
-
-		va_start(ap, fmt);
-		vsnprintf(det, sizeof(det), fmt, ap);
-		va_end(ap);
-	}
-	hm_fail(name, "%s", det);
+	va_start(ap, fmt);
+	hm_vreport(0, name, fmt, ap);
+	va_end(ap);
 	hm_summary();
 	exit(1);
 }
@@ -408,71 +396,57 @@ static HM_UNUSED int hm_tcp_connect(const char *host, int port)
 	}
 }
 
-static HM_UNUSED void hm_tcp_send(int fd, const void *buf, size_t len,
-				  const char *what)
+/* Send (out) or receive len bytes over the side channel, each wait bounded
+ * by the timeout; a receive that finds the connection closed is fatal. */
+static HM_UNUSED void hm_tcp_io(int fd, char *p, size_t len, int out,
+				const char *what)
 {
-	const char *p = buf;
 	uint64_t dl = hm_deadline();
 
 	while (len) {
-		struct pollfd pf = { .fd = fd, .events = POLLOUT };
+		struct pollfd pf = { .fd = fd, .events = out ? POLLOUT : POLLIN };
 		uint64_t now = hm_now_us();
 		ssize_t n;
 		int r;
 
 		hm_step(what);
-		if (now >= dl)
-			hm_timeout("tcp send of %s", what);
+		if (now >= dl) {
+			if (out)
+				hm_timeout("tcp send of %s", what);
+			hm_timeout("peer message: %s", what);
+		}
 		r = poll(&pf, 1, (int)((dl - now) / 1000) + 1);
 		if (r < 0 && errno != EINTR)
-			hm_fatal("tcp", "poll while sending %s: %s", what,
+			hm_fatal("tcp", "poll while %s %s: %s",
+				 out ? "sending" : "waiting for", what,
 				 strerror(errno));
 		if (r <= 0)
 			continue;
-		n = send(fd, p, len, MSG_NOSIGNAL);
+		n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+		if (n == 0 && !out)
+			hm_fatal("tcp", "peer closed the connection while we "
+				 "waited for %s", what);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
-			hm_fatal("tcp", "send %s: %s", what, strerror(errno));
+			hm_fatal("tcp", "%s %s: %s", out ? "send" : "recv",
+				 what, strerror(errno));
 		}
 		p += n;
 		len -= (size_t)n;
 	}
 }
 
+static HM_UNUSED void hm_tcp_send(int fd, const void *buf, size_t len,
+				  const char *what)
+{
+	hm_tcp_io(fd, (char *)(uintptr_t)buf, len, 1, what);
+}
+
 static HM_UNUSED void hm_tcp_recv(int fd, void *buf, size_t len,
 				  const char *what)
 {
-	char *p = buf;
-	uint64_t dl = hm_deadline();
-
-	while (len) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		uint64_t now = hm_now_us();
-		ssize_t n;
-		int r;
-
-		hm_step(what);
-		if (now >= dl)
-			hm_timeout("peer message: %s", what);
-		r = poll(&pf, 1, (int)((dl - now) / 1000) + 1);
-		if (r < 0 && errno != EINTR)
-			hm_fatal("tcp", "poll while waiting for %s: %s", what,
-				 strerror(errno));
-		if (r <= 0)
-			continue;
-		n = recv(fd, p, len, 0);
-		if (n == 0)
-			hm_fatal("tcp", "peer closed the connection while we "
-				 "waited for %s", what);
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			hm_fatal("tcp", "recv %s: %s", what, strerror(errno));
-		}
-		p += n;
-		len -= (size_t)n;
-	}
+	hm_tcp_io(fd, buf, len, 0, what);
 }
 
 /* Small control message used for lock-step phases. */
