@@ -17,8 +17,10 @@
 //   !due             -> o_suppressed (counted)
 //   due, i_cnp_full  -> o_blocked (counted), nothing stored: the next CE packet tries again
 //   due              -> CNP request for q, last[q] = now, valid[q] = 1
-// A CE event with q >= NUM_QPS is counted (stat_bad_qpn) and ignored.
-module hm_dcqcn_np #(
+// A CE event with q >= NUM_QPS is counted (stats.bad_qpn) and ignored.
+module hm_dcqcn_np
+  import hm_pkg::*;
+#(
   parameter int NUM_QPS = 64,                       // table entries (QPNs 0..NUM_QPS-1), >= 2
   parameter int QPN_W   = 24,                       // width of the QPN inputs and outputs
   parameter int TIME_W  = 32,                       // time counter width, 8..32
@@ -38,10 +40,7 @@ module hm_dcqcn_np #(
   output logic              o_suppressed,           // CE packet inside the QP's interval
   output logic              o_blocked,              // CNP due but i_cnp_full
 
-  output logic [31:0]       stat_cnps,
-  output logic [31:0]       stat_suppressed,
-  output logic [31:0]       stat_blocked,
-  output logic [31:0]       stat_bad_qpn,
+  output hm_np_stats_t      stats,
   output logic [TIME_W-1:0] o_now                   // the time counter (for the RP and tests)
 );
   localparam int IDX_W = $clog2(NUM_QPS);
@@ -99,10 +98,7 @@ module hm_dcqcn_np #(
       m_cnp_qpn       <= '0;
       o_suppressed    <= 1'b0;
       o_blocked       <= 1'b0;
-      stat_cnps       <= '0;
-      stat_suppressed <= '0;
-      stat_blocked    <= '0;
-      stat_bad_qpn    <= '0;
+      stats <= '0;
     end else begin
       now_q        <= now_q + 1'b1;
       interval_q   <= (cfg_interval > CAP) ? CAP : cfg_interval;
@@ -113,10 +109,10 @@ module hm_dcqcn_np #(
       if (fire)      valid_q[addr] <= 1'b1;
       if (scrub_clr) valid_q[addr] <= 1'b0;
       if (!s_ce_valid) scrub_q <= (32'(scrub_q) == NUM_QPS - 1) ? '0 : scrub_q + 1'b1;
-      if (fire) stat_cnps       <= stat_cnps + 1'b1;
-      if (supp) stat_suppressed <= stat_suppressed + 1'b1;
-      if (blk)  stat_blocked    <= stat_blocked + 1'b1;
-      if (bad)  stat_bad_qpn    <= stat_bad_qpn + 1'b1;
+      if (fire) stats.cnps       <= stats.cnps + 1'b1;
+      if (supp) stats.suppressed <= stats.suppressed + 1'b1;
+      if (blk)  stats.blocked    <= stats.blocked + 1'b1;
+      if (bad)  stats.bad_qpn    <= stats.bad_qpn + 1'b1;
     end
   end
 

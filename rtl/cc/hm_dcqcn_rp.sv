@@ -8,7 +8,7 @@
 //
 // Per cycle:
 //   1. inputs are qualified against the state at the start of the cycle: a CNP with an
-//      out-of-range QPN, and a bytes report with one, are counted (stat_bad_qpn) and ignored; a
+//      out-of-range QPN, and a bytes report with one, are counted (stats.bad_qpn) and ignored; a
 //      bytes report of 0 bytes is ignored; one for an inactive QP is filtered (o_tx_filtered);
 //   2. one operation: the head of the CNP FIFO, else the head of the bytes FIFO, else one visit
 //      of the timer scan to the first active QP at or after the scan pointer (circularly);
@@ -34,7 +34,9 @@
 // Entry field layout (one memory word, LSB first):
 //   [31:0] R_C  [63:32] R_T  [73:64] alpha  [74] cnp_seen  [75] dec_pending  [80:76] T stage
 //   [85:81] BC stage  [109:86] byte counter  then alpha, decrease and increase deadlines.
-module hm_dcqcn_rp #(
+module hm_dcqcn_rp
+  import hm_pkg::*;
+#(
   parameter int NUM_QPS        = 64,                  // table entries (QPNs 0..NUM_QPS-1), >= 2
   parameter int QPN_W          = 24,                  // width of the QPN ports
   parameter int TIME_W         = 32,                  // time counter width, 8..32
@@ -88,15 +90,7 @@ module hm_dcqcn_rp #(
   output logic              o_tx_merged,
   output logic              o_tx_filtered,
 
-  output logic [31:0]       stat_cnp_dropped,
-  output logic [31:0]       stat_tx_dropped,
-  output logic [31:0]       stat_tx_merged,
-  output logic [31:0]       stat_bad_qpn,
-  output logic [31:0]       stat_activations,
-  output logic [31:0]       stat_releases,
-  output logic [31:0]       stat_cuts,
-  output logic [31:0]       stat_increases,
-  output logic [31:0]       stat_timer_skips,
+  output hm_rp_stats_t      stats,
   output logic [TIME_W-1:0] o_now,                    // the time counter (for the pacer)
 
   // ---- debug read port (combinational, state after the last edge)
@@ -495,15 +489,7 @@ module hm_dcqcn_rp #(
       o_tx_dropped     <= 1'b0;
       o_tx_merged      <= 1'b0;
       o_tx_filtered    <= 1'b0;
-      stat_cnp_dropped <= '0;
-      stat_tx_dropped  <= '0;
-      stat_tx_merged   <= '0;
-      stat_bad_qpn     <= '0;
-      stat_activations <= '0;
-      stat_releases    <= '0;
-      stat_cuts        <= '0;
-      stat_increases   <= '0;
-      stat_timer_skips <= '0;
+      stats <= '0;
     end else begin
       now_q <= now_q + 1'b1;
       if (set_act) active_q[op_idx] <= 1'b1;
@@ -528,15 +514,15 @@ module hm_dcqcn_rp #(
       o_tx_dropped   <= tf_drop;
       o_tx_merged    <= tf_merge;
       o_tx_filtered  <= tx_filt;
-      if (cf_drop)  stat_cnp_dropped <= stat_cnp_dropped + 1'b1;
-      if (tf_drop)  stat_tx_dropped  <= stat_tx_dropped + 1'b1;
-      if (tf_merge) stat_tx_merged   <= stat_tx_merged + 1'b1;
-      stat_bad_qpn <= stat_bad_qpn + 32'(bad_inc);
-      if (set_act)  stat_activations <= stat_activations + 1'b1;
-      if (clr_act)  stat_releases    <= stat_releases + 1'b1;
-      if (did_cut)  stat_cuts        <= stat_cuts + 1'b1;
-      if (did_inc)  stat_increases   <= stat_increases + 1'b1;
-      if (skipped)  stat_timer_skips <= stat_timer_skips + 1'b1;
+      if (cf_drop)  stats.cnp_dropped <= stats.cnp_dropped + 1'b1;
+      if (tf_drop)  stats.tx_dropped  <= stats.tx_dropped + 1'b1;
+      if (tf_merge) stats.tx_merged   <= stats.tx_merged + 1'b1;
+      stats.bad_qpn <= stats.bad_qpn + 32'(bad_inc);
+      if (set_act)  stats.activations <= stats.activations + 1'b1;
+      if (clr_act)  stats.releases    <= stats.releases + 1'b1;
+      if (did_cut)  stats.cuts        <= stats.cuts + 1'b1;
+      if (did_inc)  stats.increases   <= stats.increases + 1'b1;
+      if (skipped)  stats.timer_skips <= stats.timer_skips + 1'b1;
     end
   end
 

@@ -8,10 +8,10 @@
 // (dropped, first CNP, CNP) has not been reported yet, 0..7).
 //
 // Per cycle:
-//   * CNP for QPN q (s_cnp_*): q >= 2^KEY_W -> not applied (o_unmapped, stat_bad_qpn); a slot
+//   * CNP for QPN q (s_cnp_*): q >= 2^KEY_W -> not applied (o_unmapped, stats.bad_qpn); a slot
 //     attached to q -> forwarded with that slot; else the lowest unused slot is allocated
 //     (attached to q) and the CNP forwarded with it; no unused slot -> not applied
-//     (o_unmapped, stat_no_slot; a slot being freed in this cycle is not yet unused). A CNP
+//     (o_unmapped, stats.no_slot; a slot being freed in this cycle is not yet unused). A CNP
 //     for the QPN detached in the same cycle counts as arriving first: it is applied, and a
 //     slot allocated for it is detached at once (it paces nothing and is freed on release).
 //     Forwarding is combinational (m_cnp_*, into the reaction point's CNP FIFO).
@@ -34,7 +34,9 @@
 // bytes FIFO credits them to the new QP (at most TX_FIFO_DEPTH reports): the new QP's byte
 // counter starts a little ahead. The pacer's bucket of a reallocated slot carries over (an
 // unlimited QP's bucket is full).
-module hm_dcqcn_slots #(
+module hm_dcqcn_slots
+  import hm_pkg::*;
+#(
   parameter int NUM_SLOTS = 64,                     // rate limiters, >= 2
   parameter int QPN_W     = 24,                     // width of the QPN ports
   parameter int KEY_W     = 12                      // QPNs 0..2^KEY_W-1 can get a slot, <= QPN_W
@@ -66,9 +68,7 @@ module hm_dcqcn_slots #(
   input  logic                         i_cnp_dropped, // its o_cnp_dropped
 
   output logic                         o_unmapped,  // a CNP was not applied (registered)
-  output logic [31:0]                  stat_no_slot,
-  output logic [31:0]                  stat_bad_qpn,
-  output logic [31:0]                  stat_allocs,
+  output hm_slots_stats_t              stats,
   output logic [$clog2(NUM_SLOTS):0]   o_used       // slots in use
 );
   localparam int SW = $clog2(NUM_SLOTS);
@@ -206,16 +206,14 @@ module hm_dcqcn_slots #(
     fwd_slot_q <= c_slot;
     o_unmapped <= c_none || c_bad;
     o_used     <= used_cnt;
-    if (c_none)  stat_no_slot <= stat_no_slot + 1'b1;
-    if (c_bad)   stat_bad_qpn <= stat_bad_qpn + 1'b1;
-    if (c_alloc) stat_allocs  <= stat_allocs + 1'b1;
+    if (c_none)  stats.no_slot <= stats.no_slot + 1'b1;
+    if (c_bad)   stats.bad_qpn <= stats.bad_qpn + 1'b1;
+    if (c_alloc) stats.allocs  <= stats.allocs + 1'b1;
     if (rst) begin
       fwd_q        <= 1'b0;
       o_unmapped   <= 1'b0;
       o_used       <= '0;
-      stat_no_slot <= '0;
-      stat_bad_qpn <= '0;
-      stat_allocs  <= '0;
+      stats <= '0;
     end
   end
 

@@ -5,6 +5,7 @@
 // the requester's packets feed the byte counter and the token bucket, and the requester asks
 // the pacer about the QP it serves. Parameters come from the control bus's CC registers.
 module hm_eng_cc
+  import hm_pkg::*;
   import hm_regs_pkg::*;
   import hm_desc_pkg::*;
   import hm_eng_pkg::*;
@@ -59,8 +60,8 @@ module hm_eng_cc
   logic        np_fire, cnp_room;
   logic [15:0] np_qpn;
   logic        np_supp_p, np_blk_p;
-  logic [31:0] st_np_cnps, st_np_blk, st_np_bad;
-  logic [31:0] ce_q, st_np_supp, st_rp_cuts, st_rp_act, st_rp_rel;
+  hm_np_stats_t np_st;
+  logic [31:0]  ce_q;
   logic [$clog2(4+1):0] cnp_level;
   logic [23:0] np_now;
   assign cc_ctrl = hm_cc_ctrl_t'(cc_regs[HM_CC_CTRL]);
@@ -73,7 +74,7 @@ module hm_eng_cc
     .clk, .rst, .cfg_interval(24'(cc_regs[HM_CC_CNP_INTERVAL] > 32'hFF_FFFF ? 32'hFF_FFFF : cc_regs[HM_CC_CNP_INTERVAL])),
     .s_ce_valid(s_ce_valid && cc_ctrl.np_enable), .s_ce_qpn(s_ce_qpn), .i_cnp_full(!cnp_room),
     .m_cnp_valid(np_fire), .m_cnp_qpn(np_qpn), .o_suppressed(np_supp_p), .o_blocked(np_blk_p),
-    .stat_cnps(st_np_cnps), .stat_suppressed(st_np_supp), .stat_blocked(st_np_blk), .stat_bad_qpn(st_np_bad),
+    .stats(np_st),
     .o_now(np_now)
   );
   // ---- Slot map, reaction point and pacer
@@ -82,7 +83,7 @@ module hm_eng_cc
   logic        rl_upd, rl_lim, pacer_ok, sl_q_hit_q;
   logic [23:0] rl_upd_qpn;
   logic [31:0] rl_rate, cc_now;
-  logic [31:0] st_rp_cnpdrop, st_rp_txdrop, st_rp_merged, st_rp_bad, st_rp_incs, st_rp_skips;
+  hm_rp_stats_t rp_st;
   logic [2:0]  rp_op;
   logic [23:0] rp_op_qpn;
   logic [1:0]  rp_op_timer;
@@ -100,7 +101,7 @@ module hm_eng_cc
   logic            sl_cnp_valid, sl_tx_valid, sl_q_hit, sl_unmapped;
   logic [CS_W-1:0] sl_cnp_slot, sl_tx_slot, sl_q_slot;
   logic [15:0]     sl_tx_bytes;
-  logic [31:0]     st_sl_noslot, st_sl_bad, st_sl_allocs;
+  hm_slots_stats_t sl_st;
   logic [CS_W:0]   sl_used;
   hm_dcqcn_slots #(.NUM_SLOTS(CC_SLOTS), .QPN_W(24), .KEY_W($clog2(NUM_QPS))) u_slots (
     .clk, .rst,
@@ -111,8 +112,7 @@ module hm_eng_cc
     .s_query_qpn(24'(s_query_qpn)), .o_query_hit(sl_q_hit), .o_query_slot(sl_q_slot),
     .s_detach_valid, .s_detach_qpn(24'(s_detach_qpn)),
     .i_op(rp_op), .i_op_slot(rp_op_qpn[CS_W-1:0]), .i_cnp_dropped(rp_cd),
-    .o_unmapped(sl_unmapped), .stat_no_slot(st_sl_noslot), .stat_bad_qpn(st_sl_bad),
-    .stat_allocs(st_sl_allocs), .o_used(sl_used)
+    .o_unmapped(sl_unmapped), .stats(sl_st), .o_used(sl_used)
   );
   always_ff @(posedge clk) sl_q_hit_q <= sl_q_hit && !rst;
   hm_dcqcn_rp #(.NUM_QPS(CC_SLOTS), .QPN_W(24), .TIME_W(32)) u_rp (
@@ -130,9 +130,7 @@ module hm_eng_cc
     .m_rate_valid(rl_upd), .m_rate_qpn(rl_upd_qpn), .m_rate(rl_rate), .m_rate_limited(rl_lim),
     .o_op(rp_op), .o_op_qpn(rp_op_qpn), .o_op_timer(rp_op_timer), .o_op_flag(rp_op_flag),
     .o_cnp_dropped(rp_cd), .o_tx_dropped(rp_td), .o_tx_merged(rp_tm), .o_tx_filtered(rp_tf),
-    .stat_cnp_dropped(st_rp_cnpdrop), .stat_tx_dropped(st_rp_txdrop), .stat_tx_merged(st_rp_merged),
-    .stat_bad_qpn(st_rp_bad), .stat_activations(st_rp_act), .stat_releases(st_rp_rel),
-    .stat_cuts(st_rp_cuts), .stat_increases(st_rp_incs), .stat_timer_skips(st_rp_skips),
+    .stats(rp_st),
     .o_now(cc_now),
     .dbg_qpn('0), .dbg_active(rp_dbg_act), .dbg_entry(rp_dbg_entry), .dbg_scan(rp_dbg_scan),
     .dbg_cnp_count(rp_dbg_cc), .dbg_tx_count(rp_dbg_tc)
@@ -152,16 +150,16 @@ module hm_eng_cc
     .clk, .rst, .s_data(cnp_cand_q), .s_valid(np_fire), .s_ready(cnp_room),
     .m_data(m_cnp), .m_valid(m_cnp_valid), .m_ready(m_cnp_ready), .level(cnp_level));
 
-  assign stats = '{ce: ce_q, np_suppressed: st_np_supp, rp_cuts: st_rp_cuts, rp_activations: st_rp_act,
-                   rp_releases: st_rp_rel, no_slot: st_sl_noslot + st_sl_bad};
+  assign stats = '{ce: ce_q, np_suppressed: np_st.suppressed, rp_cuts: rp_st.cuts, rp_activations: rp_st.activations,
+                   rp_releases: rp_st.releases, no_slot: sl_st.no_slot + sl_st.bad_qpn};
 
   logic unused_ok;
-  assign unused_ok = ^{cnp_level, np_now, np_qpn, np_supp_p, np_blk_p, st_np_cnps, st_np_blk, st_np_bad,
+  assign unused_ok = ^{cnp_level, np_now, np_qpn, np_supp_p, np_blk_p, np_st.cnps, np_st.blocked, np_st.bad_qpn,
                        cc_ctrl.rsvd0, cc_ctrl.rsvd1, cc_ctrl.rsvd2, cc_ctrl.rsvd3, cc_ctrl.cnp_dscp,
                        cc_ctrl.cnp_prio, cc_alpha.rsvd0, cc_alpha.rsvd1, cc_cut.rsvd0, cc_cut.rsvd1,
                        cc_regs[HM_CC_BYTE_RESET][31:24], cc_regs[HM_CC_BURST][31:21], cc_regs[HM_CC_PFC],
-                       st_rp_cnpdrop, st_rp_txdrop, st_rp_merged, st_rp_incs, st_rp_skips, rp_op_qpn[23:CS_W],
+                       rp_st.cnp_dropped, rp_st.tx_dropped, rp_st.tx_merged, rp_st.increases, rp_st.timer_skips, rp_op_qpn[23:CS_W],
                        rp_op_timer, rp_op_flag, rp_td, rp_tm, rp_tf, rp_dbg_act, rp_dbg_entry, rp_dbg_scan,
                        rp_dbg_cc, rp_dbg_tc, pc_dbg_tok, pc_dbg_last, pc_dbg_rate, pc_dbg_lim,
-                       rl_upd_qpn[23:16], st_rp_bad, sl_unmapped, st_sl_allocs, sl_used};
+                       rl_upd_qpn[23:16], rp_st.bad_qpn, sl_unmapped, sl_st.allocs, sl_used};
 endmodule

@@ -93,6 +93,35 @@ package hm_pkg;
   // Extension offsets are relative to the end of the BTH.
   // ---------------------------------------------------------------------------------------
   // ---------------------------------------------------------------------------------------
+  // Counter bundles of the DCQCN blocks (rtl/cc): free-running 32-bit event counters, one
+  // bundle per block (the engine's own blocks have theirs in hm_eng_pkg).
+  // ---------------------------------------------------------------------------------------
+  typedef struct packed {
+    logic [31:0] cnp_dropped;    // CNPs dropped: the CNP FIFO was full
+    logic [31:0] tx_dropped;     // byte reports dropped: the TX FIFO was full
+    logic [31:0] tx_merged;      // byte reports merged into a queued one of the same QP
+    logic [31:0] bad_qpn;        // CNPs and byte reports for a QPN out of range
+    logic [31:0] activations;    // QPs that became rate limited (first CNP)
+    logic [31:0] releases;       // rate-limited QPs released (back at the maximum rate)
+    logic [31:0] cuts;           // rate cuts
+    logic [31:0] increases;      // rate increases
+    logic [31:0] timer_skips;    // timers rescheduled from now: their next deadline had passed
+  } hm_rp_stats_t;
+
+  typedef struct packed {
+    logic [31:0] cnps;           // CNPs requested
+    logic [31:0] suppressed;     // CE packets inside their QP's CNP interval
+    logic [31:0] blocked;        // CNPs due while the CNP sender could not take one
+    logic [31:0] bad_qpn;        // CE events for a QPN out of range
+  } hm_np_stats_t;
+
+  typedef struct packed {
+    logic [31:0] no_slot;        // CNPs with every slot in use
+    logic [31:0] bad_qpn;        // CNPs for a QPN out of range
+    logic [31:0] allocs;         // slots allocated
+  } hm_slots_stats_t;
+
+  // ---------------------------------------------------------------------------------------
   // BTH opcodes (IBTA vol. 1 table 38; RoCEv2 annex A17 for the CNP) and AETH syndromes that
   // the engine sends or acts on. The reference model's table (model/src/opcode.rs) is written
   // from the spec on its own; model/tests/opcode_pkg.rs checks that the two agree.

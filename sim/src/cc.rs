@@ -143,20 +143,11 @@ impl HmRpOut {
         })
     }
 
-    /// The reaction point's counters, in the order of `RpCounters`: cnp_dropped, tx_dropped,
-    /// tx_merged, bad_qpn, activations, releases, cuts, increases, timer_skips.
+    /// The reaction point's counters, in the order of `hm_rp_stats_t` (and of `RpCounters`):
+    /// cnp_dropped, tx_dropped, tx_merged, bad_qpn, activations, releases, cuts, increases,
+    /// timer_skips.
     pub fn stat(&self) -> [u32; 9] {
-        [
-            self.stat_cnp_dropped,
-            self.stat_tx_dropped,
-            self.stat_tx_merged,
-            self.stat_bad_qpn,
-            self.stat_activations,
-            self.stat_releases,
-            self.stat_cuts,
-            self.stat_increases,
-            self.stat_timer_skips,
-        ]
+        crate::counters(hematite_abi::pkt::HM_RP_STATS_T_FIELDS, &self.stats)
     }
 
     fn bits(&self, lsb: usize, width: usize) -> u64 {

@@ -368,6 +368,18 @@ pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flo
     Ok(run)
 }
 
+/// The counters of a counter bundle (a packed struct of 32-bit counters of the RTL packages,
+/// e.g. `hm_rp_stats_t`) as a Verilated model carries it (`words`), in declaration order;
+/// `layout` is the bundle's field table that hematite-abi generates from the package.
+pub fn counters<const N: usize>(layout: hematite_abi::desc::Layout, words: &[u32]) -> [u32; N] {
+    assert_eq!(layout.len(), N, "a counter bundle of {N} counters");
+    std::array::from_fn(|i| {
+        let (name, lsb, width) = layout[i];
+        assert!(width == 32 && lsb % 32 == 0, "{name}: not a word-aligned 32-bit counter");
+        words[lsb / 32]
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::scaled_cases;

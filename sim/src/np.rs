@@ -38,3 +38,10 @@ impl NpSim {
         self.m.tick(&i)
     }
 }
+
+impl HmNpOut {
+    /// The counters, in the order of `hm_np_stats_t`: cnps, suppressed, blocked, bad_qpn.
+    pub fn stat(&self) -> [u32; 4] {
+        crate::counters(hematite_abi::pkt::HM_NP_STATS_T_FIELDS, &self.stats)
+    }
+}

@@ -35,3 +35,10 @@ impl Default for SlotsSim {
         Self::new()
     }
 }
+
+impl HmSlotsOut {
+    /// The counters, in the order of `hm_slots_stats_t`: no_slot, bad_qpn, allocs.
+    pub fn stat(&self) -> [u32; 3] {
+        crate::counters(hematite_abi::pkt::HM_SLOTS_STATS_T_FIELDS, &self.stats)
+    }
+}

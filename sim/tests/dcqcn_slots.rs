@@ -81,7 +81,7 @@ fn run(quick: bool, clocks: &[Clk]) -> Result<(u32, u32, u32, u32), TestCaseErro
         }
         if let Some((cn, un, used)) = prev {
             let cn: hematite_model::dcqcn_slots::SlotsCounters = cn;
-            prop_assert_eq!((o.stat_no_slot, o.stat_bad_qpn, o.stat_allocs), (cn.no_slot, cn.bad_qpn, cn.allocs), "clock {}: counters", t - 1);
+            prop_assert_eq!(o.stat(), [cn.no_slot, cn.bad_qpn, cn.allocs], "clock {}: counters", t - 1);
             prop_assert_eq!(o.unmapped != 0, un, "clock {}: unmapped", t - 1);
             prop_assert_eq!(u32::from(o.used), used, "clock {}: slots in use", t - 1);
         }
