@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -48,6 +49,31 @@ static int hm_timeout_s = 120;      /* -t: bound on every blocking step   */
 static const char *hm_prog = "hm";  /* program name for messages          */
 static int hm_npass;                /* checks passed                      */
 static int hm_nfail;                /* checks failed                      */
+
+/*
+ * The options of the two-process programs (server: no HOST, client: HOST):
+ * the head of their usage text (printf arguments: program name, default
+ * port) and the letters they share.
+ */
+#define HM_USAGE_PAIR                                                        \
+	"usage: %s [options] [HOST]\n"                                       \
+	"  server: no HOST; client: HOST of the server (e.g. 127.0.0.1)\n"   \
+	"  -d DEV     device name (default: first device)\n"                 \
+	"  -g GIDX    GID index (default 0)\n"                               \
+	"  -p PORT    TCP port (default %d)\n"                               \
+	"  -t SECS    timeout of every blocking step (default 120)\n"
+
+/* -d DEV, -g GIDX, -p PORT, -t SECS (getopt's c and optarg); 0: not one */
+static HM_UNUSED int hm_pair_opt(int c, const char **dev, int *gidx, int *port)
+{
+	switch (c) {
+	case 'd': *dev = optarg; return 1;
+	case 'g': *gidx = atoi(optarg); return 1;
+	case 'p': *port = atoi(optarg); return 1;
+	case 't': hm_timeout_s = atoi(optarg); return 1;
+	default: return 0;
+	}
+}
 
 /* ------------------------------------------------------------------ */
 /* time                                                                */
@@ -555,6 +581,93 @@ static HM_UNUSED struct ibv_context *hm_open_device(const char *name,
 	else
 		ibv_free_device_list(list);
 	return ctx;
+}
+
+/* Stop the async event thread (hm_start_async), close the device (a check) and free its list. */
+static HM_UNUSED void hm_close_device(pthread_t athr, struct ibv_context *ctx,
+				      struct ibv_device **list)
+{
+	int rc;
+
+	hm_step("stopping the async event thread");
+	pthread_cancel(athr);
+	pthread_join(athr, NULL);
+	hm_step("ibv_close_device");
+	rc = ibv_close_device(ctx);
+	hm_check(rc == 0, "close_device", "rc=%d", rc);
+	ibv_free_device_list(list);
+}
+
+/*
+ * The async event thread: every event goes to on_event (with cancellation
+ * disabled) and is then acked.  It ends when ibv_get_async_event fails,
+ * reported as FAIL async_event if report_failure.  One per program.
+ */
+static struct {
+	struct ibv_context *ctx;
+	void (*on_event)(const struct ibv_async_event *);
+	int report_failure;
+} hm_async;
+
+static HM_UNUSED void *hm_async_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct ibv_async_event ev;
+		int old;
+
+		if (ibv_get_async_event(hm_async.ctx, &ev)) {
+			if (errno == EINTR)
+				continue;
+			if (hm_async.report_failure) {
+				pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+				hm_fail("async_event", "ibv_get_async_event "
+					"failed: %s", strerror(errno));
+				pthread_setcancelstate(old, NULL);
+			}
+			return NULL;
+		}
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+		hm_async.on_event(&ev);
+		ibv_ack_async_event(&ev);
+		pthread_setcancelstate(old, NULL);
+	}
+}
+
+static HM_UNUSED pthread_t
+hm_start_async(struct ibv_context *ctx,
+	       void (*on_event)(const struct ibv_async_event *),
+	       int report_failure)
+{
+	pthread_t t;
+
+	hm_async.ctx = ctx;
+	hm_async.on_event = on_event;
+	hm_async.report_failure = report_failure;
+	if (pthread_create(&t, NULL, hm_async_thread, NULL))
+		hm_fatal("async_thread", "pthread_create failed");
+	return t;
+}
+
+/* ibv_create_qp attributes: the CQs, the type and the capabilities asked
+ * for; no SRQ, no qp_context, sq_sig_all 0 */
+static HM_UNUSED struct ibv_qp_init_attr
+hm_qp_attr(struct ibv_cq *scq, struct ibv_cq *rcq, enum ibv_qp_type type,
+	   uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge,
+	   uint32_t recv_sge, uint32_t inline_data)
+{
+	struct ibv_qp_init_attr ia;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = scq;
+	ia.recv_cq = rcq;
+	ia.cap.max_send_wr = send_wr;
+	ia.cap.max_recv_wr = recv_wr;
+	ia.cap.max_send_sge = send_sge;
+	ia.cap.max_recv_sge = recv_sge;
+	ia.cap.max_inline_data = inline_data;
+	ia.qp_type = type;
+	return ia;
 }
 
 /* RESET -> INIT on port 1 */

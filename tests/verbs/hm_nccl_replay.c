@@ -92,12 +92,7 @@ static int scq_armed, rcq_armed;
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: %s [options] [HOST]\n"
-		"  server: no HOST; client: HOST of the server (e.g. 127.0.0.1)\n"
-		"  -d DEV     device name (default: first device)\n"
-		"  -g GIDX    GID index (default 0)\n"
-		"  -p PORT    TCP port (default %d)\n"
-		"  -t SECS    timeout of every blocking step (default 120)\n"
+		HM_USAGE_PAIR
 		"  -n ITERS   iterations (default 50)\n"
 		"  -s SIZE    message size in bytes (default 65536)\n"
 		"  -T TCLASS  GRH traffic class (NCCL_IB_TC, default 0)\n"
@@ -110,31 +105,12 @@ static void usage(void)
 
 /* ------------------------------------------------------------------ */
 
-static void *async_thread(void *arg)
+/* NCCL expects no async event at all */
+static void on_async_event(const struct ibv_async_event *ev)
 {
-	struct ibv_context *c = arg;
-
-	for (;;) {
-		struct ibv_async_event ev;
-		int old;
-
-		if (ibv_get_async_event(c, &ev)) {
-			if (errno == EINTR)
-				continue;
-			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-			hm_fail("async_event", "ibv_get_async_event failed: %s",
-				strerror(errno));
-			pthread_setcancelstate(old, NULL);
-			return NULL;
-		}
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-		__atomic_add_fetch(&async_events, 1, __ATOMIC_SEQ_CST);
-		hm_fail("async_event", "unexpected event %s (%d)",
-			ibv_event_type_str(ev.event_type), ev.event_type);
-		ibv_ack_async_event(&ev);
-		pthread_setcancelstate(old, NULL);
-	}
-	return NULL;
+	__atomic_add_fetch(&async_events, 1, __ATOMIC_SEQ_CST);
+	hm_fail("async_event", "unexpected event %s (%d)",
+		ibv_event_type_str(ev->event_type), ev->event_type);
 }
 
 /* ------------------------------------------------------------------ */
@@ -307,18 +283,7 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_cq *cq,
 	char cname[64];
 
 	snprintf(cname, sizeof(cname), "create_qp.%s", name);
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_context = NULL;
-	ia.send_cq = cq;
-	ia.recv_cq = cq;
-	ia.srq = NULL;
-	ia.cap.max_send_wr = QP_SEND_WR;
-	ia.cap.max_recv_wr = recv_wr;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = inl;
-	ia.qp_type = IBV_QPT_RC;
-	ia.sq_sig_all = 0;
+	ia = hm_qp_attr(cq, cq, IBV_QPT_RC, QP_SEND_WR, recv_wr, 1, 1, inl);
 	hm_step(cname);
 	qp = ibv_create_qp(pd, &ia);
 	if (!qp)
@@ -397,11 +362,9 @@ int main(int argc, char **argv)
 
 	hm_init_common(argv[0]);
 	while ((c = getopt(argc, argv, "d:g:p:t:n:s:T:q:Ieh")) != -1) {
+		if (hm_pair_opt(c, &opt.dev, &opt.gidx, &opt.port))
+			continue;
 		switch (c) {
-		case 'd': opt.dev = optarg; break;
-		case 'g': opt.gidx = atoi(optarg); break;
-		case 'p': opt.port = atoi(optarg); break;
-		case 't': hm_timeout_s = atoi(optarg); break;
 		case 'n': opt.iters = atoi(optarg); break;
 		case 's': opt.size = (size_t)strtoull(optarg, NULL, 0); break;
 		case 'T': opt.tclass = atoi(optarg); break;
@@ -495,8 +458,7 @@ int main(int argc, char **argv)
 	}
 
 	/* the async thread NCCL keeps on ibv_get_async_event */
-	if (pthread_create(&athr, NULL, async_thread, ctx))
-		hm_fatal("async_thread", "pthread_create failed");
+	athr = hm_start_async(ctx, on_async_event, 1);
 
 	hm_step("ibv_alloc_pd");
 	pd = ibv_alloc_pd(ctx);
@@ -1088,13 +1050,7 @@ int main(int argc, char **argv)
 	}
 	hm_check(__atomic_load_n(&async_events, __ATOMIC_SEQ_CST) == 0,
 		 "async_events", "count=%d", async_events);
-	hm_step("stopping the async event thread");
-	pthread_cancel(athr);
-	pthread_join(athr, NULL);
-	hm_step("ibv_close_device");
-	rc = ibv_close_device(ctx);
-	hm_check(rc == 0, "close_device", "rc=%d", rc);
-	ibv_free_device_list(devlist);
+	hm_close_device(athr, ctx, devlist);
 	close(fd);
 	free(sbuf);
 	free(rbuf);

@@ -277,15 +277,7 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq,
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp *qp;
 
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = cq;
-	ia.recv_cq = cq;
-	ia.cap.max_send_wr = swr;
-	ia.cap.max_recv_wr = rwr;
-	ia.cap.max_send_sge = ssge;
-	ia.cap.max_recv_sge = rsge;
-	ia.cap.max_inline_data = inl;
-	ia.qp_type = type;
+	ia = hm_qp_attr(cq, cq, type, swr, rwr, ssge, rsge, inl);
 	errno = 0;
 	qp = ibv_create_qp(pd, &ia);
 	if (qp && cap_out)

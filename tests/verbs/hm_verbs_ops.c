@@ -101,12 +101,7 @@ static uint8_t rd_atom = 1, dest_rd_atom = 1;
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: %s [options] [HOST]\n"
-		"  server: no HOST; client: HOST of the server (e.g. 127.0.0.1)\n"
-		"  -d DEV     device name (default: first device)\n"
-		"  -g GIDX    GID index (default 0)\n"
-		"  -p PORT    TCP port (default %d)\n"
-		"  -t SECS    timeout of every blocking step (default 120)\n"
+		HM_USAGE_PAIR
 		"  -S LIST    message sizes, comma list (default 1,64,4096,65536)\n"
 		"  -m SUBSET  tests to run, comma list of:\n"
 		"             send,send_imm,write,write_imm,read,cas,faa,inline,\n"
@@ -116,35 +111,19 @@ static void usage(void)
 	exit(2);
 }
 
-static void *async_thread(void *arg)
+/* QP errors are expected on the error tests' own QPs, not on the main one */
+static void on_async_event(const struct ibv_async_event *ev)
 {
-	struct ibv_context *c = arg;
-
-	for (;;) {
-		struct ibv_async_event ev;
-		int old;
-
-		if (ibv_get_async_event(c, &ev)) {
-			if (errno == EINTR)
-				continue;
-			return NULL;
-		}
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-		if ((ev.event_type == IBV_EVENT_QP_FATAL ||
-		     ev.event_type == IBV_EVENT_QP_REQ_ERR ||
-		     ev.event_type == IBV_EVENT_QP_ACCESS_ERR ||
-		     ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED) &&
-		    ev.element.qp != main_qp)
-			hm_info("async event %s on an error-test QP (expected)",
-				ibv_event_type_str(ev.event_type));
-		else
-			hm_fail("async_event", "unexpected event %s (%d)",
-				ibv_event_type_str(ev.event_type),
-				ev.event_type);
-		ibv_ack_async_event(&ev);
-		pthread_setcancelstate(old, NULL);
-	}
-	return NULL;
+	if ((ev->event_type == IBV_EVENT_QP_FATAL ||
+	     ev->event_type == IBV_EVENT_QP_REQ_ERR ||
+	     ev->event_type == IBV_EVENT_QP_ACCESS_ERR ||
+	     ev->event_type == IBV_EVENT_QP_LAST_WQE_REACHED) &&
+	    ev->element.qp != main_qp)
+		hm_info("async event %s on an error-test QP (expected)",
+			ibv_event_type_str(ev->event_type));
+	else
+		hm_fail("async_event", "unexpected event %s (%d)",
+			ibv_event_type_str(ev->event_type), ev->event_type);
 }
 
 /* ------------------------------------------------------------------ */
@@ -279,15 +258,8 @@ static void conn_up(struct conn *c, const char *name)
 	c->rcq = ibv_create_cq(ctx, CQ_SIZE, NULL, NULL, 0);
 	if (!c->scq || !c->rcq)
 		hm_fatal("create_cq", "%s: %s", name, strerror(errno));
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = c->scq;
-	ia.recv_cq = c->rcq;
-	ia.cap.max_send_wr = QP_WR;
-	ia.cap.max_recv_wr = QP_WR;
-	ia.cap.max_send_sge = QP_SGE;
-	ia.cap.max_recv_sge = QP_SGE;
-	ia.cap.max_inline_data = WANT_INLINE;
-	ia.qp_type = IBV_QPT_RC;
+	ia = hm_qp_attr(c->scq, c->rcq, IBV_QPT_RC, QP_WR, QP_WR, QP_SGE,
+			QP_SGE, WANT_INLINE);
 	c->qp = ibv_create_qp(pd, &ia);
 	if (!c->qp) {
 		hm_info("create_qp with max_inline_data=%d failed (%s); "
@@ -1491,11 +1463,9 @@ int main(int argc, char **argv)
 
 	hm_init_common(argv[0]);
 	while ((c = getopt(argc, argv, "d:g:p:t:S:m:h")) != -1) {
+		if (hm_pair_opt(c, &opt.dev, &opt.gidx, &opt.port))
+			continue;
 		switch (c) {
-		case 'd': opt.dev = optarg; break;
-		case 'g': opt.gidx = atoi(optarg); break;
-		case 'p': opt.port = atoi(optarg); break;
-		case 't': hm_timeout_s = atoi(optarg); break;
 		case 'S': opt.sizes = optarg; break;
 		case 'm': opt.subset = optarg; break;
 		default: usage();
@@ -1552,8 +1522,7 @@ int main(int argc, char **argv)
 	      "max_sge=%d", hm_mtu_bytes(pa.active_mtu),
 	      hm_gid_str(&my_gid, gs, sizeof(gs)), da.atomic_cap,
 	      da.max_qp_rd_atom, da.max_sge);
-	if (pthread_create(&athr, NULL, async_thread, ctx))
-		hm_fatal("async_thread", "pthread_create failed");
+	athr = hm_start_async(ctx, on_async_event, 0);
 
 	hm_step("ibv_alloc_pd/ibv_reg_mr");
 	pd = ibv_alloc_pd(ctx);
@@ -1697,13 +1666,7 @@ int main(int argc, char **argv)
 	hm_step("ibv_dealloc_pd");
 	rc = ibv_dealloc_pd(pd);
 	hm_check(rc == 0, "dealloc_pd", "rc=%d", rc);
-	hm_step("stopping the async event thread");
-	pthread_cancel(athr);
-	pthread_join(athr, NULL);
-	hm_step("ibv_close_device");
-	rc = ibv_close_device(ctx);
-	hm_check(rc == 0, "close_device", "rc=%d", rc);
-	ibv_free_device_list(devlist);
+	hm_close_device(athr, ctx, devlist);
 	close(fd);
 	free(A);
 	free(B);
