@@ -583,18 +583,26 @@ static HM_UNUSED struct ibv_context *hm_open_device(const char *name,
 	return ctx;
 }
 
-/* Stop the async event thread (hm_start_async), close the device (a check) and free its list. */
+/* A teardown call: the watchdog's step, then the call, checked to return 0
+ * ("ok <name> rc=0" or "FAIL <name>: rc=N"). */
+#define HM_TEARDOWN(step, name, call)                                        \
+	do {                                                                 \
+		int hm_rc_;                                                  \
+									     \
+		hm_step(step);                                               \
+		hm_rc_ = (call);                                             \
+		hm_check(hm_rc_ == 0, name, "rc=%d", hm_rc_);                \
+	} while (0)
+
+/* Stop the async event thread (hm_start_async), close the device (a
+ * check) and free its list. */
 static HM_UNUSED void hm_close_device(pthread_t athr, struct ibv_context *ctx,
 				      struct ibv_device **list)
 {
-	int rc;
-
 	hm_step("stopping the async event thread");
 	pthread_cancel(athr);
 	pthread_join(athr, NULL);
-	hm_step("ibv_close_device");
-	rc = ibv_close_device(ctx);
-	hm_check(rc == 0, "close_device", "rc=%d", rc);
+	HM_TEARDOWN("ibv_close_device", "close_device", ibv_close_device(ctx));
 	ibv_free_device_list(list);
 }
 

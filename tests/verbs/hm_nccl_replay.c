@@ -249,6 +249,20 @@ static void detail_fail(const char *name, const char *fmt, ...)
 		__atomic_add_fetch(&hm_nfail, 1, __ATOMIC_SEQ_CST);
 }
 
+/* the data path's poll: up to 16 CQEs into wc (fatal: name on a poll
+ * error); any CQE sets *progress */
+static int poll_batch(struct ibv_cq *cq, struct ibv_wc *wc, const char *name,
+		      int *progress)
+{
+	int n = ibv_poll_cq(cq, 16, wc);
+
+	if (n < 0)
+		hm_fatal(name, "rc=%d", n);
+	if (n > 0)
+		*progress = 1;
+	return n;
+}
+
 static struct ibv_mr *reg_buf(struct ibv_pd *pd, void *buf, size_t len,
 			      const char *name)
 {
@@ -272,6 +286,19 @@ static struct ibv_mr *reg_buf(struct ibv_pd *pd, void *buf, size_t len,
 		hm_ok(cname, "len=%zu lkey=0x%x rkey=0x%x", len, mr->lkey,
 		      mr->rkey);
 	return mr;
+}
+
+/* a CQ on the completion channel (if any) whose cq_context is itself, as
+ * wait_event checks */
+static struct ibv_cq *create_cq(int cqe, const char *cname)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, cqe, NULL, chan, 0);
+
+	if (!cq)
+		hm_fatal(cname, "cqe=%d: %s", cqe, strerror(errno));
+	cq->cq_context = cq;
+	hm_check(cq->cqe >= cqe, cname, "cqe=%d", cq->cqe);
+	return cq;
 }
 
 static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_cq *cq,
@@ -513,18 +540,8 @@ int main(int argc, char **argv)
 		hm_ok("create_comp_channel", "fd=%d", chan->fd);
 	}
 	hm_step("ibv_create_cq");
-	scq = ibv_create_cq(ctx, SEND_CQE, NULL, chan, 0);
-	if (!scq)
-		hm_fatal("create_cq.send", "cqe=%d: %s", SEND_CQE,
-			 strerror(errno));
-	scq->cq_context = scq;
-	hm_check(scq->cqe >= SEND_CQE, "create_cq.send", "cqe=%d", scq->cqe);
-	rcq = ibv_create_cq(ctx, RECV_CQE, NULL, chan, 0);
-	if (!rcq)
-		hm_fatal("create_cq.recv", "cqe=%d: %s", RECV_CQE,
-			 strerror(errno));
-	rcq->cq_context = rcq;
-	hm_check(rcq->cqe >= RECV_CQE, "create_cq.recv", "cqe=%d", rcq->cqe);
+	scq = create_cq(SEND_CQE, "create_cq.send");
+	rcq = create_cq(RECV_CQE, "create_cq.recv");
 
 	sqp = create_qp(pd, scq, 0, 0, "send");
 	rqp = create_qp(pd, rcq, QP_RECV_WR,
@@ -534,14 +551,15 @@ int main(int argc, char **argv)
 	hm_step("ibv_modify_qp (INIT)");
 	qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		    IBV_ACCESS_REMOTE_READ;
-	rc = hm_qp_init(sqp, qp_access);
-	if (rc)
-		hm_fatal("modify_qp.init.send", "RESET->INIT: %s", strerror(rc));
-	hm_ok("modify_qp.init.send", "%s", "");
-	rc = hm_qp_init(rqp, qp_access);
-	if (rc)
-		hm_fatal("modify_qp.init.recv", "RESET->INIT: %s", strerror(rc));
-	hm_ok("modify_qp.init.recv", "%s", "");
+	for (i = 0; i < 2; i++) {
+		const char *cname = i ? "modify_qp.init.recv" :
+					"modify_qp.init.send";
+
+		rc = hm_qp_init(i ? rqp : sqp, qp_access);
+		if (rc)
+			hm_fatal(cname, "RESET->INIT: %s", strerror(rc));
+		hm_ok(cname, "%s", "");
+	}
 
 	/* --- exchange --- */
 	send_psn = hm_rand_psn();
@@ -755,13 +773,10 @@ int main(int argc, char **argv)
 			}
 
 			/* sender completions */
-			n = ibv_poll_cq(scq, 16, wc);
-			if (n < 0)
-				hm_fatal("poll_cq.send", "rc=%d", n);
+			n = poll_batch(scq, wc, "poll_cq.send", &progress);
 			for (int j = 0; j < n; j++) {
 				struct ibv_wc *w = &wc[j];
 
-				progress = 1;
 				if ((w->wr_id & TAG_MASK) == TAG_UNSIG) {
 					unsig_cqe++;
 					detail_fail("unsignaled_cqe",
@@ -798,13 +813,10 @@ int main(int argc, char **argv)
 			}
 
 			/* receiver completions: data arrivals and CTS writes */
-			n = ibv_poll_cq(rcq, 16, wc);
-			if (n < 0)
-				hm_fatal("poll_cq.recv", "rc=%d", n);
+			n = poll_batch(rcq, wc, "poll_cq.recv", &progress);
 			for (int j = 0; j < n; j++) {
 				struct ibv_wc *w = &wc[j];
 
-				progress = 1;
 				if (w->status != IBV_WC_SUCCESS)
 					hm_fatal("recv_cq_completion",
 						 "status=%s wr_id=0x%llx "
@@ -1024,30 +1036,17 @@ int main(int argc, char **argv)
 			;
 
 	/* --- teardown: QPs, CQs, MRs, PD, channel, device --- */
-	hm_step("ibv_destroy_qp(send)");
-	rc = ibv_destroy_qp(sqp);
-	hm_check(rc == 0, "destroy_qp.send", "rc=%d", rc);
-	hm_step("ibv_destroy_qp(recv)");
-	rc = ibv_destroy_qp(rqp);
-	hm_check(rc == 0, "destroy_qp.recv", "rc=%d", rc);
-	hm_step("ibv_destroy_cq(send)");
-	rc = ibv_destroy_cq(scq);
-	hm_check(rc == 0, "destroy_cq.send", "rc=%d", rc);
-	hm_step("ibv_destroy_cq(recv)");
-	rc = ibv_destroy_cq(rcq);
-	hm_check(rc == 0, "destroy_cq.recv", "rc=%d", rc);
-	hm_step("ibv_dereg_mr");
-	rc = ibv_dereg_mr(sbuf_mr) | ibv_dereg_mr(rbuf_mr) |
-	     ibv_dereg_mr(fifo_mr) | ibv_dereg_mr(cts_mr);
-	hm_check(rc == 0, "dereg_mr", "rc=%d", rc);
-	hm_step("ibv_dealloc_pd");
-	rc = ibv_dealloc_pd(pd);
-	hm_check(rc == 0, "dealloc_pd", "rc=%d", rc);
-	if (chan) {
-		hm_step("ibv_destroy_comp_channel");
-		rc = ibv_destroy_comp_channel(chan);
-		hm_check(rc == 0, "destroy_comp_channel", "rc=%d", rc);
-	}
+	HM_TEARDOWN("ibv_destroy_qp(send)", "destroy_qp.send", ibv_destroy_qp(sqp));
+	HM_TEARDOWN("ibv_destroy_qp(recv)", "destroy_qp.recv", ibv_destroy_qp(rqp));
+	HM_TEARDOWN("ibv_destroy_cq(send)", "destroy_cq.send", ibv_destroy_cq(scq));
+	HM_TEARDOWN("ibv_destroy_cq(recv)", "destroy_cq.recv", ibv_destroy_cq(rcq));
+	HM_TEARDOWN("ibv_dereg_mr", "dereg_mr",
+		    ibv_dereg_mr(sbuf_mr) | ibv_dereg_mr(rbuf_mr) |
+			    ibv_dereg_mr(fifo_mr) | ibv_dereg_mr(cts_mr));
+	HM_TEARDOWN("ibv_dealloc_pd", "dealloc_pd", ibv_dealloc_pd(pd));
+	if (chan)
+		HM_TEARDOWN("ibv_destroy_comp_channel", "destroy_comp_channel",
+			    ibv_destroy_comp_channel(chan));
 	hm_check(__atomic_load_n(&async_events, __ATOMIC_SEQ_CST) == 0,
 		 "async_events", "count=%d", async_events);
 	hm_close_device(athr, ctx, devlist);

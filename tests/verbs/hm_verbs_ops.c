@@ -1660,12 +1660,9 @@ int main(int argc, char **argv)
 	hm_barrier(fd, 0xff, "peer finished all tests");
 	main_qp = NULL;
 	conn_down(&mainc, "main");
-	hm_step("ibv_dereg_mr");
-	rc = ibv_dereg_mr(mrA) | ibv_dereg_mr(mrB) | ibv_dereg_mr(mrI);
-	hm_check(rc == 0, "dereg_mr", "rc=%d", rc);
-	hm_step("ibv_dealloc_pd");
-	rc = ibv_dealloc_pd(pd);
-	hm_check(rc == 0, "dealloc_pd", "rc=%d", rc);
+	HM_TEARDOWN("ibv_dereg_mr", "dereg_mr",
+		    ibv_dereg_mr(mrA) | ibv_dereg_mr(mrB) | ibv_dereg_mr(mrI));
+	HM_TEARDOWN("ibv_dealloc_pd", "dealloc_pd", ibv_dealloc_pd(pd));
 	hm_close_device(athr, ctx, devlist);
 	close(fd);
 	free(A);
