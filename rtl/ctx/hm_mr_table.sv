@@ -11,7 +11,10 @@
 // This is the rule of model::transport::mem::MrTable::check; callers skip the check for
 // zero-length remote accesses as IBTA allows. A check issued in the same cycle as a write to
 // its entry sees the entry as it was before the write.
-module hm_mr_table #(
+module hm_mr_table
+  import hm_pkg::*;
+  import hm_desc_pkg::*;
+#(
   // Number of entries (power of two).
   parameter int NUM_MRS = 4096,
   // Width of the check request ID returned with the result.
@@ -22,32 +25,25 @@ module hm_mr_table #(
   input  logic                clk,
   input  logic                rst,
 
-  // Table writes (from the control bus): valid_entry 0 clears the entry
+  // Table writes (from the control bus): entry s_wr_index becomes s_wr (valid 0 clears it)
   input  logic [IW-1:0]       s_wr_index,
-  input  logic                s_wr_entry_valid,
-  input  logic [7:0]          s_wr_tag,
-  input  logic [31:0]         s_wr_pd,
-  input  logic [63:0]         s_wr_base,
-  input  logic [63:0]         s_wr_len,
-  input  logic [3:0]          s_wr_access,   // {remote_atomic, remote_write, remote_read, local_write}
+  input  hm_mr_ctx_t          s_wr,
   input  logic                s_wr_valid,
   output logic                s_wr_ready,
 
   // Checks
-  input  logic [31:0]         s_chk_key,
-  input  logic [31:0]         s_chk_pd,
-  input  logic [63:0]         s_chk_addr,
-  input  logic [63:0]         s_chk_len,
-  input  logic [2:0]          s_chk_need,    // HM_MRN_* (hm_desc_pkg); HM_MRN_INVALIDATE: key and PD checked, on success the entry stops matching until rewritten
+  // (need HM_MRN_INVALIDATE: key and PD checked, on success the entry stops matching until
+  // rewritten)
+  input  hm_mr_chk_t          s_chk,
   input  logic [ID_WIDTH-1:0] s_chk_id,
   input  logic                s_chk_valid,
   output logic                s_chk_ready,
 
   // Results, in request order
-  output logic                m_res_ok,
-  output logic [2:0]          m_res_err,     // HM_MRE_* (hm_desc_pkg)
-  output logic [63:0]         m_res_base,    // the region's base (for address translation)
-  output logic [63:0]         m_res_end,     // base + length, saturated (for checkers that cache the region)
+  // (ok; the region's base, for address translation, and its end, saturated, for checkers
+  // that cache the region)
+  output hm_mr_res_t          m_res,
+  output logic [2:0]          m_res_err,     // HM_MRE_*
   output logic [ID_WIDTH-1:0] m_res_id,
   output logic                m_res_valid,
   input  logic                m_res_ready,
@@ -55,24 +51,13 @@ module hm_mr_table #(
   // Pulses when an entry changes (a write or an invalidation): cached verdicts are stale
   output logic                m_changed
 );
-  typedef struct packed {
-    logic        valid;
-    logic [7:0]  tag;
-    logic [31:0] pd;
-    logic [63:0] base;
-    logic [63:0] len;
-    logic [3:0]  access;
-  } entry_t;
-
-  entry_t mem [NUM_MRS];
+  hm_mr_ctx_t mem [NUM_MRS];
   logic [NUM_MRS-1:0] inval_q;       // invalidated by a SEND with invalidate
 
   // Writes: one per cycle, never blocked
   assign s_wr_ready = 1'b1;
   always_ff @(posedge clk) begin
-    if (s_wr_valid)
-      mem[s_wr_index] <= '{valid: s_wr_entry_valid, tag: s_wr_tag, pd: s_wr_pd,
-                           base: s_wr_base, len: s_wr_len, access: s_wr_access};
+    if (s_wr_valid) mem[s_wr_index] <= s_wr;
   end
   logic          inv_set;
   logic [IW-1:0] inv_idx;
@@ -90,18 +75,16 @@ module hm_mr_table #(
 
   // C1: registered request, table read
   logic                c1_v;
-  logic [31:0]         c1_key, c1_pd;
-  logic [63:0]         c1_addr, c1_len;
-  logic [2:0]          c1_need;
+  hm_mr_chk_t          c1;
   logic [ID_WIDTH-1:0] c1_id;
-  entry_t              c1_e;
+  hm_mr_ctx_t          c1_e;
   logic                c1_inval;
   always_ff @(posedge clk) begin
     if (adv) begin
-      c1_key <= s_chk_key; c1_pd <= s_chk_pd; c1_addr <= s_chk_addr; c1_len <= s_chk_len;
-      c1_need <= s_chk_need; c1_id <= s_chk_id;
-      c1_e <= mem[s_chk_key[8 +: IW]];
-      c1_inval <= inval_q[s_chk_key[8 +: IW]];
+      c1       <= s_chk;
+      c1_id    <= s_chk_id;
+      c1_e     <= mem[s_chk.key[8 +: IW]];
+      c1_inval <= inval_q[s_chk.key[8 +: IW]];
     end
     if (rst) c1_v <= 1'b0;
     else if (adv) c1_v <= s_chk_valid;
@@ -117,26 +100,26 @@ module hm_mr_table #(
   always_ff @(posedge clk) begin
     if (adv) begin
       logic ok;
-      c2_badkey <= !c1_e.valid || c1_inval || c1_e.tag != c1_key[7:0] ||
-                   (IW < 24 && (c1_key[31:8] >> IW) != '0);
-      c2_pd     <= c1_e.pd != c1_pd;
-      case (c1_need)
-        hm_desc_pkg::HM_MRN_LOCAL_READ:    ok = 1'b1;
-        hm_desc_pkg::HM_MRN_LOCAL_WRITE:   ok = (c1_e.access & hm_desc_pkg::HM_MRA_LOCAL_WRITE) != '0;
-        hm_desc_pkg::HM_MRN_REMOTE_READ:   ok = (c1_e.access & hm_desc_pkg::HM_MRA_REMOTE_READ) != '0;
-        hm_desc_pkg::HM_MRN_REMOTE_WRITE:  ok = (c1_e.access & hm_desc_pkg::HM_MRA_REMOTE_WRITE) != '0;
-        hm_desc_pkg::HM_MRN_REMOTE_ATOMIC: ok = (c1_e.access & hm_desc_pkg::HM_MRA_REMOTE_ATOMIC) != '0;
-        hm_desc_pkg::HM_MRN_INVALIDATE:    ok = 1'b1;
+      c2_badkey <= !c1_e.valid || c1_inval || c1_e.tag != c1.key[7:0] ||
+                   (IW < 24 && (c1.key[31:8] >> IW) != '0);
+      c2_pd     <= c1_e.pd != c1.pd;
+      case (c1.need)
+        HM_MRN_LOCAL_READ:    ok = 1'b1;
+        HM_MRN_LOCAL_WRITE:   ok = (c1_e.access & HM_MRA_LOCAL_WRITE) != '0;
+        HM_MRN_REMOTE_READ:   ok = (c1_e.access & HM_MRA_REMOTE_READ) != '0;
+        HM_MRN_REMOTE_WRITE:  ok = (c1_e.access & HM_MRA_REMOTE_WRITE) != '0;
+        HM_MRN_REMOTE_ATOMIC: ok = (c1_e.access & HM_MRA_REMOTE_ATOMIC) != '0;
+        HM_MRN_INVALIDATE:    ok = 1'b1;
         default: ok = 1'b0;
       endcase
       c2_acc  <= !ok;
-      c2_end  <= {1'b0, c1_addr} + {1'b0, c1_len};
+      c2_end  <= {1'b0, c1.addr} + {1'b0, c1.len};
       c2_lim  <= {1'b0, c1_e.base} + {1'b0, c1_e.len};
-      c2_addr <= c1_addr;
+      c2_addr <= c1.addr;
       c2_base <= c1_e.base;
       c2_id   <= c1_id;
-      c2_inv  <= c1_need == hm_desc_pkg::HM_MRN_INVALIDATE;
-      c2_idx  <= c1_key[8 +: IW];
+      c2_inv  <= c1.need == HM_MRN_INVALIDATE;
+      c2_idx  <= c1.key[8 +: IW];
     end
     if (rst) c2_v <= 1'b0;
     else if (adv) c2_v <= c1_v;
@@ -149,33 +132,33 @@ module hm_mr_table #(
     // end must not overflow 64 bits; the region's end saturates at 2^64 - 1
     oob = !c2_inv && (c2_end[64] || c2_addr < c2_base ||
           c2_end[63:0] > (c2_lim[64] ? 64'hFFFF_FFFF_FFFF_FFFF : c2_lim[63:0]));
-    if (c2_badkey)  err = hm_desc_pkg::HM_MRE_BAD_KEY;
-    else if (c2_pd) err = hm_desc_pkg::HM_MRE_PD;
-    else if (c2_acc) err = hm_desc_pkg::HM_MRE_ACCESS;
-    else if (oob)   err = hm_desc_pkg::HM_MRE_BOUNDS;
-    else            err = hm_desc_pkg::HM_MRE_OK;
+    if (c2_badkey)  err = HM_MRE_BAD_KEY;
+    else if (c2_pd) err = HM_MRE_PD;
+    else if (c2_acc) err = HM_MRE_ACCESS;
+    else if (oob)   err = HM_MRE_BOUNDS;
+    else            err = HM_MRE_OK;
   end
 
   // an invalidation takes effect when its (successful) verdict leaves the pipeline
-  assign inv_set = c2_v && adv && c2_inv && err == hm_desc_pkg::HM_MRE_OK;
+  assign inv_set = c2_v && adv && c2_inv && err == HM_MRE_OK;
   assign inv_idx = c2_idx;
 
   logic [63:0] c2_end_sat;
   assign c2_end_sat = c2_lim[64] ? 64'hFFFF_FFFF_FFFF_FFFF : c2_lim[63:0];
   always_ff @(posedge clk) m_changed <= !rst && (s_wr_valid || inv_set);
 
-  localparam int OW = 1 + 3 + 64 + 64 + ID_WIDTH;
+  localparam int OW = $bits(hm_mr_res_t) + 3 + ID_WIDTH;
   logic [OW-1:0] o_pack, m_pack;
-  assign o_pack = {err == hm_desc_pkg::HM_MRE_OK, err, c2_base, c2_end_sat, c2_id};
+  assign o_pack = {err == HM_MRE_OK, c2_base, c2_end_sat, err, c2_id};
   hm_skid #(.WIDTH(OW)) u_out (
     .clk, .rst,
     .s_data(o_pack), .s_valid(c2_v), .s_ready(adv),
     .m_data(m_pack), .m_valid(m_res_valid), .m_ready(m_res_ready)
   );
-  assign {m_res_ok, m_res_err, m_res_base, m_res_end, m_res_id} = m_pack;
+  assign {m_res, m_res_err, m_res_id} = m_pack;
 
   logic unused_ok;
-  assign unused_ok = ^{c1_key};
+  assign unused_ok = ^{c1.key};
 
   if ((1 << IW) != NUM_MRS || IW > 24) begin : g_bad_size
     $error("hm_mr_table: NUM_MRS must be a power of two up to 2^24");

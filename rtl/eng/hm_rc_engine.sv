@@ -221,16 +221,14 @@ module hm_rc_engine
   hm_mr_chk_t  chk;
   hm_mr_res_t  res;
   logic [2:0]  res_err;
-  logic        chk_valid, chk_ready, res_ok, res_valid, res_ready, mr_wr_ready;
+  logic        chk_valid, chk_ready, res_valid, res_ready, mr_wr_ready;
   logic [1:0]  chk_sel;
-  logic [63:0] res_base, res_end;
   logic        mr_changed;
   logic [7:0]  res_id;
   // fixed priority (each client issues a few checks and then waits for their results)
   assign chk_sel   = c_valid[0] ? 2'd0 : c_valid[1] ? 2'd1 : 2'd2;
   assign chk       = c_chk[chk_sel];
   assign chk_valid = |c_valid;
-  assign res       = '{ok: res_ok, base: res_base, limit: res_end};
   always_comb begin
     c_ready = '0;
     c_ready[chk_sel] = chk_ready;
@@ -241,13 +239,10 @@ module hm_rc_engine
 
   hm_mr_table #(.NUM_MRS(NUM_MRS), .ID_WIDTH(8)) u_mr (
     .clk, .rst,
-    .s_wr_index($clog2(NUM_MRS)'(cmd.index)), .s_wr_entry_valid(mr_wr.valid), .s_wr_tag(mr_wr.tag),
-    .s_wr_pd(mr_wr.pd), .s_wr_base(mr_wr.base), .s_wr_len(mr_wr.len), .s_wr_access(mr_wr.access),
+    .s_wr_index($clog2(NUM_MRS)'(cmd.index)), .s_wr(mr_wr),
     .s_wr_valid(cmd_valid && is_wr && mr_cmd && in_range), .s_wr_ready(mr_wr_ready),
-    .s_chk_key(chk.key), .s_chk_pd(chk.pd), .s_chk_addr(chk.addr), .s_chk_len(chk.len),
-    .s_chk_need(chk.need), .s_chk_id({6'd0, chk_sel}), .s_chk_valid(chk_valid), .s_chk_ready(chk_ready),
-    .m_res_ok(res_ok), .m_res_err(res_err), .m_res_base(res_base), .m_res_end(res_end),
-    .m_res_id(res_id), .m_res_valid(res_valid), .m_res_ready(res_ready),
+    .s_chk(chk), .s_chk_id({6'd0, chk_sel}), .s_chk_valid(chk_valid), .s_chk_ready(chk_ready),
+    .m_res(res), .m_res_err(res_err), .m_res_id(res_id), .m_res_valid(res_valid), .m_res_ready(res_ready),
     .m_changed(mr_changed)
   );
 
@@ -720,7 +715,7 @@ module hm_rc_engine
   end
 
   logic unused_ok;
-  assign unused_ok = ^{wqe_tkeep, cwqe_tkeep, res_err, res_base, mr_wr_ready,
+  assign unused_ok = ^{wqe_tkeep, cwqe_tkeep, res_err, mr_wr_ready,
                        rx_mon, rx_mon_valid, res_id, srd_tkeep, ef_level, ev_level, eq_cfg.rsvd, post.rsvd,
                        cc_ctrl.rsvd0, cc_ctrl.rsvd1, cc_ctrl.rsvd2, cc_ctrl.rsvd3, cc_ctrl.np_enable,
                        cc_ctrl.rp_enable, cc_ctrl.clamp_tgt_rate, cc_ctrl.clamp_after_inc, cc_ctrl.threshold,

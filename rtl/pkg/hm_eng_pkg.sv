@@ -211,22 +211,6 @@ package hm_eng_pkg;
     logic [31:0] word;           // the doorbell write data (hm_db_qp_t or hm_db_cq_t)
   } hm_db_evt_t;
 
-  // An MR check a block asks of the MR table (hm_mr_table, through the engine's arbiter).
-  typedef struct packed {
-    logic [31:0] key;            // L_Key or R_Key
-    logic [31:0] pd;             // the QP's protection domain
-    logic [63:0] addr;           // first byte accessed
-    logic [63:0] len;            // bytes accessed
-    logic [2:0]  need;           // HM_MRN_* (hm_desc_pkg)
-  } hm_mr_chk_t;
-
-  // ... and its result.
-  typedef struct packed {
-    logic        ok;             // every check passed
-    logic [63:0] base;           // the region of a successful check: first byte
-    logic [63:0] limit;          // ... and its end (saturated at 2^64 - 1)
-  } hm_mr_res_t;
-
   // Counter taps: the free-running 32-bit event counters of each engine block, one bundle per
   // block; the engine maps them onto BAR0 CNT (the table in docs/transport-engine.md).
   typedef struct packed {

@@ -92,6 +92,22 @@ package hm_pkg;
   // Opcode table (ROCEV2.md section 4). hdr_len counts BTH + extension headers.
   // Extension offsets are relative to the end of the BTH.
   // ---------------------------------------------------------------------------------------
+  // An MR check a block asks of the MR table (hm_mr_table, through the engine's arbiter), and
+  // its result.
+  typedef struct packed {
+    logic [31:0] key;            // L_Key or R_Key
+    logic [31:0] pd;             // the QP's protection domain
+    logic [63:0] addr;           // first byte accessed
+    logic [63:0] len;            // bytes accessed
+    logic [2:0]  need;           // HM_MRN_* (hm_desc_pkg)
+  } hm_mr_chk_t;
+
+  typedef struct packed {
+    logic        ok;             // every check passed
+    logic [63:0] base;           // the region of a successful check: first byte
+    logic [63:0] limit;          // ... and its end (saturated at 2^64 - 1)
+  } hm_mr_res_t;
+
   // ---------------------------------------------------------------------------------------
   // Counter bundles of the DCQCN blocks (rtl/cc): free-running 32-bit event counters, one
   // bundle per block (the engine's own blocks have theirs in hm_eng_pkg).

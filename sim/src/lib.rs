@@ -7,6 +7,7 @@
 //! counts.
 
 pub mod axil;
+pub mod bundle;
 pub mod csr;
 pub mod demo;
 pub mod device;
@@ -28,6 +29,7 @@ pub mod fuzz;
 pub mod fuzz_engine;
 
 pub use hematite_model::record::{DropReason, HdrRecord};
+pub use bundle::counters;
 pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};
 
 /// Cases of a random (proptest) test that runs `n` in the suite, times
@@ -366,18 +368,6 @@ pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flo
     }
     run.counters = [sim.tx_out.stat_frames, sim.tx_out.stat_len_err, sim.tx_out.stat_bad_req];
     Ok(run)
-}
-
-/// The counters of a counter bundle (a packed struct of 32-bit counters of the RTL packages,
-/// e.g. `hm_rp_stats_t`) as a Verilated model carries it (`words`), in declaration order;
-/// `layout` is the bundle's field table that hematite-abi generates from the package.
-pub fn counters<const N: usize>(layout: hematite_abi::desc::Layout, words: &[u32]) -> [u32; N] {
-    assert_eq!(layout.len(), N, "a counter bundle of {N} counters");
-    std::array::from_fn(|i| {
-        let (name, lsb, width) = layout[i];
-        assert!(width == 32 && lsb % 32 == 0, "{name}: not a word-aligned 32-bit counter");
-        words[lsb / 32]
-    })
 }
 
 #[cfg(test)]
