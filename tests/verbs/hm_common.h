@@ -53,7 +53,7 @@ static int hm_nfail;                /* checks failed                      */
 /*
  * The options of the two-process programs (server: no HOST, client: HOST):
  * the head of their usage text (printf arguments: program name, default
- * port) and the letters they share.
+ * port); hm_common_opt parses the letters.
  */
 #define HM_USAGE_PAIR                                                        \
 	"usage: %s [options] [HOST]\n"                                       \
@@ -63,14 +63,17 @@ static int hm_nfail;                /* checks failed                      */
 	"  -p PORT    TCP port (default %d)\n"                               \
 	"  -t SECS    timeout of every blocking step (default 120)\n"
 
-/* -d DEV, -g GIDX, -p PORT, -t SECS (getopt's c and optarg); 0: not one */
-static HM_UNUSED int hm_pair_opt(int c, const char **dev, int *gidx, int *port)
+/* The option letters the programs share (getopt's c and optarg): -d DEV,
+ * -t SECS, and -g GIDX / -p PORT where gidx / port is given.  Returns 0 for
+ * any other letter. */
+static HM_UNUSED int hm_common_opt(int c, const char **dev, int *gidx,
+				   int *port)
 {
 	switch (c) {
 	case 'd': *dev = optarg; return 1;
-	case 'g': *gidx = atoi(optarg); return 1;
-	case 'p': *port = atoi(optarg); return 1;
 	case 't': hm_timeout_s = atoi(optarg); return 1;
+	case 'g': if (!gidx) return 0; *gidx = atoi(optarg); return 1;
+	case 'p': if (!port) return 0; *port = atoi(optarg); return 1;
 	default: return 0;
 	}
 }
@@ -513,6 +516,31 @@ static HM_UNUSED void hm_barrier(int fd, uint32_t tag, const char *what)
 	(void)hm_ctl_recv(fd, tag, what);
 }
 
+/*
+ * Swap the connection info of the two sides (len bytes each way): the
+ * client (host given) connects and sends first; the server announces
+ * "# <prog>: waiting for client on port N", accepts and answers.  Returns
+ * the side channel.
+ */
+static HM_UNUSED int hm_exchange_info(const char *host, int port,
+				      const void *me, void *peer, size_t len)
+{
+	int fd;
+
+	if (host) {
+		fd = hm_tcp_connect(host, port);
+		hm_tcp_send(fd, me, len, "info");
+		hm_tcp_recv(fd, peer, len, "peer info");
+	} else {
+		printf("# %s: waiting for client on port %d\n", hm_prog, port);
+		fflush(stdout);
+		fd = hm_tcp_accept(port);
+		hm_tcp_recv(fd, peer, len, "peer info");
+		hm_tcp_send(fd, me, len, "info");
+	}
+	return fd;
+}
+
 /* ------------------------------------------------------------------ */
 /* verbs helpers                                                       */
 
@@ -705,6 +733,27 @@ struct hm_rtr_args {
 	uint8_t max_dest_rd_atomic;
 };
 
+/* RTR arguments towards the peer's QP dest_qpn (its first PSN rq_psn, its
+ * GID dgid) from GID index sgid_index; hop limit 64 and min RNR timer 12,
+ * which a caller may change before hm_qp_rtr */
+static HM_UNUSED struct hm_rtr_args
+hm_rtr_to(enum ibv_mtu mtu, uint32_t dest_qpn, uint32_t rq_psn,
+	  const union ibv_gid *dgid, int sgid_index, uint8_t max_dest_rd_atomic)
+{
+	struct hm_rtr_args r;
+
+	memset(&r, 0, sizeof(r));
+	r.mtu = mtu;
+	r.dest_qpn = dest_qpn;
+	r.rq_psn = rq_psn;
+	r.dgid = *dgid;
+	r.sgid_index = sgid_index;
+	r.hop_limit = 64;
+	r.min_rnr_timer = 12;
+	r.max_dest_rd_atomic = max_dest_rd_atomic;
+	return r;
+}
+
 /* INIT -> RTR, RoCEv2 style (GRH always present) */
 static HM_UNUSED int hm_qp_rtr(struct ibv_qp *qp, const struct hm_rtr_args *r)
 {
@@ -812,6 +861,34 @@ static HM_UNUSED int hm_poll_cq_wait(struct ibv_cq *cq, struct ibv_wc *wc,
 			hm_sleep_us(50);
 		}
 	}
+}
+
+/* Post one send WR chain and wait for a completion on cq (into wc); a
+ * refused post is fatal: "FAIL post_send: <post_what>: <errno text>". */
+static HM_UNUSED void hm_post_wait(struct ibv_qp *qp, struct ibv_send_wr *wr,
+				   struct ibv_cq *cq, struct ibv_wc *wc,
+				   const char *post_what, const char *what)
+{
+	struct ibv_send_wr *bad;
+
+	if (ibv_post_send(qp, wr, &bad))
+		hm_fatal("post_send", "%s: %s", post_what, strerror(errno));
+	hm_poll_cq_wait(cq, wc, 1, what);
+}
+
+/* One ibv_poll_cq for up to max CQEs, marked as the watchdog's step what
+ * (if given); a poll error is fatal: "FAIL poll_cq: ibv_poll_cq returned N" */
+static HM_UNUSED int hm_poll_cq(struct ibv_cq *cq, int max, struct ibv_wc *wc,
+				const char *what)
+{
+	int n;
+
+	if (what)
+		hm_step(what);
+	n = ibv_poll_cq(cq, max, wc);
+	if (n < 0)
+		hm_fatal("poll_cq", "ibv_poll_cq returned %d", n);
+	return n;
 }
 
 /* Poll for a quiet period and return how many CQEs (unexpected) showed up. */

@@ -343,16 +343,9 @@ static void connect_qp(struct ibv_qp *qp, const char *name, enum ibv_mtu mtu,
 	char cname[64];
 	int rc;
 
-	memset(&r, 0, sizeof(r));
-	r.mtu = mtu;
-	r.dest_qpn = dqpn;
-	r.rq_psn = rq_psn;
-	r.dgid = *dgid;
-	r.sgid_index = opt.gidx;
+	r = hm_rtr_to(mtu, dqpn, rq_psn, dgid, opt.gidx, 1);
 	r.hop_limit = 255;
 	r.traffic_class = (uint8_t)opt.tclass;
-	r.min_rnr_timer = 12;
-	r.max_dest_rd_atomic = 1;
 	snprintf(cname, sizeof(cname), "modify_qp.rtr.%s", name);
 	hm_step(cname);
 	rc = hm_qp_rtr(qp, &r);
@@ -389,7 +382,7 @@ int main(int argc, char **argv)
 
 	hm_init_common(argv[0]);
 	while ((c = getopt(argc, argv, "d:g:p:t:n:s:T:q:Ieh")) != -1) {
-		if (hm_pair_opt(c, &opt.dev, &opt.gidx, &opt.port))
+		if (hm_common_opt(c, &opt.dev, &opt.gidx, &opt.port))
 			continue;
 		switch (c) {
 		case 'n': opt.iters = atoi(optarg); break;

@@ -38,11 +38,9 @@ int main(int argc, char **argv)
 
 	hm_init_common("hm_peer_loss");
 	while ((c = getopt(argc, argv, "d:g:p:t:o:r:")) != -1) {
+		if (hm_common_opt(c, &dev, &gidx, &port))
+			continue;
 		switch (c) {
-		case 'd': dev = optarg; break;
-		case 'g': gidx = atoi(optarg); break;
-		case 'p': port = atoi(optarg); break;
-		case 't': hm_timeout_s = atoi(optarg); break;
 		case 'o': tcode = atoi(optarg); break;
 		case 'r': retry = atoi(optarg); break;
 		default:
@@ -78,26 +76,8 @@ int main(int argc, char **argv)
 	if (ibv_query_gid(ctx, 1, gidx, &me.gid))
 		hm_fatal("query_gid", "ibv_query_gid failed");
 
-	if (host) {
-		fd = hm_tcp_connect(host, port);
-		hm_tcp_send(fd, &me, sizeof(me), "info");
-		hm_tcp_recv(fd, &peer, sizeof(peer), "peer info");
-	} else {
-		printf("# hm_peer_loss: waiting for client on port %d\n", port);
-		fflush(stdout);
-		fd = hm_tcp_accept(port);
-		hm_tcp_recv(fd, &peer, sizeof(peer), "peer info");
-		hm_tcp_send(fd, &me, sizeof(me), "info");
-	}
-	memset(&r, 0, sizeof(r));
-	r.mtu = pa.active_mtu;
-	r.dest_qpn = peer.qpn;
-	r.rq_psn = peer.psn;
-	r.dgid = peer.gid;
-	r.sgid_index = gidx;
-	r.hop_limit = 64;
-	r.min_rnr_timer = 12;
-	r.max_dest_rd_atomic = 1;
+	fd = hm_exchange_info(host, port, &me, &peer, sizeof(me));
+	r = hm_rtr_to(pa.active_mtu, peer.qpn, peer.psn, &peer.gid, gidx, 1);
 	if (hm_qp_init(qp, IBV_ACCESS_REMOTE_WRITE) || hm_qp_rtr(qp, &r) ||
 	    hm_qp_rts(qp, me.psn, (uint8_t)tcode, (uint8_t)retry, 7, 1))
 		hm_fatal("connect", "INIT/RTR/RTS: %s", strerror(errno));
@@ -129,9 +109,7 @@ int main(int argc, char **argv)
 				hm_fatal("post_send", "ibv_post_send: %s", strerror(errno));
 			posted++;
 		}
-		int n = ibv_poll_cq(cq, 16, wc);
-		if (n < 0)
-			hm_fatal("poll_cq", "ibv_poll_cq returned %d", n);
+		int n = hm_poll_cq(cq, 16, wc, NULL);
 		for (int i = 0; i < n; i++, done++) {
 			if (wc[i].status == IBV_WC_SUCCESS) {
 				okc++;

@@ -25,6 +25,34 @@ static double secs_since(uint64_t t0)
 	return (double)(hm_now_us() - t0) / 1e6;
 }
 
+/* i of the n objects allocated since t: "<name> i of n <what> (T s)[: error]" */
+static void check_all(int i, int n, const char *name, const char *what, uint64_t t)
+{
+	int e = errno;
+
+	hm_check(i == n, name, "%d of %d %s (%.1f s)%s%s", i, n, what, secs_since(t), i < n ? ": " : "",
+		 i < n ? strerror(e) : "");
+}
+
+/* the allocation of object n + 1 (x: what it returned) must fail with ENOMEM */
+static void check_beyond(const void *x, int n, const char *name, const char *what)
+{
+	int e = errno;
+
+	hm_check(!x && e == ENOMEM, name, "%s %d: %s", what, n + 1, x ? "succeeded" : hm_errname(e));
+}
+
+/* destroy objs[0 .. n-1] with fn (the watchdog's step: its name); the number of calls that failed */
+#define DESTROY_ALL(fn, objs, n)                        \
+	({                                              \
+		int fails_ = 0;                         \
+		for (int i_ = 0; i_ < (n); i_++) {      \
+			hm_step(#fn);                   \
+			fails_ += fn((objs)[i_]) != 0;  \
+		}                                       \
+		fails_;                                 \
+	})
+
 int main(int argc, char **argv)
 {
 	const char *dev = NULL;
@@ -32,9 +60,9 @@ int main(int argc, char **argv)
 
 	hm_init_common("hm_reclaim");
 	while ((c = getopt(argc, argv, "d:t:m:")) != -1) {
+		if (hm_common_opt(c, &dev, NULL, NULL))
+			continue;
 		switch (c) {
-		case 'd': dev = optarg; break;
-		case 't': hm_timeout_s = atoi(optarg); break;
 		case 'm': mr_cap = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: hm_reclaim [-d DEV] [-t SECS] [-m MRS]\n");
@@ -73,13 +101,12 @@ int main(int argc, char **argv)
 		if (!(pds[i] = ibv_alloc_pd(ctx)))
 			break;
 	}
-	hm_check(i == npd, "all_pds", "%d of %d PDs allocated (%.1f s)%s%s", i, npd, secs_since(t), i < npd ? ": " : "",
-		 i < npd ? strerror(errno) : "");
+	check_all(i, npd, "all_pds", "PDs allocated", t);
 	int got_pd = i;
 	errno = 0;
 	struct ibv_pd *xpd = got_pd == npd ? ibv_alloc_pd(ctx) : NULL;
 	if (got_pd == npd)
-		hm_check(!xpd && errno == ENOMEM, "pd_beyond_max", "PD %d: %s", npd + 1, xpd ? "succeeded" : hm_errname(errno));
+		check_beyond(xpd, npd, "pd_beyond_max", "PD");
 	if (got_pd < 1)
 		hm_fatal("all_pds", "no PD");
 	struct ibv_pd *pd = pds[0];
@@ -91,13 +118,12 @@ int main(int argc, char **argv)
 		if (!(cqs[i] = ibv_create_cq(ctx, 4, NULL, NULL, 0)))
 			break;
 	}
-	hm_check(i == ncq, "all_cqs", "%d of %d CQs created (%.1f s)%s%s", i, ncq, secs_since(t), i < ncq ? ": " : "",
-		 i < ncq ? strerror(errno) : "");
+	check_all(i, ncq, "all_cqs", "CQs created", t);
 	int got_cq = i;
 	errno = 0;
 	struct ibv_cq *xcq = got_cq == ncq ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
 	if (got_cq == ncq)
-		hm_check(!xcq && errno == ENOMEM, "cq_beyond_max", "CQ %d: %s", ncq + 1, xcq ? "succeeded" : hm_errname(errno));
+		check_beyond(xcq, ncq, "cq_beyond_max", "CQ");
 	if (got_cq < 1)
 		hm_fatal("all_cqs", "no CQ");
 
@@ -114,14 +140,13 @@ int main(int argc, char **argv)
 		if (!(qps[i] = ibv_create_qp(pds[i < 2 ? 0 : i % got_pd], &qa)))
 			break;
 	}
-	hm_check(i == nqp, "all_qps", "%d of %d QPs created (%.1f s)%s%s", i, nqp, secs_since(t), i < nqp ? ": " : "",
-		 i < nqp ? strerror(errno) : "");
+	check_all(i, nqp, "all_qps", "QPs created", t);
 	int got_qp = i;
 	errno = 0;
 	qa.send_cq = qa.recv_cq = cqs[0];
 	struct ibv_qp *xqp = got_qp == nqp ? ibv_create_qp(pd, &qa) : NULL;
 	if (got_qp == nqp)
-		hm_check(!xqp && errno == ENOMEM, "qp_beyond_max", "QP %d: %s", nqp + 1, xqp ? "succeeded" : hm_errname(errno));
+		check_beyond(xqp, nqp, "qp_beyond_max", "QP");
 	if (got_qp < 2)
 		hm_fatal("all_qps", "fewer than 2 QPs");
 
@@ -137,13 +162,12 @@ int main(int argc, char **argv)
 		if (!mrs[i])
 			break;
 	}
-	hm_check(i == nmr, nmr == max_mr ? "all_mrs" : "mrs", "%d of %d MRs registered (%.1f s)%s%s", i, nmr, secs_since(t),
-		 i < nmr ? ": " : "", i < nmr ? strerror(errno) : "");
+	check_all(i, nmr, nmr == max_mr ? "all_mrs" : "mrs", "MRs registered", t);
 	int got_mr = i;
 	errno = 0;
 	struct ibv_mr *xmr = got_mr == max_mr ? ibv_reg_mr(pd, page, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (got_mr == max_mr)
-		hm_check(!xmr && errno == ENOMEM, "mr_beyond_max", "MR %d: %s", nmr + 1, xmr ? "succeeded" : hm_errname(errno));
+		check_beyond(xmr, nmr, "mr_beyond_max", "MR");
 	if (got_mr < 2)
 		hm_fatal("all_mrs", "fewer than 2 MRs");
 
@@ -170,12 +194,10 @@ int main(int argc, char **argv)
 	struct ibv_wc wc;
 	struct ibv_sge s = { .addr = (uintptr_t)src, .length = BUF, .lkey = mrs[0]->lkey };
 	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
-				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+				 .send_flags = IBV_SEND_SIGNALED };
 	w.wr.rdma.remote_addr = (uintptr_t)dst;
 	w.wr.rdma.rkey = mrs[1]->rkey;
-	if (ibv_post_send(qps[0], &w, &bad))
-		hm_fatal("post_send", "ibv_post_send: %s", strerror(errno));
-	hm_poll_cq_wait(cqs[0], &wc, 1, "the RDMA WRITE");
+	hm_post_wait(qps[0], &w, cqs[0], &wc, "ibv_post_send", "the RDMA WRITE");
 	hm_check(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 && memcmp(src, dst, BUF) == 0, "write_verified",
 		 "64 KiB RDMA WRITE QP %u -> QP %u: %s, data %s", qps[0]->qp_num, qps[1]->qp_num, ibv_wc_status_str(wc.status),
 		 memcmp(src, dst, BUF) ? "DIFFERS" : "verified");
@@ -186,31 +208,16 @@ int main(int argc, char **argv)
 	w.opcode = IBV_WR_RDMA_READ;
 	w.wr.rdma.remote_addr = (uintptr_t)dst;
 	w.wr.rdma.rkey = mrs[1]->rkey;
-	if (ibv_post_send(qps[1], &w, &bad))
-		hm_fatal("post_send", "ibv_post_send (READ): %s", strerror(errno));
-	hm_poll_cq_wait(cqs[0], &wc, 1, "the RDMA READ");
+	hm_post_wait(qps[1], &w, cqs[0], &wc, "ibv_post_send (READ)", "the RDMA READ");
 	hm_check(wc.status == IBV_WC_SUCCESS && wc.wr_id == 2 && memcmp(src, dst, BUF) == 0, "read_verified",
 		 "64 KiB RDMA READ: %s, data %s", ibv_wc_status_str(wc.status), memcmp(src, dst, BUF) ? "DIFFERS" : "verified");
 
 	/* tear down */
 	t = hm_now_us();
-	int fails = 0;
-	for (i = 0; i < got_qp; i++) {
-		hm_step("ibv_destroy_qp");
-		fails += ibv_destroy_qp(qps[i]) != 0;
-	}
-	for (i = 0; i < got_mr; i++) {
-		hm_step("ibv_dereg_mr");
-		fails += ibv_dereg_mr(mrs[i]) != 0;
-	}
-	for (i = 0; i < got_cq; i++) {
-		hm_step("ibv_destroy_cq");
-		fails += ibv_destroy_cq(cqs[i]) != 0;
-	}
-	for (i = 0; i < got_pd; i++) {
-		hm_step("ibv_dealloc_pd");
-		fails += ibv_dealloc_pd(pds[i]) != 0;
-	}
+	int fails = DESTROY_ALL(ibv_destroy_qp, qps, got_qp);
+	fails += DESTROY_ALL(ibv_dereg_mr, mrs, got_mr);
+	fails += DESTROY_ALL(ibv_destroy_cq, cqs, got_cq);
+	fails += DESTROY_ALL(ibv_dealloc_pd, pds, got_pd);
 	hm_check(fails == 0, "teardown", "%d QPs, %d MRs, %d CQs, %d PDs destroyed, %d failures (%.1f s)", got_qp, got_mr, got_cq,
 		 got_pd, fails, secs_since(t));
 	ibv_close_device(ctx);

@@ -183,17 +183,15 @@ int main(int argc, char **argv)
 	hm_init_common("hm_soak");
 	hm_timeout_s = 300;
 	while ((c = getopt(argc, argv, "d:g:p:q:w:s:T:o:r:t:P:i:O:R:")) != -1) {
+		if (hm_common_opt(c, &dev, &gidx, &port))
+			continue;
 		switch (c) {
-		case 'd': dev = optarg; break;
-		case 'g': gidx = atoi(optarg); break;
-		case 'p': port = atoi(optarg); break;
 		case 'q': nqp = atoi(optarg); break;
 		case 'w': win = atoi(optarg); break;
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'T': secs = atof(optarg); break;
 		case 'o': tcode = atoi(optarg); break;
 		case 'r': retry = atoi(optarg); break;
-		case 't': hm_timeout_s = atoi(optarg); break;
 		case 'P': pidfile = optarg; break;
 		case 'i': interval = atoi(optarg); break;
 		case 'O': ops = atoi(optarg); break;
@@ -278,31 +276,14 @@ int main(int argc, char **argv)
 					hm_fatal("post_recv", "QP %d receive %d: %s", i, k, strerror(e));
 			}
 	}
-	if (host) {
-		fd = hm_tcp_connect(host, port);
-		hm_tcp_send(fd, &me, sizeof(me), "info");
-		hm_tcp_recv(fd, &peer, sizeof(peer), "peer info");
-	} else {
-		printf("# hm_soak: waiting for client on port %d\n", port);
-		fflush(stdout);
-		fd = hm_tcp_accept(port);
-		hm_tcp_recv(fd, &peer, sizeof(peer), "peer info");
-		hm_tcp_send(fd, &me, sizeof(me), "info");
-	}
+	fd = hm_exchange_info(host, port, &me, &peer, sizeof(me));
 	if (peer.nqp != (uint32_t)nqp)
 		hm_fatal("options", "the peer has %u QPs, we %d (give both the same -q)", peer.nqp, nqp);
 	hm_step("connect: INIT->RTR->RTS");
 	for (int i = 0; i < nqp; i++) {
-		struct hm_rtr_args r;
-		memset(&r, 0, sizeof(r));
-		r.mtu = pa.active_mtu;
-		r.dest_qpn = peer.qpn[i];
-		r.rq_psn = peer.psn[i];
-		r.dgid = peer.gid;
-		r.sgid_index = gidx;
-		r.hop_limit = 64;
+		struct hm_rtr_args r = hm_rtr_to(pa.active_mtu, peer.qpn[i], peer.psn[i], &peer.gid, gidx,
+						 (uint8_t)rd_atom);
 		r.min_rnr_timer = 1;
-		r.max_dest_rd_atomic = (uint8_t)rd_atom;
 		if (hm_qp_rtr(qp[i], &r) ||
 		    hm_qp_rts(qp[i], me.psn[i], (uint8_t)tcode, (uint8_t)retry, 7, (uint8_t)rd_atom))
 			hm_fatal("connect", "QP %d INIT/RTR/RTS: %s", i, strerror(errno));
@@ -391,10 +372,7 @@ int main(int argc, char **argv)
 			}
 			if (stopping && inflight == 0)
 				break;
-			hm_step("soak: client completions");
-			int n = ibv_poll_cq(cq, 64, wc);
-			if (n < 0)
-				hm_fatal("poll_cq", "ibv_poll_cq returned %d", n);
+			int n = hm_poll_cq(cq, 64, wc, "soak: client completions");
 			if (n == 0) {
 				if (now - last_progress > (uint64_t)hm_timeout_s * 1000000ull)
 					hm_timeout("client completions: none for %d s (%d rounds in flight)", hm_timeout_s, inflight);
@@ -481,10 +459,7 @@ int main(int argc, char **argv)
 				if (all || hm_now_us() - quiet_since > 10000000ull)
 					break;
 			}
-			hm_step("soak: server completions");
-			int n = ibv_poll_cq(cq, 64, wc);
-			if (n < 0)
-				hm_fatal("poll_cq", "ibv_poll_cq returned %d", n);
+			int n = hm_poll_cq(cq, 64, wc, "soak: server completions");
 			if (n == 0) {
 				hm_sleep_us(200);
 				continue;

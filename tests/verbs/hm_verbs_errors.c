@@ -323,12 +323,8 @@ int main(int argc, char **argv)
 
 	hm_init_common(argv[0]);
 	while ((c = getopt(argc, argv, "d:g:t:h")) != -1) {
-		switch (c) {
-		case 'd': opt.dev = optarg; break;
-		case 'g': opt.gidx = atoi(optarg); break;
-		case 't': hm_timeout_s = atoi(optarg); break;
-		default: usage();
-		}
+		if (!hm_common_opt(c, &opt.dev, &opt.gidx, NULL))
+			usage();
 	}
 	if (optind != argc || hm_timeout_s < 1)
 		usage();

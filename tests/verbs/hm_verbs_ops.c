@@ -279,15 +279,8 @@ static void conn_up(struct conn *c, const char *name)
 	hm_ctl_send(fd, PH_CONN, c->qp->qp_num, psn);
 	m = hm_ctl_recv(fd, PH_CONN, "peer QP number");
 
-	memset(&ra, 0, sizeof(ra));
-	ra.mtu = pa.active_mtu;
-	ra.dest_qpn = m.status;
-	ra.rq_psn = (uint32_t)m.value;
-	ra.dgid = peer_gid;
-	ra.sgid_index = opt.gidx;
-	ra.hop_limit = 64;
-	ra.min_rnr_timer = 12;
-	ra.max_dest_rd_atomic = dest_rd_atom;
+	ra = hm_rtr_to(pa.active_mtu, m.status, (uint32_t)m.value, &peer_gid,
+		       opt.gidx, dest_rd_atom);
 	rc = hm_qp_rtr(c->qp, &ra);
 	if (rc)
 		hm_fatal("modify_qp.rtr", "%s: %s", name, strerror(rc));
@@ -1463,7 +1456,7 @@ int main(int argc, char **argv)
 
 	hm_init_common(argv[0]);
 	while ((c = getopt(argc, argv, "d:g:p:t:S:m:h")) != -1) {
-		if (hm_pair_opt(c, &opt.dev, &opt.gidx, &opt.port))
+		if (hm_common_opt(c, &opt.dev, &opt.gidx, &opt.port))
 			continue;
 		switch (c) {
 		case 'S': opt.sizes = optarg; break;
