@@ -667,31 +667,23 @@ static struct mmr *mr_by_key(uint32_t key, int remote)
 /* ------------------------------------------------------------------ */
 /* unsupported                                                         */
 
-EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
-{
-	(void)pd; (void)a;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
+/* ibv_create_<obj> fails with errno EOPNOTSUPP, ibv_destroy_<obj> returns it */
+#define UNSUPPORTED(obj, attr)                                                  \
+	EXPORT struct ibv_##obj *ibv_create_##obj(struct ibv_pd *pd,            \
+						  struct ibv_##attr *a)         \
+	{                                                                       \
+		(void)pd; (void)a;                                              \
+		errno = EOPNOTSUPP;                                             \
+		return NULL;                                                    \
+	}                                                                       \
+	EXPORT int ibv_destroy_##obj(struct ibv_##obj *o)                       \
+	{                                                                       \
+		(void)o;                                                        \
+		return EOPNOTSUPP;                                              \
+	}
 
-EXPORT int ibv_destroy_srq(struct ibv_srq *s)
-{
-	(void)s;
-	return EOPNOTSUPP;
-}
-
-EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a)
-{
-	(void)pd; (void)a;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	(void)ah;
-	return EOPNOTSUPP;
-}
+UNSUPPORTED(srq, srq_init_attr)
+UNSUPPORTED(ah, ah_attr)
 
 /* ------------------------------------------------------------------ */
 /* QP                                                                  */
