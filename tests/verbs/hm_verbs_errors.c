@@ -92,6 +92,13 @@ static void must_zero(const char *name, int rc)
 			rc > 0 ? hm_errname(rc) : "-", hm_errname(errno));
 }
 
+/* fn(obj), the watchdog's step "fn (name)", must return 0 (must_zero) */
+#define MUST_ZERO_STEP(fn, name, obj)                 \
+	do {                                    \
+		hm_step(#fn " (" name ")");     \
+		must_zero(name, fn(obj));       \
+	} while (0)
+
 /* ------------------------------------------------------------------ */
 /* child processes                                                     */
 
@@ -289,18 +296,83 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq,
 static struct hm_rtr_args loop_rtr(enum ibv_mtu mtu, const union ibv_gid *gid,
 				   uint32_t dest_qpn, uint32_t rq_psn)
 {
-	struct hm_rtr_args r;
+	return hm_rtr_to(mtu, dest_qpn, rq_psn, gid, opt.gidx, 1);
+}
 
-	memset(&r, 0, sizeof(r));
-	r.mtu = mtu;
-	r.dgid = *gid;
-	r.sgid_index = opt.gidx;
-	r.hop_limit = 64;
-	r.min_rnr_timer = 12;
-	r.max_dest_rd_atomic = 1;
-	r.dest_qpn = dest_qpn;
-	r.rq_psn = rq_psn;
-	return r;
+/* INIT->RTR attributes with a full AV towards dest_qpn on the loopback
+ * port; dgid NULL leaves the destination GID zero (an invalid AV) */
+static void rtr_attr(struct ibv_qp_attr *a, enum ibv_mtu mtu, uint32_t dest_qpn,
+		     const union ibv_gid *dgid)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	a->path_mtu = mtu;
+	a->dest_qp_num = dest_qpn;
+	a->rq_psn = 0;
+	a->max_dest_rd_atomic = 1;
+	a->min_rnr_timer = 12;
+	a->ah_attr.is_global = 1;
+	if (dgid)
+		a->ah_attr.grh.dgid = *dgid;
+	a->ah_attr.grh.sgid_index = (uint8_t)opt.gidx;
+	a->ah_attr.grh.hop_limit = 64;
+	a->ah_attr.port_num = 1;
+}
+
+#define RTR_MASK                                                           \
+	(IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |    \
+	 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
+
+/* a signaled send WR: wr_id, opcode and the SGE list (sg may be NULL) */
+static struct ibv_send_wr signaled_wr(uint64_t wr_id, enum ibv_wr_opcode op,
+				      struct ibv_sge *sg, int num_sge)
+{
+	struct ibv_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = sg;
+	wr.num_sge = num_sge;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	return wr;
+}
+
+/* a signaled RDMA WRITE of sg[0 .. num_sge-1] to raddr / rkey */
+static struct ibv_send_wr write_wr(uint64_t wr_id, struct ibv_sge *sg,
+				   int num_sge, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_send_wr wr = signaled_wr(wr_id, IBV_WR_RDMA_WRITE, sg, num_sge);
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return wr;
+}
+
+/* ibv_post_send(qp, wr) must be refused with want1 or want2 (expect_rc, as
+ * name) and then point bad_wr at wr ("<name>.bad_wr bad_wr_ok=1") */
+static void post_refused(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			 const char *name, int want1, int want2)
+{
+	struct ibv_send_wr *bad_wr = NULL;
+	char bname[96];
+	int rc = ibv_post_send(qp, wr, &bad_wr);
+
+	snprintf(bname, sizeof(bname), "%s.bad_wr", name);
+	if (expect_rc(name, rc, want1, want2))
+		hm_check(bad_wr == wr, bname, "bad_wr_ok=%d", bad_wr == wr);
+}
+
+/* fork, stdout flushed first (the child must not repeat buffered lines) */
+static pid_t fork_child(void)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		hm_fatal("fork", "%s", strerror(errno));
+	return pid;
 }
 
 int main(int argc, char **argv)
@@ -337,10 +409,7 @@ int main(int argc, char **argv)
 
 		if (pipe(p))
 			hm_fatal("pipe", "%s", strerror(errno));
-		fflush(stdout);
-		pid = fork();
-		if (pid < 0)
-			hm_fatal("fork", "%s", strerror(errno));
+		pid = fork_child();
 		if (pid == 0) {
 			close(p[0]);
 			child_memlock(p[1]);
@@ -374,10 +443,7 @@ int main(int argc, char **argv)
 
 		if (pipe(go) || pipe(rep))
 			hm_fatal("pipe", "%s", strerror(errno));
-		fflush(stdout);
-		pid = fork();
-		if (pid < 0)
-			hm_fatal("fork", "%s", strerror(errno));
+		pid = fork_child();
 		if (pid == 0) {
 			close(go[1]);
 			close(rep[0]);
@@ -681,23 +747,8 @@ int main(int argc, char **argv)
 		enum ibv_qp_state st = IBV_QPS_UNKNOWN;
 
 		/* RESET -> RTR directly */
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTR;
-		a.path_mtu = pa.active_mtu;
-		a.dest_qp_num = qb->qp_num;
-		a.rq_psn = 0;
-		a.max_dest_rd_atomic = 1;
-		a.min_rnr_timer = 12;
-		a.ah_attr.is_global = 1;
-		a.ah_attr.grh.dgid = gid;
-		a.ah_attr.grh.sgid_index = (uint8_t)opt.gidx;
-		a.ah_attr.grh.hop_limit = 64;
-		a.ah_attr.port_num = 1;
-		rc = ibv_modify_qp(qa, &a, IBV_QP_STATE | IBV_QP_AV |
-					   IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					   IBV_QP_RQ_PSN |
-					   IBV_QP_MAX_DEST_RD_ATOMIC |
-					   IBV_QP_MIN_RNR_TIMER);
+		rtr_attr(&a, pa.active_mtu, qb->qp_num, &gid);
+		rc = ibv_modify_qp(qa, &a, RTR_MASK);
 		expect_rc("modify_qp.reset_to_rtr", rc, EINVAL, 0);
 
 		/* RESET -> INIT on port 2 */
@@ -715,17 +766,10 @@ int main(int argc, char **argv)
 			 hm_qp_state_str(st), hm_qp_state_str(qa->state));
 
 		/* post_send while in RESET */
-		memset(&wr, 0, sizeof(wr));
 		sge.addr = (uintptr_t)buf;
 		sge.length = 8;
 		sge.lkey = mr->lkey;
-		wr.wr_id = 1;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = (uintptr_t)buf + 4096;
-		wr.wr.rdma.rkey = mr->rkey;
+		wr = write_wr(1, &sge, 1, (uintptr_t)buf + 4096, mr->rkey);
 		bad_wr = NULL;
 		rc = ibv_post_send(qa, &wr, &bad_wr);
 		if (expect_rc("post_send.reset_qp", rc, EINVAL, 0))
@@ -754,21 +798,8 @@ int main(int argc, char **argv)
 		expect_rc("modify_qp.rtr_missing_av", rc, EINVAL, 0);
 		/* a zero destination GID is an invalid AV (found by
 		 * hm_verbs_fuzz: the provider said EOPNOTSUPP) */
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTR;
-		a.path_mtu = pa.active_mtu;
-		a.dest_qp_num = qb->qp_num;
-		a.max_dest_rd_atomic = 1;
-		a.min_rnr_timer = 12;
-		a.ah_attr.is_global = 1;
-		a.ah_attr.grh.sgid_index = (uint8_t)opt.gidx;
-		a.ah_attr.grh.hop_limit = 64;
-		a.ah_attr.port_num = 1;
-		rc = ibv_modify_qp(qa, &a, IBV_QP_STATE | IBV_QP_AV |
-					   IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					   IBV_QP_RQ_PSN |
-					   IBV_QP_MAX_DEST_RD_ATOMIC |
-					   IBV_QP_MIN_RNR_TIMER);
+		rtr_attr(&a, pa.active_mtu, qb->qp_num, NULL);
+		rc = ibv_modify_qp(qa, &a, RTR_MASK);
 		expect_rc("modify_qp.rtr_zero_dgid", rc, EINVAL, 0);
 		rc = hm_query_qp_state(qa, &st);
 		hm_check(rc == 0 && st == IBV_QPS_INIT, "query_qp.still_init",
@@ -816,14 +847,8 @@ int main(int argc, char **argv)
 			sges[k].lkey = mr->lkey;
 		}
 
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = 2;
-		wr.sg_list = sges;
-		wr.num_sge = (int)capa.max_send_sge + 1;
-		wr.opcode = IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = (uintptr_t)buf + 8192;
-		wr.wr.rdma.rkey = mr->rkey;
+		wr = write_wr(2, sges, (int)capa.max_send_sge + 1,
+			      (uintptr_t)buf + 8192, mr->rkey);
 		bad_wr = NULL;
 		rc = ibv_post_send(qa, &wr, &bad_wr);
 		if (expect_rc("post_send.too_many_sge", rc, EINVAL, 0))
@@ -834,16 +859,10 @@ int main(int argc, char **argv)
 		/* inline beyond max_inline_data */
 		if (inl > buflen / 2)
 			inl = (uint32_t)(buflen / 2);
-		memset(&wr, 0, sizeof(wr));
 		sges[0].addr = (uintptr_t)buf;
 		sges[0].length = inl;
-		wr.wr_id = 3;
-		wr.sg_list = sges;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
-		wr.wr.rdma.remote_addr = (uintptr_t)buf + buflen / 2;
-		wr.wr.rdma.rkey = mr->rkey;
+		wr = write_wr(3, sges, 1, (uintptr_t)buf + buflen / 2, mr->rkey);
+		wr.send_flags |= IBV_SEND_INLINE;
 		bad_wr = NULL;
 		rc = ibv_post_send(qa, &wr, &bad_wr);
 		if (expect_rc("post_send.inline_too_long", rc, EINVAL, 0))
@@ -865,65 +884,33 @@ int main(int argc, char **argv)
 				 (void *)bad_rwr, (void *)&rwr);
 
 		/* opcodes the device does not implement */
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = 5;
-		wr.opcode = IBV_WR_LOCAL_INV;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr = signaled_wr(5, IBV_WR_LOCAL_INV, NULL, 0);
 		wr.invalidate_rkey = 0xdeadbe00u;
-		bad_wr = NULL;
-		rc = ibv_post_send(qa, &wr, &bad_wr);
-		if (expect_rc("post_send.opcode_local_inv", rc, EINVAL, EOPNOTSUPP))
-			hm_check(bad_wr == &wr, "post_send.opcode_local_inv.bad_wr",
-				 "bad_wr_ok=%d", bad_wr == &wr);
+		post_refused(qa, &wr, "post_send.opcode_local_inv", EINVAL, EOPNOTSUPP);
 
 		memset(&fake_mw, 0, sizeof(fake_mw));
 		fake_mw.context = ctx;
 		fake_mw.pd = pd;
 		fake_mw.rkey = 0xdeadbf00u;
 		fake_mw.type = IBV_MW_TYPE_2;
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = 6;
-		wr.opcode = IBV_WR_BIND_MW;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr = signaled_wr(6, IBV_WR_BIND_MW, NULL, 0);
 		wr.bind_mw.mw = &fake_mw;
 		wr.bind_mw.rkey = 0xdeadbf01u;
 		wr.bind_mw.bind_info.mr = mr;
 		wr.bind_mw.bind_info.addr = (uintptr_t)buf;
 		wr.bind_mw.bind_info.length = 64;
 		wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
-		bad_wr = NULL;
-		rc = ibv_post_send(qa, &wr, &bad_wr);
-		if (expect_rc("post_send.opcode_bind_mw", rc, EINVAL, EOPNOTSUPP))
-			hm_check(bad_wr == &wr, "post_send.opcode_bind_mw.bad_wr",
-				 "bad_wr_ok=%d", bad_wr == &wr);
+		post_refused(qa, &wr, "post_send.opcode_bind_mw", EINVAL, EOPNOTSUPP);
 
 		memset(tso_hdr, 0, sizeof(tso_hdr));
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = 7;
-		wr.sg_list = sges;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_TSO;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr = signaled_wr(7, IBV_WR_TSO, sges, 1);
 		wr.tso.hdr = tso_hdr;
 		wr.tso.hdr_sz = 0;
 		wr.tso.mss = 0;
-		bad_wr = NULL;
-		rc = ibv_post_send(qa, &wr, &bad_wr);
-		if (expect_rc("post_send.opcode_tso", rc, EINVAL, EOPNOTSUPP))
-			hm_check(bad_wr == &wr, "post_send.opcode_tso.bad_wr",
-				 "bad_wr_ok=%d", bad_wr == &wr);
+		post_refused(qa, &wr, "post_send.opcode_tso", EINVAL, EOPNOTSUPP);
 
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = 8;
-		wr.sg_list = sges;
-		wr.num_sge = 1;
-		wr.opcode = (enum ibv_wr_opcode)0x7f;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		bad_wr = NULL;
-		rc = ibv_post_send(qa, &wr, &bad_wr);
-		if (expect_rc("post_send.opcode_garbage", rc, EINVAL, EOPNOTSUPP))
-			hm_check(bad_wr == &wr, "post_send.opcode_garbage.bad_wr",
-				 "bad_wr_ok=%d", bad_wr == &wr);
+		wr = signaled_wr(8, (enum ibv_wr_opcode)0x7f, sges, 1);
+		post_refused(qa, &wr, "post_send.opcode_garbage", EINVAL, EOPNOTSUPP);
 		free(sges);
 
 		/* nothing of the above may have produced a completion */
@@ -1018,24 +1005,15 @@ int main(int argc, char **argv)
 	expect_rc("destroy_cq.qp_in_use", rc, EBUSY, 0);
 
 	/* ---- teardown in order; every destroy must return 0 ---- */
-	hm_step("ibv_destroy_qp (destroy_qp.a)");
-	must_zero("destroy_qp.a", ibv_destroy_qp(qa));
-	hm_step("ibv_destroy_qp (destroy_qp.b)");
-	must_zero("destroy_qp.b", ibv_destroy_qp(qb));
-	hm_step("ibv_destroy_cq (destroy_cq)");
-	must_zero("destroy_cq", ibv_destroy_cq(cq));
-	hm_step("ibv_destroy_cq (destroy_cq.2)");
-	must_zero("destroy_cq.2", ibv_destroy_cq(cq2));
-	hm_step("ibv_dereg_mr (dereg_mr)");
-	must_zero("dereg_mr", ibv_dereg_mr(mr));
-	hm_step("ibv_dereg_mr (dereg_mr.2)");
-	must_zero("dereg_mr.2", ibv_dereg_mr(mr2));
-	hm_step("ibv_dealloc_pd (dealloc_pd.2)");
-	must_zero("dealloc_pd.2", ibv_dealloc_pd(pd2));
-	hm_step("ibv_dealloc_pd (dealloc_pd)");
-	must_zero("dealloc_pd", ibv_dealloc_pd(pd));
-	hm_step("ibv_close_device (close_device)");
-	must_zero("close_device", ibv_close_device(ctx));
+	MUST_ZERO_STEP(ibv_destroy_qp, "destroy_qp.a", qa);
+	MUST_ZERO_STEP(ibv_destroy_qp, "destroy_qp.b", qb);
+	MUST_ZERO_STEP(ibv_destroy_cq, "destroy_cq", cq);
+	MUST_ZERO_STEP(ibv_destroy_cq, "destroy_cq.2", cq2);
+	MUST_ZERO_STEP(ibv_dereg_mr, "dereg_mr", mr);
+	MUST_ZERO_STEP(ibv_dereg_mr, "dereg_mr.2", mr2);
+	MUST_ZERO_STEP(ibv_dealloc_pd, "dealloc_pd.2", pd2);
+	MUST_ZERO_STEP(ibv_dealloc_pd, "dealloc_pd", pd);
+	MUST_ZERO_STEP(ibv_close_device, "close_device", ctx);
 	ibv_free_device_list(devlist);
 	free(buf);
 	free(buf2);
