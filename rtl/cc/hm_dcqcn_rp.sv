@@ -327,6 +327,16 @@ module hm_dcqcn_rp
     inc_out.rc = rc[31:0];
   end
 
+  // a fired timer's next deadline: one period after the one picked (d_pick), or one period
+  // from now when that has passed too (the missed periods are skipped and counted)
+  task automatic resched(input logic [TIME_W-1:0] per, output logic [TIME_W-1:0] dl, inout logic sk);
+    dl = d_pick + per;
+    if (due(now_q, dl)) begin
+      sk = 1'b1;
+      dl = now_q + per;
+    end
+  endtask
+
   // ---- the operation
   entry_t      wr;
   logic        wr_en, set_act, clr_act, skipped;
@@ -335,7 +345,6 @@ module hm_dcqcn_rp
   logic        op_flag, rate_upd, rate_lim, did_cut, did_inc;
   logic [31:0] rate_val;
   always_comb begin
-    logic [TIME_W-1:0] n1, n2;
     wr        = rd;
     wr_en     = 1'b0;
     set_act   = 1'b0;
@@ -404,29 +413,21 @@ module hm_dcqcn_rp
             na   = 11'(prod_hi) + (rd.cnp_seen ? 11'd1024 - 11'(cfg_g) : 11'd0);
             wr.alpha    = (na > 11'd1023) ? 10'd1023 : na[9:0];
             wr.cnp_seen = 1'b0;
-            n1 = d_pick + alpha_per;
-            if (due(now_q, n1)) begin skipped = 1'b1; n1 = now_q + alpha_per; end
-            wr.alpha_dl = n1;
+            resched(alpha_per, wr.alpha_dl, skipped);
           end
           TK_DEC: begin
             op_flag = rd.dec_pending;
             if (rd.dec_pending) begin
               did_cut  = 1'b1;
               wr       = cut_out;
-              n2 = d_pick + inc_per;
-              if (due(now_q, n2)) begin skipped = 1'b1; n2 = now_q + inc_per; end
-              wr.inc_dl = n2;
+              resched(inc_per, wr.inc_dl, skipped);
             end
-            n1 = d_pick + dec_per;
-            if (due(now_q, n1)) begin skipped = 1'b1; n1 = now_q + dec_per; end
-            wr.dec_dl = n1;
+            resched(dec_per, wr.dec_dl, skipped);
           end
           default: begin
             did_inc   = 1'b1;
             wr        = inc_out;
-            n1 = d_pick + inc_per;
-            if (due(now_q, n1)) begin skipped = 1'b1; n1 = now_q + inc_per; end
-            wr.inc_dl = n1;
+            resched(inc_per, wr.inc_dl, skipped);
           end
         endcase
         rate_upd = wr.rc != rd.rc;

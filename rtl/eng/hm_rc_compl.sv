@@ -495,6 +495,31 @@ module hm_rc_compl
     return wc_v_q && wc_q == q_q && wc_idx_q == x;
   endfunction
 
+  // read WQE idx into the one-entry cache (C_WREQ, through the batch buffer), then go to ret
+  task automatic fetch(input logic [15:0] idx, input st_t ret);
+    fx_q  <= idx;
+    ret_q <= ret;
+    st_q  <= C_WREQ;
+  endtask
+
+  // complete the WQE at ci with `status` (C_RETIRE), then go to ret
+  task automatic retire(input logic [7:0] status, input st_t ret);
+    rt_status_q <= status;
+    ret_q       <= ret;
+    st_q        <= C_RETIRE;
+  endtask
+
+  // a WQE the requester started (successfully): its head and next PSN move on, and the ACK
+  // timer runs while anything is outstanding
+  task automatic started(input logic [15:0] wqe_idx, input logic [23:0] psn_end);
+    d_q.shead <= wqe_idx + 1'b1;
+    d_q.spsn  <= psn_end;
+    if (!d_q.tmr_on && !d_q.rnr_wait && ctx_q.timeout != 5'd0 && !d_q.err) begin
+      d_q.tmr_on   <= 1'b1;
+      d_q.deadline <= now_q + ack_to;
+    end
+  endtask
+
   always_ff @(posedge clk) begin
     if (rst) begin
       st_q           <= C_IDLE;
@@ -553,13 +578,7 @@ module hm_rc_compl
           case (kind_q)
             K_SENT: begin
               if (sent_q.status == HM_CQE_ST_SUCCESS) begin
-                d_q.shead <= sent_q.wqe_idx + 1'b1;
-                d_q.spsn  <= sent_q.first_psn + sent_q.npsn;
-                // the ACK timer runs while anything is outstanding
-                if (!d_q.tmr_on && !d_q.rnr_wait && ctx_q.timeout != 5'd0 && !d_q.err) begin
-                  d_q.tmr_on   <= 1'b1;
-                  d_q.deadline <= now_q + ack_to;
-                end
+                started(sent_q.wqe_idx, sent_q.first_psn + sent_q.npsn);
                 st_q <= C_SAVE;
               end else begin
                 d_q.lerr_v   <= 1'b1;
@@ -605,12 +624,7 @@ module hm_rc_compl
             end
             default: if (absorb) begin   // K_PKT, a record of the QP waiting
               absorbed_q <= 1'b1;
-              d_q.shead  <= mg_q.wqe_idx + 1'b1;
-              d_q.spsn   <= mg_q.first_psn + mg_q.npsn;
-              if (!d_q.tmr_on && !d_q.rnr_wait && ctx_q.timeout != 5'd0 && !d_q.err) begin
-                d_q.tmr_on   <= 1'b1;
-                d_q.deadline <= now_q + ack_to;
-              end
+              started(mg_q.wqe_idx, mg_q.first_psn + mg_q.npsn);
             end else begin   // K_PKT
               logic ok;
               ok = (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) && !d_q.err;
@@ -655,9 +669,7 @@ module hm_rc_compl
             else if (is_ack && syn_cls == HM_AETH_CLS_ACK) due = hm_psn_ge(p, w_last);
             else due = hm_psn_ge(p - 24'd1, w_last);
             if (due) begin
-              rt_status_q <= HM_CQE_ST_SUCCESS;
-              ret_q       <= C_RL;
-              st_q        <= C_RETIRE;
+              retire(HM_CQE_ST_SUCCESS, C_RL);
             end else st_q <= C_AFTER;
           end
         end
@@ -850,12 +862,10 @@ module hm_rc_compl
             tmr_restart_q  <= 1'b1;
             st_q           <= C_SAVE;
           end else if (wr_done_q == wr_issued_q) begin
-            rt_status_q <= HM_CQE_ST_SUCCESS;
             d_q.retry_left <= ctx_q.retry_cnt;
             d_q.rnr_left   <= ctx_q.rnr_retry;
             d_q.guard_v    <= 1'b0;
-            ret_q       <= C_SAVE;
-            st_q        <= C_RETIRE;
+            retire(HM_CQE_ST_SUCCESS, C_SAVE);
           end
         end
         C_DISCARD: if (m_pc_ready) st_q <= disc_next_q;
@@ -906,9 +916,7 @@ module hm_rc_compl
             rqc_next_q <= C_SAVE;
             st_q       <= C_RQC;
           end else if (!cached(rw_idx_q)) begin
-            fx_q  <= rw_idx_q;
-            ret_q <= C_RWND;
-            st_q  <= C_WREQ;
+            fetch(rw_idx_q, C_RWND);
           end else if (!hm_psn_ge(rt_psn_q - rw_f_q, w_npsn)) begin
             rqc_q      <= '{op: HM_RQC_REWIND, qpn: 16'(q_q), idx: rw_idx_q,
                             off: 32'(24'(rt_psn_q - rw_f_q)) << lpmtu, psn: rt_psn_q};
@@ -925,15 +933,11 @@ module hm_rc_compl
         C_FATAL: begin
           if (d_q.ci == d_q.shead && !(d_q.lerr_v && d_q.ci == d_q.lerr_idx)) st_q <= C_SAVE;
           else if (!cached(d_q.ci)) begin
-            fx_q  <= d_q.ci;
-            ret_q <= C_FATAL;
-            st_q  <= C_WREQ;
+            fetch(d_q.ci, C_FATAL);
           end else begin
-            rt_status_q <= fatal_st_q;
-            d_q.err     <= 1'b1;
-            flushing_q  <= 1'b1;
-            ret_q       <= C_ERRNOTE;
-            st_q        <= C_RETIRE;
+            d_q.err    <= 1'b1;
+            flushing_q <= 1'b1;
+            retire(fatal_st_q, C_ERRNOTE);
           end
         end
         C_ERRNOTE: if (m_err_ready) st_q <= C_FLUSH;   // then flush from the next WQE
@@ -943,28 +947,20 @@ module hm_rc_compl
           // u_dbf (pi_q behind WQEs already retired); its own turn flushes what it adds.
           if (d_q.ci == posted_end || 16'(posted_end - d_q.ci) >= 16'h8000) st_q <= C_SAVE;
           else if (!cached(d_q.ci)) begin
-            fx_q  <= d_q.ci;
-            ret_q <= C_FLUSH;
-            st_q  <= C_WREQ;
+            fetch(d_q.ci, C_FLUSH);
           end else begin
-            rt_status_q <= HM_CQE_ST_WR_FLUSH_ERR;
-            ret_q       <= C_FLUSH;
-            st_q        <= C_RETIRE;
+            retire(HM_CQE_ST_WR_FLUSH_ERR, C_FLUSH);
           end
         end
         C_LERR: begin
           // a local error completes once every earlier WQE has completed
           if (!cached(d_q.ci)) begin
-            fx_q  <= d_q.ci;
-            ret_q <= C_LERR;
-            st_q  <= C_WREQ;
+            fetch(d_q.ci, C_LERR);
           end else begin
-            rt_status_q <= d_q.lerr_st;
-            d_q.lerr_v  <= 1'b0;
-            d_q.err     <= 1'b1;
-            flushing_q  <= 1'b1;
-            ret_q       <= C_ERRNOTE;
-            st_q        <= C_RETIRE;
+            d_q.lerr_v <= 1'b0;
+            d_q.err    <= 1'b1;
+            flushing_q <= 1'b1;
+            retire(d_q.lerr_st, C_ERRNOTE);
           end
         end
         C_SAVE: begin
