@@ -876,6 +876,18 @@ static HM_UNUSED void hm_post_wait(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	hm_poll_cq_wait(cq, wc, 1, what);
 }
 
+/* a signaled send WR: wr_id, opcode and the SGE list (sg may be NULL) */
+static HM_UNUSED struct ibv_send_wr hm_send_wr(uint64_t wr_id,
+					       enum ibv_wr_opcode op,
+					       struct ibv_sge *sg, int num_sge)
+{
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = sg,
+				  .num_sge = num_sge, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED };
+
+	return wr;
+}
+
 /* One ibv_poll_cq for up to max CQEs, marked as the watchdog's step what
  * (if given); a poll error is fatal: "FAIL poll_cq: ibv_poll_cq returned N" */
 static HM_UNUSED int hm_poll_cq(struct ibv_cq *cq, int max, struct ibv_wc *wc,

@@ -323,26 +323,12 @@ static void rtr_attr(struct ibv_qp_attr *a, enum ibv_mtu mtu, uint32_t dest_qpn,
 	(IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |    \
 	 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
 
-/* a signaled send WR: wr_id, opcode and the SGE list (sg may be NULL) */
-static struct ibv_send_wr signaled_wr(uint64_t wr_id, enum ibv_wr_opcode op,
-				      struct ibv_sge *sg, int num_sge)
-{
-	struct ibv_send_wr wr;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = sg;
-	wr.num_sge = num_sge;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	return wr;
-}
-
 /* a signaled RDMA WRITE of sg[0 .. num_sge-1] to raddr / rkey */
 static struct ibv_send_wr write_wr(uint64_t wr_id, struct ibv_sge *sg,
 				   int num_sge, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_send_wr wr = signaled_wr(wr_id, IBV_WR_RDMA_WRITE, sg, num_sge);
+	struct ibv_send_wr wr = hm_send_wr(wr_id, IBV_WR_RDMA_WRITE, sg,
+					   num_sge);
 
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
@@ -884,7 +870,7 @@ int main(int argc, char **argv)
 				 (void *)bad_rwr, (void *)&rwr);
 
 		/* opcodes the device does not implement */
-		wr = signaled_wr(5, IBV_WR_LOCAL_INV, NULL, 0);
+		wr = hm_send_wr(5, IBV_WR_LOCAL_INV, NULL, 0);
 		wr.invalidate_rkey = 0xdeadbe00u;
 		post_refused(qa, &wr, "post_send.opcode_local_inv", EINVAL, EOPNOTSUPP);
 
@@ -893,7 +879,7 @@ int main(int argc, char **argv)
 		fake_mw.pd = pd;
 		fake_mw.rkey = 0xdeadbf00u;
 		fake_mw.type = IBV_MW_TYPE_2;
-		wr = signaled_wr(6, IBV_WR_BIND_MW, NULL, 0);
+		wr = hm_send_wr(6, IBV_WR_BIND_MW, NULL, 0);
 		wr.bind_mw.mw = &fake_mw;
 		wr.bind_mw.rkey = 0xdeadbf01u;
 		wr.bind_mw.bind_info.mr = mr;
@@ -903,13 +889,13 @@ int main(int argc, char **argv)
 		post_refused(qa, &wr, "post_send.opcode_bind_mw", EINVAL, EOPNOTSUPP);
 
 		memset(tso_hdr, 0, sizeof(tso_hdr));
-		wr = signaled_wr(7, IBV_WR_TSO, sges, 1);
+		wr = hm_send_wr(7, IBV_WR_TSO, sges, 1);
 		wr.tso.hdr = tso_hdr;
 		wr.tso.hdr_sz = 0;
 		wr.tso.mss = 0;
 		post_refused(qa, &wr, "post_send.opcode_tso", EINVAL, EOPNOTSUPP);
 
-		wr = signaled_wr(8, (enum ibv_wr_opcode)0x7f, sges, 1);
+		wr = hm_send_wr(8, (enum ibv_wr_opcode)0x7f, sges, 1);
 		post_refused(qa, &wr, "post_send.opcode_garbage", EINVAL, EOPNOTSUPP);
 		free(sges);
 

@@ -33,6 +33,7 @@
 #define IOFF 128
 #define MAX_SIZES 16
 #define INLINE_STACK 4096
+#define WHY 256 /* bytes of a run's mismatch description */
 
 enum test_id {
 	T_SEND, T_SEND_IMM, T_WRITE, T_WRITE_IMM, T_READ, T_CAS, T_FAA,
@@ -232,6 +233,13 @@ static uint32_t done(struct run *r, uint32_t st)
 	return hm_ctl_recv(fd, r->tag | PH_DONE, "DONE from requester").status;
 }
 
+/* responder: READY (st: could it prepare), then the requester's DONE status */
+static uint32_t ready_done(struct run *r, uint32_t st)
+{
+	ready(r, st, 0);
+	return done(r, 0);
+}
+
 static uint32_t verdict(struct run *r, uint32_t st)
 {
 	if (!r->req) {
@@ -328,8 +336,54 @@ static void finish_run(struct run *r, uint32_t my_st, uint32_t peer_st)
 	}
 }
 
+/* the responder's end of a main-QP run: VERDICT, then finish_run */
+static void resp_end(struct run *r, uint32_t st, uint32_t pst)
+{
+	verdict(r, st);
+	finish_run(r, st, pst);
+}
+
+/* the requester's end of a main-QP run: DONE, the VERDICT, finish_run */
+static void req_end(struct run *r, uint32_t st)
+{
+	done(r, st);
+	finish_run(r, st, verdict(r, 0));
+}
+
+/* responder: 1 if the requester finished (DONE status pst), else a FAIL
+ * and *st ST_BAD */
+static int req_finished(struct run *r, uint32_t pst, uint32_t *st)
+{
+	if (pst < ST_NOSEND)
+		return 1;
+	hm_fail(r->me, "requester could not finish (status %u)", pst);
+	*st = ST_BAD;
+	return 0;
+}
+
+/* responder: nothing arrived to check (st: our post_recv failed, else the
+ * requester could not <verb>); the run counts as not sent */
+static void nothing_to_check(struct run *r, uint32_t *st, const char *verb)
+{
+	hm_fail(r->me, "nothing to check: %s%s",
+		*st ? "post_recv failed" : "the requester could not ",
+		*st ? "" : verb);
+	if (*st == ST_OK)
+		*st = ST_NOSEND;
+}
+
 /* ------------------------------------------------------------------ */
 /* verbs shorthands                                                    */
+
+/* a signaled WR of opcode op on one SGE: len bytes at p in A */
+static void wr1(struct ibv_send_wr *wr, struct ibv_sge *sg, const void *p,
+		size_t len, uint64_t wr_id, enum ibv_wr_opcode op)
+{
+	sg->addr = (uintptr_t)p;
+	sg->length = (uint32_t)len;
+	sg->lkey = mrA->lkey;
+	*wr = hm_send_wr(wr_id, op, sg, 1);
+}
 
 static int post_send1(struct conn *c, struct ibv_send_wr *wr, const char *name)
 {
@@ -396,6 +450,34 @@ static int wc_match(const struct ibv_wc *w, struct conn *c, int opcode,
 	}
 #undef ADD
 	return ok;
+}
+
+/* wait for the completion on cq and match it (wc_match, mismatches into
+ * why[WHY]); an error status makes *st ST_QPERR */
+static int wait_match(struct run *r, struct conn *c, struct ibv_cq *cq,
+		      struct ibv_wc *w, int opcode, uint64_t wr_id,
+		      long byte_len, char *why, uint32_t *st)
+{
+	hm_poll_cq_wait(cq, w, 1, r->name);
+	if (w->status != IBV_WC_SUCCESS)
+		*st = ST_QPERR;
+	return wc_match(w, c, opcode, wr_id, byte_len, why, WHY);
+}
+
+/* a check of the run, "<me>" or "<me>.<sub>": ok_text if ok, else why; a
+ * failure makes a run still ST_OK ST_BAD */
+static void run_check(struct run *r, const char *sub, int ok,
+		      const char *ok_text, const char *why, uint32_t *st)
+{
+	char nm[160];
+
+	if (sub)
+		snprintf(nm, sizeof(nm), "%s.%s", r->me, sub);
+	else
+		snprintf(nm, sizeof(nm), "%s", r->me);
+	hm_check(ok, nm, "%s", ok ? ok_text : why);
+	if (!ok && *st == ST_OK)
+		*st = ST_BAD;
 }
 
 /* scatter list over (addr) pieces: verify a message of len bytes */
@@ -496,7 +578,7 @@ static void t_send(int test, int dir, size_t sz)
 	struct run r;
 	struct conn *c = &mainc;
 	uint32_t st = ST_OK, pst;
-	char why[256] = "";
+	char why[WHY] = "";
 	uint32_t imm = 0;
 
 	run_init(&r, test, dir, sz, NULL);
@@ -533,16 +615,12 @@ static void t_send(int test, int dir, size_t sz)
 		}
 		if (post_recv1(c, sg, nsg, r.tag | 0x11, r.me))
 			st = ST_NOSEND;
-		ready(&r, st, 0);
-		pst = done(&r, 0);
+		pst = ready_done(&r, st);
 		if (st == ST_OK && pst <= ST_BAD) {
 			int ok;
 
-			hm_poll_cq_wait(c->rcq, &w, 1, r.name);
-			ok = wc_match(&w, c, IBV_WC_RECV, r.tag | 0x11, (long)sz,
-				      why, sizeof(why));
-			if (w.status != IBV_WC_SUCCESS)
-				st = ST_QPERR;
+			ok = wait_match(&r, c, c->rcq, &w, IBV_WC_RECV,
+					r.tag | 0x11, (long)sz, why, &st);
 			if (ok && test == T_SEND_IMM &&
 			    (!(w.wc_flags & IBV_WC_WITH_IMM) ||
 			     ntohl(w.imm_data) != imm)) {
@@ -565,19 +643,12 @@ static void t_send(int test, int dir, size_t sz)
 					ok = check_msg(A + A_DST, sz, r.seed, why,
 						       sizeof(why)) < 0;
 			}
-			if (!ok && st == ST_OK)
-				st = ST_BAD;
-			hm_check(ok, r.me, "%s", ok ? (test == T_SEND_IMM ?
-				 "imm ok" : "") : why);
+			run_check(&r, NULL, ok, test == T_SEND_IMM ? "imm ok" : "",
+				  why, &st);
 		} else {
-			hm_fail(r.me, "nothing to check: %s",
-				st ? "post_recv failed" :
-				     "the requester could not send");
-			if (st == ST_OK)
-				st = ST_NOSEND;
+			nothing_to_check(&r, &st, "send");
 		}
-		verdict(&r, st);
-		finish_run(&r, st, pst);
+		resp_end(&r, st, pst);
 		return;
 	}
 
@@ -590,47 +661,32 @@ static void t_send(int test, int dir, size_t sz)
 		int ok;
 
 		ready(&r, 0, 0);
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = r.tag | 0x21;
-		wr.sg_list = sg;
-		wr.num_sge = 1;
-		wr.opcode = test == T_SEND_IMM ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr1(&wr, &sg[0], A + A_SRC, sz, r.tag | 0x21,
+		    test == T_SEND_IMM ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND);
 		if (test == T_SEND_IMM)
 			wr.imm_data = htonl(imm);
 		if (test == T_INLINE) {
 			/* unregistered stack memory, lkey meaningless */
 			fill_pat(stk, sz, r.seed, 0);
 			sg[0].addr = (uintptr_t)stk;
-			sg[0].length = (uint32_t)sz;
 			sg[0].lkey = 0;
 			wr.send_flags |= IBV_SEND_INLINE;
 		} else if (test == T_SGE_SEND) {
 			wr.num_sge = req_pieces(sz, sg, r.seed);
 		} else {
 			fill_pat(A + A_SRC, sz, r.seed, 0);
-			sg[0].addr = (uintptr_t)(A + A_SRC);
-			sg[0].length = (uint32_t)sz;
-			sg[0].lkey = mrA->lkey;
 		}
 		if (r.peer_fail || post_send1(c, &wr, r.me)) {
 			st = ST_NOSEND;
 		} else {
 			if (test == T_INLINE)
 				memset(stk, 0x5a, sizeof(stk)); /* data was copied */
-			hm_poll_cq_wait(c->scq, &w, 1, r.name);
-			ok = wc_match(&w, c, IBV_WC_SEND, r.tag | 0x21, -1, why,
-				      sizeof(why));
-			if (w.status != IBV_WC_SUCCESS)
-				st = ST_QPERR;
-			else if (!ok)
-				st = ST_BAD;
-			hm_check(ok, r.me, "%s", ok ? (test == T_SGE_SEND ?
-				 "num_sge=3" : "") : why);
+			ok = wait_match(&r, c, c->scq, &w, IBV_WC_SEND,
+					r.tag | 0x21, -1, why, &st);
+			run_check(&r, NULL, ok,
+				  test == T_SGE_SEND ? "num_sge=3" : "", why, &st);
 		}
-		done(&r, st);
-		pst = verdict(&r, 0);
-		finish_run(&r, st, pst);
+		req_end(&r, st);
 	}
 }
 
@@ -640,7 +696,7 @@ static void t_write(int test, int dir, size_t sz)
 	struct run r;
 	struct conn *c = &mainc;
 	uint32_t st = ST_OK, pst;
-	char why[256] = "";
+	char why[WHY] = "";
 	uint32_t imm;
 
 	run_init(&r, test, dir, sz, NULL);
@@ -653,16 +709,12 @@ static void t_write(int test, int dir, size_t sz)
 		if (test == T_WRITE_IMM &&
 		    post_recv1(c, NULL, 0, r.tag | 0x12, r.me))
 			st = ST_NOSEND;
-		ready(&r, st, 0);
-		pst = done(&r, 0);
+		pst = ready_done(&r, st);
 		if (st == ST_OK && pst <= ST_BAD) {
 			if (test == T_WRITE_IMM) {
-				hm_poll_cq_wait(c->rcq, &w, 1, r.name);
-				ok = wc_match(&w, c, IBV_WC_RECV_RDMA_WITH_IMM,
-					      r.tag | 0x12, (long)sz, why,
-					      sizeof(why));
-				if (w.status != IBV_WC_SUCCESS)
-					st = ST_QPERR;
+				ok = wait_match(&r, c, c->rcq, &w,
+						IBV_WC_RECV_RDMA_WITH_IMM,
+						r.tag | 0x12, (long)sz, why, &st);
 				if (ok && (!(w.wc_flags & IBV_WC_WITH_IMM) ||
 					   ntohl(w.imm_data) != imm)) {
 					ok = 0;
@@ -681,18 +733,11 @@ static void t_write(int test, int dir, size_t sz)
 			if (ok)
 				ok = check_msg(A + A_DST, sz, r.seed, why,
 					       sizeof(why)) < 0;
-			if (!ok && st == ST_OK)
-				st = ST_BAD;
-			hm_check(ok, r.me, "%s", ok ? "" : why);
+			run_check(&r, NULL, ok, "", why, &st);
 		} else {
-			hm_fail(r.me, "nothing to check: %s",
-				st ? "post_recv failed" :
-				     "the requester could not write");
-			if (st == ST_OK)
-				st = ST_NOSEND;
+			nothing_to_check(&r, &st, "write");
 		}
-		verdict(&r, st);
-		finish_run(&r, st, pst);
+		resp_end(&r, st, pst);
 		return;
 	}
 	{
@@ -702,39 +747,24 @@ static void t_write(int test, int dir, size_t sz)
 		int ok;
 
 		ready(&r, 0, 0);
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = r.tag | 0x22;
-		wr.sg_list = sg;
-		wr.opcode = test == T_WRITE_IMM ? IBV_WR_RDMA_WRITE_WITH_IMM :
-						  IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr1(&wr, &sg[0], A + A_SRC, sz, r.tag | 0x22,
+		    test == T_WRITE_IMM ? IBV_WR_RDMA_WRITE_WITH_IMM :
+					  IBV_WR_RDMA_WRITE);
 		wr.imm_data = htonl(imm);
 		wr.wr.rdma.remote_addr = peerA + A_DST;
 		wr.wr.rdma.rkey = peerA_rkey;
-		if (test == T_SGE_WRITE) {
+		if (test == T_SGE_WRITE)
 			wr.num_sge = req_pieces(sz, sg, r.seed);
-		} else {
+		else
 			fill_pat(A + A_SRC, sz, r.seed, 0);
-			sg[0].addr = (uintptr_t)(A + A_SRC);
-			sg[0].length = (uint32_t)sz;
-			sg[0].lkey = mrA->lkey;
-			wr.num_sge = 1;
-		}
 		if (r.peer_fail || post_send1(c, &wr, r.me)) {
 			st = ST_NOSEND;
 		} else {
-			hm_poll_cq_wait(c->scq, &w, 1, r.name);
-			ok = wc_match(&w, c, IBV_WC_RDMA_WRITE, r.tag | 0x22, -1,
-				      why, sizeof(why));
-			if (w.status != IBV_WC_SUCCESS)
-				st = ST_QPERR;
-			else if (!ok)
-				st = ST_BAD;
-			hm_check(ok, r.me, "%s", ok ? "" : why);
+			ok = wait_match(&r, c, c->scq, &w, IBV_WC_RDMA_WRITE,
+					r.tag | 0x22, -1, why, &st);
+			run_check(&r, NULL, ok, "", why, &st);
 		}
-		done(&r, st);
-		pst = verdict(&r, 0);
-		finish_run(&r, st, pst);
+		req_end(&r, st);
 	}
 }
 
@@ -743,13 +773,12 @@ static void t_read(int dir, size_t sz)
 	struct run r;
 	struct conn *c = &mainc;
 	uint32_t st = ST_OK, pst;
-	char why[256] = "";
+	char why[WHY] = "";
 
 	run_init(&r, T_READ, dir, sz, NULL);
 	if (!r.req) {
 		fill_pat(A + A_DST, sz, r.seed, 0);
-		ready(&r, st, 0);
-		pst = done(&r, 0);
+		pst = ready_done(&r, st);
 		/* the source must be left as it was */
 		if (check_pat(A + A_DST, sz, r.seed, 0) >= 0) {
 			st = ST_BAD;
@@ -757,8 +786,7 @@ static void t_read(int dir, size_t sz)
 		} else {
 			hm_ok(r.me, "%s", "");
 		}
-		verdict(&r, st);
-		finish_run(&r, st, pst);
+		resp_end(&r, st, pst);
 		return;
 	}
 	{
@@ -769,42 +797,27 @@ static void t_read(int dir, size_t sz)
 
 		ready(&r, 0, 0);
 		memset(A + A_SINK, 0xee, sz + GUARD);
-		memset(&wr, 0, sizeof(wr));
-		sg.addr = (uintptr_t)(A + A_SINK);
-		sg.length = (uint32_t)sz;
-		sg.lkey = mrA->lkey;
-		wr.wr_id = r.tag | 0x23;
-		wr.sg_list = &sg;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_RDMA_READ;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr1(&wr, &sg, A + A_SINK, sz, r.tag | 0x23, IBV_WR_RDMA_READ);
 		wr.wr.rdma.remote_addr = peerA + A_DST;
 		wr.wr.rdma.rkey = peerA_rkey;
 		if (post_send1(c, &wr, r.me)) {
 			st = ST_NOSEND;
 		} else {
-			hm_poll_cq_wait(c->scq, &w, 1, r.name);
-			ok = wc_match(&w, c, IBV_WC_RDMA_READ, r.tag | 0x23,
-				      (long)sz, why, sizeof(why));
-			if (w.status != IBV_WC_SUCCESS)
-				st = ST_QPERR;
+			ok = wait_match(&r, c, c->scq, &w, IBV_WC_RDMA_READ,
+					r.tag | 0x23, (long)sz, why, &st);
 			if (ok)
 				ok = check_msg(A + A_SINK, sz, r.seed, why,
 					       sizeof(why)) < 0;
-			if (!ok && st == ST_OK)
-				st = ST_BAD;
-			hm_check(ok, r.me, "%s", ok ? "" : why);
+			run_check(&r, NULL, ok, "", why, &st);
 		}
-		done(&r, st);
-		pst = verdict(&r, 0);
-		finish_run(&r, st, pst);
+		req_end(&r, st);
 	}
 }
 
 /* one atomic (or the 8-byte read-back) and its completion */
 static int atomic1(struct conn *c, struct run *r, enum ibv_wr_opcode op,
 		   uint64_t cmp_or_add, uint64_t swap, int slot, uint64_t wr_id,
-		   char *why, size_t wlen, int *qperr)
+		   char *why, uint32_t *qperr)
 {
 	struct ibv_send_wr wr;
 	struct ibv_sge sg;
@@ -815,15 +828,7 @@ static int atomic1(struct conn *c, struct run *r, enum ibv_wr_opcode op,
 						      IBV_WC_RDMA_READ;
 
 	*res = 0xeeeeeeeeeeeeeeeeull;
-	memset(&wr, 0, sizeof(wr));
-	sg.addr = (uintptr_t)res;
-	sg.length = 8;
-	sg.lkey = mrA->lkey;
-	wr.wr_id = wr_id;
-	wr.sg_list = &sg;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
+	wr1(&wr, &sg, res, 8, wr_id, op);
 	if (op == IBV_WR_RDMA_READ) {
 		wr.wr.rdma.remote_addr = peerA + A_ATOM;
 		wr.wr.rdma.rkey = peerA_rkey;
@@ -835,13 +840,56 @@ static int atomic1(struct conn *c, struct run *r, enum ibv_wr_opcode op,
 	}
 	if (post_send1(c, &wr, r->me)) {
 		*qperr = ST_NOSEND;
-		snprintf(why, wlen, "post failed");
+		snprintf(why, WHY, "post failed");
 		return 0;
 	}
-	hm_poll_cq_wait(c->scq, &w, 1, r->name);
-	if (w.status != IBV_WC_SUCCESS)
-		*qperr = ST_QPERR;
-	return wc_match(&w, c, wop, wr_id, 8, why, wlen);
+	return wait_match(r, c, c->scq, &w, wop, wr_id, 8, why, qperr);
+}
+
+/* one step of a cas/faa run: an atomic (or the 8-byte read-back) whose
+ * result word (slot) must hold want; "<me>.<name>" */
+struct atom_step {
+	const char *name;
+	enum ibv_wr_opcode op;
+	uint64_t cmp_or_add, swap;
+	int slot;
+	uint32_t wr_id;               /* low bits below the run's tag */
+	uint64_t want;
+	const char *got, *want_what;  /* "<got> 0x.. want <want_what>0x.." */
+};
+
+static void atom_check(struct conn *c, struct run *r,
+		       const struct atom_step *s, uint32_t *qe, uint32_t *st)
+{
+	uint64_t *res = (uint64_t *)(A + A_ATOM + 64) + s->slot;
+	char why[WHY] = "";
+	int ok = atomic1(c, r, s->op, s->cmp_or_add, s->swap, s->slot,
+			 r->tag | s->wr_id, why, qe);
+
+	if (ok && *res != s->want) {
+		ok = 0;
+		snprintf(why, sizeof(why), "%s 0x%016llx want %s0x%016llx",
+			 s->got, (unsigned long long)*res, s->want_what,
+			 (unsigned long long)s->want);
+	}
+	run_check(r, s->name, ok, "", why, st);
+}
+
+/* responder of cas/faa: after the requester finished, the word must hold
+ * want ("remote word 0x.. <after>, want 0x..") */
+static void resp_word(struct run *r, uint32_t pst, volatile uint64_t *word,
+		      uint64_t want, const char *after, uint32_t *st)
+{
+	if (!req_finished(r, pst, st))
+		return;
+	if (*word != want) {
+		hm_fail(r->me, "remote word 0x%016llx %s, want 0x%016llx",
+			(unsigned long long)*word, after,
+			(unsigned long long)want);
+		*st = ST_BAD;
+	} else {
+		hm_ok(r->me, "remote=0x%016llx", (unsigned long long)want);
+	}
 }
 
 static void t_cas(int dir)
@@ -849,7 +897,6 @@ static void t_cas(int dir)
 	struct run r;
 	struct conn *c = &mainc;
 	uint32_t st = ST_OK, pst;
-	char why[256] = "";
 	volatile uint64_t *word = (volatile uint64_t *)(A + A_ATOM);
 	uint64_t v0, v1, v2;
 
@@ -859,82 +906,34 @@ static void t_cas(int dir)
 	v2 = mix64(r.seed + 3);
 	if (!r.req) {
 		*word = v0;
-		ready(&r, st, 0);
-		pst = done(&r, 0);
-		if (pst >= ST_NOSEND) {
-			hm_fail(r.me, "requester could not finish (status %u)",
-				pst);
-			st = ST_BAD;
-		} else if (*word != v1) {
-			hm_fail(r.me, "remote word 0x%016llx after a successful "
-				"and a failed CAS, want 0x%016llx",
-				(unsigned long long)*word, (unsigned long long)v1);
-			st = ST_BAD;
-		} else {
-			hm_ok(r.me, "remote=0x%016llx", (unsigned long long)v1);
-		}
-		verdict(&r, st);
-		finish_run(&r, st, pst);
+		pst = ready_done(&r, st);
+		resp_word(&r, pst, word, v1, "after a successful and a failed CAS",
+			  &st);
+		resp_end(&r, st, pst);
 		return;
 	}
 	{
-		uint64_t *res = (uint64_t *)(A + A_ATOM + 64);
-		char nm[160];
-		int ok, qe = ST_OK;
+		const struct atom_step steps[3] = {
+			/* success: compare matches */
+			{ "success", IBV_WR_ATOMIC_CMP_AND_SWP, v0, v1, 0, 0x31,
+			  v0, "returned", "old value " },
+			/* failure: compare is stale, swap must not happen */
+			{ "failure", IBV_WR_ATOMIC_CMP_AND_SWP, v0, v2, 1, 0x32,
+			  v1, "returned", "current value " },
+			/* read back the remote word */
+			{ "readback", IBV_WR_RDMA_READ, 0, 0, 2, 0x33, v1,
+			  "remote word reads", "" },
+		};
+		uint32_t qe = ST_OK;
 
 		ready(&r, 0, 0);
 		if (da.atomic_cap == IBV_ATOMIC_NONE)
 			hm_info("device reports atomic_cap=NONE; trying anyway");
-		/* success: compare matches */
-		ok = atomic1(c, &r, IBV_WR_ATOMIC_CMP_AND_SWP, v0, v1, 0,
-			     r.tag | 0x31, why, sizeof(why), &qe);
-		if (ok && res[0] != v0) {
-			ok = 0;
-			snprintf(why, sizeof(why), "returned 0x%016llx want old "
-				 "value 0x%016llx", (unsigned long long)res[0],
-				 (unsigned long long)v0);
-		}
-		snprintf(nm, sizeof(nm), "%s.success", r.me);
-		hm_check(ok, nm, "%s", ok ? "" : why);
-		if (!ok)
-			st = ST_BAD;
-		/* failure: compare is stale, swap must not happen */
-		if (qe == ST_OK) {
-			ok = atomic1(c, &r, IBV_WR_ATOMIC_CMP_AND_SWP, v0, v2, 1,
-				     r.tag | 0x32, why, sizeof(why), &qe);
-			if (ok && res[1] != v1) {
-				ok = 0;
-				snprintf(why, sizeof(why), "returned 0x%016llx "
-					 "want current value 0x%016llx",
-					 (unsigned long long)res[1],
-					 (unsigned long long)v1);
-			}
-			snprintf(nm, sizeof(nm), "%s.failure", r.me);
-			hm_check(ok, nm, "%s", ok ? "" : why);
-			if (!ok)
-				st = ST_BAD;
-		}
-		/* read back the remote word */
-		if (qe == ST_OK) {
-			ok = atomic1(c, &r, IBV_WR_RDMA_READ, 0, 0, 2,
-				     r.tag | 0x33, why, sizeof(why), &qe);
-			if (ok && res[2] != v1) {
-				ok = 0;
-				snprintf(why, sizeof(why), "remote word reads "
-					 "0x%016llx want 0x%016llx",
-					 (unsigned long long)res[2],
-					 (unsigned long long)v1);
-			}
-			snprintf(nm, sizeof(nm), "%s.readback", r.me);
-			hm_check(ok, nm, "%s", ok ? "" : why);
-			if (!ok)
-				st = ST_BAD;
-		}
+		for (int k = 0; k < 3 && qe == ST_OK; k++)
+			atom_check(c, &r, &steps[k], &qe, &st);
 		if (qe != ST_OK)
-			st = (uint32_t)qe;
-		done(&r, st);
-		pst = verdict(&r, 0);
-		finish_run(&r, st, pst);
+			st = qe;
+		req_end(&r, st);
 	}
 }
 
@@ -946,7 +945,7 @@ static void t_faa(int dir)
 	struct run r;
 	struct conn *c = &mainc;
 	uint32_t st = ST_OK, pst;
-	char why[256] = "";
+	char why[WHY] = "";
 	volatile uint64_t *word = (volatile uint64_t *)(A + A_ATOM);
 	uint64_t v0, sum = 0;
 
@@ -956,22 +955,9 @@ static void t_faa(int dir)
 		sum += adds[k];
 	if (!r.req) {
 		*word = v0;
-		ready(&r, st, 0);
-		pst = done(&r, 0);
-		if (pst >= ST_NOSEND) {
-			hm_fail(r.me, "requester could not finish (status %u)",
-				pst);
-			st = ST_BAD;
-		} else if (*word != v0 + sum) {
-			hm_fail(r.me, "remote word 0x%016llx after 5 adds, want "
-				"0x%016llx", (unsigned long long)*word,
-				(unsigned long long)(v0 + sum));
-			st = ST_BAD;
-		} else {
-			hm_ok(r.me, "remote=0x%016llx", (unsigned long long)(v0 + sum));
-		}
-		verdict(&r, st);
-		finish_run(&r, st, pst);
+		pst = ready_done(&r, st);
+		resp_word(&r, pst, word, v0 + sum, "after 5 adds", &st);
+		resp_end(&r, st, pst);
 		return;
 	}
 	{
@@ -979,21 +965,14 @@ static void t_faa(int dir)
 		struct ibv_sge sg[5];
 		uint64_t *res = (uint64_t *)(A + A_ATOM + 64);
 		uint64_t expect = v0;
-		int ok = 1, k, rc, qe = ST_OK;
-		char nm[160];
+		int ok = 1, k, rc;
+		uint32_t qe = ST_OK;
 
 		ready(&r, 0, 0);
-		memset(wr, 0, sizeof(wr));
 		for (k = 0; k < 5; k++) {
 			res[k] = 0xeeeeeeeeeeeeeeeeull;
-			sg[k].addr = (uintptr_t)&res[k];
-			sg[k].length = 8;
-			sg[k].lkey = mrA->lkey;
-			wr[k].wr_id = r.tag | (uint64_t)(0x40 + k);
-			wr[k].sg_list = &sg[k];
-			wr[k].num_sge = 1;
-			wr[k].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-			wr[k].send_flags = IBV_SEND_SIGNALED;
+			wr1(&wr[k], &sg[k], &res[k], 8, r.tag | (uint64_t)(0x40 + k),
+			    IBV_WR_ATOMIC_FETCH_AND_ADD);
 			wr[k].wr.atomic.remote_addr = peerA + A_ATOM;
 			wr[k].wr.atomic.rkey = peerA_rkey;
 			wr[k].wr.atomic.compare_add = adds[k];
@@ -1029,31 +1008,19 @@ static void t_faa(int dir)
 				}
 				expect += adds[k];
 			}
-			snprintf(nm, sizeof(nm), "%s.returned", r.me);
-			hm_check(ok, nm, "%s", ok ? "adds=5" : why);
-			if (!ok)
-				st = ST_BAD;
+			run_check(&r, "returned", ok, "adds=5", why, &st);
 			if (qe == ST_OK) {
-				ok = atomic1(c, &r, IBV_WR_RDMA_READ, 0, 0, 5,
-					     r.tag | 0x4f, why, sizeof(why), &qe);
-				if (ok && res[5] != v0 + sum) {
-					ok = 0;
-					snprintf(why, sizeof(why), "remote word "
-						 "reads 0x%016llx want 0x%016llx",
-						 (unsigned long long)res[5],
-						 (unsigned long long)(v0 + sum));
-				}
-				snprintf(nm, sizeof(nm), "%s.sum", r.me);
-				hm_check(ok, nm, "%s", ok ? "" : why);
-				if (!ok)
-					st = ST_BAD;
+				const struct atom_step rd = {
+					"sum", IBV_WR_RDMA_READ, 0, 0, 5, 0x4f,
+					v0 + sum, "remote word reads", ""
+				};
+
+				atom_check(c, &r, &rd, &qe, &st);
 			}
 			if (qe != ST_OK)
-				st = (uint32_t)qe;
+				st = qe;
 		}
-		done(&r, st);
-		pst = verdict(&r, 0);
-		finish_run(&r, st, pst);
+		req_end(&r, st);
 	}
 }
 
@@ -1063,7 +1030,7 @@ static void t_send_inv(int dir)
 	struct conn t;
 	size_t sz = maxsz < 64 ? maxsz : 64;
 	uint32_t st = ST_OK, pst;
-	char why[256] = "";
+	char why[WHY] = "";
 
 	run_init(&r, T_SEND_INV, dir, sz, NULL);
 	conn_up(&t, "send_inv");
@@ -1089,9 +1056,8 @@ static void t_send_inv(int dir)
 		ready(&r, st, imr->rkey);
 		pst = done(&r, 0);
 		if (pst == ST_OK && st == ST_OK) {
-			hm_poll_cq_wait(t.rcq, &w, 1, r.name);
-			ok = wc_match(&w, &t, IBV_WC_RECV, r.tag | 0x15, (long)sz,
-				      why, sizeof(why));
+			ok = wait_match(&r, &t, t.rcq, &w, IBV_WC_RECV,
+					r.tag | 0x15, (long)sz, why, &st);
 			if (ok && (!(w.wc_flags & IBV_WC_WITH_INV) ||
 				   w.invalidated_rkey != imr->rkey)) {
 				ok = 0;
@@ -1103,9 +1069,7 @@ static void t_send_inv(int dir)
 			if (ok)
 				ok = check_msg(A + A_DST, sz, r.seed, why,
 					       sizeof(why)) < 0;
-			hm_check(ok, r.me, "%s", ok ? "" : why);
-			if (!ok)
-				st = ST_BAD;
+			run_check(&r, NULL, ok, "", why, &st);
 		} else if (pst >= 0x100) {
 			/* the requester got a clean error completion */
 			struct ibv_wc first;
@@ -1136,15 +1100,7 @@ static void t_send_inv(int dir)
 		uint32_t rkey = (uint32_t)ready(&r, 0, 0);
 
 		fill_pat(A + A_SRC, sz, r.seed, 0);
-		memset(&wr, 0, sizeof(wr));
-		sg.addr = (uintptr_t)(A + A_SRC);
-		sg.length = (uint32_t)sz;
-		sg.lkey = mrA->lkey;
-		wr.wr_id = r.tag | 0x25;
-		wr.sg_list = &sg;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND_WITH_INV;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr1(&wr, &sg, A + A_SRC, sz, r.tag | 0x25, IBV_WR_SEND_WITH_INV);
 		wr.invalidate_rkey = rkey;
 		if (r.peer_fail || post_send1(&t, &wr, r.me)) {
 			st = ST_NOSEND;
@@ -1179,20 +1135,15 @@ static void t_iova(int dir, size_t sz)
 	struct run r;
 	struct conn *c = &mainc;
 	uint32_t st = ST_OK, pst;
-	char why[256] = "";
+	char why[WHY] = "";
 
 	run_init(&r, T_IOVA, dir, sz, NULL);
 	if (!r.req) {
 		int ok;
 
 		memset(I, 0xee, LI);
-		ready(&r, st, 0);
-		pst = done(&r, 0);
-		if (pst >= ST_NOSEND) {
-			hm_fail(r.me, "requester could not finish (status %u)",
-				pst);
-			st = ST_BAD;
-		} else {
+		pst = ready_done(&r, st);
+		if (req_finished(&r, pst, &st)) {
 			ok = check_msg(I + IOFF, sz, r.seed, why, sizeof(why)) < 0 &&
 			     check_fill(I, IOFF, 0xee) < 0;
 			if (!ok && !why[0])
@@ -1204,8 +1155,7 @@ static void t_iova(int dir, size_t sz)
 			if (!ok)
 				st = ST_BAD;
 		}
-		verdict(&r, st);
-		finish_run(&r, st, pst);
+		resp_end(&r, st, pst);
 		return;
 	}
 	{
@@ -1213,36 +1163,21 @@ static void t_iova(int dir, size_t sz)
 		struct ibv_sge sg;
 		struct ibv_wc w;
 		int ok = 1;
-		char nm[160];
 
 		ready(&r, 0, 0);
 		fill_pat(A + A_SRC, sz, r.seed, 0);
-		memset(&wr, 0, sizeof(wr));
-		sg.addr = (uintptr_t)(A + A_SRC);
-		sg.length = (uint32_t)sz;
-		sg.lkey = mrA->lkey;
-		wr.wr_id = r.tag | 0x26;
-		wr.sg_list = &sg;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr1(&wr, &sg, A + A_SRC, sz, r.tag | 0x26, IBV_WR_RDMA_WRITE);
 		wr.wr.rdma.remote_addr = peerI + IOFF;
 		wr.wr.rdma.rkey = peerI_rkey;
 		if (post_send1(c, &wr, r.me)) {
 			st = ST_NOSEND;
 			goto out;
 		}
-		hm_poll_cq_wait(c->scq, &w, 1, r.name);
-		ok = wc_match(&w, c, IBV_WC_RDMA_WRITE, r.tag | 0x26, -1, why,
-			      sizeof(why));
-		snprintf(nm, sizeof(nm), "%s.write", r.me);
-		hm_check(ok, nm, "%s", ok ? "" : why);
-		if (w.status != IBV_WC_SUCCESS) {
-			st = ST_QPERR;
+		ok = wait_match(&r, c, c->scq, &w, IBV_WC_RDMA_WRITE,
+				r.tag | 0x26, -1, why, &st);
+		run_check(&r, "write", ok, "", why, &st);
+		if (st == ST_QPERR)
 			goto out;
-		}
-		if (!ok)
-			st = ST_BAD;
 
 		memset(A + A_SINK, 0xee, sz + GUARD);
 		sg.addr = (uintptr_t)(A + A_SINK);
@@ -1252,22 +1187,14 @@ static void t_iova(int dir, size_t sz)
 			st = ST_NOSEND;
 			goto out;
 		}
-		hm_poll_cq_wait(c->scq, &w, 1, r.name);
-		ok = wc_match(&w, c, IBV_WC_RDMA_READ, r.tag | 0x27, (long)sz,
-			      why, sizeof(why));
-		if (w.status != IBV_WC_SUCCESS)
-			st = ST_QPERR;
+		ok = wait_match(&r, c, c->scq, &w, IBV_WC_RDMA_READ,
+				r.tag | 0x27, (long)sz, why, &st);
 		if (ok)
 			ok = check_msg(A + A_SINK, sz, r.seed, why,
 				       sizeof(why)) < 0;
-		snprintf(nm, sizeof(nm), "%s.read", r.me);
-		hm_check(ok, nm, "%s", ok ? "" : why);
-		if (!ok && st == ST_OK)
-			st = ST_BAD;
+		run_check(&r, "read", ok, "", why, &st);
 out:
-		done(&r, st);
-		pst = verdict(&r, 0);
-		finish_run(&r, st, pst);
+		req_end(&r, st);
 	}
 }
 
@@ -1284,8 +1211,7 @@ static void t_bad_rkey(int dir)
 		enum ibv_qp_state s = IBV_QPS_UNKNOWN;
 
 		memset(A + A_DST, 0xee, 3 * (sz + GUARD));
-		ready(&r, st, 0);
-		pst = done(&r, 0);
+		pst = ready_done(&r, st);
 		(void)pst;
 		/* nothing may land with a wrong key (the two good writes
 		 * behind it are flushed) */
@@ -1307,23 +1233,16 @@ static void t_bad_rkey(int dir)
 		struct ibv_wc w;
 		uint32_t badkey = peerA_rkey ^ 0xa5u;
 		enum ibv_qp_state s = IBV_QPS_UNKNOWN;
-		char nm[160], why[256];
+		char nm[160], why[WHY];
 		int k, rc, ok;
 
 		if (badkey == peerI_rkey)
 			badkey ^= 0x5a00u;
 		ready(&r, 0, 0);
 		fill_pat(A + A_SRC, sz, r.seed, 0);
-		memset(wr, 0, sizeof(wr));
 		for (k = 0; k < 3; k++) {
-			sg[k].addr = (uintptr_t)(A + A_SRC);
-			sg[k].length = (uint32_t)sz;
-			sg[k].lkey = mrA->lkey;
-			wr[k].wr_id = r.tag | (uint64_t)(0x50 + k);
-			wr[k].sg_list = &sg[k];
-			wr[k].num_sge = 1;
-			wr[k].opcode = IBV_WR_RDMA_WRITE;
-			wr[k].send_flags = IBV_SEND_SIGNALED;
+			wr1(&wr[k], &sg[k], A + A_SRC, sz,
+			    r.tag | (uint64_t)(0x50 + k), IBV_WR_RDMA_WRITE);
 			wr[k].wr.rdma.remote_addr = peerA + A_DST +
 						    (uint64_t)k * (sz + GUARD);
 			wr[k].wr.rdma.rkey = k == 0 ? badkey : peerA_rkey;
