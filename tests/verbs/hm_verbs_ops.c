@@ -361,15 +361,20 @@ static int req_finished(struct run *r, uint32_t pst, uint32_t *st)
 	return 0;
 }
 
-/* responder: nothing arrived to check (st: our post_recv failed, else the
- * requester could not <verb>); the run counts as not sent */
-static void nothing_to_check(struct run *r, uint32_t *st, const char *verb)
+/* responder: 1 if there is something to check (*st: we prepared, pst: the
+ * requester sent); else "FAIL <me>: nothing to check: post_recv failed" or
+ * "...: the requester could not <verb>" and the run counts as not sent */
+static int something_to_check(struct run *r, uint32_t *st, uint32_t pst,
+			      const char *verb)
 {
+	if (*st == ST_OK && pst <= ST_BAD)
+		return 1;
 	hm_fail(r->me, "nothing to check: %s%s",
 		*st ? "post_recv failed" : "the requester could not ",
 		*st ? "" : verb);
 	if (*st == ST_OK)
 		*st = ST_NOSEND;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -478,6 +483,16 @@ static void run_check(struct run *r, const char *sub, int ok,
 	hm_check(ok, nm, "%s", ok ? ok_text : why);
 	if (!ok && *st == ST_OK)
 		*st = ST_BAD;
+}
+
+/* the responder's completion must carry IBV_WC_WITH_IMM and imm (else why) */
+static int imm_ok(const struct ibv_wc *w, uint32_t imm, char *why)
+{
+	if ((w->wc_flags & IBV_WC_WITH_IMM) && ntohl(w->imm_data) == imm)
+		return 1;
+	snprintf(why, WHY, "wc_flags=0x%x imm=0x%x want IBV_WC_WITH_IMM imm=0x%x",
+		 w->wc_flags, ntohl(w->imm_data), imm);
+	return 0;
 }
 
 /* scatter list over (addr) pieces: verify a message of len bytes */
@@ -616,19 +631,13 @@ static void t_send(int test, int dir, size_t sz)
 		if (post_recv1(c, sg, nsg, r.tag | 0x11, r.me))
 			st = ST_NOSEND;
 		pst = ready_done(&r, st);
-		if (st == ST_OK && pst <= ST_BAD) {
+		if (something_to_check(&r, &st, pst, "send")) {
 			int ok;
 
 			ok = wait_match(&r, c, c->rcq, &w, IBV_WC_RECV,
 					r.tag | 0x11, (long)sz, why, &st);
-			if (ok && test == T_SEND_IMM &&
-			    (!(w.wc_flags & IBV_WC_WITH_IMM) ||
-			     ntohl(w.imm_data) != imm)) {
-				ok = 0;
-				snprintf(why, sizeof(why), "wc_flags=0x%x imm=0x%x "
-					 "want IBV_WC_WITH_IMM imm=0x%x",
-					 w.wc_flags, ntohl(w.imm_data), imm);
-			}
+			if (ok && test == T_SEND_IMM)
+				ok = imm_ok(&w, imm, why);
 			if (ok && test != T_SEND_IMM &&
 			    (w.wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV))) {
 				ok = 0;
@@ -645,8 +654,6 @@ static void t_send(int test, int dir, size_t sz)
 			}
 			run_check(&r, NULL, ok, test == T_SEND_IMM ? "imm ok" : "",
 				  why, &st);
-		} else {
-			nothing_to_check(&r, &st, "send");
 		}
 		resp_end(&r, st, pst);
 		return;
@@ -710,19 +717,12 @@ static void t_write(int test, int dir, size_t sz)
 		    post_recv1(c, NULL, 0, r.tag | 0x12, r.me))
 			st = ST_NOSEND;
 		pst = ready_done(&r, st);
-		if (st == ST_OK && pst <= ST_BAD) {
+		if (something_to_check(&r, &st, pst, "write")) {
 			if (test == T_WRITE_IMM) {
 				ok = wait_match(&r, c, c->rcq, &w,
 						IBV_WC_RECV_RDMA_WITH_IMM,
-						r.tag | 0x12, (long)sz, why, &st);
-				if (ok && (!(w.wc_flags & IBV_WC_WITH_IMM) ||
-					   ntohl(w.imm_data) != imm)) {
-					ok = 0;
-					snprintf(why, sizeof(why),
-						 "wc_flags=0x%x imm=0x%x want "
-						 "IBV_WC_WITH_IMM imm=0x%x",
-						 w.wc_flags, ntohl(w.imm_data), imm);
-				}
+						r.tag | 0x12, (long)sz, why, &st) &&
+				     imm_ok(&w, imm, why);
 			} else if (ibv_poll_cq(c->rcq, 1, &w) != 0) {
 				ok = 0;
 				snprintf(why, sizeof(why), "a plain RDMA_WRITE "
@@ -734,8 +734,6 @@ static void t_write(int test, int dir, size_t sz)
 				ok = check_msg(A + A_DST, sz, r.seed, why,
 					       sizeof(why)) < 0;
 			run_check(&r, NULL, ok, "", why, &st);
-		} else {
-			nothing_to_check(&r, &st, "write");
 		}
 		resp_end(&r, st, pst);
 		return;
@@ -768,14 +766,13 @@ static void t_write(int test, int dir, size_t sz)
 	}
 }
 
-static void t_read(int dir, size_t sz)
+static void t_read(int test, int dir, size_t sz)
 {
 	struct run r;
 	struct conn *c = &mainc;
 	uint32_t st = ST_OK, pst;
-	char why[WHY] = "";
 
-	run_init(&r, T_READ, dir, sz, NULL);
+	run_init(&r, test, dir, sz, NULL);
 	if (!r.req) {
 		fill_pat(A + A_DST, sz, r.seed, 0);
 		pst = ready_done(&r, st);
@@ -793,6 +790,7 @@ static void t_read(int dir, size_t sz)
 		struct ibv_send_wr wr;
 		struct ibv_sge sg;
 		struct ibv_wc w;
+		char why[WHY] = "";
 		int ok;
 
 		ready(&r, 0, 0);
@@ -1024,16 +1022,26 @@ static void t_faa(int dir)
 	}
 }
 
+/* a run of up to 64 bytes on a QP pair of its own (t), named after the
+ * test; returns the size */
+static size_t own_pair_run(struct run *r, struct conn *t, int test, int dir,
+			   const char *variant)
+{
+	size_t sz = maxsz < 64 ? maxsz : 64;
+
+	run_init(r, test, dir, sz, variant);
+	conn_up(t, tnames[test]);
+	return sz;
+}
+
 static void t_send_inv(int dir)
 {
 	struct run r;
 	struct conn t;
-	size_t sz = maxsz < 64 ? maxsz : 64;
+	size_t sz = own_pair_run(&r, &t, T_SEND_INV, dir, NULL);
 	uint32_t st = ST_OK, pst;
 	char why[WHY] = "";
 
-	run_init(&r, T_SEND_INV, dir, sz, NULL);
-	conn_up(&t, "send_inv");
 	if (!r.req) {
 		uint8_t *ibuf = hm_alloc_pages(4096);
 		struct ibv_mr *imr;
@@ -1130,14 +1138,14 @@ static void t_send_inv(int dir)
 	conn_down(&t, "send_inv");
 }
 
-static void t_iova(int dir, size_t sz)
+static void t_iova(int test, int dir, size_t sz)
 {
 	struct run r;
 	struct conn *c = &mainc;
 	uint32_t st = ST_OK, pst;
 	char why[WHY] = "";
 
-	run_init(&r, T_IOVA, dir, sz, NULL);
+	run_init(&r, test, dir, sz, NULL);
 	if (!r.req) {
 		int ok;
 
@@ -1202,17 +1210,14 @@ static void t_bad_rkey(int dir)
 {
 	struct run r;
 	struct conn t;
-	size_t sz = maxsz < 64 ? maxsz : 64;
-	uint32_t st = ST_OK, pst;
+	size_t sz = own_pair_run(&r, &t, T_BAD_RKEY, dir, "");
+	uint32_t st = ST_OK;
 
-	run_init(&r, T_BAD_RKEY, dir, sz, "");
-	conn_up(&t, "bad_rkey");
 	if (!r.req) {
 		enum ibv_qp_state s = IBV_QPS_UNKNOWN;
 
 		memset(A + A_DST, 0xee, 3 * (sz + GUARD));
-		pst = ready_done(&r, st);
-		(void)pst;
+		ready_done(&r, st);
 		/* nothing may land with a wrong key (the two good writes
 		 * behind it are flushed) */
 		if (check_fill(A + A_DST, 3 * (sz + GUARD), 0xee) >= 0) {
@@ -1294,11 +1299,54 @@ static void t_bad_rkey(int dir)
 			}
 		}
 		done(&r, st);
-		pst = verdict(&r, 0);
-		(void)pst;
+		verdict(&r, 0);
 	}
 	conn_down(&t, "bad_rkey");
 }
+
+/* inline, direction d: 1, the -S sizes up to the smaller max_inline_data
+ * of the two sides (at most INLINE_STACK), and that maximum */
+static void t_inline(int d)
+{
+	size_t cap = mainc.cap.max_inline_data;
+	size_t list[MAX_SIZES + 3];
+	int i, n = 0;
+	struct hm_ctl m;
+
+	/* both sides must walk the same size list */
+	hm_ctl_send(fd, 0x7, 0, cap);
+	m = hm_ctl_recv(fd, 0x7, "peer max_inline_data");
+	if (m.value < cap)
+		cap = (size_t)m.value;
+
+	if (cap > INLINE_STACK)
+		cap = INLINE_STACK;
+	if (cap == 0) {
+		/* keep both sides in step: no traffic */
+		hm_fail("inline", "%s: QP has max_inline_data=0 (create_qp "
+			"with %d was refused)", d ? "s2c" : "c2s", WANT_INLINE);
+		return;
+	}
+	list[n++] = 1;
+	for (i = 0; i < nsizes; i++)
+		if (sizes[i] <= cap && sizes[i] > 1)
+			list[n++] = sizes[i];
+	if (list[n - 1] != cap)
+		list[n++] = cap;
+	for (i = 0; i < n; i++)
+		t_send(T_INLINE, d, list[i]);
+}
+
+/* the tests run once per -S size, and those without a size (inline:
+ * t_inline, bad_rkey: last, on its own) */
+static void (*const sized_test[T_COUNT])(int test, int dir, size_t sz) = {
+	[T_SEND] = t_send,   [T_SEND_IMM] = t_send,   [T_SGE_SEND] = t_send,
+	[T_WRITE] = t_write, [T_WRITE_IMM] = t_write, [T_SGE_WRITE] = t_write,
+	[T_READ] = t_read,   [T_IOVA] = t_iova,
+};
+static void (*const plain_test[T_COUNT])(int dir) = {
+	[T_CAS] = t_cas, [T_FAA] = t_faa, [T_SEND_INV] = t_send_inv,
+};
 
 /* ------------------------------------------------------------------ */
 
@@ -1499,69 +1547,13 @@ int main(int argc, char **argv)
 		if (!enabled[t] || t == T_BAD_RKEY)
 			continue;
 		for (d = 0; d < 2; d++) {
-			switch (t) {
-			case T_SEND:
-			case T_SEND_IMM:
-			case T_SGE_SEND:
+			if (t == T_INLINE)
+				t_inline(d);
+			else if (sized_test[t])
 				for (i = 0; i < nsizes; i++)
-					t_send(t, d, sizes[i]);
-				break;
-			case T_INLINE: {
-				size_t cap = mainc.cap.max_inline_data;
-				size_t list[MAX_SIZES + 3];
-				int n = 0;
-				struct hm_ctl m;
-
-				/* both sides must walk the same size list */
-				hm_ctl_send(fd, 0x7, 0, cap);
-				m = hm_ctl_recv(fd, 0x7, "peer max_inline_data");
-				if (m.value < cap)
-					cap = (size_t)m.value;
-
-				if (cap > INLINE_STACK)
-					cap = INLINE_STACK;
-				if (cap == 0) {
-					/* keep both sides in step: no traffic */
-					hm_fail("inline", "%s: QP has "
-						"max_inline_data=0 (create_qp "
-						"with %d was refused)",
-						d ? "s2c" : "c2s", WANT_INLINE);
-					break;
-				}
-				list[n++] = 1;
-				for (i = 0; i < nsizes; i++)
-					if (sizes[i] <= cap && sizes[i] > 1)
-						list[n++] = sizes[i];
-				if (list[n - 1] != cap)
-					list[n++] = cap;
-				for (i = 0; i < n; i++)
-					t_send(t, d, list[i]);
-				break;
-			}
-			case T_WRITE:
-			case T_WRITE_IMM:
-			case T_SGE_WRITE:
-				for (i = 0; i < nsizes; i++)
-					t_write(t, d, sizes[i]);
-				break;
-			case T_READ:
-				for (i = 0; i < nsizes; i++)
-					t_read(d, sizes[i]);
-				break;
-			case T_CAS:
-				t_cas(d);
-				break;
-			case T_FAA:
-				t_faa(d);
-				break;
-			case T_SEND_INV:
-				t_send_inv(d);
-				break;
-			case T_IOVA:
-				for (i = 0; i < nsizes; i++)
-					t_iova(d, sizes[i]);
-				break;
-			}
+					sized_test[t](t, d, sizes[i]);
+			else
+				plain_test[t](d);
 		}
 	}
 	/* the error test goes last */
