@@ -335,18 +335,34 @@ static struct ibv_send_wr write_wr(uint64_t wr_id, struct ibv_sge *sg,
 	return wr;
 }
 
-/* ibv_post_send(qp, wr) must be refused with want1 or want2 (expect_rc, as
- * name) and then point bad_wr at wr ("<name>.bad_wr bad_wr_ok=1") */
+/* a refused post: rc must be want1 or want2 (expect_rc, as name); then
+ * "<name>.bad_wr <details>" checks that bad_wr pointed at the WR (bad_ok) */
+static HM_PRINTF(6, 7) void expect_refused(const char *name, int rc, int want1,
+					   int want2, int bad_ok,
+					   const char *fmt, ...)
+{
+	char bname[96], det[256];
+	va_list ap;
+
+	if (!expect_rc(name, rc, want1, want2))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(det, sizeof(det), fmt, ap);
+	va_end(ap);
+	snprintf(bname, sizeof(bname), "%s.bad_wr", name);
+	hm_check(bad_ok, bname, "%s", det);
+}
+
+/* ibv_post_send(qp, wr) must be refused with want1 or want2 and point
+ * bad_wr at wr ("<name>.bad_wr bad_wr_ok=1") */
 static void post_refused(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			 const char *name, int want1, int want2)
 {
 	struct ibv_send_wr *bad_wr = NULL;
-	char bname[96];
 	int rc = ibv_post_send(qp, wr, &bad_wr);
 
-	snprintf(bname, sizeof(bname), "%s.bad_wr", name);
-	if (expect_rc(name, rc, want1, want2))
-		hm_check(bad_wr == wr, bname, "bad_wr_ok=%d", bad_wr == wr);
+	expect_refused(name, rc, want1, want2, bad_wr == wr, "bad_wr_ok=%d",
+		       bad_wr == wr);
 }
 
 /* fork, stdout flushed first (the child must not repeat buffered lines) */
@@ -758,9 +774,8 @@ int main(int argc, char **argv)
 		wr = write_wr(1, &sge, 1, (uintptr_t)buf + 4096, mr->rkey);
 		bad_wr = NULL;
 		rc = ibv_post_send(qa, &wr, &bad_wr);
-		if (expect_rc("post_send.reset_qp", rc, EINVAL, 0))
-			hm_check(bad_wr == &wr, "post_send.reset_qp.bad_wr",
-				 "bad_wr=%p wr=%p", (void *)bad_wr, (void *)&wr);
+		expect_refused("post_send.reset_qp", rc, EINVAL, 0, bad_wr == &wr,
+			       "bad_wr=%p wr=%p", (void *)bad_wr, (void *)&wr);
 
 		/* proper INIT, then INIT -> RTR without the required bits */
 		rc = hm_qp_init(qa, IBV_ACCESS_LOCAL_WRITE |
@@ -837,10 +852,9 @@ int main(int argc, char **argv)
 			      (uintptr_t)buf + 8192, mr->rkey);
 		bad_wr = NULL;
 		rc = ibv_post_send(qa, &wr, &bad_wr);
-		if (expect_rc("post_send.too_many_sge", rc, EINVAL, 0))
-			hm_check(bad_wr == &wr, "post_send.too_many_sge.bad_wr",
-				 "num_sge=%d bad_wr=%p wr=%p", wr.num_sge,
-				 (void *)bad_wr, (void *)&wr);
+		expect_refused("post_send.too_many_sge", rc, EINVAL, 0,
+			       bad_wr == &wr, "num_sge=%d bad_wr=%p wr=%p",
+			       wr.num_sge, (void *)bad_wr, (void *)&wr);
 
 		/* inline beyond max_inline_data */
 		if (inl > buflen / 2)
@@ -851,10 +865,10 @@ int main(int argc, char **argv)
 		wr.send_flags |= IBV_SEND_INLINE;
 		bad_wr = NULL;
 		rc = ibv_post_send(qa, &wr, &bad_wr);
-		if (expect_rc("post_send.inline_too_long", rc, EINVAL, 0))
-			hm_check(bad_wr == &wr, "post_send.inline_too_long.bad_wr",
-				 "len=%u max_inline_data=%u bad_wr_ok=%d", inl,
-				 capa.max_inline_data, bad_wr == &wr);
+		expect_refused("post_send.inline_too_long", rc, EINVAL, 0,
+			       bad_wr == &wr, "len=%u max_inline_data=%u "
+			       "bad_wr_ok=%d", inl, capa.max_inline_data,
+			       bad_wr == &wr);
 		sges[0].length = 16;
 
 		/* receive with too many SGEs */
@@ -864,10 +878,9 @@ int main(int argc, char **argv)
 		rwr.num_sge = (int)nrsge;
 		bad_rwr = NULL;
 		rc = ibv_post_recv(qa, &rwr, &bad_rwr);
-		if (expect_rc("post_recv.too_many_sge", rc, EINVAL, 0))
-			hm_check(bad_rwr == &rwr, "post_recv.too_many_sge.bad_wr",
-				 "num_sge=%d bad_wr=%p wr=%p", rwr.num_sge,
-				 (void *)bad_rwr, (void *)&rwr);
+		expect_refused("post_recv.too_many_sge", rc, EINVAL, 0,
+			       bad_rwr == &rwr, "num_sge=%d bad_wr=%p wr=%p",
+			       rwr.num_sge, (void *)bad_rwr, (void *)&rwr);
 
 		/* opcodes the device does not implement */
 		wr = hm_send_wr(5, IBV_WR_LOCAL_INV, NULL, 0);
