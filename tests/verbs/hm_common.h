@@ -78,6 +78,17 @@ static HM_UNUSED int hm_common_opt(int c, const char **dev, int *gidx,
 	}
 }
 
+/* -o TIMEOUT (RTS's local ACK timeout code) and -r RETRY (its retry count)
+ * of the programs that test retries; 0 for any other letter */
+static HM_UNUSED int hm_retry_opt(int c, int *tcode, int *retry)
+{
+	switch (c) {
+	case 'o': *tcode = atoi(optarg); return 1;
+	case 'r': *retry = atoi(optarg); return 1;
+	default: return 0;
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* time                                                                */
 

@@ -38,12 +38,7 @@ int main(int argc, char **argv)
 
 	hm_init_common("hm_peer_loss");
 	while ((c = getopt(argc, argv, "d:g:p:t:o:r:")) != -1) {
-		if (hm_common_opt(c, &dev, &gidx, &port))
-			continue;
-		switch (c) {
-		case 'o': tcode = atoi(optarg); break;
-		case 'r': retry = atoi(optarg); break;
-		default:
+		if (!hm_common_opt(c, &dev, &gidx, &port) && !hm_retry_opt(c, &tcode, &retry)) {
 			fprintf(stderr, "usage: hm_peer_loss [-d DEV] [-g GIDX] [-p PORT] [-t SECS] [-o TIMEOUT] [-r RETRY] [HOST]\n");
 			return 2;
 		}

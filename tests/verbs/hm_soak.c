@@ -183,15 +183,13 @@ int main(int argc, char **argv)
 	hm_init_common("hm_soak");
 	hm_timeout_s = 300;
 	while ((c = getopt(argc, argv, "d:g:p:q:w:s:T:o:r:t:P:i:O:R:")) != -1) {
-		if (hm_common_opt(c, &dev, &gidx, &port))
+		if (hm_common_opt(c, &dev, &gidx, &port) || hm_retry_opt(c, &tcode, &retry))
 			continue;
 		switch (c) {
 		case 'q': nqp = atoi(optarg); break;
 		case 'w': win = atoi(optarg); break;
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'T': secs = atof(optarg); break;
-		case 'o': tcode = atoi(optarg); break;
-		case 'r': retry = atoi(optarg); break;
 		case 'P': pidfile = optarg; break;
 		case 'i': interval = atoi(optarg); break;
 		case 'O': ops = atoi(optarg); break;
