@@ -328,14 +328,13 @@ module hm_dcqcn_rp
   end
 
   // a fired timer's next deadline: one period after the one picked (d_pick), or one period
-  // from now when that has passed too (the missed periods are skipped and counted)
-  task automatic resched(input logic [TIME_W-1:0] per, output logic [TIME_W-1:0] dl, inout logic sk);
-    dl = d_pick + per;
-    if (due(now_q, dl)) begin
-      sk = 1'b1;
-      dl = now_q + per;
-    end
-  endtask
+  // from now when that has passed too (late: the missed periods are skipped and counted)
+  function automatic logic late(input logic [TIME_W-1:0] per);
+    return due(now_q, d_pick + per);
+  endfunction
+  function automatic logic [TIME_W-1:0] next_dl(input logic [TIME_W-1:0] per);
+    return late(per) ? now_q + per : d_pick + per;
+  endfunction
 
   // ---- the operation
   entry_t      wr;
@@ -413,21 +412,25 @@ module hm_dcqcn_rp
             na   = 11'(prod_hi) + (rd.cnp_seen ? 11'd1024 - 11'(cfg_g) : 11'd0);
             wr.alpha    = (na > 11'd1023) ? 10'd1023 : na[9:0];
             wr.cnp_seen = 1'b0;
-            resched(alpha_per, wr.alpha_dl, skipped);
+            wr.alpha_dl = next_dl(alpha_per);
+            skipped = skipped | late(alpha_per);
           end
           TK_DEC: begin
             op_flag = rd.dec_pending;
             if (rd.dec_pending) begin
               did_cut  = 1'b1;
               wr       = cut_out;
-              resched(inc_per, wr.inc_dl, skipped);
+              wr.inc_dl = next_dl(inc_per);
+              skipped = skipped | late(inc_per);
             end
-            resched(dec_per, wr.dec_dl, skipped);
+            wr.dec_dl = next_dl(dec_per);
+            skipped = skipped | late(dec_per);
           end
           default: begin
             did_inc   = 1'b1;
             wr        = inc_out;
-            resched(inc_per, wr.inc_dl, skipped);
+            wr.inc_dl = next_dl(inc_per);
+            skipped = skipped | late(inc_per);
           end
         endcase
         rate_upd = wr.rc != rd.rc;
