@@ -98,22 +98,10 @@ pub fn engine_words(p: &CcParams) -> [u32; 16] {
     let h = hw::HwParams::from_cc(&p.0, CLK_MHZ, LINE_MBPS, 1);
     let ctrl = 1 | 1 << 1 | u32::from(h.cnp_dscp) << 8 | u32::from(h.cnp_prio) << 16 | u32::from(h.clamp_tgt_rate) << 19
         | u32::from(h.clamp_after_inc) << 20 | u32::from(h.threshold) << 24;
-    [
-        ctrl,
-        h.cnp_interval,
-        h.inc_period,
-        h.alpha_period,
-        h.dec_period,
-        h.byte_reset,
-        h.max_rate,
-        h.ai_rate,
-        h.hai_rate,
-        h.min_rate,
-        h.first_rate,
-        h.line_rate,
-        u32::from(h.initial_alpha) << 16 | u32::from(h.g),
-        u32::from(h.min_dec_q10) << 16 | u32::from(h.gd),
-        BURST_BYTES,
-        pfc_word(),
-    ]
+    let mut w = [0; 16];
+    w[0] = ctrl;
+    w[1..14].copy_from_slice(&h.reg_words());
+    w[14] = BURST_BYTES;
+    w[15] = pfc_word();
+    w
 }

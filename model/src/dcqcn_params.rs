@@ -349,4 +349,25 @@ impl HwParams {
             ..*self
         }
     }
+
+    /// The engine's CC registers 1..=13 (`HM_CTL_CC + 4 i`) holding this set: the CNP
+    /// interval, the periods, the byte counter, the rates, then α₀ / G and the minimum cut / gd
+    /// packed 16 + 16 bits. (Register 0 is the control word, 14 the pacer burst, 15 PFC.)
+    pub fn reg_words(&self) -> [u32; 13] {
+        [
+            self.cnp_interval,
+            self.inc_period,
+            self.alpha_period,
+            self.dec_period,
+            self.byte_reset,
+            self.max_rate,
+            self.ai_rate,
+            self.hai_rate,
+            self.min_rate,
+            self.first_rate,
+            self.line_rate,
+            u32::from(self.initial_alpha) << 16 | u32::from(self.g),
+            u32::from(self.min_dec_q10) << 16 | u32::from(self.gd),
+        ]
+    }
 }

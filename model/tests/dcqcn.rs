@@ -39,6 +39,12 @@ fn idle(rp: &mut Rp, n: u32) -> Vec<RpOut> {
     (0..n).map(|_| rp.step(&RpIn::default())).collect()
 }
 
+/// `i` for one clock, then one clock of nothing.
+fn step_idle(rp: &mut Rp, i: RpIn) {
+    rp.step(&i);
+    rp.step(&RpIn::default());
+}
+
 fn cnp(q: u32) -> RpIn {
     RpIn { cnp: Some(q), tx: None }
 }
@@ -273,8 +279,7 @@ fn hyper_increase_steps() {
     // rate_to_set_on_first_cnp keeps R_T far below the max rate (no cut on the first CNP)
     let p = HwParams { threshold: 1, first_rate: 1 << 20, max_rate: 1 << 30, line_rate: 1 << 30, ..hand_params() };
     let mut rp = Rp::new(p, RpCfg { nqp: 1, ..RpCfg::default() });
-    rp.step(&cnp(0));
-    rp.step(&RpIn::default());
+    step_idle(&mut rp, cnp(0));
     let s0 = rp.qp(0).unwrap();
     let (mut rt, mut rc) = (s0.rt, s0.rc);
     let mut check = |rp: &Rp, step: u32, t: u8, b: u8| {
@@ -284,11 +289,9 @@ fn hyper_increase_steps() {
         assert_eq!((s.rt, s.rc, s.t_stage, s.bc_stage), (rt, rc, t, b));
     };
     // BC = 1: fast recovery; BC = 2: additive (max 2 > F, min 0)
-    rp.step(&tx(0, 10_000));
-    rp.step(&RpIn::default());
+    step_idle(&mut rp, tx(0, 10_000));
     check(&rp, 0, 0, 1);
-    rp.step(&tx(0, 10_000));
-    rp.step(&RpIn::default());
+    step_idle(&mut rp, tx(0, 10_000));
     check(&rp, 1000, 0, 2);
     // T = 1: min 1 = F → additive; T = 2: min 2 → hyper 1·R_HAI
     run_until(&mut rp, 0, 2000, is_inc_timer);
@@ -296,17 +299,14 @@ fn hyper_increase_steps() {
     run_until(&mut rp, 0, 2000, is_inc_timer);
     check(&rp, 10_000, 2, 2);
     // BC = 3: min 2 → hyper 1; T = 3: min 3 → hyper 2
-    rp.step(&tx(0, 10_000));
-    rp.step(&RpIn::default());
+    step_idle(&mut rp, tx(0, 10_000));
     check(&rp, 10_000, 2, 3);
     run_until(&mut rp, 0, 2000, is_inc_timer);
     check(&rp, 20_000, 3, 3);
     // bytes below B only count
-    rp.step(&tx(0, 9_999));
-    rp.step(&RpIn::default());
+    step_idle(&mut rp, tx(0, 9_999));
     assert_eq!(rp.qp(0).unwrap().byte_cnt, 9_999);
-    rp.step(&tx(0, 2));
-    rp.step(&RpIn::default());
+    step_idle(&mut rp, tx(0, 2));
     check(&rp, 20_000, 3, 4);
     assert_eq!(rp.qp(0).unwrap().byte_cnt, 1);
 }
@@ -316,15 +316,13 @@ fn hyper_increase_steps() {
 fn two_cuts(clamp_tgt: bool, after_inc: bool, between: &str) -> (u32, u32) {
     let p = HwParams { clamp_tgt_rate: clamp_tgt, clamp_after_inc: after_inc, threshold: 5, ..hand_params() };
     let mut rp = Rp::new(p, RpCfg { nqp: 1, ..RpCfg::default() });
-    rp.step(&cnp(0));
-    rp.step(&RpIn::default()); // first cut at t = 1; ticks at 71, 141, ...; increase timer at 1001
+    step_idle(&mut rp, cnp(0)); // first cut at t = 1; ticks at 71, 141, ...; increase timer at 1001
     match between {
         "timer" => {
             run_until(&mut rp, 0, 2000, is_inc_timer);
         }
         "bytes" => {
-            rp.step(&tx(0, 10_000));
-            rp.step(&RpIn::default());
+            step_idle(&mut rp, tx(0, 10_000));
         }
         _ => {}
     }
@@ -382,8 +380,7 @@ fn cnps_in_one_window_coalesce_into_one_cut() {
 fn alpha_update_arithmetic() {
     let p = HwParams { alpha_period: 20, dec_period: 1000, initial_alpha: 600, ..hand_params() };
     let mut rp = Rp::new(p, RpCfg { nqp: 1, ..RpCfg::default() });
-    rp.step(&cnp(0));
-    rp.step(&RpIn::default());
+    step_idle(&mut rp, cnp(0));
     let alpha = |rp: &mut Rp| run_until(rp, 0, 100, |op| matches!(op, RpOp::Timer { kind: TimerKind::Alpha, .. })).1.alpha;
     // first CNP does not count as "seen": decay
     assert_eq!(alpha(&mut rp), ((600 * 1019) >> 10) as u16);
@@ -392,8 +389,7 @@ fn alpha_update_arithmetic() {
     assert_eq!(alpha(&mut rp), a as u16);
     // G = 0 with a CNP saturates at 1023
     let mut rp = Rp::new(HwParams { g: 0, ..p }, RpCfg { nqp: 1, ..RpCfg::default() });
-    rp.step(&cnp(0));
-    rp.step(&RpIn::default());
+    step_idle(&mut rp, cnp(0));
     rp.step(&cnp(0));
     assert_eq!(alpha(&mut rp), 1023);
 }
@@ -678,8 +674,7 @@ fn tx_reports_merge_and_filter() {
     let out = rp.step(&tx(3, 500));
     assert!(out.tx_filtered);
     assert_eq!(out.op, RpOp::Idle);
-    rp.step(&cnp(0));
-    rp.step(&RpIn::default());
+    step_idle(&mut rp, cnp(0));
     // CNP flood holds the bytes FIFO: same-QP reports merge up to B = 1000
     let mut merged = 0;
     for _ in 0..5 {

@@ -341,6 +341,18 @@ fn pump(t: &mut T, now: u64, mut keep: impl FnMut(&HdrRecord) -> bool) -> Vec<Hd
     seen
 }
 
+/// A [`pump`] filter that loses the first packet matching `lose` and keeps everything else.
+fn lose_first(lose: impl Fn(&HdrRecord) -> bool) -> impl FnMut(&HdrRecord) -> bool {
+    let mut lost = false;
+    move |r| {
+        if !lost && lose(r) {
+            lost = true;
+            return false;
+        }
+        true
+    }
+}
+
 #[test]
 fn atomic_replayed_not_reexecuted() {
     let mut t = setup(1024);
@@ -366,14 +378,7 @@ fn read_gap_rerequest_mid_range() {
     let src = pattern(5, 256 * 5);
     t.b().mem.write(BASE, &src);
     t.a().post_send(QA, SendWr::new(1, SendOp::Read { remote_addr: BASE, rkey: kb }, vec![sa(BASE + 0x1000, 256 * 5)])).unwrap();
-    let mut dropped = false;
-    let seen = pump(&mut t, 0, |r| {
-        if r.opcode == 0x0E && r.psn == 102 && !dropped {
-            dropped = true;
-            return false;
-        }
-        true
-    });
+    let seen = pump(&mut t, 0, lose_first(|r| r.opcode == 0x0E && r.psn == 102));
     // re-request from the missing PSN with adjusted VA / length, answered FIRST..LAST
     let rr: Vec<&HdrRecord> = seen.iter().filter(|r| r.opcode == 0x0C).collect();
     assert_eq!(rr.len(), 2);
@@ -391,14 +396,7 @@ fn nak_seq_once_and_mid_message_restart() {
     let mut t = setup(256);
     let kb = t.kb;
     t.a().post_send(QA, SendWr::new(1, SendOp::Write { remote_addr: BASE, rkey: kb }, vec![sa(BASE, 256 * 5)])).unwrap();
-    let mut dropped = false;
-    let seen = pump(&mut t, 0, |r| {
-        if r.psn == 102 && r.dest_qp == QB && !dropped {
-            dropped = true;
-            return false;
-        }
-        true
-    });
+    let seen = pump(&mut t, 0, lose_first(|r| r.psn == 102 && r.dest_qp == QB));
     let naks: Vec<&HdrRecord> = seen.iter().filter(|r| r.syndrome == SYN_NAK_SEQ && r.opcode == 0x11).collect();
     assert_eq!(naks.len(), 1);
     assert_eq!(naks[0].psn, 102);

@@ -78,6 +78,13 @@ fn ip(s: &str) -> u128 {
     }
 }
 
+/// Each (record value, field name) pair equals that field of the dissected `layer`.
+fn assert_fields(name: &str, layer: &Value, pairs: &[(u64, &str)]) {
+    for &(got, field) in pairs {
+        assert_eq!(got, u(layer, field), "{name}: {field}");
+    }
+}
+
 fn check_positive(v: &Value) {
     let name = v["name"].as_str().unwrap();
     let f = unhex(v["hex"].as_str().unwrap());
@@ -95,9 +102,7 @@ fn check_positive(v: &Value) {
     let l3 = if let Some(q) = flds.get("802.1Q") {
         assert_eq!(u(eth, "type"), 0x8100, "{name}");
         assert!(r.vlan_valid, "{name}");
-        assert_eq!(r.vlan_pcp as u64, u(q, "prio"), "{name}");
-        assert_eq!(r.vlan_dei as u64, u(q, "dei"), "{name}");
-        assert_eq!(r.vlan_vid as u64, u(q, "vlan"), "{name}");
+        assert_fields(name, q, &[(r.vlan_pcp as u64, "prio"), (r.vlan_dei as u64, "dei"), (r.vlan_vid as u64, "vlan")]);
         assert_eq!(u(q, "type"), if r.ipv6 { 0x86DD } else { 0x0800 }, "{name}");
         18
     } else {
@@ -144,26 +149,27 @@ fn check_positive(v: &Value) {
 
     // UDP
     let udp = &flds["UDP"];
-    assert_eq!(r.udp_sport as u64, u(udp, "sport"), "{name}");
-    assert_eq!(r.udp_dport as u64, u(udp, "dport"), "{name}");
-    assert_eq!(r.udp_len as u64, u(udp, "len"), "{name}");
-    assert_eq!(r.udp_csum as u64, u(udp, "chksum"), "{name}");
+    let udp_fields = [(r.udp_sport as u64, "sport"), (r.udp_dport as u64, "dport"), (r.udp_len as u64, "len"), (r.udp_csum as u64, "chksum")];
+    assert_fields(name, udp, &udp_fields);
 
     // BTH
     let b = &flds["BTH"];
-    assert_eq!(r.opcode as u64, u(b, "opcode"), "{name}");
-    assert_eq!(r.se as u64, u(b, "solicited"), "{name}");
-    assert_eq!(r.migreq as u64, u(b, "migreq"), "{name}");
-    assert_eq!(r.padcnt as u64, u(b, "padcount"), "{name}");
-    assert_eq!(r.tver as u64, u(b, "version"), "{name}");
-    assert_eq!(r.pkey as u64, u(b, "pkey"), "{name}");
-    assert_eq!(r.fecn as u64, u(b, "fecn"), "{name}");
-    assert_eq!(r.becn as u64, u(b, "becn"), "{name}");
-    assert_eq!(r.resv6 as u64, u(b, "resv6"), "{name}");
-    assert_eq!(r.dest_qp as u64, u(b, "dqpn"), "{name}");
-    assert_eq!(r.ackreq as u64, u(b, "ackreq"), "{name}");
-    assert_eq!(r.resv7 as u64, u(b, "resv7"), "{name}");
-    assert_eq!(r.psn as u64, u(b, "psn"), "{name}");
+    let bth_fields = [
+        (r.opcode as u64, "opcode"),
+        (r.se as u64, "solicited"),
+        (r.migreq as u64, "migreq"),
+        (r.padcnt as u64, "padcount"),
+        (r.tver as u64, "version"),
+        (r.pkey as u64, "pkey"),
+        (r.fecn as u64, "fecn"),
+        (r.becn as u64, "becn"),
+        (r.resv6 as u64, "resv6"),
+        (r.dest_qp as u64, "dqpn"),
+        (r.ackreq as u64, "ackreq"),
+        (r.resv7 as u64, "resv7"),
+        (r.psn as u64, "psn"),
+    ];
+    assert_fields(name, b, &bth_fields);
     let wire = &f[ip_end - 4..ip_end];
     assert_eq!(u32::from_be_bytes(wire.try_into().unwrap()) as u64, u(b, "icrc"), "{name}");
 
@@ -182,8 +188,7 @@ fn check_positive(v: &Value) {
         assert_eq!(hex(&f[bth_end..ip_end - 4]), p.as_str().unwrap(), "{name}");
     }
     if let Some(a) = flds.get("AETH") {
-        assert_eq!(r.syndrome as u64, u(a, "syndrome"), "{name}");
-        assert_eq!(r.msn as u64, u(a, "msn"), "{name}");
+        assert_fields(name, a, &[(r.syndrome as u64, "syndrome"), (r.msn as u64, "msn")]);
         assert_eq!(ip_end - 4 - bth_end, 4, "{name}");
     }
     if flds.get("CNPPadding").is_some() {

@@ -66,17 +66,9 @@ fn check_dcqcn_on(preset: &str, n: usize) {
     show(&on);
     let s = &on.summary;
     assert_eq!(s.scale, incast::DEFAULT_SCALE);
-    assert!(s.fairness >= 0.95, "Jain {}", s.fairness);
-    assert!(s.util >= 0.95, "utilisation {}", s.util);
-    assert_eq!(s.drops, 0);
     assert!(s.kmax > 0 && s.bdp_bytes > 0);
-    assert!(
-        s.steady_queue_max <= s.kmax + s.bdp_bytes,
-        "steady queue {} > Kmax {} + BDP {}",
-        s.steady_queue_max,
-        s.kmax,
-        s.bdp_bytes
-    );
+    let missed = s.steady_violations();
+    assert!(missed.is_empty(), "{}", missed.join("; "));
     // ECN before PFC: no PFC frame in the steady state, and the queue stays below the level at
     // which an ingress with an equal share would pause (N × XOFF).
     let p = on.switch_cfg.pfc.unwrap();

@@ -157,6 +157,24 @@ pub struct RxRun {
     pub out_beats: u64,
 }
 
+/// The end of a streaming run: settled once the path has had nothing to do for more than
+/// `quiet` cycles in a row.
+struct Settle {
+    idle: u64,
+    quiet: u64,
+}
+
+impl Settle {
+    fn new(quiet: u64) -> Settle {
+        Settle { idle: 0, quiet }
+    }
+    /// Counts one cycle (`busy`: the path still had work); true once settled.
+    fn settled(&mut self, busy: bool) -> bool {
+        self.idle = if busy { 0 } else { self.idle + 1 };
+        self.idle > self.quiet
+    }
+}
+
 /// Stream `frames` through the RX path of `sim` and collect everything it reports.
 pub fn run_rx(sim: &mut PktSim, frames: &[Vec<u8>], flow: &Flow) -> Result<RxRun, String> {
     run_rx_flagged(sim, frames, &[], flow)
@@ -172,7 +190,6 @@ pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], 
     let mut cur_payload: Vec<u8> = Vec::new();
     let mut inp = ffi::HmRxIn::idle();
     let start = sim.rx.cycles;
-    let mut idle_after = 0u64;
     let limit = 10_000 + frames.iter().map(|f| f.len() as u64 / kw as u64 + 8).sum::<u64>() * 20;
     // A dropped frame is discarded from the data FIFO silently, one beat a cycle, and the
     // record of an accepted frame behind it is pushed only when its delivery starts: wait
@@ -180,7 +197,7 @@ pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], 
     // be queued in it; the fuzzer found the run ending while records were still to come).
     let fifo_beats = (hematite_model::MAX_FRAME as u64 / kw as u64 + 32).next_power_of_two();
     let queued = frames.iter().map(|f| f.len() as u64 / kw as u64 + 1).sum::<u64>().min(fifo_beats);
-    let quiet = 64 + 2 * queued;
+    let mut settle = Settle::new(64 + 2 * queued);
     loop {
         // source
         let offer = fi < frames.len() && !rng.pct(flow.idle_pct);
@@ -227,13 +244,8 @@ pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], 
             || run.status.len() < frames.len()
             || sim.rx_out.m_axis_tvalid != 0
             || sim.rx_out.hdr_valid != 0;
-        if !busy {
-            idle_after += 1;
-            if idle_after > quiet {
-                break;
-            }
-        } else {
-            idle_after = 0;
+        if settle.settled(busy) {
+            break;
         }
         if sim.rx.cycles - start > limit {
             return Err(format!(
@@ -294,7 +306,7 @@ pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flo
     let start = sim.tx.cycles;
     let mut first_out: Option<u64> = None;
     let mut last_out = 0u64;
-    let mut idle_after = 0u64;
+    let mut settle = Settle::new(64);
     let limit = 10_000 + jobs.iter().map(|j| j.payload.len() as u64 / kw as u64 + 8).sum::<u64>() * 20;
     // skip payload streams of zero length (no beats)
     let next_pj = |mut p: usize| {
@@ -347,13 +359,8 @@ pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flo
             }
         }
         let busy = hi < jobs.len() || pj < jobs.len() || run.frames.len() < expect_frames || sim.tx_out.m_axis_tvalid != 0;
-        if !busy {
-            idle_after += 1;
-            if idle_after > 64 {
-                break;
-            }
-        } else {
-            idle_after = 0;
+        if settle.settled(busy) {
+            break;
         }
         if sim.tx.cycles - start > limit {
             return Err(format!(

@@ -61,6 +61,24 @@ pub struct RcBench {
     rng: crate::Rng,
 }
 
+/// `wr` with a bench's keys: `lkey` in every SGE, `rkey` as the remote key of a WRITE, READ or
+/// atomic (the tests draw their random work requests without keys).
+pub fn with_keys(mut wr: SendWr, lkey: u32, rkey: u32) -> SendWr {
+    use hematite_model::transport::SendOp;
+    for g in &mut wr.sgl {
+        g.lkey = lkey;
+    }
+    match &mut wr.op {
+        SendOp::Write { rkey: k, .. }
+        | SendOp::WriteImm { rkey: k, .. }
+        | SendOp::Read { rkey: k, .. }
+        | SendOp::CmpSwap { rkey: k, .. }
+        | SendOp::FetchAdd { rkey: k, .. } => *k = rkey,
+        _ => {}
+    }
+    wr
+}
+
 /// Header record and payload of a frame the model accepts (None if it would drop it).
 pub fn decode(frame: &[u8]) -> Option<Pkt> {
     let o = classify(frame);

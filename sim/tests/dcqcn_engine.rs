@@ -184,22 +184,7 @@ fn cc_register_reset_values_are_the_nvidia_defaults() {
     assert_eq!((ctrl >> 8 & 63, ctrl >> 16 & 7), (u32::from(p.cnp_dscp), u32::from(p.cnp_prio)));
     assert_eq!((ctrl >> 19 & 1 != 0, ctrl >> 20 & 1 != 0), (p.clamp_tgt_rate, p.clamp_after_inc));
     assert_eq!(ctrl >> 24 & 31, u32::from(p.threshold));
-    let words = [
-        p.cnp_interval,
-        p.inc_period,
-        p.alpha_period,
-        p.dec_period,
-        p.byte_reset,
-        p.max_rate,
-        p.ai_rate,
-        p.hai_rate,
-        p.min_rate,
-        p.first_rate,
-        p.line_rate,
-        u32::from(p.initial_alpha) << 16 | u32::from(p.g),
-        u32::from(p.min_dec_q10) << 16 | u32::from(p.gd),
-    ];
-    for (i, w) in words.iter().enumerate() {
+    for (i, w) in p.reg_words().iter().enumerate() {
         assert_eq!(rd(i as u16 + 1), *w, "CC register {}", i + 1);
     }
     assert_eq!(rd(14), 16_384, "pacer burst");

@@ -117,6 +117,22 @@ impl Tb {
         assert_eq!(self.eng.tx.len(), n, "extra frames");
         assert!(self.eng.violations().is_empty(), "AXI violations: {:?}", self.eng.violations());
     }
+
+    /// Rings QP `qpn`'s doorbell and checks that the engine sends what the model sends for the
+    /// work posted; returns the number of frames.
+    fn send_and_compare(&mut self, qpn: u32) -> usize {
+        self.doorbell(qpn);
+        let model = self.model_frames();
+        self.run_frames(model.len());
+        compare(&self.eng.tx, &model);
+        model.len()
+    }
+}
+
+/// `wr` with its data inline in the WQE.
+fn inline(mut wr: SendWr) -> SendWr {
+    wr.inline = true;
+    wr
 }
 
 fn compare(rtl: &[(Vec<u8>, bool)], model: &[Vec<u8>]) {
@@ -159,12 +175,9 @@ fn every_request_kind_matches_the_model() {
     let mut solicited = SendWr::new(11, SendOp::SendImm(9), vec![Sge::new(BUF + 0x40, 64, lkey)]);
     solicited.solicited = true;
     tb.post(5, &solicited);
-    tb.doorbell(5);
-    let model = tb.model_frames();
-    tb.run_frames(model.len());
-    compare(&tb.eng.tx, &model);
+    let frames = tb.send_and_compare(5);
     assert_eq!(tb.eng.counter(1).unwrap(), 11, "WQEs started");
-    assert_eq!(tb.eng.counter(2).unwrap() as usize, model.len(), "packets");
+    assert_eq!(tb.eng.counter(2).unwrap() as usize, frames, "packets");
 }
 
 #[test]
@@ -177,16 +190,9 @@ fn scatter_gather_inline_and_every_pmtu() {
         let sgl = vec![Sge::new(BUF + 1, 77, lkey), Sge::new(BUF + 0x500, 0, lkey), Sge::new(BUF + 0x903, 1000, lkey), Sge::new(BUF + 0x2002, 3333, lkey), Sge::new(BUF + 0x7000, 64, lkey), Sge::new(BUF + 0x8001, 5, lkey)];
         tb.post(1, &SendWr::new(1, SendOp::Send, sgl.clone()));
         tb.post(1, &SendWr::new(2, SendOp::Write { remote_addr: 0x1000, rkey: 9 }, sgl));
-        let mut inl = SendWr::new(3, SendOp::Send, vec![Sge::new(BUF + 0x11, 40, lkey), Sge::new(BUF + 0x300, 56, lkey)]);
-        inl.inline = true;
-        tb.post(1, &inl);
-        let mut inl2 = SendWr::new(4, SendOp::WriteImm { remote_addr: 0x40, rkey: 9, imm: 1 }, vec![Sge::new(BUF + 0x21, 96, lkey)]);
-        inl2.inline = true;
-        tb.post(1, &inl2);
-        tb.doorbell(1);
-        let model = tb.model_frames();
-        tb.run_frames(model.len());
-        compare(&tb.eng.tx, &model);
+        tb.post(1, &inline(SendWr::new(3, SendOp::Send, vec![Sge::new(BUF + 0x11, 40, lkey), Sge::new(BUF + 0x300, 56, lkey)])));
+        tb.post(1, &inline(SendWr::new(4, SendOp::WriteImm { remote_addr: 0x40, rkey: 9, imm: 1 }, vec![Sge::new(BUF + 0x21, 96, lkey)])));
+        tb.send_and_compare(1);
     }
 }
 
@@ -200,13 +206,8 @@ fn large_wqes_many_sges_and_tx_backpressure() {
     for r in 0..5 {
         tb.post(2, &SendWr::new(r, SendOp::Send, sgl[..(r as usize * 3 + 2).min(14)].to_vec()));
     }
-    let mut inl = SendWr::new(9, SendOp::Send, vec![Sge::new(BUF + 0x99, 224, lkey)]);
-    inl.inline = true;
-    tb.post(2, &inl);
-    tb.doorbell(2);
-    let model = tb.model_frames();
-    tb.run_frames(model.len());
-    compare(&tb.eng.tx, &model);
+    tb.post(2, &inline(SendWr::new(9, SendOp::Send, vec![Sge::new(BUF + 0x99, 224, lkey)])));
+    tb.send_and_compare(2);
 }
 
 #[test]
@@ -350,9 +351,6 @@ proptest! {
             for s in &mut w.sgl { s.lkey = lkey; }
             tb.post(9, &w);
         }
-        tb.doorbell(9);
-        let model = tb.model_frames();
-        tb.run_frames(model.len());
-        compare(&tb.eng.tx, &model);
+        tb.send_and_compare(9);
     }
 }

@@ -160,13 +160,20 @@ fn bring_up_with(e: &mut Engine, me: u32, peer: u32, peer_qpn: u32, sq_psn: u32,
     (qpn, key)
 }
 
-#[test]
-fn a_connection_made_by_firmware_commands_carries_an_rdma_write() {
-    let mut d = DuoBench::new(MemCfg { latency: 40, seed: 3, ..Default::default() }, WireFaults::default()).unwrap();
+/// Two engines back to back (host memory 40 cycles away, a fault-free wire), the firmware
+/// booted on both cores.
+fn booted_duo(seed: u64) -> DuoBench {
+    let mut d = DuoBench::new(MemCfg { latency: 40, seed, ..Default::default() }, WireFaults::default()).unwrap();
     let img = image();
     for h in 0..2 {
         fw::boot(&mut d.h[h].eng, &img).unwrap();
     }
+    d
+}
+
+#[test]
+fn a_connection_made_by_firmware_commands_carries_an_rdma_write() {
+    let mut d = booted_duo(3);
     let (q0, k0) = bring_up(&mut d.h[0].eng, 1, 2, 2, 0x1234, 0x777);
     let (_q1, k1) = bring_up(&mut d.h[1].eng, 2, 1, 2, 0x777, 0x1234);
     // 3000 bytes from host 0 to host 1 with a WQE written straight into QP 2's send ring
@@ -191,11 +198,7 @@ fn a_connection_made_by_firmware_commands_carries_an_rdma_write() {
 /// that SET_EQ names.
 #[test]
 fn firmware_err_flushes_at_once_and_link_changes_become_events() {
-    let mut d = DuoBench::new(MemCfg { latency: 40, seed: 5, ..Default::default() }, WireFaults::default()).unwrap();
-    let img = image();
-    for h in 0..2 {
-        fw::boot(&mut d.h[h].eng, &img).unwrap();
-    }
+    let mut d = booted_duo(5);
     let (q0, k0) = bring_up(&mut d.h[0].eng, 1, 2, 2, 0x10, 0x20);
     let (q1, k1) = bring_up(&mut d.h[1].eng, 2, 1, 2, 0x20, 0x10);
     // event queue: a second CQ of host 0
@@ -300,11 +303,7 @@ fn cc_parameters_and_teardown_on_the_core() {
 /// INIT -> RTR context write (HM_CTL_F_LOAD_RQ_PSN keeps the receive queue) and take a SEND.
 #[test]
 fn receives_posted_in_init_survive_rtr() {
-    let mut d = DuoBench::new(MemCfg { latency: 40, seed: 7, ..Default::default() }, WireFaults::default()).unwrap();
-    let img = image();
-    for h in 0..2 {
-        fw::boot(&mut d.h[h].eng, &img).unwrap();
-    }
+    let mut d = booted_duo(7);
     let (q0, k0) = bring_up(&mut d.h[0].eng, 1, 2, 2, 0x55, 0x66);
     let rbuf = 0x1A0_0000u64;
     let (_q1, _k1) = bring_up_with(&mut d.h[1].eng, 2, 1, 2, 0x66, 0x55, &mut |e, q, key| {

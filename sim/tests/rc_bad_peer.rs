@@ -11,7 +11,7 @@
 //!   field encoding") is honoured: the retry leaves no earlier than the table's time, and for
 //!   the codes the test can wait out, soon after it.
 use hematite_model::record::HdrRecord;
-use hematite_model::transport::mem::MrAccess;
+use hematite_model::transport::mem::{Mr, MrAccess};
 use hematite_model::transport::{Cqe, QpConfig, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
 use hematite_sim::rc::{RcBench, A_BUF, B_BUF, REGION_LEN as LEN};
@@ -184,6 +184,48 @@ fn bad_wqe(stride_log: u8, bad: SendWr, patch: impl Fn(&mut [u8]), status: WcSta
 
 fn write2(id: u64, n: usize) -> SendWr {
     SendWr::new(id, SendOp::Write { remote_addr: B_BUF, rkey: 0 }, (0..n).map(|i| Sge { addr: A_BUF + i as u64 * 64, len: 64, lkey: 0 }).collect())
+}
+
+/// The second connection of the tests with a busy neighbour QP: `QX` on the engine's host,
+/// `QY` on the peer.
+const QX: u32 = 5;
+const QY: u32 = 0x45;
+
+/// A bench (host memory `latency` cycles away) with both buffers registered (PD 1, all access)
+/// and two connections, QA–QB and QX–QY, all of them with `cfg`.
+fn two_qps(latency: u64, seed: u64, cfg: QpConfig) -> (RcBench, Mr, Mr) {
+    let mut b = RcBench::new(MemCfg { latency, seed, ..Default::default() }).unwrap();
+    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    b.connect(QX, QY, cfg, cfg, 0).unwrap();
+    (b, ma, mb)
+}
+
+/// 250 small WRITEs on QX behind one doorbell, then 600 cycles: they keep the completer busy
+/// with their records. Returns their number (wr_ids 1000 on).
+fn busy_qx(b: &mut RcBench, lkey: u32, rkey: u32) -> u64 {
+    let n = 250u64;
+    for id in 0..n {
+        let w = SendWr::new(1000 + id, SendOp::Write { remote_addr: B_BUF + id * 8, rkey }, vec![Sge { addr: A_BUF + id * 8, len: 8, lkey }]);
+        b.post_send(QX, &w, id == n - 1).unwrap();
+    }
+    b.run_for(600);
+    n
+}
+
+/// Posts WQE 0 on QA (wr_id 1, no doorbell) with an unknown opcode: the requester refuses it.
+fn post_refused_wqe(b: &mut RcBench) {
+    b.post_send(QA, &write2(1, 1), false).unwrap();
+    let slot = hematite_sim::rc::SQ_BASE + QA as u64 * 0x1_0000;
+    let mut bytes = b.a.eng.mem.mem.read(slot, 64);
+    bytes[0] = 9;
+    b.a.eng.mem.mem.write(slot, &bytes);
+}
+
+/// QP `q`'s completions on the engine's host: (wr_id, status).
+fn completions(b: &RcBench, q: u32) -> Vec<(u64, WcStatus)> {
+    b.a.cqes.iter().filter(|c| c.cqe.qpn == q).map(|c| (c.cqe.wr_id, c.cqe.status)).collect()
 }
 
 #[test]
@@ -456,37 +498,21 @@ fn a_rewind_overtaken_by_the_ack_of_everything_does_not_resend_reused_slots() {
 /// producer index around the 16-bit index space and overran the CQ.)
 #[test]
 fn a_local_error_whose_doorbell_waits_behind_another_qps_traffic_flushes_each_wqe_once() {
-    const QX: u32 = 5;
-    const QY: u32 = 0x45;
     let cfg = QpConfig { pmtu: 1024, sq_psn: 0x300, rq_psn: 0x400, timeout: 3, ..Default::default() };
-    let mut b = RcBench::new(MemCfg { latency: 60, seed: 9, ..Default::default() }).unwrap();
-    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
-    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
-    b.connect(QA, QB, cfg, cfg, 0).unwrap();
-    b.connect(QX, QY, cfg, cfg, 0).unwrap();
+    let (mut b, ma, mb) = two_qps(60, 9, cfg);
     let (lkey, rkey) = (ma.lkey, mb.rkey);
     // QX: 250 small WRITEs behind one doorbell keep the completer busy with their records
-    let n = 250u64;
-    for id in 0..n {
-        let w = SendWr::new(1000 + id, SendOp::Write { remote_addr: B_BUF + id * 8, rkey }, vec![Sge { addr: A_BUF + id * 8, len: 8, lkey }]);
-        b.post_send(QX, &w, id == n - 1).unwrap();
-    }
-    b.run_for(600);
+    let n = busy_qx(&mut b, lkey, rkey);
     // QA: WQE 0 has an unknown opcode (the requester refuses it), WQE 1 is good; one doorbell
-    b.post_send(QA, &write2(1, 1), false).unwrap();
-    let slot = hematite_sim::rc::SQ_BASE + QA as u64 * 0x1_0000;
-    let mut bytes = b.a.eng.mem.mem.read(slot, 64);
-    bytes[0] = 9;
-    b.a.eng.mem.mem.write(slot, &bytes);
+    post_refused_wqe(&mut b);
     let good = SendWr::new(2, SendOp::Write { remote_addr: B_BUF + 0x1_0000, rkey }, vec![Sge { addr: A_BUF, len: 64, lkey }]);
     b.post_send(QA, &good, true).unwrap();
     // whatever arrives, run on long enough for a runaway flush to show
     b.run_for(400_000);
-    let on = |q: u32| -> Vec<(u64, WcStatus)> { b.a.cqes.iter().filter(|c| c.cqe.qpn == q).map(|c| (c.cqe.wr_id, c.cqe.status)).collect() };
-    let qa = on(QA);
+    let qa = completions(&b, QA);
     assert_eq!(qa.len(), 2, "QP {QA}'s completions (first 8): {:?}", &qa[..qa.len().min(8)]);
     assert_eq!(qa, vec![(1, WcStatus::LocQpOpErr), (2, WcStatus::WrFlushErr)]);
-    let qx = on(QX);
+    let qx = completions(&b, QX);
     assert_eq!(qx, (0..n).map(|id| (1000 + id, WcStatus::Success)).collect::<Vec<_>>());
     assert_eq!(b.engine_records().iter().filter(|r| r.dest_qp == QB).count(), 0, "nothing of QP {QA}'s WQEs was sent");
 }
@@ -499,30 +525,15 @@ fn a_local_error_whose_doorbell_waits_behind_another_qps_traffic_flushes_each_wq
 /// slots, as many as the old index says (the verbs fuzzer's CQ overrun, docs/verification.md).
 #[test]
 fn a_doorbell_from_before_a_qp_reload_does_not_reach_the_new_qp() {
-    const QX: u32 = 5;
-    const QY: u32 = 0x45;
     let cfg = QpConfig { pmtu: 1024, sq_psn: 0x300, rq_psn: 0x400, timeout: 3, ..Default::default() };
-    let mut b = RcBench::new(MemCfg { latency: 60, seed: 11, ..Default::default() }).unwrap();
-    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
-    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
-    b.connect(QA, QB, cfg, cfg, 0).unwrap();
-    b.connect(QX, QY, cfg, cfg, 0).unwrap();
+    let (mut b, ma, mb) = two_qps(60, 11, cfg);
     let (lkey, rkey) = (ma.lkey, mb.rkey);
     // QP 3 into ERR: WQE 0 has an unknown opcode
-    b.post_send(QA, &write2(1, 1), false).unwrap();
-    let slot = hematite_sim::rc::SQ_BASE + QA as u64 * 0x1_0000;
-    let mut bytes = b.a.eng.mem.mem.read(slot, 64);
-    bytes[0] = 9;
-    b.a.eng.mem.mem.write(slot, &bytes);
+    post_refused_wqe(&mut b);
     b.doorbell(QA).unwrap();
     b.run(1, 200_000).unwrap_or_else(|e| panic!("the local error: {e}"));
     // QX: 250 small WRITEs keep the completer busy
-    let n = 250u64;
-    for id in 0..n {
-        let w = SendWr::new(1000 + id, SendOp::Write { remote_addr: B_BUF + id * 8, rkey }, vec![Sge { addr: A_BUF + id * 8, len: 8, lkey }]);
-        b.post_send(QX, &w, id == n - 1).unwrap();
-    }
-    b.run_for(600);
+    let n = busy_qx(&mut b, lkey, rkey);
     // QP 3 in ERR: five WRs posted, a doorbell each (they flush), then at once the reload
     for id in 2..=6u64 {
         let w = SendWr::new(id, SendOp::Write { remote_addr: B_BUF + 0x1_0000, rkey }, vec![Sge { addr: A_BUF, len: 64, lkey }]);
@@ -533,7 +544,7 @@ fn a_doorbell_from_before_a_qp_reload_does_not_reach_the_new_qp() {
     let post_qp_err = 1u32 << 28 | QA;
     assert!(b.a.eng.ctl_write(hematite_abi::regs::HM_CTL_POST, post_qp_err).unwrap());
     b.run_for(400_000);
-    let qa: Vec<(u64, WcStatus)> = b.a.cqes.iter().filter(|c| c.cqe.qpn == QA).map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
+    let qa = completions(&b, QA);
     let mut want = vec![(1, WcStatus::LocQpOpErr)];
     want.extend((2..=6).map(|id| (id, WcStatus::WrFlushErr)));
     assert_eq!(qa, want, "QP {QA}'s completions");
@@ -549,17 +560,11 @@ fn a_doorbell_from_before_a_qp_reload_does_not_reach_the_new_qp() {
 /// must complete nothing.
 #[test]
 fn a_receive_doorbell_from_before_a_qp_reload_does_not_reach_the_new_qp() {
-    const QX: u32 = 5;
-    const QY: u32 = 0x45;
     use hematite_model::transport::RecvWr;
     let cfg = QpConfig { pmtu: 1024, sq_psn: 0x300, rq_psn: 0x400, timeout: 3, ..Default::default() };
     // a slow host memory (3,000 cycles to the first read beat): each incoming atomic keeps
     // the responder busy that long (it reads the target before it answers)
-    let mut b = RcBench::new(MemCfg { latency: 3_000, seed: 12, ..Default::default() }).unwrap();
-    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
-    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
-    b.connect(QA, QB, cfg, cfg, 0).unwrap();
-    b.connect(QX, QY, cfg, cfg, 0).unwrap();
+    let (mut b, ma, mb) = two_qps(3_000, 12, cfg);
     // the peer's atomics to QX keep the engine's responder busy
     for id in 0..4u64 {
         let w = SendWr::new(1000 + id, SendOp::FetchAdd { remote_addr: A_BUF + 0x1_0000 + id * 8, rkey: ma.rkey, add: 1 }, vec![Sge { addr: B_BUF + id * 8, len: 8, lkey: mb.lkey }]);
@@ -575,7 +580,7 @@ fn a_receive_doorbell_from_before_a_qp_reload_does_not_reach_the_new_qp() {
     let s = SendWr::new(77, SendOp::Send, vec![Sge { addr: B_BUF + 0x3_0000, len: 64, lkey: mb.lkey }]);
     b.peer.post_send(QB, s).unwrap();
     b.run_for(400_000);
-    let qa: Vec<(u64, WcStatus)> = b.a.cqes.iter().filter(|c| c.cqe.qpn == QA).map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
+    let qa = completions(&b, QA);
     assert_eq!(qa, vec![], "QP {QA}'s completions (it has no receive posted since its reload)");
     let w = b.wire.iter().filter(|(_, from_a, f)| *from_a && hematite_sim::rc::decode(f).is_some_and(|(r, _)| r.opcode == ACKNOWLEDGE && r.dest_qp == QB && (r.syndrome >> 5) == 1)).count();
     assert!(w > 0, "the SEND to QP {QA} was not refused with an RNR NAK");

@@ -6,7 +6,7 @@ use hematite_abi::regs;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{Cqe, QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
-use hematite_sim::rc::{RcBench, RcSetup as Setup, A_BUF, B_BUF, REGION_LEN as LEN};
+use hematite_sim::rc::{with_keys, RcBench, RcSetup as Setup, A_BUF, B_BUF, REGION_LEN as LEN};
 use proptest::prelude::*;
 
 fn setup(seed: u64, pmtu: u32, latency: u64) -> Setup {
@@ -283,13 +283,7 @@ proptest! {
         let mut n = 0;
         let mut sends = 0u64;
         for w in &ops {
-            let mut w = w.clone();
-            for g in &mut w.sgl { g.lkey = l; }
-            match &mut w.op {
-                SendOp::Write { rkey, .. } | SendOp::WriteImm { rkey, .. } | SendOp::Read { rkey, .. }
-                | SendOp::CmpSwap { rkey, .. } | SendOp::FetchAdd { rkey, .. } => *rkey = r,
-                _ => {}
-            }
+            let w = with_keys(w.clone(), l, r);
             if matches!(w.op, SendOp::Send | SendOp::WriteImm { .. }) {
                 let bl = s.kb;
                 s.b.post_recv_b(0x44, &RecvWr { wr_id: 1000 + sends, sgl: vec![Sge::new(B_BUF + 0x3_0000 + sends * 0x1000, 0x1000, bl)] }).unwrap();

@@ -4,7 +4,7 @@
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{Cqe, QpAccess, QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
-use hematite_sim::rc::{RcBench, RcSetup as Setup, A_BUF, B_BUF, REGION_LEN as LEN};
+use hematite_sim::rc::{with_keys, RcBench, RcSetup as Setup, A_BUF, B_BUF, REGION_LEN as LEN};
 use proptest::prelude::*;
 
 const QA: u32 = 6;
@@ -182,13 +182,7 @@ proptest! {
         let (ka, kb) = (s.ka, s.kb);
         let mut recvs = 0;
         for r in &reqs {
-            let mut w = r.clone();
-            for g in &mut w.sgl { g.lkey = kb; }
-            match &mut w.op {
-                SendOp::Write { rkey, .. } | SendOp::WriteImm { rkey, .. } | SendOp::Read { rkey, .. }
-                | SendOp::CmpSwap { rkey, .. } | SendOp::FetchAdd { rkey, .. } => *rkey = ka,
-                _ => {}
-            }
+            let w = with_keys(r.clone(), kb, ka);
             if matches!(w.op, SendOp::SendImm(_) | SendOp::WriteImm { .. }) {
                 s.b.post_recv_a(QA, &RecvWr { wr_id: 500 + recvs, sgl: vec![Sge::new(A_BUF + 0x3_0000 + recvs * 0x1400, 0x1400, ka)] }).unwrap();
                 recvs += 1;

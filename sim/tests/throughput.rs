@@ -6,9 +6,37 @@
 mod common;
 use common::*;
 use hematite_model::build_frame;
-use hematite_sim::{run_rx, run_tx, Flow, PktSim, TxJob, WIDTHS};
+use hematite_sim::{run_rx, run_tx, Flow, PktSim, TxJob, TxRun, WIDTHS};
 
 const N: usize = 10_000;
+
+/// Random idle cycles (20 %) and back-pressure (30 %) on both sides of a mixed-frame run.
+fn pressured(seed: u64) -> Flow {
+    Flow { idle_pct: 20, stall_pct: 30, seed }
+}
+
+/// The figures of a mixed-frame run without back-pressure (`dir` "RX" or "TX"): `beats` on the
+/// side that must not stall against the `ideal` of one beat per cycle; `tail` ends the line.
+fn print_free_run(dir: &str, w: usize, bytes: usize, beats: u64, cycles: u64, ideal: u64, tail: &str) {
+    println!(
+        "{dir} {w:3}b mixed: {N} frames, {} bytes, {} beats in {} cycles: {:.2} cycles/frame, {:.2} bytes/cycle, {:.4} of ideal (latency incl.){tail}",
+        bytes, beats, cycles, cycles as f64 / N as f64, bytes as f64 / cycles as f64,
+        ideal as f64 / cycles as f64
+    );
+}
+
+/// A mixed-frame run under [`pressured`] flow whose output equalled its input.
+fn print_pressured_run(dir: &str, w: usize, cycles: u64) {
+    println!("{dir} {w:3}b mixed, 20% idle / 30% back-pressure: output equals input, {cycles} cycles");
+}
+
+/// The TX run sent the `want` frames, good and in order (`at` says where, for the message).
+fn assert_tx_frames(want: &[Vec<u8>], run: &TxRun, at: &str) {
+    assert_eq!(run.frames.len(), N);
+    for (i, (f, g)) in want.iter().zip(&run.frames).enumerate() {
+        assert!(!g.bad && &g.bytes == f, "frame {i} differs at {at}");
+    }
+}
 
 #[test]
 fn rx_10k_mixed_frames() {
@@ -24,17 +52,13 @@ fn rx_10k_mixed_frames() {
         assert_eq!(check_rx_run(&frames, &run).unwrap(), N);
         assert_eq!(run.in_beats, ideal);
         assert_eq!(run.in_stalls, 0, "RX stalled its input without back-pressure at {w} bits");
-        println!(
-            "RX {w:3}b mixed: {N} frames, {} bytes, {} beats in {} cycles: {:.2} cycles/frame, {:.2} bytes/cycle, {:.4} of ideal (latency incl.)",
-            bytes, run.in_beats, run.cycles, run.cycles as f64 / N as f64, bytes as f64 / run.cycles as f64,
-            ideal as f64 / run.cycles as f64
-        );
+        print_free_run("RX", w, bytes, run.in_beats, run.cycles, ideal, "");
         assert!(run.cycles <= ideal + 64, "RX took {} cycles for {ideal} beats", run.cycles);
         // random idle cycles and back-pressure on both outputs
         let mut sim = PktSim::new(w).unwrap();
-        let run = run_rx(&mut sim, &frames, &Flow { idle_pct: 20, stall_pct: 30, seed: 42 }).unwrap();
+        let run = run_rx(&mut sim, &frames, &pressured(42)).unwrap();
         assert_eq!(check_rx_run(&frames, &run).unwrap(), N);
-        println!("RX {w:3}b mixed, 20% idle / 30% back-pressure: output equals input, {} cycles", run.cycles);
+        print_pressured_run("RX", w, run.cycles);
     }
 }
 
@@ -49,24 +73,14 @@ fn tx_10k_mixed_frames() {
         let ideal: u64 = want.iter().map(|f| f.len().div_ceil(kw) as u64).sum();
         let mut sim = PktSim::new(w).unwrap();
         let run = run_tx(&mut sim, &tj, N, &Flow::default()).unwrap();
-        assert_eq!(run.frames.len(), N);
-        for (i, (f, g)) in want.iter().zip(&run.frames).enumerate() {
-            assert!(!g.bad && &g.bytes == f, "frame {i} differs at {w} bits");
-        }
+        assert_tx_frames(&want, &run, &format!("{w} bits"));
         assert_eq!(run.out_beats, ideal);
         assert_eq!(run.out_gaps, 0, "TX left bubbles between output beats at {w} bits");
-        println!(
-            "TX {w:3}b mixed: {N} frames, {} bytes, {} beats in {} cycles: {:.2} cycles/frame, {:.2} bytes/cycle, {:.4} of ideal (latency incl.), 0 bubbles",
-            bytes, run.out_beats, run.cycles, run.cycles as f64 / N as f64, bytes as f64 / run.cycles as f64,
-            ideal as f64 / run.cycles as f64
-        );
+        print_free_run("TX", w, bytes, run.out_beats, run.cycles, ideal, ", 0 bubbles");
         let mut sim = PktSim::new(w).unwrap();
-        let run = run_tx(&mut sim, &tj, N, &Flow { idle_pct: 20, stall_pct: 30, seed: 43 }).unwrap();
-        assert_eq!(run.frames.len(), N);
-        for (i, (f, g)) in want.iter().zip(&run.frames).enumerate() {
-            assert!(!g.bad && &g.bytes == f, "frame {i} differs at {w} bits under back-pressure");
-        }
-        println!("TX {w:3}b mixed, 20% idle / 30% back-pressure: output equals input, {} cycles", run.cycles);
+        let run = run_tx(&mut sim, &tj, N, &pressured(43)).unwrap();
+        assert_tx_frames(&want, &run, &format!("{w} bits under back-pressure"));
+        print_pressured_run("TX", w, run.cycles);
     }
 }
 

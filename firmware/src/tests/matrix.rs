@@ -24,12 +24,17 @@ fn expected(from: QpState, to: QpState) -> Option<(u32, u32)> {
 }
 
 fn attempt(from: QpState, to: QpState, mask: u32) -> (Firmware<MockBus>, u32, u8, (crate::res::Tables, crate::cc::CcParams, usize)) {
+    attempt_claiming(from, from, to, mask)
+}
+
+/// As [`attempt`], with `cur` as the request's current state (the QP is in `from`).
+fn attempt_claiming(from: QpState, cur: QpState, to: QpState, mask: u32) -> (Firmware<MockBus>, u32, u8, (crate::res::Tables, crate::cc::CcParams, usize)) {
     let mut f = fw();
     let (_, _, q) = setup_qp(&mut f);
     drive(&mut f, q, from);
     let before = snap(&f);
     let mut a = attrs(to);
-    a[A_CUR_QP_STATE] = from as u32;
+    a[A_CUR_QP_STATE] = cur as u32;
     let st = modify(&mut f, q, mask, &a);
     (f, q, st, before)
 }
@@ -107,16 +112,7 @@ fn transition_matrix() {
 
 #[test]
 fn cur_state_mismatch_and_bad_state_values() {
-    let (f, _, st, before) = {
-        let mut f = fw();
-        let (_, _, q) = setup_qp(&mut f);
-        drive(&mut f, q, Rtr);
-        let before = snap(&f);
-        let mut a = attrs(Rts);
-        a[A_CUR_QP_STATE] = Init as u32;
-        let st = modify(&mut f, q, RTS_MASK | M_CUR_STATE, &a);
-        (f, q, st, before)
-    };
+    let (f, _, st, before) = attempt_claiming(Rtr, Init, Rts, RTS_MASK | M_CUR_STATE);
     assert_eq!(st, Status::BadState as u8);
     assert_eq!(snap(&f), before);
     let mut f = fw();

@@ -11,6 +11,31 @@ use hematite_abi::mbox;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// A handle type: a clone of the reference-counted inner object, with its `users` count.
+macro_rules! handle {
+    ($(#[$doc:meta])* $name:ident($inner:ident)) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name(pub(super) Arc<$inner>);
+
+        impl $name {
+            /// Handles to this object alive (clones, and the QPs / MRs that use it).
+            pub fn users(&self) -> usize {
+                Arc::strong_count(&self.0)
+            }
+        }
+    };
+}
+
+/// From the last handle's drop: the firmware command `op` that destroys object `id`, unless
+/// the object was destroyed explicitly (`live` false).
+fn destroy_if_live(sh: &Shared, live: &Mutex<bool>, op: u16, id: u32) -> crate::Result<()> {
+    if *live.lock().unwrap() {
+        sh.cmd(op, &[id])?;
+    }
+    Ok(())
+}
+
 pub(super) struct PdInner {
     pub(super) sh: Arc<Shared>,
     pub(super) id: u32,
@@ -19,21 +44,16 @@ pub(super) struct PdInner {
 
 impl Drop for PdInner {
     fn drop(&mut self) {
-        if *self.live.lock().unwrap() {
-            let _ = self.sh.cmd(mbox::OP_DEALLOC_PD, &[self.id]);
-        }
+        let _ = destroy_if_live(&self.sh, &self.live, mbox::OP_DEALLOC_PD, self.id);
     }
 }
 
-/// A protection domain.
-#[derive(Clone)]
-pub struct Pd(pub(super) Arc<PdInner>);
+handle!(
+    /// A protection domain.
+    Pd(PdInner)
+);
 
 impl Pd {
-    /// Handles to this object alive (clones, and the QPs / MRs that use it).
-    pub fn users(&self) -> usize {
-        Arc::strong_count(&self.0)
-    }
     /// The PD handle.
     pub fn id(&self) -> u32 {
         self.0.id
@@ -77,23 +97,18 @@ pub(super) struct MrInner {
 
 impl Drop for MrInner {
     fn drop(&mut self) {
-        if *self.live.lock().unwrap() {
-            let _ = self.sh.cmd(mbox::OP_DEREG_MR, &[self.key]);
-        }
+        let _ = destroy_if_live(&self.sh, &self.live, mbox::OP_DEREG_MR, self.key);
         self.sh.mrs.lock().unwrap().remove(&self.key);
         self.mem.release(&self.sh);
     }
 }
 
-/// A registered memory region.
-#[derive(Clone)]
-pub struct Mr(pub(super) Arc<MrInner>);
+handle!(
+    /// A registered memory region.
+    Mr(MrInner)
+);
 
 impl Mr {
-    /// Handles to this object alive (clones, and the QPs / MRs that use it).
-    pub fn users(&self) -> usize {
-        Arc::strong_count(&self.0)
-    }
     pub fn lkey(&self) -> u32 {
         self.0.key
     }
@@ -145,21 +160,16 @@ pub(super) struct CqInner {
 
 impl Drop for CqInner {
     fn drop(&mut self) {
-        if *self.live.lock().unwrap() {
-            let _ = self.sh.cmd(mbox::OP_DESTROY_CQ, &[self.cqn]);
-        }
+        let _ = destroy_if_live(&self.sh, &self.live, mbox::OP_DESTROY_CQ, self.cqn);
     }
 }
 
-/// A completion queue.
-#[derive(Clone)]
-pub struct Cq(pub(super) Arc<CqInner>);
+handle!(
+    /// A completion queue.
+    Cq(CqInner)
+);
 
 impl Cq {
-    /// Handles to this object alive (clones, and the QPs / MRs that use it).
-    pub fn users(&self) -> usize {
-        Arc::strong_count(&self.0)
-    }
     pub fn cqn(&self) -> u32 {
         self.0.cqn
     }
@@ -234,10 +244,8 @@ pub(super) struct QpInner {
 
 impl Drop for QpInner {
     fn drop(&mut self) {
-        if *self.live.lock().unwrap() {
-            if let Err(e) = self.sh.cmd(mbox::OP_DESTROY_QP, &[self.qpn]) {
-                eprintln!("hostdrv: destroying QP {}: {e}", self.qpn);
-            }
+        if let Err(e) = destroy_if_live(&self.sh, &self.live, mbox::OP_DESTROY_QP, self.qpn) {
+            eprintln!("hostdrv: destroying QP {}: {e}", self.qpn);
         }
         self.sh.qps.lock().unwrap().remove(&self.qpn);
         for cq in [&self._scq, &self._rcq] {
@@ -246,15 +254,12 @@ impl Drop for QpInner {
     }
 }
 
-/// An RC queue pair.
-#[derive(Clone)]
-pub struct Qp(pub(super) Arc<QpInner>);
+handle!(
+    /// An RC queue pair.
+    Qp(QpInner)
+);
 
 impl Qp {
-    /// Handles to this object alive (clones, and the QPs / MRs that use it).
-    pub fn users(&self) -> usize {
-        Arc::strong_count(&self.0)
-    }
     pub fn qpn(&self) -> u32 {
         self.0.qpn
     }

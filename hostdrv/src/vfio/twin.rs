@@ -249,6 +249,11 @@ fn err(errno: i32) -> io::Error {
     io::Error::from_raw_os_error(errno)
 }
 
+/// An ioctl argument's `argsz` covers the structure `T` (the kernel answers EINVAL otherwise).
+fn argsz_fits<T>(argsz: u32) -> bool {
+    argsz as usize >= std::mem::size_of::<T>()
+}
+
 fn region_offset(index: u32) -> u64 {
     (index as u64) << VFIO_PCI_OFFSET_SHIFT
 }
@@ -323,6 +328,15 @@ impl TwinSys {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state for call `op` on descriptor `device`: the call logged (and failed where the
+    /// test says so), ENOTTY when the descriptor is not the device's.
+    fn device_call(&self, op: SysOp, device: RawFd) -> io::Result<MutexGuard<'_, State>> {
+        let mut s = self.lock();
+        s.enter(op)?;
+        s.device(device)?;
+        Ok(s)
     }
 
     /// The configuration the twin was made with.
@@ -796,7 +810,7 @@ impl VfioSys for TwinSys {
         let mut s = self.lock();
         s.enter(SysOp::GroupGetStatus)?;
         s.group(group)?;
-        if (status.argsz as usize) < std::mem::size_of::<vfio_group_status>() {
+        if !argsz_fits::<vfio_group_status>(status.argsz) {
             return Err(err(libc::EINVAL));
         }
         status.flags = 0;
@@ -863,10 +877,8 @@ impl VfioSys for TwinSys {
     }
 
     fn device_get_info(&self, device: RawFd, info: &mut vfio_device_info) -> io::Result<()> {
-        let mut s = self.lock();
-        s.enter(SysOp::DeviceGetInfo)?;
-        s.device(device)?;
-        if (info.argsz as usize) < std::mem::size_of::<vfio_device_info>() {
+        let s = self.device_call(SysOp::DeviceGetInfo, device)?;
+        if !argsz_fits::<vfio_device_info>(info.argsz) {
             return Err(err(libc::EINVAL));
         }
         info.flags = VFIO_DEVICE_FLAGS_PCI | if s.cfg.reset { VFIO_DEVICE_FLAGS_RESET } else { 0 };
@@ -876,10 +888,8 @@ impl VfioSys for TwinSys {
     }
 
     fn device_get_region_info(&self, device: RawFd, info: &mut vfio_region_info) -> io::Result<()> {
-        let mut s = self.lock();
-        s.enter(SysOp::DeviceGetRegionInfo)?;
-        s.device(device)?;
-        if (info.argsz as usize) < std::mem::size_of::<vfio_region_info>() || info.index >= VFIO_PCI_NUM_REGIONS {
+        let s = self.device_call(SysOp::DeviceGetRegionInfo, device)?;
+        if !argsz_fits::<vfio_region_info>(info.argsz) || info.index >= VFIO_PCI_NUM_REGIONS {
             return Err(err(libc::EINVAL));
         }
         info.offset = region_offset(info.index);
@@ -901,10 +911,8 @@ impl VfioSys for TwinSys {
     }
 
     fn device_get_irq_info(&self, device: RawFd, info: &mut vfio_irq_info) -> io::Result<()> {
-        let mut s = self.lock();
-        s.enter(SysOp::DeviceGetIrqInfo)?;
-        s.device(device)?;
-        if (info.argsz as usize) < std::mem::size_of::<vfio_irq_info>() || info.index >= VFIO_PCI_NUM_IRQS {
+        let s = self.device_call(SysOp::DeviceGetIrqInfo, device)?;
+        if !argsz_fits::<vfio_irq_info>(info.argsz) || info.index >= VFIO_PCI_NUM_IRQS {
             return Err(err(libc::EINVAL));
         }
         info.count = s.irq_count(info.index);
@@ -917,16 +925,12 @@ impl VfioSys for TwinSys {
     }
 
     fn device_set_irqs(&self, device: RawFd, irq_set: &[u32]) -> io::Result<()> {
-        let mut s = self.lock();
-        s.enter(SysOp::DeviceSetIrqs)?;
-        s.device(device)?;
+        let mut s = self.device_call(SysOp::DeviceSetIrqs, device)?;
         s.set_irqs(irq_set)
     }
 
     fn device_reset(&self, device: RawFd) -> io::Result<()> {
-        let mut s = self.lock();
-        s.enter(SysOp::DeviceReset)?;
-        s.device(device)?;
+        let mut s = self.device_call(SysOp::DeviceReset, device)?;
         if !s.cfg.reset {
             return Err(err(libc::EINVAL));
         }
@@ -947,7 +951,7 @@ impl VfioSys for TwinSys {
             return Err(err(libc::EINVAL));
         }
         let rw = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE;
-        if (map.argsz as usize) < std::mem::size_of::<vfio_iommu_type1_dma_map>() || map.flags & !rw != 0 {
+        if !argsz_fits::<vfio_iommu_type1_dma_map>(map.argsz) || map.flags & !rw != 0 {
             return Err(err(libc::EINVAL));
         }
         if map.flags & rw == 0 || map.size == 0 || (map.size | map.iova | map.vaddr) & mask != 0 {
@@ -986,7 +990,7 @@ impl VfioSys for TwinSys {
         if c.iommu.is_none() {
             return Err(err(libc::EINVAL));
         }
-        if (unmap.argsz as usize) < std::mem::size_of::<vfio_iommu_type1_dma_unmap>() || unmap.flags != 0 {
+        if !argsz_fits::<vfio_iommu_type1_dma_unmap>(unmap.argsz) || unmap.flags != 0 {
             return Err(err(libc::EINVAL));
         }
         if unmap.iova & mask != 0 || unmap.size == 0 || unmap.size & mask != 0 {

@@ -1,7 +1,7 @@
 //! The InfiniBand transport headers of a RoCEv2 packet: the base transport header (BTH) and the
 //! extension headers (DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH).
 
-use super::{be16, be24, be32, be64, need, put24, HeaderKind, WireError};
+use super::{be16, be24, be32, need, put24, HeaderKind, WireError};
 
 /// Base transport header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,63 +98,78 @@ impl Deth {
     }
 }
 
-/// RDMA extended transport header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Reth {
-    /// Virtual address.
-    pub va: u64,
-    /// Remote key.
-    pub rkey: u32,
-    /// DMA length.
-    pub dma_len: u32,
+/// A big-endian field of an extension header made of whole fields.
+trait BeField {
+    /// Takes the field off the front of `b`.
+    fn take(b: &mut &[u8]) -> Self;
 }
 
-impl Reth {
-    /// Header length.
-    pub const LEN: usize = 16;
-    /// Parses the header.
-    pub fn parse(b: &[u8]) -> Result<(Reth, &[u8]), WireError> {
-        need(b, 16, HeaderKind::Reth)?;
-        Ok((Reth { va: be64(b, 0), rkey: be32(b, 8), dma_len: be32(b, 12) }, &b[16..]))
-    }
-    /// Appends the header.
-    pub fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.va.to_be_bytes());
-        out.extend_from_slice(&self.rkey.to_be_bytes());
-        out.extend_from_slice(&self.dma_len.to_be_bytes());
-    }
+macro_rules! be_field {
+    ($($t:ty),*) => {$(
+        impl BeField for $t {
+            fn take(b: &mut &[u8]) -> $t {
+                let (field, rest) = b.split_at(std::mem::size_of::<$t>());
+                *b = rest;
+                <$t>::from_be_bytes(field.try_into().unwrap())
+            }
+        }
+    )*};
+}
+be_field!(u32, u64);
+
+/// An extension header made of whole big-endian fields, in wire order: the struct, its
+/// length, `parse` (errors name the header as [`HeaderKind`]`::$name`) and `write`.
+macro_rules! be_header {
+    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident: $t:ty,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        pub struct $name {
+            $($(#[$fdoc])* pub $field: $t,)*
+        }
+
+        impl $name {
+            /// Header length.
+            pub const LEN: usize = 0 $(+ std::mem::size_of::<$t>())*;
+            /// Parses the header.
+            pub fn parse(b: &[u8]) -> Result<($name, &[u8]), WireError> {
+                need(b, Self::LEN, HeaderKind::$name)?;
+                let mut rest = b;
+                let h = $name { $($field: BeField::take(&mut rest),)* };
+                Ok((h, rest))
+            }
+            /// Appends the header.
+            pub fn write(&self, out: &mut Vec<u8>) {
+                $(out.extend_from_slice(&self.$field.to_be_bytes());)*
+            }
+        }
+    };
 }
 
-/// Atomic extended transport header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct AtomicEth {
-    /// Virtual address.
-    pub va: u64,
-    /// Remote key.
-    pub rkey: u32,
-    /// Swap (CmpSwap) or add (FetchAdd) data.
-    pub swap_add: u64,
-    /// Compare data.
-    pub compare: u64,
-}
+be_header!(
+    /// RDMA extended transport header.
+    Reth {
+        /// Virtual address.
+        va: u64,
+        /// Remote key.
+        rkey: u32,
+        /// DMA length.
+        dma_len: u32,
+    }
+);
 
-impl AtomicEth {
-    /// Header length.
-    pub const LEN: usize = 28;
-    /// Parses the header.
-    pub fn parse(b: &[u8]) -> Result<(AtomicEth, &[u8]), WireError> {
-        need(b, 28, HeaderKind::AtomicEth)?;
-        let h = AtomicEth { va: be64(b, 0), rkey: be32(b, 8), swap_add: be64(b, 12), compare: be64(b, 20) };
-        Ok((h, &b[28..]))
+be_header!(
+    /// Atomic extended transport header.
+    AtomicEth {
+        /// Virtual address.
+        va: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Swap (CmpSwap) or add (FetchAdd) data.
+        swap_add: u64,
+        /// Compare data.
+        compare: u64,
     }
-    /// Appends the header.
-    pub fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.va.to_be_bytes());
-        out.extend_from_slice(&self.rkey.to_be_bytes());
-        out.extend_from_slice(&self.swap_add.to_be_bytes());
-        out.extend_from_slice(&self.compare.to_be_bytes());
-    }
-}
+);
 
 /// ACK extended transport header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -180,65 +195,26 @@ impl Aeth {
     }
 }
 
-/// Atomic acknowledge extended transport header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct AtomicAckEth {
-    /// Original remote data.
-    pub orig: u64,
-}
+be_header!(
+    /// Atomic acknowledge extended transport header.
+    AtomicAckEth {
+        /// Original remote data.
+        orig: u64,
+    }
+);
 
-impl AtomicAckEth {
-    /// Header length.
-    pub const LEN: usize = 8;
-    /// Parses the header.
-    pub fn parse(b: &[u8]) -> Result<(AtomicAckEth, &[u8]), WireError> {
-        need(b, 8, HeaderKind::AtomicAckEth)?;
-        Ok((AtomicAckEth { orig: be64(b, 0) }, &b[8..]))
+be_header!(
+    /// Immediate data.
+    ImmDt {
+        /// Immediate data (network order value).
+        imm: u32,
     }
-    /// Appends the header.
-    pub fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.orig.to_be_bytes());
-    }
-}
+);
 
-/// Immediate data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ImmDt {
-    /// Immediate data (network order value).
-    pub imm: u32,
-}
-
-impl ImmDt {
-    /// Header length.
-    pub const LEN: usize = 4;
-    /// Parses the header.
-    pub fn parse(b: &[u8]) -> Result<(ImmDt, &[u8]), WireError> {
-        need(b, 4, HeaderKind::ImmDt)?;
-        Ok((ImmDt { imm: be32(b, 0) }, &b[4..]))
+be_header!(
+    /// Invalidate extended transport header.
+    Ieth {
+        /// R_Key to invalidate.
+        rkey: u32,
     }
-    /// Appends the header.
-    pub fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.imm.to_be_bytes());
-    }
-}
-
-/// Invalidate extended transport header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Ieth {
-    /// R_Key to invalidate.
-    pub rkey: u32,
-}
-
-impl Ieth {
-    /// Header length.
-    pub const LEN: usize = 4;
-    /// Parses the header.
-    pub fn parse(b: &[u8]) -> Result<(Ieth, &[u8]), WireError> {
-        need(b, 4, HeaderKind::Ieth)?;
-        Ok((Ieth { rkey: be32(b, 0) }, &b[4..]))
-    }
-    /// Appends the header.
-    pub fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.rkey.to_be_bytes());
-    }
-}
+);

@@ -117,9 +117,6 @@ fn be24(b: &[u8], i: usize) -> u32 {
 fn be32(b: &[u8], i: usize) -> u32 {
     u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
 }
-fn be64(b: &[u8], i: usize) -> u64 {
-    (be32(b, i) as u64) << 32 | be32(b, i + 4) as u64
-}
 fn arr<const N: usize>(b: &[u8], i: usize) -> [u8; N] {
     let mut a = [0u8; N];
     a.copy_from_slice(&b[i..i + N]);

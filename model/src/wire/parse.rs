@@ -206,44 +206,26 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
+/// Takes the header `parse` reads off the front of `b` when it is `present`.
+fn ext<'a, H>(present: bool, b: &mut &'a [u8], parse: fn(&'a [u8]) -> Result<(H, &'a [u8]), WireError>) -> Result<Option<H>, WireError> {
+    if !present {
+        return Ok(None);
+    }
+    let (h, rest) = parse(b)?;
+    *b = rest;
+    Ok(Some(h))
+}
+
 /// Parses the extension headers `info` announces from `b` (which holds at least `hdr_len − 12`
 /// bytes), filling them into `p`; returns the remaining bytes.
 fn parse_ext<'a>(p: &mut Packet, info: &OpInfo, mut b: &'a [u8]) -> Result<&'a [u8], WireError> {
-    if info.deth {
-        let (h, r) = Deth::parse(b)?;
-        p.deth = Some(h);
-        b = r;
-    }
-    if info.reth {
-        let (h, r) = Reth::parse(b)?;
-        p.reth = Some(h);
-        b = r;
-    }
-    if info.atomic_eth {
-        let (h, r) = AtomicEth::parse(b)?;
-        p.atomic_eth = Some(h);
-        b = r;
-    }
-    if info.aeth {
-        let (h, r) = Aeth::parse(b)?;
-        p.aeth = Some(h);
-        b = r;
-    }
-    if info.atomic_ack {
-        let (h, r) = AtomicAckEth::parse(b)?;
-        p.atomic_ack = Some(h);
-        b = r;
-    }
-    if info.imm {
-        let (h, r) = ImmDt::parse(b)?;
-        p.imm = Some(h);
-        b = r;
-    }
-    if info.ieth {
-        let (h, r) = Ieth::parse(b)?;
-        p.ieth = Some(h);
-        b = r;
-    }
+    p.deth = ext(info.deth, &mut b, Deth::parse)?;
+    p.reth = ext(info.reth, &mut b, Reth::parse)?;
+    p.atomic_eth = ext(info.atomic_eth, &mut b, AtomicEth::parse)?;
+    p.aeth = ext(info.aeth, &mut b, Aeth::parse)?;
+    p.atomic_ack = ext(info.atomic_ack, &mut b, AtomicAckEth::parse)?;
+    p.imm = ext(info.imm, &mut b, ImmDt::parse)?;
+    p.ieth = ext(info.ieth, &mut b, Ieth::parse)?;
     if info.cnp {
         need(b, 16, HeaderKind::CnpReserved)?;
         p.cnp_reserved = Some(arr::<16>(b, 0));

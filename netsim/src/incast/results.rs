@@ -139,6 +139,26 @@ impl Summary {
             "off"
         }
     }
+    /// The steady-state targets of a DCQCN incast with PFC on that the model and the RTL incast
+    /// tests hold a run to: Jain's index and utilisation at least 0.95 over the steady-state
+    /// window, the steady queue at most Kmax + one BDP, no loss. One line per target missed
+    /// (empty: all met).
+    pub fn steady_violations(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.fairness < 0.95 {
+            v.push(format!("Jain {}", self.fairness));
+        }
+        if self.util < 0.95 {
+            v.push(format!("utilisation {}", self.util));
+        }
+        if self.drops != 0 {
+            v.push(format!("drops {} (PFC on: no loss)", self.drops));
+        }
+        if self.steady_queue_max > self.kmax + self.bdp_bytes {
+            v.push(format!("steady queue {} > Kmax {} + BDP {}", self.steady_queue_max, self.kmax, self.bdp_bytes));
+        }
+        v
+    }
     /// Header of [`csv_row`](Self::csv_row).
     pub const CSV_HEADER: &'static str = "preset,n,cc,pfc,backend,scale,duration_us,cycles,steady_from_us,fairness,min_max_ratio,converge_us,converge_cycles,util,\
 peak_queue_kb_sim,peak_queue_kb,steady_queue_mean_kb_sim,steady_queue_mean_kb,steady_queue_max_kb_sim,steady_queue_max_kb,\

@@ -549,6 +549,17 @@ fn demo_main(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// Success, or `who: error` on stderr and failure.
+fn finish(who: &str, r: Result<(), String>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{who}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(|s| s.as_str()) == Some("rc-echo") {
@@ -561,39 +572,17 @@ fn main() -> ExitCode {
             let size = argv[6].parse().map_err(|e| format!("SIZE: {e}"))?;
             hematite_sim::demo::rc_echo(std::path::Path::new(&argv[2]), std::path::Path::new(&argv[3]), std::path::Path::new(&argv[4]), count, size)
         })();
-        return match r {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("hematite-sim rc-echo: {e}");
-                ExitCode::FAILURE
-            }
-        };
+        return finish("hematite-sim rc-echo", r);
     }
-    if argv.get(1).map(|s| s.as_str()) == Some("demo") {
-        if argv.iter().any(|a| a == "-h" || a == "--help") {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        return match demo_main(&argv[2..]) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("hematite-sim demo: {e}");
-                ExitCode::FAILURE
+    let subcommands: [(&str, fn(&[String]) -> Result<(), String>); 2] = [("demo", demo_main), ("device", device_main)];
+    for (name, sub_main) in subcommands {
+        if argv.get(1).map(|s| s.as_str()) == Some(name) {
+            if argv.iter().any(|a| a == "-h" || a == "--help") {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
             }
-        };
-    }
-    if argv.get(1).map(|s| s.as_str()) == Some("device") {
-        if argv.iter().any(|a| a == "-h" || a == "--help") {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
+            return finish(&format!("hematite-sim {name}"), sub_main(&argv[2..]));
         }
-        return match device_main(&argv[2..]) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("hematite-sim device: {e}");
-                ExitCode::FAILURE
-            }
-        };
     }
     let a = match parse_args() {
         Ok(a) => a,
@@ -612,11 +601,5 @@ fn main() -> ExitCode {
         "build" => build(&a),
         c => Err(format!("unknown command `{c}`\n{USAGE}")),
     };
-    match r {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("hematite-sim: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    finish("hematite-sim", r)
 }
