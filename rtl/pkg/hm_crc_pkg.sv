@@ -31,41 +31,21 @@ package hm_crc_pkg;
     return x;
   endfunction
 
-  // Z^n applied to r (n zero bytes).
+  // Z^n applied to r: n zero bytes absorbed, or for n < 0, -n of them taken back.
   function automatic logic [31:0] hm_crc_zpow(input logic [31:0] r, input int n);
     logic [31:0] x;
     x = r;
-    for (int i = 0; i < n; i++) x = hm_crc_zbyte(x);
+    for (int i = 0; i < (n < 0 ? -n : n); i++) x = n < 0 ? hm_crc_zbyte_inv(x) : hm_crc_zbyte(x);
     return x;
   endfunction
 
-  // Z^-n applied to r.
-  function automatic logic [31:0] hm_crc_zpow_inv(input logic [31:0] r, input int n);
-    logic [31:0] x;
-    x = r;
-    for (int i = 0; i < n; i++) x = hm_crc_zbyte_inv(x);
-    return x;
-  endfunction
-
-  // Matrix of Z^n: row i is the mask of input bits that form output bit i.
+  // Matrix of Z^n (n < 0: the inverse): row i is the mask of input bits that form output bit i.
   function automatic logic [31:0][31:0] hm_crc_zpow_matrix(input int n);
     logic [31:0][31:0] m;
     logic [31:0]       c;
     m = '0;
     for (int k = 0; k < 32; k++) begin
       c = hm_crc_zpow(32'h1 << k, n);
-      for (int i = 0; i < 32; i++) m[i][k] = c[i];
-    end
-    return m;
-  endfunction
-
-  // Matrix of Z^-n.
-  function automatic logic [31:0][31:0] hm_crc_zpow_inv_matrix(input int n);
-    logic [31:0][31:0] m;
-    logic [31:0]       c;
-    m = '0;
-    for (int k = 0; k < 32; k++) begin
-      c = hm_crc_zpow_inv(32'h1 << k, n);
       for (int i = 0; i < 32; i++) m[i][k] = c[i];
     end
     return m;

@@ -187,28 +187,23 @@ module hm_rx_path
   end
 
   always_ff @(posedge clk) begin
-    if (rst) begin
+    if (!rst && s0_valid) begin
+      fs_vlan_q <= cur_vlan;
+      fs_ipv6_q <= cur_ipv6;
+    end
+    if (rst || (s0_valid && s0_last)) begin
+      // the next beat starts a frame
       fs_first_q <= 1'b1;
       fs_hsel_q  <= HBEATS'(1);
       fs_len_q   <= '0;
       fs_cnt_q   <= '0;
       fs_store_q <= 1'b1;
     end else if (s0_valid) begin
-      fs_vlan_q <= cur_vlan;
-      fs_ipv6_q <= cur_ipv6;
-      if (s0_last) begin
-        fs_first_q <= 1'b1;
-        fs_hsel_q  <= HBEATS'(1);
-        fs_len_q   <= '0;
-        fs_cnt_q   <= '0;
-        fs_store_q <= 1'b1;
-      end else begin
-        fs_first_q <= 1'b0;
-        fs_hsel_q  <= fs_hsel_q << 1;
-        fs_len_q   <= (fs_len_q > 16'(65535 - KW)) ? 16'hFFFF : fs_len_q + 16'(KW);
-        if (fs_store_q) fs_cnt_q <= fs_cnt_q + 1'b1;
-        fs_store_q <= fs_store_q && (fs_cnt_q + 1'b1 < 16'(MAXBEATS));
-      end
+      fs_first_q <= 1'b0;
+      fs_hsel_q  <= fs_hsel_q << 1;
+      fs_len_q   <= (fs_len_q > 16'(65535 - KW)) ? 16'hFFFF : fs_len_q + 16'(KW);
+      if (fs_store_q) fs_cnt_q <= fs_cnt_q + 1'b1;
+      fs_store_q <= fs_store_q && (fs_cnt_q + 1'b1 < 16'(MAXBEATS));
     end
   end
 

@@ -566,7 +566,7 @@ module hm_tx_path
     logic [NCORR*4-1:0][31:0][31:0] m;
     for (int s = 0; s < NCORR; s++)
       for (int v = 0; v < 4; v++)
-        m[s*4 + v] = hm_crc_zpow_inv_matrix(v << (2 * s));
+        m[s*4 + v] = hm_crc_zpow_matrix(-(v << (2 * s)));
     return m;
   endfunction
   localparam logic [NCORR*4-1:0][31:0][31:0] CORR = corr_matrices();
