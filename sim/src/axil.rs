@@ -2,7 +2,6 @@
 //! drives) and `hm_axil_rsp_t` (what a subordinate drives) of `rtl/pkg/hm_pkg.sv`, packed
 //! into words at the field positions hematite-abi generates from that package.
 
-use crate::bundle::put;
 use hematite_abi::desc::fpos;
 use hematite_abi::pkt::{HM_AXIL_REQ_T_BITS, HM_AXIL_REQ_T_FIELDS as REQ, HM_AXIL_RSP_T_BITS, HM_AXIL_RSP_T_FIELDS as RSP};
 
@@ -57,25 +56,35 @@ const RDATA: (usize, usize) = fpos(RSP, "rdata");
 const RRESP: (usize, usize) = fpos(RSP, "rresp");
 const RVALID: (usize, usize) = fpos(RSP, "rvalid");
 
-/// Field `f` of the 64-bit response port `v`.
+/// ORs `v` (at most 32 bits wide) into field `f` of the zero-initialised words `w`.
+#[inline]
+fn put(w: &mut [u32], f: (usize, usize), v: u32) {
+    let x = (u64::from(v) & ((1u64 << f.1) - 1)) << (f.0 % 32);
+    w[f.0 / 32] |= x as u32;
+    if f.0 % 32 + f.1 > 32 {
+        w[f.0 / 32 + 1] |= (x >> 32) as u32;
+    }
+}
+
+/// Field `f` (at most 32 bits wide, below bit 64) of `v`.
 #[inline]
 fn get(v: u64, f: (usize, usize)) -> u32 {
-    crate::bundle::get(&[v as u32, (v >> 32) as u32], f) as u32
+    ((v >> f.0) & ((1u64 << f.1) - 1)) as u32
 }
 
 impl AxilReq {
     /// The packed bundle.
     pub fn pack(&self) -> [u32; REQ_WORDS] {
         let mut w = [0u32; REQ_WORDS];
-        put(&mut w, AWADDR, u64::from(self.awaddr));
-        put(&mut w, AWVALID, u64::from(self.awvalid));
-        put(&mut w, WDATA, u64::from(self.wdata));
-        put(&mut w, WSTRB, u64::from(self.wstrb));
-        put(&mut w, WVALID, u64::from(self.wvalid));
-        put(&mut w, BREADY, u64::from(self.bready));
-        put(&mut w, ARADDR, u64::from(self.araddr));
-        put(&mut w, ARVALID, u64::from(self.arvalid));
-        put(&mut w, RREADY, u64::from(self.rready));
+        put(&mut w, AWADDR, self.awaddr);
+        put(&mut w, AWVALID, self.awvalid as u32);
+        put(&mut w, WDATA, self.wdata);
+        put(&mut w, WSTRB, u32::from(self.wstrb));
+        put(&mut w, WVALID, self.wvalid as u32);
+        put(&mut w, BREADY, self.bready as u32);
+        put(&mut w, ARADDR, self.araddr);
+        put(&mut w, ARVALID, self.arvalid as u32);
+        put(&mut w, RREADY, self.rready as u32);
         w
     }
 }

@@ -1,27 +1,9 @@
-//! Packed SystemVerilog structs as the Verilated models carry them: a port wider than 64 bits
-//! is an array of 32-bit words (bit 0 in word 0), and each field sits at the position
-//! hematite-abi generates from the RTL package (`(name, lsb, width)` tables, first field most
-//! significant).
+//! Counter bundles (packed structs of 32-bit counters) as the Verilated models carry them: a
+//! port wider than 64 bits is an array of 32-bit words (bit 0 in word 0), and each counter sits
+//! at the position hematite-abi generates from the RTL package. Other fields of a packed struct
+//! are read and written with `layout::{get_bits, set_bits}`.
 
 use hematite_abi::desc::Layout;
-
-/// ORs `v` into field `f` = (lsb, width <= 64) of the zero-initialised words `w`.
-#[inline]
-pub fn put(w: &mut [u32], f: (usize, usize), v: u64) {
-    let v = if f.1 == 64 { v } else { v & ((1u64 << f.1) - 1) };
-    let x = u128::from(v) << (f.0 % 32);
-    for (k, word) in w[f.0 / 32..].iter_mut().take((f.0 % 32 + f.1).div_ceil(32)).enumerate() {
-        *word |= (x >> (32 * k)) as u32;
-    }
-}
-
-/// Field `f` = (lsb, width <= 64) of the words `w`.
-#[inline]
-pub fn get(w: &[u32], f: (usize, usize)) -> u64 {
-    let x = w[f.0 / 32..].iter().take((f.0 % 32 + f.1).div_ceil(32)).enumerate().fold(0u128, |x, (k, &word)| x | u128::from(word) << (32 * k));
-    let v = (x >> (f.0 % 32)) as u64;
-    if f.1 == 64 { v } else { v & ((1u64 << f.1) - 1) }
-}
 
 /// The counters of a counter bundle (a packed struct of 32-bit counters, e.g.
 /// `hm_rp_stats_t`) as a Verilated model carries it (`words`), in declaration order; `layout`
@@ -40,27 +22,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fields_straddling_words_round_trip() {
-        // (name, lsb, width): 3 bits at the top, 64 bits across three words, 29 bits at 0
-        const L: Layout = &[("a", 93, 3), ("b", 29, 64), ("c", 0, 29)];
-        let mut w = [0u32; 3];
-        put(&mut w, (93, 3), 0b101);
-        put(&mut w, (29, 64), 0xDEAD_BEEF_0123_4567);
-        put(&mut w, (0, 29), 0x1FFF_FFFF);
-        assert_eq!(get(&w, (93, 3)), 0b101);
-        assert_eq!(get(&w, (29, 64)), 0xDEAD_BEEF_0123_4567);
-        assert_eq!(get(&w, (0, 29)), 0x1FFF_FFFF);
-        assert_eq!(L.len(), 3);
-        // a value wider than its field is cut to the field
-        let mut v = [0u32; 1];
-        put(&mut v, (4, 4), 0x1F);
-        assert_eq!(v[0], 0xF0);
-    }
-
-    #[test]
     fn counters_are_read_in_declaration_order() {
         // two counters, the first most significant
         const L: Layout = &[("hi", 32, 32), ("lo", 0, 32)];
         assert_eq!(counters::<2>(L, &[7, 9]), [9, 7]);
+    }
+
+    #[test]
+    #[should_panic(expected = "not a word-aligned 32-bit counter")]
+    fn a_field_that_is_not_a_counter_is_refused() {
+        const L: Layout = &[("flag", 32, 1), ("lo", 0, 32)];
+        let _ = counters::<2>(L, &[0, 0]);
+    }
+
+    #[test]
+    #[should_panic(expected = "a counter bundle of 3 counters")]
+    fn a_count_that_does_not_match_the_bundle_is_refused() {
+        const L: Layout = &[("hi", 32, 32), ("lo", 0, 32)];
+        let _ = counters::<3>(L, &[0, 0]);
     }
 }

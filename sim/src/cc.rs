@@ -151,12 +151,7 @@ impl HmRpOut {
     }
 
     fn bits(&self, lsb: usize, width: usize) -> u64 {
-        let mut v = 0u64;
-        for i in 0..width {
-            let b = lsb + i;
-            v |= u64::from(self.dbg_entry[b / 32] >> (b % 32) & 1) << i;
-        }
-        v
+        crate::layout::get_bits(&self.dbg_entry, lsb, width) as u64
     }
 
     /// The debug port's entry (the QP chosen by `dbg_qpn`), decoded (layout in

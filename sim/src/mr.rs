@@ -1,6 +1,6 @@
 //! The memory-region table (`rtl/ctx/hm_mr_table.sv`) in co-simulation.
 
-use crate::bundle::{get, put};
+use crate::layout::{get_bits, set_bits};
 use crate::Rng;
 use hematite_abi::desc::{fpos, HM_MR_CTX_T_FIELDS as ENTRY};
 use hematite_abi::pkt::{HM_MR_CHK_T_FIELDS as CHK, HM_MR_RES_T_FIELDS as RES};
@@ -58,7 +58,8 @@ impl MrSim {
             i.wr_index = w.index;
             i.wr = Default::default();
             for (f, v) in [("valid", u64::from(w.valid)), ("tag", w.tag.into()), ("pd", w.pd.into()), ("base", w.base), ("len", w.len), ("access", w.access.into())] {
-                put(&mut i.wr, fpos(ENTRY, f), v);
+                let (lsb, width) = fpos(ENTRY, f);
+                set_bits(&mut i.wr, lsb, width, v.into());
             }
             self.tick(&i);
         }
@@ -74,7 +75,8 @@ impl MrSim {
                 let c = &checks[k];
                 i.chk = Default::default();
                 for (f, v) in [("key", c.key.into()), ("pd", c.pd.into()), ("addr", c.addr), ("len", c.len), ("need", c.need.into())] {
-                    put(&mut i.chk, fpos(CHK, f), v);
+                    let (lsb, width) = fpos(CHK, f);
+                    set_bits(&mut i.chk, lsb, width, v.into());
                 }
                 i.chk_id = k as u8;
             }
@@ -85,7 +87,11 @@ impl MrSim {
             }
             if o.res_valid != 0 && i.res_ready != 0 {
                 assert_eq!(o.res_id, out.len() as u8, "results out of order");
-                out.push((get(&o.res, fpos(RES, "ok")) != 0, o.res_err, get(&o.res, fpos(RES, "base"))));
+                let field = |f| {
+                    let (lsb, width) = fpos(RES, f);
+                    get_bits(&o.res, lsb, width)
+                };
+                out.push((field("ok") != 0, o.res_err, field("base") as u64));
             }
         }
         (out, cycles)
