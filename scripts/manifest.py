@@ -8,11 +8,13 @@ usage: scripts/manifest.py files TARGET [--type sv|vlt|all]
        scripts/manifest.py options TARGET TOOL
            the target's tools.TOOL.verilator_options, one per line
        scripts/manifest.py lint-tops
-           one line per module file under rtl/ in the lint target: `module widths`, widths
-           `256,512` for a module with a DATA_WIDTH parameter, `-` otherwise
+           one line per module file under rtl/ or build/gen/rtl/ in the lint target:
+           `module widths`, widths `256,512` for a module with a DATA_WIDTH parameter, `-`
+           otherwise
        scripts/manifest.py check
            every .sv under rtl/ and sim/hw/ is in the manifest exactly once, every listed file
-           exists, every file under rtl/ declares one module (or package) named as the file
+           exists, every file under rtl/ and build/gen/rtl/ declares one module (or package)
+           named as the file
 """
 import os
 import re
@@ -23,6 +25,9 @@ import yaml  # PyYAML: a dependency of fusesoc, which ./hematite deps installs p
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORE = os.path.join(ROOT, "hematite.core")
 SV_TYPES = ("systemVerilogSource", "verilogSource")
+# Our RTL: what is linted module by module and declares one module or package named as its
+# file (rtl/, and the RTL scripts/regs.py generates into build/gen/rtl/)
+OWN = ("rtl/", "build/gen/rtl/")
 
 
 def load():
@@ -78,7 +83,7 @@ def has_width_param(path):
 def lint_tops():
     out = []
     for p in sources("lint"):
-        if not p.startswith("rtl/"):
+        if not p.startswith(OWN):
             continue
         for kind, name in declared(p):
             if kind == "module":
@@ -100,7 +105,7 @@ def check():
             if not os.path.exists(os.path.join(ROOT, p)):
                 problems.append(f"{p} (fileset {name}) does not exist"
                                 + (" (run ./hematite deps)" if p.startswith("build/") else ""))
-            elif p.startswith("rtl/") and t in SV_TYPES:
+            elif p.startswith(OWN) and t in SV_TYPES:
                 d = declared(p)
                 stem = os.path.splitext(os.path.basename(p))[0]
                 if len(d) != 1 or d[0][1] != stem:

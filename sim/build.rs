@@ -59,6 +59,24 @@ fn picorv32(root: &Path) -> PathBuf {
     panic!("picorv32.v not found: run ./hematite deps (it installs pythondata-cpu-picorv32 pinned and copies the core to build/ext/)")
 }
 
+/// The RTL generated at build time (hematite.core's `regs_gen` fileset, build/gen/rtl/): the
+/// congestion-control register block PeakRDL-regblock generates from regs/hematite.rdl.
+/// `scripts/regs.py --rtl` rewrites only the files whose text changed, so this costs no
+/// Verilator rebuild when the description did not change.
+fn gen_rtl(root: &Path) {
+    for f in ["regs/hematite.rdl", "scripts/regs.py"] {
+        println!("cargo:rerun-if-changed={}", root.join(f).display());
+    }
+    let st = Command::new("python3").arg(root.join("scripts/regs.py")).arg("--rtl").current_dir(root).status();
+    match st {
+        Ok(s) if s.success() => {}
+        _ => panic!(
+            "scripts/regs.py --rtl failed: the register block is generated from regs/hematite.rdl with the pinned \
+             systemrdl-compiler and peakrdl-regblock (run ./hematite deps, which installs them)"
+        ),
+    }
+}
+
 /// hematite.core, the one manifest of RTL sources (a FuseSoC CAPI2 core, read here without
 /// FuseSoC so that the build needs no Python package). A small reader of the subset the file
 /// keeps to (its header says which): each fileset's `file_type:` and `files:` list (one path a
@@ -504,6 +522,7 @@ fn main() {
     // modules in compile order, the simulator-only tops).
     let core = root.join("hematite.core");
     println!("cargo:rerun-if-changed={}", core.display());
+    gen_rtl(&root);
     let m = Manifest::read(&core);
     let files = m.target_files("sim");
     let vopts = m.verilator_options("sim");

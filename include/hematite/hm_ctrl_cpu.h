@@ -122,143 +122,143 @@ typedef struct __attribute__ ((__packed__)) {
 #define HM_CTL_BUS__CNT__VALUE_bp 0
 #define HM_CTL_BUS__CNT__VALUE_bw 32
 
-// reg - hm_ctl_bus::CC::CTRL
-#define HM_CTL_BUS__CC__CTRL__NP_ENABLE_bm 0x1
-#define HM_CTL_BUS__CC__CTRL__NP_ENABLE_bp 0
-#define HM_CTL_BUS__CC__CTRL__NP_ENABLE_bw 1
-#define HM_CTL_BUS__CC__CTRL__NP_ENABLE_reset 0x1
-#define HM_CTL_BUS__CC__CTRL__RP_ENABLE_bm 0x2
-#define HM_CTL_BUS__CC__CTRL__RP_ENABLE_bp 1
-#define HM_CTL_BUS__CC__CTRL__RP_ENABLE_bw 1
-#define HM_CTL_BUS__CC__CTRL__RP_ENABLE_reset 0x1
-#define HM_CTL_BUS__CC__CTRL__CNP_DSCP_bm 0x3f00
-#define HM_CTL_BUS__CC__CTRL__CNP_DSCP_bp 8
-#define HM_CTL_BUS__CC__CTRL__CNP_DSCP_bw 6
-#define HM_CTL_BUS__CC__CTRL__CNP_DSCP_reset 0x30
-#define HM_CTL_BUS__CC__CTRL__CNP_PRIO_bm 0x70000
-#define HM_CTL_BUS__CC__CTRL__CNP_PRIO_bp 16
-#define HM_CTL_BUS__CC__CTRL__CNP_PRIO_bw 3
-#define HM_CTL_BUS__CC__CTRL__CNP_PRIO_reset 0x6
-#define HM_CTL_BUS__CC__CTRL__CLAMP_TGT_RATE_bm 0x80000
-#define HM_CTL_BUS__CC__CTRL__CLAMP_TGT_RATE_bp 19
-#define HM_CTL_BUS__CC__CTRL__CLAMP_TGT_RATE_bw 1
-#define HM_CTL_BUS__CC__CTRL__CLAMP_TGT_RATE_reset 0x0
-#define HM_CTL_BUS__CC__CTRL__CLAMP_AFTER_INC_bm 0x100000
-#define HM_CTL_BUS__CC__CTRL__CLAMP_AFTER_INC_bp 20
-#define HM_CTL_BUS__CC__CTRL__CLAMP_AFTER_INC_bw 1
-#define HM_CTL_BUS__CC__CTRL__CLAMP_AFTER_INC_reset 0x1
-#define HM_CTL_BUS__CC__CTRL__THRESHOLD_bm 0x1f000000
-#define HM_CTL_BUS__CC__CTRL__THRESHOLD_bp 24
-#define HM_CTL_BUS__CC__CTRL__THRESHOLD_bw 5
-#define HM_CTL_BUS__CC__CTRL__THRESHOLD_reset 0x1
+// reg - hm_cc_rf::CTRL
+#define HM_CC_RF__CTRL__NP_ENABLE_bm 0x1
+#define HM_CC_RF__CTRL__NP_ENABLE_bp 0
+#define HM_CC_RF__CTRL__NP_ENABLE_bw 1
+#define HM_CC_RF__CTRL__NP_ENABLE_reset 0x1
+#define HM_CC_RF__CTRL__RP_ENABLE_bm 0x2
+#define HM_CC_RF__CTRL__RP_ENABLE_bp 1
+#define HM_CC_RF__CTRL__RP_ENABLE_bw 1
+#define HM_CC_RF__CTRL__RP_ENABLE_reset 0x1
+#define HM_CC_RF__CTRL__CNP_DSCP_bm 0x3f00
+#define HM_CC_RF__CTRL__CNP_DSCP_bp 8
+#define HM_CC_RF__CTRL__CNP_DSCP_bw 6
+#define HM_CC_RF__CTRL__CNP_DSCP_reset 0x30
+#define HM_CC_RF__CTRL__CNP_PRIO_bm 0x70000
+#define HM_CC_RF__CTRL__CNP_PRIO_bp 16
+#define HM_CC_RF__CTRL__CNP_PRIO_bw 3
+#define HM_CC_RF__CTRL__CNP_PRIO_reset 0x6
+#define HM_CC_RF__CTRL__CLAMP_TGT_RATE_bm 0x80000
+#define HM_CC_RF__CTRL__CLAMP_TGT_RATE_bp 19
+#define HM_CC_RF__CTRL__CLAMP_TGT_RATE_bw 1
+#define HM_CC_RF__CTRL__CLAMP_TGT_RATE_reset 0x0
+#define HM_CC_RF__CTRL__CLAMP_AFTER_INC_bm 0x100000
+#define HM_CC_RF__CTRL__CLAMP_AFTER_INC_bp 20
+#define HM_CC_RF__CTRL__CLAMP_AFTER_INC_bw 1
+#define HM_CC_RF__CTRL__CLAMP_AFTER_INC_reset 0x1
+#define HM_CC_RF__CTRL__THRESHOLD_bm 0x1f000000
+#define HM_CC_RF__CTRL__THRESHOLD_bp 24
+#define HM_CC_RF__CTRL__THRESHOLD_bw 5
+#define HM_CC_RF__CTRL__THRESHOLD_reset 0x1
 
-// reg - hm_ctl_bus::CC::CNP_INTERVAL
-#define HM_CTL_BUS__CC__CNP_INTERVAL__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__CNP_INTERVAL__V_bp 0
-#define HM_CTL_BUS__CC__CNP_INTERVAL__V_bw 32
-#define HM_CTL_BUS__CC__CNP_INTERVAL__V_reset 0x3e8
+// reg - hm_cc_rf::CNP_INTERVAL
+#define HM_CC_RF__CNP_INTERVAL__V_bm 0xffffffff
+#define HM_CC_RF__CNP_INTERVAL__V_bp 0
+#define HM_CC_RF__CNP_INTERVAL__V_bw 32
+#define HM_CC_RF__CNP_INTERVAL__V_reset 0x3e8
 
-// reg - hm_ctl_bus::CC::INC_PERIOD
-#define HM_CTL_BUS__CC__INC_PERIOD__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__INC_PERIOD__V_bp 0
-#define HM_CTL_BUS__CC__INC_PERIOD__V_bw 32
-#define HM_CTL_BUS__CC__INC_PERIOD__V_reset 0x124f8
+// reg - hm_cc_rf::INC_PERIOD
+#define HM_CC_RF__INC_PERIOD__V_bm 0xffffffff
+#define HM_CC_RF__INC_PERIOD__V_bp 0
+#define HM_CC_RF__INC_PERIOD__V_bw 32
+#define HM_CC_RF__INC_PERIOD__V_reset 0x124f8
 
-// reg - hm_ctl_bus::CC::ALPHA_PERIOD
-#define HM_CTL_BUS__CC__ALPHA_PERIOD__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__ALPHA_PERIOD__V_bp 0
-#define HM_CTL_BUS__CC__ALPHA_PERIOD__V_bw 32
-#define HM_CTL_BUS__CC__ALPHA_PERIOD__V_reset 0xfa
+// reg - hm_cc_rf::ALPHA_PERIOD
+#define HM_CC_RF__ALPHA_PERIOD__V_bm 0xffffffff
+#define HM_CC_RF__ALPHA_PERIOD__V_bp 0
+#define HM_CC_RF__ALPHA_PERIOD__V_bw 32
+#define HM_CC_RF__ALPHA_PERIOD__V_reset 0xfa
 
-// reg - hm_ctl_bus::CC::DEC_PERIOD
-#define HM_CTL_BUS__CC__DEC_PERIOD__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__DEC_PERIOD__V_bp 0
-#define HM_CTL_BUS__CC__DEC_PERIOD__V_bw 32
-#define HM_CTL_BUS__CC__DEC_PERIOD__V_reset 0x3e8
+// reg - hm_cc_rf::DEC_PERIOD
+#define HM_CC_RF__DEC_PERIOD__V_bm 0xffffffff
+#define HM_CC_RF__DEC_PERIOD__V_bp 0
+#define HM_CC_RF__DEC_PERIOD__V_bw 32
+#define HM_CC_RF__DEC_PERIOD__V_reset 0x3e8
 
-// reg - hm_ctl_bus::CC::BYTE_RESET
-#define HM_CTL_BUS__CC__BYTE_RESET__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__BYTE_RESET__V_bp 0
-#define HM_CTL_BUS__CC__BYTE_RESET__V_bw 32
-#define HM_CTL_BUS__CC__BYTE_RESET__V_reset 0x7fff
+// reg - hm_cc_rf::BYTE_RESET
+#define HM_CC_RF__BYTE_RESET__V_bm 0xffffffff
+#define HM_CC_RF__BYTE_RESET__V_bp 0
+#define HM_CC_RF__BYTE_RESET__V_bw 32
+#define HM_CC_RF__BYTE_RESET__V_reset 0x7fff
 
-// reg - hm_ctl_bus::CC::MAX_RATE
-#define HM_CTL_BUS__CC__MAX_RATE__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__MAX_RATE__V_bp 0
-#define HM_CTL_BUS__CC__MAX_RATE__V_bw 32
-#define HM_CTL_BUS__CC__MAX_RATE__V_reset 0x3200000
+// reg - hm_cc_rf::MAX_RATE
+#define HM_CC_RF__MAX_RATE__V_bm 0xffffffff
+#define HM_CC_RF__MAX_RATE__V_bp 0
+#define HM_CC_RF__MAX_RATE__V_bw 32
+#define HM_CC_RF__MAX_RATE__V_reset 0x3200000
 
-// reg - hm_ctl_bus::CC::AI_RATE
-#define HM_CTL_BUS__CC__AI_RATE__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__AI_RATE__V_bp 0
-#define HM_CTL_BUS__CC__AI_RATE__V_bw 32
-#define HM_CTL_BUS__CC__AI_RATE__V_reset 0xa3d
+// reg - hm_cc_rf::AI_RATE
+#define HM_CC_RF__AI_RATE__V_bm 0xffffffff
+#define HM_CC_RF__AI_RATE__V_bp 0
+#define HM_CC_RF__AI_RATE__V_bw 32
+#define HM_CC_RF__AI_RATE__V_reset 0xa3d
 
-// reg - hm_ctl_bus::CC::HAI_RATE
-#define HM_CTL_BUS__CC__HAI_RATE__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__HAI_RATE__V_bp 0
-#define HM_CTL_BUS__CC__HAI_RATE__V_bw 32
-#define HM_CTL_BUS__CC__HAI_RATE__V_reset 0x6666
+// reg - hm_cc_rf::HAI_RATE
+#define HM_CC_RF__HAI_RATE__V_bm 0xffffffff
+#define HM_CC_RF__HAI_RATE__V_bp 0
+#define HM_CC_RF__HAI_RATE__V_bw 32
+#define HM_CC_RF__HAI_RATE__V_reset 0x6666
 
-// reg - hm_ctl_bus::CC::MIN_RATE
-#define HM_CTL_BUS__CC__MIN_RATE__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__MIN_RATE__V_bp 0
-#define HM_CTL_BUS__CC__MIN_RATE__V_bw 32
-#define HM_CTL_BUS__CC__MIN_RATE__V_reset 0x20c
+// reg - hm_cc_rf::MIN_RATE
+#define HM_CC_RF__MIN_RATE__V_bm 0xffffffff
+#define HM_CC_RF__MIN_RATE__V_bp 0
+#define HM_CC_RF__MIN_RATE__V_bw 32
+#define HM_CC_RF__MIN_RATE__V_reset 0x20c
 
-// reg - hm_ctl_bus::CC::FIRST_RATE
-#define HM_CTL_BUS__CC__FIRST_RATE__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__FIRST_RATE__V_bp 0
-#define HM_CTL_BUS__CC__FIRST_RATE__V_bw 32
-#define HM_CTL_BUS__CC__FIRST_RATE__V_reset 0x0
+// reg - hm_cc_rf::FIRST_RATE
+#define HM_CC_RF__FIRST_RATE__V_bm 0xffffffff
+#define HM_CC_RF__FIRST_RATE__V_bp 0
+#define HM_CC_RF__FIRST_RATE__V_bw 32
+#define HM_CC_RF__FIRST_RATE__V_reset 0x0
 
-// reg - hm_ctl_bus::CC::LINE_RATE
-#define HM_CTL_BUS__CC__LINE_RATE__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__LINE_RATE__V_bp 0
-#define HM_CTL_BUS__CC__LINE_RATE__V_bw 32
-#define HM_CTL_BUS__CC__LINE_RATE__V_reset 0x3200000
+// reg - hm_cc_rf::LINE_RATE
+#define HM_CC_RF__LINE_RATE__V_bm 0xffffffff
+#define HM_CC_RF__LINE_RATE__V_bp 0
+#define HM_CC_RF__LINE_RATE__V_bw 32
+#define HM_CC_RF__LINE_RATE__V_reset 0x3200000
 
-// reg - hm_ctl_bus::CC::ALPHA
-#define HM_CTL_BUS__CC__ALPHA__G_bm 0x3ff
-#define HM_CTL_BUS__CC__ALPHA__G_bp 0
-#define HM_CTL_BUS__CC__ALPHA__G_bw 10
-#define HM_CTL_BUS__CC__ALPHA__G_reset 0x3fb
-#define HM_CTL_BUS__CC__ALPHA__INITIAL_ALPHA_bm 0x3ff0000
-#define HM_CTL_BUS__CC__ALPHA__INITIAL_ALPHA_bp 16
-#define HM_CTL_BUS__CC__ALPHA__INITIAL_ALPHA_bw 10
-#define HM_CTL_BUS__CC__ALPHA__INITIAL_ALPHA_reset 0x3ff
+// reg - hm_cc_rf::ALPHA
+#define HM_CC_RF__ALPHA__G_bm 0x3ff
+#define HM_CC_RF__ALPHA__G_bp 0
+#define HM_CC_RF__ALPHA__G_bw 10
+#define HM_CC_RF__ALPHA__G_reset 0x3fb
+#define HM_CC_RF__ALPHA__INITIAL_ALPHA_bm 0x3ff0000
+#define HM_CC_RF__ALPHA__INITIAL_ALPHA_bp 16
+#define HM_CC_RF__ALPHA__INITIAL_ALPHA_bw 10
+#define HM_CC_RF__ALPHA__INITIAL_ALPHA_reset 0x3ff
 
-// reg - hm_ctl_bus::CC::CUT
-#define HM_CTL_BUS__CC__CUT__GD_bm 0xf
-#define HM_CTL_BUS__CC__CUT__GD_bp 0
-#define HM_CTL_BUS__CC__CUT__GD_bw 4
-#define HM_CTL_BUS__CC__CUT__GD_reset 0xb
-#define HM_CTL_BUS__CC__CUT__MIN_DEC_Q10_bm 0x7ff0000
-#define HM_CTL_BUS__CC__CUT__MIN_DEC_Q10_bp 16
-#define HM_CTL_BUS__CC__CUT__MIN_DEC_Q10_bw 11
-#define HM_CTL_BUS__CC__CUT__MIN_DEC_Q10_reset 0x200
+// reg - hm_cc_rf::CUT
+#define HM_CC_RF__CUT__GD_bm 0xf
+#define HM_CC_RF__CUT__GD_bp 0
+#define HM_CC_RF__CUT__GD_bw 4
+#define HM_CC_RF__CUT__GD_reset 0xb
+#define HM_CC_RF__CUT__MIN_DEC_Q10_bm 0x7ff0000
+#define HM_CC_RF__CUT__MIN_DEC_Q10_bp 16
+#define HM_CC_RF__CUT__MIN_DEC_Q10_bw 11
+#define HM_CC_RF__CUT__MIN_DEC_Q10_reset 0x200
 
-// reg - hm_ctl_bus::CC::BURST
-#define HM_CTL_BUS__CC__BURST__V_bm 0xffffffff
-#define HM_CTL_BUS__CC__BURST__V_bp 0
-#define HM_CTL_BUS__CC__BURST__V_bw 32
-#define HM_CTL_BUS__CC__BURST__V_reset 0x4000
+// reg - hm_cc_rf::BURST
+#define HM_CC_RF__BURST__V_bm 0xffffffff
+#define HM_CC_RF__BURST__V_bp 0
+#define HM_CC_RF__BURST__V_bw 32
+#define HM_CC_RF__BURST__V_reset 0x4000
 
-// reg - hm_ctl_bus::CC::PFC
-#define HM_CTL_BUS__CC__PFC__ENABLE_bm 0x1
-#define HM_CTL_BUS__CC__PFC__ENABLE_bp 0
-#define HM_CTL_BUS__CC__PFC__ENABLE_bw 1
-#define HM_CTL_BUS__CC__PFC__ENABLE_reset 0x1
-#define HM_CTL_BUS__CC__PFC__ECN_MASK_bm 0xff00
-#define HM_CTL_BUS__CC__PFC__ECN_MASK_bp 8
-#define HM_CTL_BUS__CC__PFC__ECN_MASK_bw 8
-#define HM_CTL_BUS__CC__PFC__ECN_MASK_reset 0xff
-#define HM_CTL_BUS__CC__PFC__QUANTA_Q8_bm 0xffff0000
-#define HM_CTL_BUS__CC__PFC__QUANTA_Q8_bp 16
-#define HM_CTL_BUS__CC__PFC__QUANTA_Q8_bw 16
-#define HM_CTL_BUS__CC__PFC__QUANTA_Q8_reset 0x148
+// reg - hm_cc_rf::PFC
+#define HM_CC_RF__PFC__ENABLE_bm 0x1
+#define HM_CC_RF__PFC__ENABLE_bp 0
+#define HM_CC_RF__PFC__ENABLE_bw 1
+#define HM_CC_RF__PFC__ENABLE_reset 0x1
+#define HM_CC_RF__PFC__ECN_MASK_bm 0xff00
+#define HM_CC_RF__PFC__ECN_MASK_bp 8
+#define HM_CC_RF__PFC__ECN_MASK_bw 8
+#define HM_CC_RF__PFC__ECN_MASK_reset 0xff
+#define HM_CC_RF__PFC__QUANTA_Q8_bm 0xffff0000
+#define HM_CC_RF__PFC__QUANTA_Q8_bp 16
+#define HM_CC_RF__PFC__QUANTA_Q8_bw 16
+#define HM_CC_RF__PFC__QUANTA_Q8_reset 0x148
 
-// regfile - hm_ctl_bus::CC
+// regfile - hm_cc_rf
 typedef struct __attribute__ ((__packed__)) {
     uint32_t CTRL;
     uint32_t CNP_INTERVAL;
@@ -276,7 +276,7 @@ typedef struct __attribute__ ((__packed__)) {
     uint32_t CUT;
     uint32_t BURST;
     uint32_t PFC;
-} hm_ctl_bus__CC_t;
+} hm_cc_rf_t;
 
 // addrmap - hm_ctl_bus
 typedef struct __attribute__ ((__packed__)) {
@@ -288,7 +288,7 @@ typedef struct __attribute__ ((__packed__)) {
     uint32_t POST;
     uint8_t RESERVED_110_1ff[0xf0];
     uint32_t CNT[64];
-    hm_ctl_bus__CC_t CC;
+    hm_cc_rf_t CC;
 } hm_ctl_bus_t;
 
 // reg - hm_ctrl_cpu::TIMER::LO

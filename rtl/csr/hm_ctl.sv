@@ -6,7 +6,9 @@
 // HM_CTL_EQ: the event queue; HM_CTL_POST: an hm_ctl_post_t for the engine (QP to ERR now, or
 // an event), busy until the engine took it (unknown ops answer SLVERR); HM_CTL_CNT + 4 i:
 // the engine's counter i (read-only; the firmware's QUERY_COUNTERS reads them here);
-// HM_CTL_CC + 4 i: congestion control register i (read/write, byte strobes honoured).
+// HM_CTL_CC + 4 i: congestion control register i (read/write, byte strobes honoured; the
+// register block hm_cc_rf that scripts/regs.py generates with PeakRDL-regblock from
+// regs/hematite.rdl, so reserved bits read 0).
 // A write command sends the staging window and the command on m_cmd_*; the engine answers on
 // s_rsp_* (status, and for reads the entry, which is copied into the staging window). While a
 // command is in flight STATUS.busy is set, and writes to the staging window or CMD are held
@@ -79,7 +81,7 @@ module hm_ctl
   // ----------------------------------------------------------------------------------------
   // Writes
   // ----------------------------------------------------------------------------------------
-  logic is_stage, is_cmd, is_eq, is_post, post_ok, is_cc;
+  logic is_stage, is_cmd, is_eq, is_post, post_ok, is_cc, rd_cc;
 
   always_comb begin
     is_stage = aw_q < ADDR_WIDTH'(HM_CTL_STAGE + 12'(4 * SW)) && aw_q[1:0] == 2'b00;
@@ -90,9 +92,28 @@ module hm_ctl
     is_cc    = aw_q >= ADDR_WIDTH'(HM_CTL_CC) && aw_q < ADDR_WIDTH'(HM_CTL_CC + 12'(4 * CCW)) &&
                aw_q[1:0] == 2'b00;
     w_err    = !(is_stage || is_cc || ((is_cmd || is_eq || (is_post && post_ok)) && ws_q == 4'hF));
-    // a valid write waits while a command or a post is busy; errors are answered at once
-    wr_stall = busy_q || m_post_valid;
+    rd_cc    = rd_addr >= ADDR_WIDTH'(HM_CTL_CC) && rd_addr < ADDR_WIDTH'(HM_CTL_CC + 12'(4 * CCW)) &&
+               rd_addr[1:0] == 2'b00;
+    // a valid write waits while a command or a post is busy, and a CC write while a read is
+    // taken (the CC register block takes one access a cycle); errors are answered at once
+    wr_stall = busy_q || m_post_valid || (is_cc && rd_do);
   end
+
+  // The congestion-control registers (generated: build/gen/rtl/hm_cc_rf.sv). A CC write
+  // never executes in the cycle a read is taken (it waits), so the block's address is the
+  // read's whenever a read is taken, without waiting for either decode.
+  logic                   cc_err;
+  logic [$clog2(CCW)-1:0] cc_word;
+  logic [31:0]            cc_rd_data;
+
+  assign cc_word = $clog2(CCW)'(((rd_do ? rd_addr : aw_q) - ADDR_WIDTH'(HM_CTL_CC)) >> 2);
+
+  hm_cc_rf u_cc (
+    .clk, .rst,
+    .req((rd_do && rd_cc) || (do_write && !w_err && is_cc)), .req_wr(!rd_do), .word(cc_word),
+    .wr_data(wd_q), .wr_strb(ws_q), .rd_data(cc_rd_data), .err(cc_err),
+    .words(m_cc)
+  );
 
   always_ff @(posedge clk) begin
     if (do_write && !w_err && is_stage)
@@ -107,26 +128,7 @@ module hm_ctl
       status_q      <= HM_CTL_ST_OK;
       m_eq          <= '0;
       m_post_valid  <= 1'b0;
-      m_cc                     <= '0;
-      m_cc[HM_CC_CTRL]         <= HM_CC_CTRL_RESET;
-      m_cc[HM_CC_CNP_INTERVAL] <= HM_CC_CNP_INTERVAL_RESET;
-      m_cc[HM_CC_INC_PERIOD]   <= HM_CC_INC_PERIOD_RESET;
-      m_cc[HM_CC_ALPHA_PERIOD] <= HM_CC_ALPHA_PERIOD_RESET;
-      m_cc[HM_CC_DEC_PERIOD]   <= HM_CC_DEC_PERIOD_RESET;
-      m_cc[HM_CC_BYTE_RESET]   <= HM_CC_BYTE_RESET_RESET;
-      m_cc[HM_CC_MAX_RATE]     <= HM_CC_MAX_RATE_RESET;
-      m_cc[HM_CC_AI_RATE]      <= HM_CC_AI_RATE_RESET;
-      m_cc[HM_CC_HAI_RATE]     <= HM_CC_HAI_RATE_RESET;
-      m_cc[HM_CC_MIN_RATE]     <= HM_CC_MIN_RATE_RESET;
-      m_cc[HM_CC_LINE_RATE]    <= HM_CC_LINE_RATE_RESET;
-      m_cc[HM_CC_ALPHA]        <= HM_CC_ALPHA_RESET;
-      m_cc[HM_CC_CUT]          <= HM_CC_CUT_RESET;
-      m_cc[HM_CC_BURST]        <= HM_CC_BURST_RESET;
-      m_cc[HM_CC_PFC]          <= HM_CC_PFC_RESET;
     end else begin
-      if (do_write && !w_err && is_cc)
-        for (int b = 0; b < 4; b++)
-          if (ws_q[b]) m_cc[$clog2(CCW)'((aw_q - ADDR_WIDTH'(HM_CTL_CC)) >> 2)][8*b +: 8] <= wd_q[8*b +: 8];
       if (do_write && !w_err && is_eq) m_eq <= hm_ctl_eq_t'(wd_q);
       if (do_write && !w_err && is_post) begin
         m_post       <= hm_ctl_post_t'(wd_q);
@@ -161,9 +163,10 @@ module hm_ctl
       rd_data = {busy_q || m_post_valid, 23'd0, status_q};
     else if (rd_addr == ADDR_WIDTH'(HM_CTL_EQ))
       rd_data = m_eq;
-    else if (rd_addr >= ADDR_WIDTH'(HM_CTL_CC) &&
-             rd_addr < ADDR_WIDTH'(HM_CTL_CC + 12'(4 * CCW)) && rd_addr[1:0] == 2'b00)
-      rd_data = m_cc[$clog2(CCW)'((rd_addr - ADDR_WIDTH'(HM_CTL_CC)) >> 2)];
+    else if (rd_cc) begin
+      rd_data = cc_rd_data;
+      rd_err  = cc_err;
+    end
     else if (rd_addr >= ADDR_WIDTH'(HM_CTL_CNT) &&
              rd_addr < ADDR_WIDTH'(HM_CTL_CNT) + ADDR_WIDTH'(4 * NUM_COUNTERS) && rd_addr[1:0] == 2'b00)
       rd_data = counters[6'((rd_addr - ADDR_WIDTH'(HM_CTL_CNT)) >> 2)];

@@ -32,7 +32,8 @@ impl HmEngIn {
 /// One AXI4-Lite access.
 #[derive(Debug, Clone, Copy)]
 pub enum LiteOp {
-    Write { addr: u16, data: u32 },
+    /// A write of the bytes whose strobe bit is set (0xF: the whole word).
+    Write { addr: u16, data: u32, strb: u8 },
     Read { addr: u16 },
 }
 
@@ -48,18 +49,19 @@ impl Lite {
         self.cur = Some((op, false, false, false));
         self.result = None;
     }
-    /// This cycle's request channels (whole-word writes; B and R always taken).
+    /// This cycle's request channels (B and R always taken).
     fn drive(&self) -> AxilReq {
         let mut d = AxilReq { wstrb: 0xF, bready: true, rready: true, ..Default::default() };
         if let Some((op, aw, w, ar)) = self.cur {
             match op {
-                LiteOp::Write { addr, data } => {
+                LiteOp::Write { addr, data, strb } => {
                     if !aw {
                         d.awaddr = u32::from(addr);
                         d.awvalid = true;
                     }
                     if !w {
                         d.wdata = data;
+                        d.wstrb = strb;
                         d.wvalid = true;
                     }
                 }
@@ -104,6 +106,7 @@ pub struct Engine {
     pub mem: AxiMem,
     bar: Lite,
     ctl: Lite,
+    ctl_rd: Lite,
     fw: Lite,
     pub inp: HmEngIn,
     /// Frames the engine transmitted (bytes, aborted flag), in order.
@@ -136,6 +139,9 @@ pub enum Port {
     Bar,
     /// The engine's control bus (when the testbench drives it).
     Ctl,
+    /// A second master on the control bus's read channel only, so that a test can put a read
+    /// in the same cycle as a write of `Ctl` (reads only, and never while `Ctl` reads).
+    CtlRead,
     /// The control core's host port.
     Fw,
 }
@@ -149,6 +155,7 @@ impl Engine {
             mem: AxiMem::new(PagedMem::new(0), KW, cfg),
             bar: Lite::default(),
             ctl: Lite::default(),
+            ctl_rd: Lite::default(),
             fw: Lite::default(),
             inp: HmEngIn::idle(),
             tx: Vec::new(),
@@ -194,7 +201,14 @@ impl Engine {
         i.axi_bid = di.bid;
         i.axi_bresp = di.bresp;
         i.axi_bvalid = di.bvalid;
-        let (bd, cd, fd) = (self.bar.drive(), self.ctl.drive(), self.fw.drive());
+        let (bd, mut cd, fd) = (self.bar.drive(), self.ctl.drive(), self.fw.drive());
+        let cr = self.ctl_rd.drive();
+        if let Some((op, ..)) = self.ctl_rd.cur {
+            assert!(matches!(op, LiteOp::Read { .. }), "Port::CtlRead only reads");
+            assert!(!matches!(self.ctl.cur, Some((LiteOp::Read { .. }, ..))), "Port::Ctl and Port::CtlRead both reading");
+            cd.araddr = cr.araddr;
+            cd.arvalid = cr.arvalid;
+        }
         i.bar_req = bd.pack();
         i.ctl_req = cd.pack();
         i.fw_req = fd.pack();
@@ -238,6 +252,7 @@ impl Engine {
         self.mem.update(now, &di, &dout);
         self.bar.update(&bd, &AxilRsp::unpack(o.bar_rsp));
         self.ctl.update(&cd, &AxilRsp::unpack(o.ctl_rsp));
+        self.ctl_rd.update(&cr, &AxilRsp::unpack(o.ctl_rsp));
         self.fw.update(&fd, &AxilRsp::unpack(o.fw_rsp));
         self.fw_out = (o.fw_irq_done != 0, o.fw_fault != 0, o.fw_trap != 0);
         if o.fw_irq_done != 0 {
@@ -290,6 +305,7 @@ impl Engine {
         match port {
             Port::Bar => self.bar.start(op),
             Port::Ctl => self.ctl.start(op),
+            Port::CtlRead => self.ctl_rd.start(op),
             Port::Fw => self.fw.start(op),
         }
         for _ in 0..10_000 {
@@ -297,6 +313,7 @@ impl Engine {
             let r = match port {
                 Port::Bar => self.bar.result.take(),
                 Port::Ctl => self.ctl.result.take(),
+                Port::CtlRead => self.ctl_rd.result.take(),
                 Port::Fw => self.fw.result.take(),
             };
             if let Some(r) = r {
@@ -310,6 +327,7 @@ impl Engine {
         match port {
             Port::Bar => &mut self.bar,
             Port::Ctl => &mut self.ctl,
+            Port::CtlRead => &mut self.ctl_rd,
             Port::Fw => &mut self.fw,
         }
     }
@@ -332,7 +350,7 @@ impl Engine {
 
     /// Register BAR write; true when answered OKAY.
     pub fn bar_write(&mut self, addr: u16, data: u32) -> Result<bool, String> {
-        self.lite(true, LiteOp::Write { addr, data }).map(|r| r.1)
+        self.lite(true, LiteOp::Write { addr, data, strb: 0xF }).map(|r| r.1)
     }
     /// Register BAR read: (data, OKAY).
     pub fn bar_read(&mut self, addr: u16) -> Result<(u32, bool), String> {
@@ -340,7 +358,7 @@ impl Engine {
     }
     /// Control core host port (mailbox, core control, IMEM window) write; true when OKAY.
     pub fn fw_write(&mut self, addr: u16, data: u32) -> Result<bool, String> {
-        self.lite_on(Port::Fw, LiteOp::Write { addr, data }).map(|r| r.1)
+        self.lite_on(Port::Fw, LiteOp::Write { addr, data, strb: 0xF }).map(|r| r.1)
     }
     /// Control core host port read: (data, OKAY).
     pub fn fw_read(&mut self, addr: u16) -> Result<(u32, bool), String> {
@@ -354,7 +372,11 @@ impl Engine {
 
     /// Control bus write; true when answered OKAY.
     pub fn ctl_write(&mut self, addr: u16, data: u32) -> Result<bool, String> {
-        self.lite(false, LiteOp::Write { addr, data }).map(|r| r.1)
+        self.ctl_write_strb(addr, data, 0xF)
+    }
+    /// Control bus write of the bytes whose bit is set in `strb`; true when answered OKAY.
+    pub fn ctl_write_strb(&mut self, addr: u16, data: u32, strb: u8) -> Result<bool, String> {
+        self.lite(false, LiteOp::Write { addr, data, strb }).map(|r| r.1)
     }
     /// Control bus read: (data, OKAY).
     pub fn ctl_read(&mut self, addr: u16) -> Result<(u32, bool), String> {

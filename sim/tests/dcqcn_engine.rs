@@ -191,6 +191,77 @@ fn cc_register_reset_values_are_the_nvidia_defaults() {
     assert_eq!(rd(15), 328 << 16 | 0xFF << 8 | 1, "PFC honoured, every priority ECT, 1.28 cycles per 512-bit quantum");
 }
 
+/// The mask of a CC register's fields, from its generated field table (reserved bits
+/// `rsvdN` left out).
+fn field_mask(fields: &[(&str, usize, usize)]) -> u32 {
+    fields.iter().filter(|f| !f.0.starts_with("rsvd")).fold(0, |m, &(_, lsb, w)| m | (((1u64 << w) - 1) << lsb) as u32)
+}
+
+/// The CC registers are the register block PeakRDL-regblock generates from
+/// regs/hematite.rdl (scripts/regs.py --rtl): byte strobes write only their bytes, a
+/// register keeps only its fields (reserved bits read 0 whatever was written), and a write
+/// that meets a read of the window in the same cycle waits a cycle (the block takes one
+/// access a cycle) rather than being lost or corrupting the read.
+#[test]
+fn cc_registers_strobes_reserved_bits_and_a_read_beside_a_write() {
+    use hematite_sim::eng::{LiteOp, Port};
+    let mut b = RcBench::new(MemCfg::default()).unwrap();
+    let e = &mut b.a.eng;
+    let cc = |i: u16| regs::HM_CTL_CC + 4 * i;
+    assert!(e.ctl_write(cc(1), 0x1122_3344).unwrap());
+    assert!(e.ctl_write_strb(cc(1), 0xAABB_CCDD, 0b0101).unwrap());
+    assert_eq!(e.ctl_read(cc(1)).unwrap(), (0x11BB_33DD, true), "bytes 0 and 2 written");
+    assert!(e.ctl_write_strb(cc(1), 0xAABB_CCDD, 0).unwrap());
+    assert_eq!(e.ctl_read(cc(1)).unwrap(), (0x11BB_33DD, true), "no strobe: nothing written");
+    for (i, fields) in [
+        (regs::HM_CC_CTRL, regs::HM_CC_CTRL_T_FIELDS),
+        (regs::HM_CC_ALPHA, regs::HM_CC_ALPHA_T_FIELDS),
+        (regs::HM_CC_CUT, regs::HM_CC_CUT_T_FIELDS),
+        (regs::HM_CC_PFC, regs::HM_CC_PFC_T_FIELDS),
+    ] {
+        let m = field_mask(fields);
+        assert_ne!(m, u32::MAX, "register {i} has reserved bits");
+        for v in [u32::MAX, 0x5A5A_A5A5] {
+            assert!(e.ctl_write(cc(i.into()), v).unwrap());
+            assert_eq!(e.ctl_read(cc(i.into())).unwrap(), (v & m, true), "register {i} after writing {v:#x}");
+        }
+    }
+    // A write of CNP_INTERVAL and reads of it started 0..6 cycles later: at one offset the
+    // read is taken in the cycle the write executes, and the write waits one cycle.
+    let (wa, ra) = (cc(regs::HM_CC_CNP_INTERVAL.into()), cc(regs::HM_CC_INC_PERIOD.into()));
+    let mut done = Vec::new();
+    for (k, d) in (0..6).enumerate() {
+        let v = 0x100 + k as u32;
+        assert!(e.ctl_write(ra, 0x7700 + k as u32).unwrap());
+        let t0 = e.cycle();
+        e.lite_start(Port::Ctl, LiteOp::Write { addr: wa, data: v, strb: 0xF });
+        let (mut w, mut r) = (None, None);
+        for c in 0..100 {
+            if c == d {
+                e.lite_start(Port::CtlRead, LiteOp::Read { addr: ra });
+            }
+            e.step();
+            if let Some(x) = e.lite_take(Port::Ctl) {
+                w = Some((x, e.cycle() - t0));
+            }
+            if let Some(x) = e.lite_take(Port::CtlRead) {
+                r = Some(x);
+            }
+            if w.is_some() && c >= d && r.is_some() {
+                break;
+            }
+        }
+        let ((_, w_ok), w_cycles) = w.expect("the write completed");
+        assert!(w_ok, "the write answered OKAY (offset {d})");
+        assert_eq!(r, Some((0x7700 + k as u32, true)), "the read beside the write (offset {d})");
+        assert_eq!(e.ctl_read(wa).unwrap(), (v, true), "the write took effect (offset {d})");
+        done.push(w_cycles);
+    }
+    let fastest = *done.iter().min().unwrap();
+    let waited = done.iter().filter(|&&c| c == fastest + 1).count();
+    assert!(waited == 1 && done.iter().all(|&c| c <= fastest + 1), "one offset makes the write wait one cycle for a read: {done:?}");
+}
+
 /// Writes CC register `i`.
 fn cc_write(b: &mut RcBench, i: u16, v: u32) {
     assert!(b.a.eng.ctl_write(regs::HM_CTL_CC + 4 * i, v).unwrap());

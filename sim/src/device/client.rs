@@ -132,7 +132,7 @@ impl SimNic {
                 let op = if r.cmd == p::CMD_READ32 {
                     LiteOp::Read { addr }
                 } else {
-                    LiteOp::Write { addr, data: r.b as u32 }
+                    LiteOp::Write { addr, data: r.b as u32, strb: 0xF }
                 };
                 self.mmio.push_back(Mmio { port, op, reply_to: if posted { None } else { Some(r) } });
             }
