@@ -42,7 +42,9 @@ def rel(path, root):
     r = os.path.normpath(root)
     if p.startswith(r + os.sep):
         p = p[len(r) + 1:]
-    i = p.find("rtl/")
+    i = p.find("build/gen/rtl/")     # the RTL generated at build time (scripts/regs.py --rtl)
+    if i < 0:
+        i = p.find("rtl/")
     return p[i:] if i >= 0 else p
 
 

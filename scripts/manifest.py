@@ -60,9 +60,22 @@ def target_files(target):
     return out
 
 
+def generate(files):
+    """The files generated at build time (build/gen/rtl/, scripts/regs.py --rtl) brought up to
+    date first, so that lint and synthesis never read a missing or stale one."""
+    if any(p.startswith("build/gen/") for p, _ in files):
+        import subprocess
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "regs.py"), "--rtl"],
+                           stdout=sys.stderr)
+        if r.returncode != 0:
+            sys.exit("manifest.py: scripts/regs.py --rtl failed (./hematite deps installs what it needs)")
+
+
 def sources(target, kind="sv"):
-    """Paths (relative to the repository root) of a target's files of one kind."""
+    """Paths (relative to the repository root) of a target's files of one kind, the generated
+    ones regenerated first."""
     files = target_files(target)
+    generate(files)
     vlt = [p for p, t in files if t == "vlt"]
     sv = [p for p, t in files if t in SV_TYPES]
     return {"sv": sv, "vlt": vlt, "all": vlt + sv}[kind]

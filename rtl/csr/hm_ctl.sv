@@ -95,7 +95,8 @@ module hm_ctl
     rd_cc    = rd_addr >= ADDR_WIDTH'(HM_CTL_CC) && rd_addr < ADDR_WIDTH'(HM_CTL_CC + 12'(4 * CCW)) &&
                rd_addr[1:0] == 2'b00;
     // a valid write waits while a command or a post is busy, and a CC write while a read is
-    // taken (the CC register block takes one access a cycle); errors are answered at once
+    // taken (the CC register block takes one access a cycle: at most one cycle, as the front
+    // end takes no read while R is held); errors are answered at once
     wr_stall = busy_q || m_post_valid || (is_cc && rd_do);
   end
 
@@ -175,7 +176,7 @@ module hm_ctl
   end
 
   logic unused_ok;
-  assign unused_ok = ^{wr_pend, rd_do};
+  assign unused_ok = wr_pend;
 
   if (ADDR_WIDTH < 10 || (1 << $clog2(SW)) != SW || NUM_COUNTERS > 64 || NUM_COUNTERS < 1) begin : g_bad_param
     $error("hm_ctl: ADDR_WIDTH must cover the command registers; staging words a power of two");
