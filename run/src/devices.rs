@@ -110,10 +110,15 @@ pub fn extra_args(v: Option<&str>) -> Vec<String> {
     v.map(|s| s.split_whitespace().map(String::from).collect()).unwrap_or_default()
 }
 
-fn spawn(sim: &Path, layout: &Layout, nic: Nic, fw: &Path, loss: Option<&str>) -> Result<Child, String> {
+fn spawn(sim: &Path, layout: &Layout, nic: Nic, fw: &Path, loss: Option<&str>, trace: Option<&(usize, Vec<String>)>) -> Result<Child, String> {
     let log_path = layout.log(nic.n);
     let mut args = device_args(layout, nic, fw, loss);
     args.extend(extra_args(std::env::var("HEMATITE_SIM_ARGS").ok().as_deref()));
+    if let Some((k, t)) = trace {
+        if *k == nic.n {
+            args.extend(t.iter().cloned());
+        }
+    }
     let mut log = File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     {
         use std::io::Write;
@@ -156,6 +161,7 @@ fn log_tail(p: &Path) -> String {
 pub fn ensure_running(
     layout: &Layout,
     loss: Option<&str>,
+    trace: Option<&(usize, Vec<String>)>,
     verbose: bool,
     find: impl FnOnce() -> Result<(PathBuf, PathBuf), String>,
 ) -> Result<(), String> {
@@ -178,7 +184,7 @@ pub fn ensure_running(
     if !to_start.is_empty() {
         let (sim, fw) = find()?;
         for nic in to_start {
-            let child = spawn(&sim, layout, nic, &fw, loss)?;
+            let child = spawn(&sim, layout, nic, &fw, loss, trace)?;
             let pid = child.id() as i32;
             if verbose {
                 eprintln!("hematite-run: nic{}: started {} (pid {pid}, log {})", nic.n, sim.display(), layout.log(nic.n).display());

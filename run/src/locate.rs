@@ -73,6 +73,12 @@ pub fn sim() -> Result<PathBuf, String> {
     find("HEMATITE_SIM", Some("hematite-sim"), "target/release/hematite-sim", "hematite-sim", "cargo build --release -p hematite-sim")
 }
 
+/// The waveform build of `hematite-sim` (for `--trace`): $HEMATITE_SIM, else
+/// <checkout>/target/trace/release/ (`./hematite trace-build`).
+pub fn sim_traced() -> Result<PathBuf, String> {
+    find("HEMATITE_SIM", None, "target/trace/release/hematite-sim", "the waveform build of hematite-sim", "./hematite trace-build")
+}
+
 /// The firmware image: $HEMATITE_FW, <checkout>/build/fw/firmware.hex.
 pub fn firmware() -> Result<PathBuf, String> {
     find("HEMATITE_FW", None, "build/fw/firmware.hex", "the firmware image", "./hematite fw")

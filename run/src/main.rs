@@ -23,7 +23,8 @@ use checks::{Check, Level};
 use tree::{Layout, View};
 
 const USAGE: &str = "usage:
-  hematite-run [--nic N] [--nics K] [--state DIR] [--loss P] [--no-overlay] [--no-preload] [-v] -- PROGRAM ARGS...
+  hematite-run [--nic N] [--nics K] [--state DIR] [--loss P] [--no-overlay] [--no-preload]
+      [--trace FILE.fst [--trace-from C] [--trace-cycles N] [--trace-nic K]] [-v] -- PROGRAM ARGS...
       start the simulated NICs if they are not running, set up what libibverbs needs to see them,
       check it, and run PROGRAM; exits with PROGRAM's status (128 + signal if it was killed)
   hematite-run --check [--nic N] [--nics K] [--state DIR]
@@ -44,6 +45,12 @@ const USAGE: &str = "usage:
                 remembered in the state directory
   --no-overlay  do not overlay /sys/class in a private mount namespace (default: overlay when root)
   --no-preload  do not LD_PRELOAD the provider (completion channels then fail)
+  --trace FILE.fst [--trace-from C] [--trace-cycles N] [--trace-nic K]
+                an FST waveform of NIC K (default 0) for its cycles C .. C+N (defaults 0 and
+                100000; the pcap's time axis); the NICs must not be running yet (--stop
+                first), and they run the waveform build of the simulator
+                (<checkout>/target/trace/release/hematite-sim, from ./hematite trace-build, or
+                $HEMATITE_SIM)
   -v            say what is done
 
 environment: HEMATITE_SIM (simulator), HEMATITE_FW (firmware image), HEMATITE_PROVIDER
@@ -71,6 +78,9 @@ struct Opts {
     overlay: bool,
     preload: bool,
     verbose: bool,
+    /// `--trace FILE` and its `--trace-from` / `--trace-cycles`, as the device takes them
+    trace: Vec<String>,
+    trace_nic: Option<usize>,
     program: Vec<OsString>,
 }
 
@@ -85,6 +95,8 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
         overlay: true,
         preload: true,
         verbose: false,
+        trace: Vec::new(),
+        trace_nic: None,
         program: Vec::new(),
     };
     let mut it = args.into_iter();
@@ -117,6 +129,11 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
             "--link" => o.link = Some(val()?),
             "--no-overlay" => o.overlay = false,
             "--no-preload" => o.preload = false,
+            "--trace" | "--trace-from" | "--trace-cycles" => {
+                let v = val()?;
+                o.trace.extend([s.clone(), v]);
+            }
+            "--trace-nic" => o.trace_nic = Some(val()?.parse().map_err(|_| "--trace-nic wants a NIC number".to_string())?),
             "-v" | "--verbose" => o.verbose = true,
             "--check" => set_mode(&mut o, Mode::Check)?,
             "--stop" => set_mode(&mut o, Mode::Stop)?,
@@ -127,6 +144,12 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
                 break;
             }
         }
+    }
+    if (o.trace_nic.is_some() || !o.trace.is_empty()) && !o.trace.iter().any(|a| a == "--trace") {
+        return Err("--trace-from, --trace-cycles and --trace-nic need --trace FILE.fst".into());
+    }
+    if !o.trace.is_empty() && o.mode != Mode::Run {
+        return Err("--trace goes with a program run".into());
     }
     match o.mode {
         Mode::Run if o.program.is_empty() => Err("no program given (hematite-run [options] -- PROGRAM ARGS...)".into()),
@@ -398,7 +421,18 @@ fn run(mut o: Opts) -> Result<u8, String> {
         eprintln!("hematite-run: pre-flight checks failed; `hematite-run --check` lists them all");
         return Ok(EXIT_SETUP);
     }
-    devices::ensure_running(&layout, o.loss.as_deref(), o.verbose, || Ok((locate::sim()?, locate::firmware()?)))?;
+    let trace = if o.trace.is_empty() {
+        None
+    } else {
+        let k = o.trace_nic.unwrap_or(0);
+        layout.nic(k)?;
+        if !matches!(devices::state(&layout, k), devices::State::Stopped(_)) {
+            return Err(format!("--trace: nic{k} runs already; a waveform needs a device this run starts (hematite-run --stop first)"));
+        }
+        Some((k, o.trace.clone()))
+    };
+    let sim = if trace.is_some() { locate::sim_traced } else { locate::sim };
+    devices::ensure_running(&layout, o.loss.as_deref(), trace.as_ref(), o.verbose, || Ok((sim()?, locate::firmware()?)))?;
     drop(guard);
 
     let mut cmd = Command::new(&o.program[0]);
@@ -502,5 +536,11 @@ mod tests {
         assert!(parse_args(args(&["--bogus", "--", "ls"])).is_err());
         let o = parse_args(args(&["--no-overlay", "--no-preload", "--", "x"])).unwrap();
         assert!(!o.overlay && !o.preload);
+        let o = parse_args(args(&["--trace", "w.fst", "--trace-from", "5", "--trace-nic", "1", "--", "x"])).unwrap();
+        assert_eq!((o.trace.join(" "), o.trace_nic), ("--trace w.fst --trace-from 5".to_string(), Some(1)));
+        assert!(parse_args(args(&["--trace-cycles", "10", "--", "x"])).is_err(), "a window without --trace");
+        assert!(parse_args(args(&["--trace-nic", "1", "--", "x"])).is_err());
+        assert!(parse_args(args(&["--check", "--trace", "w.fst"])).is_err(), "--trace only with a program");
+        assert!(parse_args(args(&["--trace-nic", "x", "--trace", "w.fst", "--", "x"])).is_err());
     }
 }

@@ -31,6 +31,9 @@ pub struct DemoOpts {
     pub fw: Option<PathBuf>,
     /// Print progress.
     pub verbose: bool,
+    /// `--trace FILE.fst [--trace-from C] [--trace-cycles N]` for NIC a's device process (a
+    /// waveform; the waveform build only).
+    pub trace_a: Vec<String>,
 }
 
 /// One operation's figures.
@@ -95,12 +98,13 @@ impl Drop for Pair {
 
 /// Starts two device processes wired to each other; returns when both sockets exist.
 pub fn start_pair(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64) -> Result<Pair, String> {
-    start_pair_on(exe, dir, fw, loss, None, &[])
+    start_pair_on(exe, dir, fw, loss, None, &[], &[])
 }
 
 /// As [`start_pair`]; `udp_base` = Some(port) puts the wire on UDP 127.0.0.1:port and port+1
-/// instead of Unix datagram sockets; `extra` goes to both devices' command lines.
-pub fn start_pair_on(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64, udp_base: Option<u16>, extra: &[&str]) -> Result<Pair, String> {
+/// instead of Unix datagram sockets; `extra` goes to both devices' command lines, `extra_a`
+/// to NIC a's alone.
+pub fn start_pair_on(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64, udp_base: Option<u16>, extra: &[&str], extra_a: &[String]) -> Result<Pair, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut children = Vec::new();
     let names = ["a", "b"];
@@ -132,12 +136,21 @@ pub fn start_pair_on(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64, udp_b
             c.arg("--fw").arg(f);
         }
         c.args(extra);
+        if i == 0 {
+            c.args(extra_a);
+        }
         c.stdin(Stdio::null());
         children.push(c.spawn().map_err(|e| format!("starting {}: {e}", exe.display()))?);
     }
     let pair = Pair { children, dir: dir.to_path_buf(), pcaps: [dir.join("a.pcap"), dir.join("b.pcap")] };
     let t0 = Instant::now();
+    let mut pair = pair;
     while !(dir.join("a.sock").exists() && dir.join("b.sock").exists()) {
+        for (n, c) in names.iter().zip(pair.children.iter_mut()) {
+            if let Ok(Some(st)) = c.try_wait() {
+                return Err(format!("device {n} exited ({st}) before it came up; its messages are above"));
+            }
+        }
         if t0.elapsed() > Duration::from_secs(30) {
             return Err("the device processes did not come up within 30 s".into());
         }
@@ -505,7 +518,7 @@ pub fn run(o: &DemoOpts) -> Result<Vec<OpResult>, String> {
         }
     };
     say(&format!("starting two simulated NICs (engine + control core + firmware) in {}", dir.display()));
-    let pair = start_pair(&o.exe, &dir, o.fw.as_deref(), o.loss)?;
+    let pair = start_pair_on(&o.exe, &dir, o.fw.as_deref(), o.loss, None, &[], &o.trace_a)?;
     let t0 = Instant::now();
     let mr_len = (2 * o.size * 64).max(8192);
     let a = open_side(&dir.join("a.sock"), o.qps, mr_len)?;

@@ -184,6 +184,22 @@ impl Engine {
         self.sim.cycles
     }
 
+    /// True in the waveform build of the simulator (HEMATITE_TRACE=1 at build time).
+    pub fn traced() -> bool {
+        HmEngModel::traced()
+    }
+
+    /// Starts an FST waveform of the whole NIC (engine and control core) at `path`; the next
+    /// clock is numbered `cycle` on its time axis (4 ns a cycle). Err in the ordinary build.
+    pub fn trace_open(&mut self, path: &std::path::Path, cycle: u64) -> Result<(), String> {
+        self.sim.trace_open(path, cycle)
+    }
+
+    /// Ends the waveform (the file is complete once this returns).
+    pub fn trace_close(&mut self) {
+        self.sim.trace_close()
+    }
+
     /// One clock cycle.
     pub fn step(&mut self) {
         let now = self.sim.cycles;

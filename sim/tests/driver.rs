@@ -307,7 +307,7 @@ fn cpu_ticks(pid: u32) -> u64 {
 fn udp_wire_and_idle_devices_sleep_but_keep_time() {
     let d = dir("udp");
     let base = 20000 + (std::process::id() % 20000) as u16;
-    let pair = demo::start_pair_on(&exe(), &d, Some(&fw()), 0.0, Some(base), &["--idle-after", "100000"]).expect("devices");
+    let pair = demo::start_pair_on(&exe(), &d, Some(&fw()), 0.0, Some(base), &["--idle-after", "100000"], &[]).expect("devices");
     let a = demo::open_side(&d.join("a.sock"), 1, 1 << 16).expect("open a");
     let b = demo::open_side(&d.join("b.sock"), 1, 1 << 16).expect("open b");
     demo::connect(&a, &b, 14).unwrap();

@@ -32,7 +32,7 @@ const USAGE: &str = "usage:
   hematite-sim device --socket PATH --wire-local ADDR --wire-peer ADDR [--mac 02:00:00:00:00:01]
       [--ip 10.0.0.1] [--pcap FILE] [--loss P] [--rx-loss P] [--dup P] [--reorder P]
       [--corrupt P] [--seed S] [--fw HEX] [--max-cycles N]
-      [--idle-after N] [-v]
+      [--idle-after N] [--trace FILE.fst [--trace-from CYCLE] [--trace-cycles N]] [-v]
       run the simulated NIC (transport engine, control core and firmware) as a device that
       drivers open over the Unix socket PATH (hostdrv's simulation backend); its Ethernet port
       exchanges one frame per datagram with the peer (qemu -netdev dgram framing). ADDR is a
@@ -40,11 +40,16 @@ const USAGE: &str = "usage:
       fraction of transmitted RoCE frames, --rx-loss of received ones (after the pcap); --pcap writes every frame with simulated-time
       stamps (4 ns per cycle); the firmware image defaults to build/fw/firmware.hex; after
       --idle-after cycles without activity (default 2000000) the process sleeps between
-      short slices of cycles, so its timers keep running at a few percent of a core
+      short slices of cycles, so its timers keep running at a few percent of a core;
+      --trace writes an FST waveform of the whole NIC for the cycles CYCLE .. CYCLE+N
+      (defaults 0 and 100000; the pcap's time axis) and needs the waveform build
+      (./hematite trace-build)
   hematite-sim demo [--size BYTES] [--count N] [--loss P] [--qps N] [--dir DIR] [--fw HEX]
+      [--trace FILE.fst [--trace-from CYCLE] [--trace-cycles N]]
       start two device processes joined by the datagram wire and run SEND, RDMA WRITE,
       RDMA READ and atomics between them through the host driver, verifying the data;
-      prints throughput and latency in simulated time (250 MHz) and in wall time";
+      prints throughput and latency in simulated time (250 MHz) and in wall time; --trace
+      is NIC a's device --trace (the waveform build only)";
 
 struct Args {
     cmd: String,
@@ -447,6 +452,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     let mut max_cycles = 0u64;
     let mut verbose = false;
     let mut idle_after = None;
+    let (mut trace, mut trace_from, mut trace_cycles) = (None, None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
@@ -484,6 +490,9 @@ fn device_main(args: &[String]) -> Result<(), String> {
             "--fw" => fw = PathBuf::from(val()?),
             "--max-cycles" => max_cycles = val()?.parse().map_err(|e| format!("--max-cycles: {e}"))?,
             "--idle-after" => idle_after = Some(val()?.parse().map_err(|e| format!("--idle-after: {e}"))?),
+            "--trace" => trace = Some(PathBuf::from(val()?)),
+            "--trace-from" => trace_from = Some(val()?.parse().map_err(|e| format!("--trace-from: {e}"))?),
+            "--trace-cycles" => trace_cycles = Some(val()?.parse().map_err(|e| format!("--trace-cycles: {e}"))?),
             "-v" | "--verbose" => verbose = true,
             _ => return Err(format!("device: unknown argument `{a}`")),
         }
@@ -494,6 +503,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     let image = hematite_sim::fw::read_hex(&fw)?;
     let mut cfg = DevConfig::new(socket, local, peer, mac, u32::from(ip), image);
     cfg.pcap = pcap;
+    cfg.trace = trace_window(trace, trace_from, trace_cycles)?;
     cfg.loss = loss;
     cfg.rx_loss = rx_loss;
     if loss + dup + reorder + corrupt >= 1.0 {
@@ -516,6 +526,16 @@ fn device_main(args: &[String]) -> Result<(), String> {
     nic.run()
 }
 
+/// The `--trace` window from its three options (`--trace-from` / `--trace-cycles` without
+/// `--trace` are an error, not ignored).
+fn trace_window(path: Option<PathBuf>, from: Option<u64>, cycles: Option<u64>) -> Result<Option<hematite_sim::device::TraceWindow>, String> {
+    match path {
+        Some(path) => Ok(Some(hematite_sim::device::TraceWindow { path, from: from.unwrap_or(0), cycles: cycles.unwrap_or(100_000) })),
+        None if from.is_some() || cycles.is_some() => Err("--trace-from and --trace-cycles need --trace FILE.fst".into()),
+        None => Ok(None),
+    }
+}
+
 fn demo_main(args: &[String]) -> Result<(), String> {
     let mut o = hematite_sim::demo::DemoOpts {
         size: 4096,
@@ -526,6 +546,7 @@ fn demo_main(args: &[String]) -> Result<(), String> {
         exe: std::env::current_exe().map_err(|e| e.to_string())?,
         fw: None,
         verbose: true,
+        trace_a: Vec::new(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -537,8 +558,15 @@ fn demo_main(args: &[String]) -> Result<(), String> {
             "--qps" => o.qps = val()?.parse().map_err(|e| format!("--qps: {e}"))?,
             "--dir" => o.dir = Some(PathBuf::from(val()?)),
             "--fw" => o.fw = Some(PathBuf::from(val()?)),
+            "--trace" | "--trace-from" | "--trace-cycles" => {
+                let v = val()?;
+                o.trace_a.extend([a.clone(), v]);
+            }
             _ => return Err(format!("demo: unknown argument `{a}`")),
         }
+    }
+    if !o.trace_a.is_empty() && !o.trace_a.iter().any(|a| a == "--trace") {
+        return Err("demo: --trace-from and --trace-cycles need --trace FILE.fst".into());
     }
     if o.size == 0 || o.size > 1 << 20 || o.count < 2 || o.count > 1_000_000 || o.qps == 0 || o.qps > 64 || !(0.0..0.5).contains(&o.loss) {
         return Err("demo: --size 1..1048576, --count 2..1000000, --qps 1..64, --loss 0..0.5".into());

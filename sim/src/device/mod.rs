@@ -28,13 +28,17 @@
 //! * `wire`: the Ethernet port (socket, receive buffer, transmit backlog, loopback) and the
 //!   wire faults;
 //! * `neigh`: ARP and IPv6 neighbour discovery answered by the process;
-//! * `pcap`: the `--pcap` capture (the model crate's pcap writer, simulated-time stamps).
+//! * `pcap`: the `--pcap` capture (the model crate's pcap writer, simulated-time stamps);
+//! * `trace`: the `--trace` waveform window (FST, same time axis as the pcap).
 
 mod client;
 mod iommu;
 mod neigh;
 mod pcap;
+mod trace;
 mod wire;
+
+pub use trace::TraceWindow;
 
 pub use wire::{after_bth_span, WireAddr, REORDER_HOLD_CYCLES, RX_BUF_BYTES};
 
@@ -42,6 +46,7 @@ use client::{Client, Mmio, Refused};
 use iommu::{ClientMem, Iommu};
 use neigh::ArpWait;
 use pcap::Pcap;
+use trace::Trace;
 use wire::Wire;
 
 use crate::dma::MemCfg;
@@ -77,6 +82,8 @@ pub struct DevConfig {
     pub ipv4: u32,
     /// Write every frame here.
     pub pcap: Option<PathBuf>,
+    /// Write a waveform of these cycles (the waveform build only).
+    pub trace: Option<TraceWindow>,
     /// Firmware image (32-bit words).
     pub image: Vec<u32>,
     /// Probability of dropping each transmitted RoCE frame (`--loss`).
@@ -116,6 +123,7 @@ impl DevConfig {
             mac,
             ipv4,
             pcap: None,
+            trace: None,
             image,
             loss: 0.0,
             rx_loss: 0.0,
@@ -192,6 +200,7 @@ pub struct SimNic {
     refused: Vec<Refused>,
     wire: Wire,
     pcap: Option<Pcap>,
+    trace: Trace,
     mmio: VecDeque<Mmio>,
     in_flight: Option<Mmio>,
     irq_fds: HashMap<u8, Arc<File>>,
@@ -223,6 +232,8 @@ fn new_engine(image: &[u32], iommu: &Arc<Mutex<Iommu>>) -> Result<Engine, String
 impl SimNic {
     /// Builds the NIC, boots the firmware, opens the socket and the wire.
     pub fn new(cfg: DevConfig) -> Result<SimNic, String> {
+        // the waveform window first: a refused one leaves no socket behind
+        let trace = Trace::new(cfg.trace.clone())?;
         let iommu = Arc::new(Mutex::new(Iommu::default()));
         let eng = new_engine(&cfg.image, &iommu)?;
         let _ = std::fs::remove_file(&cfg.socket);
@@ -242,6 +253,7 @@ impl SimNic {
             refused: Vec::new(),
             wire,
             pcap,
+            trace,
             mmio: VecDeque::new(),
             in_flight: None,
             irq_fds: HashMap::new(),
@@ -275,6 +287,8 @@ impl SimNic {
     /// Register reads (and non-posted writes) still queued or in flight are answered with
     /// ECANCELED: their transactions are discarded with the old engine.
     fn reset(&mut self) -> Result<(), String> {
+        let now = self.cycles();
+        self.trace.cut(&mut self.eng, now, "function reset");
         self.cycle_base += self.eng.cycle();
         let r = new_engine(&self.cfg.image, &self.iommu);
         let cancelled: Vec<Req> = self.in_flight.take().into_iter().chain(self.mmio.drain(..)).filter_map(|m| m.reply_to).collect();
@@ -316,6 +330,12 @@ impl SimNic {
             }
         }
         self.eng.step();
+        if !matches!(self.trace, Trace::Off | Trace::Done) {
+            let now = self.cycles();
+            if let Err(e) = self.trace.after_clock(&mut self.eng, now) {
+                eprintln!("hematite-sim device: waveform: {e}");
+            }
+        }
     }
 
     fn busy(&self) -> bool {
@@ -427,6 +447,8 @@ impl SimNic {
 
 impl Drop for SimNic {
     fn drop(&mut self) {
+        let now = self.cycles();
+        self.trace.cut(&mut self.eng, now, "the device process ended");
         if let Some(pc) = &mut self.pcap {
             pc.flush();
         }
