@@ -390,6 +390,7 @@ pub fn cli_main(args: &[String], extra: &[(&str, &dyn BackendFactory)]) -> i32 {
         o.out.display()
     );
     let t0 = Instant::now();
+    let pb = crate::progress::bar((o.presets.len() * o.ns.len() * o.ccs.len() * o.pfcs.len()) as u64, "runs");
     let mut rows = Vec::new();
     let mut csv = String::from(Summary::CSV_HEADER);
     csv.push('\n');
@@ -438,6 +439,7 @@ pub fn cli_main(args: &[String], extra: &[(&str, &dyn BackendFactory)]) -> i32 {
                         cfg.cc_params[i] = x;
                     }
                     let t = Instant::now();
+                    pb.set_message(format!("{preset} n={n} cc={} pfc={}", if cc { "on" } else { "off" }, if pfc { "on" } else { "off" }));
                     let name = run_file_name(preset, n, cc, pfc);
                     let stem = name.trim_end_matches(".csv");
                     let r = match run_one(cfg, backend, &o, stem) {
@@ -453,15 +455,18 @@ pub fn cli_main(args: &[String], extra: &[(&str, &dyn BackendFactory)]) -> i32 {
                         return 1;
                     }
                     if !o.quiet {
-                        eprintln!(
-                            "  {preset} n={n} cc={} pfc={}: {} cycles in {:.1} s -> {}",
-                            if cc { "on" } else { "off" },
-                            if pfc { "on" } else { "off" },
-                            r.summary.cycles,
-                            t.elapsed().as_secs_f64(),
-                            file.display()
-                        );
+                        pb.suspend(|| {
+                            eprintln!(
+                                "  {preset} n={n} cc={} pfc={}: {} cycles in {:.1} s -> {}",
+                                if cc { "on" } else { "off" },
+                                if pfc { "on" } else { "off" },
+                                r.summary.cycles,
+                                t.elapsed().as_secs_f64(),
+                                file.display()
+                            )
+                        });
                     }
+                    pb.inc(1);
                     csv.push_str(&r.summary.csv_row());
                     csv.push('\n');
                     rows.push(r.summary);
@@ -469,6 +474,7 @@ pub fn cli_main(args: &[String], extra: &[(&str, &dyn BackendFactory)]) -> i32 {
             }
         }
     }
+    pb.finish_and_clear();
     let sfile = o.out.join("summary.csv");
     if let Err(e) = write(&sfile, &csv) {
         eprintln!("hematite-experiment: {e}");

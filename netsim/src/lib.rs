@@ -48,6 +48,7 @@ pub mod incast;
 pub mod link;
 pub mod pcap;
 pub mod pkt;
+pub mod progress;
 pub mod rate;
 pub mod red;
 pub mod rng;

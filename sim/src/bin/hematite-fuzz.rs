@@ -96,14 +96,13 @@ fn main() {
     let seeds = load_seeds(&seed_dirs).unwrap_or_else(|e| die(&e));
     println!("fuzz rx: {} seed frames from {}", seeds.len(), seed_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "));
     let t0 = Instant::now();
-    let mut last = Instant::now();
+    let pb = hematite_netsim::progress::bar(count, "cases");
     let rep = rx_campaign(&seeds, count, seed, &widths, &out, |r| {
-        if last.elapsed().as_secs() >= 10 {
-            eprintln!("  {} cases, {} findings, {:.0} frames/s", r.cases, r.findings, r.cases as f64 / t0.elapsed().as_secs_f64());
-            last = Instant::now();
-        }
+        pb.set_position(r.cases);
+        pb.set_message(format!("{} findings", r.findings));
     })
     .unwrap_or_else(|e| die(&e));
+    pb.finish_and_clear();
     let secs = t0.elapsed().as_secs_f64();
     println!("verdicts: {:?}", rep.verdicts);
     println!(
@@ -148,14 +147,13 @@ fn socket_main(args: &[String]) -> ! {
     let _ = std::fs::remove_dir_all(&o.dir);
     println!("fuzz socket: {} messages to {} device (seed {}), work folder {}", o.count, o.sim.display(), o.seed, o.dir.display());
     let t0 = Instant::now();
-    let mut last = Instant::now();
+    let pb = hematite_netsim::progress::bar(o.count, "messages");
     let rep = socket_campaign(&o, |r| {
-        if last.elapsed().as_secs() >= 10 {
-            eprintln!("  {} cases, {} sessions, {} findings, {:.0} messages/s", r.cases, r.sessions, r.findings, r.cases as f64 / t0.elapsed().as_secs_f64());
-            last = Instant::now();
-        }
+        pb.set_position(r.cases);
+        pb.set_message(format!("{} sessions, {} findings", r.sessions, r.findings));
     })
     .unwrap_or_else(|e| die(&e));
+    pb.finish_and_clear();
     let secs = t0.elapsed().as_secs_f64();
     for n in &rep.notes {
         println!("finding: {n}");
@@ -231,14 +229,13 @@ fn engine_main(args: &[String]) -> ! {
         println!("fuzz engine: {} cases, {f} findings", rep.cases);
         std::process::exit(f as i32);
     }
-    let mut last = Instant::now();
+    let pb = hematite_netsim::progress::bar(o.count, "cases");
     let rep = engine_campaign(&o, &out, |r| {
-        if last.elapsed().as_secs() >= 10 {
-            eprintln!("  {} cases, {} findings, {} episodes, {:.0} frames/s", r.cases, r.findings, r.episodes, r.cases as f64 / t0.elapsed().as_secs_f64());
-            last = Instant::now();
-        }
+        pb.set_position(r.cases);
+        pb.set_message(format!("{} findings, {} episodes", r.findings, r.episodes));
     })
     .unwrap_or_else(|e| die(&e));
+    pb.finish_and_clear();
     print(&rep, t0.elapsed().as_secs_f64());
     println!("seed {}, {} frames per episode{}", o.seed, o.per_episode, if o.wire_faults { ", wire faults on the real traffic" } else { "" });
     println!("fuzz engine: {} cases, {} findings", rep.cases, rep.findings);
