@@ -24,7 +24,8 @@ use tree::{Layout, View};
 
 const USAGE: &str = "usage:
   hematite-run [--nic N] [--nics K] [--state DIR] [--loss P] [--no-overlay] [--no-preload]
-      [--trace FILE.fst [--trace-from C] [--trace-cycles N] [--trace-nic K]] [-v] -- PROGRAM ARGS...
+      [--trace FILE.fst [--trace-from C] [--trace-cycles N] [--trace-on EVENT [--trace-before B]
+      [--trace-after A]] [--trace-nic K]] [-v] -- PROGRAM ARGS...
       start the simulated NICs if they are not running, set up what libibverbs needs to see them,
       check it, and run PROGRAM; exits with PROGRAM's status (128 + signal if it was killed)
   hematite-run --check [--nic N] [--nics K] [--state DIR]
@@ -46,9 +47,11 @@ const USAGE: &str = "usage:
   --no-overlay  do not overlay /sys/class in a private mount namespace (default: overlay when root)
   --no-preload  do not LD_PRELOAD the provider (completion channels then fail)
   --trace FILE.fst [--trace-from C] [--trace-cycles N] [--trace-nic K]
-                an FST waveform of NIC K (default 0) for its cycles C .. C+N (defaults 0 and
-                100000; the pcap's time axis); the NICs must not be running yet (--stop
-                first), and they run the waveform build of the simulator
+                an FST waveform of NIC K (default: --nic N, else 0) for its cycles C .. C+N (defaults 0 and
+                100000; the pcap's time axis), or with --trace-on EVENT [--trace-before B]
+                [--trace-after A] around the first EVENT (error-cqe, drop, drop:REASON); the
+                NICs must not be running yet (--stop first), and they run the waveform build
+                of the simulator
                 (<checkout>/target/trace/release/hematite-sim, from ./hematite trace-build, or
                 $HEMATITE_SIM)
   -v            say what is done
@@ -129,8 +132,17 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
             "--link" => o.link = Some(val()?),
             "--no-overlay" => o.overlay = false,
             "--no-preload" => o.preload = false,
-            "--trace" | "--trace-from" | "--trace-cycles" => {
+            "--trace" | "--trace-from" | "--trace-cycles" | "--trace-on" | "--trace-before" | "--trace-after" => {
                 let v = val()?;
+                // the numbers are checked here, before any device starts (the device checks
+                // the rest: the event's name, the file)
+                if s != "--trace" && s != "--trace-on" {
+                    match v.parse::<u64>() {
+                        Ok(0) if s == "--trace-cycles" || s == "--trace-before" => return Err(format!("{s} must be at least 1")),
+                        Ok(_) => {}
+                        Err(_) => return Err(format!("{s} wants a number of cycles, not `{v}`")),
+                    }
+                }
                 o.trace.extend([s.clone(), v]);
             }
             "--trace-nic" => o.trace_nic = Some(val()?.parse().map_err(|_| "--trace-nic wants a NIC number".to_string())?),
@@ -146,7 +158,7 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
         }
     }
     if (o.trace_nic.is_some() || !o.trace.is_empty()) && !o.trace.iter().any(|a| a == "--trace") {
-        return Err("--trace-from, --trace-cycles and --trace-nic need --trace FILE.fst".into());
+        return Err("--trace-from, --trace-cycles, --trace-on, --trace-before, --trace-after and --trace-nic need --trace FILE.fst".into());
     }
     if !o.trace.is_empty() && o.mode != Mode::Run {
         return Err("--trace goes with a program run".into());
@@ -424,7 +436,7 @@ fn run(mut o: Opts) -> Result<u8, String> {
     let trace = if o.trace.is_empty() {
         None
     } else {
-        let k = o.trace_nic.unwrap_or(0);
+        let k = o.trace_nic.or(o.nic).unwrap_or(0);
         layout.nic(k)?;
         if !matches!(devices::state(&layout, k), devices::State::Stopped(_)) {
             return Err(format!("--trace: nic{k} runs already; a waveform needs a device this run starts (hematite-run --stop first)"));
@@ -542,5 +554,8 @@ mod tests {
         assert!(parse_args(args(&["--trace-nic", "1", "--", "x"])).is_err());
         assert!(parse_args(args(&["--check", "--trace", "w.fst"])).is_err(), "--trace only with a program");
         assert!(parse_args(args(&["--trace-nic", "x", "--trace", "w.fst", "--", "x"])).is_err());
+        assert!(parse_args(args(&["--trace", "w.fst", "--trace-cycles", "0", "--", "x"])).is_err());
+        assert!(parse_args(args(&["--trace", "w.fst", "--trace-before", "many", "--", "x"])).is_err());
+        assert!(parse_args(args(&["--trace", "w.fst", "--trace-on", "drop", "--trace-after", "0", "--", "x"])).is_ok());
     }
 }

@@ -71,8 +71,21 @@ module hm_sim_nic_top #(
   input  logic [NUM_QPS-1:0]    rl_pause,
   output logic [7:0]            m_irq_vec,
   output logic                  m_irq_valid,
-  input  logic                  m_irq_ready
+  input  logic                  m_irq_ready,
+  // Taps for the waveform trigger of the device (hematite-sim device --trace-on), by
+  // hierarchical reference (the simulator's top only; nothing under rtl/ knows of them): the
+  // CQE the engine issues this cycle (its status) and the frame the RX path delivers or drops
+  // this cycle (its reason, HM_RSN_*)
+  output logic                  dbg_cqe_valid,
+  output logic [7:0]            dbg_cqe_status,
+  output logic                  dbg_rx_valid,
+  output logic [3:0]            dbg_rx_reason
 );
+  assign dbg_cqe_valid  = u_eng.u_cq.m_wr_valid && u_eng.u_cq.m_wr_ready;
+  assign dbg_cqe_status = u_eng.u_cq.cqe_w.status;
+  assign dbg_rx_valid   = u_eng.rx_mon_valid;
+  assign dbg_rx_reason  = u_eng.rx_mon.reason;
+
   // engine control bus (from the core or the testbench), and the core's
   hm_pkg::hm_axil_req_t e_req, c_req;
   hm_pkg::hm_axil_rsp_t e_rsp;

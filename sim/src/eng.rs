@@ -109,6 +109,14 @@ pub struct Engine {
     ctl_rd: Lite,
     fw: Lite,
     pub inp: HmEngIn,
+    /// A second model that runs the same inputs a fixed number of cycles later (the waveform
+    /// build's triggered window traces it, so that the cycles before the trigger can still be
+    /// traced when it fires).
+    shadow: Option<Shadow>,
+    /// The last clock's trigger taps (hm_sim_nic_top's dbg_* ports): the status of a CQE the
+    /// engine issued, the reason (HM_RSN_*) of a frame the RX path delivered or dropped.
+    pub tap_cqe: Option<u8>,
+    pub tap_rx: Option<u8>,
     /// Frames the engine transmitted (bytes, aborted flag), in order.
     pub tx: Vec<(Vec<u8>, bool)>,
     cur_tx: Vec<u8>,
@@ -149,6 +157,10 @@ pub enum Port {
 impl Engine {
     /// A fresh engine after reset, with the given host-memory timing.
     pub fn new(cfg: MemCfg) -> Engine {
+        Engine::build(cfg, None)
+    }
+
+    fn build(cfg: MemCfg, shadow: Option<Shadow>) -> Engine {
         let seed = cfg.seed;
         let mut e = Engine {
             sim: HmEngModel::new(),
@@ -158,6 +170,9 @@ impl Engine {
             ctl_rd: Lite::default(),
             fw: Lite::default(),
             inp: HmEngIn::idle(),
+            shadow,
+            tap_cqe: None,
+            tap_rx: None,
             tx: Vec::new(),
             cur_tx: Vec::new(),
             tx_cycle: Vec::new(),
@@ -198,6 +213,40 @@ impl Engine {
     /// Ends the waveform (the file is complete once this returns).
     pub fn trace_close(&mut self) {
         self.sim.trace_close()
+    }
+
+    /// A fresh engine (as [`Engine::new`]) with a shadow model that is clocked with the same
+    /// inputs `delay` cycles later, from power-on (the reset included). A Verilated model is
+    /// deterministic, so the shadow is the engine `delay` cycles ago, cycle for cycle.
+    pub fn with_shadow(cfg: MemCfg, delay: usize) -> Engine {
+        Engine::build(cfg, Some(Shadow { m: HmEngModel::new(), q: VecDeque::with_capacity(delay + 1), delay, out: HmEngOut::default() }))
+    }
+
+    /// How many cycles the shadow model lags (None without one).
+    pub fn shadow_lag(&self) -> Option<u64> {
+        self.shadow.as_ref().map(|s| s.q.len() as u64)
+    }
+
+    /// Starts a waveform of the shadow model; its next clock is numbered `cycle`.
+    pub fn shadow_trace_open(&mut self, path: &std::path::Path, cycle: u64) -> Result<(), String> {
+        self.shadow.as_mut().ok_or("no shadow model")?.m.trace_open(path, cycle)
+    }
+
+    /// Clocks the shadow model with up to `n` of its queued inputs (it catches up).
+    pub fn shadow_catch_up(&mut self, n: u64) {
+        if let Some(sh) = &mut self.shadow {
+            for _ in 0..n {
+                let Some(i) = sh.q.pop_front() else { break };
+                sh.m.tick_into(&i, &mut sh.out);
+            }
+        }
+    }
+
+    /// Ends the shadow model (its waveform is complete once this returns).
+    pub fn shadow_end(&mut self) {
+        if let Some(mut sh) = self.shadow.take() {
+            sh.m.trace_close();
+        }
     }
 
     /// One clock cycle.
@@ -243,7 +292,16 @@ impl Engine {
             i.rx_tuser = 0;
             i.rx_tvalid = 1;
         }
+        if let Some(sh) = &mut self.shadow {
+            sh.q.push_back(self.inp);
+            if sh.q.len() > sh.delay {
+                let i = sh.q.pop_front().expect("a queued input");
+                sh.m.tick_into(&i, &mut sh.out);
+            }
+        }
         let o = self.sim.tick(&self.inp);
+        self.tap_cqe = (o.dbg_cqe_valid != 0).then_some(o.dbg_cqe_status);
+        self.tap_rx = (o.dbg_rx_valid != 0).then_some(o.dbg_rx_reason);
         let i = &self.inp;
         let dout = AxiOut {
             araddr: o.axi_araddr,
@@ -446,4 +504,12 @@ impl Engine {
     pub fn violations(&self) -> &[String] {
         &self.mem.violations
     }
+}
+
+/// The shadow of [`Engine::with_shadow`]: the model, its queued inputs, its lag.
+struct Shadow {
+    m: HmEngModel,
+    q: VecDeque<HmEngIn>,
+    delay: usize,
+    out: HmEngOut,
 }

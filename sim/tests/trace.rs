@@ -53,6 +53,8 @@ fn a_waveform_window_shows_the_frames_at_their_cycles() {
     let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
     let cfg = QpConfig { pmtu: 1024, ..QpConfig::default() };
     b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    // the MAC withholds tready on 30 % of the cycles, so a beat needs both valid and ready
+    b.a.eng.tx_stall_pct = 30;
     b.run_for(50);
     assert_eq!(b.a.eng.tx_start.len(), b.a.eng.tx.len(), "no frame under way when the window opens");
     let from = b.a.eng.cycle();
@@ -123,6 +125,27 @@ fn a_waveform_window_shows_the_frames_at_their_cycles() {
     std::fs::remove_file(&path).unwrap();
 }
 
+/// `hematite-sim device` in `dir` (socket d.sock, wire d.wire) for `max` cycles, with the
+/// firmware image and the waveform options `trace` (its stderr piped).
+fn device(dir: &std::path::Path, max: u64, trace: &[&str]) -> std::process::Child {
+    let path = |f: &str| dir.join(f).into_os_string();
+    let mut args: Vec<std::ffi::OsString> = ["device", "--max-cycles", &max.to_string(), "--fw"].map(Into::into).into();
+    args.push(hematite_sim::fw::image_path().into_os_string());
+    for (opt, file) in [("--socket", "d.sock"), ("--wire-local", "d.wire"), ("--wire-peer", "peer.wire")] {
+        args.extend([opt.into(), path(file)]);
+    }
+    args.extend(trace.iter().map(Into::into));
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_hematite-sim"));
+    c.args(args).stderr(std::process::Stdio::piped());
+    c.spawn().expect("run hematite-sim device")
+}
+
+/// (exited with 0, stderr) of a device run.
+fn finished(c: std::process::Child) -> (bool, String) {
+    let out = c.wait_with_output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 /// The device process's `--trace` window: in the waveform build, a window after the firmware
 /// load is traced exactly (the FST spans its cycles) and one that starts inside the load
 /// starts at the first traceable cycle, N cycles long, and says so; in the ordinary build the
@@ -131,22 +154,8 @@ fn a_waveform_window_shows_the_frames_at_their_cycles() {
 fn the_device_traces_its_window_or_refuses() {
     let dir = std::env::temp_dir().join(format!("hm-trace-dev-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let fw = concat!(env!("CARGO_MANIFEST_DIR"), "/../build/fw/firmware.hex");
     let run = |fst: &std::path::Path, from: u64, cycles: u64| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hematite-sim"))
-            .args(["device", "--max-cycles", "30000", "--fw", fw])
-            .arg("--socket")
-            .arg(dir.join("d.sock"))
-            .arg("--wire-local")
-            .arg(dir.join("d.wire"))
-            .arg("--wire-peer")
-            .arg(dir.join("peer.wire"))
-            .arg("--trace")
-            .arg(fst)
-            .args(["--trace-from", &from.to_string(), "--trace-cycles", &cycles.to_string()])
-            .output()
-            .expect("run hematite-sim device");
-        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+        finished(device(&dir, 30_000, &["--trace", fst.to_str().unwrap(), "--trace-from", &from.to_string(), "--trace-cycles", &cycles.to_string()]))
     };
     let span = |fst: &std::path::Path| {
         let r = FstReader::open(std::io::BufReader::new(std::fs::File::open(fst).unwrap())).expect("an FST file");
@@ -168,11 +177,88 @@ fn the_device_traces_its_window_or_refuses() {
     // a window inside the firmware load starts at the first traceable cycle, 50 cycles long
     let (ok, err) = run(&fst, 100, 50);
     assert!(ok && err.contains("(cycle 100 falls in the reset and the firmware load"), "{err}");
-    let (t0, t1) = span(&fst);
-    assert!(t0 > 100 * 4000 && t1 - (t0 - 2000) == 50 * 4000, "{t0}..{t1}");
+    let i = err.find("waveform from cycle ").unwrap() + "waveform from cycle ".len();
+    let first: u64 = err[i..].split(' ').next().unwrap().parse().unwrap();
+    assert!(first > 100 && err.contains(&format!("waveform of cycles {first}..{} written", first + 50)), "{err}");
+    assert_eq!(span(&fst), (first * 4000 + 2000, (first + 50) * 4000), "50 cycles from the first traceable one");
     // the process ends inside the window: written, cut short, and said so
     let (ok, err) = run(&fst, 29_900, 1_000);
     assert!(ok && err.contains("(cut short: the device process ended; 1000 cycles were asked)"), "{err}");
     assert_eq!(span(&fst).0, 29_900 * 4000 + 2000);
+    // a window the process never reaches: no file, and said so
+    std::fs::remove_file(&fst).unwrap();
+    let (ok, err) = run(&fst, 50_000, 10);
+    assert!(ok && err.contains("the waveform window was never reached") && !fst.exists(), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A triggered window (`--trace-on drop:not_ip`): a frame that is not IP sent to the device's
+/// wire is dropped by the RX path; the waveform covers the cycles before it and after it,
+/// traced on the shadow model that runs behind the engine, and shows the drop at the very cycle the live model reported
+/// it, with the frame arriving on the receive port before. A trigger that never fires leaves
+/// no file. In the ordinary build, `--trace-on` is refused like `--trace`.
+#[test]
+fn a_triggered_window_replays_the_cycles_before_the_event() {
+    let dir = std::env::temp_dir().join(format!("hm-trace-trig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fst = dir.join("t.fst");
+    let trig = |max: u64, on: &str| device(&dir, max, &["--trace", fst.to_str().unwrap(), "--trace-on", on, "--trace-before", "3000", "--trace-after", "400"]);
+    if !Engine::traced() {
+        let (ok, err) = finished(trig(20_000, "error-cqe"));
+        assert!(!ok && err.contains("./hematite trace-build"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        return;
+    }
+    // never fired: nothing written
+    let (ok, err) = finished(trig(20_000, "error-cqe"));
+    assert!(ok && err.contains("the waveform trigger never fired"), "{err}");
+    assert!(!fst.exists(), "no waveform when the trigger never fired");
+
+    let child = trig(400_000, "drop:not_ip");
+    for _ in 0..3000 {
+        if dir.join("d.sock").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(dir.join("d.sock").exists(), "the device came up");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // to the port's MAC (02:00:00:00:00:01), EtherType 0x88B5 (local experimental): not IP
+    let mut frame = vec![0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x99, 0x88, 0xB5];
+    frame.resize(64, 0x5A);
+    std::os::unix::net::UnixDatagram::unbound().unwrap().send_to(&frame, dir.join("d.wire")).unwrap();
+    let (ok, err) = finished(child);
+    assert!(ok, "{err}");
+    let num = |after: &str, upto: char| -> u64 {
+        let i = err.find(after).unwrap_or_else(|| panic!("`{after}` in {err}")) + after.len();
+        err[i..].split(upto).next().unwrap().parse().unwrap()
+    };
+    let t = num("waveform trigger at cycle ", ':');
+    assert!(err.contains(&format!("waveform trigger at cycle {t}: a frame dropped by the RX path (not_ip)")), "{err}");
+    let (from, until) = (num("waveform of cycles ", '.'), num(&format!("waveform of cycles {}..", num("waveform of cycles ", '.')), ' '));
+    assert_eq!(until, t + 401, "the trigger's cycle and 400 after it");
+    assert!(from <= t && from >= t - 3000, "{from}..{until} around {t}");
+    assert!(!dir.join("t.fst.state0").exists() && !dir.join("t.fst.state1").exists(), "the saved states are removed");
+
+    let f = std::io::BufReader::new(std::fs::File::open(&fst).unwrap());
+    let mut r = FstReader::open(f).expect("an FST file");
+    let h = r.get_header();
+    assert_eq!((h.start_time, h.end_time), (from * 4000 + 2000, until * 4000), "cycles {from}..{until}");
+    let sig = top_signals(&mut r);
+    let names = ["dbg_rx_valid", "dbg_rx_reason", "s_rx_tvalid"];
+    let idx: Vec<usize> = names.iter().map(|n| sig.get(*n).unwrap_or_else(|| panic!("{n} in the FST")).0.get_index()).collect();
+    let mut changes: HashMap<usize, Vec<(u64, u64)>> = HashMap::new();
+    r.read_signals(&FstFilter::filter_signals(idx.iter().map(|&i| fst_native::FstSignalHandle::from_index(i)).collect()), |tm, hd, v| {
+        if let FstSignalValue::String(s) = v {
+            let v = u64::from_str_radix(std::str::from_utf8(s).unwrap(), 2).unwrap_or(u64::MAX);
+            changes.entry(hd.get_index()).or_default().push((tm, v));
+        }
+    })
+    .expect("the FST's signals");
+    let at = |i: usize, c: u64| changes.get(&idx[i]).and_then(|v| v.iter().take_while(|x| x.0 <= c * 4000 + 2000).last()).map(|x| x.1).unwrap_or(0);
+    let reports: Vec<u64> = (from..until).filter(|&c| at(0, c) == 1).collect();
+    assert_eq!(reports, vec![t], "the replayed RX path reports one frame, at the live model's cycle");
+    assert_eq!(at(1, t), 2, "reason not_ip (HM_RSN_NOT_IP)");
+    assert!((from..t).any(|c| at(2, c) == 1), "the frame arrives on the receive port before it is dropped");
     std::fs::remove_dir_all(&dir).unwrap();
 }

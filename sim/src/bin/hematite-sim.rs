@@ -32,7 +32,8 @@ const USAGE: &str = "usage:
   hematite-sim device --socket PATH --wire-local ADDR --wire-peer ADDR [--mac 02:00:00:00:00:01]
       [--ip 10.0.0.1] [--pcap FILE] [--loss P] [--rx-loss P] [--dup P] [--reorder P]
       [--corrupt P] [--seed S] [--fw HEX] [--max-cycles N]
-      [--idle-after N] [--trace FILE.fst [--trace-from CYCLE] [--trace-cycles N]] [-v]
+      [--idle-after N] [--trace FILE.fst [--trace-from CYCLE] [--trace-cycles N]
+      | --trace FILE.fst --trace-on EVENT [--trace-before B] [--trace-after A]] [-v]
       run the simulated NIC (transport engine, control core and firmware) as a device that
       drivers open over the Unix socket PATH (hostdrv's simulation backend); its Ethernet port
       exchanges one frame per datagram with the peer (qemu -netdev dgram framing). ADDR is a
@@ -42,10 +43,12 @@ const USAGE: &str = "usage:
       --idle-after cycles without activity (default 2000000) the process sleeps between
       short slices of cycles, so its timers keep running at a few percent of a core;
       --trace writes an FST waveform of the whole NIC for the cycles CYCLE .. CYCLE+N
-      (defaults 0 and 100000; the pcap's time axis) and needs the waveform build
-      (./hematite trace-build)
+      (defaults 0 and 100000; the pcap's time axis), or with --trace-on EVENT (error-cqe,
+      drop, drop:REASON) for the B cycles before the first EVENT and A after it
+      (--trace-before B, default 10000; --trace-after A, default 1000); it needs the waveform
+      build (./hematite trace-build)
   hematite-sim demo [--size BYTES] [--count N] [--loss P] [--qps N] [--dir DIR] [--fw HEX]
-      [--trace FILE.fst [--trace-from CYCLE] [--trace-cycles N]]
+      [--trace FILE.fst [--trace-from CYCLE] [--trace-cycles N] [--trace-on EVENT ...]]
       start two device processes joined by the datagram wire and run SEND, RDMA WRITE,
       RDMA READ and atomics between them through the host driver, verifying the data;
       prints throughput and latency in simulated time (250 MHz) and in wall time; --trace
@@ -453,6 +456,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     let mut verbose = false;
     let mut idle_after = None;
     let (mut trace, mut trace_from, mut trace_cycles) = (None, None, None);
+    let (mut trace_on, mut trace_before, mut trace_after) = (None, None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
@@ -493,6 +497,9 @@ fn device_main(args: &[String]) -> Result<(), String> {
             "--trace" => trace = Some(PathBuf::from(val()?)),
             "--trace-from" => trace_from = Some(val()?.parse().map_err(|e| format!("--trace-from: {e}"))?),
             "--trace-cycles" => trace_cycles = Some(val()?.parse().map_err(|e| format!("--trace-cycles: {e}"))?),
+            "--trace-on" => trace_on = Some(hematite_sim::device::TraceTrigger::parse(&val()?)?),
+            "--trace-before" => trace_before = Some(val()?.parse().map_err(|e| format!("--trace-before: {e}"))?),
+            "--trace-after" => trace_after = Some(val()?.parse().map_err(|e| format!("--trace-after: {e}"))?),
             "-v" | "--verbose" => verbose = true,
             _ => return Err(format!("device: unknown argument `{a}`")),
         }
@@ -503,7 +510,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     let image = hematite_sim::fw::read_hex(&fw)?;
     let mut cfg = DevConfig::new(socket, local, peer, mac, u32::from(ip), image);
     cfg.pcap = pcap;
-    cfg.trace = trace_window(trace, trace_from, trace_cycles)?;
+    cfg.trace = trace_window(trace, (trace_from, trace_cycles), (trace_on, trace_before, trace_after))?;
     cfg.loss = loss;
     cfg.rx_loss = rx_loss;
     if loss + dup + reorder + corrupt >= 1.0 {
@@ -526,14 +533,25 @@ fn device_main(args: &[String]) -> Result<(), String> {
     nic.run()
 }
 
-/// The `--trace` window from its three options (`--trace-from` / `--trace-cycles` without
-/// `--trace` are an error, not ignored).
-fn trace_window(path: Option<PathBuf>, from: Option<u64>, cycles: Option<u64>) -> Result<Option<hematite_sim::device::TraceWindow>, String> {
-    match path {
-        Some(path) => Ok(Some(hematite_sim::device::TraceWindow { path, from: from.unwrap_or(0), cycles: cycles.unwrap_or(100_000) })),
-        None if from.is_some() || cycles.is_some() => Err("--trace-from and --trace-cycles need --trace FILE.fst".into()),
-        None => Ok(None),
-    }
+/// The `--trace` window from its options: a window of cycles (`--trace-from`,
+/// `--trace-cycles`) or a triggered one (`--trace-on`, `--trace-before`, `--trace-after`), not
+/// both; any of them without `--trace` is an error, not ignored.
+type CycleOpts = (Option<u64>, Option<u64>);
+type TriggerOpts = (Option<hematite_sim::device::TraceTrigger>, Option<u64>, Option<u64>);
+fn trace_window(path: Option<PathBuf>, (from, cycles): CycleOpts, (on, before, after): TriggerOpts) -> Result<Option<hematite_sim::device::TraceWindow>, String> {
+    use hematite_sim::device::{TraceWhen, TraceWindow};
+    let cyc = from.is_some() || cycles.is_some();
+    let trig = before.is_some() || after.is_some();
+    let Some(path) = path else {
+        return if cyc || trig || on.is_some() { Err("--trace-from, --trace-cycles, --trace-on, --trace-before and --trace-after need --trace FILE.fst".into()) } else { Ok(None) };
+    };
+    let when = match on {
+        Some(on) if !cyc => TraceWhen::Trigger { on, before: before.unwrap_or(10_000), after: after.unwrap_or(1_000) },
+        Some(_) => return Err("--trace-on goes with --trace-before / --trace-after, not --trace-from / --trace-cycles".into()),
+        None if trig => return Err("--trace-before and --trace-after need --trace-on EVENT".into()),
+        None => TraceWhen::Cycles { from: from.unwrap_or(0), cycles: cycles.unwrap_or(100_000) },
+    };
+    Ok(Some(TraceWindow { path, when }))
 }
 
 fn demo_main(args: &[String]) -> Result<(), String> {
@@ -558,7 +576,7 @@ fn demo_main(args: &[String]) -> Result<(), String> {
             "--qps" => o.qps = val()?.parse().map_err(|e| format!("--qps: {e}"))?,
             "--dir" => o.dir = Some(PathBuf::from(val()?)),
             "--fw" => o.fw = Some(PathBuf::from(val()?)),
-            "--trace" | "--trace-from" | "--trace-cycles" => {
+            "--trace" | "--trace-from" | "--trace-cycles" | "--trace-on" | "--trace-before" | "--trace-after" => {
                 let v = val()?;
                 o.trace_a.extend([a.clone(), v]);
             }
@@ -566,7 +584,7 @@ fn demo_main(args: &[String]) -> Result<(), String> {
         }
     }
     if !o.trace_a.is_empty() && !o.trace_a.iter().any(|a| a == "--trace") {
-        return Err("demo: --trace-from and --trace-cycles need --trace FILE.fst".into());
+        return Err("demo: --trace-from, --trace-cycles, --trace-on, --trace-before and --trace-after need --trace FILE.fst".into());
     }
     if o.size == 0 || o.size > 1 << 20 || o.count < 2 || o.count > 1_000_000 || o.qps == 0 || o.qps > 64 || !(0.0..0.5).contains(&o.loss) {
         return Err("demo: --size 1..1048576, --count 2..1000000, --qps 1..64, --loss 0..0.5".into());

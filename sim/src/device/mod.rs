@@ -38,7 +38,7 @@ mod pcap;
 mod trace;
 mod wire;
 
-pub use trace::TraceWindow;
+pub use trace::{TraceTrigger, TraceWhen, TraceWindow};
 
 pub use wire::{after_bth_span, WireAddr, REORDER_HOLD_CYCLES, RX_BUF_BYTES};
 
@@ -222,8 +222,13 @@ pub struct SimNic {
     pub counters: DevCounters,
 }
 
-fn new_engine(image: &[u32], iommu: &Arc<Mutex<Iommu>>) -> Result<Engine, String> {
-    let mut eng = Engine::new(MemCfg { latency: 100, ..MemCfg::default() });
+/// The engine, booted; with a shadow model `shadow` cycles behind for a triggered waveform.
+fn new_engine(image: &[u32], iommu: &Arc<Mutex<Iommu>>, shadow: Option<usize>) -> Result<Engine, String> {
+    let cfg = MemCfg { latency: 100, ..MemCfg::default() };
+    let mut eng = match shadow {
+        Some(d) => Engine::with_shadow(cfg, d),
+        None => Engine::new(cfg),
+    };
     eng.mem.ext = Some(Box::new(ClientMem(iommu.clone())));
     crate::fw::boot(&mut eng, image)?;
     Ok(eng)
@@ -235,7 +240,7 @@ impl SimNic {
         // the waveform window first: a refused one leaves no socket behind
         let trace = Trace::new(cfg.trace.clone())?;
         let iommu = Arc::new(Mutex::new(Iommu::default()));
-        let eng = new_engine(&cfg.image, &iommu)?;
+        let eng = new_engine(&cfg.image, &iommu, trace.shadow_delay())?;
         let _ = std::fs::remove_file(&cfg.socket);
         let listener = p::listen(&cfg.socket).map_err(|e| e.to_string())?;
         let wire = Wire::open(&cfg.wire_local, &cfg.wire_peer)?;
@@ -288,9 +293,9 @@ impl SimNic {
     /// ECANCELED: their transactions are discarded with the old engine.
     fn reset(&mut self) -> Result<(), String> {
         let now = self.cycles();
-        self.trace.cut(&mut self.eng, now, "function reset");
+        self.trace.cut(&mut self.eng, now, "function reset", false);
         self.cycle_base += self.eng.cycle();
-        let r = new_engine(&self.cfg.image, &self.iommu);
+        let r = new_engine(&self.cfg.image, &self.iommu, self.trace.shadow_delay());
         let cancelled: Vec<Req> = self.in_flight.take().into_iter().chain(self.mmio.drain(..)).filter_map(|m| m.reply_to).collect();
         for q in cancelled {
             self.reply(Rep::to(&q, -libc::ECANCELED));
@@ -329,13 +334,13 @@ impl SimNic {
                 self.in_flight = Some(m);
             }
         }
-        self.eng.step();
         if !matches!(self.trace, Trace::Off | Trace::Done) {
             let now = self.cycles();
-            if let Err(e) = self.trace.after_clock(&mut self.eng, now) {
-                eprintln!("hematite-sim device: waveform: {e}");
+            if let Err(e) = self.trace.before_clock(&mut self.eng, now) {
+                eprintln!("hematite-sim device: waveform: {e}; no waveform is written");
             }
         }
+        self.eng.step();
     }
 
     fn busy(&self) -> bool {
@@ -448,7 +453,7 @@ impl SimNic {
 impl Drop for SimNic {
     fn drop(&mut self) {
         let now = self.cycles();
-        self.trace.cut(&mut self.eng, now, "the device process ended");
+        self.trace.cut(&mut self.eng, now, "the device process ended", true);
         if let Some(pc) = &mut self.pcap {
             pc.flush();
         }
