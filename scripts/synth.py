@@ -85,6 +85,44 @@ def counts_from_json(netlist, top):
     return c, per
 
 
+def fmt_secs(s):
+    s = int(s)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def run_with_progress(cmd, log, base, what):
+    """Runs Yosys with its output to `log`; returns its exit status. While it runs, and only
+    when stderr is a terminal, one status line on stderr: the elapsed time and, when an earlier
+    run of the same block left its duration in <base>.time, the time left by that measure
+    (`./hematite synth-engine` takes about half an hour). A successful run writes <base>.time."""
+    import time
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    tty = sys.stderr.isatty()
+    try:
+        with open(base + ".time") as f:
+            last = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        last = None
+    while True:
+        try:
+            rc = p.wait(timeout=1.0)
+            break
+        except subprocess.TimeoutExpired:
+            if tty:
+                el = time.monotonic() - t0
+                left = f", about {fmt_secs(max(last - el, 0))} left (the last run took {fmt_secs(last)})" if last else ""
+                sys.stderr.write(f"\r\033[Ksynth.py: {what}: {fmt_secs(el)} elapsed{left}")
+                sys.stderr.flush()
+    if tty:
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+    if rc == 0:
+        with open(base + ".time", "w") as f:
+            f.write(f"{time.monotonic() - t0:.1f} seconds, the last successful Yosys run of this block\n")
+    return rc
+
+
 def logic_depth(netlist, top, carry_cost=1.0):
     """Deepest LUT/MUXF/CARRY chain between sequential elements (or ports). A carry cell
     counts `carry_cost` levels: 1 is the pessimistic count of ../shared/tools/synth/depth.py;
@@ -180,8 +218,8 @@ def main():
             with open(base + ".ys", "w") as f:
                 f.write(script)
             with open(base + ".log", "w") as log:
-                r = subprocess.run([ys, "-q", "-s", base + ".ys"], stdout=log, stderr=subprocess.STDOUT)
-            if r.returncode != 0:
+                r = run_with_progress([ys, "-q", "-s", base + ".ys"], log, base, f"{top} at {w} bits")
+            if r != 0:
                 print(f"synth.py: Yosys failed for {top} at {w} bits; see {base}.log", file=sys.stderr)
                 fail = True
                 continue
