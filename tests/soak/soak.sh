@@ -92,14 +92,26 @@ rss() { awk '/^VmRSS:/{print $2; f=1} END{if(!f) print "-"}' "/proc/$1/status" 2
 t0=$SECONDS
 printf 't_s\tnic0\tnic1\tserver\tclient\n' > "$OUT/rss.tsv"
 next=$IVL
+# on a terminal, one status line on stderr: the traffic time elapsed and left (nothing when
+# stderr is a file or a pipe)
+hms() { printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 / 60 % 60)) $(($1 % 60)); }
 while kill -0 $CPID 2>/dev/null || kill -0 $SPID 2>/dev/null; do
     sleep 1
+    if [ -t 2 ]; then
+        el=$((SECONDS - t0))
+        if [ "$el" -lt "$SECS" ]; then
+            printf '\r\033[Ksoak: %s of %s traffic, about %s left, then the checks' "$(hms $el)" "$(hms "$SECS")" "$(hms $((SECS - el)))" >&2
+        else
+            printf '\r\033[Ksoak: %s: the %s of traffic are over; the peers finish and report' "$(hms $el)" "$(hms "$SECS")" >&2
+        fi
+    fi
     if [ $((SECONDS - t0)) -ge $next ]; then
         next=$((next + IVL))
         sp=$(cat "$OUT/server.pid" 2>/dev/null); cp=$(cat "$OUT/client.pid" 2>/dev/null)
         printf '%d\t%s\t%s\t%s\t%s\n' $((SECONDS - t0)) "$(rss "$DPID0")" "$(rss "$DPID1")" "$(rss "${sp:-0}")" "$(rss "${cp:-0}")" >> "$OUT/rss.tsv"
     fi
 done
+if [ -t 2 ]; then printf '\r\033[K' >&2; fi
 wait $SPID; SRC=$?
 wait $CPID; CRC=$?
 stop_devices
