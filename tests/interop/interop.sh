@@ -126,6 +126,20 @@ echo "| scenario | Hematite | result | figures (perftest / pingpong / hm_imm_inv
 echo "|---|---|---|---|---|---|---|---|" >> "$MATRIX"
 want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 
+# Progress on a terminal (nothing when stderr is a file or a pipe): one status line on stderr,
+# the scenarios done of all, the failures, the one running and the time left by the mean time
+# of the scenarios done so far. The list is walked once with COUNTING=1 to count it.
+COUNTING=0; TOTAL=0; T_SCEN=$SECONDS
+hms() { printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 / 60 % 60)) $(($1 % 60)); }
+status() {
+    [ -t 2 ] || return 0
+    local done=$((pass + fail)) el=$((SECONDS - T_SCEN)) left="?"
+    [ "$done" -gt 0 ] && left=$(hms $((el * (TOTAL - done) / done)))
+    printf '\r\033[Kinterop: %d/%d scenarios done, %d failed, %s running, %s elapsed, about %s left' \
+        "$done" "$TOTAL" "$fail" "$1" "$(hms "$el")" "$left" >&2
+}
+status_clear() { [ -t 2 ] && printf '\r\033[K' >&2; return 0; }
+
 # A fresh Hematite NIC on the link (and a fresh pcap). The device starts with the scenario's
 # first program, which therefore carries the transmit loss (LOSS_ARGS; --check starts nothing).
 LOSS_ARGS=()
@@ -142,8 +156,11 @@ nic() {
 scenario() {
     local name="$1" dir="$2" loss="$3" gcmd="$4"; shift 4; [ "$1" = "--" ] && shift
     want "$name" || return 0
+    if [ "$COUNTING" = 1 ]; then TOTAL=$((TOTAL + 1)); return 0; fi
+    status "$name"
     local ho="$OUT/logs/$name.host" go="$OUT/logs/$name.guest" t0=$SECONDS hrc grc note=""
     if ! nic "$loss"; then
+        status_clear
         fail=$((fail + 1)); failed+=("$name"); cat "$OUT/logs/check.txt"
         echo "| $name | $dir | FAIL (NIC did not start) | | | | |" >> "$MATRIX"; return
     fi
@@ -198,6 +215,7 @@ scenario() {
     hretx=$(grep -oE '[0-9]+ retransmitted' "$OUT/logs/$name.seq" | awk '{s+=$1} END{print s+0}')
     # a loss scenario must have lost frames (else it tested nothing)
     if [ "$loss" != 0 ] && { [ "$lost" = "?" ] || [ $((lost)) -eq 0 ]; }; then note="no frame was lost; "; hrc="${hrc:-0}+noloss"; fi
+    status_clear
     if [ "$hrc" = 0 ] && [ "$grc" = 0 ] && [ "$irc" = 0 ] && [ "$src" = 0 ]; then
         pass=$((pass + 1)); printf 'ok    %-24s %3ss  %s | %s | lost (tx+rx) %s | retransmitted: Hematite %s, rxe %s%s\n' "$name" $((SECONDS - t0)) "$fig" "${icrc##*: }" "$lost" "$hretx" "$retx" "$([ $calib = 1 ] && echo " | $note")"
         echo "| $name | $dir | pass$([ $calib = 1 ] && echo " (guest perftest's clock calibration failed; verdict from Hematite and the capture)") | $fig | ${icrc##*: } | $lost | ${seq##*: } ($hretx retransmitted) | ${peer##*: } ($retx retransmitted) |" >> "$MATRIX"
@@ -273,6 +291,7 @@ ii() {
 ii2() { ii "$1" req "${@:2}"; ii "$1" resp "${@:2}"; }
 
 echo "== scenarios"
+scenarios() {
 if [ $QUICK -eq 1 ]; then
     pp2 pingpong 0 -n 50
     pf2 write_loss 0.01 ib_write_bw -s 65536 -n 50
@@ -307,7 +326,7 @@ else
     ii ipv6_imm_inv req 0
     GX=1; HX=0
     # path MTU 4096 (rxe's eth0 at MTU 4200)
-    if VMT=10 vm "ip link set eth0 mtu 4200 && sleep 1 && ibv_devinfo -d rxe0 | grep active_mtu" > "$OUT/logs/mtu4200.txt" 2>&1; then
+    if [ "$COUNTING" = 1 ] || VMT=10 vm "ip link set eth0 mtu 4200 && sleep 1 && ibv_devinfo -d rxe0 | grep active_mtu" > "$OUT/logs/mtu4200.txt" 2>&1; then
         MTU=4096
         pp2 mtu4096_pingpong 0 -s 16384 -n 50
         pf2 mtu4096_write_bw 0 ib_write_bw -s 65536 -n 50
@@ -320,6 +339,10 @@ else
         fail=$((fail + 1)); failed+=("mtu4096 (eth0 MTU 4200 in the guest)"); cat "$OUT/logs/mtu4200.txt"
     fi
 fi
+}
+COUNTING=1; scenarios; COUNTING=0
+T_SCEN=$SECONDS; scenarios
+status_clear
 
 vm "rdma statistic show link rxe0/1" > "$OUT/logs/rxe-counters.txt" 2>&1
 echo
