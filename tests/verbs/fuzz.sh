@@ -63,8 +63,24 @@ echo "== hm_verbs_fuzz --count $COUNT --seed $SEED (timeout ${TMO} s; log $LOG)"
 args=(--count "$COUNT" --seed "$SEED")
 [ -n "$ONLY" ] && args+=(--only "$ONLY")
 t0=$(date +%s)
-timeout -k 10 "$TMO" "$RUN" --state "$STATE" -- "$OUT/bin/hm_verbs_fuzz" "${args[@]}" > "$LOG" 2>&1
-rc=$?
+if [ -t 2 ]; then
+    # on a terminal, a status line from the fuzzer's progress lines (every 250 cases): the
+    # cases done and the time left at the rate so far
+    timeout -k 10 "$TMO" "$RUN" --state "$STATE" -- "$OUT/bin/hm_verbs_fuzz" "${args[@]}" > "$LOG" 2>&1 &
+    fz=$!
+    while kill -0 "$fz" 2>/dev/null; do
+        sleep 1
+        d=$(grep -oE '^# [0-9]+ cases' "$LOG" 2>/dev/null | tail -1 | grep -oE '[0-9]+')
+        el=$(( $(date +%s) - t0 ))
+        left="?"; [ -n "$d" ] && [ "$d" -gt 0 ] && left="$(( el * (COUNT - d) / d )) s"
+        printf '\r\033[Kfuzz verbs: %s/%s cases, %s s elapsed, about %s left' "${d:-0}" "$COUNT" "$el" "$left" >&2
+    done
+    wait "$fz"; rc=$?
+    printf '\r\033[K' >&2
+else
+    timeout -k 10 "$TMO" "$RUN" --state "$STATE" -- "$OUT/bin/hm_verbs_fuzz" "${args[@]}" > "$LOG" 2>&1
+    rc=$?
+fi
 t1=$(date +%s)
 grep -E '^(FINDING|TIMEOUT)' "$LOG" | head -50
 last=$(grep -E '^fuzz verbs: ' "$LOG" | tail -1)
