@@ -60,10 +60,16 @@ def target_files(target):
     return out
 
 
+_generated = False
+
+
 def generate(files):
     """The files generated at build time (build/gen/rtl/, scripts/regs.py --rtl) brought up to
-    date first, so that lint and synthesis never read a missing or stale one."""
-    if any(p.startswith("build/gen/") for p, _ in files):
+    date first, so that lint and synthesis never read a missing or stale one; once a process
+    (scripts/synth.py asks for the sources once per block)."""
+    global _generated
+    if not _generated and any(p.startswith("build/gen/") for p, _ in files):
+        _generated = True
         import subprocess
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "regs.py"), "--rtl"],
                            stdout=sys.stderr)

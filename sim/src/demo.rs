@@ -142,9 +142,8 @@ pub fn start_pair_on(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64, udp_b
         c.stdin(Stdio::null());
         children.push(c.spawn().map_err(|e| format!("starting {}: {e}", exe.display()))?);
     }
-    let pair = Pair { children, dir: dir.to_path_buf(), pcaps: [dir.join("a.pcap"), dir.join("b.pcap")] };
+    let mut pair = Pair { children, dir: dir.to_path_buf(), pcaps: [dir.join("a.pcap"), dir.join("b.pcap")] };
     let t0 = Instant::now();
-    let mut pair = pair;
     while !(dir.join("a.sock").exists() && dir.join("b.sock").exists()) {
         for (n, c) in names.iter().zip(pair.children.iter_mut()) {
             if let Ok(Some(st)) = c.try_wait() {

@@ -232,11 +232,10 @@ impl Engine {
         self.shadow.as_mut().ok_or("no shadow model")?.m.trace_open(path, cycle)
     }
 
-    /// Clocks the shadow model with up to `n` of its queued inputs (it catches up).
-    pub fn shadow_catch_up(&mut self, n: u64) {
+    /// Clocks the shadow model with all its queued inputs: it catches up with the engine.
+    pub fn shadow_catch_up(&mut self) {
         if let Some(sh) = &mut self.shadow {
-            for _ in 0..n {
-                let Some(i) = sh.q.pop_front() else { break };
+            for i in sh.q.drain(..) {
                 sh.m.tick_into(&i, &mut sh.out);
             }
         }

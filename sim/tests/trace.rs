@@ -262,3 +262,28 @@ fn a_triggered_window_replays_the_cycles_before_the_event() {
     assert!((from..t).any(|c| at(2, c) == 1), "the frame arrives on the receive port before it is dropped");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The waveform options' bad combinations are refused with a message, in either build,
+/// before the device starts anything.
+#[test]
+fn bad_waveform_options_are_refused() {
+    let dir = std::env::temp_dir().join(format!("hm-trace-opts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fst = dir.join("x.fst");
+    let f = fst.to_str().unwrap();
+    for (args, want) in [
+        (vec!["--trace-on", "drop"], "need --trace FILE.fst"),
+        (vec!["--trace-cycles", "10"], "need --trace FILE.fst"),
+        (vec!["--trace", f, "--trace-on", "drop", "--trace-from", "5"], "--trace-on goes with"),
+        (vec!["--trace", f, "--trace-before", "5"], "need --trace-on EVENT"),
+        (vec!["--trace", f, "--trace-on", "drop:nonsense"], "no such drop reason"),
+        (vec!["--trace", f, "--trace-on", "sometimes"], "one of error-cqe, drop, drop:REASON"),
+        (vec!["--trace", f, "--trace-cycles", "many"], "--trace-cycles:"),
+        (vec!["--trace", dir.join("no/such/dir/x.fst").to_str().unwrap(), "--trace-cycles", "5"], if Engine::traced() { "No such file" } else { "./hematite trace-build" }),
+    ] {
+        let (ok, err) = finished(device(&dir, 1_000, &args));
+        assert!(!ok && err.contains(want), "{args:?}: {err}");
+        assert!(!dir.join("d.sock").exists() && !fst.exists(), "{args:?}: nothing left behind");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -175,10 +175,7 @@ impl Trace {
         match std::mem::replace(self, Trace::Off) {
             Trace::Open(w, at) => {
                 eng.trace_close();
-                let asked = match w.when {
-                    TraceWhen::Cycles { cycles, .. } => cycles,
-                    TraceWhen::Trigger { .. } => 0,
-                };
+                let TraceWhen::Cycles { cycles: asked, .. } = w.when else { unreachable!("an open window is a window of cycles") };
                 eprintln!("hematite-sim device: waveform of cycles {at}..{now} written to {} (cut short: {why}; {asked} cycles were asked)", w.path.display());
                 *self = Trace::Done;
             }
@@ -199,9 +196,7 @@ impl Trace {
             t => *self = t,
         }
     }
-}
 
-impl Trace {
     /// The shadow lag a new engine needs for this window (B + 1 cycles), while armed.
     pub(super) fn shadow_delay(&self) -> Option<usize> {
         match self {
@@ -215,7 +210,7 @@ impl Trace {
 /// closes.
 fn finish(eng: &mut Engine, w: &TraceWindow, t: u64, what: &str, from: u64, now: u64, cut: Option<&str>) {
     let TraceWhen::Trigger { before, after, .. } = w.when else { unreachable!("a fired window has a trigger") };
-    eng.shadow_catch_up(u64::MAX);
+    eng.shadow_catch_up();
     eng.shadow_end();
     let mut notes = Vec::new();
     if from > t.saturating_sub(before) {
@@ -226,4 +221,23 @@ fn finish(eng: &mut Engine, w: &TraceWindow, t: u64, what: &str, from: u64, now:
     }
     let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) };
     eprintln!("hematite-sim device: waveform of cycles {from}..{now} around the trigger at cycle {t} ({what}) written to {}{notes}", w.path.display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trigger_names() {
+        assert_eq!(TraceTrigger::parse("error-cqe"), Ok(TraceTrigger::ErrorCqe));
+        assert_eq!(TraceTrigger::parse("drop"), Ok(TraceTrigger::Drop(None)));
+        assert_eq!(TraceTrigger::parse("drop:bad_icrc"), Ok(TraceTrigger::Drop(Some(DropReason::BadIcrc))));
+        for r in DropReason::ALL {
+            assert_eq!(TraceTrigger::parse(&format!("drop:{}", r.name())), Ok(TraceTrigger::Drop(Some(r))));
+        }
+        let e = TraceTrigger::parse("drop:nonsense").unwrap_err();
+        assert!(e.contains("no such drop reason") && e.contains("bad_icrc"), "{e}");
+        assert!(TraceTrigger::parse("drops").unwrap_err().contains("one of error-cqe, drop, drop:REASON"));
+        assert!(TraceTrigger::parse("").is_err());
+    }
 }
