@@ -140,6 +140,13 @@ fn device(dir: &std::path::Path, max: u64, trace: &[&str]) -> std::process::Chil
     c.spawn().expect("run hematite-sim device")
 }
 
+/// A fresh scratch folder for one test (the process id in its name).
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// (exited with 0, stderr) of a device run.
 fn finished(c: std::process::Child) -> (bool, String) {
     let out = c.wait_with_output().unwrap();
@@ -152,8 +159,7 @@ fn finished(c: std::process::Child) -> (bool, String) {
 /// option is refused before the device creates its socket.
 #[test]
 fn the_device_traces_its_window_or_refuses() {
-    let dir = std::env::temp_dir().join(format!("hm-trace-dev-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("hm-trace-dev");
     let run = |fst: &std::path::Path, from: u64, cycles: u64| {
         finished(device(&dir, 30_000, &["--trace", fst.to_str().unwrap(), "--trace-from", &from.to_string(), "--trace-cycles", &cycles.to_string()]))
     };
@@ -194,13 +200,12 @@ fn the_device_traces_its_window_or_refuses() {
 
 /// A triggered window (`--trace-on drop:not_ip`): a frame that is not IP sent to the device's
 /// wire is dropped by the RX path; the waveform covers the cycles before it and after it,
-/// traced on the shadow model that runs behind the engine, and shows the drop at the very cycle the live model reported
-/// it, with the frame arriving on the receive port before. A trigger that never fires leaves
+/// traced on the shadow model that runs behind the engine, and shows the drop at the very
+/// cycle the live model reported it, with the frame arriving on the receive port before. A trigger that never fires leaves
 /// no file. In the ordinary build, `--trace-on` is refused like `--trace`.
 #[test]
 fn a_triggered_window_replays_the_cycles_before_the_event() {
-    let dir = std::env::temp_dir().join(format!("hm-trace-trig-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("hm-trace-trig");
     let fst = dir.join("t.fst");
     let trig = |max: u64, on: &str| device(&dir, max, &["--trace", fst.to_str().unwrap(), "--trace-on", on, "--trace-before", "3000", "--trace-after", "400"]);
     if !Engine::traced() {
@@ -267,8 +272,7 @@ fn a_triggered_window_replays_the_cycles_before_the_event() {
 /// before the device starts anything.
 #[test]
 fn bad_waveform_options_are_refused() {
-    let dir = std::env::temp_dir().join(format!("hm-trace-opts-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("hm-trace-opts");
     let fst = dir.join("x.fst");
     let f = fst.to_str().unwrap();
     for (args, want) in [
