@@ -536,7 +536,11 @@ module hm_rc_compl
       if (m_pc_valid && m_pc_ready && !m_pc.discard) wr_issued_q <= wr_issued_q + 1'b1;
       // every ACK received counts once, on entry: also one merged into the next (coalesced
       // cumulative ACKs) and one for a QP number out of range
-      if (s_hdr_valid && s_hdr_ready && s_hdr.opcode == HM_OP_ACK) stats.acks <= stats.acks + 1'b1;
+      if (s_hdr_valid && s_hdr_ready && s_hdr.opcode == HM_OP_ACK) begin
+        stats.acks <= stats.acks + 1'b1;
+        if (s_hdr.syndrome[7:5] == HM_AETH_CLS_RNR) stats.rnr_naks <= stats.rnr_naks + 1'b1;
+        if (s_hdr.syndrome == HM_AETH_NAK_PSN_SEQ) stats.seq_naks <= stats.seq_naks + 1'b1;
+      end
       case (st_q)
         C_IDLE: begin
           q_q           <= sel_q;

@@ -250,6 +250,14 @@ module hm_rc_cq
         end
         Q_DATA: if (m_axis_tready) begin
           stats.cqes <= stats.cqes + 1'b1;
+          if (req_q.cqe.opcode != HM_CQE_OP_EVENT && req_q.cqe.status != HM_CQE_ST_SUCCESS) begin
+            for (int k = 0; k < hm_pkg::HM_CQE_ERR_STATUSES; k++)
+              if (req_q.cqe.status == 8'(k + 1)) stats.err_st[k] <= stats.err_st[k] + 1'b1;
+            if ((req_q.cqe.flags & HM_CQE_F_RQ) != 8'd0) begin
+              stats.err_rq <= stats.err_rq + 1'b1;
+              if (req_q.cqe.status == HM_CQE_ST_WR_FLUSH_ERR) stats.flush_rq <= stats.flush_rq + 1'b1;
+            end
+          end
           st_q <= Q_IDLE;
         end
         default: st_q <= Q_IDLE;

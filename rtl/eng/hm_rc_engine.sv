@@ -105,7 +105,8 @@ module hm_rc_engine
   output logic [31:0]           caps,
   output logic [7:0]            mr_log
 );
-  localparam int NUM_COUNTERS = 35;
+  localparam int NUM_COUNTERS = HM_CNT_COUNT;
+  localparam int CTL_COUNTERS = NUM_COUNTERS < 64 ? NUM_COUNTERS : 64;  // the control bus's window
   assign caps   = {8'($clog2(NUM_QPS)), 8'($clog2(NUM_CQS)), 8'(DATA_WIDTH / 64), 8'(NUM_COUNTERS)};
   assign mr_log = 8'($clog2(NUM_MRS));
 
@@ -164,13 +165,13 @@ module hm_rc_engine
   logic             rsp_valid_q;
 
   logic [int'(HM_CTL_CC_WORDS)-1:0][31:0] cc_regs;
-  hm_ctl #(.NUM_COUNTERS(NUM_COUNTERS)) u_ctl (
+  hm_ctl #(.NUM_COUNTERS(CTL_COUNTERS)) u_ctl (
     .clk, .rst,
     .s_axil_req(s_ctl_req), .s_axil_rsp(s_ctl_rsp),
     .m_cmd(cmd), .m_cmd_data(cmd_data), .m_cmd_valid(cmd_valid), .m_cmd_ready(cmd_ready),
     .s_rsp_status(rsp_status_q), .s_rsp_data('0), .s_rsp_read(1'b0), .s_rsp_valid(rsp_valid_q),
     .m_eq(eq_cfg), .m_post(post), .m_post_valid(post_valid), .m_post_ready(post_ready),
-    .m_cc(cc_regs), .counters
+    .m_cc(cc_regs), .counters(counters[CTL_COUNTERS-1:0])
   );
 
   logic is_wr, qp_cmd, mr_cmd, cq_cmd, in_range;
@@ -675,43 +676,50 @@ module hm_rc_engine
     rx_dropped = '0;
     for (int r = 1; r < HM_RSN_COUNT; r++) rx_dropped = rx_dropped + rx_stat[r];
   end
+  logic [31:0] tx_bytes, rx_bytes;
+  hm_axis_bytes #(.DATA_WIDTH(DATA_WIDTH)) u_tx_bytes (
+    .clk, .rst, .mon_tkeep(m_tx_tkeep), .mon_fire(m_tx_tvalid && m_tx_tready), .count(tx_bytes)
+  );
+  hm_axis_bytes #(.DATA_WIDTH(DATA_WIDTH)) u_rx_bytes (
+    .clk, .rst, .mon_tkeep(s_rx_tkeep), .mon_fire(s_rx_tvalid && s_rx_tready), .count(rx_bytes)
+  );
   always_comb begin
-    counters      = '0;
-    counters[0]   = tx_frames;
-    counters[1]   = req_st.wqes;
-    counters[2]   = req_st.pkts;
-    counters[3]   = req_st.local_err;
-    counters[4]   = db_dropped_q + req_st.db_bad;
-    counters[5]   = tx_len_err;
-    counters[6]   = tx_bad_req;
-    counters[7]   = resp_st.reqs;
-    counters[8]   = st_dma_bad;
-    counters[9]   = rx_stat[0];
-    counters[10]  = rx_dropped;
-    counters[11]  = rx_other;
-    counters[12]  = compl_st.acks;
-    counters[13]  = compl_st.dropped;
-    counters[14]  = compl_st.unhandled;
-    counters[15]  = compl_st.wr_err + cq_st.wr_err + resp_st.wr_err;
-    counters[16]  = cq_st.cqes;
-    counters[17]  = cq_st.overrun;
-    counters[18]  = cq_st.dropped;
-    counters[19]  = resp_st.dups;
-    counters[20]  = resp_st.seq_naks + resp_st.rnr_naks;
-    counters[21]  = resp_st.err_naks;
-    counters[22]  = resp_st.dropped;
-    counters[23]  = st_rpkts;
-    counters[24]  = compl_st.retries;
-    counters[25]  = compl_st.timeouts;
-    counters[26]  = cc_st.ce;
-    counters[27]  = st_cnp_tx;
-    counters[28]  = st_cnp_rx;
-    counters[29]  = cc_st.np_suppressed;
-    counters[30]  = cc_st.rp_cuts;
-    counters[31]  = cc_st.rp_activations;
-    counters[32]  = cc_st.rp_releases;
-    counters[33]  = cc_st.no_slot;
-    counters[34]  = st_pfc_rx;
+    counters = '0;
+    // TX path, requester, doorbells
+    counters[HM_CNT_TX_FRAMES] = tx_frames;  counters[HM_CNT_TX_ABORTED] = tx_len_err;  counters[HM_CNT_TX_BAD_HDR] = tx_bad_req;
+    counters[HM_CNT_WQES] = req_st.wqes;  counters[HM_CNT_REQ_PKTS] = req_st.pkts;  counters[HM_CNT_WQE_LOCAL_ERR] = req_st.local_err;
+    counters[HM_CNT_DB_IGNORED] = db_dropped_q + req_st.db_bad;
+    counters[HM_CNT_DMA_ZERO_LEN] = st_dma_bad;
+    counters[HM_CNT_DMA_WR_ERR] = compl_st.wr_err + cq_st.wr_err + resp_st.wr_err;
+    // RX path: accepted, dropped (in all and by reason), not RC, bytes
+    counters[HM_CNT_RX_ACCEPTED] = rx_stat[0];  counters[HM_CNT_RX_DROPPED] = rx_dropped;  counters[HM_CNT_RX_NOT_RC] = rx_other;
+    for (int r = 1; r < HM_RSN_COUNT; r++) counters[HM_CNT_RX_DROP_BASE + r - 1] = rx_stat[r];
+    counters[HM_CNT_TX_BYTES] = tx_bytes;  counters[HM_CNT_RX_BYTES] = rx_bytes;
+    // responder
+    counters[HM_CNT_REQS_RX] = resp_st.reqs;  counters[HM_CNT_DUP_REQS] = resp_st.dups;  counters[HM_CNT_OOS_RX] = resp_st.oos;
+    counters[HM_CNT_SEQ_NAKS_TX] = resp_st.seq_naks;  counters[HM_CNT_RNR_NAKS_TX] = resp_st.rnr_naks;
+    counters[HM_CNT_ERR_NAKS_TX] = resp_st.err_naks;  counters[HM_CNT_REQS_DROPPED] = resp_st.dropped;
+    counters[HM_CNT_WRITE_REQS_RX] = resp_st.wr_reqs;  counters[HM_CNT_READ_REQS_RX] = resp_st.rd_reqs;
+    counters[HM_CNT_ATOMIC_REQS_RX] = resp_st.at_reqs;  counters[HM_CNT_RESP_PKTS] = st_rpkts;
+    // completer
+    counters[HM_CNT_ACKS_RX] = compl_st.acks;  counters[HM_CNT_RESP_STALE] = compl_st.dropped;
+    counters[HM_CNT_IMPLIED_NAKS] = compl_st.unhandled;  counters[HM_CNT_RETRIES] = compl_st.retries;
+    counters[HM_CNT_ACK_TIMEOUTS] = compl_st.timeouts;
+    counters[HM_CNT_SEQ_NAKS_RX] = compl_st.seq_naks;  counters[HM_CNT_RNR_NAKS_RX] = compl_st.rnr_naks;
+    // CQ unit
+    counters[HM_CNT_CQES] = cq_st.cqes;  counters[HM_CNT_CQ_OVERRUNS] = cq_st.overrun;  counters[HM_CNT_CQE_BAD_CQ] = cq_st.dropped;
+    for (int k = 0; k < HM_CQE_ERR_STATUSES; k++) counters[HM_CNT_CQE_ERR_BASE + k] = cq_st.err_st[k];
+    counters[HM_CNT_CQE_ERR_RQ] = cq_st.err_rq;  counters[HM_CNT_CQE_FLUSH_RQ] = cq_st.flush_rq;
+    // congestion control and PFC
+    counters[HM_CNT_ECN_CE_RX] = cc_st.ce;  counters[HM_CNT_CNP_TX] = st_cnp_tx;  counters[HM_CNT_CNP_RX] = st_cnp_rx;
+    counters[HM_CNT_CNP_SUPPRESSED] = cc_st.np_suppressed;  counters[HM_CNT_RP_CUTS] = cc_st.rp_cuts;
+    counters[HM_CNT_RP_ACTIVATIONS] = cc_st.rp_activations;  counters[HM_CNT_RP_RELEASES] = cc_st.rp_releases;
+    counters[HM_CNT_CNP_NO_SLOT] = cc_st.no_slot;  counters[HM_CNT_PFC_RX] = st_pfc_rx;
+  end
+
+  if (HM_CNT_RX_DROP_BASE + HM_RSN_COUNT - 1 > HM_CNT_TX_BYTES ||
+      HM_CNT_CQE_ERR_BASE + HM_CQE_ERR_STATUSES > HM_CNT_CQE_ERR_RQ) begin : g_bad_cnt_map
+    $error("hm_rc_engine: the HM_CNT_* ranges overlap (hm_pkg)");
   end
 
   logic unused_ok;

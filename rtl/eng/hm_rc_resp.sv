@@ -606,6 +606,9 @@ module hm_rc_resp
         R_SEQ: begin
           if (h_q.psn == d_q.epsn) begin
             d_q.nak_sent <= 1'b0;
+            if (oc.write && oc.first) stats.wr_reqs <= stats.wr_reqs + 1'b1;
+            if (oc.read) stats.rd_reqs <= stats.rd_reqs + 1'b1;
+            if (oc.atomic) stats.at_reqs <= stats.at_reqs + 1'b1;
             st_q <= R_EXEC;
           end else if (hm_psn_lt(h_q.psn, d_q.epsn)) begin
             stats.dups <= stats.dups + 1'b1;
@@ -614,6 +617,7 @@ module hm_rc_resp
             st_q      <= R_DUP;
           end else begin
             // ahead: one NAK sequence error until ePSN arrives
+            stats.oos <= stats.oos + 1'b1;
             if (!d_q.nak_sent) begin
               d_q.nak_sent  <= 1'b1;
               stats.seq_naks <= stats.seq_naks + 1'b1;
@@ -952,6 +956,7 @@ module hm_rc_resp
             if (m_pc_valid && m_pc_ready) fpc_q <= 1'b1;
             if (m_job_valid && m_job_ready) fjob_q <= 1'b1;
             if (ffin) begin
+              stats.wr_reqs <= stats.wr_reqs + 1'b1;
               d_q.epsn     <= d_q.epsn + 24'd1;
               d_q.msn      <= d_q.msn + 24'd1;
               d_q.nak_sent <= 1'b0;

@@ -228,6 +228,10 @@ package hm_eng_pkg;
     logic [31:0] err_naks;       // error NAKs sent (access, invalid request, operational)
     logic [31:0] dropped;        // requests dropped (QP beyond the table, not ready, in ERR)
     logic [31:0] wr_err;         // DMA write errors (received data)
+    logic [31:0] oos;            // requests ahead of the expected PSN (each, NAKed or not)
+    logic [31:0] wr_reqs;        // RDMA WRITE requests in sequence (FIRST or ONLY)
+    logic [31:0] rd_reqs;        // RDMA READ requests in sequence
+    logic [31:0] at_reqs;        // atomic requests in sequence
   } hm_resp_stats_t;
 
   typedef struct packed {
@@ -237,6 +241,8 @@ package hm_eng_pkg;
     logic [31:0] wr_err;         // DMA write errors (READ responses, atomic results)
     logic [31:0] retries;        // go-back-N retries
     logic [31:0] timeouts;       // local ACK timeouts
+    logic [31:0] seq_naks;       // NAK sequence errors received
+    logic [31:0] rnr_naks;       // RNR NAKs received
   } hm_compl_stats_t;
 
   typedef struct packed {
@@ -244,6 +250,9 @@ package hm_eng_pkg;
     logic [31:0] overrun;        // CQ overruns
     logic [31:0] dropped;        // CQEs for invalid CQs
     logic [31:0] wr_err;         // DMA write errors (CQEs)
+    logic [hm_pkg::HM_CQE_ERR_STATUSES-1:0][31:0] err_st;  // [s - 1]: error CQEs of status s
+    logic [31:0] err_rq;         // error CQEs of receive queues
+    logic [31:0] flush_rq;       // flush-error CQEs of receive queues
   } hm_cq_stats_t;
 
   typedef struct packed {

@@ -76,6 +76,59 @@ package hm_pkg;
   localparam logic [3:0] HM_RSN_TOO_LONG       = 4'd13;  // payload larger than 4096 bytes
   localparam logic [3:0] HM_RSN_BAD_PKEY       = 4'd14;  // P_Key does not match the port's
   localparam int         HM_RSN_COUNT          = 15;
+  // The engine's counters: HM_CNT_X is BAR0 CNT[HM_CNT_X] (32 bits, wrapping; docs/counters.md
+  // gives each one's meaning, its sysfs file and its mlx5 equivalent). Each grows by at most 64
+  // a cycle, so a reader that samples every 2^25 cycles or more often sees every wrap.
+  localparam int HM_CNT_TX_FRAMES      = 0;   // frames transmitted
+  localparam int HM_CNT_WQES           = 1;   // WQEs started
+  localparam int HM_CNT_REQ_PKTS       = 2;   // request packets sent (incl. retransmissions)
+  localparam int HM_CNT_WQE_LOCAL_ERR  = 3;   // WQEs refused by local checks
+  localparam int HM_CNT_DB_IGNORED     = 4;   // doorbells ignored (unknown kind, QP beyond the table)
+  localparam int HM_CNT_TX_ABORTED     = 5;   // frames aborted (payload length or DMA error)
+  localparam int HM_CNT_TX_BAD_HDR     = 6;   // header records rejected by the TX path
+  localparam int HM_CNT_REQS_RX        = 7;   // request packets received
+  localparam int HM_CNT_DMA_ZERO_LEN   = 8;   // DMA requests of length 0
+  localparam int HM_CNT_RX_ACCEPTED    = 9;   // frames accepted by the RX path
+  localparam int HM_CNT_RX_DROPPED     = 10;  // frames dropped by the RX path (any reason)
+  localparam int HM_CNT_RX_NOT_RC      = 11;  // RoCE packets that are not RC (UD, UC)
+  localparam int HM_CNT_ACKS_RX        = 12;  // ACK/NAK packets received
+  localparam int HM_CNT_RESP_STALE     = 13;  // responses dropped by the completer (stale, out of window)
+  localparam int HM_CNT_IMPLIED_NAKS   = 14;  // implied NAKs
+  localparam int HM_CNT_DMA_WR_ERR     = 15;  // DMA write errors
+  localparam int HM_CNT_CQES           = 16;  // CQEs written
+  localparam int HM_CNT_CQ_OVERRUNS    = 17;  // CQ overruns
+  localparam int HM_CNT_CQE_BAD_CQ     = 18;  // CQEs for invalid CQs
+  localparam int HM_CNT_DUP_REQS       = 19;  // duplicate requests received
+  localparam int HM_CNT_SEQ_NAKS_TX    = 20;  // NAK sequence errors sent
+  localparam int HM_CNT_ERR_NAKS_TX    = 21;  // error NAKs sent (access, invalid request, operational)
+  localparam int HM_CNT_REQS_DROPPED   = 22;  // requests dropped (QP not ready, in ERR, unknown)
+  localparam int HM_CNT_RESP_PKTS      = 23;  // response packets sent
+  localparam int HM_CNT_RETRIES        = 24;  // go-back-N retries
+  localparam int HM_CNT_ACK_TIMEOUTS   = 25;  // local ACK timeouts
+  localparam int HM_CNT_ECN_CE_RX      = 26;  // requests received with IP ECN = CE
+  localparam int HM_CNT_CNP_TX         = 27;  // CNPs sent
+  localparam int HM_CNT_CNP_RX         = 28;  // CNPs received
+  localparam int HM_CNT_CNP_SUPPRESSED = 29;  // CE requests inside the CNP interval (no CNP)
+  localparam int HM_CNT_RP_CUTS        = 30;  // rate cuts
+  localparam int HM_CNT_RP_ACTIVATIONS = 31;  // QPs that became rate limited (first CNP)
+  localparam int HM_CNT_RP_RELEASES    = 32;  // rate-limited QPs released
+  localparam int HM_CNT_CNP_NO_SLOT    = 33;  // CNPs not applied (no rate limiter free, QPN beyond the table)
+  localparam int HM_CNT_PFC_RX         = 34;  // PFC frames honoured
+  localparam int HM_CNT_RX_DROP_BASE   = 35;  // + r - 1: frames dropped by the RX path for reason r (1 .. HM_RSN_COUNT-1)
+  localparam int HM_CNT_TX_BYTES       = 49;  // bytes transmitted (frames from the Ethernet header to the ICRC)
+  localparam int HM_CNT_RX_BYTES       = 50;  // bytes received (every frame the MAC delivered, also dropped ones)
+  localparam int HM_CNT_RNR_NAKS_TX    = 51;  // RNR NAKs sent
+  localparam int HM_CNT_SEQ_NAKS_RX    = 52;  // NAK sequence errors received
+  localparam int HM_CNT_RNR_NAKS_RX    = 53;  // RNR NAKs received
+  localparam int HM_CNT_OOS_RX         = 54;  // requests received ahead of the expected PSN
+  localparam int HM_CNT_WRITE_REQS_RX  = 55;  // RDMA WRITE requests received (FIRST or ONLY, in sequence)
+  localparam int HM_CNT_READ_REQS_RX   = 56;  // RDMA READ requests received (in sequence)
+  localparam int HM_CNT_ATOMIC_REQS_RX = 57;  // atomic requests received (in sequence)
+  localparam int HM_CNT_CQE_ERR_BASE   = 58;  // + s - 1: error CQEs written with status s (1 .. HM_CQE_ERR_STATUSES)
+  localparam int HM_CNT_CQE_ERR_RQ     = 67;  // error CQEs of receive queues (any status)
+  localparam int HM_CNT_CQE_FLUSH_RQ   = 68;  // flush-error CQEs of receive queues
+  localparam int HM_CNT_COUNT          = 69;  // counters at BAR0 CNT
+  localparam int HM_CQE_ERR_STATUSES   = 9;   // error CQE statuses counted (hm_desc_pkg HM_CQE_ST_*)
   // Largest payload of one packet (the largest path MTU).
   localparam int         HM_MAX_PAYLOAD        = 4096;
 

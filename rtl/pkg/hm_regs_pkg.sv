@@ -17,7 +17,7 @@ package hm_regs_pkg;
   localparam logic [15:0] HM_REG_DB_CQ           = 16'h0108;  // Write-only, all four strobes: a CQ's consumer index and arming.
   localparam logic [15:0] HM_REG_DB_COUNT        = 16'h0110;  // Doorbell writes accepted since reset.
   localparam logic [15:0] HM_REG_ERR_COUNT       = 16'h0114;  // Accesses answered with SLVERR since reset.
-  localparam logic [15:0] HM_REG_CNT             = 16'h1000;  // The engine's counters (the table in docs/transport-engine.md), CAPS.num_counters of them, 4 bytes apart.
+  localparam logic [15:0] HM_REG_CNT             = 16'h1000;  // The engine's counters (HM_CNT_* of rtl/pkg/hm_pkg.sv; docs/counters.md), CAPS.num_counters of them, 4 bytes apart.
   localparam logic [15:0] HM_REG_CNT_WORDS       = 16'd255;
 
   // Control bus: The context tables, the event queue, the counters and congestion control (rtl/csr/hm_ctl.sv).
@@ -27,7 +27,7 @@ package hm_regs_pkg;
   localparam logic [11:0] HM_CTL_STATUS          = 12'h104;  // hm_ctl_status_t (rtl/pkg/hm_desc_pkg.sv): busy, and the last command's status.
   localparam logic [11:0] HM_CTL_EQ              = 12'h108;  // hm_ctl_eq_t (rtl/pkg/hm_desc_pkg.sv): the CQ that receives asynchronous events.
   localparam logic [11:0] HM_CTL_POST            = 12'h10C;  // Write an hm_ctl_post_t (rtl/pkg/hm_desc_pkg.sv) for the engine: a QP to ERR now, or an event; held until the engine took it.
-  localparam logic [11:0] HM_CTL_CNT             = 12'h200;  // The engine's counters, as BAR0 CNT (the firmware's QUERY_COUNTERS reads them here).
+  localparam logic [11:0] HM_CTL_CNT             = 12'h200;  // The first 64 of the engine's counters, as BAR0 CNT (the firmware's QUERY_COUNTERS reads them here).
   localparam logic [11:0] HM_CTL_CNT_WORDS       = 12'd64;
   localparam logic [11:0] HM_CTL_CC              = 12'h300;  // DCQCN and pacer parameters, read/write with byte strobes; the firmware writes them.
   localparam logic [11:0] HM_CTL_CC_WORDS        = 12'd16;

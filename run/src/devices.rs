@@ -87,6 +87,8 @@ pub fn device_args(layout: &Layout, nic: Nic, fw: &Path, loss: Option<&str>) -> 
         nic.ip().to_string(),
         "--pcap".into(),
         layout.pcap(nic.n).display().to_string(),
+        "--counters".into(),
+        layout.counters(nic.n).display().to_string(),
         "--fw".into(),
         fw.display().to_string(),
     ];
@@ -339,7 +341,7 @@ mod tests {
         assert_eq!(
             a,
             "device --socket /run/h/nic1.sock --wire-local unix:/run/h/wire1 --wire-peer unix:/run/h/wire0 \
-             --mac 02:48:4d:00:00:02 --ip 10.77.0.2 --pcap /run/h/nic1.pcap --fw /fw.hex --loss 0.01"
+             --mac 02:48:4d:00:00:02 --ip 10.77.0.2 --pcap /run/h/nic1.pcap --counters /run/h/nic1.counters --fw /fw.hex --loss 0.01"
         );
         let a = device_args(&l, Nic::new(0).unwrap(), Path::new("/fw.hex"), None);
         assert!(!a.contains(&"--loss".to_string()));

@@ -10,6 +10,7 @@ mod checks;
 mod devices;
 mod locate;
 mod overlay;
+mod stat;
 mod tree;
 
 use std::ffi::OsString;
@@ -34,6 +35,9 @@ const USAGE: &str = "usage:
       stop the device processes hematite-run started (SIGTERM, then wait)
   hematite-run --status [--state DIR]
       which NICs run: pids, sockets, pcaps
+  hematite-run --stat [--nic N] [--watch] [--state DIR]
+      the running NICs' counters (docs/counters.md), a column per NIC; --watch: every second,
+      with the change since the last print; exits 1 when no NIC runs
 
   --nic N       PROGRAM sees only NIC N (HEMATITE_NIC=N); default: all NICs
   --nics K      K NICs (even; NIC 2k is wired to NIC 2k+1), default 2
@@ -68,6 +72,7 @@ enum Mode {
     Check,
     Stop,
     Status,
+    Stat,
 }
 
 #[derive(Debug)]
@@ -84,6 +89,7 @@ struct Opts {
     /// `--trace FILE` and its `--trace-from` / `--trace-cycles`, as the device takes them
     trace: Vec<String>,
     trace_nic: Option<usize>,
+    watch: bool,
     program: Vec<OsString>,
 }
 
@@ -100,12 +106,13 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
         verbose: false,
         trace: Vec::new(),
         trace_nic: None,
+        watch: false,
         program: Vec::new(),
     };
     let mut it = args.into_iter();
     let set_mode = |o: &mut Opts, m: Mode| {
         if o.mode != Mode::Run {
-            return Err("--check, --stop and --status exclude each other".to_string());
+            return Err("--check, --stop, --status and --stat exclude each other".to_string());
         }
         o.mode = m;
         Ok(())
@@ -150,6 +157,14 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
             "--check" => set_mode(&mut o, Mode::Check)?,
             "--stop" => set_mode(&mut o, Mode::Stop)?,
             "--status" => set_mode(&mut o, Mode::Status)?,
+            "--stat" => set_mode(&mut o, Mode::Stat)?,
+            "--watch" => o.watch = true,
+            "--qp" => {
+                let q = val()?;
+                return Err(format!(
+                    "--qp {q}: per-QP counters are not implemented: the engine counts per port only (docs/counters.md)"
+                ));
+            }
             _ if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
             _ => {
                 o.program = std::iter::once(a).chain(it).collect();
@@ -160,13 +175,16 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
     if (o.trace_nic.is_some() || !o.trace.is_empty()) && !o.trace.iter().any(|a| a == "--trace") {
         return Err("--trace-from, --trace-cycles, --trace-on, --trace-before, --trace-after and --trace-nic need --trace FILE.fst".into());
     }
+    if o.watch && o.mode != Mode::Stat {
+        return Err("--watch goes with --stat".into());
+    }
     if !o.trace.is_empty() && o.mode != Mode::Run {
         return Err("--trace goes with a program run".into());
     }
     match o.mode {
         Mode::Run if o.program.is_empty() => Err("no program given (hematite-run [options] -- PROGRAM ARGS...)".into()),
         Mode::Run => Ok(o),
-        _ if !o.program.is_empty() => Err("--check, --stop and --status take no program".into()),
+        _ if !o.program.is_empty() => Err("--check, --stop, --status and --stat take no program".into()),
         _ => Ok(o),
     }
 }
@@ -382,6 +400,10 @@ fn run(mut o: Opts) -> Result<u8, String> {
         let l = tree::Link::parse(&l)?;
         let _ = tree::LINK.set(l);
         o.nics = 1;
+    }
+    if o.mode == Mode::Stat {
+        let layout = Layout::new(state, o.nics.max(if tree::LINK.get().is_some() { 1 } else { 2 }))?;
+        return Ok(stat::run(&layout, o.nic, o.watch));
     }
     if o.mode == Mode::Status || o.mode == Mode::Stop {
         // any even count: these look at the pid files present

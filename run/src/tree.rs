@@ -219,6 +219,10 @@ impl Layout {
     pub fn wire(&self, n: usize) -> PathBuf {
         self.state.join(format!("wire{n}"))
     }
+    /// Where NIC n's device process keeps its counter files (`--counters`).
+    pub fn counters(&self, n: usize) -> PathBuf {
+        self.state.join(format!("nic{n}.counters"))
+    }
     pub fn pcap(&self, n: usize) -> PathBuf {
         self.state.join(format!("nic{n}.pcap"))
     }
@@ -320,6 +324,10 @@ pub fn build_tree(layout: &Layout, view: View, full: (u32, u32)) -> Result<Tree,
             add_file(&mut t, &format!("{ib}/ports/1/gid_attrs/types/{i}"), "RoCE v2\n".into());
         }
         add_file(&mut t, &format!("{ib}/ports/1/pkeys/0"), "0xffff\n".into());
+        // the counters, kept live by the device process (docs/counters.md)
+        for sub in ["counters", "hw_counters"] {
+            t.insert(PathBuf::from(format!("{ib}/ports/1/{sub}")), Entry::Link(layout.counters(nic.n).join(sub)));
+        }
     }
     Ok(t)
 }

@@ -67,12 +67,13 @@ const VQ: [u32; 2] = [100, 300];
 /// from a live QP's PSN range.
 const PSN_SPAN: u32 = 8192;
 /// Engine counters (rtl/eng/hm_rc_engine.sv).
-const CNT_REQS: u16 = 7;
-const CNT_RX_OK: u16 = 9;
-const CNT_RX_DROP: u16 = 10;
-const CNT_RX_OTHER: u16 = 11;
-const CNT_ACKS: u16 = 12;
-const CNT_CNP_RX: u16 = 28;
+use hematite_abi::pkt as k;
+const CNT_REQS: u16 = k::HM_CNT_REQS_RX as u16;
+const CNT_RX_OK: u16 = k::HM_CNT_RX_ACCEPTED as u16;
+const CNT_RX_DROP: u16 = k::HM_CNT_RX_DROPPED as u16;
+const CNT_RX_OTHER: u16 = k::HM_CNT_RX_NOT_RC as u16;
+const CNT_ACKS: u16 = k::HM_CNT_ACKS_RX as u16;
+const CNT_CNP_RX: u16 = k::HM_CNT_CNP_RX as u16;
 
 /// QP number of live pair `k` on host `h`.
 fn live_q(h: usize, k: u32) -> u32 {
@@ -721,10 +722,11 @@ fn stuck_detail(ep: &mut Episode, model: &[Vec<(u32, Vec<Cqe>, Vec<Cqe>)>]) -> S
         }
         let e = &mut ep.d.h[h].eng;
         detail += &format!(
-            "\n  host {h}: retries {:?}, timeouts {:?}, NAK seq/RNR sent {:?}",
-            e.counter(24).unwrap_or(0),
-            e.counter(25).unwrap_or(0),
-            e.counter(20).unwrap_or(0)
+            "\n  host {h}: retries {:?}, timeouts {:?}, NAK seq sent {:?}, RNR sent {:?}",
+            e.counter(k::HM_CNT_RETRIES as u16).unwrap_or(0),
+            e.counter(k::HM_CNT_ACK_TIMEOUTS as u16).unwrap_or(0),
+            e.counter(k::HM_CNT_SEQ_NAKS_TX as u16).unwrap_or(0),
+            e.counter(k::HM_CNT_RNR_NAKS_TX as u16).unwrap_or(0)
         );
     }
     detail

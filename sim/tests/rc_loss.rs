@@ -6,6 +6,7 @@ use hematite_model::transport::{QpConfig, RecvWr, SendOp, SendWr, Sge, WcStatus}
 use hematite_sim::dma::MemCfg;
 use hematite_sim::rc::{RcBench, RcSetup as Setup, A_BUF, B_BUF};
 use hematite_sim::Rng;
+use hematite_abi::{desc as d, pkt as k};
 use proptest::prelude::*;
 
 const QA: u32 = 2;
@@ -107,6 +108,15 @@ fn retry_exhaustion_when_the_peer_is_gone() {
     let writes = s.b.wire.iter().filter(|w| w.0 > 0 && w.1).count();
     assert_eq!(writes, 2 * 3, "frames sent: {writes}");
     assert_eq!(s.b.a.eng.counter(25).unwrap(), 3, "timeouts");
+    // the counters (docs/counters.md) against the wire log and the CQEs
+    let c = |s: &mut Setup, i: u32| s.b.a.eng.counter(i as u16).unwrap();
+    let sent: Vec<usize> = s.b.wire.iter().filter(|w| w.1).map(|w| w.2.len()).collect();
+    assert_eq!(c(&mut s, k::HM_CNT_TX_FRAMES) as usize, sent.len(), "frames transmitted");
+    assert_eq!(c(&mut s, k::HM_CNT_TX_BYTES) as usize, sent.iter().sum::<usize>(), "bytes transmitted");
+    assert_eq!(c(&mut s, k::HM_CNT_RX_BYTES), 0, "every frame was lost");
+    assert_eq!(c(&mut s, k::HM_CNT_CQE_ERR_BASE + d::HM_CQE_ST_RETRY_EXC_ERR as u32 - 1), 1, "RETRY_EXC_ERR CQEs");
+    assert_eq!(c(&mut s, k::HM_CNT_CQE_ERR_BASE + d::HM_CQE_ST_WR_FLUSH_ERR as u32 - 1), 1, "WR_FLUSH_ERR CQEs");
+    assert_eq!(c(&mut s, k::HM_CNT_CQE_ERR_RQ), 0, "no receive queue error CQE");
 }
 
 #[test]
@@ -121,6 +131,15 @@ fn rnr_retry_exhaustion() {
     compare(&mut s);
     let st: Vec<WcStatus> = s.b.a.cqes.iter().map(|c| c.cqe.status).collect();
     assert_eq!(st, vec![WcStatus::RnrRetryExcErr]);
+    // RNR NAKs on the wire (none is lost here) against the counters
+    let rnr = s.b.wire.iter().filter(|w| !w.1).filter_map(|w| hematite_sim::rc::decode(&w.2)).filter(|p| p.0.opcode == 0x11 && p.0.syndrome >> 5 == 1).count();
+    assert_eq!(rnr, 3, "the first try and rnr_retry 2 retries are RNR NAKed");
+    let c = |s: &mut Setup, i: u32| s.b.a.eng.counter(i as u16).unwrap();
+    assert_eq!(c(&mut s, k::HM_CNT_RNR_NAKS_RX) as usize, rnr, "RNR NAKs received");
+    assert_eq!(c(&mut s, k::HM_CNT_SEQ_NAKS_RX), 0, "no sequence NAK");
+    assert_eq!(c(&mut s, k::HM_CNT_CQE_ERR_BASE + d::HM_CQE_ST_RNR_RETRY_EXC_ERR as u32 - 1), 1, "RNR_RETRY_EXC_ERR CQEs");
+    let rx: usize = s.b.wire.iter().filter(|w| !w.1).map(|w| w.2.len()).sum();
+    assert_eq!(c(&mut s, k::HM_CNT_RX_BYTES) as usize, rx, "bytes received");
 }
 
 #[test]

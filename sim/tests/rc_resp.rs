@@ -124,7 +124,9 @@ fn rnr_nak_until_a_receive_is_posted() {
     s.b.post_send_b(QB, &SendWr::new(1, SendOp::Send, vec![Sge::new(B_BUF, 300, kb)])).unwrap();
     // nothing posted: the engine answers RNR NAK, the model requester waits and retries
     let _ = s.b.run(1, 3_000);
-    assert!(s.b.a.eng.counter(20).unwrap() >= 1, "RNR NAK sent");
+    use hematite_abi::pkt::{HM_CNT_RNR_NAKS_TX, HM_CNT_SEQ_NAKS_TX};
+    assert!(s.b.a.eng.counter(HM_CNT_RNR_NAKS_TX as u16).unwrap() >= 1, "RNR NAK sent");
+    assert_eq!(s.b.a.eng.counter(HM_CNT_SEQ_NAKS_TX as u16).unwrap(), 0, "an RNR NAK is not a sequence NAK");
     s.b.post_recv_a(QA, &RecvWr { wr_id: 5, sgl: vec![Sge::new(A_BUF, 0x1000, ka)] }).unwrap();
     s.b.run(1, 200_000).unwrap();
     let (recv, _) = s.b.split_cqes();

@@ -165,6 +165,39 @@ if [ $QUICK -eq 0 ]; then
     perf read_lat_64k ib_read_lat -s 65536 -n 20
 fi
 
+# ---------------------------------------------------------------- counters (docs/counters.md)
+# The port counters the device processes keep as files (hematite-run --stat, and the sysfs
+# tree's ports/1/counters and hw_counters): an ib_write_bw run moves them by what it did, what
+# NIC 1 sent NIC 0 received (a lossless wire), and a program reads them where collectors do.
+stat_val() { # FILE NIC DIR/NAME: the value in a --stat table
+    awk -v k="$3" -v n="$2" 'NR==1{for(i=2;i<=NF;i++) if($i=="hematite"n) c=i} $1==k{print $c}' "$1"
+}
+if want counters; then
+    sa="$LOGS/counters.before"; sb="$LOGS/counters.after"
+    sleep 3; "$RUN" --state "$STATE" --stat > "$sa" 2>&1
+    run_pair counters 400 "Waiting for client" ib_write_bw -d hematite0 -x 0 -s 65536 -n 100 -- ib_write_bw -d hematite1 -x 0 -s 65536 -n 100 127.0.0.1
+    rc=$?
+    sleep 3; "$RUN" --state "$STATE" --stat > "$sb" 2>&1; src=$?
+    d() { echo $(( $(stat_val "$sb" "$1" "$2") - $(stat_val "$sa" "$1" "$2") )); }
+    wr=$(d 0 hw_counters/rx_write_requests); words=$(d 1 counters/port_xmit_data)
+    tx1=$(stat_val "$sb" 1 counters/port_xmit_packets); rx0=$(stat_val "$sb" 0 counters/port_rcv_packets)
+    full0=$(stat_val "$sb" 0 hw_counters/rx_buffer_full_drops)
+    txd1=$(stat_val "$sb" 1 counters/port_xmit_data); rxd0=$(stat_val "$sb" 0 counters/port_rcv_data)
+    # the file a collector reads, through SYSFS_PATH (and /sys/class itself with the overlay, as root)
+    f=class/infiniband/hematite0/ports/1/hw_counters/rx_write_requests
+    via=$("$RUN" --state "$STATE" --nic 0 -- sh -c "cat \"\$SYSFS_PATH/$f\"" 2>&1)
+    [ "$(id -u)" = 0 ] && via_sys=$("$RUN" --state "$STATE" --nic 0 -- cat "/sys/$f" 2>&1) || via_sys="$via"
+    "$RUN" --state "$(mktemp -d /tmp/hm-nostat.XXXXXX)" --stat > "$LOGS/counters.none" 2>&1; nrc=$?
+    if [ $rc -eq 0 ] && [ $src -eq 0 ] && [ "${wr:-0}" -ge 100 ] && [ "${words:-0}" -ge $((100 * 65536 / 4)) ] &&
+        [ -n "$tx1" ] && [ "$tx1" = "$((rx0 + full0))" ] && [ "$txd1" = "$rxd0" ] &&
+        [ "$via" = "$(stat_val "$sb" 0 hw_counters/rx_write_requests)" ] && [ "$via_sys" = "$via" ] && [ $nrc -eq 1 ]; then
+        ok counters "ib_write_bw 100 x 64 KiB: NIC 0 rx_write_requests +$wr, NIC 1 port_xmit_data +$words words; NIC 1 sent $tx1 frames / $txd1 words, NIC 0 received $rx0 (+$full0 buffer drops) / $rxd0; sysfs file $via; --stat with no NIC: exit 1"
+    else
+        bad counters "rc=$rc stat=$src rx_write_requests +$wr port_xmit_data +$words tx1=$tx1 rx0=$rx0+$full0 words $txd1/$rxd0 sysfs='$via'/'$via_sys' none=$nrc"
+        show_fail counters
+    fi
+fi
+
 # ---------------------------------------------------------------- our own verbs programs
 own() { # NAME TIMEOUT ARGS... (run as server and client)
     local name="$1" tmo="$2"; shift 2

@@ -30,7 +30,7 @@ const USAGE: &str = "usage:
       model and write a pcap; records the hardware must reject are an error unless
       --allow-rejects
   hematite-sim device --socket PATH --wire-local ADDR --wire-peer ADDR [--mac 02:00:00:00:00:01]
-      [--ip 10.0.0.1] [--pcap FILE] [--loss P] [--rx-loss P] [--dup P] [--reorder P]
+      [--ip 10.0.0.1] [--pcap FILE] [--counters DIR] [--loss P] [--rx-loss P] [--dup P] [--reorder P]
       [--corrupt P] [--seed S] [--fw HEX] [--max-cycles N]
       [--idle-after N] [--trace FILE.fst [--trace-from CYCLE] [--trace-cycles N]
       | --trace FILE.fst --trace-on EVENT [--trace-before B] [--trace-after A]] [-v]
@@ -39,7 +39,8 @@ const USAGE: &str = "usage:
       exchanges one frame per datagram with the peer (qemu -netdev dgram framing). ADDR is a
       Unix datagram socket path (unix:PATH or PATH) or udp:HOST:PORT. --loss drops that
       fraction of transmitted RoCE frames, --rx-loss of received ones (after the pcap); --pcap writes every frame with simulated-time
-      stamps (4 ns per cycle); the firmware image defaults to build/fw/firmware.hex; after
+      stamps (4 ns per cycle); --counters keeps the port's counters as files in DIR/counters
+      and DIR/hw_counters (docs/counters.md), sampled every second; the firmware image defaults to build/fw/firmware.hex; after
       --idle-after cycles without activity (default 2000000) the process sleeps between
       short slices of cycles, so its timers keep running at a few percent of a core;
       --trace writes an FST waveform of the whole NIC for the cycles CYCLE .. CYCLE+N
@@ -448,6 +449,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     let mut mac = 0x02_00_00_00_00_01u64;
     let mut ip: std::net::Ipv4Addr = "10.0.0.1".parse().unwrap();
     let mut pcap = None;
+    let mut counters = None;
     let mut loss = 0.0f64;
     let mut rx_loss = 0.0f64;
     let (mut dup, mut reorder, mut corrupt, mut seed) = (0.0f64, 0.0f64, 0.0f64, 1u64);
@@ -467,6 +469,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
             "--mac" => mac = parse_mac(&val()?)?,
             "--ip" => ip = val()?.parse().map_err(|e| format!("--ip: {e}"))?,
             "--pcap" => pcap = Some(PathBuf::from(val()?)),
+            "--counters" => counters = Some(PathBuf::from(val()?)),
             "--loss" => {
                 loss = val()?.parse().map_err(|e| format!("--loss: {e}"))?;
                 if !(0.0..1.0).contains(&loss) {
@@ -510,6 +513,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     let image = hematite_sim::fw::read_hex(&fw)?;
     let mut cfg = DevConfig::new(socket, local, peer, mac, u32::from(ip), image);
     cfg.pcap = pcap;
+    cfg.counters = counters;
     cfg.trace = trace_window(trace, (trace_from, trace_cycles), (trace_on, trace_before, trace_after))?;
     cfg.loss = loss;
     cfg.rx_loss = rx_loss;

@@ -20,6 +20,8 @@ pub(super) struct Mmio {
     pub(super) op: LiteOp,
     /// The request to answer (None: posted write).
     pub(super) reply_to: Option<Req>,
+    /// A read of engine counter i for the counter files (stats.rs), not a client's.
+    pub(super) counter: Option<u16>,
 }
 
 /// The attached client.
@@ -134,7 +136,7 @@ impl SimNic {
                 } else {
                     LiteOp::Write { addr, data: r.b as u32, strb: 0xF }
                 };
-                self.mmio.push_back(Mmio { port, op, reply_to: if posted { None } else { Some(r) } });
+                self.mmio.push_back(Mmio { port, op, reply_to: if posted { None } else { Some(r) }, counter: None });
             }
             p::CMD_DMA_MAP => {
                 let st = self.iommu.lock().unwrap().map(r.a, r.b, r.c, r.d != 0);

@@ -35,6 +35,7 @@ mod client;
 mod iommu;
 mod neigh;
 mod pcap;
+pub mod stats;
 mod trace;
 mod wire;
 
@@ -84,6 +85,8 @@ pub struct DevConfig {
     pub pcap: Option<PathBuf>,
     /// Write a waveform of these cycles (the waveform build only).
     pub trace: Option<TraceWindow>,
+    /// Keep the port's counters as files here (`--counters`, stats.rs).
+    pub counters: Option<PathBuf>,
     /// Firmware image (32-bit words).
     pub image: Vec<u32>,
     /// Probability of dropping each transmitted RoCE frame (`--loss`).
@@ -124,6 +127,7 @@ impl DevConfig {
             ipv4,
             pcap: None,
             trace: None,
+            counters: None,
             image,
             loss: 0.0,
             rx_loss: 0.0,
@@ -178,6 +182,9 @@ pub struct DevCounters {
     pub arp_replies: u64,
     /// Neighbor Advertisements sent for the port's IPv6 link-local address.
     pub nd_replies: u64,
+    /// Frames the slow path (ARP, ND) took off the wire, and those it sent.
+    pub slow_rx: u64,
+    pub slow_tx: u64,
     pub mmio_errors: u64,
     pub clients: u64,
     pub resets: u64,
@@ -220,6 +227,8 @@ pub struct SimNic {
     last_activity: u64,
     last_beats: u64,
     pub counters: DevCounters,
+    /// The engine's counters, sampled into files.
+    pub stats: stats::Stats,
 }
 
 /// The engine, booted; with a shadow model `shadow` cycles behind for a triggered waveform.
@@ -249,6 +258,7 @@ impl SimNic {
             None => None,
         };
         let rng = Rng::new(cfg.seed);
+        let stats = stats::Stats::new(cfg.counters.clone())?;
         Ok(SimNic {
             cfg,
             eng,
@@ -273,6 +283,7 @@ impl SimNic {
             last_activity: 0,
             last_beats: 0,
             counters: DevCounters::default(),
+            stats,
         })
     }
 
@@ -305,6 +316,7 @@ impl SimNic {
         self.rx_buf.clear();
         self.rx_buf_bytes = 0;
         self.held.clear();
+        self.stats.reset();
         self.counters.resets += 1;
         Ok(())
     }
@@ -320,11 +332,18 @@ impl SimNic {
                         rep.a = v as u64;
                         self.reply(rep);
                     }
-                    None => {
-                        if !ok {
-                            self.counters.mmio_errors += 1;
+                    None => match m.counter {
+                        Some(i) => {
+                            if self.stats.arrived(i as usize, if ok { v } else { 0 }) {
+                                self.write_stats();
+                            }
                         }
-                    }
+                        None => {
+                            if !ok {
+                                self.counters.mmio_errors += 1;
+                            }
+                        }
+                    },
                 }
             }
         }
@@ -341,6 +360,38 @@ impl SimNic {
             }
         }
         self.eng.step();
+    }
+
+    /// Queues a read of every engine counter behind the client's register accesses.
+    fn sample_counters(&mut self) {
+        let now = self.cycles();
+        self.stats.start(now);
+        for i in 0..hematite_abi::pkt::HM_CNT_COUNT as u16 {
+            let addr = hematite_abi::regs::HM_REG_CNT as u16 + 4 * i;
+            self.mmio.push_back(Mmio { port: crate::eng::Port::Bar, op: crate::eng::LiteOp::Read { addr }, reply_to: None, counter: Some(i) });
+        }
+    }
+
+    /// A last sample before the process ends: the files then hold the final counts.
+    fn final_sample(&mut self) {
+        if self.stats.in_progress || self.cfg.counters.is_none() {
+            return;
+        }
+        let n = self.stats.samples;
+        self.sample_counters();
+        for _ in 0..100_000 {
+            if self.stats.samples != n {
+                return;
+            }
+            self.clock();
+        }
+    }
+
+    fn write_stats(&mut self) {
+        let c = &self.counters;
+        if let Err(e) = self.stats.write(self.cycles(), [c.slow_rx, c.slow_tx, c.rx_buf_drops]) {
+            eprintln!("hematite-sim device: counter files: {e}");
+        }
     }
 
     fn busy(&self) -> bool {
@@ -399,6 +450,9 @@ impl SimNic {
             }
             self.service_wire_tx();
             self.service_irqs();
+            if self.stats.due(self.cycles()) {
+                self.sample_counters();
+            }
             if last_flush.elapsed() > Duration::from_millis(500) {
                 if let Some(pc) = &mut self.pcap {
                     pc.flush();
@@ -421,6 +475,7 @@ impl SimNic {
                 if let Some(pc) = &mut self.pcap {
                     pc.flush();
                 }
+                self.final_sample();
                 let c = &self.counters;
                 eprintln!(
                     "hematite-sim device: stopped after {} cycles: frames tx {} rx {} lost {} lost-rx {} rx-buffer-full {} looped {}, ARP replies {}, ND replies {}",
@@ -444,6 +499,7 @@ impl SimNic {
                 if let Some(pc) = &mut self.pcap {
                     pc.flush();
                 }
+                self.final_sample();
                 return Ok(());
             }
         }

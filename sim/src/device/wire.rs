@@ -152,6 +152,7 @@ impl SimNic {
                 pc.frame(now, &f);
             }
             if self.arp_rx(&f) {
+                self.counters.slow_rx += 1;
                 continue;
             }
             if self.cfg.rx_loss > 0.0 && is_roce(&f) && (self.rng.next() % 1_000_000) < (self.cfg.rx_loss * 1e6) as u64 {
@@ -159,6 +160,7 @@ impl SimNic {
                 continue;
             }
             if self.nd_rx(&f) {
+                self.counters.slow_rx += 1;
                 continue;
             }
             if self.rx_buf_bytes + f.len() > RX_BUF_BYTES {
@@ -175,6 +177,7 @@ impl SimNic {
     pub(super) fn send_frame(&mut self, f: Vec<u8>, may_lose: bool) {
         if !may_lose {
             // frames of the device process itself (ARP); the engine's were captured already
+            self.counters.slow_tx += 1;
             let now = self.cycles();
             if let Some(pc) = &mut self.pcap {
                 pc.frame(now, &f);

@@ -1,0 +1,154 @@
+//! `hematite-run --stat`: the counters of the running NICs as a table, one column per NIC,
+//! like `ethtool -S`. The device processes keep them as files (`STATE/nic{n}.counters/`,
+//! which the sysfs tree links as `ports/1/counters` and `ports/1/hw_counters`;
+//! docs/counters.md); this reads those files.
+
+use crate::devices::{self, State};
+use crate::tree::Layout;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Duration;
+
+/// One NIC's counters: (directory, name) → value; and its snapshot line.
+#[derive(Debug, Default, Clone)]
+pub struct Sample {
+    pub values: BTreeMap<(String, String), u64>,
+    pub cycle: Option<u64>,
+}
+
+/// Reads a counter directory as the device process writes it.
+pub fn read_counters(dir: &Path) -> Result<Sample, String> {
+    let mut s = Sample::default();
+    for sub in ["counters", "hw_counters"] {
+        let d = dir.join(sub);
+        let rd = std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        for ent in rd.flatten() {
+            let name = ent.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let text = std::fs::read_to_string(ent.path()).map_err(|e| format!("{}: {e}", ent.path().display()))?;
+            let v = text.trim().parse::<u64>().map_err(|_| format!("{}: not a number: {:?}", ent.path().display(), text.trim()))?;
+            s.values.insert((sub.to_string(), name), v);
+        }
+    }
+    if let Ok(t) = std::fs::read_to_string(dir.join("snapshot")) {
+        s.cycle = t.lines().find_map(|l| l.strip_prefix("cycle ").and_then(|v| v.trim().parse().ok()));
+    }
+    Ok(s)
+}
+
+/// The table: a row per counter, a column per NIC; with `prev`, each cell also gives the
+/// change since then.
+pub fn table(nics: &[(usize, Sample)], prev: Option<&[(usize, Sample)]>) -> String {
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for (_, s) in nics {
+        for k in s.values.keys() {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    keys.sort();
+    let cell = |i: usize, k: &(String, String)| -> String {
+        let v = nics[i].1.values.get(k).copied();
+        let p = prev.and_then(|p| p.iter().find(|(n, _)| *n == nics[i].0)).and_then(|(_, s)| s.values.get(k).copied());
+        match (v, p) {
+            (None, _) => "-".into(),
+            (Some(v), Some(p)) => format!("{v} (+{})", v.saturating_sub(p)),
+            (Some(v), None) => v.to_string(),
+        }
+    };
+    let mut rows: Vec<Vec<String>> = vec![std::iter::once("counter".to_string()).chain(nics.iter().map(|(n, _)| format!("hematite{n}"))).collect()];
+    rows.push(std::iter::once("simulated cycle".to_string()).chain(nics.iter().map(|(_, s)| s.cycle.map(|c| c.to_string()).unwrap_or("-".into()))).collect());
+    for k in &keys {
+        rows.push(std::iter::once(format!("{}/{}", k.0, k.1)).chain((0..nics.len()).map(|i| cell(i, k))).collect());
+    }
+    let ncol = rows[0].len();
+    let w: Vec<usize> = (0..ncol).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = format!("{:<w0$}", r[0], w0 = w[0]);
+        for c in 1..ncol {
+            line += &format!("  {:>wc$}", r[c], wc = w[c]);
+        }
+        out += line.trim_end();
+        out.push('\n');
+    }
+    out
+}
+
+/// The running NICs' counters (only `nic` with `Some`). Err when none runs.
+pub fn collect(layout: &Layout, nic: Option<usize>) -> Result<Vec<(usize, Sample)>, String> {
+    let mut v = Vec::new();
+    for n in devices::known_nics(&layout.state) {
+        if nic.is_some_and(|x| x != n) || !matches!(devices::state(layout, n), State::Running(_)) {
+            continue;
+        }
+        v.push((n, read_counters(&layout.counters(n))?));
+    }
+    if v.is_empty() {
+        return Err(match nic {
+            Some(n) => format!("NIC {n} is not running (hematite-run --status lists the NICs of {})", layout.state.display()),
+            None => format!("no NIC is running in {} (hematite-run starts them)", layout.state.display()),
+        });
+    }
+    Ok(v)
+}
+
+/// `--stat`: prints the table once, or with `watch` every second (the change since the last
+/// print beside each value) until interrupted. Returns the exit status.
+pub fn run(layout: &Layout, nic: Option<usize>, watch: bool) -> u8 {
+    let mut prev: Option<Vec<(usize, Sample)>> = None;
+    loop {
+        let cur = match collect(layout, nic) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("hematite-run --stat: {e}");
+                return 1;
+            }
+        };
+        let t = table(&cur, prev.as_deref());
+        if watch && std::io::stdout().is_terminal() {
+            print!("\x1b[H\x1b[2J");
+        }
+        print!("{t}");
+        if !watch {
+            return 0;
+        }
+        println!();
+        prev = Some(cur);
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_files_and_formats_columns_with_changes() {
+        let d = std::env::temp_dir().join(format!("hm-stat-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("counters")).unwrap();
+        std::fs::create_dir_all(d.join("hw_counters")).unwrap();
+        std::fs::write(d.join("counters/port_xmit_data"), "40\n").unwrap();
+        std::fs::write(d.join("hw_counters/np_cnp_sent"), "3\n").unwrap();
+        std::fs::write(d.join("hw_counters/.np_cnp_sent.tmp"), "junk").unwrap();
+        std::fs::write(d.join("snapshot"), "cycle 77\nsamples 2\n").unwrap();
+        let a = read_counters(&d).unwrap();
+        assert_eq!(a.cycle, Some(77));
+        assert_eq!(a.values.len(), 2, "temporary files are not counters");
+        let mut b = a.clone();
+        b.values.insert(("counters".into(), "port_xmit_data".into()), 50);
+        let t = table(&[(0, a.clone()), (1, b.clone())], None);
+        assert!(t.lines().next().unwrap().contains("hematite0") && t.contains("hematite1"), "{t}");
+        assert!(t.contains("counters/port_xmit_data") && t.contains("40") && t.contains("50"), "{t}");
+        let t = table(&[(0, b)], Some(&[(0, a)]));
+        assert!(t.contains("50 (+10)") && t.contains("3 (+0)"), "{t}");
+        std::fs::write(d.join("hw_counters/np_cnp_sent"), "x\n").unwrap();
+        assert!(read_counters(&d).unwrap_err().contains("not a number"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
