@@ -19,7 +19,7 @@ const WIDTHS: [u32; 2] = [256, 512];
 /// `sim_tops` fileset only the model's own top) with its verilator options. Width 0: a block
 /// without a DATA_WIDTH parameter. An rtl/ module is the model's top itself, its parameters
 /// set with `-G` (the widths and sizes the cycle-for-cycle tests use).
-const MODELS: [(&str, &str, &str, &[u32], &[&str]); 12] = [
+const MODELS: [(&str, &str, &str, &[u32], &[&str]); 13] = [
     ("Vrx", "hm_rx_path", "", &WIDTHS, &[]),
     ("Vtx", "hm_tx_path", "", &WIDTHS, &[]),
     ("Vdmard", "hm_dma_rd", "", &WIDTHS, &[]),
@@ -38,6 +38,8 @@ const MODELS: [(&str, &str, &str, &[u32], &[&str]); 12] = [
     ("Vccnp", "hm_dcqcn_np", "", &[0], &["NUM_QPS=13", "QPN_W=8", "TIME_W=32", "NOW_INIT=32'hFFFF_F000"]),
     // 4 slots, 8-bit QPNs, 5-bit keys (QPNs 32..255 out of range)
     ("Vslots", "hm_dcqcn_slots", "", &[0], &["NUM_SLOTS=4", "QPN_W=8", "KEY_W=5"]),
+    // per-QP counters: 16 QPs (QPNs 16.. out of range), 3 sources, 4 counters, FIFOs of 4
+    ("Vqpc", "hm_qp_counters", "", &[0], &["NUM_QPS=16", "NUM_SRC=3", "NUM_CNT=4", "EV_DEPTH=4"]),
 ];
 
 /// picorv32.v: build/ext/picorv32.v (copied there by ./hematite deps), else the installed
@@ -270,7 +272,7 @@ struct Shim {
     /// and in the waveform build (an FST trace opened and closed on demand).
     nic: bool,
 }
-const GEN_SHIMS: [Shim; 12] = [
+const GEN_SHIMS: [Shim; 13] = [
     Shim { name: "rx", prefix: "Vrx", widths: &WIDTHS, after_edge: true, nic: false },
     Shim { name: "tx", prefix: "Vtx", widths: &WIDTHS, after_edge: true, nic: false },
     Shim { name: "dmard", prefix: "Vdmard", widths: &WIDTHS, after_edge: false, nic: false },
@@ -283,6 +285,7 @@ const GEN_SHIMS: [Shim; 12] = [
     Shim { name: "pacer", prefix: "Vpacer", widths: &[0], after_edge: false, nic: false },
     Shim { name: "ccnp", prefix: "Vccnp", widths: &[0], after_edge: false, nic: false },
     Shim { name: "slots", prefix: "Vslots", widths: &[0], after_edge: false, nic: false },
+    Shim { name: "qpc", prefix: "Vqpc", widths: &[0], after_edge: false, nic: false },
 ];
 
 /// (is_input, name, bits) of every port of a Verilated model header but `clk`.

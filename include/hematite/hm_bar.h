@@ -78,6 +78,21 @@ extern "C" {
 #define HM_BAR0__ERR_COUNT__COUNT_bw 32
 #define HM_BAR0__ERR_COUNT__COUNT_reset 0x0
 
+// reg - hm_bar0::QPC_SEL
+#define HM_BAR0__QPC_SEL__QPN_bm 0xffff
+#define HM_BAR0__QPC_SEL__QPN_bp 0
+#define HM_BAR0__QPC_SEL__QPN_bw 16
+#define HM_BAR0__QPC_SEL__QPN_reset 0x0
+#define HM_BAR0__QPC_SEL__BUSY_bm 0x80000000
+#define HM_BAR0__QPC_SEL__BUSY_bp 31
+#define HM_BAR0__QPC_SEL__BUSY_bw 1
+#define HM_BAR0__QPC_SEL__BUSY_reset 0x0
+
+// reg - hm_bar0::QPC
+#define HM_BAR0__QPC__VALUE_bm 0xffffffff
+#define HM_BAR0__QPC__VALUE_bp 0
+#define HM_BAR0__QPC__VALUE_bw 32
+
 // reg - hm_bar0::CNT
 #define HM_BAR0__CNT__VALUE_bm 0xffffffff
 #define HM_BAR0__CNT__VALUE_bp 0
@@ -96,7 +111,11 @@ typedef struct __attribute__ ((__packed__)) {
     uint8_t RESERVED_10c_10f[0x4];
     uint32_t DB_COUNT;
     uint32_t ERR_COUNT;
-    uint8_t RESERVED_118_fff[0xee8];
+    uint8_t RESERVED_118_11f[0x8];
+    uint32_t QPC_SEL;
+    uint8_t RESERVED_124_13f[0x1c];
+    uint32_t QPC[16];
+    uint8_t RESERVED_180_fff[0xe80];
     uint32_t CNT[255];
 } hm_bar0_t;
 

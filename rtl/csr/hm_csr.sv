@@ -6,6 +6,12 @@
 // to unmapped offsets, misaligned offsets, writes to read-only registers, reads of write-only
 // registers and doorbell writes without all four strobes are answered with SLVERR, change
 // nothing and are counted (HM_REG_ERR_COUNT).
+//
+// A QPC_SEL write asks for a QP's counters on m_qpc_rd (held, with its QPN, until taken);
+// QPC_SEL.busy reads 1 until s_qpc_valid brings them, and QPC[k] reads s_qpc_data[k]. A
+// second QPC_SEL write while busy is held. After reset QPC_SEL.busy also reads 1 while the
+// per-QP counters are being cleared (s_qpc_init): a driver waits for it before it counts on
+// them.
 module hm_csr
   import hm_pkg::*;
   import hm_regs_pkg::*;
@@ -34,8 +40,17 @@ module hm_csr
   input  logic                  m_db_ready,
 
   // Counters to expose
-  input  logic [NUM_COUNTERS-1:0][31:0] counters
+  input  logic [NUM_COUNTERS-1:0][31:0] counters,
+
+  // Per-QP counters: the request (a QPN, held until taken); the counters it brings (with a
+  // one-cycle s_qpc_valid); s_qpc_init while every QP's are being cleared after reset
+  output logic [15:0]           m_qpc_rd_qpn,
+  output logic                  m_qpc_rd_valid,
+  input  logic                  m_qpc_rd_ready,
+  input  logic [HM_QPC_COUNT-1:0][31:0] s_qpc_data,
+  input  logic                  s_qpc_valid, s_qpc_init
 );
+  localparam int NUM_QPC = HM_QPC_COUNT;   // per-QP counters readable at HM_REG_QPC
   localparam hm_caps_t CAPS = '{log2_qps: 8'(LOG2_QPS), log2_cqs: 8'(LOG2_CQS),
                                 data_bytes: 8'(DATA_WIDTH / 64), num_counters: 8'(NUM_COUNTERS)};
 
@@ -55,6 +70,7 @@ module hm_csr
   // Writes: the scratch register and the doorbells
   // ----------------------------------------------------------------------------------------
   logic [31:0] scratch_q, db_count_q, err_count_q;
+  logic        qpc_busy_q;
   logic        dbf_ready, db_push, is_db;
   logic [1:0]  db_kind;
 
@@ -67,11 +83,26 @@ module hm_csr
     if (a == HM_REG_DB_SQ) begin is_db = 1'b1; db_kind = HM_DB_SQ; end
     else if (a == HM_REG_DB_RQ) begin is_db = 1'b1; db_kind = HM_DB_RQ; end
     else if (a == HM_REG_DB_CQ) begin is_db = 1'b1; db_kind = HM_DB_CQ; end
-    if (is_db) wr_err = wr_strb != 4'hF;
+    if (is_db || a == HM_REG_QPC_SEL) wr_err = wr_strb != 4'hF;
     else if (a != HM_REG_SCRATCH) wr_err = 1'b1;
     if (ADDR_WIDTH > 16 && (wr_addr >> 16) != '0) wr_err = 1'b1;
-    // a doorbell waits for room in the event FIFO
-    wr_stall = is_db && !dbf_ready;
+    // a doorbell waits for room in the event FIFO, a QP counter request for the last one
+    wr_stall = (is_db && !dbf_ready) || (a == HM_REG_QPC_SEL && (qpc_busy_q || m_qpc_rd_valid));
+  end
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      qpc_busy_q     <= 1'b0;
+      m_qpc_rd_valid <= 1'b0;
+      m_qpc_rd_qpn   <= '0;
+    end else begin
+      if (wr_do && !wr_err && 16'(wr_addr) == HM_REG_QPC_SEL) begin
+        m_qpc_rd_valid <= 1'b1;
+        m_qpc_rd_qpn   <= wr_data[15:0];
+        qpc_busy_q     <= 1'b1;
+      end else if (m_qpc_rd_valid && m_qpc_rd_ready) m_qpc_rd_valid <= 1'b0;
+      if (s_qpc_valid) qpc_busy_q <= 1'b0;
+    end
   end
   assign db_push = wr_do && is_db && !wr_err;
 
@@ -81,7 +112,7 @@ module hm_csr
       db_count_q  <= '0;
       err_count_q <= '0;
     end else begin
-      if (wr_do && !wr_err && !is_db)
+      if (wr_do && !wr_err && !is_db && 16'(wr_addr) == HM_REG_SCRATCH)
         for (int b = 0; b < 4; b++) if (wr_strb[b]) scratch_q[8*b +: 8] <= wr_data[8*b +: 8];
       if (db_push) db_count_q <= db_count_q + 1'b1;
       err_count_q <= err_count_q + 32'(wr_do && wr_err) + 32'(rd_do && rd_err);
@@ -112,6 +143,9 @@ module hm_csr
       else if (a == HM_REG_SCRATCH)   rd_data = scratch_q;
       else if (a == HM_REG_DB_COUNT)  rd_data = db_count_q;
       else if (a == HM_REG_ERR_COUNT) rd_data = err_count_q;
+      else if (a == HM_REG_QPC_SEL)   rd_data = {qpc_busy_q || s_qpc_init, 15'd0, m_qpc_rd_qpn};
+      else if (a[15:6] == HM_REG_QPC[15:6] && a[1:0] == 2'b00)   // 16 words, 64-byte aligned
+        rd_data = 32'(a[5:2]) < NUM_QPC ? s_qpc_data[a[5:2]] : 32'd0;
       else if (a >= HM_REG_CNT && a < HM_REG_CNT + 16'(4 * NUM_COUNTERS) && a[1:0] == 2'b00)
         rd_data = counters[(a - HM_REG_CNT) >> 2];
       else rd_err = 1'b1;
@@ -121,6 +155,9 @@ module hm_csr
   logic unused_ok;
   assign unused_ok = ^{dbf_level, wr_pend};
 
+  if (NUM_QPC < 1 || NUM_QPC > int'(HM_REG_QPC_WORDS) || HM_REG_QPC_WORDS != 16 || HM_REG_QPC[5:0] != '0) begin : g_bad_qpc
+    $error("hm_csr: NUM_QPC must be 1..16, the QPC window 16 words at a 64-byte boundary");
+  end
   if (NUM_COUNTERS < 1 || NUM_COUNTERS > 255 || 4 * NUM_COUNTERS > 16'hF000) begin : g_bad_cnt
     $error("hm_csr: NUM_COUNTERS must be 1..255");
   end

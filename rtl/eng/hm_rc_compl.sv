@@ -115,7 +115,13 @@ module hm_rc_compl
   input  logic                  m_err_ready,
 
   // Counters
-  output hm_compl_stats_t       stats
+  output hm_compl_stats_t       stats,
+  // Per-QP counter events: NAKs as they arrive (m_qpc_rx, the packet's QP), retries and
+  // timeouts (m_qpc, the QP being worked on); both may fire in one cycle
+  output hm_qpc_ev_t            m_qpc_rx,
+  output logic                  m_qpc_rx_valid,
+  output hm_qpc_ev_t            m_qpc,
+  output logic                  m_qpc_valid
 );
   localparam int CTXW    = $bits(hm_qp_ctx_t);
   localparam int KW      = DATA_WIDTH / 8;
@@ -528,7 +534,13 @@ module hm_rc_compl
       wr_issued_q    <= '0;
       wr_done_q      <= '0;
       stats <= '0;
+      m_qpc_valid    <= 1'b0;
+      m_qpc_rx_valid <= 1'b0;
     end else begin
+      m_qpc_valid    <= 1'b0;
+      m_qpc          <= '{qpn: 16'(q_q), mask: '0};
+      m_qpc_rx_valid <= 1'b0;
+      m_qpc_rx       <= '{qpn: s_hdr.dest_qp[15:0], mask: '0};
       if (s_done_valid) begin
         wr_done_q <= wr_done_q + 1'b1;
         if (s_done_err) stats.wr_err <= stats.wr_err + 1'b1;
@@ -540,6 +552,10 @@ module hm_rc_compl
         stats.acks <= stats.acks + 1'b1;
         if (s_hdr.syndrome[7:5] == HM_AETH_CLS_RNR) stats.rnr_naks <= stats.rnr_naks + 1'b1;
         if (s_hdr.syndrome == HM_AETH_NAK_PSN_SEQ) stats.seq_naks <= stats.seq_naks + 1'b1;
+        m_qpc_rx_valid <= (s_hdr.dest_qp >> QW) == '0 &&
+                          (s_hdr.syndrome[7:5] == HM_AETH_CLS_RNR || s_hdr.syndrome == HM_AETH_NAK_PSN_SEQ);
+        m_qpc_rx.mask[hm_pkg::HM_QPC_RNR_NAKS_RX] <= s_hdr.syndrome[7:5] == HM_AETH_CLS_RNR;
+        m_qpc_rx.mask[hm_pkg::HM_QPC_SEQ_NAKS_RX] <= s_hdr.syndrome == HM_AETH_NAK_PSN_SEQ;
       end
       case (st_q)
         C_IDLE: begin
@@ -621,6 +637,8 @@ module hm_rc_compl
                 st_q       <= C_SAVE;
               end else begin
                 stats.timeouts <= stats.timeouts + 1'b1;
+                m_qpc_valid    <= 1'b1;
+                m_qpc.mask[hm_pkg::HM_QPC_ACK_TIMEOUTS] <= 1'b1;
                 rt_psn_q      <= una_eff;
                 rt_guard_q    <= 1'b0;
                 st_q          <= C_RETRY;
@@ -900,6 +918,8 @@ module hm_rc_compl
             st_q       <= C_FATAL;
           end else begin
             stats.retries   <= stats.retries + 1'b1;
+            m_qpc_valid     <= 1'b1;
+            m_qpc.mask[hm_pkg::HM_QPC_RETRIES] <= 1'b1;
             d_q.retry_left <= d_q.retry_left - 1'b1;
             d_q.rw_v       <= 1'b1;
             rwd_q          <= 1'b1;

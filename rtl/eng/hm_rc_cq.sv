@@ -70,7 +70,10 @@ module hm_rc_cq
   input  logic                  m_irq_ready,
 
   // Counters
-  output hm_cq_stats_t          stats
+  output hm_cq_stats_t          stats,
+  // Per-QP counter events (an error CQE written)
+  output hm_qpc_ev_t            m_qpc,
+  output logic                  m_qpc_valid
 );
   localparam int CTXW = $bits(hm_cq_ctx_t);
 
@@ -207,7 +210,10 @@ module hm_rc_cq
       wr_issued_q  <= '0;
       wr_done_q    <= '0;
       stats <= '0;
+      m_qpc_valid <= 1'b0;
     end else begin
+      m_qpc_valid <= 1'b0;
+      m_qpc       <= '{qpn: req_q.cqe.qpn[15:0], mask: '0};
       if (s_done_valid) begin
         wr_done_q <= wr_done_q + 1'b1;
         if (s_done_err) stats.wr_err <= stats.wr_err + 1'b1;
@@ -251,6 +257,8 @@ module hm_rc_cq
         Q_DATA: if (m_axis_tready) begin
           stats.cqes <= stats.cqes + 1'b1;
           if (req_q.cqe.opcode != HM_CQE_OP_EVENT && req_q.cqe.status != HM_CQE_ST_SUCCESS) begin
+            m_qpc_valid <= 1'b1;
+            m_qpc.mask[hm_pkg::HM_QPC_CQE_ERR] <= 1'b1;
             for (int k = 0; k < hm_pkg::HM_CQE_ERR_STATUSES; k++)
               if (req_q.cqe.status == 8'(k + 1)) stats.err_st[k] <= stats.err_st[k] + 1'b1;
             if ((req_q.cqe.flags & HM_CQE_F_RQ) != 8'd0) begin

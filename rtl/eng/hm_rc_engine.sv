@@ -127,6 +127,16 @@ module hm_rc_engine
   hm_db_evt_t db;
   logic       db_valid, db_ready;
   logic [NUM_COUNTERS-1:0][31:0] counters;
+  logic        qpc_rd_valid, qpc_rd_ready, qpc_valid;
+  logic [15:0] qpc_rd_qpn;
+  logic [HM_QPC_COUNT-1:0][31:0] qpc_data;
+  // per-QP counter events from the blocks, and the counters' clear and init (see u_qpc)
+  hm_qpc_ev_t            req_qpc, resp_qpc, cmpl_qpc, cmpl_qpc_rx, cq_qpc;
+  logic                  req_qpc_v, resp_qpc_v, cmpl_qpc_v, cmpl_qpc_rx_v, cq_qpc_v;
+  logic                  qpc_clr_q, qpc_clr_ready;
+  logic [15:0]           qpc_clr_qpn_q;
+  logic [31:0]           qpc_lost;
+  logic                  qpc_init;
 
   hm_csr #(
     .ADDR_WIDTH(16), .NUM_COUNTERS(NUM_COUNTERS), .LOG2_QPS($clog2(NUM_QPS)),
@@ -135,7 +145,9 @@ module hm_rc_engine
     .clk, .rst,
     .s_axil_req(s_bar_req), .s_axil_rsp(s_bar_rsp),
     .m_db_data(db), .m_db_valid(db_valid), .m_db_ready(db_ready),
-    .counters
+    .counters,
+    .m_qpc_rd_valid(qpc_rd_valid), .m_qpc_rd_qpn(qpc_rd_qpn), .m_qpc_rd_ready(qpc_rd_ready),
+    .s_qpc_data(qpc_data), .s_qpc_valid(qpc_valid), .s_qpc_init(qpc_init)
   );
 
   // SQ doorbells go to the requester and the completer (both must take them), RQ doorbells
@@ -187,7 +199,7 @@ module hm_rc_engine
   assign qp_go     = cmd_valid && is_wr && qp_cmd && in_range;
   assign cmd_ready = (is_wr && qp_cmd && in_range) ?
                        ((req_took_q || req_ctl_ready) && (cmpl_took_q || cmpl_ctl_ready) &&
-                        (resp_took_q || resp_ctl_ready)) :
+                        (resp_took_q || resp_ctl_ready) && !qpc_clr_q) :
                      (is_wr && cq_cmd && in_range) ? cq_ctl_ready : 1'b1;
 
   always_ff @(posedge clk) begin
@@ -309,7 +321,7 @@ module hm_rc_engine
     .m_inl_tready(inl_tready), .m_inl_tlast(inl_tlast),
     .m_hdr(hdr), .m_hdr_valid(hdr_valid), .m_hdr_ready(hdr_ready),
     .m_sent(sent), .m_sent_valid(sent_valid), .m_sent_ready(sent_ready),
-    .stats(req_st)
+    .stats(req_st), .m_qpc(req_qpc), .m_qpc_valid(req_qpc_v)
   );
 
   hm_rc_gather #(.DATA_WIDTH(DATA_WIDTH), .ORDER_DEPTH(128)) u_gather (
@@ -440,7 +452,7 @@ module hm_rc_engine
     .m_job(job), .m_job_valid(job_valid), .m_job_ready(job_ready), .wr_done(r_wr_done),
     .m_cqe(rcqe), .m_cqe_valid(rcqe_valid), .m_cqe_ready(rcqe_ready),
     .m_err_qpn(rerr_qpn), .m_err_valid(rerr_valid), .m_err_ready(rerr_ready),
-    .stats(resp_st)
+    .stats(resp_st), .m_qpc(resp_qpc), .m_qpc_valid(resp_qpc_v)
   );
 
   hm_rc_scatter #(.DATA_WIDTH(DATA_WIDTH)) u_rscat (
@@ -522,7 +534,8 @@ module hm_rc_engine
     .m_cqe(ccqe), .m_cqe_valid(ccqe_valid), .m_cqe_ready(ccqe_ready),
     .m_rqc(rqc), .m_rqc_valid(rqc_valid), .m_rqc_ready(rqc_ready),
     .m_err_qpn(cerr_qpn), .m_err_valid(cerr_valid), .m_err_ready(cerr_ready),
-    .stats(compl_st)
+    .stats(compl_st), .m_qpc(cmpl_qpc), .m_qpc_valid(cmpl_qpc_v),
+    .m_qpc_rx(cmpl_qpc_rx), .m_qpc_rx_valid(cmpl_qpc_rx_v)
   );
 
   hm_rc_scatter #(.DATA_WIDTH(DATA_WIDTH)) u_cscat (
@@ -587,7 +600,7 @@ module hm_rc_engine
     .s_done_valid(qdone_valid), .s_done_err(qdone_err), .s_done_ready(qdone_ready),
     .m_ovr_cqn(ovr_cqn), .m_ovr_valid(ovr_valid),
     .m_irq_vec, .m_irq_valid, .m_irq_ready,
-    .stats(cq_st)
+    .stats(cq_st), .m_qpc(cq_qpc), .m_qpc_valid(cq_qpc_v)
   );
 
   // ---------------------------------------------------------------------------------------
@@ -639,6 +652,29 @@ module hm_rc_engine
   // ---------------------------------------------------------------------------------------
   // TX path
   // ---------------------------------------------------------------------------------------
+  // Per-QP counters (BAR0 QPC_SEL / QPC): events of the requester, the responder, the
+  // completer (two), the CQ unit and the CNPs received; a QP's row is cleared when it is
+  // created (a QP write that loads both queues' state: RESET -> INIT)
+  localparam int QPC_SRC = 6;
+  always_ff @(posedge clk) begin
+    if (rst) qpc_clr_q <= 1'b0;
+    else if (cmd_valid && cmd_ready && is_wr && qp_cmd && in_range &&
+             (cmd.flags & (HM_CTL_F_LOAD_SQ | HM_CTL_F_LOAD_RQ)) == (HM_CTL_F_LOAD_SQ | HM_CTL_F_LOAD_RQ)) begin
+      qpc_clr_q     <= 1'b1;
+      qpc_clr_qpn_q <= cmd.index;
+    end else if (qpc_clr_ready) qpc_clr_q <= 1'b0;
+  end
+  hm_qp_counters #(.NUM_QPS(NUM_QPS), .NUM_SRC(QPC_SRC), .NUM_CNT(HM_QPC_COUNT)) u_qpc (
+    .clk, .rst,
+    .s_ev_valid({rcnp_valid && rcnp_qpn[23:16] == '0, cq_qpc_v, cmpl_qpc_rx_v, cmpl_qpc_v, resp_qpc_v, req_qpc_v}),
+    .s_ev_qpn({rcnp_qpn[15:0], cq_qpc.qpn, cmpl_qpc_rx.qpn, cmpl_qpc.qpn, resp_qpc.qpn, req_qpc.qpn}),
+    .s_ev_mask({HM_QPC_COUNT'(1) << HM_QPC_CNP_RX, cq_qpc.mask, cmpl_qpc_rx.mask, cmpl_qpc.mask, resp_qpc.mask, req_qpc.mask}),
+    .s_clr_valid(qpc_clr_q), .s_clr_qpn(qpc_clr_qpn_q), .s_clr_ready(qpc_clr_ready),
+    .s_rd_valid(qpc_rd_valid), .s_rd_qpn(qpc_rd_qpn), .s_rd_ready(qpc_rd_ready),
+    .m_rd_data(qpc_data), .m_rd_valid(qpc_valid),
+    .lost(qpc_lost), .init_busy(qpc_init)
+  );
+
   logic [31:0] tx_frames, tx_len_err, tx_bad_req;
   hm_roce_hdr_t t_hdr;
   logic t_hdr_valid, t_hdr_ready, t_tvalid, t_tready, t_tlast, t_tuser;
@@ -715,6 +751,8 @@ module hm_rc_engine
     counters[HM_CNT_CNP_SUPPRESSED] = cc_st.np_suppressed;  counters[HM_CNT_RP_CUTS] = cc_st.rp_cuts;
     counters[HM_CNT_RP_ACTIVATIONS] = cc_st.rp_activations;  counters[HM_CNT_RP_RELEASES] = cc_st.rp_releases;
     counters[HM_CNT_CNP_NO_SLOT] = cc_st.no_slot;  counters[HM_CNT_PFC_RX] = st_pfc_rx;
+    // per-QP counters
+    counters[HM_CNT_QPC_LOST] = qpc_lost;
   end
 
   if (HM_CNT_RX_DROP_BASE + HM_RSN_COUNT - 1 > HM_CNT_TX_BYTES ||

@@ -143,7 +143,10 @@ module hm_rc_req
   input  logic                  m_sent_ready,
 
   // Counters
-  output hm_req_stats_t         stats
+  output hm_req_stats_t         stats,
+  // Per-QP counter events (a request packet sent)
+  output hm_qpc_ev_t            m_qpc,
+  output logic                  m_qpc_valid
 );
   localparam int BUF_BEATS = WQE_BUF_BYTES / KEEP_WIDTH;
   localparam int BW        = $clog2(BUF_BEATS);
@@ -763,7 +766,10 @@ module hm_rc_req
     if (rst) begin
       state_q <= S_IDLE;
       stats   <= '0;
+      m_qpc_valid <= 1'b0;
     end else begin
+      m_qpc_valid <= 1'b0;
+      m_qpc       <= '{qpn: 16'(q_q), mask: '0};
       if (db_take && !db_ok) stats.db_bad <= stats.db_bad + 1'b1;
       case (state_q)
         S_IDLE: begin
@@ -809,6 +815,8 @@ module hm_rc_req
             // sent whole this cycle (header, piece, sent record)
             stats.wqes <= stats.wqes + 1'b1;
             stats.pkts <= stats.pkts + 1'b1;
+            m_qpc_valid <= 1'b1;
+            m_qpc.mask[hm_pkg::HM_QPC_REQ_PKTS_TX] <= 1'b1;
             shw_q     <= shw_q + 1'b1;
             head_q    <= head_q + 1'b1;
             psn_q     <= psn_q + 24'd1;
@@ -877,6 +885,8 @@ module hm_rc_req
         S_PKT: begin
           if (hdr_push) begin
             stats.pkts <= stats.pkts + 1'b1;
+            m_qpc_valid <= 1'b1;
+            m_qpc.mask[hm_pkg::HM_QPC_REQ_PKTS_TX] <= 1'b1;
             pkts_q    <= pkts_q + 1'b1;
             psn_q     <= psn_q + (is_read ? rpk : 24'd1);
             prem_q    <= plen;

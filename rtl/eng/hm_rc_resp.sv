@@ -124,7 +124,10 @@ module hm_rc_resp
   input  logic                  m_err_ready,
 
   // Counters
-  output hm_resp_stats_t        stats
+  output hm_resp_stats_t        stats,
+  // Per-QP counter events (requests received, out of sequence, duplicates)
+  output hm_qpc_ev_t            m_qpc,
+  output logic                  m_qpc_valid
 );
   localparam int CTXW    = $bits(hm_qp_ctx_t);
   localparam int KW      = DATA_WIDTH / 8;
@@ -540,7 +543,11 @@ module hm_rc_resp
       wr_issued_q   <= '0;
       wr_done_q     <= '0;
       stats <= '0;
+      m_qpc_valid <= 1'b0;
     end else begin
+      // a request packet taken counts for its QP (s_hdr); R_SEQ's events for the loaded one
+      m_qpc_valid <= 1'b0;
+      m_qpc       <= '{qpn: st_q == R_SEQ ? 16'(q_q) : s_hdr.dest_qp[15:0], mask: '0};
       if (s_done_valid) begin
         wr_done_q <= wr_done_q + 1'b1;
         if (s_done_err) stats.wr_err <= stats.wr_err + 1'b1;
@@ -568,7 +575,11 @@ module hm_rc_resp
               stats.dropped <= stats.dropped + 1'b1;
               disc_next_q  <= R_IDLE;
               st_q <= s_hdr.payload_len != 0 ? R_DISCARD : R_IDLE;
-            end else st_q <= R_LOAD;
+            end else begin
+              m_qpc_valid <= 1'b1;
+              m_qpc.mask[hm_pkg::HM_QPC_REQS_RX] <= 1'b1;
+              st_q <= R_LOAD;
+            end
           end
         end
         R_CTL: begin rc_v_q <= 1'b0; st_q <= R_IDLE; end
@@ -612,12 +623,16 @@ module hm_rc_resp
             st_q <= R_EXEC;
           end else if (hm_psn_lt(h_q.psn, d_q.epsn)) begin
             stats.dups <= stats.dups + 1'b1;
+            m_qpc_valid <= 1'b1;
+            m_qpc.mask[hm_pkg::HM_QPC_DUP_REQS] <= 1'b1;
             dup_i_q   <= '0;
             dup_hit_q <= 1'b0;
             st_q      <= R_DUP;
           end else begin
             // ahead: one NAK sequence error until ePSN arrives
             stats.oos <= stats.oos + 1'b1;
+            m_qpc_valid <= 1'b1;
+            m_qpc.mask[hm_pkg::HM_QPC_OOS_RX] <= 1'b1;
             if (!d_q.nak_sent) begin
               d_q.nak_sent  <= 1'b1;
               stats.seq_naks <= stats.seq_naks + 1'b1;
@@ -969,6 +984,8 @@ module hm_rc_resp
               if (fchain) begin
                 h_q       <= s_hdr;
                 stats.reqs <= stats.reqs + 1'b1;
+                m_qpc_valid <= 1'b1;
+                m_qpc.mask[hm_pkg::HM_QPC_REQS_RX] <= 1'b1;
               end else st_q <= R_FWAIT;
             end
           end
@@ -978,6 +995,8 @@ module hm_rc_resp
           if (fchain) begin
             h_q       <= s_hdr;
             stats.reqs <= stats.reqs + 1'b1;
+            m_qpc_valid <= 1'b1;
+            m_qpc.mask[hm_pkg::HM_QPC_REQS_RX] <= 1'b1;
             st_q      <= R_FAST;
           end else if (s_ctl_valid || s_err_valid || dbf_valid || s_hdr_valid) st_q <= R_SAVE;
         end

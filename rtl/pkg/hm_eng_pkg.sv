@@ -263,4 +263,11 @@ package hm_eng_pkg;
     logic [31:0] rp_releases;    // rate-limited QPs released (back at the maximum rate)
     logic [31:0] no_slot;        // CNPs not applied: every rate limiter in use, or a bad QPN
   } hm_cc_stats_t;
+
+  // A per-QP counter event (hm_qp_counters): add 1 to the counters HM_QPC_* set in `mask` of
+  // QP `qpn`.
+  typedef struct packed {
+    logic [15:0]                       qpn;
+    logic [hm_pkg::HM_QPC_COUNT-1:0]   mask;
+  } hm_qpc_ev_t;
 endpackage

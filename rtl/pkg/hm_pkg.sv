@@ -127,8 +127,22 @@ package hm_pkg;
   localparam int HM_CNT_CQE_ERR_BASE   = 58;  // + s - 1: error CQEs written with status s (1 .. HM_CQE_ERR_STATUSES)
   localparam int HM_CNT_CQE_ERR_RQ     = 67;  // error CQEs of receive queues (any status)
   localparam int HM_CNT_CQE_FLUSH_RQ   = 68;  // flush-error CQEs of receive queues
-  localparam int HM_CNT_COUNT          = 69;  // counters at BAR0 CNT
+  localparam int HM_CNT_QPC_LOST       = 69;  // per-QP counter events not counted (event FIFO full)
+  localparam int HM_CNT_COUNT          = 70;  // counters at BAR0 CNT
   localparam int HM_CQE_ERR_STATUSES   = 9;   // error CQE statuses counted (hm_desc_pkg HM_CQE_ST_*)
+  // Per-QP counters (hm_qp_counters): HM_QPC_X is BAR0 QPC[HM_QPC_X] after a QPC_SEL write
+  // (32 bits, from the QP's creation; docs/counters.md).
+  localparam int HM_QPC_REQ_PKTS_TX    = 0;   // request packets sent (incl. retransmissions)
+  localparam int HM_QPC_REQS_RX        = 1;   // request packets received
+  localparam int HM_QPC_RETRIES        = 2;   // go-back-N retries
+  localparam int HM_QPC_ACK_TIMEOUTS   = 3;   // local ACK timeouts
+  localparam int HM_QPC_SEQ_NAKS_RX    = 4;   // NAK sequence errors received
+  localparam int HM_QPC_RNR_NAKS_RX    = 5;   // RNR NAKs received
+  localparam int HM_QPC_OOS_RX         = 6;   // requests received ahead of the expected PSN
+  localparam int HM_QPC_DUP_REQS       = 7;   // duplicate requests received
+  localparam int HM_QPC_CQE_ERR        = 8;   // error CQEs (any error status, flushes included)
+  localparam int HM_QPC_CNP_RX         = 9;   // CNPs received for the QP
+  localparam int HM_QPC_COUNT          = 10;  // counters per QP
   // Largest payload of one packet (the largest path MTU).
   localparam int         HM_MAX_PAYLOAD        = 4096;
 

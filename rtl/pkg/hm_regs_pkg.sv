@@ -17,6 +17,9 @@ package hm_regs_pkg;
   localparam logic [15:0] HM_REG_DB_CQ           = 16'h0108;  // Write-only, all four strobes: a CQ's consumer index and arming.
   localparam logic [15:0] HM_REG_DB_COUNT        = 16'h0110;  // Doorbell writes accepted since reset.
   localparam logic [15:0] HM_REG_ERR_COUNT       = 16'h0114;  // Accesses answered with SLVERR since reset.
+  localparam logic [15:0] HM_REG_QPC_SEL         = 16'h0120;  // Write (all four strobes) a QPN: the engine copies that QP's counters into QPC; busy reads 1 until they are there (a few cycles).
+  localparam logic [15:0] HM_REG_QPC             = 16'h0140;  // The counters of the QP QPC_SEL selected (HM_QPC_* of rtl/pkg/hm_pkg.sv, HM_QPC_COUNT of them; docs/counters.md), as they were when the copy was made.
+  localparam logic [15:0] HM_REG_QPC_WORDS       = 16'd16;
   localparam logic [15:0] HM_REG_CNT             = 16'h1000;  // The engine's counters (HM_CNT_* of rtl/pkg/hm_pkg.sv; docs/counters.md), CAPS.num_counters of them, 4 bytes apart.
   localparam logic [15:0] HM_REG_CNT_WORDS       = 16'd255;
 

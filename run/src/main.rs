@@ -35,9 +35,10 @@ const USAGE: &str = "usage:
       stop the device processes hematite-run started (SIGTERM, then wait)
   hematite-run --status [--state DIR]
       which NICs run: pids, sockets, pcaps
-  hematite-run --stat [--nic N] [--watch] [--state DIR]
-      the running NICs' counters (docs/counters.md), a column per NIC; --watch: every second,
-      with the change since the last print; exits 1 when no NIC runs
+  hematite-run --stat [--nic N] [--qp Q] [--watch] [--state DIR]
+      the running NICs' counters (docs/counters.md), a column per NIC; --qp Q: QP Q's own
+      counters (the NICs sample it from then on); --watch: every second, with the change since
+      the last print; exits 1 when no NIC runs
 
   --nic N       PROGRAM sees only NIC N (HEMATITE_NIC=N); default: all NICs
   --nics K      K NICs (even; NIC 2k is wired to NIC 2k+1), default 2
@@ -90,6 +91,7 @@ struct Opts {
     trace: Vec<String>,
     trace_nic: Option<usize>,
     watch: bool,
+    qp: Option<u16>,
     program: Vec<OsString>,
 }
 
@@ -107,6 +109,7 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
         trace: Vec::new(),
         trace_nic: None,
         watch: false,
+        qp: None,
         program: Vec::new(),
     };
     let mut it = args.into_iter();
@@ -159,12 +162,7 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
             "--status" => set_mode(&mut o, Mode::Status)?,
             "--stat" => set_mode(&mut o, Mode::Stat)?,
             "--watch" => o.watch = true,
-            "--qp" => {
-                let q = val()?;
-                return Err(format!(
-                    "--qp {q}: per-QP counters are not implemented: the engine counts per port only (docs/counters.md)"
-                ));
-            }
+            "--qp" => o.qp = Some(val()?.parse().map_err(|_| "--qp wants a QP number (0..65535)".to_string())?),
             _ if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
             _ => {
                 o.program = std::iter::once(a).chain(it).collect();
@@ -175,8 +173,8 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
     if (o.trace_nic.is_some() || !o.trace.is_empty()) && !o.trace.iter().any(|a| a == "--trace") {
         return Err("--trace-from, --trace-cycles, --trace-on, --trace-before, --trace-after and --trace-nic need --trace FILE.fst".into());
     }
-    if o.watch && o.mode != Mode::Stat {
-        return Err("--watch goes with --stat".into());
+    if (o.watch || o.qp.is_some()) && o.mode != Mode::Stat {
+        return Err("--watch and --qp go with --stat".into());
     }
     if !o.trace.is_empty() && o.mode != Mode::Run {
         return Err("--trace goes with a program run".into());
@@ -403,7 +401,10 @@ fn run(mut o: Opts) -> Result<u8, String> {
     }
     if o.mode == Mode::Stat {
         let layout = Layout::new(state, o.nics.max(if tree::LINK.get().is_some() { 1 } else { 2 }))?;
-        return Ok(stat::run(&layout, o.nic, o.watch));
+        return Ok(match o.qp {
+            Some(q) => stat::run_qp(&layout, o.nic, q, o.watch),
+            None => stat::run(&layout, o.nic, o.watch),
+        });
     }
     if o.mode == Mode::Status || o.mode == Mode::Stop {
         // any even count: these look at the pid files present

@@ -97,23 +97,83 @@ pub fn collect(layout: &Layout, nic: Option<usize>) -> Result<Vec<(usize, Sample
     Ok(v)
 }
 
+/// QP `q`'s counters on the running NICs (only `nic` with `Some`): the QP is added to each
+/// NIC's `qp/watch`, and its files are waited for (up to 5 s after the request) unless a
+/// sample newer than `since` (a simulated cycle) is already there.
+pub fn collect_qp(layout: &Layout, nic: Option<usize>, q: u16, since: &mut BTreeMap<usize, u64>) -> Result<Vec<(usize, Sample)>, String> {
+    let nics: Vec<usize> = collect(layout, nic)?.into_iter().map(|(n, _)| n).collect();
+    for &n in &nics {
+        let qd = layout.counters(n).join("qp");
+        std::fs::create_dir_all(&qd).map_err(|e| format!("{}: {e}", qd.display()))?;
+        let w = qd.join("watch");
+        let text = std::fs::read_to_string(&w).unwrap_or_default();
+        if !text.lines().any(|l| l.trim() == q.to_string()) {
+            std::fs::write(&w, format!("{text}{q}\n")).map_err(|e| format!("{}: {e}", w.display()))?;
+        }
+    }
+    let t0 = std::time::Instant::now();
+    loop {
+        let mut out = Vec::new();
+        for &n in &nics {
+            let d = layout.counters(n).join("qp").join(q.to_string());
+            let cyc = std::fs::read_to_string(d.join("snapshot")).ok().and_then(|t| t.trim().strip_prefix("cycle ").and_then(|c| c.parse::<u64>().ok()));
+            match cyc {
+                Some(c) if c > since.get(&n).copied().unwrap_or(0) || (!since.contains_key(&n) && c > 0) => {
+                    let mut s = Sample { cycle: Some(c), ..Sample::default() };
+                    for ent in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?.flatten() {
+                        let name = ent.file_name().to_string_lossy().into_owned();
+                        if name.starts_with('.') || name == "snapshot" {
+                            continue;
+                        }
+                        let t = std::fs::read_to_string(ent.path()).map_err(|e| format!("{}: {e}", ent.path().display()))?;
+                        let v = t.trim().parse::<u64>().map_err(|_| format!("{}: not a number", ent.path().display()))?;
+                        s.values.insert(("qp".to_string(), name), v);
+                    }
+                    out.push((n, s));
+                }
+                _ => {}
+            }
+        }
+        if out.len() == nics.len() {
+            for (n, s) in &out {
+                since.insert(*n, s.cycle.unwrap_or(0));
+            }
+            return Ok(out);
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            return Err(format!("QP {q}: no counters from the device process within 5 s (is it running the current hematite-sim?)"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `--stat --qp Q`: as [`run`], for one QP's counters.
+pub fn run_qp(layout: &Layout, nic: Option<usize>, q: u16, watch: bool) -> u8 {
+    let mut since = BTreeMap::new();
+    show(watch, &format!("QP {q}\n"), || collect_qp(layout, nic, q, &mut since))
+}
+
 /// `--stat`: prints the table once, or with `watch` every second (the change since the last
 /// print beside each value) until interrupted. Returns the exit status.
 pub fn run(layout: &Layout, nic: Option<usize>, watch: bool) -> u8 {
+    show(watch, "", || collect(layout, nic))
+}
+
+/// Prints `title` and the table of what `get` returns, once or (`watch`) every second.
+fn show(watch: bool, title: &str, mut get: impl FnMut() -> Result<Vec<(usize, Sample)>, String>) -> u8 {
     let mut prev: Option<Vec<(usize, Sample)>> = None;
     loop {
-        let cur = match collect(layout, nic) {
+        let cur = match get() {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("hematite-run --stat: {e}");
                 return 1;
             }
         };
-        let t = table(&cur, prev.as_deref());
         if watch && std::io::stdout().is_terminal() {
             print!("\x1b[H\x1b[2J");
         }
-        print!("{t}");
+        print!("{title}{}", table(&cur, prev.as_deref()));
         if !watch {
             return 0;
         }

@@ -219,10 +219,6 @@ impl Layout {
     pub fn wire(&self, n: usize) -> PathBuf {
         self.state.join(format!("wire{n}"))
     }
-    /// Where NIC n's device process keeps its counter files (`--counters`).
-    pub fn counters(&self, n: usize) -> PathBuf {
-        self.state.join(format!("nic{n}.counters"))
-    }
     pub fn pcap(&self, n: usize) -> PathBuf {
         self.state.join(format!("nic{n}.pcap"))
     }
@@ -231,6 +227,12 @@ impl Layout {
     }
     pub fn pid_file(&self, n: usize) -> PathBuf {
         self.state.join(format!("nic{n}.pid"))
+    }
+    /// Where NIC n's device process keeps its counter files (`--counters`; docs/counters.md).
+    pub fn counters(&self, n: usize) -> PathBuf {
+        let mut p = self.state.clone();
+        p.push(format!("nic{n}.counters"));
+        p
     }
     pub fn sys(&self) -> PathBuf {
         self.state.join("sys")

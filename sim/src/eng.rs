@@ -192,6 +192,14 @@ impl Engine {
         }
         e.inp.rst = 0;
         e.step();
+        // as a driver would: wait for the per-QP counters' clearing after reset
+        // (QPC_SEL.busy; NUM_QPS cycles)
+        for _ in 0..100_000 {
+            match e.bar_read(crate::csr::regs::HM_REG_QPC_SEL) {
+                Ok((v, true)) if v >> 31 == 0 => break,
+                _ => {}
+            }
+        }
         e
     }
 
@@ -488,6 +496,30 @@ impl Engine {
         } else {
             Err(format!("counter {i} read refused"))
         }
+    }
+
+    /// The per-QP counters of QP `q` (`HM_QPC_*`), through BAR0 QPC_SEL / QPC as a driver
+    /// reads them.
+    pub fn qp_counters(&mut self, q: u16) -> Result<Vec<u32>, String> {
+        use crate::csr::regs::{HM_REG_QPC, HM_REG_QPC_SEL};
+        if !self.bar_write(HM_REG_QPC_SEL, q as u32)? {
+            return Err("QPC_SEL write refused".into());
+        }
+        for _ in 0..100 {
+            let (v, ok) = self.bar_read(HM_REG_QPC_SEL)?;
+            if !ok {
+                return Err("QPC_SEL read refused".into());
+            }
+            if v >> 31 == 0 {
+                return (0..hematite_abi::pkt::HM_QPC_COUNT as u16)
+                    .map(|k| match self.bar_read(HM_REG_QPC + 4 * k)? {
+                        (v, true) => Ok(v),
+                        _ => Err(format!("QPC[{k}] read refused")),
+                    })
+                    .collect();
+            }
+        }
+        Err(format!("QP {q}: QPC_SEL stayed busy"))
     }
 
     /// Pause or release QP `q` at the rate-limit input.

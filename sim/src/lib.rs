@@ -24,6 +24,7 @@ pub mod np;
 pub mod cc;
 pub mod ccexp;
 pub mod slots;
+pub mod qpc;
 pub mod rxcheck;
 pub mod fuzz;
 pub mod fuzz_engine;

@@ -119,8 +119,42 @@ fn exercise(seed: u64, faults: WireFaults, pmtu: u32, nqp: u32, per_qp: u64) -> 
             panic!("seed {seed}: host {h} memory differs first at {a:#x} (wire {:?})", u.d.count);
         }
         assert!(u.d.h[h].eng.violations().is_empty(), "AXI: {:?}", u.d.h[h].eng.violations());
+        per_qp_counters_add_up(&mut u, h, seed);
     }
     u
+}
+
+/// Every per-QP counter, summed over the QPs, equals its port counter: each event was
+/// counted once, for some QP, also when events for one QP come back to back.
+fn per_qp_counters_add_up(u: &mut Duo, h: usize, seed: u64) {
+    use hematite_abi::pkt as k;
+    let e = &mut u.d.h[h].eng;
+    let mut sum = vec![0u64; k::HM_QPC_COUNT as usize];
+    for &(q0, q1) in &u.qps {
+        let q = if h == 0 { q0 } else { q1 };
+        for (i, v) in e.qp_counters(q as u16).unwrap().into_iter().enumerate() {
+            sum[i] += v as u64;
+        }
+    }
+    let port = |e: &mut hematite_sim::eng::Engine, i: u32| e.counter(i as u16).unwrap() as u64;
+    let cqe_err: u64 = (0..k::HM_CQE_ERR_STATUSES).map(|s| port(e, k::HM_CNT_CQE_ERR_BASE + s)).sum();
+    let want = [
+        (k::HM_QPC_REQ_PKTS_TX, port(e, k::HM_CNT_REQ_PKTS)),
+        (k::HM_QPC_REQS_RX, port(e, k::HM_CNT_REQS_RX)),
+        (k::HM_QPC_RETRIES, port(e, k::HM_CNT_RETRIES)),
+        (k::HM_QPC_ACK_TIMEOUTS, port(e, k::HM_CNT_ACK_TIMEOUTS)),
+        (k::HM_QPC_SEQ_NAKS_RX, port(e, k::HM_CNT_SEQ_NAKS_RX)),
+        (k::HM_QPC_RNR_NAKS_RX, port(e, k::HM_CNT_RNR_NAKS_RX)),
+        (k::HM_QPC_OOS_RX, port(e, k::HM_CNT_OOS_RX)),
+        (k::HM_QPC_DUP_REQS, port(e, k::HM_CNT_DUP_REQS)),
+        (k::HM_QPC_CQE_ERR, cqe_err),
+        (k::HM_QPC_CNP_RX, port(e, k::HM_CNT_CNP_RX)),
+    ];
+    for (i, w) in want {
+        assert_eq!(sum[i as usize], w, "seed {seed}: host {h}: per-QP counter {i} summed over the QPs vs the port's");
+    }
+    assert!(sum.iter().sum::<u64>() > 0, "traffic was counted");
+    assert_eq!(port(e, k::HM_CNT_QPC_LOST), 0, "no per-QP event lost");
 }
 
 #[test]
@@ -214,9 +248,17 @@ fn back_to_back_small_writes_get_coalesced_acks_and_fast_retirement() {
     assert_eq!(u.d.h[0].split_cqes().1, u.d.h[0].refn.poll_send_cq(q0));
     assert_eq!(u.d.h[1].mem_diff(BUF, LEN as usize), None);
     assert_eq!(u.d.h[0].mem_diff(BUF, LEN as usize), None);
-    // counters: 7 requests received, 23 responses sent (ACKs and READ responses)
-    let reqs = u.d.h[1].eng.counter(7).unwrap();
-    let sent = u.d.h[1].eng.counter(23).unwrap();
+    // counters: requests received, responses sent (ACKs and READ responses)
+    let reqs = u.d.h[1].eng.counter(hematite_abi::pkt::HM_CNT_REQS_RX as u16).unwrap();
+    let sent = u.d.h[1].eng.counter(hematite_abi::pkt::HM_CNT_RESP_PKTS as u16).unwrap();
     assert_eq!(reqs, n as u32, "requests the responder executed");
     assert!(sent < n as u32 && sent >= 3, "responses sent: {sent} for {n} requests (ACKs coalesced, 3 READ responses)");
+    // per-QP counters, with events for one QP a few cycles apart: every one counted
+    use hematite_abi::pkt as k;
+    let q1 = u.qps[0].1;
+    assert_eq!(u.d.h[0].eng.qp_counters(q0 as u16).unwrap()[k::HM_QPC_REQ_PKTS_TX as usize], n as u32, "requests sent by QP {q0}");
+    assert_eq!(u.d.h[1].eng.qp_counters(q1 as u16).unwrap()[k::HM_QPC_REQS_RX as usize], n as u32, "requests received by QP {q1}");
+    for h in 0..2 {
+        per_qp_counters_add_up(&mut u, h, 5);
+    }
 }

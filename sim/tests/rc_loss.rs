@@ -117,6 +117,17 @@ fn retry_exhaustion_when_the_peer_is_gone() {
     assert_eq!(c(&mut s, k::HM_CNT_CQE_ERR_BASE + d::HM_CQE_ST_RETRY_EXC_ERR as u32 - 1), 1, "RETRY_EXC_ERR CQEs");
     assert_eq!(c(&mut s, k::HM_CNT_CQE_ERR_BASE + d::HM_CQE_ST_WR_FLUSH_ERR as u32 - 1), 1, "WR_FLUSH_ERR CQEs");
     assert_eq!(c(&mut s, k::HM_CNT_CQE_ERR_RQ), 0, "no receive queue error CQE");
+    // the QP's own counters: 6 packets, 3 timeouts, 2 retries, 2 error CQEs; another QP's
+    // are zero, and a QPN beyond the table reads zeros
+    let q = s.b.a.eng.qp_counters(QA as u16).unwrap();
+    let at = |i: u32| q[i as usize];
+    assert_eq!(
+        (at(k::HM_QPC_REQ_PKTS_TX), at(k::HM_QPC_ACK_TIMEOUTS), at(k::HM_QPC_RETRIES), at(k::HM_QPC_CQE_ERR), at(k::HM_QPC_REQS_RX)),
+        (6, 3, 2, 2, 0),
+        "QP {QA}: {q:?}"
+    );
+    assert!(s.b.a.eng.qp_counters(QA as u16 + 1).unwrap().iter().all(|&v| v == 0));
+    assert!(s.b.a.eng.qp_counters(0xFFFF).unwrap().iter().all(|&v| v == 0));
 }
 
 #[test]

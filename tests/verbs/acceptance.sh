@@ -170,10 +170,11 @@ fi
 # tree's ports/1/counters and hw_counters): an ib_write_bw run moves them by what it did, what
 # NIC 1 sent NIC 0 received (a lossless wire), and a program reads them where collectors do.
 stat_val() { # FILE NIC DIR/NAME: the value in a --stat table
-    awk -v k="$3" -v n="$2" 'NR==1{for(i=2;i<=NF;i++) if($i=="hematite"n) c=i} $1==k{print $c}' "$1"
+    awk -v k="$3" -v n="$2" '$1=="counter"{for(i=2;i<=NF;i++) if($i=="hematite"n) c=i} $1==k{print $c}' "$1"
 }
 if want counters; then
     sa="$LOGS/counters.before"; sb="$LOGS/counters.after"
+    "$RUN" --state "$STATE" -- true    # the NICs run (with --only counters, nothing started them)
     sleep 3; "$RUN" --state "$STATE" --stat > "$sa" 2>&1
     run_pair counters 400 "Waiting for client" ib_write_bw -d hematite0 -x 0 -s 65536 -n 100 -- ib_write_bw -d hematite1 -x 0 -s 65536 -n 100 127.0.0.1
     rc=$?
@@ -188,12 +189,35 @@ if want counters; then
     via=$("$RUN" --state "$STATE" --nic 0 -- sh -c "cat \"\$SYSFS_PATH/$f\"" 2>&1)
     [ "$(id -u)" = 0 ] && via_sys=$("$RUN" --state "$STATE" --nic 0 -- cat "/sys/$f" 2>&1) || via_sys="$via"
     "$RUN" --state "$(mktemp -d /tmp/hm-nostat.XXXXXX)" --stat > "$LOGS/counters.none" 2>&1; nrc=$?
+    # per-QP, live: a longer ib_write_bw, its QPs' counters read while it runs (a QP's
+    # counters go with the program's device, at the function reset when it closes)
+    cp "$sb" "$LOGS/counters.before_qp"
+    ( run_pair counters_qp 600 "Waiting for client" ib_write_bw -d hematite0 -x 0 -s 65536 -n 300 -- ib_write_bw -d hematite1 -x 0 -s 65536 -n 300 127.0.0.1 ) &
+    qpid=$!
+    qs=""; qc=""; qrx=0; qtx=0; q0rc=1; q1rc=1
+    for _ in $(seq 240); do
+        sleep 1
+        kill -0 $qpid 2>/dev/null || break
+        [ -n "$qs" ] || qs=$(sed -nE 's/.*local address:.*QPN (0x[0-9a-f]+).*/\1/p' "$LOGS/counters_qp.server" 2>/dev/null | head -1)
+        [ -n "$qc" ] || qc=$(sed -nE 's/.*local address:.*QPN (0x[0-9a-f]+).*/\1/p' "$LOGS/counters_qp.client" 2>/dev/null | head -1)
+        [ -n "$qs" ] && [ -n "$qc" ] || continue
+        "$RUN" --state "$STATE" --stat --nic 0 --qp $((qs)) > "$LOGS/counters.qp0" 2>&1; q0rc=$?
+        "$RUN" --state "$STATE" --stat --nic 1 --qp $((qc)) > "$LOGS/counters.qp1" 2>&1; q1rc=$?
+        qrx=$(stat_val "$LOGS/counters.qp0" 0 qp/reqs_rx); qtx=$(stat_val "$LOGS/counters.qp1" 1 qp/req_pkts_tx)
+        [ "${qrx:-0}" -gt 0 ] && [ "${qtx:-0}" -gt 0 ] && break
+    done
+    wait $qpid; qprc=$?
+    sleep 3; "$RUN" --state "$STATE" --stat > "$LOGS/counters.after_qp" 2>&1
+    prx=$(( $(stat_val "$LOGS/counters.after_qp" 0 hw_counters/reqs_rx) - $(stat_val "$LOGS/counters.before_qp" 0 hw_counters/reqs_rx) ))
+    ptx=$(( $(stat_val "$LOGS/counters.after_qp" 1 hw_counters/req_pkts) - $(stat_val "$LOGS/counters.before_qp" 1 hw_counters/req_pkts) ))
     if [ $rc -eq 0 ] && [ $src -eq 0 ] && [ "${wr:-0}" -ge 100 ] && [ "${words:-0}" -ge $((100 * 65536 / 4)) ] &&
         [ -n "$tx1" ] && [ "$tx1" = "$((rx0 + full0))" ] && [ "$txd1" = "$rxd0" ] &&
-        [ "$via" = "$(stat_val "$sb" 0 hw_counters/rx_write_requests)" ] && [ "$via_sys" = "$via" ] && [ $nrc -eq 1 ]; then
-        ok counters "ib_write_bw 100 x 64 KiB: NIC 0 rx_write_requests +$wr, NIC 1 port_xmit_data +$words words; NIC 1 sent $tx1 frames / $txd1 words, NIC 0 received $rx0 (+$full0 buffer drops) / $rxd0; sysfs file $via; --stat with no NIC: exit 1"
+        [ "$via" = "$(stat_val "$sb" 0 hw_counters/rx_write_requests)" ] && [ "$via_sys" = "$via" ] && [ $nrc -eq 1 ] &&
+        [ $qprc -eq 0 ] && [ $q0rc -eq 0 ] && [ $q1rc -eq 0 ] && [ "${qrx:-0}" -gt 0 ] && [ "${qtx:-0}" -gt 0 ] &&
+        [ "$qrx" -le "$prx" ] && [ "$qtx" -le "$ptx" ] && [ "$ptx" -ge 4800 ]; then
+        ok counters "ib_write_bw 100 x 64 KiB: NIC 0 rx_write_requests +$wr, NIC 1 port_xmit_data +$words words; NIC 1 sent $tx1 frames / $txd1 words, NIC 0 received $rx0 (+$full0 buffer drops) / $rxd0; sysfs file $via; while a 300 x 64 KiB run went on, QP $((qc)) had sent $qtx requests and QP $((qs)) received $qrx (the whole run: $ptx / $prx); --stat with no NIC: exit 1"
     else
-        bad counters "rc=$rc stat=$src rx_write_requests +$wr port_xmit_data +$words tx1=$tx1 rx0=$rx0+$full0 words $txd1/$rxd0 sysfs='$via'/'$via_sys' none=$nrc"
+        bad counters "rc=$rc stat=$src rx_write_requests +$wr port_xmit_data +$words tx1=$tx1 rx0=$rx0+$full0 words $txd1/$rxd0 sysfs='$via'/'$via_sys' none=$nrc qp: run $qprc stat $q0rc/$q1rc QPs $qs/$qc rx $qrx/$prx tx $qtx/$ptx"
         show_fail counters
     fi
 fi

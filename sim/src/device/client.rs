@@ -20,8 +20,8 @@ pub(super) struct Mmio {
     pub(super) op: LiteOp,
     /// The request to answer (None: posted write).
     pub(super) reply_to: Option<Req>,
-    /// A read of engine counter i for the counter files (stats.rs), not a client's.
-    pub(super) counter: Option<u16>,
+    /// A read for the counter files (stats.rs), not a client's.
+    pub(super) counter: Option<super::stats::Tag>,
 }
 
 /// The attached client.

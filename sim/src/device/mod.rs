@@ -305,12 +305,23 @@ impl SimNic {
     fn reset(&mut self) -> Result<(), String> {
         let now = self.cycles();
         self.trace.cut(&mut self.eng, now, "function reset", false);
-        self.cycle_base += self.eng.cycle();
-        let r = new_engine(&self.cfg.image, &self.iommu, self.trace.shadow_delay());
         let cancelled: Vec<Req> = self.in_flight.take().into_iter().chain(self.mmio.drain(..)).filter_map(|m| m.reply_to).collect();
         for q in cancelled {
             self.reply(Rep::to(&q, -libc::ECANCELED));
         }
+        // the counters as they stand, before the reset clears them (a sample under way was
+        // among the cancelled accesses): an access already on the BAR finishes first
+        for _ in 0..1000 {
+            if self.eng.lite_idle(crate::eng::Port::Bar) {
+                break;
+            }
+            self.clock();
+        }
+        let _ = self.eng.lite_take(crate::eng::Port::Bar);
+        self.stats.in_progress = false;
+        self.final_sample();
+        self.cycle_base += self.eng.cycle();
+        let r = new_engine(&self.cfg.image, &self.iommu, self.trace.shadow_delay());
         self.eng = r?;
         self.tx_backlog.clear();
         self.rx_buf.clear();
@@ -333,9 +344,21 @@ impl SimNic {
                         self.reply(rep);
                     }
                     None => match m.counter {
-                        Some(i) => {
+                        Some(stats::Tag::Cnt(i)) => {
                             if self.stats.arrived(i as usize, if ok { v } else { 0 }) {
                                 self.write_stats();
+                            }
+                        }
+                        Some(stats::Tag::QpSel(q)) => {
+                            // still copying: ask again before the QPC reads queued behind
+                            if ok && v >> 31 != 0 {
+                                self.mmio.push_front(Mmio { port: crate::eng::Port::Bar, op: crate::eng::LiteOp::Read { addr: hematite_abi::regs::HM_REG_QPC_SEL as u16 }, reply_to: None, counter: Some(stats::Tag::QpSel(q)) });
+                            }
+                        }
+                        Some(stats::Tag::Qp(q, k)) => {
+                            let now = self.cycles();
+                            if let Err(e) = self.stats.qp_arrived(q, k, if ok { v } else { 0 }, now) {
+                                eprintln!("hematite-sim device: counter files: {e}");
                             }
                         }
                         None => {
@@ -366,9 +389,20 @@ impl SimNic {
     fn sample_counters(&mut self) {
         let now = self.cycles();
         self.stats.start(now);
+        use crate::eng::{LiteOp, Port};
+        use hematite_abi::regs::{HM_REG_CNT, HM_REG_QPC, HM_REG_QPC_SEL};
+        let rd = |addr: u16, t: stats::Tag| Mmio { port: Port::Bar, op: LiteOp::Read { addr }, reply_to: None, counter: Some(t) };
         for i in 0..hematite_abi::pkt::HM_CNT_COUNT as u16 {
-            let addr = hematite_abi::regs::HM_REG_CNT as u16 + 4 * i;
-            self.mmio.push_back(Mmio { port: crate::eng::Port::Bar, op: crate::eng::LiteOp::Read { addr }, reply_to: None, counter: Some(i) });
+            self.mmio.push_back(rd(HM_REG_CNT as u16 + 4 * i, stats::Tag::Cnt(i)));
+        }
+        // the QPs hematite-run --stat --qp asked for: select, wait for the copy, read
+        for q in self.stats.watched() {
+            let sel = LiteOp::Write { addr: HM_REG_QPC_SEL as u16, data: q as u32, strb: 0xF };
+            self.mmio.push_back(Mmio { port: Port::Bar, op: sel, reply_to: None, counter: None });
+            self.mmio.push_back(rd(HM_REG_QPC_SEL as u16, stats::Tag::QpSel(q)));
+            for k in 0..hematite_abi::pkt::HM_QPC_COUNT as u16 {
+                self.mmio.push_back(rd(HM_REG_QPC as u16 + 4 * k, stats::Tag::Qp(q, k)));
+            }
         }
     }
 
@@ -380,7 +414,7 @@ impl SimNic {
         let n = self.stats.samples;
         self.sample_counters();
         for _ in 0..100_000 {
-            if self.stats.samples != n {
+            if self.stats.samples != n && self.mmio.is_empty() && self.in_flight.is_none() {
                 return;
             }
             self.clock();

@@ -178,6 +178,38 @@ pub fn device_names() -> [&'static str; 3] {
     ["slow_path_rx_frames", "slow_path_tx_frames", "rx_buffer_full_drops"]
 }
 
+/// What a read of the counter sampling is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    /// Engine counter i (BAR0 CNT).
+    Cnt(u16),
+    /// QPC_SEL after selecting QP q (busy while the engine copies).
+    QpSel(u16),
+    /// Per-QP counter k of QP q (BAR0 QPC).
+    Qp(u16, u16),
+}
+
+/// Most QPs sampled at once (`qp/watch`; more are ignored).
+pub const MAX_WATCHED: usize = 64;
+
+/// The per-QP counters' file names, `HM_QPC_*` in lower case, or mlx5's name where the
+/// meaning is the same.
+pub fn qp_names() -> Vec<String> {
+    let mut v: Vec<(String, usize)> = k::LOCALPARAMS
+        .iter()
+        .filter_map(|(n, i)| n.strip_prefix("HM_QPC_").filter(|s| *s != "COUNT").map(|s| (s.to_ascii_lowercase(), *i as usize)))
+        .collect();
+    v.sort_by_key(|e| e.1);
+    let mlx5 = [
+        ("ack_timeouts", "local_ack_timeout_err"),
+        ("seq_naks_rx", "packet_seq_err"),
+        ("rnr_naks_rx", "rnr_nak_retry_err"),
+        ("oos_rx", "out_of_sequence"),
+        ("dup_reqs", "duplicate_request"),
+    ];
+    v.into_iter().map(|(n, _)| mlx5.iter().find(|m| m.0 == n).map(|m| m.1.to_string()).unwrap_or(n)).collect()
+}
+
 /// Samples, totals and the files.
 pub struct Stats {
     dir: Option<PathBuf>,
@@ -192,6 +224,8 @@ pub struct Stats {
     pub samples: u64,
     last_cycle: u64,
     last_wall: Instant,
+    /// Per-QP counters being read: QP → its values so far.
+    qp_cur: Vec<(u16, Vec<Option<u32>>)>,
 }
 
 impl Stats {
@@ -209,8 +243,11 @@ impl Stats {
             samples: 0,
             last_cycle: 0,
             last_wall: Instant::now(),
+            qp_cur: Vec::new(),
         };
         if let Some(d) = &s.dir {
+            // a new device process watches no QP yet
+            let _ = std::fs::remove_dir_all(d.join("qp"));
             for sub in [Dir::Port, Dir::Hw] {
                 std::fs::create_dir_all(d.join(sub.name())).map_err(|e| format!("--counters {}: {e}", d.display()))?;
             }
@@ -249,8 +286,45 @@ impl Stats {
         }
     }
 
+    /// The QPs listed in `DIR/qp/watch` (one QPN a line; at most [`MAX_WATCHED`]), which
+    /// `hematite-run --stat --qp` writes.
+    pub fn watched(&self) -> Vec<u16> {
+        let Some(d) = &self.dir else { return Vec::new() };
+        let text = std::fs::read_to_string(d.join("qp/watch")).unwrap_or_default();
+        let mut v: Vec<u16> = Vec::new();
+        for q in text.lines().filter_map(|l| l.trim().parse::<u16>().ok()) {
+            if !v.contains(&q) && v.len() < MAX_WATCHED {
+                v.push(q);
+            }
+        }
+        v
+    }
+
+    /// Per-QP counter k of QP q arrived; with the last one, `DIR/qp/<q>/` is written (the
+    /// values as the engine holds them: 32 bits, from the QP's creation).
+    pub fn qp_arrived(&mut self, q: u16, k: u16, v: u32, cycle: u64) -> std::io::Result<()> {
+        let n = k::HM_QPC_COUNT as usize;
+        if !self.qp_cur.iter().any(|e| e.0 == q) {
+            self.qp_cur.push((q, vec![None; n]));
+        }
+        let at = self.qp_cur.iter().position(|e| e.0 == q).unwrap();
+        self.qp_cur[at].1[k as usize] = Some(v);
+        if self.qp_cur[at].1.iter().any(|x| x.is_none()) {
+            return Ok(());
+        }
+        let (_, vals) = self.qp_cur.remove(at);
+        let Some(d) = &self.dir else { return Ok(()) };
+        let qd = d.join("qp").join(q.to_string());
+        std::fs::create_dir_all(&qd)?;
+        for (name, v) in qp_names().iter().zip(vals) {
+            put(&qd, name, &format!("{}\n", v.unwrap_or(0)))?;
+        }
+        put(&qd, "snapshot", &format!("cycle {cycle}\n"))
+    }
+
     /// The function was reset: its counters start again from 0; a sample under way is lost.
     pub fn reset(&mut self) {
+        self.qp_cur.clear();
         self.last_raw.iter_mut().for_each(|v| *v = 0);
         self.in_progress = false;
         self.arrived = 0;
@@ -310,7 +384,8 @@ mod tests {
     #[test]
     fn every_file_is_in_the_document() {
         let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/counters.md")).unwrap();
-        let names: Vec<String> = files().into_iter().map(|f| f.name).chain(device_names().iter().map(|s| s.to_string())).collect();
+        let names: Vec<String> =
+            files().into_iter().map(|f| f.name).chain(device_names().iter().map(|s| s.to_string())).chain(qp_names()).collect();
         for n in &names {
             assert!(doc.contains(&format!("| `{n}` |")), "docs/counters.md has no row for `{n}`");
         }
