@@ -5,6 +5,11 @@ use std::path::{Path, PathBuf};
 /// The provider's file name as cargo builds it.
 pub const PROVIDER_FILE: &str = "libhematite_verbs.so";
 
+/// Where the packages put the firmware image and the provider, relative to the directory of
+/// `hematite-run` (`/usr/bin`; `./hematite package`, docs/packages.md).
+pub const INSTALLED_FW: &str = "../share/hematite/firmware.hex";
+pub const INSTALLED_PROVIDER: &str = "../lib/x86_64-linux-gnu/libibverbs/libhematite-rdmav34.so";
+
 fn exe_dir() -> Option<PathBuf> {
     std::env::current_exe().ok()?.canonicalize().ok()?.parent().map(Path::to_path_buf)
 }
@@ -40,19 +45,22 @@ fn from_env(var: &str) -> Result<Option<PathBuf>, String> {
     }
 }
 
-/// Looks in `$var`, then next to the executable, then under the checkout; the error lists
+/// Looks in `$var`, then at `beside_exe` (relative to the executable's directory: beside it, or
+/// where the packages install it), then under the checkout; the error lists
 /// where it looked and how to build the thing.
-fn find(var: &str, beside_exe: Option<&str>, in_repo: &str, what: &str, build: &str) -> Result<PathBuf, String> {
+fn find(var: &str, beside_exe: &[&str], in_repo: &str, what: &str, build: &str) -> Result<PathBuf, String> {
     if let Some(p) = from_env(var)? {
         return Ok(p);
     }
     let mut looked = Vec::new();
-    if let (Some(name), Some(d)) = (beside_exe, exe_dir()) {
-        let p = d.join(name);
-        if p.is_file() {
-            return Ok(p);
+    if let Some(d) = exe_dir() {
+        for name in beside_exe {
+            let p = d.join(name);
+            if p.is_file() {
+                return Ok(p);
+            }
+            looked.push(p);
         }
-        looked.push(p);
     }
     match repo() {
         Some(r) => {
@@ -70,25 +78,26 @@ fn find(var: &str, beside_exe: Option<&str>, in_repo: &str, what: &str, build: &
 
 /// `hematite-sim`: $HEMATITE_SIM, next to hematite-run, <checkout>/target/release/.
 pub fn sim() -> Result<PathBuf, String> {
-    find("HEMATITE_SIM", Some("hematite-sim"), "target/release/hematite-sim", "hematite-sim", "cargo build --release -p hematite-sim")
+    find("HEMATITE_SIM", &["hematite-sim"], "target/release/hematite-sim", "hematite-sim", "cargo build --release -p hematite-sim")
 }
 
 /// The waveform build of `hematite-sim` (for `--trace`): $HEMATITE_SIM, else
 /// <checkout>/target/trace/release/ (`./hematite trace-build`).
 pub fn sim_traced() -> Result<PathBuf, String> {
-    find("HEMATITE_SIM", None, "target/trace/release/hematite-sim", "the waveform build of hematite-sim", "./hematite trace-build")
+    find("HEMATITE_SIM", &[], "target/trace/release/hematite-sim", "the waveform build of hematite-sim", "./hematite trace-build")
 }
 
-/// The firmware image: $HEMATITE_FW, <checkout>/build/fw/firmware.hex.
+/// The firmware image: $HEMATITE_FW, ../share/hematite/ (packages), <checkout>/build/fw/firmware.hex.
 pub fn firmware() -> Result<PathBuf, String> {
-    find("HEMATITE_FW", None, "build/fw/firmware.hex", "the firmware image", "./hematite fw")
+    find("HEMATITE_FW", &[INSTALLED_FW], "build/fw/firmware.hex", "the firmware image", "./hematite fw")
 }
 
-/// The provider: $HEMATITE_PROVIDER, next to hematite-run, <checkout>/target/release/.
+/// The provider: $HEMATITE_PROVIDER, next to hematite-run, libibverbs' provider directory
+/// (packages), <checkout>/target/release/.
 pub fn provider() -> Result<PathBuf, String> {
     find(
         "HEMATITE_PROVIDER",
-        Some(PROVIDER_FILE),
+        &[PROVIDER_FILE, INSTALLED_PROVIDER],
         &format!("target/release/{PROVIDER_FILE}"),
         "the verbs provider",
         "cargo build --release -p hematite-verbs",
