@@ -653,8 +653,9 @@ module hm_rc_engine
   // TX path
   // ---------------------------------------------------------------------------------------
   // Per-QP counters (BAR0 QPC_SEL / QPC): events of the requester, the responder, the
-  // completer (two), the CQ unit and the CNPs received; a QP's row is cleared when it is
-  // created (a QP write that loads both queues' state: RESET -> INIT)
+  // completer (two), the CQ unit and the CNPs received, each for a QP inside the table (the
+  // sources drop the others); a QP's row is cleared when it is created (a QP write that loads
+  // both queues' state: RESET -> INIT)
   localparam int QPC_SRC = 6;
   always_ff @(posedge clk) begin
     if (rst) qpc_clr_q <= 1'b0;
@@ -666,7 +667,7 @@ module hm_rc_engine
   end
   hm_qp_counters #(.NUM_QPS(NUM_QPS), .NUM_SRC(QPC_SRC), .NUM_CNT(HM_QPC_COUNT)) u_qpc (
     .clk, .rst,
-    .s_ev_valid({rcnp_valid && rcnp_qpn[23:16] == '0, cq_qpc_v, cmpl_qpc_rx_v, cmpl_qpc_v, resp_qpc_v, req_qpc_v}),
+    .s_ev_valid({rcnp_valid && (rcnp_qpn >> $clog2(NUM_QPS)) == '0, cq_qpc_v, cmpl_qpc_rx_v, cmpl_qpc_v, resp_qpc_v, req_qpc_v}),
     .s_ev_qpn({rcnp_qpn[15:0], cq_qpc.qpn, cmpl_qpc_rx.qpn, cmpl_qpc.qpn, resp_qpc.qpn, req_qpc.qpn}),
     .s_ev_mask({HM_QPC_COUNT'(1) << HM_QPC_CNP_RX, cq_qpc.mask, cmpl_qpc_rx.mask, cmpl_qpc.mask, resp_qpc.mask, req_qpc.mask}),
     .s_clr_valid(qpc_clr_q), .s_clr_qpn(qpc_clr_qpn_q), .s_clr_ready(qpc_clr_ready),

@@ -10,6 +10,9 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
+/// Most QPs a device process samples (`qp/watch`; as `hematite_sim`'s stats.rs).
+pub const MAX_WATCHED: usize = 64;
+
 /// One NIC's counters: (directory, name) → value; and its snapshot line.
 #[derive(Debug, Default, Clone)]
 pub struct Sample {
@@ -108,7 +111,13 @@ pub fn collect_qp(layout: &Layout, nic: Option<usize>, q: u16, since: &mut BTree
         let w = qd.join("watch");
         let text = std::fs::read_to_string(&w).unwrap_or_default();
         if !text.lines().any(|l| l.trim() == q.to_string()) {
-            std::fs::write(&w, format!("{text}{q}\n")).map_err(|e| format!("{}: {e}", w.display()))?;
+            if text.lines().filter(|l| !l.trim().is_empty()).count() >= MAX_WATCHED {
+                return Err(format!("{}: {MAX_WATCHED} QPs are watched already (the most); remove some lines", w.display()));
+            }
+            // replaced whole: the device process never reads half a list
+            let tmp = qd.join(".watch.tmp");
+            std::fs::write(&tmp, format!("{text}{q}\n")).map_err(|e| format!("{}: {e}", tmp.display()))?;
+            std::fs::rename(&tmp, &w).map_err(|e| format!("{}: {e}", w.display()))?;
         }
     }
     let t0 = std::time::Instant::now();
@@ -117,8 +126,10 @@ pub fn collect_qp(layout: &Layout, nic: Option<usize>, q: u16, since: &mut BTree
         for &n in &nics {
             let d = layout.counters(n).join("qp").join(q.to_string());
             let cyc = std::fs::read_to_string(d.join("snapshot")).ok().and_then(|t| t.trim().strip_prefix("cycle ").and_then(|c| c.parse::<u64>().ok()));
+            // a sample other than the last one shown (a restarted device counts its cycles
+            // from 0 again)
             match cyc {
-                Some(c) if c > since.get(&n).copied().unwrap_or(0) || (!since.contains_key(&n) && c > 0) => {
+                Some(c) if since.get(&n) != Some(&c) => {
                     let mut s = Sample { cycle: Some(c), ..Sample::default() };
                     for ent in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?.flatten() {
                         let name = ent.file_name().to_string_lossy().into_owned();

@@ -47,6 +47,12 @@ for pkg in hematite-verbs hematite-sim hematite-run hematite-doc; do
     fi
     dpkg-deb -x "$deb" "$SCRATCH/root"
 done
+# hematite-run depends on hematite-sim and hematite-verbs of its own version (Cargo.toml writes
+# the version out: this catches a version bump that forgot it)
+rv=$(dpkg-deb -f "$OUT"/hematite-run_*.deb Version 2>/dev/null); rd=$(dpkg-deb -f "$OUT"/hematite-run_*.deb Depends 2>/dev/null)
+[[ "$rd" == *"hematite-sim (= $rv)"* && "$rd" == *"hematite-verbs (= $rv)"* ]] &&
+    ok "dependency versions" "hematite-run $rv needs hematite-sim and hematite-verbs $rv" ||
+    bad "dependency versions" "hematite-run $rv: Depends: $rd"
 drv=$(cat "$SCRATCH/root/etc/libibverbs.d/hematite.driver" 2>/dev/null)
 [ "$drv" = "driver hematite" ] && ok "libibverbs config" "etc/libibverbs.d/hematite.driver: '$drv'" ||
     bad "libibverbs config" "hematite.driver holds '$drv'"

@@ -169,8 +169,10 @@ fi
 # The port counters the device processes keep as files (hematite-run --stat, and the sysfs
 # tree's ports/1/counters and hw_counters): an ib_write_bw run moves them by what it did, what
 # NIC 1 sent NIC 0 received (a lossless wire), and a program reads them where collectors do.
-stat_val() { # FILE NIC DIR/NAME: the value in a --stat table
-    awk -v k="$3" -v n="$2" '$1=="counter"{for(i=2;i<=NF;i++) if($i=="hematite"n) c=i} $1==k{print $c}' "$1"
+stat_val() { # FILE NIC DIR/NAME: the value in a --stat table (-1 when there is none)
+    local v
+    v=$(awk -v k="$3" -v n="$2" '$1=="counter"{for(i=2;i<=NF;i++) if($i=="hematite"n) c=i} $1==k{print $c}' "$1" 2>/dev/null)
+    [[ "$v" =~ ^[0-9]+$ ]] && echo "$v" || echo -1
 }
 if want counters; then
     sa="$LOGS/counters.before"; sb="$LOGS/counters.after"
@@ -187,8 +189,10 @@ if want counters; then
     # the file a collector reads, through SYSFS_PATH (and /sys/class itself with the overlay, as root)
     f=class/infiniband/hematite0/ports/1/hw_counters/rx_write_requests
     via=$("$RUN" --state "$STATE" --nic 0 -- sh -c "cat \"\$SYSFS_PATH/$f\"" 2>&1)
-    [ "$(id -u)" = 0 ] && via_sys=$("$RUN" --state "$STATE" --nic 0 -- cat "/sys/$f" 2>&1) || via_sys="$via"
-    "$RUN" --state "$(mktemp -d /tmp/hm-nostat.XXXXXX)" --stat > "$LOGS/counters.none" 2>&1; nrc=$?
+    if [ "$(id -u)" = 0 ]; then via_sys=$("$RUN" --state "$STATE" --nic 0 -- cat "/sys/$f" 2>&1); else via_sys="$via"; fi
+    nostat=$(mktemp -d /tmp/hm-nostat.XXXXXX)
+    "$RUN" --state "$nostat" --stat > "$LOGS/counters.none" 2>&1; nrc=$?
+    rm -rf "$nostat"
     # per-QP, live: a longer ib_write_bw, its QPs' counters read while it runs (a QP's
     # counters go with the program's device, at the function reset when it closes)
     cp "$sb" "$LOGS/counters.before_qp"
@@ -211,7 +215,7 @@ if want counters; then
     prx=$(( $(stat_val "$LOGS/counters.after_qp" 0 hw_counters/reqs_rx) - $(stat_val "$LOGS/counters.before_qp" 0 hw_counters/reqs_rx) ))
     ptx=$(( $(stat_val "$LOGS/counters.after_qp" 1 hw_counters/req_pkts) - $(stat_val "$LOGS/counters.before_qp" 1 hw_counters/req_pkts) ))
     if [ $rc -eq 0 ] && [ $src -eq 0 ] && [ "${wr:-0}" -ge 100 ] && [ "${words:-0}" -ge $((100 * 65536 / 4)) ] &&
-        [ -n "$tx1" ] && [ "$tx1" = "$((rx0 + full0))" ] && [ "$txd1" = "$rxd0" ] &&
+        [ "$tx1" -gt 0 ] && [ "$tx1" = "$((rx0 + full0))" ] && [ "$txd1" -gt 0 ] && [ "$txd1" = "$rxd0" ] &&
         [ "$via" = "$(stat_val "$sb" 0 hw_counters/rx_write_requests)" ] && [ "$via_sys" = "$via" ] && [ $nrc -eq 1 ] &&
         [ $qprc -eq 0 ] && [ $q0rc -eq 0 ] && [ $q1rc -eq 0 ] && [ "${qrx:-0}" -gt 0 ] && [ "${qtx:-0}" -gt 0 ] &&
         [ "$qrx" -le "$prx" ] && [ "$qtx" -le "$ptx" ] && [ "$ptx" -ge 4800 ]; then

@@ -317,9 +317,14 @@ impl SimNic {
             }
             self.clock();
         }
+        let idle = self.eng.lite_idle(crate::eng::Port::Bar);
         let _ = self.eng.lite_take(crate::eng::Port::Bar);
         self.stats.in_progress = false;
-        self.final_sample();
+        if idle {
+            self.final_sample();
+        } else {
+            eprintln!("hematite-sim device: the register BAR stayed busy; the counters are not sampled before the reset");
+        }
         self.cycle_base += self.eng.cycle();
         let r = new_engine(&self.cfg.image, &self.iommu, self.trace.shadow_delay());
         self.eng = r?;
@@ -345,7 +350,7 @@ impl SimNic {
                     }
                     None => match m.counter {
                         Some(stats::Tag::Cnt(i)) => {
-                            if self.stats.arrived(i as usize, if ok { v } else { 0 }) {
+                            if self.stats.arrived(i as usize, ok.then_some(v)) {
                                 self.write_stats();
                             }
                         }
@@ -408,7 +413,17 @@ impl SimNic {
 
     /// A last sample before the process ends: the files then hold the final counts.
     fn final_sample(&mut self) {
-        if self.stats.in_progress || self.cfg.counters.is_none() {
+        if self.cfg.counters.is_none() {
+            return;
+        }
+        // a sample under way completes first (its reads are queued)
+        for _ in 0..100_000 {
+            if !self.stats.in_progress && self.mmio.is_empty() && self.in_flight.is_none() {
+                break;
+            }
+            self.clock();
+        }
+        if self.stats.in_progress {
             return;
         }
         let n = self.stats.samples;

@@ -256,9 +256,10 @@ impl Stats {
         Ok(s)
     }
 
-    /// Whether a sample is due at `cycle`.
+    /// Whether a sample is due at `cycle` (never without a directory to write).
     pub fn due(&self, cycle: u64) -> bool {
-        !self.in_progress && (cycle.saturating_sub(self.last_cycle) >= POLL_CYCLES || self.last_wall.elapsed() >= POLL_WALL)
+        self.dir.is_some() &&
+            !self.in_progress && (cycle.saturating_sub(self.last_cycle) >= POLL_CYCLES || self.last_wall.elapsed() >= POLL_WALL)
     }
 
     /// A sample starts: its reads are queued by the caller.
@@ -269,9 +270,10 @@ impl Stats {
         self.last_wall = Instant::now();
     }
 
-    /// Counter `i` of the sample arrived (`ok`: answered OKAY). True when the sample is whole.
-    pub fn arrived(&mut self, i: usize, v: u32) -> bool {
-        self.cur[i] = v;
+    /// Counter `i` of the sample arrived (None: the read was refused, the counter counts as
+    /// unchanged). True when the sample is whole.
+    pub fn arrived(&mut self, i: usize, v: Option<u32>) -> bool {
+        self.cur[i] = v.unwrap_or(self.last_raw[i]);
         self.arrived += 1;
         if self.arrived == self.cur.len() {
             for j in 0..self.cur.len() {
@@ -432,7 +434,7 @@ mod tests {
             s.start(0);
             let mut whole = false;
             for i in 0..n {
-                whole = s.arrived(i, if i == tb { v } else { 0 });
+                whole = s.arrived(i, Some(if i == tb { v } else { 0 }));
             }
             assert!(whole);
         };
@@ -442,10 +444,17 @@ mod tests {
         s.reset();
         sample(&mut s, 8);
         assert_eq!(s.totals[tb], 0x1_0000_0108);
+        // a refused read counts as no change (not as a drop to 0 and back)
+        s.start(0);
+        for i in 0..n {
+            s.arrived(i, if i == tb { None } else { Some(0) });
+        }
+        sample(&mut s, 12);
+        assert_eq!(s.totals[tb], 0x1_0000_010C);
         s.write(5, [1, 2, 3]).unwrap();
-        assert_eq!(std::fs::read_to_string(dir.join("counters/port_xmit_data")).unwrap(), format!("{}\n", 0x1_0000_0108u64 / 4));
+        assert_eq!(std::fs::read_to_string(dir.join("counters/port_xmit_data")).unwrap(), format!("{}\n", 0x1_0000_010Cu64 / 4));
         assert_eq!(std::fs::read_to_string(dir.join("hw_counters/rx_buffer_full_drops")).unwrap(), "3\n");
-        assert_eq!(std::fs::read_to_string(dir.join("snapshot")).unwrap(), "cycle 5\nsamples 3\n");
+        assert_eq!(std::fs::read_to_string(dir.join("snapshot")).unwrap(), "cycle 5\nsamples 5\n");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
