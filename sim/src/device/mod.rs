@@ -209,6 +209,9 @@ pub struct SimNic {
     pcap: Option<Pcap>,
     trace: Trace,
     mmio: VecDeque<Mmio>,
+    /// The counter sampling's register accesses (stats.rs): they go only when no client
+    /// access waits, so a sample never delays a doorbell by more than one read.
+    stat_mmio: VecDeque<Mmio>,
     in_flight: Option<Mmio>,
     irq_fds: HashMap<u8, Arc<File>>,
     tx_backlog: VecDeque<Vec<u8>>,
@@ -270,6 +273,7 @@ impl SimNic {
             pcap,
             trace,
             mmio: VecDeque::new(),
+            stat_mmio: VecDeque::new(),
             in_flight: None,
             irq_fds: HashMap::new(),
             tx_backlog: VecDeque::new(),
@@ -306,6 +310,7 @@ impl SimNic {
         let now = self.cycles();
         self.trace.cut(&mut self.eng, now, "function reset", false);
         let cancelled: Vec<Req> = self.in_flight.take().into_iter().chain(self.mmio.drain(..)).filter_map(|m| m.reply_to).collect();
+        self.stat_mmio.clear();
         for q in cancelled {
             self.reply(Rep::to(&q, -libc::ECANCELED));
         }
@@ -357,7 +362,7 @@ impl SimNic {
                         Some(stats::Tag::QpSel(q)) => {
                             // still copying: ask again before the QPC reads queued behind
                             if ok && v >> 31 != 0 {
-                                self.mmio.push_front(Mmio { port: crate::eng::Port::Bar, op: crate::eng::LiteOp::Read { addr: hematite_abi::regs::HM_REG_QPC_SEL as u16 }, reply_to: None, counter: Some(stats::Tag::QpSel(q)) });
+                                self.stat_mmio.push_front(Mmio { port: crate::eng::Port::Bar, op: crate::eng::LiteOp::Read { addr: hematite_abi::regs::HM_REG_QPC_SEL as u16 }, reply_to: None, counter: Some(stats::Tag::QpSel(q)) });
                             }
                         }
                         Some(stats::Tag::Qp(q, k)) => {
@@ -376,7 +381,7 @@ impl SimNic {
             }
         }
         if self.in_flight.is_none() {
-            if let Some(m) = self.mmio.pop_front() {
+            if let Some(m) = self.mmio.pop_front().or_else(|| self.stat_mmio.pop_front()) {
                 self.eng.lite_start(m.port, m.op);
                 self.in_flight = Some(m);
             }
@@ -390,7 +395,7 @@ impl SimNic {
         self.eng.step();
     }
 
-    /// Queues a read of every engine counter behind the client's register accesses.
+    /// Queues a read of every engine counter (they go when no client access waits).
     fn sample_counters(&mut self) {
         let now = self.cycles();
         self.stats.start(now);
@@ -398,15 +403,15 @@ impl SimNic {
         use hematite_abi::regs::{HM_REG_CNT, HM_REG_QPC, HM_REG_QPC_SEL};
         let rd = |addr: u16, t: stats::Tag| Mmio { port: Port::Bar, op: LiteOp::Read { addr }, reply_to: None, counter: Some(t) };
         for i in 0..hematite_abi::pkt::HM_CNT_COUNT as u16 {
-            self.mmio.push_back(rd(HM_REG_CNT as u16 + 4 * i, stats::Tag::Cnt(i)));
+            self.stat_mmio.push_back(rd(HM_REG_CNT as u16 + 4 * i, stats::Tag::Cnt(i)));
         }
         // the QPs hematite-run --stat --qp asked for: select, wait for the copy, read
         for q in self.stats.watched() {
             let sel = LiteOp::Write { addr: HM_REG_QPC_SEL as u16, data: q as u32, strb: 0xF };
-            self.mmio.push_back(Mmio { port: Port::Bar, op: sel, reply_to: None, counter: None });
-            self.mmio.push_back(rd(HM_REG_QPC_SEL as u16, stats::Tag::QpSel(q)));
+            self.stat_mmio.push_back(Mmio { port: Port::Bar, op: sel, reply_to: None, counter: None });
+            self.stat_mmio.push_back(rd(HM_REG_QPC_SEL as u16, stats::Tag::QpSel(q)));
             for k in 0..hematite_abi::pkt::HM_QPC_COUNT as u16 {
-                self.mmio.push_back(rd(HM_REG_QPC as u16 + 4 * k, stats::Tag::Qp(q, k)));
+                self.stat_mmio.push_back(rd(HM_REG_QPC as u16 + 4 * k, stats::Tag::Qp(q, k)));
             }
         }
     }
@@ -418,7 +423,7 @@ impl SimNic {
         }
         // a sample under way completes first (its reads are queued)
         for _ in 0..100_000 {
-            if !self.stats.in_progress && self.mmio.is_empty() && self.in_flight.is_none() {
+            if !self.stats.in_progress && self.mmio.is_empty() && self.stat_mmio.is_empty() && self.in_flight.is_none() {
                 break;
             }
             self.clock();
@@ -429,7 +434,7 @@ impl SimNic {
         let n = self.stats.samples;
         self.sample_counters();
         for _ in 0..100_000 {
-            if self.stats.samples != n && self.mmio.is_empty() && self.in_flight.is_none() {
+            if self.stats.samples != n && self.mmio.is_empty() && self.stat_mmio.is_empty() && self.in_flight.is_none() {
                 return;
             }
             self.clock();
@@ -444,7 +449,7 @@ impl SimNic {
     }
 
     fn busy(&self) -> bool {
-        self.in_flight.is_some() || !self.mmio.is_empty() || !self.eng.rx_q.is_empty() || !self.rx_buf.is_empty() || !self.tx_backlog.is_empty() || !self.held.is_empty() || !self.eng.mem.idle()
+        self.in_flight.is_some() || !self.mmio.is_empty() || !self.stat_mmio.is_empty() || !self.eng.rx_q.is_empty() || !self.rx_buf.is_empty() || !self.tx_backlog.is_empty() || !self.held.is_empty() || !self.eng.mem.idle()
     }
 
     /// Runs until `max_cycles` (or forever).
@@ -481,7 +486,7 @@ impl SimNic {
                 // SAFETY: fds is a valid array of pollfd for the call's duration.
                 unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, self.cfg.idle_sleep_ms) };
                 self.cfg.idle_slice
-            } else if self.in_flight.is_some() || !self.mmio.is_empty() {
+            } else if self.in_flight.is_some() || !self.mmio.is_empty() || !self.stat_mmio.is_empty() {
                 8
             } else {
                 64
