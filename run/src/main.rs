@@ -564,6 +564,13 @@ mod tests {
         assert_eq!(o.nic, None);
         assert_eq!(parse_args(args(&["--check", "--state", "/x"])).unwrap().mode, Mode::Check);
         assert!(parse_args(args(&["--check", "--stop"])).is_err());
+        // --stat's options: --watch and --qp only with it, a QP number that fits 16 bits
+        let o = parse_args(args(&["--stat", "--qp", "7", "--watch"])).unwrap();
+        assert_eq!((o.mode, o.qp, o.watch), (Mode::Stat, Some(7), true));
+        assert!(parse_args(args(&["--watch"])).is_err());
+        assert!(parse_args(args(&["--qp", "7", "--", "ls"])).is_err());
+        assert!(parse_args(args(&["--stat", "--qp", "70000"])).is_err());
+        assert!(parse_args(args(&["--stat", "--", "ls"])).is_err());
         assert!(parse_args(args(&["--stop", "--", "ls"])).is_err());
         assert!(parse_args(args(&["-v"])).is_err());
         assert!(parse_args(args(&["--loss", "1.5", "--", "ls"])).is_err());

@@ -20,24 +20,33 @@ pub struct Sample {
     pub cycle: Option<u64>,
 }
 
+/// Adds every counter file of `d` (one number each; not `snapshot`, not the hidden
+/// temporary files) to `s` under (`group`, file name).
+fn read_files(d: &Path, group: &str, s: &mut Sample) -> Result<(), String> {
+    let rd = std::fs::read_dir(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    for ent in rd.flatten() {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "snapshot" {
+            continue;
+        }
+        let text = std::fs::read_to_string(ent.path()).map_err(|e| format!("{}: {e}", ent.path().display()))?;
+        let v = text.trim().parse::<u64>().map_err(|_| format!("{}: not a number: {:?}", ent.path().display(), text.trim()))?;
+        s.values.insert((group.to_string(), name), v);
+    }
+    Ok(())
+}
+
+/// The simulated cycle in a `snapshot` file (`cycle C`).
+fn snapshot_cycle(dir: &Path) -> Option<u64> {
+    let t = std::fs::read_to_string(dir.join("snapshot")).ok()?;
+    t.lines().find_map(|l| l.strip_prefix("cycle ").and_then(|v| v.trim().parse().ok()))
+}
+
 /// Reads a counter directory as the device process writes it.
 pub fn read_counters(dir: &Path) -> Result<Sample, String> {
-    let mut s = Sample::default();
+    let mut s = Sample { cycle: snapshot_cycle(dir), ..Sample::default() };
     for sub in ["counters", "hw_counters"] {
-        let d = dir.join(sub);
-        let rd = std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
-        for ent in rd.flatten() {
-            let name = ent.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
-                continue;
-            }
-            let text = std::fs::read_to_string(ent.path()).map_err(|e| format!("{}: {e}", ent.path().display()))?;
-            let v = text.trim().parse::<u64>().map_err(|_| format!("{}: not a number: {:?}", ent.path().display(), text.trim()))?;
-            s.values.insert((sub.to_string(), name), v);
-        }
-    }
-    if let Ok(t) = std::fs::read_to_string(dir.join("snapshot")) {
-        s.cycle = t.lines().find_map(|l| l.strip_prefix("cycle ").and_then(|v| v.trim().parse().ok()));
+        read_files(&dir.join(sub), sub, &mut s)?;
     }
     Ok(s)
 }
@@ -125,21 +134,12 @@ pub fn collect_qp(layout: &Layout, nic: Option<usize>, q: u16, since: &mut BTree
         let mut out = Vec::new();
         for &n in &nics {
             let d = layout.counters(n).join("qp").join(q.to_string());
-            let cyc = std::fs::read_to_string(d.join("snapshot")).ok().and_then(|t| t.trim().strip_prefix("cycle ").and_then(|c| c.parse::<u64>().ok()));
             // a sample other than the last one shown (a restarted device counts its cycles
             // from 0 again)
-            match cyc {
+            match snapshot_cycle(&d) {
                 Some(c) if since.get(&n) != Some(&c) => {
                     let mut s = Sample { cycle: Some(c), ..Sample::default() };
-                    for ent in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?.flatten() {
-                        let name = ent.file_name().to_string_lossy().into_owned();
-                        if name.starts_with('.') || name == "snapshot" {
-                            continue;
-                        }
-                        let t = std::fs::read_to_string(ent.path()).map_err(|e| format!("{}: {e}", ent.path().display()))?;
-                        let v = t.trim().parse::<u64>().map_err(|_| format!("{}: not a number", ent.path().display()))?;
-                        s.values.insert(("qp".to_string(), name), v);
-                    }
+                    read_files(&d, "qp", &mut s)?;
                     out.push((n, s));
                 }
                 _ => {}

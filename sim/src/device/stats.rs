@@ -404,6 +404,13 @@ mod tests {
     }
 
     #[test]
+    fn no_sampling_without_a_directory() {
+        let s = Stats::new(None).unwrap();
+        assert!(!s.due(u64::MAX), "nothing to write: no register reads for it");
+        assert!(s.watched().is_empty());
+    }
+
+    #[test]
     fn completion_errors_split_between_the_queues() {
         // send queue: 2 REM_ACCESS_ERR, 1 flush; receive queue: 1 LOC_LEN_ERR, 3 flushes
         let mut t = vec![0u64; k::HM_CNT_COUNT as usize];
