@@ -35,7 +35,7 @@ for pkg in hematite-verbs hematite-sim hematite-run hematite-doc; do
     case "$pkg" in
         hematite-verbs) want="./usr/lib/x86_64-linux-gnu/libibverbs/libhematite-rdmav34.so ./etc/libibverbs.d/hematite.driver" ;;
         hematite-sim) want="./usr/bin/hematite-sim ./usr/share/hematite/firmware.hex" ;;
-        hematite-run) want="./usr/bin/hematite-run ./usr/share/doc/hematite-run/hematite-run.md" ;;
+        hematite-run) want="./usr/bin/hematite-run ./usr/share/doc/hematite-run/hematite-run.md ./lib/systemd/system/hematite-cards.service ./usr/share/doc/hematite-run/cards.conf.example ./usr/share/doc/hematite-run/cards.md" ;;
         hematite-doc) want="./usr/share/doc/hematite/README.md ./usr/share/doc/hematite/counters.md ./usr/share/doc/hematite/packages.md" ;;
     esac
     missing=""
@@ -98,6 +98,45 @@ if [ $src -eq 0 ] && [ $crc -eq 0 ] && grep -q "iters in" "$SCRATCH/pp.client"; 
 else
     bad ibv_rc_pingpong "server rc=$src client rc=$crc"; tail -4 "$SCRATCH/pp.server" "$SCRATCH/pp.client" | sed 's/^/   /'
 fi
+
+# ---------------------------------------------------------------- cards: the boot-time unit
+# The unit file, checked by systemd itself (with ExecStart pointed at the unpacked binary,
+# since nothing is installed): any warning fails it.
+UNIT="$SCRATCH/root/lib/systemd/system/hematite-cards.service"
+if command -v systemd-analyze > /dev/null; then
+    mkdir -p "$SCRATCH/unit"
+    sed "s|/usr/bin/hematite-run|$RUN|g" "$UNIT" > "$SCRATCH/unit/hematite-cards.service"
+    v=$(timeout 60 systemd-analyze verify --man=no "$SCRATCH/unit/hematite-cards.service" 2>&1); vrc=$?
+    [ $vrc -eq 0 ] && [ -z "$v" ] && ok "hematite-cards.service" "systemd-analyze verify: clean" ||
+        bad "hematite-cards.service" "systemd-analyze verify rc=$vrc: $v"
+else
+    bad "hematite-cards.service" "systemd-analyze is missing (Debian's systemd package): the unit cannot be checked"
+fi
+# What the unit runs, on a stand-in sysfs with one function bound to vfio-pci (no card here):
+# the packaged hematite-run publishes it, and the packaged provider, loaded by the packaged
+# libibverbs config, lists it and then tries to open it through VFIO, which must fail with the
+# provider's message, not hang or pretend (the address is one no host has).
+CSTATE="$SCRATCH/cards"; FSYS="$SCRATCH/fakesys"; BDF=0000:fe:1f.7
+mkdir -p "$FSYS/bus/pci/devices" "$FSYS/bus/pci/drivers/vfio-pci" "$FSYS/devices/pci0000:fe/$BDF"
+printf '0x10ee\n' > "$FSYS/devices/pci0000:fe/$BDF/vendor"; printf '0x903f\n' > "$FSYS/devices/pci0000:fe/$BDF/device"
+ln -s ../../../bus/pci/drivers/vfio-pci "$FSYS/devices/pci0000:fe/$BDF/driver"
+ln -s "../../../devices/pci0000:fe/$BDF" "$FSYS/bus/pci/devices/$BDF"
+printf 'function %s mac 02:48:4d:0c:00:01 ipv4 10.9.0.1\n' "$BDF" > "$SCRATCH/cards.conf"
+C() { env -u HEMATITE_SIM -u HEMATITE_FW -u HEMATITE_PROVIDER HEMATITE_RUN_SYS_ROOT="$FSYS" "$RUN" --state "$CSTATE" "$@"; }
+if C --cards --config "$SCRATCH/cards.conf" > "$SCRATCH/cards.txt" 2>&1 && grep -q "hematite0: vfio:$BDF,mac=02:48:4d:0c:00:01,ipv4=10.9.0.1" "$SCRATCH/cards.txt"; then
+    ok "hematite-run --cards" "$(head -1 "$SCRATCH/cards.txt")"
+else
+    bad "hematite-run --cards" "$(tr '\n' ' ' < "$SCRATCH/cards.txt")"
+fi
+C -- ibv_devices > "$SCRATCH/cdev.txt" 2>&1 && grep -qE "hematite0\s+00484dfffe0c0001" "$SCRATCH/cdev.txt" &&
+    ok "ibv_devices (card)" "hematite0 with the configured MAC's GUID" || bad "ibv_devices (card)" "$(tr '\n' ' ' < "$SCRATCH/cdev.txt")"
+timeout 60 env -u HEMATITE_SIM -u HEMATITE_FW -u HEMATITE_PROVIDER "$RUN" --state "$CSTATE" -- ibv_devinfo -d hematite0 > "$SCRATCH/cinfo.txt" 2>&1; irc=$?
+if [ $irc -ne 0 ] && [ $irc -ne 124 ] && grep -q "opening the PCI function $BDF through VFIO" "$SCRATCH/cinfo.txt"; then
+    ok "ibv_devinfo (card)" "rc=$irc: $(grep -m1 'opening the PCI function' "$SCRATCH/cinfo.txt")"
+else
+    bad "ibv_devinfo (card)" "rc=$irc: $(tr '\n' ' ' < "$SCRATCH/cinfo.txt")"
+fi
+C --stop > /dev/null 2>&1 && [ ! -e "$CSTATE/cards" ] && ok "cards withdrawn" "--stop" || bad "cards withdrawn" "$CSTATE/cards remains"
 
 echo "packages: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
