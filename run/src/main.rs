@@ -60,7 +60,7 @@ const USAGE: &str = "usage:
   --trace FILE.fst [--trace-from C] [--trace-cycles N] [--trace-nic K]
                 an FST waveform of NIC K (default: --nic N, else 0) for its cycles C .. C+N (defaults 0 and
                 100000; the pcap's time axis), or with --trace-on EVENT [--trace-before B]
-                [--trace-after A] around the first EVENT (error-cqe, drop, drop:REASON); the
+                [--trace-after A] around the first EVENT (error-cqe, drop, drop:REASON, retransmit); the
                 NICs must not be running yet (--stop first), and they run the waveform build
                 of the simulator
                 (<checkout>/target/trace/release/hematite-sim, from ./hematite trace-build, or

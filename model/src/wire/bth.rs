@@ -3,6 +3,12 @@
 
 use super::{be16, be24, be32, need, put24, HeaderKind, WireError};
 
+/// Whether an RC opcode is a request (SEND, RDMA WRITE, RDMA READ request, the atomics,
+/// SEND with invalidate) rather than a response (RDMA READ response, ACK, atomic ACK).
+pub fn is_rc_request(op: u8) -> bool {
+    matches!(op, 0x00..=0x0C | 0x13 | 0x14 | 0x16 | 0x17)
+}
+
 /// Base transport header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Bth {
@@ -61,7 +67,10 @@ impl Bth {
     pub fn write(&self, out: &mut Vec<u8>) {
         out.push(self.opcode);
         out.push(
-            (self.se as u8) << 7 | (self.migreq as u8) << 6 | (self.padcnt & 3) << 4 | (self.tver & 0xF),
+            (self.se as u8) << 7
+                | (self.migreq as u8) << 6
+                | (self.padcnt & 3) << 4
+                | (self.tver & 0xF),
         );
         out.extend_from_slice(&self.pkey.to_be_bytes());
         out.push((self.fecn as u8) << 7 | (self.becn as u8) << 6 | (self.resv6 & 0x3F));
@@ -88,7 +97,14 @@ impl Deth {
     /// Parses the header.
     pub fn parse(b: &[u8]) -> Result<(Deth, &[u8]), WireError> {
         need(b, 8, HeaderKind::Deth)?;
-        Ok((Deth { qkey: be32(b, 0), resv8: b[4], src_qp: be24(b, 5) }, &b[8..]))
+        Ok((
+            Deth {
+                qkey: be32(b, 0),
+                resv8: b[4],
+                src_qp: be24(b, 5),
+            },
+            &b[8..],
+        ))
     }
     /// Appends the header.
     pub fn write(&self, out: &mut Vec<u8>) {
@@ -186,7 +202,13 @@ impl Aeth {
     /// Parses the header.
     pub fn parse(b: &[u8]) -> Result<(Aeth, &[u8]), WireError> {
         need(b, 4, HeaderKind::Aeth)?;
-        Ok((Aeth { syndrome: b[0], msn: be24(b, 1) }, &b[4..]))
+        Ok((
+            Aeth {
+                syndrome: b[0],
+                msn: be24(b, 1),
+            },
+            &b[4..],
+        ))
     }
     /// Appends the header.
     pub fn write(&self, out: &mut Vec<u8>) {

@@ -30,20 +30,33 @@ pub enum TraceTrigger {
     ErrorCqe,
     /// The first frame the RX path drops: for any reason, or for this one (`HM_RSN_*`).
     Drop(Option<DropReason>),
+    /// The first RC request the port sends again (go-back-N after a NAK or a timeout): a PSN
+    /// at or before one it already sent to that QP.
+    Retransmit,
 }
 
 impl TraceTrigger {
-    /// `error-cqe`, `drop` or `drop:REASON` (a receive-spec reason name: `bad_icrc`, `not_roce`,
-    /// ...).
+    /// `error-cqe`, `drop`, `drop:REASON` (a receive-spec reason name: `bad_icrc`, `not_roce`,
+    /// ...) or `retransmit`.
     pub fn parse(s: &str) -> Result<TraceTrigger, String> {
         match s {
             "error-cqe" => Ok(TraceTrigger::ErrorCqe),
             "drop" => Ok(TraceTrigger::Drop(None)),
+            "retransmit" => Ok(TraceTrigger::Retransmit),
             _ => match s.strip_prefix("drop:") {
-                Some(r) => DropReason::ALL.iter().find(|d| d.name() == r).map(|d| TraceTrigger::Drop(Some(*d))).ok_or_else(|| {
-                    format!("--trace-on drop:{r}: no such drop reason (one of {})", DropReason::ALL.map(|d| d.name()).join(", "))
-                }),
-                None => Err(format!("--trace-on {s}: one of error-cqe, drop, drop:REASON")),
+                Some(r) => DropReason::ALL
+                    .iter()
+                    .find(|d| d.name() == r)
+                    .map(|d| TraceTrigger::Drop(Some(*d)))
+                    .ok_or_else(|| {
+                        format!(
+                            "--trace-on drop:{r}: no such drop reason (one of {})",
+                            DropReason::ALL.map(|d| d.name()).join(", ")
+                        )
+                    }),
+                None => Err(format!(
+                    "--trace-on {s}: one of error-cqe, drop, drop:REASON, retransmit"
+                )),
             },
         }
     }
@@ -52,16 +65,23 @@ impl TraceTrigger {
     fn fired(self, eng: &Engine) -> Option<String> {
         match self {
             TraceTrigger::ErrorCqe => match eng.tap_cqe {
-                Some(st) if st != hematite_abi::desc::HM_CQE_ST_SUCCESS => Some(match hematite_model::desc::wc_status_from_code(st) {
-                    Some(s) => format!("a CQE with status {s:?}"),
-                    None => format!("a CQE with status code {st}"),
-                }),
+                Some(st) if st != hematite_abi::desc::HM_CQE_ST_SUCCESS => {
+                    Some(match hematite_model::desc::wc_status_from_code(st) {
+                        Some(s) => format!("a CQE with status {s:?}"),
+                        None => format!("a CQE with status code {st}"),
+                    })
+                }
                 _ => None,
             },
             TraceTrigger::Drop(want) => match eng.tap_rx.and_then(DropReason::from_code) {
-                Some(r) if want.is_none_or(|w| w == r) => Some(format!("a frame dropped by the RX path ({})", r.name())),
+                Some(r) if want.is_none_or(|w| w == r) => {
+                    Some(format!("a frame dropped by the RX path ({})", r.name()))
+                }
                 _ => None,
             },
+            TraceTrigger::Retransmit => eng
+                .tap_retx
+                .map(|(qp, psn)| format!("a retransmitted request (QP {qp:#x}, PSN {psn:#x})")),
         }
     }
 }
@@ -72,7 +92,11 @@ pub enum TraceWhen {
     /// The cycles from .. from + cycles.
     Cycles { from: u64, cycles: u64 },
     /// `before` cycles before the trigger's cycle, that cycle and `after` cycles after it.
-    Trigger { on: TraceTrigger, before: u64, after: u64 },
+    Trigger {
+        on: TraceTrigger,
+        before: u64,
+        after: u64,
+    },
 }
 
 /// A waveform the device is asked for.
@@ -105,8 +129,12 @@ impl Trace {
             return Err("--trace needs the waveform build of hematite-sim: ./hematite trace-build (or build with HEMATITE_TRACE=1); this build has no tracing code".into());
         }
         match w.when {
-            TraceWhen::Cycles { cycles: 0, .. } => return Err("--trace-cycles must be at least 1".into()),
-            TraceWhen::Trigger { before: 0, .. } => return Err("--trace-before must be at least 1".into()),
+            TraceWhen::Cycles { cycles: 0, .. } => {
+                return Err("--trace-cycles must be at least 1".into())
+            }
+            TraceWhen::Trigger { before: 0, .. } => {
+                return Err("--trace-before must be at least 1".into())
+            }
             _ => {}
         }
         // the path is checked now (a bad one fails at once), the file written when the window opens
@@ -130,7 +158,10 @@ impl Trace {
                     } else {
                         String::new()
                     };
-                    eprintln!("hematite-sim device: waveform from cycle {now}{late} -> {}", w.path.display());
+                    eprintln!(
+                        "hematite-sim device: waveform from cycle {now}{late} -> {}",
+                        w.path.display()
+                    );
                     *self = Trace::Open(w, now);
                 }
                 _ => *self = Trace::Waiting(w),
@@ -138,17 +169,25 @@ impl Trace {
             Trace::Open(w, at) => match w.when {
                 TraceWhen::Cycles { cycles, .. } if now - at >= cycles => {
                     eng.trace_close();
-                    eprintln!("hematite-sim device: waveform of cycles {at}..{now} written to {}", w.path.display());
+                    eprintln!(
+                        "hematite-sim device: waveform of cycles {at}..{now} written to {}",
+                        w.path.display()
+                    );
                     *self = Trace::Done;
                 }
                 _ => *self = Trace::Open(w, at),
             },
             Trace::Armed(w) => {
-                let TraceWhen::Trigger { on, after, .. } = w.when else { unreachable!("an armed window has a trigger") };
+                let TraceWhen::Trigger { on, after, .. } = w.when else {
+                    unreachable!("an armed window has a trigger")
+                };
                 match on.fired(eng) {
                     Some(what) => {
                         let t = now - 1;
-                        let from = now - eng.shadow_lag().ok_or("waveform: the engine has no shadow model")?;
+                        let from = now
+                            - eng
+                                .shadow_lag()
+                                .ok_or("waveform: the engine has no shadow model")?;
                         eng.shadow_trace_open(&w.path, from)?;
                         let until = t.saturating_add(after).saturating_add(1);
                         eprintln!("hematite-sim device: waveform trigger at cycle {t}: {what}; the waveform runs from cycle {from} to {until}");
@@ -175,7 +214,9 @@ impl Trace {
         match std::mem::replace(self, Trace::Off) {
             Trace::Open(w, at) => {
                 eng.trace_close();
-                let TraceWhen::Cycles { cycles: asked, .. } = w.when else { unreachable!("an open window is a window of cycles") };
+                let TraceWhen::Cycles { cycles: asked, .. } = w.when else {
+                    unreachable!("an open window is a window of cycles")
+                };
                 eprintln!("hematite-sim device: waveform of cycles {at}..{now} written to {} (cut short: {why}; {asked} cycles were asked)", w.path.display());
                 *self = Trace::Done;
             }
@@ -190,7 +231,10 @@ impl Trace {
             Trace::Armed(w) if ending => {
                 eng.shadow_end();
                 let _ = std::fs::remove_file(&w.path);
-                eprintln!("hematite-sim device: the waveform trigger never fired ({why}); {} not written", w.path.display());
+                eprintln!(
+                    "hematite-sim device: the waveform trigger never fired ({why}); {} not written",
+                    w.path.display()
+                );
                 *self = Trace::Done;
             }
             t => *self = t,
@@ -200,7 +244,10 @@ impl Trace {
     /// The shadow lag a new engine needs for this window (B + 1 cycles), while armed.
     pub(super) fn shadow_delay(&self) -> Option<usize> {
         match self {
-            Trace::Armed(TraceWindow { when: TraceWhen::Trigger { before, .. }, .. }) => Some(*before as usize + 1),
+            Trace::Armed(TraceWindow {
+                when: TraceWhen::Trigger { before, .. },
+                ..
+            }) => Some(*before as usize + 1),
             _ => None,
         }
     }
@@ -208,18 +255,36 @@ impl Trace {
 
 /// Ends a fired window at cycle `now`: the shadow catches up with the engine and its waveform
 /// closes.
-fn finish(eng: &mut Engine, w: &TraceWindow, t: u64, what: &str, from: u64, now: u64, cut: Option<&str>) {
-    let TraceWhen::Trigger { before, after, .. } = w.when else { unreachable!("a fired window has a trigger") };
+fn finish(
+    eng: &mut Engine,
+    w: &TraceWindow,
+    t: u64,
+    what: &str,
+    from: u64,
+    now: u64,
+    cut: Option<&str>,
+) {
+    let TraceWhen::Trigger { before, after, .. } = w.when else {
+        unreachable!("a fired window has a trigger")
+    };
     eng.shadow_catch_up();
     eng.shadow_end();
     let mut notes = Vec::new();
     if from > t.saturating_sub(before) {
-        notes.push(format!("{before} cycles before the trigger were asked; this engine started at cycle {from}"));
+        notes.push(format!(
+            "{before} cycles before the trigger were asked; this engine started at cycle {from}"
+        ));
     }
     if let Some(why) = cut {
-        notes.push(format!("cut short: {why}; {after} cycles after the trigger were asked"));
+        notes.push(format!(
+            "cut short: {why}; {after} cycles after the trigger were asked"
+        ));
     }
-    let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) };
+    let notes = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
+    };
     eprintln!("hematite-sim device: waveform of cycles {from}..{now} around the trigger at cycle {t} ({what}) written to {}{notes}", w.path.display());
 }
 
@@ -231,13 +296,28 @@ mod tests {
     fn trigger_names() {
         assert_eq!(TraceTrigger::parse("error-cqe"), Ok(TraceTrigger::ErrorCqe));
         assert_eq!(TraceTrigger::parse("drop"), Ok(TraceTrigger::Drop(None)));
-        assert_eq!(TraceTrigger::parse("drop:bad_icrc"), Ok(TraceTrigger::Drop(Some(DropReason::BadIcrc))));
+        assert_eq!(
+            TraceTrigger::parse("drop:bad_icrc"),
+            Ok(TraceTrigger::Drop(Some(DropReason::BadIcrc)))
+        );
         for r in DropReason::ALL {
-            assert_eq!(TraceTrigger::parse(&format!("drop:{}", r.name())), Ok(TraceTrigger::Drop(Some(r))));
+            assert_eq!(
+                TraceTrigger::parse(&format!("drop:{}", r.name())),
+                Ok(TraceTrigger::Drop(Some(r)))
+            );
         }
         let e = TraceTrigger::parse("drop:nonsense").unwrap_err();
-        assert!(e.contains("no such drop reason") && e.contains("bad_icrc"), "{e}");
-        assert!(TraceTrigger::parse("drops").unwrap_err().contains("one of error-cqe, drop, drop:REASON"));
+        assert!(
+            e.contains("no such drop reason") && e.contains("bad_icrc"),
+            "{e}"
+        );
+        assert_eq!(
+            TraceTrigger::parse("retransmit"),
+            Ok(TraceTrigger::Retransmit)
+        );
+        assert!(TraceTrigger::parse("drops")
+            .unwrap_err()
+            .contains("one of error-cqe, drop, drop:REASON, retransmit"));
         assert!(TraceTrigger::parse("").is_err());
     }
 }

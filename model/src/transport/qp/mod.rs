@@ -200,9 +200,7 @@ fn check_sgl(sgl: &[Sge], pd: u32, need: Need, mrs: &MrTable) -> Result<(), MemE
     Ok(())
 }
 
-fn is_request(op: u8) -> bool {
-    matches!(op, 0x00..=0x0C | 0x13 | 0x14 | 0x16 | 0x17)
-}
+use crate::wire::is_rc_request as is_request;
 
 impl Qp {
     /// A QP in state RTS with the given attributes (`Err(InvalidAttr)` for an invalid PMTU,
@@ -218,7 +216,11 @@ impl Qp {
         {
             return Err(PostError::InvalidAttr);
         }
-        let cfg = QpConfig { sq_psn: cfg.sq_psn & psn::MASK, rq_psn: cfg.rq_psn & psn::MASK, ..cfg };
+        let cfg = QpConfig {
+            sq_psn: cfg.sq_psn & psn::MASK,
+            rq_psn: cfg.rq_psn & psn::MASK,
+            ..cfg
+        };
         Ok(Qp {
             qpn,
             cfg,
@@ -312,8 +314,16 @@ impl Qp {
         use QpState::*;
         let ok = matches!(
             (self.state, to),
-            (_, Reset) | (_, Err) | (Reset, Init) | (Init, Init) | (Init, Rtr) | (Rtr, Rts) | (Rts, Rts)
-                | (Rts, Sqd) | (Sqd, Sqd) | (Sqd, Rts)
+            (_, Reset)
+                | (_, Err)
+                | (Reset, Init)
+                | (Init, Init)
+                | (Init, Rtr)
+                | (Rtr, Rts)
+                | (Rts, Rts)
+                | (Rts, Sqd)
+                | (Sqd, Sqd)
+                | (Sqd, Rts)
         );
         if !ok {
             return Result::Err(PostError::InvalidState);
@@ -347,7 +357,12 @@ impl Qp {
         match self.state {
             QpState::Rts | QpState::Sqd => {}
             QpState::Err => {
-                self.send_cq.push_back(self.cqe(wr.wr_id, WcStatus::WrFlushErr, wr.op.wc_opcode(), 0));
+                self.send_cq.push_back(self.cqe(
+                    wr.wr_id,
+                    WcStatus::WrFlushErr,
+                    wr.op.wc_opcode(),
+                    0,
+                ));
                 return Ok(());
             }
             _ => return Err(PostError::InvalidState),
@@ -355,7 +370,11 @@ impl Qp {
         if self.sq.len() >= MAX_WR {
             return Err(PostError::QueueFull);
         }
-        let len = if wr.op.is_atomic() { 8 } else { sgl_len(&wr.sgl) };
+        let len = if wr.op.is_atomic() {
+            8
+        } else {
+            sgl_len(&wr.sgl)
+        };
         let mut e = SqEntry {
             wr,
             inline_data: None,
@@ -384,7 +403,8 @@ impl Qp {
             // (SQE keeps its receive queue working; RC never enters it)
             QpState::Init | QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe => {}
             QpState::Err => {
-                self.recv_cq.push_back(self.cqe(wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0));
+                self.recv_cq
+                    .push_back(self.cqe(wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0));
                 return Ok(());
             }
             QpState::Reset => return Err(PostError::InvalidState),
@@ -397,7 +417,15 @@ impl Qp {
     }
 
     fn cqe(&self, wr_id: u64, status: WcStatus, opcode: WcOpcode, byte_len: u32) -> Cqe {
-        Cqe { wr_id, status, opcode, byte_len, imm: None, invalidated_rkey: None, qpn: self.qpn }
+        Cqe {
+            wr_id,
+            status,
+            opcode,
+            byte_len,
+            imm: None,
+            invalidated_rkey: None,
+            qpn: self.qpn,
+        }
     }
 
     // ------------------------------------------------------------------------------------
@@ -454,7 +482,9 @@ impl Qp {
 
     /// Dispatches a received RC packet (`rec.dest_qp` already matched).
     pub fn receive(&mut self, now: u64, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
-        let Some(info) = opcode::info(rec.opcode) else { return };
+        let Some(info) = opcode::info(rec.opcode) else {
+            return;
+        };
         if info.class != opcode::Transport::Rc || (info.no_payload && !payload.is_empty()) {
             return;
         }
