@@ -29,65 +29,17 @@ const MODELS: [(&str, &str, &str, &[u32], &[&str]); 13] = [
     ("Vrc", "hm_sim_nic_top", "hm_sim_nic_top.sv", &[512], &[]),
     // 13 QPs (not a power of two: the scrub pointer's wrap is exercised), 8-bit QPNs (13..255
     // out of range), a 12-bit time counter from 0xE00 (it wraps within 512 cycles)
-    (
-        "Vnp",
-        "hm_dcqcn_np",
-        "",
-        &[0],
-        &["NUM_QPS=13", "QPN_W=8", "TIME_W=12", "NOW_INIT=12'hE00"],
-    ),
+    ("Vnp", "hm_dcqcn_np", "", &[0], &["NUM_QPS=13", "QPN_W=8", "TIME_W=12", "NOW_INIT=12'hE00"]),
     // the DCQCN blocks of one NIC as the cycle-for-cycle tests and the incast experiment use
     // them: 13 QPs, 8-bit QPNs, a 32-bit time counter from 0xFFFF_F000 (it wraps after 4096
     // cycles)
-    (
-        "Vrp",
-        "hm_dcqcn_rp",
-        "",
-        &[0],
-        &[
-            "NUM_QPS=13",
-            "QPN_W=8",
-            "TIME_W=32",
-            "CNP_FIFO_DEPTH=2",
-            "TX_FIFO_DEPTH=4",
-            "NOW_INIT=32'hFFFF_F000",
-        ],
-    ),
-    (
-        "Vpacer",
-        "hm_dcqcn_pacer",
-        "",
-        &[0],
-        &["NUM_QPS=13", "QPN_W=8", "TIME_W=32"],
-    ),
-    (
-        "Vccnp",
-        "hm_dcqcn_np",
-        "",
-        &[0],
-        &[
-            "NUM_QPS=13",
-            "QPN_W=8",
-            "TIME_W=32",
-            "NOW_INIT=32'hFFFF_F000",
-        ],
-    ),
+    ("Vrp", "hm_dcqcn_rp", "", &[0], &["NUM_QPS=13", "QPN_W=8", "TIME_W=32", "CNP_FIFO_DEPTH=2", "TX_FIFO_DEPTH=4", "NOW_INIT=32'hFFFF_F000"]),
+    ("Vpacer", "hm_dcqcn_pacer", "", &[0], &["NUM_QPS=13", "QPN_W=8", "TIME_W=32"]),
+    ("Vccnp", "hm_dcqcn_np", "", &[0], &["NUM_QPS=13", "QPN_W=8", "TIME_W=32", "NOW_INIT=32'hFFFF_F000"]),
     // 4 slots, 8-bit QPNs, 5-bit keys (QPNs 32..255 out of range)
-    (
-        "Vslots",
-        "hm_dcqcn_slots",
-        "",
-        &[0],
-        &["NUM_SLOTS=4", "QPN_W=8", "KEY_W=5"],
-    ),
+    ("Vslots", "hm_dcqcn_slots", "", &[0], &["NUM_SLOTS=4", "QPN_W=8", "KEY_W=5"]),
     // per-QP counters: 16 QPs (QPNs 16.. out of range), 3 sources, 4 counters, FIFOs of 4
-    (
-        "Vqpc",
-        "hm_qp_counters",
-        "",
-        &[0],
-        &["NUM_QPS=16", "NUM_SRC=3", "NUM_CNT=4", "EV_DEPTH=4"],
-    ),
+    ("Vqpc", "hm_qp_counters", "", &[0], &["NUM_QPS=16", "NUM_SRC=3", "NUM_CNT=4", "EV_DEPTH=4"]),
 ];
 
 /// picorv32.v: build/ext/picorv32.v (copied there by ./hematite deps), else the installed
@@ -98,10 +50,7 @@ fn picorv32(root: &Path) -> PathBuf {
         return local;
     }
     let out = Command::new("python3")
-        .args([
-            "-c",
-            "import pythondata_cpu_picorv32 as p; print(p.data_location)",
-        ])
+        .args(["-c", "import pythondata_cpu_picorv32 as p; print(p.data_location)"])
         .output();
     if let Ok(o) = out {
         let p = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()).join("picorv32.v");
@@ -120,11 +69,7 @@ fn gen_rtl(root: &Path) {
     for f in ["regs/hematite.rdl", "scripts/regs.py"] {
         println!("cargo:rerun-if-changed={}", root.join(f).display());
     }
-    let st = Command::new("python3")
-        .arg(root.join("scripts/regs.py"))
-        .arg("--rtl")
-        .current_dir(root)
-        .status();
+    let st = Command::new("python3").arg(root.join("scripts/regs.py")).arg("--rtl").current_dir(root).status();
     match st {
         Ok(s) if s.success() => {}
         _ => panic!(
@@ -151,28 +96,15 @@ fn flow_list(v: &str, what: &str) -> Vec<String> {
     let inner = v
         .strip_prefix('[')
         .and_then(|x| x.strip_suffix(']'))
-        .unwrap_or_else(|| {
-            panic!("hematite.core: {what} must be a one-line list [a, b, ...], found {v:?}")
-        });
-    assert!(
-        !inner.contains(['"', '\'', '[', '{']),
-        "hematite.core: {what}: quotes or nesting in {v:?}"
-    );
-    inner
-        .split(',')
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect()
+        .unwrap_or_else(|| panic!("hematite.core: {what} must be a one-line list [a, b, ...], found {v:?}"));
+    assert!(!inner.contains(['"', '\'', '[', '{']), "hematite.core: {what}: quotes or nesting in {v:?}");
+    inner.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()
 }
 
 impl Manifest {
     fn read(path: &Path) -> Manifest {
-        let text =
-            fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-        let mut m = Manifest {
-            filesets: Vec::new(),
-            targets: Vec::new(),
-        };
+        let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let mut m = Manifest { filesets: Vec::new(), targets: Vec::new() };
         // keys of the enclosing mappings, by indentation
         let mut stack: Vec<(usize, String)> = Vec::new();
         let mut in_files = false;
@@ -184,10 +116,7 @@ impl Manifest {
                 continue;
             }
             assert!(!line.contains('\t'), "hematite.core:{ln}: tab");
-            assert!(
-                !body.contains(" #"),
-                "hematite.core:{ln}: keep comments on their own lines"
-            );
+            assert!(!body.contains(" #"), "hematite.core:{ln}: keep comments on their own lines");
             let indent = line.len() - body.len();
             while stack.last().is_some_and(|(i, _)| *i >= indent) {
                 stack.pop();
@@ -204,16 +133,11 @@ impl Manifest {
                         let t = attrs
                             .strip_suffix('}')
                             .and_then(|a| a.trim().strip_prefix("file_type:"))
-                            .unwrap_or_else(|| {
-                                panic!("hematite.core:{ln}: expected `- path: {{file_type: T}}`")
-                            });
+                            .unwrap_or_else(|| panic!("hematite.core:{ln}: expected `- path: {{file_type: T}}`"));
                         (f.trim().to_string(), Some(t.trim().to_string()))
                     }
                 };
-                assert!(
-                    !file.contains(['"', '\'', ':', '*']),
-                    "hematite.core:{ln}: unexpected path {file:?}"
-                );
+                assert!(!file.contains(['"', '\'', ':', '*']), "hematite.core:{ln}: unexpected path {file:?}");
                 m.filesets.last_mut().unwrap().2.push((file, ty));
                 continue;
             }
@@ -227,24 +151,17 @@ impl Manifest {
                 ["filesets", _] => match key.as_str() {
                     "file_type" => m.filesets.last_mut().unwrap().1 = Some(value.clone()),
                     "files" => {
-                        assert!(
-                            value.is_empty(),
-                            "hematite.core:{ln}: files: must be a block list"
-                        );
+                        assert!(value.is_empty(), "hematite.core:{ln}: files: must be a block list");
                         in_files = true;
                     }
-                    _ => panic!(
-                        "hematite.core:{ln}: fileset key {key:?} not understood by sim/build.rs"
-                    ),
+                    _ => panic!("hematite.core:{ln}: fileset key {key:?} not understood by sim/build.rs"),
                 },
                 ["targets"] => m.targets.push((key.clone(), Vec::new(), Vec::new())),
                 ["targets", t] if key == "filesets" => {
-                    m.targets.last_mut().unwrap().1 =
-                        flow_list(&value, &format!("target {t} filesets"))
+                    m.targets.last_mut().unwrap().1 = flow_list(&value, &format!("target {t} filesets"))
                 }
                 ["targets", t, "tools", "verilator"] if key == "verilator_options" => {
-                    m.targets.last_mut().unwrap().2 =
-                        flow_list(&value, &format!("target {t} verilator_options"))
+                    m.targets.last_mut().unwrap().2 = flow_list(&value, &format!("target {t} verilator_options"))
                 }
                 _ => {}
             }
@@ -268,10 +185,7 @@ impl Manifest {
                 .find(|f| &f.0 == s)
                 .unwrap_or_else(|| panic!("hematite.core: target {target}: no fileset {s}"));
             for (p, t) in files {
-                let t = t
-                    .as_ref()
-                    .or(default.as_ref())
-                    .unwrap_or_else(|| panic!("hematite.core: {p} has no file_type"));
+                let t = t.as_ref().or(default.as_ref()).unwrap_or_else(|| panic!("hematite.core: {p} has no file_type"));
                 out.push((p.clone(), t.clone(), s.clone()));
             }
         }
@@ -279,11 +193,7 @@ impl Manifest {
     }
 
     fn verilator_options(&self, target: &str) -> Vec<String> {
-        self.targets
-            .iter()
-            .find(|t| t.0 == target)
-            .map(|t| t.2.clone())
-            .unwrap_or_default()
+        self.targets.iter().find(|t| t.0 == target).map(|t| t.2.clone()).unwrap_or_default()
     }
 }
 
@@ -294,10 +204,7 @@ mod abigen;
 
 /// (name, width) of each field of the packed struct `name` of hm_pkg.sv, in declaration order.
 fn struct_fields(structs: &[abigen::Struct], name: &str) -> Vec<(String, usize)> {
-    let s = structs
-        .iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("struct {name} not found in hm_pkg.sv"));
+    let s = structs.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("struct {name} not found in hm_pkg.sv"));
     s.fields.iter().map(|f| (f.0.clone(), f.1)).collect()
 }
 
@@ -308,11 +215,7 @@ fn gen_layout(pkg: &str) -> String {
     let st = struct_fields(&structs, "hm_rx_status_t");
     let st_bits: usize = st.iter().map(|f| f.1).sum();
     let mut s = String::new();
-    writeln!(
-        s,
-        "// Generated by build.rs from rtl/pkg/hm_pkg.sv. Do not edit."
-    )
-    .unwrap();
+    writeln!(s, "// Generated by build.rs from rtl/pkg/hm_pkg.sv. Do not edit.").unwrap();
     writeln!(s, "pub const HDR_BITS: usize = {hdr_bits};").unwrap();
     writeln!(s, "pub const STATUS_BITS: usize = {st_bits};").unwrap();
     writeln!(s, "/// (field, lsb, width) of hm_roce_hdr_t.").unwrap();
@@ -325,17 +228,9 @@ fn gen_layout(pkg: &str) -> String {
         offs.push((n.clone(), lsb, *w));
     }
     writeln!(s, "];").unwrap();
-    writeln!(
-        s,
-        "pub fn unpack_hdr(w: &[u32]) -> HdrRecord {{\n    let mut r = HdrRecord::default();"
-    )
-    .unwrap();
+    writeln!(s, "pub fn unpack_hdr(w: &[u32]) -> HdrRecord {{\n    let mut r = HdrRecord::default();").unwrap();
     for (n, l, wd) in &offs {
-        writeln!(
-            s,
-            "    r.{n} = FromBits::from_bits(get_bits(w, {l}, {wd}));"
-        )
-        .unwrap();
+        writeln!(s, "    r.{n} = FromBits::from_bits(get_bits(w, {l}, {wd}));").unwrap();
     }
     writeln!(s, "    r\n}}").unwrap();
     writeln!(s, "pub fn pack_hdr(r: &HdrRecord, w: &mut [u32]) {{").unwrap();
@@ -350,17 +245,9 @@ fn gen_layout(pkg: &str) -> String {
     for (n, wd) in &st {
         lsb -= wd;
         if n == "hdr" {
-            writeln!(
-                body,
-                "        hdr: unpack_hdr(&shift_words(w, {lsb}, {wd})),"
-            )
-            .unwrap();
+            writeln!(body, "        hdr: unpack_hdr(&shift_words(w, {lsb}, {wd})),").unwrap();
         } else {
-            writeln!(
-                body,
-                "        {n}: FromBits::from_bits(get_bits(w, {lsb}, {wd})),"
-            )
-            .unwrap();
+            writeln!(body, "        {n}: FromBits::from_bits(get_bits(w, {lsb}, {wd})),").unwrap();
         }
     }
     writeln!(s, "    RxStatus {{\n{body}    }}\n}}").unwrap();
@@ -386,116 +273,33 @@ struct Shim {
     nic: bool,
 }
 const GEN_SHIMS: [Shim; 13] = [
-    Shim {
-        name: "rx",
-        prefix: "Vrx",
-        widths: &WIDTHS,
-        after_edge: true,
-        nic: false,
-    },
-    Shim {
-        name: "tx",
-        prefix: "Vtx",
-        widths: &WIDTHS,
-        after_edge: true,
-        nic: false,
-    },
-    Shim {
-        name: "dmard",
-        prefix: "Vdmard",
-        widths: &WIDTHS,
-        after_edge: false,
-        nic: false,
-    },
-    Shim {
-        name: "dmawr",
-        prefix: "Vdmawr",
-        widths: &WIDTHS,
-        after_edge: false,
-        nic: false,
-    },
-    Shim {
-        name: "csr",
-        prefix: "Vcsr",
-        widths: &[512],
-        after_edge: false,
-        nic: false,
-    },
-    Shim {
-        name: "mr",
-        prefix: "Vmr",
-        widths: &[0],
-        after_edge: false,
-        nic: false,
-    },
-    Shim {
-        name: "eng",
-        prefix: "Vrc",
-        widths: &[512],
-        after_edge: false,
-        nic: true,
-    },
-    Shim {
-        name: "np",
-        prefix: "Vnp",
-        widths: &[0],
-        after_edge: false,
-        nic: false,
-    },
-    Shim {
-        name: "rp",
-        prefix: "Vrp",
-        widths: &[0],
-        after_edge: false,
-        nic: false,
-    },
-    Shim {
-        name: "pacer",
-        prefix: "Vpacer",
-        widths: &[0],
-        after_edge: false,
-        nic: false,
-    },
-    Shim {
-        name: "ccnp",
-        prefix: "Vccnp",
-        widths: &[0],
-        after_edge: false,
-        nic: false,
-    },
-    Shim {
-        name: "slots",
-        prefix: "Vslots",
-        widths: &[0],
-        after_edge: false,
-        nic: false,
-    },
-    Shim {
-        name: "qpc",
-        prefix: "Vqpc",
-        widths: &[0],
-        after_edge: false,
-        nic: false,
-    },
+    Shim { name: "rx", prefix: "Vrx", widths: &WIDTHS, after_edge: true, nic: false },
+    Shim { name: "tx", prefix: "Vtx", widths: &WIDTHS, after_edge: true, nic: false },
+    Shim { name: "dmard", prefix: "Vdmard", widths: &WIDTHS, after_edge: false, nic: false },
+    Shim { name: "dmawr", prefix: "Vdmawr", widths: &WIDTHS, after_edge: false, nic: false },
+    Shim { name: "csr", prefix: "Vcsr", widths: &[512], after_edge: false, nic: false },
+    Shim { name: "mr", prefix: "Vmr", widths: &[0], after_edge: false, nic: false },
+    Shim { name: "eng", prefix: "Vrc", widths: &[512], after_edge: false, nic: true },
+    Shim { name: "np", prefix: "Vnp", widths: &[0], after_edge: false, nic: false },
+    Shim { name: "rp", prefix: "Vrp", widths: &[0], after_edge: false, nic: false },
+    Shim { name: "pacer", prefix: "Vpacer", widths: &[0], after_edge: false, nic: false },
+    Shim { name: "ccnp", prefix: "Vccnp", widths: &[0], after_edge: false, nic: false },
+    Shim { name: "slots", prefix: "Vslots", widths: &[0], after_edge: false, nic: false },
+    Shim { name: "qpc", prefix: "Vqpc", widths: &[0], after_edge: false, nic: false },
 ];
 
 /// (is_input, name, bits) of every port of a Verilated model header but `clk`.
 fn model_ports(hdr: &str, model: &str) -> Vec<(bool, String, u32)> {
     let mut v = Vec::new();
     for l in hdr.lines().map(str::trim) {
-        let Some((mac, rest)) = l.split_once("(&") else {
-            continue;
-        };
+        let Some((mac, rest)) = l.split_once("(&") else { continue };
         let input = match mac {
             "VL_IN8" | "VL_IN16" | "VL_IN" | "VL_IN64" | "VL_INW" => true,
             "VL_OUT8" | "VL_OUT16" | "VL_OUT" | "VL_OUT64" | "VL_OUTW" => false,
             _ => continue,
         };
         let mut f = rest.trim_end_matches(");").split(',');
-        let (name, msb) = (
-            f.next().unwrap().to_string(),
-            f.next().unwrap().parse::<u32>().unwrap(),
-        );
+        let (name, msb) = (f.next().unwrap().to_string(), f.next().unwrap().parse::<u32>().unwrap());
         if name != "clk" {
             v.push((input, name, msb + 1));
         }
@@ -510,20 +314,10 @@ fn model_ports(hdr: &str, model: &str) -> Vec<(bool, String, u32)> {
 /// and an `m_axis_*` stream keeps the prefixes of both.
 fn port_field<'a>(name: &'a str, names: &[&'a str]) -> &'a str {
     const PREFIXES: [&str; 4] = ["s_", "m_", "i_", "o_"];
-    let split = |n: &'a str| {
-        PREFIXES
-            .iter()
-            .find_map(|p| n.strip_prefix(p).map(|r| (*p, r)))
-    };
+    let split = |n: &'a str| PREFIXES.iter().find_map(|p| n.strip_prefix(p).map(|r| (*p, r)));
     let bundle = |r: &'a str| r.split('_').next().unwrap_or(r);
     match split(name) {
-        Some((p, rest))
-            if !names.iter().filter_map(|n| split(n)).any(|(q, r)| {
-                ((p, q) == ("s_", "m_") || (p, q) == ("m_", "s_")) && bundle(r) == bundle(rest)
-            }) =>
-        {
-            rest
-        }
+        Some((p, rest)) if !names.iter().filter_map(|n| split(n)).any(|(q, r)| ((p, q) == ("s_", "m_") || (p, q) == ("m_", "s_")) && bundle(r) == bundle(rest)) => rest,
         _ => name,
     }
 }
@@ -543,11 +337,7 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
     let ports: Vec<&(bool, String, u32)> = ports.iter().filter(|p| !is_gclk(&p.1)).collect();
     let all: Vec<&str> = ports.iter().map(|p| p.1.as_str()).collect();
     let field = |n: &str| port_field(n, &all).to_string();
-    let names = models
-        .iter()
-        .map(|m| format!("{}.h", m.1))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let names = models.iter().map(|m| format!("{}.h", m.1)).collect::<Vec<_>>().join(", ");
     let ty = |b: u32| match b {
         0..=8 => ("uint8_t", "u8".to_string()),
         9..=16 => ("uint16_t", "u16".to_string()),
@@ -555,19 +345,11 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
         33..=64 => ("uint64_t", "u64".to_string()),
         _ => ("uint32_t", format!("[u32; {}]", b.div_ceil(32))),
     };
-    let words = |b: u32| {
-        if b > 64 {
-            format!("[{}]", b.div_ceil(32))
-        } else {
-            String::new()
-        }
-    };
+    let words = |b: u32| if b > 64 { format!("[{}]", b.div_ceil(32)) } else { String::new() };
     // widest first: no padding inside the structs
     let mut sorted: Vec<&(bool, String, u32)> = ports.clone();
     sorted.sort_by_key(|p| std::cmp::Reverse(p.2.next_power_of_two().clamp(8, 64)));
-    let banner = format!(
-        "// Generated by sim/build.rs from {names} (the Verilated models' ports). Do not edit.\n"
-    );
+    let banner = format!("// Generated by sim/build.rs from {names} (the Verilated models' ports). Do not edit.\n");
     let mut c = banner.clone() + "#include <cstdint>\n#include \"verilated.h\"\n";
     if sh.nic {
         c += "#ifdef HM_TRACE\n#include \"verilated_fst_c.h\"\n#endif\n";
@@ -585,17 +367,8 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
         for p in sorted.iter().filter(|p| p.0 == input) {
             let (ct, rt) = ty(p.2);
             c += &format!("    {ct} {}{};\n", field(&p.1), words(p.2));
-            r += &format!(
-                "    /// `{}` ({} bits)\n    pub {}: {rt},\n",
-                p.1,
-                p.2,
-                field(&p.1)
-            );
-            let z = if p.2 > 64 {
-                format!("[0; {}]", p.2.div_ceil(32))
-            } else {
-                "0".into()
-            };
+            r += &format!("    /// `{}` ({} bits)\n    pub {}: {rt},\n", p.1, p.2, field(&p.1));
+            let z = if p.2 > 64 { format!("[0; {}]", p.2.div_ceil(32)) } else { "0".into() };
             zero += &format!("            {}: {z},\n", field(&p.1));
         }
         c += "};\n";
@@ -612,25 +385,13 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
     }
     let tr_arg = if sh.nic { ", HmTrace* tr" } else { "" };
     for (_, model, ports) in models {
-        let gclks: Vec<&str> = ports
-            .iter()
-            .filter(|p| p.0 && is_gclk(&p.1))
-            .map(|p| &p.1[4..])
-            .collect();
-        assert!(
-            !sh.after_edge || gclks.is_empty(),
-            "{model}: a gated clock with outputs sampled after the edge is not supported"
-        );
+        let gclks: Vec<&str> = ports.iter().filter(|p| p.0 && is_gclk(&p.1)).map(|p| &p.1[4..]).collect();
+        assert!(!sh.after_edge || gclks.is_empty(), "{model}: a gated clock with outputs sampled after the edge is not supported");
         let ports: Vec<&(bool, String, u32)> = ports.iter().filter(|p| !is_gclk(&p.1)).collect();
         c += &format!("static void tick_{model}({model}* m, const {camel}In* in, {camel}Out* out{tr_arg}) {{\n");
         for p in ports.iter().filter(|p| p.0) {
             if p.2 > 64 {
-                c += &format!(
-                    "    for (int i = 0; i < {}; i++) m->{}[i] = in->{}[i];\n",
-                    p.2.div_ceil(32),
-                    p.1,
-                    field(&p.1)
-                );
+                c += &format!("    for (int i = 0; i < {}; i++) m->{}[i] = in->{}[i];\n", p.2.div_ceil(32), p.1, field(&p.1));
             } else {
                 c += &format!("    m->{} = in->{};\n", p.1, field(&p.1));
             }
@@ -659,12 +420,7 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
         }
         for p in ports.iter().filter(|p| !p.0) {
             if p.2 > 64 {
-                c += &format!(
-                    "    for (int i = 0; i < {}; i++) out->{}[i] = m->{}[i];\n",
-                    p.2.div_ceil(32),
-                    field(&p.1),
-                    p.1
-                );
+                c += &format!("    for (int i = 0; i < {}; i++) out->{}[i] = m->{}[i];\n", p.2.div_ceil(32), field(&p.1), p.1);
             } else {
                 c += &format!("    out->{} = m->{};\n", field(&p.1), p.1);
             }
@@ -673,28 +429,18 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
             edge(&mut c);
         }
         if sh.nic {
-            assert!(
-                !sh.after_edge,
-                "the NIC model samples its outputs before the edge"
-            );
+            assert!(!sh.after_edge, "the NIC model samples its outputs before the edge");
             c += "    HM_DUMP(tr, tr->cycle * 4000 + 4000);\n    tr->cycle++;\n";
         }
         c += "}\n\n";
     }
-    let members: String = models
-        .iter()
-        .map(|(_, m, _)| format!(" {m}* m_{m};"))
-        .collect();
+    let members: String = models.iter().map(|(_, m, _)| format!(" {m}* m_{m};")).collect();
     let tr_member = if sh.nic { " HmTrace tr;" } else { "" };
     c += &format!("struct {camel} {{ VerilatedContext* ctx; int width;{members}{tr_member} }};\n\nextern \"C\" {{\n\n");
     let arg = if family { "int width" } else { "" };
     c += &format!("{camel}* hm_{shim}_new({arg}) {{\n");
     if family {
-        let ok = models
-            .iter()
-            .map(|m| format!("width != {}", m.0))
-            .collect::<Vec<_>>()
-            .join(" && ");
+        let ok = models.iter().map(|m| format!("width != {}", m.0)).collect::<Vec<_>>().join(" && ");
         c += &format!("    if ({ok}) return nullptr;\n");
     } else {
         c += &format!("    int width = {};\n", models[0].0);
@@ -737,15 +483,10 @@ fn gen_shim(sh: &Shim, models: &[(u32, &str, Vec<(bool, String, u32)>)]) -> (Str
         c += &format!("    delete h->m_{m};\n");
     }
     c += "    delete h->ctx;\n    delete h;\n}\n\n}  // extern \"C\"\n";
-    let rarg = if family {
-        "width: std::os::raw::c_int"
-    } else {
-        ""
-    };
+    let rarg = if family { "width: std::os::raw::c_int" } else { "" };
     r += &format!("\n#[repr(C)]\nstruct {camel} {{\n    _private: [u8; 0],\n}}\n\nextern \"C\" {{\n    fn hm_{shim}_new({rarg}) -> *mut {camel};\n    fn hm_{shim}_tick(h: *mut {camel}, inp: *const {camel}In, out: *mut {camel}Out);\n    fn hm_{shim}_free(h: *mut {camel});\n}}\n");
     if sh.nic {
-        r += &format!(
-            r#"
+        r += &format!(r#"
 extern "C" {{
     fn hm_{shim}_traced() -> std::os::raw::c_int;
     fn hm_{shim}_trace_open(h: *mut {camel}, path: *const std::os::raw::c_char, cycle: u64) -> std::os::raw::c_int;
@@ -781,28 +522,17 @@ impl {camel}Model {{
         unsafe {{ hm_{shim}_trace_close(self.h.as_ptr()) }}
     }}
 }}
-"#
-        );
+"#);
     }
     // the one owner of the C handle: every unsafe call of the shim is here
     let sample = if sh.after_edge { "after" } else { "before" };
     let (new_sig, new_ret, new_call, new_wrap) = if family {
-        (
-            "width: usize",
-            "Option<Self>",
-            "width as std::os::raw::c_int",
-            "std::ptr::NonNull::new(h).map(|h| Self { h, cycles: 0 })",
-        )
+        ("width: usize", "Option<Self>", "width as std::os::raw::c_int", "std::ptr::NonNull::new(h).map(|h| Self { h, cycles: 0 })")
     } else {
         ("", "Self", "", "Self { h: std::ptr::NonNull::new(h).expect(\"the shim allocates or aborts\"), cycles: 0 }")
     };
-    let new_doc = if family {
-        "A fresh model of that DATA_WIDTH (None for a width not built)"
-    } else {
-        "A fresh model"
-    };
-    r += &format!(
-        r#"
+    let new_doc = if family { "A fresh model of that DATA_WIDTH (None for a width not built)" } else { "A fresh model" };
+    r += &format!(r#"
 /// An owned Verilated `{widest}` model (generated): one [`{camel}Model::tick`] is one clock,
 /// outputs sampled {sample} the rising edge; freed on drop.
 pub struct {camel}Model {{
@@ -851,10 +581,10 @@ impl Drop for {camel}Model {{
         unsafe {{ hm_{shim}_free(self.h.as_ptr()) }}
     }}
 }}
-"#
-    );
+"#);
     (c, r)
 }
+
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -869,10 +599,7 @@ fn main() {
     let m = Manifest::read(&core);
     let files = m.target_files("sim");
     let vopts = m.verilator_options("sim");
-    assert!(
-        !vopts.is_empty(),
-        "hematite.core: target sim has no verilator_options"
-    );
+    assert!(!vopts.is_empty(), "hematite.core: target sim has no verilator_options");
     // HEMATITE_VERILATOR_EXTRA: more Verilator options (whitespace-separated) for experiments
     // and profiling (`--prof-cfuncs`, docs/sim-device.md); build such a model in its own
     // CARGO_TARGET_DIR.
@@ -885,43 +612,25 @@ fn main() {
     // pythondata-cpu-picorv32 package (see picorv32()).
     let cpu = picorv32(&root);
     println!("cargo:rerun-if-changed={}", cpu.display());
-    let path_of = |p: &str| {
-        if p == "build/ext/picorv32.v" {
-            cpu.clone()
-        } else {
-            root.join(p)
-        }
-    };
+    let path_of = |p: &str| if p == "build/ext/picorv32.v" { cpu.clone() } else { root.join(p) };
     for (p, _, _) in &files {
         println!("cargo:rerun-if-changed={}", path_of(p).display());
     }
-    let vlts: Vec<PathBuf> = files
-        .iter()
-        .filter(|f| f.1 == "vlt")
-        .map(|f| path_of(&f.0))
-        .collect();
+    let vlts: Vec<PathBuf> = files.iter().filter(|f| f.1 == "vlt").map(|f| path_of(&f.0)).collect();
     let srcs: Vec<PathBuf> = files
         .iter()
         .filter(|f| (f.1 == "systemVerilogSource" || f.1 == "verilogSource") && f.2 != "sim_tops")
         .map(|f| path_of(&f.0))
         .collect();
-    let tops: Vec<PathBuf> = files
-        .iter()
-        .filter(|f| f.2 == "sim_tops")
-        .map(|f| path_of(&f.0))
-        .collect();
-    assert!(
-        files
-            .iter()
-            .all(|f| ["vlt", "systemVerilogSource", "verilogSource"].contains(&f.1.as_str())),
-        "hematite.core: sim target: unexpected file_type"
-    );
+    let tops: Vec<PathBuf> = files.iter().filter(|f| f.2 == "sim_tops").map(|f| path_of(&f.0)).collect();
+    assert!(files.iter().all(|f| ["vlt", "systemVerilogSource", "verilogSource"].contains(&f.1.as_str())), "hematite.core: sim target: unexpected file_type");
     println!("cargo:rerun-if-changed={}", root.join("rtl").display());
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=../abi/build.rs");
 
     let pkg = fs::read_to_string(root.join("rtl/pkg/hm_pkg.sv")).expect("read hm_pkg.sv");
     fs::write(out.join("layout.rs"), gen_layout(&pkg)).unwrap();
+
 
     let verilator = env::var("VERILATOR").unwrap_or_else(|_| "verilator".into());
     let vroot = String::from_utf8(
@@ -942,15 +651,11 @@ fn main() {
     // toggle coverage; its shim writes the counts when a model is freed. Built into its own
     // target folder by that command, never mixed with the ordinary models.
     println!("cargo:rerun-if-env-changed=HEMATITE_COVERAGE");
-    let coverage = env::var("HEMATITE_COVERAGE")
-        .map(|v| !v.is_empty())
-        .unwrap_or(false);
+    let coverage = env::var("HEMATITE_COVERAGE").map(|v| !v.is_empty()).unwrap_or(false);
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
     let mut build = cc::Build::new();
     build.cpp(true).flag_if_supported("-std=c++17").opt_level(2);
-    build
-        .include(format!("{vroot}/include"))
-        .include(format!("{vroot}/include/vltstd"));
+    build.include(format!("{vroot}/include")).include(format!("{vroot}/include/vltstd"));
     build.warnings(false);
     if coverage {
         build.define("HM_COVERAGE", None);
@@ -960,9 +665,7 @@ fn main() {
     // --trace-fst, its shim able to open and close an FST on demand. Built into its own target
     // folder; the ordinary models carry no tracing code, so tracing off costs nothing.
     println!("cargo:rerun-if-env-changed=HEMATITE_TRACE");
-    let trace = env::var("HEMATITE_TRACE")
-        .map(|v| !v.is_empty() && v != "0")
-        .unwrap_or(false);
+    let trace = env::var("HEMATITE_TRACE").map(|v| !v.is_empty() && v != "0").unwrap_or(false);
     if trace {
         build.define("HM_TRACE", None);
         build.define("VM_TRACE", "1");
@@ -982,11 +685,7 @@ fn main() {
             vec![]
         } else {
             let t = manifest.join("hw").join(file);
-            assert!(
-                tops.contains(&t),
-                "{} is not in hematite.core's sim_tops",
-                t.display()
-            );
+            assert!(tops.contains(&t), "{} is not in hematite.core's sim_tops", t.display());
             vec![t]
         };
         for &w in widths {
@@ -994,60 +693,35 @@ fn main() {
             let status = Command::new(&verilator)
                 .args(["--cc", "--build"])
                 .args(&vopts)
-                .args(if w == 0 {
-                    vec![]
-                } else {
-                    vec![format!("-GDATA_WIDTH={w}")]
-                })
+                .args(if w == 0 { vec![] } else { vec![format!("-GDATA_WIDTH={w}")] })
                 .args(params.iter().map(|p| format!("-G{p}")))
                 .args(["--prefix", &format!("{prefix}{w}"), "--top-module", topname])
-                .args([
-                    "-CFLAGS",
-                    &model_cflags,
-                    "-MAKEFLAGS",
-                    "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2",
-                ])
+                .args(["-CFLAGS", &model_cflags, "-MAKEFLAGS", "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"])
                 .arg("-j")
                 .arg(&jobs)
                 .arg("--Mdir")
                 .arg(&mdir)
                 .args(&vlts)
                 .args(&srcs)
-                .args(if coverage && topname == "hm_sim_nic_top" {
-                    vec!["--coverage-line", "--coverage-toggle"]
-                } else {
-                    vec![]
-                })
-                .args(if trace && topname == "hm_sim_nic_top" {
-                    vec!["--trace-fst", "--trace-structs"]
-                } else {
-                    vec![]
-                })
+                .args(if coverage && topname == "hm_sim_nic_top" { vec!["--coverage-line", "--coverage-toggle"] } else { vec![] })
+                .args(if trace && topname == "hm_sim_nic_top" { vec!["--trace-fst", "--trace-structs"] } else { vec![] })
                 .args(&top)
                 .status()
                 .expect("run verilator");
-            assert!(
-                status.success(),
-                "verilator failed for {topname} DATA_WIDTH={w}"
-            );
+            assert!(status.success(), "verilator failed for {topname} DATA_WIDTH={w}");
             build.include(&mdir);
         }
     }
     // The generated shims (GEN_SHIMS), from each model's port list.
     for sh in &GEN_SHIMS {
         let shim = sh.name;
-        let names: Vec<String> = sh
-            .widths
-            .iter()
-            .map(|w| format!("{}{w}", sh.prefix))
-            .collect();
+        let names: Vec<String> = sh.widths.iter().map(|w| format!("{}{w}", sh.prefix)).collect();
         let models: Vec<(u32, &str, Vec<(bool, String, u32)>)> = sh
             .widths
             .iter()
             .zip(&names)
             .map(|(&w, m)| {
-                let hdr = fs::read_to_string(out.join(format!("obj_{m}/{m}.h")))
-                    .expect("read a model header");
+                let hdr = fs::read_to_string(out.join(format!("obj_{m}/{m}.h"))).expect("read a model header");
                 (w, m.as_str(), model_ports(&hdr, m))
             })
             .collect();

@@ -84,22 +84,11 @@ fn fields() -> impl Strategy<Value = HdrRecord> {
 /// that do not end a message, and a P_Key of the port's partition (the last two are receive
 /// checks: `DropReason::PadNotLast`, `DropReason::BadPkey`).
 pub fn hdr_record() -> impl Strategy<Value = (HdrRecord, Vec<u8>)> {
-    (
-        proptest::sample::select(opcode::SUPPORTED.to_vec()),
-        fields(),
-    )
+    (proptest::sample::select(opcode::SUPPORTED.to_vec()), fields())
         .prop_flat_map(|(op, rec)| {
             let np = opcode::info(op).is_some_and(|i| i.no_payload);
-            let len = if np {
-                Just(0usize).boxed()
-            } else {
-                payload_len().boxed()
-            };
-            (
-                Just(op),
-                Just(rec),
-                len.prop_flat_map(|n| proptest::collection::vec(any::<u8>(), n)),
-            )
+            let len = if np { Just(0usize).boxed() } else { payload_len().boxed() };
+            (Just(op), Just(rec), len.prop_flat_map(|n| proptest::collection::vec(any::<u8>(), n)))
         })
         .prop_map(|(op, mut rec, mut payload)| {
             rec.opcode = op;

@@ -19,8 +19,8 @@ use crate::icrc;
 use crate::opcode::{self, OpInfo};
 use crate::record::HdrRecord;
 use crate::wire::{
-    mac_from_u64, Aeth, AtomicAckEth, AtomicEth, Bth, Deth, Eth, Ieth, ImmDt, Ip, Ipv4, Ipv6,
-    Packet, Reth, Udp, Vlan,
+    mac_from_u64, Aeth, AtomicAckEth, AtomicEth, Bth, Deth, Eth, Ieth, ImmDt, Ip, Ipv4, Ipv6, Packet,
+    Reth, Udp, Vlan,
 };
 use crate::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_MIN_FRAME, ROCEV2_UDP_PORT};
 use core::fmt;
@@ -67,20 +67,12 @@ impl fmt::Display for BuildError {
         match self {
             BuildError::UnknownOpcode(o) => write!(f, "unsupported opcode {o:#04x}"),
             BuildError::PayloadLenMismatch { record, actual } => {
-                write!(
-                    f,
-                    "record payload_len {record} but {actual} payload bytes given"
-                )
+                write!(f, "record payload_len {record} but {actual} payload bytes given")
             }
             BuildError::PayloadOnNoPayloadOpcode { opcode, len } => {
-                write!(
-                    f,
-                    "opcode {opcode:#04x} carries no payload, {len} bytes given"
-                )
+                write!(f, "opcode {opcode:#04x} carries no payload, {len} bytes given")
             }
-            BuildError::PayloadTooLarge { len, max } => {
-                write!(f, "payload of {len} bytes exceeds {max}")
-            }
+            BuildError::PayloadTooLarge { len, max } => write!(f, "payload of {len} bytes exceeds {max}"),
             BuildError::FieldRange { field, value, bits } => {
                 write!(f, "field {field} = {value:#x} does not fit in {bits} bits")
             }
@@ -233,43 +225,25 @@ pub fn normalize_for_tx(rec: &HdrRecord) -> HdrRecord {
 pub fn build_frame(rec: &HdrRecord, payload: &[u8]) -> Result<Vec<u8>, BuildError> {
     let info = opcode::info(rec.opcode).ok_or(BuildError::UnknownOpcode(rec.opcode))?;
     if payload.len() != rec.payload_len as usize {
-        return Err(BuildError::PayloadLenMismatch {
-            record: rec.payload_len,
-            actual: payload.len(),
-        });
+        return Err(BuildError::PayloadLenMismatch { record: rec.payload_len, actual: payload.len() });
     }
     if info.no_payload && !payload.is_empty() {
-        return Err(BuildError::PayloadOnNoPayloadOpcode {
-            opcode: rec.opcode,
-            len: payload.len(),
-        });
+        return Err(BuildError::PayloadOnNoPayloadOpcode { opcode: rec.opcode, len: payload.len() });
     }
     let max = max_payload(rec.opcode, rec.ipv6).unwrap_or(0);
     let padcnt = opcode::padcnt(payload.len());
     if payload.len() + padcnt as usize > 65535 - overhead(&info, rec.ipv6) {
-        return Err(BuildError::PayloadTooLarge {
-            len: payload.len(),
-            max,
-        });
+        return Err(BuildError::PayloadTooLarge { len: payload.len(), max });
     }
     validate(rec, &info)?;
 
-    let udp_len =
-        (Udp::LEN + info.hdr_len + payload.len() + padcnt as usize + opcode::ICRC_LEN) as u16;
+    let udp_len = (Udp::LEN + info.hdr_len + payload.len() + padcnt as usize + opcode::ICRC_LEN) as u16;
     let tc = (rec.dscp & 0x3F) << 2 | (rec.ecn & 3);
     let eth = Eth {
         dst: mac_from_u64(rec.eth_dst),
         src: mac_from_u64(rec.eth_src),
-        vlan: rec.vlan_valid.then_some(Vlan {
-            pcp: rec.vlan_pcp,
-            dei: rec.vlan_dei,
-            vid: rec.vlan_vid,
-        }),
-        ethertype: if rec.ipv6 {
-            ETHERTYPE_IPV6
-        } else {
-            ETHERTYPE_IPV4
-        },
+        vlan: rec.vlan_valid.then_some(Vlan { pcp: rec.vlan_pcp, dei: rec.vlan_dei, vid: rec.vlan_vid }),
+        ethertype: if rec.ipv6 { ETHERTYPE_IPV6 } else { ETHERTYPE_IPV4 },
     };
     let ip = if rec.ipv6 {
         Ip::V6(Ipv6 {
@@ -302,12 +276,7 @@ pub fn build_frame(rec: &HdrRecord, payload: &[u8]) -> Result<Vec<u8>, BuildErro
     let pkt = Packet {
         eth,
         ip,
-        udp: Udp {
-            sport: rec.udp_sport,
-            dport: ROCEV2_UDP_PORT,
-            len: udp_len,
-            checksum: rec.udp_csum,
-        },
+        udp: Udp { sport: rec.udp_sport, dport: ROCEV2_UDP_PORT, len: udp_len, checksum: rec.udp_csum },
         bth: Bth {
             opcode: rec.opcode,
             se: rec.se,
@@ -323,29 +292,16 @@ pub fn build_frame(rec: &HdrRecord, payload: &[u8]) -> Result<Vec<u8>, BuildErro
             resv7: 0,
             psn: rec.psn,
         },
-        deth: info.deth.then_some(Deth {
-            qkey: rec.qkey,
-            resv8: 0,
-            src_qp: rec.src_qp,
-        }),
-        reth: info.reth.then_some(Reth {
-            va: rec.va,
-            rkey: rec.rkey,
-            dma_len: rec.dma_len,
-        }),
+        deth: info.deth.then_some(Deth { qkey: rec.qkey, resv8: 0, src_qp: rec.src_qp }),
+        reth: info.reth.then_some(Reth { va: rec.va, rkey: rec.rkey, dma_len: rec.dma_len }),
         atomic_eth: info.atomic_eth.then_some(AtomicEth {
             va: rec.va,
             rkey: rec.rkey,
             swap_add: rec.swap_add,
             compare: rec.compare,
         }),
-        aeth: info.aeth.then_some(Aeth {
-            syndrome: rec.syndrome,
-            msn: rec.msn,
-        }),
-        atomic_ack: info.atomic_ack.then_some(AtomicAckEth {
-            orig: rec.atomic_orig,
-        }),
+        aeth: info.aeth.then_some(Aeth { syndrome: rec.syndrome, msn: rec.msn }),
+        atomic_ack: info.atomic_ack.then_some(AtomicAckEth { orig: rec.atomic_orig }),
         imm: info.imm.then_some(ImmDt { imm: rec.imm }),
         ieth: info.ieth.then_some(Ieth { rkey: rec.imm }),
         cnp_reserved: info.cnp.then_some([0u8; 16]),

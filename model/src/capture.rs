@@ -52,13 +52,9 @@ impl fmt::Display for CaptureError {
             CaptureError::Xz(e) => write!(f, "xz decompression failed: {e}"),
             CaptureError::UnknownFormat(m) => write!(f, "not a pcap/pcapng file (magic {m:#010x})"),
             CaptureError::Truncated { offset } => write!(f, "capture truncated at offset {offset}"),
-            CaptureError::BadBlock { offset, what } => {
-                write!(f, "bad pcapng block at {offset}: {what}")
-            }
+            CaptureError::BadBlock { offset, what } => write!(f, "bad pcapng block at {offset}: {what}"),
             CaptureError::LinkType(l) => write!(f, "link type {l} is not Ethernet (1)"),
-            CaptureError::UnknownInterface(i) => {
-                write!(f, "packet references undefined interface {i}")
-            }
+            CaptureError::UnknownInterface(i) => write!(f, "packet references undefined interface {i}"),
             CaptureError::FrameTooLong(n) => write!(f, "frame of {n} bytes exceeds snaplen 65535"),
         }
     }
@@ -99,8 +95,7 @@ pub fn read_frames_from_bytes(data: &[u8]) -> Result<Vec<Vec<u8>>, CaptureError>
     if data.starts_with(&XZ_MAGIC) {
         let mut out = Vec::new();
         let mut rd = std::io::BufReader::new(data);
-        lzma_rs::xz_decompress(&mut rd, &mut out)
-            .map_err(|e| CaptureError::Xz(format!("{e:?}")))?;
+        lzma_rs::xz_decompress(&mut rd, &mut out).map_err(|e| CaptureError::Xz(format!("{e:?}")))?;
         return parse_capture(&out);
     }
     parse_capture(data)
@@ -112,33 +107,21 @@ struct End(bool); // true = big endian
 impl End {
     fn u16(self, d: &[u8], i: usize) -> Option<u16> {
         let b: [u8; 2] = d.get(i..i + 2)?.try_into().ok()?;
-        Some(if self.0 {
-            u16::from_be_bytes(b)
-        } else {
-            u16::from_le_bytes(b)
-        })
+        Some(if self.0 { u16::from_be_bytes(b) } else { u16::from_le_bytes(b) })
     }
     fn u32(self, d: &[u8], i: usize) -> Option<u32> {
         let b: [u8; 4] = d.get(i..i + 4)?.try_into().ok()?;
-        Some(if self.0 {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        })
+        Some(if self.0 { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) })
     }
 }
 
 fn parse_capture(d: &[u8]) -> Result<Vec<Vec<u8>>, CaptureError> {
-    let m = End(false)
-        .u32(d, 0)
-        .ok_or(CaptureError::Truncated { offset: 0 })?;
+    let m = End(false).u32(d, 0).ok_or(CaptureError::Truncated { offset: 0 })?;
     match m {
         PCAP_US | PCAP_NS => parse_pcap(d, End(false)),
         _ if m.swap_bytes() == PCAP_US || m.swap_bytes() == PCAP_NS => parse_pcap(d, End(true)),
         PCAPNG_SHB => parse_pcapng(d),
-        _ => Err(CaptureError::UnknownFormat(u32::from_be_bytes([
-            d[0], d[1], d[2], d[3],
-        ]))),
+        _ => Err(CaptureError::UnknownFormat(u32::from_be_bytes([d[0], d[1], d[2], d[3]]))),
     }
 }
 
@@ -168,14 +151,10 @@ fn parse_pcapng(d: &[u8]) -> Result<Vec<Vec<u8>>, CaptureError> {
     let mut ifaces: Vec<u32> = Vec::new();
     let bad = |offset, what| CaptureError::BadBlock { offset, what };
     while off < d.len() {
-        let raw_type = End(false)
-            .u32(d, off)
-            .ok_or(CaptureError::Truncated { offset: off })?;
+        let raw_type = End(false).u32(d, off).ok_or(CaptureError::Truncated { offset: off })?;
         if raw_type == PCAPNG_SHB {
             // The byte-order magic decides the endianness of this section.
-            let bom = End(false)
-                .u32(d, off + 8)
-                .ok_or(CaptureError::Truncated { offset: off })?;
+            let bom = End(false).u32(d, off + 8).ok_or(CaptureError::Truncated { offset: off })?;
             e = if bom == PCAPNG_BOM {
                 End(false)
             } else if bom.swap_bytes() == PCAPNG_BOM {
@@ -185,18 +164,12 @@ fn parse_pcapng(d: &[u8]) -> Result<Vec<Vec<u8>>, CaptureError> {
             };
             ifaces.clear();
         }
-        let btype = e
-            .u32(d, off)
-            .ok_or(CaptureError::Truncated { offset: off })?;
-        let blen = e
-            .u32(d, off + 4)
-            .ok_or(CaptureError::Truncated { offset: off })? as usize;
+        let btype = e.u32(d, off).ok_or(CaptureError::Truncated { offset: off })?;
+        let blen = e.u32(d, off + 4).ok_or(CaptureError::Truncated { offset: off })? as usize;
         if blen < 12 || blen % 4 != 0 {
             return Err(bad(off, "block length not a multiple of 4 or below 12"));
         }
-        let block = d
-            .get(off..off.saturating_add(blen))
-            .ok_or(CaptureError::Truncated { offset: off })?;
+        let block = d.get(off..off.saturating_add(blen)).ok_or(CaptureError::Truncated { offset: off })?;
         if e.u32(block, blen - 4) != Some(blen as u32) {
             return Err(bad(off, "trailing block length mismatch"));
         }
@@ -217,9 +190,7 @@ fn parse_pcapng(d: &[u8]) -> Result<Vec<Vec<u8>>, CaptureError> {
                     return Err(CaptureError::UnknownInterface(ifc));
                 }
                 let cap = e.u32(body, 12).ok_or(bad(off, "short EPB"))? as usize;
-                let data = body
-                    .get(20..20usize.saturating_add(cap))
-                    .ok_or(bad(off, "EPB data beyond block"))?;
+                let data = body.get(20..20usize.saturating_add(cap)).ok_or(bad(off, "EPB data beyond block"))?;
                 frames.push(data.to_vec());
             }
             3 => {
@@ -378,11 +349,7 @@ fn ng_option(out: &mut Vec<u8>, code: u16, val: &[u8]) {
 /// one Ethernet interface named `if_name` with snap length `snaplen` and nanosecond timestamps
 /// (`if_tsresol` = 9), one enhanced packet block per packet (captured length ≤ `snaplen`,
 /// original length kept, `epb_flags` when the packet has a direction).
-pub fn write_pcapng_to_vec<'a>(
-    if_name: &str,
-    snaplen: u32,
-    packets: impl IntoIterator<Item = PcapngPacket<'a>>,
-) -> Vec<u8> {
+pub fn write_pcapng_to_vec<'a>(if_name: &str, snaplen: u32, packets: impl IntoIterator<Item = PcapngPacket<'a>>) -> Vec<u8> {
     let mut v = Vec::new();
     // Section header: byte-order magic, version 1.0, section length unknown (-1).
     let mut shb = PCAPNG_BOM.to_le_bytes().to_vec();
@@ -421,12 +388,7 @@ pub fn write_pcapng_to_vec<'a>(
 }
 
 /// Writes [`write_pcapng_to_vec`] to `path`.
-pub fn write_pcapng<'a>(
-    path: &Path,
-    if_name: &str,
-    snaplen: u32,
-    packets: impl IntoIterator<Item = PcapngPacket<'a>>,
-) -> Result<(), CaptureError> {
+pub fn write_pcapng<'a>(path: &Path, if_name: &str, snaplen: u32, packets: impl IntoIterator<Item = PcapngPacket<'a>>) -> Result<(), CaptureError> {
     let v = write_pcapng_to_vec(if_name, snaplen, packets);
     let mut f = std::fs::File::create(path)?;
     f.write_all(&v)?;
@@ -439,9 +401,7 @@ pub fn capture_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             let n = p.file_name().unwrap_or_default().to_string_lossy();
-            [".pcap", ".pcapng", ".pcap.xz", ".pcapng.xz"]
-                .iter()
-                .any(|x| n.ends_with(x))
+            [".pcap", ".pcapng", ".pcap.xz", ".pcapng.xz"].iter().any(|x| n.ends_with(x))
         })
         .collect();
     files.sort();
@@ -454,15 +414,8 @@ pub fn capture_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 /// `shared_min`) as an extra cross-check when that folder exists. Panics when the
 /// repository's captures are missing.
 pub fn test_capture_dirs(shared_min: usize) -> Vec<(PathBuf, usize)> {
-    let own = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/data/captures"
-    ));
-    assert!(
-        own.join("SUMMARY.md").is_file(),
-        "the repository's captures are missing at {}",
-        own.display()
-    );
+    let own = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/captures"));
+    assert!(own.join("SUMMARY.md").is_file(), "the repository's captures are missing at {}", own.display());
     let mut v = vec![(own, 10)];
     let shared = std::env::var_os("HEMATITE_SHARED")
         .map(PathBuf::from)
@@ -513,10 +466,7 @@ mod tests {
     fn pcap_linktype() {
         let mut v = write_pcap_to_vec(&frames()).unwrap();
         v[20] = 113; // Linux cooked
-        assert!(matches!(
-            read_frames_from_bytes(&v),
-            Err(CaptureError::LinkType(113))
-        ));
+        assert!(matches!(read_frames_from_bytes(&v), Err(CaptureError::LinkType(113))));
     }
 
     fn block(be: bool, t: u32, body: &[u8]) -> Vec<u8> {
@@ -570,10 +520,7 @@ mod tests {
             for cut in 0..v.len() {
                 let _ = read_frames_from_bytes(&v[..cut]);
             }
-            assert!(matches!(
-                read_frames_from_bytes(&pcapng(be, 105)),
-                Err(CaptureError::LinkType(105))
-            ));
+            assert!(matches!(read_frames_from_bytes(&pcapng(be, 105)), Err(CaptureError::LinkType(105))));
         }
     }
 
@@ -582,10 +529,7 @@ mod tests {
         let mut w = PcapWriter::new(Vec::new(), TsUnit::Nano).unwrap();
         w.frame(1_000_000_004, &[0xAA; 3]).unwrap();
         w.frame(7, &[]).unwrap();
-        assert!(matches!(
-            w.frame(0, &vec![0; SNAPLEN as usize + 1]),
-            Err(CaptureError::FrameTooLong(_))
-        ));
+        assert!(matches!(w.frame(0, &vec![0; SNAPLEN as usize + 1]), Err(CaptureError::FrameTooLong(_))));
         let v = w.into_inner();
         let mut want = Vec::new();
         for x in [PCAP_NS, 0x0004_0002, 0, 0, SNAPLEN, 1, 1, 4, 3, 3] {
@@ -596,36 +540,26 @@ mod tests {
             want.extend_from_slice(&x.to_le_bytes());
         }
         assert_eq!(v, want);
-        assert_eq!(
-            read_frames_from_bytes(&v).unwrap(),
-            vec![vec![0xAA; 3], vec![]]
-        );
+        assert_eq!(read_frames_from_bytes(&v).unwrap(), vec![vec![0xAA; 3], vec![]]);
     }
 
     #[test]
     fn pcapng_writer_layout_and_roundtrip() {
         let fr = frames();
         let dirs = [Some(Direction::Inbound), Some(Direction::Outbound), None];
-        let pk = fr
-            .iter()
-            .zip(dirs)
-            .enumerate()
-            .map(|(i, (f, dir))| PcapngPacket {
-                ts_ns: (i as u64) << 33 | 5,
-                dir,
-                orig_len: f.len() as u32 + 1,
-                data: f,
-            });
+        let pk = fr.iter().zip(dirs).enumerate().map(|(i, (f, dir))| PcapngPacket {
+            ts_ns: (i as u64) << 33 | 5,
+            dir,
+            orig_len: f.len() as u32 + 1,
+            data: f,
+        });
         let v = write_pcapng_to_vec("sw-p1", 100, pk);
         // the 200-byte frame is cut to the snap length
         let mut want = frames();
         want[2].truncate(100);
         assert_eq!(read_frames_from_bytes(&v).unwrap(), want);
         // SHB (28 bytes), then the IDB: link type 1, snaplen, if_name, if_tsresol 9, end
-        assert_eq!(
-            &v[..12],
-            &[0x0A, 0x0D, 0x0D, 0x0A, 28, 0, 0, 0, 0x4D, 0x3C, 0x2B, 0x1A]
-        );
+        assert_eq!(&v[..12], &[0x0A, 0x0D, 0x0D, 0x0A, 28, 0, 0, 0, 0x4D, 0x3C, 0x2B, 0x1A]);
         let idb = &v[28..];
         assert_eq!(&idb[..8], &[1, 0, 0, 0, 44, 0, 0, 0]);
         assert_eq!(&idb[8..16], &[1, 0, 0, 0, 100, 0, 0, 0]);
@@ -634,10 +568,7 @@ mod tests {
         // first EPB: timestamp halves, lengths, 3 bytes padded to 4, epb_flags inbound, end
         let epb = &v[72..];
         assert_eq!(&epb[..4], &6u32.to_le_bytes());
-        assert_eq!(
-            &epb[8..28],
-            &[0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0]
-        );
+        assert_eq!(&epb[8..28], &[0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0]);
         assert_eq!(&epb[28..32], &[1, 2, 3, 0]);
         assert_eq!(&epb[32..44], &[2, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
     }

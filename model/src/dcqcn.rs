@@ -50,15 +50,8 @@ struct Clock {
 impl Clock {
     fn new(bits: u32) -> Clock {
         let bits = bits.clamp(8, 32);
-        let mask = if bits == 32 {
-            u32::MAX
-        } else {
-            (1u32 << bits) - 1
-        };
-        Clock {
-            mask,
-            half: 1u32 << (bits - 1),
-        }
+        let mask = if bits == 32 { u32::MAX } else { (1u32 << bits) - 1 };
+        Clock { mask, half: 1u32 << (bits - 1) }
     }
     /// `(a - b) mod 2^bits`.
     fn age(&self, now: u32, t: u32) -> u32 {
@@ -92,10 +85,7 @@ pub struct NpCfg {
 
 impl Default for NpCfg {
     fn default() -> NpCfg {
-        NpCfg {
-            nqp: 64,
-            time_bits: 32,
-        }
+        NpCfg { nqp: 64, time_bits: 32 }
     }
 }
 
@@ -254,12 +244,7 @@ pub struct RpCfg {
 
 impl Default for RpCfg {
     fn default() -> RpCfg {
-        RpCfg {
-            nqp: 64,
-            cnp_fifo_depth: 2,
-            tx_fifo_depth: 8,
-            time_bits: 32,
-        }
+        RpCfg { nqp: 64, cnp_fifo_depth: 2, tx_fifo_depth: 8, time_bits: 32 }
     }
 }
 
@@ -506,11 +491,7 @@ impl Rp {
     /// Whether QP q is active (rate limited).
     pub fn is_active(&self, q: u32) -> bool {
         let i = q as usize;
-        i < self.cfg.nqp
-            && self
-                .active
-                .get(i / 64)
-                .is_some_and(|w| w >> (i % 64) & 1 != 0)
+        i < self.cfg.nqp && self.active.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 != 0)
     }
 
     /// Number of active QPs.
@@ -660,11 +641,7 @@ impl Rp {
 
     fn update(&self, q: u32) -> RateUpdate {
         let (rate, limited) = self.rate(q);
-        RateUpdate {
-            qpn: q,
-            rate,
-            limited,
-        }
+        RateUpdate { qpn: q, rate, limited }
     }
 
     /// CNP operation.
@@ -680,11 +657,7 @@ impl Rp {
             return;
         }
         // First CNP: allocate the QP.
-        let r0 = if p.first_rate != 0 {
-            p.first_rate
-        } else {
-            p.max_rate
-        };
+        let r0 = if p.first_rate != 0 { p.first_rate } else { p.max_rate };
         let mut s = RpQp {
             rc: r0,
             rt: r0,
@@ -749,14 +722,8 @@ impl Rp {
         let mut s = self.qps[i];
         // Earliest due deadline; ties in the order α, decrease, increase.
         let mut pick: Option<(TimerKind, u32)> = None;
-        for (kind, d) in [
-            (TimerKind::Alpha, s.alpha_dl),
-            (TimerKind::Decrease, s.dec_dl),
-            (TimerKind::Increase, s.inc_dl),
-        ] {
-            if clock.due(now, d)
-                && pick.is_none_or(|(_, pd)| clock.age(now, d) > clock.age(now, pd))
-            {
+        for (kind, d) in [(TimerKind::Alpha, s.alpha_dl), (TimerKind::Decrease, s.dec_dl), (TimerKind::Increase, s.inc_dl)] {
+            if clock.due(now, d) && pick.is_none_or(|(_, pd)| clock.age(now, d) > clock.age(now, pd)) {
                 pick = Some((kind, d));
             }
         }
@@ -776,19 +743,11 @@ impl Rp {
         match pick {
             Some((TimerKind::Alpha, d)) => {
                 let a = (u32::from(s.alpha) * u32::from(p.g)) >> 10; // 10 x 10 bits
-                let a = if s.cnp_seen {
-                    a + (1024 - u32::from(p.g))
-                } else {
-                    a
-                };
+                let a = if s.cnp_seen { a + (1024 - u32::from(p.g)) } else { a };
                 s.alpha = a.min(u32::from(ALPHA_MAX)) as u16;
                 s.cnp_seen = false;
                 s.alpha_dl = next(d, p.alpha_period);
-                out.op = RpOp::Timer {
-                    qpn: q,
-                    kind: TimerKind::Alpha,
-                    cut: false,
-                };
+                out.op = RpOp::Timer { qpn: q, kind: TimerKind::Alpha, cut: false };
             }
             Some((TimerKind::Decrease, d)) => {
                 let did = s.dec_pending;
@@ -799,29 +758,16 @@ impl Rp {
                     self.counters.cuts = self.counters.cuts.wrapping_add(1);
                 }
                 s.dec_dl = next(d, p.dec_period);
-                out.op = RpOp::Timer {
-                    qpn: q,
-                    kind: TimerKind::Decrease,
-                    cut: did,
-                };
+                out.op = RpOp::Timer { qpn: q, kind: TimerKind::Decrease, cut: did };
             }
             Some((TimerKind::Increase, d)) => {
                 increase(&mut s, &p, true);
                 s.inc_dl = next(d, p.inc_period);
                 self.counters.increases = self.counters.increases.wrapping_add(1);
-                out.op = RpOp::Timer {
-                    qpn: q,
-                    kind: TimerKind::Increase,
-                    cut: false,
-                };
+                out.op = RpOp::Timer { qpn: q, kind: TimerKind::Increase, cut: false };
             }
             None => {
-                if s.rc == p.max_rate
-                    && s.rt == p.max_rate
-                    && s.alpha == 0
-                    && !s.cnp_seen
-                    && !s.dec_pending
-                {
+                if s.rc == p.max_rate && s.rt == p.max_rate && s.alpha == 0 && !s.cnp_seen && !s.dec_pending {
                     self.set_active(i, false);
                     self.counters.releases = self.counters.releases.wrapping_add(1);
                     out.op = RpOp::Release { qpn: q };
@@ -914,11 +860,7 @@ pub struct PacerCfg {
 
 impl Default for PacerCfg {
     fn default() -> PacerCfg {
-        PacerCfg {
-            nqp: 64,
-            burst_bytes: 16_384,
-            time_bits: 32,
-        }
+        PacerCfg { nqp: 64, burst_bytes: 16_384, time_bits: 32 }
     }
 }
 
@@ -953,17 +895,8 @@ impl Pacer {
     pub fn new(cfg: PacerCfg, line_rate: u32, now: u32) -> Pacer {
         let clock = Clock::new(cfg.time_bits);
         let burst = i64::from(cfg.burst_bytes.clamp(1, PACER_BURST_MAX)) << RATE_FRAC;
-        let qp = PacerQp {
-            tokens: burst,
-            last: now & clock.mask,
-            rate: line_rate,
-            limited: false,
-        };
-        Pacer {
-            clock,
-            burst,
-            qps: vec![qp; cfg.nqp.max(1)],
-        }
+        let qp = PacerQp { tokens: burst, last: now & clock.mask, rate: line_rate, limited: false };
+        Pacer { clock, burst, qps: vec![qp; cfg.nqp.max(1)] }
     }
 
     /// Takes a rate update from the RP (writes the rate copy only; the tokens gained since the

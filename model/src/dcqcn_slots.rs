@@ -105,10 +105,7 @@ impl Slots {
         if !self.in_range(q) {
             return None;
         }
-        self.s
-            .iter()
-            .position(|e| e.attached && e.key == q)
-            .map(|i| i as u32)
+        self.s.iter().position(|e| e.attached && e.key == q).map(|i| i as u32)
     }
 
     /// One clock.

@@ -27,8 +27,8 @@
 //! programming error, caught by the tests).
 
 use crate::transport::{
-    AddrVec, Cqe, Mr, MrAccess, QpAccess, QpConfig, RecvWr, SendOp, SendWr, Sge, WcOpcode,
-    WcStatus, MAX_MSG_LEN,
+    AddrVec, Cqe, Mr, MrAccess, QpAccess, QpConfig, RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus,
+    MAX_MSG_LEN,
 };
 use core::fmt;
 
@@ -50,6 +50,7 @@ pub const CQE_BYTES: usize = HM_CQE_T_BITS / 8;
 pub const CTX_WORDS: usize = crate::regs::HM_CTL_STAGE_WORDS as usize;
 /// Smallest WQE slot (stride `64 << 0`).
 pub const MIN_STRIDE: usize = 64;
+
 
 const _: () = {
     assert!(HM_SGE_T_BITS % 8 == 0 && HM_SQ_WQE_HDR_T_BITS % 8 == 0);
@@ -124,16 +125,12 @@ impl fmt::Display for DescError {
             DescError::BadStride(s) => write!(f, "WQE stride {s} is not 64 << n"),
             DescError::ShortBuffer { need, got } => write!(f, "descriptor needs {need}, got {got}"),
             DescError::TooManySges { count, max } => write!(f, "{count} SGEs, at most {max} fit"),
-            DescError::InlineTooLong { len, max } => {
-                write!(f, "{len} inline bytes, at most {max} fit")
-            }
+            DescError::InlineTooLong { len, max } => write!(f, "{len} inline bytes, at most {max} fit"),
             DescError::InlineMismatch => f.write_str("inline flag and inline data disagree"),
             DescError::AtomicSgl(n) => write!(f, "atomic needs exactly one SGE, got {n}"),
             DescError::LengthOverflow(n) => write!(f, "message length {n} above 2^31"),
             DescError::InvalidPmtu(p) => write!(f, "invalid path MTU {p}"),
-            DescError::FieldRange { field, value } => {
-                write!(f, "{value:#x} does not fit field {field}")
-            }
+            DescError::FieldRange { field, value } => write!(f, "{value:#x} does not fit field {field}"),
             DescError::UnknownCode { field, value } => write!(f, "unknown {field} {value:#x}"),
             DescError::Inconsistent(what) => write!(f, "inconsistent descriptor: {what}"),
         }
@@ -206,19 +203,10 @@ pub fn words_to_bytes(words: &[u32]) -> Vec<u8> {
 }
 
 /// Writes `v` into field `name` of the struct starting at byte `off`.
-fn put(
-    buf: &mut [u8],
-    off: usize,
-    fields: Layout,
-    name: &'static str,
-    v: u128,
-) -> Result<(), DescError> {
+fn put(buf: &mut [u8], off: usize, fields: Layout, name: &'static str, v: u128) -> Result<(), DescError> {
     let (lsb, w) = field(fields, name);
     if w < 128 && v >> w != 0 {
-        return Err(DescError::FieldRange {
-            field: name,
-            value: v,
-        });
+        return Err(DescError::FieldRange { field: name, value: v });
     }
     set_bits(buf, off * 8 + lsb, w, v);
     Ok(())
@@ -231,13 +219,7 @@ fn get(buf: &[u8], off: usize, fields: Layout, name: &str) -> u128 {
 }
 
 /// `Inconsistent` unless field `name` is zero.
-fn reserved(
-    buf: &[u8],
-    off: usize,
-    fields: Layout,
-    name: &str,
-    what: &'static str,
-) -> Result<(), DescError> {
+fn reserved(buf: &[u8], off: usize, fields: Layout, name: &str, what: &'static str) -> Result<(), DescError> {
     if get(buf, off, fields, name) != 0 {
         return Err(DescError::Inconsistent(what));
     }
@@ -258,9 +240,7 @@ pub fn log_stride(stride: usize) -> Option<u8> {
 }
 
 fn check_stride(stride: usize) -> Result<(), DescError> {
-    log_stride(stride)
-        .map(|_| ())
-        .ok_or(DescError::BadStride(stride))
+    log_stride(stride).map(|_| ()).ok_or(DescError::BadStride(stride))
 }
 
 /// Immediate data → the stored field value (wire byte order; see the module docs).
@@ -315,11 +295,7 @@ pub fn send_wqe_flags(wr: &SendWr) -> u8 {
 /// `inline` carries the message bytes of an inline WR (`wr.inline`; the caller gathers them
 /// from the SGL) and must be `None` otherwise. Layout: header at byte 0, then the SGL (16 bytes
 /// per SGE), or the inline data, or for atomics the operands at 32 and the single SGE at 48.
-pub fn encode_send_wqe(
-    wr: &SendWr,
-    stride: usize,
-    inline: Option<&[u8]>,
-) -> Result<Vec<u8>, DescError> {
+pub fn encode_send_wqe(wr: &SendWr, stride: usize, inline: Option<&[u8]>) -> Result<Vec<u8>, DescError> {
     check_stride(stride)?;
     let total = sgl_len(&wr.sgl);
     if total > MAX_MSG_LEN {
@@ -330,66 +306,30 @@ pub fn encode_send_wqe(
         SendOp::SendImm(imm) => (HM_WQE_OP_SEND_IMM, imm_to_field(imm), 0, 0, None),
         SendOp::SendInv(rkey) => (HM_WQE_OP_SEND_INV, rkey.into(), 0, 0, None),
         SendOp::Write { remote_addr, rkey } => (HM_WQE_OP_WRITE, 0, remote_addr, rkey, None),
-        SendOp::WriteImm {
-            remote_addr,
-            rkey,
-            imm,
-        } => (
-            HM_WQE_OP_WRITE_IMM,
-            imm_to_field(imm),
-            remote_addr,
-            rkey,
-            None,
-        ),
+        SendOp::WriteImm { remote_addr, rkey, imm } => {
+            (HM_WQE_OP_WRITE_IMM, imm_to_field(imm), remote_addr, rkey, None)
+        }
         SendOp::Read { remote_addr, rkey } => (HM_WQE_OP_READ, 0, remote_addr, rkey, None),
-        SendOp::CmpSwap {
-            remote_addr,
-            rkey,
-            compare,
-            swap,
-        } => (
-            HM_WQE_OP_CMP_SWAP,
-            0,
-            remote_addr,
-            rkey,
-            Some((compare, swap)),
-        ),
-        SendOp::FetchAdd {
-            remote_addr,
-            rkey,
-            add,
-        } => (HM_WQE_OP_FETCH_ADD, 0, remote_addr, rkey, Some((0, add))),
+        SendOp::CmpSwap { remote_addr, rkey, compare, swap } => {
+            (HM_WQE_OP_CMP_SWAP, 0, remote_addr, rkey, Some((compare, swap)))
+        }
+        SendOp::FetchAdd { remote_addr, rkey, add } => {
+            (HM_WQE_OP_FETCH_ADD, 0, remote_addr, rkey, Some((0, add)))
+        }
     };
     let mut buf = vec![0u8; stride];
     let room = stride - SQ_HDR_BYTES;
     let (num_sge, length) = match (wr.inline, inline) {
         (false, None) => {
             if let Some((compare, swap_add)) = args {
-                let [sge] = wr.sgl.as_slice() else {
-                    return Err(DescError::AtomicSgl(wr.sgl.len()));
-                };
-                put(
-                    &mut buf,
-                    SQ_HDR_BYTES,
-                    HM_ATOMIC_ARGS_T_FIELDS,
-                    "compare",
-                    compare.into(),
-                )?;
-                put(
-                    &mut buf,
-                    SQ_HDR_BYTES,
-                    HM_ATOMIC_ARGS_T_FIELDS,
-                    "swap_add",
-                    swap_add.into(),
-                )?;
+                let [sge] = wr.sgl.as_slice() else { return Err(DescError::AtomicSgl(wr.sgl.len())) };
+                put(&mut buf, SQ_HDR_BYTES, HM_ATOMIC_ARGS_T_FIELDS, "compare", compare.into())?;
+                put(&mut buf, SQ_HDR_BYTES, HM_ATOMIC_ARGS_T_FIELDS, "swap_add", swap_add.into())?;
                 put_sge(&mut buf, SQ_HDR_BYTES + ATOMIC_ARGS_BYTES, sge)?;
             } else {
                 let max = room / SGE_BYTES;
                 if wr.sgl.len() > max {
-                    return Err(DescError::TooManySges {
-                        count: wr.sgl.len(),
-                        max,
-                    });
+                    return Err(DescError::TooManySges { count: wr.sgl.len(), max });
                 }
                 for (i, sge) in wr.sgl.iter().enumerate() {
                     put_sge(&mut buf, SQ_HDR_BYTES + i * SGE_BYTES, sge)?;
@@ -402,10 +342,7 @@ pub fn encode_send_wqe(
                 return Err(DescError::InlineMismatch);
             }
             if data.len() > room {
-                return Err(DescError::InlineTooLong {
-                    len: data.len(),
-                    max: room,
-                });
+                return Err(DescError::InlineTooLong { len: data.len(), max: room });
             }
             if let Some(dst) = buf.get_mut(SQ_HDR_BYTES..SQ_HDR_BYTES + data.len()) {
                 dst.copy_from_slice(data);
@@ -437,10 +374,7 @@ pub fn decode_send_wqe(buf: &[u8]) -> Result<(SendWr, Option<Vec<u8>>), DescErro
     let flags = g("flags") as u8;
     let known = HM_WQE_F_SIGNALED | HM_WQE_F_SOLICITED | HM_WQE_F_INLINE;
     if flags & !known != 0 {
-        return Err(DescError::UnknownCode {
-            field: "flags",
-            value: flags,
-        });
+        return Err(DescError::UnknownCode { field: "flags", value: flags });
     }
     reserved(buf, 0, h, "rsvd", "send WQE rsvd is not zero")?;
     let imm = g("imm");
@@ -454,29 +388,13 @@ pub fn decode_send_wqe(buf: &[u8]) -> Result<(SendWr, Option<Vec<u8>>), DescErro
         HM_WQE_OP_SEND_IMM => SendOp::SendImm(imm_from_field(imm)),
         HM_WQE_OP_SEND_INV => SendOp::SendInv(imm as u32),
         HM_WQE_OP_WRITE => SendOp::Write { remote_addr, rkey },
-        HM_WQE_OP_WRITE_IMM => SendOp::WriteImm {
-            remote_addr,
-            rkey,
-            imm: imm_from_field(imm),
-        },
+        HM_WQE_OP_WRITE_IMM => SendOp::WriteImm { remote_addr, rkey, imm: imm_from_field(imm) },
         HM_WQE_OP_READ => SendOp::Read { remote_addr, rkey },
-        HM_WQE_OP_CMP_SWAP => SendOp::CmpSwap {
-            remote_addr,
-            rkey,
-            compare: arg("compare"),
-            swap: arg("swap_add"),
-        },
-        HM_WQE_OP_FETCH_ADD => SendOp::FetchAdd {
-            remote_addr,
-            rkey,
-            add: arg("swap_add"),
-        },
-        _ => {
-            return Err(DescError::UnknownCode {
-                field: "opcode",
-                value: opcode,
-            })
+        HM_WQE_OP_CMP_SWAP => {
+            SendOp::CmpSwap { remote_addr, rkey, compare: arg("compare"), swap: arg("swap_add") }
         }
+        HM_WQE_OP_FETCH_ADD => SendOp::FetchAdd { remote_addr, rkey, add: arg("swap_add") },
+        _ => return Err(DescError::UnknownCode { field: "opcode", value: opcode }),
     };
     let inline = flags & HM_WQE_F_INLINE != 0;
     let room = buf.len() - SQ_HDR_BYTES;
@@ -493,9 +411,7 @@ pub fn decode_send_wqe(buf: &[u8]) -> Result<(SendWr, Option<Vec<u8>>), DescErro
         if len > room {
             return Err(DescError::InlineTooLong { len, max: room });
         }
-        data = buf
-            .get(SQ_HDR_BYTES..SQ_HDR_BYTES + len)
-            .map(<[u8]>::to_vec);
+        data = buf.get(SQ_HDR_BYTES..SQ_HDR_BYTES + len).map(<[u8]>::to_vec);
     } else {
         if op.is_atomic() {
             if num_sge != 1 {
@@ -505,10 +421,7 @@ pub fn decode_send_wqe(buf: &[u8]) -> Result<(SendWr, Option<Vec<u8>>), DescErro
         } else {
             let max = room / SGE_BYTES;
             if num_sge > max {
-                return Err(DescError::TooManySges {
-                    count: num_sge,
-                    max,
-                });
+                return Err(DescError::TooManySges { count: num_sge, max });
             }
             sgl.extend((0..num_sge).map(|i| get_sge(buf, SQ_HDR_BYTES + i * SGE_BYTES)));
         }
@@ -517,9 +430,7 @@ pub fn decode_send_wqe(buf: &[u8]) -> Result<(SendWr, Option<Vec<u8>>), DescErro
             return Err(DescError::LengthOverflow(total));
         }
         if total != length {
-            return Err(DescError::Inconsistent(
-                "send WQE length is not the SGL total",
-            ));
+            return Err(DescError::Inconsistent("send WQE length is not the SGL total"));
         }
     }
     let wr = SendWr {
@@ -543,26 +454,11 @@ pub fn encode_recv_wqe(wr: &RecvWr, stride: usize) -> Result<Vec<u8>, DescError>
     check_stride(stride)?;
     let max = (stride - RQ_HDR_BYTES) / SGE_BYTES;
     if wr.sgl.len() > max {
-        return Err(DescError::TooManySges {
-            count: wr.sgl.len(),
-            max,
-        });
+        return Err(DescError::TooManySges { count: wr.sgl.len(), max });
     }
     let mut buf = vec![0u8; stride];
-    put(
-        &mut buf,
-        0,
-        HM_RQ_WQE_HDR_T_FIELDS,
-        "wr_id",
-        wr.wr_id.into(),
-    )?;
-    put(
-        &mut buf,
-        0,
-        HM_RQ_WQE_HDR_T_FIELDS,
-        "num_sge",
-        wr.sgl.len() as u128,
-    )?;
+    put(&mut buf, 0, HM_RQ_WQE_HDR_T_FIELDS, "wr_id", wr.wr_id.into())?;
+    put(&mut buf, 0, HM_RQ_WQE_HDR_T_FIELDS, "num_sge", wr.sgl.len() as u128)?;
     for (i, sge) in wr.sgl.iter().enumerate() {
         put_sge(&mut buf, RQ_HDR_BYTES + i * SGE_BYTES, sge)?;
     }
@@ -572,26 +468,15 @@ pub fn encode_recv_wqe(wr: &RecvWr, stride: usize) -> Result<Vec<u8>, DescError>
 /// Decodes one receive-queue slot (the slice is the whole slot, `64 << n` bytes).
 pub fn decode_recv_wqe(buf: &[u8]) -> Result<RecvWr, DescError> {
     check_stride(buf.len())?;
-    reserved(
-        buf,
-        0,
-        HM_RQ_WQE_HDR_T_FIELDS,
-        "rsvd",
-        "receive WQE rsvd is not zero",
-    )?;
+    reserved(buf, 0, HM_RQ_WQE_HDR_T_FIELDS, "rsvd", "receive WQE rsvd is not zero")?;
     let num_sge = get(buf, 0, HM_RQ_WQE_HDR_T_FIELDS, "num_sge") as usize;
     let max = (buf.len() - RQ_HDR_BYTES) / SGE_BYTES;
     if num_sge > max {
-        return Err(DescError::TooManySges {
-            count: num_sge,
-            max,
-        });
+        return Err(DescError::TooManySges { count: num_sge, max });
     }
     Ok(RecvWr {
         wr_id: get(buf, 0, HM_RQ_WQE_HDR_T_FIELDS, "wr_id") as u64,
-        sgl: (0..num_sge)
-            .map(|i| get_sge(buf, RQ_HDR_BYTES + i * SGE_BYTES))
-            .collect(),
+        sgl: (0..num_sge).map(|i| get_sge(buf, RQ_HDR_BYTES + i * SGE_BYTES)).collect(),
     })
 }
 
@@ -671,11 +556,7 @@ pub fn encode_cqe(cqe: &Cqe, wqe_index: u16, owner: bool) -> Result<[u8; CQE_BYT
         (None, None) => (0, 0),
         (Some(imm), None) => (HM_CQE_F_IMM, imm_to_field(imm)),
         (None, Some(rkey)) => (HM_CQE_F_INV, rkey.into()),
-        (Some(_), Some(_)) => {
-            return Err(DescError::Inconsistent(
-                "CQE with both imm and invalidated_rkey",
-            ))
-        }
+        (Some(_), Some(_)) => return Err(DescError::Inconsistent("CQE with both imm and invalidated_rkey")),
     };
     let mut flags = flags;
     if is_rq(cqe.opcode) {
@@ -706,27 +587,16 @@ pub fn decode_cqe(buf: &[u8]) -> Result<(Cqe, u16, bool), DescError> {
     let flags = g("flags") as u8;
     let known = HM_CQE_F_IMM | HM_CQE_F_INV | HM_CQE_F_RQ | HM_CQE_F_OWNER;
     if flags & !known != 0 {
-        return Err(DescError::UnknownCode {
-            field: "flags",
-            value: flags,
-        });
+        return Err(DescError::UnknownCode { field: "flags", value: flags });
     }
     reserved(buf, 0, c, "rsvd", "CQE rsvd is not zero")?;
     reserved(buf, 0, c, "rsvd2", "CQE rsvd2 is not zero")?;
     let op = g("opcode") as u8;
-    let opcode = wc_opcode_from_code(op).ok_or(DescError::UnknownCode {
-        field: "opcode",
-        value: op,
-    })?;
+    let opcode = wc_opcode_from_code(op).ok_or(DescError::UnknownCode { field: "opcode", value: op })?;
     let st = g("status") as u8;
-    let status = wc_status_from_code(st).ok_or(DescError::UnknownCode {
-        field: "status",
-        value: st,
-    })?;
+    let status = wc_status_from_code(st).ok_or(DescError::UnknownCode { field: "status", value: st })?;
     if (flags & HM_CQE_F_RQ != 0) != is_rq(opcode) {
-        return Err(DescError::Inconsistent(
-            "CQE RQ flag does not match the opcode",
-        ));
+        return Err(DescError::Inconsistent("CQE RQ flag does not match the opcode"));
     }
     let imm = g("imm");
     let (imm, invalidated_rkey) = match (flags & HM_CQE_F_IMM != 0, flags & HM_CQE_F_INV != 0) {
@@ -768,17 +638,11 @@ pub fn decode_event(buf: &[u8]) -> Result<(Event, bool), DescError> {
     let g = |name: &str| get(buf, 0, c, name);
     let op = g("opcode") as u8;
     if op != HM_CQE_OP_EVENT {
-        return Err(DescError::UnknownCode {
-            field: "opcode",
-            value: op,
-        });
+        return Err(DescError::UnknownCode { field: "opcode", value: op });
     }
     let flags = g("flags") as u8;
     if flags & !HM_CQE_F_OWNER != 0 {
-        return Err(DescError::UnknownCode {
-            field: "flags",
-            value: flags,
-        });
+        return Err(DescError::UnknownCode { field: "flags", value: flags });
     }
     for f in ["rsvd", "rsvd2", "wr_id", "byte_len", "imm", "wqe_index"] {
         reserved(buf, 0, c, f, "event entry field is not zero")?;
@@ -789,12 +653,7 @@ pub fn decode_event(buf: &[u8]) -> Result<(Event, bool), DescError> {
         HM_EV_CQ_OVERRUN => Event::CqOverrun(id),
         HM_EV_PORT_ACTIVE => Event::PortActive(id),
         HM_EV_PORT_ERR => Event::PortErr(id),
-        v => {
-            return Err(DescError::UnknownCode {
-                field: "event",
-                value: v,
-            })
-        }
+        v => return Err(DescError::UnknownCode { field: "event", value: v }),
     };
     Ok((ev, flags & HM_CQE_F_OWNER != 0))
 }
@@ -853,10 +712,7 @@ pub fn pmtu_code(pmtu: u32) -> Result<u8, DescError> {
 /// Encodes a QP context entry (the staging window; words beyond the struct are zero).
 pub fn encode_qp_ctx(f: &QpCtxFields) -> Result<[u32; CTX_WORDS], DescError> {
     if f.state > HM_QPS_ERR {
-        return Err(DescError::UnknownCode {
-            field: "state",
-            value: f.state,
-        });
+        return Err(DescError::UnknownCode { field: "state", value: f.state });
     }
     let cfg = &f.cfg;
     let av = &cfg.av;
@@ -919,23 +775,15 @@ pub fn decode_qp_ctx(words: &[u32]) -> Result<QpCtxFields, DescError> {
     let buf = ctx_bytes(words, HM_QP_CTX_T_BITS)?;
     let g = |name: &str| get(&buf, 0, HM_QP_CTX_T_FIELDS, name);
     if g("vlan_valid") != 0 || g("vlan_pcp") != 0 || g("vlan_vid") != 0 {
-        return Err(DescError::Inconsistent(
-            "QP context VLAN fields set (AddrVec has no VLAN)",
-        ));
+        return Err(DescError::Inconsistent("QP context VLAN fields set (AddrVec has no VLAN)"));
     }
     let state = g("state") as u8;
     if state > HM_QPS_ERR {
-        return Err(DescError::UnknownCode {
-            field: "state",
-            value: state,
-        });
+        return Err(DescError::UnknownCode { field: "state", value: state });
     }
     let code = g("pmtu") as u8;
     if !(1..=5).contains(&code) {
-        return Err(DescError::UnknownCode {
-            field: "pmtu",
-            value: code,
-        });
+        return Err(DescError::UnknownCode { field: "pmtu", value: code });
     }
     let access = g("access") as u8;
     let av = AddrVec {
@@ -985,12 +833,7 @@ pub fn decode_qp_ctx(words: &[u32]) -> Result<QpCtxFields, DescError> {
 }
 
 /// Encodes a CQ context entry: ring address, 2^`log_size` entries, interrupt vector, valid.
-pub fn encode_cq_ctx(
-    base: u64,
-    log_size: u8,
-    irq_vec: u8,
-    valid: bool,
-) -> Result<[u32; CTX_WORDS], DescError> {
+pub fn encode_cq_ctx(base: u64, log_size: u8, irq_vec: u8, valid: bool) -> Result<[u32; CTX_WORDS], DescError> {
     let mut buf = vec![0u8; CTX_WORDS * 4];
     let c = HM_CQ_CTX_T_FIELDS;
     put(&mut buf, 0, c, "base", base.into())?;
@@ -1004,12 +847,7 @@ pub fn encode_cq_ctx(
 pub fn decode_cq_ctx(words: &[u32]) -> Result<(u64, u8, u8, bool), DescError> {
     let buf = ctx_bytes(words, HM_CQ_CTX_T_BITS)?;
     let g = |name: &str| get(&buf, 0, HM_CQ_CTX_T_FIELDS, name);
-    Ok((
-        g("base") as u64,
-        g("log_size") as u8,
-        g("irq_vec") as u8,
-        g("valid") != 0,
-    ))
+    Ok((g("base") as u64, g("log_size") as u8, g("irq_vec") as u8, g("valid") != 0))
 }
 
 /// Encodes an MR table entry for `mr` (its key is `index << 8 | tag`; the entry stores the tag,
@@ -1045,10 +883,7 @@ pub fn encode_mr_ctx(mr: &Mr, valid: bool) -> Result<[u32; CTX_WORDS], DescError
 /// valid bit.
 pub fn decode_mr_ctx(words: &[u32], index: u32) -> Result<(Mr, bool), DescError> {
     if index >> 24 != 0 {
-        return Err(DescError::FieldRange {
-            field: "index",
-            value: index.into(),
-        });
+        return Err(DescError::FieldRange { field: "index", value: index.into() });
     }
     let buf = ctx_bytes(words, HM_MR_CTX_T_BITS)?;
     let g = |name: &str| get(&buf, 0, HM_MR_CTX_T_FIELDS, name);
@@ -1087,24 +922,13 @@ pub fn encode_ctl_cmd(op: u8, table: u8, flags: u8, index: u16) -> Result<u32, D
 pub fn decode_ctl_cmd(word: u32) -> (u8, u8, u8, u16) {
     let buf = word.to_le_bytes();
     let g = |name: &str| get(&buf, 0, HM_CTL_CMD_T_FIELDS, name);
-    (
-        g("op") as u8,
-        g("table_sel") as u8,
-        g("flags") as u8,
-        g("index") as u16,
-    )
+    (g("op") as u8, g("table_sel") as u8, g("flags") as u8, g("index") as u16)
 }
 
 /// Decodes the control status register: `(busy, HM_CTL_ST_*)`.
 pub fn decode_ctl_status(word: u32) -> Result<(bool, u8), DescError> {
     let buf = word.to_le_bytes();
-    reserved(
-        &buf,
-        0,
-        HM_CTL_STATUS_T_FIELDS,
-        "rsvd",
-        "control status rsvd is not zero",
-    )?;
+    reserved(&buf, 0, HM_CTL_STATUS_T_FIELDS, "rsvd", "control status rsvd is not zero")?;
     let g = |name: &str| get(&buf, 0, HM_CTL_STATUS_T_FIELDS, name);
     Ok((g("busy") != 0, g("status") as u8))
 }

@@ -38,9 +38,7 @@ static TABLE: [u32; 256] = make_table();
 ///
 /// `crc32_update(0xFFFF_FFFF, data) ^ 0xFFFF_FFFF` is the usual zlib CRC-32 of `data`.
 pub fn crc32_update(reg: u32, data: &[u8]) -> u32 {
-    data.iter().fold(reg, |r, &b| {
-        TABLE[((r ^ b as u32) & 0xFF) as usize] ^ (r >> 8)
-    })
+    data.iter().fold(reg, |r, &b| TABLE[((r ^ b as u32) & 0xFF) as usize] ^ (r >> 8))
 }
 
 /// Byte positions (relative to the IP header) and masks OR-ed into the CRC input.
@@ -179,11 +177,7 @@ mod tests {
                     let mut d = base.clone();
                     d[i] ^= 1 << bit;
                     let masked = mask_at(i, v6) & (1 << bit) != 0;
-                    assert_eq!(
-                        icrc_masked(&d, v6) == c,
-                        masked,
-                        "v6 {v6} byte {i} bit {bit}"
-                    );
+                    assert_eq!(icrc_masked(&d, v6) == c, masked, "v6 {v6} byte {i} bit {bit}");
                 }
             }
         }

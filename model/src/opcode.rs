@@ -77,8 +77,8 @@ pub const CNP: u8 = 0x81;
 
 /// Every supported opcode in ascending order.
 pub const SUPPORTED: [u8; 38] = [
-    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F,
-    0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, // RC
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E,
+    0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, // RC
     0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2A, 0x2B, // UC
     0x64, 0x65, // UD
     0x81, // CNP
@@ -117,131 +117,32 @@ const fn f() -> Flags {
 fn rc_op(op: u8) -> Option<(&'static str, &'static str, Flags)> {
     let first = Flags { start: true, ..f() };
     let last = Flags { end: true, ..f() };
-    let only = Flags {
-        start: true,
-        end: true,
-        ..f()
-    };
-    let single_np = Flags {
-        start: true,
-        end: true,
-        no_payload: true,
-        ..f()
-    };
+    let only = Flags { start: true, end: true, ..f() };
+    let single_np = Flags { start: true, end: true, no_payload: true, ..f() };
     Some(match op {
         0x00 => ("RC_SEND_FIRST", "UC_SEND_FIRST", first),
         0x01 => ("RC_SEND_MIDDLE", "UC_SEND_MIDDLE", f()),
         0x02 => ("RC_SEND_LAST", "UC_SEND_LAST", last),
-        0x03 => (
-            "RC_SEND_LAST_WITH_IMMEDIATE",
-            "UC_SEND_LAST_WITH_IMMEDIATE",
-            Flags { imm: true, ..last },
-        ),
+        0x03 => ("RC_SEND_LAST_WITH_IMMEDIATE", "UC_SEND_LAST_WITH_IMMEDIATE", Flags { imm: true, ..last }),
         0x04 => ("RC_SEND_ONLY", "UC_SEND_ONLY", only),
-        0x05 => (
-            "RC_SEND_ONLY_WITH_IMMEDIATE",
-            "UC_SEND_ONLY_WITH_IMMEDIATE",
-            Flags { imm: true, ..only },
-        ),
-        0x06 => (
-            "RC_RDMA_WRITE_FIRST",
-            "UC_RDMA_WRITE_FIRST",
-            Flags {
-                reth: true,
-                ..first
-            },
-        ),
+        0x05 => ("RC_SEND_ONLY_WITH_IMMEDIATE", "UC_SEND_ONLY_WITH_IMMEDIATE", Flags { imm: true, ..only }),
+        0x06 => ("RC_RDMA_WRITE_FIRST", "UC_RDMA_WRITE_FIRST", Flags { reth: true, ..first }),
         0x07 => ("RC_RDMA_WRITE_MIDDLE", "UC_RDMA_WRITE_MIDDLE", f()),
         0x08 => ("RC_RDMA_WRITE_LAST", "UC_RDMA_WRITE_LAST", last),
-        0x09 => (
-            "RC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
-            "UC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
-            Flags { imm: true, ..last },
-        ),
-        0x0A => (
-            "RC_RDMA_WRITE_ONLY",
-            "UC_RDMA_WRITE_ONLY",
-            Flags { reth: true, ..only },
-        ),
-        0x0B => (
-            "RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
-            "UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
-            Flags {
-                reth: true,
-                imm: true,
-                ..only
-            },
-        ),
-        0x0C => (
-            "RC_RDMA_READ_REQUEST",
-            "",
-            Flags {
-                reth: true,
-                ..single_np
-            },
-        ),
-        0x0D => (
-            "RC_RDMA_READ_RESPONSE_FIRST",
-            "",
-            Flags {
-                aeth: true,
-                ..first
-            },
-        ),
+        0x09 => ("RC_RDMA_WRITE_LAST_WITH_IMMEDIATE", "UC_RDMA_WRITE_LAST_WITH_IMMEDIATE", Flags { imm: true, ..last }),
+        0x0A => ("RC_RDMA_WRITE_ONLY", "UC_RDMA_WRITE_ONLY", Flags { reth: true, ..only }),
+        0x0B => ("RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", "UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", Flags { reth: true, imm: true, ..only }),
+        0x0C => ("RC_RDMA_READ_REQUEST", "", Flags { reth: true, ..single_np }),
+        0x0D => ("RC_RDMA_READ_RESPONSE_FIRST", "", Flags { aeth: true, ..first }),
         0x0E => ("RC_RDMA_READ_RESPONSE_MIDDLE", "", f()),
-        0x0F => (
-            "RC_RDMA_READ_RESPONSE_LAST",
-            "",
-            Flags { aeth: true, ..last },
-        ),
-        0x10 => (
-            "RC_RDMA_READ_RESPONSE_ONLY",
-            "",
-            Flags { aeth: true, ..only },
-        ),
-        0x11 => (
-            "RC_ACKNOWLEDGE",
-            "",
-            Flags {
-                aeth: true,
-                ..single_np
-            },
-        ),
-        0x12 => (
-            "RC_ATOMIC_ACKNOWLEDGE",
-            "",
-            Flags {
-                aeth: true,
-                atomic_ack: true,
-                ..single_np
-            },
-        ),
-        0x13 => (
-            "RC_COMPARE_SWAP",
-            "",
-            Flags {
-                atomic_eth: true,
-                ..single_np
-            },
-        ),
-        0x14 => (
-            "RC_FETCH_ADD",
-            "",
-            Flags {
-                atomic_eth: true,
-                ..single_np
-            },
-        ),
-        0x16 => (
-            "RC_SEND_LAST_WITH_INVALIDATE",
-            "",
-            Flags { ieth: true, ..last },
-        ),
-        0x17 => (
-            "RC_SEND_ONLY_WITH_INVALIDATE",
-            "",
-            Flags { ieth: true, ..only },
-        ),
+        0x0F => ("RC_RDMA_READ_RESPONSE_LAST", "", Flags { aeth: true, ..last }),
+        0x10 => ("RC_RDMA_READ_RESPONSE_ONLY", "", Flags { aeth: true, ..only }),
+        0x11 => ("RC_ACKNOWLEDGE", "", Flags { aeth: true, ..single_np }),
+        0x12 => ("RC_ATOMIC_ACKNOWLEDGE", "", Flags { aeth: true, atomic_ack: true, ..single_np }),
+        0x13 => ("RC_COMPARE_SWAP", "", Flags { atomic_eth: true, ..single_np }),
+        0x14 => ("RC_FETCH_ADD", "", Flags { atomic_eth: true, ..single_np }),
+        0x16 => ("RC_SEND_LAST_WITH_INVALIDATE", "", Flags { ieth: true, ..last }),
+        0x17 => ("RC_SEND_ONLY_WITH_INVALIDATE", "", Flags { ieth: true, ..only }),
         _ => return None,
     })
 }
@@ -281,35 +182,19 @@ pub fn info(op: u8) -> Option<OpInfo> {
         0x64 => Some(make(
             "UD_SEND_ONLY",
             Transport::Ud,
-            Flags {
-                deth: true,
-                start: true,
-                end: true,
-                ..f()
-            },
+            Flags { deth: true, start: true, end: true, ..f() },
             false,
         )),
         0x65 => Some(make(
             "UD_SEND_ONLY_WITH_IMMEDIATE",
             Transport::Ud,
-            Flags {
-                deth: true,
-                imm: true,
-                start: true,
-                end: true,
-                ..f()
-            },
+            Flags { deth: true, imm: true, start: true, end: true, ..f() },
             false,
         )),
         CNP => Some(make(
             "CNP",
             Transport::Cnp,
-            Flags {
-                no_payload: true,
-                start: true,
-                end: true,
-                ..f()
-            },
+            Flags { no_payload: true, start: true, end: true, ..f() },
             true,
         )),
         _ => None,
@@ -329,10 +214,7 @@ mod tests {
     fn supported_set_exact() {
         let known: Vec<u8> = (0..=255u8).filter(|&o| info(o).is_some()).collect();
         assert_eq!(known, SUPPORTED.to_vec());
-        for o in [
-            0x15u8, 0x18, 0x1C, 0x1D, 0x1F, 0x2C, 0x2F, 0x40, 0x4A, 0x60, 0x63, 0x66, 0x80, 0x82,
-            0xA0, 0xE0, 0xFF,
-        ] {
+        for o in [0x15u8, 0x18, 0x1C, 0x1D, 0x1F, 0x2C, 0x2F, 0x40, 0x4A, 0x60, 0x63, 0x66, 0x80, 0x82, 0xA0, 0xE0, 0xFF] {
             assert!(info(o).is_none(), "{o:#x}");
         }
     }
@@ -340,32 +222,11 @@ mod tests {
     #[test]
     fn header_lengths() {
         let expect: &[(u8, usize)] = &[
-            (0x00, 12),
-            (0x01, 12),
-            (0x02, 12),
-            (0x03, 16),
-            (0x04, 12),
-            (0x05, 16),
-            (0x06, 28),
-            (0x07, 12),
-            (0x08, 12),
-            (0x09, 16),
-            (0x0A, 28),
-            (0x0B, 32),
-            (0x0C, 28),
-            (0x0D, 16),
-            (0x0E, 12),
-            (0x0F, 16),
-            (0x10, 16),
-            (0x11, 16),
-            (0x12, 24),
-            (0x13, 40),
-            (0x14, 40),
-            (0x16, 16),
-            (0x17, 16),
-            (0x64, 20),
-            (0x65, 24),
-            (0x81, 28),
+            (0x00, 12), (0x01, 12), (0x02, 12), (0x03, 16), (0x04, 12), (0x05, 16),
+            (0x06, 28), (0x07, 12), (0x08, 12), (0x09, 16), (0x0A, 28), (0x0B, 32),
+            (0x0C, 28), (0x0D, 16), (0x0E, 12), (0x0F, 16), (0x10, 16), (0x11, 16),
+            (0x12, 24), (0x13, 40), (0x14, 40), (0x16, 16), (0x17, 16),
+            (0x64, 20), (0x65, 24), (0x81, 28),
         ];
         for &(op, len) in expect {
             assert_eq!(info(op).unwrap().hdr_len, len, "{op:#x}");
@@ -383,11 +244,7 @@ mod tests {
 
     #[test]
     fn flags() {
-        let np: Vec<u8> = SUPPORTED
-            .iter()
-            .copied()
-            .filter(|&o| info(o).unwrap().no_payload)
-            .collect();
+        let np: Vec<u8> = SUPPORTED.iter().copied().filter(|&o| info(o).unwrap().no_payload).collect();
         assert_eq!(np, vec![0x0C, 0x11, 0x12, 0x13, 0x14, 0x81]);
         let w = info(0x0B).unwrap();
         assert!(w.reth && w.imm && !w.ieth && w.start && w.end);

@@ -106,12 +106,7 @@ mod tests {
 
     #[test]
     fn diff_is_antisymmetric_except_half() {
-        for &(a, b) in &[
-            (0u32, 1u32),
-            (0xFF_FFFF, 7),
-            (123_456, 0xABCDEF),
-            (0, HALF - 1),
-        ] {
+        for &(a, b) in &[(0u32, 1u32), (0xFF_FFFF, 7), (123_456, 0xABCDEF), (0, HALF - 1)] {
             assert_eq!(diff(a, b), -diff(b, a));
             assert_eq!(add(b, diff(a, b) as u32), a & MASK);
         }

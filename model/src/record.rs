@@ -10,51 +10,51 @@
 /// One RoCEv2 header record (L2..extension headers plus payload geometry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct HdrRecord {
-    pub eth_dst: u64, // 48 bits
-    pub eth_src: u64, // 48 bits
+    pub eth_dst: u64,        // 48 bits
+    pub eth_src: u64,        // 48 bits
     pub vlan_valid: bool,
-    pub vlan_pcp: u8, // 3 bits
+    pub vlan_pcp: u8,        // 3 bits
     pub vlan_dei: bool,
-    pub vlan_vid: u16, // 12 bits
-    pub ipv6: bool,    // false: IPv4, true: IPv6
-    pub ip_src: u128,  // IPv4: low 32 bits, rest zero
+    pub vlan_vid: u16,       // 12 bits
+    pub ipv6: bool,          // false: IPv4, true: IPv6
+    pub ip_src: u128,        // IPv4: low 32 bits, rest zero
     pub ip_dst: u128,
-    pub dscp: u8,        // 6 bits (IPv4 TOS[7:2] / IPv6 TC[7:2])
-    pub ecn: u8,         // 2 bits
-    pub ttl: u8,         // IPv4 TTL / IPv6 hop limit
-    pub ip_id: u16,      // IPv4 identification (0 for IPv6)
-    pub ip_df: bool,     // IPv4 don't-fragment flag
-    pub flow_label: u32, // 20 bits, IPv6 only
+    pub dscp: u8,            // 6 bits (IPv4 TOS[7:2] / IPv6 TC[7:2])
+    pub ecn: u8,             // 2 bits
+    pub ttl: u8,             // IPv4 TTL / IPv6 hop limit
+    pub ip_id: u16,          // IPv4 identification (0 for IPv6)
+    pub ip_df: bool,         // IPv4 don't-fragment flag
+    pub flow_label: u32,     // 20 bits, IPv6 only
     pub udp_sport: u16,
-    pub udp_dport: u16, // TX: computed (always 4791)
-    pub udp_len: u16,   // TX: computed
-    pub udp_csum: u16,  // sent verbatim (0 normally; masked out of the ICRC)
+    pub udp_dport: u16,      // TX: computed (always 4791)
+    pub udp_len: u16,        // TX: computed
+    pub udp_csum: u16,       // sent verbatim (0 normally; masked out of the ICRC)
     pub opcode: u8,
     pub se: bool,
     pub migreq: bool,
-    pub padcnt: u8, // 2 bits, TX: computed
-    pub tver: u8,   // 4 bits, TX: always 0
+    pub padcnt: u8,          // 2 bits, TX: computed
+    pub tver: u8,            // 4 bits, TX: always 0
     pub pkey: u16,
     pub fecn: bool,
     pub becn: bool,
-    pub resv6: u8,    // 6 bits, TX: always 0
-    pub dest_qp: u32, // 24 bits
+    pub resv6: u8,           // 6 bits, TX: always 0
+    pub dest_qp: u32,        // 24 bits
     pub ackreq: bool,
-    pub resv7: u8,        // 7 bits, TX: always 0
-    pub psn: u32,         // 24 bits
-    pub va: u64,          // RETH / AtomicETH virtual address
-    pub rkey: u32,        // RETH / AtomicETH R_Key
-    pub dma_len: u32,     // RETH DMA length
-    pub swap_add: u64,    // AtomicETH swap (CmpSwap) or add (FetchAdd) data
-    pub compare: u64,     // AtomicETH compare data
-    pub syndrome: u8,     // AETH
-    pub msn: u32,         // AETH, 24 bits
-    pub atomic_orig: u64, // AtomicAckETH original remote data
-    pub imm: u32,         // ImmDt, or the IETH R_Key for SEND_WITH_INVALIDATE
-    pub qkey: u32,        // DETH Q_Key
-    pub src_qp: u32,      // DETH source QP, 24 bits
-    pub payload_off: u16, // RX: byte offset of the payload from the frame start; TX: computed
-    pub payload_len: u16, // payload bytes (without pad); TX: input
+    pub resv7: u8,           // 7 bits, TX: always 0
+    pub psn: u32,            // 24 bits
+    pub va: u64,             // RETH / AtomicETH virtual address
+    pub rkey: u32,           // RETH / AtomicETH R_Key
+    pub dma_len: u32,        // RETH DMA length
+    pub swap_add: u64,       // AtomicETH swap (CmpSwap) or add (FetchAdd) data
+    pub compare: u64,        // AtomicETH compare data
+    pub syndrome: u8,        // AETH
+    pub msn: u32,            // AETH, 24 bits
+    pub atomic_orig: u64,    // AtomicAckETH original remote data
+    pub imm: u32,            // ImmDt, or the IETH R_Key for SEND_WITH_INVALIDATE
+    pub qkey: u32,           // DETH Q_Key
+    pub src_qp: u32,         // DETH source QP, 24 bits
+    pub payload_off: u16,    // RX: byte offset of the payload from the frame start; TX: computed
+    pub payload_len: u16,    // payload bytes (without pad); TX: input
 }
 
 /// Why the receive path dropped a frame. The discriminant is the 4-bit reason code the RTL

@@ -35,9 +35,7 @@ use crate::icrc;
 use crate::opcode;
 use crate::record::{DropReason, HdrRecord};
 use crate::wire::ipv4_checksum_valid;
-use crate::{
-    ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, ETH_PAD_LIMIT, MAX_FRAME, ROCEV2_UDP_PORT,
-};
+use crate::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, ETH_PAD_LIMIT, MAX_FRAME, ROCEV2_UDP_PORT};
 
 /// The port's P_Key (the only entry of its P_Key table: the default partition, full member).
 /// The RTL's `hm_rx_path` has the same value as its `PORT_PKEY` parameter.
@@ -227,14 +225,7 @@ pub fn classify(frame: &[u8]) -> RxOutcome {
     // Step 1: L2 length.
     let tagged = r.be16(12) == ETHERTYPE_VLAN;
     if flen < 14 || (tagged && flen < 18) {
-        out.rec = decode(
-            r,
-            &Geo {
-                l3off: 14,
-                ipv6: false,
-                iphdr: 20,
-            },
-        );
+        out.rec = decode(r, &Geo { l3off: 14, ipv6: false, iphdr: 20 });
         out.reason = Some(DropReason::Truncated);
         return out;
     }
@@ -253,12 +244,7 @@ pub fn classify(frame: &[u8]) -> RxOutcome {
         l3off + r.be16(l3off + 2) as usize
     };
     if is_ip && flen >= l3off + iphdr && l3off + iphdr + 8 + 12 + 4 <= ip_end && ip_end <= flen {
-        let stored = icrc::icrc_from_wire([
-            r.u8(ip_end - 4),
-            r.u8(ip_end - 3),
-            r.u8(ip_end - 2),
-            r.u8(ip_end - 1),
-        ]);
+        let stored = icrc::icrc_from_wire([r.u8(ip_end - 4), r.u8(ip_end - 3), r.u8(ip_end - 2), r.u8(ip_end - 1)]);
         out.icrc_ok = icrc::icrc_masked(&frame[l3off..ip_end - 4], ipv6) == stored;
     }
     if ethertype == ETHERTYPE_IPV4 && flen >= l3off + 20 {
@@ -270,14 +256,7 @@ pub fn classify(frame: &[u8]) -> RxOutcome {
 }
 
 /// Steps 2-14 of the check sequence.
-fn checks(
-    r: Rd<'_>,
-    g: &Geo,
-    ethertype: u16,
-    ip_end: usize,
-    icrc_ok: bool,
-    csum_ok: bool,
-) -> Option<DropReason> {
+fn checks(r: Rd<'_>, g: &Geo, ethertype: u16, ip_end: usize, icrc_ok: bool, csum_ok: bool) -> Option<DropReason> {
     let flen = r.0.len();
     let (l3off, ipv6, iphdr) = (g.l3off, g.ipv6, g.iphdr);
     // Step 2.
@@ -302,11 +281,7 @@ fn checks(
         }
     }
     // Step 6.
-    let proto = if ipv6 {
-        r.u8(l3off + 6)
-    } else {
-        r.u8(l3off + 9)
-    };
+    let proto = if ipv6 { r.u8(l3off + 6) } else { r.u8(l3off + 9) };
     if proto != 17 {
         return Some(DropReason::NotRoce);
     }
@@ -329,11 +304,7 @@ fn checks(
     } else {
         r.be16(l3off + 2) as usize == 20 + udp_len
     };
-    if !len_ok
-        || udp_len < 8 + 12 + 4
-        || (flen > ip_end && flen > ETH_PAD_LIMIT)
-        || flen > MAX_FRAME
-    {
+    if !len_ok || udp_len < 8 + 12 + 4 || (flen > ip_end && flen > ETH_PAD_LIMIT) || flen > MAX_FRAME {
         return Some(DropReason::Length);
     }
     // Step 10 (the side verdict was computed under exactly the conditions now established).

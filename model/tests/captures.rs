@@ -48,65 +48,20 @@ fn summary(text: &str) -> BTreeMap<String, Summary> {
     for line in text.lines() {
         // the repository's SUMMARY.md: a table row per capture, its first cell the file, its
         // last the checker's "N frames, R RoCEv2, ICRC good G, bad B"
-        let cells: Vec<&str> = line
-            .split('|')
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .collect();
-        if line.starts_with('|')
-            && cells.len() >= 2
-            && cells[cells.len() - 1].contains(" RoCEv2, ICRC good ")
-        {
+        let cells: Vec<&str> = line.split('|').map(str::trim).filter(|c| !c.is_empty()).collect();
+        if line.starts_with('|') && cells.len() >= 2 && cells[cells.len() - 1].contains(" RoCEv2, ICRC good ") {
             let w: Vec<&str> = cells[cells.len() - 1].split_whitespace().collect();
             let name = cells[0].split('.').next().unwrap().to_string();
-            m.insert(
-                name,
-                Summary {
-                    frames: num(w[0]),
-                    roce: num(w[2]),
-                    good: num(w[6]),
-                    bad: num(w[8]),
-                },
-            );
-        } else if let Some((file, rest)) = line
-            .split_once(": ")
-            .filter(|(_, r)| r.contains(" RoCEv2, ICRC good "))
-        {
+            m.insert(name, Summary { frames: num(w[0]), roce: num(w[2]), good: num(w[6]), bad: num(w[8]) });
+        } else if let Some((file, rest)) = line.split_once(": ").filter(|(_, r)| r.contains(" RoCEv2, ICRC good ")) {
             // "N frames, R RoCEv2, ICRC good G, bad B"
             let w: Vec<&str> = rest.split_whitespace().collect();
-            let name = file
-                .rsplit('/')
-                .next()
-                .unwrap()
-                .split('.')
-                .next()
-                .unwrap()
-                .to_string();
-            m.insert(
-                name,
-                Summary {
-                    frames: num(w[0]),
-                    roce: num(w[2]),
-                    good: num(w[6]),
-                    bad: num(w[8]),
-                },
-            );
+            let name = file.rsplit('/').next().unwrap().split('.').next().unwrap().to_string();
+            m.insert(name, Summary { frames: num(w[0]), roce: num(w[2]), good: num(w[6]), bad: num(w[8]) });
         } else if let Some(rest) = line.strip_prefix("== ") {
             let name = rest.split_whitespace().next().unwrap().to_string();
-            let frames = rest
-                .split(',')
-                .nth(1)
-                .unwrap()
-                .split_whitespace()
-                .next()
-                .unwrap();
-            m.insert(
-                name.clone(),
-                Summary {
-                    frames: num(frames),
-                    ..Summary::default()
-                },
-            );
+            let frames = rest.split(',').nth(1).unwrap().split_whitespace().next().unwrap();
+            m.insert(name.clone(), Summary { frames: num(frames), ..Summary::default() });
             cur = Some(name);
         } else if let Some(rest) = line.strip_prefix("-- ICRC: ") {
             // "N RoCEv2 frames, ICRC good G, bad B"
@@ -129,29 +84,16 @@ fn all_captures() {
     }
     // the one corrupted frame the shared set has (host_peer_demo); the repository's set has none
     let expect_bad = if dirs.len() > 1 { 1 } else { 0 };
-    assert_eq!(
-        total_bad, expect_bad,
-        "bad-ICRC frames over all capture sets"
-    );
+    assert_eq!(total_bad, expect_bad, "bad-ICRC frames over all capture sets");
 }
 
 /// Every frame of every capture in `dir` through the RX spec, checked against its
 /// `summary.txt` (written by an independent tool). Returns the number of bad-ICRC frames.
 fn check_dir(dir: &Path, min_files: usize) -> usize {
-    let file = if dir.join("SUMMARY.md").is_file() {
-        "SUMMARY.md"
-    } else {
-        "summary.txt"
-    };
-    let sum =
-        summary(&std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}")));
+    let file = if dir.join("SUMMARY.md").is_file() { "SUMMARY.md" } else { "summary.txt" };
+    let sum = summary(&std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}")));
     let names = hematite_model::capture::capture_files(dir).unwrap();
-    assert!(
-        names.len() >= min_files,
-        "{}: expected at least {min_files} captures, found {}",
-        dir.display(),
-        names.len()
-    );
+    assert!(names.len() >= min_files, "{}: expected at least {min_files} captures, found {}", dir.display(), names.len());
     let t0 = Instant::now();
     let (mut total, mut total_bad) = (0usize, 0usize);
     for path in &names {
@@ -163,9 +105,7 @@ fn check_dir(dir: &Path, min_files: usize) -> usize {
         let (mut roce, mut accepted, mut bad_icrc) = (0, 0, 0);
         for (i, f) in frames.iter().enumerate() {
             let out = classify(f);
-            *reasons
-                .entry(out.reason.map_or("accepted", |r| r.name()))
-                .or_default() += 1;
+            *reasons.entry(out.reason.map_or("accepted", |r| r.name())).or_default() += 1;
             if is_udp_4791(f) {
                 roce += 1;
                 match out.reason {
@@ -195,28 +135,13 @@ fn check_dir(dir: &Path, min_files: usize) -> usize {
             accepted,
             t.elapsed().as_secs_f64()
         );
-        let s = sum
-            .get(&stem)
-            .unwrap_or_else(|| panic!("{stem} missing from {}/summary.txt", dir.display()));
-        assert_eq!(
-            frames.len(),
-            s.frames,
-            "{fname}: frame count vs summary.txt"
-        );
+        let s = sum.get(&stem).unwrap_or_else(|| panic!("{stem} missing from {}/summary.txt", dir.display()));
+        assert_eq!(frames.len(), s.frames, "{fname}: frame count vs summary.txt");
         assert_eq!(roce, s.roce, "{fname}: RoCEv2 count vs summary.txt");
-        assert_eq!(
-            (accepted, bad_icrc),
-            (s.good, s.bad),
-            "{fname}: ICRC good/bad vs summary.txt"
-        );
+        assert_eq!((accepted, bad_icrc), (s.good, s.bad), "{fname}: ICRC good/bad vs summary.txt");
         total += frames.len();
         total_bad += bad_icrc;
     }
-    println!(
-        "{}: {} files, {total} frames in {:.2}s",
-        dir.display(),
-        names.len(),
-        t0.elapsed().as_secs_f64()
-    );
+    println!("{}: {} files, {total} frames in {:.2}s", dir.display(), names.len(), t0.elapsed().as_secs_f64());
     total_bad
 }

@@ -6,11 +6,7 @@ use proptest::prelude::*;
 use std::collections::{HashMap, VecDeque};
 
 fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
 }
 
 /// Small round numbers for hand computation (RU values chosen freely).
@@ -50,17 +46,11 @@ fn step_idle(rp: &mut Rp, i: RpIn) {
 }
 
 fn cnp(q: u32) -> RpIn {
-    RpIn {
-        cnp: Some(q),
-        tx: None,
-    }
+    RpIn { cnp: Some(q), tx: None }
 }
 
 fn tx(q: u32, b: u32) -> RpIn {
-    RpIn {
-        cnp: None,
-        tx: Some((q, b)),
-    }
+    RpIn { cnp: None, tx: Some((q, b)) }
 }
 
 /// Runs until the next op on `q` matching `f` (at most `limit` clocks); returns (time of that
@@ -77,13 +67,7 @@ fn run_until(rp: &mut Rp, q: u32, limit: u32, f: impl Fn(&RpOp) -> bool) -> (u32
 }
 
 fn is_inc_timer(op: &RpOp) -> bool {
-    matches!(
-        op,
-        RpOp::Timer {
-            kind: TimerKind::Increase,
-            ..
-        }
-    )
+    matches!(op, RpOp::Timer { kind: TimerKind::Increase, .. })
 }
 
 // ------------------------------------------------------------------------------------------
@@ -99,42 +83,24 @@ fn from_cc_nvidia_defaults_250mhz_100g() {
     assert_eq!(p.hai_rate, 26_214);
     assert_eq!(p.min_rate, 524);
     assert_eq!(p.first_rate, 0);
-    assert_eq!(
-        (p.alpha_period, p.dec_period, p.inc_period, p.cnp_interval),
-        (250, 1000, 75_000, 1000)
-    );
+    assert_eq!((p.alpha_period, p.dec_period, p.inc_period, p.cnp_interval), (250, 1000, 75_000, 1000));
     assert_eq!(p.byte_reset, 32_767);
-    assert_eq!(
-        (p.threshold, p.gd, p.min_dec_q10, p.g, p.initial_alpha),
-        (1, 11, 512, 1019, 1023)
-    );
-    assert_eq!(
-        (p.clamp_tgt_rate, p.clamp_after_inc, p.cnp_dscp, p.cnp_prio),
-        (false, true, 48, 6)
-    );
+    assert_eq!((p.threshold, p.gd, p.min_dec_q10, p.g, p.initial_alpha), (1, 11, 512, 1019, 1023));
+    assert_eq!((p.clamp_tgt_rate, p.clamp_after_inc, p.cnp_dscp, p.cnp_prio), (false, true, 48, 6));
     assert_eq!(p.normalized(), p);
 
     // time compression by 4: time constants and B divided (rounded to nearest), rates kept
     let q = HwParams::from_cc(&NVIDIA_DEFAULTS, 250, 100_000, 4);
-    assert_eq!(
-        (q.alpha_period, q.dec_period, q.inc_period, q.cnp_interval),
-        (63, 250, 18_750, 250)
-    );
+    assert_eq!((q.alpha_period, q.dec_period, q.inc_period, q.cnp_interval), (63, 250, 18_750, 250));
     assert_eq!(q.byte_reset, 8192);
-    assert_eq!(
-        (q.max_rate, q.ai_rate, q.hai_rate, q.min_rate),
-        (p.max_rate, p.ai_rate, p.hai_rate, p.min_rate)
-    );
+    assert_eq!((q.max_rate, q.ai_rate, q.hai_rate, q.min_rate), (p.max_rate, p.ai_rate, p.hai_rate, p.min_rate));
 }
 
 #[test]
 fn from_cc_paper_preset() {
     let p = HwParams::from_cc(&PAPER, 250, 40_000, 1);
     assert_eq!(p.g, 1020); // g = 1/256
-    assert_eq!(
-        (p.alpha_period, p.inc_period, p.cnp_interval, p.dec_period),
-        (55 * 250, 55 * 250, 50 * 250, 250)
-    );
+    assert_eq!((p.alpha_period, p.inc_period, p.cnp_interval, p.dec_period), (55 * 250, 55 * 250, 50 * 250, 250));
     assert_eq!(p.byte_reset, 10_000_000);
     assert_eq!(p.threshold, 5);
     assert!(p.clamp_tgt_rate);
@@ -142,11 +108,7 @@ fn from_cc_paper_preset() {
     assert_eq!(p.min_rate, mbps_to_ru(100, 250));
     assert_eq!(p.max_rate, mbps_to_ru(40_000, 250));
     for (i, v) in PAPER.iter().enumerate() {
-        assert!(
-            (CC_RANGES[i].0..=CC_RANGES[i].1).contains(v),
-            "{} out of range",
-            CC_NAMES[i]
-        );
+        assert!((CC_RANGES[i].0..=CC_RANGES[i].1).contains(v), "{} out of range", CC_NAMES[i]);
     }
 }
 
@@ -184,10 +146,7 @@ proptest! {
 // ------------------------------------------------------------------------------------------
 
 fn np_params(interval: u32) -> HwParams {
-    HwParams {
-        cnp_interval: interval,
-        ..hand_params()
-    }
+    HwParams { cnp_interval: interval, ..hand_params() }
 }
 
 #[test]
@@ -195,20 +154,11 @@ fn np_flood_one_cnp_per_interval() {
     // CE packets for 3 QPs on every clock (round robin): each QP gets its first CNP at once,
     // then exactly one per interval.
     let interval = 37;
-    let mut np = Np::new(
-        &np_params(interval),
-        NpCfg {
-            nqp: 8,
-            time_bits: 32,
-        },
-    );
+    let mut np = Np::new(&np_params(interval), NpCfg { nqp: 8, time_bits: 32 });
     let mut sent: HashMap<u32, Vec<u64>> = HashMap::new();
     for t in 0..3000u64 {
         let q = (t % 3) as u32;
-        let out = np.step(&NpIn {
-            ce: Some(q),
-            cnp_full: false,
-        });
+        let out = np.step(&NpIn { ce: Some(q), cnp_full: false });
         if let Some(c) = out.cnp {
             assert_eq!(c, q);
             sent.entry(q).or_default().push(t);
@@ -269,41 +219,15 @@ fn np_wrap_after_long_idle() {
     // 12-bit time: half period 2048. QP 1 idles a full period plus a little (less than the
     // interval): without the scrubber its age would alias to a small value and suppress the CNP.
     let interval = 100;
-    let mut np = Np::with_now(
-        &np_params(interval),
-        NpCfg {
-            nqp: 4,
-            time_bits: 12,
-        },
-        4000,
-    );
-    assert!(np
-        .step(&NpIn {
-            ce: Some(1),
-            cnp_full: false
-        })
-        .cnp
-        .is_some());
+    let mut np = Np::with_now(&np_params(interval), NpCfg { nqp: 4, time_bits: 12 }, 4000);
+    assert!(np.step(&NpIn { ce: Some(1), cnp_full: false }).cnp.is_some());
     for _ in 0..(4096 + 10 - 1) {
         np.step(&NpIn::default());
     }
     assert_eq!(np.last_cnp(1), None, "scrubbed");
-    assert_eq!(
-        np.step(&NpIn {
-            ce: Some(1),
-            cnp_full: false
-        })
-        .cnp,
-        Some(1)
-    );
+    assert_eq!(np.step(&NpIn { ce: Some(1), cnp_full: false }).cnp, Some(1));
     // and right after, the interval applies again
-    assert!(
-        np.step(&NpIn {
-            ce: Some(1),
-            cnp_full: false
-        })
-        .suppressed
-    );
+    assert!(np.step(&NpIn { ce: Some(1), cnp_full: false }).suppressed);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -313,13 +237,7 @@ fn np_wrap_after_long_idle() {
 #[test]
 fn single_cnp_fast_recovery_then_additive() {
     let p = hand_params();
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: 4,
-            ..RpCfg::default()
-        },
-    );
+    let mut rp = Rp::new(p, RpCfg { nqp: 4, ..RpCfg::default() });
     assert_eq!(rp.step(&cnp(2)).op, RpOp::Idle);
     let t_act = rp.now();
     let out = rp.step(&RpIn::default());
@@ -328,18 +246,8 @@ fn single_cnp_fast_recovery_then_additive() {
     let max = u64::from(p.max_rate);
     let rc1 = (max - ((max * 1023) >> 11)) as u32; // α = 1023/1024: cut by α/2
     assert_eq!((s.rc, s.rt, s.alpha), (rc1, p.max_rate, 1023));
-    assert_eq!(
-        out.rate,
-        Some(RateUpdate {
-            qpn: 2,
-            rate: rc1,
-            limited: true
-        })
-    );
-    assert_eq!(
-        (s.alpha_dl, s.dec_dl, s.inc_dl),
-        (t_act + 100_000, t_act + 70, t_act + 1000)
-    );
+    assert_eq!(out.rate, Some(RateUpdate { qpn: 2, rate: rc1, limited: true }));
+    assert_eq!((s.alpha_dl, s.dec_dl, s.inc_dl), (t_act + 100_000, t_act + 70, t_act + 1000));
 
     // F = 5 timer events of fast recovery at t_act + k·T
     let d0 = p.max_rate - rc1;
@@ -361,10 +269,7 @@ fn single_cnp_fast_recovery_then_additive() {
     assert_eq!(s6.rt, p.max_rate + 1000);
     assert_eq!(s6.rc, (s6.rt + s.rc).div_ceil(2));
     let (_, s7) = run_until(&mut rp, 2, 2000, is_inc_timer);
-    assert_eq!(
-        (s7.rt, s7.rc, s7.t_stage),
-        (s6.rt + 1000, (s6.rt + 1000 + s6.rc).div_ceil(2), 7)
-    );
+    assert_eq!((s7.rt, s7.rc, s7.t_stage), (s6.rt + 1000, (s6.rt + 1000 + s6.rc).div_ceil(2), 7));
 }
 
 #[test]
@@ -372,20 +277,8 @@ fn hyper_increase_steps() {
     // F = 1; byte events (B bytes each) and timer events; stages counted after the event:
     // max ≤ F fast recovery, min > F hyper by (min − F)·R_HAI, else additive.
     // rate_to_set_on_first_cnp keeps R_T far below the max rate (no cut on the first CNP)
-    let p = HwParams {
-        threshold: 1,
-        first_rate: 1 << 20,
-        max_rate: 1 << 30,
-        line_rate: 1 << 30,
-        ..hand_params()
-    };
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: 1,
-            ..RpCfg::default()
-        },
-    );
+    let p = HwParams { threshold: 1, first_rate: 1 << 20, max_rate: 1 << 30, line_rate: 1 << 30, ..hand_params() };
+    let mut rp = Rp::new(p, RpCfg { nqp: 1, ..RpCfg::default() });
     step_idle(&mut rp, cnp(0));
     let s0 = rp.qp(0).unwrap();
     let (mut rt, mut rc) = (s0.rt, s0.rc);
@@ -421,19 +314,8 @@ fn hyper_increase_steps() {
 /// Two cuts with `between` happening between them; returns (R_T after the second cut,
 /// R_C just before it).
 fn two_cuts(clamp_tgt: bool, after_inc: bool, between: &str) -> (u32, u32) {
-    let p = HwParams {
-        clamp_tgt_rate: clamp_tgt,
-        clamp_after_inc: after_inc,
-        threshold: 5,
-        ..hand_params()
-    };
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: 1,
-            ..RpCfg::default()
-        },
-    );
+    let p = HwParams { clamp_tgt_rate: clamp_tgt, clamp_after_inc: after_inc, threshold: 5, ..hand_params() };
+    let mut rp = Rp::new(p, RpCfg { nqp: 1, ..RpCfg::default() });
     step_idle(&mut rp, cnp(0)); // first cut at t = 1; ticks at 71, 141, ...; increase timer at 1001
     match between {
         "timer" => {
@@ -446,16 +328,7 @@ fn two_cuts(clamp_tgt: bool, after_inc: bool, between: &str) -> (u32, u32) {
     }
     let before = rp.qp(0).unwrap();
     rp.step(&cnp(0));
-    run_until(&mut rp, 0, 200, |op| {
-        matches!(
-            op,
-            RpOp::Timer {
-                kind: TimerKind::Decrease,
-                cut: true,
-                ..
-            }
-        )
-    });
+    run_until(&mut rp, 0, 200, |op| matches!(op, RpOp::Timer { kind: TimerKind::Decrease, cut: true, .. }));
     (rp.qp(0).unwrap().rt, before.rc)
 }
 
@@ -477,17 +350,8 @@ fn clamp_rules() {
 
 #[test]
 fn cnps_in_one_window_coalesce_into_one_cut() {
-    let p = HwParams {
-        alpha_period: 10_000,
-        ..hand_params()
-    };
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: 2,
-            ..RpCfg::default()
-        },
-    );
+    let p = HwParams { alpha_period: 10_000, ..hand_params() };
+    let mut rp = Rp::new(p, RpCfg { nqp: 2, ..RpCfg::default() });
     rp.step(&cnp(1));
     let t_act = rp.now();
     rp.step(&RpIn::default());
@@ -501,75 +365,30 @@ fn cnps_in_one_window_coalesce_into_one_cut() {
     let mut cuts = vec![];
     for _ in 0..400 {
         let t = rp.now();
-        if let RpOp::Timer {
-            kind: TimerKind::Decrease,
-            cut,
-            ..
-        } = rp.step(&RpIn::default()).op
-        {
+        if let RpOp::Timer { kind: TimerKind::Decrease, cut, .. } = rp.step(&RpIn::default()).op {
             cuts.push((t, cut));
         }
     }
-    assert_eq!(
-        &cuts[..3],
-        &[
-            (t_act + 70, true),
-            (t_act + 140, false),
-            (t_act + 210, false)
-        ]
-    );
+    assert_eq!(&cuts[..3], &[(t_act + 70, true), (t_act + 140, false), (t_act + 210, false)]);
     let s2 = rp.qp(1).unwrap();
     let rc1 = u64::from(s1.rc);
-    assert_eq!(
-        u64::from(s2.rc),
-        rc1 - ((rc1 * 1023) >> 11),
-        "one cut with the same α"
-    );
+    assert_eq!(u64::from(s2.rc), rc1 - ((rc1 * 1023) >> 11), "one cut with the same α");
     assert_eq!(rp.counters().cuts, 2);
 }
 
 #[test]
 fn alpha_update_arithmetic() {
-    let p = HwParams {
-        alpha_period: 20,
-        dec_period: 1000,
-        initial_alpha: 600,
-        ..hand_params()
-    };
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: 1,
-            ..RpCfg::default()
-        },
-    );
+    let p = HwParams { alpha_period: 20, dec_period: 1000, initial_alpha: 600, ..hand_params() };
+    let mut rp = Rp::new(p, RpCfg { nqp: 1, ..RpCfg::default() });
     step_idle(&mut rp, cnp(0));
-    let alpha = |rp: &mut Rp| {
-        run_until(rp, 0, 100, |op| {
-            matches!(
-                op,
-                RpOp::Timer {
-                    kind: TimerKind::Alpha,
-                    ..
-                }
-            )
-        })
-        .1
-        .alpha
-    };
+    let alpha = |rp: &mut Rp| run_until(rp, 0, 100, |op| matches!(op, RpOp::Timer { kind: TimerKind::Alpha, .. })).1.alpha;
     // first CNP does not count as "seen": decay
     assert_eq!(alpha(&mut rp), ((600 * 1019) >> 10) as u16);
     rp.step(&cnp(0));
     let a = ((597u32 * 1019) >> 10) + 5;
     assert_eq!(alpha(&mut rp), a as u16);
     // G = 0 with a CNP saturates at 1023
-    let mut rp = Rp::new(
-        HwParams { g: 0, ..p },
-        RpCfg {
-            nqp: 1,
-            ..RpCfg::default()
-        },
-    );
+    let mut rp = Rp::new(HwParams { g: 0, ..p }, RpCfg { nqp: 1, ..RpCfg::default() });
     step_idle(&mut rp, cnp(0));
     rp.step(&cnp(0));
     assert_eq!(alpha(&mut rp), 1023);
@@ -579,40 +398,12 @@ fn alpha_update_arithmetic() {
 fn first_rate_and_release() {
     // rate_to_set_on_first_cnp: R_C = R_T = that rate, no cut; with G = 0 α drops to 0 at the
     // first tick without CNP, and quick increases bring the QP back to max, where it is released.
-    let p = HwParams {
-        first_rate: 1 << 20,
-        g: 0,
-        alpha_period: 30,
-        threshold: 1,
-        ai_rate: 1 << 22,
-        inc_period: 40,
-        ..hand_params()
-    };
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: 3,
-            ..RpCfg::default()
-        },
-    );
-    let mut pacer = Pacer::new(
-        PacerCfg {
-            nqp: 3,
-            ..PacerCfg::default()
-        },
-        p.line_rate,
-        0,
-    );
+    let p = HwParams { first_rate: 1 << 20, g: 0, alpha_period: 30, threshold: 1, ai_rate: 1 << 22, inc_period: 40, ..hand_params() };
+    let mut rp = Rp::new(p, RpCfg { nqp: 3, ..RpCfg::default() });
+    let mut pacer = Pacer::new(PacerCfg { nqp: 3, ..PacerCfg::default() }, p.line_rate, 0);
     rp.step(&cnp(1));
     let out = rp.step(&RpIn::default());
-    assert_eq!(
-        out.rate,
-        Some(RateUpdate {
-            qpn: 1,
-            rate: 1 << 20,
-            limited: true
-        })
-    );
+    assert_eq!(out.rate, Some(RateUpdate { qpn: 1, rate: 1 << 20, limited: true }));
     let s = rp.qp(1).unwrap();
     assert_eq!((s.rc, s.rt, s.alpha), (1 << 20, 1 << 20, 1023));
     let mut released = None;
@@ -629,14 +420,7 @@ fn first_rate_and_release() {
     }
     let (_, q, u) = released.expect("released");
     assert_eq!(q, 1);
-    assert_eq!(
-        u,
-        Some(RateUpdate {
-            qpn: 1,
-            rate: p.line_rate,
-            limited: false
-        })
-    );
+    assert_eq!(u, Some(RateUpdate { qpn: 1, rate: p.line_rate, limited: false }));
     assert!(!rp.is_active(1));
     assert_eq!(rp.active_count(), 0);
     assert!(!pacer.qp(1).unwrap().limited);
@@ -648,19 +432,8 @@ fn first_rate_and_release() {
 
 #[test]
 fn scan_visits_active_qps_round_robin() {
-    let p = HwParams {
-        alpha_period: 1 << 20,
-        dec_period: 1 << 20,
-        inc_period: 1 << 20,
-        ..hand_params()
-    };
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: 200,
-            ..RpCfg::default()
-        },
-    );
+    let p = HwParams { alpha_period: 1 << 20, dec_period: 1 << 20, inc_period: 1 << 20, ..hand_params() };
+    let mut rp = Rp::new(p, RpCfg { nqp: 200, ..RpCfg::default() });
     for q in [5u32, 70, 199] {
         rp.step(&cnp(q));
     }
@@ -683,32 +456,13 @@ fn scan_visits_active_qps_round_robin() {
 /// that timers fire within a test run.
 fn cc_strategy() -> impl Strategy<Value = [u32; CC_PARAMS]> {
     (
-        (
-            0u32..=1,
-            0u32..=1,
-            1u32..=400,
-            1u32..=200_000,
-            1u32..=31,
-            prop_oneof![Just(0u32), 1u32..=400_000],
-        ),
-        (
-            1u32..=20_000,
-            1u32..=100_000,
-            1u32..=15,
-            1u32..=100,
-            1u32..=50_000,
-            prop_oneof![Just(0u32), 1u32..=400_000],
-        ),
+        (0u32..=1, 0u32..=1, 1u32..=400, 1u32..=200_000, 1u32..=31, prop_oneof![Just(0u32), 1u32..=400_000]),
+        (1u32..=20_000, 1u32..=100_000, 1u32..=15, 1u32..=100, 1u32..=50_000, prop_oneof![Just(0u32), 1u32..=400_000]),
         (0u32..=1023, 1u32..=40, 1u32..=50, 0u32..=1023, 0u32..=100),
     )
-        .prop_map(
-            |((a0, a1, a2, a3, a4, a5), (b6, b7, b8, b9, b10, b11), (c12, c13, c14, c15, c16))| {
-                [
-                    a0, a1, a2, a3, a4, a5, b6, b7, b8, b9, b10, b11, c12, c13, c14, c15, c16, 48,
-                    6,
-                ]
-            },
-        )
+        .prop_map(|((a0, a1, a2, a3, a4, a5), (b6, b7, b8, b9, b10, b11), (c12, c13, c14, c15, c16))| {
+            [a0, a1, a2, a3, a4, a5, b6, b7, b8, b9, b10, b11, c12, c13, c14, c15, c16, 48, 6]
+        })
 }
 
 /// One schedule entry: idle clocks, then one clock with these inputs (repeated `rep` times).
@@ -724,13 +478,7 @@ fn ev_strategy(nqp: u32) -> impl Strategy<Value = Ev> {
     (
         prop_oneof![4 => 0u32..20, 2 => 0u32..500, 1 => 0u32..20_000],
         prop::option::weighted(0.3, 0..nqp + 1),
-        prop::option::weighted(
-            0.8,
-            (
-                0..nqp + 1,
-                prop_oneof![0u32..100, 64u32..9300, 0u32..70_000],
-            ),
-        ),
+        prop::option::weighted(0.8, (0..nqp + 1, prop_oneof![0u32..100, 64u32..9300, 0u32..70_000])),
         prop_oneof![8 => Just(1u32), 1 => 1u32..40],
     )
         .prop_map(|(gap, cnp, tx, rep)| Ev { gap, cnp, tx, rep })
@@ -739,13 +487,7 @@ fn ev_strategy(nqp: u32) -> impl Strategy<Value = Ev> {
 fn check_invariants(rp: &Rp, q: u32) -> Result<(), TestCaseError> {
     let p = rp.params();
     if let Some(s) = rp.qp(q) {
-        prop_assert!(
-            p.min_rate <= s.rc && s.rc <= s.rt && s.rt <= p.max_rate,
-            "qp {} {:?} {:?}",
-            q,
-            s,
-            p
-        );
+        prop_assert!(p.min_rate <= s.rc && s.rc <= s.rt && s.rt <= p.max_rate, "qp {} {:?} {:?}", q, s, p);
         prop_assert!(s.alpha <= 1023);
         prop_assert!(s.t_stage <= 31 && s.bc_stage <= 31);
         prop_assert!(s.byte_cnt < p.byte_reset);
@@ -820,13 +562,7 @@ proptest! {
 type Trace = Vec<(u32, RpOp, Option<(u32, u32, u16, bool, bool, u8, u8, u32)>)>;
 
 fn trace_run(p: HwParams, events: &[(u32, bool, u32)], div: u32, tail: u32) -> Trace {
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: 1,
-            ..RpCfg::default()
-        },
-    );
+    let mut rp = Rp::new(p, RpCfg { nqp: 1, ..RpCfg::default() });
     let mut tr = Trace::new();
     let end = events.last().map_or(0, |e| e.0) / div + tail;
     let mut evs = events.iter().peekable();
@@ -835,27 +571,13 @@ fn trace_run(p: HwParams, events: &[(u32, bool, u32)], div: u32, tail: u32) -> T
         if let Some(&&(et, c, b)) = evs.peek() {
             if et / div == t {
                 evs.next();
-                inp = RpIn {
-                    cnp: c.then_some(0),
-                    tx: (b > 0).then_some((0, b / div)),
-                };
+                inp = RpIn { cnp: c.then_some(0), tx: (b > 0).then_some((0, b / div)) };
             }
         }
         let now = rp.now();
         let out = rp.step(&inp);
         if !matches!(out.op, RpOp::Idle | RpOp::Visit { .. }) {
-            let st = rp.qp(0).map(|s| {
-                (
-                    s.rc,
-                    s.rt,
-                    s.alpha,
-                    s.cnp_seen,
-                    s.dec_pending,
-                    s.t_stage,
-                    s.bc_stage,
-                    s.byte_cnt,
-                )
-            });
+            let st = rp.qp(0).map(|s| (s.rc, s.rt, s.alpha, s.cnp_seen, s.dec_pending, s.t_stage, s.bc_stage, s.byte_cnt));
             tr.push((now, out.op, st));
         }
     }
@@ -913,15 +635,7 @@ proptest! {
 fn tx_fifo_full_drops_and_counts() {
     let p = hand_params();
     let depth = 4;
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: 4,
-            cnp_fifo_depth: 1,
-            tx_fifo_depth: depth,
-            time_bits: 32,
-        },
-    );
+    let mut rp = Rp::new(p, RpCfg { nqp: 4, cnp_fifo_depth: 1, tx_fifo_depth: depth, time_bits: 32 });
     for q in 0..4 {
         rp.step(&cnp(q));
     }
@@ -933,14 +647,8 @@ fn tx_fifo_full_drops_and_counts() {
     let mut dropped = 0;
     for k in 0..flood {
         let q = if k < depth as u32 { 1 + k % 2 } else { 3 };
-        let out = rp.step(&RpIn {
-            cnp: Some(0),
-            tx: Some((q, 100)),
-        });
-        assert!(
-            !out.cnp_dropped,
-            "one CNP per clock never overflows the CNP FIFO"
-        );
+        let out = rp.step(&RpIn { cnp: Some(0), tx: Some((q, 100)) });
+        assert!(!out.cnp_dropped, "one CNP per clock never overflows the CNP FIFO");
         assert!(k == 0 || out.op == RpOp::Cnp { qpn: 0 });
         dropped += u32::from(out.tx_dropped);
     }
@@ -948,49 +656,20 @@ fn tx_fifo_full_drops_and_counts() {
     assert_eq!(dropped, flood - depth as u32);
     assert_eq!(rp.counters().tx_dropped, dropped);
     // a full FIFO still merges a report for its tail entry's QP
-    let out = rp.step(&RpIn {
-        cnp: Some(0),
-        tx: Some((2, 100)),
-    });
+    let out = rp.step(&RpIn { cnp: Some(0), tx: Some((2, 100)) });
     assert!(out.tx_merged && !out.tx_dropped);
-    assert_eq!(
-        rp.tx_fifo().collect::<Vec<_>>(),
-        vec![(1, 100), (2, 100), (1, 100), (2, 200)]
-    );
+    assert_eq!(rp.tx_fifo().collect::<Vec<_>>(), vec![(1, 100), (2, 100), (1, 100), (2, 200)]);
     // drain: the pending CNP, then one entry per clock
-    let ops: Vec<RpOp> = idle(&mut rp, 1 + depth as u32)
-        .into_iter()
-        .map(|o| o.op)
-        .collect();
+    let ops: Vec<RpOp> = idle(&mut rp, 1 + depth as u32).into_iter().map(|o| o.op).collect();
     assert_eq!(ops[0], RpOp::Cnp { qpn: 0 });
-    assert!(ops[1..]
-        .iter()
-        .all(|o| matches!(o, RpOp::Bytes { event: false, .. })));
-    assert_eq!(
-        (
-            rp.qp(1).unwrap().byte_cnt,
-            rp.qp(2).unwrap().byte_cnt,
-            rp.qp(3).unwrap().byte_cnt
-        ),
-        (200, 300, 0)
-    );
+    assert!(ops[1..].iter().all(|o| matches!(o, RpOp::Bytes { event: false, .. })));
+    assert_eq!((rp.qp(1).unwrap().byte_cnt, rp.qp(2).unwrap().byte_cnt, rp.qp(3).unwrap().byte_cnt), (200, 300, 0));
 }
 
 #[test]
 fn tx_reports_merge_and_filter() {
-    let p = HwParams {
-        byte_reset: 1000,
-        ..hand_params()
-    };
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: 4,
-            cnp_fifo_depth: 1,
-            tx_fifo_depth: 2,
-            time_bits: 32,
-        },
-    );
+    let p = HwParams { byte_reset: 1000, ..hand_params() };
+    let mut rp = Rp::new(p, RpCfg { nqp: 4, cnp_fifo_depth: 1, tx_fifo_depth: 2, time_bits: 32 });
     // inactive QP: filtered, costs nothing
     let out = rp.step(&tx(3, 500));
     assert!(out.tx_filtered);
@@ -999,10 +678,7 @@ fn tx_reports_merge_and_filter() {
     // CNP flood holds the bytes FIFO: same-QP reports merge up to B = 1000
     let mut merged = 0;
     for _ in 0..5 {
-        let out = rp.step(&RpIn {
-            cnp: Some(0),
-            tx: Some((0, 300)),
-        });
+        let out = rp.step(&RpIn { cnp: Some(0), tx: Some((0, 300)) });
         merged += u32::from(out.tx_merged);
     }
     // 300 | +300 +300 = 900 | 300 +300 = 600 → two entries, three merges
@@ -1088,21 +764,8 @@ proptest! {
 #[test]
 fn never_cut_qps_cost_nothing() {
     let p = HwParams::from_cc(&NVIDIA_DEFAULTS, 250, 100_000, 1);
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: 4096,
-            ..RpCfg::default()
-        },
-    );
-    let pc = Pacer::new(
-        PacerCfg {
-            nqp: 4096,
-            ..PacerCfg::default()
-        },
-        p.line_rate,
-        0,
-    );
+    let mut rp = Rp::new(p, RpCfg { nqp: 4096, ..RpCfg::default() });
+    let pc = Pacer::new(PacerCfg { nqp: 4096, ..PacerCfg::default() }, p.line_rate, 0);
     for k in 0..10_000u32 {
         let out = rp.step(&tx(k % 4096, 1500));
         assert!(out.op == RpOp::Idle && out.rate.is_none() && out.tx_filtered);
@@ -1146,15 +809,7 @@ struct DemoResult {
 /// marking on the instantaneous queue, a receiver NP and CNPs back; time compressed by `s`
 /// (time constants, B, Kmin/Kmax and propagation delays all divided by s). Flows start
 /// staggered; throughput is measured at the bottleneck over the last quarter.
-fn demo(
-    n: usize,
-    cc: &[u32; CC_PARAMS],
-    s: u32,
-    total_us: u64,
-    kmin: u64,
-    kmax: u64,
-    pmax_pct: u64,
-) -> DemoResult {
+fn demo(n: usize, cc: &[u32; CC_PARAMS], s: u32, total_us: u64, kmin: u64, kmax: u64, pmax_pct: u64) -> DemoResult {
     let clk = 250u64;
     let p = HwParams::from_cc(cc, clk as u32, 100_000, s);
     let pkt = 1000u64; // bytes per packet; 20 cycles on a 50 B/cycle link
@@ -1166,34 +821,14 @@ fn demo(
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut snd: Vec<Sender> = (0..n)
         .map(|i| Sender {
-            rp: Rp::new(
-                p,
-                RpCfg {
-                    nqp: 1,
-                    ..RpCfg::default()
-                },
-            ),
-            pacer: Pacer::new(
-                PacerCfg {
-                    nqp: 1,
-                    burst_bytes: 16_384,
-                    time_bits: 32,
-                },
-                p.line_rate,
-                0,
-            ),
+            rp: Rp::new(p, RpCfg { nqp: 1, ..RpCfg::default() }),
+            pacer: Pacer::new(PacerCfg { nqp: 1, burst_bytes: 16_384, time_bits: 32 }, p.line_rate, 0),
             link_free: 0,
             start: i as u64 * stagger,
             cnp_in: VecDeque::new(),
         })
         .collect();
-    let mut np = Np::new(
-        &p,
-        NpCfg {
-            nqp: n,
-            time_bits: 32,
-        },
-    );
+    let mut np = Np::new(&p, NpCfg { nqp: n, time_bits: 32 });
     let mut arrivals: VecDeque<(u64, usize)> = VecDeque::new(); // at the switch (time order per sender only)
     let mut pending: Vec<(u64, usize)> = vec![];
     let mut queue: VecDeque<(usize, bool)> = VecDeque::new();
@@ -1260,31 +895,16 @@ fn demo(
                 ce = Some(i as u32);
             }
         }
-        if let Some(q) = np
-            .step(&NpIn {
-                ce,
-                cnp_full: false,
-            })
-            .cnp
-        {
+        if let Some(q) = np.step(&NpIn { ce, cnp_full: false }).cnp {
             snd[q as usize].cnp_in.push_back(t + prop);
         }
     }
     // rates are not scaled by time compression (bytes per cycle are kept)
     let span_us = (end - measure_from) as f64 / clk as f64;
-    let gbps: Vec<f64> = delivered
-        .iter()
-        .map(|&b| b as f64 * 8.0 / span_us / 1000.0)
-        .collect();
+    let gbps: Vec<f64> = delivered.iter().map(|&b| b as f64 * 8.0 / span_us / 1000.0).collect();
     let sum: f64 = gbps.iter().sum();
     let sq: f64 = gbps.iter().map(|x| x * x).sum();
-    DemoResult {
-        jain: sum * sum / (n as f64 * sq),
-        util: sum / 100.0,
-        gbps,
-        max_queue: max_queue * u64::from(s),
-        cnps: np.counters().cnps,
-    }
+    DemoResult { jain: sum * sum / (n as f64 * sq), util: sum / 100.0, gbps, max_queue: max_queue * u64::from(s), cnps: np.counters().cnps }
 }
 
 #[test]
@@ -1293,37 +913,10 @@ fn bottleneck_fairness_demo() {
     // NVIDIA defaults with HPCC's DCQCN RED preset scaled to 100 Gb/s (400 KB / 1600 KB / 20 %);
     // the paper preset with the paper's RED values (5 KB / 200 KB / 1 %), which recovers more
     // slowly (T = 55 µs, F = 5, R_AI = 40 Mb/s) and so runs longer.
-    type Run<'a> = (
-        &'a str,
-        &'a [u32; CC_PARAMS],
-        usize,
-        u32,
-        u64,
-        u64,
-        u64,
-        u64,
-    );
+    type Run<'a> = (&'a str, &'a [u32; CC_PARAMS], usize, u32, u64, u64, u64, u64);
     let runs: [Run; 4] = [
-        (
-            "nvidia",
-            &NVIDIA_DEFAULTS,
-            2,
-            8,
-            40_000,
-            400_000,
-            1_600_000,
-            20,
-        ),
-        (
-            "nvidia",
-            &NVIDIA_DEFAULTS,
-            4,
-            8,
-            40_000,
-            400_000,
-            1_600_000,
-            20,
-        ),
+        ("nvidia", &NVIDIA_DEFAULTS, 2, 8, 40_000, 400_000, 1_600_000, 20),
+        ("nvidia", &NVIDIA_DEFAULTS, 4, 8, 40_000, 400_000, 1_600_000, 20),
         ("paper", &PAPER, 2, 8, 100_000, 5_000, 200_000, 1),
         ("paper", &PAPER, 4, 8, 100_000, 5_000, 200_000, 1),
     ];

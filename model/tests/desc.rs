@@ -2,8 +2,8 @@
 //! byte offsets pinned against the package's `// N:` comments, round trips of every codec, and
 //! one test per error.
 
-use hematite_abi::regs::*;
 use hematite_model::desc::*;
+use hematite_abi::regs::*;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::*;
 use proptest::prelude::*;
@@ -15,42 +15,17 @@ const SV: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../rtl/pkg/hm_desc_pkg.sv
 fn layouts() -> Vec<(&'static str, Layout, usize, Option<usize>)> {
     vec![
         ("hm_sge_t", HM_SGE_T_FIELDS, HM_SGE_T_BITS, Some(0)),
-        (
-            "hm_sq_wqe_hdr_t",
-            HM_SQ_WQE_HDR_T_FIELDS,
-            HM_SQ_WQE_HDR_T_BITS,
-            Some(0),
-        ),
-        (
-            "hm_atomic_args_t",
-            HM_ATOMIC_ARGS_T_FIELDS,
-            HM_ATOMIC_ARGS_T_BITS,
-            Some(SQ_HDR_BYTES),
-        ),
-        (
-            "hm_rq_wqe_hdr_t",
-            HM_RQ_WQE_HDR_T_FIELDS,
-            HM_RQ_WQE_HDR_T_BITS,
-            Some(0),
-        ),
+        ("hm_sq_wqe_hdr_t", HM_SQ_WQE_HDR_T_FIELDS, HM_SQ_WQE_HDR_T_BITS, Some(0)),
+        ("hm_atomic_args_t", HM_ATOMIC_ARGS_T_FIELDS, HM_ATOMIC_ARGS_T_BITS, Some(SQ_HDR_BYTES)),
+        ("hm_rq_wqe_hdr_t", HM_RQ_WQE_HDR_T_FIELDS, HM_RQ_WQE_HDR_T_BITS, Some(0)),
         ("hm_cqe_t", HM_CQE_T_FIELDS, HM_CQE_T_BITS, Some(0)),
         ("hm_qp_ctx_t", HM_QP_CTX_T_FIELDS, HM_QP_CTX_T_BITS, None),
         ("hm_cq_ctx_t", HM_CQ_CTX_T_FIELDS, HM_CQ_CTX_T_BITS, None),
         ("hm_mr_ctx_t", HM_MR_CTX_T_FIELDS, HM_MR_CTX_T_BITS, None),
         ("hm_ctl_cmd_t", HM_CTL_CMD_T_FIELDS, HM_CTL_CMD_T_BITS, None),
-        (
-            "hm_ctl_status_t",
-            HM_CTL_STATUS_T_FIELDS,
-            HM_CTL_STATUS_T_BITS,
-            None,
-        ),
+        ("hm_ctl_status_t", HM_CTL_STATUS_T_FIELDS, HM_CTL_STATUS_T_BITS, None),
         ("hm_ctl_eq_t", HM_CTL_EQ_T_FIELDS, HM_CTL_EQ_T_BITS, None),
-        (
-            "hm_ctl_post_t",
-            HM_CTL_POST_T_FIELDS,
-            HM_CTL_POST_T_BITS,
-            None,
-        ),
+        ("hm_ctl_post_t", HM_CTL_POST_T_FIELDS, HM_CTL_POST_T_BITS, None),
     ]
 }
 
@@ -79,11 +54,7 @@ fn sv_structs() -> Vec<(String, Vec<SvField>)> {
                 Some(r) => {
                     let (range, name) = r.split_once(']').unwrap();
                     let (hi, lo) = range.split_once(':').unwrap();
-                    (
-                        hi.trim().parse::<usize>().unwrap() - lo.trim().parse::<usize>().unwrap()
-                            + 1,
-                        name,
-                    )
+                    (hi.trim().parse::<usize>().unwrap() - lo.trim().parse::<usize>().unwrap() + 1, name)
                 }
                 None => (1, decl),
             };
@@ -106,10 +77,7 @@ fn struct_sizes() {
     assert_eq!(CQE_BYTES, 32);
     let window = HM_CTL_STAGE_WORDS as usize * 32;
     assert_eq!(CTX_WORDS, 32);
-    assert!(
-        HM_QP_CTX_T_BITS <= window,
-        "QP context {HM_QP_CTX_T_BITS} bits"
-    );
+    assert!(HM_QP_CTX_T_BITS <= window, "QP context {HM_QP_CTX_T_BITS} bits");
     assert!(HM_CQ_CTX_T_BITS <= window);
     assert!(HM_MR_CTX_T_BITS <= window);
     assert_eq!(HM_CTL_CMD_T_BITS, 32);
@@ -117,12 +85,7 @@ fn struct_sizes() {
     assert_eq!(HM_CTL_EQ_T_BITS, 32);
     assert_eq!(HM_CTL_POST_T_BITS, 32);
     // the congestion-control register words
-    for b in [
-        HM_CC_CTRL_T_BITS,
-        HM_CC_ALPHA_T_BITS,
-        HM_CC_PFC_T_BITS,
-        HM_CC_CUT_T_BITS,
-    ] {
+    for b in [HM_CC_CTRL_T_BITS, HM_CC_ALPHA_T_BITS, HM_CC_PFC_T_BITS, HM_CC_CUT_T_BITS] {
         assert_eq!(b, 32);
     }
     // Atomic operands and their SGE fill the smallest slot exactly.
@@ -155,16 +118,11 @@ fn tables_match_sv_comments() {
     );
     for ((name, fields), (_, gen, bits, base)) in sv.iter().zip(known) {
         assert_eq!(fields.len(), gen.len(), "{name}: field count");
-        assert_eq!(
-            fields.iter().map(|f| f.1).sum::<usize>(),
-            bits,
-            "{name}: width"
-        );
+        assert_eq!(fields.iter().map(|f| f.1).sum::<usize>(), bits, "{name}: width");
         for ((f, w, off), &(gf, lsb, gw)) in fields.iter().zip(gen) {
             assert_eq!((f.as_str(), *w), (gf, gw), "{name}: field order / width");
             if let Some(base) = base {
-                let off =
-                    off.unwrap_or_else(|| panic!("{name}.{f}: no `// N:` byte-offset comment"));
+                let off = off.unwrap_or_else(|| panic!("{name}.{f}: no `// N:` byte-offset comment"));
                 assert_eq!(lsb % 8, 0, "{name}.{f}: not byte aligned");
                 assert_eq!(w % 8, 0, "{name}.{f}: not whole bytes");
                 assert_eq!(base + lsb / 8, off, "{name}.{f}: comment says byte {off}");
@@ -178,21 +136,15 @@ fn tables_match_sv_comments() {
 /// (bytes for host-memory descriptors, bits for control-bus structs).
 #[test]
 fn doc_tables_match() {
-    let doc = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/descriptors.md"
-    ))
-    .expect("read docs/descriptors.md");
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/descriptors.md"))
+        .expect("read docs/descriptors.md");
     let known = layouts();
     let mut documented = Vec::new();
     let mut cur: Option<(&'static str, Layout, Option<usize>)> = None;
     let mut rows: Vec<(String, usize, usize)> = Vec::new();
     let mut in_bits = false;
-    let mut check = |cur: Option<(&'static str, Layout, Option<usize>)>,
-                     rows: &mut Vec<(String, usize, usize)>| {
-        let Some((name, fields, base)) = cur else {
-            return;
-        };
+    let mut check = |cur: Option<(&'static str, Layout, Option<usize>)>, rows: &mut Vec<(String, usize, usize)>| {
+        let Some((name, fields, base)) = cur else { return };
         let mut got = std::mem::take(rows);
         got.sort();
         let mut want: Vec<(String, usize, usize)> = fields
@@ -224,16 +176,9 @@ fn doc_tables_match() {
             "bits" => in_bits = true,
             pos => {
                 let start = pos.split("..").next().unwrap_or("");
-                let (Ok(start), Ok(size)) = (start.parse::<usize>(), cells[2].parse::<usize>())
-                else {
-                    continue;
-                };
+                let (Ok(start), Ok(size)) = (start.parse::<usize>(), cells[2].parse::<usize>()) else { continue };
                 let f = cells[3].trim_matches('`').to_string();
-                assert_eq!(
-                    in_bits,
-                    cur.is_some_and(|c| c.2.is_none()),
-                    "{f}: byte/bit table kind"
-                );
+                assert_eq!(in_bits, cur.is_some_and(|c| c.2.is_none()), "{f}: byte/bit table kind");
                 if let Some((a, b)) = pos.split_once("..") {
                     let (a, b): (usize, usize) = (a.parse().unwrap(), b.parse().unwrap());
                     assert_eq!(b - a + 1, size, "{f}: range and width disagree");
@@ -246,10 +191,7 @@ fn doc_tables_match() {
     let mut all: Vec<&str> = known.iter().map(|k| k.0).collect();
     all.sort();
     documented.sort();
-    assert_eq!(
-        documented, all,
-        "every struct has a table in docs/descriptors.md"
-    );
+    assert_eq!(documented, all, "every struct has a table in docs/descriptors.md");
 }
 
 fn byte_of(fields: Layout, name: &str) -> usize {
@@ -363,15 +305,8 @@ fn sge(addr: u64, len: u32, lkey: u32) -> Sge {
 fn send_wqe_bytes() {
     let wr = SendWr {
         wr_id: 0x1122_3344_5566_7788,
-        op: SendOp::WriteImm {
-            remote_addr: 0xA1A2_A3A4_A5A6_A7A8,
-            rkey: 0xB1B2_B3B4,
-            imm: 0xC1C2_C3C4,
-        },
-        sgl: vec![
-            sge(0xD0D1_D2D3_D4D5_D6D7, 0x100, 0xE1E2_E3E4),
-            sge(0x10, 0x20, 0x30),
-        ],
+        op: SendOp::WriteImm { remote_addr: 0xA1A2_A3A4_A5A6_A7A8, rkey: 0xB1B2_B3B4, imm: 0xC1C2_C3C4 },
+        sgl: vec![sge(0xD0D1_D2D3_D4D5_D6D7, 0x100, 0xE1E2_E3E4), sge(0x10, 0x20, 0x30)],
         signaled: true,
         solicited: true,
         inline: false,
@@ -382,11 +317,7 @@ fn send_wqe_bytes() {
     assert_eq!(b[1], HM_WQE_F_SIGNALED | HM_WQE_F_SOLICITED);
     assert_eq!(b[2], 2);
     assert_eq!(b[3], 0);
-    assert_eq!(
-        b[4..8],
-        [0xC1, 0xC2, 0xC3, 0xC4],
-        "immediate data in wire order"
-    );
+    assert_eq!(b[4..8], [0xC1, 0xC2, 0xC3, 0xC4], "immediate data in wire order");
     assert_eq!(b[8..16], 0x1122_3344_5566_7788u64.to_le_bytes());
     assert_eq!(b[16..24], 0xA1A2_A3A4_A5A6_A7A8u64.to_le_bytes());
     assert_eq!(b[24..28], 0xB1B2_B3B4u32.to_le_bytes());
@@ -397,20 +328,11 @@ fn send_wqe_bytes() {
     assert_eq!(b[48..56], 0x10u64.to_le_bytes());
 
     let inv = SendWr::new(1, SendOp::SendInv(0x0102_0304), vec![]);
-    assert_eq!(
-        encode_send_wqe(&inv, 64, None).unwrap()[4..8],
-        [4, 3, 2, 1],
-        "R_Key little-endian"
-    );
+    assert_eq!(encode_send_wqe(&inv, 64, None).unwrap()[4..8], [4, 3, 2, 1], "R_Key little-endian");
 
     let cas = SendWr::new(
         2,
-        SendOp::CmpSwap {
-            remote_addr: 8,
-            rkey: 9,
-            compare: 0x0A0B,
-            swap: 0x0C0D,
-        },
+        SendOp::CmpSwap { remote_addr: 8, rkey: 9, compare: 0x0A0B, swap: 0x0C0D },
         vec![sge(0x40, 8, 5)],
     );
     let b = encode_send_wqe(&cas, 64, None).unwrap();
@@ -435,10 +357,7 @@ fn send_wqe_bytes() {
 
 #[test]
 fn recv_wqe_and_cqe_bytes() {
-    let wr = RecvWr {
-        wr_id: 0x0102_0304_0506_0708,
-        sgl: vec![sge(0x1000, 64, 0x101)],
-    };
+    let wr = RecvWr { wr_id: 0x0102_0304_0506_0708, sgl: vec![sge(0x1000, 64, 0x101)] };
     let b = encode_recv_wqe(&wr, 64).unwrap();
     assert_eq!(b[0..8], 0x0102_0304_0506_0708u64.to_le_bytes());
     assert_eq!(b[8], 1);
@@ -465,12 +384,7 @@ fn recv_wqe_and_cqe_bytes() {
     assert_eq!(b[31], HM_CQE_F_OWNER | HM_CQE_F_RQ | HM_CQE_F_IMM);
     assert_eq!(decode_cqe(&b).unwrap(), (cqe, 0x0203, true));
 
-    let inv = Cqe {
-        imm: None,
-        invalidated_rkey: Some(0x0102_0304),
-        opcode: WcOpcode::Recv,
-        ..cqe
-    };
+    let inv = Cqe { imm: None, invalidated_rkey: Some(0x0102_0304), opcode: WcOpcode::Recv, ..cqe };
     let b = encode_cqe(&inv, 0, false).unwrap();
     assert_eq!(b[12..16], [4, 3, 2, 1]);
     assert_eq!(b[31], HM_CQE_F_RQ | HM_CQE_F_INV);
@@ -519,10 +433,7 @@ fn cqe_owner_phase() {
 
 #[test]
 fn contexts_bits() {
-    let cfg = QpConfig {
-        dest_qpn: 0xABCDEF,
-        ..QpConfig::default()
-    };
+    let cfg = QpConfig { dest_qpn: 0xABCDEF, ..QpConfig::default() };
     let f = QpCtxFields {
         cfg,
         state: HM_QPS_RTS,
@@ -561,22 +472,14 @@ fn contexts_bits() {
     assert_eq!(w[0], 0x1234_5000);
     assert_eq!(w[1], 0xFFFF_0000);
     assert_eq!(w[2], 1 | 10 << 1 | 7 << 6);
-    assert_eq!(
-        decode_cq_ctx(&w).unwrap(),
-        (0xFFFF_0000_1234_5000, 10, 7, true)
-    );
+    assert_eq!(decode_cq_ctx(&w).unwrap(), (0xFFFF_0000_1234_5000, 10, 7, true));
 
     let mr = Mr {
         lkey: 5 << 8 | 0x2A,
         rkey: 5 << 8 | 0x2A,
         base: 0x10,
         len: 0x20,
-        access: MrAccess {
-            local_write: true,
-            remote_read: false,
-            remote_write: true,
-            remote_atomic: false,
-        },
+        access: MrAccess { local_write: true, remote_read: false, remote_write: true, remote_atomic: false },
         pd: 9,
     };
     let w = encode_mr_ctx(&mr, true).unwrap();
@@ -586,10 +489,7 @@ fn contexts_bits() {
     assert_eq!(get_bits(&b, lsb, wd), 0b0101);
     assert_eq!(decode_mr_ctx(&w, 5).unwrap(), (mr, true));
 
-    assert_eq!(
-        decode_ctl_cmd(0x2102_0007),
-        (HM_CTL_OP_READ, HM_CTL_TBL_CQ, HM_CTL_F_LOAD_RQ, 7)
-    );
+    assert_eq!(decode_ctl_cmd(0x2102_0007), (HM_CTL_OP_READ, HM_CTL_TBL_CQ, HM_CTL_F_LOAD_RQ, 7));
     assert_eq!(decode_ctl_status(0x8000_0002), Ok((true, HM_CTL_ST_RANGE)));
 }
 
@@ -606,16 +506,7 @@ fn error_bad_stride() {
     let wr = SendWr::new(1, SendOp::Send, vec![]);
     for s in [0, 32, 63, 96, 1024] {
         assert_eq!(err_send(&wr, s, None), DescError::BadStride(s));
-        assert_eq!(
-            encode_recv_wqe(
-                &RecvWr {
-                    wr_id: 0,
-                    sgl: vec![]
-                },
-                s
-            ),
-            Err(DescError::BadStride(s))
-        );
+        assert_eq!(encode_recv_wqe(&RecvWr { wr_id: 0, sgl: vec![] }, s), Err(DescError::BadStride(s)));
     }
     assert_eq!(decode_send_wqe(&[0; 65]), Err(DescError::BadStride(65)));
     assert_eq!(decode_recv_wqe(&[0; 16]), Err(DescError::BadStride(16)));
@@ -623,122 +514,56 @@ fn error_bad_stride() {
 
 #[test]
 fn error_short_buffer() {
-    assert_eq!(
-        decode_cqe(&[0; 31]),
-        Err(DescError::ShortBuffer { need: 32, got: 31 })
-    );
+    assert_eq!(decode_cqe(&[0; 31]), Err(DescError::ShortBuffer { need: 32, got: 31 }));
     let qp_words = HM_QP_CTX_T_BITS.div_ceil(32);
     assert_eq!(
         decode_qp_ctx(&vec![0; qp_words - 1]),
-        Err(DescError::ShortBuffer {
-            need: qp_words,
-            got: qp_words - 1
-        })
+        Err(DescError::ShortBuffer { need: qp_words, got: qp_words - 1 })
     );
-    assert!(matches!(
-        decode_cq_ctx(&[0; 2]),
-        Err(DescError::ShortBuffer { need: 3, got: 2 })
-    ));
-    assert!(matches!(
-        decode_mr_ctx(&[], 0),
-        Err(DescError::ShortBuffer { .. })
-    ));
+    assert!(matches!(decode_cq_ctx(&[0; 2]), Err(DescError::ShortBuffer { need: 3, got: 2 })));
+    assert!(matches!(decode_mr_ctx(&[], 0), Err(DescError::ShortBuffer { .. })));
 }
 
 #[test]
 fn error_too_many_sges() {
     let wr = SendWr::new(1, SendOp::Send, vec![sge(0, 1, 1); 3]);
-    assert_eq!(
-        err_send(&wr, 64, None),
-        DescError::TooManySges { count: 3, max: 2 }
-    );
+    assert_eq!(err_send(&wr, 64, None), DescError::TooManySges { count: 3, max: 2 });
     assert!(encode_send_wqe(&wr, 128, None).is_ok());
     let wr = SendWr::new(1, SendOp::Send, vec![sge(0, 1, 1); 31]);
-    assert_eq!(
-        err_send(&wr, 512, None),
-        DescError::TooManySges { count: 31, max: 30 }
-    );
-    let rwr = RecvWr {
-        wr_id: 0,
-        sgl: vec![sge(0, 1, 1); 4],
-    };
-    assert_eq!(
-        encode_recv_wqe(&rwr, 64),
-        Err(DescError::TooManySges { count: 4, max: 3 })
-    );
+    assert_eq!(err_send(&wr, 512, None), DescError::TooManySges { count: 31, max: 30 });
+    let rwr = RecvWr { wr_id: 0, sgl: vec![sge(0, 1, 1); 4] };
+    assert_eq!(encode_recv_wqe(&rwr, 64), Err(DescError::TooManySges { count: 4, max: 3 }));
     // decode side: num_sge beyond the slot
     let mut b = encode_send_wqe(&SendWr::new(1, SendOp::Send, vec![]), 64, None).unwrap();
     b[2] = 3;
-    assert_eq!(
-        decode_send_wqe(&b),
-        Err(DescError::TooManySges { count: 3, max: 2 })
-    );
-    let mut b = encode_recv_wqe(
-        &RecvWr {
-            wr_id: 0,
-            sgl: vec![],
-        },
-        64,
-    )
-    .unwrap();
+    assert_eq!(decode_send_wqe(&b), Err(DescError::TooManySges { count: 3, max: 2 }));
+    let mut b = encode_recv_wqe(&RecvWr { wr_id: 0, sgl: vec![] }, 64).unwrap();
     b[8] = 4;
-    assert_eq!(
-        decode_recv_wqe(&b),
-        Err(DescError::TooManySges { count: 4, max: 3 })
-    );
+    assert_eq!(decode_recv_wqe(&b), Err(DescError::TooManySges { count: 4, max: 3 }));
 }
 
 #[test]
 fn error_inline_too_long() {
     let mut wr = SendWr::new(1, SendOp::Send, vec![]);
     wr.inline = true;
-    assert_eq!(
-        err_send(&wr, 64, Some(&[0; 33])),
-        DescError::InlineTooLong { len: 33, max: 32 }
-    );
+    assert_eq!(err_send(&wr, 64, Some(&[0; 33])), DescError::InlineTooLong { len: 33, max: 32 });
     assert!(encode_send_wqe(&wr, 64, Some(&[0; 32])).is_ok());
     assert!(encode_send_wqe(&wr, 512, Some(&[0; 480])).is_ok());
     let mut b = encode_send_wqe(&wr, 64, Some(&[0; 32])).unwrap();
     b[28] = 33;
-    assert_eq!(
-        decode_send_wqe(&b),
-        Err(DescError::InlineTooLong { len: 33, max: 32 })
-    );
+    assert_eq!(decode_send_wqe(&b), Err(DescError::InlineTooLong { len: 33, max: 32 }));
 }
 
 #[test]
 fn error_inline_mismatch() {
     let mut wr = SendWr::new(1, SendOp::Send, vec![sge(0, 4, 1)]);
-    assert_eq!(
-        err_send(&wr, 64, Some(b"abcd")),
-        DescError::InlineMismatch,
-        "bytes without flag"
-    );
+    assert_eq!(err_send(&wr, 64, Some(b"abcd")), DescError::InlineMismatch, "bytes without flag");
     wr.inline = true;
-    assert_eq!(
-        err_send(&wr, 64, None),
-        DescError::InlineMismatch,
-        "flag without bytes"
-    );
-    assert_eq!(
-        err_send(&wr, 64, Some(b"abc")),
-        DescError::InlineMismatch,
-        "length differs from SGL"
-    );
-    let mut rd = SendWr::new(
-        1,
-        SendOp::Read {
-            remote_addr: 0,
-            rkey: 0,
-        },
-        vec![sge(0, 4, 1)],
-    );
+    assert_eq!(err_send(&wr, 64, None), DescError::InlineMismatch, "flag without bytes");
+    assert_eq!(err_send(&wr, 64, Some(b"abc")), DescError::InlineMismatch, "length differs from SGL");
+    let mut rd = SendWr::new(1, SendOp::Read { remote_addr: 0, rkey: 0 }, vec![sge(0, 4, 1)]);
     rd.inline = true;
-    assert_eq!(
-        err_send(&rd, 64, Some(b"abcd")),
-        DescError::InlineMismatch,
-        "inline READ"
-    );
+    assert_eq!(err_send(&rd, 64, Some(b"abcd")), DescError::InlineMismatch, "inline READ");
     let mut b = encode_send_wqe(&SendWr::new(1, rd.op, vec![]), 64, None).unwrap();
     b[1] |= HM_WQE_F_INLINE;
     assert_eq!(decode_send_wqe(&b), Err(DescError::InlineMismatch));
@@ -746,19 +571,9 @@ fn error_inline_mismatch() {
 
 #[test]
 fn error_atomic_sgl() {
-    let op = SendOp::FetchAdd {
-        remote_addr: 0,
-        rkey: 1,
-        add: 1,
-    };
-    assert_eq!(
-        err_send(&SendWr::new(1, op, vec![]), 64, None),
-        DescError::AtomicSgl(0)
-    );
-    assert_eq!(
-        err_send(&SendWr::new(1, op, vec![sge(0, 8, 1); 2]), 256, None),
-        DescError::AtomicSgl(2)
-    );
+    let op = SendOp::FetchAdd { remote_addr: 0, rkey: 1, add: 1 };
+    assert_eq!(err_send(&SendWr::new(1, op, vec![]), 64, None), DescError::AtomicSgl(0));
+    assert_eq!(err_send(&SendWr::new(1, op, vec![sge(0, 8, 1); 2]), 256, None), DescError::AtomicSgl(2));
     let mut b = encode_send_wqe(&SendWr::new(1, op, vec![sge(0, 8, 1)]), 64, None).unwrap();
     b[2] = 0;
     assert_eq!(decode_send_wqe(&b), Err(DescError::AtomicSgl(0)));
@@ -769,32 +584,19 @@ fn error_length_overflow() {
     let ok = SendWr::new(1, SendOp::Send, vec![sge(0, 1 << 31, 1)]);
     assert!(encode_send_wqe(&ok, 64, None).is_ok());
     let wr = SendWr::new(1, SendOp::Send, vec![sge(0, 1 << 31, 1), sge(0, 1, 1)]);
-    assert_eq!(
-        err_send(&wr, 64, None),
-        DescError::LengthOverflow((1 << 31) + 1)
-    );
+    assert_eq!(err_send(&wr, 64, None), DescError::LengthOverflow((1 << 31) + 1));
     let wr = SendWr::new(1, SendOp::Send, vec![sge(0, u32::MAX, 1); 40]);
-    assert_eq!(
-        err_send(&wr, 64, None),
-        DescError::LengthOverflow(40 * u32::MAX as u64)
-    );
+    assert_eq!(err_send(&wr, 64, None), DescError::LengthOverflow(40 * u32::MAX as u64));
     // decode: SGL total above 2^31 with a matching length field
-    let mut b = encode_send_wqe(
-        &SendWr::new(1, SendOp::Send, vec![sge(0, 1 << 31, 1), sge(0, 0, 1)]),
-        64,
-        None,
-    )
-    .unwrap();
+    let mut b = encode_send_wqe(&SendWr::new(1, SendOp::Send, vec![sge(0, 1 << 31, 1), sge(0, 0, 1)]), 64, None)
+        .unwrap();
     b[40..44].copy_from_slice(&(1u32 << 30).to_le_bytes());
     b[56..60].copy_from_slice(&(1u32 << 30).to_le_bytes());
     b[28..32].copy_from_slice(&(1u32 << 31).to_le_bytes());
     assert!(decode_send_wqe(&b).is_ok());
     b[56..60].copy_from_slice(&((1u32 << 30) + 1).to_le_bytes());
     b[28..32].copy_from_slice(&((1u32 << 31) + 1).to_le_bytes());
-    assert_eq!(
-        decode_send_wqe(&b),
-        Err(DescError::LengthOverflow((1 << 31) + 1))
-    );
+    assert_eq!(decode_send_wqe(&b), Err(DescError::LengthOverflow((1 << 31) + 1)));
 }
 
 fn qp_fields() -> QpCtxFields {
@@ -826,68 +628,20 @@ fn error_invalid_pmtu() {
 fn error_field_range() {
     let mut f = qp_fields();
     f.cfg.dest_qpn = 1 << 24;
-    assert_eq!(
-        encode_qp_ctx(&f),
-        Err(DescError::FieldRange {
-            field: "dest_qpn",
-            value: 1 << 24
-        })
-    );
+    assert_eq!(encode_qp_ctx(&f), Err(DescError::FieldRange { field: "dest_qpn", value: 1 << 24 }));
     let mut f = qp_fields();
     f.cfg.av.eth_src = 1 << 48;
-    assert!(matches!(
-        encode_qp_ctx(&f),
-        Err(DescError::FieldRange {
-            field: "eth_src",
-            ..
-        })
-    ));
+    assert!(matches!(encode_qp_ctx(&f), Err(DescError::FieldRange { field: "eth_src", .. })));
     let mut f = qp_fields();
     f.sq_log_stride = 4;
-    assert!(matches!(
-        encode_qp_ctx(&f),
-        Err(DescError::FieldRange {
-            field: "sq_log_stride",
-            ..
-        })
-    ));
+    assert!(matches!(encode_qp_ctx(&f), Err(DescError::FieldRange { field: "sq_log_stride", .. })));
     let mut f = qp_fields();
     f.cfg.timeout = 32;
-    assert!(matches!(
-        encode_qp_ctx(&f),
-        Err(DescError::FieldRange {
-            field: "timeout",
-            ..
-        })
-    ));
-    assert_eq!(
-        encode_cq_ctx(0, 32, 0, true),
-        Err(DescError::FieldRange {
-            field: "log_size",
-            value: 32
-        })
-    );
-    assert_eq!(
-        encode_ctl_cmd(16, 0, 0, 0),
-        Err(DescError::FieldRange {
-            field: "op",
-            value: 16
-        })
-    );
-    assert_eq!(
-        encode_ctl_cmd(1, 16, 0, 0),
-        Err(DescError::FieldRange {
-            field: "table_sel",
-            value: 16
-        })
-    );
-    assert_eq!(
-        decode_mr_ctx(&[0; 32], 1 << 24),
-        Err(DescError::FieldRange {
-            field: "index",
-            value: 1 << 24
-        })
-    );
+    assert!(matches!(encode_qp_ctx(&f), Err(DescError::FieldRange { field: "timeout", .. })));
+    assert_eq!(encode_cq_ctx(0, 32, 0, true), Err(DescError::FieldRange { field: "log_size", value: 32 }));
+    assert_eq!(encode_ctl_cmd(16, 0, 0, 0), Err(DescError::FieldRange { field: "op", value: 16 }));
+    assert_eq!(encode_ctl_cmd(1, 16, 0, 0), Err(DescError::FieldRange { field: "table_sel", value: 16 }));
+    assert_eq!(decode_mr_ctx(&[0; 32], 1 << 24), Err(DescError::FieldRange { field: "index", value: 1 << 24 }));
 }
 
 #[test]
@@ -895,22 +649,10 @@ fn error_unknown_code() {
     let base = encode_send_wqe(&SendWr::new(1, SendOp::Send, vec![]), 64, None).unwrap();
     let mut b = base.clone();
     b[0] = HM_WQE_OP_COUNT;
-    assert_eq!(
-        decode_send_wqe(&b),
-        Err(DescError::UnknownCode {
-            field: "opcode",
-            value: 8
-        })
-    );
+    assert_eq!(decode_send_wqe(&b), Err(DescError::UnknownCode { field: "opcode", value: 8 }));
     let mut b = base.clone();
     b[1] |= HM_WQE_F_FENCE;
-    assert_eq!(
-        decode_send_wqe(&b),
-        Err(DescError::UnknownCode {
-            field: "flags",
-            value: 0x09
-        })
-    );
+    assert_eq!(decode_send_wqe(&b), Err(DescError::UnknownCode { field: "flags", value: 0x09 }));
 
     let cqe = Cqe {
         wr_id: 1,
@@ -924,63 +666,27 @@ fn error_unknown_code() {
     let base = encode_cqe(&cqe, 0, true).unwrap();
     let mut b = base;
     b[22] = 7;
-    assert_eq!(
-        decode_cqe(&b),
-        Err(DescError::UnknownCode {
-            field: "opcode",
-            value: 7
-        })
-    );
+    assert_eq!(decode_cqe(&b), Err(DescError::UnknownCode { field: "opcode", value: 7 }));
     let mut b = base;
     b[23] = 10;
-    assert_eq!(
-        decode_cqe(&b),
-        Err(DescError::UnknownCode {
-            field: "status",
-            value: 10
-        })
-    );
+    assert_eq!(decode_cqe(&b), Err(DescError::UnknownCode { field: "status", value: 10 }));
     let mut b = base;
     b[31] |= 0x08;
-    assert_eq!(
-        decode_cqe(&b),
-        Err(DescError::UnknownCode {
-            field: "flags",
-            value: 0x88
-        })
-    );
+    assert_eq!(decode_cqe(&b), Err(DescError::UnknownCode { field: "flags", value: 0x88 }));
 
     let mut f = qp_fields();
     f.state = HM_QPS_ERR + 1;
-    assert_eq!(
-        encode_qp_ctx(&f),
-        Err(DescError::UnknownCode {
-            field: "state",
-            value: 6
-        })
-    );
+    assert_eq!(encode_qp_ctx(&f), Err(DescError::UnknownCode { field: "state", value: 6 }));
     let w = encode_qp_ctx(&qp_fields()).unwrap();
     let mut b = words_to_bytes(&w);
     let (lsb, wd) = field(HM_QP_CTX_T_FIELDS, "state");
     set_bits(&mut b, lsb, wd, 7);
-    assert_eq!(
-        decode_qp_ctx(&bytes_to_words(&b)),
-        Err(DescError::UnknownCode {
-            field: "state",
-            value: 7
-        })
-    );
+    assert_eq!(decode_qp_ctx(&bytes_to_words(&b)), Err(DescError::UnknownCode { field: "state", value: 7 }));
     for code in [0u8, 6, 7] {
         let mut b = words_to_bytes(&w);
         let (lsb, wd) = field(HM_QP_CTX_T_FIELDS, "pmtu");
         set_bits(&mut b, lsb, wd, code.into());
-        assert_eq!(
-            decode_qp_ctx(&bytes_to_words(&b)),
-            Err(DescError::UnknownCode {
-                field: "pmtu",
-                value: code
-            })
-        );
+        assert_eq!(decode_qp_ctx(&bytes_to_words(&b)), Err(DescError::UnknownCode { field: "pmtu", value: code }));
     }
 }
 
@@ -995,26 +701,12 @@ fn error_inconsistent() {
         invalidated_rkey: Some(2),
         qpn: 1,
     };
-    assert!(matches!(
-        encode_cqe(&cqe, 0, true),
-        Err(DescError::Inconsistent(_))
-    ));
-    let good = encode_cqe(
-        &Cqe {
-            invalidated_rkey: None,
-            ..cqe
-        },
-        0,
-        true,
-    )
-    .unwrap();
+    assert!(matches!(encode_cqe(&cqe, 0, true), Err(DescError::Inconsistent(_))));
+    let good = encode_cqe(&Cqe { invalidated_rkey: None, ..cqe }, 0, true).unwrap();
     let bad = |f: &dyn Fn(&mut [u8; 32])| {
         let mut b = good;
         f(&mut b);
-        assert!(
-            matches!(decode_cqe(&b), Err(DescError::Inconsistent(_))),
-            "{b:02x?}"
-        );
+        assert!(matches!(decode_cqe(&b), Err(DescError::Inconsistent(_))), "{b:02x?}");
     };
     bad(&|b| b[31] |= HM_CQE_F_INV); // IMM and INV
     bad(&|b| b[31] &= !HM_CQE_F_RQ); // receive opcode without RQ
@@ -1022,70 +714,31 @@ fn error_inconsistent() {
     bad(&|b| b[20] = 1); // rsvd2
     bad(&|b| b[30] = 1); // rsvd
 
-    let mut b =
-        encode_send_wqe(&SendWr::new(1, SendOp::Send, vec![sge(0, 4, 1)]), 64, None).unwrap();
+    let mut b = encode_send_wqe(&SendWr::new(1, SendOp::Send, vec![sge(0, 4, 1)]), 64, None).unwrap();
     b[28] = 5; // length != SGL total
-    assert!(matches!(
-        decode_send_wqe(&b),
-        Err(DescError::Inconsistent(_))
-    ));
+    assert!(matches!(decode_send_wqe(&b), Err(DescError::Inconsistent(_))));
     b[28] = 4;
     b[3] = 1; // rsvd
-    assert!(matches!(
-        decode_send_wqe(&b),
-        Err(DescError::Inconsistent(_))
-    ));
+    assert!(matches!(decode_send_wqe(&b), Err(DescError::Inconsistent(_))));
     let mut b = encode_send_wqe(&SendWr::new(1, SendOp::Send, vec![]), 64, None).unwrap();
     b[1] |= HM_WQE_F_INLINE;
     b[2] = 1; // inline with SGEs
-    assert!(matches!(
-        decode_send_wqe(&b),
-        Err(DescError::Inconsistent(_))
-    ));
-    let mut b = encode_recv_wqe(
-        &RecvWr {
-            wr_id: 0,
-            sgl: vec![],
-        },
-        64,
-    )
-    .unwrap();
+    assert!(matches!(decode_send_wqe(&b), Err(DescError::Inconsistent(_))));
+    let mut b = encode_recv_wqe(&RecvWr { wr_id: 0, sgl: vec![] }, 64).unwrap();
     b[15] = 1;
-    assert!(matches!(
-        decode_recv_wqe(&b),
-        Err(DescError::Inconsistent(_))
-    ));
+    assert!(matches!(decode_recv_wqe(&b), Err(DescError::Inconsistent(_))));
 
-    let mr = Mr {
-        lkey: 0x101,
-        rkey: 0x102,
-        base: 0,
-        len: 0,
-        access: MrAccess::ALL,
-        pd: 1,
-    };
-    assert!(matches!(
-        encode_mr_ctx(&mr, true),
-        Err(DescError::Inconsistent(_))
-    ));
+    let mr = Mr { lkey: 0x101, rkey: 0x102, base: 0, len: 0, access: MrAccess::ALL, pd: 1 };
+    assert!(matches!(encode_mr_ctx(&mr, true), Err(DescError::Inconsistent(_))));
 
     let w = encode_qp_ctx(&qp_fields()).unwrap();
     for vf in ["vlan_valid", "vlan_pcp", "vlan_vid"] {
         let mut b = words_to_bytes(&w);
         let (lsb, _) = field(HM_QP_CTX_T_FIELDS, vf);
         set_bits(&mut b, lsb, 1, 1);
-        assert!(
-            matches!(
-                decode_qp_ctx(&bytes_to_words(&b)),
-                Err(DescError::Inconsistent(_))
-            ),
-            "{vf}"
-        );
+        assert!(matches!(decode_qp_ctx(&bytes_to_words(&b)), Err(DescError::Inconsistent(_))), "{vf}");
     }
-    assert!(matches!(
-        decode_ctl_status(0x0000_0100),
-        Err(DescError::Inconsistent(_))
-    ));
+    assert!(matches!(decode_ctl_status(0x0000_0100), Err(DescError::Inconsistent(_))));
 }
 
 #[test]
@@ -1099,14 +752,8 @@ fn errors_display() {
         DescError::AtomicSgl(2),
         DescError::LengthOverflow(1 << 32),
         DescError::InvalidPmtu(1500),
-        DescError::FieldRange {
-            field: "x",
-            value: 1,
-        },
-        DescError::UnknownCode {
-            field: "opcode",
-            value: 9,
-        },
+        DescError::FieldRange { field: "x", value: 1 },
+        DescError::UnknownCode { field: "opcode", value: 9 },
         DescError::Inconsistent("why"),
     ];
     for e in all {
@@ -1127,95 +774,44 @@ fn arb_op() -> impl Strategy<Value = SendOp> {
         Just(SendOp::Send),
         any::<u32>().prop_map(SendOp::SendImm),
         any::<u32>().prop_map(SendOp::SendInv),
-        (any::<u64>(), any::<u32>())
-            .prop_map(|(remote_addr, rkey)| SendOp::Write { remote_addr, rkey }),
-        (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(remote_addr, rkey, imm)| {
-            SendOp::WriteImm {
-                remote_addr,
-                rkey,
-                imm,
-            }
+        (any::<u64>(), any::<u32>()).prop_map(|(remote_addr, rkey)| SendOp::Write { remote_addr, rkey }),
+        (any::<u64>(), any::<u32>(), any::<u32>())
+            .prop_map(|(remote_addr, rkey, imm)| SendOp::WriteImm { remote_addr, rkey, imm }),
+        (any::<u64>(), any::<u32>()).prop_map(|(remote_addr, rkey)| SendOp::Read { remote_addr, rkey }),
+        (any::<u64>(), any::<u32>(), any::<u64>(), any::<u64>()).prop_map(|(remote_addr, rkey, compare, swap)| {
+            SendOp::CmpSwap { remote_addr, rkey, compare, swap }
         }),
-        (any::<u64>(), any::<u32>())
-            .prop_map(|(remote_addr, rkey)| SendOp::Read { remote_addr, rkey }),
-        (any::<u64>(), any::<u32>(), any::<u64>(), any::<u64>()).prop_map(
-            |(remote_addr, rkey, compare, swap)| {
-                SendOp::CmpSwap {
-                    remote_addr,
-                    rkey,
-                    compare,
-                    swap,
-                }
-            }
-        ),
-        (any::<u64>(), any::<u32>(), any::<u64>()).prop_map(|(remote_addr, rkey, add)| {
-            SendOp::FetchAdd {
-                remote_addr,
-                rkey,
-                add,
-            }
-        }),
+        (any::<u64>(), any::<u32>(), any::<u64>())
+            .prop_map(|(remote_addr, rkey, add)| SendOp::FetchAdd { remote_addr, rkey, add }),
     ]
 }
 
 /// A valid send WR for a random stride, with inline bytes when it is inline.
 fn arb_send() -> impl Strategy<Value = (SendWr, usize, Option<Vec<u8>>)> {
-    (
-        0u8..4,
-        arb_op(),
-        any::<bool>(),
-        any::<u64>(),
-        any::<bool>(),
-        any::<bool>(),
-    )
-        .prop_flat_map(|(ls, op, inline, wr_id, signaled, solicited)| {
+    (0u8..4, arb_op(), any::<bool>(), any::<u64>(), any::<bool>(), any::<bool>()).prop_flat_map(
+        |(ls, op, inline, wr_id, signaled, solicited)| {
             let stride = MIN_STRIDE << ls;
             let inline = inline && !op.is_rd_atomic();
             let room = stride - SQ_HDR_BYTES;
             let mk = move |sgl: Vec<Sge>, data: Option<Vec<u8>>| {
-                (
-                    SendWr {
-                        wr_id,
-                        op,
-                        sgl,
-                        signaled,
-                        solicited,
-                        inline,
-                    },
-                    stride,
-                    data,
-                )
+                (SendWr { wr_id, op, sgl, signaled, solicited, inline }, stride, data)
             };
             if inline {
-                (
-                    proptest::collection::vec(any::<u8>(), 0..=room),
-                    any::<bool>(),
-                    any::<u64>(),
-                    any::<u32>(),
-                )
+                (proptest::collection::vec(any::<u8>(), 0..=room), any::<bool>(), any::<u64>(), any::<u32>())
                     .prop_map(move |(data, with_sgl, addr, lkey)| {
-                        let sgl = if with_sgl {
-                            vec![Sge {
-                                addr,
-                                len: data.len() as u32,
-                                lkey,
-                            }]
-                        } else {
-                            vec![]
-                        };
+                        let sgl = if with_sgl { vec![Sge { addr, len: data.len() as u32, lkey }] } else { vec![] };
                         mk(sgl, Some(data))
                     })
                     .boxed()
             } else if op.is_atomic() {
-                arb_sge(u32::MAX >> 1)
-                    .prop_map(move |s| mk(vec![s], None))
-                    .boxed()
+                arb_sge(u32::MAX >> 1).prop_map(move |s| mk(vec![s], None)).boxed()
             } else {
                 proptest::collection::vec(arb_sge(1 << 26), 0..=room / SGE_BYTES)
                     .prop_map(move |sgl| mk(sgl, None))
                     .boxed()
             }
-        })
+        },
+    )
 }
 
 fn arb_status() -> impl Strategy<Value = WcStatus> {
@@ -1246,16 +842,8 @@ fn arb_wc_opcode() -> impl Strategy<Value = WcOpcode> {
 }
 
 fn arb_cqe() -> impl Strategy<Value = Cqe> {
-    (
-        any::<u64>(),
-        arb_status(),
-        arb_wc_opcode(),
-        any::<u32>(),
-        0u8..3,
-        any::<u32>(),
-        any::<u32>(),
-    )
-        .prop_map(|(wr_id, status, opcode, byte_len, kind, x, qpn)| Cqe {
+    (any::<u64>(), arb_status(), arb_wc_opcode(), any::<u32>(), 0u8..3, any::<u32>(), any::<u32>()).prop_map(
+        |(wr_id, status, opcode, byte_len, kind, x, qpn)| Cqe {
             wr_id,
             status,
             opcode,
@@ -1263,78 +851,28 @@ fn arb_cqe() -> impl Strategy<Value = Cqe> {
             imm: (kind == 1).then_some(x),
             invalidated_rkey: (kind == 2).then_some(x),
             qpn,
-        })
+        },
+    )
 }
 
 fn arb_qp_ctx() -> impl Strategy<Value = QpCtxFields> {
     let av = (
-        (
-            0u64..1 << 48,
-            0u64..1 << 48,
-            any::<bool>(),
-            any::<u128>(),
-            any::<u128>(),
-        ),
-        (
-            0u8..64,
-            0u8..4,
-            any::<u8>(),
-            any::<u16>(),
-            0u32..1 << 20,
-            any::<u16>(),
-        ),
+        (0u64..1 << 48, 0u64..1 << 48, any::<bool>(), any::<u128>(), any::<u128>()),
+        (0u8..64, 0u8..4, any::<u8>(), any::<u16>(), 0u32..1 << 20, any::<u16>()),
     )
-        .prop_map(
-            |(
-                (eth_src, eth_dst, ipv6, ip_src, ip_dst),
-                (dscp, ecn, ttl, udp_sport, flow_label, pkey),
-            )| {
-                AddrVec {
-                    eth_src,
-                    eth_dst,
-                    ipv6,
-                    ip_src,
-                    ip_dst,
-                    dscp,
-                    ecn,
-                    ttl,
-                    udp_sport,
-                    flow_label,
-                    pkey,
-                }
-            },
-        );
+        .prop_map(|((eth_src, eth_dst, ipv6, ip_src, ip_dst), (dscp, ecn, ttl, udp_sport, flow_label, pkey))| {
+            AddrVec { eth_src, eth_dst, ipv6, ip_src, ip_dst, dscp, ecn, ttl, udp_sport, flow_label, pkey }
+        });
     let cfg = (
-        (
-            any::<u32>(),
-            prop::sample::select(vec![256u32, 512, 1024, 2048, 4096]),
-            0u32..1 << 24,
-            0u32..1 << 24,
-        ),
-        (
-            0u32..1 << 24,
-            0u8..32,
-            0u8..8,
-            0u8..8,
-            0u8..32,
-            0u8..16,
-            0u8..16,
-        ),
+        (any::<u32>(), prop::sample::select(vec![256u32, 512, 1024, 2048, 4096]), 0u32..1 << 24, 0u32..1 << 24),
+        (0u32..1 << 24, 0u8..32, 0u8..8, 0u8..8, 0u8..32, 0u8..16, 0u8..16),
         (any::<bool>(), any::<bool>(), any::<bool>()),
         av,
     )
         .prop_map(
             |(
                 (pd, pmtu, dest_qpn, sq_psn),
-                (
-                    rq_psn,
-                    timeout,
-                    retry_cnt,
-                    rnr_retry,
-                    min_rnr_timer,
-                    max_rd_atomic,
-                    max_dest_rd_atomic,
-                ),
+                (rq_psn, timeout, retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic, max_dest_rd_atomic),
                 (remote_write, remote_read, remote_atomic),
                 av,
             )| QpConfig {
@@ -1349,11 +887,7 @@ fn arb_qp_ctx() -> impl Strategy<Value = QpCtxFields> {
                 min_rnr_timer,
                 max_rd_atomic,
                 max_dest_rd_atomic,
-                access: QpAccess {
-                    remote_write,
-                    remote_read,
-                    remote_atomic,
-                },
+                access: QpAccess { remote_write, remote_read, remote_atomic },
                 av,
             },
         );
@@ -1363,27 +897,20 @@ fn arb_qp_ctx() -> impl Strategy<Value = QpCtxFields> {
         (any::<u64>(), 0u8..32, 0u8..4, any::<u64>(), 0u8..32, 0u8..4),
         (any::<u16>(), any::<u16>()),
     )
-        .prop_map(
-            |(
+        .prop_map(|(cfg, state, (sq_base, sq_log_size, sq_log_stride, rq_base, rq_log_size, rq_log_stride), cqns)| {
+            QpCtxFields {
                 cfg,
                 state,
-                (sq_base, sq_log_size, sq_log_stride, rq_base, rq_log_size, rq_log_stride),
-                cqns,
-            )| {
-                QpCtxFields {
-                    cfg,
-                    state,
-                    sq_base,
-                    sq_log_size,
-                    sq_log_stride,
-                    rq_base,
-                    rq_log_size,
-                    rq_log_stride,
-                    sq_cqn: cqns.0,
-                    rq_cqn: cqns.1,
-                }
-            },
-        )
+                sq_base,
+                sq_log_size,
+                sq_log_stride,
+                rq_base,
+                rq_log_size,
+                rq_log_stride,
+                sq_cqn: cqns.0,
+                rq_cqn: cqns.1,
+            }
+        })
 }
 
 proptest! {

@@ -33,8 +33,7 @@ fn every_engine_opcode_is_the_models() {
             "CNP" => "CNP".to_string(),
             l => format!("RC_{l}"),
         };
-        let info = opcode::info(*v as u8)
-            .unwrap_or_else(|| panic!("{name} = {v:#x}: not an opcode of the model"));
+        let info = opcode::info(*v as u8).unwrap_or_else(|| panic!("{name} = {v:#x}: not an opcode of the model"));
         assert_eq!(info.name, want, "{name} = {v:#x}");
     }
 }
@@ -43,26 +42,10 @@ fn every_engine_opcode_is_the_models() {
 fn aeth_syndromes_are_ibtas() {
     let s = consts("HM_AETH_");
     let cls = |n: &str| s[n] >> 5;
-    assert_eq!(
-        (
-            s["HM_AETH_CLS_ACK"],
-            s["HM_AETH_CLS_RNR"],
-            s["HM_AETH_CLS_NAK"]
-        ),
-        (0, 1, 3)
-    );
-    assert_eq!(
-        (cls("HM_AETH_ACK"), s["HM_AETH_ACK"] & 0x1F),
-        (0, 31),
-        "ACK with the invalid credit count"
-    );
+    assert_eq!((s["HM_AETH_CLS_ACK"], s["HM_AETH_CLS_RNR"], s["HM_AETH_CLS_NAK"]), (0, 1, 3));
+    assert_eq!((cls("HM_AETH_ACK"), s["HM_AETH_ACK"] & 0x1F), (0, 31), "ACK with the invalid credit count");
     assert_eq!(s["HM_AETH_RNR"], 1 << 5, "RNR NAK, the timer code ORed in");
-    for (n, code) in [
-        ("HM_AETH_NAK_PSN_SEQ", 0),
-        ("HM_AETH_NAK_INV_REQ", 1),
-        ("HM_AETH_NAK_REM_ACCESS", 2),
-        ("HM_AETH_NAK_REM_OP", 3),
-    ] {
+    for (n, code) in [("HM_AETH_NAK_PSN_SEQ", 0), ("HM_AETH_NAK_INV_REQ", 1), ("HM_AETH_NAK_REM_ACCESS", 2), ("HM_AETH_NAK_REM_OP", 3)] {
         assert_eq!((cls(n), s[n] & 0x1F), (3, code), "{n}");
     }
 }

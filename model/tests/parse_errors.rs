@@ -14,16 +14,8 @@ fn rec(opcode: u8, ipv6: bool, vlan: bool, len: usize) -> HdrRecord {
         vlan_pcp: 3,
         vlan_vid: 100,
         ipv6,
-        ip_src: if ipv6 {
-            0xfd00_0010 << 96 | 1
-        } else {
-            0xc0a8_0a01
-        },
-        ip_dst: if ipv6 {
-            0xfd00_0010 << 96 | 2
-        } else {
-            0xc0a8_0a02
-        },
+        ip_src: if ipv6 { 0xfd00_0010 << 96 | 1 } else { 0xc0a8_0a01 },
+        ip_dst: if ipv6 { 0xfd00_0010 << 96 | 2 } else { 0xc0a8_0a02 },
         dscp: 26,
         ecn: 2,
         ttl: 64,
@@ -64,11 +56,7 @@ fn expect(f: &[u8], pred: impl Fn(&ParseError) -> bool, reason: DropReason) {
     assert!(pred(&e), "unexpected variant {e:?}");
     assert_eq!(e.reason(), reason, "{e}");
     assert!(!e.to_string().is_empty());
-    assert_eq!(
-        classify(f).reason,
-        Some(reason),
-        "classify disagrees for {e:?}"
-    );
+    assert_eq!(classify(f).reason, Some(reason), "classify disagrees for {e:?}");
 }
 
 #[test]
@@ -82,25 +70,13 @@ fn baseline_frames_parse() {
 
 #[test]
 fn short_ethernet() {
-    expect(
-        &v4(40)[..13],
-        |e| matches!(e, E::ShortEthernet { len: 13 }),
-        DropReason::Truncated,
-    );
-    expect(
-        &[],
-        |e| matches!(e, E::ShortEthernet { len: 0 }),
-        DropReason::Truncated,
-    );
+    expect(&v4(40)[..13], |e| matches!(e, E::ShortEthernet { len: 13 }), DropReason::Truncated);
+    expect(&[], |e| matches!(e, E::ShortEthernet { len: 0 }), DropReason::Truncated);
 }
 
 #[test]
 fn short_vlan() {
-    expect(
-        &vlan4(40)[..17],
-        |e| matches!(e, E::ShortVlan { len: 17 }),
-        DropReason::Truncated,
-    );
+    expect(&vlan4(40)[..17], |e| matches!(e, E::ShortVlan { len: 17 }), DropReason::Truncated);
 }
 
 #[test]
@@ -118,16 +94,8 @@ fn ether_type() {
 
 #[test]
 fn short_ip_header() {
-    expect(
-        &v4(40)[..33],
-        |e| matches!(e, E::ShortIpHeader { need: 20, have: 19 }),
-        DropReason::Truncated,
-    );
-    expect(
-        &v6(40)[..53],
-        |e| matches!(e, E::ShortIpHeader { need: 40, have: 39 }),
-        DropReason::Truncated,
-    );
+    expect(&v4(40)[..33], |e| matches!(e, E::ShortIpHeader { need: 20, have: 19 }), DropReason::Truncated);
+    expect(&v6(40)[..53], |e| matches!(e, E::ShortIpHeader { need: 40, have: 39 }), DropReason::Truncated);
 }
 
 #[test]
@@ -147,11 +115,7 @@ fn ipv4_options() {
     let mut f = v4(40);
     f[14] = 0x46;
     refix(&mut f);
-    expect(
-        &f,
-        |e| matches!(e, E::Ipv4Options(6)),
-        DropReason::Ipv4OptFrag,
-    );
+    expect(&f, |e| matches!(e, E::Ipv4Options(6)), DropReason::Ipv4OptFrag);
 }
 
 #[test]
@@ -159,35 +123,11 @@ fn ipv4_fragment() {
     let mut f = v4(40);
     f[20] |= 0x20; // MF
     refix(&mut f);
-    expect(
-        &f,
-        |e| {
-            matches!(
-                e,
-                E::Ipv4Fragment {
-                    mf: true,
-                    offset: 0
-                }
-            )
-        },
-        DropReason::Ipv4OptFrag,
-    );
+    expect(&f, |e| matches!(e, E::Ipv4Fragment { mf: true, offset: 0 }), DropReason::Ipv4OptFrag);
     let mut f = v4(40);
     f[21] = 0x01; // offset 1
     refix(&mut f);
-    expect(
-        &f,
-        |e| {
-            matches!(
-                e,
-                E::Ipv4Fragment {
-                    mf: false,
-                    offset: 1
-                }
-            )
-        },
-        DropReason::Ipv4OptFrag,
-    );
+    expect(&f, |e| matches!(e, E::Ipv4Fragment { mf: false, offset: 1 }), DropReason::Ipv4OptFrag);
 }
 
 #[test]
@@ -204,11 +144,7 @@ fn not_udp() {
 
 #[test]
 fn short_udp() {
-    expect(
-        &v4(40)[..14 + 20 + 7],
-        |e| matches!(e, E::ShortUdp { have: 7 }),
-        DropReason::Truncated,
-    );
+    expect(&v4(40)[..14 + 20 + 7], |e| matches!(e, E::ShortUdp { have: 7 }), DropReason::Truncated);
 }
 
 #[test]
@@ -223,11 +159,7 @@ fn udp_port() {
 fn ip_beyond_frame() {
     let f = v4(40);
     let n = f.len();
-    expect(
-        &f[..n - 1],
-        |e| matches!(e, E::IpBeyondFrame { ip_end, frame_len } if *ip_end == n && *frame_len == n - 1),
-        DropReason::Truncated,
-    );
+    expect(&f[..n - 1], |e| matches!(e, E::IpBeyondFrame { ip_end, frame_len } if *ip_end == n && *frame_len == n - 1), DropReason::Truncated);
 }
 
 #[test]
@@ -236,20 +168,12 @@ fn length_mismatch() {
     let ul = u16::from_be_bytes([f[38], f[39]]);
     f[38..40].copy_from_slice(&(ul - 4).to_be_bytes());
     refix(&mut f);
-    expect(
-        &f,
-        |e| matches!(e, E::LengthMismatch { .. }),
-        DropReason::Length,
-    );
+    expect(&f, |e| matches!(e, E::LengthMismatch { .. }), DropReason::Length);
     let mut f = v6(40);
     f[18..20].copy_from_slice(&(ul - 4).to_be_bytes()); // IPv6 payload length
     f.truncate(f.len() - 4);
     refix(&mut f);
-    expect(
-        &f,
-        |e| matches!(e, E::LengthMismatch { .. }),
-        DropReason::Length,
-    );
+    expect(&f, |e| matches!(e, E::LengthMismatch { .. }), DropReason::Length);
 }
 
 #[test]
@@ -266,11 +190,7 @@ fn udp_too_short() {
 fn trailing_bytes() {
     let mut f = v4(40);
     f.push(0);
-    expect(
-        &f,
-        |e| matches!(e, E::TrailingBytes { extra: 1 }),
-        DropReason::Length,
-    );
+    expect(&f, |e| matches!(e, E::TrailingBytes { extra: 1 }), DropReason::Length);
     // ... but up to a 64-byte frame, bytes after the datagram are Ethernet padding.
     let mut f = v4(0);
     f.extend_from_slice(&[0xAA; 4]);
@@ -290,17 +210,9 @@ fn oversize() {
     assert!(classify(&f).icrc_ok, "the ICRC itself is fine");
     // within MAX_FRAME but a payload beyond the largest PMTU: too_long
     let f = big(hematite_model::MAX_FRAME - 100);
-    expect(
-        &f,
-        |e| matches!(e, E::PayloadTooLong(n) if *n == hematite_model::MAX_FRAME - 100),
-        DropReason::TooLong,
-    );
+    expect(&f, |e| matches!(e, E::PayloadTooLong(n) if *n == hematite_model::MAX_FRAME - 100), DropReason::TooLong);
     let f = big(4097);
-    expect(
-        &f,
-        |e| matches!(e, E::PayloadTooLong(4097)),
-        DropReason::TooLong,
-    );
+    expect(&f, |e| matches!(e, E::PayloadTooLong(4097)), DropReason::TooLong);
     // exactly 4096: accepted
     let f = big(4096);
     assert_eq!(classify(&f).reason, None);
@@ -318,11 +230,7 @@ fn bad_icrc() {
 fn bad_ipv4_checksum() {
     let mut f = v4(40);
     f[14 + 8] -= 1; // TTL: masked in the ICRC, covered by the IPv4 checksum
-    expect(
-        &f,
-        |e| matches!(e, E::BadIpv4Checksum { .. }),
-        DropReason::BadIpv4Csum,
-    );
+    expect(&f, |e| matches!(e, E::BadIpv4Checksum { .. }), DropReason::BadIpv4Csum);
     let out = classify(&f);
     assert!(out.icrc_ok && !out.ipv4_csum_ok);
 }
@@ -341,11 +249,7 @@ fn unknown_opcode() {
         let mut f = v4(40);
         f[42] = op;
         refix(&mut f);
-        expect(
-            &f,
-            |e| matches!(e, E::UnknownOpcode(o) if *o == op),
-            DropReason::UnknownOpcode,
-        );
+        expect(&f, |e| matches!(e, E::UnknownOpcode(o) if *o == op), DropReason::UnknownOpcode);
     }
 }
 
@@ -354,37 +258,11 @@ fn opcode_length() {
     let mut f = v4(0); // avail = 12
     f[42] = 0x06; // WRITE FIRST needs 28
     refix(&mut f);
-    expect(
-        &f,
-        |e| {
-            matches!(
-                e,
-                E::OpcodeLength {
-                    opcode: 6,
-                    avail: 12,
-                    need: 28
-                }
-            )
-        },
-        DropReason::Length,
-    );
+    expect(&f, |e| matches!(e, E::OpcodeLength { opcode: 6, avail: 12, need: 28 }), DropReason::Length);
     let mut f = v4(0);
     f[43] |= 0x30; // padcnt 3 with no payload bytes
     refix(&mut f);
-    expect(
-        &f,
-        |e| {
-            matches!(
-                e,
-                E::OpcodeLength {
-                    opcode: 4,
-                    avail: 12,
-                    need: 15
-                }
-            )
-        },
-        DropReason::Length,
-    );
+    expect(&f, |e| matches!(e, E::OpcodeLength { opcode: 4, avail: 12, need: 15 }), DropReason::Length);
 }
 
 #[test]
@@ -392,33 +270,12 @@ fn payload_on_no_payload_opcode() {
     let mut f = v4(20); // avail = 32
     f[42] = 0x0C; // READ REQUEST: 28
     refix(&mut f);
-    expect(
-        &f,
-        |e| {
-            matches!(
-                e,
-                E::PayloadOnNoPayloadOpcode {
-                    opcode: 0x0C,
-                    bytes: 4
-                }
-            )
-        },
-        DropReason::Length,
-    );
+    expect(&f, |e| matches!(e, E::PayloadOnNoPayloadOpcode { opcode: 0x0C, bytes: 4 }), DropReason::Length);
     let mut f = v4(4); // avail 16 = ACK header
     f[42] = 0x11;
     f[43] |= 0x10; // ... plus a pad count
     refix(&mut f);
-    expect(
-        &f,
-        |e| {
-            matches!(
-                e,
-                E::PayloadOnNoPayloadOpcode { opcode: 0x11, .. } | E::OpcodeLength { .. }
-            )
-        },
-        DropReason::Length,
-    );
+    expect(&f, |e| matches!(e, E::PayloadOnNoPayloadOpcode { opcode: 0x11, .. } | E::OpcodeLength { .. }), DropReason::Length);
 }
 
 #[test]
@@ -446,11 +303,7 @@ fn misaligned_payload() {
         f[i..i + 2].copy_from_slice(&v.to_be_bytes());
     }
     refix(&mut f);
-    expect(
-        &f,
-        |e| matches!(e, E::Misaligned { udp_len } if udp_len % 4 == 2),
-        DropReason::Misaligned,
-    );
+    expect(&f, |e| matches!(e, E::Misaligned { udp_len } if udp_len % 4 == 2), DropReason::Misaligned);
     // four bytes more instead: aligned, accepted (the payload is 44 bytes)
     let mut f = v4(40);
     f.splice(e - 4..e - 4, [1, 2, 3, 4]);
@@ -475,16 +328,10 @@ fn pad_only_on_the_last_packet() {
         assert_eq!(classify(&f).reason, None, "op {op:#04x} without pad");
         f[V4_BTH + 1] |= 2 << 4; // PadCnt 2 (the last two payload bytes become pad)
         refix(&mut f);
-        expect(
-            &f,
-            |e| matches!(e, E::PadNotLast { opcode, padcnt: 2 } if *opcode == op),
-            DropReason::PadNotLast,
-        );
+        expect(&f, |e| matches!(e, E::PadNotLast { opcode, padcnt: 2 } if *opcode == op), DropReason::PadNotLast);
     }
     // LAST / ONLY packets may carry pad
-    for op in [
-        0x02u8, 0x03, 0x04, 0x08, 0x09, 0x0A, 0x0F, 0x10, 0x16, 0x17, 0x64,
-    ] {
+    for op in [0x02u8, 0x03, 0x04, 0x08, 0x09, 0x0A, 0x0F, 0x10, 0x16, 0x17, 0x64] {
         let f = build(op, 253);
         assert_eq!(f[V4_BTH + 1] >> 4 & 3, 3, "op {op:#04x}: 253 bytes + 3 pad");
         assert_eq!(classify(&f).reason, None, "op {op:#04x}");
@@ -496,11 +343,7 @@ fn pkey_of_another_partition() {
     let mut f = v4(40);
     f[V4_BTH + 2..V4_BTH + 4].copy_from_slice(&0x8001u16.to_be_bytes());
     refix(&mut f);
-    expect(
-        &f,
-        |e| matches!(e, E::PkeyMismatch(0x8001)),
-        DropReason::BadPkey,
-    );
+    expect(&f, |e| matches!(e, E::PkeyMismatch(0x8001)), DropReason::BadPkey);
     // the default partition as a limited member matches the port's full-member key
     let mut f = v4(40);
     f[V4_BTH + 2..V4_BTH + 4].copy_from_slice(&0x7FFFu16.to_be_bytes());
@@ -508,14 +351,7 @@ fn pkey_of_another_partition() {
     assert_eq!(classify(&f).reason, None);
     // the matching rule itself: same partition, at least one full member
     use hematite_model::rx::pkey_matches;
-    assert!(
-        pkey_matches(0xFFFF, 0xFFFF)
-            && pkey_matches(0x7FFF, 0xFFFF)
-            && pkey_matches(0xFFFF, 0x7FFF)
-    );
-    assert!(
-        !pkey_matches(0x7FFF, 0x7FFF),
-        "two limited members do not communicate"
-    );
+    assert!(pkey_matches(0xFFFF, 0xFFFF) && pkey_matches(0x7FFF, 0xFFFF) && pkey_matches(0xFFFF, 0x7FFF));
+    assert!(!pkey_matches(0x7FFF, 0x7FFF), "two limited members do not communicate");
     assert!(!pkey_matches(0x8001, 0xFFFF) && !pkey_matches(0x0000, 0xFFFF));
 }

@@ -6,29 +6,18 @@ mod common;
 use common::{geometry, refix};
 use hematite_model::arb::hdr_record;
 use hematite_model::build::{max_payload, BuildError};
-use hematite_model::{
-    build_frame, classify, icrc, normalize_for_tx, opcode, parse_frame, DropReason, HdrRecord,
-};
+use hematite_model::{build_frame, classify, icrc, normalize_for_tx, opcode, parse_frame, DropReason, HdrRecord};
 use proptest::prelude::*;
 
 fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
 }
 
 /// Priority rank of a drop reason in the check sequence (structural `Length` before `BadIcrc`).
 fn at_or_before_icrc(r: DropReason) -> bool {
     matches!(
         r,
-        DropReason::Truncated
-            | DropReason::NotIp
-            | DropReason::Ipv4OptFrag
-            | DropReason::NotRoce
-            | DropReason::Length
-            | DropReason::BadIcrc
+        DropReason::Truncated | DropReason::NotIp | DropReason::Ipv4OptFrag | DropReason::NotRoce | DropReason::Length | DropReason::BadIcrc
     )
 }
 
@@ -36,12 +25,7 @@ fn at_or_before_icrc(r: DropReason) -> bool {
 fn consistent(f: &[u8]) -> Result<(), TestCaseError> {
     let out = classify(f);
     let parsed = parse_frame(f);
-    prop_assert_eq!(
-        parsed.as_ref().err().map(|e| e.reason()),
-        out.reason,
-        "frame {:02x?}",
-        f
-    );
+    prop_assert_eq!(parsed.as_ref().err().map(|e| e.reason()), out.reason, "frame {:02x?}", f);
     prop_assert_eq!(out.frame_len, f.len());
     match &parsed {
         Ok(p) => {
@@ -294,42 +278,21 @@ fn max_payload_limits() {
         let info = opcode::info(op).unwrap();
         for v6 in [false, true] {
             let max = max_payload(op, v6).unwrap();
-            let rec = |len: usize| HdrRecord {
-                opcode: op,
-                ipv6: v6,
-                payload_len: len as u16,
-                ..HdrRecord::default()
-            };
+            let rec = |len: usize| HdrRecord { opcode: op, ipv6: v6, payload_len: len as u16, ..HdrRecord::default() };
             if info.no_payload {
                 assert_eq!(max, 0);
-                assert!(matches!(
-                    build_frame(&rec(1), &[0]),
-                    Err(BuildError::PayloadOnNoPayloadOpcode { .. })
-                ));
+                assert!(matches!(build_frame(&rec(1), &[0]), Err(BuildError::PayloadOnNoPayloadOpcode { .. })));
                 continue;
             }
             let f = build_frame(&rec(max), &vec![0xA5; max]).unwrap();
             // TX builds datagrams up to 64 KiB; RX accepts frames up to MAX_FRAME only.
             let out = classify(&f);
             assert!(f.len() > hematite_model::MAX_FRAME);
-            assert_eq!(
-                out.reason,
-                Some(hematite_model::DropReason::Length),
-                "op {op:#x} v6 {v6}"
-            );
-            assert!(matches!(
-                hematite_model::parse_frame(&f),
-                Err(hematite_model::ParseError::Oversize(_))
-            ));
+            assert_eq!(out.reason, Some(hematite_model::DropReason::Length), "op {op:#x} v6 {v6}");
+            assert!(matches!(hematite_model::parse_frame(&f), Err(hematite_model::ParseError::Oversize(_))));
             for len in [max + 1, max + 3, max + 4] {
                 if len <= 65535 {
-                    assert!(
-                        matches!(
-                            build_frame(&rec(len), &vec![0; len]),
-                            Err(BuildError::PayloadTooLarge { .. })
-                        ),
-                        "op {op:#x} len {len}"
-                    );
+                    assert!(matches!(build_frame(&rec(len), &vec![0; len]), Err(BuildError::PayloadTooLarge { .. })), "op {op:#x} len {len}");
                 }
             }
         }
@@ -344,11 +307,7 @@ fn mutation_coverage() {
     use proptest::test_runner::TestRunner;
     use std::collections::BTreeMap;
     let mut runner = TestRunner::deterministic();
-    let strat = (
-        hdr_record(),
-        proptest::collection::vec(mutation(), 1..4),
-        any::<bool>(),
-    );
+    let strat = (hdr_record(), proptest::collection::vec(mutation(), 1..4), any::<bool>());
     let mut seen: BTreeMap<&'static str, usize> = BTreeMap::new();
     for _ in 0..4000 {
         let ((rec, payload), muts, fix) = strat.new_tree(&mut runner).unwrap().current();
@@ -361,20 +320,14 @@ fn mutation_coverage() {
         }
         let out = classify(&f);
         assert_eq!(parse_frame(&f).err().map(|e| e.reason()), out.reason);
-        *seen
-            .entry(out.reason.map_or("accepted", |r| r.name()))
-            .or_default() += 1;
+        *seen.entry(out.reason.map_or("accepted", |r| r.name())).or_default() += 1;
     }
     println!("mutation coverage: {seen:?}");
     for r in DropReason::ALL {
         if r == DropReason::MacError {
             continue; // signalled by the MAC, not visible in the frame bytes
         }
-        assert!(
-            seen.contains_key(r.name()),
-            "{} never reached: {seen:?}",
-            r.name()
-        );
+        assert!(seen.contains_key(r.name()), "{} never reached: {seen:?}", r.name());
     }
     assert!(seen.contains_key("accepted"));
 }

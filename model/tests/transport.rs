@@ -20,14 +20,7 @@ struct T {
 }
 
 fn cfg(pmtu: u32, dest: u32, sq: u32, rq: u32) -> QpConfig {
-    QpConfig {
-        pmtu,
-        dest_qpn: dest,
-        sq_psn: sq,
-        rq_psn: rq,
-        timeout: 10,
-        ..QpConfig::default()
-    }
+    QpConfig { pmtu, dest_qpn: dest, sq_psn: sq, rq_psn: rq, timeout: 10, ..QpConfig::default() }
 }
 
 fn setup_with(pmtu: u32, psn_ab: u32, psn_ba: u32, f: impl Fn(&mut QpConfig, &mut QpConfig)) -> T {
@@ -77,15 +70,7 @@ fn sa(addr: u64, len: u32) -> Sge {
 }
 
 fn ok(wr_id: u64, opcode: WcOpcode, len: u32) -> Cqe {
-    Cqe {
-        wr_id,
-        status: WcStatus::Success,
-        opcode,
-        byte_len: len,
-        imm: None,
-        invalidated_rkey: None,
-        qpn: QA,
-    }
+    Cqe { wr_id, status: WcStatus::Success, opcode, byte_len: len, imm: None, invalidated_rkey: None, qpn: QA }
 }
 
 const PMTUS: [u32; 3] = [256, 1024, 4096];
@@ -101,64 +86,30 @@ fn send_sizes_and_opcodes() {
             t.a().mem.write(src, &data);
             let dst = BASE + 0x8_0000;
             let r = sa(dst, 30000);
-            t.b()
-                .post_recv(
-                    QB,
-                    RecvWr {
-                        wr_id: 7,
-                        sgl: vec![r],
-                    },
-                )
-                .unwrap();
+            t.b().post_recv(QB, RecvWr { wr_id: 7, sgl: vec![r] }).unwrap();
             let s = sa(src, len as u32);
-            t.a()
-                .post_send(QA, SendWr::new(1, SendOp::Send, vec![s]))
-                .unwrap();
+            t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![s])).unwrap();
             t.run();
-            assert_eq!(
-                t.a().poll_send_cq(QA),
-                vec![ok(1, WcOpcode::Send, len as u32)]
-            );
+            assert_eq!(t.a().poll_send_cq(QA), vec![ok(1, WcOpcode::Send, len as u32)]);
             let rc = t.b().poll_recv_cq(QB);
             assert_eq!(rc.len(), 1);
-            assert_eq!(
-                (rc[0].wr_id, rc[0].status, rc[0].opcode, rc[0].byte_len),
-                (7, WcStatus::Success, WcOpcode::Recv, len as u32)
-            );
+            assert_eq!((rc[0].wr_id, rc[0].status, rc[0].opcode, rc[0].byte_len), (7, WcStatus::Success, WcOpcode::Recv, len as u32));
             assert_eq!(t.b().mem.read(dst, len), data);
             let reqs: Vec<HdrRecord> = t.recs().into_iter().filter(|r| r.dest_qp == QB).collect();
             let n = len.div_ceil(pmtu as usize).max(1);
             assert_eq!(reqs.len(), n);
             for (k, r) in reqs.iter().enumerate() {
-                let want = if n == 1 {
-                    0x04
-                } else if k == 0 {
-                    0x00
-                } else if k == n - 1 {
-                    0x02
-                } else {
-                    0x01
-                };
+                let want = if n == 1 { 0x04 } else if k == 0 { 0x00 } else if k == n - 1 { 0x02 } else { 0x01 };
                 assert_eq!(r.opcode, want);
                 assert_eq!(r.psn, 100 + k as u32);
                 assert_eq!(r.ackreq, k == n - 1 || k % 64 == 63);
-                assert_eq!(
-                    r.payload_len as usize,
-                    if k < n - 1 {
-                        pmtu as usize
-                    } else {
-                        len - k * pmtu as usize
-                    }
-                );
+                assert_eq!(r.payload_len as usize, if k < n - 1 { pmtu as usize } else { len - k * pmtu as usize });
             }
             // coalesced: one ACK per AckReq packet, the last one acks the whole message
             let acks: Vec<HdrRecord> = t.recs().into_iter().filter(|r| r.dest_qp == QA).collect();
             assert_eq!(acks.len(), reqs.iter().filter(|r| r.ackreq).count());
             let l = acks.last().unwrap();
-            assert_eq!(
-                (l.opcode, l.syndrome, l.psn, l.msn),
-                (0x11, SYN_ACK, 100 + n as u32 - 1, 1)
-            );
+            assert_eq!((l.opcode, l.syndrome, l.psn, l.msn), (0x11, SYN_ACK, 100 + n as u32 - 1, 1));
         }
     }
 }
@@ -176,57 +127,16 @@ fn write_read_atomics_psn_wrap() {
         t.b().mem.write(BASE + 0x10_0000, &pattern(3, 9000));
         t.b().mem.write_u64(BASE + 0x20_0000, 40);
         let kb = t.kb;
-        let w = SendWr::new(
-            1,
-            SendOp::Write {
-                remote_addr: BASE + 0x1000,
-                rkey: kb,
-            },
-            vec![sa(BASE, 100), sa(BASE + 100, 8900)],
-        );
-        let r = SendWr::new(
-            2,
-            SendOp::Read {
-                remote_addr: BASE + 0x10_0000,
-                rkey: kb,
-            },
-            vec![sa(BASE + 0x3_0000, 5000), sa(BASE + 0x4_0000, 4000)],
-        );
-        let c = SendWr::new(
-            3,
-            SendOp::CmpSwap {
-                remote_addr: BASE + 0x20_0000,
-                rkey: kb,
-                compare: 40,
-                swap: 7,
-            },
-            vec![sa(BASE + 0x5_0000, 8)],
-        );
-        let f = SendWr::new(
-            4,
-            SendOp::FetchAdd {
-                remote_addr: BASE + 0x20_0000,
-                rkey: kb,
-                add: 5,
-            },
-            vec![sa(BASE + 0x5_0008, 8)],
-        );
-        let z = SendWr::new(
-            5,
-            SendOp::Write {
-                remote_addr: 0,
-                rkey: 0,
-            },
-            vec![],
-        );
+        let w = SendWr::new(1, SendOp::Write { remote_addr: BASE + 0x1000, rkey: kb }, vec![sa(BASE, 100), sa(BASE + 100, 8900)]);
+        let r = SendWr::new(2, SendOp::Read { remote_addr: BASE + 0x10_0000, rkey: kb }, vec![sa(BASE + 0x3_0000, 5000), sa(BASE + 0x4_0000, 4000)]);
+        let c = SendWr::new(3, SendOp::CmpSwap { remote_addr: BASE + 0x20_0000, rkey: kb, compare: 40, swap: 7 }, vec![sa(BASE + 0x5_0000, 8)]);
+        let f = SendWr::new(4, SendOp::FetchAdd { remote_addr: BASE + 0x20_0000, rkey: kb, add: 5 }, vec![sa(BASE + 0x5_0008, 8)]);
+        let z = SendWr::new(5, SendOp::Write { remote_addr: 0, rkey: 0 }, vec![]);
         for wr in [w, r, c, f, z] {
             t.a().post_send(QA, wr).unwrap();
         }
         t.run();
-        assert_eq!(
-            st(&t.a().poll_send_cq(QA)),
-            (1..=5).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>()
-        );
+        assert_eq!(st(&t.a().poll_send_cq(QA)), (1..=5).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>());
         assert_eq!(t.b().mem.read(BASE + 0x1000, 9000), data);
         let rd = pattern(3, 9000);
         assert_eq!(t.a().mem.read(BASE + 0x3_0000, 5000), rd[..5000]);
@@ -235,17 +145,11 @@ fn write_read_atomics_psn_wrap() {
         assert_eq!(t.a().mem.read_u64(BASE + 0x5_0008), 7);
         assert_eq!(t.b().mem.read_u64(BASE + 0x20_0000), 12);
         // PSNs crossed 0xFFFFFF -> 0
-        assert!(t
-            .recs()
-            .iter()
-            .any(|r| r.dest_qp == QB && r.psn == 0xFF_FFFF));
+        assert!(t.recs().iter().any(|r| r.dest_qp == QB && r.psn == 0xFF_FFFF));
         assert!(t.recs().iter().any(|r| r.dest_qp == QB && r.psn == 1));
         let wpk = 9000u32.div_ceil(pmtu);
         let rpk = 9000u32.div_ceil(pmtu);
-        assert_eq!(
-            t.a().qp(QA).unwrap().next_psn(),
-            (0xFF_FFFE + wpk + rpk + 3) & 0xFF_FFFF
-        );
+        assert_eq!(t.a().qp(QA).unwrap().next_psn(), (0xFF_FFFE + wpk + rpk + 3) & 0xFF_FFFF);
     }
 }
 
@@ -259,83 +163,29 @@ fn remote_access_errors() {
             }
         });
         let kb = t.kb;
-        let ro = t
-            .b()
-            .reg_mr(
-                1,
-                BASE + MRLEN,
-                4096,
-                MrAccess {
-                    local_write: true,
-                    ..MrAccess::NONE
-                },
-            )
-            .unwrap()
-            .rkey;
+        let ro = t.b().reg_mr(1, BASE + MRLEN, 4096, MrAccess { local_write: true, ..MrAccess::NONE }).unwrap().rkey;
         let op = match case {
-            0 => SendOp::Write {
-                remote_addr: BASE,
-                rkey: kb ^ 1,
-            }, // bad key (tag)
-            1 => SendOp::Write {
-                remote_addr: BASE + MRLEN - 4,
-                rkey: kb,
-            }, // bounds
-            2 => SendOp::Write {
-                remote_addr: BASE + MRLEN,
-                rkey: ro,
-            }, // no remote_write
-            3 => SendOp::Read {
-                remote_addr: BASE + MRLEN,
-                rkey: ro,
-            }, // no remote_read
-            4 => SendOp::FetchAdd {
-                remote_addr: BASE + MRLEN,
-                rkey: ro,
-                add: 1,
-            }, // no remote_atomic
-            _ => SendOp::Write {
-                remote_addr: BASE,
-                rkey: kb,
-            }, // QP access flags
+            0 => SendOp::Write { remote_addr: BASE, rkey: kb ^ 1 },              // bad key (tag)
+            1 => SendOp::Write { remote_addr: BASE + MRLEN - 4, rkey: kb },      // bounds
+            2 => SendOp::Write { remote_addr: BASE + MRLEN, rkey: ro },          // no remote_write
+            3 => SendOp::Read { remote_addr: BASE + MRLEN, rkey: ro },           // no remote_read
+            4 => SendOp::FetchAdd { remote_addr: BASE + MRLEN, rkey: ro, add: 1 }, // no remote_atomic
+            _ => SendOp::Write { remote_addr: BASE, rkey: kb },                  // QP access flags
         };
         t.b().mem.write(BASE + MRLEN, &[0xAA; 8]);
         let len = if case == 4 { 8 } else { 16 };
         t.a().mem.write(BASE, &[0x55; 16]);
-        t.a()
-            .post_send(QA, SendWr::new(1, op, vec![sa(BASE, len)]))
-            .unwrap();
-        t.a()
-            .post_send(QA, SendWr::new(2, SendOp::Send, vec![]))
-            .unwrap();
+        t.a().post_send(QA, SendWr::new(1, op, vec![sa(BASE, len)])).unwrap();
+        t.a().post_send(QA, SendWr::new(2, SendOp::Send, vec![])).unwrap();
         t.run();
-        let want = if case == 5 {
-            WcStatus::RemInvReqErr
-        } else {
-            WcStatus::RemAccessErr
-        };
-        assert_eq!(
-            st(&t.a().poll_send_cq(QA)),
-            vec![(1, want), (2, WcStatus::WrFlushErr)],
-            "case {case}"
-        );
+        let want = if case == 5 { WcStatus::RemInvReqErr } else { WcStatus::RemAccessErr };
+        assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, want), (2, WcStatus::WrFlushErr)], "case {case}");
         assert_eq!(t.a().qp(QA).unwrap().state(), QpState::Err);
         assert_eq!(t.b().qp(QB).unwrap().state(), QpState::Err);
-        assert_eq!(
-            t.b().mem.read(BASE + MRLEN, 8),
-            vec![0xAA; 8],
-            "nothing written"
-        );
+        assert_eq!(t.b().mem.read(BASE + MRLEN, 8), vec![0xAA; 8], "nothing written");
         assert_eq!(t.b().mem.read(BASE, 16), vec![0; 16]);
         let nak = t.recs().into_iter().find(|r| r.dest_qp == QA).unwrap();
-        assert_eq!(
-            nak.syndrome,
-            if case == 5 {
-                SYN_NAK_INV_REQ
-            } else {
-                SYN_NAK_REM_ACCESS
-            }
-        );
+        assert_eq!(nak.syndrome, if case == 5 { SYN_NAK_INV_REQ } else { SYN_NAK_REM_ACCESS });
     }
 }
 
@@ -343,90 +193,28 @@ fn remote_access_errors() {
 fn local_errors_and_flush() {
     let mut t = setup(1024);
     let ka = t.ka;
-    let bad = Sge {
-        addr: BASE,
-        len: 4,
-        lkey: ka + 0x100,
-    };
-    t.b()
-        .post_recv(
-            QB,
-            RecvWr {
-                wr_id: 9,
-                sgl: vec![sa(BASE, 64)],
-            },
-        )
-        .unwrap();
-    t.a()
-        .post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 8)]))
-        .unwrap();
-    t.a()
-        .post_send(QA, SendWr::new(2, SendOp::Send, vec![bad]))
-        .unwrap();
-    t.a()
-        .post_send(QA, SendWr::new(3, SendOp::Send, vec![]))
-        .unwrap();
+    let bad = Sge { addr: BASE, len: 4, lkey: ka + 0x100 };
+    t.b().post_recv(QB, RecvWr { wr_id: 9, sgl: vec![sa(BASE, 64)] }).unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 8)])).unwrap();
+    t.a().post_send(QA, SendWr::new(2, SendOp::Send, vec![bad])).unwrap();
+    t.a().post_send(QA, SendWr::new(3, SendOp::Send, vec![])).unwrap();
     t.run();
-    assert_eq!(
-        st(&t.a().poll_send_cq(QA)),
-        vec![
-            (1, WcStatus::Success),
-            (2, WcStatus::LocProtErr),
-            (3, WcStatus::WrFlushErr)
-        ]
-    );
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success), (2, WcStatus::LocProtErr), (3, WcStatus::WrFlushErr)]);
     assert_eq!(t.a().qp(QA).unwrap().state(), QpState::Err);
     // posting in ERR flushes at once
-    t.a()
-        .post_send(QA, SendWr::new(4, SendOp::Send, vec![]))
-        .unwrap();
-    t.a()
-        .post_recv(
-            QA,
-            RecvWr {
-                wr_id: 5,
-                sgl: vec![],
-            },
-        )
-        .unwrap();
+    t.a().post_send(QA, SendWr::new(4, SendOp::Send, vec![])).unwrap();
+    t.a().post_recv(QA, RecvWr { wr_id: 5, sgl: vec![] }).unwrap();
     assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(4, WcStatus::WrFlushErr)]);
     assert_eq!(st(&t.a().poll_recv_cq(QA)), vec![(5, WcStatus::WrFlushErr)]);
 
     // READ into an MR without local write; misaligned atomic
     for (op, sge_ro, want) in [
-        (
-            SendOp::Read {
-                remote_addr: BASE,
-                rkey: 0,
-            },
-            true,
-            WcStatus::LocProtErr,
-        ),
-        (
-            SendOp::FetchAdd {
-                remote_addr: BASE + 4,
-                rkey: 0,
-                add: 1,
-            },
-            false,
-            WcStatus::LocQpOpErr,
-        ),
+        (SendOp::Read { remote_addr: BASE, rkey: 0 }, true, WcStatus::LocProtErr),
+        (SendOp::FetchAdd { remote_addr: BASE + 4, rkey: 0, add: 1 }, false, WcStatus::LocQpOpErr),
     ] {
         let mut t = setup(1024);
-        let ro = t
-            .a()
-            .reg_mr(1, BASE + MRLEN, 64, MrAccess::NONE)
-            .unwrap()
-            .lkey;
-        let sge = if sge_ro {
-            Sge {
-                addr: BASE + MRLEN,
-                len: 8,
-                lkey: ro,
-            }
-        } else {
-            sa(BASE, 8)
-        };
+        let ro = t.a().reg_mr(1, BASE + MRLEN, 64, MrAccess::NONE).unwrap().lkey;
+        let sge = if sge_ro { Sge { addr: BASE + MRLEN, len: 8, lkey: ro } } else { sa(BASE, 8) };
         t.a().post_send(QA, SendWr::new(1, op, vec![sge])).unwrap();
         t.run();
         assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, want)]);
@@ -434,18 +222,8 @@ fn local_errors_and_flush() {
 
     // explicit ERR flushes queued send and receive WQEs
     let mut t = setup(1024);
-    t.a()
-        .post_recv(
-            QA,
-            RecvWr {
-                wr_id: 7,
-                sgl: vec![],
-            },
-        )
-        .unwrap();
-    t.a()
-        .post_send(QA, SendWr::new(8, SendOp::Send, vec![]))
-        .unwrap();
+    t.a().post_recv(QA, RecvWr { wr_id: 7, sgl: vec![] }).unwrap();
+    t.a().post_send(QA, SendWr::new(8, SendOp::Send, vec![])).unwrap();
     t.a().modify_qp_state(QA, QpState::Err).unwrap();
     assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(8, WcStatus::WrFlushErr)]);
     assert_eq!(st(&t.a().poll_recv_cq(QA)), vec![(7, WcStatus::WrFlushErr)]);
@@ -459,22 +237,9 @@ fn sqe_is_refused_and_states_carry_ibverbs_values() {
     assert_eq!(QpState::Err as u8, 6);
     assert_eq!(QpState::Sqe.engine_code(), hematite_abi::desc::HM_QPS_ERR);
     let mut t = setup(1024);
-    assert_eq!(
-        t.a().modify_qp_state(QA, QpState::Sqe),
-        Err(PostError::InvalidState)
-    );
-    t.a()
-        .post_send(QA, SendWr::new(1, SendOp::Send, vec![]))
-        .unwrap();
-    t.b()
-        .post_recv(
-            QB,
-            RecvWr {
-                wr_id: 2,
-                sgl: vec![],
-            },
-        )
-        .unwrap();
+    assert_eq!(t.a().modify_qp_state(QA, QpState::Sqe), Err(PostError::InvalidState));
+    t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![])).unwrap();
+    t.b().post_recv(QB, RecvWr { wr_id: 2, sgl: vec![] }).unwrap();
     t.run();
     assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success)]);
 }
@@ -482,24 +247,11 @@ fn sqe_is_refused_and_states_carry_ibverbs_values() {
 #[test]
 fn recv_too_short_is_len_error() {
     let mut t = setup(256);
-    t.b()
-        .post_recv(
-            QB,
-            RecvWr {
-                wr_id: 9,
-                sgl: vec![sa(BASE, 100)],
-            },
-        )
-        .unwrap();
-    t.a()
-        .post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 600)]))
-        .unwrap();
+    t.b().post_recv(QB, RecvWr { wr_id: 9, sgl: vec![sa(BASE, 100)] }).unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 600)])).unwrap();
     t.run();
     assert_eq!(st(&t.b().poll_recv_cq(QB)), vec![(9, WcStatus::LocLenErr)]);
-    assert_eq!(
-        st(&t.a().poll_send_cq(QA)),
-        vec![(1, WcStatus::RemInvReqErr)]
-    );
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::RemInvReqErr)]);
 }
 
 #[test]
@@ -508,14 +260,9 @@ fn rnr_exhaustion_and_infinite() {
         ca.rnr_retry = 2;
         cb.min_rnr_timer = 3;
     });
-    t.a()
-        .post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 10)]))
-        .unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 10)])).unwrap();
     t.run();
-    assert_eq!(
-        st(&t.a().poll_send_cq(QA)),
-        vec![(1, WcStatus::RnrRetryExcErr)]
-    );
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::RnrRetryExcErr)]);
     let rnrs: Vec<_> = t.recs().into_iter().filter(|r| r.dest_qp == QA).collect();
     assert_eq!(rnrs.len(), 3);
     assert!(rnrs.iter().all(|r| r.syndrome == SYN_RNR | 3 && r.psn == 0));
@@ -524,38 +271,14 @@ fn rnr_exhaustion_and_infinite() {
     // infinite RNR retry (7): succeeds once a receive is posted
     let mut t = setup_with(1024, 0, 0, |ca, _| ca.rnr_retry = 7);
     let kb = t.kb;
-    t.a()
-        .post_send(
-            QA,
-            SendWr::new(
-                1,
-                SendOp::WriteImm {
-                    remote_addr: BASE,
-                    rkey: kb,
-                    imm: 0xABCD,
-                },
-                vec![sa(BASE, 3000)],
-            ),
-        )
-        .unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::WriteImm { remote_addr: BASE, rkey: kb, imm: 0xABCD }, vec![sa(BASE, 3000)])).unwrap();
     assert!(!t.sim.run_until_idle(10_000_000));
     assert!(t.a().qp(QA).unwrap().stats().rnr_rcvd > 100);
-    t.b()
-        .post_recv(
-            QB,
-            RecvWr {
-                wr_id: 3,
-                sgl: vec![],
-            },
-        )
-        .unwrap();
+    t.b().post_recv(QB, RecvWr { wr_id: 3, sgl: vec![] }).unwrap();
     t.run();
     assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success)]);
     let rc = t.b().poll_recv_cq(QB);
-    assert_eq!(
-        (rc[0].opcode, rc[0].imm, rc[0].byte_len),
-        (WcOpcode::RecvRdmaWithImm, Some(0xABCD), 3000)
-    );
+    assert_eq!((rc[0].opcode, rc[0].imm, rc[0].byte_len), (WcOpcode::RecvRdmaWithImm, Some(0xABCD), 3000));
     // the retry resumed mid-message with WRITE LAST w/ IMM (no RETH)
     let execs = t.b().exec_log();
     assert_eq!(execs.len(), 3);
@@ -565,17 +288,10 @@ fn rnr_exhaustion_and_infinite() {
 fn retry_exhaustion_dead_link() {
     let mut t = setup_with(1024, 0, 0, |ca, _| ca.retry_cnt = 3);
     t.sim.wire.set_link_up(false);
-    t.a()
-        .post_send(QA, SendWr::new(1, SendOp::Send, vec![]))
-        .unwrap();
-    t.a()
-        .post_send(QA, SendWr::new(2, SendOp::Send, vec![]))
-        .unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![])).unwrap();
+    t.a().post_send(QA, SendWr::new(2, SendOp::Send, vec![])).unwrap();
     t.run();
-    assert_eq!(
-        st(&t.a().poll_send_cq(QA)),
-        vec![(1, WcStatus::RetryExcErr), (2, WcStatus::WrFlushErr)]
-    );
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::RetryExcErr), (2, WcStatus::WrFlushErr)]);
     let s = *t.a().qp(QA).unwrap().stats();
     assert_eq!((s.timeouts, s.retries), (4, 3));
     // 4 timeouts of 4.096us * 2^10 each
@@ -585,59 +301,18 @@ fn retry_exhaustion_dead_link() {
 #[test]
 fn send_with_invalidate_and_imm() {
     let mut t = setup(256);
-    let target = t
-        .b()
-        .reg_mr(1, BASE + MRLEN, 4096, MrAccess::ALL)
-        .unwrap()
-        .rkey;
+    let target = t.b().reg_mr(1, BASE + MRLEN, 4096, MrAccess::ALL).unwrap().rkey;
     for i in 0..2 {
-        t.b()
-            .post_recv(
-                QB,
-                RecvWr {
-                    wr_id: 10 + i,
-                    sgl: vec![sa(BASE + 0x100 * i, 0x100)],
-                },
-            )
-            .unwrap();
+        t.b().post_recv(QB, RecvWr { wr_id: 10 + i, sgl: vec![sa(BASE + 0x100 * i, 0x100)] }).unwrap();
     }
-    t.a()
-        .post_send(
-            QA,
-            SendWr::new(1, SendOp::SendImm(0x1234), vec![sa(BASE, 3)]),
-        )
-        .unwrap();
-    t.a()
-        .post_send(
-            QA,
-            SendWr::new(2, SendOp::SendInv(target), vec![sa(BASE, 0)]),
-        )
-        .unwrap();
-    t.a()
-        .post_send(
-            QA,
-            SendWr::new(
-                3,
-                SendOp::Write {
-                    remote_addr: BASE + MRLEN,
-                    rkey: target,
-                },
-                vec![sa(BASE, 4)],
-            ),
-        )
-        .unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::SendImm(0x1234), vec![sa(BASE, 3)])).unwrap();
+    t.a().post_send(QA, SendWr::new(2, SendOp::SendInv(target), vec![sa(BASE, 0)])).unwrap();
+    t.a().post_send(QA, SendWr::new(3, SendOp::Write { remote_addr: BASE + MRLEN, rkey: target }, vec![sa(BASE, 4)])).unwrap();
     t.run();
     let rc = t.b().poll_recv_cq(QB);
     assert_eq!((rc[0].imm, rc[0].byte_len), (Some(0x1234), 3));
     assert_eq!((rc[1].invalidated_rkey, rc[1].byte_len), (Some(target), 0));
-    assert_eq!(
-        st(&t.a().poll_send_cq(QA)),
-        vec![
-            (1, WcStatus::Success),
-            (2, WcStatus::Success),
-            (3, WcStatus::RemAccessErr)
-        ]
-    );
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success), (2, WcStatus::Success), (3, WcStatus::RemAccessErr)]);
     assert!(t.b().mrs.get(target).is_none());
 }
 
@@ -683,30 +358,12 @@ fn atomic_replayed_not_reexecuted() {
     let mut t = setup(1024);
     let kb = t.kb;
     t.b().mem.write_u64(BASE, 100);
-    t.a()
-        .post_send(
-            QA,
-            SendWr::new(
-                1,
-                SendOp::FetchAdd {
-                    remote_addr: BASE,
-                    rkey: kb,
-                    add: 1,
-                },
-                vec![sa(BASE + 8, 8)],
-            ),
-        )
-        .unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::FetchAdd { remote_addr: BASE, rkey: kb, add: 1 }, vec![sa(BASE + 8, 8)])).unwrap();
     pump(&mut t, 0, |r| r.opcode != 0x12); // lose the atomic ACK
     assert_eq!(t.b().mem.read_u64(BASE), 101);
     t.sim.nodes[0].tick(1 << 30); // local ACK timeout
     let seen = pump(&mut t, 1 << 30, |_| true);
-    assert!(
-        seen.iter().any(|r| r.opcode == 0x14)
-            && seen
-                .iter()
-                .any(|r| r.opcode == 0x12 && r.atomic_orig == 100)
-    );
+    assert!(seen.iter().any(|r| r.opcode == 0x14) && seen.iter().any(|r| r.opcode == 0x12 && r.atomic_orig == 100));
     assert_eq!(t.b().mem.read_u64(BASE), 101);
     assert_eq!(t.a().mem.read_u64(BASE + 8), 100);
     assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success)]);
@@ -720,42 +377,14 @@ fn read_gap_rerequest_mid_range() {
     let kb = t.kb;
     let src = pattern(5, 256 * 5);
     t.b().mem.write(BASE, &src);
-    t.a()
-        .post_send(
-            QA,
-            SendWr::new(
-                1,
-                SendOp::Read {
-                    remote_addr: BASE,
-                    rkey: kb,
-                },
-                vec![sa(BASE + 0x1000, 256 * 5)],
-            ),
-        )
-        .unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::Read { remote_addr: BASE, rkey: kb }, vec![sa(BASE + 0x1000, 256 * 5)])).unwrap();
     let seen = pump(&mut t, 0, lose_first(|r| r.opcode == 0x0E && r.psn == 102));
     // re-request from the missing PSN with adjusted VA / length, answered FIRST..LAST
     let rr: Vec<&HdrRecord> = seen.iter().filter(|r| r.opcode == 0x0C).collect();
     assert_eq!(rr.len(), 2);
     assert_eq!((rr[1].psn, rr[1].va, rr[1].dma_len), (102, BASE + 512, 768));
-    let resp: Vec<(u32, u8)> = seen
-        .iter()
-        .filter(|r| r.dest_qp == QA)
-        .map(|r| (r.psn, r.opcode))
-        .collect();
-    assert_eq!(
-        resp,
-        vec![
-            (100, 0x0D),
-            (101, 0x0E),
-            (102, 0x0E),
-            (103, 0x0E),
-            (104, 0x0F),
-            (102, 0x0D),
-            (103, 0x0E),
-            (104, 0x0F)
-        ]
-    );
+    let resp: Vec<(u32, u8)> = seen.iter().filter(|r| r.dest_qp == QA).map(|r| (r.psn, r.opcode)).collect();
+    assert_eq!(resp, vec![(100, 0x0D), (101, 0x0E), (102, 0x0E), (103, 0x0E), (104, 0x0F), (102, 0x0D), (103, 0x0E), (104, 0x0F)]);
     assert_eq!(t.a().mem.read(BASE + 0x1000, 256 * 5), src);
     assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success)]);
     let kinds: Vec<ExecKind> = t.b().exec_log().iter().map(|e| e.kind).collect();
@@ -766,62 +395,22 @@ fn read_gap_rerequest_mid_range() {
 fn nak_seq_once_and_mid_message_restart() {
     let mut t = setup(256);
     let kb = t.kb;
-    t.a()
-        .post_send(
-            QA,
-            SendWr::new(
-                1,
-                SendOp::Write {
-                    remote_addr: BASE,
-                    rkey: kb,
-                },
-                vec![sa(BASE, 256 * 5)],
-            ),
-        )
-        .unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::Write { remote_addr: BASE, rkey: kb }, vec![sa(BASE, 256 * 5)])).unwrap();
     let seen = pump(&mut t, 0, lose_first(|r| r.psn == 102 && r.dest_qp == QB));
-    let naks: Vec<&HdrRecord> = seen
-        .iter()
-        .filter(|r| r.syndrome == SYN_NAK_SEQ && r.opcode == 0x11)
-        .collect();
+    let naks: Vec<&HdrRecord> = seen.iter().filter(|r| r.syndrome == SYN_NAK_SEQ && r.opcode == 0x11).collect();
     assert_eq!(naks.len(), 1);
     assert_eq!(naks[0].psn, 102);
-    let reqs: Vec<(u32, u8, u64)> = seen
-        .iter()
-        .filter(|r| r.dest_qp == QB)
-        .map(|r| (r.psn, r.opcode, r.va))
-        .collect();
-    assert_eq!(
-        &reqs[5..],
-        &[(102, 0x07, 0), (103, 0x07, 0), (104, 0x08, 0)]
-    );
+    let reqs: Vec<(u32, u8, u64)> = seen.iter().filter(|r| r.dest_qp == QB).map(|r| (r.psn, r.opcode, r.va)).collect();
+    assert_eq!(&reqs[5..], &[(102, 0x07, 0), (103, 0x07, 0), (104, 0x08, 0)]);
     assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success)]);
 }
 
 #[test]
 fn duplicate_send_reacked_not_reexecuted() {
     let mut t = setup(1024);
-    t.b()
-        .post_recv(
-            QB,
-            RecvWr {
-                wr_id: 1,
-                sgl: vec![sa(BASE, 64)],
-            },
-        )
-        .unwrap();
-    t.b()
-        .post_recv(
-            QB,
-            RecvWr {
-                wr_id: 2,
-                sgl: vec![sa(BASE, 64)],
-            },
-        )
-        .unwrap();
-    t.a()
-        .post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 8)]))
-        .unwrap();
+    t.b().post_recv(QB, RecvWr { wr_id: 1, sgl: vec![sa(BASE, 64)] }).unwrap();
+    t.b().post_recv(QB, RecvWr { wr_id: 2, sgl: vec![sa(BASE, 64)] }).unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 8)])).unwrap();
     let pa = t.sim.nodes[0].poll_tx(0);
     let (r, p) = pa[0].clone();
     t.sim.nodes[1].receive(0, &r, &p);
@@ -836,19 +425,10 @@ fn duplicate_send_reacked_not_reexecuted() {
 #[test]
 fn invalid_opcode_sequence_naks() {
     let mut t = setup(256);
-    let r = HdrRecord {
-        opcode: 0x01,
-        dest_qp: QB,
-        psn: 100,
-        payload_len: 256,
-        ..HdrRecord::default()
-    };
+    let r = HdrRecord { opcode: 0x01, dest_qp: QB, psn: 100, payload_len: 256, ..HdrRecord::default() };
     t.sim.nodes[1].receive(0, &r, &[0u8; 256]);
     let out = t.sim.nodes[1].poll_tx(0);
-    assert_eq!(
-        (out[0].0.opcode, out[0].0.syndrome, out[0].0.psn),
-        (0x11, SYN_NAK_INV_REQ, 100)
-    );
+    assert_eq!((out[0].0.opcode, out[0].0.syndrome, out[0].0.psn), (0x11, SYN_NAK_INV_REQ, 100));
     assert_eq!(t.b().qp(QB).unwrap().state(), QpState::Err);
 }
 
@@ -860,27 +440,10 @@ fn pcap_roundtrip() {
         ca.av.ip_dst = 0xFE80_0000_0000_0000_0000_0000_0000_0002;
         cb.av = ca.av.reversed();
     });
-    t.sim.wire.set_faults(FaultConfig {
-        drop_ppm: 100_000,
-        dup_ppm: 100_000,
-        reorder_ppm: 100_000,
-        ..FaultConfig::default()
-    });
+    t.sim.wire.set_faults(FaultConfig { drop_ppm: 100_000, dup_ppm: 100_000, reorder_ppm: 100_000, ..FaultConfig::default() });
     let kb = t.kb;
     for i in 0..10 {
-        t.a()
-            .post_send(
-                QA,
-                SendWr::new(
-                    i,
-                    SendOp::Write {
-                        remote_addr: BASE,
-                        rkey: kb,
-                    },
-                    vec![sa(BASE, 3000)],
-                ),
-            )
-            .unwrap();
+        t.a().post_send(QA, SendWr::new(i, SendOp::Write { remote_addr: BASE, rkey: kb }, vec![sa(BASE, 3000)])).unwrap();
     }
     t.run();
     assert_eq!(t.a().poll_send_cq(QA).len(), 10);

@@ -26,59 +26,21 @@ const MAXLEN: usize = 9000;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Send {
-        off: u16,
-        len: usize,
-        imm: Option<u32>,
-    },
-    Write {
-        off: u16,
-        roff: u16,
-        len: usize,
-        imm: Option<u32>,
-    },
-    Read {
-        roff: u16,
-        len: usize,
-    },
-    Cas {
-        slot: u8,
-        hit: bool,
-        swap: u64,
-    },
-    Faa {
-        slot: u8,
-        add: u64,
-    },
+    Send { off: u16, len: usize, imm: Option<u32> },
+    Write { off: u16, roff: u16, len: usize, imm: Option<u32> },
+    Read { roff: u16, len: usize },
+    Cas { slot: u8, hit: bool, swap: u64 },
+    Faa { slot: u8, add: u64 },
 }
 
 fn op() -> impl Strategy<Value = Op> {
     let len = prop_oneof![Just(0usize), 1usize..300, 1usize..MAXLEN];
     prop_oneof![
-        (
-            any::<u16>(),
-            len.clone(),
-            proptest::option::of(any::<u32>())
-        )
-            .prop_map(|(off, len, imm)| Op::Send { off, len, imm }),
-        (
-            any::<u16>(),
-            any::<u16>(),
-            len.clone(),
-            proptest::option::of(any::<u32>())
-        )
-            .prop_map(|(off, roff, len, imm)| Op::Write {
-                off,
-                roff,
-                len,
-                imm
-            }),
+        (any::<u16>(), len.clone(), proptest::option::of(any::<u32>())).prop_map(|(off, len, imm)| Op::Send { off, len, imm }),
+        (any::<u16>(), any::<u16>(), len.clone(), proptest::option::of(any::<u32>()))
+            .prop_map(|(off, roff, len, imm)| Op::Write { off, roff, len, imm }),
         (any::<u16>(), len).prop_map(|(roff, len)| Op::Read { roff, len }),
-        (0u8..4, any::<bool>(), any::<u64>()).prop_map(|(slot, hit, swap)| Op::Cas {
-            slot,
-            hit,
-            swap
-        }),
+        (0u8..4, any::<bool>(), any::<u64>()).prop_map(|(slot, hit, swap)| Op::Cas { slot, hit, swap }),
         (0u8..4, any::<u64>()).prop_map(|(slot, add)| Op::Faa { slot, add }),
     ]
 }
@@ -97,9 +59,7 @@ impl RefMem {
         }
     }
     fn read(&self, a: u64, n: usize) -> Vec<u8> {
-        (0..n)
-            .map(|i| *self.0.get(&(a + i as u64)).unwrap_or(&0))
-            .collect()
+        (0..n).map(|i| *self.0.get(&(a + i as u64)).unwrap_or(&0)).collect()
     }
 }
 

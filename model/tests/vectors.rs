@@ -41,10 +41,7 @@ fn sets(test: &str) -> Vec<VectorSet> {
     }];
     match shared_opt() {
         Ok(s) => {
-            println!(
-                "{test}: shared cross-check ran over {}",
-                s.join("vectors").display()
-            );
+            println!("{test}: shared cross-check ran over {}", s.join("vectors").display());
             v.push(VectorSet {
                 label: "shared",
                 dir: s.join("vectors"),
@@ -55,10 +52,7 @@ fn sets(test: &str) -> Vec<VectorSet> {
                 masked_bad_ipv4: 45,
             });
         }
-        Err(s) => println!(
-            "{test}: shared cross-check not run: {} absent",
-            s.join("vectors").display()
-        ),
+        Err(s) => println!("{test}: shared cross-check not run: {} absent", s.join("vectors").display()),
     }
     v
 }
@@ -70,14 +64,11 @@ fn load(set: &VectorSet) -> Value {
 }
 
 fn u(v: &Value, k: &str) -> u64 {
-    v.get(k)
-        .and_then(Value::as_u64)
-        .unwrap_or_else(|| panic!("missing numeric field {k} in {v}"))
+    v.get(k).and_then(Value::as_u64).unwrap_or_else(|| panic!("missing numeric field {k} in {v}"))
 }
 
 fn mac(s: &str) -> u64 {
-    s.split(':')
-        .fold(0u64, |a, x| a << 8 | u64::from_str_radix(x, 16).unwrap())
+    s.split(':').fold(0u64, |a, x| a << 8 | u64::from_str_radix(x, 16).unwrap())
 }
 
 fn ip(s: &str) -> u128 {
@@ -101,11 +92,7 @@ fn check_positive(v: &Value) {
     let out = classify(&f);
     assert_eq!(out.reason, None, "{name}: dropped");
     assert!(out.icrc_ok, "{name}");
-    assert_eq!(
-        parse_frame(&f).map(|p| p.to_record()),
-        Ok(out.rec),
-        "{name}: parse_frame disagrees"
-    );
+    assert_eq!(parse_frame(&f).map(|p| p.to_record()), Ok(out.rec), "{name}: parse_frame disagrees");
     let r = out.rec;
 
     // Ethernet / VLAN
@@ -115,24 +102,12 @@ fn check_positive(v: &Value) {
     let l3 = if let Some(q) = flds.get("802.1Q") {
         assert_eq!(u(eth, "type"), 0x8100, "{name}");
         assert!(r.vlan_valid, "{name}");
-        assert_fields(
-            name,
-            q,
-            &[
-                (r.vlan_pcp as u64, "prio"),
-                (r.vlan_dei as u64, "dei"),
-                (r.vlan_vid as u64, "vlan"),
-            ],
-        );
+        assert_fields(name, q, &[(r.vlan_pcp as u64, "prio"), (r.vlan_dei as u64, "dei"), (r.vlan_vid as u64, "vlan")]);
         assert_eq!(u(q, "type"), if r.ipv6 { 0x86DD } else { 0x0800 }, "{name}");
         18
     } else {
         assert!(!r.vlan_valid, "{name}");
-        assert_eq!(
-            u(eth, "type"),
-            if r.ipv6 { 0x86DD } else { 0x0800 },
-            "{name}"
-        );
+        assert_eq!(u(eth, "type"), if r.ipv6 { 0x86DD } else { 0x0800 }, "{name}");
         14
     };
 
@@ -145,11 +120,7 @@ fn check_positive(v: &Value) {
         assert_eq!((r.dscp << 2 | r.ecn) as u64, u(h, "tos"), "{name}");
         assert_eq!(u(h, "len"), r.udp_len as u64 + 20, "{name}");
         assert_eq!(r.ip_id as u64, u(h, "id"), "{name}");
-        assert_eq!(
-            r.ip_df,
-            h["flags"].as_str().unwrap().contains("DF"),
-            "{name}"
-        );
+        assert_eq!(r.ip_df, h["flags"].as_str().unwrap().contains("DF"), "{name}");
         assert_eq!(u(h, "frag"), 0);
         assert_eq!(r.ttl as u64, u(h, "ttl"), "{name}");
         assert_eq!(u(h, "proto"), 17);
@@ -174,20 +145,11 @@ fn check_positive(v: &Value) {
         assert_eq!((r.ip_id, r.ip_df), (0, false));
         ip_end = l3 + 40 + u(h, "plen") as usize;
     }
-    assert_eq!(
-        ip_end,
-        f.len(),
-        "{name}: positive vectors carry no Ethernet padding"
-    );
+    assert_eq!(ip_end, f.len(), "{name}: positive vectors carry no Ethernet padding");
 
     // UDP
     let udp = &flds["UDP"];
-    let udp_fields = [
-        (r.udp_sport as u64, "sport"),
-        (r.udp_dport as u64, "dport"),
-        (r.udp_len as u64, "len"),
-        (r.udp_csum as u64, "chksum"),
-    ];
+    let udp_fields = [(r.udp_sport as u64, "sport"), (r.udp_dport as u64, "dport"), (r.udp_len as u64, "len"), (r.udp_csum as u64, "chksum")];
     assert_fields(name, udp, &udp_fields);
 
     // BTH
@@ -209,27 +171,16 @@ fn check_positive(v: &Value) {
     ];
     assert_fields(name, b, &bth_fields);
     let wire = &f[ip_end - 4..ip_end];
-    assert_eq!(
-        u32::from_be_bytes(wire.try_into().unwrap()) as u64,
-        u(b, "icrc"),
-        "{name}"
-    );
+    assert_eq!(u32::from_be_bytes(wire.try_into().unwrap()) as u64, u(b, "icrc"), "{name}");
 
     // ICRC
     let ic = &v["icrc"];
     assert_eq!(hex(wire), ic["wire_hex"].as_str().unwrap(), "{name}");
     let val = icrc::icrc_masked(&f[l3..ip_end - 4], r.ipv6);
-    assert_eq!(
-        format!("{val:#010x}"),
-        ic["crc32_value"].as_str().unwrap(),
-        "{name}"
-    );
+    assert_eq!(format!("{val:#010x}"), ic["crc32_value"].as_str().unwrap(), "{name}");
     assert_eq!(icrc::icrc_wire_bytes(val), wire, "{name}");
     assert!(icrc::residue_ok(&f[l3..ip_end], r.ipv6), "{name}");
-    assert_eq!(
-        icrc::crc32_update(icrc::SEED, &masked(&f[l3..ip_end], r.ipv6)),
-        icrc::RESIDUE
-    );
+    assert_eq!(icrc::crc32_update(icrc::SEED, &masked(&f[l3..ip_end], r.ipv6)), icrc::RESIDUE);
 
     // Extension headers + payload + pad.
     let bth_end = l3 + if r.ipv6 { 40 } else { 20 } + 8 + 12;
@@ -237,11 +188,7 @@ fn check_positive(v: &Value) {
         assert_eq!(hex(&f[bth_end..ip_end - 4]), p.as_str().unwrap(), "{name}");
     }
     if let Some(a) = flds.get("AETH") {
-        assert_fields(
-            name,
-            a,
-            &[(r.syndrome as u64, "syndrome"), (r.msn as u64, "msn")],
-        );
+        assert_fields(name, a, &[(r.syndrome as u64, "syndrome"), (r.msn as u64, "msn")]);
         assert_eq!(ip_end - 4 - bth_end, 4, "{name}");
     }
     if flds.get("CNPPadding").is_some() {
@@ -249,28 +196,17 @@ fn check_positive(v: &Value) {
         assert_eq!(&f[bth_end..ip_end - 4], &[0u8; 16], "{name}");
         assert_eq!(r.payload_len, 0);
     }
-    assert_eq!(
-        r.payload_off as usize + r.payload_len as usize + r.padcnt as usize,
-        ip_end - 4,
-        "{name}"
-    );
+    assert_eq!(r.payload_off as usize + r.payload_len as usize + r.padcnt as usize, ip_end - 4, "{name}");
 
     // TX: rebuilding from the decoded record reproduces the frame; the record is a fixed point.
     let payload = &f[r.payload_off as usize..][..r.payload_len as usize];
-    assert_eq!(
-        hex(&build_frame(&r, payload).unwrap()),
-        hex(&f),
-        "{name}: build_frame differs"
-    );
+    assert_eq!(hex(&build_frame(&r, payload).unwrap()), hex(&f), "{name}: build_frame differs");
     assert_eq!(normalize_for_tx(&r), r, "{name}");
 }
 
 /// The masked CRC input (helper for the residue check).
 fn masked(l3: &[u8], v6: bool) -> Vec<u8> {
-    l3.iter()
-        .enumerate()
-        .map(|(i, &b)| b | icrc::mask_at(i, v6))
-        .collect()
+    l3.iter().enumerate().map(|(i, &b)| b | icrc::mask_at(i, v6)).collect()
 }
 
 #[test]
@@ -284,12 +220,7 @@ fn positive_and_reference_vectors() {
         for v in pos.iter().chain(hw) {
             check_positive(v);
         }
-        println!(
-            "{} set: checked {} positive + {} reference vectors",
-            set.label,
-            pos.len(),
-            hw.len()
-        );
+        println!("{} set: checked {} positive + {} reference vectors", set.label, pos.len(), hw.len());
     }
 }
 
@@ -304,34 +235,18 @@ fn vector_pcaps_match_json() {
             for v in j.get(kind).and_then(Value::as_array).into_iter().flatten() {
                 let pcap = v["pcap"].as_str().unwrap().to_string();
                 let frames = files.entry(pcap.clone()).or_insert_with(|| {
-                    read_frames(&set.dir.join(&pcap))
-                        .unwrap_or_else(|e| panic!("{} set {pcap}: {e}", set.label))
+                    read_frames(&set.dir.join(&pcap)).unwrap_or_else(|e| panic!("{} set {pcap}: {e}", set.label))
                 });
                 let idx = u(v, "frame") as usize - 1;
-                assert_eq!(
-                    hex(&frames[idx]),
-                    v["hex"].as_str().unwrap(),
-                    "{} set {pcap} frame {}",
-                    set.label,
-                    idx + 1
-                );
+                assert_eq!(hex(&frames[idx]), v["hex"].as_str().unwrap(), "{} set {pcap} frame {}", set.label, idx + 1);
                 n += 1;
             }
         }
         // Every frame of every pcap is described in the JSON.
         let in_pcaps: usize = files.values().map(Vec::len).sum();
-        assert_eq!(
-            n, in_pcaps,
-            "{} set: pcap frames without a JSON entry",
-            set.label
-        );
+        assert_eq!(n, in_pcaps, "{} set: pcap frames without a JSON entry", set.label);
         let rules = j.get("rules").and_then(Value::as_array).map_or(0, Vec::len);
-        assert_eq!(
-            n,
-            set.positive + set.reference_hw + set.negative + rules,
-            "{} set",
-            set.label
-        );
+        assert_eq!(n, set.positive + set.reference_hw + set.negative + rules, "{} set", set.label);
         println!("{} set: {n} pcap frames equal to their JSON hex", set.label);
     }
 }
@@ -357,17 +272,11 @@ fn check_negative_set(set: &VectorSet) {
         let out = classify(&f);
         let expect = v["expect_icrc_valid"].as_bool().unwrap();
         assert_eq!(out.icrc_ok, expect, "{name}: icrc verdict");
-        assert_eq!(
-            parse_frame(&f).err().map(|e| e.reason()),
-            out.reason,
-            "{name}"
-        );
+        assert_eq!(parse_frame(&f).err().map(|e| e.reason()), out.reason, "{name}");
         match cat {
             "covered" => assert!(out.reason.is_some(), "{name}: covered flip accepted"),
             "masked" | "not_covered" => {
-                let ipv4_hdr = field.starts_with("ipv4.tos")
-                    || field.starts_with("ipv4.ttl")
-                    || field.starts_with("ipv4.header_checksum");
+                let ipv4_hdr = field.starts_with("ipv4.tos") || field.starts_with("ipv4.ttl") || field.starts_with("ipv4.header_checksum");
                 match out.reason {
                     None => {}
                     Some(DropReason::BadIpv4Csum) if ipv4_hdr => {}
@@ -382,24 +291,12 @@ fn check_negative_set(set: &VectorSet) {
         let verdict = out.reason.map_or("accepted", |r| r.name()).to_string();
         *counts.entry((cat.to_string(), verdict)).or_default() += 1;
     }
-    println!(
-        "{} set: negative vectors: {} total, {icrc_fail} with bad ICRC",
-        set.label,
-        neg.len()
-    );
+    println!("{} set: negative vectors: {} total, {icrc_fail} with bad ICRC", set.label, neg.len());
     for ((cat, verdict), n) in &counts {
         println!("  {cat:12} {verdict:14} {n}");
     }
     assert_eq!(icrc_fail, set.icrc_fail, "{} set", set.label);
-    assert_eq!(
-        counts
-            .get(&("masked".into(), "bad_ipv4_csum".into()))
-            .copied()
-            .unwrap_or(0),
-        set.masked_bad_ipv4,
-        "{} set",
-        set.label
-    );
+    assert_eq!(counts.get(&("masked".into(), "bad_ipv4_csum".into())).copied().unwrap_or(0), set.masked_bad_ipv4, "{} set", set.label);
 }
 
 /// The repository's receive-rule frames (`rules[]`, `rocev2_rules.pcap`): each has a valid ICRC
@@ -410,9 +307,7 @@ fn receive_rule_vectors() {
     let set = &sets("receive_rule_vectors")[0];
     assert_eq!(set.label, "repo");
     let j = load(set);
-    let rules = j["rules"]
-        .as_array()
-        .expect("rules[] in the repository's vectors");
+    let rules = j["rules"].as_array().expect("rules[] in the repository's vectors");
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for r in rules {
         let name = r["name"].as_str().unwrap();
@@ -421,26 +316,12 @@ fn receive_rule_vectors() {
         let out = classify(&f);
         assert!(out.icrc_ok, "{name}: the ICRC is valid");
         assert_eq!(out.reason.map(DropReason::name), Some(want), "{name}");
-        assert_eq!(
-            parse_frame(&f).err().map(|e| e.reason().name()),
-            Some(want),
-            "{name}: parse_frame"
-        );
+        assert_eq!(parse_frame(&f).err().map(|e| e.reason().name()), Some(want), "{name}: parse_frame");
         *seen.entry(want.to_string()).or_default() += 1;
     }
     println!("{} receive-rule frames: {seen:?}", rules.len());
-    for want in [
-        "misaligned",
-        "pad_not_last",
-        "too_long",
-        "bad_pkey",
-        "tver",
-        "length",
-    ] {
-        assert!(
-            seen.get(want).is_some_and(|n| *n >= 2),
-            "rule {want}: no frames (IPv4 and IPv6)"
-        );
+    for want in ["misaligned", "pad_not_last", "too_long", "bad_pkey", "tver", "length"] {
+        assert!(seen.get(want).is_some_and(|n| *n >= 2), "rule {want}: no frames (IPv4 and IPv6)");
     }
     assert_eq!(rules.len(), 40);
 }

@@ -25,25 +25,13 @@ pub struct Check {
 
 impl Check {
     pub fn ok(name: &str, msg: impl Into<String>) -> Check {
-        Check {
-            name: name.into(),
-            level: Level::Ok,
-            msg: msg.into(),
-        }
+        Check { name: name.into(), level: Level::Ok, msg: msg.into() }
     }
     pub fn warn(name: &str, msg: impl Into<String>) -> Check {
-        Check {
-            name: name.into(),
-            level: Level::Warn,
-            msg: msg.into(),
-        }
+        Check { name: name.into(), level: Level::Warn, msg: msg.into() }
     }
     pub fn fail(name: &str, msg: impl Into<String>) -> Check {
-        Check {
-            name: name.into(),
-            level: Level::Fail,
-            msg: msg.into(),
-        }
+        Check { name: name.into(), level: Level::Fail, msg: msg.into() }
     }
     pub fn from_result(name: &str, r: Result<String, String>) -> Check {
         match r {
@@ -80,10 +68,7 @@ pub fn ibverbs_major(ver: &str) -> Option<u32> {
 pub fn check_ibverbs_version(ver: Option<&str>) -> Check {
     const N: &str = "libibverbs1";
     let Some(ver) = ver.filter(|v| !v.trim().is_empty()) else {
-        return Check::fail(
-            N,
-            "libibverbs1 is not installed (apt-get install libibverbs1 ibverbs-utils)",
-        );
+        return Check::fail(N, "libibverbs1 is not installed (apt-get install libibverbs1 ibverbs-utils)");
     };
     match ibverbs_major(ver) {
         Some(m) if (IBVERBS_MIN..=IBVERBS_MAX).contains(&m) => Check::ok(N, ver.trim()),
@@ -102,22 +87,13 @@ pub fn check_ibverbs_version(ver: Option<&str>) -> Check {
 
 /// Asks dpkg for the installed libibverbs1.
 pub fn dpkg_ibverbs_version() -> Option<String> {
-    let o = Command::new("dpkg-query")
-        .args(["-W", "-f", "${Version}", "libibverbs1"])
-        .output()
-        .ok()?;
-    o.status
-        .success()
-        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    let o = Command::new("dpkg-query").args(["-W", "-f", "${Version}", "libibverbs1"]).output().ok()?;
+    o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
 /// ib_core loaded: libibverbs then lists devices over netlink and never reads the fake tree.
 /// Not loaded but loadable: the first netlink RDMA socket can load it (a warning).
-pub fn check_ib_core(
-    sys_module: &Path,
-    modules_dep: Option<&Path>,
-    modprobe_d: &[PathBuf],
-) -> Check {
+pub fn check_ib_core(sys_module: &Path, modules_dep: Option<&Path>, modprobe_d: &[PathBuf]) -> Check {
     const N: &str = "ib_core";
     if sys_module.join("ib_core").exists() {
         return Check::fail(
@@ -131,13 +107,7 @@ pub fn check_ib_core(
     }
     let present = modules_dep
         .and_then(|p| std::fs::read_to_string(p).ok())
-        .map(|s| {
-            s.lines().any(|l| {
-                l.split(':')
-                    .next()
-                    .is_some_and(|m| m.ends_with("/ib_core.ko") || m.contains("/ib_core.ko."))
-            })
-        })
+        .map(|s| s.lines().any(|l| l.split(':').next().is_some_and(|m| m.ends_with("/ib_core.ko") || m.contains("/ib_core.ko."))))
         .unwrap_or(false);
     if !present {
         return Check::ok(N, "not loaded, and not installed for this kernel");
@@ -151,10 +121,7 @@ pub fn check_ib_core(
                     .any(|s| {
                         s.lines().any(|l| {
                             let w: Vec<&str> = l.split_whitespace().collect();
-                            matches!(
-                                w.as_slice(),
-                                ["blacklist", "ib_core", ..] | ["install", "ib_core", ..]
-                            )
+                            matches!(w.as_slice(), ["blacklist", "ib_core", ..] | ["install", "ib_core", ..])
                         })
                     })
             })
@@ -185,23 +152,13 @@ pub fn check_ib_core_here() -> Check {
     let c = check_ib_core(
         Path::new("/sys/module"),
         Some(&dep),
-        &[
-            PathBuf::from("/etc/modprobe.d"),
-            PathBuf::from("/lib/modprobe.d"),
-            PathBuf::from("/run/modprobe.d"),
-        ],
+        &[PathBuf::from("/etc/modprobe.d"), PathBuf::from("/lib/modprobe.d"), PathBuf::from("/run/modprobe.d")],
     );
     if c.level != Level::Ok {
         return c;
     }
     // SAFETY: socket(2); the descriptor is closed at once.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            NETLINK_RDMA,
-        )
-    };
+    let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, NETLINK_RDMA) };
     if fd >= 0 {
         // SAFETY: fd is ours.
         unsafe { libc::close(fd) };
@@ -213,20 +170,11 @@ pub fn check_ib_core_here() -> Check {
         );
     }
     let e = std::io::Error::last_os_error().to_string();
-    Check::ok(
-        "ib_core",
-        format!(
-            "{}; a NETLINK_RDMA socket is refused: {}",
-            c.msg,
-            e.split(" (os error").next().unwrap_or(&e)
-        ),
-    )
+    Check::ok("ib_core", format!("{}; a NETLINK_RDMA socket is refused: {}", c.msg, e.split(" (os error").next().unwrap_or(&e)))
 }
 
 fn read_trim(p: &Path) -> Result<String, String> {
-    std::fs::read_to_string(p)
-        .map(|s| s.trim_end_matches('\n').to_string())
-        .map_err(|e| format!("{}: {e}", p.display()))
+    std::fs::read_to_string(p).map(|s| s.trim_end_matches('\n').to_string()).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// Checks a sysfs view the way libibverbs reads it: the ABI versions, each uverbs device's
@@ -237,16 +185,9 @@ pub fn verify_tree(view: &Path, full: (u32, u32)) -> Result<Vec<String>, String>
     let abi: u32 = read_trim(&cls.join("infiniband_verbs/abi_version"))?
         .trim()
         .parse()
-        .map_err(|_| {
-            format!(
-                "{}: not a number",
-                cls.join("infiniband_verbs/abi_version").display()
-            )
-        })?;
+        .map_err(|_| format!("{}: not a number", cls.join("infiniband_verbs/abi_version").display()))?;
     if !(3..=6).contains(&abi) {
-        return Err(format!(
-            "infiniband_verbs/abi_version is {abi}; libibverbs accepts 3..=6"
-        ));
+        return Err(format!("infiniband_verbs/abi_version is {abi}; libibverbs accepts 3..=6"));
     }
     let mut names = Vec::new();
     let uv_dir = cls.join("infiniband_verbs");
@@ -268,26 +209,15 @@ pub fn verify_tree(view: &Path, full: (u32, u32)) -> Result<Vec<String>, String>
         if dev != want {
             return Err(format!("{uv}/dev is `{dev}`, but /dev/full is {want}: libibverbs would refuse the device node"));
         }
-        let _: u32 = read_trim(&d.join("abi_version"))?
-            .parse()
-            .map_err(|_| format!("{uv}/abi_version: not a number"))?;
+        let _: u32 = read_trim(&d.join("abi_version"))?.parse().map_err(|_| format!("{uv}/abi_version: not a number"))?;
         let ib = cls.join("infiniband").join(&ibdev);
         if !ib.is_dir() {
-            return Err(format!(
-                "{uv}/ibdev names {ibdev}, but {} does not exist",
-                ib.display()
-            ));
+            return Err(format!("{uv}/ibdev names {ibdev}, but {} does not exist", ib.display()));
         }
         let guid = read_trim(&ib.join("node_guid"))?;
         let gp: Vec<&str> = guid.split(':').collect();
-        if gp.len() != 4
-            || gp
-                .iter()
-                .any(|g| g.len() != 4 || !g.bytes().all(|b| b.is_ascii_hexdigit()))
-        {
-            return Err(format!(
-                "{ibdev}/node_guid `{guid}` is not xxxx:xxxx:xxxx:xxxx"
-            ));
+        if gp.len() != 4 || gp.iter().any(|g| g.len() != 4 || !g.bytes().all(|b| b.is_ascii_hexdigit())) {
+            return Err(format!("{ibdev}/node_guid `{guid}` is not xxxx:xxxx:xxxx:xxxx"));
         }
         let port = ib.join("ports/1");
         let count = |sub: &str| -> Result<BTreeSet<u32>, String> {
@@ -303,11 +233,7 @@ pub fn verify_tree(view: &Path, full: (u32, u32)) -> Result<Vec<String>, String>
             return Err(format!("{ibdev}: no GIDs"));
         }
         if gids != types {
-            return Err(format!(
-                "{ibdev}: {} gids but {} gid_attrs/types files; every GID needs its type",
-                gids.len(),
-                types.len()
-            ));
+            return Err(format!("{ibdev}: {} gids but {} gid_attrs/types files; every GID needs its type", gids.len(), types.len()));
         }
         if gids.len() != tree::GID_TBL_LEN {
             return Err(format!(
@@ -322,9 +248,7 @@ pub fn verify_tree(view: &Path, full: (u32, u32)) -> Result<Vec<String>, String>
         for i in &gids {
             let g = read_trim(&port.join(format!("gids/{i}")))?;
             if parse_gid(&g).is_none() {
-                return Err(format!(
-                    "{ibdev}: gids/{i} `{g}` is not 8 groups of 4 hex digits"
-                ));
+                return Err(format!("{ibdev}: gids/{i} `{g}` is not 8 groups of 4 hex digits"));
             }
             let t = read_trim(&port.join(format!("gid_attrs/types/{i}")))?;
             if t != "RoCE v2" && t != "IB/RoCE v1" {
@@ -375,8 +299,7 @@ pub fn ensure_dev_links(dev_dir: &Path, names: &[String]) -> Result<(), String> 
         }
     }
     for p in missing {
-        let r = std::fs::create_dir_all(dev_dir)
-            .and_then(|_| std::os::unix::fs::symlink("/dev/full", &p));
+        let r = std::fs::create_dir_all(dev_dir).and_then(|_| std::os::unix::fs::symlink("/dev/full", &p));
         if let Err(e) = r {
             let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
                 format!(
@@ -388,16 +311,10 @@ pub fn ensure_dev_links(dev_dir: &Path, names: &[String]) -> Result<(), String> 
                 "check that the directory is writable".to_string()
             };
             // A concurrent hematite-run may have made the same link.
-            if std::fs::read_link(&p)
-                .map(|t| t == Path::new("/dev/full"))
-                .unwrap_or(false)
-            {
+            if std::fs::read_link(&p).map(|t| t == Path::new("/dev/full")).unwrap_or(false) {
                 continue;
             }
-            return Err(format!(
-                "cannot create {} -> /dev/full: {e}; {hint}",
-                p.display()
-            ));
+            return Err(format!("cannot create {} -> /dev/full: {e}; {hint}", p.display()));
         }
     }
     Ok(())
@@ -416,30 +333,14 @@ pub fn check_dev_nodes(dev_dir: &Path, names: &[String], full: (u32, u32)) -> Ch
             }
         }
     }
-    Check::ok(
-        N,
-        format!(
-            "{} -> /dev/full",
-            names
-                .iter()
-                .map(|n| dev_dir.join(n).display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    )
+    Check::ok(N, format!("{} -> /dev/full", names.iter().map(|n| dev_dir.join(n).display().to_string()).collect::<Vec<_>>().join(", ")))
 }
 
 /// libibverbs ignores SYSFS_PATH and RDMAV_DRIVERS in setuid/setgid programs.
 pub fn check_program(prog: &std::ffi::OsStr, path_var: Option<&std::ffi::OsStr>) -> Check {
     const N: &str = "program";
     let Some(p) = crate::locate::which(prog, path_var) else {
-        return Check::fail(
-            N,
-            format!(
-                "{} not found (not a file, or not in PATH)",
-                prog.to_string_lossy()
-            ),
-        );
+        return Check::fail(N, format!("{} not found (not a file, or not in PATH)", prog.to_string_lossy()));
     };
     match std::fs::metadata(&p) {
         Ok(m) if m.permissions().mode() & 0o6000 != 0 => Check::fail(
@@ -460,11 +361,7 @@ pub fn check_program(prog: &std::ffi::OsStr, path_var: Option<&std::ffi::OsStr>)
 fn has_cap_ipc_lock() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|v| u64::from_str_radix(v.trim(), 16).ok()))
         .is_some_and(|c| c & (1 << 14) != 0)
 }
 
@@ -473,21 +370,12 @@ fn has_cap_ipc_lock() -> bool {
 /// in simulation too), unless the program has CAP_IPC_LOCK.
 pub fn check_memlock() -> Check {
     const N: &str = "RLIMIT_MEMLOCK";
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: r is a valid rlimit for the call.
     if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } != 0 {
         return Check::warn(N, "cannot read the limit");
     }
-    let show = |v: libc::rlim_t| {
-        if v == libc::RLIM_INFINITY {
-            "unlimited".to_string()
-        } else {
-            format!("{} KiB", v / 1024)
-        }
-    };
+    let show = |v: libc::rlim_t| if v == libc::RLIM_INFINITY { "unlimited".to_string() } else { format!("{} KiB", v / 1024) };
     let msg = format!("soft {}, hard {}", show(r.rlim_cur), show(r.rlim_max));
     if has_cap_ipc_lock() {
         Check::ok(N, format!("{msg} (not applied: CAP_IPC_LOCK)"))
@@ -510,10 +398,7 @@ pub fn check_provider(found: &Result<PathBuf, String>) -> Check {
     match found {
         Ok(p) => match crate::locate::check_elf_shared(p) {
             Ok(()) => Check::ok(N, p.display().to_string()),
-            Err(e) => Check::fail(
-                N,
-                format!("{e}; rebuild it with `cargo build --release -p hematite-verbs`"),
-            ),
+            Err(e) => Check::fail(N, format!("{e}; rebuild it with `cargo build --release -p hematite-verbs`")),
         },
         Err(e) => Check::fail(N, e.clone()),
     }
@@ -523,9 +408,7 @@ pub fn check_provider(found: &Result<PathBuf, String>) -> Check {
 /// listed, nothing printed on stderr.
 pub fn check_ibv_devices(env: &[(String, OsString)], expected: &[String]) -> Check {
     const N: &str = "ibv_devices";
-    let Some(exe) =
-        crate::locate::which("ibv_devices".as_ref(), std::env::var_os("PATH").as_deref())
-    else {
+    let Some(exe) = crate::locate::which("ibv_devices".as_ref(), std::env::var_os("PATH").as_deref()) else {
         return Check::fail(N, "ibv_devices is not installed, so the device list cannot be checked (apt-get install ibverbs-utils)");
     };
     let mut c = Command::new(&exe);
@@ -539,31 +422,15 @@ pub fn check_ibv_devices(env: &[(String, OsString)], expected: &[String]) -> Che
     };
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
-    let listed: BTreeSet<&str> = out
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
-    let missing: Vec<&String> = expected
-        .iter()
-        .filter(|d| !listed.contains(d.as_str()))
-        .collect();
+    let listed: BTreeSet<&str> = out.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let missing: Vec<&String> = expected.iter().filter(|d| !listed.contains(d.as_str())).collect();
     if !err.trim().is_empty() || !missing.is_empty() || !o.status.success() {
         let mut m = String::new();
         if !missing.is_empty() {
-            m.push_str(&format!(
-                "not listed: {}. ",
-                missing
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            m.push_str(&format!("not listed: {}. ", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")));
         }
         if !err.trim().is_empty() {
-            m.push_str(&format!(
-                "it printed: {}. ",
-                err.trim().replace('\n', " | ")
-            ));
+            m.push_str(&format!("it printed: {}. ", err.trim().replace('\n', " | ")));
         }
         if err.contains("no userspace device-specific driver") {
             m.push_str("The provider did not load or did not claim the device: check the provider line above and that it is a current build. ");
@@ -613,15 +480,8 @@ mod tests {
         assert_eq!(check_ib_core(&module, Some(&dep), &[]).level, Level::Warn);
         let mp = d.join("modprobe.d");
         std::fs::create_dir_all(&mp).unwrap();
-        std::fs::write(
-            mp.join("hematite.conf"),
-            "# x\ninstall ib_core /bin/false\n",
-        )
-        .unwrap();
-        assert_eq!(
-            check_ib_core(&module, Some(&dep), std::slice::from_ref(&mp)).level,
-            Level::Ok
-        );
+        std::fs::write(mp.join("hematite.conf"), "# x\ninstall ib_core /bin/false\n").unwrap();
+        assert_eq!(check_ib_core(&module, Some(&dep), std::slice::from_ref(&mp)).level, Level::Ok);
         std::fs::create_dir_all(module.join("ib_core")).unwrap();
         let c = check_ib_core(&module, Some(&dep), &[mp]);
         assert_eq!(c.level, Level::Fail);
@@ -658,52 +518,26 @@ mod tests {
         let dev = d.join("infiniband");
         let names = vec!["uverbs0".to_string(), "uverbs1".to_string()];
         ensure_dev_links(&dev, &names).unwrap();
-        assert_eq!(
-            std::fs::read_link(dev.join("uverbs0")).unwrap(),
-            Path::new("/dev/full")
-        );
+        assert_eq!(std::fs::read_link(dev.join("uverbs0")).unwrap(), Path::new("/dev/full"));
         ensure_dev_links(&dev, &names).unwrap(); // idempotent
-        assert_eq!(
-            check_dev_nodes(
-                &dev,
-                &names,
-                tree::char_rdev(Path::new("/dev/full")).unwrap()
-            )
-            .level,
-            Level::Ok
-        );
-        assert_eq!(
-            check_dev_nodes(&dev, &["uverbs9".to_string()], (1, 7)).level,
-            Level::Fail
-        );
+        assert_eq!(check_dev_nodes(&dev, &names, tree::char_rdev(Path::new("/dev/full")).unwrap()).level, Level::Ok);
+        assert_eq!(check_dev_nodes(&dev, &["uverbs9".to_string()], (1, 7)).level, Level::Fail);
         // refusals: a link elsewhere, something that is not a link
         std::fs::remove_file(dev.join("uverbs1")).unwrap();
         std::os::unix::fs::symlink("/dev/null", dev.join("uverbs1")).unwrap();
         let e = ensure_dev_links(&dev, &names).unwrap_err();
         assert!(e.contains("points to /dev/null"), "{e}");
-        assert_eq!(
-            std::fs::read_link(dev.join("uverbs1")).unwrap(),
-            Path::new("/dev/null"),
-            "left alone"
-        );
+        assert_eq!(std::fs::read_link(dev.join("uverbs1")).unwrap(), Path::new("/dev/null"), "left alone");
         std::fs::remove_file(dev.join("uverbs1")).unwrap();
         std::fs::write(dev.join("uverbs1"), "").unwrap();
-        assert!(ensure_dev_links(&dev, &names)
-            .unwrap_err()
-            .contains("not a link"));
+        assert!(ensure_dev_links(&dev, &names).unwrap_err().contains("not a link"));
         std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
     fn programs() {
-        assert_eq!(
-            check_program("sh".as_ref(), Some("/usr/bin:/bin".as_ref())).level,
-            Level::Ok
-        );
-        assert_eq!(
-            check_program("no-such-hm-program".as_ref(), Some("/bin".as_ref())).level,
-            Level::Fail
-        );
+        assert_eq!(check_program("sh".as_ref(), Some("/usr/bin:/bin".as_ref())).level, Level::Ok);
+        assert_eq!(check_program("no-such-hm-program".as_ref(), Some("/bin".as_ref())).level, Level::Fail);
         let d = tmpdir("suid");
         let p = d.join("prog");
         std::fs::write(&p, "#!/bin/sh\n").unwrap();
@@ -716,29 +550,16 @@ mod tests {
 
     #[test]
     fn ibv_devices_without_provider() {
-        if crate::locate::which("ibv_devices".as_ref(), std::env::var_os("PATH").as_deref())
-            .is_none()
-        {
+        if crate::locate::which("ibv_devices".as_ref(), std::env::var_os("PATH").as_deref()).is_none() {
             return;
         }
         let d = tmpdir("ibvdev");
         let l = Layout::new(d.clone(), 2).unwrap();
-        let t = build_tree(
-            &l,
-            View::All,
-            tree::char_rdev(Path::new("/dev/full")).unwrap(),
-        )
-        .unwrap();
+        let t = build_tree(&l, View::All, tree::char_rdev(Path::new("/dev/full")).unwrap()).unwrap();
         install_tree(&l.sys(), "all", &t).unwrap();
         let env = vec![
-            (
-                "SYSFS_PATH".to_string(),
-                l.view_dir(View::All).into_os_string(),
-            ),
-            (
-                "RDMAV_DRIVERS".to_string(),
-                d.join("lib/libnothing").into_os_string(),
-            ),
+            ("SYSFS_PATH".to_string(), l.view_dir(View::All).into_os_string()),
+            ("RDMAV_DRIVERS".to_string(), d.join("lib/libnothing").into_os_string()),
         ];
         let c = check_ibv_devices(&env, &["hematite0".to_string()]);
         assert_eq!(c.level, Level::Fail, "{c}");

@@ -30,12 +30,7 @@ pub enum State {
 }
 
 fn read_pid(p: &Path) -> Option<i32> {
-    std::fs::read_to_string(p)
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-        .filter(|&p: &i32| p > 0)
+    std::fs::read_to_string(p).ok()?.trim().parse().ok().filter(|&p: &i32| p > 0)
 }
 
 /// Whether `pid` is a live (not zombie) process whose arguments include `socket`.
@@ -45,10 +40,7 @@ pub fn is_our_device(pid: i32, socket: &Path) -> bool {
         Err(_) => return false,
     };
     // state is the first field after the parenthesised command name
-    let st = stat
-        .rsplit_once(')')
-        .and_then(|(_, r)| r.split_whitespace().next())
-        .unwrap_or("?");
+    let st = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next()).unwrap_or("?");
     if st == "Z" || st == "X" {
         return false;
     }
@@ -117,23 +109,13 @@ pub fn device_args(layout: &Layout, nic: Nic, fw: &Path, loss: Option<&str>) -> 
 /// device's command line: the wire faults of a soak (`--dup P --reorder P --corrupt P
 /// --seed S`), or `--pcap /dev/null` for a long run (a later option wins).
 pub fn extra_args(v: Option<&str>) -> Vec<String> {
-    v.map(|s| s.split_whitespace().map(String::from).collect())
-        .unwrap_or_default()
+    v.map(|s| s.split_whitespace().map(String::from).collect()).unwrap_or_default()
 }
 
-fn spawn(
-    sim: &Path,
-    layout: &Layout,
-    nic: Nic,
-    fw: &Path,
-    loss: Option<&str>,
-    trace: Option<&(usize, Vec<String>)>,
-) -> Result<Child, String> {
+fn spawn(sim: &Path, layout: &Layout, nic: Nic, fw: &Path, loss: Option<&str>, trace: Option<&(usize, Vec<String>)>) -> Result<Child, String> {
     let log_path = layout.log(nic.n);
     let mut args = device_args(layout, nic, fw, loss);
-    args.extend(extra_args(
-        std::env::var("HEMATITE_SIM_ARGS").ok().as_deref(),
-    ));
+    args.extend(extra_args(std::env::var("HEMATITE_SIM_ARGS").ok().as_deref()));
     if let Some((k, t)) = trace {
         if *k == nic.n {
             args.extend(t.iter().cloned());
@@ -157,12 +139,9 @@ fn spawn(
             Ok(())
         });
     }
-    let child = c
-        .spawn()
-        .map_err(|e| format!("starting {}: {e}", sim.display()))?;
+    let child = c.spawn().map_err(|e| format!("starting {}: {e}", sim.display()))?;
     let pid_file = layout.pid_file(nic.n);
-    std::fs::write(&pid_file, format!("{}\n", child.id()))
-        .map_err(|e| format!("{}: {e}", pid_file.display()))?;
+    std::fs::write(&pid_file, format!("{}\n", child.id())).map_err(|e| format!("{}: {e}", pid_file.display()))?;
     Ok(child)
 }
 
@@ -173,10 +152,7 @@ fn log_tail(p: &Path) -> String {
     if tail.is_empty() {
         "(the log is empty)".into()
     } else {
-        tail.iter()
-            .map(|l| format!("    {l}"))
-            .collect::<Vec<_>>()
-            .join("\n")
+        tail.iter().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
     }
 }
 
@@ -213,12 +189,7 @@ pub fn ensure_running(
             let child = spawn(&sim, layout, nic, &fw, loss, trace)?;
             let pid = child.id() as i32;
             if verbose {
-                eprintln!(
-                    "hematite-run: nic{}: started {} (pid {pid}, log {})",
-                    nic.n,
-                    sim.display(),
-                    layout.log(nic.n).display()
-                );
+                eprintln!("hematite-run: nic{}: started {} (pid {pid}, log {})", nic.n, sim.display(), layout.log(nic.n).display());
             }
             waiting.push((nic, pid, Some(child)));
         }
@@ -295,9 +266,7 @@ pub fn stop(layout: &Layout) -> Vec<String> {
                 unsafe { libc::kill(pid, libc::SIGTERM) };
                 term.push((n, pid));
             }
-            Some(pid) => out.push(format!(
-                "nic{n}: was not running (stale pid file, pid {pid})"
-            )),
+            Some(pid) => out.push(format!("nic{n}: was not running (stale pid file, pid {pid})")),
             None => out.push(format!("nic{n}: was not running (unreadable pid file)")),
         }
     }
@@ -310,10 +279,7 @@ pub fn stop(layout: &Layout) -> Vec<String> {
         if is_our_device(pid, &sock) {
             // SAFETY: plain kill(2).
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            out.push(format!(
-                "nic{n}: pid {pid} ignored SIGTERM for {} s, killed",
-                STOP_TIMEOUT.as_secs()
-            ));
+            out.push(format!("nic{n}: pid {pid} ignored SIGTERM for {} s, killed", STOP_TIMEOUT.as_secs()));
         } else {
             out.push(format!("nic{n}: stopped (pid {pid})"));
         }
@@ -325,10 +291,7 @@ pub fn stop(layout: &Layout) -> Vec<String> {
     }
     let _ = std::fs::remove_dir_all(layout.sys().join(".old"));
     if nics.is_empty() {
-        out.push(format!(
-            "no device processes recorded in {}",
-            layout.state.display()
-        ));
+        out.push(format!("no device processes recorded in {}", layout.state.display()));
     }
     out
 }
@@ -359,8 +322,7 @@ pub fn status(layout: &Layout) -> Vec<String> {
                 ),
                 State::Stopped(p) => format!(
                     "nic{n}: not running{}, last pcap {pcap_s}, log {}",
-                    p.map(|p| format!(" (stale pid file: pid {p})"))
-                        .unwrap_or_default(),
+                    p.map(|p| format!(" (stale pid file: pid {p})")).unwrap_or_default(),
                     layout.log(n).display()
                 ),
             }
@@ -389,10 +351,7 @@ mod tests {
     fn extra_device_args() {
         assert!(extra_args(None).is_empty());
         assert!(extra_args(Some("  ")).is_empty());
-        assert_eq!(
-            extra_args(Some(" --dup 0.01\t--seed  7 ")),
-            vec!["--dup", "0.01", "--seed", "7"]
-        );
+        assert_eq!(extra_args(Some(" --dup 0.01\t--seed  7 ")), vec!["--dup", "0.01", "--seed", "7"]);
     }
 
     #[test]

@@ -125,38 +125,22 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
     let mut it = args.into_iter();
     let set_mode = |o: &mut Opts, m: Mode| {
         if o.mode != Mode::Run {
-            return Err(
-                "--check, --stop, --status, --stat and --cards exclude each other".to_string(),
-            );
+            return Err("--check, --stop, --status, --stat and --cards exclude each other".to_string());
         }
         o.mode = m;
         Ok(())
     };
     while let Some(a) = it.next() {
         let s = a.to_string_lossy().into_owned();
-        let mut val = || {
-            it.next()
-                .map(|v| v.to_string_lossy().into_owned())
-                .ok_or(format!("{s} needs a value"))
-        };
+        let mut val = || it.next().map(|v| v.to_string_lossy().into_owned()).ok_or(format!("{s} needs a value"));
         match s.as_str() {
             "--" => {
                 o.program = it.collect();
                 break;
             }
             "-h" | "--help" => return Err("help".into()),
-            "--nic" => {
-                o.nic = Some(
-                    val()?
-                        .parse()
-                        .map_err(|_| "--nic wants a NIC number".to_string())?,
-                )
-            }
-            "--nics" => {
-                o.nics = val()?
-                    .parse()
-                    .map_err(|_| "--nics wants a number".to_string())?
-            }
+            "--nic" => o.nic = Some(val()?.parse().map_err(|_| "--nic wants a NIC number".to_string())?),
+            "--nics" => o.nics = val()?.parse().map_err(|_| "--nics wants a number".to_string())?,
             "--state" => o.state = Some(PathBuf::from(val()?)),
             "--loss" => {
                 let v = val()?;
@@ -168,29 +152,20 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
             "--link" => o.link = Some(val()?),
             "--no-overlay" => o.overlay = false,
             "--no-preload" => o.preload = false,
-            "--trace" | "--trace-from" | "--trace-cycles" | "--trace-on" | "--trace-before"
-            | "--trace-after" => {
+            "--trace" | "--trace-from" | "--trace-cycles" | "--trace-on" | "--trace-before" | "--trace-after" => {
                 let v = val()?;
                 // the numbers are checked here, before any device starts (the device checks
                 // the rest: the event's name, the file)
                 if s != "--trace" && s != "--trace-on" {
                     match v.parse::<u64>() {
-                        Ok(0) if s == "--trace-cycles" || s == "--trace-before" => {
-                            return Err(format!("{s} must be at least 1"))
-                        }
+                        Ok(0) if s == "--trace-cycles" || s == "--trace-before" => return Err(format!("{s} must be at least 1")),
                         Ok(_) => {}
                         Err(_) => return Err(format!("{s} wants a number of cycles, not `{v}`")),
                     }
                 }
                 o.trace.extend([s.clone(), v]);
             }
-            "--trace-nic" => {
-                o.trace_nic = Some(
-                    val()?
-                        .parse()
-                        .map_err(|_| "--trace-nic wants a NIC number".to_string())?,
-                )
-            }
+            "--trace-nic" => o.trace_nic = Some(val()?.parse().map_err(|_| "--trace-nic wants a NIC number".to_string())?),
             "-v" | "--verbose" => o.verbose = true,
             "--check" => set_mode(&mut o, Mode::Check)?,
             "--stop" => set_mode(&mut o, Mode::Stop)?,
@@ -199,13 +174,7 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
             "--cards" => set_mode(&mut o, Mode::Cards)?,
             "--config" => o.config = Some(PathBuf::from(val()?)),
             "--watch" => o.watch = true,
-            "--qp" => {
-                o.qp = Some(
-                    val()?
-                        .parse()
-                        .map_err(|_| "--qp wants a QP number (0..65535)".to_string())?,
-                )
-            }
+            "--qp" => o.qp = Some(val()?.parse().map_err(|_| "--qp wants a QP number (0..65535)".to_string())?),
             _ if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
             _ => {
                 o.program = std::iter::once(a).chain(it).collect();
@@ -226,13 +195,9 @@ fn parse_args(args: Vec<OsString>) -> Result<Opts, String> {
         return Err("--trace goes with a program run".into());
     }
     match o.mode {
-        Mode::Run if o.program.is_empty() => {
-            Err("no program given (hematite-run [options] -- PROGRAM ARGS...)".into())
-        }
+        Mode::Run if o.program.is_empty() => Err("no program given (hematite-run [options] -- PROGRAM ARGS...)".into()),
         Mode::Run => Ok(o),
-        _ if !o.program.is_empty() => {
-            Err("--check, --stop, --status, --stat and --cards take no program".into())
-        }
+        _ if !o.program.is_empty() => Err("--check, --stop, --status, --stat and --cards take no program".into()),
         _ => Ok(o),
     }
 }
@@ -245,35 +210,20 @@ fn is_root() -> bool {
 /// Where the /dev/infiniband links live. Only tests move it (libibverbs looks in
 /// /dev/infiniband, whatever this says).
 fn dev_dir() -> PathBuf {
-    std::env::var_os("HEMATITE_RUN_DEV_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/dev/infiniband"))
+    std::env::var_os("HEMATITE_RUN_DEV_DIR").filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/dev/infiniband"))
 }
 
 fn state_dir(o: &Opts) -> Result<PathBuf, String> {
     let d = o
         .state
         .clone()
-        .or_else(|| {
-            std::env::var_os("HEMATITE_RUN_DIR")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
+        .or_else(|| std::env::var_os("HEMATITE_RUN_DIR").filter(|v| !v.is_empty()).map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("/run/hematite"));
     std::fs::create_dir_all(&d).map_err(|e| {
-        let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
-            " (run as root, or choose --state DIR)"
-        } else {
-            ""
-        };
-        format!(
-            "cannot create the state directory {}: {e}{hint}",
-            d.display()
-        )
+        let hint = if e.kind() == std::io::ErrorKind::PermissionDenied { " (run as root, or choose --state DIR)" } else { "" };
+        format!("cannot create the state directory {}: {e}{hint}", d.display())
     })?;
-    d.canonicalize()
-        .map_err(|e| format!("{}: {e}", d.display()))
+    d.canonicalize().map_err(|e| format!("{}: {e}", d.display()))
 }
 
 /// An exclusive lock on the state directory for setting it up (trees, device start), so that
@@ -294,11 +244,7 @@ fn lock(layout: &Layout) -> Result<Lock, String> {
         .map_err(|e| format!("{}: {e}", p.display()))?;
     // SAFETY: flock on a descriptor we own.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(format!(
-            "{}: {}",
-            p.display(),
-            std::io::Error::last_os_error()
-        ));
+        return Err(format!("{}: {}", p.display(), std::io::Error::last_os_error()));
     }
     Ok(Lock { _file: f })
 }
@@ -308,14 +254,9 @@ fn lock(layout: &Layout) -> Result<Lock, String> {
 fn link_provider(layout: &Layout, provider: &Path) -> Result<(), String> {
     let lib = layout.lib();
     std::fs::create_dir_all(&lib).map_err(|e| format!("{}: {e}", lib.display()))?;
-    let target = provider
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", provider.display()))?;
+    let target = provider.canonicalize().map_err(|e| format!("{}: {e}", provider.display()))?;
     let link = layout.provider_link();
-    if std::fs::read_link(&link)
-        .map(|t| t == target)
-        .unwrap_or(false)
-    {
+    if std::fs::read_link(&link).map(|t| t == target).unwrap_or(false) {
         return Ok(());
     }
     let tmp = lib.join(format!(".link-{}", std::process::id()));
@@ -335,21 +276,14 @@ struct Setup {
 /// Writes the trees, makes the links, and runs the checks that need no program. Problems
 /// become failed checks rather than errors, so that `--check` can list them all.
 fn setup(o: &Opts, layout: &Layout, view: View) -> Setup {
-    let mut c = vec![
-        checks::check_ibverbs_version(checks::dpkg_ibverbs_version().as_deref()),
-        checks::check_ib_core_here(),
-    ];
+    let mut c = vec![checks::check_ibverbs_version(checks::dpkg_ibverbs_version().as_deref()), checks::check_ib_core_here()];
     let mut devices = Vec::new();
     match tree::char_rdev(Path::new("/dev/full")) {
-        Err(e) => c.push(Check::fail(
-            "/dev/full",
-            format!("{e}; the uverbs links need a /dev/full character device"),
-        )),
+        Err(e) => c.push(Check::fail("/dev/full", format!("{e}; the uverbs links need a /dev/full character device"))),
         Ok(full) => {
             let mut wrote = Ok(());
             for v in layout.views() {
-                let r = tree::build_tree(layout, v, full)
-                    .and_then(|t| tree::install_tree(&layout.sys(), &v.name(), &t));
+                let r = tree::build_tree(layout, v, full).and_then(|t| tree::install_tree(&layout.sys(), &v.name(), &t));
                 if let Err(e) = r {
                     wrote = Err(e);
                     break;
@@ -359,10 +293,7 @@ fn setup(o: &Opts, layout: &Layout, view: View) -> Setup {
             c.push(match wrote.and_then(|_| checks::verify_tree(&vdir, full)) {
                 Ok(names) => {
                     devices = names;
-                    Check::ok(
-                        "sysfs tree",
-                        format!("{} ({})", vdir.display(), devices.join(", ")),
-                    )
+                    Check::ok("sysfs tree", format!("{} ({})", vdir.display(), devices.join(", ")))
                 }
                 Err(e) => Check::fail("sysfs tree", e),
             });
@@ -383,37 +314,20 @@ fn setup(o: &Opts, layout: &Layout, view: View) -> Setup {
     c.push(checks::check_memlock());
 
     let env = program_env(o, layout, view);
-    Setup {
-        checks: c,
-        env,
-        devices,
-    }
+    Setup { checks: c, env, devices }
 }
 
 /// The program's environment: where libibverbs finds the tree and the provider.
 fn program_env(o: &Opts, layout: &Layout, view: View) -> Vec<(String, OsString)> {
     let mut env: Vec<(String, OsString)> = vec![
         ("SYSFS_PATH".into(), layout.view_dir(view).into_os_string()),
-        (
-            "RDMAV_DRIVERS".into(),
-            layout.driver_prefix().into_os_string(),
-        ),
-        (
-            "HEMATITE_RUN_DIR".into(),
-            layout.state.clone().into_os_string(),
-        ),
+        ("RDMAV_DRIVERS".into(), layout.driver_prefix().into_os_string()),
+        ("HEMATITE_RUN_DIR".into(), layout.state.clone().into_os_string()),
     ];
     if o.preload {
         let me = layout.provider_link().into_os_string();
         let pre = match std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-            Some(old)
-                if old
-                    .to_string_lossy()
-                    .split([':', ' '])
-                    .any(|e| Path::new(e) == Path::new(&me)) =>
-            {
-                old
-            }
+            Some(old) if old.to_string_lossy().split([':', ' ']).any(|e| Path::new(e) == Path::new(&me)) => old,
             Some(old) => {
                 let mut s = me;
                 s.push(":");
@@ -436,13 +350,7 @@ fn nic_checks(layout: &Layout) -> Vec<Check> {
     for nic in layout.all() {
         let name = format!("nic{}", nic.n);
         c.push(match devices::state(layout, nic.n) {
-            devices::State::Running(pid) => Check::ok(
-                &name,
-                format!(
-                    "running, pid {pid}, socket {}",
-                    layout.socket(nic.n).display()
-                ),
-            ),
+            devices::State::Running(pid) => Check::ok(&name, format!("running, pid {pid}, socket {}", layout.socket(nic.n).display())),
             devices::State::Starting(pid) => Check::ok(&name, format!("starting, pid {pid}")),
             devices::State::Stopped(_) => {
                 need_start = true;
@@ -451,14 +359,8 @@ fn nic_checks(layout: &Layout) -> Vec<Check> {
         });
     }
     if need_start {
-        c.push(Check::from_result(
-            "simulator",
-            locate::sim().map(|p| p.display().to_string()),
-        ));
-        c.push(Check::from_result(
-            "firmware",
-            locate::firmware().map(|p| p.display().to_string()),
-        ));
+        c.push(Check::from_result("simulator", locate::sim().map(|p| p.display().to_string())));
+        c.push(Check::from_result("firmware", locate::firmware().map(|p| p.display().to_string())));
     }
     c
 }
@@ -511,8 +413,7 @@ fn run(mut o: Opts) -> Result<u8, String> {
     if let Some(l) = &o.link {
         let l = tree::Link::parse(l)?;
         std::fs::create_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
-        std::fs::write(&link_file, l.to_line() + "\n")
-            .map_err(|e| format!("{}: {e}", link_file.display()))?;
+        std::fs::write(&link_file, l.to_line() + "\n").map_err(|e| format!("{}: {e}", link_file.display()))?;
     }
     if let Ok(l) = std::fs::read_to_string(&link_file) {
         let l = tree::Link::parse(&l)?;
@@ -526,10 +427,7 @@ fn run(mut o: Opts) -> Result<u8, String> {
         return run_cards(o, state, &text);
     }
     if o.mode == Mode::Stat {
-        let layout = Layout::new(
-            state,
-            o.nics.max(if tree::LINK.get().is_some() { 1 } else { 2 }),
-        )?;
+        let layout = Layout::new(state, o.nics.max(if tree::LINK.get().is_some() { 1 } else { 2 }))?;
         return Ok(match o.qp {
             Some(q) => stat::run_qp(&layout, o.nic, q, o.watch),
             None => stat::run(&layout, o.nic, o.watch),
@@ -537,20 +435,9 @@ fn run(mut o: Opts) -> Result<u8, String> {
     }
     if o.mode == Mode::Status || o.mode == Mode::Stop {
         // any even count: these look at the pid files present
-        let layout = Layout::new(
-            state,
-            o.nics.max(if tree::LINK.get().is_some() { 1 } else { 2 }),
-        )?;
-        let _guard = if o.mode == Mode::Stop {
-            Some(lock(&layout)?)
-        } else {
-            None
-        };
-        let lines = if o.mode == Mode::Status {
-            devices::status(&layout)
-        } else {
-            devices::stop(&layout)
-        };
+        let layout = Layout::new(state, o.nics.max(if tree::LINK.get().is_some() { 1 } else { 2 }))?;
+        let _guard = if o.mode == Mode::Stop { Some(lock(&layout)?) } else { None };
+        let lines = if o.mode == Mode::Status { devices::status(&layout) } else { devices::stop(&layout) };
         for l in lines {
             println!("{l}");
         }
@@ -580,11 +467,7 @@ fn run(mut o: Opts) -> Result<u8, String> {
         ));
         s.checks.push(Check::ok(
             "preload",
-            if o.preload {
-                "the provider is LD_PRELOADed, so completion channels work"
-            } else {
-                "off (--no-preload): ibv_create_comp_channel will fail"
-            },
+            if o.preload { "the provider is LD_PRELOADed, so completion channels work" } else { "off (--no-preload): ibv_create_comp_channel will fail" },
         ));
         s.checks.push(checks::check_ibv_devices(&s.env, &s.devices));
         for ch in &s.checks {
@@ -594,10 +477,7 @@ fn run(mut o: Opts) -> Result<u8, String> {
         return Ok(if failed { EXIT_SETUP } else { 0 });
     }
 
-    s.checks.push(checks::check_program(
-        &o.program[0],
-        std::env::var_os("PATH").as_deref(),
-    ));
+    s.checks.push(checks::check_program(&o.program[0], std::env::var_os("PATH").as_deref()));
     print_checks(&s.checks, o.verbose);
     if s.checks.iter().any(|c| c.level == Level::Fail) {
         eprintln!("hematite-run: pre-flight checks failed; `hematite-run --check` lists them all");
@@ -613,18 +493,8 @@ fn run(mut o: Opts) -> Result<u8, String> {
         }
         Some((k, o.trace.clone()))
     };
-    let sim = if trace.is_some() {
-        locate::sim_traced
-    } else {
-        locate::sim
-    };
-    devices::ensure_running(
-        &layout,
-        o.loss.as_deref(),
-        trace.as_ref(),
-        o.verbose,
-        || Ok((sim()?, locate::firmware()?)),
-    )?;
+    let sim = if trace.is_some() { locate::sim_traced } else { locate::sim };
+    devices::ensure_running(&layout, o.loss.as_deref(), trace.as_ref(), o.verbose, || Ok((sim()?, locate::firmware()?)))?;
     drop(guard);
 
     spawn_program(&o, &layout, view, &s.env)
@@ -632,12 +502,7 @@ fn run(mut o: Opts) -> Result<u8, String> {
 
 /// Runs the program with `env`, in a private mount namespace with the view's tree over
 /// /sys/class when root (unless --no-overlay); returns its exit status.
-fn spawn_program(
-    o: &Opts,
-    layout: &Layout,
-    view: View,
-    env: &[(String, OsString)],
-) -> Result<u8, String> {
+fn spawn_program(o: &Opts, layout: &Layout, view: View, env: &[(String, OsString)]) -> Result<u8, String> {
     let mut cmd = Command::new(&o.program[0]);
     cmd.args(&o.program[1..]);
     for (k, v) in env {
@@ -676,11 +541,7 @@ fn spawn_program(
     }
     install_forwarding();
     let mut child = cmd.spawn().map_err(|e| {
-        let hint = if o.overlay && is_root() {
-            " (if the overlay failed, --no-overlay runs without it)"
-        } else {
-            ""
-        };
+        let hint = if o.overlay && is_root() { " (if the overlay failed, --no-overlay runs without it)" } else { "" };
         format!("cannot run {}: {e}{hint}", o.program[0].to_string_lossy())
     })?;
     CHILD.store(child.id() as i32, Ordering::SeqCst);
@@ -699,18 +560,13 @@ fn spawn_program(
 
 /// The root of sysfs that `--cards` scans (only tests move it).
 fn sys_root() -> PathBuf {
-    std::env::var_os("HEMATITE_RUN_SYS_ROOT")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/sys"))
+    std::env::var_os("HEMATITE_RUN_SYS_ROOT").filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/sys"))
 }
 
 /// Writes a file whole: beside it, then renamed over it.
 fn write_whole(p: &Path, text: &str) -> Result<(), String> {
     let tmp = p.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, p))
-        .map_err(|e| format!("{}: {e}", p.display()))
+    std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, p)).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// `--cards`: publishes the configured cards (module `cards`).
@@ -718,28 +574,17 @@ fn setup_cards(o: &Opts, state: PathBuf) -> Result<u8, String> {
     if o.link.is_some() || o.loss.is_some() || o.nic.is_some() {
         return Err("--cards takes --config and --state only".into());
     }
-    let cfg = o
-        .config
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(cards::DEFAULT_CONFIG));
-    let text = std::fs::read_to_string(&cfg)
-        .map_err(|e| format!("{}: {e} (docs/cards.md says what it holds)", cfg.display()))?;
+    let cfg = o.config.clone().unwrap_or_else(|| PathBuf::from(cards::DEFAULT_CONFIG));
+    let text = std::fs::read_to_string(&cfg).map_err(|e| format!("{}: {e} (docs/cards.md says what it holds)", cfg.display()))?;
     let conf = cards::parse_config(&text).map_err(|e| format!("{}: {e}", cfg.display()))?;
     let plan = cards::plan(&conf, &sys_root());
     for s in &plan.skipped {
         eprintln!("hematite-run: not published: {s}");
     }
     if plan.cards.is_empty() {
-        return Err(format!(
-            "no card to publish ({} configures {} function(s); see above)",
-            cfg.display(),
-            conf.functions.len()
-        ));
+        return Err(format!("no card to publish ({} configures {} function(s); see above)", cfg.display(), conf.functions.len()));
     }
-    let layout = Layout {
-        state: state.clone(),
-        nics: plan.cards.len(),
-    };
+    let layout = Layout { state: state.clone(), nics: plan.cards.len() };
     let _guard = lock(&layout)?;
     let running: Vec<usize> = devices::known_nics(&state)
         .into_iter()
@@ -752,41 +597,26 @@ fn setup_cards(o: &Opts, state: PathBuf) -> Result<u8, String> {
     let mut views = vec![(View::All, None)];
     views.extend(plan.cards.iter().map(|c| (View::Nic(c.n), Some(c.n))));
     for (v, one) in &views {
-        tree::install_tree(
-            &layout.sys(),
-            &v.name(),
-            &cards::build_tree(&plan.cards, *one, full),
-        )?;
+        tree::install_tree(&layout.sys(), &v.name(), &cards::build_tree(&plan.cards, *one, full))?;
     }
     // views of cards no longer published
     if let Ok(rd) = std::fs::read_dir(layout.sys()) {
         for e in rd.filter_map(|e| e.ok()) {
             let name = e.file_name().to_string_lossy().into_owned();
-            let stale = name
-                .strip_prefix("nic")
-                .and_then(|n| n.parse::<usize>().ok())
-                .is_some_and(|n| n >= plan.cards.len());
+            let stale = name.strip_prefix("nic").and_then(|n| n.parse::<usize>().ok()).is_some_and(|n| n >= plan.cards.len());
             if stale {
                 let old = layout.sys().join(".old");
                 std::fs::create_dir_all(&old).map_err(|e| format!("{}: {e}", old.display()))?;
-                std::fs::rename(e.path(), old.join(format!("{name}-{}", std::process::id())))
-                    .map_err(|e| format!("{name}: {e}"))?;
+                std::fs::rename(e.path(), old.join(format!("{name}-{}", std::process::id()))).map_err(|e| format!("{name}: {e}"))?;
             }
         }
     }
     let names = checks::verify_tree(&layout.view_dir(View::All), full)?;
-    let uverbs: Vec<String> = plan
-        .cards
-        .iter()
-        .map(|c| format!("uverbs{}", c.n))
-        .collect();
+    let uverbs: Vec<String> = plan.cards.iter().map(|c| format!("uverbs{}", c.n)).collect();
     checks::ensure_dev_links(&dev_dir(), &uverbs)?;
     let provider = locate::provider()?;
     link_provider(&layout, &provider)?;
-    write_whole(
-        &state.join(cards::CARDS_FILE),
-        &cards::cards_file(&plan.cards),
-    )?;
+    write_whole(&state.join(cards::CARDS_FILE), &cards::cards_file(&plan.cards))?;
     for c in &plan.cards {
         println!("hematite{}: {} ({})", c.n, c.backend(), c.path.display());
     }
@@ -802,16 +632,9 @@ fn setup_cards(o: &Opts, state: PathBuf) -> Result<u8, String> {
 
 /// A run, --check, --status, --stop or --stat in a state directory that holds cards.
 fn run_cards(o: Opts, state: PathBuf, text: &str) -> Result<u8, String> {
-    let cards = cards::read_cards_file(text).ok_or_else(|| {
-        format!(
-            "{}: malformed; run hematite-run --cards again",
-            state.join(cards::CARDS_FILE).display()
-        )
-    })?;
-    let layout = Layout {
-        state: state.clone(),
-        nics: cards.len(),
-    };
+    let cards = cards::read_cards_file(text)
+        .ok_or_else(|| format!("{}: malformed; run hematite-run --cards again", state.join(cards::CARDS_FILE).display()))?;
+    let layout = Layout { state: state.clone(), nics: cards.len() };
     match o.mode {
         Mode::Status => {
             for (n, b) in &cards {
@@ -821,25 +644,18 @@ fn run_cards(o: Opts, state: PathBuf, text: &str) -> Result<u8, String> {
         }
         Mode::Stop => {
             let _guard = lock(&layout)?;
-            std::fs::remove_file(state.join(cards::CARDS_FILE))
-                .map_err(|e| format!("{}: {e}", state.display()))?;
+            std::fs::remove_file(state.join(cards::CARDS_FILE)).map_err(|e| format!("{}: {e}", state.display()))?;
             // moved aside, not deleted: programs started with the overlay have them bound
             let old = layout.sys().join(".old");
             std::fs::create_dir_all(&old).map_err(|e| format!("{}: {e}", old.display()))?;
             for v in std::iter::once(View::All).chain(cards.iter().map(|c| View::Nic(c.0))) {
-                let _ = std::fs::rename(
-                    layout.view_dir(v),
-                    old.join(format!("{}-{}", v.name(), std::process::id())),
-                );
+                let _ = std::fs::rename(layout.view_dir(v), old.join(format!("{}-{}", v.name(), std::process::id())));
             }
             println!("withdrew {} card(s) from {}", cards.len(), state.display());
             return Ok(0);
         }
         Mode::Stat => {
-            eprintln!(
-                "hematite-run: {} holds cards; their counters are not sampled yet (docs/cards.md)",
-                state.display()
-            );
+            eprintln!("hematite-run: {} holds cards; their counters are not sampled yet (docs/cards.md)", state.display());
             return Ok(1);
         }
         Mode::Cards => unreachable!("handled before"),
@@ -850,19 +666,10 @@ fn run_cards(o: Opts, state: PathBuf, text: &str) -> Result<u8, String> {
     }
     let view = match o.nic {
         Some(n) if cards.iter().any(|c| c.0 == n) => View::Nic(n),
-        Some(n) => {
-            return Err(format!(
-                "--nic {n}: {} holds cards {:?}",
-                state.display(),
-                cards.iter().map(|c| c.0).collect::<Vec<_>>()
-            ))
-        }
+        Some(n) => return Err(format!("--nic {n}: {} holds cards {:?}", state.display(), cards.iter().map(|c| c.0).collect::<Vec<_>>())),
         None => View::All,
     };
-    let mut c = vec![
-        checks::check_ibverbs_version(checks::dpkg_ibverbs_version().as_deref()),
-        checks::check_ib_core_here(),
-    ];
+    let mut c = vec![checks::check_ibverbs_version(checks::dpkg_ibverbs_version().as_deref()), checks::check_ib_core_here()];
     let mut devices = Vec::new();
     match tree::char_rdev(Path::new("/dev/full")) {
         Err(e) => c.push(Check::fail("/dev/full", e)),
@@ -871,15 +678,9 @@ fn run_cards(o: Opts, state: PathBuf, text: &str) -> Result<u8, String> {
             c.push(match checks::verify_tree(&vdir, full) {
                 Ok(names) => {
                     devices = names;
-                    Check::ok(
-                        "sysfs tree",
-                        format!("{} (cards: {})", vdir.display(), devices.join(", ")),
-                    )
+                    Check::ok("sysfs tree", format!("{} (cards: {})", vdir.display(), devices.join(", ")))
                 }
-                Err(e) => Check::fail(
-                    "sysfs tree",
-                    format!("{e} (hematite-run --cards writes it)"),
-                ),
+                Err(e) => Check::fail("sysfs tree", format!("{e} (hematite-run --cards writes it)")),
             });
             let uverbs: Vec<String> = cards.iter().map(|c| format!("uverbs{}", c.0)).collect();
             c.push(checks::check_dev_nodes(&dev_dir(), &uverbs, full));
@@ -893,16 +694,9 @@ fn run_cards(o: Opts, state: PathBuf, text: &str) -> Result<u8, String> {
         for ch in &c {
             println!("{ch}");
         }
-        return Ok(if c.iter().any(|c| c.level == Level::Fail) {
-            EXIT_SETUP
-        } else {
-            0
-        });
+        return Ok(if c.iter().any(|c| c.level == Level::Fail) { EXIT_SETUP } else { 0 });
     }
-    c.push(checks::check_program(
-        &o.program[0],
-        std::env::var_os("PATH").as_deref(),
-    ));
+    c.push(checks::check_program(&o.program[0], std::env::var_os("PATH").as_deref()));
     print_checks(&c, o.verbose);
     if c.iter().any(|c| c.level == Level::Fail) {
         eprintln!("hematite-run: pre-flight checks failed; `hematite-run --check` lists them all");
@@ -952,20 +746,12 @@ mod tests {
     #[test]
     fn cli() {
         let o = parse_args(args(&["--nic", "1", "--nics", "4", "-v", "--", "ls", "-l"])).unwrap();
-        assert_eq!(
-            (o.nic, o.nics, o.verbose, o.mode),
-            (Some(1), 4, true, Mode::Run)
-        );
+        assert_eq!((o.nic, o.nics, o.verbose, o.mode), (Some(1), 4, true, Mode::Run));
         assert_eq!(o.program, args(&["ls", "-l"]));
         let o = parse_args(args(&["ls", "--nic", "3"])).unwrap();
         assert_eq!(o.program, args(&["ls", "--nic", "3"]));
         assert_eq!(o.nic, None);
-        assert_eq!(
-            parse_args(args(&["--check", "--state", "/x"]))
-                .unwrap()
-                .mode,
-            Mode::Check
-        );
+        assert_eq!(parse_args(args(&["--check", "--state", "/x"])).unwrap().mode, Mode::Check);
         assert!(parse_args(args(&["--check", "--stop"])).is_err());
         // --stat's options: --watch and --qp only with it, a QP number that fits 16 bits
         let o = parse_args(args(&["--stat", "--qp", "7", "--watch"])).unwrap();
@@ -977,69 +763,18 @@ mod tests {
         assert!(parse_args(args(&["--stop", "--", "ls"])).is_err());
         assert!(parse_args(args(&["-v"])).is_err());
         assert!(parse_args(args(&["--loss", "1.5", "--", "ls"])).is_err());
-        assert_eq!(
-            parse_args(args(&["--loss", "0.01", "--", "ls"]))
-                .unwrap()
-                .loss
-                .as_deref(),
-            Some("0.01")
-        );
+        assert_eq!(parse_args(args(&["--loss", "0.01", "--", "ls"])).unwrap().loss.as_deref(), Some("0.01"));
         assert!(parse_args(args(&["--bogus", "--", "ls"])).is_err());
         let o = parse_args(args(&["--no-overlay", "--no-preload", "--", "x"])).unwrap();
         assert!(!o.overlay && !o.preload);
-        let o = parse_args(args(&[
-            "--trace",
-            "w.fst",
-            "--trace-from",
-            "5",
-            "--trace-nic",
-            "1",
-            "--",
-            "x",
-        ]))
-        .unwrap();
-        assert_eq!(
-            (o.trace.join(" "), o.trace_nic),
-            ("--trace w.fst --trace-from 5".to_string(), Some(1))
-        );
-        assert!(
-            parse_args(args(&["--trace-cycles", "10", "--", "x"])).is_err(),
-            "a window without --trace"
-        );
+        let o = parse_args(args(&["--trace", "w.fst", "--trace-from", "5", "--trace-nic", "1", "--", "x"])).unwrap();
+        assert_eq!((o.trace.join(" "), o.trace_nic), ("--trace w.fst --trace-from 5".to_string(), Some(1)));
+        assert!(parse_args(args(&["--trace-cycles", "10", "--", "x"])).is_err(), "a window without --trace");
         assert!(parse_args(args(&["--trace-nic", "1", "--", "x"])).is_err());
-        assert!(
-            parse_args(args(&["--check", "--trace", "w.fst"])).is_err(),
-            "--trace only with a program"
-        );
+        assert!(parse_args(args(&["--check", "--trace", "w.fst"])).is_err(), "--trace only with a program");
         assert!(parse_args(args(&["--trace-nic", "x", "--trace", "w.fst", "--", "x"])).is_err());
-        assert!(parse_args(args(&[
-            "--trace",
-            "w.fst",
-            "--trace-cycles",
-            "0",
-            "--",
-            "x"
-        ]))
-        .is_err());
-        assert!(parse_args(args(&[
-            "--trace",
-            "w.fst",
-            "--trace-before",
-            "many",
-            "--",
-            "x"
-        ]))
-        .is_err());
-        assert!(parse_args(args(&[
-            "--trace",
-            "w.fst",
-            "--trace-on",
-            "drop",
-            "--trace-after",
-            "0",
-            "--",
-            "x"
-        ]))
-        .is_ok());
+        assert!(parse_args(args(&["--trace", "w.fst", "--trace-cycles", "0", "--", "x"])).is_err());
+        assert!(parse_args(args(&["--trace", "w.fst", "--trace-before", "many", "--", "x"])).is_err());
+        assert!(parse_args(args(&["--trace", "w.fst", "--trace-on", "drop", "--trace-after", "0", "--", "x"])).is_ok());
     }
 }

@@ -27,8 +27,7 @@ pub struct Overlay {
 }
 
 fn c(p: &Path) -> Result<CString, String> {
-    CString::new(p.as_os_str().as_bytes())
-        .map_err(|_| format!("{}: path holds a NUL byte", p.display()))
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("{}: path holds a NUL byte", p.display()))
 }
 
 impl Overlay {
@@ -57,12 +56,7 @@ impl Overlay {
             }
             fake.push((c(&src)?, c(&sys_class.join(f))?));
         }
-        Ok(Overlay {
-            sys_class: c(sys_class)?,
-            aside: c(aside)?,
-            real,
-            fake,
-        })
+        Ok(Overlay { sys_class: c(sys_class)?, aside: c(aside)?, real, fake })
     }
 
     /// Performs the overlay in the calling process (between fork and exec): new mount
@@ -74,10 +68,7 @@ impl Overlay {
     /// Meant for `pre_exec`: it allocates nothing and only makes system calls; it changes the
     /// calling process's mount namespace for good.
     pub unsafe fn apply(&self) -> io::Result<()> {
-        use libc::{
-            mount, umount2, MNT_DETACH, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE,
-            MS_RDONLY, MS_REC, MS_REMOUNT,
-        };
+        use libc::{mount, umount2, MNT_DETACH, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT};
         let null = std::ptr::null();
         let fail = |what: &[u8]| -> io::Error {
             let e = io::Error::last_os_error();
@@ -92,64 +83,29 @@ impl Overlay {
         if mount(null, c"/".as_ptr(), null, MS_REC | MS_PRIVATE, null.cast()) != 0 {
             return Err(fail(b"making / private"));
         }
-        if mount(
-            self.sys_class.as_ptr(),
-            self.aside.as_ptr(),
-            null,
-            MS_BIND | MS_REC,
-            null.cast(),
-        ) != 0
-        {
+        if mount(self.sys_class.as_ptr(), self.aside.as_ptr(), null, MS_BIND | MS_REC, null.cast()) != 0 {
             return Err(fail(b"binding /sys/class aside"));
         }
-        if mount(
-            c"hematite".as_ptr(),
-            self.sys_class.as_ptr(),
-            c"tmpfs".as_ptr(),
-            MS_NOSUID | MS_NODEV | MS_NOEXEC,
-            c"mode=755".as_ptr().cast(),
-        ) != 0
-        {
+        if mount(c"hematite".as_ptr(), self.sys_class.as_ptr(), c"tmpfs".as_ptr(), MS_NOSUID | MS_NODEV | MS_NOEXEC, c"mode=755".as_ptr().cast()) != 0 {
             return Err(fail(b"mounting a tmpfs on /sys/class"));
         }
         for (src, dst) in self.real.iter().chain(self.fake.iter()) {
             if libc::mkdir(dst.as_ptr(), 0o755) != 0 && *libc::__errno_location() != libc::EEXIST {
                 return Err(fail(b"mkdir under /sys/class"));
             }
-            if mount(
-                src.as_ptr(),
-                dst.as_ptr(),
-                null,
-                MS_BIND | MS_REC,
-                null.cast(),
-            ) != 0
-            {
+            if mount(src.as_ptr(), dst.as_ptr(), null, MS_BIND | MS_REC, null.cast()) != 0 {
                 return Err(fail(b"binding a class directory"));
             }
         }
         for (_, dst) in &self.fake {
-            if mount(
-                null,
-                dst.as_ptr(),
-                null,
-                MS_REMOUNT | MS_BIND | MS_RDONLY,
-                null.cast(),
-            ) != 0
-            {
+            if mount(null, dst.as_ptr(), null, MS_REMOUNT | MS_BIND | MS_RDONLY, null.cast()) != 0 {
                 return Err(fail(b"making the fake tree read-only"));
             }
         }
         if umount2(self.aside.as_ptr(), MNT_DETACH) != 0 {
             return Err(fail(b"detaching the aside copy"));
         }
-        if mount(
-            null,
-            self.sys_class.as_ptr(),
-            null,
-            MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-            null.cast(),
-        ) != 0
-        {
+        if mount(null, self.sys_class.as_ptr(), null, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, null.cast()) != 0 {
             return Err(fail(b"making /sys/class read-only"));
         }
         Ok(())

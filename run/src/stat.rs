@@ -29,12 +29,8 @@ fn read_files(d: &Path, group: &str, s: &mut Sample) -> Result<(), String> {
         if name.starts_with('.') || name == "snapshot" {
             continue;
         }
-        let text = std::fs::read_to_string(ent.path())
-            .map_err(|e| format!("{}: {e}", ent.path().display()))?;
-        let v = text
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| format!("{}: not a number: {:?}", ent.path().display(), text.trim()))?;
+        let text = std::fs::read_to_string(ent.path()).map_err(|e| format!("{}: {e}", ent.path().display()))?;
+        let v = text.trim().parse::<u64>().map_err(|_| format!("{}: not a number: {:?}", ent.path().display(), text.trim()))?;
         s.values.insert((group.to_string(), name), v);
     }
     Ok(())
@@ -43,16 +39,12 @@ fn read_files(d: &Path, group: &str, s: &mut Sample) -> Result<(), String> {
 /// The simulated cycle in a `snapshot` file (`cycle C`).
 fn snapshot_cycle(dir: &Path) -> Option<u64> {
     let t = std::fs::read_to_string(dir.join("snapshot")).ok()?;
-    t.lines()
-        .find_map(|l| l.strip_prefix("cycle ").and_then(|v| v.trim().parse().ok()))
+    t.lines().find_map(|l| l.strip_prefix("cycle ").and_then(|v| v.trim().parse().ok()))
 }
 
 /// Reads a counter directory as the device process writes it.
 pub fn read_counters(dir: &Path) -> Result<Sample, String> {
-    let mut s = Sample {
-        cycle: snapshot_cycle(dir),
-        ..Sample::default()
-    };
+    let mut s = Sample { cycle: snapshot_cycle(dir), ..Sample::default() };
     for sub in ["counters", "hw_counters"] {
         read_files(&dir.join(sub), sub, &mut s)?;
     }
@@ -73,37 +65,20 @@ pub fn table(nics: &[(usize, Sample)], prev: Option<&[(usize, Sample)]>) -> Stri
     keys.sort();
     let cell = |i: usize, k: &(String, String)| -> String {
         let v = nics[i].1.values.get(k).copied();
-        let p = prev
-            .and_then(|p| p.iter().find(|(n, _)| *n == nics[i].0))
-            .and_then(|(_, s)| s.values.get(k).copied());
+        let p = prev.and_then(|p| p.iter().find(|(n, _)| *n == nics[i].0)).and_then(|(_, s)| s.values.get(k).copied());
         match (v, p) {
             (None, _) => "-".into(),
             (Some(v), Some(p)) => format!("{v} (+{})", v.saturating_sub(p)),
             (Some(v), None) => v.to_string(),
         }
     };
-    let mut rows: Vec<Vec<String>> = vec![std::iter::once("counter".to_string())
-        .chain(nics.iter().map(|(n, _)| format!("hematite{n}")))
-        .collect()];
-    rows.push(
-        std::iter::once("simulated cycle".to_string())
-            .chain(
-                nics.iter()
-                    .map(|(_, s)| s.cycle.map(|c| c.to_string()).unwrap_or("-".into())),
-            )
-            .collect(),
-    );
+    let mut rows: Vec<Vec<String>> = vec![std::iter::once("counter".to_string()).chain(nics.iter().map(|(n, _)| format!("hematite{n}"))).collect()];
+    rows.push(std::iter::once("simulated cycle".to_string()).chain(nics.iter().map(|(_, s)| s.cycle.map(|c| c.to_string()).unwrap_or("-".into()))).collect());
     for k in &keys {
-        rows.push(
-            std::iter::once(format!("{}/{}", k.0, k.1))
-                .chain((0..nics.len()).map(|i| cell(i, k)))
-                .collect(),
-        );
+        rows.push(std::iter::once(format!("{}/{}", k.0, k.1)).chain((0..nics.len()).map(|i| cell(i, k))).collect());
     }
     let ncol = rows[0].len();
-    let w: Vec<usize> = (0..ncol)
-        .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
-        .collect();
+    let w: Vec<usize> = (0..ncol).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for r in rows {
         let mut line = format!("{:<w0$}", r[0], w0 = w[0]);
@@ -127,14 +102,8 @@ pub fn collect(layout: &Layout, nic: Option<usize>) -> Result<Vec<(usize, Sample
     }
     if v.is_empty() {
         return Err(match nic {
-            Some(n) => format!(
-                "NIC {n} is not running (hematite-run --status lists the NICs of {})",
-                layout.state.display()
-            ),
-            None => format!(
-                "no NIC is running in {} (hematite-run starts them)",
-                layout.state.display()
-            ),
+            Some(n) => format!("NIC {n} is not running (hematite-run --status lists the NICs of {})", layout.state.display()),
+            None => format!("no NIC is running in {} (hematite-run starts them)", layout.state.display()),
         });
     }
     Ok(v)
@@ -143,12 +112,7 @@ pub fn collect(layout: &Layout, nic: Option<usize>) -> Result<Vec<(usize, Sample
 /// QP `q`'s counters on the running NICs (only `nic` with `Some`): the QP is added to each
 /// NIC's `qp/watch`, and its files are waited for (up to 5 s after the request) unless a
 /// sample newer than `since` (a simulated cycle) is already there.
-pub fn collect_qp(
-    layout: &Layout,
-    nic: Option<usize>,
-    q: u16,
-    since: &mut BTreeMap<usize, u64>,
-) -> Result<Vec<(usize, Sample)>, String> {
+pub fn collect_qp(layout: &Layout, nic: Option<usize>, q: u16, since: &mut BTreeMap<usize, u64>) -> Result<Vec<(usize, Sample)>, String> {
     let nics: Vec<usize> = collect(layout, nic)?.into_iter().map(|(n, _)| n).collect();
     for &n in &nics {
         let qd = layout.counters(n).join("qp");
@@ -157,15 +121,11 @@ pub fn collect_qp(
         let text = std::fs::read_to_string(&w).unwrap_or_default();
         if !text.lines().any(|l| l.trim() == q.to_string()) {
             if text.lines().filter(|l| !l.trim().is_empty()).count() >= MAX_WATCHED {
-                return Err(format!(
-                    "{}: {MAX_WATCHED} QPs are watched already (the most); remove some lines",
-                    w.display()
-                ));
+                return Err(format!("{}: {MAX_WATCHED} QPs are watched already (the most); remove some lines", w.display()));
             }
             // replaced whole: the device process never reads half a list
             let tmp = qd.join(".watch.tmp");
-            std::fs::write(&tmp, format!("{text}{q}\n"))
-                .map_err(|e| format!("{}: {e}", tmp.display()))?;
+            std::fs::write(&tmp, format!("{text}{q}\n")).map_err(|e| format!("{}: {e}", tmp.display()))?;
             std::fs::rename(&tmp, &w).map_err(|e| format!("{}: {e}", w.display()))?;
         }
     }
@@ -178,10 +138,7 @@ pub fn collect_qp(
             // from 0 again)
             match snapshot_cycle(&d) {
                 Some(c) if since.get(&n) != Some(&c) => {
-                    let mut s = Sample {
-                        cycle: Some(c),
-                        ..Sample::default()
-                    };
+                    let mut s = Sample { cycle: Some(c), ..Sample::default() };
                     read_files(&d, "qp", &mut s)?;
                     out.push((n, s));
                 }
@@ -204,9 +161,7 @@ pub fn collect_qp(
 /// `--stat --qp Q`: as [`run`], for one QP's counters.
 pub fn run_qp(layout: &Layout, nic: Option<usize>, q: u16, watch: bool) -> u8 {
     let mut since = BTreeMap::new();
-    show(watch, &format!("QP {q}\n"), || {
-        collect_qp(layout, nic, q, &mut since)
-    })
+    show(watch, &format!("QP {q}\n"), || collect_qp(layout, nic, q, &mut since))
 }
 
 /// `--stat`: prints the table once, or with `watch` every second (the change since the last
@@ -216,11 +171,7 @@ pub fn run(layout: &Layout, nic: Option<usize>, watch: bool) -> u8 {
 }
 
 /// Prints `title` and the table of what `get` returns, once or (`watch`) every second.
-fn show(
-    watch: bool,
-    title: &str,
-    mut get: impl FnMut() -> Result<Vec<(usize, Sample)>, String>,
-) -> u8 {
+fn show(watch: bool, title: &str, mut get: impl FnMut() -> Result<Vec<(usize, Sample)>, String>) -> u8 {
     let mut prev: Option<Vec<(usize, Sample)>> = None;
     loop {
         let cur = match get() {
@@ -261,17 +212,10 @@ mod tests {
         assert_eq!(a.cycle, Some(77));
         assert_eq!(a.values.len(), 2, "temporary files are not counters");
         let mut b = a.clone();
-        b.values
-            .insert(("counters".into(), "port_xmit_data".into()), 50);
+        b.values.insert(("counters".into(), "port_xmit_data".into()), 50);
         let t = table(&[(0, a.clone()), (1, b.clone())], None);
-        assert!(
-            t.lines().next().unwrap().contains("hematite0") && t.contains("hematite1"),
-            "{t}"
-        );
-        assert!(
-            t.contains("counters/port_xmit_data") && t.contains("40") && t.contains("50"),
-            "{t}"
-        );
+        assert!(t.lines().next().unwrap().contains("hematite0") && t.contains("hematite1"), "{t}");
+        assert!(t.contains("counters/port_xmit_data") && t.contains("40") && t.contains("50"), "{t}");
         let t = table(&[(0, b)], Some(&[(0, a)]));
         assert!(t.contains("50 (+10)") && t.contains("3 (+0)"), "{t}");
         std::fs::write(d.join("hw_counters/np_cnp_sent"), "x\n").unwrap();

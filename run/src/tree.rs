@@ -48,17 +48,9 @@ impl Link {
     /// `LOCAL,PEER,IP`.
     pub fn parse(s: &str) -> Result<Link, String> {
         let p: Vec<&str> = s.trim().split(',').collect();
-        let [local, peer, ip] = p.as_slice() else {
-            return Err(format!("--link wants LOCAL,PEER,IP, not `{s}`"));
-        };
-        let ip = ip
-            .parse()
-            .map_err(|_| format!("--link: `{ip}` is not an IPv4 address"))?;
-        Ok(Link {
-            local: local.to_string(),
-            peer: peer.to_string(),
-            ip,
-        })
+        let [local, peer, ip] = p.as_slice() else { return Err(format!("--link wants LOCAL,PEER,IP, not `{s}`")) };
+        let ip = ip.parse().map_err(|_| format!("--link: `{ip}` is not an IPv4 address"))?;
+        Ok(Link { local: local.to_string(), peer: peer.to_string(), ip })
     }
 
     pub fn to_line(&self) -> String {
@@ -78,10 +70,7 @@ pub struct Nic {
 impl Nic {
     pub fn new(n: usize) -> Result<Nic, String> {
         if n >= MAX_NICS {
-            return Err(format!(
-                "NIC {n}: at most {MAX_NICS} NICs (0..={})",
-                MAX_NICS - 1
-            ));
+            return Err(format!("NIC {n}: at most {MAX_NICS} NICs (0..={})", MAX_NICS - 1));
         }
         Ok(Nic { n })
     }
@@ -107,11 +96,7 @@ impl Nic {
 
     /// `02:48:4d:00:00:01`, the form `hematite-sim device --mac` reads.
     pub fn mac_str(&self) -> String {
-        self.mac()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<Vec<_>>()
-            .join(":")
+        self.mac().iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
     }
 
     pub fn ip(&self) -> Ipv4Addr {
@@ -126,10 +111,7 @@ impl Nic {
     pub fn guid(&self) -> String {
         let m = self.mac();
         let e = [m[0] ^ 0x02, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]];
-        e.chunks(2)
-            .map(|c| format!("{:02x}{:02x}", c[0], c[1]))
-            .collect::<Vec<_>>()
-            .join(":")
+        e.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":")
     }
 
     /// GID index 0: the IPv4-mapped IPv6 address of the NIC's IPv4 address (RoCE v2).
@@ -141,33 +123,13 @@ impl Nic {
     /// (RoCE v2 over IPv6; the device process answers neighbour solicitations for it).
     pub fn gid1(&self) -> [u8; 16] {
         let m = self.mac();
-        [
-            0xfe,
-            0x80,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            m[0] ^ 0x02,
-            m[1],
-            m[2],
-            0xff,
-            0xfe,
-            m[3],
-            m[4],
-            m[5],
-        ]
+        [0xfe, 0x80, 0, 0, 0, 0, 0, 0, m[0] ^ 0x02, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]]
     }
 }
 
 /// A GID as sysfs prints it: 8 groups of 4 hex digits, `:`-separated, no shortening.
 pub fn format_gid(g: &[u8; 16]) -> String {
-    g.chunks(2)
-        .map(|c| format!("{:02x}{:02x}", c[0], c[1]))
-        .collect::<Vec<_>>()
-        .join(":")
+    g.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":")
 }
 
 /// The reverse of [`format_gid`]; None unless exactly 8 groups of 4 hex digits.
@@ -217,21 +179,14 @@ impl Layout {
     /// must be even (NICs come in pairs) and at most [`MAX_NICS`].
     pub fn new(state: PathBuf, nics: usize) -> Result<Layout, String> {
         if !state.is_absolute() {
-            return Err(format!(
-                "state directory {} is not an absolute path",
-                state.display()
-            ));
+            return Err(format!("state directory {} is not an absolute path", state.display()));
         }
         if LINK.get().is_some() {
             if nics != 1 {
-                return Err(format!(
-                    "a state directory with an external link (--link) has one NIC, not {nics}"
-                ));
+                return Err(format!("a state directory with an external link (--link) has one NIC, not {nics}"));
             }
         } else if nics == 0 || nics % 2 != 0 {
-            return Err(format!(
-                "--nics must be a positive even number (NICs come in pairs), not {nics}"
-            ));
+            return Err(format!("--nics must be a positive even number (NICs come in pairs), not {nics}"));
         }
         if nics > MAX_NICS {
             return Err(format!("--nics: at most {MAX_NICS}"));
@@ -253,11 +208,7 @@ impl Layout {
 
     pub fn nic(&self, n: usize) -> Result<Nic, String> {
         if n >= self.nics {
-            return Err(format!(
-                "--nic {n}: only NICs 0..={} exist (--nics {})",
-                self.nics - 1,
-                self.nics
-            ));
+            return Err(format!("--nic {n}: only NICs 0..={} exist (--nics {})", self.nics - 1, self.nics));
         }
         Nic::new(n)
     }
@@ -318,9 +269,7 @@ impl Layout {
 
     /// Every view: `all` and one per NIC.
     pub fn views(&self) -> Vec<View> {
-        std::iter::once(View::All)
-            .chain((0..self.nics).map(View::Nic))
-            .collect()
+        std::iter::once(View::All).chain((0..self.nics).map(View::Nic)).collect()
     }
 }
 
@@ -338,12 +287,7 @@ pub type Tree = BTreeMap<PathBuf, Entry>;
 
 fn add_file(t: &mut Tree, path: &str, content: String) {
     let p = PathBuf::from(path);
-    let mut anc: Vec<PathBuf> = p
-        .ancestors()
-        .skip(1)
-        .filter(|a| !a.as_os_str().is_empty())
-        .map(Path::to_path_buf)
-        .collect();
+    let mut anc: Vec<PathBuf> = p.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty()).map(Path::to_path_buf).collect();
     anc.reverse();
     for a in anc {
         t.entry(a).or_insert(Entry::Dir);
@@ -388,41 +332,23 @@ pub fn add_device(t: &mut Tree, d: &DevFiles, full: (u32, u32)) {
     add_file(t, &format!("{ib}/node_type"), "1: CA\n".into());
     add_file(t, &format!("{ib}/node_guid"), format!("{}\n", d.guid));
     add_file(t, &format!("{ib}/sys_image_guid"), format!("{}\n", d.guid));
-    add_file(
-        t,
-        &format!("{ib}/hematite_backend"),
-        format!("{}\n", d.backend),
-    );
+    add_file(t, &format!("{ib}/hematite_backend"), format!("{}\n", d.backend));
     match &d.device {
         DeviceDir::Modalias(m) => add_file(t, &format!("{ib}/device/modalias"), format!("{m}\n")),
         DeviceDir::Link(to) => {
-            t.insert(
-                PathBuf::from(format!("{ib}/device")),
-                Entry::Link(to.clone()),
-            );
+            t.insert(PathBuf::from(format!("{ib}/device")), Entry::Link(to.clone()));
         }
     }
     for i in 0..GID_TBL_LEN {
         let gid = if i < 2 { d.gids[i] } else { [0; 16] };
-        add_file(
-            t,
-            &format!("{ib}/ports/1/gids/{i}"),
-            format!("{}\n", format_gid(&gid)),
-        );
-        add_file(
-            t,
-            &format!("{ib}/ports/1/gid_attrs/types/{i}"),
-            "RoCE v2\n".into(),
-        );
+        add_file(t, &format!("{ib}/ports/1/gids/{i}"), format!("{}\n", format_gid(&gid)));
+        add_file(t, &format!("{ib}/ports/1/gid_attrs/types/{i}"), "RoCE v2\n".into());
     }
     add_file(t, &format!("{ib}/ports/1/pkeys/0"), "0xffff\n".into());
     if let Some(c) = &d.counters {
         // the counters, kept live by the device process (docs/counters.md)
         for sub in ["counters", "hw_counters"] {
-            t.insert(
-                PathBuf::from(format!("{ib}/ports/1/{sub}")),
-                Entry::Link(c.join(sub)),
-            );
+            t.insert(PathBuf::from(format!("{ib}/ports/1/{sub}")), Entry::Link(c.join(sub)));
         }
     }
 }
@@ -430,11 +356,7 @@ pub fn add_device(t: &mut Tree, d: &DevFiles, full: (u32, u32)) {
 /// A tree holding only the ABI version file and the empty class directories.
 pub fn empty_tree() -> Tree {
     let mut t = Tree::new();
-    add_file(
-        &mut t,
-        "class/infiniband_verbs/abi_version",
-        format!("{UVERBS_ABI}\n"),
-    );
+    add_file(&mut t, "class/infiniband_verbs/abi_version", format!("{UVERBS_ABI}\n"));
     t.insert(PathBuf::from("class/infiniband"), Entry::Dir);
     t
 }
@@ -445,10 +367,7 @@ pub fn build_tree(layout: &Layout, view: View, full: (u32, u32)) -> Result<Tree,
     for nic in layout.view_nics(view)? {
         let sock = layout.socket(nic.n);
         if !sock.is_absolute() {
-            return Err(format!(
-                "{}: the backend socket path must be absolute",
-                sock.display()
-            ));
+            return Err(format!("{}: the backend socket path must be absolute", sock.display()));
         }
         let d = DevFiles {
             name: nic.name(),
@@ -513,15 +432,8 @@ fn cpath(p: &Path) -> CString {
 static TMP_SEQ: AtomicU32 = AtomicU32::new(0);
 
 fn unique(prefix: &str) -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!(
-        "{prefix}-{}-{}-{t}",
-        std::process::id(),
-        TMP_SEQ.fetch_add(1, Ordering::Relaxed)
-    )
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{prefix}-{}-{}-{t}", std::process::id(), TMP_SEQ.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Installs `tree` as `sys/<name>`: written to a temporary directory next to it, then
@@ -559,15 +471,7 @@ pub fn install_tree(sys: &Path, name: &str, tree: &Tree) -> Result<bool, String>
     std::fs::create_dir_all(&old).map_err(ctx(&old))?;
     let (ct, cn) = (cpath(&tmp), cpath(&target));
     // SAFETY: both are valid NUL-terminated paths.
-    let r = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            ct.as_ptr(),
-            libc::AT_FDCWD,
-            cn.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
+    let r = unsafe { libc::renameat2(libc::AT_FDCWD, ct.as_ptr(), libc::AT_FDCWD, cn.as_ptr(), libc::RENAME_EXCHANGE) };
     if r == 0 {
         // tmp now holds the previous tree.
         std::fs::rename(&tmp, old.join(unique(name))).map_err(ctx(&tmp))?;
@@ -626,68 +530,30 @@ mod tests {
         assert_eq!(n11.peer(), 10);
         assert_eq!(Nic::new(10).unwrap().peer(), 11);
         assert!(Nic::new(MAX_NICS).is_err());
-        let guids: std::collections::BTreeSet<String> =
-            (0..MAX_NICS).map(|n| Nic::new(n).unwrap().guid()).collect();
+        let guids: std::collections::BTreeSet<String> = (0..MAX_NICS).map(|n| Nic::new(n).unwrap().guid()).collect();
         assert_eq!(guids.len(), MAX_NICS);
     }
 
     #[test]
     fn gid_format() {
         let n0 = Nic::new(0).unwrap();
-        assert_eq!(
-            format_gid(&n0.gid0()),
-            "0000:0000:0000:0000:0000:ffff:0a4d:0001"
-        );
-        assert_eq!(
-            format_gid(&Nic::new(254 - 1).unwrap().gid0()),
-            "0000:0000:0000:0000:0000:ffff:0a4d:00fe"
-        );
-        assert_eq!(
-            format_gid(&[0; 16]),
-            "0000:0000:0000:0000:0000:0000:0000:0000"
-        );
-        let g = [
-            0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0,
-        ];
+        assert_eq!(format_gid(&n0.gid0()), "0000:0000:0000:0000:0000:ffff:0a4d:0001");
+        assert_eq!(format_gid(&Nic::new(254 - 1).unwrap().gid0()), "0000:0000:0000:0000:0000:ffff:0a4d:00fe");
+        assert_eq!(format_gid(&[0; 16]), "0000:0000:0000:0000:0000:0000:0000:0000");
+        let g = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0];
         assert_eq!(parse_gid(&format_gid(&g)), Some(g));
-        assert_eq!(
-            parse_gid("0000:0000:0000:0000:0000:ffff:0a4d:0001\n"),
-            Some(n0.gid0())
-        );
-        for bad in [
-            "",
-            "::ffff:10.77.0.1",
-            "0:0:0:0:0:0:0:0",
-            "0000:0000:0000:0000:0000:ffff:0a4d",
-            "0000:0000:0000:0000:0000:ffff:0a4d:00g1",
-        ] {
+        assert_eq!(parse_gid("0000:0000:0000:0000:0000:ffff:0a4d:0001\n"), Some(n0.gid0()));
+        for bad in ["", "::ffff:10.77.0.1", "0:0:0:0:0:0:0:0", "0000:0000:0000:0000:0000:ffff:0a4d", "0000:0000:0000:0000:0000:ffff:0a4d:00g1"] {
             assert_eq!(parse_gid(bad), None, "{bad}");
         }
     }
 
     #[test]
     fn gid_table_matches_firmware() {
-        let res = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../firmware/src/res.rs"
-        ))
-        .unwrap();
-        let line = res
-            .lines()
-            .find(|l| l.contains("const GID_TBL_LEN"))
-            .expect("GID_TBL_LEN in firmware/src/res.rs");
-        let v: usize = line
-            .split('=')
-            .nth(1)
-            .unwrap()
-            .trim()
-            .trim_end_matches(';')
-            .parse()
-            .unwrap();
-        assert_eq!(
-            v, GID_TBL_LEN,
-            "the firmware reports gid_tbl_len {v}; the tree must have as many gids files"
-        );
+        let res = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../firmware/src/res.rs")).unwrap();
+        let line = res.lines().find(|l| l.contains("const GID_TBL_LEN")).expect("GID_TBL_LEN in firmware/src/res.rs");
+        let v: usize = line.split('=').nth(1).unwrap().trim().trim_end_matches(';').parse().unwrap();
+        assert_eq!(v, GID_TBL_LEN, "the firmware reports gid_tbl_len {v}; the tree must have as many gids files");
     }
 
     #[test]
@@ -708,55 +574,29 @@ mod tests {
     fn tree_contents() {
         let l = layout(4);
         let t = build_tree(&l, View::All, (1, 7)).unwrap();
-        assert_eq!(
-            file_text(&t, "class/infiniband_verbs/abi_version"),
-            Some("6\n")
-        );
+        assert_eq!(file_text(&t, "class/infiniband_verbs/abi_version"), Some("6\n"));
         for n in 0..4 {
             let uv = format!("class/infiniband_verbs/uverbs{n}");
             let ib = format!("class/infiniband/hematite{n}");
-            assert_eq!(
-                file_text(&t, &format!("{uv}/ibdev")),
-                Some(format!("hematite{n}\n").as_str())
-            );
+            assert_eq!(file_text(&t, &format!("{uv}/ibdev")), Some(format!("hematite{n}\n").as_str()));
             assert_eq!(file_text(&t, &format!("{uv}/dev")), Some("1:7\n"));
             assert_eq!(file_text(&t, &format!("{uv}/abi_version")), Some("1\n"));
             assert_eq!(file_text(&t, &format!("{ib}/node_type")), Some("1: CA\n"));
             let guid = Nic::new(n).unwrap().guid();
-            assert_eq!(
-                file_text(&t, &format!("{ib}/node_guid"))
-                    .unwrap()
-                    .trim_end(),
-                guid
-            );
-            assert_eq!(
-                file_text(&t, &format!("{ib}/sys_image_guid"))
-                    .unwrap()
-                    .trim_end(),
-                guid
-            );
+            assert_eq!(file_text(&t, &format!("{ib}/node_guid")).unwrap().trim_end(), guid);
+            assert_eq!(file_text(&t, &format!("{ib}/sys_image_guid")).unwrap().trim_end(), guid);
             assert_eq!(
                 file_text(&t, &format!("{ib}/hematite_backend")),
                 Some(format!("sim:/run/hematite-test/nic{n}.sock\n").as_str())
             );
-            assert_eq!(
-                file_text(&t, &format!("{ib}/device/modalias")),
-                Some(format!("hematite:n{n}\n").as_str())
-            );
+            assert_eq!(file_text(&t, &format!("{ib}/device/modalias")), Some(format!("hematite:n{n}\n").as_str()));
             assert_eq!(t.get(Path::new(&format!("{ib}/device"))), Some(&Entry::Dir));
-            assert_eq!(
-                file_text(&t, &format!("{ib}/ports/1/pkeys/0")),
-                Some("0xffff\n")
-            );
+            assert_eq!(file_text(&t, &format!("{ib}/ports/1/pkeys/0")), Some("0xffff\n"));
             for i in 0..GID_TBL_LEN {
-                let g =
-                    parse_gid(file_text(&t, &format!("{ib}/ports/1/gids/{i}")).unwrap()).unwrap();
+                let g = parse_gid(file_text(&t, &format!("{ib}/ports/1/gids/{i}")).unwrap()).unwrap();
                 if i == 0 {
                     assert_eq!(g, Nic::new(n).unwrap().gid0());
-                    assert_eq!(
-                        Ipv4Addr::new(g[12], g[13], g[14], g[15]),
-                        Ipv4Addr::new(10, 77, 0, n as u8 + 1)
-                    );
+                    assert_eq!(Ipv4Addr::new(g[12], g[13], g[14], g[15]), Ipv4Addr::new(10, 77, 0, n as u8 + 1));
                 } else if i == 1 {
                     assert_eq!(g, Nic::new(n).unwrap().gid1());
                     assert_eq!(
@@ -768,10 +608,7 @@ mod tests {
                 } else {
                     assert_eq!(g, [0; 16]);
                 }
-                assert_eq!(
-                    file_text(&t, &format!("{ib}/ports/1/gid_attrs/types/{i}")),
-                    Some("RoCE v2\n")
-                );
+                assert_eq!(file_text(&t, &format!("{ib}/ports/1/gid_attrs/types/{i}")), Some("RoCE v2\n"));
             }
             assert!(!t.contains_key(Path::new(&format!("{ib}/ports/1/gids/{GID_TBL_LEN}"))));
         }
@@ -796,10 +633,7 @@ mod tests {
         };
         assert_eq!(names(&all, "class/infiniband"), ["hematite0", "hematite1"]);
         assert_eq!(names(&one, "class/infiniband"), ["hematite1"]);
-        assert_eq!(
-            names(&one, "class/infiniband_verbs"),
-            ["abi_version", "uverbs1"]
-        );
+        assert_eq!(names(&one, "class/infiniband_verbs"), ["abi_version", "uverbs1"]);
         // the single view's files are the same as the full view's for that NIC
         for (p, e) in &one {
             assert_eq!(all.get(p), Some(e), "{}", p.display());

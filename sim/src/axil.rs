@@ -3,10 +3,7 @@
 //! into words at the field positions hematite-abi generates from that package.
 
 use hematite_abi::desc::fpos;
-use hematite_abi::pkt::{
-    HM_AXIL_REQ_T_BITS, HM_AXIL_REQ_T_FIELDS as REQ, HM_AXIL_RSP_T_BITS,
-    HM_AXIL_RSP_T_FIELDS as RSP,
-};
+use hematite_abi::pkt::{HM_AXIL_REQ_T_BITS, HM_AXIL_REQ_T_FIELDS as REQ, HM_AXIL_RSP_T_BITS, HM_AXIL_RSP_T_FIELDS as RSP};
 
 /// 32-bit words of a packed request (a model port wider than 64 bits is a word array).
 pub const REQ_WORDS: usize = HM_AXIL_REQ_T_BITS.div_ceil(32);
@@ -116,19 +113,11 @@ mod tests {
     #[test]
     fn fields_land_where_the_package_puts_them() {
         // hm_axil_req_t: awaddr is the most significant field, rready bit 0
-        let w = AxilReq {
-            rready: true,
-            awaddr: 0x8000_0001,
-            ..Default::default()
-        }
-        .pack();
+        let w = AxilReq { rready: true, awaddr: 0x8000_0001, ..Default::default() }.pack();
         assert_eq!(w[0], 1);
         assert_eq!(get_bits(&w, HM_AXIL_REQ_T_BITS - 32, 32), 0x8000_0001);
         // hm_axil_rsp_t: rvalid bit 0, rresp bits 1..2, rdata bits 3..34
         let r = AxilRsp::unpack(1 | (2 << 1) | (0xDEAD_BEEF << 3));
-        assert_eq!(
-            (r.rvalid, r.rresp, r.rdata, r.bvalid),
-            (true, 2, 0xDEAD_BEEF, false)
-        );
+        assert_eq!((r.rvalid, r.rresp, r.rdata, r.bvalid), (true, 2, 0xDEAD_BEEF, false));
     }
 }

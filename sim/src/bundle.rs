@@ -12,10 +12,7 @@ pub fn counters<const N: usize>(layout: Layout, words: &[u32]) -> [u32; N] {
     assert_eq!(layout.len(), N, "a counter bundle of {N} counters");
     std::array::from_fn(|i| {
         let (name, lsb, width) = layout[i];
-        assert!(
-            width == 32 && lsb % 32 == 0,
-            "{name}: not a word-aligned 32-bit counter"
-        );
+        assert!(width == 32 && lsb % 32 == 0, "{name}: not a word-aligned 32-bit counter");
         words[lsb / 32]
     })
 }

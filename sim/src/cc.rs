@@ -126,11 +126,7 @@ impl HmRpOut {
                     1 => TimerKind::Decrease,
                     _ => TimerKind::Increase,
                 };
-                RpOp::Timer {
-                    qpn,
-                    kind,
-                    cut: kind == TimerKind::Decrease && flag,
-                }
+                RpOp::Timer { qpn, kind, cut: kind == TimerKind::Decrease && flag }
             }
             6 => RpOp::Release { qpn },
             7 => RpOp::Visit { qpn },
@@ -175,6 +171,7 @@ impl HmRpOut {
             inc_dl: self.bits(174, 32) as u32,
         }
     }
+
 }
 
 impl HmPacerOut {
@@ -215,11 +212,7 @@ impl CcSim {
     /// The blocks held in reset for a few cycles with the registers `cfg`; the next
     /// [`CcSim::tick`] is the first clock after reset (time counter [`CC_NOW_INIT`]).
     pub fn new(cfg: HmCcCfg) -> CcSim {
-        let mut s = CcSim {
-            rp: HmRpModel::new(),
-            pacer: HmPacerModel::new(),
-            cfg,
-        };
+        let mut s = CcSim { rp: HmRpModel::new(), pacer: HmPacerModel::new(), cfg };
         for _ in 0..3 {
             s.clock(&CcIn::default(), 1);
         }
@@ -276,27 +269,14 @@ impl CcNpSim {
     /// A block held in reset for a few cycles with the CNP interval register at `interval`.
     pub fn new(interval: u32) -> CcNpSim {
         let mut m = HmCcnpModel::new();
-        m.hold(
-            &HmCcnpIn {
-                rst: 1,
-                cfg_interval: interval,
-                ..Default::default()
-            },
-            3,
-        );
+        m.hold(&HmCcnpIn { rst: 1, cfg_interval: interval, ..Default::default() }, 3);
         CcNpSim { m, interval }
     }
 
     /// One clock with a CE-marked frame for a QP (or none); returns the CNP requested (the
     /// registered decision of the previous clock).
     pub fn tick(&mut self, ce: Option<u8>) -> Option<u8> {
-        let o = self.m.tick(&HmCcnpIn {
-            rst: 0,
-            cfg_interval: self.interval,
-            ce_valid: ce.is_some() as u8,
-            ce_qpn: ce.unwrap_or(0),
-            cnp_full: 0,
-        });
+        let o = self.m.tick(&HmCcnpIn { rst: 0, cfg_interval: self.interval, ce_valid: ce.is_some() as u8, ce_qpn: ce.unwrap_or(0), cnp_full: 0 });
         (o.cnp_valid != 0).then_some(o.cnp_qpn)
     }
 }

@@ -22,10 +22,7 @@ pub struct RtlBackend {
 
 fn check(nic: &NicSpec) -> Result<(), String> {
     if nic.nqp > CC_QPS {
-        return Err(format!(
-            "the RTL backend has {CC_QPS} QPs per NIC; the run needs {}",
-            nic.nqp
-        ));
+        return Err(format!("the RTL backend has {CC_QPS} QPs per NIC; the run needs {}", nic.nqp));
     }
     Ok(())
 }
@@ -85,17 +82,11 @@ impl BackendFactory for RtlBackend {
             .clamp(1, hematite_model::dcqcn::PACER_BURST_MAX);
         let mut sim = CcSim::new(HmCcCfg::from_params(&nic.params, burst));
         let last = sim.tick(&CcIn::default());
-        Ok(Box::new(RtlSender {
-            sim,
-            last,
-            qp: None,
-        }))
+        Ok(Box::new(RtlSender { sim, last, qp: None }))
     }
 
     fn receiver(&self, nic: &NicSpec) -> Result<Box<dyn ReceiverCc>, String> {
         check(nic)?;
-        Ok(Box::new(RtlReceiver {
-            sim: CcNpSim::new(nic.params.cnp_interval),
-        }))
+        Ok(Box::new(RtlReceiver { sim: CcNpSim::new(nic.params.cnp_interval) }))
     }
 }

@@ -19,13 +19,7 @@ pub struct CsrSim {
 impl CsrSim {
     pub fn new() -> CsrSim {
         let mut m = HmCsrModel::new();
-        m.hold(
-            &HmCsrIn {
-                rst: 1,
-                ..Default::default()
-            },
-            4,
-        );
+        m.hold(&HmCsrIn { rst: 1, ..Default::default() }, 4);
         m.tick(&HmCsrIn::default());
         CsrSim { m }
     }
@@ -63,20 +57,10 @@ pub struct CsrRun {
 
 /// Issue `accs` in order (AW and W of a write presented independently, with random delays),
 /// one outstanding access at a time, with the doorbell sink ready `db_ready_pct` of the time.
-pub fn run_csr(
-    sim: &mut CsrSim,
-    accs: &[Access],
-    counters: [u32; 16],
-    stall_pct: u32,
-    db_ready_pct: u32,
-    seed: u64,
-) -> Result<CsrRun, String> {
+pub fn run_csr(sim: &mut CsrSim, accs: &[Access], counters: [u32; 16], stall_pct: u32, db_ready_pct: u32, seed: u64) -> Result<CsrRun, String> {
     let mut rng = Rng::new(seed);
     let mut run = CsrRun::default();
-    let mut i = HmCsrIn {
-        counters,
-        ..Default::default()
-    };
+    let mut i = HmCsrIn { counters, ..Default::default() };
     let start = sim.cycle();
     for (k, a) in accs.iter().enumerate() {
         let (mut aw_done, mut w_done, mut ar_done) = (false, false, false);
@@ -113,8 +97,7 @@ pub fn run_csr(
             let o = sim.tick(&i);
             let r = AxilRsp::unpack(o.axil_rsp);
             if o.db_valid != 0 && i.db_ready != 0 {
-                run.doorbells
-                    .push(((o.db_data >> 32) as u8, o.db_data as u32));
+                run.doorbells.push(((o.db_data >> 32) as u8, o.db_data as u32));
             }
             aw_done |= q.awvalid && r.awready;
             w_done |= q.wvalid && r.wready;
@@ -136,18 +119,12 @@ pub fn run_csr(
         }
     }
     // drain doorbells still queued (no access: every valid low)
-    i.axil_req = AxilReq {
-        bready: true,
-        rready: true,
-        ..Default::default()
-    }
-    .pack();
+    i.axil_req = AxilReq { bready: true, rready: true, ..Default::default() }.pack();
     for _ in 0..200 {
         i.db_ready = 1;
         let o = sim.tick(&i);
         if o.db_valid != 0 {
-            run.doorbells
-                .push(((o.db_data >> 32) as u8, o.db_data as u32));
+            run.doorbells.push(((o.db_data >> 32) as u8, o.db_data as u32));
         }
     }
     run.cycles = sim.cycle() - start;

@@ -4,9 +4,7 @@
 //! in wall time.
 
 use crate::device::CLOCK_HZ;
-use hostdrv::nic::{
-    access, Cq, Mr, Nic, Qp, QpCaps, RcPeer, RecvWr, SendOp, SendWr, WcOpcode, WcStatus,
-};
+use hostdrv::nic::{access, Cq, Mr, Nic, Qp, QpCaps, RcPeer, RecvWr, SendOp, SendWr, WcOpcode, WcStatus};
 use hostdrv::simdev::SimDevice;
 use hostdrv::{Device, Error};
 use std::path::{Path, PathBuf};
@@ -106,15 +104,7 @@ pub fn start_pair(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64) -> Resul
 /// As [`start_pair`]; `udp_base` = Some(port) puts the wire on UDP 127.0.0.1:port and port+1
 /// instead of Unix datagram sockets; `extra` goes to both devices' command lines, `extra_a`
 /// to NIC a's alone.
-pub fn start_pair_on(
-    exe: &Path,
-    dir: &Path,
-    fw: Option<&Path>,
-    loss: f64,
-    udp_base: Option<u16>,
-    extra: &[&str],
-    extra_a: &[String],
-) -> Result<Pair, String> {
+pub fn start_pair_on(exe: &Path, dir: &Path, fw: Option<&Path>, loss: f64, udp_base: Option<u16>, extra: &[&str], extra_a: &[String]) -> Result<Pair, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut children = Vec::new();
     let names = ["a", "b"];
@@ -150,23 +140,14 @@ pub fn start_pair_on(
             c.args(extra_a);
         }
         c.stdin(Stdio::null());
-        children.push(
-            c.spawn()
-                .map_err(|e| format!("starting {}: {e}", exe.display()))?,
-        );
+        children.push(c.spawn().map_err(|e| format!("starting {}: {e}", exe.display()))?);
     }
-    let mut pair = Pair {
-        children,
-        dir: dir.to_path_buf(),
-        pcaps: [dir.join("a.pcap"), dir.join("b.pcap")],
-    };
+    let mut pair = Pair { children, dir: dir.to_path_buf(), pcaps: [dir.join("a.pcap"), dir.join("b.pcap")] };
     let t0 = Instant::now();
     while !(dir.join("a.sock").exists() && dir.join("b.sock").exists()) {
         for (n, c) in names.iter().zip(pair.children.iter_mut()) {
             if let Ok(Some(st)) = c.try_wait() {
-                return Err(format!(
-                    "device {n} exited ({st}) before it came up; its messages are above"
-                ));
+                return Err(format!("device {n} exited ({st}) before it came up; its messages are above"));
             }
         }
         if t0.elapsed() > Duration::from_secs(30) {
@@ -196,69 +177,29 @@ pub fn open_side(sock: &Path, nqp: usize, mr_len: usize) -> Result<Side, String>
     let nic = Nic::open(Box::new(dev.clone())).map_err(e2s)?;
     let pd = nic.alloc_pd().map_err(e2s)?;
     let cq = nic.create_cq(1024, Some(1)).map_err(e2s)?;
-    let caps = QpCaps {
-        max_send_wr: 128,
-        max_recv_wr: 128,
-        max_send_sge: 2,
-        max_recv_sge: 2,
-        max_inline_data: 64,
-    };
+    let caps = QpCaps { max_send_wr: 128, max_recv_wr: 128, max_send_sge: 2, max_recv_sge: 2, max_inline_data: 64 };
     let mut qps = Vec::new();
     for _ in 0..nqp {
         qps.push(nic.create_qp(&pd, &cq, &cq, caps).map_err(e2s)?);
     }
     let mr = nic
-        .alloc_mr(
-            &pd,
-            mr_len,
-            access::LOCAL_WRITE
-                | access::REMOTE_WRITE
-                | access::REMOTE_READ
-                | access::REMOTE_ATOMIC,
-        )
+        .alloc_mr(&pd, mr_len, access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC)
         .map_err(e2s)?;
-    Ok(Side {
-        dev,
-        nic,
-        cq,
-        qps,
-        mr,
-    })
+    Ok(Side { dev, nic, cq, qps, mr })
 }
 
 /// Connects QP i of `a` with QP i of `b` (MACs learnt by ARP on the wire).
 pub fn connect(a: &Side, b: &Side, timeout_code: u32) -> Result<(), String> {
     let (ia, ib) = (a.dev.info().ipv4.unwrap(), b.dev.info().ipv4.unwrap());
-    let mac_b = a
-        .dev
-        .arp_resolve(ib)
-        .map_err(|e| format!("ARP for the peer: {e}"))?;
-    let mac_a = b
-        .dev
-        .arp_resolve(ia)
-        .map_err(|e| format!("ARP for the peer: {e}"))?;
-    let acc =
-        access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+    let mac_b = a.dev.arp_resolve(ib).map_err(|e| format!("ARP for the peer: {e}"))?;
+    let mac_a = b.dev.arp_resolve(ia).map_err(|e| format!("ARP for the peer: {e}"))?;
+    let acc = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
     for (i, (qa, qb)) in a.qps.iter().zip(&b.qps).enumerate() {
         let (pa, pb) = (0x1000 + i as u32 * 7, 0x2000 + i as u32 * 11);
-        let peer_b = RcPeer {
-            qpn: qb.qpn(),
-            psn: pb,
-            gid: hostdrv::nic::gid_from_ipv4(ib),
-            mac: mac_b,
-        };
-        let peer_a = RcPeer {
-            qpn: qa.qpn(),
-            psn: pa,
-            gid: hostdrv::nic::gid_from_ipv4(ia),
-            mac: mac_a,
-        };
-        a.nic
-            .connect_rc(qa, &peer_b, pa, acc, 5, timeout_code, 7)
-            .map_err(e2s)?;
-        b.nic
-            .connect_rc(qb, &peer_a, pb, acc, 5, timeout_code, 7)
-            .map_err(e2s)?;
+        let peer_b = RcPeer { qpn: qb.qpn(), psn: pb, gid: hostdrv::nic::gid_from_ipv4(ib), mac: mac_b };
+        let peer_a = RcPeer { qpn: qa.qpn(), psn: pa, gid: hostdrv::nic::gid_from_ipv4(ia), mac: mac_a };
+        a.nic.connect_rc(qa, &peer_b, pa, acc, 5, timeout_code, 7).map_err(e2s)?;
+        b.nic.connect_rc(qb, &peer_a, pb, acc, 5, timeout_code, 7).map_err(e2s)?;
     }
     Ok(())
 }
@@ -276,32 +217,19 @@ fn pattern(seed: u64, n: usize) -> Vec<u8> {
 }
 
 /// Polls `cq` until `n` completions arrived (or `limit` passes); fails on any error status.
-pub fn drain(
-    nic: &Nic,
-    cq: &Cq,
-    n: usize,
-    limit: Duration,
-) -> Result<Vec<hostdrv::nic::Cqe>, String> {
+pub fn drain(nic: &Nic, cq: &Cq, n: usize, limit: Duration) -> Result<Vec<hostdrv::nic::Cqe>, String> {
     let t0 = Instant::now();
     let mut got = Vec::new();
     while got.len() < n {
-        let c = nic
-            .wait_cq(cq, n - got.len(), Duration::from_millis(200))
-            .map_err(e2s)?;
+        let c = nic.wait_cq(cq, n - got.len(), Duration::from_millis(200)).map_err(e2s)?;
         for e in &c {
             if e.status != WcStatus::Success {
-                return Err(format!(
-                    "completion with status {:?} ({:?}, wr_id {})",
-                    e.status, e.opcode, e.wr_id
-                ));
+                return Err(format!("completion with status {:?} ({:?}, wr_id {})", e.status, e.opcode, e.wr_id));
             }
         }
         got.extend(c);
         if got.len() < n && t0.elapsed() > limit {
-            return Err(format!(
-                "only {} of {n} completions within {limit:?}",
-                got.len()
-            ));
+            return Err(format!("only {} of {n} completions within {limit:?}", got.len()));
         }
     }
     Ok(got)
@@ -322,13 +250,7 @@ pub enum Kind {
 /// The bytes of message `i` of a transfer: distinct for every message, kind and size, so that
 /// a message landing in the wrong place, twice, or not at all is seen by its own check.
 fn message_data(kind: Kind, size: usize, i: usize) -> Vec<u8> {
-    pattern(
-        (i as u64)
-            .wrapping_add(1)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            ^ (size as u64 * 31 + kind as u64),
-        size,
-    )
+    pattern((i as u64).wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (size as u64 * 31 + kind as u64), size)
 }
 
 /// Moves `count` messages of `size` bytes from a to b (SEND / WRITE) or b to a (READ, posted
@@ -339,14 +261,7 @@ fn message_data(kind: Kind, size: usize, i: usize) -> Vec<u8> {
 /// completions are in (the requester's; for SEND also the receiver's), its destination buffer
 /// must hold exactly its bytes. A buffer is reused for message `i + slots` only after message
 /// `i` was checked, so no message can hide behind a later one.
-pub fn transfer(
-    a: &Side,
-    b: &Side,
-    kind: Kind,
-    size: usize,
-    count: usize,
-    progress: bool,
-) -> Result<OpResult, String> {
+pub fn transfer(a: &Side, b: &Side, kind: Kind, size: usize, count: usize, progress: bool) -> Result<OpResult, String> {
     let half = a.mr.len() as usize / 2;
     let slots = (half / size.max(1)).clamp(1, 64);
     let limit = Duration::from_secs(300);
@@ -367,39 +282,21 @@ pub fn transfer(
     // message i: its data into its source buffer, its destination buffer cleared
     let stage = |i: usize, data: &[u8]| -> Result<(), String> {
         sbuf.write(slot_off(i), data).map_err(e2s)?;
-        dbuf.write(half + slot_off(i), &vec![0u8; size])
-            .map_err(e2s)
+        dbuf.write(half + slot_off(i), &vec![0u8; size]).map_err(e2s)
     };
     let check = |i: usize, data: &[u8]| -> Result<(), String> {
         let got = dbuf.to_vec(half + slot_off(i), size).map_err(e2s)?;
         match got.iter().zip(data).position(|(x, y)| x != y) {
             None => Ok(()),
-            Some(at) => Err(format!(
-                "{name}: message {i} (buffer {}) differs at byte {at} of {size}",
-                i % slots
-            )),
+            Some(at) => Err(format!("{name}: message {i} (buffer {}) differs at byte {at} of {size}", i % slots)),
         }
     };
     let wr_for = |i: usize| -> SendWr {
         let off = slot_off(i) as u64;
         match kind {
             Kind::Send => SendWr::new(i as u64, SendOp::Send, vec![a.mr.sge(off, size as u32)]),
-            Kind::Write => SendWr::new(
-                i as u64,
-                SendOp::Write {
-                    remote_addr: b.mr.addr() + half as u64 + off,
-                    rkey: b.mr.rkey(),
-                },
-                vec![a.mr.sge(off, size as u32)],
-            ),
-            Kind::Read => SendWr::new(
-                i as u64,
-                SendOp::Read {
-                    remote_addr: b.mr.addr() + off,
-                    rkey: b.mr.rkey(),
-                },
-                vec![a.mr.sge(half as u64 + off, size as u32)],
-            ),
+            Kind::Write => SendWr::new(i as u64, SendOp::Write { remote_addr: b.mr.addr() + half as u64 + off, rkey: b.mr.rkey() }, vec![a.mr.sge(off, size as u32)]),
+            Kind::Read => SendWr::new(i as u64, SendOp::Read { remote_addr: b.mr.addr() + off, rkey: b.mr.rkey() }, vec![a.mr.sge(half as u64 + off, size as u32)]),
         }
     };
     // receives for messages from..from+n, one doorbell per QP
@@ -407,10 +304,7 @@ pub fn transfer(
         for q in 0..nq {
             let wrs: Vec<RecvWr> = (from..from + n)
                 .filter(|i| i % nq == q)
-                .map(|i| RecvWr {
-                    wr_id: i as u64,
-                    sgl: vec![b.mr.sge((half + slot_off(i)) as u64, size as u32)],
-                })
+                .map(|i| RecvWr { wr_id: i as u64, sgl: vec![b.mr.sge((half + slot_off(i)) as u64, size as u32)] })
                 .collect();
             if !wrs.is_empty() {
                 b.nic.post_recv(&b.qps[q], &wrs).map_err(e2s)?;
@@ -453,12 +347,7 @@ pub fn transfer(
     let mut nchecked = 0usize;
     let mut last_print = Instant::now();
     // checks message i once all its completions are in
-    let try_check = |i: usize,
-                     req_done: &[bool],
-                     rcv_done: &[bool],
-                     checked: &mut [bool],
-                     data: &[Option<Vec<u8>>]|
-     -> Result<bool, String> {
+    let try_check = |i: usize, req_done: &[bool], rcv_done: &[bool], checked: &mut [bool], data: &[Option<Vec<u8>>]| -> Result<bool, String> {
         if checked[i] || !req_done[i] || !rcv_done[i] {
             return Ok(false);
         }
@@ -492,11 +381,7 @@ pub fn transfer(
                 a.nic.post_send(&a.qps[q], wrs).map_err(e2s)?;
             }
         }
-        let mut got = if done < posted {
-            drain(&a.nic, &a.cq, 1, limit)?
-        } else {
-            Vec::new()
-        };
+        let mut got = if done < posted { drain(&a.nic, &a.cq, 1, limit)? } else { Vec::new() };
         got.extend(a.nic.poll_cq(&a.cq, slots).map_err(e2s)?);
         let mut touched: Vec<usize> = Vec::new();
         for c in &got {
@@ -505,9 +390,7 @@ pub fn transfer(
             }
             let i = c.wr_id as usize;
             if i >= posted || req_done[i] {
-                return Err(format!(
-                    "{name}: completion for message {i}, which is not outstanding"
-                ));
+                return Err(format!("{name}: completion for message {i}, which is not outstanding"));
             }
             req_done[i] = true;
             touched.push(i);
@@ -518,11 +401,7 @@ pub fn transfer(
             let r = b.nic.poll_cq(&b.cq, 1024).map_err(e2s)?;
             for c in &r {
                 let i = c.wr_id as usize;
-                if c.status != WcStatus::Success
-                    || c.byte_len as usize != size
-                    || i >= posted
-                    || rcv_done[i]
-                {
+                if c.status != WcStatus::Success || c.byte_len as usize != size || i >= posted || rcv_done[i] {
                     return Err(format!("receive completion {c:?}"));
                 }
                 rcv_done[i] = true;
@@ -562,28 +441,15 @@ pub fn transfer(
         let t = Instant::now();
         while t.elapsed() < Duration::from_millis(50) {
             if let Some(c) = b.nic.poll_cq(&b.cq, 16).map_err(e2s)?.first() {
-                return Err(format!(
-                    "{name}: receive completion beyond the {count} messages: {c:?}"
-                ));
+                return Err(format!("{name}: receive completion beyond the {count} messages: {c:?}"));
             }
         }
     }
     let verified = nchecked == count && recvd == if kind == Kind::Send { count } else { 0 };
     if !verified {
-        return Err(format!(
-            "{name}: {nchecked} of {count} messages checked, {recvd} receive completions"
-        ));
+        return Err(format!("{name}: {nchecked} of {count} messages checked, {recvd} receive completions"));
     }
-    Ok(OpResult {
-        name,
-        messages: count,
-        bytes: (size * count) as u64,
-        cycles: cyc,
-        lat_cycles,
-        wall,
-        lat_wall,
-        verified,
-    })
+    Ok(OpResult { name, messages: count, bytes: (size * count) as u64, cycles: cyc, lat_cycles, wall, lat_wall, verified })
 }
 
 /// Atomics: `count` FETCH_ADDs of 1 spread over the QPs on one remote counter, then a
@@ -597,17 +463,7 @@ pub fn atomics(a: &Side, b: &Side, count: usize) -> Result<OpResult, String> {
     let nq = a.qps.len();
     let c0 = cycles(&a.dev)?;
     let t0 = Instant::now();
-    let fa = |i: usize| {
-        SendWr::new(
-            i as u64,
-            SendOp::FetchAdd {
-                remote_addr: b.mr.addr(),
-                rkey: b.mr.rkey(),
-                add: 1,
-            },
-            vec![a.mr.sge(8 * (i as u64 % 64), 8)],
-        )
-    };
+    let fa = |i: usize| SendWr::new(i as u64, SendOp::FetchAdd { remote_addr: b.mr.addr(), rkey: b.mr.rkey(), add: 1 }, vec![a.mr.sge(8 * (i as u64 % 64), 8)]);
     a.nic.post_send(&a.qps[0], &[fa(0)]).map_err(e2s)?;
     drain(&a.nic, &a.cq, 1, limit)?;
     let lat_wall = t0.elapsed();
@@ -623,9 +479,7 @@ pub fn atomics(a: &Side, b: &Side, count: usize) -> Result<OpResult, String> {
     while i < count {
         let n = (count - i).min(16);
         for k in 0..n {
-            a.nic
-                .post_send(&a.qps[(i + k) % nq], &[fa(i + k)])
-                .map_err(e2s)?;
+            a.nic.post_send(&a.qps[(i + k) % nq], &[fa(i + k)]).map_err(e2s)?;
         }
         drain(&a.nic, &a.cq, n, limit)?;
         for k in 0..n {
@@ -640,16 +494,7 @@ pub fn atomics(a: &Side, b: &Side, count: usize) -> Result<OpResult, String> {
         return Err("FETCH_ADD results are not a permutation of the counter's values".into());
     }
     let fin = base + count as u64;
-    let cs = SendWr::new(
-        9999,
-        SendOp::CmpSwap {
-            remote_addr: b.mr.addr(),
-            rkey: b.mr.rkey(),
-            compare: fin,
-            swap: 0xC0FFEE,
-        },
-        vec![a.mr.sge(8 * 100, 8)],
-    );
+    let cs = SendWr::new(9999, SendOp::CmpSwap { remote_addr: b.mr.addr(), rkey: b.mr.rkey(), compare: fin, swap: 0xC0FFEE }, vec![a.mr.sge(8 * 100, 8)]);
     a.nic.post_send(&a.qps[0], &[cs]).map_err(e2s)?;
     drain(&a.nic, &a.cq, 1, limit)?;
     let old = ab.read_u64(800).map_err(e2s)?;
@@ -657,47 +502,27 @@ pub fn atomics(a: &Side, b: &Side, count: usize) -> Result<OpResult, String> {
     let wall = t0.elapsed();
     let cyc = cycles(&a.dev)? - c0;
     if old != fin || now != 0xC0FFEE {
-        return Err(format!(
-            "CMP_SWAP: returned {old:#x} (expected {fin:#x}), target {now:#x} (expected 0xc0ffee)"
-        ));
+        return Err(format!("CMP_SWAP: returned {old:#x} (expected {fin:#x}), target {now:#x} (expected 0xc0ffee)"));
     }
-    Ok(OpResult {
-        name: "ATOMICS",
-        messages: count + 1,
-        bytes: 8 * (count as u64 + 1),
-        cycles: cyc,
-        lat_cycles,
-        wall,
-        lat_wall,
-        verified: true,
-    })
+    Ok(OpResult { name: "ATOMICS", messages: count + 1, bytes: 8 * (count as u64 + 1), cycles: cyc, lat_cycles, wall, lat_wall, verified: true })
 }
 
 /// The whole demo; prints as it goes and returns the results.
 pub fn run(o: &DemoOpts) -> Result<Vec<OpResult>, String> {
-    let dir = o.dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("hematite-demo-{}", std::process::id()))
-    });
+    let dir = o.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("hematite-demo-{}", std::process::id())));
     let _ = std::fs::remove_dir_all(&dir);
     let say = |s: &str| {
         if o.verbose {
             println!("{s}");
         }
     };
-    say(&format!(
-        "starting two simulated NICs (engine + control core + firmware) in {}",
-        dir.display()
-    ));
+    say(&format!("starting two simulated NICs (engine + control core + firmware) in {}", dir.display()));
     let pair = start_pair_on(&o.exe, &dir, o.fw.as_deref(), o.loss, None, &[], &o.trace_a)?;
     let t0 = Instant::now();
     let mr_len = (2 * o.size * 64).max(8192);
     let a = open_side(&dir.join("a.sock"), o.qps, mr_len)?;
     let b = open_side(&dir.join("b.sock"), o.qps, mr_len)?;
-    say(&format!(
-        "  both NICs open after {:.1} s (firmware booted, PD/CQ/{} QP(s)/MR created on each)",
-        t0.elapsed().as_secs_f64(),
-        o.qps
-    ));
+    say(&format!("  both NICs open after {:.1} s (firmware booted, PD/CQ/{} QP(s)/MR created on each)", t0.elapsed().as_secs_f64(), o.qps));
     let port = a.nic.query_port(1).map_err(e2s)?;
     let at = a.nic.attr();
     say(&format!(
@@ -714,22 +539,13 @@ pub fn run(o: &DemoOpts) -> Result<Vec<OpResult>, String> {
     // a generous timeout code when frames are dropped: 4.096 us * 2^10 = 4.2 ms = 1M cycles
     let tcode = if o.loss > 0.0 { 10 } else { 14 };
     connect(&a, &b, tcode)?;
-    say(&format!(
-        "  {} RC connection(s) up (peer MACs by ARP on the wire)",
-        o.qps
-    ));
+    say(&format!("  {} RC connection(s) up (peer MACs by ARP on the wire)", o.qps));
     let mut out = Vec::new();
     for k in [Kind::Send, Kind::Write, Kind::Read] {
-        say(&format!(
-            "running {k:?}: {} x {} bytes ...",
-            o.count, o.size
-        ));
+        say(&format!("running {k:?}: {} x {} bytes ...", o.count, o.size));
         out.push(transfer(&a, &b, k, o.size, o.count, o.verbose)?);
     }
-    say(&format!(
-        "running atomics: {} FETCH_ADD + 1 CMP_SWAP ...",
-        o.count
-    ));
+    say(&format!("running atomics: {} FETCH_ADD + 1 CMP_SWAP ...", o.count));
     out.push(atomics(&a, &b, o.count)?);
     let sa = a.dev.stats().map_err(e2s)?;
     let sb = b.dev.stats().map_err(e2s)?;
@@ -740,16 +556,7 @@ pub fn run(o: &DemoOpts) -> Result<Vec<OpResult>, String> {
         println!();
         println!(
             "{:<11} {:>6} {:>9} {:>11} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9}  data",
-            "operation",
-            "msgs",
-            "bytes",
-            "sim cycles",
-            "sim Gb/s",
-            "lat cyc",
-            "lat us",
-            "wall s",
-            "wall MB/s",
-            "wall lat"
+            "operation", "msgs", "bytes", "sim cycles", "sim Gb/s", "lat cyc", "lat us", "wall s", "wall MB/s", "wall lat"
         );
         for r in &out {
             println!(
@@ -780,11 +587,7 @@ pub fn run(o: &DemoOpts) -> Result<Vec<OpResult>, String> {
                 w.wall_mbps()
             );
         }
-        println!(
-            "pcaps: {} and {}",
-            dir.join("a.pcap").display(),
-            dir.join("b.pcap").display()
-        );
+        println!("pcaps: {} and {}", dir.join("a.pcap").display(), dir.join("b.pcap").display());
     }
     Ok(out)
 }
@@ -801,19 +604,13 @@ pub fn read_info(path: &Path, limit: Duration) -> Result<(u32, u32, u32, u64), S
     let t0 = Instant::now();
     loop {
         if let Ok(s) = std::fs::read_to_string(path) {
-            let v: Vec<u64> = s
-                .split_whitespace()
-                .filter_map(|x| x.parse().ok())
-                .collect();
+            let v: Vec<u64> = s.split_whitespace().filter_map(|x| x.parse().ok()).collect();
             if v.len() == 4 {
                 return Ok((v[0] as u32, v[1] as u32, v[2] as u32, v[3]));
             }
         }
         if t0.elapsed() > limit {
-            return Err(format!(
-                "no peer information in {} within {limit:?}",
-                path.display()
-            ));
+            return Err(format!("no peer information in {} within {limit:?}", path.display()));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -822,53 +619,19 @@ pub fn read_info(path: &Path, limit: Duration) -> Result<(u32, u32, u32, u64), S
 /// `hematite-sim rc-echo`: one RC QP on the device at `sock`; publishes its address in
 /// `info_out`, connects to the peer named in `info_in`, then echoes every SEND it receives
 /// (up to `count`, `size` bytes at most) back as a SEND. Used by the two-process tests.
-pub fn rc_echo(
-    sock: &Path,
-    info_out: &Path,
-    info_in: &Path,
-    count: usize,
-    size: usize,
-) -> Result<(), String> {
+pub fn rc_echo(sock: &Path, info_out: &Path, info_in: &Path, count: usize, size: usize) -> Result<(), String> {
     let s = open_side(sock, 1, (2 * size * 64).max(8192))?;
     let qp = &s.qps[0];
     let psn = 0x3333;
-    write_info(
-        info_out,
-        qp.qpn(),
-        psn,
-        s.dev.info().ipv4.unwrap(),
-        s.dev.info().mac.unwrap(),
-    )?;
+    write_info(info_out, qp.qpn(), psn, s.dev.info().ipv4.unwrap(), s.dev.info().mac.unwrap())?;
     let (pq, ppsn, pip, pmac) = read_info(info_in, Duration::from_secs(120))?;
-    let acc =
-        access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
-    let peer = RcPeer {
-        qpn: pq,
-        psn: ppsn,
-        gid: hostdrv::nic::gid_from_ipv4(pip),
-        mac: pmac,
-    };
+    let acc = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+    let peer = RcPeer { qpn: pq, psn: ppsn, gid: hostdrv::nic::gid_from_ipv4(pip), mac: pmac };
     // receives first, so that nothing the peer sends meets an empty queue
     let slots = 64usize;
-    let recv = |i: usize| RecvWr {
-        wr_id: i as u64,
-        sgl: vec![s.mr.sge(((i % slots) * size) as u64, size as u32)],
-    };
+    let recv = |i: usize| RecvWr { wr_id: i as u64, sgl: vec![s.mr.sge(((i % slots) * size) as u64, size as u32)] };
     let wrs: Vec<RecvWr> = (0..slots.min(count)).map(recv).collect();
-    s.nic
-        .modify_qp(
-            qp,
-            &hostdrv::nic::QpAttr {
-                qp_state: hostdrv::nic::QpState::Init,
-                qp_access_flags: acc,
-                ..Default::default()
-            },
-            hostdrv::nic::mask::STATE
-                | hostdrv::nic::mask::PKEY_INDEX
-                | hostdrv::nic::mask::PORT
-                | hostdrv::nic::mask::ACCESS_FLAGS,
-        )
-        .map_err(e2s)?;
+    s.nic.modify_qp(qp, &hostdrv::nic::QpAttr { qp_state: hostdrv::nic::QpState::Init, qp_access_flags: acc, ..Default::default() }, hostdrv::nic::mask::STATE | hostdrv::nic::mask::PKEY_INDEX | hostdrv::nic::mask::PORT | hostdrv::nic::mask::ACCESS_FLAGS).map_err(e2s)?;
     s.nic.post_recv(qp, &wrs).map_err(e2s)?;
     // INIT -> RTR -> RTS (connect_rc would start from RESET)
     let a = hostdrv::nic::QpAttr {
@@ -881,41 +644,14 @@ pub fn rc_echo(
         ..Default::default()
     };
     use hostdrv::nic::mask as m;
-    s.nic
-        .modify_qp(
-            qp,
-            &a,
-            m::STATE
-                | m::AV
-                | m::PATH_MTU
-                | m::DEST_QPN
-                | m::RQ_PSN
-                | m::MAX_DEST_RD_ATOMIC
-                | m::MIN_RNR_TIMER,
-        )
-        .map_err(e2s)?;
-    let a = hostdrv::nic::QpAttr {
-        qp_state: hostdrv::nic::QpState::Rts,
-        timeout: 10,
-        retry_cnt: 7,
-        sq_psn: psn,
-        ..Default::default()
-    };
-    s.nic
-        .modify_qp(
-            qp,
-            &a,
-            m::STATE | m::TIMEOUT | m::RETRY_CNT | m::RNR_RETRY | m::SQ_PSN | m::MAX_QP_RD_ATOMIC,
-        )
-        .map_err(e2s)?;
+    s.nic.modify_qp(qp, &a, m::STATE | m::AV | m::PATH_MTU | m::DEST_QPN | m::RQ_PSN | m::MAX_DEST_RD_ATOMIC | m::MIN_RNR_TIMER).map_err(e2s)?;
+    let a = hostdrv::nic::QpAttr { qp_state: hostdrv::nic::QpState::Rts, timeout: 10, retry_cnt: 7, sq_psn: psn, ..Default::default() };
+    s.nic.modify_qp(qp, &a, m::STATE | m::TIMEOUT | m::RETRY_CNT | m::RNR_RETRY | m::SQ_PSN | m::MAX_QP_RD_ATOMIC).map_err(e2s)?;
     write_info(&info_out.with_extension("ready"), 1, 1, 1, 1)?;
     let mut posted = slots.min(count);
     let mut echoed = 0;
     while echoed < count {
-        let c = s
-            .nic
-            .wait_cq(&s.cq, 16, Duration::from_millis(500))
-            .map_err(e2s)?;
+        let c = s.nic.wait_cq(&s.cq, 16, Duration::from_millis(500)).map_err(e2s)?;
         for e in c {
             if e.status != WcStatus::Success {
                 return Err(format!("completion {e:?}"));
@@ -923,16 +659,7 @@ pub fn rc_echo(
             if e.opcode == WcOpcode::Recv {
                 let i = e.wr_id as usize;
                 let off = ((i % slots) * size) as u64;
-                s.nic
-                    .post_send(
-                        qp,
-                        &[SendWr::new(
-                            1_000_000 + i as u64,
-                            SendOp::Send,
-                            vec![s.mr.sge(off, e.byte_len)],
-                        )],
-                    )
-                    .map_err(e2s)?;
+                s.nic.post_send(qp, &[SendWr::new(1_000_000 + i as u64, SendOp::Send, vec![s.mr.sge(off, e.byte_len)])]).map_err(e2s)?;
                 echoed += 1;
                 if posted < count {
                     s.nic.post_recv(qp, &[recv(posted)]).map_err(e2s)?;
@@ -944,11 +671,7 @@ pub fn rc_echo(
     // let the last echoes complete
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(5) {
-        if s.nic
-            .wait_cq(&s.cq, 16, Duration::from_millis(200))
-            .map_err(e2s)?
-            .is_empty()
-        {
+        if s.nic.wait_cq(&s.cq, 16, Duration::from_millis(200)).map_err(e2s)?.is_empty() {
             break;
         }
     }

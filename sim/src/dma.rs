@@ -65,56 +65,18 @@ pub struct DmaSim {
 impl DmaSim {
     pub fn new(width: usize) -> Result<DmaSim, String> {
         let bad = || format!("unsupported DATA_WIDTH {width}");
-        let mut s = DmaSim {
-            rd: HmDmardModel::new(width).ok_or_else(bad)?,
-            wr: HmDmawrModel::new(width).ok_or_else(bad)?,
-            width,
-        };
-        s.rd.hold(
-            &HmDmardIn {
-                rst: 1,
-                ..Default::default()
-            },
-            4,
-        );
-        s.wr.hold(
-            &HmDmawrIn {
-                rst: 1,
-                ..Default::default()
-            },
-            4,
-        );
-        s.tick(
-            &mut HmDmardIn::default(),
-            &mut HmDmawrIn::default(),
-            &AxiIn::default(),
-        );
+        let mut s = DmaSim { rd: HmDmardModel::new(width).ok_or_else(bad)?, wr: HmDmawrModel::new(width).ok_or_else(bad)?, width };
+        s.rd.hold(&HmDmardIn { rst: 1, ..Default::default() }, 4);
+        s.wr.hold(&HmDmawrIn { rst: 1, ..Default::default() }, 4);
+        s.tick(&mut HmDmardIn::default(), &mut HmDmawrIn::default(), &AxiIn::default());
         Ok(s)
     }
 
     /// One clock of both engines: the memory's signals `m` go to their AXI inputs; returns
     /// their outputs before the rising edge and the AXI signals they drove.
-    pub fn tick(
-        &mut self,
-        ri: &mut HmDmardIn,
-        wi: &mut HmDmawrIn,
-        m: &AxiIn,
-    ) -> (HmDmardOut, HmDmawrOut, AxiOut) {
-        (
-            ri.axi_arready,
-            ri.axi_rid,
-            ri.axi_rdata,
-            ri.axi_rresp,
-            ri.axi_rlast,
-            ri.axi_rvalid,
-        ) = (m.arready, m.rid, m.rdata, m.rresp, m.rlast, m.rvalid);
-        (
-            wi.axi_awready,
-            wi.axi_wready,
-            wi.axi_bid,
-            wi.axi_bresp,
-            wi.axi_bvalid,
-        ) = (m.awready, m.wready, m.bid, m.bresp, m.bvalid);
+    pub fn tick(&mut self, ri: &mut HmDmardIn, wi: &mut HmDmawrIn, m: &AxiIn) -> (HmDmardOut, HmDmawrOut, AxiOut) {
+        (ri.axi_arready, ri.axi_rid, ri.axi_rdata, ri.axi_rresp, ri.axi_rlast, ri.axi_rvalid) = (m.arready, m.rid, m.rdata, m.rresp, m.rlast, m.rvalid);
+        (wi.axi_awready, wi.axi_wready, wi.axi_bid, wi.axi_bresp, wi.axi_bvalid) = (m.awready, m.wready, m.bid, m.bresp, m.bvalid);
         let (r, w) = (self.rd.tick(ri), self.wr.tick(wi));
         let bus = AxiOut {
             arid: r.axi_arid,
@@ -157,21 +119,13 @@ pub struct PagedMem {
 
 impl PagedMem {
     pub fn new(fill: u8) -> PagedMem {
-        PagedMem {
-            pages: HashMap::new(),
-            fill,
-        }
+        PagedMem { pages: HashMap::new(), fill }
     }
     pub fn read(&self, addr: u64, len: usize) -> Vec<u8> {
-        (0..len as u64)
-            .map(|i| self.byte(addr.wrapping_add(i)))
-            .collect()
+        (0..len as u64).map(|i| self.byte(addr.wrapping_add(i))).collect()
     }
     pub fn byte(&self, a: u64) -> u8 {
-        self.pages
-            .get(&(a >> 12))
-            .map(|p| p[(a & 4095) as usize])
-            .unwrap_or(self.fill)
+        self.pages.get(&(a >> 12)).map(|p| p[(a & 4095) as usize]).unwrap_or(self.fill)
     }
     pub fn write(&mut self, addr: u64, data: &[u8]) {
         for (i, b) in data.iter().enumerate() {
@@ -180,18 +134,11 @@ impl PagedMem {
     }
     pub fn set(&mut self, a: u64, v: u8) {
         let fill = self.fill;
-        self.pages
-            .entry(a >> 12)
-            .or_insert_with(|| Box::new([fill; 4096]))[(a & 4095) as usize] = v;
+        self.pages.entry(a >> 12).or_insert_with(|| Box::new([fill; 4096]))[(a & 4095) as usize] = v;
     }
     /// Addresses of all bytes whose value differs between the two memories.
     pub fn diff(&self, other: &PagedMem) -> Vec<u64> {
-        let mut keys: Vec<u64> = self
-            .pages
-            .keys()
-            .chain(other.pages.keys())
-            .copied()
-            .collect();
+        let mut keys: Vec<u64> = self.pages.keys().chain(other.pages.keys()).copied().collect();
         keys.sort();
         keys.dedup();
         let mut d = Vec::new();
@@ -221,12 +168,7 @@ pub struct MemCfg {
 
 impl Default for MemCfg {
     fn default() -> Self {
-        MemCfg {
-            latency: 100,
-            stall_pct: 0,
-            err_ranges: Vec::new(),
-            seed: 1,
-        }
+        MemCfg { latency: 100, stall_pct: 0, err_ranges: Vec::new(), seed: 1 }
     }
 }
 
@@ -300,30 +242,23 @@ impl AxiMem {
     }
 
     fn in_err(&self, a: u64, n: u64) -> bool {
-        self.cfg
-            .err_ranges
-            .iter()
-            .any(|(s, e)| a < *e && a + n > *s)
+        self.cfg.err_ranges.iter().any(|(s, e)| a < *e && a + n > *s)
     }
 
     fn check_burst(&mut self, ch: &str, addr: u64, len: u8, size: u8, burst: u8) {
         let kw = self.kw as u64;
         let beats = len as u64 + 1;
         if size as u32 != kw.trailing_zeros() {
-            self.violations
-                .push(format!("{ch}: size {size} for a {kw}-byte bus"));
+            self.violations.push(format!("{ch}: size {size} for a {kw}-byte bus"));
         }
         if burst != 1 {
             self.violations.push(format!("{ch}: burst type {burst}"));
         }
         if addr % kw != 0 {
-            self.violations
-                .push(format!("{ch}: unaligned address {addr:#x}"));
+            self.violations.push(format!("{ch}: unaligned address {addr:#x}"));
         }
         if (addr >> 12) != ((addr + beats * kw - 1) >> 12) {
-            self.violations.push(format!(
-                "{ch}: burst at {addr:#x} of {beats} beats crosses 4 KiB"
-            ));
+            self.violations.push(format!("{ch}: burst at {addr:#x} of {beats} beats crosses 4 KiB"));
         }
     }
 
@@ -348,11 +283,7 @@ impl AxiMem {
                     for (k, v) in bytes.iter().enumerate() {
                         i.rdata[k / 4] |= (*v as u32) << (8 * (k % 4));
                     }
-                    i.rresp = if self.in_err(b.addr, self.kw as u64) {
-                        2
-                    } else {
-                        0
-                    };
+                    i.rresp = if self.in_err(b.addr, self.kw as u64) { 2 } else { 0 };
                 }
                 i.rlast = (b.beats == 1) as u8;
                 i.rvalid = 1;
@@ -379,9 +310,7 @@ impl AxiMem {
                 let kw = self.kw as u64;
                 if let Some(k) = (0..beats).find(|k| !in_windows(w, o.araddr + k * kw, kw)) {
                     let a = o.araddr + k * kw;
-                    self.violations.push(format!(
-                        "AR: read of {kw} bytes at {a:#x} outside the registered regions"
-                    ));
+                    self.violations.push(format!("AR: read of {kw} bytes at {a:#x} outside the registered regions"));
                 }
             }
             let data = self.ext.as_mut().map(|x| {
@@ -389,14 +318,7 @@ impl AxiMem {
                 let ok = x.read(o.araddr, &mut d);
                 (d, !ok)
             });
-            self.ar_q.push_back(Burst {
-                at: now + lat,
-                addr: o.araddr,
-                beats,
-                id: o.arid,
-                data,
-                off: 0,
-            });
+            self.ar_q.push_back(Burst { at: now + lat, addr: o.araddr, beats, id: o.arid, data, off: 0 });
         }
         if i.rvalid != 0 && o.rready != 0 {
             self.read_beats += 1;
@@ -411,14 +333,7 @@ impl AxiMem {
         }
         if o.awvalid != 0 && i.awready != 0 {
             self.check_burst("AW", o.awaddr, o.awlen, o.awsize, o.awburst);
-            self.aw_q.push_back(Burst {
-                at: 0,
-                addr: o.awaddr,
-                beats: o.awlen as u64 + 1,
-                id: o.awid,
-                data: None,
-                off: 0,
-            });
+            self.aw_q.push_back(Burst { at: 0, addr: o.awaddr, beats: o.awlen as u64 + 1, id: o.awid, data: None, off: 0 });
         }
         if o.wvalid != 0 && i.wready != 0 {
             self.write_beats += 1;
@@ -426,11 +341,7 @@ impl AxiMem {
             for k in 0..self.kw {
                 d.push((o.wdata[k / 4] >> (8 * (k % 4))) as u8);
             }
-            let strb = if self.kw == 64 {
-                o.wstrb
-            } else {
-                o.wstrb & ((1u64 << self.kw) - 1)
-            };
+            let strb = if self.kw == 64 { o.wstrb } else { o.wstrb & ((1u64 << self.kw) - 1) };
             self.w_q.push_back((d, strb, o.wlast != 0));
         }
         // complete write bursts whose address and data are both here
@@ -447,10 +358,7 @@ impl AxiMem {
                 for k in 0..b.beats as usize {
                     let (d, strb, last) = self.w_q.pop_front().unwrap();
                     if last != (k as u64 == b.beats - 1) {
-                        self.violations.push(format!(
-                            "W: WLAST {last} on beat {k} of a {}-beat burst at {:#x}",
-                            b.beats, b.addr
-                        ));
+                        self.violations.push(format!("W: WLAST {last} on beat {k} of a {}-beat burst at {:#x}", b.beats, b.addr));
                     }
                     for (l, v) in d.iter().enumerate() {
                         buf[k * self.kw + l] = *v;
@@ -458,17 +366,13 @@ impl AxiMem {
                     }
                 }
                 err = !x.write(b.addr, &buf, &mask);
-                self.b_q
-                    .push_back((now + lat, if err { 2 } else { 0 }, b.id));
+                self.b_q.push_back((now + lat, if err { 2 } else { 0 }, b.id));
                 continue;
             }
             for k in 0..b.beats {
                 let (d, strb, last) = self.w_q.pop_front().unwrap();
                 if last != (k == b.beats - 1) {
-                    self.violations.push(format!(
-                        "W: WLAST {last} on beat {k} of a {}-beat burst at {:#x}",
-                        b.beats, b.addr
-                    ));
+                    self.violations.push(format!("W: WLAST {last} on beat {k} of a {}-beat burst at {:#x}", b.beats, b.addr));
                 }
                 let base = b.addr + k * self.kw as u64;
                 for (l, v) in d.iter().enumerate() {
@@ -476,9 +380,7 @@ impl AxiMem {
                         if let Some(w) = &self.write_windows {
                             if !in_windows(w, base + l as u64, 1) {
                                 let a = base + l as u64;
-                                self.violations.push(format!(
-                                    "W: byte written at {a:#x} outside the registered regions"
-                                ));
+                                self.violations.push(format!("W: byte written at {a:#x} outside the registered regions"));
                             }
                         }
                         if self.in_err(base + l as u64, 1) {
@@ -489,8 +391,7 @@ impl AxiMem {
                     }
                 }
             }
-            self.b_q
-                .push_back((now + lat, if err { 2 } else { 0 }, b.id));
+            self.b_q.push_back((now + lat, if err { 2 } else { 0 }, b.id));
         }
         if i.bvalid != 0 && o.bready != 0 {
             self.b_q.pop_front();
@@ -560,13 +461,7 @@ pub fn run_dma(
     };
     wd = skip_empty(wd);
     let start = sim.cycle();
-    let limit = 20_000
-        + 40 * (reads.iter().map(|r| r.len as u64).sum::<u64>()
-            + writes
-                .iter()
-                .map(|w| w.len as u64 + w.data.len() as u64)
-                .sum::<u64>())
-            / kw as u64
+    let limit = 20_000 + 40 * (reads.iter().map(|r| r.len as u64).sum::<u64>() + writes.iter().map(|w| w.len as u64 + w.data.len() as u64).sum::<u64>()) / kw as u64
         + 4 * mem.cfg.latency * (reads.len() + writes.len()) as u64;
     loop {
         let now = sim.cycle();
@@ -620,21 +515,15 @@ pub fn run_dma(
                 }
             }
             if ro.axis_tlast != 0 {
-                run.reads
-                    .push((ro.axis_tid, std::mem::take(&mut cur), ro.axis_tuser != 0));
+                run.reads.push((ro.axis_tid, std::mem::take(&mut cur), ro.axis_tuser != 0));
             }
         }
         if wo.done_valid != 0 && win.done_ready != 0 {
             run.writes.push((wo.done_tag, wo.done_err != 0));
         }
-        (run.rd_bad, run.wr_bad, run.wr_len_err) =
-            (ro.stat_bad_req, wo.stat_bad_req, wo.stat_len_err);
-        if run.reads.len() == want_reads
-            && run.writes.len() == want_writes
-            && ri == reads.len()
-            && wi == writes.len()
-            && wd >= writes.len()
-            && mem.idle()
+        (run.rd_bad, run.wr_bad, run.wr_len_err) = (ro.stat_bad_req, wo.stat_bad_req, wo.stat_len_err);
+        if run.reads.len() == want_reads && run.writes.len() == want_writes && ri == reads.len() && wi == writes.len()
+            && wd >= writes.len() && mem.idle()
         {
             // a few more cycles so the counters settle
             for _ in 0..4 {
@@ -643,8 +532,7 @@ pub fn run_dma(
                 mem.drive(now, &mut m);
                 let (ro, wo, bus) = sim.tick(&mut rin, &mut win, &m);
                 mem.update(now, &m, &bus);
-                (run.rd_bad, run.wr_bad, run.wr_len_err) =
-                    (ro.stat_bad_req, wo.stat_bad_req, wo.stat_len_err);
+                (run.rd_bad, run.wr_bad, run.wr_len_err) = (ro.stat_bad_req, wo.stat_bad_req, wo.stat_len_err);
             }
             run.cycles = sim.cycle() - start;
             break;

@@ -28,14 +28,7 @@ pub struct WireFaults {
 
 impl Default for WireFaults {
     fn default() -> Self {
-        WireFaults {
-            drop_ppm: 0,
-            corrupt_ppm: 0,
-            dup_ppm: 0,
-            delay_ppm: 0,
-            max_extra: 2_000,
-            latency: 100,
-        }
+        WireFaults { drop_ppm: 0, corrupt_ppm: 0, dup_ppm: 0, delay_ppm: 0, max_extra: 2_000, latency: 100 }
     }
 }
 
@@ -76,10 +69,7 @@ pub struct DuoBench {
 impl DuoBench {
     pub fn new(mem: MemCfg, faults: WireFaults) -> Result<DuoBench, String> {
         let seed = mem.seed;
-        let m2 = MemCfg {
-            seed: seed ^ 0xB,
-            ..mem.clone()
-        };
+        let m2 = MemCfg { seed: seed ^ 0xB, ..mem.clone() };
         Ok(DuoBench {
             h: [EngHost::new(mem)?, EngHost::new(m2)?],
             faults,
@@ -100,24 +90,9 @@ impl DuoBench {
 
     /// Connects QP `q0` of host 0 and QP `q1` of host 1 (address vectors mirrored, PSNs
     /// crossed).
-    pub fn connect(
-        &mut self,
-        q0: u32,
-        q1: u32,
-        cfg: QpConfig,
-        stride_log: u8,
-    ) -> Result<(), String> {
-        let c0 = QpConfig {
-            dest_qpn: q1,
-            ..cfg
-        };
-        let c1 = QpConfig {
-            dest_qpn: q0,
-            av: cfg.av.reversed(),
-            sq_psn: cfg.rq_psn,
-            rq_psn: cfg.sq_psn,
-            ..cfg
-        };
+    pub fn connect(&mut self, q0: u32, q1: u32, cfg: QpConfig, stride_log: u8) -> Result<(), String> {
+        let c0 = QpConfig { dest_qpn: q1, ..cfg };
+        let c1 = QpConfig { dest_qpn: q0, av: cfg.av.reversed(), sq_psn: cfg.rq_psn, rq_psn: cfg.sq_psn, ..cfg };
         self.h[0].create_qp(q0, c0, stride_log)?;
         self.h[1].create_qp(q1, c1, stride_log)
     }
@@ -206,10 +181,7 @@ impl DuoBench {
             self.h[dst].eng.rx_q.push_back(f);
             active = true;
         }
-        if !self.queue.is_empty()
-            || !self.h[0].eng.rx_q.is_empty()
-            || !self.h[1].eng.rx_q.is_empty()
-        {
+        if !self.queue.is_empty() || !self.h[0].eng.rx_q.is_empty() || !self.h[1].eng.rx_q.is_empty() {
             active = true;
         }
         for side in 0..2 {
@@ -228,11 +200,7 @@ impl DuoBench {
 
     /// Steps both engines until `done` holds (checked every 64 cycles, with the CQs polled
     /// and the wire quiet for a while) or `max_cycles` pass. Returns the cycles run.
-    pub fn run(
-        &mut self,
-        max_cycles: u64,
-        mut done: impl FnMut(&DuoBench) -> bool,
-    ) -> Result<u64, String> {
+    pub fn run(&mut self, max_cycles: u64, mut done: impl FnMut(&DuoBench) -> bool) -> Result<u64, String> {
         let start = self.h[0].eng.cycle();
         self.quiet = 0;
         loop {
@@ -260,10 +228,7 @@ impl DuoBench {
             let pa = self.h[0].refn.poll_tx(now);
             let pb = self.h[1].refn.poll_tx(now);
             if pa.is_empty() && pb.is_empty() {
-                let next = match (
-                    self.h[0].refn.next_deadline(),
-                    self.h[1].refn.next_deadline(),
-                ) {
+                let next = match (self.h[0].refn.next_deadline(), self.h[1].refn.next_deadline()) {
                     (Some(x), Some(y)) => Some(x.min(y)),
                     (x, y) => x.or(y),
                 };

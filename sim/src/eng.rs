@@ -8,6 +8,8 @@ use crate::dma::{AxiIn, AxiMem, AxiOut, MemCfg, PagedMem};
 use crate::Rng;
 use std::collections::{HashMap, VecDeque};
 
+
+
 /// Engine QP table size (the RTL default).
 pub const NUM_QPS: usize = 4096;
 /// Datapath bytes per beat.
@@ -23,12 +25,7 @@ include!(concat!(env!("OUT_DIR"), "/shim_eng.rs"));
 impl HmEngIn {
     /// No request valid; the MAC transmit side and the interrupt sink ready; the link up.
     pub fn idle() -> HmEngIn {
-        HmEngIn {
-            tx_tready: 1,
-            irq_ready: 1,
-            fw_link: 1,
-            ..Default::default()
-        }
+        HmEngIn { tx_tready: 1, irq_ready: 1, fw_link: 1, ..Default::default() }
     }
 }
 
@@ -36,14 +33,8 @@ impl HmEngIn {
 #[derive(Debug, Clone, Copy)]
 pub enum LiteOp {
     /// A write of the bytes whose strobe bit is set (0xF: the whole word).
-    Write {
-        addr: u16,
-        data: u32,
-        strb: u8,
-    },
-    Read {
-        addr: u16,
-    },
+    Write { addr: u16, data: u32, strb: u8 },
+    Read { addr: u16 },
 }
 
 /// A cycle-level AXI4-Lite master that performs one access at a time.
@@ -60,12 +51,7 @@ impl Lite {
     }
     /// This cycle's request channels (B and R always taken).
     fn drive(&self) -> AxilReq {
-        let mut d = AxilReq {
-            wstrb: 0xF,
-            bready: true,
-            rready: true,
-            ..Default::default()
-        };
+        let mut d = AxilReq { wstrb: 0xF, bready: true, rready: true, ..Default::default() };
         if let Some((op, aw, w, ar)) = self.cur {
             match op {
                 LiteOp::Write { addr, data, strb } => {
@@ -90,9 +76,7 @@ impl Lite {
         d
     }
     fn update(&mut self, d: &AxilReq, r: &AxilRsp) {
-        let Some((op, aw, w, ar)) = self.cur.as_mut() else {
-            return;
-        };
+        let Some((op, aw, w, ar)) = self.cur.as_mut() else { return };
         if d.awvalid && r.awready {
             *aw = true;
         }
@@ -128,12 +112,7 @@ pub fn retransmission(top: &mut HashMap<u32, u32>, frame: &[u8]) -> Option<(u32,
     }
     let (qp, psn) = (p.bth.dest_qp, p.bth.psn);
     match top.get(&qp) {
-        Some(&t)
-            if psn.wrapping_sub(t) & 0xFF_FFFF == 0
-                || psn.wrapping_sub(t) & 0xFF_FFFF >= 1 << 23 =>
-        {
-            Some((qp, psn))
-        }
+        Some(&t) if psn.wrapping_sub(t) & 0xFF_FFFF == 0 || psn.wrapping_sub(t) & 0xFF_FFFF >= 1 << 23 => Some((qp, psn)),
         _ => {
             top.insert(qp, psn);
             None
@@ -280,15 +259,7 @@ impl Engine {
     /// inputs `delay` cycles later, from power-on (the reset included). A Verilated model is
     /// deterministic, so the shadow is the engine `delay` cycles ago, cycle for cycle.
     pub fn with_shadow(cfg: MemCfg, delay: usize) -> Engine {
-        Engine::build(
-            cfg,
-            Some(Shadow {
-                m: HmEngModel::new(),
-                q: VecDeque::with_capacity(delay + 1),
-                delay,
-                out: HmEngOut::default(),
-            }),
-        )
+        Engine::build(cfg, Some(Shadow { m: HmEngModel::new(), q: VecDeque::with_capacity(delay + 1), delay, out: HmEngOut::default() }))
     }
 
     /// How many cycles the shadow model lags (None without one).
@@ -298,11 +269,7 @@ impl Engine {
 
     /// Starts a waveform of the shadow model; its next clock is numbered `cycle`.
     pub fn shadow_trace_open(&mut self, path: &std::path::Path, cycle: u64) -> Result<(), String> {
-        self.shadow
-            .as_mut()
-            .ok_or("no shadow model")?
-            .m
-            .trace_open(path, cycle)
+        self.shadow.as_mut().ok_or("no shadow model")?.m.trace_open(path, cycle)
     }
 
     /// Clocks the shadow model with all its queued inputs: it catches up with the engine.
@@ -341,14 +308,8 @@ impl Engine {
         let (bd, mut cd, fd) = (self.bar.drive(), self.ctl.drive(), self.fw.drive());
         let cr = self.ctl_rd.drive();
         if let Some((op, ..)) = self.ctl_rd.cur {
-            assert!(
-                matches!(op, LiteOp::Read { .. }),
-                "Port::CtlRead only reads"
-            );
-            assert!(
-                !matches!(self.ctl.cur, Some((LiteOp::Read { .. }, ..))),
-                "Port::Ctl and Port::CtlRead both reading"
-            );
+            assert!(matches!(op, LiteOp::Read { .. }), "Port::CtlRead only reads");
+            assert!(!matches!(self.ctl.cur, Some((LiteOp::Read { .. }, ..))), "Port::Ctl and Port::CtlRead both reading");
             cd.araddr = cr.araddr;
             cd.arvalid = cr.arvalid;
         }
@@ -425,8 +386,7 @@ impl Engine {
                 if self.watch_retx {
                     self.tap_retx = retransmission(&mut self.retx_watch, &self.cur_tx);
                 }
-                self.tx
-                    .push((std::mem::take(&mut self.cur_tx), o.tx_tuser != 0));
+                self.tx.push((std::mem::take(&mut self.cur_tx), o.tx_tuser != 0));
                 self.tx_cycle.push(now);
             }
         }
@@ -443,18 +403,11 @@ impl Engine {
     }
 
     /// Step until `done` holds; error after `max` cycles.
-    pub fn run_until(
-        &mut self,
-        max: u64,
-        mut done: impl FnMut(&Engine) -> bool,
-    ) -> Result<u64, String> {
+    pub fn run_until(&mut self, max: u64, mut done: impl FnMut(&Engine) -> bool) -> Result<u64, String> {
         let start = self.sim.cycles;
         while !done(self) {
             if self.sim.cycles - start > max {
-                return Err(format!(
-                    "no progress within {max} cycles (tx frames {})",
-                    self.tx.len()
-                ));
+                return Err(format!("no progress within {max} cycles (tx frames {})", self.tx.len()));
             }
             self.step();
         }
@@ -514,15 +467,7 @@ impl Engine {
 
     /// Register BAR write; true when answered OKAY.
     pub fn bar_write(&mut self, addr: u16, data: u32) -> Result<bool, String> {
-        self.lite(
-            true,
-            LiteOp::Write {
-                addr,
-                data,
-                strb: 0xF,
-            },
-        )
-        .map(|r| r.1)
+        self.lite(true, LiteOp::Write { addr, data, strb: 0xF }).map(|r| r.1)
     }
     /// Register BAR read: (data, OKAY).
     pub fn bar_read(&mut self, addr: u16) -> Result<(u32, bool), String> {
@@ -530,15 +475,7 @@ impl Engine {
     }
     /// Control core host port (mailbox, core control, IMEM window) write; true when OKAY.
     pub fn fw_write(&mut self, addr: u16, data: u32) -> Result<bool, String> {
-        self.lite_on(
-            Port::Fw,
-            LiteOp::Write {
-                addr,
-                data,
-                strb: 0xF,
-            },
-        )
-        .map(|r| r.1)
+        self.lite_on(Port::Fw, LiteOp::Write { addr, data, strb: 0xF }).map(|r| r.1)
     }
     /// Control core host port read: (data, OKAY).
     pub fn fw_read(&mut self, addr: u16) -> Result<(u32, bool), String> {
@@ -556,8 +493,7 @@ impl Engine {
     }
     /// Control bus write of the bytes whose bit is set in `strb`; true when answered OKAY.
     pub fn ctl_write_strb(&mut self, addr: u16, data: u32, strb: u8) -> Result<bool, String> {
-        self.lite(false, LiteOp::Write { addr, data, strb })
-            .map(|r| r.1)
+        self.lite(false, LiteOp::Write { addr, data, strb }).map(|r| r.1)
     }
     /// Control bus read: (data, OKAY).
     pub fn ctl_read(&mut self, addr: u16) -> Result<(u32, bool), String> {

@@ -15,21 +15,14 @@ include!(concat!(env!("OUT_DIR"), "/shim_tx.rs"));
 impl HmRxIn {
     /// No frame offered, both outputs ready.
     pub fn idle() -> HmRxIn {
-        HmRxIn {
-            hdr_ready: 1,
-            m_axis_tready: 1,
-            ..Default::default()
-        }
+        HmRxIn { hdr_ready: 1, m_axis_tready: 1, ..Default::default() }
     }
 }
 
 impl HmTxIn {
     /// No record or payload offered, the MAC ready.
     pub fn idle() -> HmTxIn {
-        HmTxIn {
-            m_axis_tready: 1,
-            ..Default::default()
-        }
+        HmTxIn { m_axis_tready: 1, ..Default::default() }
     }
 }
 
@@ -45,24 +38,8 @@ mod tests {
     fn reset_state_is_idle() {
         let mut rx = HmRxModel::new(512).unwrap();
         let mut tx = HmTxModel::new(512).unwrap();
-        let o = rx.hold(
-            &HmRxIn {
-                rst: 1,
-                ..Default::default()
-            },
-            2,
-        );
+        let o = rx.hold(&HmRxIn { rst: 1, ..Default::default() }, 2);
         assert_eq!((o.m_axis_tvalid, o.mon_valid, o.hdr_valid), (0, 0, 0));
-        assert_eq!(
-            tx.hold(
-                &HmTxIn {
-                    rst: 1,
-                    ..Default::default()
-                },
-                2
-            )
-            .m_axis_tvalid,
-            0
-        );
+        assert_eq!(tx.hold(&HmTxIn { rst: 1, ..Default::default() }, 2).m_axis_tvalid, 0);
     }
 }

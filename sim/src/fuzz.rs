@@ -103,19 +103,13 @@ fn move_lengths(f: &mut [u8], l3: usize, v6: bool, udp: usize, d: i64) {
 
 /// End of the IP datagram by its length field, when it lies within the frame.
 fn ip_end(f: &[u8], l3: usize, v6: bool) -> Option<usize> {
-    let e = if v6 {
-        l3 + 40 + get16(f, l3 + 4)? as usize
-    } else {
-        l3 + get16(f, l3 + 2)? as usize
-    };
+    let e = if v6 { l3 + 40 + get16(f, l3 + 4)? as usize } else { l3 + get16(f, l3 + 2)? as usize };
     (e <= f.len()).then_some(e)
 }
 
 /// Recomputes the IPv4 header checksum and the ICRC where the frame's geometry allows.
 pub fn repair(f: &mut [u8]) {
-    let Some((l3, v6, udp)) = layers(f) else {
-        return;
-    };
+    let Some((l3, v6, udp)) = layers(f) else { return };
     if !v6 && f.len() >= l3 + 20 {
         put16(f, l3 + 10, 0);
         let c = wire::ipv4_header_checksum(&f[l3..l3 + 20]);
@@ -161,11 +155,7 @@ pub fn mutate(f: &mut Vec<u8>, m: Mutation, rng: &mut Rng) {
                     _ => udp + 4,
                 };
                 if let Some(v) = get16(f, i) {
-                    let nv = if rng.next() % 2 == 0 {
-                        rng.next() as u16
-                    } else {
-                        (v as i64 + (rng.next() % 17) as i64 - 8) as u16
-                    };
+                    let nv = if rng.next() % 2 == 0 { rng.next() as u16 } else { (v as i64 + (rng.next() % 17) as i64 - 8) as u16 };
                     put16(f, i, nv);
                 }
             }
@@ -192,8 +182,7 @@ pub fn mutate(f: &mut Vec<u8>, m: Mutation, rng: &mut Rng) {
                 if rng.next() % 2 == 0 {
                     f[b + 1] = rng.next() as u8;
                 } else {
-                    let k = [0xFFFFu16, 0x7FFF, 0x8001, 0x0000, rng.next() as u16]
-                        [(rng.next() % 5) as usize];
+                    let k = [0xFFFFu16, 0x7FFF, 0x8001, 0x0000, rng.next() as u16][(rng.next() % 5) as usize];
                     put16(f, b + 2, k);
                 }
             }
@@ -253,11 +242,9 @@ pub fn case(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
 pub fn load_seeds(dirs: &[PathBuf]) -> Result<Vec<Vec<u8>>, String> {
     let mut seeds = Vec::new();
     for d in dirs {
-        let files = hematite_model::capture::capture_files(d)
-            .map_err(|e| format!("{}: {e}", d.display()))?;
+        let files = hematite_model::capture::capture_files(d).map_err(|e| format!("{}: {e}", d.display()))?;
         for f in files {
-            let frames = hematite_model::capture::read_frames(&f)
-                .map_err(|e| format!("{}: {e}", f.display()))?;
+            let frames = hematite_model::capture::read_frames(&f).map_err(|e| format!("{}: {e}", f.display()))?;
             seeds.extend(frames.into_iter().filter(|x| !x.is_empty()));
         }
     }
@@ -293,50 +280,27 @@ pub fn rx_campaign(
     const BATCH: u64 = 4096;
     let mut rng = Rng::new(seed);
     let mut rep = RxReport::default();
-    let mut sims: Vec<PktSim> = widths
-        .iter()
-        .map(|w| PktSim::new(*w))
-        .collect::<Result<_, _>>()?;
+    let mut sims: Vec<PktSim> = widths.iter().map(|w| PktSim::new(*w)).collect::<Result<_, _>>()?;
     let mut counters: Vec<[u32; 15]> = vec![[0; 15]; widths.len()];
     let mut batch_no = 0u64;
     while rep.cases < count {
         let n = BATCH.min(count - rep.cases);
-        let frames: Vec<Vec<u8>> = (0..n)
-            .map(|_| case(&seeds[(rng.next() % seeds.len() as u64) as usize], &mut rng))
-            .collect();
+        let frames: Vec<Vec<u8>> = (0..n).map(|_| case(&seeds[(rng.next() % seeds.len() as u64) as usize], &mut rng)).collect();
         let wi = (batch_no % widths.len() as u64) as usize;
-        let flow = Flow {
-            idle_pct: (batch_no % 3) as u32 * 5,
-            stall_pct: (batch_no % 4) as u32 * 5,
-            seed: rng.next(),
+        let flow = Flow { idle_pct: (batch_no % 3) as u32 * 5, stall_pct: (batch_no % 4) as u32 * 5, seed: rng.next() };
+        let finding = |what: String, frame: Option<&[u8]>, rep: &mut RxReport| -> Result<(), String> {
+            rep.findings += 1;
+            std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+            let p = out.join(format!("rx-finding-{}.txt", rep.findings));
+            let text = format!("width {}: {what}\n{}\n", widths[wi], frame.map(hexs).unwrap_or_default());
+            std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+            eprintln!("fuzz rx: finding {} at width {}: {what} ({})", rep.findings, widths[wi], p.display());
+            Ok(())
         };
-        let finding =
-            |what: String, frame: Option<&[u8]>, rep: &mut RxReport| -> Result<(), String> {
-                rep.findings += 1;
-                std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-                let p = out.join(format!("rx-finding-{}.txt", rep.findings));
-                let text = format!(
-                    "width {}: {what}\n{}\n",
-                    widths[wi],
-                    frame.map(hexs).unwrap_or_default()
-                );
-                std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
-                eprintln!(
-                    "fuzz rx: finding {} at width {}: {what} ({})",
-                    rep.findings,
-                    widths[wi],
-                    p.display()
-                );
-                Ok(())
-            };
         let c0 = sims[wi].rx_cycles();
         match run_rx(&mut sims[wi], &frames, &flow) {
             Err(e) => {
-                finding(
-                    format!("RX path did not report every frame: {e}"),
-                    None,
-                    &mut rep,
-                )?;
+                finding(format!("RX path did not report every frame: {e}"), None, &mut rep)?;
                 // a hung model is not reused
                 sims[wi] = PktSim::new(widths[wi])?;
                 counters[wi] = [0; 15];
@@ -345,33 +309,20 @@ pub fn rx_campaign(
                 rep.cycles += sims[wi].rx_cycles() - c0;
                 if let Err(e) = check_rx_run(&frames, &run) {
                     // locate the frame named in the message for the record
-                    let idx = e
-                        .strip_prefix("frame ")
-                        .and_then(|r| r.split(':').next())
-                        .and_then(|k| k.parse::<usize>().ok());
-                    finding(
-                        e.clone(),
-                        idx.and_then(|i| frames.get(i - 1)).map(|v| v.as_slice()),
-                        &mut rep,
-                    )?;
+                    let idx = e.strip_prefix("frame ").and_then(|r| r.split(':').next()).and_then(|k| k.parse::<usize>().ok());
+                    finding(e.clone(), idx.and_then(|i| frames.get(i - 1)).map(|v| v.as_slice()), &mut rep)?;
                 }
                 // the counters explain the batch: their increase equals the spec's verdicts
                 let mut want = [0u32; 15];
                 for f in &frames {
                     let r = classify(f).reason;
-                    *rep.verdicts
-                        .entry(r.map_or("accepted", DropReason::name))
-                        .or_default() += 1;
+                    *rep.verdicts.entry(r.map_or("accepted", DropReason::name)).or_default() += 1;
                     want[r.map_or(0, |r| r as usize)] += 1;
                 }
                 for (i, w) in want.iter().enumerate() {
                     let got = run.counters[i].wrapping_sub(counters[wi][i]);
                     if got != *w {
-                        finding(
-                            format!("counter {i}: +{got}, the spec says +{w}"),
-                            None,
-                            &mut rep,
-                        )?;
+                        finding(format!("counter {i}: +{got}, the spec says +{w}"), None, &mut rep)?;
                     }
                 }
                 counters[wi] = run.counters;

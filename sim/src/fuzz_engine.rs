@@ -212,114 +212,43 @@ fn psn_add(p: u32, d: i64) -> u32 {
 fn setup(seed: u64, faults: bool, st: Option<SelfTest>) -> Result<Episode, String> {
     let mut rng = Rng::new(seed);
     let wf = if faults {
-        WireFaults {
-            drop_ppm: 5_000,
-            corrupt_ppm: 3_000,
-            dup_ppm: 5_000,
-            delay_ppm: 5_000,
-            max_extra: 2_000,
-            latency: 100,
-        }
+        WireFaults { drop_ppm: 5_000, corrupt_ppm: 3_000, dup_ppm: 5_000, delay_ppm: 5_000, max_extra: 2_000, latency: 100 }
     } else {
-        WireFaults {
-            latency: 60 + rng.next() % 150,
-            ..WireFaults::default()
-        }
+        WireFaults { latency: 60 + rng.next() % 150, ..WireFaults::default() }
     };
-    let mut d = DuoBench::new(
-        MemCfg {
-            latency: 40 + rng.next() % 80,
-            stall_pct: (rng.next() % 3) as u32 * 5,
-            seed,
-            ..Default::default()
-        },
-        wf,
-    )?;
+    let mut d = DuoBench::new(MemCfg { latency: 40 + rng.next() % 80, stall_pct: (rng.next() % 3) as u32 * 5, seed, ..Default::default() }, wf)?;
     d.record_delivered = true;
     let (mut key, mut vkey, mut bkey, mut pkey) = ([0; 2], [0; 2], [0; 2], [0; 2]);
     for h in 0..2 {
-        for (base, len) in [
-            (BUF, LEN),
-            (VREG, VLEN),
-            (BAIT, BLEN),
-            (UNREG, ULEN),
-            (PREG, PLEN),
-        ] {
+        for (base, len) in [(BUF, LEN), (VREG, VLEN), (BAIT, BLEN), (UNREG, ULEN), (PREG, PLEN)] {
             let data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
             d.h[h].fill(base, &data);
         }
         key[h] = d.h[h].reg_mr(1, BUF, LEN, MrAccess::ALL)?.lkey;
         vkey[h] = d.h[h].reg_mr(2, VREG, VLEN, MrAccess::ALL)?.lkey;
         pkey[h] = d.h[h].reg_mr(1, PREG, PLEN, MrAccess::ALL)?.lkey;
-        bkey[h] = d.h[h]
-            .reg_mr(
-                2,
-                BAIT,
-                BLEN,
-                MrAccess {
-                    local_write: true,
-                    ..MrAccess::NONE
-                },
-            )?
-            .lkey;
+        bkey[h] = d.h[h].reg_mr(2, BAIT, BLEN, MrAccess { local_write: true, ..MrAccess::NONE })?.lkey;
         if st == Some(SelfTest::BaitWritable) {
             // the engine's entry alone: the model (the oracle) keeps BAIT without remote rights
             let mr = d.h[h].refn.mrs.get(bkey[h]).ok_or("BAIT MR")?;
-            let words = hematite_model::desc::encode_mr_ctx(
-                &hematite_model::transport::mem::Mr {
-                    access: MrAccess::ALL,
-                    ..mr
-                },
-                true,
-            )
-            .map_err(|e| e.to_string())?;
-            let cmd = hematite_model::desc::encode_ctl_cmd(
-                hematite_model::desc::HM_CTL_OP_WRITE,
-                hematite_model::desc::HM_CTL_TBL_MR,
-                0,
-                (bkey[h] >> 8) as u16,
-            )
-            .map_err(|e| e.to_string())?;
+            let words = hematite_model::desc::encode_mr_ctx(&hematite_model::transport::mem::Mr { access: MrAccess::ALL, ..mr }, true).map_err(|e| e.to_string())?;
+            let cmd = hematite_model::desc::encode_ctl_cmd(hematite_model::desc::HM_CTL_OP_WRITE, hematite_model::desc::HM_CTL_TBL_MR, 0, (bkey[h] >> 8) as u16).map_err(|e| e.to_string())?;
             d.h[h].eng.ctl_cmd(cmd, &words)?;
         }
         let m = &mut d.h[h].eng.mem;
-        m.read_windows = Some(vec![
-            (BUF, BUF + LEN),
-            (VREG, VREG + VLEN),
-            (PREG, PREG + PLEN),
-            (SQ_BASE, SQ_BASE + 0x200_0000),
-            (RQ_BASE, RQ_BASE + 0x200_0000),
-        ]);
-        m.write_windows = Some(vec![
-            (BUF, BUF + LEN),
-            (VREG, VREG + VLEN),
-            (PREG, PREG + PLEN),
-            (CQ_BASE, CQ_BASE + (32u64 << CQ_LOG)),
-        ]);
+        m.read_windows = Some(vec![(BUF, BUF + LEN), (VREG, VREG + VLEN), (PREG, PREG + PLEN), (SQ_BASE, SQ_BASE + 0x200_0000), (RQ_BASE, RQ_BASE + 0x200_0000)]);
+        m.write_windows = Some(vec![(BUF, BUF + LEN), (VREG, VREG + VLEN), (PREG, PREG + PLEN), (CQ_BASE, CQ_BASE + (32u64 << CQ_LOG))]);
     }
     let pmtu = 256 << (rng.next() % 5);
     let nqp = 1 + (rng.next() % 3) as u32;
     let mut psn = Vec::new();
     for k in 0..nqp {
-        let cfg = QpConfig {
-            pmtu,
-            sq_psn: (rng.next() as u32) & 0xFF_FFFF,
-            rq_psn: (rng.next() as u32) & 0xFF_FFFF,
-            timeout: 3,
-            ..Default::default()
-        };
+        let cfg = QpConfig { pmtu, sq_psn: (rng.next() as u32) & 0xFF_FFFF, rq_psn: (rng.next() as u32) & 0xFF_FFFF, timeout: 3, ..Default::default() };
         d.connect(live_q(0, k), live_q(1, k), cfg, 0)?;
         psn.push([(cfg.sq_psn, cfg.rq_psn), (cfg.rq_psn, cfg.sq_psn)]);
     }
     // the victims are in PD 2: the real traffic's keys (PD 1) are not theirs
-    let vcfg = QpConfig {
-        pd: 2,
-        pmtu,
-        sq_psn: (rng.next() as u32) & 0xFF_FFFF,
-        rq_psn: (rng.next() as u32) & 0xFF_FFFF,
-        timeout: 3,
-        ..Default::default()
-    };
+    let vcfg = QpConfig { pd: 2, pmtu, sq_psn: (rng.next() as u32) & 0xFF_FFFF, rq_psn: (rng.next() as u32) & 0xFF_FFFF, timeout: 3, ..Default::default() };
     d.connect(VQ[0], VQ[1], vcfg, 0)?;
     Ok(Episode {
         d,
@@ -331,19 +260,7 @@ fn setup(seed: u64, faults: bool, st: Option<SelfTest>) -> Result<Episode, Strin
         psn,
         vpsn: [(vcfg.sq_psn, vcfg.rq_psn), (vcfg.rq_psn, vcfg.sq_psn)],
         vsent: [0; 2],
-        vcfg: [
-            QpConfig {
-                dest_qpn: VQ[1],
-                ..vcfg
-            },
-            QpConfig {
-                dest_qpn: VQ[0],
-                av: vcfg.av.reversed(),
-                sq_psn: vcfg.rq_psn,
-                rq_psn: vcfg.sq_psn,
-                ..vcfg
-            },
-        ],
+        vcfg: [QpConfig { dest_qpn: VQ[1], ..vcfg }, QpConfig { dest_qpn: VQ[0], av: vcfg.av.reversed(), sq_psn: vcfg.rq_psn, rq_psn: vcfg.sq_psn, ..vcfg }],
         vreloads: 0,
         fail: None,
         vscan: [0; 2],
@@ -370,86 +287,24 @@ fn post_real(ep: &mut Episode, rng: &mut Rng, h: usize, k: u32) -> Result<(), St
     let recv = |ep: &mut Episode, sgl: Vec<Sge>| -> Result<(), String> {
         let slot = ep.slots[k as usize][1 - h] % 16;
         ep.slots[k as usize][1 - h] += 1;
-        ep.d.h[1 - h].post_recv(
-            peer_q,
-            &RecvWr {
-                wr_id: 9000 + slot,
-                sgl: sgl
-                    .iter()
-                    .map(|s| Sge {
-                        addr: s.addr + slot * 0x1000,
-                        ..*s
-                    })
-                    .collect(),
-            },
-        )
+        ep.d.h[1 - h].post_recv(peer_q, &RecvWr { wr_id: 9000 + slot, sgl: sgl.iter().map(|s| Sge { addr: s.addr + slot * 0x1000, ..*s }).collect() })
     };
     let wr = match rng.next() % 8 {
-        0 | 1 => SendWr::new(
-            id,
-            SendOp::Write {
-                remote_addr: q + b,
-                rkey: r,
-            },
-            vec![sge(BUF + a, len, l)],
-        ),
+        0 | 1 => SendWr::new(id, SendOp::Write { remote_addr: q + b, rkey: r }, vec![sge(BUF + a, len, l)]),
         2 => {
             recv(ep, vec![sge(q + 0x2_8000, 0x1000, r)])?;
-            SendWr::new(
-                id,
-                SendOp::SendImm(n as u32),
-                vec![sge(BUF + a, len % 0x1000, l)],
-            )
+            SendWr::new(id, SendOp::SendImm(n as u32), vec![sge(BUF + a, len % 0x1000, l)])
         }
         3 => {
             recv(ep, vec![sge(q + 0x2_8000, 0x1000, r)])?;
-            SendWr::new(
-                id,
-                SendOp::WriteImm {
-                    remote_addr: q + b,
-                    rkey: r,
-                    imm: n as u32,
-                },
-                vec![sge(BUF + a, len, l)],
-            )
+            SendWr::new(id, SendOp::WriteImm { remote_addr: q + b, rkey: r, imm: n as u32 }, vec![sge(BUF + a, len, l)])
         }
-        4 => SendWr::new(
-            id,
-            SendOp::Read {
-                remote_addr: BUF + 0x4_0000 + (b & 0x7FFF),
-                rkey: r,
-            },
-            vec![sge(q + 0x1_8000 + (a & 0x7FFF), len.min(0x8000), l)],
-        ),
-        5 => SendWr::new(
-            id,
-            SendOp::FetchAdd {
-                remote_addr: q + 0x3_C000 + (b & 0x7F8),
-                rkey: r,
-                add: n,
-            },
-            vec![sge(q + 0x3_8000 + (a & 0x3FF8), 8, l)],
-        ),
-        6 => SendWr::new(
-            id,
-            SendOp::CmpSwap {
-                remote_addr: q + 0x3_C800 + (b & 0x7F8),
-                rkey: r,
-                compare: 0,
-                swap: n,
-            },
-            vec![sge(q + 0x3_8000 + (a & 0x3FF8), 8, l)],
-        ),
+        4 => SendWr::new(id, SendOp::Read { remote_addr: BUF + 0x4_0000 + (b & 0x7FFF), rkey: r }, vec![sge(q + 0x1_8000 + (a & 0x7FFF), len.min(0x8000), l)]),
+        5 => SendWr::new(id, SendOp::FetchAdd { remote_addr: q + 0x3_C000 + (b & 0x7F8), rkey: r, add: n }, vec![sge(q + 0x3_8000 + (a & 0x3FF8), 8, l)]),
+        6 => SendWr::new(id, SendOp::CmpSwap { remote_addr: q + 0x3_C800 + (b & 0x7F8), rkey: r, compare: 0, swap: n }, vec![sge(q + 0x3_8000 + (a & 0x3FF8), 8, l)]),
         _ => {
-            recv(
-                ep,
-                vec![sge(q + 0x2_8000, 0x800, r), sge(q + 0x2_8800, 0x800, r)],
-            )?;
-            SendWr::new(
-                id,
-                SendOp::Send,
-                vec![sge(BUF + a, len % (0x1000 - 7), l), sge(BUF + b, 7, l)],
-            )
+            recv(ep, vec![sge(q + 0x2_8000, 0x800, r), sge(q + 0x2_8800, 0x800, r)])?;
+            SendWr::new(id, SendOp::Send, vec![sge(BUF + a, len % (0x1000 - 7), l), sge(BUF + b, 7, l)])
         }
     };
     ep.posted += 1;
@@ -457,14 +312,9 @@ fn post_real(ep: &mut Episode, rng: &mut Rng, h: usize, k: u32) -> Result<(), St
 }
 
 /// Request opcodes (the responder's) and response opcodes (the completer's), RC.
-const RC_REQ: [u8; 17] = [
-    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x13, 0x14, 0x16,
-    0x17,
-];
+const RC_REQ: [u8; 17] = [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x13, 0x14, 0x16, 0x17];
 const RC_RSP: [u8; 6] = [0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12];
-const OTHER: [u8; 15] = [
-    0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2A, 0x2B, 0x64, 0x65, 0x81,
-];
+const OTHER: [u8; 15] = [0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2A, 0x2B, 0x64, 0x65, 0x81];
 
 fn pick<T: Copy>(rng: &mut Rng, v: &[T]) -> T {
     v[(rng.next() % v.len() as u64) as usize]
@@ -523,13 +373,7 @@ fn fill_fields(ep: &Episode, rng: &mut Rng, rec: &mut HdrRecord, dst: usize) -> 
                 0 => ep.key[dst],
                 1 => ep.vkey[dst],
                 2 => ep.bkey[dst],
-                3 => {
-                    if rng.next() % 2 == 0 {
-                        ep.key[1 - dst]
-                    } else {
-                        ep.pkey[dst]
-                    }
-                }
+                3 => if rng.next() % 2 == 0 { ep.key[1 - dst] } else { ep.pkey[dst] },
                 4 => ep.vkey[dst] ^ (1 + rng.next() as u32 % 255),
                 _ => rng.next() as u32,
             };
@@ -604,11 +448,7 @@ fn victim_epsn(ep: &mut Episode, dst: usize) -> Result<u32, String> {
         let syn = o.rec.syndrome;
         let nak = o.rec.opcode == 0x11 && syn >> 5 != 0;
         fatal = o.rec.opcode == 0x11 && (0x61..=0x64).contains(&syn);
-        ep.vepsn[dst] = Some(if nak {
-            o.rec.psn
-        } else {
-            psn_add(o.rec.psn, 1)
-        });
+        ep.vepsn[dst] = Some(if nak { o.rec.psn } else { psn_add(o.rec.psn, 1) });
     }
     if fatal {
         // a NAK that put the victim into the error state: bring it back, as a driver would
@@ -636,11 +476,7 @@ fn gen_frame(ep: &mut Episode, rng: &mut Rng, dst: usize, now: u64) -> Option<(K
     };
     match kind {
         Kind::LiveRequest | Kind::LiveResponse => {
-            rec.opcode = if kind == Kind::LiveRequest {
-                pick(rng, &RC_REQ)
-            } else {
-                pick(rng, &RC_RSP)
-            };
+            rec.opcode = if kind == Kind::LiveRequest { pick(rng, &RC_REQ) } else { pick(rng, &RC_RSP) };
             rec.dest_qp = live_q(dst, k);
             rec.psn = far_psn(rng, live_base(ep, dst, k, rec.opcode));
             if ep.self_test == Some(SelfTest::InWindowRequests) && kind == Kind::LiveRequest {
@@ -650,11 +486,7 @@ fn gen_frame(ep: &mut Episode, rng: &mut Rng, dst: usize, now: u64) -> Option<(K
         }
         Kind::VictimRequest => {
             // mostly opcodes that start a message (the others are mostly sequence errors)
-            rec.opcode = if rng.next() % 10 < 7 {
-                pick(rng, &[0x04, 0x05, 0x06, 0x0A, 0x0B, 0x0C, 0x13, 0x14, 0x17])
-            } else {
-                pick(rng, &RC_REQ)
-            };
+            rec.opcode = if rng.next() % 10 < 7 { pick(rng, &[0x04, 0x05, 0x06, 0x0A, 0x0B, 0x0C, 0x13, 0x14, 0x17]) } else { pick(rng, &RC_REQ) };
             rec.dest_qp = VQ[dst];
             // the victim responder's expected PSN, as its last answer on the wire tells
             let e = match victim_epsn(ep, dst) {
@@ -685,10 +517,7 @@ fn gen_frame(ep: &mut Episode, rng: &mut Rng, dst: usize, now: u64) -> Option<(K
                 2 => 2 + (rng.next() % 8) as u32,
                 _ => rng.next() as u32 & 0xFF_FFFF,
             };
-            if (10..10 + ep.nqp).contains(&rec.dest_qp)
-                || (200..200 + ep.nqp).contains(&rec.dest_qp)
-                || VQ.contains(&rec.dest_qp)
-            {
+            if (10..10 + ep.nqp).contains(&rec.dest_qp) || (200..200 + ep.nqp).contains(&rec.dest_qp) || VQ.contains(&rec.dest_qp) {
                 rec.dest_qp |= 0x80_0000;
             }
             rec.psn = rng.next() as u32 & 0xFF_FFFF;
@@ -696,25 +525,18 @@ fn gen_frame(ep: &mut Episode, rng: &mut Rng, dst: usize, now: u64) -> Option<(K
         Kind::Mutant => {
             // a real frame toward dst that has certainly arrived already
             let lat = ep.d.faults.latency + ep.d.faults.max_extra + 500;
-            let cands: Vec<usize> = (0..ep.d.wire.len())
-                .filter(|&i| ep.d.wire[i].1 != dst && ep.d.wire[i].0 + lat < now)
-                .collect();
+            let cands: Vec<usize> = (0..ep.d.wire.len()).filter(|&i| ep.d.wire[i].1 != dst && ep.d.wire[i].0 + lat < now).collect();
             if cands.is_empty() {
                 return None;
             }
             let seed = ep.d.wire[pick(rng, &cands)].2.clone();
             let f = crate::fuzz::case(&seed, rng);
             let o = classify(&f);
-            if o.reason.is_some()
-                || hematite_model::opcode::info(o.rec.opcode).map(|i| i.class)
-                    != Some(hematite_model::opcode::Transport::Rc)
-            {
+            if o.reason.is_some() || hematite_model::opcode::info(o.rec.opcode).map(|i| i.class) != Some(hematite_model::opcode::Transport::Rc) {
                 return Some((kind, f));
             }
             let live = (0..ep.nqp).find(|&k| live_q(dst, k) == o.rec.dest_qp);
-            let Some(k) = live else {
-                return Some((kind, f));
-            };
+            let Some(k) = live else { return Some((kind, f)) };
             // accepted for a live QP: outside its window, like every other injected frame
             let mut r = o.rec;
             r.psn = far_psn(rng, live_base(ep, dst, k, r.opcode));
@@ -742,15 +564,9 @@ fn compare_cqes(ep: &Episode, model: &[Vec<(u32, Vec<Cqe>, Vec<Cqe>)>]) -> Resul
                 return Err(format!("host {h} QP {q}: receive completions differ from the model's\n  engine {gr:?}\n  model  {wr:?}"));
             }
         }
-        let other: Vec<_> = ep.d.h[h]
-            .cqes
-            .iter()
-            .filter(|c| !(0..ep.nqp).any(|k| live_q(h, k) == c.cqe.qpn))
-            .collect();
+        let other: Vec<_> = ep.d.h[h].cqes.iter().filter(|c| !(0..ep.nqp).any(|k| live_q(h, k) == c.cqe.qpn)).collect();
         if !other.is_empty() {
-            return Err(format!(
-                "host {h}: completions on QPs without work: {other:?}"
-            ));
+            return Err(format!("host {h}: completions on QPs without work: {other:?}"));
         }
     }
     Ok(())
@@ -759,28 +575,18 @@ fn compare_cqes(ep: &Episode, model: &[Vec<(u32, Vec<Cqe>, Vec<Cqe>)>]) -> Resul
 /// `probed`: after the probes, which wrote PREG.
 fn check_memory(ep: &Episode, probed: bool) -> Result<(), String> {
     for h in 0..2 {
-        for (name, base, len) in [
-            ("real traffic (BUF)", BUF, LEN),
-            ("BAIT (no remote rights)", BAIT, BLEN),
-            ("UNREG (not registered)", UNREG, ULEN),
-            ("PREG (probes only)", PREG, PLEN),
-        ] {
+        for (name, base, len) in [("real traffic (BUF)", BUF, LEN), ("BAIT (no remote rights)", BAIT, BLEN), ("UNREG (not registered)", UNREG, ULEN), ("PREG (probes only)", PREG, PLEN)] {
             if probed && base == PREG {
                 continue;
             }
             if let Some(a) = ep.d.h[h].mem_diff(base, len as usize) {
-                return Err(format!(
-                    "host {h}: {name} memory differs from the model's first at {a:#x}"
-                ));
+                return Err(format!("host {h}: {name} memory differs from the model's first at {a:#x}"));
             }
         }
         let v = ep.d.h[h].eng.violations();
         if !v.is_empty() {
             let n = v.len();
-            return Err(format!(
-                "host {h}: {n} DMA violations, first: {}",
-                v[..n.min(5)].join("; ")
-            ));
+            return Err(format!("host {h}: {n} DMA violations, first: {}", v[..n.min(5)].join("; ")));
         }
     }
     Ok(())
@@ -789,8 +595,7 @@ fn check_memory(ep: &Episode, probed: bool) -> Result<(), String> {
 /// The counters of each engine explain every frame that reached it.
 fn check_counters(ep: &mut Episode) -> Result<(), String> {
     for h in 0..2 {
-        let (mut ok, mut drop, mut req, mut ack, mut cnp, mut other) =
-            (0u32, 0u32, 0u32, 0u32, 0u32, 0u32);
+        let (mut ok, mut drop, mut req, mut ack, mut cnp, mut other) = (0u32, 0u32, 0u32, 0u32, 0u32, 0u32);
         for f in &ep.d.delivered[h] {
             let o = classify(f);
             if o.reason.is_some() {
@@ -838,39 +643,24 @@ fn probe(ep: &mut Episode, rng: &mut Rng) -> Result<(), String> {
             // the probe's source lies in BUF's never-written part; the model memory gets it too
             ep.d.h[h].fill(src, &data);
             let dst = PREG + (k as u64 * 2 + h as u64) * 0x400;
-            let wr = SendWr::new(
-                0xBEEF_0000 | (k as u64) << 4 | h as u64,
-                SendOp::Write {
-                    remote_addr: dst,
-                    rkey: ep.pkey[1 - h],
-                },
-                vec![sge(src, 256, ep.key[h])],
-            );
+            let wr = SendWr::new(0xBEEF_0000 | (k as u64) << 4 | h as u64, SendOp::Write { remote_addr: dst, rkey: ep.pkey[1 - h] }, vec![sge(src, 256, ep.key[h])]);
             ep.d.h[h].post_send(live_q(h, k), &wr, true)?;
             want.push((h, dst, data));
         }
     }
     let n = ep.nqp as usize;
-    ep.d.run(400_000, |d| {
-        d.h[0].cqes.len() >= before[0] + n && d.h[1].cqes.len() >= before[1] + n
-    })
-    .map_err(|e| format!("a live QP is stuck: the WRITE probes did not complete: {e}"))?;
+    ep.d.run(400_000, |d| d.h[0].cqes.len() >= before[0] + n && d.h[1].cqes.len() >= before[1] + n)
+        .map_err(|e| format!("a live QP is stuck: the WRITE probes did not complete: {e}"))?;
     for h in 0..2 {
         for c in &ep.d.h[h].cqes[before[h]..] {
             if c.cqe.status != WcStatus::Success {
-                return Err(format!(
-                    "host {h}: probe WRITE on QP {} completed {:?}",
-                    c.cqe.qpn, c.cqe.status
-                ));
+                return Err(format!("host {h}: probe WRITE on QP {} completed {:?}", c.cqe.qpn, c.cqe.status));
             }
         }
     }
     for (h, dst, data) in want {
         if ep.d.h[1 - h].eng.mem.mem.read(dst, data.len()) != data {
-            return Err(format!(
-                "probe WRITE from host {h} did not land at {dst:#x} on host {}",
-                1 - h
-            ));
+            return Err(format!("probe WRITE from host {h} did not land at {dst:#x} on host {}", 1 - h));
         }
     }
     Ok(())
@@ -883,111 +673,46 @@ fn stuck_detail(ep: &mut Episode, model: &[Vec<(u32, Vec<Cqe>, Vec<Cqe>)>]) -> S
     let mut detail = String::new();
     for h in 0..2 {
         for (q, ws, wr) in &model[h] {
-            let got: Vec<u64> = ep.d.h[h]
-                .cqes
-                .iter()
-                .filter(|c| c.cqe.qpn == *q)
-                .map(|c| c.cqe.wr_id)
-                .collect();
+            let got: Vec<u64> = ep.d.h[h].cqes.iter().filter(|c| c.cqe.qpn == *q).map(|c| c.cqe.wr_id).collect();
             if got.len() == ws.len() + wr.len() {
                 continue;
             }
-            let missing: Vec<String> = ws
-                .iter()
-                .chain(wr.iter())
-                .skip(got.len().min(ws.len() + wr.len()))
-                .map(|c| format!("{:#x} {:?}", c.wr_id, c.opcode))
-                .collect();
-            detail += &format!(
-                "\n  host {h} QP {q}: {} of {} completions (model's later ones: {missing:?})",
-                got.len(),
-                ws.len() + wr.len()
-            );
+            let missing: Vec<String> = ws.iter().chain(wr.iter()).skip(got.len().min(ws.len() + wr.len())).map(|c| format!("{:#x} {:?}", c.wr_id, c.opcode)).collect();
+            detail += &format!("\n  host {h} QP {q}: {} of {} completions (model's later ones: {missing:?})", got.len(), ws.len() + wr.len());
             let k = if h == 0 { *q - 10 } else { *q - 200 };
             let peer = live_q(1 - h, k);
-            let fr: Vec<String> =
-                ep.d.wire
-                    .iter()
-                    .filter_map(|(t, from, f)| {
-                        let o = classify(f);
-                        let mine = (*from != h && o.rec.dest_qp == *q)
-                            || (*from == h && o.rec.dest_qp == peer);
-                        (o.reason.is_none() && mine).then(|| {
-                            format!(
-                                "{t}:{from}>{:#04x}/{:#x}/{:#x}",
-                                o.rec.opcode, o.rec.psn, o.rec.syndrome
-                            )
-                        })
-                    })
-                    .collect();
-            let keep = std::env::var("HEMATITE_FUZZ_FRAMES")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(30usize);
-            detail += &format!(
-                "\n  frames: {}",
-                fr[fr.len().saturating_sub(keep)..].join(" ")
-            );
+            let fr: Vec<String> = ep
+                .d
+                .wire
+                .iter()
+                .filter_map(|(t, from, f)| {
+                    let o = classify(f);
+                    let mine = (*from != h && o.rec.dest_qp == *q) || (*from == h && o.rec.dest_qp == peer);
+                    (o.reason.is_none() && mine).then(|| format!("{t}:{from}>{:#04x}/{:#x}/{:#x}", o.rec.opcode, o.rec.psn, o.rec.syndrome))
+                })
+                .collect();
+            let keep = std::env::var("HEMATITE_FUZZ_FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(30usize);
+            detail += &format!("\n  frames: {}", fr[fr.len().saturating_sub(keep)..].join(" "));
             if std::env::var_os("HEMATITE_FUZZ_TRACE").is_some() {
                 // every frame of the pair, fault-schedule fates and injected frames included
                 let mut all: Vec<(u64, String)> = Vec::new();
                 for (i, (t, from, f)) in ep.d.wire.iter().enumerate() {
                     let o = classify(f);
-                    if o.reason.is_none()
-                        && ((*from != h && o.rec.dest_qp == *q)
-                            || (*from == h && o.rec.dest_qp == peer))
-                    {
-                        all.push((
-                            *t,
-                            format!(
-                                "{t} {from}>{} op {:#04x} psn {:#x} syn {:#x} msn {:#x} len {} {}",
-                                1 - from,
-                                o.rec.opcode,
-                                o.rec.psn,
-                                o.rec.syndrome,
-                                o.rec.msn,
-                                o.rec.payload_len,
-                                ep.d.fates[i]
-                            ),
-                        ));
+                    if o.reason.is_none() && ((*from != h && o.rec.dest_qp == *q) || (*from == h && o.rec.dest_qp == peer)) {
+                        all.push((*t, format!("{t} {from}>{} op {:#04x} psn {:#x} syn {:#x} msn {:#x} len {} {}", 1 - from, o.rec.opcode, o.rec.psn, o.rec.syndrome, o.rec.msn, o.rec.payload_len, ep.d.fates[i])));
                     }
                 }
                 for (t, dst, f) in &ep.d.injected_log {
                     let o = classify(f);
                     if o.rec.dest_qp == *q && *dst == h || o.rec.dest_qp == peer && *dst != h {
-                        all.push((
-                            *t,
-                            format!(
-                                "{t} inj>{dst} op {:#04x} psn {:#x} syn {:#x} {:?}",
-                                o.rec.opcode,
-                                o.rec.psn,
-                                o.rec.syndrome,
-                                o.reason.map(DropReason::name)
-                            ),
-                        ));
+                        all.push((*t, format!("{t} inj>{dst} op {:#04x} psn {:#x} syn {:#x} {:?}", o.rec.opcode, o.rec.psn, o.rec.syndrome, o.reason.map(DropReason::name))));
                     }
                 }
                 for c in ep.d.h[h].cqes.iter().filter(|c| c.cqe.qpn == *q) {
-                    all.push((
-                        c.cycle,
-                        format!(
-                            "{} cqe h{h} {:#x} {:?} {:?}",
-                            c.cycle, c.cqe.wr_id, c.cqe.opcode, c.cqe.status
-                        ),
-                    ));
+                    all.push((c.cycle, format!("{} cqe h{h} {:#x} {:?} {:?}", c.cycle, c.cqe.wr_id, c.cqe.opcode, c.cqe.status)));
                 }
                 for c in ep.d.h[1 - h].cqes.iter().filter(|c| c.cqe.qpn == peer) {
-                    all.push((
-                        c.cycle,
-                        format!(
-                            "{} cqe h{} {:#x} {:?} {:?}",
-                            c.cycle,
-                            1 - h,
-                            c.cqe.wr_id,
-                            c.cqe.opcode,
-                            c.cqe.status
-                        ),
-                    ));
+                    all.push((c.cycle, format!("{} cqe h{} {:#x} {:?} {:?}", c.cycle, 1 - h, c.cqe.wr_id, c.cqe.opcode, c.cqe.status)));
                 }
                 all.sort_by_key(|a| a.0);
                 for (_, l) in all {
@@ -1008,13 +733,7 @@ fn stuck_detail(ep: &mut Episode, model: &[Vec<(u32, Vec<Cqe>, Vec<Cqe>)>]) -> S
 }
 
 /// One episode: `n` injected frames; Err(description) is a finding.
-fn episode(
-    seed: u64,
-    n: u64,
-    faults: bool,
-    st: Option<SelfTest>,
-    rep: &mut EngineReport,
-) -> Result<(), String> {
+fn episode(seed: u64, n: u64, faults: bool, st: Option<SelfTest>, rep: &mut EngineReport) -> Result<(), String> {
     let mut ep = setup(seed, faults, st)?;
     let mut rng = Rng::new(seed ^ 0xF022);
     for k in 0..ep.nqp {
@@ -1033,10 +752,7 @@ fn episode(
         }
         let now = ep.d.h[0].eng.cycle();
         if now - start > 200_000 + n * 2_000 {
-            return Err(format!(
-                "only {injected} of {n} frames injected after {} cycles",
-                now - start
-            ));
+            return Err(format!("only {injected} of {n} frames injected after {} cycles", now - start));
         }
         for dst in 0..2 {
             if ep.templ[dst].is_none() {
@@ -1051,10 +767,7 @@ fn episode(
         }
         // more real work while the injection goes on (a WR every other slice on average)
         if rng.next() % 2 == 0 && ep.posted < 40 * ep.nqp as u64 {
-            let (h, k) = (
-                (rng.next() % 2) as usize,
-                (rng.next() % ep.nqp as u64) as u32,
-            );
+            let (h, k) = ((rng.next() % 2) as usize, (rng.next() % ep.nqp as u64) as u32);
             post_real(&mut ep, &mut rng, h, k)?;
         }
         let burst = (1 + rng.next() % 5).min(n - injected);
@@ -1084,59 +797,34 @@ fn episode(
     let mut model: Vec<Vec<(u32, Vec<Cqe>, Vec<Cqe>)>> = Vec::new();
     for h in 0..2 {
         let r = &mut ep.d.h[h].refn;
-        model.push(
-            (0..ep.nqp)
-                .map(|k| {
-                    let q = live_q(h, k);
-                    (q, r.poll_send_cq(q), r.poll_recv_cq(q))
-                })
-                .collect(),
-        );
+        model.push((0..ep.nqp).map(|k| {
+            let q = live_q(h, k);
+            (q, r.poll_send_cq(q), r.poll_recv_cq(q))
+        }).collect());
     }
-    let want: Vec<usize> = model
-        .iter()
-        .map(|m| m.iter().map(|(_, s, r)| s.len() + r.len()).sum())
-        .collect();
-    let res = ep.d.run(3_000_000, |d| {
-        d.h[0].cqes.len() >= want[0] && d.h[1].cqes.len() >= want[1]
-    });
+    let want: Vec<usize> = model.iter().map(|m| m.iter().map(|(_, s, r)| s.len() + r.len()).sum()).collect();
+    let res = ep.d.run(3_000_000, |d| d.h[0].cqes.len() >= want[0] && d.h[1].cqes.len() >= want[1]);
     rep.cycles += ep.d.h[0].eng.cycle();
     if let Err(e) = res {
-        return Err(format!(
-            "the real traffic did not complete: {e}{}",
-            stuck_detail(&mut ep, &model)
-        ));
+        return Err(format!("the real traffic did not complete: {e}{}", stuck_detail(&mut ep, &model)));
     }
     rep.real_wrs += ep.posted;
     compare_cqes(&ep, &model)?;
     check_memory(&ep, false)?;
     check_counters(&mut ep)?;
     for h in 0..2 {
-        for (name, i) in [
-            ("NAKs sequence/RNR sent", 20u16),
-            ("NAKs error sent", 21),
-            ("duplicate requests", 19),
-            ("responder drops", 22),
-            ("completer drops", 13),
-            ("retries", 24),
-        ] {
+        for (name, i) in [("NAKs sequence/RNR sent", 20u16), ("NAKs error sent", 21), ("duplicate requests", 19), ("responder drops", 22), ("completer drops", 13), ("retries", 24)] {
             *rep.engine.entry(name).or_default() += ep.d.h[h].eng.counter(i)? as u64;
         }
     }
-    *rep.engine
-        .entry("victim QPs recovered from the error state")
-        .or_default() += ep.vreloads;
+    *rep.engine.entry("victim QPs recovered from the error state").or_default() += ep.vreloads;
     probe(&mut ep, &mut rng)?;
     check_memory(&ep, true)
 }
 
 /// Runs episodes of `per_episode` injected frames until `count` frames were injected. Each
 /// finding is written to `out/engine-finding-N.txt`; `progress` is called after each episode.
-pub fn engine_campaign(
-    o: &EngineFuzzOpts,
-    out: &Path,
-    mut progress: impl FnMut(&EngineReport),
-) -> Result<EngineReport, String> {
+pub fn engine_campaign(o: &EngineFuzzOpts, out: &Path, mut progress: impl FnMut(&EngineReport)) -> Result<EngineReport, String> {
     let mut rep = EngineReport::default();
     let mut rng = Rng::new(o.seed);
     while rep.cases < o.count {

@@ -156,9 +156,7 @@ struct Arena {
 
 impl Arena {
     fn new() -> Arena {
-        Arena {
-            buf: vec![0u8; 65 * 4096],
-        }
+        Arena { buf: vec![0u8; 65 * 4096] }
     }
     fn base(&self) -> u64 {
         (self.buf.as_ptr() as u64 + 4095) & !4095
@@ -185,10 +183,7 @@ fn e2s(e: impl std::fmt::Display) -> String {
 impl Campaign<'_> {
     fn finding(&mut self, what: String) {
         self.rep.findings += 1;
-        let what = format!(
-            "session {} (after ending {}): {what}",
-            self.rep.sessions, self.last_end
-        );
+        let what = format!("session {} (after ending {}): {what}", self.rep.sessions, self.last_end);
         eprintln!("FINDING {}: {what}", self.rep.findings);
         self.rep.notes.push(what);
     }
@@ -204,14 +199,7 @@ impl Campaign<'_> {
     fn connect(&mut self) -> Result<Conn, String> {
         let fd = p::connect(&self.dev.sock).map_err(e2s)?;
         p::set_nonblocking(fd.as_raw_fd(), true).map_err(e2s)?;
-        Ok(Conn {
-            fd,
-            seq: 0,
-            hello: false,
-            windows: Vec::new(),
-            closed: false,
-            may_close: false,
-        })
+        Ok(Conn { fd, seq: 0, hello: false, windows: Vec::new(), closed: false, may_close: false })
     }
 
     /// A random value with a bias to boundaries.
@@ -232,10 +220,7 @@ impl Campaign<'_> {
     /// Statuses the protocol allows for `r` on `c` (updating the model), and whether a reply comes.
     fn expect(&mut self, c: &mut Conn, r: &Req, fd: Option<FdKind>) -> (bool, Vec<i32>, bool) {
         let posted = r.flags & p::F_POSTED != 0;
-        let always = matches!(
-            r.cmd,
-            p::CMD_HELLO | p::CMD_SET_IRQ | p::CMD_RESET | p::CMD_ARP_RESOLVE | p::CMD_STATS
-        );
+        let always = matches!(r.cmd, p::CMD_HELLO | p::CMD_SET_IRQ | p::CMD_RESET | p::CMD_ARP_RESOLVE | p::CMD_STATS);
         if !c.hello && r.cmd != p::CMD_HELLO {
             return (!posted, vec![-libc::EPROTO], false);
         }
@@ -259,18 +244,9 @@ impl Campaign<'_> {
             }
             p::CMD_DMA_MAP => {
                 let (iova, va, len) = (r.a, r.b, r.c);
-                if len == 0
-                    || iova % 4096 != 0
-                    || va % 4096 != 0
-                    || len % 4096 != 0
-                    || iova.checked_add(len).is_none()
-                {
+                if len == 0 || iova % 4096 != 0 || va % 4096 != 0 || len % 4096 != 0 || iova.checked_add(len).is_none() {
                     vec![-libc::EINVAL]
-                } else if c
-                    .windows
-                    .iter()
-                    .any(|&(i, l)| iova < i + l && i < iova + len)
-                {
+                } else if c.windows.iter().any(|&(i, l)| iova < i + l && i < iova + len) {
                     vec![-libc::EEXIST]
                 } else {
                     c.windows.push((iova, len));
@@ -304,11 +280,7 @@ impl Campaign<'_> {
             p::CMD_STATS => vec![0],
             _ => vec![-libc::ENOSYS],
         };
-        (
-            reply,
-            ok,
-            matches!(r.cmd, p::CMD_ARP_RESOLVE | p::CMD_RESET),
-        )
+        (reply, ok, matches!(r.cmd, p::CMD_ARP_RESOLVE | p::CMD_RESET))
     }
 
     fn fd_of(&self, k: FdKind) -> RawFd {
@@ -351,15 +323,7 @@ impl Campaign<'_> {
             },
         };
         c.seq = c.seq.wrapping_add(1);
-        let mut r = Req {
-            seq: c.seq,
-            cmd,
-            flags: 0,
-            a: self.val(),
-            b: self.val(),
-            c: self.val(),
-            d: self.val(),
-        };
+        let mut r = Req { seq: c.seq, cmd, flags: 0, a: self.val(), b: self.val(), c: self.val(), d: self.val() };
         if self.chance(50) {
             r.seq = self.rng.next() as u32; // sequence numbers are the client's business
         }
@@ -370,16 +334,10 @@ impl Campaign<'_> {
             _ => self.rng.next() as u16,
         };
         match cmd {
-            p::CMD_HELLO => {
-                r.a = if self.chance(800) {
-                    p::PROTO_VERSION
-                } else {
-                    self.val()
-                }
-            }
+            p::CMD_HELLO => r.a = if self.chance(800) { p::PROTO_VERSION } else { self.val() },
             p::CMD_READ32 | p::CMD_WRITE32 => {
                 r.a = match self.rnd(10) {
-                    0..=5 => self.rnd(0x1_0000 / 4) * 4, // engine registers (doorbells included)
+                    0..=5 => self.rnd(0x1_0000 / 4) * 4,  // engine registers (doorbells included)
                     6..=7 => 0x1_0000 + self.rnd(0x1_0000 / 4) * 4, // control core port, IMEM
                     8 => self.rnd(BAR0),
                     _ => self.val(),
@@ -402,8 +360,7 @@ impl Campaign<'_> {
                     2 => {
                         // not mapped in this process, or kernel addresses
                         r.a = self.rnd(0x400) * 4096;
-                        r.b = [0x1000, 0xffff_8000_0000_0000, 0x7fff_ffff_f000, 1 << 46]
-                            [self.rnd(4) as usize];
+                        r.b = [0x1000, 0xffff_8000_0000_0000, 0x7fff_ffff_f000, 1 << 46][self.rnd(4) as usize];
                         r.c = (1 + self.rnd(16)) * 4096;
                     }
                     3 => {
@@ -420,15 +377,10 @@ impl Campaign<'_> {
                 }
                 // writable windows over the arena only: the engine must not scribble on the
                 // fuzzer's own memory
-                r.d = if r.b >= base && r.b.saturating_add(r.c) <= base + 64 * 4096 {
-                    self.rnd(2)
-                } else {
-                    0
-                };
+                r.d = if r.b >= base && r.b.saturating_add(r.c) <= base + 64 * 4096 { self.rnd(2) } else { 0 };
             }
             p::CMD_DMA_UNMAP => {
-                if let Some(&(i, l)) = c.windows.get(self.rnd(c.windows.len() as u64 + 1) as usize)
-                {
+                if let Some(&(i, l)) = c.windows.get(self.rnd(c.windows.len() as u64 + 1) as usize) {
                     r.a = i;
                     r.b = if self.chance(800) { l } else { self.val() };
                 }
@@ -472,23 +424,13 @@ impl Campaign<'_> {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 let s = &pending[0];
-                let what = format!(
-                    "no reply within {TIMEOUT:?} to cmd {} seq {} ({} outstanding)",
-                    s.req.cmd,
-                    s.req.seq,
-                    pending.len()
-                );
+                let what = format!("no reply within {TIMEOUT:?} to cmd {} seq {} ({} outstanding)", s.req.cmd, s.req.seq, pending.len());
                 self.check_alive(&what)?;
                 self.finding(what);
                 c.closed = true;
                 return Ok(());
             }
-            p::wait_fd(
-                c.fd.as_raw_fd(),
-                libc::POLLIN,
-                left.as_millis().min(1000) as i32,
-            )
-            .map_err(e2s)?;
+            p::wait_fd(c.fd.as_raw_fd(), libc::POLLIN, left.as_millis().min(1000) as i32).map_err(e2s)?;
             match p::recv(c.fd.as_raw_fd(), &mut buf) {
                 Ok(p::Recv::Msg(n, fd)) => {
                     if fd.is_some() {
@@ -498,14 +440,8 @@ impl Campaign<'_> {
                         self.finding(format!("malformed reply of {n} bytes"));
                         continue;
                     };
-                    let Some(i) = pending
-                        .iter()
-                        .position(|s| s.req.seq == rep.seq && s.req.cmd == rep.cmd)
-                    else {
-                        self.finding(format!(
-                            "unexpected reply seq {} cmd {} status {}",
-                            rep.seq, rep.cmd, rep.status
-                        ));
+                    let Some(i) = pending.iter().position(|s| s.req.seq == rep.seq && s.req.cmd == rep.cmd) else {
+                        self.finding(format!("unexpected reply seq {} cmd {} status {}", rep.seq, rep.cmd, rep.status));
                         continue;
                     };
                     let s = pending.remove(i);
@@ -581,20 +517,10 @@ impl Campaign<'_> {
         // HELLO first (mostly), then bursts of requests checked against the model
         if kind >= 12 {
             c.seq += 1;
-            let r = Req {
-                seq: c.seq,
-                cmd: p::CMD_HELLO,
-                a: p::PROTO_VERSION,
-                b: self.val(),
-                ..Default::default()
-            };
+            let r = Req { seq: c.seq, cmd: p::CMD_HELLO, a: p::PROTO_VERSION, b: self.val(), ..Default::default() };
             let (_, ok, _) = self.expect(&mut c, &r, None);
             if self.send_raw(&mut c, &r.encode(), &[]) {
-                pending.push(Sent {
-                    req: r,
-                    ok,
-                    slow: false,
-                });
+                pending.push(Sent { req: r, ok, slow: false });
             }
             self.collect(&mut c, &mut pending)?;
         }
@@ -610,18 +536,7 @@ impl Campaign<'_> {
         }
         // how the session ends
         let end = self.rnd(20);
-        self.last_end = [
-            "malformed",
-            "malformed",
-            "flood",
-            "half-close",
-            "shut-rd",
-            "many-connections",
-            "core-reload",
-        ]
-        .get(end as usize)
-        .copied()
-        .unwrap_or("close");
+        self.last_end = ["malformed", "malformed", "flood", "half-close", "shut-rd", "many-connections", "core-reload"].get(end as usize).copied().unwrap_or("close");
         match end {
             0..=1 => {
                 // a message of the wrong size: the device ends the connection
@@ -638,21 +553,13 @@ impl Campaign<'_> {
                 if n >= 6 && self.chance(500) {
                     b[4..6].copy_from_slice(&p::CMD_READ32.to_le_bytes());
                 }
-                let fds = if n == 0 || self.chance(200) {
-                    vec![self.devnull.as_raw_fd()]
-                } else {
-                    vec![]
-                };
+                let fds = if n == 0 || self.chance(200) { vec![self.devnull.as_raw_fd()] } else { vec![] };
                 if self.send_raw(&mut c, &b, &fds) && !c.closed {
                     self.expect_close(&mut c, &format!("a {n}-byte request"))?;
                 }
                 // messages after close
                 for _ in 0..self.rnd(4) {
-                    let r = Req {
-                        seq: 1,
-                        cmd: p::CMD_STATS,
-                        ..Default::default()
-                    };
+                    let r = Req { seq: 1, cmd: p::CMD_STATS, ..Default::default() };
                     self.send_raw(&mut c, &r.encode(), &[]);
                 }
             }
@@ -661,12 +568,7 @@ impl Campaign<'_> {
                 let n = 200 + self.rnd(3000);
                 let mut sent = 0;
                 for i in 0..n {
-                    let r = Req {
-                        seq: i as u32,
-                        cmd: p::CMD_READ32,
-                        a: 0,
-                        ..Default::default()
-                    };
+                    let r = Req { seq: i as u32, cmd: p::CMD_READ32, a: 0, ..Default::default() };
                     if !self.send_raw(&mut c, &r.encode(), &[]) {
                         break;
                     }
@@ -700,25 +602,14 @@ impl Campaign<'_> {
                 // core does then (traps included) and answer
                 let w = |s: &mut Self, c: &mut Conn, off: u64, v: u64| {
                     c.seq = c.seq.wrapping_add(1);
-                    let r = Req {
-                        seq: c.seq,
-                        cmd: p::CMD_WRITE32,
-                        flags: p::F_POSTED,
-                        a: 0x1_0000 + off,
-                        b: v,
-                        ..Default::default()
-                    };
+                    let r = Req { seq: c.seq, cmd: p::CMD_WRITE32, flags: p::F_POSTED, a: 0x1_0000 + off, b: v, ..Default::default() };
                     s.send_raw(c, &r.encode(), &[]);
                 };
                 c.may_close = true;
                 w(self, &mut c, 0x208, 0);
                 for k in 0..1 + self.rnd(16) {
                     let off = if k == 0 { 0 } else { self.rnd(8192) * 4 };
-                    let v = if self.chance(300) {
-                        0
-                    } else {
-                        self.rng.next() & 0xffff_ffff
-                    };
+                    let v = if self.chance(300) { 0 } else { self.rng.next() & 0xffff_ffff };
                     w(self, &mut c, 0x8000 + off, v);
                 }
                 w(self, &mut c, 0x208, 1);
@@ -727,18 +618,9 @@ impl Campaign<'_> {
                         break;
                     }
                     c.seq = c.seq.wrapping_add(1);
-                    let r = Req {
-                        seq: c.seq,
-                        cmd: p::CMD_READ32,
-                        a: 0x1_0204,
-                        ..Default::default()
-                    };
+                    let r = Req { seq: c.seq, cmd: p::CMD_READ32, a: 0x1_0204, ..Default::default() };
                     if self.send_raw(&mut c, &r.encode(), &[]) {
-                        pending.push(Sent {
-                            req: r,
-                            ok: vec![0, -libc::EFAULT],
-                            slow: false,
-                        });
+                        pending.push(Sent { req: r, ok: vec![0, -libc::EFAULT], slow: false });
                     }
                     self.collect(&mut c, &mut pending)?;
                     std::thread::sleep(Duration::from_millis(100));
@@ -762,18 +644,9 @@ impl Campaign<'_> {
         }
         let mut waiting = Vec::new();
         for (i, fd) in conns.iter().enumerate() {
-            let r = Req {
-                seq: i as u32,
-                cmd: p::CMD_HELLO,
-                a: p::PROTO_VERSION,
-                ..Default::default()
-            };
+            let r = Req { seq: i as u32, cmd: p::CMD_HELLO, a: p::PROTO_VERSION, ..Default::default() };
             let garbage = self.chance(200);
-            let bytes = if garbage {
-                vec![0u8; self.rnd(100) as usize]
-            } else {
-                r.encode().to_vec()
-            };
+            let bytes = if garbage { vec![0u8; self.rnd(100) as usize] } else { r.encode().to_vec() };
             self.rep.cases += 1;
             if matches!(p::send_fds(fd.as_raw_fd(), &bytes, &[]), Ok(true)) && !garbage {
                 waiting.push((i, r));
@@ -795,24 +668,11 @@ impl Campaign<'_> {
                 match p::recv(fd, &mut buf) {
                     Ok(p::Recv::Msg(m, _)) => {
                         match Rep::decode(&buf[..m]) {
-                            Some(rep)
-                                if rep.seq == r.seq
-                                    && rep.cmd == p::CMD_HELLO
-                                    && rep.status == -libc::EBUSY => {}
+                            Some(rep) if rep.seq == r.seq && rep.cmd == p::CMD_HELLO && rep.status == -libc::EBUSY => {}
                             // the attached client was dropped meanwhile (a flood): the first
                             // waiting connection becomes the client
-                            Some(rep)
-                                if rep.seq == r.seq
-                                    && rep.cmd == p::CMD_HELLO
-                                    && rep.status == 0
-                                    && !promoted =>
-                            {
-                                promoted = true
-                            }
-                            _ => self.finding(format!(
-                                "refused connection: reply {:?}",
-                                Rep::decode(&buf[..m])
-                            )),
+                            Some(rep) if rep.seq == r.seq && rep.cmd == p::CMD_HELLO && rep.status == 0 && !promoted => promoted = true,
+                            _ => self.finding(format!("refused connection: reply {:?}", Rep::decode(&buf[..m]))),
                         }
                         break;
                     }
@@ -832,9 +692,7 @@ impl Campaign<'_> {
         let dev = loop {
             match hostdrv::simdev::SimDevice::open(&self.dev.sock) {
                 Ok(d) => break d,
-                Err(hostdrv::Error::Busy(_)) if t.elapsed() < TIMEOUT => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
+                Err(hostdrv::Error::Busy(_)) if t.elapsed() < TIMEOUT => std::thread::sleep(Duration::from_millis(20)),
                 Err(e) => {
                     let what = format!("a well-behaved client could not open the device: {e}");
                     self.check_alive(&what)?;
@@ -857,9 +715,7 @@ impl Campaign<'_> {
                         drop(side);
                         break;
                     }
-                    Err(e) if e.contains("in use") && t.elapsed() < TIMEOUT => {
-                        std::thread::sleep(Duration::from_millis(20))
-                    }
+                    Err(e) if e.contains("in use") && t.elapsed() < TIMEOUT => std::thread::sleep(Duration::from_millis(20)),
                     Err(e) => {
                         let what = format!("a well-behaved hostdrv client failed: {e}");
                         self.check_alive(&what)?;
@@ -882,17 +738,11 @@ enum FdKind {
 
 /// Runs a campaign of `o.count` messages against a device process it starts. `progress` is
 /// called after every session.
-pub fn socket_campaign(
-    o: &SocketFuzzOpts,
-    mut progress: impl FnMut(&SocketFuzzReport),
-) -> Result<SocketFuzzReport, String> {
+pub fn socket_campaign(o: &SocketFuzzOpts, mut progress: impl FnMut(&SocketFuzzReport)) -> Result<SocketFuzzReport, String> {
     let dev = Device::start(o)?;
     let eventfd = hostdrv::simproto::eventfd().map_err(e2s)?;
     let (r, w) = std::os::unix::net::UnixStream::pair().map_err(e2s)?;
-    let pipe = (
-        std::fs::File::from(OwnedFd::from(r)),
-        std::fs::File::from(OwnedFd::from(w)),
-    );
+    let pipe = (std::fs::File::from(OwnedFd::from(r)), std::fs::File::from(OwnedFd::from(w)));
     let devnull = std::fs::File::open("/dev/null").map_err(e2s)?;
     let mut c = Campaign {
         o,
@@ -932,8 +782,5 @@ pub fn socket_campaign(
 /// The default work folder: `build/fuzz/socket-<pid>` in the source tree (used by the
 /// `hematite-fuzz` binary, which includes this module).
 pub fn default_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("build/fuzz")
-        .join(format!("socket-{}", std::process::id()))
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("build/fuzz").join(format!("socket-{}", std::process::id()))
 }

@@ -11,10 +11,7 @@ pub const FW_CMD_OUT: u16 = regs::HM_HOST_CMD_OUT;
 pub const FW_MBOX_DB: u16 = regs::HM_HOST_MBOX_DB;
 pub const FW_MBOX_STATUS: u16 = regs::HM_HOST_MBOX_STATUS;
 /// MBOX_STATUS.pending (`hm_mbox_status_t`).
-const ST_PENDING: u32 = hematite_abi::desc::mask32(hematite_abi::desc::fpos(
-    regs::HM_MBOX_STATUS_T_FIELDS,
-    "pending",
-));
+const ST_PENDING: u32 = hematite_abi::desc::mask32(hematite_abi::desc::fpos(regs::HM_MBOX_STATUS_T_FIELDS, "pending"));
 pub const FW_CORE_CTRL: u16 = regs::HM_HOST_CORE_CTRL;
 pub const FW_IMEM: u16 = regs::HM_HOST_IMEM;
 pub const FW_IMEM_BYTES: usize = regs::HM_HOST_IMEM_BYTES as usize;
@@ -29,12 +26,8 @@ pub fn image_path() -> PathBuf {
 
 /// Reads a `$readmemh` file of 32-bit words (`@addr` lines move the word address).
 pub fn read_hex(path: &std::path::Path) -> Result<Vec<u32>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "{}: {e} (build the firmware image with ./hematite fw)",
-            path.display()
-        )
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: {e} (build the firmware image with ./hematite fw)", path.display()))?;
     let mut words = Vec::new();
     let mut at = 0usize;
     for (n, line) in text.lines().enumerate() {
@@ -43,13 +36,11 @@ pub fn read_hex(path: &std::path::Path) -> Result<Vec<u32>, String> {
             continue;
         }
         if let Some(a) = line.strip_prefix('@') {
-            at = usize::from_str_radix(a, 16)
-                .map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
+            at = usize::from_str_radix(a, 16).map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
             continue;
         }
         for tok in line.split_whitespace() {
-            let w = u32::from_str_radix(tok, 16)
-                .map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
+            let w = u32::from_str_radix(tok, 16).map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
             if words.len() <= at {
                 words.resize(at + 1, 0);
             }
@@ -58,10 +49,7 @@ pub fn read_hex(path: &std::path::Path) -> Result<Vec<u32>, String> {
         }
     }
     if words.len() * 4 > FW_IMEM_BYTES {
-        return Err(format!(
-            "image of {} bytes does not fit the {FW_IMEM_BYTES}-byte IMEM",
-            words.len() * 4
-        ));
+        return Err(format!("image of {} bytes does not fit the {FW_IMEM_BYTES}-byte IMEM", words.len() * 4));
     }
     Ok(words)
 }
@@ -94,13 +82,7 @@ pub struct FwAnswer {
 
 /// Posts command `op` with `args` (the header word built here: in_words, `token`) and waits
 /// for the answer.
-pub fn call(
-    e: &mut Engine,
-    op: u16,
-    token: u8,
-    args: &[u32],
-    max_cycles: u64,
-) -> Result<FwAnswer, String> {
+pub fn call(e: &mut Engine, op: u16, token: u8, args: &[u32], max_cycles: u64) -> Result<FwAnswer, String> {
     let mut c = Vec::with_capacity(1 + args.len());
     c.push(u32::from(op) | (args.len() as u32) << 16 | u32::from(token) << 24);
     c.extend_from_slice(args);
@@ -114,9 +96,7 @@ pub fn command(e: &mut Engine, cmd: &[u32], max_cycles: u64) -> Result<FwAnswer,
     }
     for (i, w) in cmd.iter().enumerate() {
         if !e.fw_write(FW_CMD_IN + 4 * i as u16, *w)? {
-            return Err(format!(
-                "CMD_IN word {i} refused (a command still pending?)"
-            ));
+            return Err(format!("CMD_IN word {i} refused (a command still pending?)"));
         }
     }
     let done_before = e.fw_done_cycles.len();
@@ -124,19 +104,15 @@ pub fn command(e: &mut Engine, cmd: &[u32], max_cycles: u64) -> Result<FwAnswer,
         return Err("doorbell refused (a command still pending?)".into());
     }
     let t0 = e.cycle();
-    e.run_until(max_cycles, |e| {
-        e.fw_done_cycles.len() > done_before || e.fw_out.2
-    })
-    .map_err(|_| format!("no answer within {max_cycles} cycles"))?;
+    e.run_until(max_cycles, |e| e.fw_done_cycles.len() > done_before || e.fw_out.2)
+        .map_err(|_| format!("no answer within {max_cycles} cycles"))?;
     if e.fw_out.2 {
         return Err("the control core trapped".into());
     }
     let cycles = e.fw_done_cycles[done_before] - t0;
     let (st, ok) = e.fw_read(FW_MBOX_STATUS)?;
     if !ok || st & ST_PENDING != 0 {
-        return Err(format!(
-            "mailbox still pending after the done pulse (status {st:#x})"
-        ));
+        return Err(format!("mailbox still pending after the done pulse (status {st:#x})"));
     }
     let (h, _) = e.fw_read(FW_CMD_OUT)?;
     let n = ((h >> 8) & 0xFF) as usize;

@@ -54,15 +54,7 @@ impl EngHost {
     pub fn new(mem: MemCfg) -> Result<EngHost, String> {
         let mut eng = Engine::new(mem);
         let words = desc::encode_cq_ctx(CQ_BASE, CQ_LOG, 0, true).map_err(|e| e.to_string())?;
-        let st = eng.ctl_cmd(
-            ctl(
-                desc::HM_CTL_OP_WRITE,
-                desc::HM_CTL_TBL_CQ,
-                desc::HM_CTL_F_LOAD_CQ,
-                0,
-            ),
-            &words,
-        )?;
+        let st = eng.ctl_cmd(ctl(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, 0), &words)?;
         if st != desc::HM_CTL_ST_OK {
             return Err(format!("CQ create: status {st}"));
         }
@@ -85,20 +77,9 @@ impl EngHost {
 
     /// Registers an MR in the model (which picks the key) and writes it into the engine.
     pub fn reg_mr(&mut self, pd: u32, base: u64, len: u64, access: MrAccess) -> Result<Mr, String> {
-        let mr = self
-            .refn
-            .reg_mr(pd, base, len, access)
-            .ok_or("model MR table full")?;
+        let mr = self.refn.reg_mr(pd, base, len, access).ok_or("model MR table full")?;
         let words = desc::encode_mr_ctx(&mr, true).map_err(|e| e.to_string())?;
-        let st = self.eng.ctl_cmd(
-            ctl(
-                desc::HM_CTL_OP_WRITE,
-                desc::HM_CTL_TBL_MR,
-                0,
-                (mr.lkey >> 8) as u16,
-            ),
-            &words,
-        )?;
+        let st = self.eng.ctl_cmd(ctl(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_MR, 0, (mr.lkey >> 8) as u16), &words)?;
         if st != desc::HM_CTL_ST_OK {
             return Err(format!("MR write: status {st}"));
         }
@@ -112,15 +93,7 @@ impl EngHost {
             return Err("model refused the deregistration".into());
         }
         let words = desc::encode_mr_ctx(&mr, false).map_err(|e| e.to_string())?;
-        let st = self.eng.ctl_cmd(
-            ctl(
-                desc::HM_CTL_OP_WRITE,
-                desc::HM_CTL_TBL_MR,
-                0,
-                (key >> 8) as u16,
-            ),
-            &words,
-        )?;
+        let st = self.eng.ctl_cmd(ctl(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_MR, 0, (key >> 8) as u16), &words)?;
         if st != desc::HM_CTL_ST_OK {
             return Err(format!("MR write: status {st}"));
         }
@@ -150,12 +123,7 @@ impl EngHost {
         };
         let words = desc::encode_qp_ctx(&f).map_err(|e| e.to_string())?;
         let st = self.eng.ctl_cmd(
-            ctl(
-                desc::HM_CTL_OP_WRITE,
-                desc::HM_CTL_TBL_QP,
-                desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ,
-                q as u16,
-            ),
+            ctl(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ, q as u16),
             &words,
         )?;
         if st != desc::HM_CTL_ST_OK {
@@ -180,17 +148,11 @@ impl EngHost {
             None
         };
         let stride = *self.stride.get(&q).ok_or("no such QP")?;
-        let bytes =
-            desc::encode_send_wqe(wr, stride, inline.as_deref()).map_err(|e| e.to_string())?;
+        let bytes = desc::encode_send_wqe(wr, stride, inline.as_deref()).map_err(|e| e.to_string())?;
         let pi = self.pi[&q];
         let slot = pi as u64 & ((1 << SQ_LOG) - 1);
-        self.eng
-            .mem
-            .mem
-            .write(SQ_BASE + q as u64 * 0x1_0000 + slot * stride as u64, &bytes);
-        self.refn
-            .post_send(q, wr.clone())
-            .map_err(|e| format!("{e:?}"))?;
+        self.eng.mem.mem.write(SQ_BASE + q as u64 * 0x1_0000 + slot * stride as u64, &bytes);
+        self.refn.post_send(q, wr.clone()).map_err(|e| format!("{e:?}"))?;
         self.pi.insert(q, pi.wrapping_add(1));
         if doorbell {
             self.doorbell(q)?;
@@ -213,13 +175,8 @@ impl EngHost {
         let bytes = desc::encode_recv_wqe(wr, 64).map_err(|e| e.to_string())?;
         let pi = *self.rpi.get(&q).ok_or("no such QP")?;
         let slot = pi as u64 & ((1 << RQ_LOG) - 1);
-        self.eng
-            .mem
-            .mem
-            .write(RQ_BASE + q as u64 * 0x1_0000 + slot * 64, &bytes);
-        self.refn
-            .post_recv(q, wr.clone())
-            .map_err(|e| format!("{e:?}"))?;
+        self.eng.mem.mem.write(RQ_BASE + q as u64 * 0x1_0000 + slot * 64, &bytes);
+        self.refn.post_recv(q, wr.clone()).map_err(|e| format!("{e:?}"))?;
         let pi = pi.wrapping_add(1);
         self.rpi.insert(q, pi);
         let v = (pi as u32) << 16 | q;
@@ -237,21 +194,15 @@ impl EngHost {
             let slot = self.cq_seen % size;
             let phase = (self.cq_seen / size) % 2 == 0;
             let bytes = self.eng.mem.mem.read(CQ_BASE + slot as u64 * 32, 32);
-            let (cqe, idx, owner) =
-                desc::decode_cqe(&bytes).map_err(|e| format!("CQE {}: {e}", self.cq_seen))?;
+            let (cqe, idx, owner) = desc::decode_cqe(&bytes).map_err(|e| format!("CQE {}: {e}", self.cq_seen))?;
             if owner != phase {
                 return Ok(self.cqes.len() - before);
             }
-            self.cqes.push(EngCqe {
-                cqe,
-                wqe_index: idx,
-                cycle: self.eng.cycle(),
-            });
+            self.cqes.push(EngCqe { cqe, wqe_index: idx, cycle: self.eng.cycle() });
             self.cq_seen += 1;
             // consumer index back to the engine every 64 entries
             if self.cq_seen % 64 == 0 {
-                const CI: (usize, usize) =
-                    hematite_abi::desc::fpos(hematite_abi::regs::HM_DB_CQ_T_FIELDS, "ci");
+                const CI: (usize, usize) = hematite_abi::desc::fpos(hematite_abi::regs::HM_DB_CQ_T_FIELDS, "ci");
                 let v = hematite_abi::desc::put32(CI, self.cq_seen);
                 self.eng.bar_write(crate::csr::regs::HM_REG_DB_CQ, v)?;
             }
@@ -260,23 +211,14 @@ impl EngHost {
 
     /// Engine CQEs: (receive completions, send completions), each in order.
     pub fn split_cqes(&self) -> (Vec<Cqe>, Vec<Cqe>) {
-        let (r, s): (Vec<EngCqe>, Vec<EngCqe>) = self
-            .cqes
-            .iter()
-            .partition(|c| matches!(c.cqe.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm));
-        (
-            r.iter().map(|c| c.cqe).collect(),
-            s.iter().map(|c| c.cqe).collect(),
-        )
+        let (r, s): (Vec<EngCqe>, Vec<EngCqe>) =
+            self.cqes.iter().partition(|c| matches!(c.cqe.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm));
+        (r.iter().map(|c| c.cqe).collect(), s.iter().map(|c| c.cqe).collect())
     }
 
     /// First address where the engine's memory and the model's differ in [addr, addr+len).
     pub fn mem_diff(&self, addr: u64, len: usize) -> Option<u64> {
-        first_diff(
-            &self.eng.mem.mem.read(addr, len),
-            &self.refn.mem.read(addr, len),
-        )
-        .map(|i| addr + i as u64)
+        first_diff(&self.eng.mem.mem.read(addr, len), &self.refn.mem.read(addr, len)).map(|i| addr + i as u64)
     }
 }
 

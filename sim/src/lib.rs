@@ -8,29 +8,29 @@
 
 pub mod axil;
 pub mod bundle;
-pub mod cc;
-pub mod ccexp;
 pub mod csr;
 pub mod demo;
 pub mod device;
 pub mod dma;
 pub mod duo;
 pub mod eng;
-pub mod ffi;
-pub mod fuzz;
-pub mod fuzz_engine;
 pub mod fw;
 pub mod host;
+pub mod rc;
+pub mod ffi;
 pub mod layout;
 pub mod mr;
 pub mod np;
-pub mod qpc;
-pub mod rc;
-pub mod rxcheck;
+pub mod cc;
+pub mod ccexp;
 pub mod slots;
+pub mod qpc;
+pub mod rxcheck;
+pub mod fuzz;
+pub mod fuzz_engine;
 
-pub use bundle::counters;
 pub use hematite_model::record::{DropReason, HdrRecord};
+pub use bundle::counters;
 pub use layout::{pack_hdr, unpack_hdr, unpack_status, RxStatus};
 
 /// Cases of a random (proptest) test that runs `n` in the suite, times
@@ -44,10 +44,7 @@ pub fn proptest_cases(n: u32) -> u32 {
 /// `n` times `scale` when it is a positive integer, else `n` (an unset, empty, zero or
 /// malformed scale leaves the suite's count).
 fn scaled_cases(n: u32, scale: Option<&str>) -> u32 {
-    scale
-        .and_then(|s| s.trim().parse::<u32>().ok())
-        .filter(|&k| k > 0)
-        .map_or(n, |k| n.saturating_mul(k))
+    scale.and_then(|s| s.trim().parse::<u32>().ok()).filter(|&k| k > 0).map_or(n, |k| n.saturating_mul(k))
 }
 
 /// Supported AXI4-Stream widths.
@@ -70,29 +67,11 @@ impl PktSim {
         let bad = || format!("unsupported DATA_WIDTH {width} (256 or 512)");
         let mut rx = ffi::HmRxModel::new(width).ok_or_else(bad)?;
         let mut tx = ffi::HmTxModel::new(width).ok_or_else(bad)?;
-        rx.hold(
-            &ffi::HmRxIn {
-                rst: 1,
-                ..ffi::HmRxIn::idle()
-            },
-            4,
-        );
-        tx.hold(
-            &ffi::HmTxIn {
-                rst: 1,
-                ..ffi::HmTxIn::idle()
-            },
-            4,
-        );
+        rx.hold(&ffi::HmRxIn { rst: 1, ..ffi::HmRxIn::idle() }, 4);
+        tx.hold(&ffi::HmTxIn { rst: 1, ..ffi::HmTxIn::idle() }, 4);
         let rx_out = rx.tick(&ffi::HmRxIn::idle());
         let tx_out = tx.tick(&ffi::HmTxIn::idle());
-        Ok(PktSim {
-            rx,
-            tx,
-            width,
-            rx_out,
-            tx_out,
-        })
+        Ok(PktSim { rx, tx, width, rx_out, tx_out })
     }
 
     pub fn width(&self) -> usize {
@@ -204,12 +183,7 @@ pub fn run_rx(sim: &mut PktSim, frames: &[Vec<u8>], flow: &Flow) -> Result<RxRun
 
 /// As [`run_rx`], with `mac_error[i]` driving `s_axis_tuser` on the last beat of frame i (the
 /// MAC reporting a bad FCS); missing entries are false.
-pub fn run_rx_flagged(
-    sim: &mut PktSim,
-    frames: &[Vec<u8>],
-    mac_error: &[bool],
-    flow: &Flow,
-) -> Result<RxRun, String> {
+pub fn run_rx_flagged(sim: &mut PktSim, frames: &[Vec<u8>], mac_error: &[bool], flow: &Flow) -> Result<RxRun, String> {
     let kw = sim.bytes_per_beat();
     let mut rng = Rng::new(flow.seed);
     let mut run = RxRun::default();
@@ -217,22 +191,13 @@ pub fn run_rx_flagged(
     let mut cur_payload: Vec<u8> = Vec::new();
     let mut inp = ffi::HmRxIn::idle();
     let start = sim.rx.cycles;
-    let limit = 10_000
-        + frames
-            .iter()
-            .map(|f| f.len() as u64 / kw as u64 + 8)
-            .sum::<u64>()
-            * 20;
+    let limit = 10_000 + frames.iter().map(|f| f.len() as u64 / kw as u64 + 8).sum::<u64>() * 20;
     // A dropped frame is discarded from the data FIFO silently, one beat a cycle, and the
     // record of an accepted frame behind it is pushed only when its delivery starts: wait
     // without output as long as discarding a full data FIFO takes (several dropped frames can
     // be queued in it; the fuzzer found the run ending while records were still to come).
     let fifo_beats = (hematite_model::MAX_FRAME as u64 / kw as u64 + 32).next_power_of_two();
-    let queued = frames
-        .iter()
-        .map(|f| f.len() as u64 / kw as u64 + 1)
-        .sum::<u64>()
-        .min(fifo_beats);
+    let queued = frames.iter().map(|f| f.len() as u64 / kw as u64 + 1).sum::<u64>().min(fifo_beats);
     let mut settle = Settle::new(64 + 2 * queued);
     loop {
         // source
@@ -243,8 +208,7 @@ pub fn run_rx_flagged(
             let end = (off + kw).min(f.len());
             inp.s_axis_tkeep = load_beat(&mut inp.s_axis_tdata, &f[off..end]);
             inp.s_axis_tlast = (end == f.len()) as u8;
-            inp.s_axis_tuser =
-                (end == f.len() && mac_error.get(fi).copied().unwrap_or(false)) as u8;
+            inp.s_axis_tuser = (end == f.len() && mac_error.get(fi).copied().unwrap_or(false)) as u8;
         }
         inp.m_axis_tready = (!rng.pct(flow.stall_pct)) as u8;
         inp.hdr_ready = (!rng.pct(flow.stall_pct)) as u8;
@@ -333,12 +297,7 @@ pub struct TxJob {
 }
 
 /// Stream `jobs` through the TX path; `expect_frames` is how many frames to wait for.
-pub fn run_tx(
-    sim: &mut PktSim,
-    jobs: &[TxJob],
-    expect_frames: usize,
-    flow: &Flow,
-) -> Result<TxRun, String> {
+pub fn run_tx(sim: &mut PktSim, jobs: &[TxJob], expect_frames: usize, flow: &Flow) -> Result<TxRun, String> {
     let kw = sim.bytes_per_beat();
     let mut rng = Rng::new(flow.seed ^ 0x5A5A);
     let mut run = TxRun::default();
@@ -349,12 +308,7 @@ pub fn run_tx(
     let mut first_out: Option<u64> = None;
     let mut last_out = 0u64;
     let mut settle = Settle::new(64);
-    let limit = 10_000
-        + jobs
-            .iter()
-            .map(|j| j.payload.len() as u64 / kw as u64 + 8)
-            .sum::<u64>()
-            * 20;
+    let limit = 10_000 + jobs.iter().map(|j| j.payload.len() as u64 / kw as u64 + 8).sum::<u64>() * 20;
     // skip payload streams of zero length (no beats)
     let next_pj = |mut p: usize| {
         while p < jobs.len() && jobs[p].payload.is_empty() {
@@ -401,17 +355,11 @@ pub fn run_tx(
             run.out_beats += 1;
             store_beat(&prev.m_axis_tdata, prev.m_axis_tkeep, kw, &mut cur);
             if prev.m_axis_tlast != 0 {
-                run.frames.push(TxFrame {
-                    bytes: std::mem::take(&mut cur),
-                    bad: prev.m_axis_tuser != 0,
-                });
+                run.frames.push(TxFrame { bytes: std::mem::take(&mut cur), bad: prev.m_axis_tuser != 0 });
                 run.cycles = sim.tx.cycles - start;
             }
         }
-        let busy = hi < jobs.len()
-            || pj < jobs.len()
-            || run.frames.len() < expect_frames
-            || sim.tx_out.m_axis_tvalid != 0;
+        let busy = hi < jobs.len() || pj < jobs.len() || run.frames.len() < expect_frames || sim.tx_out.m_axis_tvalid != 0;
         if settle.settled(busy) {
             break;
         }
@@ -426,11 +374,7 @@ pub fn run_tx(
             ));
         }
     }
-    run.counters = [
-        sim.tx_out.stat_frames,
-        sim.tx_out.stat_len_err,
-        sim.tx_out.stat_bad_req,
-    ];
+    run.counters = [sim.tx_out.stat_frames, sim.tx_out.stat_len_err, sim.tx_out.stat_bad_req];
     Ok(run)
 }
 

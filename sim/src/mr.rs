@@ -40,13 +40,7 @@ pub struct MrSim {
 impl MrSim {
     pub fn new() -> MrSim {
         let mut m = HmMrModel::new();
-        m.hold(
-            &HmMrIn {
-                rst: 1,
-                ..Default::default()
-            },
-            4,
-        );
+        m.hold(&HmMrIn { rst: 1, ..Default::default() }, 4);
         m.tick(&HmMrIn::default());
         MrSim { m }
     }
@@ -56,27 +50,14 @@ impl MrSim {
 
     /// Apply the writes (one per cycle), then run the checks with random idle cycles and
     /// result back-pressure; returns (ok, err code, base) per check, in order, and the cycles.
-    pub fn run(
-        &mut self,
-        writes: &[MrWrite],
-        checks: &[MrCheck],
-        stall_pct: u32,
-        seed: u64,
-    ) -> (Vec<(bool, u8, u64)>, u64) {
+    pub fn run(&mut self, writes: &[MrWrite], checks: &[MrCheck], stall_pct: u32, seed: u64) -> (Vec<(bool, u8, u64)>, u64) {
         let mut rng = Rng::new(seed);
         let mut i = HmMrIn::default();
         for w in writes {
             i.wr_valid = 1;
             i.wr_index = w.index;
             i.wr = Default::default();
-            for (f, v) in [
-                ("valid", u64::from(w.valid)),
-                ("tag", w.tag.into()),
-                ("pd", w.pd.into()),
-                ("base", w.base),
-                ("len", w.len),
-                ("access", w.access.into()),
-            ] {
+            for (f, v) in [("valid", u64::from(w.valid)), ("tag", w.tag.into()), ("pd", w.pd.into()), ("base", w.base), ("len", w.len), ("access", w.access.into())] {
                 let (lsb, width) = fpos(ENTRY, f);
                 set_bits(&mut i.wr, lsb, width, v.into());
             }
@@ -93,13 +74,7 @@ impl MrSim {
             if i.chk_valid != 0 {
                 let c = &checks[k];
                 i.chk = Default::default();
-                for (f, v) in [
-                    ("key", c.key.into()),
-                    ("pd", c.pd.into()),
-                    ("addr", c.addr),
-                    ("len", c.len),
-                    ("need", c.need.into()),
-                ] {
+                for (f, v) in [("key", c.key.into()), ("pd", c.pd.into()), ("addr", c.addr), ("len", c.len), ("need", c.need.into())] {
                     let (lsb, width) = fpos(CHK, f);
                     set_bits(&mut i.chk, lsb, width, v.into());
                 }

@@ -21,14 +21,7 @@ impl NpSim {
     /// next [`NpSim::tick`] is the first clock after reset (time counter [`NP_NOW_INIT`]).
     pub fn new(interval: u16) -> NpSim {
         let mut m = HmNpModel::new();
-        m.hold(
-            &HmNpIn {
-                rst: 1,
-                cfg_interval: interval,
-                ..Default::default()
-            },
-            3,
-        );
+        m.hold(&HmNpIn { rst: 1, cfg_interval: interval, ..Default::default() }, 3);
         NpSim { m, interval }
     }
 

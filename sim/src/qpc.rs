@@ -12,12 +12,6 @@ include!(concat!(env!("OUT_DIR"), "/shim_qpc.rs"));
 /// The Verilated per-QP counters, just out of reset (the rows are then cleared, one a cycle).
 pub fn qpc_model() -> HmQpcModel {
     let mut m = HmQpcModel::new();
-    m.hold(
-        &HmQpcIn {
-            rst: 1,
-            ..HmQpcIn::default()
-        },
-        3,
-    );
+    m.hold(&HmQpcIn { rst: 1, ..HmQpcIn::default() }, 3);
     m
 }

@@ -130,26 +130,11 @@ impl RcBench {
     pub fn compare_memories(&self) -> Result<(), String> {
         let n = REGION_LEN as usize;
         for (name, base, got, want) in [
-            (
-                "A",
-                A_BUF,
-                self.a.eng.mem.mem.read(A_BUF, n),
-                self.a.refn.mem.read(A_BUF, n),
-            ),
-            (
-                "B",
-                B_BUF,
-                self.peer.mem.read(B_BUF, n),
-                self.ref_b.mem.read(B_BUF, n),
-            ),
+            ("A", A_BUF, self.a.eng.mem.mem.read(A_BUF, n), self.a.refn.mem.read(A_BUF, n)),
+            ("B", B_BUF, self.peer.mem.read(B_BUF, n), self.ref_b.mem.read(B_BUF, n)),
         ] {
             if let Some(i) = crate::host::first_diff(&got, &want) {
-                return Err(format!(
-                    "host {name} memory differs first at {:#x}: {:#04x}, the model {:#04x}",
-                    base + i as u64,
-                    got[i],
-                    want[i]
-                ));
+                return Err(format!("host {name} memory differs first at {:#x}: {:#04x}, the model {:#04x}", base + i as u64, got[i], want[i]));
             }
         }
         Ok(())
@@ -157,13 +142,7 @@ impl RcBench {
 
     /// `len` random bytes (from `rng`) at `base` on host A or B, registered with every right in
     /// PD 1: the usual memory of an RC test.
-    pub fn random_region(
-        &mut self,
-        on_a: bool,
-        base: u64,
-        len: u64,
-        rng: &mut crate::Rng,
-    ) -> Result<Mr, String> {
+    pub fn random_region(&mut self, on_a: bool, base: u64, len: u64, rng: &mut crate::Rng) -> Result<Mr, String> {
         let data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
         self.fill(on_a, base, &data);
         self.reg_mr(on_a, 1, base, len, MrAccess::ALL)
@@ -180,56 +159,23 @@ impl RcBench {
     }
 
     /// Registers an MR on host A (engine table and reference) or B.
-    pub fn reg_mr(
-        &mut self,
-        on_a: bool,
-        pd: u32,
-        base: u64,
-        len: u64,
-        access: MrAccess,
-    ) -> Result<Mr, String> {
+    pub fn reg_mr(&mut self, on_a: bool, pd: u32, base: u64, len: u64, access: MrAccess) -> Result<Mr, String> {
         if on_a {
             self.a.reg_mr(pd, base, len, access)
         } else {
-            let mr = self
-                .peer
-                .reg_mr(pd, base, len, access)
-                .ok_or("model MR table full")?;
-            let m2 = self
-                .ref_b
-                .reg_mr(pd, base, len, access)
-                .ok_or("model MR table full")?;
+            let mr = self.peer.reg_mr(pd, base, len, access).ok_or("model MR table full")?;
+            let m2 = self.ref_b.reg_mr(pd, base, len, access).ok_or("model MR table full")?;
             assert_eq!(mr, m2);
             Ok(mr)
         }
     }
 
     /// A connected pair: engine QP `qa` (host A) and model QP `qb` (host B).
-    pub fn connect(
-        &mut self,
-        qa: u32,
-        qb: u32,
-        cfg_a: QpConfig,
-        cfg_b: QpConfig,
-        stride_log: u8,
-    ) -> Result<(), String> {
-        let cfg_a = QpConfig {
-            dest_qpn: qb,
-            ..cfg_a
-        };
-        let cfg_b = QpConfig {
-            dest_qpn: qa,
-            av: cfg_a.av.reversed(),
-            sq_psn: cfg_a.rq_psn,
-            rq_psn: cfg_a.sq_psn,
-            ..cfg_b
-        };
-        self.ref_b
-            .create_qp(qb, cfg_b)
-            .map_err(|e| format!("{e:?}"))?;
-        self.peer
-            .create_qp(qb, cfg_b)
-            .map_err(|e| format!("{e:?}"))?;
+    pub fn connect(&mut self, qa: u32, qb: u32, cfg_a: QpConfig, cfg_b: QpConfig, stride_log: u8) -> Result<(), String> {
+        let cfg_a = QpConfig { dest_qpn: qb, ..cfg_a };
+        let cfg_b = QpConfig { dest_qpn: qa, av: cfg_a.av.reversed(), sq_psn: cfg_a.rq_psn, rq_psn: cfg_a.sq_psn, ..cfg_b };
+        self.ref_b.create_qp(qb, cfg_b).map_err(|e| format!("{e:?}"))?;
+        self.peer.create_qp(qb, cfg_b).map_err(|e| format!("{e:?}"))?;
         self.a.create_qp(qa, cfg_a, stride_log)
     }
 
@@ -249,23 +195,15 @@ impl RcBench {
 
     /// Posts a send WR on the model peer's QP `qb` (and its reference).
     pub fn post_send_b(&mut self, qb: u32, wr: &SendWr) -> Result<(), String> {
-        self.peer
-            .post_send(qb, wr.clone())
-            .map_err(|e| format!("{e:?}"))?;
-        self.ref_b
-            .post_send(qb, wr.clone())
-            .map_err(|e| format!("{e:?}"))?;
+        self.peer.post_send(qb, wr.clone()).map_err(|e| format!("{e:?}"))?;
+        self.ref_b.post_send(qb, wr.clone()).map_err(|e| format!("{e:?}"))?;
         Ok(())
     }
 
     /// Posts a receive WR on the model peer (and its reference).
     pub fn post_recv_b(&mut self, qb: u32, wr: &RecvWr) -> Result<(), String> {
-        self.peer
-            .post_recv(qb, wr.clone())
-            .map_err(|e| format!("{e:?}"))?;
-        self.ref_b
-            .post_recv(qb, wr.clone())
-            .map_err(|e| format!("{e:?}"))?;
+        self.peer.post_recv(qb, wr.clone()).map_err(|e| format!("{e:?}"))?;
+        self.ref_b.post_recv(qb, wr.clone()).map_err(|e| format!("{e:?}"))?;
         Ok(())
     }
 
@@ -329,10 +267,7 @@ impl RcBench {
                 active = true;
             }
             quiet = if active { 0 } else { quiet + 1 };
-            if self.a.cqes.len() >= want_cqes
-                && quiet > 2_000
-                && self.peer.next_deadline().is_none()
-            {
+            if self.a.cqes.len() >= want_cqes && quiet > 2_000 && self.peer.next_deadline().is_none() {
                 return Ok(now - start);
             }
             if now - start > max_cycles {
@@ -409,11 +344,6 @@ impl RcBench {
 
     /// Header records the engine sent, decoded by the model (for checks on the wire).
     pub fn engine_records(&self) -> Vec<HdrRecord> {
-        self.wire
-            .iter()
-            .filter(|w| w.1)
-            .filter_map(|w| decode(&w.2))
-            .map(|p| p.0)
-            .collect()
+        self.wire.iter().filter(|w| w.1).filter_map(|w| decode(&w.2)).map(|p| p.0).collect()
     }
 }

@@ -19,13 +19,7 @@ impl SlotsSim {
     /// after reset.
     pub fn new() -> SlotsSim {
         let mut m = HmSlotsModel::new();
-        m.hold(
-            &HmSlotsIn {
-                rst: 1,
-                ..Default::default()
-            },
-            3,
-        );
+        m.hold(&HmSlotsIn { rst: 1, ..Default::default() }, 3);
         SlotsSim { m }
     }
 

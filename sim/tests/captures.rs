@@ -10,35 +10,21 @@ use std::path::Path;
 /// Runs every capture of `dir` through the RTL; returns (frames, bad-ICRC frames).
 fn check_dir(dir: &Path, min_files: usize) -> (usize, u64) {
     let files = hematite_model::capture::capture_files(dir).unwrap();
-    assert!(
-        files.len() >= min_files,
-        "{}: expected at least {min_files} captures, found {}",
-        dir.display(),
-        files.len()
-    );
+    assert!(files.len() >= min_files, "{}: expected at least {min_files} captures, found {}", dir.display(), files.len());
     let (mut total, mut total_bad) = (0, 0);
     for (i, f) in files.iter().enumerate() {
         let frames = read_frames(f).unwrap();
         assert!(!frames.is_empty(), "{}: no frames", f.display());
         // alternate widths and flow patterns across files to keep the run short
         let w = WIDTHS[i % 2];
-        let flow = Flow {
-            idle_pct: if i % 3 == 0 { 5 } else { 0 },
-            stall_pct: if i % 3 == 1 { 10 } else { 0 },
-            seed: i as u64,
-        };
+        let flow = Flow { idle_pct: if i % 3 == 0 { 5 } else { 0 }, stall_pct: if i % 3 == 1 { 10 } else { 0 }, seed: i as u64 };
         let mut sim = PktSim::new(w).unwrap();
         let run = run_rx(&mut sim, &frames, &flow).unwrap();
         let acc = check_rx_run(&frames, &run).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let bad_icrc = run.counters[6];
         println!(
             "{:40} width {w}: {:6} frames, {:6} accepted, {} bad ICRC, {} beats in {} cycles",
-            f.file_name().unwrap().to_string_lossy(),
-            frames.len(),
-            acc,
-            bad_icrc,
-            run.in_beats,
-            run.cycles
+            f.file_name().unwrap().to_string_lossy(), frames.len(), acc, bad_icrc, run.in_beats, run.cycles
         );
         total += frames.len();
         total_bad += u64::from(bad_icrc);
@@ -52,10 +38,7 @@ fn check_dir(dir: &Path, min_files: usize) -> (usize, u64) {
 #[test]
 fn captures_parse_identically_in_rtl_and_model() {
     let mut total = 0;
-    for (i, (dir, min_files)) in hematite_model::capture::test_capture_dirs(15)
-        .into_iter()
-        .enumerate()
-    {
+    for (i, (dir, min_files)) in hematite_model::capture::test_capture_dirs(15).into_iter().enumerate() {
         let (n, bad) = check_dir(&dir, min_files);
         let shared = i > 0;
         // the repository's captures are clean; the shared set has one corrupted frame

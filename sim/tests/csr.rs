@@ -9,11 +9,7 @@ fn rd(addr: u16) -> Access {
     Access::Read { addr: addr as u32 }
 }
 fn wr(addr: u16, data: u32) -> Access {
-    Access::Write {
-        addr: addr as u32,
-        data,
-        strb: 0xF,
-    }
+    Access::Write { addr: addr as u32, data, strb: 0xF }
 }
 
 #[test]
@@ -28,11 +24,7 @@ fn identity_scratch_counters_and_doorbells() {
         rd(HM_REG_CAPS),
         wr(HM_REG_SCRATCH, 0xDEAD_BEEF),
         rd(HM_REG_SCRATCH),
-        Access::Write {
-            addr: HM_REG_SCRATCH as u32,
-            data: 0x1122_3344,
-            strb: 0b0101,
-        },
+        Access::Write { addr: HM_REG_SCRATCH as u32, data: 0x1122_3344, strb: 0b0101 },
         rd(HM_REG_SCRATCH),
         wr(HM_REG_DB_SQ, 0x0005_0011),
         wr(HM_REG_DB_RQ, 0x0009_0011),
@@ -56,35 +48,25 @@ fn identity_scratch_counters_and_doorbells() {
     assert_eq!(r[11].0, counters[0]);
     assert_eq!(r[12].0, counters[15]);
     assert_eq!(r[13].0, 0);
-    assert_eq!(
-        run.doorbells,
-        vec![(0, 0x0005_0011), (1, 0x0009_0011), (2, 0x0003_4002)]
-    );
+    assert_eq!(run.doorbells, vec![(0, 0x0005_0011), (1, 0x0009_0011), (2, 0x0003_4002)]);
     // the generated doorbell layout matches what the hardware forwards
     assert_eq!(HM_DB_QP_T_FIELDS, &[("pi", 16, 16), ("qpn", 0, 16)]);
-    assert_eq!(
-        HM_DB_CQ_T_FIELDS,
-        &[("ci", 16, 16), ("arm", 14, 2), ("cqn", 0, 14)]
-    );
+    assert_eq!(HM_DB_CQ_T_FIELDS, &[("ci", 16, 16), ("arm", 14, 2), ("cqn", 0, 14)]);
 }
 
 #[test]
 fn bad_accesses_answer_slverr_and_change_nothing() {
     let accs = vec![
         wr(HM_REG_SCRATCH, 0x5A5A_5A5A),
-        rd(0x0040),        // unmapped
-        wr(0x0040, 1),     // unmapped
-        wr(HM_REG_ID, 0),  // read-only
-        wr(HM_REG_CNT, 0), // read-only counter
-        rd(HM_REG_DB_SQ),  // write-only
-        Access::Write {
-            addr: HM_REG_DB_SQ as u32,
-            data: 1,
-            strb: 0x3,
-        }, // partial doorbell
-        rd(HM_REG_SCRATCH + 1), // misaligned
-        rd(HM_REG_CNT + 4 * 16), // past the counters
-        wr(HM_REG_SCRATCH + 2, 7), // misaligned write
+        rd(0x0040),                                                     // unmapped
+        wr(0x0040, 1),                                                  // unmapped
+        wr(HM_REG_ID, 0),                                               // read-only
+        wr(HM_REG_CNT, 0),                                         // read-only counter
+        rd(HM_REG_DB_SQ),                                               // write-only
+        Access::Write { addr: HM_REG_DB_SQ as u32, data: 1, strb: 0x3 }, // partial doorbell
+        rd(HM_REG_SCRATCH + 1),                                         // misaligned
+        rd(HM_REG_CNT + 4 * 16),                                   // past the counters
+        wr(HM_REG_SCRATCH + 2, 7),                                      // misaligned write
         rd(HM_REG_SCRATCH),
         rd(HM_REG_DB_COUNT),
         rd(HM_REG_ERR_COUNT),
@@ -92,14 +74,8 @@ fn bad_accesses_answer_slverr_and_change_nothing() {
     let mut sim = CsrSim::new();
     let run = run_csr(&mut sim, &accs, [0; 16], 10, 100, 2).unwrap();
     let ok: Vec<bool> = run.responses.iter().map(|(_, k)| *k).collect();
-    assert_eq!(
-        ok,
-        vec![true, false, false, false, false, false, false, false, false, false, true, true, true]
-    );
-    assert_eq!(
-        run.responses[10].0, 0x5A5A_5A5A,
-        "no bad write changed the scratch register"
-    );
+    assert_eq!(ok, vec![true, false, false, false, false, false, false, false, false, false, true, true, true]);
+    assert_eq!(run.responses[10].0, 0x5A5A_5A5A, "no bad write changed the scratch register");
     assert_eq!(run.responses[11].0, 0, "no doorbell was accepted");
     assert_eq!(run.responses[12].0, 9, "every SLVERR counted");
     assert!(run.doorbells.is_empty());

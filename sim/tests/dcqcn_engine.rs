@@ -4,9 +4,9 @@
 //! bytes, DSCP and priority from the registers, ECT(0)) to the peer's QP, at most one per
 //! interval (HM_CTL_CC registers), and none when CNP generation is off; the transfers
 //! still complete exactly as the reference says. A CNP received by the engine is counted.
-use hematite_abi::regs;
 use hematite_model::build::build_frame;
 use hematite_model::desc;
+use hematite_abi::regs;
 use hematite_model::record::HdrRecord;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{QpConfig, SendOp, SendWr, Sge};
@@ -33,38 +33,18 @@ struct Run {
 /// The peer WRITEs `n` messages of `len` bytes into the engine's memory, every peer frame
 /// marked CE; `ctrl` / `interval` are written to the CC registers first (None: reset values).
 fn run(n: u64, len: u32, ctrl: Option<u32>, interval: Option<u32>) -> Run {
-    let mut b = RcBench::new(MemCfg {
-        latency: 40,
-        seed: 5,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut b = RcBench::new(MemCfg { latency: 40, seed: 5, ..Default::default() }).unwrap();
     let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
     let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
     let data: Vec<u8> = (0..LEN).map(|i| (i * 7 + 3) as u8).collect();
     b.fill(false, B_BUF, &data);
-    let cfg = QpConfig {
-        pmtu: 1024,
-        ..QpConfig::default()
-    };
+    let cfg = QpConfig { pmtu: 1024, ..QpConfig::default() };
     b.connect(QA, QB, cfg, cfg, 0).unwrap();
     let base = regs::HM_CTL_CC;
     let (c0, ok) = b.a.eng.ctl_read(base).unwrap();
-    assert!(
-        ok && c0 == regs::HM_CC_CTRL_RESET,
-        "CC control register after reset: {c0:#x}"
-    );
-    assert_eq!(
-        b.a.eng.ctl_read(base + 4).unwrap(),
-        (regs::HM_CC_CNP_INTERVAL_RESET, true)
-    );
-    assert!(
-        !b.a.eng
-            .ctl_read(base + 4 * regs::HM_CTL_CC_WORDS)
-            .unwrap()
-            .1,
-        "beyond the CC registers"
-    );
+    assert!(ok && c0 == regs::HM_CC_CTRL_RESET, "CC control register after reset: {c0:#x}");
+    assert_eq!(b.a.eng.ctl_read(base + 4).unwrap(), (regs::HM_CC_CNP_INTERVAL_RESET, true));
+    assert!(!b.a.eng.ctl_read(base + 4 * regs::HM_CTL_CC_WORDS).unwrap().1, "beyond the CC registers");
     if let Some(c) = ctrl {
         assert!(b.a.eng.ctl_write(base, c).unwrap());
         assert_eq!(b.a.eng.ctl_read(base).unwrap(), (c, true));
@@ -77,45 +57,27 @@ fn run(n: u64, len: u32, ctrl: Option<u32>, interval: Option<u32>) -> Run {
         let off = (k * u64::from(len)) % (LEN - u64::from(len));
         let wr = SendWr::new(
             k,
-            SendOp::Write {
-                remote_addr: A_BUF + off,
-                rkey: ma.lkey,
-            },
-            vec![Sge {
-                addr: B_BUF + off,
-                len,
-                lkey: mb.lkey,
-            }],
+            SendOp::Write { remote_addr: A_BUF + off, rkey: ma.lkey },
+            vec![Sge { addr: B_BUF + off, len, lkey: mb.lkey }],
         );
         b.post_send_b(QB, &wr).unwrap();
     }
     b.run(0, 3_000_000).expect("the peer's WRITEs complete");
     // every WRITE was executed as in the reference
     b.run_reference();
-    assert_eq!(
-        b.peer.poll_send_cq(QB),
-        b.ref_b.poll_send_cq(QB),
-        "peer send CQEs"
-    );
+    assert_eq!(b.peer.poll_send_cq(QB), b.ref_b.poll_send_cq(QB), "peer send CQEs");
     let got = b.a.eng.mem.mem.read(A_BUF, LEN as usize);
     let want = b.a.refn.mem.read(A_BUF, LEN as usize);
     assert!(got == want, "engine memory differs from the reference");
     let cnps: Vec<(u64, Vec<u8>)> = b
         .wire
         .iter()
-        .filter(|(_, from_engine, f)| {
-            *from_engine && decode(f).is_some_and(|(r, _)| r.opcode == 0x81)
-        })
+        .filter(|(_, from_engine, f)| *from_engine && decode(f).is_some_and(|(r, _)| r.opcode == 0x81))
         .map(|(t, _, f)| (*t, f.clone()))
         .collect();
     // the engine's frames (ACKs and CNPs) span the time it was receiving marked requests (the
     // model peer hands its frames over in bursts)
-    let reqs: Vec<u64> = b
-        .wire
-        .iter()
-        .filter(|(_, e, _)| *e)
-        .map(|(t, _, _)| *t)
-        .collect();
+    let reqs: Vec<u64> = b.wire.iter().filter(|(_, e, _)| *e).map(|(t, _, _)| *t).collect();
     Run {
         ce: b.a.eng.counter(CNT_CE).unwrap(),
         cnp_tx: b.a.eng.counter(CNT_CNP_TX).unwrap(),
@@ -130,50 +92,24 @@ fn run(n: u64, len: u32, ctrl: Option<u32>, interval: Option<u32>) -> Run {
 fn ce_marked_requests_get_paced_cnps() {
     let interval = 400u32;
     let r = run(24, 4096, None, Some(interval));
-    eprintln!(
-        "CE requests {}, CNPs {}, suppressed {}, over {} cycles",
-        r.ce,
-        r.cnps.len(),
-        r.supp,
-        r.last_req - r.first_req
-    );
+    eprintln!("CE requests {}, CNPs {}, suppressed {}, over {} cycles", r.ce, r.cnps.len(), r.supp, r.last_req - r.first_req);
     assert!(r.ce >= 24 * 4, "every marked request counted: {}", r.ce);
     assert!(!r.cnps.is_empty(), "no CNP was sent");
     assert_eq!(r.cnp_tx as usize, r.cnps.len(), "CNP counter");
-    assert_eq!(
-        r.ce,
-        r.cnp_tx + r.supp,
-        "each CE request either triggered a CNP or was suppressed"
-    );
+    assert_eq!(r.ce, r.cnp_tx + r.supp, "each CE request either triggered a CNP or was suppressed");
     // at most one per interval (their transmission may be delayed behind a frame, never early)
     let span = r.last_req - r.first_req;
-    assert!(
-        r.cnps.len() as u64 <= span / u64::from(interval) + 2,
-        "{} CNPs in {span} cycles",
-        r.cnps.len()
-    );
-    assert!(
-        r.cnps.len() as u64 * u64::from(interval) * 2 >= span,
-        "too few CNPs: {} in {span} cycles",
-        r.cnps.len()
-    );
+    assert!(r.cnps.len() as u64 <= span / u64::from(interval) + 2, "{} CNPs in {span} cycles", r.cnps.len());
+    assert!(r.cnps.len() as u64 * u64::from(interval) * 2 >= span, "too few CNPs: {} in {span} cycles", r.cnps.len());
     for w in r.cnps.windows(2) {
-        assert!(
-            w[1].0 - w[0].0 >= u64::from(interval) - 40,
-            "CNPs {} and {} cycles apart",
-            w[0].0,
-            w[1].0
-        );
+        assert!(w[1].0 - w[0].0 >= u64::from(interval) - 40, "CNPs {} and {} cycles apart", w[0].0, w[1].0);
     }
     // ConnectX format
     for (_, f) in &r.cnps {
         let (rec, pay): (HdrRecord, Vec<u8>) = decode(f).expect("valid frame, good ICRC");
         assert_eq!(f.len(), 74, "IPv4 CNP frame length");
         assert!(pay.is_empty());
-        assert_eq!(
-            (rec.dest_qp, rec.becn, rec.fecn, rec.pkey, rec.psn),
-            (QB, true, false, 0xFFFF, 0)
-        );
+        assert_eq!((rec.dest_qp, rec.becn, rec.fecn, rec.pkey, rec.psn), (QB, true, false, 0xFFFF, 0));
         assert_eq!((rec.dscp, rec.ecn), (48, 2), "CNP DSCP / ECN");
         assert!(f[58..74 - 4].iter().all(|&b| b == 0), "16 reserved bytes");
     }
@@ -183,23 +119,11 @@ fn ce_marked_requests_get_paced_cnps() {
 fn cnp_generation_off_and_other_dscp() {
     // off: CE requests are counted, no CNP
     let r = run(8, 2048, Some(0), None);
-    assert!(
-        r.ce >= 16 && r.cnps.is_empty() && r.cnp_tx == 0,
-        "ce {} cnps {}",
-        r.ce,
-        r.cnps.len()
-    );
+    assert!(r.ce >= 16 && r.cnps.is_empty() && r.cnp_tx == 0, "ce {} cnps {}", r.ce, r.cnps.len());
     // on with DSCP 40, interval 0: one CNP per CE request
     let r = run(6, 1024, Some(1 | 40 << 8 | 5 << 16), Some(0));
-    assert_eq!(
-        r.cnps.len() as u32,
-        r.ce,
-        "interval 0: a CNP for every CE request"
-    );
-    assert!(r
-        .cnps
-        .iter()
-        .all(|(_, f)| decode(f).is_some_and(|(rec, _)| rec.dscp == 40)));
+    assert_eq!(r.cnps.len() as u32, r.ce, "interval 0: a CNP for every CE request");
+    assert!(r.cnps.iter().all(|(_, f)| decode(f).is_some_and(|(rec, _)| rec.dscp == 40)));
 }
 
 #[test]
@@ -209,23 +133,14 @@ fn received_cnps_are_counted() {
     b.connect(QA, QB, cfg, cfg, 0).unwrap();
     let other0 = b.a.eng.counter(11).unwrap();
     for _ in 0..3 {
-        let rec = HdrRecord {
-            becn: true,
-            dscp: 48,
-            ecn: 2,
-            ..cnp_template()
-        };
+        let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, ..cnp_template() };
         let f = build_frame(&rec, &[]).unwrap();
         assert_eq!(f.len(), 74);
         b.a.eng.rx_q.push_back(f);
     }
     b.run(0, 20_000).unwrap();
     assert_eq!(b.a.eng.counter(CNT_CNP_RX).unwrap(), 3);
-    assert_eq!(
-        b.a.eng.counter(11).unwrap(),
-        other0,
-        "a CNP is not an unhandled packet"
-    );
+    assert_eq!(b.a.eng.counter(11).unwrap(), other0, "a CNP is not an unhandled packet");
 }
 
 /// An IPv4 CNP record with the engine's addresses (as `RcBench::connect` sets them up).
@@ -266,33 +181,20 @@ fn cc_register_reset_values_are_the_nvidia_defaults() {
     };
     let ctrl = rd(0);
     assert_eq!(ctrl & 3, 3, "CNP generation and rate limiting on");
-    assert_eq!(
-        (ctrl >> 8 & 63, ctrl >> 16 & 7),
-        (u32::from(p.cnp_dscp), u32::from(p.cnp_prio))
-    );
-    assert_eq!(
-        (ctrl >> 19 & 1 != 0, ctrl >> 20 & 1 != 0),
-        (p.clamp_tgt_rate, p.clamp_after_inc)
-    );
+    assert_eq!((ctrl >> 8 & 63, ctrl >> 16 & 7), (u32::from(p.cnp_dscp), u32::from(p.cnp_prio)));
+    assert_eq!((ctrl >> 19 & 1 != 0, ctrl >> 20 & 1 != 0), (p.clamp_tgt_rate, p.clamp_after_inc));
     assert_eq!(ctrl >> 24 & 31, u32::from(p.threshold));
     for (i, w) in p.reg_words().iter().enumerate() {
         assert_eq!(rd(i as u16 + 1), *w, "CC register {}", i + 1);
     }
     assert_eq!(rd(14), 16_384, "pacer burst");
-    assert_eq!(
-        rd(15),
-        328 << 16 | 0xFF << 8 | 1,
-        "PFC honoured, every priority ECT, 1.28 cycles per 512-bit quantum"
-    );
+    assert_eq!(rd(15), 328 << 16 | 0xFF << 8 | 1, "PFC honoured, every priority ECT, 1.28 cycles per 512-bit quantum");
 }
 
 /// The mask of a CC register's fields, from its generated field table (reserved bits
 /// `rsvdN` left out).
 fn field_mask(fields: &[(&str, usize, usize)]) -> u32 {
-    fields
-        .iter()
-        .filter(|f| !f.0.starts_with("rsvd"))
-        .fold(0, |m, &(_, lsb, w)| m | (((1u64 << w) - 1) << lsb) as u32)
+    fields.iter().filter(|f| !f.0.starts_with("rsvd")).fold(0, |m, &(_, lsb, w)| m | (((1u64 << w) - 1) << lsb) as u32)
 }
 
 /// The CC registers are the register block PeakRDL-regblock generates from
@@ -308,17 +210,9 @@ fn cc_registers_strobes_reserved_bits_and_a_read_beside_a_write() {
     let cc = |i: u16| regs::HM_CTL_CC + 4 * i;
     assert!(e.ctl_write(cc(1), 0x1122_3344).unwrap());
     assert!(e.ctl_write_strb(cc(1), 0xAABB_CCDD, 0b0101).unwrap());
-    assert_eq!(
-        e.ctl_read(cc(1)).unwrap(),
-        (0x11BB_33DD, true),
-        "bytes 0 and 2 written"
-    );
+    assert_eq!(e.ctl_read(cc(1)).unwrap(), (0x11BB_33DD, true), "bytes 0 and 2 written");
     assert!(e.ctl_write_strb(cc(1), 0xAABB_CCDD, 0).unwrap());
-    assert_eq!(
-        e.ctl_read(cc(1)).unwrap(),
-        (0x11BB_33DD, true),
-        "no strobe: nothing written"
-    );
+    assert_eq!(e.ctl_read(cc(1)).unwrap(), (0x11BB_33DD, true), "no strobe: nothing written");
     for (i, fields) in [
         (regs::HM_CC_CTRL, regs::HM_CC_CTRL_T_FIELDS),
         (regs::HM_CC_ALPHA, regs::HM_CC_ALPHA_T_FIELDS),
@@ -329,32 +223,18 @@ fn cc_registers_strobes_reserved_bits_and_a_read_beside_a_write() {
         assert_ne!(m, u32::MAX, "register {i} has reserved bits");
         for v in [u32::MAX, 0x5A5A_A5A5] {
             assert!(e.ctl_write(cc(i.into()), v).unwrap());
-            assert_eq!(
-                e.ctl_read(cc(i.into())).unwrap(),
-                (v & m, true),
-                "register {i} after writing {v:#x}"
-            );
+            assert_eq!(e.ctl_read(cc(i.into())).unwrap(), (v & m, true), "register {i} after writing {v:#x}");
         }
     }
     // A write of CNP_INTERVAL and reads of it started 0..6 cycles later: at one offset the
     // read is taken in the cycle the write executes, and the write waits one cycle.
-    let (wa, ra) = (
-        cc(regs::HM_CC_CNP_INTERVAL.into()),
-        cc(regs::HM_CC_INC_PERIOD.into()),
-    );
+    let (wa, ra) = (cc(regs::HM_CC_CNP_INTERVAL.into()), cc(regs::HM_CC_INC_PERIOD.into()));
     let mut done = Vec::new();
     for (k, d) in (0..6).enumerate() {
         let v = 0x100 + k as u32;
         assert!(e.ctl_write(ra, 0x7700 + k as u32).unwrap());
         let t0 = e.cycle();
-        e.lite_start(
-            Port::Ctl,
-            LiteOp::Write {
-                addr: wa,
-                data: v,
-                strb: 0xF,
-            },
-        );
+        e.lite_start(Port::Ctl, LiteOp::Write { addr: wa, data: v, strb: 0xF });
         let (mut w, mut r) = (None, None);
         for c in 0..100 {
             if c == d {
@@ -373,24 +253,13 @@ fn cc_registers_strobes_reserved_bits_and_a_read_beside_a_write() {
         }
         let ((_, w_ok), w_cycles) = w.expect("the write completed");
         assert!(w_ok, "the write answered OKAY (offset {d})");
-        assert_eq!(
-            r,
-            Some((0x7700 + k as u32, true)),
-            "the read beside the write (offset {d})"
-        );
-        assert_eq!(
-            e.ctl_read(wa).unwrap(),
-            (v, true),
-            "the write took effect (offset {d})"
-        );
+        assert_eq!(r, Some((0x7700 + k as u32, true)), "the read beside the write (offset {d})");
+        assert_eq!(e.ctl_read(wa).unwrap(), (v, true), "the write took effect (offset {d})");
         done.push(w_cycles);
     }
     let fastest = *done.iter().min().unwrap();
     let waited = done.iter().filter(|&&c| c == fastest + 1).count();
-    assert!(
-        waited == 1 && done.iter().all(|&c| c <= fastest + 1),
-        "one offset makes the write wait one cycle for a read: {done:?}"
-    );
+    assert!(waited == 1 && done.iter().all(|&c| c <= fastest + 1), "one offset makes the write wait one cycle for a read: {done:?}");
 }
 
 /// Writes CC register `i`.
@@ -420,45 +289,20 @@ fn recover_at_once(b: &mut RcBench) {
 /// paced at that rate when the CNP is its own; with rate limiting off it runs at full speed.
 /// Returns (bytes per cycle of the WRITE frames after the first 32 KiB, cuts, activations).
 fn paced_write(rp_on: bool, qa: u32, cnp_qpn: u32) -> (f64, u32, u32) {
-    let mut b = RcBench::new(MemCfg {
-        latency: 40,
-        seed: 9,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut b = RcBench::new(MemCfg { latency: 40, seed: 9, ..Default::default() }).unwrap();
     let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
     let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
-    let cfg = QpConfig {
-        pmtu: 4096,
-        ..QpConfig::default()
-    };
+    let cfg = QpConfig { pmtu: 4096, ..QpConfig::default() };
     b.connect(qa, QB, cfg, cfg, 0).unwrap();
-    cc_write(
-        &mut b,
-        0,
-        regs::HM_CC_CTRL_RESET & !2 | u32::from(rp_on) << 1,
-    );
+    cc_write(&mut b, 0, regs::HM_CC_CTRL_RESET & !2 | u32::from(rp_on) << 1);
     hold_at_10(&mut b);
-    let rec = HdrRecord {
-        becn: true,
-        dscp: 48,
-        ecn: 2,
-        dest_qp: cnp_qpn,
-        ..cnp_template()
-    };
+    let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: cnp_qpn, ..cnp_template() };
     b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
     for k in 0..6u64 {
         let wr = SendWr::new(
             k,
-            SendOp::Write {
-                remote_addr: B_BUF + k * 0x8000,
-                rkey: mb.lkey,
-            },
-            vec![Sge {
-                addr: A_BUF + k * 0x8000,
-                len: 0x8000,
-                lkey: ma.lkey,
-            }],
+            SendOp::Write { remote_addr: B_BUF + k * 0x8000, rkey: mb.lkey },
+            vec![Sge { addr: A_BUF + k * 0x8000, len: 0x8000, lkey: ma.lkey }],
         );
         b.post_send(qa, &wr, k == 5).unwrap();
     }
@@ -489,71 +333,34 @@ fn a_cnp_paces_the_requester() {
     let (limited, cuts, act) = paced_write(true, QA, QA);
     let (free, _, act_off) = paced_write(false, QA, QA);
     eprintln!("paced: {limited:.2} B/cycle (target 10), unpaced {free:.2} B/cycle");
-    assert_eq!(
-        (act, cuts),
-        (1, 0),
-        "one activation, no cut (the first rate is set)"
-    );
+    assert_eq!((act, cuts), (1, 0), "one activation, no cut (the first rate is set)");
     assert_eq!(act_off, 0, "rate limiting off: the CNP is not applied");
-    assert!(
-        (limited - 10.0).abs() < 0.5,
-        "paced at {limited:.2} B/cycle, want 10"
-    );
-    assert!(
-        free > 3.0 * limited,
-        "unpaced {free:.2} B/cycle is not much faster than paced"
-    );
+    assert!((limited - 10.0).abs() < 0.5, "paced at {limited:.2} B/cycle, want 10");
+    assert!(free > 3.0 * limited, "unpaced {free:.2} B/cycle is not much faster than paced");
     // any QPN gets a rate limiter (slots are allocated on the first CNP) ...
     let (high, _, act_high) = paced_write(true, 3000, 3000);
     eprintln!("QP 3000 paced: {high:.2} B/cycle");
     assert_eq!(act_high, 1);
-    assert!(
-        (high - 10.0).abs() < 0.5,
-        "QP 3000 paced at {high:.2} B/cycle, want 10"
-    );
+    assert!((high - 10.0).abs() < 0.5, "QP 3000 paced at {high:.2} B/cycle, want 10");
     // ... and a CNP for another QP does not slow this one down
     let (other, _, act_other) = paced_write(true, QA, 3000);
     eprintln!("CNP for another QP: {other:.2} B/cycle");
     assert_eq!(act_other, 1);
-    assert!(
-        other > 3.0 * limited,
-        "a CNP for QP 3000 slowed QP {QA} to {other:.2} B/cycle"
-    );
+    assert!(other > 3.0 * limited, "a CNP for QP 3000 slowed QP {QA} to {other:.2} B/cycle");
     // no bubbles for an unthrottled QP: as fast with rate limiting on as with it off
-    assert!(
-        (other - free).abs() < 0.01,
-        "unthrottled QP: {other:.2} B/cycle with rate limiting on, {free:.2} off"
-    );
+    assert!((other - free).abs() < 0.01, "unthrottled QP: {other:.2} B/cycle with rate limiting on, {free:.2} off");
     // a CNP for a QPN beyond the QP table is counted and changes nothing
     let mut b = RcBench::new(MemCfg::default()).unwrap();
-    let rec = HdrRecord {
-        becn: true,
-        dscp: 48,
-        ecn: 2,
-        dest_qp: 5000,
-        ..cnp_template()
-    };
+    let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: 5000, ..cnp_template() };
     b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
     b.run(0, 20_000).unwrap();
-    assert_eq!(
-        (
-            b.a.eng.counter(CNT_RP_BAD).unwrap(),
-            b.a.eng.counter(CNT_RP_ACT).unwrap()
-        ),
-        (1, 0)
-    );
+    assert_eq!((b.a.eng.counter(CNT_RP_BAD).unwrap(), b.a.eng.counter(CNT_RP_ACT).unwrap()), (1, 0));
 }
 
 /// Sends CNPs for `qpns` (one frame each) and runs until the wire is quiet.
 fn cnps_for(b: &mut RcBench, qpns: impl Iterator<Item = u32>) {
     for q in qpns {
-        let rec = HdrRecord {
-            becn: true,
-            dscp: 48,
-            ecn: 2,
-            dest_qp: q,
-            ..cnp_template()
-        };
+        let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: q, ..cnp_template() };
         b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
     }
     b.run(0, 200_000).unwrap();
@@ -569,30 +376,17 @@ fn rate_limiter_slots_run_out_and_detach_on_qp_reset() {
     let mut b = RcBench::new(MemCfg::default()).unwrap();
     hold_at_10(&mut b);
     cnps_for(&mut b, 200..264);
-    let c = |b: &mut RcBench| {
-        (
-            b.a.eng.counter(CNT_RP_ACT).unwrap(),
-            b.a.eng.counter(CNT_RP_BAD).unwrap(),
-        )
-    };
+    let c = |b: &mut RcBench| (b.a.eng.counter(CNT_RP_ACT).unwrap(), b.a.eng.counter(CNT_RP_BAD).unwrap());
     assert_eq!(c(&mut b), (64, 0), "64 QPs get a rate limiter");
     cnps_for(&mut b, [300, 201, 263].into_iter());
-    assert_eq!(
-        c(&mut b),
-        (64, 1),
-        "the 65th QP finds none; QPs 201 and 263 keep theirs"
-    );
+    assert_eq!(c(&mut b), (64, 1), "the 65th QP finds none; QPs 201 and 263 keep theirs");
     assert_eq!(b.a.eng.counter(CNT_CNP_RX).unwrap(), 67);
     // QP 201 is reset: its limiter is detached (and freed once it has recovered)
     let words = [0u32; desc::CTX_WORDS];
     let cmd = desc::encode_ctl_cmd(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, 0, 201).unwrap();
     assert_eq!(b.a.eng.ctl_cmd(cmd, &words).unwrap(), desc::HM_CTL_ST_OK);
     cnps_for(&mut b, [201].into_iter());
-    assert_eq!(
-        c(&mut b),
-        (64, 2),
-        "a CNP for the reset QP 201 no longer reaches its old limiter"
-    );
+    assert_eq!(c(&mut b), (64, 2), "a CNP for the reset QP 201 no longer reaches its old limiter");
 }
 
 /// Limiters are freed when the reaction point releases them: with the first rate at the
@@ -618,9 +412,7 @@ const CNT_PFC_RX: u16 = 34;
 
 /// A PFC frame (802.1Qbb) pausing the priorities in `cev` for `quanta`.
 fn pfc_frame(cev: u8, quanta: u16) -> Vec<u8> {
-    let mut f = vec![
-        0x01, 0x80, 0xC2, 0x00, 0x00, 0x01, 0x02, 0, 0, 0, 0, 0x99, 0x88, 0x08, 0x01, 0x01, 0, cev,
-    ];
+    let mut f = vec![0x01, 0x80, 0xC2, 0x00, 0x00, 0x01, 0x02, 0, 0, 0, 0, 0x99, 0x88, 0x08, 0x01, 0x01, 0, cev];
     for i in 0..8 {
         f.extend_from_slice(&(if cev >> i & 1 != 0 { quanta } else { 0 }).to_be_bytes());
     }
@@ -630,23 +422,11 @@ fn pfc_frame(cev: u8, quanta: u16) -> Vec<u8> {
 
 /// Engine A WRITEs 64 KiB to the peer; `frames` reach A's MAC first (at cycle 0, with
 /// `later` after `delay` cycles). Returns (cycle of A's first WRITE frame, PFC frames honoured).
-fn write_after(
-    ctrl_pfc: Option<u32>,
-    frames: &[Vec<u8>],
-    later: Option<(u64, Vec<u8>)>,
-) -> (u64, u32) {
-    let mut b = RcBench::new(MemCfg {
-        latency: 40,
-        seed: 3,
-        ..Default::default()
-    })
-    .unwrap();
+fn write_after(ctrl_pfc: Option<u32>, frames: &[Vec<u8>], later: Option<(u64, Vec<u8>)>) -> (u64, u32) {
+    let mut b = RcBench::new(MemCfg { latency: 40, seed: 3, ..Default::default() }).unwrap();
     let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
     let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
-    let cfg = QpConfig {
-        pmtu: 4096,
-        ..QpConfig::default()
-    };
+    let cfg = QpConfig { pmtu: 4096, ..QpConfig::default() };
     b.connect(QA, QB, cfg, cfg, 0).unwrap();
     if let Some(v) = ctrl_pfc {
         assert!(b.a.eng.ctl_write(regs::HM_CTL_CC + 4 * 15, v).unwrap());
@@ -661,18 +441,7 @@ fn write_after(
         }
         b.a.eng.rx_q.push_back(f);
     }
-    let wr = SendWr::new(
-        1,
-        SendOp::Write {
-            remote_addr: B_BUF,
-            rkey: mb.lkey,
-        },
-        vec![Sge {
-            addr: A_BUF,
-            len: 0x1_0000,
-            lkey: ma.lkey,
-        }],
-    );
+    let wr = SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: mb.lkey }, vec![Sge { addr: A_BUF, len: 0x1_0000, lkey: ma.lkey }]);
     b.post_send(QA, &wr, true).unwrap();
     b.run(1, 1_000_000).expect("the WRITE completes");
     let first = b
@@ -690,30 +459,13 @@ fn pfc_pauses_the_data_priority() {
     let (free, n0) = write_after(None, &[], None);
     let (paused, n1) = write_after(None, &[pfc_frame(1 << 3, 20_000)], None);
     let (other, n2) = write_after(None, &[pfc_frame(1 << 5, 20_000)], None);
-    let (xon, n3) = write_after(
-        None,
-        &[pfc_frame(1 << 3, 20_000)],
-        Some((5_000, pfc_frame(1 << 3, 0))),
-    );
-    let (off, n4) = write_after(
-        Some(328 << 16 | 0xFF << 8),
-        &[pfc_frame(1 << 3, 20_000)],
-        None,
-    );
+    let (xon, n3) = write_after(None, &[pfc_frame(1 << 3, 20_000)], Some((5_000, pfc_frame(1 << 3, 0))));
+    let (off, n4) = write_after(Some(328 << 16 | 0xFF << 8), &[pfc_frame(1 << 3, 20_000)], None);
     eprintln!("first WRITE frame at: free {free}, paused {paused}, other priority {other}, XON at 5000 {xon}, PFC off {off}");
     assert!(free < 3_000, "unpaused start {free}");
-    assert!(
-        (25_600..25_600 + 3_000).contains(&paused),
-        "priority 3 (DSCP 26) paused until {paused}"
-    );
-    assert!(
-        other < 3_000,
-        "a pause of priority 5 held the data: {other}"
-    );
-    assert!(
-        (5_000..5_000 + 3_000).contains(&xon),
-        "XON released at {xon}"
-    );
+    assert!((25_600..25_600 + 3_000).contains(&paused), "priority 3 (DSCP 26) paused until {paused}");
+    assert!(other < 3_000, "a pause of priority 5 held the data: {other}");
+    assert!((5_000..5_000 + 3_000).contains(&xon), "XON released at {xon}");
     assert!(off < 3_000, "PFC not honoured when off: {off}");
     assert_eq!((n0, n1, n2, n3, n4), (0, 1, 1, 2, 0), "PFC frames honoured");
 }
@@ -724,47 +476,17 @@ fn pfc_pauses_the_data_priority() {
 #[test]
 fn ecn_capable_per_priority() {
     for (mask, want) in [(0xFFu32, 2u8), (0xF7, 0), (0x08, 2)] {
-        let mut b = RcBench::new(MemCfg {
-            latency: 40,
-            seed: 4,
-            ..Default::default()
-        })
-        .unwrap();
+        let mut b = RcBench::new(MemCfg { latency: 40, seed: 4, ..Default::default() }).unwrap();
         let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
         let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
-        b.connect(QA, QB, QpConfig::default(), QpConfig::default(), 0)
-            .unwrap();
-        assert!(b
-            .a
-            .eng
-            .ctl_write(regs::HM_CTL_CC + 4 * 15, 328 << 16 | mask << 8 | 1)
-            .unwrap());
-        let wr = SendWr::new(
-            1,
-            SendOp::Write {
-                remote_addr: B_BUF,
-                rkey: mb.lkey,
-            },
-            vec![Sge {
-                addr: A_BUF,
-                len: 8192,
-                lkey: ma.lkey,
-            }],
-        );
+        b.connect(QA, QB, QpConfig::default(), QpConfig::default(), 0).unwrap();
+        assert!(b.a.eng.ctl_write(regs::HM_CTL_CC + 4 * 15, 328 << 16 | mask << 8 | 1).unwrap());
+        let wr = SendWr::new(1, SendOp::Write { remote_addr: B_BUF, rkey: mb.lkey }, vec![Sge { addr: A_BUF, len: 8192, lkey: ma.lkey }]);
         b.post_send(QA, &wr, true).unwrap();
         b.run(1, 200_000).unwrap();
-        let ecn: Vec<u8> = b
-            .wire
-            .iter()
-            .filter(|(_, e, _)| *e)
-            .filter_map(|(_, _, f)| decode(f))
-            .map(|(r, _)| r.ecn)
-            .collect();
+        let ecn: Vec<u8> = b.wire.iter().filter(|(_, e, _)| *e).filter_map(|(_, _, f)| decode(f)).map(|(r, _)| r.ecn).collect();
         assert!(!ecn.is_empty());
-        assert!(
-            ecn.iter().all(|&e| e == want),
-            "mask {mask:#x} (data priority 3): ECN {ecn:?}, want {want}"
-        );
+        assert!(ecn.iter().all(|&e| e == want), "mask {mask:#x} (data priority 3): ECN {ecn:?}, want {want}");
     }
 }
 
@@ -797,50 +519,29 @@ fn no_rate_limiter_leaks_under_random_cnps_and_resets() {
                     1..=4 => 100 + (rnd() % 8) as u32, // a few hot QPs
                     _ => (rnd() % 4096) as u32,
                 };
-                let rec = HdrRecord {
-                    becn: true,
-                    dscp: 48,
-                    ecn: 2,
-                    dest_qp: q,
-                    ..cnp_template()
-                };
+                let rec = HdrRecord { becn: true, dscp: 48, ecn: 2, dest_qp: q, ..cnp_template() };
                 b.a.eng.rx_q.push_back(build_frame(&rec, &[]).unwrap());
                 sent += 1;
             }
             // resets of hot QPs while the CNPs are arriving
             for k in 0..3 {
                 let q = 100 + ((rnd() + k) % 8) as u16;
-                let cmd =
-                    desc::encode_ctl_cmd(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, 0, q).unwrap();
-                assert_eq!(
-                    b.a.eng.ctl_cmd(cmd, &[0u32; desc::CTX_WORDS]).unwrap(),
-                    desc::HM_CTL_ST_OK
-                );
+                let cmd = desc::encode_ctl_cmd(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, 0, q).unwrap();
+                assert_eq!(b.a.eng.ctl_cmd(cmd, &[0u32; desc::CTX_WORDS]).unwrap(), desc::HM_CTL_ST_OK);
             }
         }
         b.run(0, 2_000_000).unwrap();
         let cnt = |b: &mut RcBench, i| b.a.eng.counter(i).unwrap();
-        let (act, rel, bad) = (
-            cnt(&mut b, CNT_RP_ACT),
-            cnt(&mut b, CNT_RP_REL),
-            cnt(&mut b, CNT_RP_BAD),
-        );
+        let (act, rel, bad) = (cnt(&mut b, CNT_RP_ACT), cnt(&mut b, CNT_RP_REL), cnt(&mut b, CNT_RP_BAD));
         eprintln!("seed {seed}: {sent} CNPs ({beyond} beyond the table): {act} activations, {rel} releases, {bad} refused");
         assert_eq!(cnt(&mut b, CNT_CNP_RX), sent);
         assert_eq!(bad, beyond, "only CNPs beyond the QP table are refused");
         assert_eq!(act, rel, "every limiter was released");
-        assert!(
-            act > 64,
-            "more QPs were limited over the run than there are limiters"
-        );
+        assert!(act > 64, "more QPs were limited over the run than there are limiters");
         // now hold 64 fresh QPs: every limiter must be free
         hold_at_10(&mut b);
         cnps_for(&mut b, 3000..3064);
-        assert_eq!(
-            (cnt(&mut b, CNT_RP_ACT), cnt(&mut b, CNT_RP_BAD)),
-            (act + 64, bad),
-            "64 limiters free"
-        );
+        assert_eq!((cnt(&mut b, CNT_RP_ACT), cnt(&mut b, CNT_RP_BAD)), (act + 64, bad), "64 limiters free");
         cnps_for(&mut b, [3064].into_iter());
         assert_eq!(cnt(&mut b, CNT_RP_BAD), bad + 1, "and no more");
     }

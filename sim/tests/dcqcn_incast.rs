@@ -32,32 +32,13 @@ fn rtl_incast_4_to_1_is_fair_bounded_and_lossless() {
     assert!(missed.is_empty(), "{}", missed.join("; "));
     assert!(s.cnps_sent > 100, "the RTL NP sent {} CNPs", s.cnps_sent);
     let last = rtl.samples.last().unwrap();
-    assert!(
-        last.limited.iter().all(|&l| l),
-        "every RTL pacer limits its flow: {:?}",
-        last.limited
-    );
+    assert!(last.limited.iter().all(|&l| l), "every RTL pacer limits its flow: {:?}", last.limited);
     // the reference model on the same run
     let model = incast::run(cfg(4, "nvidia", 100_000), &ModelBackend::default()).unwrap();
     show("model", &model);
     let m = &model.summary;
     let rel = |a: f64, b: f64| (a - b).abs() / b.max(1.0);
-    assert!(
-        rel(s.cnps_sent as f64, m.cnps_sent as f64) < 0.15,
-        "CNPs: RTL {} model {}",
-        s.cnps_sent,
-        m.cnps_sent
-    );
-    assert!(
-        rel(s.steady_queue_mean, m.steady_queue_mean) < 0.25,
-        "mean queue: RTL {} model {}",
-        s.steady_queue_mean,
-        m.steady_queue_mean
-    );
-    assert!(
-        (s.util - m.util).abs() < 0.03,
-        "utilisation: RTL {} model {}",
-        s.util,
-        m.util
-    );
+    assert!(rel(s.cnps_sent as f64, m.cnps_sent as f64) < 0.15, "CNPs: RTL {} model {}", s.cnps_sent, m.cnps_sent);
+    assert!(rel(s.steady_queue_mean, m.steady_queue_mean) < 0.25, "mean queue: RTL {} model {}", s.steady_queue_mean, m.steady_queue_mean);
+    assert!((s.util - m.util).abs() < 0.03, "utilisation: RTL {} model {}", s.util, m.util);
 }

@@ -11,14 +11,7 @@ use proptest::prelude::*;
 fn model(interval: u16) -> Np {
     let mut p = HwParams::from_cc(&NVIDIA_DEFAULTS, 250, 100_000, 1);
     p.cnp_interval = u32::from(interval);
-    Np::with_now(
-        &p,
-        NpCfg {
-            nqp: NP_QPS,
-            time_bits: NP_TIME_BITS,
-        },
-        NP_NOW_INIT,
-    )
+    Np::with_now(&p, NpCfg { nqp: NP_QPS, time_bits: NP_TIME_BITS }, NP_NOW_INIT)
 }
 
 /// Runs both on `events` ((CE QPN or none, cnp_full) per clock); returns, per QP, the clocks
@@ -28,47 +21,22 @@ fn run(interval: u16, events: &[(Option<u8>, bool)]) -> Result<Vec<Vec<usize>>, 
     let mut r = NpSim::new(interval);
     let mut cnps = vec![Vec::new(); 256];
     let mut prev = None;
-    for (t, &(ce, full)) in events
-        .iter()
-        .chain(std::iter::once(&(None, false)))
-        .enumerate()
-    {
+    for (t, &(ce, full)) in events.iter().chain(std::iter::once(&(None, false))).enumerate() {
         let now_before = m.now();
         let o = r.tick(ce, full);
         if let Some(want) = prev {
-            let (mo, c): (
-                hematite_model::dcqcn::NpOut,
-                hematite_model::dcqcn::NpCounters,
-            ) = want;
-            prop_assert_eq!(
-                o.cnp_valid != 0,
-                mo.cnp.is_some(),
-                "clock {}: CNP valid",
-                t - 1
-            );
+            let (mo, c): (hematite_model::dcqcn::NpOut, hematite_model::dcqcn::NpCounters) = want;
+            prop_assert_eq!(o.cnp_valid != 0, mo.cnp.is_some(), "clock {}: CNP valid", t - 1);
             if let Some(q) = mo.cnp {
                 prop_assert_eq!(u32::from(o.cnp_qpn), q, "clock {}: CNP QPN", t - 1);
                 cnps[q as usize].push(t - 1);
             }
-            prop_assert_eq!(
-                o.suppressed != 0,
-                mo.suppressed,
-                "clock {}: suppressed",
-                t - 1
-            );
+            prop_assert_eq!(o.suppressed != 0, mo.suppressed, "clock {}: suppressed", t - 1);
             prop_assert_eq!(o.blocked != 0, mo.blocked, "clock {}: blocked", t - 1);
-            prop_assert_eq!(
-                o.stat(),
-                [c.cnps, c.suppressed, c.blocked, c.bad_qpn],
-                "clock {}: counters",
-                t - 1
-            );
+            prop_assert_eq!(o.stat(), [c.cnps, c.suppressed, c.blocked, c.bad_qpn], "clock {}: counters", t - 1);
         }
         prop_assert_eq!(u32::from(o.now), now_before, "clock {}: time counter", t);
-        let mo = m.step(&NpIn {
-            ce: ce.map(u32::from),
-            cnp_full: full,
-        });
+        let mo = m.step(&NpIn { ce: ce.map(u32::from), cnp_full: full });
         prev = Some((mo, m.counters()));
     }
     Ok(cnps)
@@ -84,11 +52,8 @@ fn schedule() -> impl Strategy<Value = Vec<(Option<u8>, bool)>> {
     ];
     let clock = (ev, prop::bool::weighted(0.1));
     let idle = (1usize..3000).prop_map(|n| vec![(None, false); n]);
-    prop::collection::vec(
-        prop_oneof![3 => prop::collection::vec(clock, 1..200), 1 => idle],
-        1..12,
-    )
-    .prop_map(|v| v.concat())
+    prop::collection::vec(prop_oneof![3 => prop::collection::vec(clock, 1..200), 1 => idle], 1..12)
+        .prop_map(|v| v.concat())
 }
 
 proptest! {
@@ -116,10 +81,6 @@ fn np_flood_one_cnp_per_interval() {
     assert!(cnps[3..].iter().all(|t| t.is_empty()));
     let ev: Vec<(Option<u8>, bool)> = (0..n).map(|_| (Some(7), false)).collect();
     let cnps = run(100, &ev).expect("RTL matches the model");
-    assert_eq!(
-        cnps[7],
-        (0..n).step_by(100).collect::<Vec<_>>(),
-        "one QP, CE every clock"
-    );
+    assert_eq!(cnps[7], (0..n).step_by(100).collect::<Vec<_>>(), "one QP, CE every clock");
     eprintln!("flood of {n} clocks: 3 QPs, {} CNPs each, 102 clocks apart; one QP: {} CNPs, 100 clocks apart", (n - 1) / 102 + 1, cnps[7].len());
 }

@@ -39,17 +39,8 @@ fn run(quick: bool, clocks: &[Clk]) -> Result<(u32, u32, u32, u32), TestCaseErro
         (p.inc_period, p.alpha_period, p.dec_period) = (32, 32, 32);
         (p.ai_rate, p.hai_rate) = (p.max_rate, p.max_rate);
     }
-    let mut rp = Rp::new(
-        p,
-        RpCfg {
-            nqp: SLOTS_N,
-            ..RpCfg::default()
-        },
-    );
-    let mut m = Slots::new(SlotsCfg {
-        nslots: SLOTS_N,
-        key_bits: SLOTS_KEY_BITS,
-    });
+    let mut rp = Rp::new(p, RpCfg { nqp: SLOTS_N, ..RpCfg::default() });
+    let mut m = Slots::new(SlotsCfg { nslots: SLOTS_N, key_bits: SLOTS_KEY_BITS });
     let mut r = SlotsSim::new();
     let mut fb = SlotsFeedback::default();
     let mut prev = None;
@@ -76,46 +67,21 @@ fn run(quick: bool, clocks: &[Clk]) -> Result<(u32, u32, u32, u32), TestCaseErro
             cnp_dropped: fb.cnp_dropped as u8,
         });
         let mo = m.step(&inp, &fb);
-        prop_assert_eq!(
-            o.m_cnp_valid != 0,
-            mo.cnp.is_some(),
-            "clock {}: CNP forwarded",
-            t
-        );
+        prop_assert_eq!(o.m_cnp_valid != 0, mo.cnp.is_some(), "clock {}: CNP forwarded", t);
         if let Some(s) = mo.cnp {
             prop_assert_eq!(u32::from(o.m_cnp_slot), s, "clock {}: CNP slot", t);
         }
-        prop_assert_eq!(
-            o.m_tx_valid != 0,
-            mo.tx.is_some(),
-            "clock {}: bytes forwarded",
-            t
-        );
+        prop_assert_eq!(o.m_tx_valid != 0, mo.tx.is_some(), "clock {}: bytes forwarded", t);
         if let Some((s, b)) = mo.tx {
-            prop_assert_eq!(
-                (u32::from(o.m_tx_slot), u32::from(o.m_tx_bytes)),
-                (s, b),
-                "clock {}: bytes slot",
-                t
-            );
+            prop_assert_eq!((u32::from(o.m_tx_slot), u32::from(o.m_tx_bytes)), (s, b), "clock {}: bytes slot", t);
         }
-        prop_assert_eq!(
-            o.query_hit != 0,
-            mo.query.is_some(),
-            "clock {}: query hit",
-            t
-        );
+        prop_assert_eq!(o.query_hit != 0, mo.query.is_some(), "clock {}: query hit", t);
         if let Some(s) = mo.query {
             prop_assert_eq!(u32::from(o.query_slot), s, "clock {}: query slot", t);
         }
         if let Some((cn, un, used)) = prev {
             let cn: hematite_model::dcqcn_slots::SlotsCounters = cn;
-            prop_assert_eq!(
-                o.stat(),
-                [cn.no_slot, cn.bad_qpn, cn.allocs],
-                "clock {}: counters",
-                t - 1
-            );
+            prop_assert_eq!(o.stat(), [cn.no_slot, cn.bad_qpn, cn.allocs], "clock {}: counters", t - 1);
             prop_assert_eq!(o.unmapped != 0, un, "clock {}: unmapped", t - 1);
             prop_assert_eq!(u32::from(o.used), used, "clock {}: slots in use", t - 1);
         }
@@ -123,14 +89,8 @@ fn run(quick: bool, clocks: &[Clk]) -> Result<(u32, u32, u32, u32), TestCaseErro
         prop_assert!(!m.pend_wrapped(), "clock {}: a pend counter wrapped", t);
         // the reaction point on the forwarded CNP (unless refused) and bytes
         let refuse = c.refuse && mo.cnp.is_some();
-        let ro = rp.step(&RpIn {
-            cnp: if refuse { None } else { mo.cnp },
-            tx: mo.tx,
-        });
-        fb = SlotsFeedback {
-            op: ro.op,
-            cnp_dropped: refuse || ro.cnp_dropped,
-        };
+        let ro = rp.step(&RpIn { cnp: if refuse { None } else { mo.cnp }, tx: mo.tx });
+        fb = SlotsFeedback { op: ro.op, cnp_dropped: refuse || ro.cnp_dropped };
     }
     let c = m.counters();
     Ok((c.allocs, c.no_slot, c.bad_qpn, m.used()))
@@ -145,13 +105,7 @@ fn schedule() -> impl Strategy<Value = Vec<Clk>> {
         prop::option::weighted(0.03, 0u8..8),
         prop::bool::weighted(0.1),
     )
-        .prop_map(|(cnp, tx, query, detach, refuse)| Clk {
-            cnp,
-            tx,
-            query,
-            detach,
-            refuse,
-        });
+        .prop_map(|(cnp, tx, query, detach, refuse)| Clk { cnp, tx, query, detach, refuse });
     let burst = prop::collection::vec(clk, 1..300);
     let idle = (1usize..400).prop_map(|n| vec![Clk::default(); n]);
     prop::collection::vec(prop_oneof![3 => burst, 1 => idle], 1..10).prop_map(|v| v.concat())
@@ -190,40 +144,22 @@ fn long_churn() {
     let mut clocks = Vec::new();
     for t in 0..20_000u64 {
         let busy = (t / 2000) % 2 == 0; // bursts of CNPs, then quiet stretches
-        let cnp = (busy && rnd(3) == 0).then(|| {
-            if rnd(10) == 0 {
-                32 + rnd(200) as u8
-            } else {
-                rnd(12) as u8
-            }
-        });
+        let cnp = (busy && rnd(3) == 0).then(|| if rnd(10) == 0 { 32 + rnd(200) as u8 } else { rnd(12) as u8 });
         let tx = (rnd(3) == 0).then(|| (rnd(12) as u8, 64 + rnd(4000) as u16));
         let detach = (rnd(50) == 0).then(|| rnd(12) as u8);
-        clocks.push(Clk {
-            cnp,
-            tx,
-            query: rnd(14) as u8,
-            detach,
-            refuse: rnd(8) == 0,
-        });
+        clocks.push(Clk { cnp, tx, query: rnd(14) as u8, detach, refuse: rnd(8) == 0 });
     }
     clocks.extend(std::iter::repeat(Clk::default()).take(5000));
     let (allocs, no_slot, bad, used) = run(true, &clocks).expect("RTL matches the model");
     eprintln!("20,000 clocks: {allocs} allocations, {no_slot} CNPs without a free slot, {bad} out of range, {used} slots in use at the end");
-    assert!(
-        allocs > 50 && no_slot > 50 && bad > 50,
-        "the run did not churn"
-    );
+    assert!(allocs > 50 && no_slot > 50 && bad > 50, "the run did not churn");
     assert_eq!(used, 0);
 }
 
 #[test]
 fn pool_exhaustion_and_detach() {
     let mut clocks = Vec::new();
-    let cnp = |q: u8| Clk {
-        cnp: Some(q),
-        ..Default::default()
-    };
+    let cnp = |q: u8| Clk { cnp: Some(q), ..Default::default() };
     for q in [3u8, 9, 17, 30] {
         clocks.push(cnp(q));
         clocks.extend([Clk::default(); 3]);
@@ -231,10 +167,7 @@ fn pool_exhaustion_and_detach() {
     clocks.push(cnp(5)); // no slot
     clocks.push(cnp(17)); // its slot
     clocks.push(cnp(40)); // out of range
-    clocks.push(Clk {
-        detach: Some(9),
-        ..Default::default()
-    });
+    clocks.push(Clk { detach: Some(9), ..Default::default() });
     clocks.push(cnp(9)); // detached: no slot
     clocks.extend([Clk::default(); 4]);
     let (allocs, no_slot, bad, used) = run(false, &clocks).expect("RTL matches the model");

@@ -31,13 +31,7 @@ fn send(fd: &OwnedFd, seq: u32, cmd: u16, a: u64, b: u64) -> bool {
 
 /// Some(false) when the socket is full, None when the device closed the connection.
 fn try_send(fd: &OwnedFd, seq: u32, cmd: u16, a: u64, b: u64) -> Option<bool> {
-    let r = Req {
-        seq,
-        cmd,
-        a,
-        b,
-        ..Default::default()
-    };
+    let r = Req { seq, cmd, a, b, ..Default::default() };
     p::send_fds(fd.as_raw_fd(), &r.encode(), &[]).ok()
 }
 
@@ -70,9 +64,7 @@ fn open_ok(sock: &Path, secs: u64) -> SimDevice {
                 d.read32(0).expect("register read");
                 return d;
             }
-            Err(hostdrv::Error::Busy(_)) if t.elapsed() < Duration::from_secs(secs) => {
-                std::thread::sleep(Duration::from_millis(20))
-            }
+            Err(hostdrv::Error::Busy(_)) if t.elapsed() < Duration::from_secs(secs) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => panic!("open: {e}"),
         }
     }
@@ -82,9 +74,7 @@ fn open_ok(sock: &Path, secs: u64) -> SimDevice {
 /// named by HM_SEC_CHILD and prints the outcome.
 #[test]
 fn child_open() {
-    let Some(sock) = std::env::var_os("HM_SEC_CHILD") else {
-        return;
-    };
+    let Some(sock) = std::env::var_os("HM_SEC_CHILD") else { return };
     match SimDevice::open(Path::new(&sock)) {
         Ok(_) => println!("CHILD: opened"),
         Err(e) => println!("CHILD: {e}"),
@@ -97,27 +87,12 @@ fn open_as(uid: u32, sock: &Path) -> String {
         .arg(format!("--regid={uid}"))
         .arg("--clear-groups")
         .arg(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_open",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
+        .args(["--exact", "child_open", "--nocapture", "--test-threads", "1"])
         .env("HM_SEC_CHILD", sock)
         .output()
         .expect("setpriv (util-linux)");
     let s = String::from_utf8_lossy(&out.stdout).to_string();
-    s.lines()
-        .find(|l| l.starts_with("CHILD: "))
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            format!(
-                "no CHILD line: {:?} {s} // {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
+    s.lines().find(|l| l.starts_with("CHILD: ")).map(str::to_string).unwrap_or_else(|| format!("no CHILD line: {:?} {s} // {}", out.status, String::from_utf8_lossy(&out.stderr)))
 }
 
 #[test]
@@ -126,24 +101,16 @@ fn socket_is_owner_only_and_other_uids_are_refused() {
     let mode = std::fs::metadata(&d.sock).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "socket file mode");
     if p::euid() != 0 {
-        eprintln!(
-            "not root: the other-uid half of this test needs root to start a client as another uid"
-        );
+        eprintln!("not root: the other-uid half of this test needs root to start a client as another uid");
         return;
     }
     // the file mode keeps other users out
     let r = open_as(65534, &d.sock);
-    assert!(
-        r.contains("Permission denied"),
-        "uid 65534 through the 0600 socket: {r}"
-    );
+    assert!(r.contains("Permission denied"), "uid 65534 through the 0600 socket: {r}");
     // and SO_PEERCRED does, should the file be opened up
     std::fs::set_permissions(&d.sock, std::fs::Permissions::from_mode(0o666)).unwrap();
     let r = open_as(65534, &d.sock);
-    assert!(
-        r.contains("closed the connection"),
-        "uid 65534 through a 0666 socket: {r}"
-    );
+    assert!(r.contains("closed the connection"), "uid 65534 through a 0666 socket: {r}");
     // the owner still gets in
     let dev = open_ok(&d.sock, 10);
     dev.stats().unwrap();
@@ -175,18 +142,9 @@ if pid == 0:
 print('ready', pid, flush=True)
 os._exit(0)
 "#;
-    let mut py = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(&d.sock)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3");
+    let mut py = Command::new("python3").arg("-c").arg(script).arg(&d.sock).stdout(Stdio::piped()).spawn().expect("python3");
     let out = std::io::read_to_string(py.stdout.take().unwrap()).unwrap();
-    assert!(
-        py.wait().unwrap().success() && out.contains("ready"),
-        "python client: {out}"
-    );
+    assert!(py.wait().unwrap().success() && out.contains("ready"), "python client: {out}");
     // its socket is still open in the grandchild, yet the device takes a new client
     let dev = open_ok(&d.sock, 5);
     dev.stats().unwrap();
@@ -206,10 +164,7 @@ fn reads_queued_before_a_reset_are_answered() {
     let mut seen = Vec::new();
     for _ in 0..7 {
         let r = reply(&c, 20).expect("every request answered");
-        assert!(
-            r.status == 0 || (r.cmd == p::CMD_READ32 && r.status == -libc::ECANCELED),
-            "{r:?}"
-        );
+        assert!(r.status == 0 || (r.cmd == p::CMD_READ32 && r.status == -libc::ECANCELED), "{r:?}");
         seen.push(r.seq);
     }
     seen.sort();
@@ -222,26 +177,12 @@ fn descriptors_other_than_eventfds_are_refused() {
     let c = conn(&d.sock);
     assert_eq!(hello(&c).status, 0);
     let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
-    let q = Req {
-        seq: 2,
-        cmd: p::CMD_SET_IRQ,
-        a: 1,
-        b: 1,
-        ..Default::default()
-    };
+    let q = Req { seq: 2, cmd: p::CMD_SET_IRQ, a: 1, b: 1, ..Default::default() };
     assert!(p::send_fds(c.as_raw_fd(), &q.encode(), &[a.as_raw_fd()]).unwrap());
-    assert_eq!(
-        reply(&c, 10).unwrap().status,
-        -libc::EINVAL,
-        "a socket as the interrupt descriptor"
-    );
+    assert_eq!(reply(&c, 10).unwrap().status, -libc::EINVAL, "a socket as the interrupt descriptor");
     let devnull = std::fs::File::open("/dev/null").unwrap();
     assert!(p::send_fds(c.as_raw_fd(), &q.encode(), &[devnull.as_raw_fd()]).unwrap());
-    assert_eq!(
-        reply(&c, 10).unwrap().status,
-        -libc::EINVAL,
-        "/dev/null as the interrupt descriptor"
-    );
+    assert_eq!(reply(&c, 10).unwrap().status, -libc::EINVAL, "/dev/null as the interrupt descriptor");
     let e = p::eventfd().unwrap();
     assert!(p::send_fds(c.as_raw_fd(), &q.encode(), &[e.as_raw_fd()]).unwrap());
     assert_eq!(reply(&c, 10).unwrap().status, 0, "an eventfd");
@@ -267,10 +208,7 @@ fn a_client_that_does_not_read_cannot_stall_the_device() {
     let other = conn(&d.sock);
     assert!(send(&other, 1, p::CMD_HELLO, p::PROTO_VERSION, 0));
     let r = reply(&other, 10);
-    assert!(
-        r.is_none_or(|r| r.status == -libc::EBUSY || r.status == 0),
-        "{r:?}"
-    );
+    assert!(r.is_none_or(|r| r.status == -libc::EBUSY || r.status == 0), "{r:?}");
     drop(other);
     drop(c);
     open_ok(&d.sock, 10);
@@ -292,10 +230,7 @@ fn the_next_client_is_not_refused_after_a_close() {
         drop(c);
         let n = conn(&d.sock);
         let r = hello(&n);
-        assert_eq!(
-            r.status, 0,
-            "round {round}: HELLO right after the previous client closed: {r:?}"
-        );
+        assert_eq!(r.status, 0, "round {round}: HELLO right after the previous client closed: {r:?}");
     }
 }
 
@@ -307,14 +242,7 @@ fn a_control_core_trap_does_not_end_the_device() {
     let c = conn(&d.sock);
     assert_eq!(hello(&c).status, 0);
     let post = |seq: u32, off: u64, v: u64| {
-        let r = Req {
-            seq,
-            cmd: p::CMD_WRITE32,
-            flags: p::F_POSTED,
-            a: 0x1_0000 + off,
-            b: v,
-            ..Default::default()
-        };
+        let r = Req { seq, cmd: p::CMD_WRITE32, flags: p::F_POSTED, a: 0x1_0000 + off, b: v, ..Default::default() };
         assert!(p::send_fds(c.as_raw_fd(), &r.encode(), &[]).unwrap());
     };
     post(2, 0x208, 0); // hold the core
@@ -339,9 +267,6 @@ fn a_control_core_trap_does_not_end_the_device() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(trapped, "the session did not end after the trap");
-    assert!(
-        d.child.try_wait().unwrap().is_none(),
-        "the device process ended"
-    );
+    assert!(d.child.try_wait().unwrap().is_none(), "the device process ended");
     open_ok(&d.sock, 10).stats().unwrap();
 }

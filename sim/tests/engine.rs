@@ -3,11 +3,11 @@
 //! and every frame the engine transmits compared byte for byte with the frame the model's
 //! requester produces for the same work requests (built by `build_frame`). Completions are
 //! checked against a model peer in rc_peer.rs.
-use hematite_abi::regs;
-use hematite_model::build_frame;
 use hematite_model::desc::{self, QpCtxFields};
+use hematite_abi::regs;
 use hematite_model::transport::mem::{Mr, MrAccess};
 use hematite_model::transport::{Node, QpConfig, SendOp, SendWr, Sge};
+use hematite_model::build_frame;
 use hematite_sim::dma::MemCfg;
 use hematite_sim::eng::Engine;
 use hematite_sim::Rng;
@@ -33,23 +33,11 @@ fn ctl_cmd_word(op: u8, table: u8, flags: u8, index: u16) -> u32 {
 
 impl Tb {
     fn new(seed: u64, latency: u64) -> Tb {
-        let mut eng = Engine::new(MemCfg {
-            latency,
-            seed,
-            ..Default::default()
-        });
+        let mut eng = Engine::new(MemCfg { latency, seed, ..Default::default() });
         let mut node = Node::new();
         let mr = node.reg_mr(1, BUF, BUF_LEN, MrAccess::ALL).unwrap();
         let st = eng
-            .ctl_cmd(
-                ctl_cmd_word(
-                    desc::HM_CTL_OP_WRITE,
-                    desc::HM_CTL_TBL_MR,
-                    0,
-                    (mr.lkey >> 8) as u16,
-                ),
-                &desc::encode_mr_ctx(&mr, true).unwrap(),
-            )
+            .ctl_cmd(ctl_cmd_word(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_MR, 0, (mr.lkey >> 8) as u16), &desc::encode_mr_ctx(&mr, true).unwrap())
             .unwrap();
         assert_eq!(st, desc::HM_CTL_ST_OK);
         // the same random bytes in both memories
@@ -57,14 +45,7 @@ impl Tb {
         let data: Vec<u8> = (0..BUF_LEN).map(|_| rng.next() as u8).collect();
         eng.mem.mem.write(BUF, &data);
         node.mem.write(BUF, &data);
-        Tb {
-            eng,
-            node,
-            mr,
-            stride: 64,
-            pi: Default::default(),
-            cfgs: Default::default(),
-        }
+        Tb { eng, node, mr, stride: 64, pi: Default::default(), cfgs: Default::default() }
     }
 
     fn sq_base(qpn: u32) -> u64 {
@@ -72,13 +53,7 @@ impl Tb {
     }
 
     fn add_qp(&mut self, qpn: u32, pmtu: u32, sq_psn: u32, stride_log: u8) {
-        let cfg = QpConfig {
-            pmtu,
-            dest_qpn: 0x300 + qpn,
-            sq_psn,
-            max_rd_atomic: 15,
-            ..Default::default()
-        };
+        let cfg = QpConfig { pmtu, dest_qpn: 0x300 + qpn, sq_psn, max_rd_atomic: 15, ..Default::default() };
         self.node.create_qp(qpn, cfg).unwrap();
         self.stride = 64 << stride_log;
         let f = QpCtxFields {
@@ -96,12 +71,7 @@ impl Tb {
         let st = self
             .eng
             .ctl_cmd(
-                ctl_cmd_word(
-                    desc::HM_CTL_OP_WRITE,
-                    desc::HM_CTL_TBL_QP,
-                    desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ,
-                    qpn as u16,
-                ),
+                ctl_cmd_word(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ, qpn as u16),
                 &desc::encode_qp_ctx(&f).unwrap(),
             )
             .unwrap();
@@ -124,29 +94,19 @@ impl Tb {
         let bytes = desc::encode_send_wqe(wr, self.stride, inline.as_deref()).unwrap();
         let pi = self.pi[&qpn];
         let slot = pi as u64 & ((1 << SQ_LOG) - 1);
-        self.eng
-            .mem
-            .mem
-            .write(Self::sq_base(qpn) + slot * self.stride as u64, &bytes);
+        self.eng.mem.mem.write(Self::sq_base(qpn) + slot * self.stride as u64, &bytes);
         self.node.post_send(qpn, wr.clone()).unwrap();
         self.pi.insert(qpn, pi.wrapping_add(1));
     }
 
     fn doorbell(&mut self, qpn: u32) {
         let pi = self.pi[&qpn] as u32;
-        assert!(self
-            .eng
-            .bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, pi << 16 | qpn)
-            .unwrap());
+        assert!(self.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, pi << 16 | qpn).unwrap());
     }
 
     /// Model frames per destination QP, in order.
     fn model_frames(&mut self) -> Vec<Vec<u8>> {
-        self.node
-            .poll_tx(0)
-            .iter()
-            .map(|(r, p)| build_frame(r, p).unwrap())
-            .collect()
+        self.node.poll_tx(0).iter().map(|(r, p)| build_frame(r, p).unwrap()).collect()
     }
 
     fn run_frames(&mut self, n: usize) {
@@ -155,11 +115,7 @@ impl Tb {
         // nothing more may come
         let _ = self.eng.run_until(3_000, |_| false);
         assert_eq!(self.eng.tx.len(), n, "extra frames");
-        assert!(
-            self.eng.violations().is_empty(),
-            "AXI violations: {:?}",
-            self.eng.violations()
-        );
+        assert!(self.eng.violations().is_empty(), "AXI violations: {:?}", self.eng.violations());
     }
 
     /// Rings QP `qpn`'s doorbell and checks that the engine sends what the model sends for the
@@ -196,68 +152,14 @@ fn all_ops(lkey: u32) -> Vec<SendWr> {
     vec![
         SendWr::new(1, SendOp::Send, vec![]),
         SendWr::new(2, SendOp::Send, vec![Sge::new(BUF + 3, 100, lkey)]),
-        SendWr::new(
-            3,
-            SendOp::SendImm(0xCAFE_BABE),
-            vec![Sge::new(BUF + 0x1000, 3000, lkey)],
-        ),
-        SendWr::new(
-            4,
-            SendOp::SendInv(0x4242_0042),
-            vec![Sge::new(BUF + 0x2001, 1024, lkey)],
-        ),
-        SendWr::new(
-            5,
-            SendOp::Write {
-                remote_addr: 0xAB_0000_1000,
-                rkey: rk,
-            },
-            vec![Sge::new(BUF + 0x3005, 4500, lkey)],
-        ),
-        SendWr::new(
-            6,
-            SendOp::WriteImm {
-                remote_addr: 0x77_0000,
-                rkey: rk,
-                imm: 7,
-            },
-            vec![Sge::new(BUF + 0x100, 1, lkey)],
-        ),
-        SendWr::new(
-            7,
-            SendOp::Read {
-                remote_addr: 0x5000,
-                rkey: rk,
-            },
-            vec![Sge::new(BUF + 0x8000, 10_000, lkey)],
-        ),
-        SendWr::new(
-            8,
-            SendOp::CmpSwap {
-                remote_addr: 0x6008,
-                rkey: rk,
-                compare: 1,
-                swap: 2,
-            },
-            vec![Sge::new(BUF + 0x9000, 8, lkey)],
-        ),
-        SendWr::new(
-            9,
-            SendOp::FetchAdd {
-                remote_addr: 0x6010,
-                rkey: rk,
-                add: 0x55,
-            },
-            vec![Sge::new(BUF + 0x9008, 8, lkey)],
-        ),
-        SendWr::new(
-            10,
-            SendOp::Write {
-                remote_addr: 0x10,
-                rkey: rk,
-            },
-            vec![],
-        ),
+        SendWr::new(3, SendOp::SendImm(0xCAFE_BABE), vec![Sge::new(BUF + 0x1000, 3000, lkey)]),
+        SendWr::new(4, SendOp::SendInv(0x4242_0042), vec![Sge::new(BUF + 0x2001, 1024, lkey)]),
+        SendWr::new(5, SendOp::Write { remote_addr: 0xAB_0000_1000, rkey: rk }, vec![Sge::new(BUF + 0x3005, 4500, lkey)]),
+        SendWr::new(6, SendOp::WriteImm { remote_addr: 0x77_0000, rkey: rk, imm: 7 }, vec![Sge::new(BUF + 0x100, 1, lkey)]),
+        SendWr::new(7, SendOp::Read { remote_addr: 0x5000, rkey: rk }, vec![Sge::new(BUF + 0x8000, 10_000, lkey)]),
+        SendWr::new(8, SendOp::CmpSwap { remote_addr: 0x6008, rkey: rk, compare: 1, swap: 2 }, vec![Sge::new(BUF + 0x9000, 8, lkey)]),
+        SendWr::new(9, SendOp::FetchAdd { remote_addr: 0x6010, rkey: rk, add: 0x55 }, vec![Sge::new(BUF + 0x9008, 8, lkey)]),
+        SendWr::new(10, SendOp::Write { remote_addr: 0x10, rkey: rk }, vec![]),
     ]
 }
 
@@ -285,49 +187,11 @@ fn scatter_gather_inline_and_every_pmtu() {
         tb.add_qp(1, pmtu, 100, 1); // 128-byte WQEs: up to 6 SGEs
         let lkey = tb.mr.lkey;
         // SGL with odd lengths and a zero-length element, spanning packet boundaries
-        let sgl = vec![
-            Sge::new(BUF + 1, 77, lkey),
-            Sge::new(BUF + 0x500, 0, lkey),
-            Sge::new(BUF + 0x903, 1000, lkey),
-            Sge::new(BUF + 0x2002, 3333, lkey),
-            Sge::new(BUF + 0x7000, 64, lkey),
-            Sge::new(BUF + 0x8001, 5, lkey),
-        ];
+        let sgl = vec![Sge::new(BUF + 1, 77, lkey), Sge::new(BUF + 0x500, 0, lkey), Sge::new(BUF + 0x903, 1000, lkey), Sge::new(BUF + 0x2002, 3333, lkey), Sge::new(BUF + 0x7000, 64, lkey), Sge::new(BUF + 0x8001, 5, lkey)];
         tb.post(1, &SendWr::new(1, SendOp::Send, sgl.clone()));
-        tb.post(
-            1,
-            &SendWr::new(
-                2,
-                SendOp::Write {
-                    remote_addr: 0x1000,
-                    rkey: 9,
-                },
-                sgl,
-            ),
-        );
-        tb.post(
-            1,
-            &inline(SendWr::new(
-                3,
-                SendOp::Send,
-                vec![
-                    Sge::new(BUF + 0x11, 40, lkey),
-                    Sge::new(BUF + 0x300, 56, lkey),
-                ],
-            )),
-        );
-        tb.post(
-            1,
-            &inline(SendWr::new(
-                4,
-                SendOp::WriteImm {
-                    remote_addr: 0x40,
-                    rkey: 9,
-                    imm: 1,
-                },
-                vec![Sge::new(BUF + 0x21, 96, lkey)],
-            )),
-        );
+        tb.post(1, &SendWr::new(2, SendOp::Write { remote_addr: 0x1000, rkey: 9 }, sgl));
+        tb.post(1, &inline(SendWr::new(3, SendOp::Send, vec![Sge::new(BUF + 0x11, 40, lkey), Sge::new(BUF + 0x300, 56, lkey)])));
+        tb.post(1, &inline(SendWr::new(4, SendOp::WriteImm { remote_addr: 0x40, rkey: 9, imm: 1 }, vec![Sge::new(BUF + 0x21, 96, lkey)])));
         tb.send_and_compare(1);
     }
 }
@@ -338,27 +202,11 @@ fn large_wqes_many_sges_and_tx_backpressure() {
     tb.add_qp(2, 1024, 0, 2); // 256-byte WQEs: 14 SGEs
     tb.eng.tx_stall_pct = 30;
     let lkey = tb.mr.lkey;
-    let sgl: Vec<Sge> = (0..14)
-        .map(|i| Sge::new(BUF + 0x1000 * i + i * 7, 100 + 37 * i as u32, lkey))
-        .collect();
+    let sgl: Vec<Sge> = (0..14).map(|i| Sge::new(BUF + 0x1000 * i + i * 7, 100 + 37 * i as u32, lkey)).collect();
     for r in 0..5 {
-        tb.post(
-            2,
-            &SendWr::new(
-                r,
-                SendOp::Send,
-                sgl[..(r as usize * 3 + 2).min(14)].to_vec(),
-            ),
-        );
+        tb.post(2, &SendWr::new(r, SendOp::Send, sgl[..(r as usize * 3 + 2).min(14)].to_vec()));
     }
-    tb.post(
-        2,
-        &inline(SendWr::new(
-            9,
-            SendOp::Send,
-            vec![Sge::new(BUF + 0x99, 224, lkey)],
-        )),
-    );
+    tb.post(2, &inline(SendWr::new(9, SendOp::Send, vec![Sge::new(BUF + 0x99, 224, lkey)])));
     tb.send_and_compare(2);
 }
 
@@ -370,26 +218,9 @@ fn qps_share_the_link_round_robin() {
     tb.add_qp(1, 1024, 0, 0);
     tb.add_qp(2, 1024, 500, 0);
     let lkey = tb.mr.lkey;
-    tb.post(
-        1,
-        &SendWr::new(
-            1,
-            SendOp::Write {
-                remote_addr: 0,
-                rkey: 1,
-            },
-            vec![Sge::new(BUF, 65536, lkey)],
-        ),
-    );
+    tb.post(1, &SendWr::new(1, SendOp::Write { remote_addr: 0, rkey: 1 }, vec![Sge::new(BUF, 65536, lkey)]));
     for r in 0..10 {
-        tb.post(
-            2,
-            &SendWr::new(
-                100 + r,
-                SendOp::Send,
-                vec![Sge::new(BUF + 64 * r, 64, lkey)],
-            ),
-        );
+        tb.post(2, &SendWr::new(100 + r, SendOp::Send, vec![Sge::new(BUF + 64 * r, 64, lkey)]));
     }
     tb.doorbell(1);
     tb.doorbell(2);
@@ -405,10 +236,7 @@ fn qps_share_the_link_round_robin() {
         assert!(a == b, "QP {qp:#x} frames differ from the model");
     }
     let first_small = rtl.iter().position(|f| dest(f) == 0x302).unwrap();
-    assert!(
-        first_small <= 16,
-        "QP 2 waited for {first_small} frames of QP 1"
-    );
+    assert!(first_small <= 16, "QP 2 waited for {first_small} frames of QP 1");
     model.clear();
 }
 
@@ -420,14 +248,8 @@ fn rate_limit_input_holds_a_qp() {
     let lkey = tb.mr.lkey;
     tb.eng.set_pause(3, true);
     for r in 0..4 {
-        tb.post(
-            3,
-            &SendWr::new(r, SendOp::Send, vec![Sge::new(BUF, 10, lkey)]),
-        );
-        tb.post(
-            4,
-            &SendWr::new(r, SendOp::Send, vec![Sge::new(BUF, 10, lkey)]),
-        );
+        tb.post(3, &SendWr::new(r, SendOp::Send, vec![Sge::new(BUF, 10, lkey)]));
+        tb.post(4, &SendWr::new(r, SendOp::Send, vec![Sge::new(BUF, 10, lkey)]));
     }
     tb.doorbell(3);
     tb.doorbell(4);
@@ -438,13 +260,7 @@ fn rate_limit_input_holds_a_qp() {
     tb.eng.set_pause(3, false);
     tb.run_frames(8);
     let dest = |f: &Vec<u8>| hematite_model::parse_frame(f).unwrap().bth.dest_qp;
-    let rtl3: Vec<_> = tb
-        .eng
-        .tx
-        .iter()
-        .map(|f| f.0.clone())
-        .filter(|f| dest(f) == 0x303)
-        .collect();
+    let rtl3: Vec<_> = tb.eng.tx.iter().map(|f| f.0.clone()).filter(|f| dest(f) == 0x303).collect();
     let m3: Vec<_> = model.iter().filter(|f| dest(f) == 0x303).cloned().collect();
     assert_eq!(rtl3, m3);
 }
@@ -453,166 +269,75 @@ fn rate_limit_input_holds_a_qp() {
 fn control_bus_and_doorbell_errors() {
     let mut tb = Tb::new(60, 20);
     // out-of-range QP index, unknown table, read op (not supported yet)
-    let st = tb
-        .eng
-        .ctl_cmd(
-            ctl_cmd_word(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, 0, 0xFFFF),
-            &[0; 4],
-        )
-        .unwrap();
+    let st = tb.eng.ctl_cmd(ctl_cmd_word(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, 0, 0xFFFF), &[0; 4]).unwrap();
     assert_eq!(st, desc::HM_CTL_ST_RANGE);
-    let st = tb
-        .eng
-        .ctl_cmd(ctl_cmd_word(desc::HM_CTL_OP_WRITE, 9, 0, 0), &[])
-        .unwrap();
+    let st = tb.eng.ctl_cmd(ctl_cmd_word(desc::HM_CTL_OP_WRITE, 9, 0, 0), &[]).unwrap();
     assert_eq!(st, desc::HM_CTL_ST_BAD_CMD);
-    let st = tb
-        .eng
-        .ctl_cmd(
-            ctl_cmd_word(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_CQ, 0, 0x1000),
-            &[],
-        )
-        .unwrap();
+    let st = tb.eng.ctl_cmd(ctl_cmd_word(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_CQ, 0, 0x1000), &[]).unwrap();
     assert_eq!(st, desc::HM_CTL_ST_RANGE);
-    let st = tb
-        .eng
-        .ctl_cmd(
-            ctl_cmd_word(desc::HM_CTL_OP_READ, desc::HM_CTL_TBL_QP, 0, 1),
-            &[],
-        )
-        .unwrap();
+    let st = tb.eng.ctl_cmd(ctl_cmd_word(desc::HM_CTL_OP_READ, desc::HM_CTL_TBL_QP, 0, 1), &[]).unwrap();
     assert_eq!(st, desc::HM_CTL_ST_BAD_CMD);
     // bad control-bus accesses answer SLVERR
     assert!(!tb.eng.ctl_write(0x200, 1).unwrap());
     assert!(!tb.eng.ctl_read(0x10C).unwrap().1);
-    assert!(
-        !tb.eng.ctl_write(regs::HM_CTL_EQ as u16 + 2, 1).unwrap(),
-        "unaligned"
-    );
+    assert!(!tb.eng.ctl_write(regs::HM_CTL_EQ as u16 + 2, 1).unwrap(), "unaligned");
     // HM_CTL_POST: an unknown op is refused; QP_ERR for a QPN beyond the table and an event
     // while the event queue is off are taken and dropped (STATUS is not left busy)
     let post = regs::HM_CTL_POST as u16;
-    assert!(
-        !tb.eng.ctl_write(post, 7 << 28 | 5).unwrap(),
-        "unknown post op"
-    );
-    assert!(tb
-        .eng
-        .ctl_write(post, (desc::HM_CTL_POST_QP_ERR as u32) << 28 | 0xFFFF)
-        .unwrap());
-    assert!(tb
-        .eng
-        .ctl_write(
-            post,
-            (desc::HM_CTL_POST_EVENT as u32) << 28 | (desc::HM_EV_PORT_ERR as u32) << 16 | 1
-        )
-        .unwrap());
+    assert!(!tb.eng.ctl_write(post, 7 << 28 | 5).unwrap(), "unknown post op");
+    assert!(tb.eng.ctl_write(post, (desc::HM_CTL_POST_QP_ERR as u32) << 28 | 0xFFFF).unwrap());
+    assert!(tb.eng.ctl_write(post, (desc::HM_CTL_POST_EVENT as u32) << 28 | (desc::HM_EV_PORT_ERR as u32) << 16 | 1).unwrap());
     let (st, ok) = tb.eng.ctl_read(regs::HM_CTL_STATUS as u16).unwrap();
     assert!(ok && st >> 31 == 0, "posts taken: status {st:#x}");
     // the counter window: the engine's counters (as many as CAPS says), as the BAR shows them;
     // nothing beyond
     // (the control bus shows the first 64 of them)
-    let n = (tb
-        .eng
-        .bar_read(hematite_sim::csr::regs::HM_REG_CAPS)
-        .unwrap()
-        .0
-        & 0xFF) as u16;
-    assert_eq!(
-        n,
-        hematite_abi::pkt::HM_CNT_COUNT as u16,
-        "CAPS: every HM_CNT_* counter"
-    );
+    let n = (tb.eng.bar_read(hematite_sim::csr::regs::HM_REG_CAPS).unwrap().0 & 0xFF) as u16;
+    assert_eq!(n, hematite_abi::pkt::HM_CNT_COUNT as u16, "CAPS: every HM_CNT_* counter");
     let m = n.min(64);
     let cnt = regs::HM_CTL_CNT as u16;
     let (v, ok) = tb.eng.ctl_read(cnt + 4 * (m - 1)).unwrap();
     assert!(ok);
     assert_eq!(v, tb.eng.counter(m - 1).unwrap());
     if m < 64 {
-        assert!(
-            !tb.eng.ctl_read(cnt + 4 * m).unwrap().1,
-            "beyond the control bus's last counter"
-        );
+        assert!(!tb.eng.ctl_read(cnt + 4 * m).unwrap().1, "beyond the control bus's last counter");
     } // (else the window is full: the CC registers follow it)
     assert!(tb.eng.counter(n - 1).is_ok(), "the BAR's last counter");
     assert!(tb.eng.counter(n).is_err(), "beyond the BAR's last counter");
-    assert!(
-        !tb.eng.ctl_read(cnt + 2).unwrap().1,
-        "unaligned counter read"
-    );
+    assert!(!tb.eng.ctl_read(cnt + 2).unwrap().1, "unaligned counter read");
     assert!(!tb.eng.ctl_write(cnt, 1).unwrap(), "counters are read-only");
     // a doorbell for a QP beyond the table is counted and ignored
-    assert!(tb
-        .eng
-        .bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | 0x1000)
-        .unwrap());
+    assert!(tb.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | 0x1000).unwrap());
     let _ = tb.eng.run_until(100, |_| false);
     assert_eq!(tb.eng.counter(4).unwrap(), 1);
     // a doorbell for a QP in RESET sends nothing
-    assert!(tb
-        .eng
-        .bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | 3)
-        .unwrap());
+    assert!(tb.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | 3).unwrap());
     let _ = tb.eng.run_until(2_000, |_| false);
     assert!(tb.eng.tx.is_empty());
 }
 
 fn arb_wr(lkey: u32) -> impl Strategy<Value = SendWr> {
-    let sgl = prop::collection::vec((0u64..0xF_0000, 0u32..3000), 0..3).prop_map(move |v| {
-        v.into_iter()
-            .map(|(a, l)| Sge::new(BUF + a, l, lkey))
-            .collect::<Vec<_>>()
-    });
-    (
-        0u8..8,
-        sgl,
-        any::<u32>(),
-        any::<u64>(),
-        any::<bool>(),
-        any::<bool>(),
-    )
-        .prop_map(move |(op, sgl, imm, x, sol, inl)| {
-            let raddr = x & !7;
-            let op = match op {
-                0 => SendOp::Send,
-                1 => SendOp::SendImm(imm),
-                2 => SendOp::SendInv(imm),
-                3 => SendOp::Write {
-                    remote_addr: x,
-                    rkey: imm,
-                },
-                4 => SendOp::WriteImm {
-                    remote_addr: x,
-                    rkey: imm,
-                    imm: imm ^ 1,
-                },
-                5 => SendOp::Read {
-                    remote_addr: x,
-                    rkey: imm,
-                },
-                6 => SendOp::CmpSwap {
-                    remote_addr: raddr,
-                    rkey: imm,
-                    compare: x,
-                    swap: !x,
-                },
-                _ => SendOp::FetchAdd {
-                    remote_addr: raddr,
-                    rkey: imm,
-                    add: x,
-                },
-            };
-            let sgl = if op.is_atomic() {
-                vec![Sge::new(BUF + (x & 0xFFF8), 8, lkey)]
-            } else {
-                sgl
-            };
-            let total: u32 = sgl.iter().map(|s| s.len).sum();
-            let mut wr = SendWr::new(x, op, sgl);
-            wr.solicited = sol;
-            wr.inline = inl && total <= 32 && !op.is_rd_atomic();
-            wr
-        })
+    let sgl = prop::collection::vec((0u64..0xF_0000, 0u32..3000), 0..3)
+        .prop_map(move |v| v.into_iter().map(|(a, l)| Sge::new(BUF + a, l, lkey)).collect::<Vec<_>>());
+    (0u8..8, sgl, any::<u32>(), any::<u64>(), any::<bool>(), any::<bool>()).prop_map(move |(op, sgl, imm, x, sol, inl)| {
+        let raddr = x & !7;
+        let op = match op {
+            0 => SendOp::Send,
+            1 => SendOp::SendImm(imm),
+            2 => SendOp::SendInv(imm),
+            3 => SendOp::Write { remote_addr: x, rkey: imm },
+            4 => SendOp::WriteImm { remote_addr: x, rkey: imm, imm: imm ^ 1 },
+            5 => SendOp::Read { remote_addr: x, rkey: imm },
+            6 => SendOp::CmpSwap { remote_addr: raddr, rkey: imm, compare: x, swap: !x },
+            _ => SendOp::FetchAdd { remote_addr: raddr, rkey: imm, add: x },
+        };
+        let sgl = if op.is_atomic() { vec![Sge::new(BUF + (x & 0xFFF8), 8, lkey)] } else { sgl };
+        let total: u32 = sgl.iter().map(|s| s.len).sum();
+        let mut wr = SendWr::new(x, op, sgl);
+        wr.solicited = sol;
+        wr.inline = inl && total <= 32 && !op.is_rd_atomic();
+        wr
+    })
 }
 
 proptest! {

@@ -11,10 +11,7 @@ fn job(op: u8, len: usize) -> TxJob {
     let (mut r, _) = mixed_jobs(1, op as u64 + len as u64).remove(0);
     r.opcode = op;
     r.payload_len = len as u16;
-    TxJob {
-        rec: r,
-        payload: (0..len).map(|i| i as u8).collect(),
-    }
+    TxJob { rec: r, payload: (0..len).map(|i| i as u8).collect() }
 }
 
 #[test]
@@ -32,55 +29,26 @@ fn tx_rejects_bad_records_and_flags_length_errors() {
         long.payload.extend(std::iter::repeat(0xEE).take(300));
         let mut wrong_last = job(0x02, 70); // last beat holds one byte too many
         wrong_last.payload.push(0x55);
-        let jobs = vec![
-            good1.clone(),
-            bad_op,
-            short.clone(),
-            good2.clone(),
-            pay_on_ack,
-            long.clone(),
-            wrong_last.clone(),
-            good1.clone(),
-        ];
-        for flow in [
-            Flow::default(),
-            Flow {
-                idle_pct: 25,
-                stall_pct: 25,
-                seed: 9,
-            },
-        ] {
+        let jobs = vec![good1.clone(), bad_op, short.clone(), good2.clone(), pay_on_ack, long.clone(), wrong_last.clone(), good1.clone()];
+        for flow in [Flow::default(), Flow { idle_pct: 25, stall_pct: 25, seed: 9 }] {
             let mut sim = PktSim::new(w).unwrap();
             let run = run_tx(&mut sim, &jobs, 6, &flow).unwrap();
             assert_eq!(run.frames.len(), 6, "two rejected records send nothing");
-            assert_eq!(
-                run.counters,
-                [6, 3, 2],
-                "frames, length errors, rejected records"
-            );
+            assert_eq!(run.counters, [6, 3, 2], "frames, length errors, rejected records");
             let ok = |j: &TxJob| build_frame(&j.rec, &j.payload).unwrap();
             assert_eq!(run.frames[0].bytes, ok(&good1));
             assert!(!run.frames[0].bad);
             // short: announced length, missing bytes zero, aborted
             let mut zeroed = short.payload.clone();
             zeroed.resize(1024, 0);
-            assert_eq!(
-                run.frames[1].bytes,
-                build_frame(&short.rec, &zeroed).unwrap()
-            );
+            assert_eq!(run.frames[1].bytes, build_frame(&short.rec, &zeroed).unwrap());
             assert!(run.frames[1].bad);
             assert_eq!(run.frames[2].bytes, ok(&good2));
             assert!(!run.frames[2].bad);
             // long: first 512 bytes sent, rest discarded, aborted
-            assert_eq!(
-                run.frames[3].bytes,
-                build_frame(&long.rec, &long.payload[..512]).unwrap()
-            );
+            assert_eq!(run.frames[3].bytes, build_frame(&long.rec, &long.payload[..512]).unwrap());
             assert!(run.frames[3].bad);
-            assert_eq!(
-                run.frames[4].bytes,
-                build_frame(&wrong_last.rec, &wrong_last.payload[..70]).unwrap()
-            );
+            assert_eq!(run.frames[4].bytes, build_frame(&wrong_last.rec, &wrong_last.payload[..70]).unwrap());
             assert!(run.frames[4].bad);
             assert_eq!(run.frames[5].bytes, ok(&good1));
             assert!(!run.frames[5].bad, "the path recovers after errors");
@@ -103,9 +71,7 @@ fn rx_oversize_and_garbage_frames() {
         let p: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
         frames.push(build_frame(&r, &p).unwrap());
     }
-    assert!(
-        frames[0].len() <= hematite_model::MAX_FRAME && frames[1].len() > hematite_model::MAX_FRAME
-    );
+    assert!(frames[0].len() <= hematite_model::MAX_FRAME && frames[1].len() > hematite_model::MAX_FRAME);
     // garbage: ARP-like, runt, all zeros, all ones
     frames.push(vec![0xFF; 42]);
     frames.push(vec![0x00; 10]);
@@ -113,30 +79,14 @@ fn rx_oversize_and_garbage_frames() {
     frames.push(vec![0xFFu8; 200]);
     for w in WIDTHS {
         let mut sim = PktSim::new(w).unwrap();
-        let run = run_rx(
-            &mut sim,
-            &frames,
-            &Flow {
-                idle_pct: 10,
-                stall_pct: 10,
-                seed: 3,
-            },
-        )
-        .unwrap();
+        let run = run_rx(&mut sim, &frames, &Flow { idle_pct: 10, stall_pct: 10, seed: 3 }).unwrap();
         check_rx_run(&frames, &run).unwrap();
         let reasons: Vec<u8> = run.status.iter().map(|s| s.reason).collect();
-        assert_eq!(
-            reasons[0],
-            DropReason::TooLong as u8,
-            "a payload beyond 4096 bytes within MAX_FRAME"
-        );
+        assert_eq!(reasons[0], DropReason::TooLong as u8, "a payload beyond 4096 bytes within MAX_FRAME");
         assert_eq!(reasons[1], DropReason::Length as u8, "oversize");
         assert_eq!(reasons[2], 0);
         assert_eq!(reasons[4], DropReason::Truncated as u8);
-        println!(
-            "width {w}: reasons {reasons:?}, counters {:?}",
-            run.counters
-        );
+        println!("width {w}: reasons {reasons:?}, counters {:?}", run.counters);
     }
 }
 
@@ -145,30 +95,12 @@ fn rx_drops_frames_the_mac_flags() {
     // every third frame arrives with s_axis_tuser on its last beat (bad FCS): dropped as
     // mac_error whatever its content, counted, and the frames around it are untouched
     let jobs = mixed_jobs(60, 5);
-    let frames: Vec<Vec<u8>> = jobs
-        .iter()
-        .map(|(r, p)| build_frame(r, p).unwrap())
-        .collect();
+    let frames: Vec<Vec<u8>> = jobs.iter().map(|(r, p)| build_frame(r, p).unwrap()).collect();
     let flags: Vec<bool> = (0..frames.len()).map(|i| i % 3 == 1).collect();
-    let good: Vec<Vec<u8>> = frames
-        .iter()
-        .zip(&flags)
-        .filter(|(_, f)| !**f)
-        .map(|(x, _)| x.clone())
-        .collect();
+    let good: Vec<Vec<u8>> = frames.iter().zip(&flags).filter(|(_, f)| !**f).map(|(x, _)| x.clone()).collect();
     for w in WIDTHS {
         let mut sim = PktSim::new(w).unwrap();
-        let run = hematite_sim::run_rx_flagged(
-            &mut sim,
-            &frames,
-            &flags,
-            &Flow {
-                idle_pct: 10,
-                stall_pct: 20,
-                seed: 77,
-            },
-        )
-        .unwrap();
+        let run = hematite_sim::run_rx_flagged(&mut sim, &frames, &flags, &Flow { idle_pct: 10, stall_pct: 20, seed: 77 }).unwrap();
         assert_eq!(run.status.len(), frames.len());
         for (s, f) in run.status.iter().zip(&flags) {
             if *f {
@@ -180,16 +112,7 @@ fn rx_drops_frames_the_mac_flags() {
         assert_eq!(run.counters[DropReason::MacError as usize], 20);
         assert_eq!(run.counters[0], 40);
         // what was delivered is exactly the unflagged frames
-        let only_good = RxOnly {
-            status: run
-                .status
-                .iter()
-                .zip(&flags)
-                .filter(|(_, f)| !**f)
-                .map(|(s, _)| *s)
-                .collect(),
-            run,
-        };
+        let only_good = RxOnly { status: run.status.iter().zip(&flags).filter(|(_, f)| !**f).map(|(s, _)| *s).collect(), run };
         check_rx_run(&good, &only_good.into_run()).unwrap();
         println!("width {w}: 20 MAC-flagged frames dropped as mac_error, 40 delivered intact");
     }
@@ -231,21 +154,8 @@ fn an_accepted_frame_behind_a_queue_of_dropped_frames_is_delivered() {
     for w in WIDTHS {
         for stall in [0, 30] {
             let mut sim = PktSim::new(w).unwrap();
-            let run = run_rx(
-                &mut sim,
-                &frames,
-                &Flow {
-                    idle_pct: 0,
-                    stall_pct: stall,
-                    seed: 5,
-                },
-            )
-            .unwrap();
-            assert_eq!(
-                check_rx_run(&frames, &run).unwrap(),
-                1,
-                "width {w}, stall {stall}%: the last frame delivered"
-            );
+            let run = run_rx(&mut sim, &frames, &Flow { idle_pct: 0, stall_pct: stall, seed: 5 }).unwrap();
+            assert_eq!(check_rx_run(&frames, &run).unwrap(), 1, "width {w}, stall {stall}%: the last frame delivered");
             assert_eq!(run.counters[DropReason::BadPkey as usize], 8);
         }
     }

@@ -32,13 +32,10 @@ const IMEM: u64 = FW_PORT + 0x8000;
 /// `jal x0, 0`: jump to itself.
 const LOOP: u32 = 0x0000_006f;
 
+
 /// ALLOC_PD on `nic` and how long it took, in a thread, so that a driver that waits forever
 /// fails the test instead of hanging it: after `limit`, `on_hang` runs and the process exits.
-fn alloc_pd_within(
-    nic: &Nic,
-    limit: Duration,
-    on_hang: impl FnOnce(),
-) -> (hostdrv::Result<hostdrv::nic::Pd>, Duration) {
+fn alloc_pd_within(nic: &Nic, limit: Duration, on_hang: impl FnOnce()) -> (hostdrv::Result<hostdrv::nic::Pd>, Duration) {
     std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::channel();
         s.spawn(move || {
@@ -55,23 +52,13 @@ fn alloc_pd_within(
 #[test]
 fn a_firmware_command_that_never_completes_times_out() {
     let mut d = start("cmd");
-    let long = OpenOptions {
-        cmd_timeout: Duration::from_secs(120),
-        ..Default::default()
-    };
+    let long = OpenOptions { cmd_timeout: Duration::from_secs(120), ..Default::default() };
     let dev = Arc::new(SimDevice::open(&d.sock).expect("open"));
     // the first session waits for the firmware's start-up, then the one under test gets a
     // short timeout
     drop(Nic::open_with(Box::new(dev.clone()), long.clone()).expect("first open"));
     let tmo = Duration::from_secs(5);
-    let nic = Nic::open_with(
-        Box::new(dev.clone()),
-        OpenOptions {
-            cmd_timeout: tmo,
-            ..long.clone()
-        },
-    )
-    .expect("open with a 5 s timeout");
+    let nic = Nic::open_with(Box::new(dev.clone()), OpenOptions { cmd_timeout: tmo, ..long.clone() }).expect("open with a 5 s timeout");
     let _pd = nic.alloc_pd().expect("a command before the hang");
 
     // hang the firmware: a loop at the reset vector
@@ -79,37 +66,19 @@ fn a_firmware_command_that_never_completes_times_out() {
     dev.write32(IMEM, LOOP).unwrap();
     dev.write32(CORE_CTRL, 1).unwrap();
     let st = dev.read32(MBOX_STATUS).unwrap();
-    assert_eq!(
-        st & 0b1111,
-        0b0010,
-        "core running, nothing pending, no fault or trap: status {st:#x}"
-    );
+    assert_eq!(st & 0b1111, 0b0010, "core running, nothing pending, no fault or trap: status {st:#x}");
 
     let (r, took) = alloc_pd_within(&nic, tmo + Duration::from_secs(60), || {
-        eprintln!(
-            "ALLOC_PD to a hung firmware did not return within {:?}",
-            tmo + Duration::from_secs(60)
-        );
+        eprintln!("ALLOC_PD to a hung firmware did not return within {:?}", tmo + Duration::from_secs(60));
     });
     match &r {
         Err(e @ Error::Timeout(_)) => assert_eq!(e.errno(), libc::ETIMEDOUT),
         other => panic!("ALLOC_PD to a hung firmware: {other:?}, expected a timeout"),
     }
-    assert!(
-        took >= tmo && took < tmo + Duration::from_secs(5),
-        "the timeout came after {took:?} (cmd_timeout {tmo:?})"
-    );
+    assert!(took >= tmo && took < tmo + Duration::from_secs(5), "the timeout came after {took:?} (cmd_timeout {tmo:?})");
     let st = dev.read32(MBOX_STATUS).unwrap();
-    assert_eq!(
-        st & 0b1111,
-        0b0011,
-        "the command is still pending on a running core: status {st:#x}"
-    );
-    eprintln!(
-        "ALLOC_PD to a hung firmware: {} after {:.2} s",
-        r.as_ref().unwrap_err(),
-        took.as_secs_f64()
-    );
+    assert_eq!(st & 0b1111, 0b0011, "the command is still pending on a running core: status {st:#x}");
+    eprintln!("ALLOC_PD to a hung firmware: {} after {:.2} s", r.as_ref().unwrap_err(), took.as_secs_f64());
 
     // the next command fails at once: the mailbox still holds the unanswered one
     let t = Instant::now();
@@ -117,36 +86,22 @@ fn a_firmware_command_that_never_completes_times_out() {
         Err(e @ Error::Busy(_)) => assert_eq!(e.errno(), libc::EBUSY),
         other => panic!("a command behind the hung one: {other:?}, expected Busy"),
     }
-    assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "the second command took {:?}",
-        t.elapsed()
-    );
+    assert!(t.elapsed() < Duration::from_secs(2), "the second command took {:?}", t.elapsed());
     // a register read still works: the device process itself is fine
-    assert_eq!(
-        dev.read32(hematite_abi::regs::HM_REG_ID as u64).unwrap(),
-        hematite_abi::regs::HM_REG_ID_RESET
-    );
+    assert_eq!(dev.read32(hematite_abi::regs::HM_REG_ID as u64).unwrap(), hematite_abi::regs::HM_REG_ID_RESET);
 
     // closing does not hang (the driver's destroy commands fail at once)
     let t = Instant::now();
     drop(_pd);
     drop(nic);
     drop(dev);
-    assert!(
-        t.elapsed() < Duration::from_secs(5),
-        "closing took {:?}",
-        t.elapsed()
-    );
+    assert!(t.elapsed() < Duration::from_secs(5), "closing took {:?}", t.elapsed());
 
     // the device resets the function when its client goes: a new session works
     let dev = Arc::new(SimDevice::open(&d.sock).expect("reopen"));
     let nic = Nic::open_with(Box::new(dev.clone()), long).expect("open after the hang");
     nic.alloc_pd().expect("a command after the reset");
-    assert!(
-        d.child.try_wait().unwrap().is_none(),
-        "the device process ended"
-    );
+    assert!(d.child.try_wait().unwrap().is_none(), "the device process ended");
 }
 
 /// The device process itself stops answering (SIGSTOP): a request waits for its reply at most
@@ -156,14 +111,8 @@ fn a_firmware_command_that_never_completes_times_out() {
 fn a_device_process_that_stops_answering_is_a_fatal_error() {
     let d = start("stop");
     let dev = Arc::new(SimDevice::open(&d.sock).expect("open"));
-    let nic = Nic::open_with(
-        Box::new(dev.clone()),
-        OpenOptions {
-            cmd_timeout: Duration::from_secs(120),
-            ..Default::default()
-        },
-    )
-    .expect("open");
+    let nic = Nic::open_with(Box::new(dev.clone()), OpenOptions { cmd_timeout: Duration::from_secs(120), ..Default::default() })
+        .expect("open");
     let pd = nic.alloc_pd().expect("a command while the device runs");
     dev.set_reply_timeout(Duration::from_secs(3));
     let pid = d.child.id() as i32;
@@ -176,47 +125,23 @@ fn a_device_process_that_stops_answering_is_a_fatal_error() {
     });
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGCONT) };
-    eprintln!(
-        "ALLOC_PD to a stopped device process: {:?} after {:.2} s",
-        r.as_ref().err(),
-        took.as_secs_f64()
-    );
+    eprintln!("ALLOC_PD to a stopped device process: {:?} after {:.2} s", r.as_ref().err(), took.as_secs_f64());
     match &r {
         Err(e @ Error::Device(_)) => assert_eq!(e.errno(), libc::EIO),
         other => panic!("ALLOC_PD to a stopped device process: {other:?}, expected a device error"),
     }
-    assert!(
-        took >= Duration::from_secs(3) && took < Duration::from_secs(10),
-        "the error came after {took:?}"
-    );
-    assert!(
-        nic.check_fatal() && dev.failed(),
-        "the NIC is not marked failed"
-    );
+    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(10), "the error came after {took:?}");
+    assert!(nic.check_fatal() && dev.failed(), "the NIC is not marked failed");
     let t = Instant::now();
-    assert!(
-        matches!(nic.create_cq(16, None), Err(Error::Device(_))),
-        "a command after the failure"
-    );
-    nic.dealloc_pd(pd)
-        .expect("destroying after the failure succeeds");
+    assert!(matches!(nic.create_cq(16, None), Err(Error::Device(_))), "a command after the failure");
+    nic.dealloc_pd(pd).expect("destroying after the failure succeeds");
     drop(nic);
     drop(dev);
-    assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "commands and close after the failure took {:?}",
-        t.elapsed()
-    );
+    assert!(t.elapsed() < Duration::from_secs(2), "commands and close after the failure took {:?}", t.elapsed());
     // the device process, running again, serves a new client
     let dev = Arc::new(SimDevice::open(&d.sock).expect("reopen"));
-    Nic::open_with(
-        Box::new(dev),
-        OpenOptions {
-            cmd_timeout: Duration::from_secs(120),
-            ..Default::default()
-        },
-    )
-    .expect("open after the stop")
-    .alloc_pd()
-    .expect("a command after the stop");
+    Nic::open_with(Box::new(dev), OpenOptions { cmd_timeout: Duration::from_secs(120), ..Default::default() })
+        .expect("open after the stop")
+        .alloc_pd()
+        .expect("a command after the stop");
 }

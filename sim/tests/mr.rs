@@ -27,24 +27,10 @@ fn err_code(e: MemError) -> u8 {
 }
 
 fn clear_all() -> Vec<MrWrite> {
-    (0..4096u16)
-        .map(|i| MrWrite {
-            index: i,
-            valid: false,
-            tag: 0,
-            pd: 0,
-            base: 0,
-            len: 0,
-            access: 0,
-        })
-        .collect()
+    (0..4096u16).map(|i| MrWrite { index: i, valid: false, tag: 0, pd: 0, base: 0, len: 0, access: 0 }).collect()
 }
 
-fn scenario(
-    seed: u64,
-    n_ops: usize,
-    n_checks: usize,
-) -> (Vec<MrWrite>, Vec<MrCheck>, Vec<Result<u64, MemError>>) {
+fn scenario(seed: u64, n_ops: usize, n_checks: usize) -> (Vec<MrWrite>, Vec<MrCheck>, Vec<Result<u64, MemError>>) {
     let mut r = Rng::new(seed);
     let mut t = MrTable::new();
     let mut writes = clear_all();
@@ -54,15 +40,7 @@ fn scenario(
         if !live.is_empty() && r.next() % 4 == 0 {
             let k = live.swap_remove((r.next() % live.len() as u64) as usize);
             assert!(t.deregister(k));
-            writes.push(MrWrite {
-                index: (k >> 8) as u16,
-                valid: false,
-                tag: 0,
-                pd: 0,
-                base: 0,
-                len: 0,
-                access: 0,
-            });
+            writes.push(MrWrite { index: (k >> 8) as u16, valid: false, tag: 0, pd: 0, base: 0, len: 0, access: 0 });
             stale.push(k);
             continue;
         }
@@ -77,23 +55,10 @@ fn scenario(
             _ => r.next() % 0x100_0000,
         };
         let bits = (r.next() % 16) as u8;
-        let acc = MrAccess {
-            local_write: bits & 1 != 0,
-            remote_read: bits & 2 != 0,
-            remote_write: bits & 4 != 0,
-            remote_atomic: bits & 8 != 0,
-        };
+        let acc = MrAccess { local_write: bits & 1 != 0, remote_read: bits & 2 != 0, remote_write: bits & 4 != 0, remote_atomic: bits & 8 != 0 };
         let pd = 1 + (r.next() % 3) as u32;
         if let Some(mr) = t.register(pd, base, len, acc) {
-            writes.push(MrWrite {
-                index: (mr.lkey >> 8) as u16,
-                valid: true,
-                tag: mr.lkey as u8,
-                pd,
-                base,
-                len,
-                access: bits,
-            });
+            writes.push(MrWrite { index: (mr.lkey >> 8) as u16, valid: true, tag: mr.lkey as u8, pd, base, len, access: bits });
             live.push(mr.lkey);
         }
     }
@@ -108,53 +73,30 @@ fn scenario(
             _ => r.next() as u32 & 0xFFFF,
         };
         let mr = t.get(key);
-        let pd = if r.next() % 5 == 0 {
-            1 + (r.next() % 3) as u32
-        } else {
-            mr.map(|m| m.pd).unwrap_or(1)
-        };
+        let pd = if r.next() % 5 == 0 { 1 + (r.next() % 3) as u32 } else { mr.map(|m| m.pd).unwrap_or(1) };
         let (addr, len) = match (mr, r.next() % 6) {
-            (Some(m), 0) => (m.base, m.len), // exactly the region
-            (Some(m), 1) => (m.base.wrapping_add(m.len), 1), // just past the end
-            (Some(m), 2) => (m.base.wrapping_sub(1), 2), // starts before
+            (Some(m), 0) => (m.base, m.len),                              // exactly the region
+            (Some(m), 1) => (m.base.wrapping_add(m.len), 1),              // just past the end
+            (Some(m), 2) => (m.base.wrapping_sub(1), 2),                  // starts before
             (Some(m), 3) => (m.base + m.len / 2, (m.len - m.len / 2) + (r.next() % 2)),
-            (_, 4) => (u64::MAX - (r.next() % 8), r.next() % 16), // overflow
+            (_, 4) => (u64::MAX - (r.next() % 8), r.next() % 16),         // overflow
             _ => (r.next(), r.next() % 0x10000),
         };
-        let need = [
-            Need::LocalRead,
-            Need::LocalWrite,
-            Need::RemoteRead,
-            Need::RemoteWrite,
-            Need::RemoteAtomic,
-        ][(r.next() % 5) as usize];
-        checks.push(MrCheck {
-            key,
-            pd,
-            addr,
-            len,
-            need: need_code(need),
-        });
+        let need = [Need::LocalRead, Need::LocalWrite, Need::RemoteRead, Need::RemoteWrite, Need::RemoteAtomic][(r.next() % 5) as usize];
+        checks.push(MrCheck { key, pd, addr, len, need: need_code(need) });
         want.push(t.check(key, pd, addr, len, need).map(|m| m.base));
     }
     (writes, checks, want)
 }
 
-fn compare(
-    got: &[(bool, u8, u64)],
-    want: &[Result<u64, MemError>],
-    checks: &[MrCheck],
-) -> Result<(), String> {
+fn compare(got: &[(bool, u8, u64)], want: &[Result<u64, MemError>], checks: &[MrCheck]) -> Result<(), String> {
     for (k, (g, w)) in got.iter().zip(want).enumerate() {
         let ok = match w {
             Ok(base) => g.0 && g.1 == 0 && g.2 == *base,
             Err(e) => !g.0 && g.1 == err_code(*e),
         };
         if !ok {
-            return Err(format!(
-                "check {k} {:?}: rtl {:?}, model {:?}",
-                checks[k], g, w
-            ));
+            return Err(format!("check {k} {:?}: rtl {:?}, model {:?}", checks[k], g, w));
         }
     }
     Ok(())
@@ -168,23 +110,13 @@ fn fixed_scenarios_match_the_model() {
         let mut sim = MrSim::new();
         let (got, cycles) = sim.run(&writes, &checks, 0, seed);
         compare(&got, &want, &checks).unwrap();
-        assert!(
-            cycles <= checks.len() as u64 + 8,
-            "one check per cycle: {cycles} cycles for {}",
-            checks.len()
-        );
+        assert!(cycles <= checks.len() as u64 + 8, "one check per cycle: {cycles} cycles for {}", checks.len());
         for w in &want {
             totals[w.map(|_| 0).unwrap_or_else(err_code) as usize] += 1;
         }
     }
-    println!(
-        "12000 checks equal to the model: ok {}, bad key {}, PD {}, access {}, bounds {}",
-        totals[0], totals[1], totals[2], totals[3], totals[4]
-    );
-    assert!(
-        totals.iter().all(|t| *t > 100),
-        "every outcome exercised: {totals:?}"
-    );
+    println!("12000 checks equal to the model: ok {}, bad key {}, PD {}, access {}, bounds {}", totals[0], totals[1], totals[2], totals[3], totals[4]);
+    assert!(totals.iter().all(|t| *t > 100), "every outcome exercised: {totals:?}");
 }
 
 proptest! {

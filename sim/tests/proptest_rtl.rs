@@ -9,11 +9,7 @@ use hematite_sim::{run_rx, run_tx, Flow, PktSim, TxJob};
 use proptest::prelude::*;
 
 fn cfg() -> ProptestConfig {
-    ProptestConfig {
-        cases: hematite_sim::proptest_cases(200),
-        max_shrink_iters: 500,
-        ..ProptestConfig::default()
-    }
+    ProptestConfig { cases: hematite_sim::proptest_cases(200), max_shrink_iters: 500, ..ProptestConfig::default() }
 }
 
 prop_compose! {

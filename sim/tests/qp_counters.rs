@@ -21,11 +21,7 @@ impl Bench {
             assert!(n < 100, "init never ends");
         }
         assert!(n >= QPC_QPS - 1, "init clears every row ({n} cycles)");
-        Bench {
-            sim,
-            want: vec![[0; QPC_CNT]; QPC_QPS],
-            sent_lost: 0,
-        }
+        Bench { sim, want: vec![[0; QPC_CNT]; QPC_QPS], sent_lost: 0 }
     }
 
     /// One clock with these events: (source, QPN, mask).
@@ -55,11 +51,7 @@ impl Bench {
     }
 
     fn read(&mut self, q: u16) -> [u32; QPC_CNT] {
-        let mut i = HmQpcIn {
-            s_rd_valid: 1,
-            s_rd_qpn: q,
-            ..Default::default()
-        };
+        let mut i = HmQpcIn { s_rd_valid: 1, s_rd_qpn: q, ..Default::default() };
         let mut taken = false;
         for _ in 0..20 {
             let o = self.sim.tick(&i);
@@ -75,11 +67,7 @@ impl Bench {
     }
 
     fn clear(&mut self, q: u16) {
-        let i = HmQpcIn {
-            clr_valid: 1,
-            clr_qpn: q,
-            ..Default::default()
-        };
+        let i = HmQpcIn { clr_valid: 1, clr_qpn: q, ..Default::default() };
         for _ in 0..20 {
             if self.sim.tick(&i).clr_ready != 0 {
                 if (q as usize) < QPC_QPS {
@@ -133,11 +121,7 @@ fn clears_reads_and_qpns_beyond_the_table() {
     b.events(&[(1, 40, 0b1111), (2, 5, 0b0001)]);
     let lost = b.idle(10);
     assert_eq!(lost, 1, "the event for QP 40 is not counted");
-    assert_eq!(
-        b.read(40),
-        [0; QPC_CNT],
-        "a QPN beyond the table reads zeros"
-    );
+    assert_eq!(b.read(40), [0; QPC_CNT], "a QPN beyond the table reads zeros");
     assert_eq!(b.read(5), [1, 0, 0, 0]);
     b.check_all();
 }
@@ -150,9 +134,7 @@ fn sources_faster_than_the_pipeline_lose_only_what_they_count_as_lost() {
     let mut rng = Rng::new(9);
     let mut sent = 0u64;
     for _ in 0..200 {
-        let ev: Vec<(usize, u16, u8)> = (0..QPC_SRC)
-            .map(|s| (s, (rng.next() % 4) as u16, 1u8 << (rng.next() % 4)))
-            .collect();
+        let ev: Vec<(usize, u16, u8)> = (0..QPC_SRC).map(|s| (s, (rng.next() % 4) as u16, 1u8 << (rng.next() % 4))).collect();
         sent += ev.len() as u64;
         b.events(&ev);
     }
@@ -162,11 +144,7 @@ fn sources_faster_than_the_pipeline_lose_only_what_they_count_as_lost() {
         counted += b.read(q).iter().map(|&v| v as u64).sum::<u64>();
     }
     assert!(lost > 0, "the sources outran the pipeline");
-    assert_eq!(
-        counted + lost,
-        sent,
-        "every event counted or lost (counted {counted}, lost {lost})"
-    );
+    assert_eq!(counted + lost, sent, "every event counted or lost (counted {counted}, lost {lost})");
 }
 
 proptest! {

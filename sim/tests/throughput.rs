@@ -12,24 +12,12 @@ const N: usize = 10_000;
 
 /// Random idle cycles (20 %) and back-pressure (30 %) on both sides of a mixed-frame run.
 fn pressured(seed: u64) -> Flow {
-    Flow {
-        idle_pct: 20,
-        stall_pct: 30,
-        seed,
-    }
+    Flow { idle_pct: 20, stall_pct: 30, seed }
 }
 
 /// The figures of a mixed-frame run without back-pressure (`dir` "RX" or "TX"): `beats` on the
 /// side that must not stall against the `ideal` of one beat per cycle; `tail` ends the line.
-fn print_free_run(
-    dir: &str,
-    w: usize,
-    bytes: usize,
-    beats: u64,
-    cycles: u64,
-    ideal: u64,
-    tail: &str,
-) {
+fn print_free_run(dir: &str, w: usize, bytes: usize, beats: u64, cycles: u64, ideal: u64, tail: &str) {
     println!(
         "{dir} {w:3}b mixed: {N} frames, {} bytes, {} beats in {} cycles: {:.2} cycles/frame, {:.2} bytes/cycle, {:.4} of ideal (latency incl.){tail}",
         bytes, beats, cycles, cycles as f64 / N as f64, bytes as f64 / cycles as f64,
@@ -39,9 +27,7 @@ fn print_free_run(
 
 /// A mixed-frame run under [`pressured`] flow whose output equalled its input.
 fn print_pressured_run(dir: &str, w: usize, cycles: u64) {
-    println!(
-        "{dir} {w:3}b mixed, 20% idle / 30% back-pressure: output equals input, {cycles} cycles"
-    );
+    println!("{dir} {w:3}b mixed, 20% idle / 30% back-pressure: output equals input, {cycles} cycles");
 }
 
 /// The TX run sent the `want` frames, good and in order (`at` says where, for the message).
@@ -55,10 +41,7 @@ fn assert_tx_frames(want: &[Vec<u8>], run: &TxRun, at: &str) {
 #[test]
 fn rx_10k_mixed_frames() {
     let jobs = mixed_jobs(N, 0xB0B);
-    let frames: Vec<Vec<u8>> = jobs
-        .iter()
-        .map(|(r, p)| build_frame(r, p).unwrap())
-        .collect();
+    let frames: Vec<Vec<u8>> = jobs.iter().map(|(r, p)| build_frame(r, p).unwrap()).collect();
     let bytes: usize = frames.iter().map(|f| f.len()).sum();
     for w in WIDTHS {
         let kw = w / 8;
@@ -68,16 +51,9 @@ fn rx_10k_mixed_frames() {
         let run = run_rx(&mut sim, &frames, &Flow::default()).unwrap();
         assert_eq!(check_rx_run(&frames, &run).unwrap(), N);
         assert_eq!(run.in_beats, ideal);
-        assert_eq!(
-            run.in_stalls, 0,
-            "RX stalled its input without back-pressure at {w} bits"
-        );
+        assert_eq!(run.in_stalls, 0, "RX stalled its input without back-pressure at {w} bits");
         print_free_run("RX", w, bytes, run.in_beats, run.cycles, ideal, "");
-        assert!(
-            run.cycles <= ideal + 64,
-            "RX took {} cycles for {ideal} beats",
-            run.cycles
-        );
+        assert!(run.cycles <= ideal + 64, "RX took {} cycles for {ideal} beats", run.cycles);
         // random idle cycles and back-pressure on both outputs
         let mut sim = PktSim::new(w).unwrap();
         let run = run_rx(&mut sim, &frames, &pressured(42)).unwrap();
@@ -89,17 +65,8 @@ fn rx_10k_mixed_frames() {
 #[test]
 fn tx_10k_mixed_frames() {
     let jobs = mixed_jobs(N, 0xCAFE);
-    let want: Vec<Vec<u8>> = jobs
-        .iter()
-        .map(|(r, p)| build_frame(r, p).unwrap())
-        .collect();
-    let tj: Vec<TxJob> = jobs
-        .iter()
-        .map(|(r, p)| TxJob {
-            rec: *r,
-            payload: p.clone(),
-        })
-        .collect();
+    let want: Vec<Vec<u8>> = jobs.iter().map(|(r, p)| build_frame(r, p).unwrap()).collect();
+    let tj: Vec<TxJob> = jobs.iter().map(|(r, p)| TxJob { rec: *r, payload: p.clone() }).collect();
     let bytes: usize = want.iter().map(|f| f.len()).sum();
     for w in WIDTHS {
         let kw = w / 8;
@@ -108,19 +75,8 @@ fn tx_10k_mixed_frames() {
         let run = run_tx(&mut sim, &tj, N, &Flow::default()).unwrap();
         assert_tx_frames(&want, &run, &format!("{w} bits"));
         assert_eq!(run.out_beats, ideal);
-        assert_eq!(
-            run.out_gaps, 0,
-            "TX left bubbles between output beats at {w} bits"
-        );
-        print_free_run(
-            "TX",
-            w,
-            bytes,
-            run.out_beats,
-            run.cycles,
-            ideal,
-            ", 0 bubbles",
-        );
+        assert_eq!(run.out_gaps, 0, "TX left bubbles between output beats at {w} bits");
+        print_free_run("TX", w, bytes, run.out_beats, run.cycles, ideal, ", 0 bubbles");
         let mut sim = PktSim::new(w).unwrap();
         let run = run_tx(&mut sim, &tj, N, &pressured(43)).unwrap();
         assert_tx_frames(&want, &run, &format!("{w} bits under back-pressure"));
@@ -142,10 +98,7 @@ fn minimum_size_frames_one_per_beat() {
         r.payload_len = 0;
         p.clear();
     }
-    let frames: Vec<Vec<u8>> = jobs
-        .iter()
-        .map(|(r, p)| build_frame(r, p).unwrap())
-        .collect();
+    let frames: Vec<Vec<u8>> = jobs.iter().map(|(r, p)| build_frame(r, p).unwrap()).collect();
     assert!(frames.iter().all(|f| f.len() <= 64));
     for w in WIDTHS {
         let per = 64usize.div_ceil(w / 8) as u64;
@@ -156,13 +109,7 @@ fn minimum_size_frames_one_per_beat() {
         let cpf = run.cycles as f64 / N as f64;
         println!("RX {w:3}b minimum-size: {N} frames in {} cycles = {:.4} cycles/frame (baseline {per} beat(s)/frame: ratio {:.4})", run.cycles, cpf, per as f64 / cpf);
         assert!(run.cycles <= per * N as u64 + 16);
-        let tj: Vec<TxJob> = jobs
-            .iter()
-            .map(|(r, p)| TxJob {
-                rec: *r,
-                payload: p.clone(),
-            })
-            .collect();
+        let tj: Vec<TxJob> = jobs.iter().map(|(r, p)| TxJob { rec: *r, payload: p.clone() }).collect();
         let mut sim = PktSim::new(w).unwrap();
         let tx = run_tx(&mut sim, &tj, N, &Flow::default()).unwrap();
         assert_eq!(tx.frames.len(), N);
@@ -193,16 +140,7 @@ fn single_frame_latency() {
             check_rx_run(std::slice::from_ref(&f), &run).unwrap();
             let beats = f.len().div_ceil(w / 8) as u64;
             let mut sim = PktSim::new(w).unwrap();
-            let tx = run_tx(
-                &mut sim,
-                &[TxJob {
-                    rec: *r,
-                    payload: p.clone(),
-                }],
-                1,
-                &Flow::default(),
-            )
-            .unwrap();
+            let tx = run_tx(&mut sim, &[TxJob { rec: *r, payload: p.clone() }], 1, &Flow::default()).unwrap();
             assert_eq!(tx.frames[0].bytes, f);
             println!(
                 "latency {w:3}b, {:4}-byte frame ({beats} beats): RX verdict after {} cycles ({} after the last beat); TX last beat after {} cycles",

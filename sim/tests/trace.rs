@@ -20,21 +20,35 @@ use std::collections::HashMap;
 const QA: u32 = 3;
 const QB: u32 = 0x44;
 
+/// QP QA (on A) connected to QB (on B) with a 1 KiB path MTU; a WRITE of `len` bytes from A's
+/// region to B's, with the keys of the regions registered here.
+struct Writes {
+    keys: (u32, u32),
+}
+
+impl Writes {
+    fn connect(b: &mut RcBench) -> Writes {
+        let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
+        let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
+        let cfg = QpConfig { pmtu: 1024, ..QpConfig::default() };
+        b.connect(QA, QB, cfg, cfg, 0).unwrap();
+        Writes { keys: (ma.lkey, mb.rkey) }
+    }
+
+    fn post(&self, b: &mut RcBench, id: u64, len: u32) {
+        let wr = SendWr::new(id, SendOp::Write { remote_addr: B_BUF, rkey: 0 }, vec![Sge { addr: A_BUF, len, lkey: 0 }]);
+        b.post_send(QA, &with_keys(wr, self.keys.0, self.keys.1), true).unwrap();
+    }
+}
+
 /// Every top-level signal of the FST by name: (handle index, width).
-fn top_signals(
-    r: &mut FstReader<std::io::BufReader<std::fs::File>>,
-) -> HashMap<String, (fst_native::FstSignalHandle, u32)> {
+fn top_signals(r: &mut FstReader<std::io::BufReader<std::fs::File>>) -> HashMap<String, (fst_native::FstSignalHandle, u32)> {
     let mut depth = 0;
     let mut out = HashMap::new();
     r.read_hierarchy(|e| match e {
         FstHierarchyEntry::Scope { .. } => depth += 1,
         FstHierarchyEntry::UpScope => depth -= 1,
-        FstHierarchyEntry::Var {
-            name,
-            handle,
-            length,
-            ..
-        } if depth == 1 => {
+        FstHierarchyEntry::Var { name, handle, length, .. } if depth == 1 => {
             // a vector's name carries its range after a space ("s_rx_tkeep [63:0]"), which
             // GTKWave drops ("TOP.s_rx_tkeep[63:0]")
             let base = name.split(' ').next().unwrap_or(&name).to_string();
@@ -52,118 +66,54 @@ fn a_waveform_window_shows_the_frames_at_their_cycles() {
     let mut b = RcBench::new(MemCfg::default()).unwrap();
     if !Engine::traced() {
         let e = b.a.eng.trace_open(&path, 0).unwrap_err();
-        assert!(
-            e.contains("HEMATITE_TRACE=1") && e.contains("./hematite trace-build"),
-            "{e}"
-        );
+        assert!(e.contains("HEMATITE_TRACE=1") && e.contains("./hematite trace-build"), "{e}");
         assert!(!path.exists(), "nothing written by the ordinary build");
         return;
     }
-    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
-    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
-    let cfg = QpConfig {
-        pmtu: 1024,
-        ..QpConfig::default()
-    };
-    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    let w = Writes::connect(&mut b);
     // the MAC withholds tready on 30 % of the cycles, so a beat needs both valid and ready
     b.a.eng.tx_stall_pct = 30;
     b.run_for(50);
-    assert_eq!(
-        b.a.eng.tx_start.len(),
-        b.a.eng.tx.len(),
-        "no frame under way when the window opens"
-    );
+    assert_eq!(b.a.eng.tx_start.len(), b.a.eng.tx.len(), "no frame under way when the window opens");
     let from = b.a.eng.cycle();
     b.a.eng.trace_open(&path, from).unwrap();
-    assert!(b
-        .a
-        .eng
-        .trace_open(&path, from)
-        .unwrap_err()
-        .contains("open already"));
+    assert!(b.a.eng.trace_open(&path, from).unwrap_err().contains("open already"));
     // one 3 KiB WRITE: three frames of 1 KiB
-    let wr = SendWr::new(
-        1,
-        SendOp::Write {
-            remote_addr: B_BUF,
-            rkey: 0,
-        },
-        vec![Sge {
-            addr: A_BUF,
-            len: 3072,
-            lkey: 0,
-        }],
-    );
-    b.post_send(QA, &with_keys(wr, ma.lkey, mb.rkey), true)
-        .unwrap();
+    w.post(&mut b, 1, 3072);
     b.run(1, 50_000).unwrap();
     let to = b.a.eng.cycle();
     b.a.eng.trace_close();
-    let starts: Vec<u64> =
-        b.a.eng
-            .tx_start
-            .iter()
-            .copied()
-            .filter(|&c| c >= from)
-            .collect();
+    let starts: Vec<u64> = b.a.eng.tx_start.iter().copied().filter(|&c| c >= from).collect();
     assert_eq!(starts.len(), 3, "three WRITE frames in the window");
 
     let f = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
     let mut r = FstReader::open_and_read_time_table(f).expect("an FST file");
     let h = r.get_header();
     assert_eq!(h.timescale_exponent, -12, "picoseconds");
-    assert_eq!(
-        (h.start_time, h.end_time),
-        (from * 4000 + 2000, to * 4000),
-        "the traced cycles {from}..{to}"
-    );
+    assert_eq!((h.start_time, h.end_time), (from * 4000 + 2000, to * 4000), "the traced cycles {from}..{to}");
     let sig = top_signals(&mut r);
     let names = ["clk", "m_tx_tvalid", "m_tx_tready", "m_tx_tlast"];
     for n in names {
         assert_eq!(sig.get(n).map(|s| s.1), Some(1), "a 1-bit top-level {n}");
     }
     // the GTKWave save file of docs/ names signals of this file, with their widths
-    let gtkw = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/waveforms.gtkw"
-    ))
-    .unwrap();
+    let gtkw = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/waveforms.gtkw")).unwrap();
     let mut listed = 0;
     for l in gtkw.lines().filter_map(|l| l.strip_prefix("TOP.")) {
         let (name, width) = match l.split_once('[') {
-            Some((n, r)) => (
-                n,
-                r.trim_end_matches(']')
-                    .split_once(':')
-                    .map(|(m, _)| m.parse::<u32>().unwrap() + 1)
-                    .unwrap(),
-            ),
+            Some((n, r)) => (n, r.trim_end_matches(']').split_once(':').map(|(m, _)| m.parse::<u32>().unwrap() + 1).unwrap()),
             None => (l, 1),
         };
-        assert_eq!(
-            sig.get(name).map(|s| s.1),
-            Some(width),
-            "docs/waveforms.gtkw: TOP.{l}"
-        );
+        assert_eq!(sig.get(name).map(|s| s.1), Some(width), "docs/waveforms.gtkw: TOP.{l}");
         listed += 1;
     }
-    assert!(
-        listed >= 30,
-        "docs/waveforms.gtkw lists the main interfaces ({listed} signals)"
-    );
+    assert!(listed >= 30, "docs/waveforms.gtkw lists the main interfaces ({listed} signals)");
     let idx: Vec<usize> = names.iter().map(|n| sig[*n].0.get_index()).collect();
-    let handles: Vec<_> = idx
-        .iter()
-        .map(|&i| fst_native::FstSignalHandle::from_index(i))
-        .collect();
+    let handles: Vec<_> = idx.iter().map(|&i| fst_native::FstSignalHandle::from_index(i)).collect();
     let mut changes: HashMap<usize, Vec<(u64, bool)>> = HashMap::new();
     r.read_signals(&FstFilter::filter_signals(handles), |t, hd, v| {
         if let FstSignalValue::String(s) = v {
-            changes
-                .entry(hd.get_index())
-                .or_default()
-                .push((t, s == b"1"));
+            changes.entry(hd.get_index()).or_default().push((t, s == b"1"));
         }
     })
     .expect("the FST's signals");
@@ -171,21 +121,10 @@ fn a_waveform_window_shows_the_frames_at_their_cycles() {
     let clk = &changes[&idx[0]];
     assert_eq!(clk.len() as u64, 2 * (to - from), "a clock edge every 2 ns");
     for (k, &(t, v)) in clk.iter().enumerate() {
-        assert_eq!(
-            (t, v),
-            (from * 4000 + 2000 * (k as u64 + 1), k % 2 == 1),
-            "clock change {k}"
-        );
+        assert_eq!((t, v), (from * 4000 + 2000 * (k as u64 + 1), k % 2 == 1), "clock change {k}");
     }
     // the value of a signal at time t (its last change at or before t)
-    let at = |i: usize, t: u64| {
-        changes[&idx[i]]
-            .iter()
-            .take_while(|c| c.0 <= t)
-            .last()
-            .map(|c| c.1)
-            .unwrap_or(false)
-    };
+    let at = |i: usize, t: u64| changes[&idx[i]].iter().take_while(|c| c.0 <= t).last().map(|c| c.1).unwrap_or(false);
     // a beat: valid and ready before the edge; a frame's first: the first beat after a last
     // one (no frame was under way when the window opened)
     let beat = |c: u64| at(1, c * 4000 + 2000) && at(2, c * 4000 + 2000);
@@ -199,10 +138,7 @@ fn a_waveform_window_shows_the_frames_at_their_cycles() {
             in_frame = !at(3, c * 4000 + 2000);
         }
     }
-    assert_eq!(
-        firsts, starts,
-        "the frames' first beats in the waveform and in the bench"
-    );
+    assert_eq!(firsts, starts, "the frames' first beats in the waveform and in the bench");
     std::fs::remove_file(&path).unwrap();
 }
 
@@ -210,15 +146,9 @@ fn a_waveform_window_shows_the_frames_at_their_cycles() {
 /// firmware image and the waveform options `trace` (its stderr piped).
 fn device(dir: &std::path::Path, max: u64, trace: &[&str]) -> std::process::Child {
     let path = |f: &str| dir.join(f).into_os_string();
-    let mut args: Vec<std::ffi::OsString> = ["device", "--max-cycles", &max.to_string(), "--fw"]
-        .map(Into::into)
-        .into();
+    let mut args: Vec<std::ffi::OsString> = ["device", "--max-cycles", &max.to_string(), "--fw"].map(Into::into).into();
     args.push(hematite_sim::fw::image_path().into_os_string());
-    for (opt, file) in [
-        ("--socket", "d.sock"),
-        ("--wire-local", "d.wire"),
-        ("--wire-peer", "peer.wire"),
-    ] {
+    for (opt, file) in [("--socket", "d.sock"), ("--wire-local", "d.wire"), ("--wire-peer", "peer.wire")] {
         args.extend([opt.into(), path(file)]);
     }
     args.extend(trace.iter().map(Into::into));
@@ -237,10 +167,7 @@ fn scratch(name: &str) -> std::path::PathBuf {
 /// (exited with 0, stderr) of a device run.
 fn finished(c: std::process::Child) -> (bool, String) {
     let out = c.wait_with_output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 /// The device process's `--trace` window: in the waveform build, a window after the firmware
@@ -251,22 +178,10 @@ fn finished(c: std::process::Child) -> (bool, String) {
 fn the_device_traces_its_window_or_refuses() {
     let dir = scratch("hm-trace-dev");
     let run = |fst: &std::path::Path, from: u64, cycles: u64| {
-        finished(device(
-            &dir,
-            30_000,
-            &[
-                "--trace",
-                fst.to_str().unwrap(),
-                "--trace-from",
-                &from.to_string(),
-                "--trace-cycles",
-                &cycles.to_string(),
-            ],
-        ))
+        finished(device(&dir, 30_000, &["--trace", fst.to_str().unwrap(), "--trace-from", &from.to_string(), "--trace-cycles", &cycles.to_string()]))
     };
     let span = |fst: &std::path::Path| {
-        let r = FstReader::open(std::io::BufReader::new(std::fs::File::open(fst).unwrap()))
-            .expect("an FST file");
+        let r = FstReader::open(std::io::BufReader::new(std::fs::File::open(fst).unwrap())).expect("an FST file");
         let h = r.get_header();
         (h.start_time, h.end_time)
     };
@@ -280,53 +195,23 @@ fn the_device_traces_its_window_or_refuses() {
     }
     let (ok, err) = run(&fst, 20_000, 500);
     assert!(ok, "{err}");
-    assert!(
-        err.contains(&format!(
-            "waveform of cycles 20000..20500 written to {}",
-            fst.display()
-        )),
-        "{err}"
-    );
-    assert_eq!(
-        span(&fst),
-        (20_000 * 4000 + 2000, 20_500 * 4000),
-        "cycles 20000..20500"
-    );
+    assert!(err.contains(&format!("waveform of cycles 20000..20500 written to {}", fst.display())), "{err}");
+    assert_eq!(span(&fst), (20_000 * 4000 + 2000, 20_500 * 4000), "cycles 20000..20500");
     // a window inside the firmware load starts at the first traceable cycle, 50 cycles long
     let (ok, err) = run(&fst, 100, 50);
-    assert!(
-        ok && err.contains("(cycle 100 falls in the reset and the firmware load"),
-        "{err}"
-    );
+    assert!(ok && err.contains("(cycle 100 falls in the reset and the firmware load"), "{err}");
     let i = err.find("waveform from cycle ").unwrap() + "waveform from cycle ".len();
     let first: u64 = err[i..].split(' ').next().unwrap().parse().unwrap();
-    assert!(
-        first > 100
-            && err.contains(&format!(
-                "waveform of cycles {first}..{} written",
-                first + 50
-            )),
-        "{err}"
-    );
-    assert_eq!(
-        span(&fst),
-        (first * 4000 + 2000, (first + 50) * 4000),
-        "50 cycles from the first traceable one"
-    );
+    assert!(first > 100 && err.contains(&format!("waveform of cycles {first}..{} written", first + 50)), "{err}");
+    assert_eq!(span(&fst), (first * 4000 + 2000, (first + 50) * 4000), "50 cycles from the first traceable one");
     // the process ends inside the window: written, cut short, and said so
     let (ok, err) = run(&fst, 29_900, 1_000);
-    assert!(
-        ok && err.contains("(cut short: the device process ended; 1000 cycles were asked)"),
-        "{err}"
-    );
+    assert!(ok && err.contains("(cut short: the device process ended; 1000 cycles were asked)"), "{err}");
     assert_eq!(span(&fst).0, 29_900 * 4000 + 2000);
     // a window the process never reaches: no file, and said so
     std::fs::remove_file(&fst).unwrap();
     let (ok, err) = run(&fst, 50_000, 10);
-    assert!(
-        ok && err.contains("the waveform window was never reached") && !fst.exists(),
-        "{err}"
-    );
+    assert!(ok && err.contains("the waveform window was never reached") && !fst.exists(), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -339,22 +224,7 @@ fn the_device_traces_its_window_or_refuses() {
 fn a_triggered_window_replays_the_cycles_before_the_event() {
     let dir = scratch("hm-trace-trig");
     let fst = dir.join("t.fst");
-    let trig = |max: u64, on: &str| {
-        device(
-            &dir,
-            max,
-            &[
-                "--trace",
-                fst.to_str().unwrap(),
-                "--trace-on",
-                on,
-                "--trace-before",
-                "3000",
-                "--trace-after",
-                "400",
-            ],
-        )
-    };
+    let trig = |max: u64, on: &str| device(&dir, max, &["--trace", fst.to_str().unwrap(), "--trace-on", on, "--trace-before", "3000", "--trace-after", "400"]);
     if !Engine::traced() {
         let (ok, err) = finished(trig(20_000, "error-cqe"));
         assert!(!ok && err.contains("./hematite trace-build"), "{err}");
@@ -363,10 +233,7 @@ fn a_triggered_window_replays_the_cycles_before_the_event() {
     }
     // never fired: nothing written
     let (ok, err) = finished(trig(20_000, "error-cqe"));
-    assert!(
-        ok && err.contains("the waveform trigger never fired"),
-        "{err}"
-    );
+    assert!(ok && err.contains("the waveform trigger never fired"), "{err}");
     assert!(!fst.exists(), "no waveform when the trigger never fired");
 
     let child = trig(400_000, "drop:not_ip");
@@ -381,92 +248,40 @@ fn a_triggered_window_replays_the_cycles_before_the_event() {
     // to the port's MAC (02:00:00:00:00:01), EtherType 0x88B5 (local experimental): not IP
     let mut frame = vec![0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x99, 0x88, 0xB5];
     frame.resize(64, 0x5A);
-    std::os::unix::net::UnixDatagram::unbound()
-        .unwrap()
-        .send_to(&frame, dir.join("d.wire"))
-        .unwrap();
+    std::os::unix::net::UnixDatagram::unbound().unwrap().send_to(&frame, dir.join("d.wire")).unwrap();
     let (ok, err) = finished(child);
     assert!(ok, "{err}");
     let num = |after: &str, upto: char| -> u64 {
-        let i = err
-            .find(after)
-            .unwrap_or_else(|| panic!("`{after}` in {err}"))
-            + after.len();
+        let i = err.find(after).unwrap_or_else(|| panic!("`{after}` in {err}")) + after.len();
         err[i..].split(upto).next().unwrap().parse().unwrap()
     };
     let t = num("waveform trigger at cycle ", ':');
-    assert!(
-        err.contains(&format!(
-            "waveform trigger at cycle {t}: a frame dropped by the RX path (not_ip)"
-        )),
-        "{err}"
-    );
-    let (from, until) = (
-        num("waveform of cycles ", '.'),
-        num(
-            &format!("waveform of cycles {}..", num("waveform of cycles ", '.')),
-            ' ',
-        ),
-    );
+    assert!(err.contains(&format!("waveform trigger at cycle {t}: a frame dropped by the RX path (not_ip)")), "{err}");
+    let (from, until) = (num("waveform of cycles ", '.'), num(&format!("waveform of cycles {}..", num("waveform of cycles ", '.')), ' '));
     assert_eq!(until, t + 401, "the trigger's cycle and 400 after it");
     assert!(from <= t && from >= t - 3000, "{from}..{until} around {t}");
-    assert!(
-        !dir.join("t.fst.state0").exists() && !dir.join("t.fst.state1").exists(),
-        "the saved states are removed"
-    );
+    assert!(!dir.join("t.fst.state0").exists() && !dir.join("t.fst.state1").exists(), "the saved states are removed");
 
     let f = std::io::BufReader::new(std::fs::File::open(&fst).unwrap());
     let mut r = FstReader::open(f).expect("an FST file");
     let h = r.get_header();
-    assert_eq!(
-        (h.start_time, h.end_time),
-        (from * 4000 + 2000, until * 4000),
-        "cycles {from}..{until}"
-    );
+    assert_eq!((h.start_time, h.end_time), (from * 4000 + 2000, until * 4000), "cycles {from}..{until}");
     let sig = top_signals(&mut r);
     let names = ["dbg_rx_valid", "dbg_rx_reason", "s_rx_tvalid"];
-    let idx: Vec<usize> = names
-        .iter()
-        .map(|n| {
-            sig.get(*n)
-                .unwrap_or_else(|| panic!("{n} in the FST"))
-                .0
-                .get_index()
-        })
-        .collect();
+    let idx: Vec<usize> = names.iter().map(|n| sig.get(*n).unwrap_or_else(|| panic!("{n} in the FST")).0.get_index()).collect();
     let mut changes: HashMap<usize, Vec<(u64, u64)>> = HashMap::new();
-    r.read_signals(
-        &FstFilter::filter_signals(
-            idx.iter()
-                .map(|&i| fst_native::FstSignalHandle::from_index(i))
-                .collect(),
-        ),
-        |tm, hd, v| {
-            if let FstSignalValue::String(s) = v {
-                let v = u64::from_str_radix(std::str::from_utf8(s).unwrap(), 2).unwrap_or(u64::MAX);
-                changes.entry(hd.get_index()).or_default().push((tm, v));
-            }
-        },
-    )
+    r.read_signals(&FstFilter::filter_signals(idx.iter().map(|&i| fst_native::FstSignalHandle::from_index(i)).collect()), |tm, hd, v| {
+        if let FstSignalValue::String(s) = v {
+            let v = u64::from_str_radix(std::str::from_utf8(s).unwrap(), 2).unwrap_or(u64::MAX);
+            changes.entry(hd.get_index()).or_default().push((tm, v));
+        }
+    })
     .expect("the FST's signals");
-    let at = |i: usize, c: u64| {
-        changes
-            .get(&idx[i])
-            .and_then(|v| v.iter().take_while(|x| x.0 <= c * 4000 + 2000).last())
-            .map(|x| x.1)
-            .unwrap_or(0)
-    };
+    let at = |i: usize, c: u64| changes.get(&idx[i]).and_then(|v| v.iter().take_while(|x| x.0 <= c * 4000 + 2000).last()).map(|x| x.1).unwrap_or(0);
     let reports: Vec<u64> = (from..until).filter(|&c| at(0, c) == 1).collect();
-    assert_eq!(
-        reports,
-        vec![t],
-        "the replayed RX path reports one frame, at the live model's cycle"
-    );
+    assert_eq!(reports, vec![t], "the replayed RX path reports one frame, at the live model's cycle");
     assert_eq!(at(1, t), 2, "reason not_ip (HM_RSN_NOT_IP)");
-    assert!(
-        (from..t).any(|c| at(2, c) == 1),
-        "the frame arrives on the receive port before it is dropped"
-    );
+    assert!((from..t).any(|c| at(2, c) == 1), "the frame arrives on the receive port before it is dropped");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -480,46 +295,16 @@ fn bad_waveform_options_are_refused() {
     for (args, want) in [
         (vec!["--trace-on", "drop"], "need --trace FILE.fst"),
         (vec!["--trace-cycles", "10"], "need --trace FILE.fst"),
-        (
-            vec!["--trace", f, "--trace-on", "drop", "--trace-from", "5"],
-            "--trace-on goes with",
-        ),
-        (
-            vec!["--trace", f, "--trace-before", "5"],
-            "need --trace-on EVENT",
-        ),
-        (
-            vec!["--trace", f, "--trace-on", "drop:nonsense"],
-            "no such drop reason",
-        ),
-        (
-            vec!["--trace", f, "--trace-on", "sometimes"],
-            "one of error-cqe, drop, drop:REASON, retransmit",
-        ),
-        (
-            vec!["--trace", f, "--trace-cycles", "many"],
-            "--trace-cycles:",
-        ),
-        (
-            vec![
-                "--trace",
-                dir.join("no/such/dir/x.fst").to_str().unwrap(),
-                "--trace-cycles",
-                "5",
-            ],
-            if Engine::traced() {
-                "No such file"
-            } else {
-                "./hematite trace-build"
-            },
-        ),
+        (vec!["--trace", f, "--trace-on", "drop", "--trace-from", "5"], "--trace-on goes with"),
+        (vec!["--trace", f, "--trace-before", "5"], "need --trace-on EVENT"),
+        (vec!["--trace", f, "--trace-on", "drop:nonsense"], "no such drop reason"),
+        (vec!["--trace", f, "--trace-on", "sometimes"], "one of error-cqe, drop, drop:REASON, retransmit"),
+        (vec!["--trace", f, "--trace-cycles", "many"], "--trace-cycles:"),
+        (vec!["--trace", dir.join("no/such/dir/x.fst").to_str().unwrap(), "--trace-cycles", "5"], if Engine::traced() { "No such file" } else { "./hematite trace-build" }),
     ] {
         let (ok, err) = finished(device(&dir, 1_000, &args));
         assert!(!ok && err.contains(want), "{args:?}: {err}");
-        assert!(
-            !dir.join("d.sock").exists() && !fst.exists(),
-            "{args:?}: nothing left behind"
-        );
+        assert!(!dir.join("d.sock").exists() && !fst.exists(), "{args:?}: nothing left behind");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -529,29 +314,11 @@ fn bad_waveform_options_are_refused() {
 /// not requests.
 #[test]
 fn a_retransmission_is_a_request_that_goes_back() {
+    use hematite_sim::eng::retransmission;
     let mut b = RcBench::new(MemCfg::default()).unwrap();
-    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
-    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
-    let cfg = QpConfig {
-        pmtu: 1024,
-        ..QpConfig::default()
-    };
-    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    let w = Writes::connect(&mut b);
     for _ in 0..2 {
-        let wr = SendWr::new(
-            1,
-            SendOp::Write {
-                remote_addr: B_BUF,
-                rkey: 0,
-            },
-            vec![Sge {
-                addr: A_BUF,
-                len: 3072,
-                lkey: 0,
-            }],
-        );
-        b.post_send(QA, &with_keys(wr, ma.lkey, mb.rkey), true)
-            .unwrap();
+        w.post(&mut b, 1, 3072);
         b.run(1, 50_000).unwrap();
     }
     let req: Vec<Vec<u8>> = b.a.eng.tx.iter().map(|f| f.0.clone()).collect();
@@ -559,50 +326,25 @@ fn a_retransmission_is_a_request_that_goes_back() {
     let psn = |f: &[u8]| hematite_model::wire::parse_frame(f).unwrap().bth.psn;
     let mut top = HashMap::new();
     for f in &req[..3] {
-        assert_eq!(
-            hematite_sim::eng::retransmission(&mut top, f),
-            None,
-            "first transmissions"
-        );
+        assert_eq!(retransmission(&mut top, f), None, "first transmissions");
     }
     // ACKs from the responder (the model peer) are not requests, wherever their PSN is
     let acks: Vec<&Vec<u8>> = b.wire.iter().filter(|w| !w.1).map(|w| &w.2).collect();
     assert!(!acks.is_empty());
     for f in acks {
-        assert_eq!(
-            hematite_sim::eng::retransmission(&mut top, f),
-            None,
-            "an ACK"
-        );
+        assert_eq!(retransmission(&mut top, f), None, "an ACK");
     }
     for f in &req[..3] {
-        assert_eq!(
-            hematite_sim::eng::retransmission(&mut top, f),
-            Some((QB, psn(f))),
-            "sent again"
-        );
+        assert_eq!(retransmission(&mut top, f), Some((QB, psn(f))), "sent again");
     }
     // the next message's packets are new, and then the first message's are old again
     for f in &req[3..] {
-        assert_eq!(
-            hematite_sim::eng::retransmission(&mut top, f),
-            None,
-            "a later PSN"
-        );
+        assert_eq!(retransmission(&mut top, f), None, "a later PSN");
     }
-    assert_eq!(
-        hematite_sim::eng::retransmission(&mut top, &req[2]),
-        Some((QB, psn(&req[2])))
-    );
-    assert_eq!(
-        hematite_sim::eng::retransmission(&mut top, &req[5]),
-        Some((QB, psn(&req[5])))
-    );
+    assert_eq!(retransmission(&mut top, &req[2]), Some((QB, psn(&req[2]))));
+    assert_eq!(retransmission(&mut top, &req[5]), Some((QB, psn(&req[5]))));
     // what does not parse is not a retransmission
-    assert_eq!(
-        hematite_sim::eng::retransmission(&mut top, &req[0][..20]),
-        None
-    );
+    assert_eq!(retransmission(&mut top, &req[0][..20]), None);
 }
 
 /// The engine's `tap_retx` over a wire that loses two frames: it shows, at the clock a request
@@ -611,32 +353,13 @@ fn a_retransmission_is_a_request_that_goes_back() {
 #[test]
 fn the_engine_taps_its_retransmissions() {
     let mut b = RcBench::new(MemCfg::default()).unwrap();
-    let ma = b.reg_mr(true, 1, A_BUF, LEN, MrAccess::ALL).unwrap();
-    let mb = b.reg_mr(false, 1, B_BUF, LEN, MrAccess::ALL).unwrap();
-    let cfg = QpConfig {
-        pmtu: 1024,
-        ..QpConfig::default()
-    };
-    b.connect(QA, QB, cfg, cfg, 0).unwrap();
+    let w = Writes::connect(&mut b);
     assert!(!b.a.eng.watch_retx, "off without a shadow model");
     b.a.eng.watch_retx = true;
     // the wire loses the engine's 6th and 20th frames: the peer NAKs, the engine goes back
     b.drop_tx = vec![5, 19];
     for k in 0..8 {
-        let wr = SendWr::new(
-            k,
-            SendOp::Write {
-                remote_addr: B_BUF,
-                rkey: 0,
-            },
-            vec![Sge {
-                addr: A_BUF,
-                len: 4096,
-                lkey: 0,
-            }],
-        );
-        b.post_send(QA, &with_keys(wr, ma.lkey, mb.rkey), true)
-            .unwrap();
+        w.post(&mut b, k, 4096);
     }
     let mut taps = Vec::new();
     for _ in 0..2_000_000 {
@@ -657,35 +380,15 @@ fn the_engine_taps_its_retransmissions() {
         if !hematite_model::wire::is_rc_request(p.bth.opcode) {
             continue;
         }
+        let back = |t: u32| (p.bth.psn.wrapping_sub(t) & 0xFF_FFFF) == 0 || (p.bth.psn.wrapping_sub(t) & 0xFF_FFFF) >= 1 << 23;
         match top {
-            Some(t)
-                if (p.bth.psn.wrapping_sub(t) & 0xFF_FFFF) == 0
-                    || (p.bth.psn.wrapping_sub(t) & 0xFF_FFFF) >= 1 << 23 =>
-            {
-                want.push((*c, (QB, p.bth.psn)))
-            }
+            Some(t) if back(t) => want.push((*c, (QB, p.bth.psn))),
             _ => top = Some(p.bth.psn),
         }
     }
     assert_eq!(b.a.cqes.len(), 8, "the WRITEs complete");
-    assert!(
-        taps.len() >= 2,
-        "two losses, two retransmissions at least ({} frames sent)",
-        b.a.eng.tx.len()
-    );
-    assert_eq!(
-        taps, want,
-        "the taps are the frames that went back, at their cycles"
-    );
-    let psn = |i: usize| {
-        hematite_model::wire::parse_frame(&b.a.eng.tx[i].0)
-            .unwrap()
-            .bth
-            .psn
-    };
-    assert_eq!(
-        taps[0].1,
-        (QB, psn(5)),
-        "the first goes back to the first lost frame"
-    );
+    assert!(taps.len() >= 2, "two losses, two retransmissions at least ({} frames sent)", b.a.eng.tx.len());
+    assert_eq!(taps, want, "the taps are the frames that went back, at their cycles");
+    let psn = |i: usize| hematite_model::wire::parse_frame(&b.a.eng.tx[i].0).unwrap().bth.psn;
+    assert_eq!(taps[0].1, (QB, psn(5)), "the first goes back to the first lost frame");
 }

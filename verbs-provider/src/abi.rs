@@ -60,11 +60,7 @@ const _: () = {
     assert!(offset_of!(IbvSendWr, send_flags) == 32 && offset_of!(IbvSendWr, imm) == 36);
     assert!(offset_of!(IbvSendWr, wr) == 40);
     assert!(offset_of!(IbvRecvWr, num_sge) == 24);
-    assert!(
-        size_of::<IbvWc>() == 48
-            && offset_of!(IbvWc, wc_flags) == 36
-            && offset_of!(IbvWc, dlid_path_bits) == 45
-    );
+    assert!(size_of::<IbvWc>() == 48 && offset_of!(IbvWc, wc_flags) == 36 && offset_of!(IbvWc, dlid_path_bits) == 45);
     assert!(size_of::<HmDevAttr>() == 96 && size_of::<HmPortAttr>() == 48);
     assert!(size_of::<HmQpCaps>() == 24 && size_of::<HmQpAttr>() == 96);
 };

@@ -65,9 +65,7 @@ pub struct RsQp {
 
 /// Reads a small text file.
 pub(crate) fn read_text(path: &std::path::Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
 fn parse_guid(s: &str) -> Option<u64> {
@@ -83,27 +81,20 @@ fn parse_guid(s: &str) -> Option<u64> {
 /// --cards` writes). Returns the BDF, the MAC and the IPv4 address (host order).
 pub(crate) fn parse_vfio_spec(s: &str) -> Result<(&str, Option<u64>, Option<u32>), String> {
     let mut it = s.split(',');
-    let bdf = it
-        .next()
-        .filter(|b| !b.is_empty())
-        .ok_or("vfio: names no PCI function")?;
+    let bdf = it.next().filter(|b| !b.is_empty()).ok_or("vfio: names no PCI function")?;
     let (mut mac, mut ip) = (None, None);
     for kv in it {
         match kv.split_once('=') {
             Some(("mac", v)) if mac.is_none() => {
                 let p: Vec<&str> = v.split(':').collect();
-                let ok = p.len() == 6
-                    && p.iter()
-                        .all(|b| b.len() == 2 && b.bytes().all(|c| c.is_ascii_hexdigit()));
+                let ok = p.len() == 6 && p.iter().all(|b| b.len() == 2 && b.bytes().all(|c| c.is_ascii_hexdigit()));
                 if !ok {
                     return Err(format!("`{v}` is not a MAC address"));
                 }
                 mac = Some(u64::from_str_radix(&p.concat(), 16).map_err(|e| e.to_string())?);
             }
             Some(("ipv4", v)) if ip.is_none() => {
-                let a: std::net::Ipv4Addr = v
-                    .parse()
-                    .map_err(|_| format!("`{v}` is not an IPv4 address"))?;
+                let a: std::net::Ipv4Addr = v.parse().map_err(|_| format!("`{v}` is not an IPv4 address"))?;
                 ip = Some(u32::from(a));
             }
             _ => return Err(format!("`{kv}`: expected mac=.. and ipv4=.., once each")),
@@ -140,9 +131,7 @@ fn open_backend(ibdev_path: &str) -> Result<Ctx, c_int> {
             libc::EINVAL
         })?;
         let dev = hostdrv::vfio::VfioDevice::open(bdf).map_err(|e| {
-            warn(format_args!(
-                "opening the PCI function {bdf} through VFIO: {e}"
-            ));
+            warn(format_args!("opening the PCI function {bdf} through VFIO: {e}"));
             errno_of(&e)
         })?;
         let dev = dev.with_addresses(mac, ipv4);
@@ -152,19 +141,14 @@ fn open_backend(ibdev_path: &str) -> Result<Ctx, c_int> {
         })?;
         (nic, None)
     } else {
-        warn(format_args!(
-            "{}: unknown backend {spec:?} (expected sim:<socket> or vfio:<BDF>)",
-            file.display()
-        ));
+        warn(format_args!("{}: unknown backend {spec:?} (expected sim:<socket> or vfio:<BDF>)", file.display()));
         return Err(libc::EINVAL);
     };
     let is_sim = sim.is_some();
-    let node_guid = read_text(&dir.join("node_guid"))
-        .and_then(|s| parse_guid(&s))
-        .unwrap_or_else(|| {
-            let m = nic.mac().unwrap_or(0);
-            (m >> 24 ^ 0x02_0000) << 40 | 0xFF_FE << 24 | (m & 0xFF_FFFF)
-        });
+    let node_guid = read_text(&dir.join("node_guid")).and_then(|s| parse_guid(&s)).unwrap_or_else(|| {
+        let m = nic.mac().unwrap_or(0);
+        (m >> 24 ^ 0x02_0000) << 40 | 0xFF_FE << 24 | (m & 0xFF_FFFF)
+    });
     let sh = Arc::new(Shared {
         nic,
         sim,
@@ -173,19 +157,13 @@ fn open_backend(ibdev_path: &str) -> Result<Ctx, c_int> {
         qps: Mutex::new(HashMap::new()),
         cq_ptrs: Mutex::new(HashMap::new()),
         poll_backoff: if is_sim {
-            let us = std::env::var("HM_POLL_BACKOFF_US")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(50u64);
+            let us = std::env::var("HM_POLL_BACKOFF_US").ok().and_then(|v| v.parse().ok()).unwrap_or(50u64);
             (us > 0).then(|| std::time::Duration::from_micros(us))
         } else {
             None
         },
     });
-    Ok(Ctx {
-        sh,
-        events: Mutex::new(None),
-    })
+    Ok(Ctx { sh, events: Mutex::new(None) })
 }
 
 /// Opens the device behind `ibdev_path`; NULL with `*err` set on failure.
@@ -195,9 +173,7 @@ fn open_backend(ibdev_path: &str) -> Result<Ctx, c_int> {
 #[no_mangle]
 pub unsafe extern "C" fn hm_rs_open(ibdev_path: *const c_char, err: *mut c_int) -> *mut c_void {
     // SAFETY: the caller's guarantee.
-    let path = unsafe { CStr::from_ptr(ibdev_path) }
-        .to_string_lossy()
-        .into_owned();
+    let path = unsafe { CStr::from_ptr(ibdev_path) }.to_string_lossy().into_owned();
     match open_backend(&path) {
         Ok(ctx) => Box::into_raw(Box::new(ctx)) as *mut c_void,
         Err(e) => {
@@ -254,10 +230,7 @@ pub unsafe extern "C" fn hm_rs_query_device(ctx: *mut c_void, out: *mut HmDevAtt
         atomic_cap: a.atomic_cap,
         max_inline_data: a.max_inline_data,
         phys_port_cnt: a.phys_port_cnt,
-        num_comp_vectors: a
-            .num_comp_vectors
-            .min(ctx.sh.nic.device().info().num_irqs)
-            .max(1),
+        num_comp_vectors: a.num_comp_vectors.min(ctx.sh.nic.device().info().num_irqs).max(1),
         _pad: 0,
     };
     0
@@ -266,11 +239,7 @@ pub unsafe extern "C" fn hm_rs_query_device(ctx: *mut c_void, out: *mut HmDevAtt
 /// # Safety
 /// `ctx` came from `hm_rs_open`; `out` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn hm_rs_query_port(
-    ctx: *mut c_void,
-    port: u32,
-    out: *mut HmPortAttr,
-) -> c_int {
+pub unsafe extern "C" fn hm_rs_query_port(ctx: *mut c_void, port: u32, out: *mut HmPortAttr) -> c_int {
     // SAFETY: the caller's guarantee.
     let (ctx, out) = unsafe { (&*(ctx as *const Ctx), &mut *out) };
     match ctx.sh.nic.query_port(port) {
@@ -301,18 +270,12 @@ mod tests {
 
     #[test]
     fn vfio_spec() {
-        assert_eq!(
-            parse_vfio_spec("0000:03:00.0"),
-            Ok(("0000:03:00.0", None, None))
-        );
+        assert_eq!(parse_vfio_spec("0000:03:00.0"), Ok(("0000:03:00.0", None, None)));
         assert_eq!(
             parse_vfio_spec("0000:03:00.0,mac=02:48:4d:01:00:01,ipv4=10.1.0.1"),
             Ok(("0000:03:00.0", Some(0x0248_4d01_0001), Some(0x0a01_0001)))
         );
-        assert_eq!(
-            parse_vfio_spec("03:00.1,mac=02:48:4D:01:00:0a"),
-            Ok(("03:00.1", Some(0x0248_4d01_000a), None))
-        );
+        assert_eq!(parse_vfio_spec("03:00.1,mac=02:48:4D:01:00:0a"), Ok(("03:00.1", Some(0x0248_4d01_000a), None)));
         for bad in [
             "",
             ",mac=02:48:4d:01:00:01",

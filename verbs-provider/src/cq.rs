@@ -30,18 +30,8 @@ pub unsafe extern "C" fn hm_rs_create_cq(
     }
     match ctx.sh.nic.create_cq(cqe as u32, Some(vector as u32)) {
         Ok(c) => {
-            let rc = Arc::new(RsCq {
-                sh: ctx.sh.clone(),
-                cq: c,
-                ibcq: ibcq as usize,
-                chan_wfd,
-                armed: AtomicBool::new(false),
-            });
-            ctx.sh
-                .cq_ptrs
-                .lock()
-                .unwrap()
-                .insert(rc.cq.cqn(), ibcq as usize);
+            let rc = Arc::new(RsCq { sh: ctx.sh.clone(), cq: c, ibcq: ibcq as usize, chan_wfd, armed: AtomicBool::new(false) });
+            ctx.sh.cq_ptrs.lock().unwrap().insert(rc.cq.cqn(), ibcq as usize);
             if chan_wfd >= 0 {
                 ctx.sh.cqs.lock().unwrap().push(rc.clone());
             }
@@ -69,11 +59,7 @@ pub unsafe extern "C" fn hm_rs_destroy_cq(ctx: *mut c_void, cq: *mut c_void) -> 
     if c.cq.users() > 1 {
         return libc::EBUSY;
     }
-    ctx.sh
-        .cqs
-        .lock()
-        .unwrap()
-        .retain(|x| !std::ptr::eq(Arc::as_ptr(x), c));
+    ctx.sh.cqs.lock().unwrap().retain(|x| !std::ptr::eq(Arc::as_ptr(x), c));
     ctx.sh.cq_ptrs.lock().unwrap().remove(&c.cq.cqn());
     // SAFETY: the caller's guarantee; the list entry is gone, so this is the last Arc.
     let rc = unsafe { Arc::from_raw(cq as *const RsCq) };

@@ -30,9 +30,7 @@ pub unsafe extern "C" fn hm_rs_start_events(ctx: *mut c_void, async_wfd: c_int) 
     let mut p = [0 as c_int; 2];
     // SAFETY: a valid two-int array.
     if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO);
+        return std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
     }
     // SAFETY: fresh descriptors owned from here on.
     let (stop_r, stop_w) = unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) };
@@ -87,11 +85,7 @@ pub(crate) struct AsyncOut {
 
 impl AsyncOut {
     pub(crate) fn new(fd: RawFd) -> Self {
-        AsyncOut {
-            fd,
-            q: std::collections::VecDeque::new(),
-            dropped: 0,
-        }
+        AsyncOut { fd, q: std::collections::VecDeque::new(), dropped: 0 }
     }
 
     /// Queues one event (element, type) and writes what the pipe takes.
@@ -145,11 +139,7 @@ impl AsyncOut {
 fn event_loop(sh: Arc<Shared>, stop: OwnedFd, irqs: Vec<RawFd>, async_wfd: RawFd) {
     let mut pfds: Vec<libc::pollfd> = std::iter::once(stop.as_raw_fd())
         .chain(irqs.iter().copied())
-        .map(|fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
+        .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
         .collect();
     let mut fatal_sent = false;
     let mut out = AsyncOut::new(async_wfd);
@@ -161,10 +151,7 @@ fn event_loop(sh: Arc<Shared>, stop: OwnedFd, irqs: Vec<RawFd>, async_wfd: RawFd
         // SAFETY: a valid array of pollfds.
         let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) };
         if n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            warn(format_args!(
-                "event thread: poll: {}",
-                std::io::Error::last_os_error()
-            ));
+            warn(format_args!("event thread: poll: {}", std::io::Error::last_os_error()));
             return;
         }
         if pfds[0].revents != 0 {
@@ -196,12 +183,10 @@ fn event_loop(sh: Arc<Shared>, stop: OwnedFd, irqs: Vec<RawFd>, async_wfd: RawFd
                         Some(p) => (*p as u64, IBV_EVENT_QP_FATAL),
                         None => continue,
                     },
-                    hostdrv::nic::AsyncEvent::CqOverrun(n) => {
-                        match sh.cq_ptrs.lock().unwrap().get(&n) {
-                            Some(p) => (*p as u64, IBV_EVENT_CQ_ERR),
-                            None => continue,
-                        }
-                    }
+                    hostdrv::nic::AsyncEvent::CqOverrun(n) => match sh.cq_ptrs.lock().unwrap().get(&n) {
+                        Some(p) => (*p as u64, IBV_EVENT_CQ_ERR),
+                        None => continue,
+                    },
                     hostdrv::nic::AsyncEvent::PortActive(p) => (p as u64, IBV_EVENT_PORT_ACTIVE),
                     hostdrv::nic::AsyncEvent::PortErr(p) => (p as u64, IBV_EVENT_PORT_ERR),
                 };
@@ -216,12 +201,7 @@ fn event_loop(sh: Arc<Shared>, stop: OwnedFd, irqs: Vec<RawFd>, async_wfd: RawFd
             if sh.nic.cq_pending(&c.cq) {
                 // a full channel (the program arms without reading it): the CQ stays armed
                 // and its event is written on a later round
-                if c.armed.swap(false, Ordering::AcqRel)
-                    && matches!(
-                        write_rec(c.chan_wfd, &(c.ibcq as u64).to_ne_bytes()),
-                        Wrote::Full
-                    )
-                {
+                if c.armed.swap(false, Ordering::AcqRel) && matches!(write_rec(c.chan_wfd, &(c.ibcq as u64).to_ne_bytes()), Wrote::Full) {
                     c.armed.store(true, Ordering::Release);
                 }
             } else if interrupted {
@@ -254,10 +234,7 @@ mod tests {
             // SAFETY: reading into a 16-byte buffer.
             let n = unsafe { libc::read(fd.as_raw_fd(), rec.as_mut_ptr() as *mut c_void, 16) };
             assert_eq!(n, 16, "a whole record");
-            out.push((
-                u64::from_ne_bytes(rec[..8].try_into().unwrap()),
-                u32::from_ne_bytes(rec[8..12].try_into().unwrap()),
-            ));
+            out.push((u64::from_ne_bytes(rec[..8].try_into().unwrap()), u32::from_ne_bytes(rec[8..12].try_into().unwrap())));
         }
         out
     }
@@ -274,11 +251,7 @@ mod tests {
             out.push(i, (i % 7) as u32);
         }
         let in_pipe = n as usize - out.queued();
-        assert!(
-            out.queued() > 0 && in_pipe >= 1024,
-            "{in_pipe} in the pipe, {} queued",
-            out.queued()
-        );
+        assert!(out.queued() > 0 && in_pipe >= 1024, "{in_pipe} in the pipe, {} queued", out.queued());
         assert_eq!(out.dropped, 0);
         let mut got = read_recs(&r, in_pipe);
         while out.queued() > 0 {
@@ -308,10 +281,7 @@ mod tests {
         assert_eq!(out.dropped, extra);
         assert_eq!(out.queued(), ASYNC_BACKLOG);
         let first = read_recs(&r, 4);
-        assert_eq!(
-            first.iter().map(|e| e.0).collect::<Vec<_>>(),
-            vec![0, 1, 2, 3]
-        );
+        assert_eq!(first.iter().map(|e| e.0).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
     }
 
     /// A closed read end: records are dropped, nothing blocks or spins.

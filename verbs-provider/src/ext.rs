@@ -43,12 +43,7 @@ pub unsafe extern "C" fn hematite_query_resources(context: *mut c_void, out: *mu
 /// # Safety
 /// `context` is a context libibverbs opened; `out` has room for `max` values, `n` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn hematite_query_counters(
-    context: *mut c_void,
-    out: *mut u32,
-    max: u32,
-    n: *mut u32,
-) -> c_int {
+pub unsafe extern "C" fn hematite_query_counters(context: *mut c_void, out: *mut u32, max: u32, n: *mut u32) -> c_int {
     // SAFETY: the caller's guarantee.
     let rs = unsafe { hm_c_rs_of(context) };
     if rs.is_null() || out.is_null() || n.is_null() {

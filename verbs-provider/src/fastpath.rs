@@ -21,21 +21,9 @@ const WC_STATUS: [u32; 10] = [
 ];
 const _: () = {
     use hematite_model::desc as d;
-    assert!(
-        d::HM_CQE_ST_SUCCESS == 0
-            && d::HM_CQE_ST_LOC_LEN_ERR == 1
-            && d::HM_CQE_ST_LOC_PROT_ERR == 2
-    );
-    assert!(
-        d::HM_CQE_ST_LOC_QP_OP_ERR == 3
-            && d::HM_CQE_ST_WR_FLUSH_ERR == 4
-            && d::HM_CQE_ST_REM_ACCESS_ERR == 5
-    );
-    assert!(
-        d::HM_CQE_ST_REM_INV_REQ_ERR == 6
-            && d::HM_CQE_ST_REM_OP_ERR == 7
-            && d::HM_CQE_ST_RETRY_EXC_ERR == 8
-    );
+    assert!(d::HM_CQE_ST_SUCCESS == 0 && d::HM_CQE_ST_LOC_LEN_ERR == 1 && d::HM_CQE_ST_LOC_PROT_ERR == 2);
+    assert!(d::HM_CQE_ST_LOC_QP_OP_ERR == 3 && d::HM_CQE_ST_WR_FLUSH_ERR == 4 && d::HM_CQE_ST_REM_ACCESS_ERR == 5);
+    assert!(d::HM_CQE_ST_REM_INV_REQ_ERR == 6 && d::HM_CQE_ST_REM_OP_ERR == 7 && d::HM_CQE_ST_RETRY_EXC_ERR == 8);
     assert!(d::HM_CQE_ST_RNR_RETRY_EXC_ERR == 9);
     assert!(d::HM_CQE_OP_SEND == 0 && d::HM_CQE_OP_RDMA_WRITE == 1 && d::HM_CQE_OP_RDMA_READ == 2);
     assert!(d::HM_CQE_OP_CMP_SWAP == 3 && d::HM_CQE_OP_FETCH_ADD == 4 && d::HM_CQE_OP_RECV == 5);
@@ -53,21 +41,12 @@ const WC_OPCODE: [u32; 8] = [
 ];
 
 /// CQE flags (IMM, INV) -> `ibv_wc_flags`.
-const WC_FLAGS: [u32; 4] = [
-    0,
-    IBV_WC_WITH_IMM,
-    IBV_WC_WITH_INV,
-    IBV_WC_WITH_IMM | IBV_WC_WITH_INV,
-];
+const WC_FLAGS: [u32; 4] = [0, IBV_WC_WITH_IMM, IBV_WC_WITH_INV, IBV_WC_WITH_IMM | IBV_WC_WITH_INV];
 const _: () = assert!(fast::CQE_F_IMM == 1 && fast::CQE_F_INV == 2);
 
 #[inline(always)]
 fn fill_wc(w: &mut IbvWc, e: &CqeRaw) {
-    let status = if (e.status as usize) < WC_STATUS.len() {
-        WC_STATUS[e.status as usize]
-    } else {
-        IBV_WC_GENERAL_ERR
-    };
+    let status = if (e.status as usize) < WC_STATUS.len() { WC_STATUS[e.status as usize] } else { IBV_WC_GENERAL_ERR };
     w.wr_id = e.wr_id;
     w.status = status;
     w.opcode = WC_OPCODE[(e.opcode & 7) as usize];
@@ -154,29 +133,18 @@ const WR_FLAGS: [u8; 8] = {
     }
     t
 };
-const _: () =
-    assert!(IBV_WR_RDMA_WRITE == 0 && IBV_WR_SEND_WITH_INV == 9 && IBV_WR_ATOMIC_CMP_AND_SWP == 5);
+const _: () = assert!(IBV_WR_RDMA_WRITE == 0 && IBV_WR_SEND_WITH_INV == 9 && IBV_WR_ATOMIC_CMP_AND_SWP == 5);
 
 /// Writes one send WR into the next slot; 0 or the errno for `*bad_wr`.
 #[inline(always)]
 fn post_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvSendWr) -> c_int {
-    let Some(slot) = p.slot() else {
-        return libc::ENOMEM;
-    };
-    let Some(&(opcode, class, imm_mask)) = WR_OP.get(w.opcode as usize) else {
-        return libc::EINVAL;
-    };
+    let Some(slot) = p.slot() else { return libc::ENOMEM };
+    let Some(&(opcode, class, imm_mask)) = WR_OP.get(w.opcode as usize) else { return libc::EINVAL };
     if class == 0 {
         return libc::EINVAL;
     }
     let f = w.send_flags;
-    let mut h = SendHdr {
-        opcode,
-        flags: WR_FLAGS[(f & 7) as usize] | q.sig_flag,
-        wr_id: w.wr_id,
-        imm_field: w.imm & imm_mask,
-        ..Default::default()
-    };
+    let mut h = SendHdr { opcode, flags: WR_FLAGS[(f & 7) as usize] | q.sig_flag, wr_id: w.wr_id, imm_field: w.imm & imm_mask, ..Default::default() };
     let nsge = w.num_sge as u32;
     if class >= 2 {
         h.remote_addr = w.wr[0];
@@ -195,11 +163,7 @@ fn post_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvSendWr) -> c_int 
         h.rkey = w.wr[3] as u32;
         h.num_sge = 1;
         h.length = 8;
-        let (cmp, swap_add) = if opcode == fast::OP_CMP_SWAP {
-            (w.wr[1], w.wr[2])
-        } else {
-            (0, w.wr[1])
-        };
+        let (cmp, swap_add) = if opcode == fast::OP_CMP_SWAP { (w.wr[1], w.wr[2]) } else { (0, w.wr[1]) };
         // SAFETY: `slot` is a free slot of at least 64 bytes (the smallest stride).
         unsafe {
             fast::write_atomic_args(slot, cmp, swap_add);
@@ -239,9 +203,7 @@ fn post_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvSendWr) -> c_int 
             // SAFETY: the WR's contract: addr..addr+length is readable (inline data need not
             // be registered); the slot holds SQ_HDR + max_inline bytes (the stride was sized
             // for it when the QP was created).
-            unsafe {
-                std::ptr::copy_nonoverlapping(s.addr as *const u8, slot.add(fast::SQ_HDR + off), l)
-            };
+            unsafe { std::ptr::copy_nonoverlapping(s.addr as *const u8, slot.add(fast::SQ_HDR + off), l) };
             off += l;
         }
         h.flags |= fast::F_INLINE;
@@ -258,11 +220,7 @@ fn post_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvSendWr) -> c_int 
 /// # Safety
 /// `qp` came from `hm_rs_create_qp`; `wr` is a valid list; `bad` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn hm_rs_post_send(
-    qp: *mut c_void,
-    wr: *mut IbvSendWr,
-    bad: *mut *mut IbvSendWr,
-) -> c_int {
+pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, wr: *mut IbvSendWr, bad: *mut *mut IbvSendWr) -> c_int {
     // SAFETY: the caller's guarantee.
     let q = unsafe { &*(qp as *const RsQp) };
     // SAFETY: the caller's guarantee.
@@ -275,19 +233,11 @@ pub unsafe extern "C" fn hm_rs_post_send(
 /// # Safety
 /// `qp` came from `hm_rs_create_qp`; `wr` is a valid list; `bad` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn hm_rs_post_recv(
-    qp: *mut c_void,
-    wr: *mut IbvRecvWr,
-    bad: *mut *mut IbvRecvWr,
-) -> c_int {
+pub unsafe extern "C" fn hm_rs_post_recv(qp: *mut c_void, wr: *mut IbvRecvWr, bad: *mut *mut IbvRecvWr) -> c_int {
     // SAFETY: the caller's guarantee.
     let q = unsafe { &*(qp as *const RsQp) };
     // SAFETY: the caller's guarantee.
-    unsafe {
-        post_list(q.sh.nic.rq_post(&q.qp), wr, bad, |p, w| {
-            post_recv_one(p, q, w)
-        })
-    }
+    unsafe { post_list(q.sh.nic.rq_post(&q.qp), wr, bad, |p, w| post_recv_one(p, q, w)) }
 }
 
 /// Writes one receive WR into the next slot; 0 or the errno for `*bad_wr`.
@@ -297,9 +247,7 @@ fn post_recv_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvRecvWr) -> c
     if n < 0 || n as u32 > q.max_recv_sge {
         return libc::EINVAL;
     }
-    let Some(slot) = p.slot() else {
-        return libc::ENOMEM;
-    };
+    let Some(slot) = p.slot() else { return libc::ENOMEM };
     let sgl: &[IbvSge] = if n == 0 || w.sg_list.is_null() {
         &[]
     } else {

@@ -8,11 +8,7 @@ use std::ffi::{c_int, c_void};
 /// # Safety
 /// `ctx` came from `hm_rs_open`; the out pointers are valid.
 #[no_mangle]
-pub unsafe extern "C" fn hm_rs_alloc_pd(
-    ctx: *mut c_void,
-    pd: *mut *mut c_void,
-    handle: *mut u32,
-) -> c_int {
+pub unsafe extern "C" fn hm_rs_alloc_pd(ctx: *mut c_void, pd: *mut *mut c_void, handle: *mut u32) -> c_int {
     // SAFETY: the caller's guarantee.
     let ctx = unsafe { &*(ctx as *const Ctx) };
     if ctx.sh.nic.check_fatal() {
@@ -53,9 +49,7 @@ pub unsafe extern "C" fn hm_rs_dealloc_pd(ctx: *mut c_void, pd: *mut c_void) -> 
 fn mapped(addr: u64, len: u64) -> bool {
     const CHUNK: u64 = 16 << 20;
     let mut vec = [0u8; (CHUNK / 4096) as usize];
-    let Some(end) = addr.checked_add(len) else {
-        return false;
-    };
+    let Some(end) = addr.checked_add(len) else { return false };
     let mut p = addr & !4095;
     while p < end {
         let n = (end - p).min(CHUNK);
@@ -95,11 +89,7 @@ pub unsafe extern "C" fn hm_rs_reg_mr(
     }
     if access & !ACCESS_KNOWN != 0 {
         // ZERO_BASED, ON_DEMAND, HUGETLB, ... are not offered
-        return if access & (0x20 | 0x40 | 0x80) != 0 {
-            libc::EOPNOTSUPP
-        } else {
-            libc::EINVAL
-        };
+        return if access & (0x20 | 0x40 | 0x80) != 0 { libc::EOPNOTSUPP } else { libc::EINVAL };
     }
     // remote write or atomic access needs local write (as the verbs specification says)
     if access & (0x2 | 0x8) != 0 && access & 0x1 == 0 {
@@ -116,14 +106,9 @@ pub unsafe extern "C" fn hm_rs_reg_mr(
     // RLIMIT_MEMLOCK bounds what is pinned, as the kernel applies it, unless the program has
     // CAP_IPC_LOCK (looked up now: a program may drop it after opening the device)
     if !cap_ipc_lock() {
-        let mut rl = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
+        let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: a valid rlimit out pointer.
-        if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) } == 0
-            && rl.rlim_cur != libc::RLIM_INFINITY
-        {
+        if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) } == 0 && rl.rlim_cur != libc::RLIM_INFINITY {
             let pages = (addr + len).div_ceil(4096) - addr / 4096;
             if ctx.sh.nic.pinned_bytes() + pages * 4096 > rl.rlim_cur {
                 return libc::ENOMEM;
@@ -160,9 +145,7 @@ pub unsafe extern "C" fn hm_rs_dereg_mr(ctx: *mut c_void, mr: *mut c_void) -> c_
 }
 
 pub(crate) fn cap_ipc_lock() -> bool {
-    let Some(st) = read_text(std::path::Path::new("/proc/self/status")) else {
-        return false;
-    };
+    let Some(st) = read_text(std::path::Path::new("/proc/self/status")) else { return false };
     st.lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
         .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())

@@ -54,13 +54,7 @@ pub unsafe extern "C" fn hm_rs_create_qp(
 ) -> c_int {
     // SAFETY: the caller's guarantee.
     let (ctx, p, s, r, c) = unsafe {
-        (
-            &*(ctx as *const Ctx),
-            &*(pd as *const RsPd),
-            &*(scq as *const RsCq),
-            &*(rcq as *const RsCq),
-            &mut *caps,
-        )
+        (&*(ctx as *const Ctx), &*(pd as *const RsPd), &*(scq as *const RsCq), &*(rcq as *const RsCq), &mut *caps)
     };
     if ctx.sh.nic.check_fatal() {
         return libc::EIO;
@@ -117,13 +111,7 @@ fn state_of(v: u32) -> Result<QpState, c_int> {
 /// # Safety
 /// Handles came from this library; `a` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn hm_rs_modify_qp(
-    ctx: *mut c_void,
-    qp: *mut c_void,
-    a: *const HmQpAttr,
-    m: u32,
-    from: u32,
-) -> c_int {
+pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *const HmQpAttr, m: u32, from: u32) -> c_int {
     // SAFETY: the caller's guarantee.
     let (ctx, q, a) = unsafe { (&*(ctx as *const Ctx), &*(qp as *const RsQp), &*a) };
     let run = || -> Result<(), c_int> {
@@ -131,11 +119,7 @@ pub unsafe extern "C" fn hm_rs_modify_qp(
         // (the firmware judges again, from the QP's real state).
         if m & mask::STATE != 0 {
             let to = state_of(a.qp_state)?;
-            let from = if m & mask::CUR_STATE != 0 {
-                state_of(a.cur_qp_state)?
-            } else {
-                state_of(from)?
-            };
+            let from = if m & mask::CUR_STATE != 0 { state_of(a.cur_qp_state)? } else { state_of(from)? };
             if hematite_abi::qp::check_mask(from, to, m).is_err() {
                 return Err(libc::EINVAL);
             }
@@ -151,24 +135,16 @@ pub unsafe extern "C" fn hm_rs_modify_qp(
             // then issue fewer READs / atomics at a time than the responder allows, which is
             // always safe; perftest asks for the peer's responder resources, e.g. rxe's 128).
             // The responder side (max_dest_rd_atomic) is not clamped: the firmware refuses it.
-            attr.max_rd_atomic = attr
-                .max_rd_atomic
-                .min(ctx.sh.nic.attr().max_qp_init_rd_atom.max(1));
+            attr.max_rd_atomic = attr.max_rd_atomic.min(ctx.sh.nic.attr().max_qp_init_rd_atom.max(1));
         }
         if m & mask::AV != 0 {
             if a.is_global == 0 {
-                warn(format_args!(
-                    "QP {}: RoCE needs a GRH (ah_attr.is_global = 1 with the peer's GID)",
-                    q.qp.qpn()
-                ));
+                warn(format_args!("QP {}: RoCE needs a GRH (ah_attr.is_global = 1 with the peer's GID)", q.qp.qpn()));
                 return Err(libc::EINVAL);
             }
             if a.dgid == [0; 16] {
                 // no destination at all: an invalid attribute, not an unsupported one
-                warn(format_args!(
-                    "QP {}: the destination GID is zero",
-                    q.qp.qpn()
-                ));
+                warn(format_args!("QP {}: the destination GID is zero", q.qp.qpn()));
                 return Err(libc::EINVAL);
             }
             if a.dgid[..12] != IPV4_MAPPED {
@@ -189,35 +165,19 @@ pub unsafe extern "C" fn hm_rs_modify_qp(
                 };
             } else {
                 let ip = u32::from_be_bytes([a.dgid[12], a.dgid[13], a.dgid[14], a.dgid[15]]);
-                let own = (ctx.sh.nic.ipv4() == Some(ip))
-                    .then(|| ctx.sh.nic.mac())
-                    .flatten();
+                let own = (ctx.sh.nic.ipv4() == Some(ip)).then(|| ctx.sh.nic.mac()).flatten();
                 let Some(sim) = &ctx.sh.sim else {
-                    warn(format_args!(
-                        "QP {}: no neighbour resolution on this backend",
-                        q.qp.qpn()
-                    ));
+                    warn(format_args!("QP {}: no neighbour resolution on this backend", q.qp.qpn()));
                     return Err(libc::EOPNOTSUPP);
                 };
                 // a QP connected to one on this NIC: its own MAC (the port loops such frames back)
-                attr.dmac = if let Some(mac) = own {
-                    mac
-                } else {
-                    sim.arp_resolve(ip).map_err(|e| {
-                        warn(format_args!(
-                            "QP {}: resolving {}: {e}",
-                            q.qp.qpn(),
-                            std::net::Ipv4Addr::from(ip)
-                        ));
-                        libc::EHOSTUNREACH
-                    })?
-                };
+                attr.dmac = if let Some(mac) = own { mac } else { sim.arp_resolve(ip).map_err(|e| {
+                    warn(format_args!("QP {}: resolving {}: {e}", q.qp.qpn(), std::net::Ipv4Addr::from(ip)));
+                    libc::EHOSTUNREACH
+                })? };
             }
         }
-        ctx.sh
-            .nic
-            .modify_qp(&q.qp, &attr, m)
-            .map_err(|e| errno_of(&e))
+        ctx.sh.nic.modify_qp(&q.qp, &attr, m).map_err(|e| errno_of(&e))
     };
     match run() {
         Ok(()) => 0,
@@ -228,12 +188,7 @@ pub unsafe extern "C" fn hm_rs_modify_qp(
 /// # Safety
 /// Handles came from this library; the out pointers are valid.
 #[no_mangle]
-pub unsafe extern "C" fn hm_rs_query_qp(
-    ctx: *mut c_void,
-    qp: *mut c_void,
-    out: *mut HmQpAttr,
-    caps: *mut HmQpCaps,
-) -> c_int {
+pub unsafe extern "C" fn hm_rs_query_qp(ctx: *mut c_void, qp: *mut c_void, out: *mut HmQpAttr, caps: *mut HmQpCaps) -> c_int {
     // SAFETY: the caller's guarantee.
     let (ctx, q) = unsafe { (&*(ctx as *const Ctx), &*(qp as *const RsQp)) };
     match ctx.sh.nic.query_qp(&q.qp) {

@@ -45,10 +45,7 @@ impl HostMem {
             let page = a / PAGE;
             let off = (a % PAGE) as usize;
             let n = (PAGE as usize - off).min(rest.len());
-            let p = self
-                .pages
-                .entry(page)
-                .or_insert_with(|| vec![0; PAGE as usize]);
+            let p = self.pages.entry(page).or_insert_with(|| vec![0; PAGE as usize]);
             if let Some(dst) = p.get_mut(off..off + n) {
                 dst.copy_from_slice(&rest[..n]);
             }
@@ -86,19 +83,11 @@ pub struct MrAccess {
 
 impl MrAccess {
     /// Every right.
-    pub const ALL: MrAccess = MrAccess {
-        local_write: true,
-        remote_read: true,
-        remote_write: true,
-        remote_atomic: true,
-    };
+    pub const ALL: MrAccess =
+        MrAccess { local_write: true, remote_read: true, remote_write: true, remote_atomic: true };
     /// Local read only (no rights at all).
-    pub const NONE: MrAccess = MrAccess {
-        local_write: false,
-        remote_read: false,
-        remote_write: false,
-        remote_atomic: false,
-    };
+    pub const NONE: MrAccess =
+        MrAccess { local_write: false, remote_read: false, remote_write: false, remote_atomic: false };
 }
 
 /// A registered memory region.
@@ -183,14 +172,7 @@ impl MrTable {
         let slot = self.slots.get_mut(idx)?;
         slot.tag = slot.tag.wrapping_add(1);
         let key = (idx as u32) << 8 | slot.tag as u32;
-        let mr = Mr {
-            lkey: key,
-            rkey: key,
-            base,
-            len,
-            access,
-            pd,
-        };
+        let mr = Mr { lkey: key, rkey: key, base, len, access, pd };
         slot.mr = Some(mr);
         Some(mr)
     }
@@ -231,14 +213,7 @@ impl MrTable {
 
     /// Checks an access of `len` bytes at `addr` through `key` from PD `pd`.
     /// Check order: key, PD, access right, bounds.
-    pub fn check(
-        &self,
-        key: u32,
-        pd: u32,
-        addr: u64,
-        len: u64,
-        need: Need,
-    ) -> Result<Mr, MemError> {
+    pub fn check(&self, key: u32, pd: u32, addr: u64, len: u64, need: Need) -> Result<Mr, MemError> {
         let mr = *self.slot(key).ok_or(MemError::BadKey)?;
         if mr.pd != pd {
             return Err(MemError::Pd);

@@ -129,11 +129,7 @@ pub struct QpAccess {
 
 impl QpAccess {
     /// Everything allowed.
-    pub const ALL: QpAccess = QpAccess {
-        remote_write: true,
-        remote_read: true,
-        remote_atomic: true,
-    };
+    pub const ALL: QpAccess = QpAccess { remote_write: true, remote_read: true, remote_atomic: true };
 }
 
 /// QP attributes (the RC set of ROCEV2.md §10).
@@ -262,10 +258,7 @@ pub enum SendOp {
 impl SendOp {
     /// READ or atomic (needs a `max_rd_atomic` slot).
     pub fn is_rd_atomic(&self) -> bool {
-        matches!(
-            self,
-            SendOp::Read { .. } | SendOp::CmpSwap { .. } | SendOp::FetchAdd { .. }
-        )
+        matches!(self, SendOp::Read { .. } | SendOp::CmpSwap { .. } | SendOp::FetchAdd { .. })
     }
     /// CmpSwap or FetchAdd.
     pub fn is_atomic(&self) -> bool {
@@ -303,14 +296,7 @@ pub struct SendWr {
 impl SendWr {
     /// A signaled, non-solicited, non-inline WR.
     pub fn new(wr_id: u64, op: SendOp, sgl: Vec<Sge>) -> SendWr {
-        SendWr {
-            wr_id,
-            op,
-            sgl,
-            signaled: true,
-            solicited: false,
-            inline: false,
-        }
+        SendWr { wr_id, op, sgl, signaled: true, solicited: false, inline: false }
     }
 }
 

@@ -55,22 +55,13 @@ impl Node {
 
     /// State transition of QP `qpn` (see [`Qp::modify_state`]).
     pub fn modify_qp_state(&mut self, qpn: u32, to: QpState) -> Result<(), PostError> {
-        self.qps
-            .get_mut(&qpn)
-            .ok_or(PostError::NoQp)?
-            .modify_state(to)
+        self.qps.get_mut(&qpn).ok_or(PostError::NoQp)?.modify_state(to)
     }
 
     /// Posts a send WR.
     pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), PostError> {
         let qp = self.qps.get_mut(&qpn).ok_or(PostError::NoQp)?;
-        qp.post_send(
-            wr,
-            &mut Ctx {
-                mem: &mut self.mem,
-                mrs: &mut self.mrs,
-            },
-        )
+        qp.post_send(wr, &mut Ctx { mem: &mut self.mem, mrs: &mut self.mrs })
     }
 
     /// Posts a receive WR.
@@ -80,18 +71,12 @@ impl Node {
 
     /// Drains the send CQ of `qpn`.
     pub fn poll_send_cq(&mut self, qpn: u32) -> Vec<Cqe> {
-        self.qps
-            .get_mut(&qpn)
-            .map(|q| q.poll_send_cq())
-            .unwrap_or_default()
+        self.qps.get_mut(&qpn).map(|q| q.poll_send_cq()).unwrap_or_default()
     }
 
     /// Drains the receive CQ of `qpn`.
     pub fn poll_recv_cq(&mut self, qpn: u32) -> Vec<Cqe> {
-        self.qps
-            .get_mut(&qpn)
-            .map(|q| q.poll_recv_cq())
-            .unwrap_or_default()
+        self.qps.get_mut(&qpn).map(|q| q.poll_recv_cq()).unwrap_or_default()
     }
 
     /// Handles one received packet at time `now` (ns). Non-RC opcodes and unknown QPs are
@@ -99,15 +84,7 @@ impl Node {
     pub fn receive(&mut self, now: u64, rec: &HdrRecord, payload: &[u8]) {
         let rc = opcode::info(rec.opcode).is_some_and(|i| i.class == opcode::Transport::Rc);
         match self.qps.get_mut(&rec.dest_qp) {
-            Some(qp) if rc => qp.receive(
-                now,
-                rec,
-                payload,
-                &mut Ctx {
-                    mem: &mut self.mem,
-                    mrs: &mut self.mrs,
-                },
-            ),
+            Some(qp) if rc => qp.receive(now, rec, payload, &mut Ctx { mem: &mut self.mem, mrs: &mut self.mrs }),
             _ => self.unknown_qp_drops += 1,
         }
     }
@@ -116,13 +93,7 @@ impl Node {
     pub fn poll_tx(&mut self, now: u64) -> Vec<Pkt> {
         let mut out = Vec::new();
         for qp in self.qps.values_mut() {
-            out.extend(qp.poll_tx(
-                now,
-                &mut Ctx {
-                    mem: &mut self.mem,
-                    mrs: &mut self.mrs,
-                },
-            ));
+            out.extend(qp.poll_tx(now, &mut Ctx { mem: &mut self.mem, mrs: &mut self.mrs }));
         }
         out
     }
@@ -130,13 +101,7 @@ impl Node {
     /// Advances timers to `now`.
     pub fn tick(&mut self, now: u64) {
         for qp in self.qps.values_mut() {
-            qp.tick(
-                now,
-                &mut Ctx {
-                    mem: &mut self.mem,
-                    mrs: &mut self.mrs,
-                },
-            );
+            qp.tick(now, &mut Ctx { mem: &mut self.mem, mrs: &mut self.mrs });
         }
     }
 
@@ -147,10 +112,7 @@ impl Node {
 
     /// Every responder execution of every QP.
     pub fn exec_log(&self) -> Vec<Exec> {
-        self.qps
-            .values()
-            .flat_map(|q| q.exec_log().iter().copied())
-            .collect()
+        self.qps.values().flat_map(|q| q.exec_log().iter().copied()).collect()
     }
 
     /// Packets dropped for an unknown QP or a non-RC opcode.

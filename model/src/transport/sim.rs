@@ -27,14 +27,7 @@ pub struct FaultConfig {
 
 impl Default for FaultConfig {
     fn default() -> Self {
-        FaultConfig {
-            drop_ppm: 0,
-            corrupt_ppm: 0,
-            dup_ppm: 0,
-            reorder_ppm: 0,
-            max_reorder_ns: 2_000,
-            latency_ns: 1_000,
-        }
+        FaultConfig { drop_ppm: 0, corrupt_ppm: 0, dup_ppm: 0, reorder_ppm: 0, max_reorder_ns: 2_000, latency_ns: 1_000 }
     }
 }
 
@@ -97,14 +90,7 @@ pub struct Wire {
 impl Wire {
     /// A wire with the given faults, seeded.
     pub fn new(seed: u64, cfg: FaultConfig) -> Wire {
-        Wire {
-            cfg,
-            rng: Rng::new(seed),
-            queue: BTreeMap::new(),
-            seq: 0,
-            link_up: true,
-            stats: WireStats::default(),
-        }
+        Wire { cfg, rng: Rng::new(seed), queue: BTreeMap::new(), seq: 0, link_up: true, stats: WireStats::default() }
     }
 
     /// Changes the fault schedule.
@@ -193,15 +179,7 @@ pub const MAX_STEPS: u64 = 50_000_000;
 impl Sim {
     /// A harness over two nodes.
     pub fn new(a: Node, b: Node, seed: u64, faults: FaultConfig) -> Sim {
-        Sim {
-            nodes: [a, b],
-            wire: Wire::new(seed, faults),
-            now: 0,
-            record: false,
-            frames: Vec::new(),
-            frame_errors: 0,
-            steps: 0,
-        }
+        Sim { nodes: [a, b], wire: Wire::new(seed, faults), now: 0, record: false, frames: Vec::new(), frame_errors: 0, steps: 0 }
     }
 
     /// Record every transmitted packet as an Ethernet frame (via [`build_frame`]); each frame is
@@ -258,14 +236,10 @@ impl Sim {
                 return false;
             }
             self.transmit();
-            let t = [
-                self.wire.next_time(),
-                self.nodes[0].next_deadline(),
-                self.nodes[1].next_deadline(),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
+            let t = [self.wire.next_time(), self.nodes[0].next_deadline(), self.nodes[1].next_deadline()]
+                .into_iter()
+                .flatten()
+                .min();
             let Some(t) = t else { return true };
             if t > max_ns {
                 return false;

@@ -67,10 +67,7 @@ impl Bth {
     pub fn write(&self, out: &mut Vec<u8>) {
         out.push(self.opcode);
         out.push(
-            (self.se as u8) << 7
-                | (self.migreq as u8) << 6
-                | (self.padcnt & 3) << 4
-                | (self.tver & 0xF),
+            (self.se as u8) << 7 | (self.migreq as u8) << 6 | (self.padcnt & 3) << 4 | (self.tver & 0xF),
         );
         out.extend_from_slice(&self.pkey.to_be_bytes());
         out.push((self.fecn as u8) << 7 | (self.becn as u8) << 6 | (self.resv6 & 0x3F));
@@ -97,14 +94,7 @@ impl Deth {
     /// Parses the header.
     pub fn parse(b: &[u8]) -> Result<(Deth, &[u8]), WireError> {
         need(b, 8, HeaderKind::Deth)?;
-        Ok((
-            Deth {
-                qkey: be32(b, 0),
-                resv8: b[4],
-                src_qp: be24(b, 5),
-            },
-            &b[8..],
-        ))
+        Ok((Deth { qkey: be32(b, 0), resv8: b[4], src_qp: be24(b, 5) }, &b[8..]))
     }
     /// Appends the header.
     pub fn write(&self, out: &mut Vec<u8>) {
@@ -202,13 +192,7 @@ impl Aeth {
     /// Parses the header.
     pub fn parse(b: &[u8]) -> Result<(Aeth, &[u8]), WireError> {
         need(b, 4, HeaderKind::Aeth)?;
-        Ok((
-            Aeth {
-                syndrome: b[0],
-                msn: be24(b, 1),
-            },
-            &b[4..],
-        ))
+        Ok((Aeth { syndrome: b[0], msn: be24(b, 1) }, &b[4..]))
     }
     /// Appends the header.
     pub fn write(&self, out: &mut Vec<u8>) {

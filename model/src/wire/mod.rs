@@ -102,11 +102,7 @@ impl std::error::Error for WireError {}
 
 fn need(b: &[u8], n: usize, header: HeaderKind) -> Result<(), WireError> {
     if b.len() < n {
-        Err(WireError::Short {
-            header,
-            need: n,
-            have: b.len(),
-        })
+        Err(WireError::Short { header, need: n, have: b.len() })
     } else {
         Ok(())
     }
@@ -146,11 +142,7 @@ pub fn mac_from_u64(v: u64) -> [u8; 6] {
 pub fn ones_complement_sum(data: &[u8]) -> u16 {
     let mut s: u32 = 0;
     for c in data.chunks(2) {
-        let w = if c.len() == 2 {
-            u16::from_be_bytes([c[0], c[1]])
-        } else {
-            (c[0] as u16) << 8
-        };
+        let w = if c.len() == 2 { u16::from_be_bytes([c[0], c[1]]) } else { (c[0] as u16) << 8 };
         s += w as u32;
         s = (s & 0xFFFF) + (s >> 16);
     }

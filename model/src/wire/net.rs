@@ -18,11 +18,7 @@ pub struct Vlan {
 impl Vlan {
     /// Decodes a TCI.
     pub fn from_tci(tci: u16) -> Vlan {
-        Vlan {
-            pcp: (tci >> 13) as u8,
-            dei: tci & 0x1000 != 0,
-            vid: tci & 0x0FFF,
-        }
+        Vlan { pcp: (tci >> 13) as u8, dei: tci & 0x1000 != 0, vid: tci & 0x0FFF }
     }
     /// Encodes the TCI (fields masked to their widths).
     pub fn tci(&self) -> u16 {
@@ -65,25 +61,9 @@ impl Eth {
         if t == ETHERTYPE_VLAN {
             need(b, 18, HeaderKind::Vlan)?;
             let vlan = Vlan::from_tci(be16(b, 14));
-            Ok((
-                Eth {
-                    dst,
-                    src,
-                    vlan: Some(vlan),
-                    ethertype: be16(b, 16),
-                },
-                &b[18..],
-            ))
+            Ok((Eth { dst, src, vlan: Some(vlan), ethertype: be16(b, 16) }, &b[18..]))
         } else {
-            Ok((
-                Eth {
-                    dst,
-                    src,
-                    vlan: None,
-                    ethertype: t,
-                },
-                &b[14..],
-            ))
+            Ok((Eth { dst, src, vlan: None, ethertype: t }, &b[14..]))
         }
     }
     /// Appends the header.
@@ -135,10 +115,7 @@ impl Ipv4 {
     pub fn parse(b: &[u8]) -> Result<(Ipv4, &[u8]), WireError> {
         need(b, 20, HeaderKind::Ipv4)?;
         if b[0] >> 4 != 4 {
-            return Err(WireError::Version {
-                header: HeaderKind::Ipv4,
-                found: b[0] >> 4,
-            });
+            return Err(WireError::Version { header: HeaderKind::Ipv4, found: b[0] >> 4 });
         }
         if b[0] & 0xF != 5 {
             return Err(WireError::Ipv4Options(b[0] & 0xF));
@@ -211,10 +188,7 @@ impl Ipv6 {
     pub fn parse(b: &[u8]) -> Result<(Ipv6, &[u8]), WireError> {
         need(b, 40, HeaderKind::Ipv6)?;
         if b[0] >> 4 != 6 {
-            return Err(WireError::Version {
-                header: HeaderKind::Ipv6,
-                found: b[0] >> 4,
-            });
+            return Err(WireError::Version { header: HeaderKind::Ipv6, found: b[0] >> 4 });
         }
         let w = be32(b, 0);
         let h = Ipv6 {
@@ -293,12 +267,7 @@ impl Udp {
     /// Parses the header.
     pub fn parse(b: &[u8]) -> Result<(Udp, &[u8]), WireError> {
         need(b, 8, HeaderKind::Udp)?;
-        let h = Udp {
-            sport: be16(b, 0),
-            dport: be16(b, 2),
-            len: be16(b, 4),
-            checksum: be16(b, 6),
-        };
+        let h = Udp { sport: be16(b, 0), dport: be16(b, 2), len: be16(b, 4), checksum: be16(b, 6) };
         Ok((h, &b[8..]))
     }
     /// Appends the header.

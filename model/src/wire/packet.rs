@@ -1,9 +1,7 @@
 //! A fully parsed, accepted RoCEv2 frame ([`Packet`]): its serialisation and the header record
 //! the receive path reports for it.
 
-use super::{
-    mac_to_u64, Aeth, AtomicAckEth, AtomicEth, Bth, Deth, Eth, Ieth, ImmDt, Ip, Reth, Udp,
-};
+use super::{mac_to_u64, Aeth, AtomicAckEth, AtomicEth, Bth, Deth, Eth, Ieth, ImmDt, Ip, Reth, Udp};
 use crate::icrc;
 use crate::opcode;
 use crate::record::HdrRecord;
@@ -105,8 +103,7 @@ impl Packet {
 
     /// [`Packet::write`] into a new vector.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut v =
-            Vec::with_capacity(self.payload_offset() + self.payload.len() + 8 + self.eth_pad);
+        let mut v = Vec::with_capacity(self.payload_offset() + self.payload.len() + 8 + self.eth_pad);
         self.write(&mut v);
         v
     }

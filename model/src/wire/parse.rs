@@ -3,8 +3,8 @@
 //! [`ParseError`], which maps to the receive path's [`DropReason`].
 
 use super::{
-    arr, ipv4_checksum_valid, need, Aeth, AtomicAckEth, AtomicEth, Bth, Deth, Eth, HeaderKind,
-    Ieth, ImmDt, Ip, Ipv4, Ipv6, Packet, Reth, Udp, WireError,
+    arr, ipv4_checksum_valid, need, Aeth, AtomicAckEth, AtomicEth, Bth, Deth, Eth, HeaderKind, Ieth, ImmDt, Ip, Ipv4,
+    Ipv6, Packet, Reth, Udp, WireError,
 };
 use crate::icrc;
 use crate::opcode::{self, OpInfo};
@@ -136,20 +136,15 @@ impl ParseError {
     pub fn reason(&self) -> DropReason {
         use ParseError::*;
         match self {
-            ShortEthernet { .. }
-            | ShortVlan { .. }
-            | ShortIpHeader { .. }
-            | ShortUdp { .. }
-            | IpBeyondFrame { .. } => DropReason::Truncated,
+            ShortEthernet { .. } | ShortVlan { .. } | ShortIpHeader { .. } | ShortUdp { .. } | IpBeyondFrame { .. } => {
+                DropReason::Truncated
+            }
             EtherType(_) | IpVersion(_) => DropReason::NotIp,
             Ipv4Options(_) | Ipv4Fragment { .. } => DropReason::Ipv4OptFrag,
             NotUdp(_) | UdpPort(_) => DropReason::NotRoce,
-            LengthMismatch { .. }
-            | UdpTooShort(_)
-            | TrailingBytes { .. }
-            | Oversize(_)
-            | OpcodeLength { .. }
-            | PayloadOnNoPayloadOpcode { .. } => DropReason::Length,
+            LengthMismatch { .. } | UdpTooShort(_) | TrailingBytes { .. } | Oversize(_) | OpcodeLength { .. } | PayloadOnNoPayloadOpcode { .. } => {
+                DropReason::Length
+            }
             BadIcrc { .. } => DropReason::BadIcrc,
             BadIpv4Checksum { .. } => DropReason::BadIpv4Csum,
             TVer(_) => DropReason::TVer,
@@ -166,17 +161,10 @@ impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use ParseError::*;
         match self {
-            ShortEthernet { len } => {
-                write!(f, "frame of {len} bytes is shorter than an Ethernet header")
-            }
-            ShortVlan { len } => write!(
-                f,
-                "VLAN-tagged frame of {len} bytes is shorter than 18 bytes"
-            ),
+            ShortEthernet { len } => write!(f, "frame of {len} bytes is shorter than an Ethernet header"),
+            ShortVlan { len } => write!(f, "VLAN-tagged frame of {len} bytes is shorter than 18 bytes"),
             EtherType(t) => write!(f, "EtherType {t:#06x} is not IPv4/IPv6"),
-            ShortIpHeader { need, have } => {
-                write!(f, "IP header needs {need} bytes, {have} available")
-            }
+            ShortIpHeader { need, have } => write!(f, "IP header needs {need} bytes, {have} available"),
             IpVersion(v) => write!(f, "IP version {v} disagrees with the EtherType"),
             Ipv4Options(ihl) => write!(f, "IPv4 IHL {ihl} (options not supported)"),
             Ipv4Fragment { mf, offset } => write!(f, "IPv4 fragment (MF {mf}, offset {offset})"),
@@ -184,10 +172,7 @@ impl fmt::Display for ParseError {
             ShortUdp { have } => write!(f, "UDP header needs 8 bytes, {have} available"),
             UdpPort(p) => write!(f, "UDP destination port {p} is not 4791"),
             IpBeyondFrame { ip_end, frame_len } => {
-                write!(
-                    f,
-                    "IP datagram ends at {ip_end}, beyond the {frame_len}-byte frame"
-                )
+                write!(f, "IP datagram ends at {ip_end}, beyond the {frame_len}-byte frame")
             }
             LengthMismatch { ip_len, udp_len } => {
                 write!(f, "IP length {ip_len} disagrees with UDP length {udp_len}")
@@ -195,56 +180,26 @@ impl fmt::Display for ParseError {
             UdpTooShort(l) => write!(f, "UDP length {l} too short for BTH + ICRC"),
             TrailingBytes { extra } => write!(f, "{extra} bytes after the IP datagram"),
             Oversize(n) => write!(f, "{n}-byte frame is longer than {}", crate::MAX_FRAME),
-            BadIcrc { stored, computed } => write!(
-                f,
-                "ICRC mismatch: stored {stored:#010x}, computed {computed:#010x}"
-            ),
+            BadIcrc { stored, computed } => write!(f, "ICRC mismatch: stored {stored:#010x}, computed {computed:#010x}"),
             BadIpv4Checksum { stored, computed } => {
-                write!(
-                    f,
-                    "IPv4 header checksum {stored:#06x}, expected {computed:#06x}"
-                )
+                write!(f, "IPv4 header checksum {stored:#06x}, expected {computed:#06x}")
             }
             TVer(v) => write!(f, "BTH TVer {v} != 0"),
             UnknownOpcode(o) => write!(f, "unsupported opcode {o:#04x}"),
-            OpcodeLength {
-                opcode,
-                avail,
-                need,
-            } => {
-                write!(
-                    f,
-                    "opcode {opcode:#04x} needs {need} bytes of headers + pad, {avail} available"
-                )
+            OpcodeLength { opcode, avail, need } => {
+                write!(f, "opcode {opcode:#04x} needs {need} bytes of headers + pad, {avail} available")
             }
             PayloadOnNoPayloadOpcode { opcode, bytes } => {
-                write!(
-                    f,
-                    "opcode {opcode:#04x} carries no payload but has {bytes} payload/pad bytes"
-                )
+                write!(f, "opcode {opcode:#04x} carries no payload but has {bytes} payload/pad bytes")
             }
             Misaligned { udp_len } => {
-                write!(
-                    f,
-                    "UDP length {udp_len}: payload + pad is not a whole number of 4-byte words"
-                )
+                write!(f, "UDP length {udp_len}: payload + pad is not a whole number of 4-byte words")
             }
             PadNotLast { opcode, padcnt } => {
-                write!(
-                    f,
-                    "opcode {opcode:#04x} does not end a message but has PadCnt {padcnt}"
-                )
+                write!(f, "opcode {opcode:#04x} does not end a message but has PadCnt {padcnt}")
             }
-            PayloadTooLong(n) => write!(
-                f,
-                "{n}-byte payload is larger than {}",
-                crate::rx::MAX_PAYLOAD
-            ),
-            PkeyMismatch(k) => write!(
-                f,
-                "P_Key {k:#06x} does not match the port's {:#06x}",
-                crate::rx::PORT_PKEY
-            ),
+            PayloadTooLong(n) => write!(f, "{n}-byte payload is larger than {}", crate::rx::MAX_PAYLOAD),
+            PkeyMismatch(k) => write!(f, "P_Key {k:#06x} does not match the port's {:#06x}", crate::rx::PORT_PKEY),
         }
     }
 }
@@ -252,11 +207,7 @@ impl fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 /// Takes the header `parse` reads off the front of `b` when it is `present`.
-fn ext<'a, H>(
-    present: bool,
-    b: &mut &'a [u8],
-    parse: fn(&'a [u8]) -> Result<(H, &'a [u8]), WireError>,
-) -> Result<Option<H>, WireError> {
+fn ext<'a, H>(present: bool, b: &mut &'a [u8], parse: fn(&'a [u8]) -> Result<(H, &'a [u8]), WireError>) -> Result<Option<H>, WireError> {
     if !present {
         return Ok(None);
     }
@@ -288,10 +239,7 @@ fn parse_ext<'a>(p: &mut Packet, info: &OpInfo, mut b: &'a [u8]) -> Result<&'a [
 pub fn parse_frame(frame: &[u8]) -> Result<Packet, ParseError> {
     let flen = frame.len();
     let (eth, l3) = Eth::parse(frame).map_err(|e| match e {
-        WireError::Short {
-            header: HeaderKind::Vlan,
-            ..
-        } => ParseError::ShortVlan { len: flen },
+        WireError::Short { header: HeaderKind::Vlan, .. } => ParseError::ShortVlan { len: flen },
         _ => ParseError::ShortEthernet { len: flen },
     })?;
     let l3off = eth.len();
@@ -304,10 +252,7 @@ pub fn parse_frame(frame: &[u8]) -> Result<Packet, ParseError> {
         ETHERTYPE_IPV4 => {
             let (h, rest) = Ipv4::parse(l3).map_err(ip_err)?;
             if h.mf || h.frag_off != 0 {
-                return Err(ParseError::Ipv4Fragment {
-                    mf: h.mf,
-                    offset: h.frag_off,
-                });
+                return Err(ParseError::Ipv4Fragment { mf: h.mf, offset: h.frag_off });
             }
             (Ip::V4(h), rest)
         }
@@ -333,28 +278,20 @@ pub fn parse_frame(frame: &[u8]) -> Result<Packet, ParseError> {
         Ip::V6(h) => (h.payload_len, l3off + Ipv6::LEN + h.payload_len as usize),
     };
     if ip_end > flen {
-        return Err(ParseError::IpBeyondFrame {
-            ip_end,
-            frame_len: flen,
-        });
+        return Err(ParseError::IpBeyondFrame { ip_end, frame_len: flen });
     }
     let mismatch = match &ip {
         Ip::V4(_) => ip_len as u32 != Ipv4::LEN as u32 + udp.len as u32,
         Ip::V6(_) => ip_len != udp.len,
     };
     if mismatch {
-        return Err(ParseError::LengthMismatch {
-            ip_len,
-            udp_len: udp.len,
-        });
+        return Err(ParseError::LengthMismatch { ip_len, udp_len: udp.len });
     }
     if (udp.len as usize) < Udp::LEN + Bth::LEN + opcode::ICRC_LEN {
         return Err(ParseError::UdpTooShort(udp.len));
     }
     if flen > ip_end && flen > ETH_PAD_LIMIT {
-        return Err(ParseError::TrailingBytes {
-            extra: flen - ip_end,
-        });
+        return Err(ParseError::TrailingBytes { extra: flen - ip_end });
     }
     if flen > MAX_FRAME {
         return Err(ParseError::Oversize(flen));
@@ -369,41 +306,29 @@ pub fn parse_frame(frame: &[u8]) -> Result<Packet, ParseError> {
     }
     if let Ip::V4(h) = &ip {
         if !ipv4_checksum_valid(datagram) {
-            return Err(ParseError::BadIpv4Checksum {
-                stored: h.checksum,
-                computed: h.compute_checksum(),
-            });
+            return Err(ParseError::BadIpv4Checksum { stored: h.checksum, computed: h.compute_checksum() });
         }
     }
     let bth_region = &covered[ip.len() + Udp::LEN..];
     let avail = bth_region.len();
-    let (bth, after_bth) = Bth::parse(bth_region).map_err(|_| ParseError::UdpTooShort(udp.len))?;
+    let (bth, after_bth) = Bth::parse(bth_region)
+        .map_err(|_| ParseError::UdpTooShort(udp.len))?;
     if bth.tver != 0 {
         return Err(ParseError::TVer(bth.tver));
     }
     let info = opcode::info(bth.opcode).ok_or(ParseError::UnknownOpcode(bth.opcode))?;
     let padcnt = bth.padcnt as usize;
     if avail < info.hdr_len + padcnt {
-        return Err(ParseError::OpcodeLength {
-            opcode: bth.opcode,
-            avail,
-            need: info.hdr_len + padcnt,
-        });
+        return Err(ParseError::OpcodeLength { opcode: bth.opcode, avail, need: info.hdr_len + padcnt });
     }
     if info.no_payload && avail != info.hdr_len {
-        return Err(ParseError::PayloadOnNoPayloadOpcode {
-            opcode: bth.opcode,
-            bytes: avail - info.hdr_len,
-        });
+        return Err(ParseError::PayloadOnNoPayloadOpcode { opcode: bth.opcode, bytes: avail - info.hdr_len });
     }
     if udp.len % 4 != 0 {
         return Err(ParseError::Misaligned { udp_len: udp.len });
     }
     if padcnt != 0 && !info.end {
-        return Err(ParseError::PadNotLast {
-            opcode: bth.opcode,
-            padcnt: bth.padcnt,
-        });
+        return Err(ParseError::PadNotLast { opcode: bth.opcode, padcnt: bth.padcnt });
     }
     if avail - info.hdr_len - padcnt > crate::rx::MAX_PAYLOAD {
         return Err(ParseError::PayloadTooLong(avail - info.hdr_len - padcnt));

@@ -24,10 +24,7 @@ pub fn shared_dir() -> PathBuf {
 /// `tests/vectors/gen_vectors.py`). Panics when the JSON is missing: the repository data is
 /// required, never skipped.
 pub fn repo_vectors_dir() -> PathBuf {
-    let p = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/data/vectors"
-    ));
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/vectors"));
     assert!(
         p.join("rocev2_vectors.json").is_file(),
         "repository vectors not found at {} (run tests/vectors/gen_vectors.py)",
@@ -85,19 +82,13 @@ pub fn geometry(f: &[u8]) -> Option<(usize, bool, usize)> {
     if f.len() < l3 + 6 {
         return None;
     }
-    let e = if v6 {
-        l3 + 40 + be16(f, l3 + 4) as usize
-    } else {
-        l3 + be16(f, l3 + 2) as usize
-    };
+    let e = if v6 { l3 + 40 + be16(f, l3 + 4) as usize } else { l3 + be16(f, l3 + 2) as usize };
     Some((l3, v6, e))
 }
 
 /// Recomputes the IPv4 header checksum and the ICRC (where computable) after a mutation.
 pub fn refix(f: &mut [u8]) {
-    let Some((l3, v6, e)) = geometry(f) else {
-        return;
-    };
+    let Some((l3, v6, e)) = geometry(f) else { return };
     if !v6 && f.len() >= l3 + 20 {
         f[l3 + 10] = 0;
         f[l3 + 11] = 0;

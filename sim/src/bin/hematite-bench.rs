@@ -31,23 +31,12 @@ struct Opts {
 }
 
 fn setup(o: &Opts, faults: WireFaults, pmtu: u32) -> Result<(DuoBench, u32, u32), String> {
-    let mut d = DuoBench::new(
-        MemCfg {
-            latency: o.latency,
-            seed: 1,
-            ..Default::default()
-        },
-        faults,
-    )?;
+    let mut d = DuoBench::new(MemCfg { latency: o.latency, seed: 1, ..Default::default() }, faults)?;
     let data: Vec<u8> = (0..0x20_0000u64).map(|i| (i * 7 + 3) as u8).collect();
     d.h[0].fill(BUF, &data);
     let k0 = d.h[0].reg_mr(1, BUF, LEN, MrAccess::ALL)?.lkey;
     let k1 = d.h[1].reg_mr(1, BUF, LEN, MrAccess::ALL)?.rkey;
-    let cfg = QpConfig {
-        pmtu,
-        timeout: 3,
-        ..QpConfig::default()
-    };
+    let cfg = QpConfig { pmtu, timeout: 3, ..QpConfig::default() };
     d.connect(1, 2, cfg, 0)?;
     Ok((d, k0, k1))
 }
@@ -72,44 +61,16 @@ struct Goodput {
 
 /// `n` WRITEs of `size` bytes from host 0 to host 1, all posted before one doorbell, the last
 /// signaled. Steady state: first to last frame the sender transmitted.
-fn write_goodput(
-    o: &Opts,
-    n: u64,
-    size: u32,
-    faults: WireFaults,
-    max_cycles: u64,
-) -> Result<Goodput, String> {
+fn write_goodput(o: &Opts, n: u64, size: u32, faults: WireFaults, max_cycles: u64) -> Result<Goodput, String> {
     write_run(o, n, size, false, faults, max_cycles)
 }
 
 /// As write_goodput; `inline` puts the payload into the WQE. Zero-length WRITEs carry no SGE.
-fn write_run(
-    o: &Opts,
-    n: u64,
-    size: u32,
-    inline: bool,
-    faults: WireFaults,
-    max_cycles: u64,
-) -> Result<Goodput, String> {
+fn write_run(o: &Opts, n: u64, size: u32, inline: bool, faults: WireFaults, max_cycles: u64) -> Result<Goodput, String> {
     let (mut d, k0, k1) = setup(o, faults, 4096)?;
     for i in 0..n {
-        let sgl = if size == 0 {
-            vec![]
-        } else {
-            vec![Sge {
-                addr: BUF + (i % 16) * 0x1000,
-                len: size,
-                lkey: k0,
-            }]
-        };
-        let mut wr = SendWr::new(
-            i,
-            SendOp::Write {
-                remote_addr: BUF + (i % 64) * size.max(64) as u64,
-                rkey: k1,
-            },
-            sgl,
-        );
+        let sgl = if size == 0 { vec![] } else { vec![Sge { addr: BUF + (i % 16) * 0x1000, len: size, lkey: k0 }] };
+        let mut wr = SendWr::new(i, SendOp::Write { remote_addr: BUF + (i % 64) * size.max(64) as u64, rkey: k1 }, sgl);
         wr.signaled = i == n - 1;
         wr.inline = inline;
         d.h[0].post_send(1, &wr, false)?;
@@ -119,34 +80,8 @@ fn write_run(
     let total = d.run(max_cycles, |d| !d.h[0].cqes.is_empty())?;
     let debug = std::env::var("HM_BENCH_DEBUG").is_ok();
     if debug {
-        let names = [
-            "tx frames",
-            "wqes",
-            "req pkts",
-            "",
-            "",
-            "",
-            "",
-            "requests rx",
-            "",
-            "rx ok",
-            "rx dropped",
-            "",
-            "acks rx",
-            "resp dropped",
-            "implied",
-            "",
-            "cqes",
-            "",
-            "",
-            "dups",
-            "nak seq",
-            "nak err",
-            "req dropped",
-            "resp sent",
-            "retries",
-            "timeouts",
-        ];
+        let names = ["tx frames", "wqes", "req pkts", "", "", "", "", "requests rx", "", "rx ok", "rx dropped", "", "acks rx",
+                     "resp dropped", "implied", "", "cqes", "", "", "dups", "nak seq", "nak err", "req dropped", "resp sent", "retries", "timeouts"];
         for (k, h) in d.h.iter_mut().enumerate() {
             let mut line = String::new();
             for (i, n) in names.iter().enumerate() {
@@ -166,20 +101,13 @@ fn write_run(
         for w in e.tx_start.windows(2) {
             *gaps.entry(w[1] - w[0]).or_insert(0u32) += 1;
         }
-        eprintln!(
-            "frame start gaps (cycles: count): {gaps:?}; first frames at {:?}",
-            &e.tx_start[..e.tx_start.len().min(6)]
-        );
+        eprintln!("frame start gaps (cycles: count): {gaps:?}; first frames at {:?}", &e.tx_start[..e.tx_start.len().min(6)]);
         let p = &d.h[1].eng;
         let mut gaps = std::collections::BTreeMap::new();
         for w in p.tx_start.windows(2) {
             *gaps.entry(w[1] - w[0]).or_insert(0u32) += 1;
         }
-        eprintln!(
-            "peer frame gaps: {gaps:?}; first at {:?}, last at {:?}; total {total}",
-            p.tx_start.first(),
-            p.tx_start.last()
-        );
+        eprintln!("peer frame gaps: {gaps:?}; first at {:?}, last at {:?}; total {total}", p.tx_start.first(), p.tx_start.last());
     }
     if d.h[0].cqes[0].cqe.status != hematite_model::transport::WcStatus::Success {
         return Err(format!("WRITEs failed: {:?}", d.h[0].cqes[0].cqe));
@@ -187,54 +115,25 @@ fn write_run(
     let db_to_cqe = d.h[0].cqes.last().map(|c| c.cycle - t0).ok_or("no CQE")?;
     let steady_of = |v: &[u64]| {
         let q = v.len() / 4;
-        if v.len() > q + 1 {
-            (v[v.len() - 1] - v[q]) as f64 / (v.len() - 1 - q) as f64
-        } else {
-            0.0
-        }
+        if v.len() > q + 1 { (v[v.len() - 1] - v[q]) as f64 / (v.len() - 1 - q) as f64 } else { 0.0 }
     };
     let steady = steady_of(&e.tx_start);
     let pt = &d.h[1].eng.tx_start;
-    let peer_steady = if n > 1 && pt.len() > 1 {
-        (pt[pt.len() - 1] - pt[0]) as f64 / (n - 1) as f64
-    } else {
-        0.0
-    };
-    let frame_beats =
-        e.tx.iter()
-            .map(|f| (f.0.len() as u64).div_ceil(KW as u64))
-            .max()
-            .unwrap_or(0);
-    Ok(Goodput {
-        bytes: n * size as u64,
-        cycles: last - first + 1,
-        frames: e.tx.len(),
-        wire_bytes,
-        total_cycles: total,
-        lost: d.count.dropped,
-        steady,
-        frame_beats,
-        peer_steady,
-        db_to_cqe,
-    })
+    let peer_steady = if n > 1 && pt.len() > 1 { (pt[pt.len() - 1] - pt[0]) as f64 / (n - 1) as f64 } else { 0.0 };
+    let frame_beats = e.tx.iter().map(|f| (f.0.len() as u64).div_ceil(KW as u64)).max().unwrap_or(0);
+    Ok(Goodput { bytes: n * size as u64, cycles: last - first + 1, frames: e.tx.len(), wire_bytes, total_cycles: total,
+                 lost: d.count.dropped, steady, frame_beats, peer_steady, db_to_cqe })
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut o = Opts {
-        latency: 100,
-        quick: false,
-        json: false,
-    };
+    let mut o = Opts { latency: 100, quick: false, json: false };
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
             "--latency" => {
                 i += 1;
-                o.latency = args
-                    .get(i)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or_else(|| die("--latency needs a number"));
+                o.latency = args.get(i).and_then(|v| v.parse().ok()).unwrap_or_else(|| die("--latency needs a number"));
             }
             "--quick" => o.quick = true,
             "--json" => o.json = true,
@@ -259,12 +158,7 @@ fn die(m: &str) -> ! {
 fn run(o: &Opts) -> Result<(), String> {
     let wall = Instant::now();
     let mut sim_cycles = 0u64;
-    let env = |k: &str, d: u64| {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
     let n_big = env("HM_BENCH_BIG", if o.quick { 8 } else { 32 });
     let n_small = env("HM_BENCH_SMALL", if o.quick { 64 } else { 256 });
     let only = env("HM_BENCH_ONLY", 0);
@@ -274,27 +168,14 @@ fn run(o: &Opts) -> Result<(), String> {
         return Ok(());
     }
     if only == 3 {
-        let lf = WireFaults {
-            drop_ppm: 10_000,
-            ..WireFaults::default()
-        };
+        let lf = WireFaults { drop_ppm: 10_000, ..WireFaults::default() };
         let l = write_goodput(o, env("HM_BENCH_LOSSY", 8), 65536, lf, 5_000_000)?;
-        println!(
-            "lossy: {} cycles doorbell..CQE, {} lost",
-            l.db_to_cqe, l.lost
-        );
+        println!("lossy: {} cycles doorbell..CQE, {} lost", l.db_to_cqe, l.lost);
         return Ok(());
     }
     if only == 2 {
         let size = env("HM_BENCH_SIZE", 64) as u32;
-        let m = write_run(
-            o,
-            n_small,
-            size,
-            env("HM_BENCH_INLINE", 0) != 0,
-            WireFaults::default(),
-            20_000_000,
-        )?;
+        let m = write_run(o, n_small, size, env("HM_BENCH_INLINE", 0) != 0, WireFaults::default(), 20_000_000)?;
         println!("small: {} cycles, {:.2} per WQE, responder {:.2} per request, doorbell..CQE {} = {:.2} per WQE",
                  m.cycles, m.steady, m.peer_steady, m.db_to_cqe, m.db_to_cqe as f64 / n_small as f64);
         return Ok(());
@@ -308,12 +189,7 @@ fn run(o: &Opts) -> Result<(), String> {
     let ceiling = g.bytes as f64 / g.wire_bytes as f64;
 
     // 2. message rate: single-packet WRITEs of several sizes, all posted at once
-    let kinds: [(&str, u32, bool); 4] = [
-        ("0 B", 0, false),
-        ("8 B inline", 8, true),
-        ("8 B", 8, false),
-        ("64 B", 64, false),
-    ];
+    let kinds: [(&str, u32, bool); 4] = [("0 B", 0, false), ("8 B inline", 8, true), ("8 B", 8, false), ("64 B", 64, false)];
     let mut rates = Vec::new();
     for (name, size, inl) in kinds {
         let m = write_run(o, n_small, size, inl, WireFaults::default(), 20_000_000)?;
@@ -323,18 +199,7 @@ fn run(o: &Opts) -> Result<(), String> {
 
     // 3. latency of one 64-byte WRITE
     let (mut d, k0, k1) = setup(o, WireFaults::default(), 4096)?;
-    let wr = SendWr::new(
-        1,
-        SendOp::Write {
-            remote_addr: BUF,
-            rkey: k1,
-        },
-        vec![Sge {
-            addr: BUF,
-            len: 64,
-            lkey: k0,
-        }],
-    );
+    let wr = SendWr::new(1, SendOp::Write { remote_addr: BUF, rkey: k1 }, vec![Sge { addr: BUF, len: 64, lkey: k0 }]);
     d.h[0].post_send(1, &wr, false)?;
     d.h[0].doorbell(1)?;
     let db_done = d.h[0].eng.cycle();
@@ -361,12 +226,8 @@ fn run(o: &Opts) -> Result<(), String> {
 
     // 4. goodput under 1% loss (bounded: a recovery stall would be reported as an error)
     let n_lossy = env("HM_BENCH_LOSSY", if o.quick { 8 } else { 32 });
-    let lf = WireFaults {
-        drop_ppm: 10_000,
-        ..WireFaults::default()
-    };
-    let l =
-        write_goodput(o, n_lossy, 65536, lf, 5_000_000).map_err(|e| format!("1% loss run: {e}"))?;
+    let lf = WireFaults { drop_ppm: 10_000, ..WireFaults::default() };
+    let l = write_goodput(o, n_lossy, 65536, lf, 5_000_000).map_err(|e| format!("1% loss run: {e}"))?;
     sim_cycles += 2 * l.total_cycles;
     let lossy = l.bytes as f64 / l.db_to_cqe as f64;
     let lossless_total = g.bytes as f64 / g.db_to_cqe as f64;
@@ -382,49 +243,17 @@ fn run(o: &Opts) -> Result<(), String> {
     // The two latency figures include one host memory round trip (--latency, 100 by default),
     // so their ceilings move with it.
     let mut checks: Vec<(String, f64, &str, f64, bool)> = Vec::new();
-    let at_least =
-        |c: &mut Vec<_>, name: String, v: f64, t: f64| c.push((name, v, ">=", t, v >= t));
-    let at_most =
-        |c: &mut Vec<_>, name: String, v: f64, t: f64| c.push((name, v, "<=", t, v <= t + 1e-9));
-    at_least(
-        &mut checks,
-        "64 KiB WRITE goodput, % of the datapath rate (target)".into(),
-        100.0 * goodput / KW,
-        97.0,
-    );
-    at_least(
-        &mut checks,
-        "1% loss goodput, % of lossless (regression floor)".into(),
-        100.0 * lossy / lossless_total,
-        50.0,
-    );
+    let at_least = |c: &mut Vec<_>, name: String, v: f64, t: f64| c.push((name, v, ">=", t, v >= t));
+    let at_most = |c: &mut Vec<_>, name: String, v: f64, t: f64| c.push((name, v, "<=", t, v <= t + 1e-9));
+    at_least(&mut checks, "64 KiB WRITE goodput, % of the datapath rate (target)".into(), 100.0 * goodput / KW, 97.0);
+    at_least(&mut checks, "1% loss goodput, % of lossless (regression floor)".into(), 100.0 * lossy / lossless_total, 50.0);
     for (k, m) in &rates {
         // the sender reaches the wire floor, and 2 cycles per WQE for frames of 1-2 beats
-        at_most(
-            &mut checks,
-            format!("sender cycles/WQE, {k} (target: wire floor)"),
-            m.steady,
-            (m.frame_beats as f64).max(2.0),
-        );
-        at_most(
-            &mut checks,
-            format!("responder cycles/request, {k} (regression ceiling)"),
-            m.peer_steady,
-            3.25,
-        );
+        at_most(&mut checks, format!("sender cycles/WQE, {k} (target: wire floor)"), m.steady, (m.frame_beats as f64).max(2.0));
+        at_most(&mut checks, format!("responder cycles/request, {k} (regression ceiling)"), m.peer_steady, 3.25);
     }
-    at_most(
-        &mut checks,
-        "doorbell -> first byte, cycles (regression ceiling)".into(),
-        db_to_first as f64,
-        40.0 + o.latency as f64,
-    );
-    at_most(
-        &mut checks,
-        "ACK in -> CQE, cycles (regression ceiling)".into(),
-        ack_to_cqe as f64,
-        44.0 + o.latency as f64,
-    );
+    at_most(&mut checks, "doorbell -> first byte, cycles (regression ceiling)".into(), db_to_first as f64, 40.0 + o.latency as f64);
+    at_most(&mut checks, "ACK in -> CQE, cycles (regression ceiling)".into(), ack_to_cqe as f64, 44.0 + o.latency as f64);
     let missed = checks.iter().filter(|c| !c.4).count();
     if o.json {
         println!(
@@ -434,72 +263,34 @@ fn run(o: &Opts) -> Result<(), String> {
                 m.frame_beats, m.steady, m.peer_steady, m.cycles, m.db_to_cqe)).collect::<Vec<_>>().join(","),
             db_to_first, ack_to_cqe, lossy, lossy / lossless_total, l.lost, rate
         );
-        return if missed == 0 {
-            Ok(())
-        } else {
-            Err(format!("{missed} benchmark target(s) missed"))
-        };
+        return if missed == 0 { Ok(()) } else { Err(format!("{missed} benchmark target(s) missed")) };
     }
     println!("Hematite transport engine benchmark (512-bit datapath = 64 B/cycle; host memory latency {} cycles)", o.latency);
     println!();
     println!("RDMA WRITE, {} x 64 KiB, PMTU 4096, one QP:", n_big);
-    println!(
-        "  payload {} B in {} cycles (first to last frame), {} frames",
-        g.bytes, g.cycles, g.frames
-    );
+    println!("  payload {} B in {} cycles (first to last frame), {} frames", g.bytes, g.cycles, g.frames);
     println!("  goodput {:.2} B/cycle = {:.1}% of the datapath rate (wire {:.2} B/cycle; headers limit goodput to {:.1}%)",
              goodput, 100.0 * goodput / KW, wire_rate, 100.0 * ceiling);
     println!("message rate: {} single-packet WRITEs posted at once, one doorbell (steady state = last 3/4 of the frames):", n_small);
-    println!(
-        "  {:<11} {:>6} {:>11} {:>12} {:>12} {:>15}",
-        "payload", "wire", "sender", "first..last", "responder", "doorbell..last"
-    );
-    println!(
-        "  {:<11} {:>6} {:>11} {:>12} {:>12} {:>15}",
-        "", "floor", "cycles/WQE", "frame", "cycles/req", "CQE, per WQE"
-    );
+    println!("  {:<11} {:>6} {:>11} {:>12} {:>12} {:>15}", "payload", "wire", "sender", "first..last", "responder", "doorbell..last");
+    println!("  {:<11} {:>6} {:>11} {:>12} {:>12} {:>15}", "", "floor", "cycles/WQE", "frame", "cycles/req", "CQE, per WQE");
     for (k, m) in &rates {
-        println!(
-            "  {:<11} {:>6} {:>11.2} {:>12} {:>12.2} {:>15.2}",
-            k,
-            m.frame_beats,
-            m.steady,
-            m.cycles,
-            m.peer_steady,
-            m.db_to_cqe as f64 / n_small as f64
-        );
+        println!("  {:<11} {:>6} {:>11.2} {:>12} {:>12.2} {:>15.2}", k, m.frame_beats, m.steady, m.cycles, m.peer_steady, m.db_to_cqe as f64 / n_small as f64);
     }
     println!("  (wire floor: beats per frame, one 64-byte beat per cycle; sender: steady state; responder: first to");
     println!("   last response frame over the requests (ACKs are coalesced); last column: doorbell to the last WQE's");
     println!("   CQE in host memory, over the WQE count)");
     println!("latency (one 64-byte WRITE):");
-    println!(
-        "  doorbell accepted -> first byte on the wire: {} cycles",
-        db_to_first
-    );
-    println!(
-        "  ACK last byte into the engine -> CQE in host memory: {} cycles",
-        ack_to_cqe
-    );
+    println!("  doorbell accepted -> first byte on the wire: {} cycles", db_to_first);
+    println!("  ACK last byte into the engine -> CQE in host memory: {} cycles", ack_to_cqe);
     println!("RDMA WRITE under 1% frame loss ({} x 64 KiB):", n_lossy);
     println!("  {:.2} B/cycle doorbell to CQE = {:.1}% of the lossless run's {:.2} B/cycle ({} frames lost)",
              lossy, 100.0 * lossy / lossless_total, lossless_total, l.lost);
-    println!(
-        "simulation speed: {:.2} M cycles/s of wall time ({} engine-cycles in {:.1} s)",
-        rate / 1e6,
-        sim_cycles,
-        secs
-    );
+    println!("simulation speed: {:.2} M cycles/s of wall time ({} engine-cycles in {:.1} s)", rate / 1e6, sim_cycles, secs);
     fw_latency()?;
     println!("targets (asserted):");
     for (name, v, op, t, ok) in &checks {
-        println!(
-            "  {:<58} {:>8.2} {op} {:<7} {}",
-            name,
-            v,
-            t,
-            if *ok { "met" } else { "MISSED" }
-        );
+        println!("  {:<58} {:>8.2} {op} {:<7} {}", name, v, t, if *ok { "met" } else { "MISSED" });
     }
     if missed > 0 {
         return Err(format!("{missed} benchmark target(s) missed"));
@@ -518,12 +309,7 @@ fn fw_latency() -> Result<(), String> {
     let mut e = Engine::new(MemCfg::default());
     fw::boot(&mut e, &image)?;
     let mut rows: Vec<(&str, u64)> = Vec::new();
-    let run = |e: &mut Engine,
-               name: &'static str,
-               op: u16,
-               args: &[u32],
-               rows: &mut Vec<(&str, u64)>|
-     -> Result<Vec<u32>, String> {
+    let run = |e: &mut Engine, name: &'static str, op: u16, args: &[u32], rows: &mut Vec<(&str, u64)>| -> Result<Vec<u32>, String> {
         let a = fw::call(e, op, 0, args, 5_000_000)?;
         if a.words[0] & 0xFF != 0 {
             return Err(format!("{name}: status {}", a.words[0] & 0xFF));
@@ -532,72 +318,18 @@ fn fw_latency() -> Result<(), String> {
         Ok(a.words)
     };
     // the first command also waits for the firmware's start (stack, .bss, tables)
-    run(
-        &mut e,
-        "first command after start (QUERY_DEVICE)",
-        0x01,
-        &[],
-        &mut rows,
-    )?;
+    run(&mut e, "first command after start (QUERY_DEVICE)", 0x01, &[], &mut rows)?;
     run(&mut e, "QUERY_DEVICE", 0x01, &[], &mut rows)?;
-    run(
-        &mut e,
-        "SET_GID",
-        0x04,
-        &[0, 0, 0, 0xFFFF, 0x0A00_0001, 0x0000_0001, 0x0200],
-        &mut rows,
-    )?;
+    run(&mut e, "SET_GID", 0x04, &[0, 0, 0, 0xFFFF, 0x0A00_0001, 0x0000_0001, 0x0200], &mut rows)?;
     let pd = run(&mut e, "ALLOC_PD", 0x10, &[], &mut rows)?[1];
-    let key = run(
-        &mut e,
-        "REG_MR",
-        0x20,
-        &[pd, 0x100_0000, 0, 0x10_0000, 0, 0xF],
-        &mut rows,
-    )?[1];
-    let cq = run(
-        &mut e,
-        "CREATE_CQ",
-        0x30,
-        &[12, 0x3000_0000, 0, 0],
-        &mut rows,
-    )?[1];
-    let qp = run(
-        &mut e,
-        "CREATE_QP",
-        0x40,
-        &[
-            pd,
-            cq,
-            cq,
-            2,
-            0x4002_0000,
-            0,
-            0x5002_0000,
-            0,
-            8,
-            0,
-            6,
-            0,
-            16,
-            16,
-            1,
-            1,
-            0,
-        ],
-        &mut rows,
-    )?[1];
+    let key = run(&mut e, "REG_MR", 0x20, &[pd, 0x100_0000, 0, 0x10_0000, 0, 0xF], &mut rows)?[1];
+    let cq = run(&mut e, "CREATE_CQ", 0x30, &[12, 0x3000_0000, 0, 0], &mut rows)?[1];
+    let qp = run(&mut e, "CREATE_QP", 0x40, &[pd, cq, cq, 2, 0x4002_0000, 0, 0x5002_0000, 0, 8, 0, 6, 0, 16, 16, 1, 1, 0], &mut rows)?[1];
     let mut blk = [0u32; 29];
     blk[0] = 1;
     blk[2] = 0xF;
     blk[4] = 1;
-    run(
-        &mut e,
-        "MODIFY_QP RESET->INIT",
-        0x41,
-        &[&[qp, 1 | 1 << 3 | 1 << 4 | 1 << 5][..], &blk[..]].concat(),
-        &mut rows,
-    )?;
+    run(&mut e, "MODIFY_QP RESET->INIT", 0x41, &[&[qp, 1 | 1 << 3 | 1 << 4 | 1 << 5][..], &blk[..]].concat(), &mut rows)?;
     blk[0] = 2;
     blk[6] = 5;
     blk[13] = 4;
@@ -607,36 +339,13 @@ fn fw_latency() -> Result<(), String> {
     blk[23] = 2;
     blk[24] = 0x0200;
     blk[25] = 64;
-    run(
-        &mut e,
-        "MODIFY_QP INIT->RTR",
-        0x41,
-        &[
-            &[
-                qp,
-                1 | 1 << 7 | 1 << 8 | 1 << 20 | 1 << 12 | 1 << 17 | 1 << 15,
-            ][..],
-            &blk[..],
-        ]
-        .concat(),
-        &mut rows,
-    )?;
+    run(&mut e, "MODIFY_QP INIT->RTR", 0x41, &[&[qp, 1 | 1 << 7 | 1 << 8 | 1 << 20 | 1 << 12 | 1 << 17 | 1 << 15][..], &blk[..]].concat(), &mut rows)?;
     blk[0] = 3;
     blk[7] = 14;
     blk[8] = 7;
     blk[9] = 7;
     blk[12] = 4;
-    run(
-        &mut e,
-        "MODIFY_QP RTR->RTS",
-        0x41,
-        &[
-            &[qp, 1 | 1 << 9 | 1 << 10 | 1 << 11 | 1 << 16 | 1 << 13][..],
-            &blk[..],
-        ]
-        .concat(),
-        &mut rows,
-    )?;
+    run(&mut e, "MODIFY_QP RTR->RTS", 0x41, &[&[qp, 1 | 1 << 9 | 1 << 10 | 1 << 11 | 1 << 16 | 1 << 13][..], &blk[..]].concat(), &mut rows)?;
     run(&mut e, "QUERY_QP", 0x42, &[qp], &mut rows)?;
     run(&mut e, "DESTROY_QP", 0x43, &[qp], &mut rows)?;
     run(&mut e, "DEREG_MR", 0x21, &[key], &mut rows)?;
@@ -644,12 +353,7 @@ fn fw_latency() -> Result<(), String> {
     run(&mut e, "DEALLOC_PD", 0x11, &[pd], &mut rows)?;
     println!("control core: firmware command latency, mailbox doorbell -> done (picorv32 RV32IMC, build/fw/firmware.hex):");
     for (name, c) in &rows {
-        println!(
-            "  {:<44} {:>8} cycles = {:>7.1} us at 250 MHz",
-            name,
-            c,
-            *c as f64 / 250.0
-        );
+        println!("  {:<44} {:>8} cycles = {:>7.1} us at 250 MHz", name, c, *c as f64 / 250.0);
     }
     Ok(())
 }

@@ -4,17 +4,10 @@
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    if !args
-        .iter()
-        .any(|a| a == "--backend" || a.starts_with("--backend="))
-        && args.first().is_some_and(|a| a == "dcqcn")
-    {
+    if !args.iter().any(|a| a == "--backend" || a.starts_with("--backend=")) && args.first().is_some_and(|a| a == "dcqcn") {
         args.push("--backend".into());
         args.push("rtl".into());
     }
     let rtl = hematite_sim::ccexp::RtlBackend::default();
-    std::process::exit(hematite_netsim::experiment::cli_main(
-        &args,
-        &[("rtl", &rtl)],
-    ));
+    std::process::exit(hematite_netsim::experiment::cli_main(&args, &[("rtl", &rtl)]));
 }

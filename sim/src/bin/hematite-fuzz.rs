@@ -58,32 +58,13 @@ fn main() {
         die(&format!("unknown target {target}: this binary fuzzes `rx`, `engine` and `socket` (see ./hematite fuzz --help)"));
     }
     let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
-    let (mut count, mut seed, mut widths, mut out, mut seed_dirs) = (
-        100_000u64,
-        1u64,
-        vec![256usize, 512],
-        root.join("build/fuzz"),
-        Vec::new(),
-    );
+    let (mut count, mut seed, mut widths, mut out, mut seed_dirs) = (100_000u64, 1u64, vec![256usize, 512], root.join("build/fuzz"), Vec::new());
     let mut i = 1;
-    let val = |i: usize| {
-        args.get(i)
-            .cloned()
-            .unwrap_or_else(|| die(&format!("{} needs a value", args[i - 1])))
-    };
+    let val = |i: usize| args.get(i).cloned().unwrap_or_else(|| die(&format!("{} needs a value", args[i - 1])));
     while i < args.len() {
         match args[i].as_str() {
-            "--count" => {
-                count = val(i + 1)
-                    .replace('_', "")
-                    .parse()
-                    .unwrap_or_else(|_| die("--count needs a number"))
-            }
-            "--seed" => {
-                seed = val(i + 1)
-                    .parse()
-                    .unwrap_or_else(|_| die("--seed needs a number"))
-            }
+            "--count" => count = val(i + 1).replace('_', "").parse().unwrap_or_else(|_| die("--count needs a number")),
+            "--seed" => seed = val(i + 1).parse().unwrap_or_else(|_| die("--seed needs a number")),
             "--width" => {
                 widths = match val(i + 1).as_str() {
                     "256" => vec![256],
@@ -99,13 +80,8 @@ fn main() {
         i += 2;
     }
     if seed_dirs.is_empty() {
-        seed_dirs = vec![
-            root.join("tests/data/vectors"),
-            root.join("tests/data/captures"),
-        ];
-        let shared = std::env::var_os("HEMATITE_SHARED")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("../shared"));
+        seed_dirs = vec![root.join("tests/data/vectors"), root.join("tests/data/captures")];
+        let shared = std::env::var_os("HEMATITE_SHARED").map(PathBuf::from).unwrap_or_else(|| root.join("../shared"));
         for d in ["vectors", "captures"] {
             if shared.join(d).is_dir() {
                 seed_dirs.push(shared.join(d));
@@ -118,15 +94,7 @@ fn main() {
         }
     }
     let seeds = load_seeds(&seed_dirs).unwrap_or_else(|e| die(&e));
-    println!(
-        "fuzz rx: {} seed frames from {}",
-        seeds.len(),
-        seed_dirs
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    println!("fuzz rx: {} seed frames from {}", seeds.len(), seed_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "));
     let t0 = Instant::now();
     let pb = hematite_netsim::progress::bar(count, "cases");
     let rep = rx_campaign(&seeds, count, seed, &widths, &out, |r| {
@@ -160,50 +128,24 @@ fn socket_main(args: &[String]) -> ! {
         nic_check_every: 256,
     };
     let mut i = 0;
-    let val = |i: usize| {
-        args.get(i)
-            .cloned()
-            .unwrap_or_else(|| die(&format!("{} needs a value", args[i - 1])))
-    };
+    let val = |i: usize| args.get(i).cloned().unwrap_or_else(|| die(&format!("{} needs a value", args[i - 1])));
     while i < args.len() {
         match args[i].as_str() {
-            "--count" => {
-                o.count = val(i + 1)
-                    .replace('_', "")
-                    .parse()
-                    .unwrap_or_else(|_| die("--count needs a number"))
-            }
-            "--seed" => {
-                o.seed = val(i + 1)
-                    .parse()
-                    .unwrap_or_else(|_| die("--seed needs a number"))
-            }
+            "--count" => o.count = val(i + 1).replace('_', "").parse().unwrap_or_else(|_| die("--count needs a number")),
+            "--seed" => o.seed = val(i + 1).parse().unwrap_or_else(|_| die("--seed needs a number")),
             "--sim" => o.sim = PathBuf::from(val(i + 1)),
             "--fw" => o.fw = Some(PathBuf::from(val(i + 1))),
             "--dir" => o.dir = PathBuf::from(val(i + 1)),
-            "--nic-every" => {
-                o.nic_check_every = val(i + 1)
-                    .parse()
-                    .unwrap_or_else(|_| die("--nic-every needs a number"))
-            }
+            "--nic-every" => o.nic_check_every = val(i + 1).parse().unwrap_or_else(|_| die("--nic-every needs a number")),
             a => die(&format!("socket: unknown argument {a}")),
         }
         i += 2;
     }
     if !o.sim.is_file() {
-        die(&format!(
-            "{} not found (build hematite-sim, or pass --sim PATH)",
-            o.sim.display()
-        ));
+        die(&format!("{} not found (build hematite-sim, or pass --sim PATH)", o.sim.display()));
     }
     let _ = std::fs::remove_dir_all(&o.dir);
-    println!(
-        "fuzz socket: {} messages to {} device (seed {}), work folder {}",
-        o.count,
-        o.sim.display(),
-        o.seed,
-        o.dir.display()
-    );
+    println!("fuzz socket: {} messages to {} device (seed {}), work folder {}", o.count, o.sim.display(), o.seed, o.dir.display());
     let t0 = Instant::now();
     let pb = hematite_netsim::progress::bar(o.count, "messages");
     let rep = socket_campaign(&o, |r| {
@@ -230,35 +172,18 @@ fn socket_main(args: &[String]) -> ! {
     } else {
         println!("device log: {}", o.dir.join("device.log").display());
     }
-    println!(
-        "fuzz socket: {} cases, {} findings",
-        rep.cases, rep.findings
-    );
+    println!("fuzz socket: {} cases, {} findings", rep.cases, rep.findings);
     std::process::exit(if rep.findings == 0 { 0 } else { 1 })
 }
 
 fn engine_main(args: &[String]) -> ! {
     use hematite_sim::fuzz_engine::{engine_campaign, replay, EngineFuzzOpts, EngineReport};
     let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
-    let mut o = EngineFuzzOpts {
-        count: 20_000,
-        seed: 1,
-        per_episode: 200,
-        wire_faults: false,
-        self_test: None,
-    };
+    let mut o = EngineFuzzOpts { count: 20_000, seed: 1, per_episode: 200, wire_faults: false, self_test: None };
     let (mut out, mut replay_seed) = (root.join("build/fuzz"), None);
     let mut i = 0;
-    let val = |i: usize| {
-        args.get(i)
-            .cloned()
-            .unwrap_or_else(|| die(&format!("{} needs a value", args[i - 1])))
-    };
-    let num = |v: String, what: &str| {
-        v.replace('_', "")
-            .parse::<u64>()
-            .unwrap_or_else(|_| die(&format!("{what} needs a number")))
-    };
+    let val = |i: usize| args.get(i).cloned().unwrap_or_else(|| die(&format!("{} needs a value", args[i - 1])));
+    let num = |v: String, what: &str| v.replace('_', "").parse::<u64>().unwrap_or_else(|_| die(&format!("{what} needs a number")));
     while i < args.len() {
         match args[i].as_str() {
             "--count" => o.count = num(val(i + 1), "--count"),
@@ -312,19 +237,7 @@ fn engine_main(args: &[String]) -> ! {
     .unwrap_or_else(|e| die(&e));
     pb.finish_and_clear();
     print(&rep, t0.elapsed().as_secs_f64());
-    println!(
-        "seed {}, {} frames per episode{}",
-        o.seed,
-        o.per_episode,
-        if o.wire_faults {
-            ", wire faults on the real traffic"
-        } else {
-            ""
-        }
-    );
-    println!(
-        "fuzz engine: {} cases, {} findings",
-        rep.cases, rep.findings
-    );
+    println!("seed {}, {} frames per episode{}", o.seed, o.per_episode, if o.wire_faults { ", wire faults on the real traffic" } else { "" });
+    println!("fuzz engine: {} cases, {} findings", rep.cases, rep.findings);
     std::process::exit(if rep.findings == 0 { 0 } else { 1 });
 }

@@ -93,11 +93,7 @@ fn width(a: &Args) -> Result<usize, String> {
 }
 
 fn fmt_mac(v: u64) -> String {
-    (0..6)
-        .rev()
-        .map(|i| format!("{:02x}", (v >> (8 * i)) & 0xff))
-        .collect::<Vec<_>>()
-        .join(":")
+    (0..6).rev().map(|i| format!("{:02x}", (v >> (8 * i)) & 0xff)).collect::<Vec<_>>().join(":")
 }
 
 fn fmt_ip(v: u128, v6: bool) -> String {
@@ -125,10 +121,7 @@ fn frame_fields(n: usize, s: &RxStatus) -> Vec<(&'static str, Value)> {
     };
     let mut v: Vec<(&'static str, Value)> = vec![
         ("frame", json!(n)),
-        (
-            "verdict",
-            json!(if s.reason == 0 { "accept" } else { "drop" }),
-        ),
+        ("verdict", json!(if s.reason == 0 { "accept" } else { "drop" })),
     ];
     if s.reason != 0 {
         v.push(("reason", json!(reason_name(s.reason))));
@@ -225,11 +218,7 @@ fn replay(a: &Args) -> Result<(), String> {
     let mut sim = PktSim::new(width(a)?)?;
     let run = run_rx(&mut sim, &frames, &Flow::default())?;
     if run.status.len() != frames.len() {
-        return Err(format!(
-            "RTL reported {} statuses for {} frames",
-            run.status.len(),
-            frames.len()
-        ));
+        return Err(format!("RTL reported {} statuses for {} frames", run.status.len(), frames.len()));
     }
     let json_out = a.flags.iter().any(|f| f == "json");
     let only = a.opts.get("only").map(|s| s.as_str());
@@ -239,9 +228,7 @@ fn replay(a: &Args) -> Result<(), String> {
         }
     }
     let limit: usize = match a.opts.get("limit") {
-        Some(l) => l
-            .parse()
-            .map_err(|_| format!("--limit needs a number, not {l}"))?,
+        Some(l) => l.parse().map_err(|_| format!("--limit needs a number, not {l}"))?,
         None => usize::MAX,
     };
     let stdout = std::io::stdout();
@@ -255,10 +242,7 @@ fn replay(a: &Args) -> Result<(), String> {
         printed += 1;
         let fields = frame_fields(i + 1, s);
         if json_out {
-            let m: Map<String, Value> = fields
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect();
+            let m: Map<String, Value> = fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
             if !emit(&mut out, &Value::Object(m).to_string()) {
                 return Ok(());
             }
@@ -298,25 +282,19 @@ fn replay(a: &Args) -> Result<(), String> {
 fn json_bits(key: &str, v: &Value) -> Result<u128, String> {
     match v {
         Value::Bool(b) => Ok(*b as u128),
-        Value::Number(n) => n
-            .as_u64()
-            .map(|x| x as u128)
-            .ok_or(format!("{key}: not an unsigned integer")),
+        Value::Number(n) => n.as_u64().map(|x| x as u128).ok_or(format!("{key}: not an unsigned integer")),
         Value::String(s) => {
             let s = s.trim();
             if let Some(h) = s.strip_prefix("0x") {
                 u128::from_str_radix(h, 16).map_err(|e| format!("{key}: {e}"))
             } else if s.len() == 17 && s.matches(':').count() == 5 {
-                u64::from_str_radix(&s.replace(':', ""), 16)
-                    .map(|x| x as u128)
-                    .map_err(|e| format!("{key}: {e}"))
+                u64::from_str_radix(&s.replace(':', ""), 16).map(|x| x as u128).map_err(|e| format!("{key}: {e}"))
             } else if let Ok(ip) = s.parse::<std::net::Ipv4Addr>() {
                 Ok(u32::from(ip) as u128)
             } else if let Ok(ip) = s.parse::<std::net::Ipv6Addr>() {
                 Ok(u128::from(ip))
             } else {
-                s.parse::<u128>()
-                    .map_err(|_| format!("{key}: cannot read `{s}`"))
+                s.parse::<u128>().map_err(|_| format!("{key}: cannot read `{s}`"))
             }
         }
         _ => Err(format!("{key}: unsupported JSON value")),
@@ -332,15 +310,9 @@ fn parse_jobs(text: &str) -> Result<Vec<(HdrRecord, Vec<u8>)>, String> {
     };
     let mut jobs = Vec::new();
     for (idx, it) in items.iter().enumerate() {
-        let obj = it
-            .as_object()
-            .ok_or(format!("record {}: not an object", idx + 1))?;
+        let obj = it.as_object().ok_or(format!("record {}: not an object", idx + 1))?;
         let mut words = [0u32; hematite_sim::ffi::HDR_WORDS];
-        let mut d = HdrRecord {
-            ttl: 64,
-            pkey: 0xFFFF,
-            ..Default::default()
-        };
+        let mut d = HdrRecord { ttl: 64, pkey: 0xFFFF, ..Default::default() };
         pack_hdr(&d, &mut words);
         for (k, val) in obj {
             if k == "payload_hex" || k == "payload_len" {
@@ -360,10 +332,7 @@ fn parse_jobs(text: &str) -> Result<Vec<(HdrRecord, Vec<u8>)>, String> {
         let payload = if let Some(h) = obj.get("payload_hex") {
             let h = h.as_str().ok_or("payload_hex must be a string")?;
             if h.len() % 2 != 0 || !h.bytes().all(|c| c.is_ascii_hexdigit()) {
-                return Err(format!(
-                    "record {}: payload_hex must be an even number of hex digits",
-                    idx + 1
-                ));
+                return Err(format!("record {}: payload_hex must be an even number of hex digits", idx + 1));
             }
             (0..h.len() / 2)
                 .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16))
@@ -406,26 +375,15 @@ fn build(a: &Args) -> Result<(), String> {
             }
             Err(e) => {
                 rejected += 1;
-                eprintln!(
-                    "record {}: rejected by the hardware (as it must be): {e}",
-                    i + 1
-                );
+                eprintln!("record {}: rejected by the hardware (as it must be): {e}", i + 1);
             }
         }
     }
     if rejected != 0 && !allow {
-        return Err(format!(
-            "{rejected} record(s) cannot be sent (use --allow-rejects to send the rest)"
-        ));
+        return Err(format!("{rejected} record(s) cannot be sent (use --allow-rejects to send the rest)"));
     }
     let mut sim = PktSim::new(width(a)?)?;
-    let tj: Vec<TxJob> = jobs
-        .iter()
-        .map(|(r, p)| TxJob {
-            rec: *r,
-            payload: p.clone(),
-        })
-        .collect();
+    let tj: Vec<TxJob> = jobs.iter().map(|(r, p)| TxJob { rec: *r, payload: p.clone() }).collect();
     let run = run_tx(&mut sim, &tj, expect, &Flow::default())?;
     if run.frames.len() != expect || run.counters[2] as usize != rejected {
         return Err(format!(
@@ -438,13 +396,8 @@ fn build(a: &Args) -> Result<(), String> {
     let mut k = 0;
     let mut mismatches = 0;
     for (i, (r, p)) in jobs.iter().enumerate() {
-        let Ok(model) = build_frame(r, p) else {
-            continue;
-        };
-        let f = run
-            .frames
-            .get(k)
-            .ok_or("RTL produced fewer frames than expected")?;
+        let Ok(model) = build_frame(r, p) else { continue };
+        let f = run.frames.get(k).ok_or("RTL produced fewer frames than expected")?;
         k += 1;
         let same = f.bytes == model;
         if !same {
@@ -475,9 +428,7 @@ fn build(a: &Args) -> Result<(), String> {
         run.counters[2]
     );
     if mismatches != 0 {
-        return Err(format!(
-            "{mismatches} frames differ from the reference model"
-        ));
+        return Err(format!("{mismatches} frames differ from the reference model"));
     }
     Ok(())
 }
@@ -487,11 +438,7 @@ fn parse_mac(s: &str) -> Result<u64, String> {
     if parts.len() != 6 {
         return Err(format!("bad MAC `{s}` (want aa:bb:cc:dd:ee:ff)"));
     }
-    parts.iter().try_fold(0u64, |a, p| {
-        u8::from_str_radix(p, 16)
-            .map(|b| a << 8 | b as u64)
-            .map_err(|_| format!("bad MAC `{s}`"))
-    })
+    parts.iter().try_fold(0u64, |a, p| u8::from_str_radix(p, 16).map(|b| a << 8 | b as u64).map_err(|_| format!("bad MAC `{s}`")))
 }
 
 fn device_main(args: &[String]) -> Result<(), String> {
@@ -548,26 +495,14 @@ fn device_main(args: &[String]) -> Result<(), String> {
             }
             "--seed" => seed = val()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--fw" => fw = PathBuf::from(val()?),
-            "--max-cycles" => {
-                max_cycles = val()?.parse().map_err(|e| format!("--max-cycles: {e}"))?
-            }
-            "--idle-after" => {
-                idle_after = Some(val()?.parse().map_err(|e| format!("--idle-after: {e}"))?)
-            }
+            "--max-cycles" => max_cycles = val()?.parse().map_err(|e| format!("--max-cycles: {e}"))?,
+            "--idle-after" => idle_after = Some(val()?.parse().map_err(|e| format!("--idle-after: {e}"))?),
             "--trace" => trace = Some(PathBuf::from(val()?)),
-            "--trace-from" => {
-                trace_from = Some(val()?.parse().map_err(|e| format!("--trace-from: {e}"))?)
-            }
-            "--trace-cycles" => {
-                trace_cycles = Some(val()?.parse().map_err(|e| format!("--trace-cycles: {e}"))?)
-            }
+            "--trace-from" => trace_from = Some(val()?.parse().map_err(|e| format!("--trace-from: {e}"))?),
+            "--trace-cycles" => trace_cycles = Some(val()?.parse().map_err(|e| format!("--trace-cycles: {e}"))?),
             "--trace-on" => trace_on = Some(hematite_sim::device::TraceTrigger::parse(&val()?)?),
-            "--trace-before" => {
-                trace_before = Some(val()?.parse().map_err(|e| format!("--trace-before: {e}"))?)
-            }
-            "--trace-after" => {
-                trace_after = Some(val()?.parse().map_err(|e| format!("--trace-after: {e}"))?)
-            }
+            "--trace-before" => trace_before = Some(val()?.parse().map_err(|e| format!("--trace-before: {e}"))?),
+            "--trace-after" => trace_after = Some(val()?.parse().map_err(|e| format!("--trace-after: {e}"))?),
             "-v" | "--verbose" => verbose = true,
             _ => return Err(format!("device: unknown argument `{a}`")),
         }
@@ -579,11 +514,7 @@ fn device_main(args: &[String]) -> Result<(), String> {
     let mut cfg = DevConfig::new(socket, local, peer, mac, u32::from(ip), image);
     cfg.pcap = pcap;
     cfg.counters = counters;
-    cfg.trace = trace_window(
-        trace,
-        (trace_from, trace_cycles),
-        (trace_on, trace_before, trace_after),
-    )?;
+    cfg.trace = trace_window(trace, (trace_from, trace_cycles), (trace_on, trace_before, trace_after))?;
     cfg.loss = loss;
     cfg.rx_loss = rx_loss;
     if loss + dup + reorder + corrupt >= 1.0 {
@@ -610,25 +541,13 @@ fn device_main(args: &[String]) -> Result<(), String> {
 /// `--trace-cycles`) or a triggered one (`--trace-on`, `--trace-before`, `--trace-after`), not
 /// both; any of them without `--trace` is an error, not ignored.
 type CycleOpts = (Option<u64>, Option<u64>);
-type TriggerOpts = (
-    Option<hematite_sim::device::TraceTrigger>,
-    Option<u64>,
-    Option<u64>,
-);
-fn trace_window(
-    path: Option<PathBuf>,
-    (from, cycles): CycleOpts,
-    (on, before, after): TriggerOpts,
-) -> Result<Option<hematite_sim::device::TraceWindow>, String> {
+type TriggerOpts = (Option<hematite_sim::device::TraceTrigger>, Option<u64>, Option<u64>);
+fn trace_window(path: Option<PathBuf>, (from, cycles): CycleOpts, (on, before, after): TriggerOpts) -> Result<Option<hematite_sim::device::TraceWindow>, String> {
     use hematite_sim::device::{TraceWhen, TraceWindow};
     let cyc = from.is_some() || cycles.is_some();
     let trig = before.is_some() || after.is_some();
     let Some(path) = path else {
-        return if cyc || trig || on.is_some() {
-            Err("--trace-from, --trace-cycles, --trace-on, --trace-before and --trace-after need --trace FILE.fst".into())
-        } else {
-            Ok(None)
-        };
+        return if cyc || trig || on.is_some() { Err("--trace-from, --trace-cycles, --trace-on, --trace-before and --trace-after need --trace FILE.fst".into()) } else { Ok(None) };
     };
     let when = match on {
         Some(on) if !cyc => TraceWhen::Trigger { on, before: before.unwrap_or(10_000), after: after.unwrap_or(1_000) },
@@ -661,8 +580,7 @@ fn demo_main(args: &[String]) -> Result<(), String> {
             "--qps" => o.qps = val()?.parse().map_err(|e| format!("--qps: {e}"))?,
             "--dir" => o.dir = Some(PathBuf::from(val()?)),
             "--fw" => o.fw = Some(PathBuf::from(val()?)),
-            "--trace" | "--trace-from" | "--trace-cycles" | "--trace-on" | "--trace-before"
-            | "--trace-after" => {
+            "--trace" | "--trace-from" | "--trace-cycles" | "--trace-on" | "--trace-before" | "--trace-after" => {
                 let v = val()?;
                 o.trace_a.extend([a.clone(), v]);
             }
@@ -672,24 +590,12 @@ fn demo_main(args: &[String]) -> Result<(), String> {
     if !o.trace_a.is_empty() && !o.trace_a.iter().any(|a| a == "--trace") {
         return Err("demo: --trace-from, --trace-cycles, --trace-on, --trace-before and --trace-after need --trace FILE.fst".into());
     }
-    if o.size == 0
-        || o.size > 1 << 20
-        || o.count < 2
-        || o.count > 1_000_000
-        || o.qps == 0
-        || o.qps > 64
-        || !(0.0..0.5).contains(&o.loss)
-    {
-        return Err(
-            "demo: --size 1..1048576, --count 2..1000000, --qps 1..64, --loss 0..0.5".into(),
-        );
+    if o.size == 0 || o.size > 1 << 20 || o.count < 2 || o.count > 1_000_000 || o.qps == 0 || o.qps > 64 || !(0.0..0.5).contains(&o.loss) {
+        return Err("demo: --size 1..1048576, --count 2..1000000, --qps 1..64, --loss 0..0.5".into());
     }
     let t0 = std::time::Instant::now();
     hematite_sim::demo::run(&o)?;
-    println!(
-        "demo finished in {:.1} s of wall time",
-        t0.elapsed().as_secs_f64()
-    );
+    println!("demo finished in {:.1} s of wall time", t0.elapsed().as_secs_f64());
     Ok(())
 }
 
@@ -710,24 +616,15 @@ fn main() -> ExitCode {
         // hematite-sim rc-echo SOCKET INFO_OUT INFO_IN COUNT SIZE (two-process tests)
         let r = (|| -> Result<(), String> {
             if argv.len() != 7 {
-                return Err(
-                    "usage: hematite-sim rc-echo SOCKET INFO_OUT INFO_IN COUNT SIZE".into(),
-                );
+                return Err("usage: hematite-sim rc-echo SOCKET INFO_OUT INFO_IN COUNT SIZE".into());
             }
             let count = argv[5].parse().map_err(|e| format!("COUNT: {e}"))?;
             let size = argv[6].parse().map_err(|e| format!("SIZE: {e}"))?;
-            hematite_sim::demo::rc_echo(
-                std::path::Path::new(&argv[2]),
-                std::path::Path::new(&argv[3]),
-                std::path::Path::new(&argv[4]),
-                count,
-                size,
-            )
+            hematite_sim::demo::rc_echo(std::path::Path::new(&argv[2]), std::path::Path::new(&argv[3]), std::path::Path::new(&argv[4]), count, size)
         })();
         return finish("hematite-sim rc-echo", r);
     }
-    let subcommands: [(&str, fn(&[String]) -> Result<(), String>); 2] =
-        [("demo", demo_main), ("device", device_main)];
+    let subcommands: [(&str, fn(&[String]) -> Result<(), String>); 2] = [("demo", demo_main), ("device", device_main)];
     for (name, sub_main) in subcommands {
         if argv.get(1).map(|s| s.as_str()) == Some(name) {
             if argv.iter().any(|a| a == "-h" || a == "--help") {

@@ -57,9 +57,7 @@ impl SimNic {
         if let Some(c) = &self.client {
             match p::send_fds(c.fd.as_raw_fd(), &r.encode(), &[]) {
                 Ok(true) => {}
-                Ok(false) => {
-                    self.drop_client("reply socket full (the client does not read its replies)")
-                }
+                Ok(false) => self.drop_client("reply socket full (the client does not read its replies)"),
                 Err(e) => self.drop_client(&format!("reply failed: {e}")),
             }
         }
@@ -68,9 +66,7 @@ impl SimNic {
     /// Client loss: the DMA windows are revoked and the function is reset.
     pub(super) fn drop_client(&mut self, why: &str) {
         if self.client.take().is_some() {
-            self.log(&format!(
-                "client gone ({why}): DMA windows revoked, function reset"
-            ));
+            self.log(&format!("client gone ({why}): DMA windows revoked, function reset"));
             self.iommu.lock().unwrap().revoke();
             self.irq_fds.clear();
             self.arp_wait.clear();
@@ -97,11 +93,7 @@ impl SimNic {
         }
         match r.cmd {
             p::CMD_HELLO => {
-                let mut st = if r.a != p::PROTO_VERSION {
-                    -libc::EPROTO
-                } else {
-                    0
-                };
+                let mut st = if r.a != p::PROTO_VERSION { -libc::EPROTO } else { 0 };
                 if st == 0 {
                     match self.open_client_mem() {
                         Ok(f) => self.iommu.lock().unwrap().mem = Some(f),
@@ -142,18 +134,9 @@ impl SimNic {
                 let op = if r.cmd == p::CMD_READ32 {
                     LiteOp::Read { addr }
                 } else {
-                    LiteOp::Write {
-                        addr,
-                        data: r.b as u32,
-                        strb: 0xF,
-                    }
+                    LiteOp::Write { addr, data: r.b as u32, strb: 0xF }
                 };
-                self.mmio.push_back(Mmio {
-                    port,
-                    op,
-                    reply_to: if posted { None } else { Some(r) },
-                    counter: None,
-                });
+                self.mmio.push_back(Mmio { port, op, reply_to: if posted { None } else { Some(r) }, counter: None });
             }
             p::CMD_DMA_MAP => {
                 let st = self.iommu.lock().unwrap().map(r.a, r.b, r.c, r.d != 0);
@@ -220,9 +203,7 @@ impl SimNic {
     /// again: if that process is still alive after the open, the pid could not have been reused
     /// in between, so the descriptor is that process's memory. A client found dead is dropped.
     fn open_client_mem(&mut self) -> Result<File, String> {
-        let Some(c) = &self.client else {
-            return Err("no client".into());
-        };
+        let Some(c) = &self.client else { return Err("no client".into()) };
         let (pid, pidfd) = (c.pid, c.pidfd.as_raw_fd());
         let f = std::fs::OpenOptions::new()
             .read(true)
@@ -254,12 +235,7 @@ impl SimNic {
         let cred = p::peer_cred(fd.as_raw_fd()).ok()?;
         if cred.uid != p::euid() {
             self.counters.refused_uid += 1;
-            self.log(&format!(
-                "connection from pid {} uid {} refused (not uid {})",
-                cred.pid,
-                cred.uid,
-                p::euid()
-            ));
+            self.log(&format!("connection from pid {} uid {} refused (not uid {})", cred.pid, cred.uid, p::euid()));
             return None;
         }
         let pidfd = p::peer_pidfd(fd.as_raw_fd()).ok()?;
@@ -289,23 +265,14 @@ impl SimNic {
         }
         self.service_requests();
         if let Ok(Some(fd)) = p::accept(self.listener.as_raw_fd()) {
-            let Some((pid, pidfd)) = self.admit(&fd) else {
-                return;
-            };
+            let Some((pid, pidfd)) = self.admit(&fd) else { return };
             if self.client.is_some() {
                 // one client at a time, like a VFIO group: its HELLO is answered with EBUSY
                 // (below, without holding up the clock); past MAX_REFUSED waiting ones it is
                 // closed at once
-                self.log(&format!(
-                    "connection from pid {pid} refused: a client is attached"
-                ));
+                self.log(&format!("connection from pid {pid} refused: a client is attached"));
                 if self.refused.len() < MAX_REFUSED {
-                    self.refused.push(Refused {
-                        fd,
-                        pid,
-                        pidfd,
-                        since: Instant::now(),
-                    });
+                    self.refused.push(Refused { fd, pid, pidfd, since: Instant::now() });
                 }
             } else {
                 self.attach(fd, pid, pidfd);
@@ -354,13 +321,7 @@ impl SimNic {
 
     fn attach(&mut self, fd: OwnedFd, pid: u32, pidfd: OwnedFd) {
         self.counters.clients += 1;
-        self.client = Some(Client {
-            fd,
-            pid,
-            pidfd,
-            hello: false,
-            irq_tx: None,
-        });
+        self.client = Some(Client { fd, pid, pidfd, hello: false, irq_tx: None });
         self.log(&format!("client pid {pid} attached"));
         self.last_activity = self.cycles();
     }
@@ -389,21 +350,17 @@ impl SimNic {
     /// Signals the eventfds of the interrupts the engine raised in the last batch.
     pub(super) fn service_irqs(&mut self) {
         for (_, v) in std::mem::take(&mut self.eng.irqs) {
-            let Some(f) = self.irq_fds.get(&v).cloned() else {
-                continue;
-            };
+            let Some(f) = self.irq_fds.get(&v).cloned() else { continue };
             let Some(c) = &mut self.client else { continue };
             let tx = c.irq_tx.get_or_insert_with(|| {
                 let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<File>>(256);
                 // ends when the client is dropped (the sender with it); a write blocked on a
                 // hostile client's eventfd holds only this thread, never the clock loop
-                let _ = std::thread::Builder::new()
-                    .name("hm-irq".into())
-                    .spawn(move || {
-                        for f in rx {
-                            let _ = (&*f).write(&1u64.to_le_bytes());
-                        }
-                    });
+                let _ = std::thread::Builder::new().name("hm-irq".into()).spawn(move || {
+                    for f in rx {
+                        let _ = (&*f).write(&1u64.to_le_bytes());
+                    }
+                });
                 tx
             });
             if tx.try_send(f).is_err() {

@@ -7,6 +7,7 @@ use crate::dma::ExtMem;
 use std::fs::File;
 use std::sync::{Arc, Mutex};
 
+
 /// One DMA window.
 #[derive(Debug, Clone, Copy)]
 struct Window {
@@ -33,26 +34,12 @@ impl Iommu {
     /// `DMA_MAP`: 0, or minus EINVAL (empty, not 4 KiB aligned, wrapping) or EEXIST (overlaps
     /// a window).
     pub(super) fn map(&mut self, iova: u64, vaddr: u64, len: u64, wr: bool) -> i32 {
-        if len == 0
-            || iova % 4096 != 0
-            || vaddr % 4096 != 0
-            || len % 4096 != 0
-            || iova.checked_add(len).is_none()
-        {
+        if len == 0 || iova % 4096 != 0 || vaddr % 4096 != 0 || len % 4096 != 0 || iova.checked_add(len).is_none() {
             -libc::EINVAL
-        } else if self
-            .maps
-            .iter()
-            .any(|w| iova < w.iova + w.len && w.iova < iova + len)
-        {
+        } else if self.maps.iter().any(|w| iova < w.iova + w.len && w.iova < iova + len) {
             -libc::EEXIST
         } else {
-            self.maps.push(Window {
-                iova,
-                vaddr,
-                len,
-                writable: wr,
-            });
+            self.maps.push(Window { iova, vaddr, len, writable: wr });
             0
         }
     }
@@ -81,10 +68,7 @@ impl Iommu {
         let mut a = addr;
         let end = addr.checked_add(len)?;
         while a < end {
-            let w = self
-                .maps
-                .iter()
-                .find(|w| a >= w.iova && a < w.iova + w.len && (!write || w.writable))?;
+            let w = self.maps.iter().find(|w| a >= w.iova && a < w.iova + w.len && (!write || w.writable))?;
             let n = (w.iova + w.len).min(end) - a;
             out.push((w.vaddr + (a - w.iova), n));
             a += n;
@@ -108,13 +92,7 @@ impl ExtMem for ClientMem {
         let mut ok = m.mem.is_some();
         for (va, n) in pieces {
             let n = n as usize;
-            if !ok
-                || m.mem
-                    .as_ref()
-                    .unwrap()
-                    .read_exact_at(&mut buf[off..off + n], va)
-                    .is_err()
-            {
+            if !ok || m.mem.as_ref().unwrap().read_exact_at(&mut buf[off..off + n], va).is_err() {
                 ok = false;
                 break;
             }
@@ -160,9 +138,7 @@ impl ExtMem for ClientMem {
         }
         use std::os::unix::fs::FileExt;
         let ok = match &m.mem {
-            Some(f) => pieces
-                .iter()
-                .all(|&(off, va, len)| f.write_all_at(&data[off..off + len], va).is_ok()),
+            Some(f) => pieces.iter().all(|&(off, va, len)| f.write_all_at(&data[off..off + len], va).is_ok()),
             None => false,
         };
         if !ok {

@@ -62,8 +62,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// BAR0 size (map hm_bar of regs/hematite.rdl: the engine's block, then the core's port).
-pub const BAR0_SIZE: u64 =
-    hematite_abi::regs::HM_BAR_CTRL as u64 + hematite_abi::regs::HM_BAR_CTRL_BYTES as u64;
+pub const BAR0_SIZE: u64 = hematite_abi::regs::HM_BAR_CTRL as u64 + hematite_abi::regs::HM_BAR_CTRL_BYTES as u64;
 /// Offset of the control core's host port in BAR0.
 pub const FW_PORT_BASE: u64 = hematite_abi::regs::HM_BAR_CTRL as u64;
 /// Interrupt vectors (the engine's CQ contexts take vectors 0..15).
@@ -119,14 +118,7 @@ pub struct DevConfig {
 
 impl DevConfig {
     /// Defaults for everything but the addresses.
-    pub fn new(
-        socket: PathBuf,
-        wire_local: WireAddr,
-        wire_peer: WireAddr,
-        mac: u64,
-        ipv4: u32,
-        image: Vec<u32>,
-    ) -> DevConfig {
+    pub fn new(socket: PathBuf, wire_local: WireAddr, wire_peer: WireAddr, mac: u64, ipv4: u32, image: Vec<u32>) -> DevConfig {
         DevConfig {
             socket,
             wire_local,
@@ -243,15 +235,8 @@ pub struct SimNic {
 }
 
 /// The engine, booted; with a shadow model `shadow` cycles behind for a triggered waveform.
-fn new_engine(
-    image: &[u32],
-    iommu: &Arc<Mutex<Iommu>>,
-    shadow: Option<usize>,
-) -> Result<Engine, String> {
-    let cfg = MemCfg {
-        latency: 100,
-        ..MemCfg::default()
-    };
+fn new_engine(image: &[u32], iommu: &Arc<Mutex<Iommu>>, shadow: Option<usize>) -> Result<Engine, String> {
+    let cfg = MemCfg { latency: 100, ..MemCfg::default() };
     let mut eng = match shadow {
         Some(d) => Engine::with_shadow(cfg, d),
         None => Engine::new(cfg),
@@ -324,13 +309,7 @@ impl SimNic {
     fn reset(&mut self) -> Result<(), String> {
         let now = self.cycles();
         self.trace.cut(&mut self.eng, now, "function reset", false);
-        let cancelled: Vec<Req> = self
-            .in_flight
-            .take()
-            .into_iter()
-            .chain(self.mmio.drain(..))
-            .filter_map(|m| m.reply_to)
-            .collect();
+        let cancelled: Vec<Req> = self.in_flight.take().into_iter().chain(self.mmio.drain(..)).filter_map(|m| m.reply_to).collect();
         self.stat_mmio.clear();
         for q in cancelled {
             self.reply(Rep::to(&q, -libc::ECANCELED));
@@ -383,20 +362,12 @@ impl SimNic {
                         Some(stats::Tag::QpSel(q)) => {
                             // still copying: ask again before the QPC reads queued behind
                             if ok && v >> 31 != 0 {
-                                self.stat_mmio.push_front(Mmio {
-                                    port: crate::eng::Port::Bar,
-                                    op: crate::eng::LiteOp::Read {
-                                        addr: hematite_abi::regs::HM_REG_QPC_SEL as u16,
-                                    },
-                                    reply_to: None,
-                                    counter: Some(stats::Tag::QpSel(q)),
-                                });
+                                self.stat_mmio.push_front(Mmio { port: crate::eng::Port::Bar, op: crate::eng::LiteOp::Read { addr: hematite_abi::regs::HM_REG_QPC_SEL as u16 }, reply_to: None, counter: Some(stats::Tag::QpSel(q)) });
                             }
                         }
                         Some(stats::Tag::Qp(q, k)) => {
                             let now = self.cycles();
-                            if let Err(e) = self.stats.qp_arrived(q, k, if ok { v } else { 0 }, now)
-                            {
+                            if let Err(e) = self.stats.qp_arrived(q, k, if ok { v } else { 0 }, now) {
                                 eprintln!("hematite-sim device: counter files: {e}");
                             }
                         }
@@ -430,34 +401,17 @@ impl SimNic {
         self.stats.start(now);
         use crate::eng::{LiteOp, Port};
         use hematite_abi::regs::{HM_REG_CNT, HM_REG_QPC, HM_REG_QPC_SEL};
-        let rd = |addr: u16, t: stats::Tag| Mmio {
-            port: Port::Bar,
-            op: LiteOp::Read { addr },
-            reply_to: None,
-            counter: Some(t),
-        };
+        let rd = |addr: u16, t: stats::Tag| Mmio { port: Port::Bar, op: LiteOp::Read { addr }, reply_to: None, counter: Some(t) };
         for i in 0..hematite_abi::pkt::HM_CNT_COUNT as u16 {
-            self.stat_mmio
-                .push_back(rd(HM_REG_CNT as u16 + 4 * i, stats::Tag::Cnt(i)));
+            self.stat_mmio.push_back(rd(HM_REG_CNT as u16 + 4 * i, stats::Tag::Cnt(i)));
         }
         // the QPs hematite-run --stat --qp asked for: select, wait for the copy, read
         for q in self.stats.watched() {
-            let sel = LiteOp::Write {
-                addr: HM_REG_QPC_SEL as u16,
-                data: q as u32,
-                strb: 0xF,
-            };
-            self.stat_mmio.push_back(Mmio {
-                port: Port::Bar,
-                op: sel,
-                reply_to: None,
-                counter: None,
-            });
-            self.stat_mmio
-                .push_back(rd(HM_REG_QPC_SEL as u16, stats::Tag::QpSel(q)));
+            let sel = LiteOp::Write { addr: HM_REG_QPC_SEL as u16, data: q as u32, strb: 0xF };
+            self.stat_mmio.push_back(Mmio { port: Port::Bar, op: sel, reply_to: None, counter: None });
+            self.stat_mmio.push_back(rd(HM_REG_QPC_SEL as u16, stats::Tag::QpSel(q)));
             for k in 0..hematite_abi::pkt::HM_QPC_COUNT as u16 {
-                self.stat_mmio
-                    .push_back(rd(HM_REG_QPC as u16 + 4 * k, stats::Tag::Qp(q, k)));
+                self.stat_mmio.push_back(rd(HM_REG_QPC as u16 + 4 * k, stats::Tag::Qp(q, k)));
             }
         }
     }
@@ -469,11 +423,7 @@ impl SimNic {
         }
         // a sample under way completes first (its reads are queued)
         for _ in 0..100_000 {
-            if !self.stats.in_progress
-                && self.mmio.is_empty()
-                && self.stat_mmio.is_empty()
-                && self.in_flight.is_none()
-            {
+            if !self.stats.in_progress && self.mmio.is_empty() && self.stat_mmio.is_empty() && self.in_flight.is_none() {
                 break;
             }
             self.clock();
@@ -484,11 +434,7 @@ impl SimNic {
         let n = self.stats.samples;
         self.sample_counters();
         for _ in 0..100_000 {
-            if self.stats.samples != n
-                && self.mmio.is_empty()
-                && self.stat_mmio.is_empty()
-                && self.in_flight.is_none()
-            {
+            if self.stats.samples != n && self.mmio.is_empty() && self.stat_mmio.is_empty() && self.in_flight.is_none() {
                 return;
             }
             self.clock();
@@ -497,23 +443,13 @@ impl SimNic {
 
     fn write_stats(&mut self) {
         let c = &self.counters;
-        if let Err(e) = self
-            .stats
-            .write(self.cycles(), [c.slow_rx, c.slow_tx, c.rx_buf_drops])
-        {
+        if let Err(e) = self.stats.write(self.cycles(), [c.slow_rx, c.slow_tx, c.rx_buf_drops]) {
             eprintln!("hematite-sim device: counter files: {e}");
         }
     }
 
     fn busy(&self) -> bool {
-        self.in_flight.is_some()
-            || !self.mmio.is_empty()
-            || !self.stat_mmio.is_empty()
-            || !self.eng.rx_q.is_empty()
-            || !self.rx_buf.is_empty()
-            || !self.tx_backlog.is_empty()
-            || !self.held.is_empty()
-            || !self.eng.mem.idle()
+        self.in_flight.is_some() || !self.mmio.is_empty() || !self.stat_mmio.is_empty() || !self.eng.rx_q.is_empty() || !self.rx_buf.is_empty() || !self.tx_backlog.is_empty() || !self.held.is_empty() || !self.eng.mem.idle()
     }
 
     /// Runs until `max_cycles` (or forever).
@@ -540,42 +476,17 @@ impl SimNic {
             }
             let batch = if idle {
                 let mut fds = vec![
-                    libc::pollfd {
-                        fd: self.listener.as_raw_fd(),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    },
-                    libc::pollfd {
-                        fd: self.wire.fd(),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    },
+                    libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                    libc::pollfd { fd: self.wire.fd(), events: libc::POLLIN, revents: 0 },
                 ];
                 if let Some(c) = &self.client {
-                    fds.push(libc::pollfd {
-                        fd: c.fd.as_raw_fd(),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    });
-                    fds.push(libc::pollfd {
-                        fd: c.pidfd.as_raw_fd(),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    });
+                    fds.push(libc::pollfd { fd: c.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+                    fds.push(libc::pollfd { fd: c.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
                 }
                 // SAFETY: fds is a valid array of pollfd for the call's duration.
-                unsafe {
-                    libc::poll(
-                        fds.as_mut_ptr(),
-                        fds.len() as libc::nfds_t,
-                        self.cfg.idle_sleep_ms,
-                    )
-                };
+                unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, self.cfg.idle_sleep_ms) };
                 self.cfg.idle_slice
-            } else if self.in_flight.is_some()
-                || !self.mmio.is_empty()
-                || !self.stat_mmio.is_empty()
-            {
+            } else if self.in_flight.is_some() || !self.mmio.is_empty() || !self.stat_mmio.is_empty() {
                 8
             } else {
                 64
@@ -611,9 +522,7 @@ impl SimNic {
                 if self.client.is_some() {
                     self.drop_client("the control core trapped");
                 } else if let Err(e) = self.reset() {
-                    return Err(format!(
-                        "the control core trapped and the reset failed: {e}"
-                    ));
+                    return Err(format!("the control core trapped and the reset failed: {e}"));
                 }
             }
             if STOP.load(std::sync::atomic::Ordering::SeqCst) {
@@ -654,8 +563,7 @@ impl SimNic {
 impl Drop for SimNic {
     fn drop(&mut self) {
         let now = self.cycles();
-        self.trace
-            .cut(&mut self.eng, now, "the device process ended", true);
+        self.trace.cut(&mut self.eng, now, "the device process ended", true);
         if let Some(pc) = &mut self.pcap {
             pc.flush();
         }

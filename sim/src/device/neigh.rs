@@ -38,10 +38,7 @@ pub(super) fn arp_frame(op: u16, smac: u64, sip: u32, tmac: u64, tip: u32, dst: 
 
 /// (op, sender MAC, sender IP, target IP) of an Ethernet/IPv4 ARP frame.
 fn parse_arp(f: &[u8]) -> Option<(u16, u64, u32, u32)> {
-    if f.len() < 42
-        || u16::from_be_bytes([f[12], f[13]]) != ETH_ARP
-        || f[14..20] != [0, 1, 8, 0, 6, 4]
-    {
+    if f.len() < 42 || u16::from_be_bytes([f[12], f[13]]) != ETH_ARP || f[14..20] != [0, 1, 8, 0, 6, 4] {
         return None;
     }
     let op = u16::from_be_bytes([f[20], f[21]]);
@@ -124,11 +121,7 @@ fn parse_ns(f: &[u8]) -> Option<(u64, [u8; 16], [u8; 16])> {
 fn na_frame(mac: u64, target: &[u8; 16], smac: u64, src: &[u8; 16]) -> Vec<u8> {
     let dad = *src == [0u8; 16];
     let all_nodes = [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
-    let (dst, dmac) = if dad {
-        (all_nodes, 0x3333_0000_0001)
-    } else {
-        (*src, smac)
-    };
+    let (dst, dmac) = if dad { (all_nodes, 0x3333_0000_0001) } else { (*src, smac) };
     let mut m = vec![136, 0, 0, 0, if dad { 0x20 } else { 0x60 }, 0, 0, 0];
     m.extend_from_slice(target);
     m.extend_from_slice(&[2, 1]);
@@ -156,30 +149,21 @@ impl SimNic {
             rep.a = *m;
             self.reply(rep);
         } else {
-            self.arp_wait.push(ArpWait {
-                req: r,
-                ip,
-                tries: 0,
-                next: Instant::now(),
-            });
+            self.arp_wait.push(ArpWait { req: r, ip, tries: 0, next: Instant::now() });
         }
     }
 
     /// A received frame, if ARP: the sender is learnt, a request for our address answered,
     /// waiting `ARP_RESOLVE` requests for the sender answered. False if not ARP.
     pub(super) fn arp_rx(&mut self, f: &[u8]) -> bool {
-        let Some((op, smac, sip, tip)) = parse_arp(f) else {
-            return false;
-        };
+        let Some((op, smac, sip, tip)) = parse_arp(f) else { return false };
         self.arp.insert(sip, smac);
         if op == 1 && tip == self.cfg.ipv4 {
             let rep = arp_frame(2, self.cfg.mac, self.cfg.ipv4, smac, sip, smac);
             self.counters.arp_replies += 1;
             self.send_frame(rep, false);
         }
-        let done: Vec<usize> = (0..self.arp_wait.len())
-            .filter(|&i| self.arp_wait[i].ip == sip)
-            .collect();
+        let done: Vec<usize> = (0..self.arp_wait.len()).filter(|&i| self.arp_wait[i].ip == sip).collect();
         for i in done.into_iter().rev() {
             let w = self.arp_wait.remove(i);
             let mut rep = Rep::to(&w.req, 0);
@@ -192,9 +176,7 @@ impl SimNic {
     /// A received frame, if a Neighbor Solicitation: answered when it asks for the port's
     /// link-local address. False if not one.
     pub(super) fn nd_rx(&mut self, f: &[u8]) -> bool {
-        let Some((smac, src, target)) = parse_ns(f) else {
-            return false;
-        };
+        let Some((smac, src, target)) = parse_ns(f) else { return false };
         if target == link_local_of(self.cfg.mac) {
             let rep = na_frame(self.cfg.mac, &target, smac, &src);
             self.counters.nd_replies += 1;
@@ -217,14 +199,7 @@ impl SimNic {
                 }
                 w.tries += 1;
                 w.next = now + Duration::from_millis(200);
-                out.push(arp_frame(
-                    1,
-                    self.cfg.mac,
-                    self.cfg.ipv4,
-                    0,
-                    w.ip,
-                    0xFFFF_FFFF_FFFF,
-                ));
+                out.push(arp_frame(1, self.cfg.mac, self.cfg.ipv4, 0, w.ip, 0xFFFF_FFFF_FFFF));
             }
         }
         for i in failed.into_iter().rev() {
@@ -248,9 +223,7 @@ mod tests {
     fn ns(src: [u8; 16], target: [u8; 16], hop: u8) -> Vec<u8> {
         let mut m = vec![135, 0, 0, 0, 0, 0, 0, 0];
         m.extend_from_slice(&target);
-        let sn = [
-            0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, target[13], target[14], target[15],
-        ];
+        let sn = [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, target[13], target[14], target[15]];
         let mut f = icmpv6_frame(PEER, 0x3333_ff00_0001, &src, &sn, m);
         f[21] = hop;
         f
@@ -263,10 +236,7 @@ mod tests {
             [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x48, 0x4d, 0xff, 0xfe, 0x00, 0x00, 0x01]
         );
         // the same rule gives rxe's address for qemu's MAC (seen in the reference captures)
-        assert_eq!(
-            link_local_of(PEER)[8..],
-            [0x50, 0x54, 0x00, 0xff, 0xfe, 0x00, 0x00, 0x01]
-        );
+        assert_eq!(link_local_of(PEER)[8..], [0x50, 0x54, 0x00, 0xff, 0xfe, 0x00, 0x00, 0x01]);
     }
 
     #[test]
@@ -296,10 +266,7 @@ mod tests {
     #[test]
     fn malformed_solicitations_ignored() {
         let ours = link_local_of(MAC);
-        assert!(
-            parse_ns(&ns(link_local_of(PEER), ours, 64)).is_none(),
-            "hop limit must be 255"
-        );
+        assert!(parse_ns(&ns(link_local_of(PEER), ours, 64)).is_none(), "hop limit must be 255");
         let mut f = ns(link_local_of(PEER), ours, 255);
         f[60] ^= 1;
         assert!(parse_ns(&f).is_none(), "bad checksum");
@@ -307,24 +274,14 @@ mod tests {
         assert!(parse_ns(&f[..70]).is_none(), "truncated");
         let mut mc = ours;
         mc[0] = 0xff;
-        assert!(
-            parse_ns(&ns(link_local_of(PEER), mc, 255)).is_none(),
-            "multicast target"
-        );
+        assert!(parse_ns(&ns(link_local_of(PEER), mc, 255)).is_none(), "multicast target");
         assert!(parse_ns(&arp_frame(1, PEER, 1, 0, 2, 0xFFFF_FFFF_FFFF)).is_none());
     }
 
     #[test]
     fn roce_frames_recognised() {
         use hematite_model::{build_frame, HdrRecord};
-        let rec = HdrRecord {
-            opcode: 0x04,
-            pkey: 0xFFFF,
-            dest_qp: 0x11,
-            ttl: 64,
-            payload_len: 5,
-            ..HdrRecord::default()
-        };
+        let rec = HdrRecord { opcode: 0x04, pkey: 0xFFFF, dest_qp: 0x11, ttl: 64, payload_len: 5, ..HdrRecord::default() };
         let v4 = build_frame(&rec, b"hello").unwrap();
         assert!(is_roce(&v4));
         let v6 = build_frame(&HdrRecord { ipv6: true, ..rec }, b"hello").unwrap();
@@ -332,10 +289,7 @@ mod tests {
         let mut other = v4.clone();
         other[14 + 20 + 3] ^= 1; // another UDP port
         assert!(!is_roce(&other));
-        assert!(
-            !is_roce(&ns(link_local_of(PEER), link_local_of(MAC), 255)),
-            "ICMPv6 is not RoCE"
-        );
+        assert!(!is_roce(&ns(link_local_of(PEER), link_local_of(MAC), 255)), "ICMPv6 is not RoCE");
         assert!(!is_roce(&arp_frame(1, PEER, 1, 0, 2, 0xFFFF_FFFF_FFFF)));
         assert!(!is_roce(&v4[..20]));
     }

@@ -15,9 +15,7 @@ pub(super) struct Pcap(PcapWriter<BufWriter<File>>);
 impl Pcap {
     pub(super) fn create(path: &Path) -> Result<Pcap, String> {
         let f = File::create(path).map_err(|e| format!("pcap {}: {e}", path.display()))?;
-        PcapWriter::new(BufWriter::new(f), TsUnit::Nano)
-            .map(Pcap)
-            .map_err(|e| format!("pcap {}: {e}", path.display()))
+        PcapWriter::new(BufWriter::new(f), TsUnit::Nano).map(Pcap).map_err(|e| format!("pcap {}: {e}", path.display()))
     }
 
     /// Writes `f` stamped at `cycle` (write errors are ignored: the capture is best effort).

@@ -81,20 +81,14 @@ pub fn engine_names() -> Vec<(String, usize)> {
     for (n, r) in k::LOCALPARAMS {
         if let Some(s) = n.strip_prefix("HM_RSN_") {
             if *r >= 1 && (*r as usize) < k::HM_RSN_COUNT as usize {
-                v.push((
-                    format!("rx_drop_{}", s.to_ascii_lowercase()),
-                    k::HM_CNT_RX_DROP_BASE as usize + *r as usize - 1,
-                ));
+                v.push((format!("rx_drop_{}", s.to_ascii_lowercase()), k::HM_CNT_RX_DROP_BASE as usize + *r as usize - 1));
             }
         }
     }
     for (n, s) in d::LOCALPARAMS {
         if let Some(x) = n.strip_prefix("HM_CQE_ST_") {
             if *s >= 1 && *s <= k::HM_CQE_ERR_STATUSES as u64 {
-                v.push((
-                    format!("cqe_{}", x.to_ascii_lowercase()),
-                    k::HM_CNT_CQE_ERR_BASE as usize + *s as usize - 1,
-                ));
+                v.push((format!("cqe_{}", x.to_ascii_lowercase()), k::HM_CNT_CQE_ERR_BASE as usize + *s as usize - 1));
             }
         }
     }
@@ -143,73 +137,37 @@ hw_counters req_rnr_retries_exceeded cqe_rnr_retry_exc_err
 fn standard_file(line: &str, names: &[(String, usize)]) -> FileDef {
     let w: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(w.len(), 3, "STANDARD: `{line}`");
-    let dir = if w[0] == "counters" {
-        Dir::Port
-    } else {
-        Dir::Hw
-    };
+    let dir = if w[0] == "counters" { Dir::Port } else { Dir::Hw };
     let (formula, div) = match w[2].strip_suffix("/4") {
         Some(f) => (f, 4),
         None => (w[2], 1),
     };
-    let index = |n: &str| {
-        names
-            .iter()
-            .find(|e| e.0 == n)
-            .unwrap_or_else(|| panic!("STANDARD: no engine counter `{n}`"))
-            .1
-    };
+    let index = |n: &str| names.iter().find(|e| e.0 == n).unwrap_or_else(|| panic!("STANDARD: no engine counter `{n}`")).1;
     let (mut plus, mut minus) = (Vec::new(), Vec::new());
     let mut sign = true;
     let mut term = String::new();
     for ch in formula.chars().chain(std::iter::once('+')) {
         if ch == '+' || ch == '-' {
             let i = index(&term);
-            if sign {
-                plus.push(i)
-            } else {
-                minus.push(i)
-            }
+            if sign { plus.push(i) } else { minus.push(i) }
             term.clear();
             sign = ch == '+';
         } else {
             term.push(ch);
         }
     }
-    FileDef {
-        name: w[1].to_string(),
-        dir,
-        plus,
-        minus,
-        div,
-        standard: true,
-    }
+    FileDef { name: w[1].to_string(), dir, plus, minus, div, standard: true }
 }
 
 /// Every file: the standard ones (port counters, mlx5 names), then each engine counter that
 /// no standard file gives exactly, under its own name.
 pub fn files() -> Vec<FileDef> {
     let names = engine_names();
-    let mut v: Vec<FileDef> = STANDARD
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| standard_file(l, &names))
-        .collect();
-    let exact: Vec<usize> = v
-        .iter()
-        .filter(|f| f.plus.len() == 1 && f.minus.is_empty() && f.div == 1)
-        .map(|f| f.plus[0])
-        .collect();
+    let mut v: Vec<FileDef> = STANDARD.lines().filter(|l| !l.trim().is_empty()).map(|l| standard_file(l, &names)).collect();
+    let exact: Vec<usize> = v.iter().filter(|f| f.plus.len() == 1 && f.minus.is_empty() && f.div == 1).map(|f| f.plus[0]).collect();
     for (n, i) in names {
         if !exact.contains(&i) {
-            v.push(FileDef {
-                name: n,
-                dir: Dir::Hw,
-                plus: vec![i],
-                minus: vec![],
-                div: 1,
-                standard: false,
-            });
+            v.push(FileDef { name: n, dir: Dir::Hw, plus: vec![i], minus: vec![], div: 1, standard: false });
         }
     }
     v
@@ -217,11 +175,7 @@ pub fn files() -> Vec<FileDef> {
 
 /// The device process's own counters (the slow path the simulator plays; docs/counters.md).
 pub fn device_names() -> [&'static str; 3] {
-    [
-        "slow_path_rx_frames",
-        "slow_path_tx_frames",
-        "rx_buffer_full_drops",
-    ]
+    ["slow_path_rx_frames", "slow_path_tx_frames", "rx_buffer_full_drops"]
 }
 
 /// What a read of the counter sampling is for.
@@ -243,11 +197,7 @@ pub const MAX_WATCHED: usize = 64;
 pub fn qp_names() -> Vec<String> {
     let mut v: Vec<(String, usize)> = k::LOCALPARAMS
         .iter()
-        .filter_map(|(n, i)| {
-            n.strip_prefix("HM_QPC_")
-                .filter(|s| *s != "COUNT")
-                .map(|s| (s.to_ascii_lowercase(), *i as usize))
-        })
+        .filter_map(|(n, i)| n.strip_prefix("HM_QPC_").filter(|s| *s != "COUNT").map(|s| (s.to_ascii_lowercase(), *i as usize)))
         .collect();
     v.sort_by_key(|e| e.1);
     let mlx5 = [
@@ -257,14 +207,7 @@ pub fn qp_names() -> Vec<String> {
         ("oos_rx", "out_of_sequence"),
         ("dup_reqs", "duplicate_request"),
     ];
-    v.into_iter()
-        .map(|(n, _)| {
-            mlx5.iter()
-                .find(|m| m.0 == n)
-                .map(|m| m.1.to_string())
-                .unwrap_or(n)
-        })
-        .collect()
+    v.into_iter().map(|(n, _)| mlx5.iter().find(|m| m.0 == n).map(|m| m.1.to_string()).unwrap_or(n)).collect()
 }
 
 /// Samples, totals and the files.
@@ -306,21 +249,17 @@ impl Stats {
             // a new device process watches no QP yet
             let _ = std::fs::remove_dir_all(d.join("qp"));
             for sub in [Dir::Port, Dir::Hw] {
-                std::fs::create_dir_all(d.join(sub.name()))
-                    .map_err(|e| format!("--counters {}: {e}", d.display()))?;
+                std::fs::create_dir_all(d.join(sub.name())).map_err(|e| format!("--counters {}: {e}", d.display()))?;
             }
-            s.write(0, [0; 3])
-                .map_err(|e| format!("--counters {}: {e}", d.display()))?;
+            s.write(0, [0; 3]).map_err(|e| format!("--counters {}: {e}", d.display()))?;
         }
         Ok(s)
     }
 
     /// Whether a sample is due at `cycle` (never without a directory to write).
     pub fn due(&self, cycle: u64) -> bool {
-        self.dir.is_some()
-            && !self.in_progress
-            && (cycle.saturating_sub(self.last_cycle) >= POLL_CYCLES
-                || self.last_wall.elapsed() >= POLL_WALL)
+        self.dir.is_some() &&
+            !self.in_progress && (cycle.saturating_sub(self.last_cycle) >= POLL_CYCLES || self.last_wall.elapsed() >= POLL_WALL)
     }
 
     /// A sample starts: its reads are queued by the caller.
@@ -352,9 +291,7 @@ impl Stats {
     /// The QPs listed in `DIR/qp/watch` (one QPN a line; at most [`MAX_WATCHED`]), which
     /// `hematite-run --stat --qp` writes.
     pub fn watched(&self) -> Vec<u16> {
-        let Some(d) = &self.dir else {
-            return Vec::new();
-        };
+        let Some(d) = &self.dir else { return Vec::new() };
         let text = std::fs::read_to_string(d.join("qp/watch")).unwrap_or_default();
         let mut v: Vec<u16> = Vec::new();
         for q in text.lines().filter_map(|l| l.trim().parse::<u16>().ok()) {
@@ -399,20 +336,12 @@ impl Stats {
     pub fn write(&self, cycle: u64, dev: [u64; 3]) -> std::io::Result<()> {
         let Some(d) = &self.dir else { return Ok(()) };
         for f in &self.files {
-            put(
-                &d.join(f.dir.name()),
-                &f.name,
-                &format!("{}\n", f.value(&self.totals)),
-            )?;
+            put(&d.join(f.dir.name()), &f.name, &format!("{}\n", f.value(&self.totals)))?;
         }
         for (n, v) in device_names().iter().zip(dev) {
             put(&d.join(Dir::Hw.name()), n, &format!("{v}\n"))?;
         }
-        put(
-            d,
-            "snapshot",
-            &format!("cycle {cycle}\nsamples {}\n", self.samples),
-        )
+        put(d, "snapshot", &format!("cycle {cycle}\nsamples {}\n", self.samples))
     }
 }
 
@@ -435,36 +364,20 @@ mod tests {
     #[test]
     fn every_engine_counter_has_one_name_and_files_are_unique() {
         let names = engine_names();
-        assert_eq!(
-            names.len(),
-            k::HM_CNT_COUNT as usize,
-            "one name per counter"
-        );
+        assert_eq!(names.len(), k::HM_CNT_COUNT as usize, "one name per counter");
         for (j, (_, i)) in names.iter().enumerate() {
             assert_eq!(*i, j, "indices 0 .. HM_CNT_COUNT, each once");
         }
         let f = files();
         let mut seen: Vec<(Dir, &str)> = Vec::new();
         for x in &f {
-            assert!(
-                !seen.contains(&(x.dir, x.name.as_str())),
-                "{} twice",
-                x.name
-            );
+            assert!(!seen.contains(&(x.dir, x.name.as_str())), "{} twice", x.name);
             seen.push((x.dir, &x.name));
-            assert!(x
-                .plus
-                .iter()
-                .chain(&x.minus)
-                .all(|&i| i < k::HM_CNT_COUNT as usize));
+            assert!(x.plus.iter().chain(&x.minus).all(|&i| i < k::HM_CNT_COUNT as usize));
         }
         // every engine counter is in some file
         for i in 0..k::HM_CNT_COUNT as usize {
-            assert!(
-                f.iter().any(|x| x.plus.contains(&i)),
-                "counter {i} ({}) in no file",
-                names[i].0
-            );
+            assert!(f.iter().any(|x| x.plus.contains(&i)), "counter {i} ({}) in no file", names[i].0);
         }
         assert!(names.iter().any(|(n, _)| n == "rx_drop_bad_icrc"));
         assert!(names.iter().any(|(n, _)| n == "cqe_retry_exc_err"));
@@ -472,20 +385,11 @@ mod tests {
 
     #[test]
     fn every_file_is_in_the_document() {
-        let doc =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/counters.md"))
-                .unwrap();
-        let names: Vec<String> = files()
-            .into_iter()
-            .map(|f| f.name)
-            .chain(device_names().iter().map(|s| s.to_string()))
-            .chain(qp_names())
-            .collect();
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/counters.md")).unwrap();
+        let names: Vec<String> =
+            files().into_iter().map(|f| f.name).chain(device_names().iter().map(|s| s.to_string())).chain(qp_names()).collect();
         for n in &names {
-            assert!(
-                doc.contains(&format!("| `{n}` |")),
-                "docs/counters.md has no row for `{n}`"
-            );
+            assert!(doc.contains(&format!("| `{n}` |")), "docs/counters.md has no row for `{n}`");
         }
         // and no row for a file that does not exist
         for l in doc.lines() {
@@ -493,10 +397,7 @@ mod tests {
                 let n = r.split('`').next().unwrap();
                 let table_of_files = !n.contains(' ') && !n.contains('/') && !n.contains('.');
                 if table_of_files {
-                    assert!(
-                        names.iter().any(|x| x == n),
-                        "docs/counters.md lists `{n}`, which is no file"
-                    );
+                    assert!(names.iter().any(|x| x == n), "docs/counters.md lists `{n}`, which is no file");
                 }
             }
         }
@@ -505,10 +406,7 @@ mod tests {
     #[test]
     fn no_sampling_without_a_directory() {
         let s = Stats::new(None).unwrap();
-        assert!(
-            !s.due(u64::MAX),
-            "nothing to write: no register reads for it"
-        );
+        assert!(!s.due(u64::MAX), "nothing to write: no register reads for it");
         assert!(s.watched().is_empty());
     }
 
@@ -525,22 +423,10 @@ mod tests {
         let f = files();
         let v = |n: &str| f.iter().find(|x| x.name == n).unwrap().value(&t);
         assert_eq!(
-            (
-                v("req_cqe_error"),
-                v("resp_cqe_error"),
-                v("req_cqe_flush_error"),
-                v("resp_cqe_flush_error")
-            ),
+            (v("req_cqe_error"), v("resp_cqe_error"), v("req_cqe_flush_error"), v("resp_cqe_flush_error")),
             (2, 1, 1, 3)
         );
-        assert_eq!(
-            (
-                v("req_remote_access_errors"),
-                v("port_xmit_data"),
-                v("tx_bytes")
-            ),
-            (2, 1024, 4099)
-        );
+        assert_eq!((v("req_remote_access_errors"), v("port_xmit_data"), v("tx_bytes")), (2, 1024, 4099));
     }
 
     #[test]
@@ -548,10 +434,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hm-stats-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let mut s = Stats::new(Some(dir.clone())).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dir.join("counters/port_xmit_data")).unwrap(),
-            "0\n"
-        );
+        assert_eq!(std::fs::read_to_string(dir.join("counters/port_xmit_data")).unwrap(), "0\n");
         let n = k::HM_CNT_COUNT as usize;
         let tb = k::HM_CNT_TX_BYTES as usize;
         let sample = |s: &mut Stats, v: u32| {
@@ -576,18 +459,9 @@ mod tests {
         sample(&mut s, 12);
         assert_eq!(s.totals[tb], 0x1_0000_010C);
         s.write(5, [1, 2, 3]).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dir.join("counters/port_xmit_data")).unwrap(),
-            format!("{}\n", 0x1_0000_010Cu64 / 4)
-        );
-        assert_eq!(
-            std::fs::read_to_string(dir.join("hw_counters/rx_buffer_full_drops")).unwrap(),
-            "3\n"
-        );
-        assert_eq!(
-            std::fs::read_to_string(dir.join("snapshot")).unwrap(),
-            "cycle 5\nsamples 5\n"
-        );
+        assert_eq!(std::fs::read_to_string(dir.join("counters/port_xmit_data")).unwrap(), format!("{}\n", 0x1_0000_010Cu64 / 4));
+        assert_eq!(std::fs::read_to_string(dir.join("hw_counters/rx_buffer_full_drops")).unwrap(), "3\n");
+        assert_eq!(std::fs::read_to_string(dir.join("snapshot")).unwrap(), "cycle 5\nsamples 5\n");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -44,19 +44,10 @@ impl TraceTrigger {
             "drop" => Ok(TraceTrigger::Drop(None)),
             "retransmit" => Ok(TraceTrigger::Retransmit),
             _ => match s.strip_prefix("drop:") {
-                Some(r) => DropReason::ALL
-                    .iter()
-                    .find(|d| d.name() == r)
-                    .map(|d| TraceTrigger::Drop(Some(*d)))
-                    .ok_or_else(|| {
-                        format!(
-                            "--trace-on drop:{r}: no such drop reason (one of {})",
-                            DropReason::ALL.map(|d| d.name()).join(", ")
-                        )
-                    }),
-                None => Err(format!(
-                    "--trace-on {s}: one of error-cqe, drop, drop:REASON, retransmit"
-                )),
+                Some(r) => DropReason::ALL.iter().find(|d| d.name() == r).map(|d| TraceTrigger::Drop(Some(*d))).ok_or_else(|| {
+                    format!("--trace-on drop:{r}: no such drop reason (one of {})", DropReason::ALL.map(|d| d.name()).join(", "))
+                }),
+                None => Err(format!("--trace-on {s}: one of error-cqe, drop, drop:REASON, retransmit")),
             },
         }
     }
@@ -65,23 +56,17 @@ impl TraceTrigger {
     fn fired(self, eng: &Engine) -> Option<String> {
         match self {
             TraceTrigger::ErrorCqe => match eng.tap_cqe {
-                Some(st) if st != hematite_abi::desc::HM_CQE_ST_SUCCESS => {
-                    Some(match hematite_model::desc::wc_status_from_code(st) {
-                        Some(s) => format!("a CQE with status {s:?}"),
-                        None => format!("a CQE with status code {st}"),
-                    })
-                }
+                Some(st) if st != hematite_abi::desc::HM_CQE_ST_SUCCESS => Some(match hematite_model::desc::wc_status_from_code(st) {
+                    Some(s) => format!("a CQE with status {s:?}"),
+                    None => format!("a CQE with status code {st}"),
+                }),
                 _ => None,
             },
             TraceTrigger::Drop(want) => match eng.tap_rx.and_then(DropReason::from_code) {
-                Some(r) if want.is_none_or(|w| w == r) => {
-                    Some(format!("a frame dropped by the RX path ({})", r.name()))
-                }
+                Some(r) if want.is_none_or(|w| w == r) => Some(format!("a frame dropped by the RX path ({})", r.name())),
                 _ => None,
             },
-            TraceTrigger::Retransmit => eng
-                .tap_retx
-                .map(|(qp, psn)| format!("a retransmitted request (QP {qp:#x}, PSN {psn:#x})")),
+            TraceTrigger::Retransmit => eng.tap_retx.map(|(qp, psn)| format!("a retransmitted request (QP {qp:#x}, PSN {psn:#x})")),
         }
     }
 }
@@ -92,11 +77,7 @@ pub enum TraceWhen {
     /// The cycles from .. from + cycles.
     Cycles { from: u64, cycles: u64 },
     /// `before` cycles before the trigger's cycle, that cycle and `after` cycles after it.
-    Trigger {
-        on: TraceTrigger,
-        before: u64,
-        after: u64,
-    },
+    Trigger { on: TraceTrigger, before: u64, after: u64 },
 }
 
 /// A waveform the device is asked for.
@@ -129,12 +110,8 @@ impl Trace {
             return Err("--trace needs the waveform build of hematite-sim: ./hematite trace-build (or build with HEMATITE_TRACE=1); this build has no tracing code".into());
         }
         match w.when {
-            TraceWhen::Cycles { cycles: 0, .. } => {
-                return Err("--trace-cycles must be at least 1".into())
-            }
-            TraceWhen::Trigger { before: 0, .. } => {
-                return Err("--trace-before must be at least 1".into())
-            }
+            TraceWhen::Cycles { cycles: 0, .. } => return Err("--trace-cycles must be at least 1".into()),
+            TraceWhen::Trigger { before: 0, .. } => return Err("--trace-before must be at least 1".into()),
             _ => {}
         }
         // the path is checked now (a bad one fails at once), the file written when the window opens
@@ -158,10 +135,7 @@ impl Trace {
                     } else {
                         String::new()
                     };
-                    eprintln!(
-                        "hematite-sim device: waveform from cycle {now}{late} -> {}",
-                        w.path.display()
-                    );
+                    eprintln!("hematite-sim device: waveform from cycle {now}{late} -> {}", w.path.display());
                     *self = Trace::Open(w, now);
                 }
                 _ => *self = Trace::Waiting(w),
@@ -169,25 +143,17 @@ impl Trace {
             Trace::Open(w, at) => match w.when {
                 TraceWhen::Cycles { cycles, .. } if now - at >= cycles => {
                     eng.trace_close();
-                    eprintln!(
-                        "hematite-sim device: waveform of cycles {at}..{now} written to {}",
-                        w.path.display()
-                    );
+                    eprintln!("hematite-sim device: waveform of cycles {at}..{now} written to {}", w.path.display());
                     *self = Trace::Done;
                 }
                 _ => *self = Trace::Open(w, at),
             },
             Trace::Armed(w) => {
-                let TraceWhen::Trigger { on, after, .. } = w.when else {
-                    unreachable!("an armed window has a trigger")
-                };
+                let TraceWhen::Trigger { on, after, .. } = w.when else { unreachable!("an armed window has a trigger") };
                 match on.fired(eng) {
                     Some(what) => {
                         let t = now - 1;
-                        let from = now
-                            - eng
-                                .shadow_lag()
-                                .ok_or("waveform: the engine has no shadow model")?;
+                        let from = now - eng.shadow_lag().ok_or("waveform: the engine has no shadow model")?;
                         eng.shadow_trace_open(&w.path, from)?;
                         let until = t.saturating_add(after).saturating_add(1);
                         eprintln!("hematite-sim device: waveform trigger at cycle {t}: {what}; the waveform runs from cycle {from} to {until}");
@@ -214,9 +180,7 @@ impl Trace {
         match std::mem::replace(self, Trace::Off) {
             Trace::Open(w, at) => {
                 eng.trace_close();
-                let TraceWhen::Cycles { cycles: asked, .. } = w.when else {
-                    unreachable!("an open window is a window of cycles")
-                };
+                let TraceWhen::Cycles { cycles: asked, .. } = w.when else { unreachable!("an open window is a window of cycles") };
                 eprintln!("hematite-sim device: waveform of cycles {at}..{now} written to {} (cut short: {why}; {asked} cycles were asked)", w.path.display());
                 *self = Trace::Done;
             }
@@ -231,10 +195,7 @@ impl Trace {
             Trace::Armed(w) if ending => {
                 eng.shadow_end();
                 let _ = std::fs::remove_file(&w.path);
-                eprintln!(
-                    "hematite-sim device: the waveform trigger never fired ({why}); {} not written",
-                    w.path.display()
-                );
+                eprintln!("hematite-sim device: the waveform trigger never fired ({why}); {} not written", w.path.display());
                 *self = Trace::Done;
             }
             t => *self = t,
@@ -244,10 +205,7 @@ impl Trace {
     /// The shadow lag a new engine needs for this window (B + 1 cycles), while armed.
     pub(super) fn shadow_delay(&self) -> Option<usize> {
         match self {
-            Trace::Armed(TraceWindow {
-                when: TraceWhen::Trigger { before, .. },
-                ..
-            }) => Some(*before as usize + 1),
+            Trace::Armed(TraceWindow { when: TraceWhen::Trigger { before, .. }, .. }) => Some(*before as usize + 1),
             _ => None,
         }
     }
@@ -255,36 +213,18 @@ impl Trace {
 
 /// Ends a fired window at cycle `now`: the shadow catches up with the engine and its waveform
 /// closes.
-fn finish(
-    eng: &mut Engine,
-    w: &TraceWindow,
-    t: u64,
-    what: &str,
-    from: u64,
-    now: u64,
-    cut: Option<&str>,
-) {
-    let TraceWhen::Trigger { before, after, .. } = w.when else {
-        unreachable!("a fired window has a trigger")
-    };
+fn finish(eng: &mut Engine, w: &TraceWindow, t: u64, what: &str, from: u64, now: u64, cut: Option<&str>) {
+    let TraceWhen::Trigger { before, after, .. } = w.when else { unreachable!("a fired window has a trigger") };
     eng.shadow_catch_up();
     eng.shadow_end();
     let mut notes = Vec::new();
     if from > t.saturating_sub(before) {
-        notes.push(format!(
-            "{before} cycles before the trigger were asked; this engine started at cycle {from}"
-        ));
+        notes.push(format!("{before} cycles before the trigger were asked; this engine started at cycle {from}"));
     }
     if let Some(why) = cut {
-        notes.push(format!(
-            "cut short: {why}; {after} cycles after the trigger were asked"
-        ));
+        notes.push(format!("cut short: {why}; {after} cycles after the trigger were asked"));
     }
-    let notes = if notes.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", notes.join("; "))
-    };
+    let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) };
     eprintln!("hematite-sim device: waveform of cycles {from}..{now} around the trigger at cycle {t} ({what}) written to {}{notes}", w.path.display());
 }
 
@@ -296,28 +236,14 @@ mod tests {
     fn trigger_names() {
         assert_eq!(TraceTrigger::parse("error-cqe"), Ok(TraceTrigger::ErrorCqe));
         assert_eq!(TraceTrigger::parse("drop"), Ok(TraceTrigger::Drop(None)));
-        assert_eq!(
-            TraceTrigger::parse("drop:bad_icrc"),
-            Ok(TraceTrigger::Drop(Some(DropReason::BadIcrc)))
-        );
+        assert_eq!(TraceTrigger::parse("drop:bad_icrc"), Ok(TraceTrigger::Drop(Some(DropReason::BadIcrc))));
         for r in DropReason::ALL {
-            assert_eq!(
-                TraceTrigger::parse(&format!("drop:{}", r.name())),
-                Ok(TraceTrigger::Drop(Some(r)))
-            );
+            assert_eq!(TraceTrigger::parse(&format!("drop:{}", r.name())), Ok(TraceTrigger::Drop(Some(r))));
         }
         let e = TraceTrigger::parse("drop:nonsense").unwrap_err();
-        assert!(
-            e.contains("no such drop reason") && e.contains("bad_icrc"),
-            "{e}"
-        );
-        assert_eq!(
-            TraceTrigger::parse("retransmit"),
-            Ok(TraceTrigger::Retransmit)
-        );
-        assert!(TraceTrigger::parse("drops")
-            .unwrap_err()
-            .contains("one of error-cqe, drop, drop:REASON, retransmit"));
+        assert!(e.contains("no such drop reason") && e.contains("bad_icrc"), "{e}");
+        assert_eq!(TraceTrigger::parse("retransmit"), Ok(TraceTrigger::Retransmit));
+        assert!(TraceTrigger::parse("drops").unwrap_err().contains("one of error-cqe, drop, drop:REASON, retransmit"));
         assert!(TraceTrigger::parse("").is_err());
     }
 }

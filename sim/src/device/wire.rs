@@ -24,13 +24,9 @@ impl WireAddr {
     /// `unix:PATH`, `udp:HOST:PORT`, or a bare path.
     pub fn parse(s: &str) -> Result<WireAddr, String> {
         if let Some(a) = s.strip_prefix("udp:") {
-            a.parse()
-                .map(WireAddr::Udp)
-                .map_err(|e| format!("bad UDP address `{a}`: {e}"))
+            a.parse().map(WireAddr::Udp).map_err(|e| format!("bad UDP address `{a}`: {e}"))
         } else {
-            Ok(WireAddr::Unix(PathBuf::from(
-                s.strip_prefix("unix:").unwrap_or(s),
-            )))
+            Ok(WireAddr::Unix(PathBuf::from(s.strip_prefix("unix:").unwrap_or(s))))
         }
     }
 }
@@ -51,8 +47,7 @@ impl Wire {
         match (local, peer) {
             (WireAddr::Unix(l), WireAddr::Unix(pr)) => {
                 let _ = std::fs::remove_file(l);
-                let s = UnixDatagram::bind(l)
-                    .map_err(|e| format!("wire: bind {}: {e}", l.display()))?;
+                let s = UnixDatagram::bind(l).map_err(|e| format!("wire: bind {}: {e}", l.display()))?;
                 s.set_nonblocking(true).map_err(|e| format!("wire: {e}"))?;
                 Ok(Wire::Unix(s, pr.clone()))
             }
@@ -108,15 +103,9 @@ pub fn after_bth_span(f: &[u8]) -> Option<(usize, usize)> {
     };
     let (l4, end) = if et == [0x08, 0x00] {
         let ihl = usize::from(f[l3] & 0xF) * 4;
-        (
-            l3 + ihl,
-            l3 + usize::from(u16::from_be_bytes([*f.get(l3 + 2)?, *f.get(l3 + 3)?])),
-        )
+        (l3 + ihl, l3 + usize::from(u16::from_be_bytes([*f.get(l3 + 2)?, *f.get(l3 + 3)?])))
     } else {
-        (
-            l3 + 40,
-            l3 + 40 + usize::from(u16::from_be_bytes([*f.get(l3 + 4)?, *f.get(l3 + 5)?])),
-        )
+        (l3 + 40, l3 + 40 + usize::from(u16::from_be_bytes([*f.get(l3 + 4)?, *f.get(l3 + 5)?])))
     };
     let start = l4 + 8 + 12;
     (start < end && end <= f.len()).then_some((start, end))
@@ -132,9 +121,7 @@ pub(super) fn is_roce(f: &[u8]) -> bool {
         e => (e, 14),
     };
     let l4 = match et {
-        Some([0x08, 0x00]) if f.get(l3 + 9) == Some(&17) => {
-            l3 + usize::from(f.get(l3).map_or(5, |b| b & 0xF)) * 4
-        }
+        Some([0x08, 0x00]) if f.get(l3 + 9) == Some(&17) => l3 + usize::from(f.get(l3).map_or(5, |b| b & 0xF)) * 4,
         Some([0x86, 0xDD]) if f.get(l3 + 6) == Some(&17) => l3 + 40,
         _ => return false,
     };
@@ -152,15 +139,11 @@ impl SimNic {
         // frame the full buffer cannot hold is dropped and counted, as a NIC without PFC does.
         loop {
             while self.eng.rx_q.len() < 8 {
-                let Some(f) = self.rx_buf.pop_front() else {
-                    break;
-                };
+                let Some(f) = self.rx_buf.pop_front() else { break };
                 self.rx_buf_bytes -= f.len();
                 self.eng.rx_q.push_back(f);
             }
-            let Some(n) = self.wire.recv(&mut buf) else {
-                return;
-            };
+            let Some(n) = self.wire.recv(&mut buf) else { return };
             let f = buf[..n].to_vec();
             let now = self.cycles();
             self.last_activity = now;
@@ -172,10 +155,7 @@ impl SimNic {
                 self.counters.slow_rx += 1;
                 continue;
             }
-            if self.cfg.rx_loss > 0.0
-                && is_roce(&f)
-                && (self.rng.next() % 1_000_000) < (self.cfg.rx_loss * 1e6) as u64
-            {
+            if self.cfg.rx_loss > 0.0 && is_roce(&f) && (self.rng.next() % 1_000_000) < (self.cfg.rx_loss * 1e6) as u64 {
                 self.counters.frames_lost_rx += 1;
                 continue;
             }
@@ -253,11 +233,7 @@ impl SimNic {
     /// Frames held back by `reorder` for `REORDER_HOLD_CYCLES` go out without waiting longer.
     fn release_held(&mut self) {
         let now = self.cycles();
-        while self
-            .held
-            .front()
-            .is_some_and(|h| now.saturating_sub(h.2) >= REORDER_HOLD_CYCLES)
-        {
+        while self.held.front().is_some_and(|h| now.saturating_sub(h.2) >= REORDER_HOLD_CYCLES) {
             let (h, _, _) = self.held.pop_front().unwrap();
             self.wire_out(h);
         }
@@ -341,22 +317,12 @@ mod tests {
                 for bit in (0..(b - a) * 8).step_by(5) {
                     let mut g = fr.clone();
                     g[a + bit / 8] ^= 1 << (bit % 8);
-                    assert_eq!(
-                        hematite_model::rx::classify(&g).reason,
-                        Some(DropReason::BadIcrc),
-                        "{f}: bit {bit} after the BTH"
-                    );
+                    assert_eq!(hematite_model::rx::classify(&g).reason, Some(DropReason::BadIcrc), "{f}: bit {bit} after the BTH");
                     flips += 1;
                 }
             }
         }
-        assert!(
-            frames >= 100 && flips > 10_000,
-            "{frames} frames, {flips} flips"
-        );
-        assert!(
-            after_bth_span(&arp_frame(1, 1, 2, 0, 3, 0xFFFF_FFFF_FFFF)).is_none(),
-            "not RoCE"
-        );
+        assert!(frames >= 100 && flips > 10_000, "{frames} frames, {flips} flips");
+        assert!(after_bth_span(&arp_frame(1, 1, 2, 0, 3, 0xFFFF_FFFF_FFFF)).is_none(), "not RoCE");
     }
 }

@@ -6,26 +6,15 @@ pub fn shared() -> PathBuf {
     let p = std::env::var("HEMATITE_SHARED")
         .map(PathBuf::from)
         .unwrap_or_else(|_| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")));
-    assert!(
-        p.join("vectors/rocev2_vectors.json").exists(),
-        "shared data not found at {} (set HEMATITE_SHARED)",
-        p.display()
-    );
+    assert!(p.join("vectors/rocev2_vectors.json").exists(), "shared data not found at {} (set HEMATITE_SHARED)", p.display());
     p
 }
 
 /// The repository's own generated RoCEv2 vectors, `<repo>/tests/data/vectors` (made by
 /// `tests/vectors/gen_vectors.py`). Missing data is a hard failure.
 pub fn repo_vectors_dir() -> PathBuf {
-    let p = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/data/vectors"
-    ));
-    assert!(
-        p.join("rocev2_vectors.json").is_file(),
-        "repository vectors not found at {} (run tests/vectors/gen_vectors.py)",
-        p.display()
-    );
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/vectors"));
+    assert!(p.join("rocev2_vectors.json").is_file(), "repository vectors not found at {} (run tests/vectors/gen_vectors.py)", p.display());
     p
 }
 
@@ -43,9 +32,7 @@ pub fn shared_opt() -> Result<PathBuf, PathBuf> {
 }
 
 pub fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len() / 2)
-        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
-        .collect()
+    (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()
 }
 
 #[allow(unused_imports)]
@@ -56,10 +43,7 @@ pub use hematite_sim::rxcheck::{check_rx_run, compare_status, hexs};
 pub fn mixed_jobs(n: usize, seed: u64) -> Vec<(hematite_model::HdrRecord, Vec<u8>)> {
     use hematite_model::opcode;
     let mut rng = hematite_sim::Rng::new(seed);
-    let ops: Vec<u8> = (0u16..=255)
-        .map(|o| o as u8)
-        .filter(|o| opcode::info(*o).is_some())
-        .collect();
+    let ops: Vec<u8> = (0u16..=255).map(|o| o as u8).filter(|o| opcode::info(*o).is_some()).collect();
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let op = ops[(rng.next() % ops.len() as u64) as usize];
@@ -84,26 +68,14 @@ pub fn mixed_jobs(n: usize, seed: u64) -> Vec<(hematite_model::HdrRecord, Vec<u8
             vlan_pcp: (rng.next() % 8) as u8,
             vlan_vid: (rng.next() % 4096) as u16,
             ipv6,
-            ip_src: if ipv6 {
-                (rng.next() as u128) << 64 | rng.next() as u128
-            } else {
-                rng.next() as u32 as u128
-            },
-            ip_dst: if ipv6 {
-                (rng.next() as u128) << 64 | rng.next() as u128
-            } else {
-                rng.next() as u32 as u128
-            },
+            ip_src: if ipv6 { (rng.next() as u128) << 64 | rng.next() as u128 } else { rng.next() as u32 as u128 },
+            ip_dst: if ipv6 { (rng.next() as u128) << 64 | rng.next() as u128 } else { rng.next() as u32 as u128 },
             dscp: (rng.next() % 64) as u8,
             ecn: (rng.next() % 4) as u8,
             ttl: rng.next() as u8,
             ip_id: if ipv6 { 0 } else { rng.next() as u16 },
             ip_df: !ipv6,
-            flow_label: if ipv6 {
-                (rng.next() % (1 << 20)) as u32
-            } else {
-                0
-            },
+            flow_label: if ipv6 { (rng.next() % (1 << 20)) as u32 } else { 0 },
             udp_sport: 0xC000 | (rng.next() as u16 & 0x3FFF),
             opcode: op,
             se: rng.next() % 2 == 1,
@@ -125,9 +97,7 @@ pub fn mixed_jobs(n: usize, seed: u64) -> Vec<(hematite_model::HdrRecord, Vec<u8
             payload_len: len as u16,
             ..Default::default()
         };
-        let payload: Vec<u8> = (0..len)
-            .map(|k| (k as u64 ^ i as u64 ^ seed) as u8)
-            .collect();
+        let payload: Vec<u8> = (0..len).map(|k| (k as u64 ^ i as u64 ^ seed) as u8).collect();
         out.push((rec, payload));
     }
     out
@@ -165,10 +135,7 @@ impl DevProc {
             .unwrap();
         let t = Instant::now();
         while !sock.exists() {
-            assert!(
-                t.elapsed() < Duration::from_secs(120),
-                "device did not start"
-            );
+            assert!(t.elapsed() < Duration::from_secs(120), "device did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
         DevProc { child, dir, sock }

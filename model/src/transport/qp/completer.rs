@@ -20,12 +20,7 @@ impl Qp {
             self.tx_idx -= 1;
         }
         if e.wr.signaled {
-            let c = self.cqe(
-                e.wr.wr_id,
-                WcStatus::Success,
-                e.wr.op.wc_opcode(),
-                e.len.min(u32::MAX as u64) as u32,
-            );
+            let c = self.cqe(e.wr.wr_id, WcStatus::Success, e.wr.op.wc_opcode(), e.len.min(u32::MAX as u64) as u32);
             self.send_cq.push_back(c);
         }
     }
@@ -169,10 +164,7 @@ impl Qp {
             }
             3 => match syn {
                 SYN_NAK_SEQ => {
-                    if !self.psn_in_window(p, true)
-                        || self.rnr_until.is_some()
-                        || self.nak_guard == Some(p)
-                    {
+                    if !self.psn_in_window(p, true) || self.rnr_until.is_some() || self.nak_guard == Some(p) {
                         return;
                     }
                     self.stats.nak_seq_rcvd += 1;
@@ -242,11 +234,8 @@ impl Qp {
         let off = k * pmtu;
         let exp_len = e.len.saturating_sub(off).min(pmtu) as usize;
         let is_last = k + 1 == e.npkts as u64;
-        let Some(info) = opcode::info(rec.opcode) else {
-            return;
-        };
-        if info.end != is_last || payload.len() != exp_len || (info.aeth && rec.syndrome >> 5 != 0)
-        {
+        let Some(info) = opcode::info(rec.opcode) else { return };
+        if info.end != is_last || payload.len() != exp_len || (info.aeth && rec.syndrome >> 5 != 0) {
             return;
         }
         let pd = self.cfg.pd;

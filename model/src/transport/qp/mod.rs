@@ -216,11 +216,7 @@ impl Qp {
         {
             return Err(PostError::InvalidAttr);
         }
-        let cfg = QpConfig {
-            sq_psn: cfg.sq_psn & psn::MASK,
-            rq_psn: cfg.rq_psn & psn::MASK,
-            ..cfg
-        };
+        let cfg = QpConfig { sq_psn: cfg.sq_psn & psn::MASK, rq_psn: cfg.rq_psn & psn::MASK, ..cfg };
         Ok(Qp {
             qpn,
             cfg,
@@ -314,16 +310,8 @@ impl Qp {
         use QpState::*;
         let ok = matches!(
             (self.state, to),
-            (_, Reset)
-                | (_, Err)
-                | (Reset, Init)
-                | (Init, Init)
-                | (Init, Rtr)
-                | (Rtr, Rts)
-                | (Rts, Rts)
-                | (Rts, Sqd)
-                | (Sqd, Sqd)
-                | (Sqd, Rts)
+            (_, Reset) | (_, Err) | (Reset, Init) | (Init, Init) | (Init, Rtr) | (Rtr, Rts) | (Rts, Rts)
+                | (Rts, Sqd) | (Sqd, Sqd) | (Sqd, Rts)
         );
         if !ok {
             return Result::Err(PostError::InvalidState);
@@ -357,12 +345,7 @@ impl Qp {
         match self.state {
             QpState::Rts | QpState::Sqd => {}
             QpState::Err => {
-                self.send_cq.push_back(self.cqe(
-                    wr.wr_id,
-                    WcStatus::WrFlushErr,
-                    wr.op.wc_opcode(),
-                    0,
-                ));
+                self.send_cq.push_back(self.cqe(wr.wr_id, WcStatus::WrFlushErr, wr.op.wc_opcode(), 0));
                 return Ok(());
             }
             _ => return Err(PostError::InvalidState),
@@ -370,11 +353,7 @@ impl Qp {
         if self.sq.len() >= MAX_WR {
             return Err(PostError::QueueFull);
         }
-        let len = if wr.op.is_atomic() {
-            8
-        } else {
-            sgl_len(&wr.sgl)
-        };
+        let len = if wr.op.is_atomic() { 8 } else { sgl_len(&wr.sgl) };
         let mut e = SqEntry {
             wr,
             inline_data: None,
@@ -403,8 +382,7 @@ impl Qp {
             // (SQE keeps its receive queue working; RC never enters it)
             QpState::Init | QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe => {}
             QpState::Err => {
-                self.recv_cq
-                    .push_back(self.cqe(wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0));
+                self.recv_cq.push_back(self.cqe(wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0));
                 return Ok(());
             }
             QpState::Reset => return Err(PostError::InvalidState),
@@ -417,15 +395,7 @@ impl Qp {
     }
 
     fn cqe(&self, wr_id: u64, status: WcStatus, opcode: WcOpcode, byte_len: u32) -> Cqe {
-        Cqe {
-            wr_id,
-            status,
-            opcode,
-            byte_len,
-            imm: None,
-            invalidated_rkey: None,
-            qpn: self.qpn,
-        }
+        Cqe { wr_id, status, opcode, byte_len, imm: None, invalidated_rkey: None, qpn: self.qpn }
     }
 
     // ------------------------------------------------------------------------------------
@@ -482,9 +452,7 @@ impl Qp {
 
     /// Dispatches a received RC packet (`rec.dest_qp` already matched).
     pub fn receive(&mut self, now: u64, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
-        let Some(info) = opcode::info(rec.opcode) else {
-            return;
-        };
+        let Some(info) = opcode::info(rec.opcode) else { return };
         if info.class != opcode::Transport::Rc || (info.no_payload && !payload.is_empty()) {
             return;
         }

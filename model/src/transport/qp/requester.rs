@@ -6,9 +6,7 @@ use super::*;
 impl Qp {
     fn local_check(&mut self, idx: usize, cx: &Ctx<'_>) {
         let pd = self.cfg.pd;
-        let Some(e) = self.sq.get_mut(idx) else {
-            return;
-        };
+        let Some(e) = self.sq.get_mut(idx) else { return };
         if e.checked {
             return;
         }
@@ -57,11 +55,7 @@ impl Qp {
     }
 
     fn outstanding_rd_atomic(&self) -> usize {
-        self.sq
-            .iter()
-            .take_while(|e| e.started)
-            .filter(|e| e.wr.op.is_rd_atomic())
-            .count()
+        self.sq.iter().take_while(|e| e.started).filter(|e| e.wr.op.is_rd_atomic()).count()
     }
 
     fn span(&self) -> u32 {
@@ -92,11 +86,7 @@ impl Qp {
                     break;
                 }
                 let rd = e.wr.op.is_rd_atomic();
-                let np = if e.wr.op.is_atomic() {
-                    1
-                } else {
-                    pkts_for(e.len, self.cfg.pmtu)
-                };
+                let np = if e.wr.op.is_atomic() { 1 } else { pkts_for(e.len, self.cfg.pmtu) };
                 if rd && self.outstanding_rd_atomic() >= self.cfg.max_rd_atomic as usize {
                     break;
                 }
@@ -149,10 +139,7 @@ impl Qp {
             let _ = this;
             let n = e.len.saturating_sub(off).min(pmtu) as usize;
             match &e.inline_data {
-                Some(d) => d
-                    .get(off as usize..off as usize + n)
-                    .map(|s| s.to_vec())
-                    .unwrap_or_default(),
+                Some(d) => d.get(off as usize..off as usize + n).map(|s| s.to_vec()).unwrap_or_default(),
                 None => gather(&e.wr.sgl, off, n, mem),
             }
         };
@@ -163,15 +150,7 @@ impl Qp {
                     SendOp::SendInv(_) => (0x17, 0x16),
                     _ => (0x04, 0x02),
                 };
-                let op = if only {
-                    o_only
-                } else if k == 0 {
-                    0x00
-                } else if last {
-                    o_last
-                } else {
-                    0x01
-                };
+                let op = if only { o_only } else if k == 0 { 0x00 } else if last { o_last } else { 0x01 };
                 let mut r = self.hdr(op, psn);
                 r.ackreq = ackreq;
                 if last {
@@ -183,10 +162,7 @@ impl Qp {
                 }
                 Self::finish(r, data(self))
             }
-            SendOp::Write { remote_addr, rkey }
-            | SendOp::WriteImm {
-                remote_addr, rkey, ..
-            } => {
+            SendOp::Write { remote_addr, rkey } | SendOp::WriteImm { remote_addr, rkey, .. } => {
                 let imm = match e.wr.op {
                     SendOp::WriteImm { imm, .. } => Some(imm),
                     _ => None,
@@ -222,12 +198,7 @@ impl Qp {
                 r.dma_len = e.len.saturating_sub(off).min(u32::MAX as u64) as u32;
                 Self::finish(r, Vec::new())
             }
-            SendOp::CmpSwap {
-                remote_addr,
-                rkey,
-                compare,
-                swap,
-            } => {
+            SendOp::CmpSwap { remote_addr, rkey, compare, swap } => {
                 let mut r = self.hdr(0x13, psn);
                 r.ackreq = true;
                 r.va = remote_addr;
@@ -236,11 +207,7 @@ impl Qp {
                 r.compare = compare;
                 Self::finish(r, Vec::new())
             }
-            SendOp::FetchAdd {
-                remote_addr,
-                rkey,
-                add: a,
-            } => {
+            SendOp::FetchAdd { remote_addr, rkey, add: a } => {
                 let mut r = self.hdr(0x14, psn);
                 r.ackreq = true;
                 r.va = remote_addr;

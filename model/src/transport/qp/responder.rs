@@ -35,11 +35,7 @@ impl Qp {
     }
 
     fn log(&mut self, psn: u32, kind: ExecKind) {
-        self.exec.push(Exec {
-            qpn: self.qpn,
-            psn,
-            kind,
-        });
+        self.exec.push(Exec { qpn: self.qpn, psn, kind });
     }
 
     fn save_resource(&mut self, r: Resource) {
@@ -101,9 +97,7 @@ impl Qp {
         let seq_ok = match op {
             0x01 | 0x02 | 0x03 | 0x16 => in_send,
             0x07..=0x09 => in_write,
-            0x00 | 0x04 | 0x05 | 0x17 | 0x06 | 0x0A | 0x0B | 0x0C | 0x13 | 0x14 => {
-                self.cur.is_none()
-            }
+            0x00 | 0x04 | 0x05 | 0x17 | 0x06 | 0x0A | 0x0B | 0x0C | 0x13 | 0x14 => self.cur.is_none(),
             _ => false,
         };
         if !seq_ok {
@@ -140,24 +134,18 @@ impl Qp {
         let op = rec.opcode;
         let pd = self.cfg.pd;
         if matches!(op, 0x00 | 0x04 | 0x05 | 0x17) {
-            let Some(wr) = self.rq.front() else {
-                return self.rnr_nak(p);
-            };
+            let Some(wr) = self.rq.front() else { return self.rnr_nak(p) };
             if check_sgl(&wr.sgl, pd, Need::LocalWrite, cx.mrs).is_err() {
                 let id = wr.wr_id;
                 self.rq.pop_front();
                 self.recv_err(id, WcStatus::LocProtErr);
                 return self.nak_fatal(p, SYN_NAK_REM_OP);
             }
-            let Some(wr) = self.rq.pop_front() else {
-                return;
-            };
+            let Some(wr) = self.rq.pop_front() else { return };
             let total = sgl_len(&wr.sgl);
             self.cur = Some(InMsg::Send { wr, off: 0, total });
         }
-        let Some(InMsg::Send { wr, off, total }) = self.cur.take() else {
-            return;
-        };
+        let Some(InMsg::Send { wr, off, total }) = self.cur.take() else { return };
         let end = matches!(op, 0x02 | 0x03 | 0x04 | 0x05 | 0x16 | 0x17);
         if off + payload.len() as u64 > total {
             self.recv_err(wr.wr_id, WcStatus::LocLenErr);
@@ -201,22 +189,13 @@ impl Qp {
                 return self.nak_fatal(p, SYN_NAK_INV_REQ);
             }
             if dma_len > 0
-                && cx
-                    .mrs
-                    .check(rec.rkey, self.cfg.pd, rec.va, dma_len, Need::RemoteWrite)
-                    .is_err()
+                && cx.mrs.check(rec.rkey, self.cfg.pd, rec.va, dma_len, Need::RemoteWrite).is_err()
             {
                 return self.nak_fatal(p, SYN_NAK_REM_ACCESS);
             }
-            self.cur = Some(InMsg::Write {
-                va: rec.va,
-                dma_len,
-                off: 0,
-            });
+            self.cur = Some(InMsg::Write { va: rec.va, dma_len, off: 0 });
         }
-        let Some(InMsg::Write { va, dma_len, off }) = self.cur else {
-            return;
-        };
+        let Some(InMsg::Write { va, dma_len, off }) = self.cur else { return };
         let noff = off + payload.len() as u64;
         if noff > dma_len || (end && noff != dma_len) {
             self.cur = None;
@@ -236,22 +215,13 @@ impl Qp {
             self.msn = add(self.msn, 1);
             if imm {
                 if let Some(wr) = self.rq.pop_front() {
-                    let mut c = self.cqe(
-                        wr.wr_id,
-                        WcStatus::Success,
-                        WcOpcode::RecvRdmaWithImm,
-                        dma_len as u32,
-                    );
+                    let mut c = self.cqe(wr.wr_id, WcStatus::Success, WcOpcode::RecvRdmaWithImm, dma_len as u32);
                     c.imm = Some(rec.imm);
                     self.recv_cq.push_back(c);
                 }
             }
         } else {
-            self.cur = Some(InMsg::Write {
-                va,
-                dma_len,
-                off: noff,
-            });
+            self.cur = Some(InMsg::Write { va, dma_len, off: noff });
         }
         if rec.ackreq {
             self.send_aeth(p, SYN_ACK);
@@ -264,26 +234,13 @@ impl Qp {
         if len > MAX_MSG_LEN || self.cfg.max_dest_rd_atomic == 0 {
             return self.nak_fatal(p, SYN_NAK_INV_REQ);
         }
-        if len > 0
-            && cx
-                .mrs
-                .check(rec.rkey, self.cfg.pd, rec.va, len, Need::RemoteRead)
-                .is_err()
-        {
+        if len > 0 && cx.mrs.check(rec.rkey, self.cfg.pd, rec.va, len, Need::RemoteRead).is_err() {
             return self.nak_fatal(p, SYN_NAK_REM_ACCESS);
         }
         let n = pkts_for(len, self.cfg.pmtu);
         self.msn = add(self.msn, 1);
         self.epsn = add(self.epsn, n);
-        self.save_resource(Resource {
-            first_psn: p,
-            npkts: n,
-            kind: ResKind::Read {
-                va: rec.va,
-                rkey: rec.rkey,
-                len,
-            },
-        });
+        self.save_resource(Resource { first_psn: p, npkts: n, kind: ResKind::Read { va: rec.va, rkey: rec.rkey, len } });
         self.log(p, ExecKind::Read);
         self.read_responses(p, rec.va, len, cx.mem);
     }
@@ -293,11 +250,7 @@ impl Qp {
         if self.cfg.max_dest_rd_atomic == 0 || rec.va % 8 != 0 {
             return self.nak_fatal(p, SYN_NAK_INV_REQ);
         }
-        if cx
-            .mrs
-            .check(rec.rkey, self.cfg.pd, rec.va, 8, Need::RemoteAtomic)
-            .is_err()
-        {
+        if cx.mrs.check(rec.rkey, self.cfg.pd, rec.va, 8, Need::RemoteAtomic).is_err() {
             return self.nak_fatal(p, SYN_NAK_REM_ACCESS);
         }
         let orig = cx.mem.read_u64(rec.va);
@@ -313,15 +266,7 @@ impl Qp {
         cx.mem.write_u64(rec.va, new);
         self.msn = add(self.msn, 1);
         self.epsn = add(self.epsn, 1);
-        self.save_resource(Resource {
-            first_psn: p,
-            npkts: 1,
-            kind: ResKind::Atomic {
-                va: rec.va,
-                rkey: rec.rkey,
-                orig,
-            },
-        });
+        self.save_resource(Resource { first_psn: p, npkts: 1, kind: ResKind::Atomic { va: rec.va, rkey: rec.rkey, orig } });
         self.log(p, ExecKind::Atomic);
         self.atomic_ack(p, orig);
     }
@@ -350,21 +295,14 @@ impl Qp {
                     }
                     _ => None,
                 });
-                let Some((k, va, rkey, len)) = hit else {
-                    return;
-                };
+                let Some((k, va, rkey, len)) = hit else { return };
                 let off = k * pmtu;
                 let nva = va.wrapping_add(off);
                 let nlen = len.saturating_sub(off);
                 if rec.rkey != rkey || rec.va != nva || rec.dma_len as u64 != nlen {
                     return;
                 }
-                if nlen > 0
-                    && cx
-                        .mrs
-                        .check(rkey, self.cfg.pd, nva, nlen, Need::RemoteRead)
-                        .is_err()
-                {
+                if nlen > 0 && cx.mrs.check(rkey, self.cfg.pd, nva, nlen, Need::RemoteRead).is_err() {
                     return;
                 }
                 self.log(p, ExecKind::ReadReplay);
@@ -372,9 +310,7 @@ impl Qp {
             }
             0x13 | 0x14 => {
                 let hit = self.res.iter().rev().find_map(|r| match r.kind {
-                    ResKind::Atomic { va, rkey, orig } if r.first_psn == p => {
-                        Some((va, rkey, orig))
-                    }
+                    ResKind::Atomic { va, rkey, orig } if r.first_psn == p => Some((va, rkey, orig)),
                     _ => None,
                 });
                 let Some((va, rkey, orig)) = hit else { return };
