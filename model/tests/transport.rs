@@ -459,3 +459,59 @@ fn pcap_roundtrip() {
     assert_eq!(back.len(), t.sim.frames().len());
     let _ = std::fs::remove_file(&p);
 }
+
+/// The window: a requester with nothing acknowledged sends WIN_MAX PSNs and stops, the last
+/// packet before the limit asking for an ACK; the ACK moves the limit.
+#[test]
+fn the_window_bounds_packets_in_flight() {
+    let mut t = setup(1024);
+    let kb = t.kb;
+    // 10 packets, then 1024: the limit falls inside the second message, off its 64-packet
+    // AckReq grid
+    t.a().post_send(QA, SendWr::new(1, SendOp::Write { remote_addr: BASE, rkey: kb }, vec![sa(BASE, 10 << 10)])).unwrap();
+    t.a().post_send(QA, SendWr::new(2, SendOp::Write { remote_addr: BASE, rkey: kb }, vec![sa(BASE, 1 << 20)])).unwrap();
+    let first = t.sim.nodes[0].poll_tx(0);
+    assert_eq!(first.len(), WIN_MAX as usize, "WIN_MAX packets, no more");
+    assert!(t.sim.nodes[0].poll_tx(0).is_empty(), "stopped at the limit");
+    let k = |i: usize| i as u32 - 10; // packet index in the second message
+    assert!((WIN_MAX - 1 - 10) % 64 != 63);
+    for (i, (r, _)) in first.iter().enumerate().skip(10) {
+        let want = k(i) % 64 == 63 || i == WIN_MAX as usize - 1;
+        assert_eq!(r.ackreq, want, "packet {i}");
+    }
+    for (r, p) in &first {
+        t.sim.nodes[1].receive(0, r, p);
+    }
+    for (r, p) in t.sim.nodes[1].poll_tx(0) {
+        t.sim.nodes[0].receive(0, &r, &p);
+    }
+    let next = t.sim.nodes[0].poll_tx(0);
+    assert_eq!(next.len(), WIN_MAX as usize, "a full window again");
+    assert_eq!(next[0].0.psn, 100 + WIN_MAX);
+    assert!(next.last().unwrap().0.ackreq);
+}
+
+/// Go-back-N that does not collapse: ten 1 MiB WRITEs over a wire that loses 3 % of the
+/// frames both ways complete, with at most 4 request frames sent per frame of the messages
+/// (without the window a lost NAK or a lost retransmission resent everything posted).
+#[test]
+fn three_percent_loss_completes_within_four_times_the_frames() {
+    let mut t = setup(1024);
+    t.sim.wire.set_faults(FaultConfig { drop_ppm: 30_000, latency_ns: 2_000, ..FaultConfig::default() });
+    let data = pattern(11, 1 << 20);
+    t.a().mem.write(BASE, &data);
+    let kb = t.kb;
+    for i in 0..10 {
+        t.a().post_send(QA, SendWr::new(i, SendOp::Write { remote_addr: BASE + 0x20_0000, rkey: kb }, vec![sa(BASE, 1 << 20)])).unwrap();
+    }
+    t.run();
+    let cq = t.a().poll_send_cq(QA);
+    assert_eq!(cq.len(), 10);
+    assert!(cq.iter().all(|c| c.status == WcStatus::Success), "{cq:?}");
+    assert_eq!(t.b().mem.read(BASE + 0x20_0000, 1 << 20), data);
+    let sent = t.a().qp(QA).unwrap().stats().req_pkts;
+    let lost = t.sim.wire.stats.dropped;
+    println!("3 % loss, 10 x 1 MiB WRITEs: {sent} request frames for 10240 ({:.2}x), {lost} frames lost", sent as f64 / 10240.0);
+    assert!(lost > 300, "the wire lost frames: {lost}");
+    assert!(sent <= 4 * 10240, "{sent} request frames for 10240");
+}

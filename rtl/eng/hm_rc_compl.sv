@@ -146,6 +146,8 @@ module hm_rc_compl
     logic        tmr_on;      // timer armed (ACK timeout, or the RNR timer when rnr_wait)
     logic [47:0] deadline;
     logic        rw_v;        // a REWIND went to the requester since the QP last drained
+    logic [23:0] lim;         // the window's limit the requester was last given (HM_WIN_*)
+    logic [11:0] cwnd;        // the window's width to be: limit minus oldest unacknowledged PSN
   } cdyn_t;
 
   hm_qp_ctx_t  ctx_mem [NUM_QPS];
@@ -438,7 +440,20 @@ module hm_rc_compl
   // outstanding: the requester applies them in order, so the last one wins.
   logic        clamp_due, save_now;
   assign clamp_due = kind_q == K_PKT && prog_q && d_q.rw_v && !rwd_q && !clamped_q && !d_q.err;
-  assign save_now  = st_q == C_SAVE && !clamp_due;
+  // The window (HM_WIN_* in hm_pkg): after a response packet that sent no REWIND, every PSN
+  // it acknowledged widens the window by one up to HM_WIN_MAX, and the requester's limit
+  // moves (a WIN command) when it would move by HM_WIN_STEP or more. Three steps at C_SAVE,
+  // one adder each: the PSNs acknowledged, the new width and limit, the compare.
+  logic [23:0] una0_q;            // una_eff when the QP was loaded
+  logic [1:0]  wph_q;             // window step: 0 acked, 1 width, 2 compare, 3 done
+  logic [23:0] wk_q, want_q;      // PSNs acknowledged by this packet; the limit it gives
+  logic [24:0] cw_sum;
+  logic [11:0] cw_next;
+  logic        win_step;
+  assign cw_sum   = 25'(d_q.cwnd) + 25'(wk_q);
+  assign cw_next  = cw_sum >= 25'(HM_WIN_MAX) ? HM_WIN_MAX : 12'(cw_sum);
+  assign win_step = kind_q == K_PKT && !rwd_q && !d_q.err && wph_q != 2'd3;
+  assign save_now  = st_q == C_SAVE && !clamp_due && !win_step;
   // the end of what the QP has posted: the later of the doorbell's producer index and the
   // WQEs started (a doorbell may still wait in u_dbf); the WQE window and the flush use it
   logic [15:0] posted_end;
@@ -483,7 +498,8 @@ module hm_rc_compl
                                            err: ctl_ctx.state == HM_QPS_ERR,
                                            retry_left: ctl_ctx.retry_cnt, rnr_left: ctl_ctx.rnr_retry,
                                            guard_v: 1'b0, guard: 24'd0, rnr_wait: 1'b0, rnr_psn: 24'd0, rw_v: 1'b0,
-                                           tmr_on: 1'b0, deadline: 48'd0};
+                                           tmr_on: 1'b0, deadline: 48'd0,
+                                           lim: ctl_ctx.sq_psn + 24'(HM_WIN_MAX), cwnd: HM_WIN_MAX};
         pi_mem[QW'(s_ctl_cmd.index)]  <= 16'd0;
       end else if (ctl_ctx.state == HM_QPS_ERR) begin
         // the control plane moved the QP to ERR: the next doorbell or event flushes it
@@ -564,6 +580,7 @@ module hm_rc_compl
           prog_q        <= 1'b0;
           rwd_q         <= 1'b0;
           clamped_q     <= 1'b0;
+          wph_q         <= 2'd0;
           tmr_restart_q <= 1'b0;
           disc_next_q   <= C_SAVE;
           absorbed_q    <= 1'b0;
@@ -591,6 +608,7 @@ module hm_rc_compl
         C_LOAD: begin
           ctx_q <= ctx_rd;
           d_q   <= dyn_rd;
+          una0_q <= dyn_rd.una + dyn_rd.rd_done;
           pi_q  <= pi_rd;
           st_q  <= C_DISPATCH;
         end
@@ -814,7 +832,7 @@ module hm_rc_compl
                 d_q.rnr_psn  <= p;
                 d_q.tmr_on   <= 1'b1;
                 d_q.deadline <= now_q + hm_rnr_timer_cycles(h_q.syndrome[4:0], CYCLES_PER_US);
-                rqc_q        <= '{op: HM_RQC_HOLD, qpn: 16'(q_q), idx: 16'd0, off: 32'd0, psn: 24'd0};
+                rqc_q        <= '{op: HM_RQC_HOLD, qpn: 16'(q_q), idx: 16'd0, off: 32'd0, psn: 24'd0, lim: 24'd0};
                 rqc_next_q   <= C_SAVE;
                 st_q         <= C_RQC;
               end
@@ -904,7 +922,7 @@ module hm_rc_compl
             end
             if (rt_status_q == HM_CQE_ST_SUCCESS && w_rdat) begin
               // max_rd_atomic credit back to the requester
-              rqc_q      <= '{op: HM_RQC_RD_DONE, qpn: 16'(q_q), idx: 16'd0, off: 32'd0, psn: 24'd0};
+              rqc_q      <= '{op: HM_RQC_RD_DONE, qpn: 16'(q_q), idx: 16'd0, off: 32'd0, psn: 24'd0, lim: 24'd0};
               rqc_next_q <= ret_q;
               st_q       <= C_RQC;
             end else st_q <= ret_q;
@@ -922,6 +940,9 @@ module hm_rc_compl
             m_qpc.mask[hm_pkg::HM_QPC_RETRIES] <= 1'b1;
             d_q.retry_left <= d_q.retry_left - 1'b1;
             d_q.rw_v       <= 1'b1;
+            // the window shrinks to HM_WIN_MIN PSNs beyond the one resent (the REWIND says so)
+            d_q.cwnd       <= HM_WIN_MIN;
+            d_q.lim        <= rt_psn_q + 24'(HM_WIN_MIN);
             rwd_q          <= 1'b1;
             if (rt_guard_q) begin
               d_q.guard_v <= 1'b1;
@@ -936,14 +957,14 @@ module hm_rc_compl
         // find the WQE holding rt_psn_q and tell the requester to resend from there
         C_RWND: begin
           if (rw_idx_q == d_q.shead) begin
-            rqc_q      <= '{op: HM_RQC_REWIND, qpn: 16'(q_q), idx: d_q.shead, off: 32'd0, psn: rt_psn_q};
+            rqc_q      <= '{op: HM_RQC_REWIND, qpn: 16'(q_q), idx: d_q.shead, off: 32'd0, psn: rt_psn_q, lim: d_q.lim};
             rqc_next_q <= C_SAVE;
             st_q       <= C_RQC;
           end else if (!cached(rw_idx_q)) begin
             fetch(rw_idx_q, C_RWND);
           end else if (!hm_psn_ge(rt_psn_q - rw_f_q, w_npsn)) begin
             rqc_q      <= '{op: HM_RQC_REWIND, qpn: 16'(q_q), idx: rw_idx_q,
-                            off: 32'(24'(rt_psn_q - rw_f_q)) << lpmtu, psn: rt_psn_q};
+                            off: 32'(24'(rt_psn_q - rw_f_q)) << lpmtu, psn: rt_psn_q, lim: d_q.lim};
             rqc_next_q <= C_SAVE;
             st_q       <= C_RQC;
           end else begin
@@ -993,9 +1014,31 @@ module hm_rc_compl
             // have written their slots again
             d_q.rw_v   <= d_q.ci != d_q.shead;
             clamped_q  <= 1'b1;
-            rqc_q      <= '{op: HM_RQC_CLAMP, qpn: 16'(q_q), idx: d_q.ci, off: 32'd0, psn: d_q.una};
+            rqc_q      <= '{op: HM_RQC_CLAMP, qpn: 16'(q_q), idx: d_q.ci, off: 32'd0, psn: d_q.una, lim: 24'd0};
             rqc_next_q <= C_SAVE;
             st_q       <= C_RQC;
+          end else if (win_step) begin
+            unique case (wph_q)
+              2'd0: begin
+                // at most 2^23 - 1: una only moves forward while a packet is worked on
+                wk_q  <= hm_psn_ge(una_eff, una0_q) ? una_eff - una0_q : 24'd0;
+                wph_q <= una_eff == una0_q ? 2'd3 : 2'd1;   // nothing acknowledged: done
+              end
+              2'd1: begin
+                d_q.cwnd <= cw_next;
+                want_q   <= una_eff + 24'(cw_next);
+                wph_q    <= 2'd2;
+              end
+              default: begin
+                wph_q <= 2'd3;
+                if (hm_psn_ge(want_q, d_q.lim + 24'(HM_WIN_STEP))) begin
+                  d_q.lim    <= want_q;
+                  rqc_q      <= '{op: HM_RQC_WIN, qpn: 16'(q_q), idx: 16'd0, off: 32'd0, psn: 24'd0, lim: want_q};
+                  rqc_next_q <= C_SAVE;
+                  st_q       <= C_RQC;
+                end
+              end
+            endcase
           end else if (d_q.lerr_v && d_q.ci == d_q.lerr_idx && !d_q.err) st_q <= C_LERR;
           else st_q <= C_IDLE;
         end

@@ -163,6 +163,7 @@ module hm_rc_req
     logic [23:0] psn;             // next PSN
     logic [15:0] shw;             // WQEs ever started (head < shw: retransmitting)
     logic [3:0]  rd_out;          // READ / atomic WQEs started and not completed
+    logic [23:0] lim;             // the window's limit: the first PSN that may not be sent
   } dyn_t;
 
   hm_qp_ctx_t ctx_mem [NUM_QPS];
@@ -291,6 +292,12 @@ module hm_rc_req
   hm_rq_cmd_t         cmd_q;
   logic [31:0]        off_q;
   logic [23:0]        psn_q;
+  // the window (HM_WIN_* in hm_pkg): a packet goes only while its PSN is before the limit;
+  // the last one before it asks for an ACK (the completer then moves the limit)
+  logic [23:0]        lim_q, lim1_q;   // the limit, and the limit minus one
+  logic               win_ok, win_edge;
+  assign win_ok   = !hm_psn_ge(psn_q, lim_q);
+  assign win_edge = psn_q == lim1_q;
   logic [WQE_MAX*8-1:0] wqe_q;
   logic [15:0]        pkts_q;          // packets this quantum
   // decoded WQE
@@ -526,7 +533,7 @@ module hm_rc_req
       else if (first_pkt)         op = HM_OP_SEND_FIRST;
       else if (last_pkt)          op = has_imm ? HM_OP_SEND_LAST_IMM : is_inv ? HM_OP_SEND_LAST_INV : HM_OP_SEND_LAST;
       else                        op = HM_OP_SEND_MIDDLE;
-      hdr_d.ackreq      = last_pkt || kidx[5:0] == 6'd63;
+      hdr_d.ackreq      = last_pkt || kidx[5:0] == 6'd63 || win_edge;
       hdr_d.payload_len = 16'(plen);
       if (last_pkt) begin
         hdr_d.se  = w.flags[1];
@@ -537,7 +544,7 @@ module hm_rc_req
       else if (first_pkt)         op = HM_OP_WRITE_FIRST;
       else if (last_pkt)          op = has_imm ? HM_OP_WRITE_LAST_IMM : HM_OP_WRITE_LAST;
       else                        op = HM_OP_WRITE_MIDDLE;
-      hdr_d.ackreq      = last_pkt || kidx[5:0] == 6'd63;
+      hdr_d.ackreq      = last_pkt || kidx[5:0] == 6'd63 || win_edge;
       hdr_d.payload_len = 16'(plen);
       if (first_pkt) begin
         hdr_d.va      = w.remote_addr;
@@ -616,6 +623,8 @@ module hm_rc_req
   assign fast_hit  = rc_v_q && sge_c.lkey == rc_key_q && ctx_q.pd == rc_pd_q &&
                      sge_c.addr >= rc_base_q && sge0_end_q <= 65'(rc_end_q);
   assign f_pay     = w.length != '0;
+  // (a WQE reaches the decoder only with its PSN inside the window: S_EVAL, S_WEND and
+  // fast_more check it)
   assign fast_go   = state_q == S_DECODE && fast_q && off_q == '0 && new_start &&
                      ctx_q.state == HM_QPS_RTS && (inl_q || nsge_q == '0 || fast_hit) &&
                      sent_room && hdr_room && (!f_pay || pc_room) && (!(f_pay && inl_q) || inl_room);
@@ -626,7 +635,7 @@ module hm_rc_req
   assign yield_now = s_cmd_valid || s_ctl_valid || s_err_valid;
   // after a WQE: go on with the next one of this QP?
   assign fast_more = head_q + 1'b1 != pi_q && (pkts_q + 1'b1 < 16'(QUANTUM_PKTS) || !af_valid) &&
-                     !paused && !yield_now && ctx_q.state == HM_QPS_RTS && !qerr_q[q_q];
+                     !paused && !yield_now && ctx_q.state == HM_QPS_RTS && !qerr_q[q_q] && !win_edge;
   assign xfer      = dw_full_q && (state_q == S_WAITW || (fast_go && fast_more));
 
   // piece at the cursor
@@ -705,7 +714,7 @@ module hm_rc_req
       end
       S_INL: inl_push = inl_room;
       S_SAVE: begin
-        act_fsm = !qerr_q[q_q] && !blocked_q && ((ctx_q.state == HM_QPS_RTS && head_q != pi_q) ||
+        act_fsm = !qerr_q[q_q] && !blocked_q && win_ok && ((ctx_q.state == HM_QPS_RTS && head_q != pi_q) ||
                   (off_q != '0 && (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD)));
       end
       default: ;
@@ -723,16 +732,19 @@ module hm_rc_req
       ctx_mem[QW'(s_ctl_cmd.index)] <= ctl_ctx;
       if ((s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0) begin
         dyn_mem[QW'(s_ctl_cmd.index)] <= '{head: 16'd0, off: 32'd0, psn: ctl_ctx.sq_psn,
-                                           shw: 16'd0, rd_out: 4'd0};
+                                           shw: 16'd0, rd_out: 4'd0,
+                                           lim: ctl_ctx.sq_psn + 24'(HM_WIN_MAX)};
         pi_mem[QW'(s_ctl_cmd.index)]  <= 16'd0;
       end
     end
-    if (state_q == S_SAVE) dyn_mem[q_q] <= '{head: head_q, off: off_q, psn: psn_q, shw: shw_q, rd_out: rd_out_q};
+    if (state_q == S_SAVE) dyn_mem[q_q] <= '{head: head_q, off: off_q, psn: psn_q, shw: shw_q, rd_out: rd_out_q,
+                                             lim: lim_q};
     if (state_q == S_CMD2) begin
       dyn_t d;
       d = dyn_rd_q;
       case (cmd_q.op)
-        HM_RQC_REWIND: begin d.head = cmd_q.idx; d.off = cmd_q.off; d.psn = cmd_q.psn; end
+        HM_RQC_REWIND: begin d.head = cmd_q.idx; d.off = cmd_q.off; d.psn = cmd_q.psn; d.lim = cmd_q.lim; end
+        HM_RQC_WIN: d.lim = cmd_q.lim;
         HM_RQC_RD_DONE: if (d.rd_out != '0) d.rd_out = d.rd_out - 1'b1;
         HM_RQC_CLAMP: if (16'(cmd_q.idx - d.head) != 16'd0 && 16'(cmd_q.idx - d.head) < 16'h8000) begin
           d.head = cmd_q.idx; d.off = 32'd0; d.psn = cmd_q.psn;
@@ -794,6 +806,8 @@ module hm_rc_req
           psn_q   <= dyn_rd.psn;
           shw_q   <= dyn_rd.shw;
           rd_out_q <= dyn_rd.rd_out;
+          lim_q   <= dyn_rd.lim;
+          lim1_q  <= dyn_rd.lim - 24'd1;
           blocked_q <= 1'b0;
           pi_q    <= pi_rd;
           pkts_q  <= '0;
@@ -804,6 +818,8 @@ module hm_rc_req
           ok = (ctx_q.state == HM_QPS_RTS ||
                 (ctx_q.state == HM_QPS_SQD && off_q != '0)) && !qerr_q[q_q] && !hold_q[q_q];
           if (!ok || pi_q == head_q) state_q <= S_IDLE;      // nothing to do, not requeued
+          // at the window's limit: not requeued, the completer's WIN or REWIND requeues it
+          else if (!win_ok) state_q <= S_IDLE;
           // requeued untouched; a waiting command (a CLAMP past WQEs that completed) goes first
           else if (paused || yield_now) state_q <= S_SAVE;
           else state_q <= S_WAITW;
@@ -828,6 +844,11 @@ module hm_rc_req
           end else if (!(off_q == '0 && new_start && ctx_q.state == HM_QPS_RTS &&
                          (inl_q || nsge_q == '0 || fast_hit))) begin
             state_q <= S_CHECK;       // eligible, but not now: the general path
+          end else if (yield_now) begin
+            // waiting for room (the sent-record FIFO the completer drains) while a command
+            // waits: the completer may be waiting for this FSM to take it, so the turn ends
+            // here, nothing of the WQE sent
+            state_q <= S_SAVE;
           end
         end
         S_CHECK: begin
@@ -871,6 +892,10 @@ module hm_rc_req
               seek_q  <= off_q;
               state_q <= (first_pkt || inl_q || is_read || is_atomic) ? S_PKT : S_SEEK;
             end
+          end else if (yield_now) begin
+            // no room for the sent record and a command waits (see S_DECODE): nothing of the
+            // WQE was started, the turn ends
+            state_q <= S_SAVE;
           end
         end
         S_SEEK: begin
@@ -899,7 +924,7 @@ module hm_rc_req
               else soff_q <= soff_q + 32'(plen);
               off_q <= off_q + 32'(plen);
               if (last_pkt) state_q <= S_WEND;
-              else if ((pkts_q + 1'b1 >= 16'(QUANTUM_PKTS) && af_valid) || paused || yield_now) state_q <= S_SAVE;
+              else if ((pkts_q + 1'b1 >= 16'(QUANTUM_PKTS) && af_valid) || paused || yield_now || win_edge) state_q <= S_SAVE;
               else state_q <= S_PKT;
             end
             else state_q <= S_PIECE;
@@ -920,7 +945,7 @@ module hm_rc_req
             if (take == prem_q) begin
               off_q <= off_q + 32'(plen);
               if (last_pkt) state_q <= S_WEND;
-              else if ((pkts_q >= 16'(QUANTUM_PKTS) && af_valid) || paused || yield_now) state_q <= S_SAVE;
+              else if ((pkts_q >= 16'(QUANTUM_PKTS) && af_valid) || paused || yield_now || !win_ok) state_q <= S_SAVE;
               else state_q <= S_PKT;
             end
           end
@@ -935,7 +960,7 @@ module hm_rc_req
           head_q <= head_q + 1'b1;
           off_q  <= '0;
           if (head_q + 1'b1 != pi_q && (pkts_q < 16'(QUANTUM_PKTS) || !af_valid) && !paused && !yield_now &&
-              ctx_q.state == HM_QPS_RTS && !qerr_q[q_q])
+              ctx_q.state == HM_QPS_RTS && !qerr_q[q_q] && win_ok)
             state_q <= S_WAITW;
           else
             state_q <= S_SAVE;

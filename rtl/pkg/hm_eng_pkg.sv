@@ -126,16 +126,18 @@ package hm_eng_pkg;
   } hm_rjob_t;
 
   // Completer -> requester commands.
-  localparam logic [1:0] HM_RQC_REWIND  = 2'd0;  // go back: next packet is PSN psn, WQE idx at byte off; releases a hold
-  localparam logic [1:0] HM_RQC_HOLD    = 2'd1;  // send nothing until the next REWIND (RNR wait)
-  localparam logic [1:0] HM_RQC_RD_DONE = 2'd2;  // a READ / atomic completed (max_rd_atomic credit back)
-  localparam logic [1:0] HM_RQC_CLAMP   = 2'd3;  // WQEs before idx completed: a resend position behind idx moves to idx (PSN psn, offset 0)
+  localparam logic [2:0] HM_RQC_REWIND  = 3'd0;  // go back: next packet is PSN psn, WQE idx at byte off, window limit lim; releases a hold
+  localparam logic [2:0] HM_RQC_HOLD    = 3'd1;  // send nothing until the next REWIND (RNR wait)
+  localparam logic [2:0] HM_RQC_RD_DONE = 3'd2;  // a READ / atomic completed (max_rd_atomic credit back)
+  localparam logic [2:0] HM_RQC_CLAMP   = 3'd3;  // WQEs before idx completed: a resend position behind idx moves to idx (PSN psn, offset 0)
+  localparam logic [2:0] HM_RQC_WIN     = 3'd4;  // the window's limit moves to lim (HM_WIN_* in hm_pkg)
   typedef struct packed {
-    logic [1:0]  op;             // HM_RQC_*
+    logic [2:0]  op;             // HM_RQC_*
     logic [15:0] qpn;
     logic [15:0] idx;            // REWIND, CLAMP: WQE index
     logic [31:0] off;            // REWIND: byte offset in that WQE (a multiple of the path MTU)
     logic [23:0] psn;            // REWIND, CLAMP: PSN of that packet
+    logic [23:0] lim;            // REWIND, WIN: the window's limit, the first PSN that may not be sent
   } hm_rq_cmd_t;
 
   // PSN order in the 24-bit PSN space (ROCEV2.md section 8): a is at or after b when a - b

@@ -281,6 +281,17 @@ package hm_pkg;
   localparam logic [7:0] HM_AETH_NAK_REM_ACCESS    = 8'h62;
   localparam logic [7:0] HM_AETH_NAK_REM_OP        = 8'h63;
 
+  // The requester's window (docs/transport-engine.md, "The window"): a QP sends a request
+  // packet only while its PSN is before its limit, at most HM_WIN_MAX PSNs beyond the oldest
+  // unacknowledged one. A retransmission (NAK, timeout, implied NAK, READ gap) shrinks the
+  // window to HM_WIN_MIN PSNs beyond the PSN resent; every PSN acknowledged after that widens
+  // it by one, up to HM_WIN_MAX. The completer moves the requester's limit when it would
+  // move by HM_WIN_STEP or more (at most HM_WIN_MIN, so the last packet before the limit,
+  // which asks for an ACK, always moves it).
+  localparam logic [11:0] HM_WIN_MAX  = 12'd512;
+  localparam logic [11:0] HM_WIN_MIN  = 12'd16;
+  localparam logic [11:0] HM_WIN_STEP = 12'd16;
+
   typedef struct packed {
     logic       known;
     logic [5:0] hdr_len;

@@ -340,6 +340,23 @@ fn arb_wr(lkey: u32) -> impl Strategy<Value = SendWr> {
     })
 }
 
+/// The window (HM_WIN_MAX): with nothing acknowledged the requester sends the first
+/// HM_WIN_MAX PSNs and stops; the last packet before the limit asks for an ACK. Here the limit
+/// falls inside a 1 MiB WRITE, off its 64-packet AckReq grid (a 10-packet WRITE goes first).
+#[test]
+fn the_window_stops_the_requester_at_its_limit() {
+    let win = hematite_model::transport::WIN_MAX as usize;
+    let mut tb = Tb::new(31, 100);
+    tb.add_qp(1, 1024, 0xFF_FF00, 0); // the limit lies beyond a PSN wrap
+    let lkey = tb.mr.lkey;
+    tb.post(1, &SendWr::new(1, SendOp::Write { remote_addr: 0, rkey: 1 }, vec![Sge::new(BUF, 10 << 10, lkey)]));
+    tb.post(1, &SendWr::new(2, SendOp::Write { remote_addr: 0, rkey: 1 }, vec![Sge::new(BUF, 1 << 20, lkey)]));
+    assert_eq!(tb.send_and_compare(1), win, "HM_WIN_MAX frames, then nothing");
+    let last = hematite_model::parse_frame(&tb.eng.tx[win - 1].0).unwrap();
+    assert!(last.bth.ackreq && (win - 1 - 10) % 64 != 63, "the edge asks for an ACK");
+    assert_eq!(last.bth.psn, (0xFF_FF00 + win as u32 - 1) & 0xFF_FFFF);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(24), failure_persistence: None, ..ProptestConfig::default() })]
     #[test]

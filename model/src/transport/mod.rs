@@ -18,7 +18,16 @@
 //! * **AckReq**: set on the last packet of every request message (including READ requests and
 //!   atomics) and on every packet whose index inside its message is `63 mod 64`, so no more
 //!   than 63 consecutive request packets go without AckReq. The rule only depends on the
-//!   packet's position in its message, so a retransmitted packet is bit-identical.
+//!   packet's position in its message, and on the last packet before the window's limit
+//!   (below).
+//! * **The requester's window** (go-back-N that does not collapse under loss): a request
+//!   packet goes only while its PSN is before the QP's limit (a READ request is checked at its
+//!   first PSN). The limit starts `WIN_MAX` PSNs beyond the first PSN. A retransmission (NAK,
+//!   timeout, implied NAK, READ-response gap; not an RNR wait) sets it `WIN_MIN` PSNs beyond
+//!   the PSN resent; every PSN acknowledged after that widens the window (limit minus oldest
+//!   unacknowledged PSN) by one, up to `WIN_MAX`, and the limit moves when it would move by
+//!   `WIN_STEP` or more. So a lost NAK or a lost retransmission costs at most a window of
+//!   packets, not everything posted.
 //! * **Responder ACKs** only for AckReq packets (and NAKs); a duplicate SEND/WRITE packet with
 //!   AckReq is re-ACKed with PSN ePSN−1 and the current MSN, never re-executed.
 //! * **Local checks** (SGL keys, PD, bounds, local-write for READ/atomic targets, atomic shape)
@@ -408,6 +417,14 @@ pub const MAX_OUTSTANDING_PSNS: u32 = 1 << 22;
 pub const MAX_WR: usize = 1 << 16;
 /// Packets per message between forced AckReqs (see the module docs).
 pub const ACKREQ_INTERVAL: u32 = 64;
+// The requester's window (see the module docs), defined once for RTL and model in
+// `rtl/pkg/hm_pkg.sv` (through hematite-abi).
+/// The window's widest: PSNs beyond the oldest unacknowledged one.
+pub const WIN_MAX: u32 = hematite_abi::pkt::HM_WIN_MAX as u32;
+/// The window after a retransmission: PSNs beyond the one resent.
+pub const WIN_MIN: u32 = hematite_abi::pkt::HM_WIN_MIN as u32;
+/// The least move of the limit.
+pub const WIN_STEP: u32 = hematite_abi::pkt::HM_WIN_STEP as u32;
 
 /// RNR timer code → nanoseconds (ROCEV2.md §7; code 0 = 655.36 ms).
 pub fn rnr_timer_ns(code: u8) -> u64 {

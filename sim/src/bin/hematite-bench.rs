@@ -125,6 +125,26 @@ fn write_run(o: &Opts, n: u64, size: u32, inline: bool, faults: WireFaults, max_
                  lost: d.count.dropped, steady, frame_beats, peer_steady, db_to_cqe })
 }
 
+/// Go-back-N under heavy loss: `n` WRITEs of 1 MiB at PMTU 1024 over a wire that loses
+/// `drop_ppm` of the frames both ways. Returns the request frames sent, the frames the
+/// messages are made of, the frames the wire lost, and the cycles doorbell to CQE.
+fn loss_amplification(o: &Opts, n: u64, drop_ppm: u32, max_cycles: u64) -> Result<(usize, u64, u64, u64), String> {
+    let (mut d, k0, k1) = setup(o, WireFaults { drop_ppm, ..WireFaults::default() }, 1024)?;
+    for i in 0..n {
+        let mut wr = SendWr::new(i, SendOp::Write { remote_addr: BUF + 0x20_0000, rkey: k1 }, vec![Sge { addr: BUF, len: 1 << 20, lkey: k0 }]);
+        wr.signaled = i == n - 1;
+        d.h[0].post_send(1, &wr, false)?;
+    }
+    d.h[0].doorbell(1)?;
+    let t0 = d.h[0].eng.cycle();
+    d.run(max_cycles, |d| !d.h[0].cqes.is_empty())?;
+    let c = &d.h[0].cqes[0];
+    if c.cqe.status != hematite_model::transport::WcStatus::Success {
+        return Err(format!("WRITEs failed: {:?}", c.cqe));
+    }
+    Ok((d.h[0].eng.tx.len(), n * 1024, d.count.dropped, c.cycle - t0))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut o = Opts { latency: 100, quick: false, json: false };
@@ -225,12 +245,21 @@ fn run(o: &Opts) -> Result<(), String> {
     let ack_to_cqe = cqe_at.saturating_sub(ack_in);
 
     // 4. goodput under 1% loss (bounded: a recovery stall would be reported as an error)
-    let n_lossy = env("HM_BENCH_LOSSY", if o.quick { 8 } else { 32 });
+    // (32 in the quick run too: with 8 messages one timeout more or less, a matter of which
+    // frames the seeded wire happens to lose, moved the ratio by a third)
+    let n_lossy = env("HM_BENCH_LOSSY", 32);
     let lf = WireFaults { drop_ppm: 10_000, ..WireFaults::default() };
     let l = write_goodput(o, n_lossy, 65536, lf, 5_000_000).map_err(|e| format!("1% loss run: {e}"))?;
     sim_cycles += 2 * l.total_cycles;
     let lossy = l.bytes as f64 / l.db_to_cqe as f64;
     let lossless_total = g.bytes as f64 / g.db_to_cqe as f64;
+
+    // 5. go-back-N under 3 % loss: the window bounds what a loss costs
+    let n_amp = env("HM_BENCH_AMP", if o.quick { 4 } else { 10 });
+    let (amp_sent, amp_need, amp_lost, amp_cycles) =
+        loss_amplification(o, n_amp, 30_000, 40_000_000).map_err(|e| format!("3% loss run: {e}"))?;
+    sim_cycles += 2 * amp_cycles;
+    let amp = amp_sent as f64 / amp_need as f64;
 
     let secs = wall.elapsed().as_secs_f64();
     let rate = sim_cycles as f64 / secs;
@@ -238,15 +267,16 @@ fn run(o: &Opts) -> Result<(), String> {
     // Every printed target is asserted: the run exits non-zero when one is missed. Targets are
     // the engine's claims (docs/transport-engine.md); "ceiling"/"floor" rows are regression
     // guards at today's figures where the engine does not meet the ideal yet (the responder
-    // does not reach the wire floor for single-packet WRITEs; 1 % loss costs half the goodput
-    // with go-back-N).
+    // does not reach the wire floor for single-packet WRITEs; 1 % loss costs a quarter of the
+    // goodput with go-back-N).
     // The two latency figures include one host memory round trip (--latency, 100 by default),
     // so their ceilings move with it.
     let mut checks: Vec<(String, f64, &str, f64, bool)> = Vec::new();
     let at_least = |c: &mut Vec<_>, name: String, v: f64, t: f64| c.push((name, v, ">=", t, v >= t));
     let at_most = |c: &mut Vec<_>, name: String, v: f64, t: f64| c.push((name, v, "<=", t, v <= t + 1e-9));
     at_least(&mut checks, "64 KiB WRITE goodput, % of the datapath rate (target)".into(), 100.0 * goodput / KW, 97.0);
-    at_least(&mut checks, "1% loss goodput, % of lossless (regression floor)".into(), 100.0 * lossy / lossless_total, 50.0);
+    at_least(&mut checks, "1% loss goodput, % of lossless (regression floor)".into(), 100.0 * lossy / lossless_total, 65.0);
+    at_most(&mut checks, "3% loss, request frames per message frame (target)".into(), amp, 4.0);
     for (k, m) in &rates {
         // the sender reaches the wire floor, and 2 cycles per WQE for frames of 1-2 beats
         at_most(&mut checks, format!("sender cycles/WQE, {k} (target: wire floor)"), m.steady, (m.frame_beats as f64).max(2.0));
@@ -257,11 +287,11 @@ fn run(o: &Opts) -> Result<(), String> {
     let missed = checks.iter().filter(|c| !c.4).count();
     if o.json {
         println!(
-            "{{\"latency_cycles\":{},\"write64k\":{{\"bytes\":{},\"cycles\":{},\"frames\":{},\"bytes_per_cycle\":{:.3},\"fraction_of_datapath\":{:.4},\"wire_ceiling\":{:.4}}},\"small_write\":[{}],\"doorbell_to_first_byte\":{},\"ack_to_cqe\":{},\"loss_1pct\":{{\"bytes_per_cycle\":{:.3},\"vs_lossless\":{:.4},\"frames_lost\":{}}},\"sim_cycles_per_second\":{:.0},\"targets_missed\":{missed}}}",
+            "{{\"latency_cycles\":{},\"write64k\":{{\"bytes\":{},\"cycles\":{},\"frames\":{},\"bytes_per_cycle\":{:.3},\"fraction_of_datapath\":{:.4},\"wire_ceiling\":{:.4}}},\"small_write\":[{}],\"doorbell_to_first_byte\":{},\"ack_to_cqe\":{},\"loss_1pct\":{{\"bytes_per_cycle\":{:.3},\"vs_lossless\":{:.4},\"frames_lost\":{}}},\"loss_3pct\":{{\"request_frames\":{},\"message_frames\":{},\"amplification\":{:.3},\"frames_lost\":{},\"doorbell_to_cqe\":{}}},\"sim_cycles_per_second\":{:.0},\"targets_missed\":{missed}}}",
             o.latency, g.bytes, g.cycles, g.frames, goodput, goodput / KW, ceiling, rates.iter().map(|(k, m)| format!(
                 "{{\"kind\":\"{k}\",\"wqes\":{n_small},\"frame_beats\":{},\"steady_cycles_per_wqe\":{:.2},\"responder_cycles_per_request\":{:.2},\"first_to_last_frame\":{},\"doorbell_to_last_cqe\":{}}}",
                 m.frame_beats, m.steady, m.peer_steady, m.cycles, m.db_to_cqe)).collect::<Vec<_>>().join(","),
-            db_to_first, ack_to_cqe, lossy, lossy / lossless_total, l.lost, rate
+            db_to_first, ack_to_cqe, lossy, lossy / lossless_total, l.lost, amp_sent, amp_need, amp, amp_lost, amp_cycles, rate
         );
         return if missed == 0 { Ok(()) } else { Err(format!("{missed} benchmark target(s) missed")) };
     }
@@ -286,6 +316,9 @@ fn run(o: &Opts) -> Result<(), String> {
     println!("RDMA WRITE under 1% frame loss ({} x 64 KiB):", n_lossy);
     println!("  {:.2} B/cycle doorbell to CQE = {:.1}% of the lossless run's {:.2} B/cycle ({} frames lost)",
              lossy, 100.0 * lossy / lossless_total, lossless_total, l.lost);
+    println!("RDMA WRITE under 3% frame loss both ways ({} x 1 MiB, PMTU 1024; go-back-N with the window):", n_amp);
+    println!("  {} request frames for the {} of the messages = {:.2}x ({} frames lost; doorbell to CQE {} cycles)",
+             amp_sent, amp_need, amp, amp_lost, amp_cycles);
     println!("simulation speed: {:.2} M cycles/s of wall time ({} engine-cycles in {:.1} s)", rate / 1e6, sim_cycles, secs);
     fw_latency()?;
     println!("targets (asserted):");

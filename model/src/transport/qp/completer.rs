@@ -10,6 +10,20 @@ impl Qp {
         self.rnr_left = self.cfg.rnr_retry;
         self.nak_guard = None;
         self.timer_start = if self.outstanding() { Some(now) } else { None };
+        self.widen();
+    }
+
+    /// Every PSN acknowledged since the last call widens the window by one, up to `WIN_MAX`;
+    /// the limit moves when it moves by `WIN_STEP` or more.
+    fn widen(&mut self) {
+        let u = self.una();
+        let k = diff(u, self.win_una).max(0) as u32;
+        self.win_una = u;
+        self.cwnd = self.cwnd.saturating_add(k).min(WIN_MAX);
+        let want = add(u, self.cwnd);
+        if diff(want, self.win_lim) >= WIN_STEP as i32 {
+            self.win_lim = want;
+        }
     }
 
     fn pop_success(&mut self) {
@@ -62,6 +76,10 @@ impl Qp {
         self.stats.retries += 1;
         self.rewind(p);
         self.timer_start = Some(now);
+        // the window shrinks to WIN_MIN PSNs beyond the one resent
+        self.cwnd = WIN_MIN;
+        self.win_lim = add(p, WIN_MIN);
+        self.win_una = self.una();
     }
 
     /// Cumulative acknowledgement of every PSN ≤ `n`. Returns false if it triggered an implied

@@ -17,7 +17,7 @@ use super::mem::{HostMem, MemError, MrTable, Need};
 use super::*;
 use crate::opcode;
 use crate::psn;
-use crate::psn::{add, diff, ge, gt, le, sub};
+use crate::psn::{add, diff, ge, gt, le, lt, sub};
 use crate::{normalize_for_tx, HdrRecord};
 use std::collections::VecDeque;
 
@@ -133,6 +133,11 @@ pub struct Qp {
     timer_start: Option<u64>,
     rnr_until: Option<u64>,
     nak_guard: Option<u32>,
+    /// The window: the PSN limit (exclusive), its width to be, and the oldest unacknowledged
+    /// PSN when it was last widened.
+    win_lim: u32,
+    cwnd: u32,
+    win_una: u32,
     // responder
     rq: VecDeque<RecvWr>,
     epsn: u32,
@@ -230,6 +235,9 @@ impl Qp {
             timer_start: None,
             rnr_until: None,
             nak_guard: None,
+            win_lim: add(cfg.sq_psn, WIN_MAX),
+            cwnd: WIN_MAX,
+            win_una: cfg.sq_psn,
             rq: VecDeque::new(),
             epsn: cfg.rq_psn,
             msn: 0,

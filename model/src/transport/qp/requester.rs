@@ -90,7 +90,7 @@ impl Qp {
                 if rd && self.outstanding_rd_atomic() >= self.cfg.max_rd_atomic as usize {
                     break;
                 }
-                if self.span().saturating_add(np) > MAX_OUTSTANDING_PSNS {
+                if self.span().saturating_add(np) > MAX_OUTSTANDING_PSNS || !lt(self.next_psn, self.win_lim) {
                     break;
                 }
                 let first = self.next_psn;
@@ -102,6 +102,9 @@ impl Qp {
                 e.done = 0;
             }
             let Some(e) = self.sq.get(idx) else { break };
+            if !lt(add(e.first_psn, self.tx_off), self.win_lim) {
+                break; // beyond the window: an ACK or a retransmission moves it
+            }
             let pkt = self.req_pkt(e, self.tx_off, cx.mem);
             out.push(pkt);
             self.stats.req_pkts += 1;
@@ -134,7 +137,7 @@ impl Qp {
         let off = k as u64 * pmtu;
         let only = e.npkts <= 1;
         let last = k.saturating_add(1) >= e.npkts;
-        let ackreq = last || k % ACKREQ_INTERVAL == ACKREQ_INTERVAL - 1;
+        let ackreq = last || k % ACKREQ_INTERVAL == ACKREQ_INTERVAL - 1 || add(psn, 1) == self.win_lim;
         let data = |this: &Self| -> Vec<u8> {
             let _ = this;
             let n = e.len.saturating_sub(off).min(pmtu) as usize;
