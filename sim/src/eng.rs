@@ -112,7 +112,7 @@ pub fn retransmission(top: &mut HashMap<u32, u32>, frame: &[u8]) -> Option<(u32,
     }
     let (qp, psn) = (p.bth.dest_qp, p.bth.psn);
     match top.get(&qp) {
-        Some(&t) if psn.wrapping_sub(t) & 0xFF_FFFF == 0 || psn.wrapping_sub(t) & 0xFF_FFFF >= 1 << 23 => Some((qp, psn)),
+        Some(&t) if hematite_model::psn::le(psn, t) => Some((qp, psn)),
         _ => {
             top.insert(qp, psn);
             None

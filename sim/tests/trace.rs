@@ -380,7 +380,7 @@ fn the_engine_taps_its_retransmissions() {
         if !hematite_model::wire::is_rc_request(p.bth.opcode) {
             continue;
         }
-        let back = |t: u32| (p.bth.psn.wrapping_sub(t) & 0xFF_FFFF) == 0 || (p.bth.psn.wrapping_sub(t) & 0xFF_FFFF) >= 1 << 23;
+        let back = |t: u32| hematite_model::psn::le(p.bth.psn, t);
         match top {
             Some(t) if back(t) => want.push((*c, (QB, p.bth.psn))),
             _ => top = Some(p.bth.psn),
