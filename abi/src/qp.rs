@@ -61,8 +61,12 @@ pub const M_MAX_DEST_RD_ATOMIC: u32 = 1 << 17;
 pub const M_PATH_MIG_STATE: u32 = 1 << 18;
 pub const M_CAP: u32 = 1 << 19;
 pub const M_DEST_QPN: u32 = 1 << 20;
-/// Every mask bit this firmware knows (bits 0..=20).
-pub const M_ALL: u32 = (1 << 21) - 1;
+/// Hematite's own attribute (no ibverbs bit; bit 30 is beyond every `IBV_QP_*`): the QP uses
+/// the standard ACK timeout alone, without adaptive early retransmission (`A_STD_TIMER`, 0 or
+/// 1). Allowed wherever the timeout is (RTR -> RTS, SQD -> SQD) and RTS -> RTS / SQD -> RTS.
+pub const M_STD_TIMER: u32 = 1 << 30;
+/// Every mask bit this firmware knows (bits 0..=20 and `M_STD_TIMER`).
+pub const M_ALL: u32 = ((1 << 21) - 1) | M_STD_TIMER;
 
 /// A legal transition: (from, to, required, optional), besides `M_STATE`.
 pub type Transition = (QpState, QpState, u32, u32);
@@ -84,11 +88,11 @@ pub const TRANSITIONS: [Transition; 9] = [
         Rtr,
         Rts,
         M_TIMEOUT | M_RETRY_CNT | M_RNR_RETRY | M_SQ_PSN | M_MAX_QP_RD_ATOMIC,
-        M_CUR_STATE | M_ALT_PATH | M_ACCESS_FLAGS | M_MIN_RNR_TIMER | M_PATH_MIG_STATE,
+        M_CUR_STATE | M_ALT_PATH | M_ACCESS_FLAGS | M_MIN_RNR_TIMER | M_PATH_MIG_STATE | M_STD_TIMER,
     ),
-    (Rts, Rts, 0, M_CUR_STATE | M_ACCESS_FLAGS | M_ALT_PATH | M_PATH_MIG_STATE | M_MIN_RNR_TIMER),
+    (Rts, Rts, 0, M_CUR_STATE | M_ACCESS_FLAGS | M_ALT_PATH | M_PATH_MIG_STATE | M_MIN_RNR_TIMER | M_STD_TIMER),
     (Rts, Sqd, 0, M_EN_SQD_ASYNC_NOTIFY),
-    (Sqd, Rts, 0, M_CUR_STATE | M_ALT_PATH | M_ACCESS_FLAGS | M_MIN_RNR_TIMER | M_PATH_MIG_STATE),
+    (Sqd, Rts, 0, M_CUR_STATE | M_ALT_PATH | M_ACCESS_FLAGS | M_MIN_RNR_TIMER | M_PATH_MIG_STATE | M_STD_TIMER),
     (
         Sqd,
         Sqd,
@@ -104,7 +108,8 @@ pub const TRANSITIONS: [Transition; 9] = [
             | M_ACCESS_FLAGS
             | M_PKEY_INDEX
             | M_MIN_RNR_TIMER
-            | M_PATH_MIG_STATE,
+            | M_PATH_MIG_STATE
+            | M_STD_TIMER,
     ),
     // SQE -> RTS is legal for RC but allows no attribute (RC QPs never enter SQE).
     (Sqe, Rts, 0, 0),
@@ -169,8 +174,10 @@ pub const A_HOP_LIMIT: usize = 25;
 pub const A_TRAFFIC_CLASS: usize = 26;
 pub const A_FLOW_LABEL: usize = 27;
 pub const A_UDP_SPORT: usize = 28;
+/// 1: the standard ACK timeout alone (`M_STD_TIMER`); 0: adaptive early retransmission too.
+pub const A_STD_TIMER: usize = 29;
 /// Words in the attribute block.
-pub const ATTR_WORDS: usize = 29;
+pub const ATTR_WORDS: usize = 30;
 
 /// `IBV_MIG_MIGRATED`, the only path-migration state supported.
 pub const MIG_MIGRATED: u32 = 0;

@@ -552,6 +552,7 @@ impl<B: Bus> Firmware<B> {
             }
         }
         QpCtx {
+            std_timer: at.std_timer,
             max_dest_rd_atomic: at.max_dest_rd_atomic.max(1),
             max_rd_atomic: at.max_rd_atomic.max(1),
             min_rnr_timer: at.min_rnr_timer,
@@ -688,6 +689,9 @@ impl<B: Bus> Firmware<B> {
         if let Some(x) = chk(M_EN_SQD_ASYNC_NOTIFY, A_EN_SQD_ASYNC_NOTIFY, 1)? {
             at.en_sqd_async_notify = x as u8;
         }
+        if let Some(x) = chk(M_STD_TIMER, A_STD_TIMER, 1)? {
+            at.std_timer = x != 0;
+        }
         if mask & M_AV != 0 {
             at.av = self.parse_av(a.get(2..).unwrap_or(&[]))?;
         }
@@ -781,6 +785,7 @@ impl<B: Bus> Firmware<B> {
         v[A_TRAFFIC_CLASS] = at.av.traffic_class.into();
         v[A_FLOW_LABEL] = at.av.flow_label;
         v[A_UDP_SPORT] = at.av.udp_sport.into();
+        v[A_STD_TIMER] = at.std_timer.into();
         for x in v {
             o.push(x);
         }

@@ -88,6 +88,8 @@ pub struct QpAttr {
     pub sq_psn: u32,
     pub dest_qpn: u32,
     pub av: Av,
+    /// The standard ACK timeout alone (no adaptive early retransmission).
+    pub std_timer: bool,
 }
 
 /// Queue capacities of a QP.
@@ -150,6 +152,7 @@ impl QpAttr {
         sq_psn: 0,
         dest_qpn: 0,
         av: Av::ZERO,
+        std_timer: false,
     };
 }
 

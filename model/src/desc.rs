@@ -727,7 +727,8 @@ pub fn encode_qp_ctx(f: &QpCtxFields) -> Result<[u32; CTX_WORDS], DescError> {
         access |= HM_QPA_REMOTE_ATOMIC;
     }
     let mut buf = vec![0u8; CTX_WORDS * 4];
-    let values: [(&'static str, u128); 35] = [
+    let values: [(&'static str, u128); 36] = [
+        ("std_timer", cfg.std_timer.into()),
         ("max_dest_rd_atomic", cfg.max_dest_rd_atomic.into()),
         ("max_rd_atomic", cfg.max_rd_atomic.into()),
         ("min_rnr_timer", cfg.min_rnr_timer.into()),
@@ -817,6 +818,7 @@ pub fn decode_qp_ctx(words: &[u32]) -> Result<QpCtxFields, DescError> {
             remote_atomic: access & HM_QPA_REMOTE_ATOMIC != 0,
         },
         av,
+        std_timer: g("std_timer") != 0,
     };
     Ok(QpCtxFields {
         cfg,

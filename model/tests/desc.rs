@@ -889,6 +889,7 @@ fn arb_qp_ctx() -> impl Strategy<Value = QpCtxFields> {
                 max_dest_rd_atomic,
                 access: QpAccess { remote_write, remote_read, remote_atomic },
                 av,
+                std_timer: remote_write ^ remote_atomic,
             },
         );
     (

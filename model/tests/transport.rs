@@ -515,3 +515,104 @@ fn three_percent_loss_completes_within_four_times_the_frames() {
     assert!(lost > 300, "the wire lost frames: {lost}");
     assert!(sent <= 4 * 10240, "{sent} request frames for 10240");
 }
+
+/// Adaptive retransmission, step by step: one round trip of 2 µs timed (SRTT 2 µs, RTTVAR
+/// 1 µs), then a message whose last packet is lost. The QP has nothing more to start, so the
+/// early timer is the tail-loss probe: 2 SRTT (4 µs, `PTO_MIN_NS`), not the standard 4.19 ms.
+/// The probe resends from the oldest unacknowledged PSN, the responder takes the missing
+/// packet and the WRITE completes, with no retry used. With `std_timer` the same loss waits for
+/// the standard timeout.
+#[test]
+fn a_lost_tail_costs_a_probe_time_not_a_timeout() {
+    for std_timer in [false, true] {
+        let mut t = setup_with(1024, 100, 5000, |a, _| a.std_timer = std_timer);
+        let kb = t.kb;
+        let w = |i, len| SendWr::new(i, SendOp::Write { remote_addr: BASE, rkey: kb }, vec![sa(BASE, len)]);
+        // 1: four packets sent at 0, delivered at 1 µs, the ACK back at 2 µs
+        t.a().post_send(QA, w(1, 4 << 10)).unwrap();
+        let pk = t.sim.nodes[0].poll_tx(0);
+        assert_eq!(pk.len(), 4);
+        for (r, p) in &pk {
+            t.sim.nodes[1].receive(1_000, r, p);
+        }
+        for (r, p) in t.sim.nodes[1].poll_tx(1_000) {
+            t.sim.nodes[0].receive(2_000, &r, &p);
+        }
+        assert_eq!(t.a().poll_send_cq(QA).iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, WcStatus::Success)]);
+        // timed with the standard timer too (it only goes unused)
+        assert_eq!(t.a().qp(QA).unwrap().rtt(), Some((2_000, 1_000)));
+        // 2: four packets at 10 µs, the last one lost
+        t.a().post_send(QA, w(2, 4 << 10)).unwrap();
+        let pk = t.sim.nodes[0].poll_tx(10_000);
+        assert_eq!(pk.len(), 4);
+        for (r, p) in &pk[..3] {
+            t.sim.nodes[1].receive(11_000, r, p);
+        }
+        assert!(t.sim.nodes[1].poll_tx(11_000).is_empty(), "no AckReq yet: no ACK");
+        let std = 10_000 + ack_timeout_ns(10).unwrap();
+        let due = t.a().next_deadline().unwrap();
+        assert_eq!(due, if std_timer { std } else { 10_000 + PTO_MIN_NS });
+        t.a().tick(due);
+        let again = t.sim.nodes[0].poll_tx(due);
+        assert_eq!(again.len(), 4, "resent from the oldest unacknowledged PSN");
+        assert_eq!(again[0].0.psn, pk[0].0.psn);
+        for (r, p) in &again {
+            t.sim.nodes[1].receive(due + 1_000, r, p);
+        }
+        for (r, p) in t.sim.nodes[1].poll_tx(due + 1_000) {
+            t.sim.nodes[0].receive(due + 2_000, &r, &p);
+        }
+        let cq = t.a().poll_send_cq(QA);
+        assert_eq!(cq.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(2, WcStatus::Success)]);
+        let s = t.a().qp(QA).unwrap().stats().clone();
+        assert_eq!((s.early_retx, s.timeouts, s.retries), if std_timer { (0, 1, 1) } else { (1, 0, 0) });
+    }
+}
+
+/// A peer that stops answering: the early retransmissions back off (each interval doubles, at
+/// most `RTO_BACKOFF` of them) and use no retry, so the QP fails with RETRY_EXC_ERR exactly as
+/// late as with the standard timer alone: `retry_cnt` + 1 standard timeouts after the last
+/// progress.
+#[test]
+fn early_retransmissions_back_off_and_never_fail_a_qp_sooner() {
+    let mut t = setup_with(1024, 100, 5000, |a, _| {
+        a.timeout = 4; // 65.5 µs
+        a.retry_cnt = 2;
+    });
+    let kb = t.kb;
+    let w = |i| SendWr::new(i, SendOp::Write { remote_addr: BASE, rkey: kb }, vec![sa(BASE, 1024)]);
+    t.a().post_send(QA, w(1)).unwrap();
+    for (r, p) in t.sim.nodes[0].poll_tx(0) {
+        t.sim.nodes[1].receive(1_000, &r, &p);
+    }
+    for (r, p) in t.sim.nodes[1].poll_tx(1_000) {
+        t.sim.nodes[0].receive(2_000, &r, &p);
+    }
+    assert_eq!(t.a().poll_send_cq(QA)[0].status, WcStatus::Success);
+    // the peer is gone from here on
+    t.a().post_send(QA, w(2)).unwrap();
+    let t0 = 10_000;
+    assert_eq!(t.sim.nodes[0].poll_tx(t0).len(), 1);
+    let mut early_at = Vec::new();
+    let mut now = t0;
+    while t.a().poll_send_cq(QA).is_empty() {
+        now = t.a().next_deadline().expect("a deadline while the WRITE is outstanding");
+        let before = t.a().qp(QA).unwrap().stats().early_retx;
+        t.a().tick(now);
+        if t.a().qp(QA).unwrap().stats().early_retx > before {
+            early_at.push(now);
+        }
+        t.sim.nodes[0].poll_tx(now);
+        assert!(now < 10_000_000, "no end");
+    }
+    let to = ack_timeout_ns(4).unwrap();
+    // a probe at 4 µs, then rto (8 µs floor) doubled: 16, 32 µs; the next would pass the
+    // standard deadline at 65.5 µs; after each standard timeout the early timer starts over
+    // with its backoff where it was
+    let s = t.a().qp(QA).unwrap().stats().clone();
+    assert_eq!(early_at[..3], [t0 + 4_000, t0 + 4_000 + 16_000, t0 + 4_000 + 16_000 + 32_000]);
+    assert!(s.early_retx as u32 <= RTO_BACKOFF, "{s:?}");
+    assert_eq!((s.timeouts, s.retries), (3, 2));
+    assert_eq!(now, t0 + 3 * to, "failed exactly when the standard timer alone fails it");
+    assert_eq!(t.a().qp(QA).unwrap().state(), QpState::Err);
+}

@@ -26,6 +26,13 @@
 // with RETRY_EXC_ERR. An RNR NAK holds the requester for the RNR timer it carries and then
 // rewinds; rnr_retry 7 retries forever, otherwise exhaustion gives RNR_RETRY_EXC_ERR. Any
 // progress restores both counters. One retry per missing PSN until progress (a NAK guard).
+//
+// Adaptive retransmission (hm_pkg HM_RTO_*): the round trip from a WQE's start record to the
+// response that acknowledges its first PSN is timed, one at a time and never across a rewind
+// (Karn); six steps at C_SAVE update SRTT / RTTVAR (RFC 6298 gains) and the early intervals.
+// An early deadline runs beside the standard one; the timer table holds the earlier of the
+// two. When only the early one has passed, the QP resends from the oldest unacknowledged PSN
+// with the window at HM_WIN_MIN, without using a retry, and the next early interval doubles.
 module hm_rc_compl
   import hm_pkg::*;
   import hm_desc_pkg::*;
@@ -148,6 +155,16 @@ module hm_rc_compl
     logic        rw_v;        // a REWIND went to the requester since the QP last drained
     logic [23:0] lim;         // the window's limit the requester was last given (HM_WIN_*)
     logic [11:0] cwnd;        // the window's width to be: limit minus oldest unacknowledged PSN
+    logic        rt_on;       // a round trip being timed: to the ACK of rt_psn
+    logic [23:0] rt_psn;      // the first PSN of a WQE started
+    logic [31:0] rt_t0;       // when its start was recorded (now_q[31:0])
+    logic [23:0] srtt;        // smoothed RTT, cycles (0: no sample yet)
+    logic [23:0] rttvar;      // its variation
+    logic [23:0] rto;         // early interval: SRTT + 4 RTTVAR, at least HM_RTO_MIN_US
+    logic [23:0] pto;         // tail-loss probe interval: 2 SRTT, at least HM_PTO_MIN_US, at most rto
+    logic [2:0]  e_n;         // early retransmissions since the last progress
+    logic        e_on;        // early deadline armed
+    logic [47:0] e_dl;        // the early deadline
   } cdyn_t;
 
   hm_qp_ctx_t  ctx_mem [NUM_QPS];
@@ -434,6 +451,8 @@ module hm_rc_compl
   logic [23:0] rw_f_q;
   logic        prog_q;            // progress made by this packet
   logic        tmr_restart_q;     // (re)arm the ACK timer at C_SAVE
+  logic        e_arm_q;           // (re)arm the early timer at C_SAVE
+  logic        early_q;           // the retry under way is an early retransmission
   // WQEs retired after a REWIND that the requester may not have applied yet (its transmit
   // side held, commands wait for a packet boundary): a CLAMP to the new oldest WQE goes
   // first, then the QP is saved (once). Every such progress sends one until nothing is
@@ -453,7 +472,28 @@ module hm_rc_compl
   assign cw_sum   = 25'(d_q.cwnd) + 25'(wk_q);
   assign cw_next  = cw_sum >= 25'(HM_WIN_MAX) ? HM_WIN_MAX : 12'(cw_sum);
   assign win_step = kind_q == K_PKT && !rwd_q && !d_q.err && wph_q != 2'd3;
-  assign save_now  = st_q == C_SAVE && !clamp_due && !win_step;
+  // The round trip (HM_RTO_*): a response that acknowledged the PSN timed, with no REWIND
+  // since it was started, gives a sample; six steps at C_SAVE, one adder or compare each:
+  // the sample R (saturated), |SRTT - R| and the decays, SRTT and RTTVAR, SRTT + 4 RTTVAR
+  // and 2 SRTT, the floors, the probe's ceiling.
+  localparam int RTO_MIN_C = HM_RTO_MIN_US * CYCLES_PER_US;
+  localparam int PTO_MIN_C = HM_PTO_MIN_US * CYCLES_PER_US;
+  logic [2:0]  rph_q;             // 0..5: the steps; 7: done
+  logic [23:0] rs_q, rd_q, sa_q, va_q;
+  logic [25:0] rr_q;
+  logic [24:0] rp_q, rt_sub;
+  logic [31:0] rt_el;
+  logic        rt_neg, rtt_step;
+  assign rt_el    = now_q[31:0] - d_q.rt_t0;
+  assign rt_sub   = 25'(d_q.srtt) - 25'(rs_q);
+  assign rt_neg   = rt_sub[24];
+  assign rtt_step = kind_q == K_PKT && !rwd_q && !d_q.err && rph_q != 3'd7 &&
+                    (rph_q != 3'd0 || (d_q.rt_on && !hm_psn_ge(d_q.rt_psn, una_eff)));
+  // which deadline a K_TMO turn found passed (the table holds the earlier one)
+  logic std_due, early_due;
+  assign std_due   = $signed(now_q - d_q.deadline) >= 0;
+  assign early_due = d_q.e_on && !d_q.rnr_wait && $signed(now_q - d_q.e_dl) >= 0;
+  assign save_now  = st_q == C_SAVE && !clamp_due && !win_step && !rtt_step;
   // the end of what the QP has posted: the later of the doorbell's producer index and the
   // WQEs started (a doorbell may still wait in u_dbf); the WQE window and the flush use it
   logic [15:0] posted_end;
@@ -474,19 +514,32 @@ module hm_rc_compl
 
   // the timer table follows the saved QP, and a QP (re)loaded by the control plane starts
   // disarmed (the two never in the same cycle: C_CTL and C_SAVE)
+  // The early deadline is set whenever the standard one is (and after an early
+  // retransmission): the tail-loss probe interval when the QP has started every WQE posted
+  // and no early retransmission happened since the last progress, else rto; doubled per
+  // early retransmission.
   cdyn_t save_d;
+  logic [23:0] e_base;
   always_comb begin
     save_d = d_q;
+    if (kind_q == K_PKT && una_eff != una0_q) save_d.e_n = 3'd0;   // progress
     if (save_d.err) save_d.tmr_on = 1'b0;
     else if (tmr_restart_q && !save_d.rnr_wait) begin
       save_d.tmr_on   = save_d.ci != save_d.shead && ctx_q.timeout != 5'd0;
       save_d.deadline = now_q + ack_to;
     end
+    e_base = save_d.e_n == 3'd0 && save_d.shead == posted_end ? save_d.pto : save_d.rto;
+    if ((tmr_restart_q || e_arm_q) && !save_d.rnr_wait) begin
+      save_d.e_on = !ctx_q.std_timer && save_d.srtt != '0 && 32'(save_d.e_n) < HM_RTO_BACKOFF;
+      save_d.e_dl = now_q + (48'(e_base) << save_d.e_n);
+    end
+    if (save_d.err || !save_d.tmr_on || save_d.rnr_wait) save_d.e_on = 1'b0;
   end
   assign tmr_wr       = save_now || (st_q == C_CTL && (s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0);
   assign tmr_qpn      = save_now ? q_q : QW'(s_ctl_cmd.index);
   assign tmr_armed    = save_now && save_d.tmr_on;
-  assign tmr_deadline = save_now ? save_d.deadline : 48'd0;
+  assign tmr_deadline = !save_now ? 48'd0 :
+                        save_d.e_on && $signed(save_d.e_dl - save_d.deadline) < 0 ? save_d.e_dl : save_d.deadline;
 
   always_ff @(posedge clk) begin
     if (st_q == C_CTL) begin
@@ -499,7 +552,9 @@ module hm_rc_compl
                                            retry_left: ctl_ctx.retry_cnt, rnr_left: ctl_ctx.rnr_retry,
                                            guard_v: 1'b0, guard: 24'd0, rnr_wait: 1'b0, rnr_psn: 24'd0, rw_v: 1'b0,
                                            tmr_on: 1'b0, deadline: 48'd0,
-                                           lim: ctl_ctx.sq_psn + 24'(HM_WIN_MAX), cwnd: HM_WIN_MAX};
+                                           lim: ctl_ctx.sq_psn + 24'(HM_WIN_MAX), cwnd: HM_WIN_MAX,
+                                           rt_on: 1'b0, rt_psn: 24'd0, rt_t0: 32'd0, srtt: 24'd0, rttvar: 24'd0,
+                                           rto: 24'd0, pto: 24'd0, e_n: 3'd0, e_on: 1'b0, e_dl: 48'd0};
         pi_mem[QW'(s_ctl_cmd.index)]  <= 16'd0;
       end else if (ctl_ctx.state == HM_QPS_ERR) begin
         // the control plane moved the QP to ERR: the next doorbell or event flushes it
@@ -532,13 +587,22 @@ module hm_rc_compl
   endtask
 
   // a WQE the requester started (successfully): its head and next PSN move on, and the ACK
-  // timer runs while anything is outstanding
-  task automatic started(input logic [15:0] wqe_idx, input logic [23:0] psn_end);
+  // timer runs while anything is outstanding; its first PSN is timed unless a round trip
+  // already is (or `time_it` is 0: a record taken in with a response, which may have waited
+  // behind it, so its start time is not known)
+  task automatic started(input logic [15:0] wqe_idx, input logic [23:0] first_psn, input logic [23:0] psn_end,
+                         input logic time_it);
     d_q.shead <= wqe_idx + 1'b1;
     d_q.spsn  <= psn_end;
+    if (!d_q.rt_on && time_it) begin
+      d_q.rt_on  <= 1'b1;
+      d_q.rt_psn <= first_psn;
+      d_q.rt_t0  <= now_q[31:0];
+    end
     if (!d_q.tmr_on && !d_q.rnr_wait && ctx_q.timeout != 5'd0 && !d_q.err) begin
       d_q.tmr_on   <= 1'b1;
       d_q.deadline <= now_q + ack_to;
+      e_arm_q      <= 1'b1;
     end
   endtask
 
@@ -582,6 +646,9 @@ module hm_rc_compl
           clamped_q     <= 1'b0;
           wph_q         <= 2'd0;
           tmr_restart_q <= 1'b0;
+          e_arm_q       <= 1'b0;
+          early_q       <= 1'b0;
+          rph_q         <= 3'd0;
           disc_next_q   <= C_SAVE;
           absorbed_q    <= 1'b0;
           if (take_pkt) rr_pkt_q <= 1'b1;
@@ -616,7 +683,7 @@ module hm_rc_compl
           case (kind_q)
             K_SENT: begin
               if (sent_q.status == HM_CQE_ST_SUCCESS) begin
-                started(sent_q.wqe_idx, sent_q.first_psn + sent_q.npsn);
+                started(sent_q.wqe_idx, sent_q.first_psn, sent_q.first_psn + sent_q.npsn, 1'b1);
                 st_q <= C_SAVE;
               end else begin
                 d_q.lerr_v   <= 1'b1;
@@ -639,7 +706,7 @@ module hm_rc_compl
             end
             K_TMO: begin
               // the scanner saw an expired deadline; this copy decides (it may be stale)
-              if (!d_q.tmr_on || $signed(now_q - d_q.deadline) < 0 || d_q.err ||
+              if (!d_q.tmr_on || (!std_due && !early_due) || d_q.err ||
                   !(ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD)) begin
                 st_q <= C_IDLE;
               end else if (d_q.rnr_wait) begin
@@ -652,7 +719,17 @@ module hm_rc_compl
                 st_q          <= C_RWND;
               end else if (d_q.ci == d_q.shead) begin
                 d_q.tmr_on <= 1'b0;
+                d_q.e_on   <= 1'b0;
                 st_q       <= C_SAVE;
+              end else if (!std_due) begin
+                // early retransmission: no retry used, the standard deadline stands
+                stats.early <= stats.early + 1'b1;
+                d_q.e_n     <= d_q.e_n + 1'b1;
+                e_arm_q     <= 1'b1;
+                early_q     <= 1'b1;
+                rt_psn_q    <= una_eff;
+                rt_guard_q  <= 1'b0;
+                st_q        <= C_RETRY;
               end else begin
                 stats.timeouts <= stats.timeouts + 1'b1;
                 m_qpc_valid    <= 1'b1;
@@ -664,7 +741,7 @@ module hm_rc_compl
             end
             default: if (absorb) begin   // K_PKT, a record of the QP waiting
               absorbed_q <= 1'b1;
-              started(mg_q.wqe_idx, mg_q.first_psn + mg_q.npsn);
+              started(mg_q.wqe_idx, mg_q.first_psn, mg_q.first_psn + mg_q.npsn, 1'b0);
             end else begin   // K_PKT
               logic ok;
               ok = (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) && !d_q.err;
@@ -830,6 +907,7 @@ module hm_rc_compl
                 if (ctx_q.rnr_retry != 3'd7) d_q.rnr_left <= d_q.rnr_left - 1'b1;
                 d_q.rnr_wait <= 1'b1;
                 d_q.rnr_psn  <= p;
+                d_q.rt_on    <= 1'b0;
                 d_q.tmr_on   <= 1'b1;
                 d_q.deadline <= now_q + hm_rnr_timer_cycles(h_q.syndrome[4:0], CYCLES_PER_US);
                 rqc_q        <= '{op: HM_RQC_HOLD, qpn: 16'(q_q), idx: 16'd0, off: 32'd0, psn: 24'd0, lim: 24'd0};
@@ -931,14 +1009,18 @@ module hm_rc_compl
 
         // go back to rt_psn_q (one retry), or fail with RETRY_EXC_ERR when none is left
         C_RETRY: begin
-          if (d_q.retry_left == 3'd0) begin
+          if (d_q.retry_left == 3'd0 && !early_q) begin
             fatal_st_q <= HM_CQE_ST_RETRY_EXC_ERR;
             st_q       <= C_FATAL;
           end else begin
-            stats.retries   <= stats.retries + 1'b1;
-            m_qpc_valid     <= 1'b1;
-            m_qpc.mask[hm_pkg::HM_QPC_RETRIES] <= 1'b1;
-            d_q.retry_left <= d_q.retry_left - 1'b1;
+            if (!early_q) begin
+              stats.retries   <= stats.retries + 1'b1;
+              m_qpc_valid     <= 1'b1;
+              m_qpc.mask[hm_pkg::HM_QPC_RETRIES] <= 1'b1;
+              d_q.retry_left <= d_q.retry_left - 1'b1;
+              tmr_restart_q  <= 1'b1;
+            end
+            d_q.rt_on      <= 1'b0;       // Karn: nothing is timed across a rewind
             d_q.rw_v       <= 1'b1;
             // the window shrinks to HM_WIN_MIN PSNs beyond the one resent (the REWIND says so)
             d_q.cwnd       <= HM_WIN_MIN;
@@ -948,7 +1030,6 @@ module hm_rc_compl
               d_q.guard_v <= 1'b1;
               d_q.guard   <= rt_psn_q;
             end
-            tmr_restart_q <= 1'b1;
             rw_idx_q      <= d_q.ci;
             rw_f_q        <= d_q.una;
             st_q          <= C_RWND;
@@ -1037,6 +1118,44 @@ module hm_rc_compl
                   rqc_next_q <= C_SAVE;
                   st_q       <= C_RQC;
                 end
+              end
+            endcase
+          end else if (rtt_step) begin
+            unique case (rph_q)
+              3'd0: begin
+                rs_q  <= rt_el[31:24] != '0 ? 24'hFF_FFFF : rt_el[23:0] == '0 ? 24'd1 : rt_el[23:0];
+                rph_q <= 3'd1;
+              end
+              3'd1: begin
+                rd_q  <= rt_neg ? 24'(rs_q - d_q.srtt) : rt_sub[23:0];      // |SRTT - R|
+                sa_q  <= d_q.srtt - (d_q.srtt >> 3);
+                va_q  <= d_q.rttvar - (d_q.rttvar >> 2);
+                rph_q <= 3'd2;
+              end
+              3'd2: begin
+                if (d_q.srtt == '0) begin
+                  d_q.srtt   <= rs_q;
+                  d_q.rttvar <= rs_q >> 1;
+                end else begin
+                  d_q.srtt   <= sa_q + (rs_q >> 3);
+                  d_q.rttvar <= va_q + (rd_q >> 2);
+                end
+                rph_q <= 3'd3;
+              end
+              3'd3: begin
+                rr_q  <= 26'(d_q.srtt) + (26'(d_q.rttvar) << 2);
+                rp_q  <= 25'(d_q.srtt) << 1;
+                rph_q <= 3'd4;
+              end
+              3'd4: begin
+                d_q.rto <= rr_q < 26'(RTO_MIN_C) ? 24'(RTO_MIN_C) : rr_q[25:24] != '0 ? 24'hFF_FFFF : rr_q[23:0];
+                rp_q    <= rp_q < 25'(PTO_MIN_C) ? 25'(PTO_MIN_C) : rp_q;
+                rph_q   <= 3'd5;
+              end
+              default: begin
+                d_q.pto   <= rp_q > 25'(d_q.rto) ? d_q.rto : rp_q[23:0];
+                d_q.rt_on <= 1'b0;
+                rph_q     <= 3'd7;
               end
             endcase
           end else if (d_q.lerr_v && d_q.ci == d_q.lerr_idx && !d_q.err) st_q <= C_LERR;

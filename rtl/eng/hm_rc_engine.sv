@@ -754,6 +754,7 @@ module hm_rc_engine
     counters[HM_CNT_CNP_NO_SLOT] = cc_st.no_slot;  counters[HM_CNT_PFC_RX] = st_pfc_rx;
     // per-QP counters
     counters[HM_CNT_QPC_LOST] = qpc_lost;
+    counters[HM_CNT_EARLY_RETX] = compl_st.early;
   end
 
   if (HM_CNT_RX_DROP_BASE + HM_RSN_COUNT - 1 > HM_CNT_TX_BYTES ||

@@ -245,6 +245,7 @@ package hm_eng_pkg;
     logic [31:0] timeouts;       // local ACK timeouts
     logic [31:0] seq_naks;       // NAK sequence errors received
     logic [31:0] rnr_naks;       // RNR NAKs received
+    logic [31:0] early;          // early retransmissions (adaptive timer, tail-loss probe)
   } hm_compl_stats_t;
 
   typedef struct packed {

@@ -128,7 +128,8 @@ package hm_pkg;
   localparam int HM_CNT_CQE_ERR_RQ     = 67;  // error CQEs of receive queues (any status)
   localparam int HM_CNT_CQE_FLUSH_RQ   = 68;  // flush-error CQEs of receive queues
   localparam int HM_CNT_QPC_LOST       = 69;  // per-QP counter events not counted (event FIFO full)
-  localparam int HM_CNT_COUNT          = 70;  // counters at BAR0 CNT
+  localparam int HM_CNT_EARLY_RETX     = 70;  // early retransmissions (adaptive timer, tail-loss probe; no retry used)
+  localparam int HM_CNT_COUNT          = 71;  // counters at BAR0 CNT
   localparam int HM_CQE_ERR_STATUSES   = 9;   // error CQE statuses counted (hm_desc_pkg HM_CQE_ST_*)
   // Per-QP counters (hm_qp_counters): HM_QPC_X is BAR0 QPC[HM_QPC_X] after a QPC_SEL write
   // (32 bits, from the QP's creation; docs/counters.md).
@@ -291,6 +292,21 @@ package hm_pkg;
   localparam logic [11:0] HM_WIN_MAX  = 12'd512;
   localparam logic [11:0] HM_WIN_MIN  = 12'd16;
   localparam logic [11:0] HM_WIN_STEP = 12'd16;
+
+  // Adaptive retransmission (docs/transport-engine.md, "Adaptive retransmission"): a QP times
+  // the round trip of one request packet at a time (never one that was resent) and keeps a
+  // smoothed RTT and its variation (RFC 6298 gains, 1/8 and 1/4). While requests are
+  // outstanding, an early timer runs beside the standard ACK timeout (4.096 us x 2^timeout):
+  // after SRTT + 4 RTTVAR (at least HM_RTO_MIN_US), or, when the QP has nothing more to
+  // start, after a tail-loss probe time of 2 SRTT (at least HM_PTO_MIN_US), it resends from
+  // the oldest unacknowledged PSN with the window at HM_WIN_MIN. It uses no retry: retry_cnt
+  // still counts standard timeouts only, so a QP never fails sooner than with the standard
+  // timer alone. Each early retransmission without progress doubles the next interval; at
+  // most HM_RTO_BACKOFF of them until progress. The QP context's std_timer bit, or an
+  // infinite timeout, turns it off.
+  localparam int HM_RTO_MIN_US   = 8;
+  localparam int HM_PTO_MIN_US   = 4;
+  localparam int HM_RTO_BACKOFF  = 4;
 
   typedef struct packed {
     logic       known;

@@ -63,6 +63,9 @@ pub struct DuoBench {
     pub fates: Vec<String>,
     /// Every injected frame: (arrival cycle, destination host, bytes).
     pub injected_log: Vec<(u64, usize, Vec<u8>)>,
+    /// Frames to lose besides the fault schedule: indices in each host's own send order.
+    pub drop_from: [Vec<usize>; 2],
+    sent_by: [usize; 2],
     quiet: u64,
 }
 
@@ -84,6 +87,8 @@ impl DuoBench {
             injected: 0,
             fates: Vec::new(),
             injected_log: Vec::new(),
+            drop_from: [Vec::new(), Vec::new()],
+            sent_by: [0, 0],
             quiet: 0,
         })
     }
@@ -106,7 +111,9 @@ impl DuoBench {
         self.wire.push((now, from, f.clone()));
         let fl = self.faults;
         self.fates.push(String::new());
-        if self.chance(fl.drop_ppm) {
+        let k = self.sent_by[from];
+        self.sent_by[from] += 1;
+        if self.chance(fl.drop_ppm) || self.drop_from[from].contains(&k) {
             self.count.dropped += 1;
             self.fate("drop");
             return;

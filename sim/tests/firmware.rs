@@ -122,7 +122,7 @@ fn bring_up_with(e: &mut Engine, me: u32, peer: u32, peer_qpn: u32, sq_psn: u32,
                           SQ_LOG as u32, 0, RQ_LOG as u32, 0, 16, 16, 1, 1, 0]);
     let qpn = c.words[1];
     assert_eq!(qpn as u64, q, "the first QPN");
-    let mut blk = [0u32; 29];
+    let mut blk = [0u32; hematite_abi::qp::ATTR_WORDS];
     // RESET -> INIT: STATE, ACCESS_FLAGS, PKEY_INDEX, PORT
     blk[0] = 1;
     blk[2] = 0xF;
@@ -216,7 +216,7 @@ fn firmware_err_flushes_at_once_and_link_changes_become_events() {
     assert_eq!(ev(e, 1), Ok(desc::Event::PortActive(1)));
     assert_eq!(ok(e, 0x02, &[1]).words[1], 4, "ACTIVE again");
     // the peer's QP goes to ERR: it answers nothing, so host 0's WRITEs stay outstanding
-    let mut blk = vec![0u32; 29];
+    let mut blk = vec![0u32; hematite_abi::qp::ATTR_WORDS];
     blk[0] = 6;
     ok(&mut d.h[1].eng, 0x41, &[&[q1, 1][..], &blk[..]].concat());
     let src = 0x100_0000u64;

@@ -387,7 +387,9 @@ fn reordered_responses_around_reads_end_like_a_clean_wire() {
 #[test]
 fn responses_beyond_every_psn_sent_retire_nothing() {
     for forged_op in [0x10u8, 0x12] {
-        let cfg = QpConfig { pmtu: 1024, sq_psn: 0x7c159, rq_psn: 0x2000, timeout: 3, ..Default::default() };
+        // the standard timer alone: only the forged frame may act in the windows below (an
+        // early retransmission would complete the WRITE in them)
+        let cfg = QpConfig { pmtu: 1024, sq_psn: 0x7c159, rq_psn: 0x2000, timeout: 3, std_timer: true, ..Default::default() };
         let (mut b, lkey, rkey) = setup(31, cfg);
         let first = SendWr::new(1, SendOp::Write { remote_addr: B_BUF + 0x1_0000, rkey }, vec![Sge { addr: A_BUF, len: 64, lkey }]);
         b.post_send(QA, &first, true).unwrap();
@@ -429,7 +431,8 @@ fn responses_beyond_every_psn_sent_retire_nothing() {
 #[test]
 fn a_rewind_overtaken_by_the_ack_of_everything_does_not_resend_reused_slots() {
     let p0: u32 = 0x40_0000;
-    let cfg = QpConfig { pmtu: 1024, sq_psn: p0, rq_psn: 0x2000, timeout: 14, ..Default::default() };
+    // the standard timer alone: the frames counted below are the ones this test provokes
+    let cfg = QpConfig { pmtu: 1024, sq_psn: p0, rq_psn: 0x2000, timeout: 14, std_timer: true, ..Default::default() };
     let (mut b, lkey, rkey) = setup(41, cfg);
     b.post_send(QA, &SendWr::new(1, SendOp::Write { remote_addr: B_BUF + 0x1_0000, rkey }, vec![Sge { addr: A_BUF, len: 64, lkey }]), true).unwrap();
     b.run(1, 100_000).unwrap();

@@ -175,3 +175,40 @@ proptest! {
 }
 
 
+
+/// Adaptive retransmission in the engine (hm_pkg HM_RTO_*): one WRITE completes (its round
+/// trip is timed), then a second WRITE loses its last packet. With nothing more to start, the
+/// early timer is the tail-loss probe (2 SRTT, at least HM_PTO_MIN_US = 1,000 cycles): the
+/// engine resends from the oldest unacknowledged PSN and the WRITE completes long before the
+/// standard timeout (262 us = 65,536 cycles at timeout 6), with no retry used. With the QP's
+/// std_timer bit the same loss waits for the standard timeout. Both end as the lossless
+/// reference says.
+#[test]
+fn a_lost_tail_is_resent_after_the_probe_time() {
+    let mut took = Vec::new();
+    for std_timer in [false, true] {
+        let cfg = QpConfig { timeout: 6, std_timer, ..QpConfig::default() };
+        let mut s = RcBench::with_regions(MemCfg { latency: 60, seed: 5, ..Default::default() }, 5).unwrap();
+        let cfg = QpConfig { pmtu: 1024, sq_psn: 0x10, rq_psn: 0x20, ..cfg };
+        s.b.connect(QA, QB, cfg, cfg, 0).unwrap();
+        let (ka, kb) = (s.ka, s.kb);
+        let w = |i: u64| SendWr::new(i, SendOp::Write { remote_addr: B_BUF + i * 0x1000, rkey: kb }, vec![Sge::new(A_BUF + i * 0x1000, 4096, ka)]);
+        s.b.post_send(QA, &w(1), true).unwrap();
+        s.b.run(1, 100_000).unwrap();
+        // the second WRITE's four frames are engine frames 4..7: the last one is lost
+        s.b.drop_tx = vec![7];
+        let t0 = s.b.a.eng.cycle();
+        s.b.post_send(QA, &w(2), true).unwrap();
+        s.b.run(2, 200_000).unwrap();
+        let done = s.b.a.cqes[1].cycle - t0;
+        s.b.run_reference();
+        compare(&mut s);
+        let c = |s: &mut Setup, i: u32| s.b.a.eng.counter(i as u16).unwrap();
+        let got = (c(&mut s, k::HM_CNT_EARLY_RETX), c(&mut s, k::HM_CNT_RETRIES), c(&mut s, k::HM_CNT_ACK_TIMEOUTS));
+        assert_eq!(got, if std_timer { (0, 1, 1) } else { (1, 0, 0) }, "std_timer {std_timer}: early, retries, timeouts");
+        took.push(done);
+    }
+    assert!(took[0] < 10_000, "adaptive: the tail resent after {} cycles", took[0]);
+    assert!(took[1] >= 65_536, "standard: {} cycles", took[1]);
+    println!("a lost tail packet: {} cycles doorbell to CQE with the adaptive timer, {} with the standard one", took[0], took[1]);
+}

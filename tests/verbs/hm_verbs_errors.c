@@ -819,8 +819,24 @@ int main(int argc, char **argv)
 		r.rq_psn = 0x111;
 		rc = hm_qp_rtr(qb, &r);
 		must_zero("modify_qp.rtr.b", rc);
+		/* HEMATITE_ACK_TIMER (docs/transport-engine.md): a value
+		 * the provider does not know is refused, the QP stays in
+		 * RTR; "standard" is taken */
+		setenv("HEMATITE_ACK_TIMER", "fast", 1);
 		rc = hm_qp_rts(qa, 0x111, 14, 7, 7, 1);
-		must_zero("modify_qp.rts.a", rc);
+		expect_rc("modify_qp.rts_unknown_ack_timer", rc, EINVAL, 0);
+		{
+			enum ibv_qp_state st = IBV_QPS_UNKNOWN;
+
+			rc = hm_query_qp_state(qa, &st);
+			hm_check(rc == 0 && st == IBV_QPS_RTR,
+				 "query_qp.still_rtr", "rc=%d state=%s", rc,
+				 hm_qp_state_str(st));
+		}
+		setenv("HEMATITE_ACK_TIMER", "standard", 1);
+		rc = hm_qp_rts(qa, 0x111, 14, 7, 7, 1);
+		must_zero("modify_qp.rts.a (HEMATITE_ACK_TIMER=standard)", rc);
+		unsetenv("HEMATITE_ACK_TIMER");
 		rc = hm_qp_rts(qb, 0x222, 14, 7, 7, 1);
 		must_zero("modify_qp.rts.b", rc);
 	}

@@ -129,7 +129,18 @@ pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *
             cur_qp_state: if m & mask::CUR_STATE != 0 { state_of(a.cur_qp_state)? } else { QpState::Reset },
             dmac: 0,
             udp_sport: 0,
+            std_timer: 0,
         });
+        // HEMATITE_ACK_TIMER=standard: every QP this process moves to RTS uses the standard
+        // ACK timeout alone (4.096 us x 2^timeout), no adaptive early retransmission
+        // (docs/transport-engine.md); "adaptive" or unset: the default
+        let mut m = m;
+        if m & mask::TIMEOUT != 0 {
+            if let Some(std) = ack_timer_env()? {
+                attr.std_timer = std.into();
+                m |= mask::STD_TIMER;
+            }
+        }
         if m & mask::MAX_QP_RD_ATOMIC != 0 {
             // Our initiator depth: more than the device can keep outstanding is clamped (we
             // then issue fewer READs / atomics at a time than the responder allows, which is
@@ -182,6 +193,24 @@ pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *
     match run() {
         Ok(()) => 0,
         Err(e) => e,
+    }
+}
+
+/// `HEMATITE_ACK_TIMER`: Some(true) for "standard", Some(false) for "adaptive", None when
+/// unset; anything else is refused (EINVAL, with a message) rather than ignored.
+fn ack_timer_env() -> Result<Option<bool>, c_int> {
+    match std::env::var("HEMATITE_ACK_TIMER") {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(v) if v == "standard" => Ok(Some(true)),
+        Ok(v) if v == "adaptive" => Ok(Some(false)),
+        Ok(v) => {
+            warn(format_args!("HEMATITE_ACK_TIMER={v:?}: use \"standard\" or \"adaptive\""));
+            Err(libc::EINVAL)
+        }
+        Err(e) => {
+            warn(format_args!("HEMATITE_ACK_TIMER: {e}"));
+            Err(libc::EINVAL)
+        }
     }
 }
 

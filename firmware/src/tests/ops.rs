@@ -128,6 +128,7 @@ fn qp_lifecycle_and_context_matches_model() {
             flow_label: 0x12345,
             pkey: 0xFFFF,
         },
+        std_timer: false,
     };
     let want = md::QpCtxFields {
         cfg,
@@ -150,6 +151,21 @@ fn qp_lifecycle_and_context_matches_model() {
         assert_eq!(o[i], a[i], "attribute word {i}");
     }
     assert_eq!(&o[ATTR_WORDS..], &[128, 128, 6, 3, 96, pd, cq, cq]);
+    assert_eq!(o[A_STD_TIMER], 0, "adaptive retransmission by default");
+    // Hematite's own STD_TIMER (RTS -> RTS): 2 is refused and changes nothing; 1 is written to
+    // the context's std_timer bit (only that bit differs) and QUERY_QP reports it.
+    let before = snap(&f);
+    let mut t = [0u32; ATTR_WORDS];
+    t[A_STD_TIMER] = 2;
+    assert_eq!(modify(&mut f, q, M_STD_TIMER, &t), Status::BadParam as u8);
+    assert_eq!(snap(&f), before);
+    t[A_STD_TIMER] = 1;
+    assert_eq!(modify(&mut f, q, M_STD_TIMER, &t), 0);
+    let w = f.eng.bus.log.last().unwrap().clone();
+    let mut std = want;
+    std.cfg.std_timer = true;
+    assert_eq!(w.words, md::encode_qp_ctx(&std).unwrap());
+    assert_eq!(ok(&mut f, OP_QUERY_QP, &[q])[A_STD_TIMER], 1);
     // In use.
     assert_eq!(cmd(&mut f, OP_DESTROY_CQ, &[cq]).0, Status::InUse as u8);
     assert_eq!(cmd(&mut f, OP_DEALLOC_PD, &[pd]).0, Status::InUse as u8);

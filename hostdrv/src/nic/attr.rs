@@ -17,7 +17,7 @@ pub mod mask {
         M_MAX_DEST_RD_ATOMIC as MAX_DEST_RD_ATOMIC, M_MAX_QP_RD_ATOMIC as MAX_QP_RD_ATOMIC,
         M_MIN_RNR_TIMER as MIN_RNR_TIMER, M_PATH_MTU as PATH_MTU, M_PKEY_INDEX as PKEY_INDEX, M_PORT as PORT,
         M_RETRY_CNT as RETRY_CNT, M_RNR_RETRY as RNR_RETRY, M_RQ_PSN as RQ_PSN, M_SQ_PSN as SQ_PSN, M_STATE as STATE,
-        M_TIMEOUT as TIMEOUT,
+        M_STD_TIMER as STD_TIMER, M_TIMEOUT as TIMEOUT,
     };
 }
 
@@ -112,6 +112,9 @@ pub struct QpAttr {
     pub traffic_class: u32,
     pub flow_label: u32,
     pub udp_sport: u32,
+    /// 1: the standard ACK timeout alone, no adaptive early retransmission (mask bit
+    /// `M_STD_TIMER`, Hematite's own; docs/transport-engine.md).
+    pub std_timer: u32,
 }
 
 impl Default for QpAttr {
@@ -139,6 +142,7 @@ impl Default for QpAttr {
             traffic_class: 0,
             flow_label: 0,
             udp_sport: 0,
+            std_timer: 0,
         }
     }
 }
@@ -169,6 +173,7 @@ impl QpAttr {
         w[fq::A_TRAFFIC_CLASS] = self.traffic_class;
         w[fq::A_FLOW_LABEL] = self.flow_label;
         w[fq::A_UDP_SPORT] = self.udp_sport;
+        w[fq::A_STD_TIMER] = self.std_timer;
         w
     }
 
@@ -203,6 +208,7 @@ impl QpAttr {
             traffic_class: w[fq::A_TRAFFIC_CLASS],
             flow_label: w[fq::A_FLOW_LABEL],
             udp_sport: w[fq::A_UDP_SPORT],
+            std_timer: w[fq::A_STD_TIMER],
         })
     }
 }

@@ -170,6 +170,8 @@ pub struct QpConfig {
     pub access: QpAccess,
     /// Address vector.
     pub av: AddrVec,
+    /// The standard ACK timeout alone: no adaptive early retransmission (see the module docs).
+    pub std_timer: bool,
 }
 
 impl Default for QpConfig {
@@ -188,6 +190,7 @@ impl Default for QpConfig {
             max_dest_rd_atomic: 4,
             access: QpAccess::ALL,
             av: AddrVec::default(),
+            std_timer: false,
         }
     }
 }
@@ -425,6 +428,13 @@ pub const WIN_MAX: u32 = hematite_abi::pkt::HM_WIN_MAX as u32;
 pub const WIN_MIN: u32 = hematite_abi::pkt::HM_WIN_MIN as u32;
 /// The least move of the limit.
 pub const WIN_STEP: u32 = hematite_abi::pkt::HM_WIN_STEP as u32;
+// Adaptive retransmission (see the module docs), also from `rtl/pkg/hm_pkg.sv`.
+/// The early timer's floor, ns.
+pub const RTO_MIN_NS: u64 = hematite_abi::pkt::HM_RTO_MIN_US as u64 * 1000;
+/// The tail-loss probe's floor, ns.
+pub const PTO_MIN_NS: u64 = hematite_abi::pkt::HM_PTO_MIN_US as u64 * 1000;
+/// Early retransmissions without progress, each doubling the interval.
+pub const RTO_BACKOFF: u32 = hematite_abi::pkt::HM_RTO_BACKOFF as u32;
 
 /// RNR timer code → nanoseconds (ROCEV2.md §7; code 0 = 655.36 ms).
 pub fn rnr_timer_ns(code: u8) -> u64 {

@@ -31,14 +31,46 @@ struct Opts {
 }
 
 fn setup(o: &Opts, faults: WireFaults, pmtu: u32) -> Result<(DuoBench, u32, u32), String> {
+    setup_timer(o, faults, pmtu, 3, false)
+}
+
+/// As setup, with the ACK timeout code `timeout`; `std_timer`: the QPs use the standard ACK
+/// timeout alone (no adaptive early retransmission).
+fn setup_timer(o: &Opts, faults: WireFaults, pmtu: u32, timeout: u8, std_timer: bool) -> Result<(DuoBench, u32, u32), String> {
     let mut d = DuoBench::new(MemCfg { latency: o.latency, seed: 1, ..Default::default() }, faults)?;
     let data: Vec<u8> = (0..0x20_0000u64).map(|i| (i * 7 + 3) as u8).collect();
     d.h[0].fill(BUF, &data);
     let k0 = d.h[0].reg_mr(1, BUF, LEN, MrAccess::ALL)?.lkey;
     let k1 = d.h[1].reg_mr(1, BUF, LEN, MrAccess::ALL)?.rkey;
-    let cfg = QpConfig { pmtu, timeout: 3, ..QpConfig::default() };
+    let cfg = QpConfig { pmtu, timeout, std_timer, ..QpConfig::default() };
     d.connect(1, 2, cfg, 0)?;
     Ok((d, k0, k1))
+}
+
+/// A lost tail: one 64 KiB WRITE at PMTU 4096 completes (the QP times its round trip), then
+/// a second one whose last frame (host 0's frame 31) the wire loses, or not (`lose`). Returns
+/// the second WRITE's doorbell to CQE in cycles and the early retransmissions counted.
+fn tail_loss(o: &Opts, timeout: u8, std_timer: bool, lose: bool) -> Result<(u64, u32), String> {
+    let (mut d, k0, k1) = setup_timer(o, WireFaults::default(), 4096, timeout, std_timer)?;
+    let mut t = 0;
+    for i in 0..2u64 {
+        if i == 1 && lose {
+            d.drop_from[0] = vec![31];
+        }
+        let wr = SendWr::new(i, SendOp::Write { remote_addr: BUF + i * 0x1_0000, rkey: k1 }, vec![Sge { addr: BUF, len: 65536, lkey: k0 }]);
+        d.h[0].post_send(1, &wr, true)?;
+        let t0 = d.h[0].eng.cycle();
+        d.run(200_000, |d| d.h[0].cqes.len() > i as usize)?;
+        let c = &d.h[0].cqes[i as usize];
+        if c.cqe.status != hematite_model::transport::WcStatus::Success {
+            return Err(format!("WRITE failed: {:?}", c.cqe));
+        }
+        t = c.cycle - t0;
+    }
+    if d.h[0].eng.tx.len() != 32 + lose as usize * 16 {
+        return Err(format!("{} frames sent: expected the lost tail to cost one resent message", d.h[0].eng.tx.len()));
+    }
+    Ok((t, d.h[0].eng.counter(hematite_abi::pkt::HM_CNT_EARLY_RETX as u16)?))
 }
 
 struct Goodput {
@@ -261,6 +293,17 @@ fn run(o: &Opts) -> Result<(), String> {
     sim_cycles += 2 * amp_cycles;
     let amp = amp_sent as f64 / amp_need as f64;
 
+    // 6. a lost tail: the adaptive timer's tail-loss probe against the standard timer alone,
+    // both at the bench's timeout 3 (4.096 us x 8 = 8,192 cycles at 250 MHz); and the probe at
+    // timeout 14 (perftest's default, 67 ms: the standard timer alone is not simulated there)
+    let cyc = |t: u8| hematite_model::transport::ack_timeout_ns(t).unwrap_or(0) / 4;
+    let (tail_clean, _) = tail_loss(o, 3, false, false).map_err(|e| format!("tail loss, lossless: {e}"))?;
+    let (tail_adp, tail_early) = tail_loss(o, 3, false, true).map_err(|e| format!("tail loss, adaptive: {e}"))?;
+    let (tail_std, _) = tail_loss(o, 3, true, true).map_err(|e| format!("tail loss, standard: {e}"))?;
+    let (tail_adp14, tail_early14) = tail_loss(o, 14, false, true).map_err(|e| format!("tail loss, adaptive, timeout 14: {e}"))?;
+    sim_cycles += 2 * (tail_clean + tail_adp + tail_std + tail_adp14);
+    let std_to = cyc(3);
+
     let secs = wall.elapsed().as_secs_f64();
     let rate = sim_cycles as f64 / secs;
 
@@ -277,6 +320,14 @@ fn run(o: &Opts) -> Result<(), String> {
     at_least(&mut checks, "64 KiB WRITE goodput, % of the datapath rate (target)".into(), 100.0 * goodput / KW, 97.0);
     at_least(&mut checks, "1% loss goodput, % of lossless (regression floor)".into(), 100.0 * lossy / lossless_total, 65.0);
     at_most(&mut checks, "3% loss, request frames per message frame (target)".into(), amp, 4.0);
+    // a lost last packet must not cost a full timeout: at timeout 14 the probe and the resent
+    // message cost under 1 % of the standard timeout, with one early retransmission; at the
+    // bench's short timeout 3 the probe still beats the standard timer (regression ceiling)
+    at_most(&mut checks, "lost tail at timeout 14: extra, % of the timeout (target)".into(),
+            100.0 * tail_adp14.saturating_sub(tail_clean) as f64 / cyc(14) as f64, 1.0);
+    at_most(&mut checks, "lost tail: early retransmissions (target)".into(), tail_early.max(tail_early14) as f64, 1.0);
+    at_most(&mut checks, "lost tail at timeout 3: extra, adaptive/standard (ceiling)".into(),
+            tail_adp.saturating_sub(tail_clean) as f64 / tail_std.saturating_sub(tail_clean).max(1) as f64, 0.7);
     for (k, m) in &rates {
         // the sender reaches the wire floor, and 2 cycles per WQE for frames of 1-2 beats
         at_most(&mut checks, format!("sender cycles/WQE, {k} (target: wire floor)"), m.steady, (m.frame_beats as f64).max(2.0));
@@ -287,11 +338,12 @@ fn run(o: &Opts) -> Result<(), String> {
     let missed = checks.iter().filter(|c| !c.4).count();
     if o.json {
         println!(
-            "{{\"latency_cycles\":{},\"write64k\":{{\"bytes\":{},\"cycles\":{},\"frames\":{},\"bytes_per_cycle\":{:.3},\"fraction_of_datapath\":{:.4},\"wire_ceiling\":{:.4}}},\"small_write\":[{}],\"doorbell_to_first_byte\":{},\"ack_to_cqe\":{},\"loss_1pct\":{{\"bytes_per_cycle\":{:.3},\"vs_lossless\":{:.4},\"frames_lost\":{}}},\"loss_3pct\":{{\"request_frames\":{},\"message_frames\":{},\"amplification\":{:.3},\"frames_lost\":{},\"doorbell_to_cqe\":{}}},\"sim_cycles_per_second\":{:.0},\"targets_missed\":{missed}}}",
+            "{{\"latency_cycles\":{},\"write64k\":{{\"bytes\":{},\"cycles\":{},\"frames\":{},\"bytes_per_cycle\":{:.3},\"fraction_of_datapath\":{:.4},\"wire_ceiling\":{:.4}}},\"small_write\":[{}],\"doorbell_to_first_byte\":{},\"ack_to_cqe\":{},\"loss_1pct\":{{\"bytes_per_cycle\":{:.3},\"vs_lossless\":{:.4},\"frames_lost\":{}}},\"loss_3pct\":{{\"request_frames\":{},\"message_frames\":{},\"amplification\":{:.3},\"frames_lost\":{},\"doorbell_to_cqe\":{}}},\"tail_loss\":{{\"lossless\":{},\"adaptive\":{},\"standard\":{},\"early_retransmissions\":{},\"standard_timeout\":{},\"adaptive_timeout14\":{}}},\"sim_cycles_per_second\":{:.0},\"targets_missed\":{missed}}}",
             o.latency, g.bytes, g.cycles, g.frames, goodput, goodput / KW, ceiling, rates.iter().map(|(k, m)| format!(
                 "{{\"kind\":\"{k}\",\"wqes\":{n_small},\"frame_beats\":{},\"steady_cycles_per_wqe\":{:.2},\"responder_cycles_per_request\":{:.2},\"first_to_last_frame\":{},\"doorbell_to_last_cqe\":{}}}",
                 m.frame_beats, m.steady, m.peer_steady, m.cycles, m.db_to_cqe)).collect::<Vec<_>>().join(","),
-            db_to_first, ack_to_cqe, lossy, lossy / lossless_total, l.lost, amp_sent, amp_need, amp, amp_lost, amp_cycles, rate
+            db_to_first, ack_to_cqe, lossy, lossy / lossless_total, l.lost, amp_sent, amp_need, amp, amp_lost, amp_cycles,
+            tail_clean, tail_adp, tail_std, tail_early, std_to, tail_adp14, rate
         );
         return if missed == 0 { Ok(()) } else { Err(format!("{missed} benchmark target(s) missed")) };
     }
@@ -319,6 +371,12 @@ fn run(o: &Opts) -> Result<(), String> {
     println!("RDMA WRITE under 3% frame loss both ways ({} x 1 MiB, PMTU 1024; go-back-N with the window):", n_amp);
     println!("  {} request frames for the {} of the messages = {:.2}x ({} frames lost; doorbell to CQE {} cycles)",
              amp_sent, amp_need, amp, amp_lost, amp_cycles);
+    println!("a lost tail: a 64 KiB WRITE (PMTU 4096) losing its last frame, after one that completed (doorbell to CQE):");
+    println!("  lossless {} cycles; adaptive timer (tail-loss probe) {} cycles (+{}, {} early retransmission);", tail_clean, tail_adp,
+             tail_adp.saturating_sub(tail_clean), tail_early);
+    println!("  standard timer alone (timeout 3 = {} cycles) {} cycles (+{})", std_to, tail_std, tail_std.saturating_sub(tail_clean));
+    println!("  at timeout 14 ({} cycles): adaptive timer {} cycles (+{} = {:.3}% of the timeout)", cyc(14), tail_adp14,
+             tail_adp14.saturating_sub(tail_clean), 100.0 * tail_adp14.saturating_sub(tail_clean) as f64 / cyc(14) as f64);
     println!("simulation speed: {:.2} M cycles/s of wall time ({} engine-cycles in {:.1} s)", rate / 1e6, sim_cycles, secs);
     fw_latency()?;
     println!("targets (asserted):");
@@ -358,7 +416,7 @@ fn fw_latency() -> Result<(), String> {
     let key = run(&mut e, "REG_MR", 0x20, &[pd, 0x100_0000, 0, 0x10_0000, 0, 0xF], &mut rows)?[1];
     let cq = run(&mut e, "CREATE_CQ", 0x30, &[12, 0x3000_0000, 0, 0], &mut rows)?[1];
     let qp = run(&mut e, "CREATE_QP", 0x40, &[pd, cq, cq, 2, 0x4002_0000, 0, 0x5002_0000, 0, 8, 0, 6, 0, 16, 16, 1, 1, 0], &mut rows)?[1];
-    let mut blk = [0u32; 29];
+    let mut blk = [0u32; hematite_abi::qp::ATTR_WORDS];
     blk[0] = 1;
     blk[2] = 0xF;
     blk[4] = 1;

@@ -112,6 +112,7 @@ hw_counters out_of_sequence oos_rx
 hw_counters packet_seq_err seq_naks_rx
 hw_counters implied_nak_seq_err implied_naks
 hw_counters local_ack_timeout_err ack_timeouts
+hw_counters roce_adp_retrans early_retx
 hw_counters rnr_nak_retry_err rnr_naks_rx
 hw_counters duplicate_request dup_reqs
 hw_counters rx_write_requests write_reqs_rx

@@ -10,7 +10,63 @@ impl Qp {
         self.rnr_left = self.cfg.rnr_retry;
         self.nak_guard = None;
         self.timer_start = if self.outstanding() { Some(now) } else { None };
+        if let Some((p, t0)) = self.rtt_probe {
+            if lt(p, self.una()) {
+                self.rtt_sample(now.saturating_sub(t0));
+                self.rtt_probe = None;
+            }
+        }
+        self.early_n = 0;
+        self.arm_early(now);
         self.widen();
+    }
+
+    /// A round trip of `r` ns: the smoothed RTT and its variation, with RFC 6298's gains (1/8,
+    /// 1/4) in integer arithmetic, as the engine computes them.
+    fn rtt_sample(&mut self, r: u64) {
+        if self.srtt == 0 {
+            self.srtt = r.max(1);
+            self.rttvar = r / 2;
+        } else {
+            let d = self.srtt.abs_diff(r);
+            self.rttvar = self.rttvar - self.rttvar / 4 + d / 4;
+            self.srtt = self.srtt - self.srtt / 8 + r / 8;
+        }
+    }
+
+    /// The smoothed RTT and its variation, ns (`None` before the first sample).
+    pub fn rtt(&self) -> Option<(u64, u64)> {
+        (self.srtt != 0).then_some((self.srtt, self.rttvar))
+    }
+
+    /// The early timer from `now`: SRTT + 4 RTTVAR (at least `RTO_MIN_NS`), or the tail-loss
+    /// probe's 2 SRTT (at least `PTO_MIN_NS`, at most the former) when nothing more waits to
+    /// start; doubled per early retransmission since the last progress. None with the
+    /// standard timer, an infinite ACK timeout, no sample yet, the backoff used up, or nothing
+    /// outstanding.
+    pub(super) fn arm_early(&mut self, now: u64) {
+        self.early_at = None;
+        if self.cfg.std_timer || self.cfg.timeout == 0 || self.srtt == 0 || self.early_n >= RTO_BACKOFF || !self.outstanding() {
+            return;
+        }
+        let rto = (self.srtt + 4 * self.rttvar).max(RTO_MIN_NS);
+        let tail = self.sq.iter().all(|e| e.started);
+        let base = if self.early_n == 0 && tail { (2 * self.srtt).max(PTO_MIN_NS).min(rto) } else { rto };
+        self.early_at = Some(now.saturating_add(base << self.early_n));
+    }
+
+    /// The early timer expired: resend from the oldest unacknowledged PSN with the window at
+    /// `WIN_MIN`, using no retry; the standard timer keeps running from the last progress.
+    pub(super) fn early_retransmit(&mut self, now: u64) {
+        self.stats.early_retx += 1;
+        let p = self.una();
+        self.rewind(p);
+        self.cwnd = WIN_MIN;
+        self.win_lim = add(p, WIN_MIN);
+        self.win_una = self.una();
+        self.rtt_probe = None;
+        self.early_n += 1;
+        self.arm_early(now);
     }
 
     /// Every PSN acknowledged since the last call widens the window by one, up to `WIN_MAX`;
@@ -76,6 +132,9 @@ impl Qp {
         self.stats.retries += 1;
         self.rewind(p);
         self.timer_start = Some(now);
+        // Karn: no round trip is timed across a retransmission
+        self.rtt_probe = None;
+        self.arm_early(now);
         // the window shrinks to WIN_MIN PSNs beyond the one resent
         self.cwnd = WIN_MIN;
         self.win_lim = add(p, WIN_MIN);
@@ -179,6 +238,8 @@ impl Qp {
                 self.rewind(p);
                 self.rnr_until = Some(now.saturating_add(rnr_timer_ns(syn & 0x1F)));
                 self.timer_start = None;
+                self.early_at = None;
+                self.rtt_probe = None;
             }
             3 => match syn {
                 SYN_NAK_SEQ => {

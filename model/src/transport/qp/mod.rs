@@ -66,6 +66,8 @@ pub struct QpStats {
     pub retries: u64,
     /// Local ACK timeouts.
     pub timeouts: u64,
+    /// Early retransmissions (adaptive timer, tail-loss probe); they use no retry.
+    pub early_retx: u64,
     /// Implied NAKs detected.
     pub implied_naks: u64,
     /// NAK-sequence errors received and acted on.
@@ -138,6 +140,14 @@ pub struct Qp {
     win_lim: u32,
     cwnd: u32,
     win_una: u32,
+    /// Adaptive retransmission: the PSN being timed and when its WQE started, the smoothed
+    /// RTT and its variation (ns; `srtt` 0 = no sample yet), early retransmissions since the
+    /// last progress, and the early deadline.
+    rtt_probe: Option<(u32, u64)>,
+    srtt: u64,
+    rttvar: u64,
+    early_n: u32,
+    early_at: Option<u64>,
     // responder
     rq: VecDeque<RecvWr>,
     epsn: u32,
@@ -238,6 +248,11 @@ impl Qp {
             win_lim: add(cfg.sq_psn, WIN_MAX),
             cwnd: WIN_MAX,
             win_una: cfg.sq_psn,
+            rtt_probe: None,
+            srtt: 0,
+            rttvar: 0,
+            early_n: 0,
+            early_at: None,
             rq: VecDeque::new(),
             epsn: cfg.rq_psn,
             msn: 0,
@@ -455,6 +470,7 @@ impl Qp {
         self.tx_idx = 0;
         self.tx_off = 0;
         self.timer_start = None;
+        self.early_at = None;
         self.rnr_until = None;
     }
 
@@ -489,7 +505,11 @@ impl Qp {
                 self.stats.timeouts += 1;
                 let p = self.una();
                 self.retry(p, now, cx);
+                return;
             }
+        }
+        if self.early_at.is_some_and(|t| now >= t) && self.outstanding() {
+            self.early_retransmit(now);
         }
     }
 
@@ -501,9 +521,14 @@ impl Qp {
         if let Some(t) = self.rnr_until {
             return Some(t);
         }
-        match (self.timer_start, ack_timeout_ns(self.cfg.timeout)) {
+        let std = match (self.timer_start, ack_timeout_ns(self.cfg.timeout)) {
             (Some(t0), Some(to)) if self.outstanding() => Some(t0.saturating_add(to)),
             _ => None,
+        };
+        let early = self.early_at.filter(|_| self.outstanding());
+        match (std, early) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 

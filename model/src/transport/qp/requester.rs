@@ -72,6 +72,7 @@ impl Qp {
             }
             self.rnr_until = None;
             self.timer_start = Some(now);
+            self.arm_early(now);
         }
         loop {
             let idx = self.tx_idx;
@@ -100,6 +101,10 @@ impl Qp {
                 e.first_psn = first;
                 e.npkts = np;
                 e.done = 0;
+                // one round trip timed at a time: this WQE's first packet
+                if self.rtt_probe.is_none() {
+                    self.rtt_probe = Some((first, now));
+                }
             }
             let Some(e) = self.sq.get(idx) else { break };
             if !lt(add(e.first_psn, self.tx_off), self.win_lim) {
@@ -116,6 +121,7 @@ impl Qp {
             }
             if self.timer_start.is_none() {
                 self.timer_start = Some(now);
+                self.arm_early(now);
             }
         }
         self.report_head_local_error();
