@@ -59,12 +59,7 @@ impl Qp {
     /// `WIN_MIN`, using no retry; the standard timer keeps running from the last progress.
     pub(super) fn early_retransmit(&mut self, now: u64) {
         self.stats.early_retx += 1;
-        let p = self.una();
-        self.rewind(p);
-        self.cwnd = WIN_MIN;
-        self.win_lim = add(p, WIN_MIN);
-        self.win_una = self.una();
-        self.rtt_probe = None;
+        self.go_back(self.una());
         self.early_n += 1;
         self.arm_early(now);
     }
@@ -130,15 +125,20 @@ impl Qp {
         }
         self.retry_left -= 1;
         self.stats.retries += 1;
-        self.rewind(p);
+        self.go_back(p);
         self.timer_start = Some(now);
-        // Karn: no round trip is timed across a retransmission
-        self.rtt_probe = None;
         self.arm_early(now);
-        // the window shrinks to WIN_MIN PSNs beyond the one resent
+    }
+
+    /// What every retransmission does (a retry or an early one): the next request packet is
+    /// `p`, the window shrinks to `WIN_MIN` PSNs beyond it, and (Karn) no round trip is timed
+    /// across it.
+    fn go_back(&mut self, p: u32) {
+        self.rewind(p);
         self.cwnd = WIN_MIN;
         self.win_lim = add(p, WIN_MIN);
         self.win_una = self.una();
+        self.rtt_probe = None;
     }
 
     /// Cumulative acknowledgement of every PSN ≤ `n`. Returns false if it triggered an implied
