@@ -585,6 +585,35 @@ impl Drop for {camel}Model {{
     (c, r)
 }
 
+/// FNV-1a, 64 bits: the model cache's key (stable across Rust releases, unlike std's hasher).
+#[derive(Clone)]
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    /// `b`, then its length (so that consecutive fields cannot run into each other)
+    fn feed(&mut self, b: &[u8]) {
+        for &x in b.iter().chain(&(b.len() as u64).to_le_bytes()) {
+            self.0 = (self.0 ^ x as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// Every file under `dir`, sorted, appended to `v` (the RTL the models' hash covers, include
+/// files too).
+fn rtl_files(dir: &Path, v: &mut Vec<PathBuf>) {
+    let mut es: Vec<PathBuf> = fs::read_dir(dir).map(|r| r.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    es.sort();
+    for p in es {
+        if p.is_dir() {
+            rtl_files(&p, v);
+        } else {
+            v.push(p);
+        }
+    }
+}
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -653,13 +682,15 @@ fn main() {
     println!("cargo:rerun-if-env-changed=HEMATITE_COVERAGE");
     let coverage = env::var("HEMATITE_COVERAGE").map(|v| !v.is_empty()).unwrap_or(false);
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
+    let jobs_n: usize = jobs.parse().unwrap_or(2);
+    let mut cfiles: Vec<PathBuf> = vec![];
     let mut build = cc::Build::new();
     build.cpp(true).flag_if_supported("-std=c++17").opt_level(2);
     build.include(format!("{vroot}/include")).include(format!("{vroot}/include/vltstd"));
     build.warnings(false);
     if coverage {
         build.define("HM_COVERAGE", None);
-        build.file(format!("{vroot}/include/verilated_cov.cpp"));
+        cfiles.push(PathBuf::from(format!("{vroot}/include/verilated_cov.cpp")));
     }
     // Waveform build (HEMATITE_TRACE=1, ./hematite trace-build): the NIC model compiled with
     // --trace-fst, its shim able to open and close an FST on demand. Built into its own target
@@ -670,7 +701,7 @@ fn main() {
         build.define("HM_TRACE", None);
         build.define("VM_TRACE", "1");
         build.define("VM_TRACE_FST", "1");
-        build.file(format!("{vroot}/include/verilated_fst_c.cpp"));
+        cfiles.push(PathBuf::from(format!("{vroot}/include/verilated_fst_c.cpp")));
     }
     // The models' C++ flags. -march=native: the model runs where it is built (this
     // workspace's target folder); with -fno-semantic-interposition, +10 % measured
@@ -679,6 +710,40 @@ fn main() {
     println!("cargo:rerun-if-env-changed=HEMATITE_MODEL_CFLAGS");
     let model_cflags = env::var("HEMATITE_MODEL_CFLAGS")
         .unwrap_or_else(|_| "-O2 -fPIC -fno-semantic-interposition -march=native".into());
+    // The models, Verilated and compiled into a cache shared by every target folder of this
+    // checkout (target/vmodels): the waveform build (target/trace) and a release build reuse
+    // every model whose inputs are the same, and build only the ones that differ. A model's
+    // entry is named by a hash of all it is made from (Verilator's version, the options, the
+    // C++ flags, every RTL file's bytes, its top, width and parameters, tracing and coverage),
+    // built in a scratch folder and renamed into place once complete, so an interrupted or a
+    // concurrent build never leaves a half-built entry. Two models build at once (NUM_JOBS),
+    // the NIC first (the longest).
+    let vversion = Command::new(&verilator).arg("--version").output().map(|o| o.stdout).unwrap_or_default();
+    let mut common = Fnv::new();
+    common.feed(&vversion);
+    for o in vopts.iter().chain([&model_cflags]) {
+        common.feed(o.as_bytes());
+    }
+    common.feed(b"OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2");
+    let mut rtl: Vec<PathBuf> = vlts.iter().chain(&srcs).chain(&tops).cloned().collect();
+    rtl_files(&root.join("rtl"), &mut rtl);
+    for f in &rtl {
+        common.feed(f.to_string_lossy().as_bytes());
+        common.feed(&fs::read(f).unwrap_or_else(|e| panic!("read {}: {e}", f.display())));
+    }
+    let cache = root.join("target").join("vmodels");
+    fs::create_dir_all(&cache).expect("create target/vmodels");
+    struct Job {
+        name: String,
+        topname: &'static str,
+        top: Vec<PathBuf>,
+        w: u32,
+        params: &'static [&'static str],
+        extra: Vec<&'static str>,
+        dir: PathBuf,
+    }
+    let mut todo: Vec<Job> = vec![];
+    let mut mdirs: std::collections::HashMap<String, PathBuf> = Default::default();
     for (prefix, topname, file, widths, params) in MODELS {
         // of the simulator-only tops, only this model's own
         let top: Vec<PathBuf> = if file.is_empty() {
@@ -689,28 +754,81 @@ fn main() {
             vec![t]
         };
         for &w in widths {
-            let mdir = out.join(format!("obj_{prefix}{w}"));
-            let status = Command::new(&verilator)
-                .args(["--cc", "--build"])
-                .args(&vopts)
-                .args(if w == 0 { vec![] } else { vec![format!("-GDATA_WIDTH={w}")] })
-                .args(params.iter().map(|p| format!("-G{p}")))
-                .args(["--prefix", &format!("{prefix}{w}"), "--top-module", topname])
-                .args(["-CFLAGS", &model_cflags, "-MAKEFLAGS", "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"])
-                .arg("-j")
-                .arg(&jobs)
-                .arg("--Mdir")
-                .arg(&mdir)
-                .args(&vlts)
-                .args(&srcs)
-                .args(if coverage && topname == "hm_sim_nic_top" { vec!["--coverage-line", "--coverage-toggle"] } else { vec![] })
-                .args(if trace && topname == "hm_sim_nic_top" { vec!["--trace-fst", "--trace-structs"] } else { vec![] })
-                .args(&top)
-                .status()
-                .expect("run verilator");
-            assert!(status.success(), "verilator failed for {topname} DATA_WIDTH={w}");
-            build.include(&mdir);
+            let name = format!("{prefix}{w}");
+            let mut extra = vec![];
+            let mut variant = "";
+            if coverage && topname == "hm_sim_nic_top" {
+                extra = vec!["--coverage-line", "--coverage-toggle"];
+                variant = "-cov";
+            }
+            if trace && topname == "hm_sim_nic_top" {
+                extra = vec!["--trace-fst", "--trace-structs"];
+                variant = "-trace";
+            }
+            let mut h = common.clone();
+            for x in [name.as_str(), topname].iter().chain(params.iter()).chain(extra.iter()) {
+                h.feed(x.as_bytes());
+            }
+            h.feed(&w.to_le_bytes());
+            let stem = format!("{name}{variant}-");
+            let dir = cache.join(format!("{stem}{:016x}", h.0));
+            // the entries this one replaces (earlier RTL, other options)
+            for e in fs::read_dir(&cache).unwrap().flatten() {
+                let n = e.file_name().to_string_lossy().into_owned();
+                let stale = n.len() == stem.len() + 16 && e.path() != dir;
+                // a scratch folder of a build that was interrupted (its process is gone)
+                let orphan = n.split_once(".tmp").is_some_and(|(_, pid)| !Path::new("/proc").join(pid).exists());
+                if n.starts_with(&stem) && (stale || orphan) {
+                    let _ = fs::remove_dir_all(e.path());
+                }
+            }
+            mdirs.insert(name.clone(), dir.clone());
+            if !dir.join(format!("{name}__ALL.a")).exists() {
+                todo.push(Job { name, topname, top: top.clone(), w, params, extra, dir });
+            }
         }
+    }
+    todo.sort_by_key(|j| j.topname != "hm_sim_nic_top");
+    let queue = std::sync::Mutex::new(todo.into_iter().collect::<std::collections::VecDeque<Job>>());
+    let workers: usize = jobs_n.max(1);
+    std::thread::scope(|sc| {
+        let mut hs = vec![];
+        for _ in 0..workers {
+            hs.push(sc.spawn(|| loop {
+                let Some(j) = queue.lock().unwrap().pop_front() else { break };
+                let tmp = j.dir.with_extension(format!("tmp{}", std::process::id()));
+                let _ = fs::remove_dir_all(&tmp);
+                let status = Command::new(&verilator)
+                    .args(["--cc", "--build"])
+                    .args(&vopts)
+                    .args(if j.w == 0 { vec![] } else { vec![format!("-GDATA_WIDTH={}", j.w)] })
+                    .args(j.params.iter().map(|p| format!("-G{p}")))
+                    .args(["--prefix", &j.name, "--top-module", j.topname])
+                    .args(["-CFLAGS", &model_cflags, "-MAKEFLAGS", "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"])
+                    .arg("-j")
+                    .arg(&jobs)
+                    .arg("--Mdir")
+                    .arg(&tmp)
+                    .args(&vlts)
+                    .args(&srcs)
+                    .args(&j.extra)
+                    .args(&j.top)
+                    .status()
+                    .expect("run verilator");
+                assert!(status.success(), "verilator failed for {} DATA_WIDTH={}", j.topname, j.w);
+                // another build may have put the same entry in place meanwhile: keep that one
+                if fs::rename(&tmp, &j.dir).is_err() {
+                    assert!(j.dir.join(format!("{}__ALL.a", j.name)).exists(), "cannot move {} into {}", tmp.display(), j.dir.display());
+                    let _ = fs::remove_dir_all(&tmp);
+                }
+            }));
+        }
+        for h in hs {
+            h.join().expect("a model build failed");
+        }
+    });
+    for d in mdirs.values() {
+        build.include(d);
     }
     // The generated shims (GEN_SHIMS), from each model's port list.
     for sh in &GEN_SHIMS {
@@ -721,23 +839,36 @@ fn main() {
             .iter()
             .zip(&names)
             .map(|(&w, m)| {
-                let hdr = fs::read_to_string(out.join(format!("obj_{m}/{m}.h"))).expect("read a model header");
+                let hdr = fs::read_to_string(mdirs[m.as_str()].join(format!("{m}.h"))).expect("read a model header");
                 (w, m.as_str(), model_ports(&hdr, m))
             })
             .collect();
         let (c, r) = gen_shim(sh, &models);
         fs::write(out.join(format!("shim_{shim}.cpp")), c).unwrap();
         fs::write(out.join(format!("shim_{shim}.rs")), r).unwrap();
-        build.file(out.join(format!("shim_{shim}.cpp")));
+        cfiles.push(out.join(format!("shim_{shim}.cpp")));
     }
     // The Verilator runtime, compiled once for both models.
-    build.file(format!("{vroot}/include/verilated.cpp"));
-    build.file(format!("{vroot}/include/verilated_threads.cpp"));
+    cfiles.push(PathBuf::from(format!("{vroot}/include/verilated.cpp")));
+    cfiles.push(PathBuf::from(format!("{vroot}/include/verilated_threads.cpp")));
+    // compiled by NUM_JOBS threads (every other file each), archived together
+    let objs: Vec<PathBuf> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..jobs_n.max(1))
+            .map(|k| {
+                let mut b = build.clone();
+                b.files(cfiles.iter().skip(k).step_by(jobs_n.max(1)));
+                sc.spawn(move || if b.get_files().next().is_some() { b.compile_intermediates() } else { vec![] })
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().expect("compiling the shims")).collect()
+    });
+    let mut build = cc::Build::new();
+    build.objects(&objs);
     // Link order: the shim (with the runtime) first, then the models it calls.
     build.compile("hmshim");
     for (prefix, _, _, widths, _) in MODELS {
         for &w in widths {
-            let a = out.join(format!("obj_{prefix}{w}/{prefix}{w}__ALL.a"));
+            let a = mdirs[&format!("{prefix}{w}")].join(format!("{prefix}{w}__ALL.a"));
             fs::copy(&a, out.join(format!("lib{prefix}{w}__ALL.a"))).expect("copy model archive");
             println!("cargo:rustc-link-lib=static={prefix}{w}__ALL");
         }

@@ -58,6 +58,12 @@ pub struct Counters {
     pub by_status: [u32; COUNTED_STATUS],
 }
 
+/// The words that follow a command's header word `h` in the mailbox, by its own count: all the
+/// main loop reads of a command (a bad count is the handler's to refuse, BAD_LENGTH).
+pub fn cmd_words(h: u32) -> usize {
+    usize::from(Header::parse(h).in_words)
+}
+
 /// The control-plane firmware over an engine bus `B`.
 pub struct Firmware<B: Bus> {
     pub eng: Engine<B>,
@@ -164,10 +170,12 @@ impl<B: Bus> Firmware<B> {
     }
 
     /// Sets the limits from the mailbox CAPS and MR_LOG words and the DCQCN defaults, and
-    /// records the engine's interface version (mailbox VERSION).
+    /// records the engine's interface version (mailbox VERSION). Called once, on a firmware
+    /// fresh from [`Firmware::new`]: its tables are already empty (on the control core, the
+    /// startup code's .bss clear made them so), and clearing their 58 KiB again would double
+    /// the boot time.
     pub fn init(&mut self, caps: u32, mr_log: u32, hw_iface: u32) {
         self.hw_iface = hw_iface;
-        self.t = Tables::ZERO;
         self.t.set_limits(caps, mr_log);
         self.cc = CcParams::defaults();
         self.counters = Counters { commands: 0, by_status: [0; COUNTED_STATUS] };
@@ -175,7 +183,7 @@ impl<B: Bus> Firmware<B> {
         self.n_counters = (caps & 0xFF).min(MAX_ENGINE_COUNTERS);
     }
 
-    /// Handles one command (`cmd[0]` is the header) and writes the answer into `out` (word 0
+    /// Handles one command (`cmd[0]` is the header, then the [`cmd_words`] it announces) and writes the answer into `out` (word 0
     /// the answer header, then the outputs; the rest zero). Returns the answer's word count.
     pub fn handle(&mut self, cmd: &[u32], out: &mut [u32; 64]) -> usize {
         out.fill(0);

@@ -10,7 +10,7 @@ fn main() {}
 mod core_main {
     use core::ptr::{addr_of_mut, read_volatile, write_volatile};
     use hematite_firmware::map::*;
-    use hematite_firmware::{Bus, Firmware};
+    use hematite_firmware::{cmd_words, Bus, Firmware};
 
     core::arch::global_asm!(
         ".section .text.start, \"ax\"",
@@ -27,14 +27,29 @@ mod core_main {
         "  addi t0, t0, 4",
         "  addi t1, t1, 4",
         "  j 10b",
+        // .bss cleared 8 words per turn, then word by word for the last up to 7: the tables
+        // are most of the 64 KiB of DMEM, and the clear is most of the boot
         "20:",
         "  la t1, _sbss",
         "  la t2, _ebss",
+        "  addi t3, t2, -28",
         "30:",
+        "  bgeu t1, t3, 35f",
+        "  sw zero, 0(t1)",
+        "  sw zero, 4(t1)",
+        "  sw zero, 8(t1)",
+        "  sw zero, 12(t1)",
+        "  sw zero, 16(t1)",
+        "  sw zero, 20(t1)",
+        "  sw zero, 24(t1)",
+        "  sw zero, 28(t1)",
+        "  addi t1, t1, 32",
+        "  j 30b",
+        "35:",
         "  bgeu t1, t2, 40f",
         "  sw zero, 0(t1)",
         "  addi t1, t1, 4",
-        "  j 30b",
+        "  j 35b",
         "40:",
         "  call fw_main",
         "50:",
@@ -76,18 +91,27 @@ mod core_main {
         // SAFETY: single-threaded, no interrupts; the only references to these statics.
         let (fw, cmd, ans) = unsafe { (&mut *addr_of_mut!(FW), &mut *addr_of_mut!(CMD), &mut *addr_of_mut!(ANS)) };
         fw.init(rd(MBOX_CAPS), rd(MBOX_MR_LOG), rd(MBOX_VERSION));
+        // CMD_OUT words the last answer wrote: the next answer also zeroes those it does not
+        // use, so that words past an answer's length are always zero (all of them at first:
+        // nothing of a client before the function reset stays readable)
+        let mut dirty = MBOX_WORDS;
         loop {
             fw.link(rd(MBOX_LINK) & 1 != 0);
             if rd(MBOX_CTRL) & MBOX_CTRL_PENDING == 0 {
                 continue;
             }
-            for (i, w) in cmd.iter_mut().enumerate() {
+            // the header and the words it announces, not the whole mailbox: a word costs a
+            // bus access, and most commands have a few
+            cmd[0] = rd(MBOX_CMD_IN);
+            let n = 1 + cmd_words(cmd[0]).min(MBOX_WORDS - 1);
+            for (i, w) in cmd.iter_mut().enumerate().take(n).skip(1) {
                 *w = rd(MBOX_CMD_IN + 4 * i as u32);
             }
-            fw.handle(&cmd[..], ans);
-            for (i, w) in ans.iter().enumerate() {
+            let used = fw.handle(&cmd[..n], ans);
+            for (i, w) in ans.iter().enumerate().take(used.max(dirty)) {
                 wr(MBOX_CMD_OUT + 4 * i as u32, *w);
             }
+            dirty = used;
             wr(MBOX_DONE, 1);
         }
     }

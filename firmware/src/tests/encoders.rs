@@ -70,3 +70,35 @@ proptest! {
         prop_assert_eq!(desc::decode_ctl_status(s), md::decode_ctl_status(s).unwrap());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4000, .. ProptestConfig::default() })]
+    /// The word-wise field access of the encoders against the model's byte-wise one, at every
+    /// offset and width: a value that fits lands where the model puts it and nothing else
+    /// changes; one bit too wide is refused and leaves the words as they were.
+    #[test]
+    fn field_bits_match_the_model(
+        lsb in 0usize..160, width in 1usize..=128, v in any::<u128>(), fill in prop::collection::vec(any::<u32>(), 10),
+    ) {
+        let mut w: Vec<u32> = fill.clone();
+        let v = if width == 128 { v } else { v & ((1u128 << width) - 1) };
+        let mut bytes: Vec<u8> = fill.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let r = desc::set_bits(&mut w, lsb, width, v);
+        if lsb + width > 320 {
+            prop_assert!(r.is_err());
+            prop_assert_eq!(&w, &fill);
+        } else {
+            prop_assert!(r.is_ok());
+            md::set_bits(&mut bytes, lsb, width, v);
+            let want: Vec<u32> = bytes.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            prop_assert_eq!(&w, &want);
+            prop_assert_eq!(desc::get_bits(&w, lsb, width), v);
+            prop_assert_eq!(desc::get_bits(&w, lsb, width), md::get_bits(&bytes, lsb, width));
+            if width < 128 {
+                let before = w.clone();
+                prop_assert!(desc::set_bits(&mut w, lsb, width, v | (1u128 << width)).is_err());
+                prop_assert_eq!(&w, &before);
+            }
+        }
+    }
+}
