@@ -143,7 +143,10 @@ print('ready', pid, flush=True)
 os._exit(0)
 "#;
     let mut py = Command::new("python3").arg("-c").arg(script).arg(&d.sock).stdout(Stdio::piped()).spawn().expect("python3");
-    let out = std::io::read_to_string(py.stdout.take().unwrap()).unwrap();
+    // one line: the grandchild holds the pipe open too, so reading to its end would wait
+    // for the grandchild's 60 s
+    let mut out = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(py.stdout.take().unwrap()), &mut out).unwrap();
     assert!(py.wait().unwrap().success() && out.contains("ready"), "python client: {out}");
     // its socket is still open in the grandchild, yet the device takes a new client
     let dev = open_ok(&d.sock, 5);
