@@ -283,7 +283,7 @@ if want peer_loss; then
     # NIC 0's application was killed: the device took everything back. A new application
     # there gets every PD, CQ and QP ibv_query_device reports (one more of each fails with
     # ENOMEM) and 256 MRs, and a WRITE and a READ of 64 KiB verify with all of them held.
-    # (Every MR, 4,096, takes about 12 minutes on a shared 2-core machine: hm_reclaim without -m.)
+    # (Every MR, 4,096, takes many minutes on a 2-core machine: hm_reclaim without -m.)
     ro="$LOGS/peer_loss_reclaim.out"
     timeout -k 5 1800 "$RUN" --state "$STATE" --nic 0 -- "$BIN/hm_reclaim" -d hematite0 -m 256 > "$ro" 2>&1;rrc=$?
     if [ $rrc -eq 0 ]; then
