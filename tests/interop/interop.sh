@@ -323,6 +323,8 @@ else
     pf2 write_loss 0.01 ib_write_bw -s 65536 -n 100
     pf2 send_loss 0.01 ib_send_bw -s 65536 -n 100
     pf2 read_loss 0.01 ib_read_bw -s 65536 -n 100
+    # 3% lost, Hematite as the requester: ten 1 MiB WRITEs (issue 28: at most 4x the frames)
+    pf write_loss3 req 0.03 ib_write_bw -s 1048576 -n 10
     # (no ibv_rc_pingpong with loss: it hard-codes ACK timeout code 14, ~7 s of simulated-device
     # wall time per frame whose repair needs the timer; docs/interop.md)
     ii imm_inv_loss req 0.01
