@@ -2,7 +2,7 @@
 """Checks scripts/synth.py's progress line (run_with_progress): on a terminal, a status line
 with the elapsed time and, once a run of the block has left its duration, the time left; not
 on a terminal, nothing on stderr; a successful run leaves <base>.time, a failed one does not.
-Yosys is stood in for by `sleep` and `false`. Prints `progress: all passed`, exits 1 on a
+Yosys is stood in for by `sleep` and `false`. Also --top's NAME:LEVELS parsing. Prints `progress: all passed`, exits 1 on a
 failure."""
 import os
 import sys
@@ -59,6 +59,16 @@ def main():
         rc, out = run(["false"], base, tty=False)
         if rc == 0 or os.path.exists(base + ".time"):
             fails.append(f"a failed run: rc {rc}, .time {'written' if os.path.exists(base + '.time') else 'absent'}")
+    # --top's per-block bounds
+    tops, bound = synth.parse_tops("hm_a:44,hm_b,hm_c:0", 11)
+    if tops != ["hm_a", "hm_b", "hm_c"] or bound != {"hm_a": 44, "hm_b": 11, "hm_c": 0}:
+        fails.append(f"parse_tops: {tops} {bound}")
+    for bad in ("hm_a:x", "hm_a:", "", "hm_a,,hm_b", "hm-a"):
+        try:
+            synth.parse_tops(bad, 11)
+            fails.append(f"parse_tops accepted {bad!r}")
+        except ValueError:
+            pass
     for f in fails:
         print(f"progress: FAILED {f}")
     print("progress: all passed" if not fails else f"progress: {len(fails)} failed")

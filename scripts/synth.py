@@ -118,9 +118,27 @@ def run_with_progress(cmd, log, base, what):
         sys.stderr.write("\r\033[K")
         sys.stderr.flush()
     if rc == 0:
-        with open(base + ".time", "w") as f:
-            f.write(f"{time.monotonic() - t0:.1f} seconds, the last successful Yosys run of this block\n")
+        write_time(base, time.monotonic() - t0)
     return rc
+
+
+def write_time(base, secs):
+    """<base>.time: the duration of the block's last successful Yosys run."""
+    with open(base + ".time", "w") as f:
+        f.write(f"{secs:.1f} seconds, the last successful Yosys run of this block\n")
+
+
+def parse_tops(spec, default_bound):
+    """--top's value, NAME[:LEVELS],...: the blocks in order and each one's depth bound
+    (LEVELS, else `default_bound`; 0 = none). Raises ValueError on a malformed entry."""
+    tops, bound = [], {}
+    for t in spec.split(","):
+        m = re.fullmatch(r"(\w+)(?::(\d+))?", t)
+        if not m:
+            raise ValueError(f"--top {t!r}: expected a module name, or NAME:LEVELS")
+        tops.append(m.group(1))
+        bound[m.group(1)] = int(m.group(2)) if m.group(2) else default_bound
+    return tops, bound
 
 
 def logic_depth(netlist, top, carry_cost=1.0):
@@ -229,19 +247,14 @@ def main():
             t0 = time.monotonic()
             rc = subprocess.run([ys, "-q", "-s", base + ".ys"], stdout=log, stderr=subprocess.STDOUT).returncode
             if rc == 0:
-                with open(base + ".time", "w") as f:
-                    f.write(f"{time.monotonic() - t0:.1f} seconds, the last successful Yosys run of this block\n")
+                write_time(base, time.monotonic() - t0)
             return base, rc
 
     # --top NAME or NAME:LEVELS, the second a bound of that block's own instead of --check-depth
-    bound = {}
-    tops = []
-    for t in a.top.split(","):
-        m = re.fullmatch(r"(\w+)(?::(\d+))?", t)
-        if not m:
-            sys.exit(f"synth.py: --top {t!r}: expected a module name, or NAME:LEVELS")
-        tops.append(m.group(1))
-        bound[m.group(1)] = int(m.group(2)) if m.group(2) else a.check_depth
+    try:
+        tops, bound = parse_tops(a.top, a.check_depth)
+    except ValueError as e:
+        sys.exit(f"synth.py: {e}")
     jobs = [(top, w) for top in tops for w in a.width.split(",")]
     if a.jobs == 1:
         done = [run_one(top, w) for top, w in jobs]

@@ -585,6 +585,9 @@ impl Drop for {camel}Model {{
     (c, r)
 }
 
+/// The make variables of every model's C++ build (Verilator's `-MAKEFLAGS`).
+const MODEL_MAKEFLAGS: &str = "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2";
+
 /// FNV-1a, 64 bits: the model cache's key (stable across Rust releases, unlike std's hasher).
 #[derive(Clone)]
 struct Fnv(u64);
@@ -724,9 +727,12 @@ fn main() {
     for o in vopts.iter().chain([&model_cflags]) {
         common.feed(o.as_bytes());
     }
-    common.feed(b"OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2");
+    common.feed(MODEL_MAKEFLAGS.as_bytes());
     let mut rtl: Vec<PathBuf> = vlts.iter().chain(&srcs).chain(&tops).cloned().collect();
     rtl_files(&root.join("rtl"), &mut rtl);
+    // (the manifest's RTL files are under rtl/ too: each once)
+    rtl.sort();
+    rtl.dedup();
     for f in &rtl {
         common.feed(f.to_string_lossy().as_bytes());
         common.feed(&fs::read(f).unwrap_or_else(|e| panic!("read {}: {e}", f.display())));
@@ -804,7 +810,7 @@ fn main() {
                     .args(if j.w == 0 { vec![] } else { vec![format!("-GDATA_WIDTH={}", j.w)] })
                     .args(j.params.iter().map(|p| format!("-G{p}")))
                     .args(["--prefix", &j.name, "--top-module", j.topname])
-                    .args(["-CFLAGS", &model_cflags, "-MAKEFLAGS", "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"])
+                    .args(["-CFLAGS", &model_cflags, "-MAKEFLAGS", MODEL_MAKEFLAGS])
                     .arg("-j")
                     .arg(&jobs)
                     .arg("--Mdir")

@@ -58,12 +58,6 @@ pub struct Counters {
     pub by_status: [u32; COUNTED_STATUS],
 }
 
-/// The words that follow a command's header word `h` in the mailbox, by its own count: all the
-/// main loop reads of a command (a bad count is the handler's to refuse, BAD_LENGTH).
-pub fn cmd_words(h: u32) -> usize {
-    usize::from(Header::parse(h).in_words)
-}
-
 /// The control-plane firmware over an engine bus `B`.
 pub struct Firmware<B: Bus> {
     pub eng: Engine<B>,
@@ -183,7 +177,7 @@ impl<B: Bus> Firmware<B> {
         self.n_counters = (caps & 0xFF).min(MAX_ENGINE_COUNTERS);
     }
 
-    /// Handles one command (`cmd[0]` is the header, then the [`cmd_words`] it announces) and writes the answer into `out` (word 0
+    /// Handles one command (`cmd[0]` is the header, then the `in_words` it announces) and writes the answer into `out` (word 0
     /// the answer header, then the outputs; the rest zero). Returns the answer's word count.
     pub fn handle(&mut self, cmd: &[u32], out: &mut [u32; 64]) -> usize {
         out.fill(0);

@@ -16,7 +16,7 @@ pub mod res;
 // the QP state machine's facts, the register maps and the interface versions.
 pub use hematite_abi::{mbox, qp, regs, version};
 
-pub use fw::{cmd_words, Firmware};
+pub use fw::Firmware;
 pub use hw::{Bus, Engine};
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ fn main() {}
 mod core_main {
     use core::ptr::{addr_of_mut, read_volatile, write_volatile};
     use hematite_firmware::map::*;
-    use hematite_firmware::{cmd_words, Bus, Firmware};
+    use hematite_firmware::{mbox::Header, Bus, Firmware};
 
     core::arch::global_asm!(
         ".section .text.start, \"ax\"",
@@ -103,7 +103,7 @@ mod core_main {
             // the header and the words it announces, not the whole mailbox: a word costs a
             // bus access, and most commands have a few
             cmd[0] = rd(MBOX_CMD_IN);
-            let n = 1 + cmd_words(cmd[0]).min(MBOX_WORDS - 1);
+            let n = 1 + usize::from(Header::parse(cmd[0]).in_words).min(MBOX_WORDS - 1);
             for (i, w) in cmd.iter_mut().enumerate().take(n).skip(1) {
                 *w = rd(MBOX_CMD_IN + 4 * i as u32);
             }

@@ -72,7 +72,7 @@ fn cmd_out_past_an_answer_reads_zero_and_small_commands_are_cheap() {
     assert_eq!(o[..2], pd.words[..]);
     assert!(o[2..].iter().all(|&w| w == 0), "QUERY_DEVICE's words past ALLOC_PD's answer are cleared: {o:x?}");
     // a command with a bad length, then one without outputs: only the header is left
-    let bad = fw::command(&mut e, &[fw_header(0x10, 5, 1), 1, 2, 3, 4, 5], MAX).unwrap();
+    let bad = fw::command(&mut e, &[hematite_abi::mbox::Header::word(0x10, 5, 1), 1, 2, 3, 4, 5], MAX).unwrap();
     assert_eq!(bad.words[0] & 0xFF, 2, "BAD_LENGTH");
     assert!(out(&mut e)[1..].iter().all(|&w| w == 0));
     // the small commands (regression ceilings: 6,064 / 6,014 cycles when the whole mailbox
@@ -81,10 +81,6 @@ fn cmd_out_past_an_answer_reads_zero_and_small_commands_are_cheap() {
     let free = ok(&mut e, 0x11, &[again.words[1]]);
     println!("ALLOC_PD {} cycles, DEALLOC_PD {} cycles", again.cycles, free.cycles);
     assert!(again.cycles < 3_000 && free.cycles < 3_000, "ALLOC_PD {} DEALLOC_PD {}", again.cycles, free.cycles);
-}
-
-fn fw_header(op: u16, in_words: u8, token: u8) -> u32 {
-    u32::from(op) | u32::from(in_words) << 16 | u32::from(token) << 24
 }
 
 /// QUERY_ABI on the core: the firmware's mailbox protocol, the interface it was built for, and
