@@ -246,6 +246,16 @@ if want hm_verbs_errors; then
     else bad hm_verbs_errors "$(grep -h '^summary' "$o"): $(grep -h '^FAIL' "$o" | head -3 | tr '\n' ';')"; show_fail hm_verbs_errors; fi
 fi
 
+# Many contexts of one device in one process (issue 22): 16 contexts moving verified data
+# between their QPs, cross-context handles refused, a context closed with its objects, the
+# limit of 256 contexts.
+if want hm_multi_ctx; then
+    o="$LOGS/hm_multi_ctx.out"
+    if timeout -k 5 600 "$RUN" --state "$STATE" --nic 0 -- "$BIN/hm_multi_ctx" -d hematite0 -n 16 > "$o" 2>&1; then
+        ok hm_multi_ctx "$(grep -hE '^ok (ring|context_limit|close_with_objects)' "$o" | cut -c1-110 | tr '\n' ' ')$(grep -h '^summary' "$o")"
+    else bad hm_multi_ctx "$(grep -h '^summary' "$o"): $(grep -hE '^(FAIL|TIMEOUT)' "$o" | head -3 | tr '\n' ';')"; show_fail hm_multi_ctx; fi
+fi
+
 # The verbs-call fuzzer, a short run: 3,000 seeded calls (bad handles, sizes, flags, opcodes,
 # orders, error completions, interleaved with verified data movement) over both NICs; the
 # long run is tests/verbs/fuzz.sh --count 100000.

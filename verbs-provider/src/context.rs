@@ -14,27 +14,75 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-/// What a context and all its objects share: the device, and the maps the event thread needs.
-pub(crate) struct Shared {
+/// The device as this process holds it: opened once, by the first context, and shared by
+/// every context the process opens on it (`ibv_open_device` as often as the program likes, up
+/// to [`MAX_CONTEXTS`]). The last context to close closes it, which resets the function.
+pub(crate) struct Dev {
     pub(crate) nic: Nic,
     pub(crate) sim: Option<Arc<SimDevice>>,
     pub(crate) node_guid: u64,
+    /// Co-simulation only: an empty poll sleeps briefly (`HM_POLL_BACKOFF_US`, default 50 µs),
+    /// so that programs that spin on `ibv_poll_cq` leave the CPU to the simulated device
+    /// (which runs ~1000x slower than hardware; 50 µs is a handful of simulated cycles).
+    pub(crate) poll_backoff: Option<std::time::Duration>,
+    /// The backend (`hematite_backend`'s text): the key under which [`DEVICES`] finds it.
+    spec: String,
+    /// The process that opened it. A child made by `fork` inherits the parent's list but not
+    /// its device: its own open opens the device again (and gets EBUSY where the parent
+    /// holds a simulated NIC, as a second process does).
+    pid: u32,
+    /// The contexts open on the device. The event thread serves them while holding this
+    /// lock, so a context removed from it gets no event afterwards (its pipes may close).
+    pub(crate) ctxs: Mutex<Vec<Arc<Shared>>>,
+    /// The device's event thread and the write end of its stop pipe, while contexts are open.
+    pub(crate) events: Mutex<Option<(JoinHandle<()>, OwnedFd)>>,
+}
+
+/// Contexts one process may have open on one device at a time (each costs an async pipe and
+/// a little of the event thread's work); one more fails with ENOMEM, as when a NIC has no
+/// free doorbell page for a context.
+pub(crate) const MAX_CONTEXTS: usize = 256;
+
+/// The devices this process has open, by backend. An entry whose device has gone (every
+/// context closed) no longer upgrades.
+static DEVICES: Mutex<Vec<std::sync::Weak<Dev>>> = Mutex::new(Vec::new());
+
+/// One context and what its objects share: the device, the maps the event thread needs to
+/// send an event to this context, and the objects the program has not destroyed.
+pub(crate) struct Shared {
+    pub(crate) dev: Arc<Dev>,
     /// CQs with a completion channel (the event thread watches them).
     pub(crate) cqs: Mutex<Vec<Arc<RsCq>>>,
     /// QP number -> `struct ibv_qp *`, for asynchronous events.
     pub(crate) qps: Mutex<HashMap<u32, usize>>,
     /// CQ number -> `struct ibv_cq *`, for asynchronous events.
     pub(crate) cq_ptrs: Mutex<HashMap<u32, usize>>,
-    /// Co-simulation only: an empty poll sleeps briefly (`HM_POLL_BACKOFF_US`, default 50 µs),
-    /// so that programs that spin on `ibv_poll_cq` leave the CPU to the simulated device
-    /// (which runs ~1000x slower than hardware; 50 µs is a handful of simulated cycles).
-    pub(crate) poll_backoff: Option<std::time::Duration>,
+    /// Where this context's asynchronous events go, once `hm_rs_start_events` gave its pipe.
+    pub(crate) async_out: Mutex<Option<crate::events::AsyncOut>>,
+    /// The objects made through this context and not destroyed yet: closing the context
+    /// destroys them, as the kernel does for a user context.
+    pub(crate) live: Mutex<Live>,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = Dev;
+    fn deref(&self) -> &Dev {
+        &self.dev
+    }
+}
+
+/// The handles (`Box` / `Arc` raw pointers) of a context's live objects.
+#[derive(Default)]
+pub(crate) struct Live {
+    pub(crate) pds: std::collections::HashSet<usize>,
+    pub(crate) mrs: std::collections::HashSet<usize>,
+    pub(crate) cqs: std::collections::HashSet<usize>,
+    pub(crate) qps: std::collections::HashSet<usize>,
 }
 
 /// The context: what `hm_rs_open` returns.
 pub struct Ctx {
     pub(crate) sh: Arc<Shared>,
-    pub(crate) events: Mutex<Option<(JoinHandle<()>, OwnedFd)>>,
 }
 
 pub struct RsPd {
@@ -106,13 +154,8 @@ pub(crate) fn parse_vfio_spec(s: &str) -> Result<(&str, Option<u64>, Option<u32>
     Ok((bdf, mac, ip))
 }
 
-fn open_backend(ibdev_path: &str) -> Result<Ctx, c_int> {
-    let dir = std::path::Path::new(ibdev_path);
-    let file = dir.join("hematite_backend");
-    let Some(spec) = read_text(&file) else {
-        warn(format_args!("{} is missing: the device tree was not made by hematite-run (or the deployment's generator)", file.display()));
-        return Err(libc::ENODEV);
-    };
+/// Opens the device `spec` names (the text of `hematite_backend` in `dir`).
+fn open_dev(dir: &std::path::Path, file: &std::path::Path, spec: String) -> Result<Dev, c_int> {
     let (nic, sim) = if let Some(sock) = spec.strip_prefix("sim:") {
         let dev = Arc::new(SimDevice::open(std::path::Path::new(sock)).map_err(|e| {
             if !matches!(e, Error::Busy(_)) {
@@ -149,21 +192,60 @@ fn open_backend(ibdev_path: &str) -> Result<Ctx, c_int> {
         let m = nic.mac().unwrap_or(0);
         (m >> 24 ^ 0x02_0000) << 40 | 0xFF_FE << 24 | (m & 0xFF_FFFF)
     });
-    let sh = Arc::new(Shared {
+    Ok(Dev {
         nic,
         sim,
         node_guid,
-        cqs: Mutex::new(Vec::new()),
-        qps: Mutex::new(HashMap::new()),
-        cq_ptrs: Mutex::new(HashMap::new()),
         poll_backoff: if is_sim {
             let us = std::env::var("HM_POLL_BACKOFF_US").ok().and_then(|v| v.parse().ok()).unwrap_or(50u64);
             (us > 0).then(|| std::time::Duration::from_micros(us))
         } else {
             None
         },
+        spec,
+        pid: std::process::id(),
+        ctxs: Mutex::new(Vec::new()),
+        events: Mutex::new(None),
+    })
+}
+
+/// A new context on the device behind `ibdev_path`: the process's open device when it has one
+/// for the same backend, else the device opened now.
+fn open_backend(ibdev_path: &str) -> Result<Ctx, c_int> {
+    let dir = std::path::Path::new(ibdev_path);
+    let file = dir.join("hematite_backend");
+    let Some(spec) = read_text(&file) else {
+        warn(format_args!("{} is missing: the device tree was not made by hematite-run (or the deployment's generator)", file.display()));
+        return Err(libc::ENODEV);
+    };
+    // held while opening, so that two threads opening the same device share one, and while
+    // the last context closes (hm_rs_close), so that a new open never races the old close
+    let mut devs = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    devs.retain(|w| w.upgrade().is_some_and(|d| d.pid == std::process::id()));
+    let me = std::process::id();
+    let dev = match devs.iter().filter_map(|w| w.upgrade()).find(|d| d.spec == spec && d.pid == me) {
+        Some(d) => d,
+        None => {
+            let d = Arc::new(open_dev(dir, &file, spec)?);
+            devs.push(Arc::downgrade(&d));
+            d
+        }
+    };
+    let mut ctxs = dev.ctxs.lock().unwrap_or_else(|e| e.into_inner());
+    if ctxs.len() >= MAX_CONTEXTS {
+        warn(format_args!("{MAX_CONTEXTS} contexts are open on this device in this process: no more"));
+        return Err(libc::ENOMEM);
+    }
+    let sh = Arc::new(Shared {
+        dev: dev.clone(),
+        cqs: Mutex::new(Vec::new()),
+        qps: Mutex::new(HashMap::new()),
+        cq_ptrs: Mutex::new(HashMap::new()),
+        async_out: Mutex::new(None),
+        live: Mutex::new(Live::default()),
     });
-    Ok(Ctx { sh, events: Mutex::new(None) })
+    ctxs.push(sh.clone());
+    Ok(Ctx { sh })
 }
 
 /// Opens the device behind `ibdev_path`; NULL with `*err` set on failure.
@@ -184,10 +266,12 @@ pub unsafe extern "C" fn hm_rs_open(ibdev_path: *const c_char, err: *mut c_int) 
     }
 }
 
-/// Stops the event thread and closes the device (the device resets, freeing everything).
+/// Closes a context: destroys the objects the program left (QPs, then MRs, CQs and PDs), stops
+/// its events, and, for the last context of the device, stops the event thread and closes
+/// the device (the device resets, freeing everything).
 ///
 /// # Safety
-/// `ctx` came from `hm_rs_open` and is not used afterwards.
+/// `ctx` came from `hm_rs_open` and is not used afterwards, nor are its objects.
 #[no_mangle]
 pub unsafe extern "C" fn hm_rs_close(ctx: *mut c_void) {
     if ctx.is_null() {
@@ -195,11 +279,42 @@ pub unsafe extern "C" fn hm_rs_close(ctx: *mut c_void) {
     }
     // SAFETY: the caller's guarantee.
     let ctx = unsafe { Box::from_raw(ctx as *mut Ctx) };
-    if let Some((h, stop)) = ctx.events.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        drop(stop); // the thread sees the pipe's write end close
-        let _ = h.join();
+    let sh = ctx.sh;
+    let devs = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    // out of the event thread's list first: from here on it sends this context nothing
+    let last = {
+        let mut ctxs = sh.dev.ctxs.lock().unwrap_or_else(|e| e.into_inner());
+        ctxs.retain(|c| !Arc::ptr_eq(c, &sh));
+        ctxs.is_empty()
+    };
+    *sh.async_out.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    sh.cqs.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    let live = std::mem::take(&mut *sh.live.lock().unwrap_or_else(|e| e.into_inner()));
+    // SAFETY (all four): each pointer is a live handle this context made (registered at
+    // creation, removed at destruction); the caller does not use them again. Dropping the
+    // last handle of an object destroys it on the device.
+    for q in live.qps {
+        drop(unsafe { Box::from_raw(q as *mut RsQp) });
     }
-    ctx.sh.cqs.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    for m in live.mrs {
+        drop(unsafe { Box::from_raw(m as *mut RsMr) });
+    }
+    for c in live.cqs {
+        drop(unsafe { Arc::from_raw(c as *const RsCq) });
+    }
+    for p in live.pds {
+        drop(unsafe { Box::from_raw(p as *mut RsPd) });
+    }
+    if last {
+        if let Some((h, stop)) = sh.dev.events.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            drop(stop); // the thread sees the pipe's write end close
+            let _ = h.join();
+        }
+    }
+    // the last handle on the device (when this was its last context) goes here, under the
+    // lock, so that an open in another thread finds either this device or none
+    drop(sh);
+    drop(devs);
 }
 
 /// # Safety

@@ -40,6 +40,7 @@ pub unsafe extern "C" fn hm_rs_create_cq(
                 *entries = rc.cq.entries();
                 *cqn = rc.cq.cqn();
                 *cq = Arc::into_raw(rc) as *mut c_void;
+                ctx.sh.live.lock().unwrap().cqs.insert(*cq as usize);
             }
             0
         }
@@ -64,7 +65,10 @@ pub unsafe extern "C" fn hm_rs_destroy_cq(ctx: *mut c_void, cq: *mut c_void) -> 
     // SAFETY: the caller's guarantee; the list entry is gone, so this is the last Arc.
     let rc = unsafe { Arc::from_raw(cq as *const RsCq) };
     match Arc::try_unwrap(rc) {
-        Ok(rc) => status(ctx.sh.nic.destroy_cq(rc.cq)),
+        Ok(rc) => {
+            ctx.sh.live.lock().unwrap().cqs.remove(&(cq as usize));
+            status(ctx.sh.nic.destroy_cq(rc.cq))
+        }
         Err(rc) => {
             // the event thread holds it for a moment: keep the handle valid
             std::mem::forget(rc);

@@ -1,17 +1,18 @@
-//! The event thread of a context: device interrupts become completion-channel events,
-//! event-queue entries become libibverbs' asynchronous events, and a device that failed for
-//! good is reported (`IBV_EVENT_DEVICE_FATAL`).
+//! The event thread of a device (one per device and process, whatever the number of contexts
+//! open on it): device interrupts become completion-channel events, event-queue entries
+//! become libibverbs' asynchronous events of the context that owns the object, and a device
+//! that failed for good is reported to every context (`IBV_EVENT_DEVICE_FATAL`).
 
 use crate::abi::*;
-use crate::context::{Ctx, Shared};
+use crate::context::{Ctx, Dev};
 use crate::{errno_of, warn};
 use std::ffi::{c_int, c_void};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Starts the event thread; asynchronous events go to `async_wfd` (the write end of the
-/// context's async pipe, which the C side owns).
+/// Gives the context its async pipe (`async_wfd`, the write end, which the C side owns) and
+/// starts the device's event thread when it is not running yet.
 ///
 /// # Safety
 /// `ctx` came from `hm_rs_open`.
@@ -19,10 +20,16 @@ use std::sync::Arc;
 pub unsafe extern "C" fn hm_rs_start_events(ctx: *mut c_void, async_wfd: c_int) -> c_int {
     // SAFETY: the caller's guarantee.
     let ctx = unsafe { &*(ctx as *const Ctx) };
-    let n = ctx.sh.nic.device().info().num_irqs.min(32);
+    *ctx.sh.async_out.lock().unwrap_or_else(|e| e.into_inner()) = Some(AsyncOut::new(async_wfd));
+    let mut ev = ctx.sh.dev.events.lock().unwrap_or_else(|e| e.into_inner());
+    if ev.is_some() {
+        return 0;
+    }
+    let dev = ctx.sh.dev.clone();
+    let n = dev.nic.device().info().num_irqs.min(32);
     let mut fds = Vec::new();
     for v in 0..n {
-        match ctx.sh.nic.irq_fd(v) {
+        match dev.nic.irq_fd(v) {
             Ok(fd) => fds.push(fd),
             Err(e) => return errno_of(&e),
         }
@@ -34,13 +41,12 @@ pub unsafe extern "C" fn hm_rs_start_events(ctx: *mut c_void, async_wfd: c_int) 
     }
     // SAFETY: fresh descriptors owned from here on.
     let (stop_r, stop_w) = unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) };
-    let sh = ctx.sh.clone();
     let h = std::thread::Builder::new()
         .name("hematite-events".into())
-        .spawn(move || event_loop(sh, stop_r, fds, async_wfd));
+        .spawn(move || event_loop(dev, stop_r, fds));
     match h {
         Ok(h) => {
-            *ctx.events.lock().unwrap_or_else(|e| e.into_inner()) = Some((h, stop_w));
+            *ev = Some((h, stop_w));
             0
         }
         Err(e) => e.raw_os_error().unwrap_or(libc::EAGAIN),
@@ -128,23 +134,30 @@ impl AsyncOut {
 /// The event thread: sleeps on the device's interrupt eventfds (and at most 100 ms, so that
 /// event-queue entries and armed CQs are looked at even without an interrupt), then
 /// * once the device has failed for good ([`Nic::check_fatal`](hostdrv::Nic::check_fatal): the simulated device process
-///   died), reports `IBV_EVENT_DEVICE_FATAL` (once) and wakes every armed CQ that has work
-///   requests to flush;
+///   died), reports `IBV_EVENT_DEVICE_FATAL` (once) to every context and wakes every armed
+///   CQ that has work requests to flush;
 /// * keeps the device awake while sends are outstanding ([`Nic::keepalive`](hostdrv::Nic::keepalive));
 /// * forwards event-queue entries as libibverbs asynchronous events ([`AsyncOut`]: never
-///   blocking on a program that does not read them);
+///   blocking on a program that does not read them) to the context whose QP or CQ they
+///   concern, port events to every context;
 /// * for every armed CQ with a completion waiting, writes one event into its channel;
 /// * re-arms armed CQs on an interrupting vector whose completion was already polled (the
 ///   arm was used up by a completion the program took itself).
-fn event_loop(sh: Arc<Shared>, stop: OwnedFd, irqs: Vec<RawFd>, async_wfd: RawFd) {
+///
+/// It serves the contexts while holding the device's context list, so a context that
+/// `hm_rs_close` has taken out of the list gets nothing more.
+fn event_loop(dev: Arc<Dev>, stop: OwnedFd, irqs: Vec<RawFd>) {
     let mut pfds: Vec<libc::pollfd> = std::iter::once(stop.as_raw_fd())
         .chain(irqs.iter().copied())
         .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
         .collect();
     let mut fatal_sent = false;
-    let mut out = AsyncOut::new(async_wfd);
     loop {
-        out.flush();
+        for c in dev.ctxs.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            if let Some(out) = c.async_out.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                out.flush();
+            }
+        }
         for p in pfds.iter_mut() {
             p.revents = 0;
         }
@@ -157,15 +170,16 @@ fn event_loop(sh: Arc<Shared>, stop: OwnedFd, irqs: Vec<RawFd>, async_wfd: RawFd
         if pfds[0].revents != 0 {
             return;
         }
-        if !fatal_sent && sh.nic.check_fatal() {
+        let mut evs: Vec<(Option<u32>, Option<u32>, u64, u32)> = Vec::new(); // (qpn, cqn, element, type)
+        if !fatal_sent && dev.nic.check_fatal() {
             fatal_sent = true;
             warn(format_args!("the device has failed (fatal error); outstanding work requests are flushed, further calls fail with EIO"));
-            out.push(1, IBV_EVENT_DEVICE_FATAL); // element: the port
+            evs.push((None, None, 1, IBV_EVENT_DEVICE_FATAL)); // element: the port
         }
         // A requester waiting for its peer keeps a co-simulated device at full speed, so
         // that its ACK timeout (e.g. after a lost last packet) fires in seconds, not hours.
-        if !fatal_sent && sh.nic.sends_outstanding() {
-            let _ = sh.nic.keepalive();
+        if !fatal_sent && dev.nic.sends_outstanding() {
+            let _ = dev.nic.keepalive();
         }
         let mut interrupted = false;
         for p in &pfds[1..] {
@@ -176,36 +190,51 @@ fn event_loop(sh: Arc<Shared>, stop: OwnedFd, irqs: Vec<RawFd>, async_wfd: RawFd
                 interrupted = true;
             }
         }
-        if let Ok(evs) = sh.nic.poll_events() {
-            for ev in evs {
-                let (elem, ty) = match ev {
-                    hostdrv::nic::AsyncEvent::QpFatal(n) => match sh.qps.lock().unwrap().get(&n) {
-                        Some(p) => (*p as u64, IBV_EVENT_QP_FATAL),
-                        None => continue,
-                    },
-                    hostdrv::nic::AsyncEvent::CqOverrun(n) => match sh.cq_ptrs.lock().unwrap().get(&n) {
-                        Some(p) => (*p as u64, IBV_EVENT_CQ_ERR),
-                        None => continue,
-                    },
-                    hostdrv::nic::AsyncEvent::PortActive(p) => (p as u64, IBV_EVENT_PORT_ACTIVE),
-                    hostdrv::nic::AsyncEvent::PortErr(p) => (p as u64, IBV_EVENT_PORT_ERR),
-                };
-                out.push(elem, ty);
+        if let Ok(list) = dev.nic.poll_events() {
+            for ev in list {
+                evs.push(match ev {
+                    hostdrv::nic::AsyncEvent::QpFatal(n) => (Some(n), None, 0, IBV_EVENT_QP_FATAL),
+                    hostdrv::nic::AsyncEvent::CqOverrun(n) => (None, Some(n), 0, IBV_EVENT_CQ_ERR),
+                    hostdrv::nic::AsyncEvent::PortActive(p) => (None, None, p as u64, IBV_EVENT_PORT_ACTIVE),
+                    hostdrv::nic::AsyncEvent::PortErr(p) => (None, None, p as u64, IBV_EVENT_PORT_ERR),
+                });
             }
         }
-        let cqs = sh.cqs.lock().unwrap_or_else(|e| e.into_inner());
-        for c in cqs.iter() {
-            if !c.armed.load(Ordering::Acquire) {
-                continue;
-            }
-            if sh.nic.cq_pending(&c.cq) {
-                // a full channel (the program arms without reading it): the CQ stays armed
-                // and its event is written on a later round
-                if c.armed.swap(false, Ordering::AcqRel) && matches!(write_rec(c.chan_wfd, &(c.ibcq as u64).to_ne_bytes()), Wrote::Full) {
-                    c.armed.store(true, Ordering::Release);
+        let ctxs = dev.ctxs.lock().unwrap_or_else(|e| e.into_inner());
+        for (qpn, cqn, elem, ty) in evs {
+            for c in ctxs.iter() {
+                // an object's event goes to the context that has it (none: it was destroyed)
+                let elem = match (qpn, cqn) {
+                    (Some(n), _) => match c.qps.lock().unwrap().get(&n) {
+                        Some(p) => *p as u64,
+                        None => continue,
+                    },
+                    (_, Some(n)) => match c.cq_ptrs.lock().unwrap().get(&n) {
+                        Some(p) => *p as u64,
+                        None => continue,
+                    },
+                    _ => elem,
+                };
+                if let Some(out) = c.async_out.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                    out.push(elem, ty);
                 }
-            } else if interrupted {
-                let _ = sh.nic.req_notify_cq(&c.cq, false);
+            }
+        }
+        for ctx in ctxs.iter() {
+            let cqs = ctx.cqs.lock().unwrap_or_else(|e| e.into_inner());
+            for c in cqs.iter() {
+                if !c.armed.load(Ordering::Acquire) {
+                    continue;
+                }
+                if dev.nic.cq_pending(&c.cq) {
+                    // a full channel (the program arms without reading it): the CQ stays armed
+                    // and its event is written on a later round
+                    if c.armed.swap(false, Ordering::AcqRel) && matches!(write_rec(c.chan_wfd, &(c.ibcq as u64).to_ne_bytes()), Wrote::Full) {
+                        c.armed.store(true, Ordering::Release);
+                    }
+                } else if interrupted {
+                    let _ = dev.nic.req_notify_cq(&c.cq, false);
+                }
             }
         }
     }

@@ -12,10 +12,12 @@
 //! on a host with a card) writes: `sim:<socket>` for a simulated device process, `vfio:<BDF>`
 //! for a PCI function bound to vfio-pci.
 //!
-//! A background thread per context turns device interrupts into completion-channel events
-//! (an armed CQ writes its `ibv_cq` pointer into the channel's pipe, which is what
-//! `ibv_get_cq_event` reads) and event-queue entries into libibverbs' asynchronous events
-//! (16-byte records on the context's async pipe).
+//! A process opens each device once; every context it opens on the device shares it (up to
+//! 256, `context.rs`). A background thread per device turns device interrupts into
+//! completion-channel events (an armed CQ writes its `ibv_cq` pointer into the channel's pipe,
+//! which is what `ibv_get_cq_event` reads) and event-queue entries into libibverbs'
+//! asynchronous events (16-byte records on the async pipe of the context that owns the
+//! object).
 //!
 //! Every exported function is `extern "C"`, called by `shim.c` with handles this library
 //! created; none may unwind (the crate is built with `panic = "abort"` semantics through

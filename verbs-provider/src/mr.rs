@@ -20,6 +20,7 @@ pub unsafe extern "C" fn hm_rs_alloc_pd(ctx: *mut c_void, pd: *mut *mut c_void, 
             unsafe {
                 *handle = p.id();
                 *pd = Box::into_raw(Box::new(RsPd { pd: p })) as *mut c_void;
+                ctx.sh.live.lock().unwrap().pds.insert(*pd as usize);
             }
             0
         }
@@ -40,6 +41,7 @@ pub unsafe extern "C" fn hm_rs_dealloc_pd(ctx: *mut c_void, pd: *mut c_void) -> 
     }
     // SAFETY: the caller's guarantee (and not used again on success).
     let p = unsafe { Box::from_raw(pd as *mut RsPd) };
+    ctx.sh.live.lock().unwrap().pds.remove(&(pd as usize));
     status(ctx.sh.nic.dealloc_pd(p.pd))
 }
 
@@ -123,6 +125,7 @@ pub unsafe extern "C" fn hm_rs_reg_mr(
                 *lkey = m.lkey();
                 *rkey = m.rkey();
                 *mr = Box::into_raw(Box::new(RsMr { mr: m })) as *mut c_void;
+                ctx.sh.live.lock().unwrap().mrs.insert(*mr as usize);
             }
             0
         }
@@ -141,6 +144,7 @@ pub unsafe extern "C" fn hm_rs_dereg_mr(ctx: *mut c_void, mr: *mut c_void) -> c_
     }
     // SAFETY: the caller's guarantee.
     let m = unsafe { Box::from_raw(mr as *mut RsMr) };
+    ctx.sh.live.lock().unwrap().mrs.remove(&(mr as usize));
     status(ctx.sh.nic.dereg_mr(m.mr))
 }
 

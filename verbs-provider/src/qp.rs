@@ -7,6 +7,7 @@ use crate::{errno_of, warn};
 use hostdrv::fast;
 use hostdrv::nic::{gid_link_local, mac_of_link_local, mask, QpAttr, QpCaps, QpState};
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 /// `$ty { .. }` with the attribute fields that `HmQpAttr` (the C side) and `QpAttr` (the
 /// driver's) have in common copied from `$src` as they are, listed once for both directions
@@ -59,6 +60,10 @@ pub unsafe extern "C" fn hm_rs_create_qp(
     if ctx.sh.nic.check_fatal() {
         return libc::EIO;
     }
+    // a CQ of another context (another open of the device) is not this context's handle
+    if !Arc::ptr_eq(&s.sh, &ctx.sh) || !Arc::ptr_eq(&r.sh, &ctx.sh) {
+        return libc::EINVAL;
+    }
     let want = QpCaps {
         max_send_wr: c.max_send_wr,
         max_recv_wr: c.max_recv_wr,
@@ -83,6 +88,7 @@ pub unsafe extern "C" fn hm_rs_create_qp(
             unsafe {
                 *qpn = rq.qp.qpn();
                 *qp = Box::into_raw(Box::new(rq)) as *mut c_void;
+                ctx.sh.live.lock().unwrap().qps.insert(*qp as usize);
             }
             0
         }
@@ -246,6 +252,7 @@ pub unsafe extern "C" fn hm_rs_destroy_qp(ctx: *mut c_void, qp: *mut c_void) -> 
     let ctx = unsafe { &*(ctx as *const Ctx) };
     // SAFETY: the caller's guarantee.
     let q = unsafe { Box::from_raw(qp as *mut RsQp) };
+    ctx.sh.live.lock().unwrap().qps.remove(&(qp as usize));
     let n = q.qp.qpn();
     match ctx.sh.nic.destroy_qp(q.qp) {
         Ok(()) => {
