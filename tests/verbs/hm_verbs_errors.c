@@ -943,6 +943,47 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* ---- ECE: the QP's vendor id and no options (Hematite implements no
+	 * enhancement yet); a peer's options reduce to the common set (none);
+	 * another vendor's ECE EOPNOTSUPP, a comp_mask EINVAL, a change after
+	 * INIT EINVAL (docs/verbs-provider.md, ECE). ---- */
+	hm_step("ECE (ibv_query_ece / ibv_set_ece)");
+	{
+		struct ibv_qp *eq = make_qp(pd, cq, IBV_QPT_RC, 4, 4, 1, 1, 0, NULL);
+		struct ibv_ece e, got;
+		struct hm_rtr_args r;
+
+		if (!eq)
+			hm_fatal("ece.create_qp", "%s", strerror(errno));
+		memset(&got, 0xff, sizeof(got));
+		rc = ibv_query_ece(eq, &got);
+		hm_check(rc == 0 && got.vendor_id == da.vendor_id && got.options == 0 && got.comp_mask == 0,
+			 "ece.query", "rc=%s vendor_id %#x (device %#x) options %#x comp_mask %#x",
+			 hm_errname(rc), got.vendor_id, da.vendor_id, got.options, got.comp_mask);
+		e = got;
+		e.comp_mask = 1;
+		expect_rc("ece.set_comp_mask", ibv_set_ece(eq, &e), EINVAL, 0);
+		e = got;
+		e.vendor_id = 0x15b3; /* another vendor's */
+		e.options = 0x1;
+		expect_rc("ece.set_other_vendor", ibv_set_ece(eq, &e), EOPNOTSUPP, 0);
+		e = got;
+		e.options = 0xffffffffu; /* every option: the QP keeps those it supports */
+		must_zero("ece.set_own_vendor", ibv_set_ece(eq, &e));
+		memset(&got, 0xff, sizeof(got));
+		rc = ibv_query_ece(eq, &got);
+		hm_check(rc == 0 && got.options == 0, "ece.reduced",
+			 "after set_ece with options 0xffffffff: rc=%s options %#x (supported: none)",
+			 hm_errname(rc), got.options);
+		r = loop_rtr(pa.active_mtu, &gid, eq->qp_num, 0x444);
+		must_zero("ece.qp_init", hm_qp_init(eq, 0));
+		e.options = 0;
+		must_zero("ece.set_in_init", ibv_set_ece(eq, &e));
+		must_zero("ece.qp_rtr", hm_qp_rtr(eq, &r));
+		expect_rc("ece.set_after_init", ibv_set_ece(eq, &e), EINVAL, 0);
+		must_zero("ece.destroy_qp", ibv_destroy_qp(eq));
+	}
+
 	/* ---- CQ overrun: more completions than the CQ holds, nobody polling.
 	 * The device must say so (IBV_EVENT_CQ_ERR on the async fd, as mlx5
 	 * and rxe do) instead of overwriting entries or dropping them quietly.

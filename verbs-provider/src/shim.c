@@ -126,7 +126,7 @@ struct hm_context_ops {
 	hm_fn post_srq_ops, post_srq_recv;
 	int (*query_device_ex)(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr, size_t attr_size);
-	hm_fn query_ece;
+	int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
 	int (*query_port)(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *port_attr);
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 			struct ibv_qp_init_attr *init_attr);
@@ -135,7 +135,8 @@ struct hm_context_ops {
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	hm_fn rereg_mr;
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
-	hm_fn set_ece, unimport_dm, unimport_mr, unimport_pd;
+	int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
+	hm_fn unimport_dm, unimport_mr, unimport_pd;
 };
 
 /* The layout facts libibverbs 36..56 relies on (x86_64 / aarch64, LP64). */
@@ -174,6 +175,7 @@ struct hm_qp {
 	struct hm_qp_caps caps;
 	int sq_sig_all;
 	void *qp_context_user;
+	uint32_t ece_options; /* the ECE options the QP uses (HM_ECE_SUPPORTED at most) */
 };
 
 /* A completion channel made by ibv_create_comp_channel below: a pipe; an armed CQ's event
@@ -580,6 +582,40 @@ static int hm_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask, 
 	return 0;
 }
 
+/* ---------------------------------------------------------------- ECE
+ *
+ * Enhanced Connection Establishment (ibv_query_ece / ibv_set_ece): a QP advertises the
+ * transport enhancements it supports (vendor id, options); the application exchanges them with
+ * its peer and sets the peer's on its QP, which then uses the options both support. Hematite
+ * implements no enhancement yet (selective repeat is planned as the first option bit), so
+ * HM_ECE_SUPPORTED is 0: a QP answers its vendor id with no options, and a peer's options reduce
+ * to none. Another vendor's ECE is EOPNOTSUPP (nothing in common; NCCL, for one, then treats ECE
+ * as unsupported for that connection and goes on), a comp_mask EINVAL, and so is a change once
+ * the QP has left INIT (the options act at its connection). */
+#define HM_ECE_SUPPORTED 0u
+
+static int hm_query_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
+{
+	if (!ece)
+		return EINVAL;
+	memset(ece, 0, sizeof(*ece));
+	ece->vendor_id = to_hctx(ibqp->context)->attr.vendor_id;
+	ece->options = to_hqp(ibqp)->ece_options;
+	return 0;
+}
+
+static int hm_set_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
+{
+	if (!ece || ece->comp_mask)
+		return EINVAL;
+	if (ece->vendor_id != to_hctx(ibqp->context)->attr.vendor_id)
+		return EOPNOTSUPP;
+	if (ibqp->state != IBV_QPS_RESET && ibqp->state != IBV_QPS_INIT)
+		return EINVAL;
+	to_hqp(ibqp)->ece_options = ece->options & HM_ECE_SUPPORTED;
+	return 0;
+}
+
 static int hm_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct hm_qp *qp = to_hqp(ibqp);
@@ -642,11 +678,13 @@ static const struct hm_context_ops hm_ctx_ops = {
 	.post_recv = hm_post_recv,
 	.post_send = hm_post_send,
 	.query_device_ex = hm_query_device_ex,
+	.query_ece = hm_query_ece,
 	.query_port = hm_query_port,
 	.query_qp = hm_query_qp,
 	.reg_mr = hm_reg_mr,
 	.req_notify_cq = hm_req_notify_cq,
 	.resize_cq = hm_resize_cq,
+	.set_ece = hm_set_ece,
 };
 
 static struct verbs_context *hm_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
