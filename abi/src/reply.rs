@@ -122,3 +122,9 @@ mod tests {
         assert_eq!(PortAttr::from_words(&[0; 10]), None);
     }
 }
+
+/// The vendor ID QUERY_DEVICE reports (a placeholder, not an assigned PCI vendor ID or IEEE
+/// OUI: "HM"); also the PCI vendor of the simulated NICs' functions in hematite-run's sysfs tree.
+pub const VENDOR_ID: u32 = 0x48_4D;
+/// The vendor part ID QUERY_DEVICE reports; also the simulated NICs' PCI device ID.
+pub const VENDOR_PART_ID: u32 = 0x0001;

@@ -13,10 +13,8 @@ use hematite_abi::reply::{DeviceAttr, PortAttr};
 
 /// Firmware version reported by QUERY_DEVICE: major << 16 | minor << 8 | patch.
 pub const FW_VERSION: u32 = 0x00_01_00;
-/// Vendor ID (a placeholder, not an assigned IEEE OUI: "HM").
-pub const VENDOR_ID: u32 = 0x48_4D;
-/// Vendor part ID.
-pub const VENDOR_PART_ID: u32 = 0x0001;
+/// Vendor ID and vendor part ID (hematite_abi::reply, shared with hematite-run's sysfs tree).
+pub use hematite_abi::reply::{VENDOR_ID, VENDOR_PART_ID};
 /// Hardware version.
 pub const HW_VER: u32 = 1;
 /// Largest send / receive queue: 2^15 slots (16-bit WQE indices in CQEs).

@@ -18,7 +18,7 @@
 //! There is no netdev and no address register on the card (the deployment issue adds the
 //! port configuration to the firmware), so the MAC and the IPv4 address come from here.
 
-use crate::tree::{self, DevFiles, DeviceDir, Tree};
+use crate::tree::{self, DevFiles, Tree};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
@@ -289,7 +289,7 @@ impl Card {
             backend: self.backend(),
             gids: [gid0, gid1],
             counters: None,
-            device: DeviceDir::Link(self.path.clone()),
+            device: self.path.clone(),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The mount-namespace overlay of /sys/class: some programs (NCCL, the pyverbs tests, perftest
 //! -W) read /sys/class/infiniband themselves and ignore SYSFS_PATH. In the program's own mount
 //! namespace /sys/class becomes a tmpfs holding the real class directories (bound back one by
-//! one) plus the fake `infiniband` and `infiniband_verbs`. Nothing of it is visible outside
-//! the program's namespace: / is made private first, so no mount propagates back.
+//! one) plus the fake `infiniband` and `infiniband_verbs`, and `pci_bus` holds the host's buses
+//! and the simulated NICs' (NCCL finds a device's PCI path through it). Nothing of it is visible
+//! outside the program's namespace: / is made private first, so no mount propagates back.
 //!
 //! Everything is prepared (paths as C strings, the list of class directories) before the fork;
 //! [`Overlay::apply`] runs between fork and exec and only makes system calls.
@@ -17,6 +18,9 @@ pub const SYS_CLASS: &str = "/sys/class";
 /// The fake directories a view provides.
 pub const FAKE_CLASSES: [&str; 2] = ["infiniband", "infiniband_verbs"];
 
+/// The class whose entries are merged: the host's links and the view's (simulated buses).
+pub const MERGED_CLASS: &str = "pci_bus";
+
 pub struct Overlay {
     sys_class: CString,
     aside: CString,
@@ -24,6 +28,9 @@ pub struct Overlay {
     real: Vec<(CString, CString)>,
     /// (fake directory of the view, target under /sys/class).
     fake: Vec<(CString, CString)>,
+    /// The merged class directory under /sys/class and its entries: (link, target) for the
+    /// host's links and then the view's (a view name the host has is left to the host).
+    merged: Option<(CString, Vec<(CString, CString)>)>,
 }
 
 fn c(p: &Path) -> Result<CString, String> {
@@ -43,6 +50,30 @@ impl Overlay {
             .map(|e| e.file_name())
             .filter(|n| !FAKE_CLASSES.iter().any(|f| n == *f))
             .collect();
+        let view_merged = view.join("class").join(MERGED_CLASS);
+        let merged = if view_merged.is_dir() {
+            names.retain(|n| n != MERGED_CLASS);
+            let dst = sys_class.join(MERGED_CLASS);
+            let mut links = Vec::new();
+            let mut seen = std::collections::BTreeSet::new();
+            for dir in [dst.clone(), view_merged] {
+                let mut ents: Vec<_> = match std::fs::read_dir(&dir) {
+                    Ok(r) => r.filter_map(|e| e.ok()).collect(),
+                    Err(e) if dir == dst && e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                    Err(e) => return Err(format!("{}: {e}", dir.display())),
+                };
+                ents.sort_by_key(|e| e.file_name());
+                for e in ents {
+                    let Ok(to) = std::fs::read_link(e.path()) else { continue };
+                    if seen.insert(e.file_name()) {
+                        links.push((c(&dst.join(e.file_name()))?, c(&to)?));
+                    }
+                }
+            }
+            Some((c(&dst)?, links))
+        } else {
+            None
+        };
         names.sort();
         let mut real = Vec::new();
         for n in names {
@@ -56,7 +87,7 @@ impl Overlay {
             }
             fake.push((c(&src)?, c(&sys_class.join(f))?));
         }
-        Ok(Overlay { sys_class: c(sys_class)?, aside: c(aside)?, real, fake })
+        Ok(Overlay { sys_class: c(sys_class)?, aside: c(aside)?, real, fake, merged })
     }
 
     /// Performs the overlay in the calling process (between fork and exec): new mount
@@ -100,6 +131,16 @@ impl Overlay {
         for (_, dst) in &self.fake {
             if mount(null, dst.as_ptr(), null, MS_REMOUNT | MS_BIND | MS_RDONLY, null.cast()) != 0 {
                 return Err(fail(b"making the fake tree read-only"));
+            }
+        }
+        if let Some((dir, links)) = &self.merged {
+            if libc::mkdir(dir.as_ptr(), 0o755) != 0 && *libc::__errno_location() != libc::EEXIST {
+                return Err(fail(b"mkdir of the merged class"));
+            }
+            for (link, to) in links {
+                if libc::symlink(to.as_ptr(), link.as_ptr()) != 0 {
+                    return Err(fail(b"a link in the merged class"));
+                }
             }
         }
         if umount2(self.aside.as_ptr(), MNT_DETACH) != 0 {

@@ -310,15 +310,79 @@ pub struct DevFiles {
     pub gids: [[u8; 16]; 2],
     /// Where the device's live `counters/` and `hw_counters/` are, if anything keeps them.
     pub counters: Option<PathBuf>,
-    /// `device`: a link to the PCI function's sysfs directory (a card), or a directory with
-    /// a `modalias` file (a simulated NIC).
-    pub device: DeviceDir,
+    /// `device`: a link to the PCI function's sysfs directory (a card's, or a simulated
+    /// NIC's in the tree itself).
+    pub device: PathBuf,
 }
 
-/// The `device` entry of a verbs device.
-pub enum DeviceDir {
-    Modalias(String),
-    Link(PathBuf),
+/// The PCI domain of the simulated NICs' functions: one no host has (0x4d48, "HM"), so that
+/// `/sys/class/pci_bus/4d48:NN` never names a real bus.
+pub const SIM_PCI_DOMAIN: u16 = 0x4d48;
+
+/// Simulated NIC n's PCI address: bus n + 1 of [`SIM_PCI_DOMAIN`], device 0, function 0.
+pub fn sim_bdf(n: usize) -> String {
+    format!("{SIM_PCI_DOMAIN:04x}:{:02x}:00.0", n + 1)
+}
+
+/// The host's online CPUs as sysfs lists them (`0-7`), for the functions' `local_cpulist`.
+fn online_cpus() -> String {
+    std::fs::read_to_string("/sys/devices/system/cpu/online").map(|s| s.trim().to_string()).unwrap_or_else(|_| "0".into())
+}
+
+/// `local_cpus` from a CPU list: the kernel's mask format, 32-bit hex groups, most significant
+/// first, comma-separated.
+fn cpu_mask(list: &str) -> String {
+    let mut cpus = Vec::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+            cpus.extend(a..=b.min(a + 4095));
+        }
+    }
+    let words = cpus.iter().max().map_or(1, |m| m / 32 + 1);
+    let mut w = vec![0u32; words];
+    for c in cpus {
+        w[c / 32] |= 1 << (c % 32);
+    }
+    w.iter().rev().map(|x| format!("{x:08x}")).collect::<Vec<_>>().join(",")
+}
+
+/// Simulated NIC n's PCI function, as sysfs lays one out under `/sys/devices` (what NCCL's
+/// topology detection and libibverbs read): `devices/pci4d48:00/4d48:NN:00.0/` with its IDs,
+/// class (Ethernet controller), NUMA node, local CPUs, PCIe link (a Gen4 x16 card), and the
+/// `modalias` the provider matches; its bus `devices/pci4d48:00/pci_bus/4d48:NN`, which
+/// `class/pci_bus/4d48:NN` links to (absolutely: the overlay binds these class directories
+/// elsewhere). Returns the function directory's absolute path. `root`: where the tree will be.
+fn add_sim_pci(t: &mut Tree, root: &Path, n: usize, modalias: &str) -> PathBuf {
+    use hematite_abi::reply::{VENDOR_ID, VENDOR_PART_ID};
+    let bdf = sim_bdf(n);
+    let bus = &bdf[..7];
+    let fdir = format!("devices/pci{SIM_PCI_DOMAIN:04x}:00/{bdf}");
+    let cpus = online_cpus();
+    let numa = if Path::new("/sys/devices/system/node/node0").is_dir() { "0" } else { "-1" };
+    for (f, v) in [
+        ("modalias", modalias.to_string()),
+        ("vendor", format!("{VENDOR_ID:#06x}")),
+        ("device", format!("{VENDOR_PART_ID:#06x}")),
+        ("subsystem_vendor", format!("{VENDOR_ID:#06x}")),
+        ("subsystem_device", format!("{VENDOR_PART_ID:#06x}")),
+        ("class", "0x020000".into()),
+        ("numa_node", numa.into()),
+        ("local_cpulist", cpus.clone()),
+        ("local_cpus", cpu_mask(&cpus)),
+        ("max_link_speed", "16.0 GT/s PCIe".into()),
+        ("max_link_width", "16".into()),
+        ("current_link_speed", "16.0 GT/s PCIe".into()),
+        ("current_link_width", "16".into()),
+    ] {
+        add_file(t, &format!("{fdir}/{f}"), format!("{v}\n"));
+    }
+    let bus_dir = format!("devices/pci{SIM_PCI_DOMAIN:04x}:00/pci_bus/{bus}");
+    t.entry(PathBuf::from(&bus_dir)).or_insert(Entry::Dir);
+    add_file(t, &format!("{bus_dir}/cpulistaffinity"), format!("{cpus}\n"));
+    t.entry(PathBuf::from("class/pci_bus")).or_insert(Entry::Dir);
+    t.insert(PathBuf::from(format!("class/pci_bus/{bus}")), Entry::Link(root.join(&bus_dir)));
+    root.join(fdir)
 }
 
 /// Adds one device's files. `full` is (major, minor) of /dev/full, which every
@@ -333,12 +397,7 @@ pub fn add_device(t: &mut Tree, d: &DevFiles, full: (u32, u32)) {
     add_file(t, &format!("{ib}/node_guid"), format!("{}\n", d.guid));
     add_file(t, &format!("{ib}/sys_image_guid"), format!("{}\n", d.guid));
     add_file(t, &format!("{ib}/hematite_backend"), format!("{}\n", d.backend));
-    match &d.device {
-        DeviceDir::Modalias(m) => add_file(t, &format!("{ib}/device/modalias"), format!("{m}\n")),
-        DeviceDir::Link(to) => {
-            t.insert(PathBuf::from(format!("{ib}/device")), Entry::Link(to.clone()));
-        }
-    }
+    t.insert(PathBuf::from(format!("{ib}/device")), Entry::Link(d.device.clone()));
     for i in 0..GID_TBL_LEN {
         let gid = if i < 2 { d.gids[i] } else { [0; 16] };
         add_file(t, &format!("{ib}/ports/1/gids/{i}"), format!("{}\n", format_gid(&gid)));
@@ -364,11 +423,13 @@ pub fn empty_tree() -> Tree {
 /// The tree of one view. `full` is (major, minor) of /dev/full (see [`add_device`]).
 pub fn build_tree(layout: &Layout, view: View, full: (u32, u32)) -> Result<Tree, String> {
     let mut t = empty_tree();
+    let root = layout.view_dir(view);
     for nic in layout.view_nics(view)? {
         let sock = layout.socket(nic.n);
         if !sock.is_absolute() {
             return Err(format!("{}: the backend socket path must be absolute", sock.display()));
         }
+        let pci = add_sim_pci(&mut t, &root, nic.n, &format!("hematite:n{}", nic.n));
         let d = DevFiles {
             name: nic.name(),
             uverbs: nic.uverbs(),
@@ -376,7 +437,7 @@ pub fn build_tree(layout: &Layout, view: View, full: (u32, u32)) -> Result<Tree,
             backend: format!("sim:{}", sock.display()),
             gids: [nic.gid0(), nic.gid1()],
             counters: Some(layout.counters(nic.n)),
-            device: DeviceDir::Modalias(format!("hematite:n{}", nic.n)),
+            device: pci,
         };
         add_device(&mut t, &d, full);
     }
@@ -571,6 +632,15 @@ mod tests {
     }
 
     #[test]
+    fn cpu_masks() {
+        assert_eq!(cpu_mask("0"), "00000001");
+        assert_eq!(cpu_mask("0-1"), "00000003");
+        assert_eq!(cpu_mask("0-3,8"), "0000010f");
+        assert_eq!(cpu_mask("0-32"), "00000001,ffffffff");
+        assert_eq!(cpu_mask("garbage"), "00000000");
+    }
+
+    #[test]
     fn tree_contents() {
         let l = layout(4);
         let t = build_tree(&l, View::All, (1, 7)).unwrap();
@@ -589,8 +659,32 @@ mod tests {
                 file_text(&t, &format!("{ib}/hematite_backend")),
                 Some(format!("sim:/run/hematite-test/nic{n}.sock\n").as_str())
             );
-            assert_eq!(file_text(&t, &format!("{ib}/device/modalias")), Some(format!("hematite:n{n}\n").as_str()));
-            assert_eq!(t.get(Path::new(&format!("{ib}/device"))), Some(&Entry::Dir));
+            // the device is a PCI function of domain 4d48 (bus n + 1) in the tree itself, its
+            // bus listed in class/pci_bus as NCCL looks it up
+            let bdf = format!("4d48:{:02x}:00.0", n + 1);
+            let fdir = format!("devices/pci4d48:00/{bdf}");
+            let root = l.view_dir(View::All);
+            assert_eq!(t.get(Path::new(&format!("{ib}/device"))), Some(&Entry::Link(root.join(&fdir))));
+            assert_eq!(file_text(&t, &format!("{fdir}/modalias")), Some(format!("hematite:n{n}\n").as_str()));
+            assert_eq!(file_text(&t, &format!("{fdir}/vendor")), Some("0x484d\n"));
+            assert_eq!(file_text(&t, &format!("{fdir}/device")), Some("0x0001\n"));
+            assert_eq!(file_text(&t, &format!("{fdir}/class")), Some("0x020000\n"));
+            assert!(matches!(file_text(&t, &format!("{fdir}/numa_node")), Some("0\n" | "-1\n")));
+            assert_eq!(file_text(&t, &format!("{fdir}/max_link_width")), Some("16\n"));
+            let bus = &bdf[..7];
+            let bus_dir = root.join(format!("devices/pci4d48:00/pci_bus/{bus}"));
+            assert_eq!(t.get(Path::new(&format!("class/pci_bus/{bus}"))), Some(&Entry::Link(bus_dir.clone())));
+            // NCCL's lookup: /sys/class/pci_bus/<bus>/../../<bdf> is the function
+            let mut p = PathBuf::new();
+            for c in bus_dir.join("../..").join(&bdf).components() {
+                match c {
+                    std::path::Component::ParentDir => {
+                        p.pop();
+                    }
+                    c => p.push(c),
+                }
+            }
+            assert_eq!(p, root.join(&fdir));
             assert_eq!(file_text(&t, &format!("{ib}/ports/1/pkeys/0")), Some("0xffff\n"));
             for i in 0..GID_TBL_LEN {
                 let g = parse_gid(file_text(&t, &format!("{ib}/ports/1/gids/{i}")).unwrap()).unwrap();
@@ -634,9 +728,15 @@ mod tests {
         assert_eq!(names(&all, "class/infiniband"), ["hematite0", "hematite1"]);
         assert_eq!(names(&one, "class/infiniband"), ["hematite1"]);
         assert_eq!(names(&one, "class/infiniband_verbs"), ["abi_version", "uverbs1"]);
-        // the single view's files are the same as the full view's for that NIC
+        // the single view's files are the same as the full view's for that NIC; links into
+        // the tree point into each view's own copy
+        let (ra, r1) = (l.view_dir(View::All), l.view_dir(View::Nic(1)));
         for (p, e) in &one {
-            assert_eq!(all.get(p), Some(e), "{}", p.display());
+            let want = match e {
+                Entry::Link(to) if to.starts_with(&r1) => Entry::Link(ra.join(to.strip_prefix(&r1).unwrap())),
+                e => e.clone(),
+            };
+            assert_eq!(all.get(p), Some(&want), "{}", p.display());
         }
     }
 

@@ -224,15 +224,24 @@ fn overlay_as_root() {
         "/bin/sh",
         "-c",
         "ls /sys/class/infiniband; cat /sys/class/infiniband/hematite0/ports/1/gids/0; readlink -f /sys/class/net/lo; \
-         touch /sys/class/infiniband/x 2>/dev/null || echo read-only; ls /sys/class | wc -l",
+         touch /sys/class/infiniband/x 2>/dev/null || echo read-only; ls /sys/class | wc -l; \
+         a=$(readlink -f /sys/class/infiniband/hematite1/device); \
+         b=$(readlink -f /sys/class/pci_bus/4d48:02/../../4d48:02:00.0); \
+         [ -n \"$a\" ] && [ \"$a\" = \"$b\" ] && echo same-function; basename $a; cat $a/vendor $a/class; \
+         ls /sys/class/pci_bus | wc -l",
     ]);
     let out = text(&o.stdout);
     assert!(o.status.success(), "{out} {}", text(&o.stderr));
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(&lines[..5], ["hematite0", "hematite1", "0000:0000:0000:0000:0000:ffff:0a4d:0001", "/sys/devices/virtual/net/lo", "read-only"], "{out}");
-    // inside: every real class plus the two fake ones
-    let want = c0.len() + ["infiniband", "infiniband_verbs"].iter().filter(|c| !c0.contains(&c.to_string())).count();
+    // inside: every real class plus the two fake ones (and pci_bus, if the host has none)
+    let want = c0.len() + ["infiniband", "infiniband_verbs", "pci_bus"].iter().filter(|c| !c0.contains(&c.to_string())).count();
     assert_eq!(lines[5].trim(), want.to_string());
+    // NCCL's PCI lookup (/sys/class/pci_bus/<bus>/../../<bdf>) finds the NIC's function, a
+    // network controller of Hematite's vendor ID; pci_bus holds the host's buses and both NICs'
+    let host_buses = std::fs::read_dir("/sys/class/pci_bus").map(|r| r.count()).unwrap_or(0);
+    assert_eq!(&lines[6..10], ["same-function", "4d48:02:00.0", "0x484d", "0x020000"], "{out}");
+    assert_eq!(lines[10].trim(), (host_buses + 2).to_string(), "{out}");
     // outside: nothing changed
     assert_eq!(mounts(), m0);
     assert_eq!(sys_class(), c0);
