@@ -1,21 +1,46 @@
 /*
  * hm_nccl_replay - replay of the verbs sequence NCCL's IB transport issues
- * (GDR off), between two processes, without NCCL.
+ * (net_ib, GDR off, one QP per connection, no adaptive routing unless a
+ * message takes that form below), between two processes, without NCCL.
+ *
+ * Start-up as NCCL's ncclIbInit / ncclIbGetProperties: ibv_fork_init, the
+ * device list, ibv_open_device, ibv_query_device / port / every GID, and the
+ * sysfs reads NCCL makes: the realpath of /sys/class/infiniband/DEV/device
+ * (the NIC's PCI path), the same function found NCCL's way through
+ * /sys/class/pci_bus/<bus>/../../<BDF>, its numa_node and class, and the GID's
+ * type in ports/1/gid_attrs/types/<i> ("RoCE v2").
  *
  * Each process plays both NCCL roles, as two ranks do:
  *   - a "send comm": QP with max_send_wr 512 and max_recv_wr 0 on a 256-entry
  *     CQ; it never receives, it is only the target of the peer's CTS writes;
  *   - a "recv comm": QP with max_send_wr 512 and max_recv_wr 256 on a
  *     512-entry CQ; it posts zero-SGE receives and writes "clear to send"
- *     (CTS) entries into the peer's FIFO.
- * The send QP of one process is connected to the recv QP of the other.
+ *     (CTS) entries into the peer's FIFO; and, as NCCL's GPU flush, a QP
+ *     connected to itself on the same CQ that RDMA_READs one byte of every
+ *     received message into host memory.
+ * The send QP of one process is connected to the recv QP of the other; every
+ * PSN starts at 0; each side queries its QPs' ECE, sends it with the
+ * connection info and sets the peer's on the QP it connects to
+ * (ibv_set_ece), as NCCL does before RTR. The CTS FIFO and the flush byte
+ * are registered with ibv_reg_mr (the IBVERBS_1.1 symbol NCCL binds), the
+ * data buffers with ibv_reg_mr_iova2 (iova = address) and
+ * IBV_ACCESS_RELAXED_ORDERING.
  *
- * Per iteration the receiver posts a zero-SGE receive and an RDMA_WRITE CTS
- * (unsignaled except every 16th, inline with -I) telling the sender where to
- * write; the sender, on seeing the CTS, posts a chain of up to 4 unsignaled
- * RDMA_WRITEs and a final signaled RDMA_WRITE_WITH_IMM (imm = htonl(size)).
- * Every 5th iteration the final WRITE_WITH_IMM carries no data, every 7th
- * the whole message is empty.
+ * Per iteration the receiver posts one zero-SGE receive and one RDMA_WRITE
+ * CTS of 1 to 4 FIFO entries (requests: address, rkey, size; signaled when
+ * its FIFO slot is 0, inline with -I); the sender, once every entry of the
+ * slot arrived, posts what ncclIbMultiSend posts:
+ *   - one request (the default): a single signaled RDMA_WRITE_WITH_IMM of
+ *     the data, imm = size (every 7th iteration the size is 0: no SGE);
+ *   - every 5th iteration, the adaptive-routing form: the data as an
+ *     unsignaled RDMA_WRITE, then a signaled zero-length
+ *     RDMA_WRITE_WITH_IMM with address 0 and rkey 0, imm = size;
+ *   - every 6th iteration, a multi-receive of 2 to 4 requests: one
+ *     unsignaled RDMA_WRITE per request (an empty request's has no SGE), then
+ *     the zero-length RDMA_WRITE_WITH_IMM with address 0 and rkey 0, imm = a
+ *     bit per non-empty request.
+ * The immediate is the host-order value (NCCL neither swaps it nor expects
+ * it swapped). Every byte of every request is verified, and the flush's byte.
  *
  * Usage: server: hm_nccl_replay [opts]       client: hm_nccl_replay [opts] HOST
  */
@@ -27,15 +52,15 @@
 
 #define DEFAULT_PORT 18516
 #define MAGIC 0x4e43434cu /* "NCCL" */
-#define VERSION 1
+#define VERSION 2
 
 #define SEND_CQE 256
 #define RECV_CQE 512
 #define QP_SEND_WR 512
 #define QP_RECV_WR 256
 #define MAX_DEPTH 64
-#define MAX_CHAIN 5 /* up to 4 RDMA_WRITEs + final WRITE_WITH_IMM */
-#define CTS_SIGNAL_EVERY 16
+#define MAX_RECVS 4 /* requests per CTS slot (NCCL_NET_IB_MAX_RECVS is 8) */
+#define MAX_CHAIN (MAX_RECVS + 1) /* a WRITE per request + the WRITE_WITH_IMM */
 #define MAX_DETAIL_FAILS 20
 
 /* wr_id tags: the top 16 bits say what the WR was */
@@ -45,14 +70,18 @@
 #define TAG_RECV 0x7ec0000000000000ull   /* zero-SGE receive              */
 #define TAG_CTS 0xc750000000000000ull    /* CTS RDMA_WRITE                */
 #define TAG_EXTRA 0xe7e0000000000000ull  /* final zero-length write test  */
+#define TAG_FLUSH 0xf1f0000000000000ull  /* the flush RDMA_READ           */
 
-/* One CTS FIFO entry, written by the receiver into the sender's memory. */
-struct cts_slot {
-	uint64_t addr;  /* where to write the data */
+/* One CTS FIFO entry (one request), written by the receiver into the sender's
+ * memory; a slot holds MAX_RECVS of them, nreqs used. */
+struct cts_elem {
+	uint64_t addr;  /* where to write the request's data */
 	uint32_t rkey;
 	uint32_t size;  /* bytes the receiver can take */
+	uint32_t nreqs; /* requests in the slot */
 	uint32_t iter;
-	uint32_t seq;   /* iter + 1; polled last */
+	uint32_t pad;
+	uint32_t idx;   /* iter + 1: what the sender waits for */
 };
 
 /* Connection info exchanged over TCP (network byte order on the wire). */
@@ -64,6 +93,9 @@ struct conn_info {
 	uint64_t fifo_addr;
 	uint32_t fifo_rkey, pad;
 	uint8_t gid[16];
+	/* ECE of the send and the recv QP (ibv_query_ece), ece_ok 0 when the
+	 * provider has none */
+	uint32_t ece_vendor[2], ece_options[2], ece_ok[2];
 };
 
 static struct {
@@ -82,7 +114,7 @@ static struct {
 static struct ibv_context *ctx;
 static struct ibv_comp_channel *chan;
 static struct ibv_cq *scq, *rcq;
-static struct ibv_qp *sqp, *rqp;
+static struct ibv_qp *sqp, *rqp, *fqp; /* send, recv, flush (self-connected) */
 static int role; /* 0 server, 1 client */
 static int async_events;
 static int detail_fails;
@@ -128,53 +160,46 @@ static void fill_pattern(uint8_t *p, size_t len, int dir, int iter)
 		p[k] = pat(dir, iter, k);
 }
 
-/* returns offset of the first mismatch or -1 */
-static long check_pattern(const uint8_t *p, size_t len, int dir, int iter)
-{
-	for (size_t k = 0; k < len; k++)
-		if (p[k] != pat(dir, iter, k))
-			return (long)k;
-	return -1;
-}
-
-/* Shape of iteration i's message (identical on both sides). */
+/* Shape of iteration i's message (identical on both sides): the requests of
+ * ncclIbMultiSend. Request r of a slot goes to offset r * cap of the slot's
+ * receive buffer and comes from the same offset of the send buffer. */
 struct shape {
-	size_t msg_len;           /* total bytes of the message          */
-	int zero_final;           /* final WRITE_WITH_IMM has length 0   */
-	int nwrites;              /* unsignaled RDMA_WRITEs before it    */
-	size_t off[MAX_CHAIN];    /* piece offsets (writes, then final)  */
-	size_t len[MAX_CHAIN];
-	size_t final_len;         /* bytes in the final WRITE_WITH_IMM   */
+	int nreqs;               /* requests (1: the default; 2..4: a multi-receive) */
+	int ar;                  /* adaptive-routing form (one request)          */
+	size_t cap;              /* bytes each request's buffer holds           */
+	size_t len[MAX_RECVS];   /* bytes of each request                       */
+	size_t total;            /* all of them                                 */
+	uint32_t imm;            /* size, or a bit per non-empty request         */
+	size_t final_len;        /* bytes the WRITE_WITH_IMM carries            */
+	int zero_final;          /* it is the zero-length one (address 0, rkey 0) */
 };
 
 static void iter_shape(int i, size_t size, struct shape *s)
 {
-	int n = i + 1; /* 1-based: "every 5th", "every 7th" */
-	int pieces;
-	size_t off = 0;
+	int n = i + 1; /* 1-based: "every 5th", "every 6th", "every 7th" */
 
 	memset(s, 0, sizeof(*s));
-	s->msg_len = (n % 7 == 0) ? 0 : size;
-	s->zero_final = (n % 5 == 0) || s->msg_len == 0;
-	if (s->msg_len == 0)
-		return;
-	if (s->zero_final)
-		pieces = 1 + (n / 5) % 4;        /* 1..4 writes, empty final */
-	else
-		pieces = 1 + n % 5;              /* 1..4 writes + data final */
-	if ((size_t)pieces > s->msg_len)
-		pieces = (int)s->msg_len;
-	s->nwrites = s->zero_final ? pieces : pieces - 1;
-	for (int k = 0; k < pieces; k++) {
-		size_t l = s->msg_len / (size_t)pieces;
-
-		if (k == pieces - 1)
-			l = s->msg_len - off;
-		s->off[k] = off;
-		s->len[k] = l;
-		off += l;
+	if (n % 6 == 0 && size >= MAX_RECVS) {
+		s->nreqs = 2 + (n / 6) % (MAX_RECVS - 1);
+		s->cap = size / (size_t)s->nreqs;
+		for (int r = 0; r < s->nreqs; r++)
+			s->len[r] = s->cap;
+		if (n % 12 == 0)
+			s->len[s->nreqs - 1] = 0; /* an empty request */
+		for (int r = 0; r < s->nreqs; r++)
+			s->imm |= (s->len[r] ? 1u : 0u) << r;
+		s->zero_final = 1;
+	} else {
+		s->nreqs = 1;
+		s->cap = size;
+		s->len[0] = n % 7 == 0 ? 0 : size;
+		s->ar = n % 5 == 0 && s->len[0] > 0;
+		s->imm = (uint32_t)s->len[0];
+		s->zero_final = s->ar;
+		s->final_len = s->ar ? 0 : s->len[0];
 	}
-	s->final_len = s->zero_final ? 0 : s->len[pieces - 1];
+	for (int r = 0; r < s->nreqs; r++)
+		s->total += s->len[r];
 }
 
 /* ------------------------------------------------------------------ */
@@ -263,11 +288,13 @@ static int poll_batch(struct ibv_cq *cq, struct ibv_wc *wc, const char *name,
 	return n;
 }
 
+/* a data buffer, as ncclIbRegMrDmaBuf registers one: ibv_reg_mr_iova2 with
+ * iova = address, relaxed ordering asked for */
 static struct ibv_mr *reg_buf(struct ibv_pd *pd, void *buf, size_t len,
 			      const char *name)
 {
 	unsigned acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_RELAXED_ORDERING;
 	struct ibv_mr *mr;
 	char cname[64];
 
@@ -286,6 +313,85 @@ static struct ibv_mr *reg_buf(struct ibv_pd *pd, void *buf, size_t len,
 		hm_ok(cname, "len=%zu lkey=0x%x rkey=0x%x", len, mr->lkey,
 		      mr->rkey);
 	return mr;
+}
+
+/* the CTS FIFO, its source and the flush byte, as NCCL registers them:
+ * through the IBVERBS_1.1 symbol ibv_reg_mr (the parentheses keep verbs.h's
+ * macro, which may pick ibv_reg_mr_iova2, out of the way) */
+static struct ibv_mr *reg_v11(struct ibv_pd *pd, void *buf, size_t len,
+			      int acc, const char *name)
+{
+	char cname[64];
+	struct ibv_mr *mr;
+
+	snprintf(cname, sizeof(cname), "reg_mr.%s", name);
+	hm_step(cname);
+	mr = (ibv_reg_mr)(pd, buf, len, acc);
+	if (!mr)
+		hm_fatal(cname, "ibv_reg_mr(len=%zu, access=0x%x): %s", len,
+			 acc, strerror(errno));
+	hm_check(mr->addr == buf && mr->length == len && mr->pd == pd, cname,
+		 "len=%zu lkey=0x%x rkey=0x%x", len, mr->lkey, mr->rkey);
+	return mr;
+}
+
+/* NCCL's sysfs reads for the device (ncclIbGetPciPath, the topology's
+ * getPciPath, ncclIbGetGidIndex): under /sys/class when it shows the device
+ * (hematite-run's overlay, as root), else under $SYSFS_PATH/class */
+static void nccl_sysfs(const char *dev, int gidx)
+{
+	char base[512], p[1024], q[1100], t[64];
+	char *pci = NULL, *via = NULL;
+	const char *sp = getenv("SYSFS_PATH");
+	int numa = -2, ok;
+	FILE *f;
+
+	hm_step("sysfs reads");
+	snprintf(base, sizeof(base), "/sys/class");
+	snprintf(p, sizeof(p), "%s/infiniband/%s/device", base, dev);
+	if (access(p, F_OK) && sp) {
+		snprintf(base, sizeof(base), "%s/class", sp);
+		snprintf(p, sizeof(p), "%s/infiniband/%s/device", base, dev);
+	}
+	pci = realpath(p, NULL);
+	if (!pci)
+		hm_fatal("sysfs.pci_path", "realpath(%s): %s", p, strerror(errno));
+	const char *bdf = strrchr(pci, '/') ? strrchr(pci, '/') + 1 : pci;
+	unsigned dom, bus, sl, fn;
+	ok = strlen(bdf) == 12 && sscanf(bdf, "%4x:%2x:%2x.%1x", &dom, &bus, &sl, &fn) == 4;
+	if (ok) {
+		/* the topology's lookup: /sys/class/pci_bus/<domain:bus>/../../<BDF> */
+		snprintf(q, sizeof(q), "%s/pci_bus/%.7s/../../%s", base, bdf, bdf);
+		via = realpath(q, NULL);
+	}
+	snprintf(q, sizeof(q), "%s/numa_node", pci);
+	if ((f = fopen(q, "r"))) {
+		if (fscanf(f, "%d", &numa) != 1)
+			numa = -2;
+		fclose(f);
+	}
+	hm_check(ok && via && strcmp(via, pci) == 0 && numa >= -1, "sysfs.pci_path",
+		 "realpath of %s is %s (BDF %s), found again through pci_bus: %s, numa_node %d",
+		 p, pci, ok ? bdf : "malformed", via ? (strcmp(via, pci) ? via : "yes") : "no", numa);
+	snprintf(q, sizeof(q), "%s/class", pci);
+	t[0] = 0;
+	if ((f = fopen(q, "r"))) {
+		if (!fgets(t, sizeof(t), f))
+			t[0] = 0;
+		fclose(f);
+	}
+	hm_check(strncmp(t, "0x02", 4) == 0, "sysfs.class", "%s: %.8s (a network controller)", q, t);
+	snprintf(q, sizeof(q), "%s/infiniband/%s/ports/1/gid_attrs/types/%d", base, dev, gidx);
+	t[0] = 0;
+	if ((f = fopen(q, "r"))) {
+		if (!fgets(t, sizeof(t), f))
+			t[0] = 0;
+		fclose(f);
+	}
+	t[strcspn(t, "\n")] = 0;
+	hm_check(strcmp(t, "RoCE v2") == 0, "sysfs.gid_type", "%s: %s", q, t);
+	free(pci);
+	free(via);
 }
 
 /* a CQ on the completion channel (if any) whose cq_context is itself, as
@@ -369,10 +475,10 @@ int main(int argc, char **argv)
 	struct ibv_port_attr pattr;
 	union ibv_gid my_gid, peer_gid;
 	struct ibv_pd *pd;
-	struct ibv_mr *sbuf_mr, *rbuf_mr, *fifo_mr, *cts_mr;
-	uint8_t *sbuf, *rbuf;
-	struct cts_slot *fifo, *ctsbuf;
-	size_t slot_sz, sbuf_len, rbuf_len;
+	struct ibv_mr *sbuf_mr, *rbuf_mr, *fifo_mr, *cts_mr, *flush_mr;
+	uint8_t *sbuf, *rbuf, *flush_buf;
+	struct cts_elem *fifo, *ctsbuf;
+	size_t slot_sz, sbuf_len, rbuf_len, fifo_len;
 	struct conn_info me, peer;
 	pthread_t athr;
 	int c, fd, rc, n, i;
@@ -406,7 +512,10 @@ int main(int argc, char **argv)
 		opt.dev ? opt.dev : "(first)", opt.gidx, opt.iters, opt.size,
 		opt.depth, opt.use_inline, opt.events, opt.tclass);
 
-	/* --- init.cc: device discovery --- */
+	/* --- ncclIbInit: fork protection, device discovery --- */
+	hm_step("ibv_fork_init");
+	rc = ibv_fork_init();
+	hm_check(rc == 0, "fork_init", "ibv_fork_init: %s", rc ? strerror(rc) : "0");
 	ctx = hm_open_device(opt.dev, &devlist);
 	hm_ok("open_device", "name=%s", ibv_get_device_name(ctx->device));
 
@@ -476,6 +585,7 @@ int main(int argc, char **argv)
 		hm_ok("gid_index", "gidx=%d gid=%s", opt.gidx,
 		      hm_gid_str(&my_gid, gs, sizeof(gs)));
 	}
+	nccl_sysfs(ibv_get_device_name(ctx->device), opt.gidx);
 
 	/* the async thread NCCL keeps on ibv_get_async_event */
 	athr = hm_start_async(ctx, on_async_event, 1);
@@ -492,15 +602,17 @@ int main(int argc, char **argv)
 	rbuf_len = sbuf_len;
 	sbuf = hm_alloc_pages(sbuf_len);
 	rbuf = hm_alloc_pages(rbuf_len);
-	fifo = hm_alloc_pages(hm_page_round(sizeof(struct cts_slot) * MAX_DEPTH));
-	ctsbuf = hm_alloc_pages(hm_page_round(sizeof(struct cts_slot) * MAX_DEPTH));
+	fifo_len = hm_page_round(sizeof(struct cts_elem) * MAX_RECVS * MAX_DEPTH);
+	fifo = hm_alloc_pages(fifo_len);
+	ctsbuf = hm_alloc_pages(fifo_len);
+	flush_buf = hm_alloc_pages(MAX_DEPTH);
 	sbuf_mr = reg_buf(pd, sbuf, sbuf_len, "send_buf");
 	rbuf_mr = reg_buf(pd, rbuf, rbuf_len, "recv_buf");
-	fifo_mr = reg_buf(pd, fifo, hm_page_round(sizeof(struct cts_slot) * MAX_DEPTH),
-			  "cts_fifo");
-	cts_mr = reg_buf(pd, ctsbuf,
-			 hm_page_round(sizeof(struct cts_slot) * MAX_DEPTH),
-			 "cts_src");
+	fifo_mr = reg_v11(pd, fifo, fifo_len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ, "cts_fifo");
+	cts_mr = reg_v11(pd, ctsbuf, fifo_len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			 IBV_ACCESS_REMOTE_READ, "cts_src");
+	flush_mr = reg_v11(pd, flush_buf, MAX_DEPTH, IBV_ACCESS_LOCAL_WRITE, "flush_host");
 
 	/* NCCL probes DMA-BUF support with fd -1: it must fail */
 	{
@@ -538,8 +650,9 @@ int main(int argc, char **argv)
 
 	sqp = create_qp(pd, scq, 0, 0, "send");
 	rqp = create_qp(pd, rcq, QP_RECV_WR,
-			opt.use_inline ? (uint32_t)sizeof(struct cts_slot) : 0,
+			opt.use_inline ? (uint32_t)(sizeof(struct cts_elem) * MAX_RECVS) : 0,
 			"recv");
+	fqp = create_qp(pd, rcq, 0, 0, "flush");
 
 	hm_step("ibv_modify_qp (INIT)");
 	qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -553,10 +666,14 @@ int main(int argc, char **argv)
 			hm_fatal(cname, "RESET->INIT: %s", strerror(rc));
 		hm_ok(cname, "%s", "");
 	}
+	rc = hm_qp_init(fqp, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (rc)
+		hm_fatal("modify_qp.init.flush", "RESET->INIT: %s", strerror(rc));
+	hm_ok("modify_qp.init.flush", "%s", "");
 
-	/* --- exchange --- */
-	send_psn = hm_rand_psn();
-	recv_psn = hm_rand_psn();
+	/* --- exchange: PSN 0 (as NCCL), the QPs' ECE --- */
+	send_psn = 0;
+	recv_psn = 0;
 	memset(&me, 0, sizeof(me));
 	me.magic = htonl(MAGIC);
 	me.version = htonl(VERSION);
@@ -571,6 +688,18 @@ int main(int argc, char **argv)
 	me.fifo_addr = htobe64((uint64_t)(uintptr_t)fifo);
 	me.fifo_rkey = htonl(fifo_mr->rkey);
 	memcpy(me.gid, my_gid.raw, 16);
+	for (i = 0; i < 2; i++) {
+		struct ibv_ece e;
+
+		memset(&e, 0, sizeof(e));
+		hm_step("ibv_query_ece");
+		rc = ibv_query_ece(i ? rqp : sqp, &e);
+		if (rc && rc != EOPNOTSUPP)
+			hm_fatal("query_ece", "%s QP: %s", i ? "recv" : "send", strerror(rc));
+		me.ece_ok[i] = htonl(rc == 0);
+		me.ece_vendor[i] = htonl(e.vendor_id);
+		me.ece_options[i] = htonl(e.options);
+	}
 
 	fd = role ? hm_tcp_connect(opt.host, opt.port) : hm_tcp_accept(opt.port);
 	hm_tcp_send(fd, &me, sizeof(me), "connection info");
@@ -591,11 +720,47 @@ int main(int argc, char **argv)
 	      ntohl(peer.send_qpn), ntohl(peer.recv_qpn),
 	      hm_gid_str(&peer_gid, gs, sizeof(gs)));
 
-	/* my send QP <-> peer recv QP, my recv QP <-> peer send QP */
+	/* the peer's ECE on the QP connected to it (its recv QP's on my send QP,
+	 * and the other way), then the options left: those both support */
+	{
+		int bad = 0, set = 0;
+		uint32_t vend = 0, opts = 0;
+
+		for (i = 0; i < 2; i++) {
+			struct ibv_qp *q = i ? rqp : sqp;
+			int pi = !i;
+			struct ibv_ece e;
+
+			if (!ntohl(peer.ece_ok[pi]))
+				continue;
+			memset(&e, 0, sizeof(e));
+			e.vendor_id = ntohl(peer.ece_vendor[pi]);
+			e.options = ntohl(peer.ece_options[pi]);
+			hm_step("ibv_set_ece");
+			rc = ibv_set_ece(q, &e);
+			if (rc && rc != EOPNOTSUPP) {
+				bad++;
+				hm_info("ibv_set_ece: %s", strerror(rc));
+				continue;
+			}
+			set += rc == 0;
+			rc = ibv_query_ece(q, &e);
+			bad += rc != 0 || e.vendor_id != dattr.vendor_id;
+			vend = e.vendor_id;
+			opts |= e.options;
+		}
+		hm_check(!bad && set == 2 && opts == 0, "ece",
+			 "ibv_query_ece / ibv_set_ece on both QPs: vendor 0x%x, options after the exchange 0x%x (none in common)",
+			 vend, opts);
+	}
+
+	/* my send QP <-> peer recv QP, my recv QP <-> peer send QP, the flush QP
+	 * to itself */
 	connect_qp(sqp, "send", pattr.active_mtu, ntohl(peer.recv_qpn),
 		   ntohl(peer.recv_psn), send_psn, &peer_gid);
 	connect_qp(rqp, "recv", pattr.active_mtu, ntohl(peer.send_qpn),
 		   ntohl(peer.send_psn), recv_psn, &peer_gid);
+	connect_qp(fqp, "flush", pattr.active_mtu, fqp->qp_num, 0, 0, &my_gid);
 	{
 		enum ibv_qp_state st1 = IBV_QPS_UNKNOWN, st2 = IBV_QPS_UNKNOWN;
 		int q1 = hm_query_qp_state(sqp, &st1);
@@ -607,27 +772,40 @@ int main(int argc, char **argv)
 	}
 	hm_barrier(fd, 0x10, "peer QPs in RTS");
 
-	/* --- p2p.cc: data path --- */
+	/* --- p2p: data path (ncclIbIrecv / ncclIbPostFifo, ncclIbIsend /
+	 * ncclIbMultiSend, ncclIbIflush, ncclIbTest) --- */
 	{
 		uint64_t peer_fifo = be64toh(peer.fifo_addr);
 		uint32_t peer_fifo_rkey = ntohl(peer.fifo_rkey);
 		int s_posted = 0, s_done = 0; /* sender side */
-		int r_posted = 0, r_done = 0; /* receiver side */
-		int cts_expected = 0, cts_done = 0, cts_next_sig = 0;
+		int r_posted = 0, r_done = 0; /* receiver side: posted, verified */
+		int r_freed = 0;              /* slots given back (verified and flushed) */
+		int f_posted = 0, f_done = 0, f_expected = 0, flush_bad = 0;
+		static int flushed[MAX_DEPTH]; /* per slot: its flush completed */
+		static int need_flush[MAX_DEPTH];
+		int cts_expected = 0, cts_done = 0;
 		int peer_dir = !role;
 		uint64_t t0, t1, dl, bytes = 0, unsig_posted = 0;
 		unsigned empty = 0;
 		int unsig_cqe = 0, recv_bad = 0, send_bad = 0, data_bad = 0;
+		int n_multi = 0, n_ar = 0, n_empty = 0;
 
-		for (i = 0; i < opt.iters; i++)
-			if (i % CTS_SIGNAL_EVERY == CTS_SIGNAL_EVERY - 1)
-				cts_expected++;
+		for (i = 0; i < opt.iters; i++) {
+			struct shape sh;
+
+			iter_shape(i, opt.size, &sh);
+			cts_expected += i % opt.depth == 0;
+			f_expected += sh.total > 0;
+			n_multi += sh.nreqs > 1;
+			n_ar += sh.ar;
+			n_empty += sh.total == 0;
+		}
 
 		if (opt.events)
 			arm_cqs();
 		t0 = hm_now_us();
 		dl = hm_deadline();
-		while (s_done < opt.iters || r_done < opt.iters ||
+		while (s_done < opt.iters || r_freed < opt.iters ||
 		       cts_done < cts_expected) {
 			struct ibv_wc wc[16];
 			int progress = 0;
@@ -635,17 +813,28 @@ int main(int argc, char **argv)
 			hm_step("data path (ibv_post_send/ibv_post_recv/"
 				"ibv_poll_cq)");
 
-			/* receiver: post receive + CTS */
+			/* receiver: a slot is given back once verified and flushed */
+			while (r_freed < r_done) {
+				int sl = r_freed % opt.depth;
+
+				if (need_flush[sl] && !flushed[sl])
+					break;
+				r_freed++;
+				progress = 1;
+			}
+
+			/* receiver: post a receive + the CTS of the slot's requests */
 			while (r_posted < opt.iters &&
-			       r_posted - r_done < opt.depth) {
+			       r_posted - r_freed < opt.depth) {
 				int it = r_posted, slot = it % opt.depth;
 				struct ibv_recv_wr rwr, *bad_rwr = NULL;
 				struct ibv_send_wr swr, *bad_swr = NULL;
 				struct ibv_sge sge;
-				struct cts_slot *cs = &ctsbuf[slot];
-				int sig = it % CTS_SIGNAL_EVERY ==
-					  CTS_SIGNAL_EVERY - 1;
+				struct cts_elem *ce = &ctsbuf[slot * MAX_RECVS];
+				struct shape sh;
+				int sig = slot == 0;
 
+				iter_shape(it, opt.size, &sh);
 				memset(rbuf + (size_t)slot * slot_sz, 0xee, slot_sz);
 				memset(&rwr, 0, sizeof(rwr));
 				rwr.wr_id = TAG_RECV | (uint64_t)it;
@@ -656,15 +845,16 @@ int main(int argc, char **argv)
 					hm_fatal("post_recv", "iteration %d "
 						 "zero-SGE receive: %s", it,
 						 strerror(rc));
-
-				cs->addr = (uint64_t)(uintptr_t)(rbuf +
-						(size_t)slot * slot_sz);
-				cs->rkey = rbuf_mr->rkey;
-				cs->size = (uint32_t)opt.size;
-				cs->iter = (uint32_t)it;
-				cs->seq = (uint32_t)it + 1;
-				sge.addr = (uint64_t)(uintptr_t)cs;
-				sge.length = sizeof(*cs);
+				for (int r = 0; r < sh.nreqs; r++) {
+					ce[r].addr = (uint64_t)(uintptr_t)(rbuf + (size_t)slot * slot_sz + (size_t)r * sh.cap);
+					ce[r].rkey = rbuf_mr->rkey;
+					ce[r].size = (uint32_t)sh.cap;
+					ce[r].nreqs = (uint32_t)sh.nreqs;
+					ce[r].iter = (uint32_t)it;
+					ce[r].idx = (uint32_t)it + 1;
+				}
+				sge.addr = (uint64_t)(uintptr_t)ce;
+				sge.length = (uint32_t)(sizeof(*ce) * (size_t)sh.nreqs);
 				sge.lkey = cts_mr->lkey;
 				memset(&swr, 0, sizeof(swr));
 				swr.wr_id = TAG_CTS | (uint64_t)it;
@@ -674,7 +864,7 @@ int main(int argc, char **argv)
 				swr.send_flags = (sig ? IBV_SEND_SIGNALED : 0) |
 						 (opt.use_inline ? IBV_SEND_INLINE : 0);
 				swr.wr.rdma.remote_addr = peer_fifo +
-					(uint64_t)slot * sizeof(struct cts_slot);
+					(uint64_t)slot * MAX_RECVS * sizeof(struct cts_elem);
 				swr.wr.rdma.rkey = peer_fifo_rkey;
 				rc = ibv_post_send(rqp, &swr, &bad_swr);
 				if (rc)
@@ -682,84 +872,78 @@ int main(int argc, char **argv)
 						 it, strerror(rc));
 				if (!sig)
 					unsig_posted++;
+				need_flush[slot] = sh.total > 0;
+				flushed[slot] = 0;
 				r_posted++;
 				progress = 1;
 			}
 
-			/* sender: CTS arrived? then post the chain */
+			/* sender: every request of the slot arrived? then post them */
 			if (s_posted < opt.iters && s_posted - s_done < opt.depth) {
 				int it = s_posted, slot = it % opt.depth;
-				volatile struct cts_slot *cs = &fifo[slot];
+				volatile struct cts_elem *ce = &fifo[slot * MAX_RECVS];
+				struct shape sh;
+				int all = ce[0].idx == (uint32_t)it + 1;
 
-				if (cs->seq == (uint32_t)it + 1) {
-					struct ibv_send_wr wr[MAX_CHAIN], *bad = NULL;
+				iter_shape(it, opt.size, &sh);
+				for (int r = 1; all && r < sh.nreqs; r++)
+					all = ce[r].idx == (uint32_t)it + 1;
+				if (all) {
+					struct ibv_send_wr wr[MAX_CHAIN], *bad = NULL, *last;
 					struct ibv_sge sg[MAX_CHAIN];
-					struct shape sh;
-					uint64_t raddr;
-					uint32_t rkey, rsize, riter;
 					uint8_t *src = sbuf + (size_t)slot * slot_sz;
-					int k, nw;
+					int nwr;
 
 					__atomic_thread_fence(__ATOMIC_ACQUIRE);
-					raddr = cs->addr;
-					rkey = cs->rkey;
-					rsize = cs->size;
-					riter = cs->iter;
-					if (rsize != opt.size || riter != (uint32_t)it)
-						detail_fail("cts_content",
-							    "iteration %d: size=%u "
-							    "iter=%u", it, rsize, riter);
-					iter_shape(it, opt.size, &sh);
-					fill_pattern(src, sh.msg_len, role, it);
+					if (ce[0].nreqs != (uint32_t)sh.nreqs)
+						detail_fail("cts_content", "iteration %d: %u requests, want %d",
+							    it, ce[0].nreqs, sh.nreqs);
+					fill_pattern(src, sh.cap * (size_t)sh.nreqs, role, it);
 					memset(wr, 0, sizeof(wr));
-					nw = 0;
-					for (k = 0; k < sh.nwrites; k++) {
-						sg[nw].addr = (uint64_t)(uintptr_t)(src + sh.off[k]);
-						sg[nw].length = (uint32_t)sh.len[k];
-						sg[nw].lkey = sbuf_mr->lkey;
-						wr[nw].wr_id = TAG_UNSIG |
-							((uint64_t)it << 8) | (uint64_t)k;
-						wr[nw].sg_list = &sg[nw];
-						wr[nw].num_sge = 1;
-						wr[nw].opcode = IBV_WR_RDMA_WRITE;
-						wr[nw].send_flags = 0;
-						wr[nw].wr.rdma.remote_addr = raddr + sh.off[k];
-						wr[nw].wr.rdma.rkey = rkey;
-						unsig_posted++;
-						nw++;
+					for (int r = 0; r < sh.nreqs; r++) {
+						if (ce[r].size < sh.len[r] || ce[r].iter != (uint32_t)it ||
+						    !ce[r].addr || !ce[r].rkey)
+							detail_fail("cts_content", "iteration %d request %d: size %u (need %zu) iter %u addr %s rkey %s",
+								    it, r, ce[r].size, sh.len[r], ce[r].iter,
+								    ce[r].addr ? "set" : "0", ce[r].rkey ? "set" : "0");
+						wr[r].wr_id = TAG_UNSIG | ((uint64_t)it << 8) | (uint64_t)r;
+						wr[r].opcode = IBV_WR_RDMA_WRITE;
+						wr[r].send_flags = 0;
+						wr[r].wr.rdma.remote_addr = ce[r].addr;
+						wr[r].wr.rdma.rkey = ce[r].rkey;
+						wr[r].next = &wr[r + 1];
+						if (sh.len[r]) {
+							sg[r].addr = (uint64_t)(uintptr_t)(src + (size_t)r * sh.cap);
+							sg[r].length = (uint32_t)sh.len[r];
+							sg[r].lkey = sbuf_mr->lkey;
+							wr[r].sg_list = &sg[r];
+							wr[r].num_sge = 1;
+						} else {
+							wr[r].sg_list = NULL;
+							wr[r].num_sge = 0;
+						}
 					}
-					wr[nw].wr_id = TAG_DATA | (uint64_t)it;
-					wr[nw].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-					wr[nw].send_flags = IBV_SEND_SIGNALED;
-					wr[nw].imm_data = htonl((uint32_t)sh.msg_len);
-					wr[nw].wr.rdma.rkey = rkey;
-					if (sh.final_len) {
-						size_t fo = sh.off[sh.nwrites];
-
-						sg[nw].addr = (uint64_t)(uintptr_t)(src + fo);
-						sg[nw].length = (uint32_t)sh.final_len;
-						sg[nw].lkey = sbuf_mr->lkey;
-						wr[nw].sg_list = &sg[nw];
-						wr[nw].num_sge = 1;
-						wr[nw].wr.rdma.remote_addr = raddr + fo;
-					} else {
-						/* zero-length: no SGE at all (the
-						 * responder must not check VA/rkey) */
-						wr[nw].sg_list = NULL;
-						wr[nw].num_sge = 0;
-						wr[nw].wr.rdma.remote_addr = raddr;
+					last = &wr[sh.nreqs - 1];
+					if (sh.zero_final) {
+						/* the zero-length WRITE_WITH_IMM: no SGE, address 0, rkey 0 */
+						last++;
+						memset(last, 0, sizeof(*last));
+						unsig_posted += (uint64_t)sh.nreqs;
 					}
-					for (k = 0; k < nw; k++)
-						wr[k].next = &wr[k + 1];
-					wr[nw].next = NULL;
+					last->wr_id = TAG_DATA | (uint64_t)it;
+					last->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+					last->imm_data = sh.imm;
+					last->next = NULL;
+					last->send_flags = IBV_SEND_SIGNALED;
+					nwr = (int)(last - wr) + 1;
 					rc = ibv_post_send(sqp, &wr[0], &bad);
 					if (rc)
 						hm_fatal("post_send.data",
-							 "iteration %d chain of %d: %s "
+							 "iteration %d, %d WRs: %s "
 							 "(bad_wr index %ld)", it,
-							 nw + 1, strerror(rc),
+							 nwr, strerror(rc),
 							 bad ? (long)(bad - wr) : -1L);
-					bytes += sh.msg_len;
+					bytes += sh.total;
 					s_posted++;
 					progress = 1;
 				}
@@ -805,7 +989,7 @@ int main(int argc, char **argv)
 				s_done++;
 			}
 
-			/* receiver completions: data arrivals and CTS writes */
+			/* receiver CQ: data arrivals, CTS writes and flushes */
 			n = poll_batch(rcq, wc, "poll_cq.recv", &progress);
 			for (int j = 0; j < n; j++) {
 				struct ibv_wc *w = &wc[j];
@@ -818,9 +1002,7 @@ int main(int argc, char **argv)
 						 (unsigned long long)w->wr_id,
 						 w->opcode, w->vendor_err);
 				if ((w->wr_id & TAG_MASK) == TAG_CTS) {
-					uint64_t want = TAG_CTS |
-						(uint64_t)(cts_next_sig * CTS_SIGNAL_EVERY +
-							   CTS_SIGNAL_EVERY - 1);
+					uint64_t want = TAG_CTS | (uint64_t)(cts_done * opt.depth);
 
 					if (w->opcode != IBV_WC_RDMA_WRITE ||
 					    w->wr_id != want ||
@@ -828,30 +1010,49 @@ int main(int argc, char **argv)
 						unsig_cqe += w->wr_id != want;
 						detail_fail("cts_completion",
 							    "opcode=%d wr_id=0x%llx "
-							    "(want 0x%llx: only every "
-							    "%dth CTS is signaled) "
+							    "(want 0x%llx: only the CTS "
+							    "of slot 0 is signaled) "
 							    "qp_num=0x%x",
 							    w->opcode,
 							    (unsigned long long)w->wr_id,
 							    (unsigned long long)want,
-							    CTS_SIGNAL_EVERY,
 							    w->qp_num);
 					}
-					cts_next_sig++;
 					cts_done++;
+					continue;
+				}
+				if ((w->wr_id & TAG_MASK) == TAG_FLUSH) {
+					int it = (int)(w->wr_id & 0xffffffffu), slot = it % opt.depth;
+					struct shape sh;
+					int last = 0;
+
+					iter_shape(it, opt.size, &sh);
+					for (int r = 0; r < sh.nreqs; r++)
+						if (sh.len[r])
+							last = r;
+					if (w->opcode != IBV_WC_RDMA_READ || w->byte_len != 1 ||
+					    w->qp_num != fqp->qp_num || it >= r_done ||
+					    flush_buf[slot] != pat(peer_dir, it, (size_t)last * sh.cap)) {
+						flush_bad++;
+						detail_fail("flush", "iteration %d: opcode %d byte_len %u qp 0x%x (want 0x%x), byte 0x%02x (want 0x%02x)",
+							    it, w->opcode, w->byte_len, w->qp_num, fqp->qp_num,
+							    flush_buf[slot], pat(peer_dir, it, (size_t)last * sh.cap));
+					}
+					flushed[slot] = 1;
+					f_done++;
 					continue;
 				}
 				{
 					int it = r_done, slot = it % opt.depth;
 					struct shape sh;
 					const uint8_t *dst = rbuf + (size_t)slot * slot_sz;
-					long bad_off;
-					uint32_t imm = ntohl(w->imm_data);
+					long bad_off = -1;
+					int last = 0;
 
 					iter_shape(it, opt.size, &sh);
 					if (w->opcode != IBV_WC_RECV_RDMA_WITH_IMM ||
 					    !(w->wc_flags & IBV_WC_WITH_IMM) ||
-					    imm != sh.msg_len ||
+					    w->imm_data != sh.imm ||
 					    w->qp_num != rqp->qp_num ||
 					    w->wr_id != (TAG_RECV | (uint64_t)it) ||
 					    w->byte_len != sh.final_len) {
@@ -859,44 +1060,67 @@ int main(int argc, char **argv)
 						detail_fail("recv_completion",
 							    "iteration %d: opcode=%d "
 							    "(want %d) wc_flags=0x%x "
-							    "imm=%u (want %zu) "
+							    "imm=%u (want %u) "
 							    "qp_num=0x%x (want 0x%x) "
 							    "wr_id=0x%llx (want 0x%llx) "
 							    "byte_len=%u (want %zu, the "
-							    "final WRITE_WITH_IMM)",
+							    "WRITE_WITH_IMM's)",
 							    it, w->opcode,
 							    IBV_WC_RECV_RDMA_WITH_IMM,
-							    w->wc_flags, imm,
-							    sh.msg_len, w->qp_num,
+							    w->wc_flags, w->imm_data,
+							    sh.imm, w->qp_num,
 							    rqp->qp_num,
 							    (unsigned long long)w->wr_id,
 							    (unsigned long long)(TAG_RECV | (uint64_t)it),
 							    w->byte_len, sh.final_len);
 					}
-					if (sh.msg_len) {
-						bad_off = check_pattern(dst, sh.msg_len,
-									peer_dir, it);
-					} else {
-						bad_off = -1;
-						for (size_t k = 0; k < slot_sz; k++)
-							if (dst[k] != 0xee) {
-								bad_off = (long)k;
-								break;
-							}
+					/* each request's bytes, and nothing beyond them */
+					for (size_t k = 0; k < slot_sz && bad_off < 0; k++) {
+						size_t r = sh.cap ? k / sh.cap : 0;
+						int in = r < (size_t)sh.nreqs && k - r * sh.cap < sh.len[r];
+						uint8_t want = in ? pat(peer_dir, it, k) : 0xee;
+
+						if (dst[k] != want)
+							bad_off = (long)k;
 					}
 					if (bad_off >= 0) {
+						size_t r = sh.cap ? (size_t)bad_off / sh.cap : 0;
+						int in = r < (size_t)sh.nreqs && (size_t)bad_off - r * sh.cap < sh.len[r];
+
 						data_bad++;
 						detail_fail("data_verify",
-							    "iteration %d len=%zu: "
-							    "byte %ld is 0x%02x, "
-							    "want 0x%02x", it,
-							    sh.msg_len, bad_off,
-							    dst[bad_off],
-							    sh.msg_len ?
-							    pat(peer_dir, it, (size_t)bad_off) :
-							    0xee);
+							    "iteration %d (%d requests, %zu bytes): "
+							    "byte %ld is 0x%02x, want 0x%02x",
+							    it, sh.nreqs, sh.total, bad_off,
+							    dst[bad_off], in ? pat(peer_dir, it, (size_t)bad_off) : 0xee);
 					}
 					r_done++;
+					/* the flush: one byte of the last non-empty request, read
+					 * back through the QP connected to itself */
+					if (sh.total) {
+						struct ibv_send_wr fw, *fbad = NULL;
+						struct ibv_sge fs;
+
+						for (int r = 0; r < sh.nreqs; r++)
+							if (sh.len[r])
+								last = r;
+						flush_buf[slot] = 0;
+						fs.addr = (uint64_t)(uintptr_t)&flush_buf[slot];
+						fs.length = 1;
+						fs.lkey = flush_mr->lkey;
+						memset(&fw, 0, sizeof(fw));
+						fw.wr_id = TAG_FLUSH | (uint64_t)it;
+						fw.sg_list = &fs;
+						fw.num_sge = 1;
+						fw.opcode = IBV_WR_RDMA_READ;
+						fw.send_flags = IBV_SEND_SIGNALED;
+						fw.wr.rdma.remote_addr = (uint64_t)(uintptr_t)(dst + (size_t)last * sh.cap);
+						fw.wr.rdma.rkey = rbuf_mr->rkey;
+						rc = ibv_post_send(fqp, &fw, &fbad);
+						if (rc)
+							hm_fatal("post_send.flush", "iteration %d: %s", it, strerror(rc));
+						f_posted++;
+					}
 				}
 			}
 
@@ -915,6 +1139,8 @@ int main(int argc, char **argv)
 				if (r_done < opt.iters)
 					hm_timeout("RECV_RDMA_WITH_IMM for "
 						   "iteration %d", r_done);
+				if (f_done < f_posted)
+					hm_timeout("flush READ of iteration %d", r_freed);
 				hm_timeout("signaled CTS completion %d of %d",
 					   cts_done + 1, cts_expected);
 			}
@@ -935,8 +1161,10 @@ int main(int argc, char **argv)
 			 s_done, send_bad);
 		hm_check(!recv_bad, "recv_completions", "count=%d bad=%d",
 			 r_done, recv_bad);
-		hm_check(!data_bad, "data_verify", "iters=%d bad=%d", r_done,
-			 data_bad);
+		hm_check(!data_bad, "data_verify", "iters=%d bad=%d (%d multi-receives, %d adaptive-routing form, %d empty)",
+			 r_done, data_bad, n_multi, n_ar, n_empty);
+		hm_check(!flush_bad && f_done == f_expected, "flush",
+			 "%d of %d RDMA_READ flushes through the self-connected QP, %d bad", f_done, f_expected, flush_bad);
 		hm_check(cts_done == cts_expected, "cts_completions",
 			 "signaled=%d of posted=%d", cts_done, r_posted);
 
@@ -1031,11 +1259,13 @@ int main(int argc, char **argv)
 	/* --- teardown: QPs, CQs, MRs, PD, channel, device --- */
 	HM_TEARDOWN("ibv_destroy_qp(send)", "destroy_qp.send", ibv_destroy_qp(sqp));
 	HM_TEARDOWN("ibv_destroy_qp(recv)", "destroy_qp.recv", ibv_destroy_qp(rqp));
+	HM_TEARDOWN("ibv_destroy_qp(flush)", "destroy_qp.flush", ibv_destroy_qp(fqp));
 	HM_TEARDOWN("ibv_destroy_cq(send)", "destroy_cq.send", ibv_destroy_cq(scq));
 	HM_TEARDOWN("ibv_destroy_cq(recv)", "destroy_cq.recv", ibv_destroy_cq(rcq));
 	HM_TEARDOWN("ibv_dereg_mr", "dereg_mr",
 		    ibv_dereg_mr(sbuf_mr) | ibv_dereg_mr(rbuf_mr) |
-			    ibv_dereg_mr(fifo_mr) | ibv_dereg_mr(cts_mr));
+			    ibv_dereg_mr(fifo_mr) | ibv_dereg_mr(cts_mr) |
+			    ibv_dereg_mr(flush_mr));
 	HM_TEARDOWN("ibv_dealloc_pd", "dealloc_pd", ibv_dealloc_pd(pd));
 	if (chan)
 		HM_TEARDOWN("ibv_destroy_comp_channel", "destroy_comp_channel",
@@ -1048,6 +1278,7 @@ int main(int argc, char **argv)
 	free(rbuf);
 	free(fifo);
 	free(ctsbuf);
+	free(flush_buf);
 
 	hm_summary();
 	return hm_exit_code();
