@@ -256,6 +256,14 @@ if want hm_multi_ctx; then
     else bad hm_multi_ctx "$(grep -h '^summary' "$o"): $(grep -hE '^(FAIL|TIMEOUT)' "$o" | head -3 | tr '\n' ';')"; show_fail hm_multi_ctx; fi
 fi
 
+# The extended verbs API (ibv_create_cq_ex, ibv_create_qp_ex and ibv_wr_*), one NIC.
+if want hm_verbs_ex; then
+    o="$LOGS/hm_verbs_ex.out"
+    if timeout -k 5 300 "$RUN" --state "$STATE" --nic 0 -- "$BIN/hm_verbs_ex" -d hematite0 > "$o" 2>&1; then
+        ok hm_verbs_ex "$(grep -h '^summary' "$o")"
+    else bad hm_verbs_ex "$(grep -h '^summary' "$o"): $(grep -hE '^(FAIL|TIMEOUT)' "$o" | head -3 | tr '\n' ';')"; show_fail hm_verbs_ex; fi
+fi
+
 # The verbs-call fuzzer, a short run: 3,000 seeded calls (bad handles, sizes, flags, opcodes,
 # orders, error completions, interleaved with verified data movement) over both NICs; the
 # long run is tests/verbs/fuzz.sh --count 100000.

@@ -227,6 +227,36 @@ pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, wr: *mut IbvSendWr, ba
     unsafe { post_list(q.sh.nic.sq_post(&q.qp), wr, bad, |p, w| post_one(p, q, w)) }
 }
 
+/// All or nothing (`ibv_wr_complete`): the list is posted whole, or, at the first refused WR,
+/// nothing is (`*bad` that WR, its errno returned).
+///
+/// # Safety
+/// `qp` came from `hm_rs_create_qp`; `wr` is a valid list; `bad` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn hm_rs_post_send_all(qp: *mut c_void, mut wr: *mut IbvSendWr, bad: *mut *mut IbvSendWr) -> c_int {
+    // SAFETY: the caller's guarantee.
+    let q = unsafe { &*(qp as *const RsQp) };
+    let mut p = q.sh.nic.sq_post(&q.qp);
+    // SAFETY: the caller's guarantee.
+    unsafe { *bad = wr };
+    if p.fatal() {
+        return libc::EIO;
+    }
+    while !wr.is_null() {
+        // SAFETY: the caller's guarantee.
+        let w = unsafe { &*wr };
+        let r = post_one(&mut p, q, w);
+        if r != 0 {
+            // SAFETY: the caller's guarantee.
+            unsafe { *bad = wr };
+            p.abandon();
+            return r;
+        }
+        wr = w.next;
+    }
+    p.finish_errno()
+}
+
 /// `ibv_post_recv` (zero-SGE receives are allowed: they take messages without payload, such
 /// as RDMA WRITE with immediate).
 ///

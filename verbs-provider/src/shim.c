@@ -104,7 +104,8 @@ struct hm_context_ops {
 		create_ah, create_counters;
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe, struct ibv_comp_channel *channel,
 				    int comp_vector);
-	hm_fn create_cq_ex, create_flow, create_flow_action_esp;
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
+	hm_fn create_flow, create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
 	hm_fn create_rwq_ind_table, create_srq, create_srq_ex, create_wq, dealloc_mw;
@@ -168,7 +169,22 @@ struct hm_context {
 
 struct hm_pd { struct ibv_pd pd; void *rs; };
 struct hm_mr { struct hm_verbs_mr vmr; void *rs; };
-struct hm_cq { struct hm_verbs_cq vcq; void *rs; };
+struct hm_cq {
+	struct hm_verbs_cq vcq;
+	void *rs;
+	struct ibv_wc cur; /* the extended API's current completion (ibv_start_poll / ibv_next_poll) */
+};
+
+/* The extended posting API's batch (ibv_wr_start .. ibv_wr_complete): the WRs built so far,
+ * their SGEs and inline copies, and the first error a builder met (then nothing is posted). */
+struct hm_wr_batch {
+	pthread_mutex_t lock;          /* held from ibv_wr_start to ibv_wr_complete / ibv_wr_abort */
+	struct ibv_send_wr *wr;        /* cap entries */
+	struct ibv_sge *sge;           /* cap * nsge */
+	uint8_t *inl;                  /* cap * max_inline bytes */
+	uint32_t cap, nsge, max_inline, n;
+	int err;
+};
 struct hm_qp {
 	struct hm_verbs_qp vqp;
 	void *rs;
@@ -176,7 +192,9 @@ struct hm_qp {
 	int sq_sig_all;
 	void *qp_context_user;
 	uint32_t ece_options; /* the ECE options the QP uses (HM_ECE_SUPPORTED at most) */
+	struct hm_wr_batch *batch; /* created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
 };
+#define HM_VERBS_QP_EX (1u << 1) /* verbs_qp.comp_mask: qp_ex is valid (libibverbs' VERBS_QP_EX) */
 
 /* A completion channel made by ibv_create_comp_channel below: a pipe; an armed CQ's event
  * writes the CQ's pointer into it, which is what ibv_get_cq_event reads. */
@@ -413,6 +431,88 @@ static int hm_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return EOPNOTSUPP;
 }
 
+/* ---------------------------------------------------------------- extended CQ
+ *
+ * ibv_create_cq_ex: the same CQ, polled one completion at a time through the extended API.
+ * The work completion fields of IBV_WC_STANDARD_FLAGS are offered; the completion timestamps,
+ * CVLAN, flow tag and tag matching are not (the device has no clock in its CQEs): EOPNOTSUPP,
+ * as is IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN and a parent domain. */
+static inline struct hm_cq *cqx_of(struct ibv_cq_ex *c) { return (struct hm_cq *)c; }
+
+static int hm_cqx_take(struct ibv_cq_ex *c)
+{
+	struct hm_cq *cq = cqx_of(c);
+	int n = hm_rs_poll_cq(cq->rs, 1, &cq->cur);
+
+	if (n < 0)
+		return EIO;
+	if (n == 0)
+		return ENOENT;
+	c->status = cq->cur.status;
+	c->wr_id = cq->cur.wr_id;
+	return 0;
+}
+
+static int hm_cqx_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
+{
+	if (attr && attr->comp_mask)
+		return EINVAL;
+	return hm_cqx_take(c);
+}
+
+static int hm_cqx_next_poll(struct ibv_cq_ex *c) { return hm_cqx_take(c); }
+static void hm_cqx_end_poll(struct ibv_cq_ex *c) { (void)c; }
+static enum ibv_wc_opcode hm_cqx_opcode(struct ibv_cq_ex *c) { return cqx_of(c)->cur.opcode; }
+static uint32_t hm_cqx_vendor_err(struct ibv_cq_ex *c) { return cqx_of(c)->cur.vendor_err; }
+static uint32_t hm_cqx_byte_len(struct ibv_cq_ex *c) { return cqx_of(c)->cur.byte_len; }
+static __be32 hm_cqx_imm_data(struct ibv_cq_ex *c) { return cqx_of(c)->cur.imm_data; }
+static uint32_t hm_cqx_qp_num(struct ibv_cq_ex *c) { return cqx_of(c)->cur.qp_num; }
+static uint32_t hm_cqx_src_qp(struct ibv_cq_ex *c) { return cqx_of(c)->cur.src_qp; }
+static unsigned int hm_cqx_wc_flags(struct ibv_cq_ex *c) { return cqx_of(c)->cur.wc_flags; }
+static uint32_t hm_cqx_slid(struct ibv_cq_ex *c) { return cqx_of(c)->cur.slid; }
+static uint8_t hm_cqx_sl(struct ibv_cq_ex *c) { return cqx_of(c)->cur.sl; }
+static uint8_t hm_cqx_dlid_path_bits(struct ibv_cq_ex *c) { return cqx_of(c)->cur.dlid_path_bits; }
+
+static struct ibv_cq_ex *hm_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr)
+{
+	const uint32_t known = IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD;
+
+	if (!attr || (attr->comp_mask & ~known) || attr->cqe > INT32_MAX ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && (attr->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)) ||
+	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	struct ibv_cq *ibcq = hm_create_cq(context, (int)attr->cqe, attr->channel, (int)attr->comp_vector);
+	if (!ibcq)
+		return NULL;
+	struct hm_cq *cq = to_hcq(ibcq);
+	struct ibv_cq_ex *c = &cq->vcq.cq_ex;
+	/* libibverbs' ibv_create_cq_ex (verbs_init_cq) fills the channel (and its reference),
+	 * cq_context, the event counters and the lock, as ibv_create_cq does */
+	c->comp_mask = 0;
+	c->start_poll = hm_cqx_start_poll;
+	c->next_poll = hm_cqx_next_poll;
+	c->end_poll = hm_cqx_end_poll;
+	c->read_opcode = hm_cqx_opcode;
+	c->read_vendor_err = hm_cqx_vendor_err;
+	c->read_byte_len = hm_cqx_byte_len;
+	c->read_imm_data = hm_cqx_imm_data;
+	c->read_qp_num = hm_cqx_qp_num;
+	c->read_src_qp = hm_cqx_src_qp;
+	c->read_wc_flags = hm_cqx_wc_flags;
+	c->read_slid = hm_cqx_slid;
+	c->read_sl = hm_cqx_sl;
+	c->read_dlid_path_bits = hm_cqx_dlid_path_bits;
+	return c;
+}
+
 /* ---------------------------------------------------------------- QP */
 
 static struct ibv_qp *hm_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
@@ -472,11 +572,324 @@ static struct ibv_qp *hm_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr 
 	return q;
 }
 
+/* ---------------------------------------------------------------- extended QP (ibv_wr_*)
+ *
+ * Between ibv_wr_start and ibv_wr_complete the builders fill a batch of ibv_send_wr (the QP's
+ * lock held); ibv_wr_complete posts the batch all or nothing (hm_rs_post_send_all): a builder
+ * error (too many SGEs or inline bytes, more WRs than the send queue holds, an operation not
+ * offered) or a refused WR posts none of them and is returned. ibv_wr_abort drops the batch. */
+static inline struct hm_qp *qpx_of(struct ibv_qp_ex *q) { return (struct hm_qp *)q; }
+static int hm_destroy_qp(struct ibv_qp *ibqp);
+
+static struct ibv_send_wr *hm_wr_new(struct ibv_qp_ex *q, enum ibv_wr_opcode op)
+{
+	struct hm_wr_batch *b = qpx_of(q)->batch;
+	struct ibv_send_wr *w;
+
+	if (b->n >= b->cap) {
+		if (!b->err)
+			b->err = ENOMEM;
+		return NULL;
+	}
+	w = &b->wr[b->n];
+	memset(w, 0, sizeof(*w));
+	w->wr_id = q->wr_id;
+	w->send_flags = q->wr_flags;
+	w->opcode = op;
+	w->sg_list = &b->sge[(size_t)b->n * b->nsge];
+	b->n++;
+	return w;
+}
+
+/* the WR the SGE / inline setters apply to: the last one built */
+static struct ibv_send_wr *hm_wr_cur(struct hm_wr_batch *b)
+{
+	if (!b->n) {
+		if (!b->err)
+			b->err = EINVAL;
+		return NULL;
+	}
+	return &b->wr[b->n - 1];
+}
+
+static void hm_wr_fail(struct ibv_qp_ex *q, int e)
+{
+	struct hm_wr_batch *b = qpx_of(q)->batch;
+
+	if (!b->err)
+		b->err = e;
+}
+
+static void hm_wr_rdma_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
+{
+	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_RDMA_WRITE);
+
+	if (w) {
+		w->wr.rdma.rkey = rkey;
+		w->wr.rdma.remote_addr = addr;
+	}
+}
+
+static void hm_wr_rdma_write_imm(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, __be32 imm)
+{
+	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_RDMA_WRITE_WITH_IMM);
+
+	if (w) {
+		w->wr.rdma.rkey = rkey;
+		w->wr.rdma.remote_addr = addr;
+		w->imm_data = imm;
+	}
+}
+
+static void hm_wr_rdma_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
+{
+	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_RDMA_READ);
+
+	if (w) {
+		w->wr.rdma.rkey = rkey;
+		w->wr.rdma.remote_addr = addr;
+	}
+}
+
+static void hm_wr_send(struct ibv_qp_ex *q) { (void)hm_wr_new(q, IBV_WR_SEND); }
+
+static void hm_wr_send_imm(struct ibv_qp_ex *q, __be32 imm)
+{
+	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_SEND_WITH_IMM);
+
+	if (w)
+		w->imm_data = imm;
+}
+
+static void hm_wr_send_inv(struct ibv_qp_ex *q, uint32_t rkey)
+{
+	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_SEND_WITH_INV);
+
+	if (w)
+		w->invalidate_rkey = rkey;
+}
+
+static void hm_wr_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t cmp, uint64_t swap)
+{
+	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_ATOMIC_CMP_AND_SWP);
+
+	if (w) {
+		w->wr.atomic.rkey = rkey;
+		w->wr.atomic.remote_addr = addr;
+		w->wr.atomic.compare_add = cmp;
+		w->wr.atomic.swap = swap;
+	}
+}
+
+static void hm_wr_fetch_add(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t add)
+{
+	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_ATOMIC_FETCH_AND_ADD);
+
+	if (w) {
+		w->wr.atomic.rkey = rkey;
+		w->wr.atomic.remote_addr = addr;
+		w->wr.atomic.compare_add = add;
+	}
+}
+
+/* operations the device does not offer (memory windows, local invalidate, TSO, UD, XRC) */
+static void hm_wr_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *i)
+{
+	(void)mw;
+	(void)rkey;
+	(void)i;
+	hm_wr_fail(q, EOPNOTSUPP);
+}
+static void hm_wr_local_inv(struct ibv_qp_ex *q, uint32_t rkey) { (void)rkey; hm_wr_fail(q, EOPNOTSUPP); }
+static void hm_wr_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t sz, uint16_t mss)
+{
+	(void)hdr;
+	(void)sz;
+	(void)mss;
+	hm_wr_fail(q, EOPNOTSUPP);
+}
+static void hm_wr_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	(void)ah;
+	(void)qpn;
+	(void)qkey;
+	hm_wr_fail(q, EOPNOTSUPP);
+}
+static void hm_wr_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn) { (void)srqn; hm_wr_fail(q, EOPNOTSUPP); }
+
+static void hm_wr_set_sge(struct ibv_qp_ex *q, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct hm_wr_batch *b = qpx_of(q)->batch;
+	struct ibv_send_wr *w = hm_wr_cur(b);
+
+	if (!w)
+		return;
+	w->sg_list[0].addr = addr;
+	w->sg_list[0].length = length;
+	w->sg_list[0].lkey = lkey;
+	w->num_sge = 1;
+}
+
+static void hm_wr_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *list)
+{
+	struct hm_wr_batch *b = qpx_of(q)->batch;
+	struct ibv_send_wr *w = hm_wr_cur(b);
+
+	if (!w)
+		return;
+	if (n > b->nsge || (n && !list)) {
+		hm_wr_fail(q, EINVAL);
+		return;
+	}
+	if (n)
+		memcpy(w->sg_list, list, n * sizeof(*list));
+	w->num_sge = (int)n;
+}
+
+static void hm_wr_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct ibv_data_buf *bufs)
+{
+	struct hm_wr_batch *b = qpx_of(q)->batch;
+	struct ibv_send_wr *w = hm_wr_cur(b);
+	uint8_t *dst;
+	size_t off = 0;
+
+	if (!w)
+		return;
+	dst = b->inl + (size_t)(w - b->wr) * b->max_inline;
+	for (size_t i = 0; i < n; i++) {
+		if (bufs[i].length > b->max_inline - off) {
+			hm_wr_fail(q, EINVAL);
+			return;
+		}
+		/* copied now: the caller may reuse its buffers once the setter returns */
+		memcpy(dst + off, bufs[i].addr, bufs[i].length);
+		off += bufs[i].length;
+	}
+	w->sg_list[0].addr = (uintptr_t)dst;
+	w->sg_list[0].length = (uint32_t)off;
+	w->sg_list[0].lkey = 0;
+	w->num_sge = 1;
+	w->send_flags |= IBV_SEND_INLINE;
+}
+
+static void hm_wr_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
+{
+	struct ibv_data_buf d = { .addr = addr, .length = length };
+
+	hm_wr_set_inline_data_list(q, 1, &d);
+}
+
+static void hm_wr_start(struct ibv_qp_ex *q)
+{
+	struct hm_wr_batch *b = qpx_of(q)->batch;
+
+	pthread_mutex_lock(&b->lock);
+	b->n = 0;
+	b->err = 0;
+}
+
+static int hm_wr_complete(struct ibv_qp_ex *q)
+{
+	struct hm_wr_batch *b = qpx_of(q)->batch;
+	struct ibv_send_wr *bad = NULL;
+	int ret = b->err;
+
+	if (!ret && b->n) {
+		for (uint32_t i = 0; i + 1 < b->n; i++)
+			b->wr[i].next = &b->wr[i + 1];
+		b->wr[b->n - 1].next = NULL;
+		ret = q->qp_base.state < IBV_QPS_RTS ? EINVAL : hm_rs_post_send_all(qpx_of(q)->rs, b->wr, &bad);
+	}
+	b->n = 0;
+	b->err = 0;
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+static void hm_wr_abort(struct ibv_qp_ex *q)
+{
+	struct hm_wr_batch *b = qpx_of(q)->batch;
+
+	b->n = 0;
+	b->err = 0;
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* the send operations the extended API offers (the device's opcodes) */
+#define HM_SEND_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND | \
+		     IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
+		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV)
+
+static int hm_qp_ex_init(struct hm_qp *qp)
+{
+	struct hm_wr_batch *b = calloc(1, sizeof(*b));
+	struct ibv_qp_ex *q = &qp->vqp.qp_ex;
+
+	if (!b)
+		return ENOMEM;
+	b->cap = qp->caps.max_send_wr;
+	b->nsge = qp->caps.max_send_sge ? qp->caps.max_send_sge : 1;
+	b->max_inline = qp->caps.max_inline_data;
+	b->wr = calloc(b->cap, sizeof(*b->wr));
+	b->sge = calloc((size_t)b->cap * b->nsge, sizeof(*b->sge));
+	b->inl = b->max_inline ? calloc(b->cap, b->max_inline) : NULL;
+	if (!b->wr || !b->sge || (b->max_inline && !b->inl)) {
+		free(b->wr);
+		free(b->sge);
+		free(b->inl);
+		free(b);
+		return ENOMEM;
+	}
+	pthread_mutex_init(&b->lock, NULL);
+	qp->batch = b;
+	q->wr_atomic_cmp_swp = hm_wr_cmp_swp;
+	q->wr_atomic_fetch_add = hm_wr_fetch_add;
+	q->wr_bind_mw = hm_wr_bind_mw;
+	q->wr_local_inv = hm_wr_local_inv;
+	q->wr_rdma_read = hm_wr_rdma_read;
+	q->wr_rdma_write = hm_wr_rdma_write;
+	q->wr_rdma_write_imm = hm_wr_rdma_write_imm;
+	q->wr_send = hm_wr_send;
+	q->wr_send_imm = hm_wr_send_imm;
+	q->wr_send_inv = hm_wr_send_inv;
+	q->wr_send_tso = hm_wr_send_tso;
+	q->wr_set_ud_addr = hm_wr_set_ud_addr;
+	q->wr_set_xrc_srqn = hm_wr_set_xrc_srqn;
+	q->wr_set_inline_data = hm_wr_set_inline_data;
+	q->wr_set_inline_data_list = hm_wr_set_inline_data_list;
+	q->wr_set_sge = hm_wr_set_sge;
+	q->wr_set_sge_list = hm_wr_set_sge_list;
+	q->wr_start = hm_wr_start;
+	q->wr_complete = hm_wr_complete;
+	q->wr_abort = hm_wr_abort;
+	qp->vqp.comp_mask |= HM_VERBS_QP_EX;
+	return 0;
+}
+
+static void hm_qp_ex_free(struct hm_qp *qp)
+{
+	struct hm_wr_batch *b = qp->batch;
+
+	if (!b)
+		return;
+	pthread_mutex_destroy(&b->lock);
+	free(b->wr);
+	free(b->sge);
+	free(b->inl);
+	free(b);
+	qp->batch = NULL;
+}
+
 static struct ibv_qp *hm_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *ex)
 {
 	struct ibv_qp_init_attr init;
 
-	if (ex->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) {
+	if (ex->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+					IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((ex->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (ex->send_ops_flags & ~(uint64_t)HM_SEND_OPS)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -497,8 +910,17 @@ static struct ibv_qp *hm_create_qp_ex(struct ibv_context *context, struct ibv_qp
 	init.qp_type = ex->qp_type;
 	init.sq_sig_all = ex->sq_sig_all;
 	struct ibv_qp *q = hm_create_qp(ex->pd, &init);
-	if (q)
-		ex->cap = init.cap;
+	if (!q)
+		return NULL;
+	ex->cap = init.cap;
+	if (ex->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		int e = hm_qp_ex_init(to_hqp(q));
+		if (e) {
+			hm_destroy_qp(q);
+			errno = e;
+			return NULL;
+		}
+	}
 	return q;
 }
 
@@ -625,6 +1047,7 @@ static int hm_destroy_qp(struct ibv_qp *ibqp)
 		return ret;
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
+	hm_qp_ex_free(qp);
 	free(qp);
 	return 0;
 }
@@ -666,6 +1089,7 @@ static void hm_free_context(struct ibv_context *context)
 static const struct hm_context_ops hm_ctx_ops = {
 	.alloc_pd = hm_alloc_pd,
 	.create_cq = hm_create_cq,
+	.create_cq_ex = hm_create_cq_ex,
 	.create_qp = hm_create_qp,
 	.create_qp_ex = hm_create_qp_ex,
 	.dealloc_pd = hm_dealloc_pd,

@@ -106,6 +106,7 @@ int hm_rs_modify_qp(void *ctx, void *qp, const struct hm_qp_attr *attr, uint32_t
 int hm_rs_query_qp(void *ctx, void *qp, struct hm_qp_attr *out, struct hm_qp_caps *caps);
 int hm_rs_destroy_qp(void *ctx, void *qp);
 int hm_rs_post_send(void *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int hm_rs_post_send_all(void *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int hm_rs_post_recv(void *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
 /* C side (shim.c), called from Rust. */

@@ -203,6 +203,13 @@ impl SqPost<'_> {
         Some(unsafe { buf.as_ptr().add(i * stride) })
     }
 
+    /// Forgets every WR committed in this session: nothing is published or rung, and their
+    /// slots are free again (all-or-nothing posting, `ibv_wr_complete`).
+    #[inline]
+    pub fn abandon(mut self) {
+        self.pi = self.start;
+    }
+
     /// The slot returned by the last [`SqPost::slot`] is complete.
     #[inline(always)]
     pub fn commit(&mut self) {
