@@ -7,7 +7,9 @@
 #
 #   --src  an rdma-core checkout at the release of the installed python3-pyverbs (Debian 12:
 #          v44.0); without it, that tag is cloned from GitHub into build/rdma-core-<tag>
-#   --out  where the log and the summary go (default build/pyverbs)
+#   --out  where the log, the summary and conformance.md (a row per test: pass, skip with
+#          rdma-core's reason, FAIL, ERROR; docs/conformance.md is the last recorded one) go
+#          (default build/pyverbs)
 #
 # Installs python3-pyverbs (apt) when missing; runs as root so that the tests, which read
 # /sys/class/infiniband themselves, see the NICs (hematite-run's overlay). Fails when a test
@@ -65,6 +67,8 @@ errors=$(grep -oE 'errors=[0-9]+' <<< "$last" | cut -d= -f2); errors=${errors:-0
     echo "not passed:"
     grep -E '^(FAIL|ERROR): ' "$log" | sed 's/^/  /'
 } | tee "$OUT/summary.txt"
+python3 tests/pyverbs/conformance.py "$log" "rdma-core $tag, $(date -u +%F) at $(git rev-parse --short HEAD), $PROFILE profile" > "$OUT/conformance.md" ||
+    echo "no per-test table: the log holds no results"
 if [ $rc -eq 0 ] && [ -n "$ran" ] && [ "$failures" = 0 ] && [ "$errors" = 0 ] && [[ "$last" == OK* ]]; then
     echo "pyverbs: ok"
     exit 0
