@@ -36,6 +36,16 @@ pub trait Device: Send + Sync {
     /// Reads the 32-bit register at `offset` of BAR0 (`offset` 4-byte aligned, inside the BAR).
     fn read32(&self, offset: u64) -> Result<u32>;
 
+    /// Reads the register at `offset` until `(value & mask) != (cmp & mask)`, for a while: the
+    /// last value read and whether it differs. A backend without a better way reads once (the
+    /// caller loops); the simulated device waits on its side for up to `cycles` clock cycles,
+    /// with no round trip per read.
+    fn wait32(&self, offset: u64, mask: u32, cmp: u32, cycles: u64) -> Result<(u32, bool)> {
+        let _ = cycles;
+        let v = self.read32(offset)?;
+        Ok((v, (v ^ cmp) & mask != 0))
+    }
+
     /// Writes the 32-bit register at `offset` of BAR0. Posted: it returns before the device
     /// has acted on it, like a PCIe memory write; a later [`Device::read32`] is ordered after it.
     fn write32(&self, offset: u64, value: u32) -> Result<()>;
@@ -71,6 +81,9 @@ impl<T: Device + ?Sized> Device for std::sync::Arc<T> {
     }
     fn read32(&self, offset: u64) -> Result<u32> {
         (**self).read32(offset)
+    }
+    fn wait32(&self, offset: u64, mask: u32, cmp: u32, cycles: u64) -> Result<(u32, bool)> {
+        (**self).wait32(offset, mask, cmp, cycles)
     }
     fn write32(&self, offset: u64, value: u32) -> Result<()> {
         (**self).write32(offset, value)

@@ -205,6 +205,18 @@ impl Device for SimDevice {
         }
     }
 
+    fn wait32(&self, offset: u64, mask: u32, cmp: u32, cycles: u64) -> Result<(u32, bool)> {
+        self.check_off(offset)?;
+        let cycles = cycles.min(p::WAIT_MAX_CYCLES);
+        match self.call(p::CMD_WAIT32, [offset, mask as u64, cmp as u64, cycles], None) {
+            Ok(r) => Ok((r.a as u32, r.b != 0)),
+            Err(Error::Sys { err, .. }) if err.raw_os_error() == Some(libc::EFAULT) => {
+                Err(Error::Device(format!("bus error reading BAR0 + {offset:#x}")))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     fn write32(&self, offset: u64, value: u32) -> Result<()> {
         self.check_off(offset)?;
         let mut c = self.conn.lock().map_err(|_| Error::Device("connection lock poisoned".into()))?;

@@ -46,6 +46,17 @@ pub const CMD_ARP_RESOLVE: u16 = 8;
 /// Reply: a = clock cycles simulated, b = frames sent, c = frames received, d = DMA accesses
 /// refused by the IOMMU check.
 pub const CMD_STATS: u16 = 9;
+/// a = BAR0 offset, b = mask, c = value, d = most clock cycles to wait (at most
+/// [`WAIT_MAX_CYCLES`]). The device reads the register every [`WAIT_GAP_CYCLES`] cycles, its
+/// clock running between the reads, until `(register & mask) != (value & mask)` or the cycles
+/// are spent. Reply: a = the last value read, b = 1 when it differs, 0 when the wait ran out.
+/// EFAULT on a bus error, EINVAL for d above the limit. One request instead of a read round
+/// trip per poll: the driver waits for its firmware commands this way.
+pub const CMD_WAIT32: u16 = 10;
+/// Most cycles one [`CMD_WAIT32`] may wait.
+pub const WAIT_MAX_CYCLES: u64 = 1 << 20;
+/// Cycles between the register reads of a [`CMD_WAIT32`].
+pub const WAIT_GAP_CYCLES: u64 = 32;
 
 /// No reply wanted.
 pub const F_POSTED: u16 = 1;

@@ -234,6 +234,15 @@ impl Campaign<'_> {
                     vec![-libc::EPROTO]
                 }
             }
+            p::CMD_WAIT32 => {
+                if r.d > p::WAIT_MAX_CYCLES || r.b > u32::MAX as u64 || r.c > u32::MAX as u64 {
+                    vec![-libc::EINVAL]
+                } else if r.a >= BAR0 {
+                    vec![-libc::EFAULT]
+                } else {
+                    vec![0, -libc::EFAULT, -libc::ECANCELED]
+                }
+            }
             p::CMD_READ32 | p::CMD_WRITE32 => {
                 if r.a >= BAR0 {
                     vec![-libc::EFAULT]
@@ -316,9 +325,10 @@ impl Campaign<'_> {
             80..=84 => p::CMD_STATS,
             85..=87 => p::CMD_HELLO,
             88 if self.chance(20) => p::CMD_ARP_RESOLVE,
+            89..=91 => p::CMD_WAIT32,
             _ => match self.rnd(3) {
                 0 => 0,
-                1 => 10 + self.rnd(100) as u16,
+                1 => 11 + self.rnd(100) as u16,
                 _ => self.rng.next() as u16,
             },
         };
@@ -390,6 +400,16 @@ impl Campaign<'_> {
                 r.b = self.rnd(2);
             }
             p::CMD_ARP_RESOLVE => r.a = 0x0a00_00fe,
+            p::CMD_WAIT32 => {
+                // mostly a register, a 32-bit mask and value and a short wait (a long one would
+                // hold the connection for seconds); sometimes anything
+                if self.chance(900) {
+                    r.a = self.rnd(0x2_0000 / 4) * 4;
+                    r.b &= 0xFFFF_FFFF;
+                    r.c &= 0xFFFF_FFFF;
+                    r.d = self.rnd(4096);
+                }
+            }
             _ => {}
         }
         // a descriptor on any request, sometimes several

@@ -273,3 +273,55 @@ fn a_control_core_trap_does_not_end_the_device() {
     assert!(d.child.try_wait().unwrap().is_none(), "the device process ended");
     open_ok(&d.sock, 10).stats().unwrap();
 }
+
+/// `WAIT32` (the driver's wait for a firmware command): it answers when the register differs
+/// from the value under the mask, or when its cycles ran out (b = 0), with the device's clock
+/// running meanwhile; out-of-range cycles or masks are EINVAL, an offset outside the BAR
+/// EFAULT, a posted one is dropped, and the requests behind a wait are answered after it, in
+/// order.
+#[test]
+fn wait32_answers_on_a_change_or_when_its_cycles_run_out() {
+    let d = start("wait32");
+    let c = conn(&d.sock);
+    assert_eq!(hello(&c).status, 0);
+    let id = hematite_abi::regs::HM_REG_ID as u64;
+    let req = |seq: u32, cmd: u16, a: u64, b: u64, cc: u64, dd: u64, flags: u16| {
+        let r = Req { seq, cmd, flags, a, b, c: cc, d: dd };
+        assert!(p::send_fds(c.as_raw_fd(), &r.encode(), &[]).unwrap());
+    };
+    let stats = |seq: u32| {
+        req(seq, p::CMD_STATS, 0, 0, 0, 0, 0);
+        reply(&c, 20).expect("STATS").a
+    };
+    // the identity register never changes: the wait runs its cycles out
+    let c0 = stats(2);
+    req(3, p::CMD_WAIT32, id, 0xFFFF_FFFF, hematite_abi::regs::HM_REG_ID_RESET as u64, 20_000, 0);
+    let r = reply(&c, 60).expect("WAIT32 answered");
+    assert_eq!((r.seq, r.status, r.a as u32, r.b), (3, 0, hematite_abi::regs::HM_REG_ID_RESET, 0), "{r:?}");
+    let c1 = stats(4);
+    assert!(c1 - c0 >= 20_000, "the clock ran through the wait: {c0} -> {c1}");
+    // a value it differs from: answered at the first read
+    req(5, p::CMD_WAIT32, id, 0xFFFF_FFFF, 0, 20_000, 0);
+    let r = reply(&c, 60).expect("WAIT32 answered");
+    assert_eq!((r.seq, r.status, r.a as u32, r.b), (5, 0, hematite_abi::regs::HM_REG_ID_RESET, 1), "{r:?}");
+    assert!(stats(6) - c1 < 20_000, "no wait when the value differs");
+    // refusals
+    req(7, p::CMD_WAIT32, id, 1, 0, p::WAIT_MAX_CYCLES + 1, 0);
+    assert_eq!(reply(&c, 20).unwrap().status, -libc::EINVAL, "too many cycles");
+    req(8, p::CMD_WAIT32, id, 1 << 32, 0, 10, 0);
+    assert_eq!(reply(&c, 20).unwrap().status, -libc::EINVAL, "a 33-bit mask");
+    req(9, p::CMD_WAIT32, 1 << 40, 1, 0, 10, 0);
+    assert_eq!(reply(&c, 20).unwrap().status, -libc::EFAULT, "outside BAR0");
+    req(10, p::CMD_WAIT32, id, 0xFFFF_FFFF, hematite_abi::regs::HM_REG_ID_RESET as u64, 1000, p::F_POSTED);
+    // behind a long wait, a read is answered after it, in order
+    req(11, p::CMD_WAIT32, id, 0xFFFF_FFFF, hematite_abi::regs::HM_REG_ID_RESET as u64, 30_000, 0);
+    req(12, p::CMD_READ32, id, 0, 0, 0, 0);
+    let a = reply(&c, 60).expect("the wait");
+    let b = reply(&c, 60).expect("the read");
+    assert_eq!((a.seq, a.b, b.seq, b.a as u32), (11, 0, 12, hematite_abi::regs::HM_REG_ID_RESET), "{a:?} {b:?}");
+    // and SimDevice's wait32 says the same
+    drop(c);
+    let dev = open_ok(&d.sock, 10);
+    assert_eq!(dev.wait32(id, 0xFFFF_FFFF, 0, 1000).unwrap(), (hematite_abi::regs::HM_REG_ID_RESET, true));
+    assert_eq!(dev.wait32(id, 0xFFFF_FFFF, hematite_abi::regs::HM_REG_ID_RESET, 1000).unwrap(), (hematite_abi::regs::HM_REG_ID_RESET, false));
+}

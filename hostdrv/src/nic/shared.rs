@@ -32,7 +32,14 @@ pub(crate) mod mbox_status {
     pub const RUNNING: u32 = mask32(fpos(F, "running"));
     pub const STOPPED: u32 = mask32(fpos(F, "fault")) | mask32(fpos(F, "trap"));
     pub const DONE_COUNT: (usize, usize) = fpos(F, "done_count");
+    /// The bits that change when a command completes or the core stops.
+    pub const WATCH: u32 = PENDING | STOPPED | mask32(DONE_COUNT);
 }
+
+/// Most clock cycles one wait for a firmware command takes on the simulated device
+/// ([`Device::wait32`]): about 20 ms of its time, so that other threads' register accesses
+/// are not held back for long (they queue behind the wait).
+const CMD_WAIT_CYCLES: u64 = 4096;
 
 /// Doorbell words: `hm_db_qp_t` (SQ and RQ) and `hm_db_cq_t`.
 pub(crate) mod db {
@@ -140,8 +147,13 @@ impl Shared {
         dev.write32(FW_MBOX_DB, 1)?;
         let t0 = Instant::now();
         let mut polls = 0u32;
+        // until the done count, PENDING or STOPPED changes from what the doorbell left: one
+        // WAIT32 on the simulated device (a few thousand cycles each, so that other threads'
+        // accesses get their turn), one read on hardware
+        let mut last = st0 | mbox_status::PENDING;
         loop {
-            let st = dev.read32(FW_MBOX_STATUS)?;
+            let (st, _) = dev.wait32(FW_MBOX_STATUS, mbox_status::WATCH, last, CMD_WAIT_CYCLES)?;
+            last = st;
             if st & mbox_status::STOPPED != 0 {
                 return Err(Error::Device(format!("control core fault/trap during command {op:#x} (status {st:#x})")));
             }

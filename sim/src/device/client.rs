@@ -22,6 +22,18 @@ pub(super) struct Mmio {
     pub(super) reply_to: Option<Req>,
     /// A read for the counter files (stats.rs), not a client's.
     pub(super) counter: Option<super::stats::Tag>,
+    /// A `WAIT32`: read again until the value changes or the wait runs out.
+    pub(super) wait: Option<Wait>,
+}
+
+/// What a `WAIT32` waits for ([`p::CMD_WAIT32`]).
+pub(super) struct Wait {
+    pub(super) mask: u32,
+    pub(super) cmp: u32,
+    /// The cycle the wait runs out at.
+    pub(super) deadline: u64,
+    /// The next read starts no earlier than this cycle.
+    pub(super) not_before: u64,
 }
 
 /// The attached client.
@@ -118,7 +130,13 @@ impl SimNic {
                 }
                 self.reply(rep);
             }
-            p::CMD_READ32 | p::CMD_WRITE32 => {
+            p::CMD_READ32 | p::CMD_WRITE32 | p::CMD_WAIT32 => {
+                if r.cmd == p::CMD_WAIT32 && (posted || r.d > p::WAIT_MAX_CYCLES || r.b > u32::MAX as u64 || r.c > u32::MAX as u64) {
+                    if !posted {
+                        self.reply(Rep::to(&r, -libc::EINVAL));
+                    }
+                    return;
+                }
                 let off = r.a;
                 let (port, addr) = if off < FW_PORT_BASE {
                     (Port::Bar, off as u16)
@@ -131,12 +149,13 @@ impl SimNic {
                     }
                     return;
                 };
-                let op = if r.cmd == p::CMD_READ32 {
-                    LiteOp::Read { addr }
-                } else {
+                let op = if r.cmd == p::CMD_WRITE32 {
                     LiteOp::Write { addr, data: r.b as u32, strb: 0xF }
+                } else {
+                    LiteOp::Read { addr }
                 };
-                self.mmio.push_back(Mmio { port, op, reply_to: if posted { None } else { Some(r) }, counter: None });
+                let wait = (r.cmd == p::CMD_WAIT32).then(|| Wait { mask: r.b as u32, cmp: r.c as u32, deadline: self.cycles() + r.d, not_before: 0 });
+                self.mmio.push_back(Mmio { port, op, reply_to: if posted { None } else { Some(r) }, counter: None, wait });
             }
             p::CMD_DMA_MAP => {
                 let st = self.iommu.lock().unwrap().map(r.a, r.b, r.c, r.d != 0);

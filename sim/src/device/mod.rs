@@ -346,42 +346,64 @@ impl SimNic {
     fn clock(&mut self) {
         if let Some(m) = &self.in_flight {
             if let Some((v, ok)) = self.eng.lite_take(m.port) {
-                let m = self.in_flight.take().unwrap();
-                match m.reply_to {
-                    Some(r) => {
-                        let mut rep = Rep::to(&r, if ok { 0 } else { -libc::EFAULT });
-                        rep.a = v as u64;
-                        self.reply(rep);
+                let mut m = self.in_flight.take().unwrap();
+                let now = self.cycles();
+                // a WAIT32 whose register has not changed reads again after a gap, ahead of every
+                // later access (they are ordered after it)
+                let again = match &mut m.wait {
+                    Some(w) if ok && (v ^ w.cmp) & w.mask == 0 && now < w.deadline => {
+                        w.not_before = now + hostdrv::simproto::WAIT_GAP_CYCLES;
+                        true
                     }
-                    None => match m.counter {
-                        Some(stats::Tag::Cnt(i)) => {
-                            if self.stats.arrived(i as usize, ok.then_some(v)) {
-                                self.write_stats();
+                    _ => false,
+                };
+                if again {
+                    self.mmio.push_front(m);
+                } else {
+                    match m.reply_to {
+                        Some(r) => {
+                            let mut rep = Rep::to(&r, if ok { 0 } else { -libc::EFAULT });
+                            rep.a = v as u64;
+                            if let Some(w) = &m.wait {
+                                rep.b = ((v ^ w.cmp) & w.mask != 0) as u64;
                             }
+                            self.reply(rep);
                         }
-                        Some(stats::Tag::QpSel(q)) => {
-                            // still copying: ask again before the QPC reads queued behind
-                            if ok && v >> 31 != 0 {
-                                self.stat_mmio.push_front(Mmio { port: crate::eng::Port::Bar, op: crate::eng::LiteOp::Read { addr: hematite_abi::regs::HM_REG_QPC_SEL as u16 }, reply_to: None, counter: Some(stats::Tag::QpSel(q)) });
+                        None => match m.counter {
+                            Some(stats::Tag::Cnt(i)) => {
+                                if self.stats.arrived(i as usize, ok.then_some(v)) {
+                                    self.write_stats();
+                                }
                             }
-                        }
-                        Some(stats::Tag::Qp(q, k)) => {
-                            let now = self.cycles();
-                            if let Err(e) = self.stats.qp_arrived(q, k, if ok { v } else { 0 }, now) {
-                                eprintln!("hematite-sim device: counter files: {e}");
+                            Some(stats::Tag::QpSel(q)) => {
+                                // still copying: ask again before the QPC reads queued behind
+                                if ok && v >> 31 != 0 {
+                                    self.stat_mmio.push_front(Mmio { port: crate::eng::Port::Bar, op: crate::eng::LiteOp::Read { addr: hematite_abi::regs::HM_REG_QPC_SEL as u16 }, reply_to: None, counter: Some(stats::Tag::QpSel(q)), wait: None });
+                                }
                             }
-                        }
-                        None => {
-                            if !ok {
-                                self.counters.mmio_errors += 1;
+                            Some(stats::Tag::Qp(q, k)) => {
+                                let now = self.cycles();
+                                if let Err(e) = self.stats.qp_arrived(q, k, if ok { v } else { 0 }, now) {
+                                    eprintln!("hematite-sim device: counter files: {e}");
+                                }
                             }
-                        }
-                    },
+                            None => {
+                                if !ok {
+                                    self.counters.mmio_errors += 1;
+                                }
+                            }
+                        },
+                    }
                 }
             }
         }
         if self.in_flight.is_none() {
-            if let Some(m) = self.mmio.pop_front().or_else(|| self.stat_mmio.pop_front()) {
+            // the client's next access, unless it is a WAIT32 between two reads (then the
+            // counter reads may go)
+            let now = self.cycles();
+            let client = self.mmio.front().is_some_and(|m| m.wait.as_ref().is_none_or(|w| w.not_before <= now));
+            let next = if client { self.mmio.pop_front() } else { self.stat_mmio.pop_front() };
+            if let Some(m) = next {
                 self.eng.lite_start(m.port, m.op);
                 self.in_flight = Some(m);
             }
@@ -395,20 +417,25 @@ impl SimNic {
         self.eng.step();
     }
 
+    /// The only access pending is a client's `WAIT32` between two of its reads.
+    fn waiting_only(&self) -> bool {
+        self.in_flight.is_none() && self.stat_mmio.is_empty() && self.mmio.len() == 1 && self.mmio.front().is_some_and(|m| m.wait.is_some())
+    }
+
     /// Queues a read of every engine counter (they go when no client access waits).
     fn sample_counters(&mut self) {
         let now = self.cycles();
         self.stats.start(now);
         use crate::eng::{LiteOp, Port};
         use hematite_abi::regs::{HM_REG_CNT, HM_REG_QPC, HM_REG_QPC_SEL};
-        let rd = |addr: u16, t: stats::Tag| Mmio { port: Port::Bar, op: LiteOp::Read { addr }, reply_to: None, counter: Some(t) };
+        let rd = |addr: u16, t: stats::Tag| Mmio { port: Port::Bar, op: LiteOp::Read { addr }, reply_to: None, counter: Some(t), wait: None };
         for i in 0..hematite_abi::pkt::HM_CNT_COUNT as u16 {
             self.stat_mmio.push_back(rd(HM_REG_CNT as u16 + 4 * i, stats::Tag::Cnt(i)));
         }
         // the QPs hematite-run --stat --qp asked for: select, wait for the copy, read
         for q in self.stats.watched() {
             let sel = LiteOp::Write { addr: HM_REG_QPC_SEL as u16, data: q as u32, strb: 0xF };
-            self.stat_mmio.push_back(Mmio { port: Port::Bar, op: sel, reply_to: None, counter: None });
+            self.stat_mmio.push_back(Mmio { port: Port::Bar, op: sel, reply_to: None, counter: None, wait: None });
             self.stat_mmio.push_back(rd(HM_REG_QPC_SEL as u16, stats::Tag::QpSel(q)));
             for k in 0..hematite_abi::pkt::HM_QPC_COUNT as u16 {
                 self.stat_mmio.push_back(rd(HM_REG_QPC as u16 + 4 * k, stats::Tag::Qp(q, k)));
@@ -486,6 +513,9 @@ impl SimNic {
                 // SAFETY: fds is a valid array of pollfd for the call's duration.
                 unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, self.cfg.idle_sleep_ms) };
                 self.cfg.idle_slice
+            } else if self.waiting_only() {
+                // nothing but a WAIT32 between its reads: run as when nothing is pending
+                64
             } else if self.in_flight.is_some() || !self.mmio.is_empty() || !self.stat_mmio.is_empty() {
                 8
             } else {
