@@ -23,8 +23,12 @@
  *     kernel's ib_modify_qp_is_ok table, written out here independently);
  *     destroying objects in use (PD with MRs/QPs, CQ with QPs: EBUSY; the
  *     objects stay usable); a comp channel with a CQ (EBUSY);
- *   - verbs the provider does not offer (SRQ, AH, MW, resize_cq, cq_ex, XRCD, TD,
- *     multicast, WQ, DM, modify_cq, counters): EOPNOTSUPP;
+ *   - verbs the provider does not offer (SRQ, AH, MW, resize_cq, XRCD, TD,
+ *     multicast, WQ, DM, modify_cq, counters): EOPNOTSUPP; the extended CQ's
+ *     refused attributes (timestamps, IGNORE_OVERRUN, a parent domain:
+ *     EOPNOTSUPP; unknown comp_mask bits, 0 or 2^31 entries: EINVAL), a valid
+ *     one polled empty (ENOENT) and destroyed; create_qp_ex with send
+ *     operations not offered (EOPNOTSUPP);
  *   - completions left in a CQ from before a QP's RESET must not free slots of
  *     its new queues (the fixed list runs this first, every run);
  *   - operations that must end in an error completion: bad lkey (random, of a
@@ -1538,12 +1542,44 @@ static void op_unsupported(void)
 		break;
 	}
 	case 4: {
+		/* the extended CQ: the attributes it refuses (a valid one is made, polled empty
+		 * and destroyed) */
 		struct ibv_cq_init_attr_ex a;
 
 		memset(&a, 0, sizeof(a));
 		a.cqe = rnd_range(1, 256);
 		a.wc_flags = IBV_WC_STANDARD_FLAGS;
-		what = "create_cq_ex";
+		switch (rnd(6)) {
+		case 0: a.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP << rnd(2); what = "create_cq_ex(timestamp)"; break;
+		case 1: a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS; a.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+			what = "create_cq_ex(ignore overrun)"; break;
+		case 2: a.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD; a.parent_domain = sd->pd; what = "create_cq_ex(parent domain)"; break;
+		case 3: a.comp_mask = 1u << rnd_range(2, 31); want = E_INVAL; what = "create_cq_ex(comp_mask bits)"; break;
+		case 4: a.cqe = chance(50) ? 0 : 0x80000000u; want = E_INVAL; what = "create_cq_ex(cqe)"; break;
+		default: {
+			struct ibv_poll_cq_attr pa = { .comp_mask = 0 };
+			struct ibv_cq_ex *c;
+			int r;
+
+			what = "create_cq_ex";
+			act = what;
+			hm_step(what);
+			c = ibv_create_cq_ex(sd->ctx, &a);
+			if (!c) {
+				finding("create_cq_ex of %u entries failed: %s", a.cqe, hm_errname(errno));
+				return;
+			}
+			r = ibv_start_poll(c, &pa);
+			if (r != ENOENT) {
+				finding("ibv_start_poll on a new extended CQ: %s, expected ENOENT", hm_errname(r));
+				if (r == 0)
+					ibv_end_poll(c);
+			}
+			if ((r = ibv_destroy_cq(ibv_cq_ex_to_cq(c))))
+				finding("destroying a new extended CQ: %s", hm_errname(r));
+			return;
+		}
+		}
 		p = ibv_create_cq_ex(sd->ctx, &a);
 		if (p)
 			ibv_destroy_cq(ibv_cq_ex_to_cq(p));
@@ -2346,7 +2382,18 @@ static void op_pool_create(void)
 				case 1: ix.pd = o->pd; how = "create_qp_ex: PD of another context"; break;
 				case 2: ix.create_flags = 1u << rnd(12); how = "create_qp_ex: create_flags";
 					want = E_NOTSUP_INVAL; break;
-				default: ix.comp_mask |= 1u << rnd_range(3, 12); how = "create_qp_ex: comp_mask bits";
+				default:
+					/* bits other than SEND_OPS_FLAGS (offered: with operations the
+					 * device lacks it is refused) */
+					if (chance(300)) {
+						ix.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+						ix.send_ops_flags = IBV_QP_EX_WITH_BIND_MW << rnd(3);
+						how = "create_qp_ex: send operations not offered";
+					} else {
+						uint32_t bit = (uint32_t)rnd_range(3, 12);
+						ix.comp_mask |= 1u << (bit == 6 ? 7 : bit);
+						how = "create_qp_ex: comp_mask bits";
+					}
 					want = E_NOTSUP_INVAL; break;
 				}
 			}
