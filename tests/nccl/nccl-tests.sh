@@ -23,9 +23,11 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT" || exit 2
 # shellcheck source=scripts/lib/opts.sh
 . scripts/lib/opts.sh
+# shellcheck source=scripts/lib/simrun.sh
+. scripts/lib/simrun.sh
 PROFILE=release; MAXB=1048576; OUT="$ROOT/build/nccl"
 hm_opts "[--profile release|test] [--max-bytes N] [--out DIR]" --profile=PROFILE --max-bytes=MAXB --out=OUT -- "$@"
-case "$PROFILE" in release) TDIR=target/release ;; test) TDIR=target/debug ;; *) echo "bad profile" >&2; exit 2 ;; esac
+case "$PROFILE" in release|test) ;; *) echo "bad profile: $PROFILE" >&2; exit 2 ;; esac
 NCCL_PYPI="nvidia-nccl-cu12==2.21.5"
 NCCL_TESTS_TAG="v2.13.10"
 CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
@@ -52,11 +54,7 @@ if [ ! -x "$OUT/nccl-tests/build/all_reduce_perf" ]; then
     make -s -C "$OUT/nccl-tests" MPI=0 CUDA_HOME="$CUDA_HOME" NCCL_HOME="$NCCL_HOME" > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
 fi
 
-echo "== hematite-sim, the provider, hematite-run ($PROFILE profile), the firmware"
-{ cargo build -q --profile "$PROFILE" -p hematite-sim --bin hematite-sim && cargo build -q --profile "$PROFILE" -p hematite-verbs -p hematite-run; } || exit 1
-[ -f build/fw/firmware.hex ] || ./hematite fw || exit 1
-RUN="$ROOT/$TDIR/hematite-run"
-export HEMATITE_SIM="$ROOT/$TDIR/hematite-sim" HEMATITE_PROVIDER="$ROOT/$TDIR/libhematite_verbs.so" HEMATITE_FW="$ROOT/build/fw/firmware.hex"
+hm_sim_build "$PROFILE" || exit $?
 STATE="$(mktemp -d /tmp/hm-nccl.XXXXXX)"
 trap '"$RUN" --state "$STATE" --stop >/dev/null 2>&1; rm -rf "$STATE"' EXIT
 

@@ -21,9 +21,11 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT" || exit 2
 # shellcheck source=scripts/lib/opts.sh
 . scripts/lib/opts.sh
+# shellcheck source=scripts/lib/simrun.sh
+. scripts/lib/simrun.sh
 PROFILE=release; SRC=""; OUT="$ROOT/build/pyverbs"
 hm_opts "[--profile release|test] [--src DIR] [--out DIR]" --profile=PROFILE --src=SRC --out=OUT -- "$@"
-case "$PROFILE" in release) TDIR=target/release ;; test) TDIR=target/debug ;; *) echo "bad profile" >&2; exit 2 ;; esac
+case "$PROFILE" in release|test) ;; *) echo "bad profile: $PROFILE" >&2; exit 2 ;; esac
 
 if ! dpkg-query -W -f '${Status}' python3-pyverbs 2>/dev/null | grep -q "ok installed"; then
     echo "== apt-get install python3-pyverbs"
@@ -40,11 +42,7 @@ if [ -z "$SRC" ]; then
 fi
 [ -f "$SRC/tests/run_tests.py" ] || { echo "$SRC/tests/run_tests.py is missing" >&2; exit 2; }
 
-echo "== building hematite-sim, the provider and hematite-run ($PROFILE profile), the firmware"
-{ cargo build -q --profile "$PROFILE" -p hematite-sim --bin hematite-sim && cargo build -q --profile "$PROFILE" -p hematite-verbs -p hematite-run; } || exit 1
-[ -f build/fw/firmware.hex ] || ./hematite fw || exit 1
-RUN="$ROOT/$TDIR/hematite-run"
-export HEMATITE_SIM="$ROOT/$TDIR/hematite-sim" HEMATITE_PROVIDER="$ROOT/$TDIR/libhematite_verbs.so" HEMATITE_FW="$ROOT/build/fw/firmware.hex"
+hm_sim_build "$PROFILE" || exit $?
 STATE="$(mktemp -d /tmp/hm-pyverbs.XXXXXX)"
 trap '"$RUN" --state "$STATE" --stop >/dev/null 2>&1; rm -rf "$STATE"' EXIT
 mkdir -p "$OUT"; log="$OUT/run_tests.log"

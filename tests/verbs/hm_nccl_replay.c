@@ -171,6 +171,7 @@ struct shape {
 	size_t total;            /* all of them                                 */
 	uint32_t imm;            /* size, or a bit per non-empty request         */
 	size_t final_len;        /* bytes the WRITE_WITH_IMM carries            */
+	int last;                /* the last non-empty request (what the flush reads) */
 	int zero_final;          /* it is the zero-length one (address 0, rkey 0) */
 };
 
@@ -198,8 +199,11 @@ static void iter_shape(int i, size_t size, struct shape *s)
 		s->zero_final = s->ar;
 		s->final_len = s->ar ? 0 : s->len[0];
 	}
-	for (int r = 0; r < s->nreqs; r++)
+	for (int r = 0; r < s->nreqs; r++) {
 		s->total += s->len[r];
+		if (s->len[r])
+			s->last = r;
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -335,6 +339,20 @@ static struct ibv_mr *reg_v11(struct ibv_pd *pd, void *buf, size_t len,
 	return mr;
 }
 
+/* the first line of a small sysfs file, without its newline ("" when unreadable) */
+static void read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	buf[0] = 0;
+	if (f) {
+		if (!fgets(buf, (int)len, f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = 0;
+}
+
 /* NCCL's sysfs reads for the device (ncclIbGetPciPath, the topology's
  * getPciPath, ncclIbGetGidIndex): under /sys/class when it shows the device
  * (hematite-run's overlay, as root), else under $SYSFS_PATH/class */
@@ -344,7 +362,6 @@ static void nccl_sysfs(const char *dev, int gidx)
 	char *pci = NULL, *via = NULL;
 	const char *sp = getenv("SYSFS_PATH");
 	int numa = -2, ok;
-	FILE *f;
 
 	hm_step("sysfs reads");
 	snprintf(base, sizeof(base), "/sys/class");
@@ -365,30 +382,17 @@ static void nccl_sysfs(const char *dev, int gidx)
 		via = realpath(q, NULL);
 	}
 	snprintf(q, sizeof(q), "%s/numa_node", pci);
-	if ((f = fopen(q, "r"))) {
-		if (fscanf(f, "%d", &numa) != 1)
-			numa = -2;
-		fclose(f);
-	}
+	read_line(q, t, sizeof(t));
+	if (sscanf(t, "%d", &numa) != 1)
+		numa = -2;
 	hm_check(ok && via && strcmp(via, pci) == 0 && numa >= -1, "sysfs.pci_path",
 		 "realpath of %s is %s (BDF %s), found again through pci_bus: %s, numa_node %d",
 		 p, pci, ok ? bdf : "malformed", via ? (strcmp(via, pci) ? via : "yes") : "no", numa);
 	snprintf(q, sizeof(q), "%s/class", pci);
-	t[0] = 0;
-	if ((f = fopen(q, "r"))) {
-		if (!fgets(t, sizeof(t), f))
-			t[0] = 0;
-		fclose(f);
-	}
+	read_line(q, t, sizeof(t));
 	hm_check(strncmp(t, "0x02", 4) == 0, "sysfs.class", "%s: %.8s (a network controller)", q, t);
 	snprintf(q, sizeof(q), "%s/infiniband/%s/ports/1/gid_attrs/types/%d", base, dev, gidx);
-	t[0] = 0;
-	if ((f = fopen(q, "r"))) {
-		if (!fgets(t, sizeof(t), f))
-			t[0] = 0;
-		fclose(f);
-	}
-	t[strcspn(t, "\n")] = 0;
+	read_line(q, t, sizeof(t));
 	hm_check(strcmp(t, "RoCE v2") == 0, "sysfs.gid_type", "%s: %s", q, t);
 	free(pci);
 	free(via);
@@ -1024,12 +1028,10 @@ int main(int argc, char **argv)
 				if ((w->wr_id & TAG_MASK) == TAG_FLUSH) {
 					int it = (int)(w->wr_id & 0xffffffffu), slot = it % opt.depth;
 					struct shape sh;
-					int last = 0;
+					int last;
 
 					iter_shape(it, opt.size, &sh);
-					for (int r = 0; r < sh.nreqs; r++)
-						if (sh.len[r])
-							last = r;
+					last = sh.last;
 					if (w->opcode != IBV_WC_RDMA_READ || w->byte_len != 1 ||
 					    w->qp_num != fqp->qp_num || it >= r_done ||
 					    flush_buf[slot] != pat(peer_dir, it, (size_t)last * sh.cap)) {
@@ -1047,7 +1049,6 @@ int main(int argc, char **argv)
 					struct shape sh;
 					const uint8_t *dst = rbuf + (size_t)slot * slot_sz;
 					long bad_off = -1;
-					int last = 0;
 
 					iter_shape(it, opt.size, &sh);
 					if (w->opcode != IBV_WC_RECV_RDMA_WITH_IMM ||
@@ -1101,9 +1102,6 @@ int main(int argc, char **argv)
 						struct ibv_send_wr fw, *fbad = NULL;
 						struct ibv_sge fs;
 
-						for (int r = 0; r < sh.nreqs; r++)
-							if (sh.len[r])
-								last = r;
 						flush_buf[slot] = 0;
 						fs.addr = (uint64_t)(uintptr_t)&flush_buf[slot];
 						fs.length = 1;
@@ -1114,7 +1112,7 @@ int main(int argc, char **argv)
 						fw.num_sge = 1;
 						fw.opcode = IBV_WR_RDMA_READ;
 						fw.send_flags = IBV_SEND_SIGNALED;
-						fw.wr.rdma.remote_addr = (uint64_t)(uintptr_t)(dst + (size_t)last * sh.cap);
+						fw.wr.rdma.remote_addr = (uint64_t)(uintptr_t)(dst + (size_t)sh.last * sh.cap);
 						fw.wr.rdma.rkey = rbuf_mr->rkey;
 						rc = ibv_post_send(fqp, &fw, &fbad);
 						if (rc)

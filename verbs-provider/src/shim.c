@@ -620,35 +620,34 @@ static void hm_wr_fail(struct ibv_qp_ex *q, int e)
 		b->err = e;
 }
 
-static void hm_wr_rdma_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
+/* an RDMA WRITE / WRITE_WITH_IMM / READ to rkey / addr */
+static struct ibv_send_wr *hm_wr_rdma(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, uint64_t addr)
 {
-	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_RDMA_WRITE);
+	struct ibv_send_wr *w = hm_wr_new(q, op);
 
 	if (w) {
 		w->wr.rdma.rkey = rkey;
 		w->wr.rdma.remote_addr = addr;
 	}
+	return w;
+}
+
+static void hm_wr_rdma_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
+{
+	(void)hm_wr_rdma(q, IBV_WR_RDMA_WRITE, rkey, addr);
 }
 
 static void hm_wr_rdma_write_imm(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, __be32 imm)
 {
-	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_RDMA_WRITE_WITH_IMM);
+	struct ibv_send_wr *w = hm_wr_rdma(q, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, addr);
 
-	if (w) {
-		w->wr.rdma.rkey = rkey;
-		w->wr.rdma.remote_addr = addr;
+	if (w)
 		w->imm_data = imm;
-	}
 }
 
 static void hm_wr_rdma_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
 {
-	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_RDMA_READ);
-
-	if (w) {
-		w->wr.rdma.rkey = rkey;
-		w->wr.rdma.remote_addr = addr;
-	}
+	(void)hm_wr_rdma(q, IBV_WR_RDMA_READ, rkey, addr);
 }
 
 static void hm_wr_send(struct ibv_qp_ex *q) { (void)hm_wr_new(q, IBV_WR_SEND); }
@@ -669,27 +668,28 @@ static void hm_wr_send_inv(struct ibv_qp_ex *q, uint32_t rkey)
 		w->invalidate_rkey = rkey;
 }
 
-static void hm_wr_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t cmp, uint64_t swap)
+/* an atomic on the 8 bytes at rkey / addr: compare_add (the compare value or the addend), swap */
+static void hm_wr_atomic(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, uint64_t addr, uint64_t compare_add,
+			 uint64_t swap)
 {
-	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_ATOMIC_CMP_AND_SWP);
+	struct ibv_send_wr *w = hm_wr_new(q, op);
 
 	if (w) {
 		w->wr.atomic.rkey = rkey;
 		w->wr.atomic.remote_addr = addr;
-		w->wr.atomic.compare_add = cmp;
+		w->wr.atomic.compare_add = compare_add;
 		w->wr.atomic.swap = swap;
 	}
 }
 
+static void hm_wr_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t cmp, uint64_t swap)
+{
+	hm_wr_atomic(q, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, addr, cmp, swap);
+}
+
 static void hm_wr_fetch_add(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t add)
 {
-	struct ibv_send_wr *w = hm_wr_new(q, IBV_WR_ATOMIC_FETCH_AND_ADD);
-
-	if (w) {
-		w->wr.atomic.rkey = rkey;
-		w->wr.atomic.remote_addr = addr;
-		w->wr.atomic.compare_add = add;
-	}
+	hm_wr_atomic(q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
 }
 
 /* operations the device does not offer (memory windows, local invalidate, TSO, UD, XRC) */
