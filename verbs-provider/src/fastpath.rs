@@ -224,7 +224,7 @@ pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, wr: *mut IbvSendWr, ba
     // SAFETY: the caller's guarantee.
     let q = unsafe { &*(qp as *const RsQp) };
     // SAFETY: the caller's guarantee.
-    unsafe { post_list(q.sh.nic.sq_post(&q.qp), wr, bad, |p, w| post_one(p, q, w)) }
+    unsafe { post_list(q.sh.nic.sq_post(&q.qp), wr, bad, false, |p, w| post_one(p, q, w)) }
 }
 
 /// All or nothing (`ibv_wr_complete`): the list is posted whole, or, at the first refused WR,
@@ -233,28 +233,11 @@ pub unsafe extern "C" fn hm_rs_post_send(qp: *mut c_void, wr: *mut IbvSendWr, ba
 /// # Safety
 /// `qp` came from `hm_rs_create_qp`; `wr` is a valid list; `bad` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn hm_rs_post_send_all(qp: *mut c_void, mut wr: *mut IbvSendWr, bad: *mut *mut IbvSendWr) -> c_int {
+pub unsafe extern "C" fn hm_rs_post_send_all(qp: *mut c_void, wr: *mut IbvSendWr, bad: *mut *mut IbvSendWr) -> c_int {
     // SAFETY: the caller's guarantee.
     let q = unsafe { &*(qp as *const RsQp) };
-    let mut p = q.sh.nic.sq_post(&q.qp);
     // SAFETY: the caller's guarantee.
-    unsafe { *bad = wr };
-    if p.fatal() {
-        return libc::EIO;
-    }
-    while !wr.is_null() {
-        // SAFETY: the caller's guarantee.
-        let w = unsafe { &*wr };
-        let r = post_one(&mut p, q, w);
-        if r != 0 {
-            // SAFETY: the caller's guarantee.
-            unsafe { *bad = wr };
-            p.abandon();
-            return r;
-        }
-        wr = w.next;
-    }
-    p.finish_errno()
+    unsafe { post_list(q.sh.nic.sq_post(&q.qp), wr, bad, true, |p, w| post_one(p, q, w)) }
 }
 
 /// `ibv_post_recv` (zero-SGE receives are allowed: they take messages without payload, such
@@ -267,7 +250,7 @@ pub unsafe extern "C" fn hm_rs_post_recv(qp: *mut c_void, wr: *mut IbvRecvWr, ba
     // SAFETY: the caller's guarantee.
     let q = unsafe { &*(qp as *const RsQp) };
     // SAFETY: the caller's guarantee.
-    unsafe { post_list(q.sh.nic.rq_post(&q.qp), wr, bad, |p, w| post_recv_one(p, q, w)) }
+    unsafe { post_list(q.sh.nic.rq_post(&q.qp), wr, bad, false, |p, w| post_recv_one(p, q, w)) }
 }
 
 /// Writes one receive WR into the next slot; 0 or the errno for `*bad_wr`.
@@ -313,8 +296,8 @@ impl WrList for IbvRecvWr {
 }
 
 /// Posts the list `wr` through `p`, `one` writing each WR (0 or its errno). At the first
-/// refused WR, `*bad` is that WR, the WRs before it are posted (their doorbell rung) and its
-/// errno is returned. An error of the doorbell itself, the device gone, leaves the whole list
+/// refused WR, `*bad` is that WR, the WRs before it are posted (their doorbell rung), or with
+/// `all` none of them is, and its errno is returned. An error of the doorbell itself, the device gone, leaves the whole list
 /// unposted (`*bad` the first WR); a device that has failed for good (IBV_EVENT_DEVICE_FATAL)
 /// posts nothing: EIO.
 ///
@@ -325,6 +308,7 @@ unsafe fn post_list<W: WrList>(
     mut p: hostdrv::nic::SqPost<'_>,
     mut wr: *mut W,
     bad: *mut *mut W,
+    all: bool,
     mut one: impl FnMut(&mut hostdrv::nic::SqPost<'_>, &W) -> c_int,
 ) -> c_int {
     // SAFETY: the caller's guarantee.
@@ -339,7 +323,11 @@ unsafe fn post_list<W: WrList>(
         if r != 0 {
             // SAFETY: the caller's guarantee.
             unsafe { *bad = wr };
-            p.finish_errno(); // rings the doorbell for the WRs before this one
+            if all {
+                p.abandon();
+            } else {
+                p.finish_errno(); // rings the doorbell for the WRs before this one
+            }
             return r;
         }
         wr = w.next();
