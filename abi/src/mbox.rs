@@ -50,6 +50,8 @@ pub const OP_ALLOC_PD: u16 = 0x10;
 pub const OP_DEALLOC_PD: u16 = 0x11;
 pub const OP_REG_MR: u16 = 0x20;
 pub const OP_DEREG_MR: u16 = 0x21;
+/// Changes a registered MR in place (PD, iova, length, access): its keys stay (mailbox 2.1).
+pub const OP_REREG_MR: u16 = 0x22;
 pub const OP_CREATE_CQ: u16 = 0x30;
 pub const OP_DESTROY_CQ: u16 = 0x31;
 pub const OP_QUERY_CQ: u16 = 0x32;
@@ -61,7 +63,7 @@ pub const OP_SET_CC_PARAMS: u16 = 0x50;
 pub const OP_GET_CC_PARAMS: u16 = 0x51;
 
 /// Every opcode with its exact number of input words.
-pub const OPCODES: [(u16, u8); 20] = [
+pub const OPCODES: [(u16, u8); 21] = [
     (OP_QUERY_DEVICE, 0),
     (OP_QUERY_ABI, 0),
     (OP_QUERY_PORT, 1),
@@ -73,6 +75,7 @@ pub const OPCODES: [(u16, u8); 20] = [
     (OP_DEALLOC_PD, 1),
     (OP_REG_MR, 6),
     (OP_DEREG_MR, 1),
+    (OP_REREG_MR, 7),
     (OP_CREATE_CQ, 4),
     (OP_DESTROY_CQ, 1),
     (OP_QUERY_CQ, 1),

@@ -13,9 +13,9 @@
 /// The register-map and descriptor interface (from `regs/hematite.rdl`).
 pub const INTERFACE: u32 = crate::regs::HM_REG_VERSION_RESET;
 
-/// The mailbox protocol: 2.0 (1.0's MODIFY_QP / QUERY_QP attribute block had 29 words; 2.0
-/// adds `qp::A_STD_TIMER`, so a 1.0 peer's MODIFY_QP has the wrong length).
-pub const MAILBOX: u32 = 2 << 16;
+/// The mailbox protocol: 2.1 (1.0's MODIFY_QP / QUERY_QP attribute block had 29 words; 2.0
+/// adds `qp::A_STD_TIMER`, so a 1.0 peer's MODIFY_QP has the wrong length; 2.1 adds REREG_MR).
+pub const MAILBOX: u32 = 2 << 16 | 1;
 
 /// Major number of a version word.
 pub const fn major(v: u32) -> u32 {

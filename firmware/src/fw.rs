@@ -226,6 +226,7 @@ impl<B: Bus> Firmware<B> {
             OP_DEALLOC_PD => self.dealloc_pd(a),
             OP_REG_MR => self.reg_mr(a, o),
             OP_DEREG_MR => self.dereg_mr(a),
+            OP_REREG_MR => self.rereg_mr(a, o),
             OP_CREATE_CQ => self.create_cq(a, o),
             OP_DESTROY_CQ => self.destroy_cq(a),
             OP_QUERY_CQ => self.query_cq(a, o),
@@ -367,11 +368,11 @@ impl<B: Bus> Firmware<B> {
         }
     }
 
-    fn reg_mr(&mut self, a: &[u32], o: &mut Out) -> R {
-        let pd = self.t.pd(arg(a, 0)).ok_or(Status::BadHandle)?;
-        let iova = lo_hi(a, 1);
-        let len = lo_hi(a, 3);
-        let acc = arg(a, 5) & !ACC_OPTIONAL & !ACC_HUGETLB;
+    /// An MR's iova, length and engine access bits from REG_MR's words 1..=5 (REREG_MR's 2..=6).
+    fn mr_attrs(a: &[u32]) -> Result<(u64, u64, u8), Status> {
+        let iova = lo_hi(a, 0);
+        let len = lo_hi(a, 2);
+        let acc = arg(a, 4) & !ACC_OPTIONAL & !ACC_HUGETLB;
         if acc & (ACC_MW_BIND | ACC_ZERO_BASED | ACC_ON_DEMAND) != 0 {
             return Err(Status::NotSupported);
         }
@@ -382,9 +383,6 @@ impl<B: Bus> Firmware<B> {
         {
             return Err(Status::BadParam);
         }
-        let i = self.t.free_mr().ok_or(Status::NoResources)?;
-        let old = self.t.mrs.get(i).ok_or(Status::NoResources)?.tag;
-        let tag = if old == 0xFF { 1 } else { old + 1 };
         let mut hm = 0u8;
         for (bit, m) in [
             (ACC_LOCAL_WRITE, desc::HM_MRA_LOCAL_WRITE),
@@ -396,6 +394,15 @@ impl<B: Bus> Firmware<B> {
                 hm |= m;
             }
         }
+        Ok((iova, len, hm))
+    }
+
+    fn reg_mr(&mut self, a: &[u32], o: &mut Out) -> R {
+        let pd = self.t.pd(arg(a, 0)).ok_or(Status::BadHandle)?;
+        let (iova, len, hm) = Self::mr_attrs(a.get(1..).unwrap_or(&[]))?;
+        let i = self.t.free_mr().ok_or(Status::NoResources)?;
+        let old = self.t.mrs.get(i).ok_or(Status::NoResources)?.tag;
+        let tag = if old == 0xFF { 1 } else { old + 1 };
         let pd_handle = pd as u32 + 1;
         let w = desc::encode_mr_ctx(iova, len, pd_handle, hm, tag, true).map_err(|_| Status::BadParam)?;
         self.eng.write_entry(desc::HM_CTL_TBL_MR, 0, i as u16, &w).map_err(hw)?;
@@ -406,6 +413,30 @@ impl<B: Bus> Firmware<B> {
         self.t.next_mr = i + 1;
         let key = (i as u32) << 8 | u32::from(tag);
         o.push(key);
+        o.push(key);
+        Ok(o.n)
+    }
+
+    /// REREG_MR: the MR `key` gets a new PD, iova, length and access in one entry write; its
+    /// keys (index and tag) stay, so a peer holding the rkey keeps using it.
+    fn rereg_mr(&mut self, a: &[u32], o: &mut Out) -> R {
+        let key = arg(a, 0);
+        let i = self.t.mr(key).ok_or(Status::BadHandle)?;
+        let m = *self.t.mrs.get(i).ok_or(Status::BadHandle)?;
+        let pd = self.t.pd(arg(a, 1)).ok_or(Status::BadHandle)?;
+        let (iova, len, hm) = Self::mr_attrs(a.get(2..).unwrap_or(&[]))?;
+        let pd_handle = pd as u32 + 1;
+        let w = desc::encode_mr_ctx(iova, len, pd_handle, hm, m.tag, true).map_err(|_| Status::BadParam)?;
+        self.eng.write_entry(desc::HM_CTL_TBL_MR, 0, i as u16, &w).map_err(hw)?;
+        if pd_handle != u32::from(m.pd) {
+            self.pd_ref(pd, true);
+            if let Some(p) = self.t.pd(u32::from(m.pd)) {
+                self.pd_ref(p, false);
+            }
+            if let Some(e) = self.t.mrs.get_mut(i) {
+                e.pd = pd_handle as u16;
+            }
+        }
         o.push(key);
         Ok(o.n)
     }

@@ -264,6 +264,15 @@ if want hm_verbs_ex; then
     else bad hm_verbs_ex "$(grep -h '^summary' "$o"): $(grep -hE '^(FAIL|TIMEOUT)' "$o" | head -3 | tr '\n' ';')"; show_fail hm_verbs_ex; fi
 fi
 
+# ibv_rereg_mr: access, keys, translation and PD changes seen on the wire, and refusals that
+# leave the MR as it was (one process, two QPs through the port's loopback)
+if want hm_mr_rereg; then
+    o="$LOGS/hm_mr_rereg.out"
+    if timeout -k 5 300 "$RUN" --state "$STATE" --nic 0 -- "$BIN/hm_mr_rereg" -d hematite0 > "$o" 2>&1; then
+        ok hm_mr_rereg "$(grep -h '^summary' "$o")"
+    else bad hm_mr_rereg "$(grep -h '^summary' "$o"): $(grep -hE '^(FAIL|TIMEOUT)' "$o" | head -3 | tr '\n' ';')"; show_fail hm_mr_rereg; fi
+fi
+
 # The verbs-call fuzzer, a short run: 3,000 seeded calls (bad handles, sizes, flags, opcodes,
 # orders, error completions, interleaved with verified data movement) over both NICs; the
 # long run is tests/verbs/fuzz.sh --count 100000.

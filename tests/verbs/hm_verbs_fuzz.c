@@ -1955,6 +1955,8 @@ static void op_modify(void)
 }
 
 /* drains the scratch CQ, keeping the queue occupancy of the scratch QPs */
+static unsigned old_epoch_polled; /* completions drain_scq saw from before their QP's RESET */
+
 static void drain_scq(struct side *sd)
 {
 	struct ibv_wc wc[16];
@@ -1980,8 +1982,10 @@ static void drain_scq(struct side *sd)
 			if (wc[k].status != IBV_WC_WR_FLUSH_ERR)
 				finding("scratch QP 0x%x: completion status %s, expected WR_FLUSH_ERR "
 					"(nothing reaches it)", wc[k].qp_num, wcs(wc[k].status));
-			if (((wc[k].wr_id >> 32) & 0x7fff) != (q->epoch & 0x7fff))
-				continue; /* from before a RESET */
+			if (((wc[k].wr_id >> 32) & 0x7fff) != (q->epoch & 0x7fff)) {
+				old_epoch_polled++; /* from before a RESET */
+				continue;
+			}
 			if (wc[k].opcode & IBV_WC_RECV) {
 				if (q->rq_occ)
 					q->rq_occ--;
@@ -2068,9 +2072,10 @@ static void op_scratch_post(void)
 	}
 }
 
-/* A QP's completions from before a RESET must not free slots of its new queue: receives
- * posted, ERR (they flush), RESET and INIT without polling, the queue filled again; the
- * old flush completions are polled then, and the queue must still be full. */
+/* A QP's completions from before a RESET must not free slots of its new queue, nor be
+ * returned: receives posted, ERR (they flush), RESET and INIT without polling, the queue
+ * filled again; the CQ is polled then: no old flush completion may come, and the queue must
+ * still be full. */
 static void op_reset_stale(void)
 {
 	struct side *sd = pick_side();
@@ -2133,17 +2138,129 @@ static void op_reset_stale(void)
 	if (!want_zero("post_recv(a full queue after RESET)", ibv_post_recv(q->qp, ws, &bad)))
 		return;
 	q->rq_occ = cap;
-	drain_scq(sd); /* the old flush completions */
+	/* the old flush completions were cleaned from the CQ at RESET: none may be polled */
+	old_epoch_polled = 0;
+	drain_scq(sd);
+	if (old_epoch_polled)
+		finding("%u completions from before a RESET were polled after it (the QP's completions "
+			"are cleaned from its CQs at RESET)", old_epoch_polled);
 	ws[0].next = NULL;
 	ws[0].wr_id = WR_MAGIC | ((uint64_t)(q->epoch & 0x7fff) << 32) | (wr_seq++ & 0xffffffffull);
 	rc = ibv_post_recv(q->qp, ws, &bad);
 	if (rc == 0) {
-		finding("post_recv on a full receive queue succeeded after %u completions from "
-			"before the RESET were polled: they freed slots of the new queue "
+		finding("post_recv on a full receive queue succeeded after the CQ was polled: the %u "
+			"completions from before the RESET freed slots of the new queue "
 			"(a posted receive was overwritten)", n1);
 		q->rq_occ++;
 	} else {
 		want_rc("post_recv(full queue after RESET)", rc, E_NOMEM);
+	}
+}
+
+/* ibv_rereg_mr of a pool MR: another pool PD, new memory in the pool buffer, new access flags,
+ * any combination, or one bad argument (no flag, a NULL PD, an unknown flag, the other device's
+ * PD, unmapped memory, a zero length, ZERO_BASED, an unknown access bit, remote write without
+ * local write). A success keeps the keys; a refusal leaves keys, address, length and PD. */
+static void op_rereg(void)
+{
+	struct side *sd = pick_side(), *o = &S[1 - sd->i];
+	int j = (int)rnd(NMR), flags = 0, bad = 0, p = -1, access = 0, want_ret = IBV_REREG_MR_ERR_CMD, rc;
+	struct pmr *m = &sd->pmr[j];
+	struct ibv_pd *pd = NULL;
+	uint8_t *addr = NULL;
+	size_t len = 0;
+	const int *want = E_INVAL;
+	const char *how = "valid";
+	char what[220];
+
+	act = "rereg_mr";
+	if (!m->mr)
+		return;
+	if (chance(50))
+		flags |= IBV_REREG_MR_CHANGE_PD;
+	if (chance(50))
+		flags |= IBV_REREG_MR_CHANGE_TRANSLATION;
+	if (chance(50) || !flags)
+		flags |= IBV_REREG_MR_CHANGE_ACCESS;
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		p = (int)rnd(NPD);
+		pd = sd->ppd[p];
+		if (!pd)
+			return;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		addr = sd->pbuf + 16 * rnd(64);
+		len = rnd_range(1, 16384);
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+		access = (int)rnd(16);
+		if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
+			bad = 1;
+			how = "remote write/atomic without local write";
+		}
+	}
+	if (chance(30)) {
+		bad = 1;
+		want = E_INVAL;
+		switch (rnd(9)) {
+		case 0: flags = 0; pd = NULL; addr = NULL; len = 0; access = 0; how = "no flag"; break;
+		case 1: flags |= IBV_REREG_MR_CHANGE_PD; pd = NULL; p = -1; how = "a NULL PD"; break;
+		case 2: flags |= 1 << rnd_range(4, 30); how = "unknown flag"; want_ret = IBV_REREG_MR_ERR_INPUT; break;
+		case 3: flags |= IBV_REREG_MR_CHANGE_PD; pd = o->pd; p = -1; how = "the other device's PD"; break;
+		case 4: {
+			void *u = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+			if (u == MAP_FAILED)
+				return;
+			munmap(u, 8192);
+			flags |= IBV_REREG_MR_CHANGE_TRANSLATION;
+			addr = u;
+			len = 8192;
+			how = "unmapped memory";
+			want = E_FAULT_INVAL;
+			break;
+		}
+		case 5: flags |= IBV_REREG_MR_CHANGE_TRANSLATION; addr = sd->pbuf; len = 0; how = "length 0";
+			want_ret = IBV_REREG_MR_ERR_INPUT; break;
+		case 6: flags |= IBV_REREG_MR_CHANGE_ACCESS; access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ZERO_BASED;
+			how = "ZERO_BASED"; want = E_NOTSUP_INVAL; break;
+		case 7: flags |= IBV_REREG_MR_CHANGE_ACCESS; access = IBV_ACCESS_LOCAL_WRITE | (int)(1u << rnd_range(8, 19));
+			how = "unknown access bit"; want = E_INVAL_NOTSUP; break;
+		default: flags |= IBV_REREG_MR_CHANGE_ACCESS; access = IBV_ACCESS_REMOTE_WRITE;
+			how = "remote write without local write"; break;
+		}
+	}
+	uint32_t lk = m->mr->lkey, rk = m->mr->rkey;
+	void *a0 = m->mr->addr;
+	size_t l0 = m->mr->length;
+	struct ibv_pd *pd0 = m->mr->pd;
+	snprintf(what, sizeof(what), "rereg_mr(pool MR %d, flags 0x%x, PD %d, len %zu, access 0x%x: %s)", j, flags, p, len,
+		 access, how);
+	act = what;
+	hm_step(what);
+	errno = 0;
+	rc = ibv_rereg_mr(m->mr, flags, pd, addr, len, access);
+	int e = errno;
+	if (m->mr->lkey != lk || m->mr->rkey != rk)
+		finding("%s: the keys changed (%#x/%#x -> %#x/%#x)", what, lk, rk, m->mr->lkey, m->mr->rkey);
+	if (bad) {
+		if (rc == 0) {
+			finding("%s succeeded, expected %s", what, set_str(want));
+			if (p >= 0)
+				m->pd = p;
+		} else if (rc != want_ret || !in_set(e, want)) {
+			finding("%s returned %d (errno %s), expected %d with %s", what, rc, hm_errname(e), want_ret, set_str(want));
+		}
+		if (rc && (m->mr->addr != a0 || m->mr->length != l0 || m->mr->pd != pd0))
+			finding("%s: refused, but the MR changed (%p+%zu -> %p+%zu, PD %s)", what, a0, l0, m->mr->addr,
+				m->mr->length, m->mr->pd != pd0 ? "changed" : "kept");
+	} else if (rc) {
+		finding("%s failed: %d (errno %s)", what, rc, hm_errname(e));
+	} else {
+		if (p >= 0)
+			m->pd = p;
+		if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (m->mr->addr != addr || m->mr->length != len))
+			finding("%s: the MR is %p+%zu, expected %p+%zu", what, m->mr->addr, m->mr->length, (void *)addr, len);
 	}
 }
 
@@ -2728,6 +2845,7 @@ static const struct opdef ops[] = {
 	{ "modify", op_modify, 6 },
 	{ "pool_create", op_pool_create, 6 },
 	{ "pool_destroy", op_pool_destroy, 3 },
+	{ "rereg", op_rereg, 3 },
 	{ "reset_stale", op_reset_stale, 1 },
 	/* an error completion, then both QPs reconnected (about 7 s) */
 	{ "err_completion", op_err_completion, 1 },

@@ -59,8 +59,10 @@ echo
 # Ceilings, asserted (the run fails when one is exceeded). Chained mode: the issue-6 targets
 # (150 / 100) or the figures of 2026-12-01 (105 / 82) + 10 %, whichever is lower. Single mode
 # has not reached the issue-6 targets (182 / 141 on 2026-12-01, docs/verbs-provider.md): its
-# ceilings are those figures + 10 %, a guard against regressions, not a target met.
-declare -A CEIL=([post_send.chain]=115 [poll_cq.chain]=90 [post_send.single]=200 [poll_cq.single]=155)
+# ceilings are those figures + 10 %, a guard against regressions, not a target met. The
+# completion ceilings went from 155 / 90 to 162 / 94 on 2026-12-04: a completion now decides
+# whether it is returned (RESET and destroy clean a QP's completions; 150 / 85 -> 157 / 89).
+declare -A CEIL=([post_send.chain]=115 [poll_cq.chain]=94 [post_send.single]=200 [poll_cq.single]=162)
 rc=0
 for mode in single chain; do
     for op in post_send poll_cq; do

@@ -91,6 +91,10 @@ pub struct RsPd {
 
 pub struct RsMr {
     pub(crate) mr: Mr,
+    /// What it was registered with (the access flags and the PD): `ibv_rereg_mr` keeps what
+    /// it is not asked to change.
+    pub(crate) access: u32,
+    pub(crate) pd: Pd,
 }
 
 pub struct RsCq {

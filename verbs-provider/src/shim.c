@@ -134,7 +134,7 @@ struct hm_context_ops {
 	hm_fn query_qp_data_in_order, query_rt_values, query_srq, read_counters, reg_dm_mr, reg_dmabuf_mr;
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
-	hm_fn rereg_mr;
+	int (*rereg_mr)(struct hm_verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access);
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
 	int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
 	hm_fn unimport_dm, unimport_mr, unimport_pd;
@@ -360,6 +360,32 @@ static int hm_dereg_mr(struct hm_verbs_mr *vmr)
 	if (ret)
 		return ret;
 	free(mr);
+	return 0;
+}
+
+/* ibv_rereg_mr: libibverbs has checked the flag combinations and records the new PD, address and
+ * length on success; the keys are the provider's to update. A refusal leaves the MR as it was
+ * and sets errno (libibverbs then returns IBV_REREG_MR_ERR_CMD). */
+static int hm_rereg_mr(struct hm_verbs_mr *vmr, int flags, struct ibv_pd *ibpd, void *addr, size_t length, int access)
+{
+	struct hm_mr *mr = (struct hm_mr *)vmr;
+	struct ibv_context *c = vmr->ibv_mr.context;
+	int ret;
+
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && (!ibpd || ibpd->context != c)) {
+		errno = EINVAL;
+		return EINVAL;
+	}
+	ret = hm_rs_rereg_mr(to_hctx(c)->rs, mr->rs, (uint32_t)flags,
+			     (flags & IBV_REREG_MR_CHANGE_PD) ? to_hpd(ibpd)->rs : NULL, (uintptr_t)addr, length,
+			     (uint32_t)access, &vmr->ibv_mr.lkey, &vmr->ibv_mr.rkey);
+	if (ret) {
+		errno = ret;
+		return ret;
+	}
+	vmr->ibv_mr.handle = vmr->ibv_mr.lkey;
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		vmr->access = access;
 	return 0;
 }
 
@@ -1094,6 +1120,7 @@ static const struct hm_context_ops hm_ctx_ops = {
 	.create_qp_ex = hm_create_qp_ex,
 	.dealloc_pd = hm_dealloc_pd,
 	.dereg_mr = hm_dereg_mr,
+	.rereg_mr = hm_rereg_mr,
 	.destroy_cq = hm_destroy_cq,
 	.destroy_qp = hm_destroy_qp,
 	.free_context = hm_free_context,

@@ -95,6 +95,8 @@ int hm_rs_dealloc_pd(void *ctx, void *pd);
 int hm_rs_reg_mr(void *ctx, void *pd, uint64_t addr, uint64_t len, uint64_t iova, uint32_t access,
 		 void **mr, uint32_t *lkey, uint32_t *rkey);
 int hm_rs_dereg_mr(void *ctx, void *mr);
+int hm_rs_rereg_mr(void *ctx, void *mr, uint32_t flags, void *pd, uint64_t addr, uint64_t len, uint32_t access,
+		   uint32_t *lkey, uint32_t *rkey);
 int hm_rs_create_cq(void *ctx, int32_t cqe, int32_t vector, struct ibv_cq *ibcq, int chan_wfd,
 		    void **cq, uint32_t *entries, uint32_t *cqn);
 int hm_rs_destroy_cq(void *ctx, void *cq);

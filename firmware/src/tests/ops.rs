@@ -64,6 +64,40 @@ fn pd_mr_cq_paths_and_engine_writes() {
 }
 
 #[test]
+fn rereg_mr_in_place() {
+    let mut f = fw();
+    let pd = ok(&mut f, OP_ALLOC_PD, &[])[0];
+    let pd2 = ok(&mut f, OP_ALLOC_PD, &[])[0];
+    let key = ok(&mut f, OP_REG_MR, &[pd, 0x1000, 0, 0x2000, 0, 1])[0];
+    // refusals change nothing: a stale key, an unknown PD, the REG_MR parameter checks
+    let before = snap(&f);
+    for (args, st) in [
+        ([key ^ 0x80, pd, 0, 0, 64, 0, 1], Status::BadHandle),
+        ([key, pd2 + 7, 0, 0, 64, 0, 1], Status::BadHandle),
+        ([key, pd, 0, 0, 0, 0, 1], Status::BadParam),
+        ([key, pd, 0, 0, 64, 0, 2], Status::BadParam),
+        ([key, pd, 0xFFFF_F000, u32::MAX, 0x2000, 0, 1], Status::BadParam),
+        ([key, pd, 0, 0, 64, 0, 32 | 1], Status::NotSupported),
+    ] {
+        assert_eq!(cmd(&mut f, OP_REREG_MR, &args).0, st as u8, "{args:?}");
+        assert_eq!(snap(&f), before, "{args:?}");
+    }
+    // new PD, memory and access; the same key, one entry write with the same tag
+    assert_eq!(ok(&mut f, OP_REREG_MR, &[key, pd2, 0x8000, 0x2, 0x3000, 0, 0x7]), vec![key]);
+    let w = f.eng.bus.log.last().unwrap().clone();
+    assert_eq!((w.table, w.index), (desc::HM_CTL_TBL_MR, (key >> 8) as u16));
+    let access = MrAccess { local_write: true, remote_write: true, remote_read: true, remote_atomic: false };
+    let m = MMr { lkey: key, rkey: key, base: 0x2_0000_8000, len: 0x3000, access, pd: pd2 };
+    assert_eq!(w.words, md::encode_mr_ctx(&m, true).unwrap());
+    // the PD references moved with it
+    ok(&mut f, OP_DEALLOC_PD, &[pd]);
+    assert_eq!(cmd(&mut f, OP_DEALLOC_PD, &[pd2]).0, Status::InUse as u8);
+    ok(&mut f, OP_DEREG_MR, &[key]);
+    assert_eq!(cmd(&mut f, OP_REREG_MR, &[key, pd2, 0, 0, 64, 0, 1]).0, Status::BadHandle as u8, "after DEREG_MR");
+    ok(&mut f, OP_DEALLOC_PD, &[pd2]);
+}
+
+#[test]
 fn mr_and_cq_ranges() {
     let mut f = fw();
     let pd = ok(&mut f, OP_ALLOC_PD, &[])[0];

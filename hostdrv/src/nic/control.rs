@@ -5,13 +5,13 @@
 use super::attr::gid_words;
 use super::objects::{CqInner, CqState, MrInner, MrMem, PdInner, QpInner, WqTrack};
 use super::shared::need;
-use super::{mask, Cq, DeviceAttr, Gid, Mr, Nic, Pd, PortAttr, Qp, QpAttr, QpCaps, QpState, RcPeer};
+use super::{mask, AsyncEvent, Cq, DeviceAttr, Gid, Mr, Nic, Pd, PortAttr, Qp, QpAttr, QpCaps, QpState, RcPeer};
 use crate::lock::SpinLock;
 use crate::mem::DmaBuf;
 use crate::{Error, Result};
 use hematite_abi::{mbox, reply};
 use hematite_model::desc;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// DCQCN parameter sets ([`Nic::set_cc_preset`]).
@@ -201,11 +201,9 @@ impl Nic {
     /// device writing it, within the access flags) until the returned MR and every clone of it
     /// are dropped: the device reads and writes it by address.
     pub unsafe fn reg_mr_raw(&self, pd: &Pd, addr: u64, len: u64, access_flags: u32) -> Result<Mr> {
-        if len == 0 || addr.checked_add(len).is_none() {
-            return Err(Error::inval(format!("MR {addr:#x}+{len:#x}")));
-        }
-        self.sh.pins.lock().unwrap().pin(self.sh.dev.as_ref(), addr, len)?;
-        self.reg(pd, addr, len, access_flags, MrMem::Raw(addr, len))
+        // SAFETY: the caller's guarantee.
+        let mem = unsafe { self.mr_mem(addr, len, addr) }?;
+        self.reg(pd, addr, len, access_flags, mem)
     }
 
     /// Registers caller-owned memory `[addr, addr + len)` that the device (and remote peers)
@@ -217,9 +215,24 @@ impl Nic {
     /// # Safety
     /// As [`Nic::reg_mr_raw`].
     pub unsafe fn reg_mr_iova(&self, pd: &Pd, addr: u64, len: u64, iova: u64, access_flags: u32) -> Result<Mr> {
+        // SAFETY: the caller's guarantee.
+        let mem = unsafe { self.mr_mem(addr, len, iova) }?;
+        self.reg(pd, iova, len, access_flags, mem)
+    }
+
+    /// Makes caller-owned memory `[addr, addr + len)` reachable by the device at `iova`: its
+    /// pages pinned where `iova == addr`, or a DMA window of its own from `iova`'s page to the
+    /// memory's pages (same offset in their 4 KiB page, not overlapping other windows).
+    ///
+    /// # Safety
+    /// As [`Nic::reg_mr_raw`].
+    unsafe fn mr_mem(&self, addr: u64, len: u64, iova: u64) -> Result<MrMem> {
         if iova == addr {
-            // SAFETY: the caller's guarantee.
-            return unsafe { self.reg_mr_raw(pd, addr, len, access_flags) };
+            if len == 0 || addr.checked_add(len).is_none() {
+                return Err(Error::inval(format!("MR {addr:#x}+{len:#x}")));
+            }
+            self.sh.pins.lock().unwrap().pin(self.sh.dev.as_ref(), addr, len)?;
+            return Ok(MrMem::Raw(addr, len));
         }
         if len == 0 || addr.checked_add(len + 4095).is_none() || iova.checked_add(len + 4095).is_none() {
             return Err(Error::inval(format!("MR {addr:#x}+{len:#x} at IOVA {iova:#x}")));
@@ -231,7 +244,48 @@ impl Nic {
         let ip = iova & !4095;
         let l = ((addr + len + 4095) & !4095) - vp;
         self.sh.dev.dma_map(ip, vp, l, true)?;
-        self.reg(pd, iova, len, access_flags, MrMem::Translated(ip, l))
+        Ok(MrMem::Translated(ip, l))
+    }
+
+    /// `ibv_rereg_mr`: gives `mr` another PD, access flags and, with `mem` = (address, length,
+    /// IOVA), other memory (set up as [`Nic::reg_mr_iova`] does), in one firmware command
+    /// (REREG_MR) that keeps its keys. The new memory is made reachable before the command and
+    /// the old released after it; on any error the MR is left as it was. Busy while a clone
+    /// of the MR exists.
+    ///
+    /// # Safety
+    /// As [`Nic::reg_mr_raw`] for the new memory.
+    pub unsafe fn rereg_mr(&self, mr: &mut Mr, pd: &Pd, mem: Option<(u64, u64, u64)>, access_flags: u32) -> Result<()> {
+        let inner = Arc::get_mut(&mut mr.0).ok_or_else(|| Error::Busy("MR still referenced (clones)".into()))?;
+        let fresh = match mem {
+            // SAFETY: the caller's guarantee.
+            Some((addr, len, iova)) => Some((iova, len, unsafe { self.mr_mem(addr, len, iova) }?)),
+            None => None,
+        };
+        let (iova, len) = fresh.as_ref().map_or((inner.addr, inner.len), |f| (f.0, f.1));
+        let r = self.sh.cmd(
+            mbox::OP_REREG_MR,
+            &[inner.key, pd.id(), iova as u32, (iova >> 32) as u32, len as u32, (len >> 32) as u32, access_flags],
+        );
+        if let Err(e) = r {
+            if let Some((_, _, m)) = fresh {
+                m.release(&self.sh);
+            }
+            return Err(e);
+        }
+        inner._pd = pd.clone();
+        if let Some((iova, len, m)) = fresh {
+            let old = std::mem::replace(&mut inner.mem, m);
+            old.release(&self.sh);
+            inner.addr = iova;
+            inner.len = len;
+            let mut mrs = self.sh.mrs.lock().unwrap();
+            mrs.remove(&inner.key);
+            if !matches!(inner.mem, MrMem::Translated(..)) {
+                mrs.insert(inner.key, (iova, len));
+            }
+        }
+        Ok(())
     }
 
     fn reg(&self, pd: &Pd, addr: u64, len: u64, access_flags: u32, mem: MrMem) -> Result<Mr> {
@@ -278,7 +332,7 @@ impl Nic {
             log,
             vector,
             ring,
-            st: SpinLock::new(CqState { ci: 0, ci_told: 0, qps: Vec::new() }),
+            st: SpinLock::new(CqState::new(0)),
             live: Mutex::new(true),
         })))
     }
@@ -363,9 +417,15 @@ impl Nic {
             t.retain(|w| w.strong_count() > 0);
             t.push(Arc::downgrade(&inner.trk));
         }
-        send_cq.0.st.lock().qps.push((w[0], inner.trk.clone()));
+        {
+            let mut st = send_cq.0.st.lock();
+            st.qps.retain(|(_, x)| !x.spent());
+            st.qps.push((w[0], inner.trk.clone()));
+        }
         if !Arc::ptr_eq(&send_cq.0, &recv_cq.0) {
-            recv_cq.0.st.lock().qps.push((w[0], inner.trk.clone()));
+            let mut st = recv_cq.0.st.lock();
+            st.qps.retain(|(_, x)| !x.spent());
+            st.qps.push((w[0], inner.trk.clone()));
         }
         Ok(Qp(inner))
     }
@@ -375,10 +435,17 @@ impl Nic {
         let to = if attr_mask & mask::STATE != 0 { Some(attr.qp_state) } else { None };
         if qp.0.trk.errored.swap(false, Ordering::AcqRel) && !matches!(to, Some(QpState::Reset | QpState::Err)) {
             // the engine put the QP into ERR: tell the firmware first, so that the requested
-            // transition is judged from ERR (and refused unless it leads to RESET)
+            // transition is judged from ERR (and refused unless it leads to RESET). The one
+            // move the firmware refuses is from RESET, where the engine holds no state of the
+            // QP: the mark was older than the RESET (an event taken late), and is dropped.
             let mut a = vec![qp.qpn(), mask::STATE];
             a.extend_from_slice(&QpAttr { qp_state: QpState::Err, ..Default::default() }.words());
-            self.sh.cmd(mbox::OP_MODIFY_QP, &a)?;
+            match self.sh.cmd(mbox::OP_MODIFY_QP, &a) {
+                Err(Error::Firmware { status, .. }) if status == mbox::Status::BadState as u8 => {}
+                r => {
+                    r?;
+                }
+            }
         }
         let mut args = vec![qp.qpn(), attr_mask];
         args.extend_from_slice(&attr.words());
@@ -394,8 +461,28 @@ impl Nic {
                 qp.0.trk.reset();
             }
             Self::mark_stale(qp);
+            self.mark_stale_events(qp);
         }
         Ok(())
+    }
+
+    /// Counts the QP-fatal events of `qp` still in the event queue (not taken by the event
+    /// thread yet) as stale (`WqTrack::stale_fatal`), under the queue's lock, so that
+    /// [`Nic::poll_events`] takes each either before the count or as stale.
+    fn mark_stale_events(&self, qp: &Qp) {
+        let Some(eq) = &self.eq else { return };
+        let c = &*eq.0;
+        let st = c.st.lock();
+        let mut probe = CqState::new(st.ci);
+        let mut n = 0u32;
+        for _ in 0..1u32 << c.log {
+            let Ok(Some(bytes)) = Self::peek_entry(c, &probe) else { break };
+            if let Ok((AsyncEvent::QpFatal(q), _)) = desc::decode_event(&bytes) {
+                n += u32::from(q == qp.qpn());
+            }
+            probe.ci = probe.ci.wrapping_add(1);
+        }
+        qp.0.trk.stale_fatal.store(n, Ordering::Relaxed);
     }
 
     /// Counts the completions of `qp` still in its CQs (not polled yet) as stale: their
@@ -410,28 +497,7 @@ impl Nic {
             }
             let c = &*cq.0;
             let st = c.st.lock();
-            let log = c.log as u32;
-            let mask = (1u32 << log) - 1;
-            let base = c.ring.as_ptr() as *const u8;
-            let (mut ns, mut nr) = (0u32, 0u32);
-            for k in 0..=mask {
-                let ci = st.ci.wrapping_add(k);
-                let slot = (ci & mask) as usize * desc::CQE_BYTES;
-                // SAFETY: slot + 32 lies inside the ring (ci is masked to the ring's size).
-                if unsafe { crate::fast::CqeRaw::owner(base.add(slot)) } == ((ci >> log) & 1 != 0) {
-                    break;
-                }
-                fence(Ordering::Acquire);
-                // SAFETY: as above; the owner bit says the device finished writing the entry.
-                let e = unsafe { crate::fast::CqeRaw::from_slot(base.add(slot)) };
-                if e.qpn == q.qpn {
-                    if e.is_rq() {
-                        nr += 1;
-                    } else {
-                        ns += 1;
-                    }
-                }
-            }
+            let (ns, nr) = c.pending_of(&st, q.qpn);
             if sq {
                 q.trk.stale_sq.store(ns, Ordering::Relaxed);
             }

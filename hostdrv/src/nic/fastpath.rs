@@ -4,7 +4,7 @@
 //! any lock but the queue's own. After a fatal device error the driver makes the flush
 //! completions itself ([`Nic::poll_cq_flushed`]).
 
-use super::objects::{retire, CqState, QpInner};
+use super::objects::{purge_spent, retire, CqState, QpInner};
 use super::{Cq, Nic, Qp, QpCaps};
 use crate::{regs, Error, Result};
 use hematite_model::desc;
@@ -58,9 +58,12 @@ impl Nic {
             // SAFETY: as above; the owner bit says the device finished writing the entry.
             let e = unsafe { crate::fast::CqeRaw::from_slot(base.add(slot)) };
             ci = ci.wrapping_add(1);
-            retire(&st.qps, e.qpn, e.wqe_index, e.is_rq(), e.status == desc::HM_CQE_ST_SUCCESS || e.status == desc::HM_CQE_ST_WR_FLUSH_ERR);
-            f(&e);
-            n += 1;
+            if retire(&st.qps, e.qpn, e.wqe_index, e.is_rq(), e.status == desc::HM_CQE_ST_SUCCESS || e.status == desc::HM_CQE_ST_WR_FLUSH_ERR) {
+                f(&e);
+                n += 1;
+            } else {
+                purge_spent(&mut st.qps);
+            }
         }
         st.ci = ci;
         if ci.wrapping_sub(st.ci_told) > mask >> 2 {
@@ -93,6 +96,10 @@ impl Nic {
     fn flush_fatal(st: &CqState, cqn: u32, max: usize, f: &mut impl FnMut(&crate::fast::CqeRaw)) -> usize {
         let mut n = 0;
         for (qpn, t) in &st.qps {
+            if t.dead.load(Ordering::Acquire) {
+                // a destroyed QP's rings are gone (and nothing is outstanding on them)
+                continue;
+            }
             for rq in [false, true] {
                 let (ring, pi, done, cq) =
                     if rq { (t.rq_ring, &t.rq_pi, &t.rq_done, t.rcqn) } else { (t.sq_ring, &t.sq_pi, &t.sq_done, t.scqn) };

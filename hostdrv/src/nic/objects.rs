@@ -8,7 +8,7 @@ use super::{QpCaps, Sge};
 use crate::lock::SpinLock;
 use crate::mem::DmaBuf;
 use hematite_abi::mbox;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A handle type: a clone of the reference-counted inner object, with its `users` count.
@@ -148,6 +148,12 @@ pub(super) struct CqState {
     pub(super) qps: Vec<(u32, Arc<WqTrack>)>,
 }
 
+impl CqState {
+    pub(super) fn new(ci: u32) -> CqState {
+        CqState { ci, ci_told: 0, qps: Vec::new() }
+    }
+}
+
 pub(super) struct CqInner {
     pub(super) sh: Arc<Shared>,
     pub(super) cqn: u32,
@@ -198,11 +204,21 @@ pub(super) struct WqTrack {
     /// learns it at the next query.
     pub(super) errored: AtomicBool,
     /// Completions of the send / receive queue from before the last transition to RESET that
-    /// were still in the CQ then: they are skipped when polled, since their indices name
+    /// were still in the CQ then: they are dropped when polled (never returned), since their indices name
     /// slots of the queue as it was (a flushed WQE's completion would otherwise free a slot
     /// of the new queue that still holds a posted WQE, which the next post overwrites).
     pub(super) stale_sq: AtomicU32,
     pub(super) stale_rq: AtomicU32,
+    /// QP-fatal events of this QP from before its last transition to RESET that were still in
+    /// the event queue then: when the event thread takes them they must not mark the QP as
+    /// moved to ERR by the engine (`errored`), or its next transition (RESET -> INIT) would be
+    /// preceded by a refused move to ERR.
+    pub(super) stale_fatal: AtomicU32,
+    /// The QP was destroyed while completions of it were still in its CQs: the tracker stays
+    /// on the CQs' lists, with its queues empty and those completions counted as stale, so
+    /// that they are dropped when polled (never returned: ConnectX providers clean a destroyed
+    /// QP's completions from its CQs too), and goes once they are.
+    pub(super) dead: AtomicBool,
     /// The rings (address, log2 of the slots, stride) and the CQs, for the flush completions
     /// the driver makes itself after a fatal device error ([`Nic::poll_cq_raw`](super::Nic::poll_cq_raw)).
     pub(super) sq_ring: (usize, u8, usize),
@@ -215,6 +231,11 @@ pub(super) struct WqTrack {
 }
 
 impl WqTrack {
+    /// A destroyed QP's tracker with none of its completions left to drop (see `dead`).
+    pub(super) fn spent(&self) -> bool {
+        self.dead.load(Ordering::Acquire) && self.stale_sq.load(Ordering::Relaxed) == 0 && self.stale_rq.load(Ordering::Relaxed) == 0
+    }
+
     pub(super) fn reset(&self) {
         for a in [&self.sq_pi, &self.sq_done, &self.rq_pi, &self.rq_done] {
             a.store(0, Ordering::Release);
@@ -242,14 +263,78 @@ pub(super) struct QpInner {
     pub(super) live: Mutex<bool>,
 }
 
+impl CqInner {
+    /// The completions of QP `qpn` in the ring that are not polled yet (the device finished
+    /// writing them), less those a destroyed QP of that number still drops: (send queue,
+    /// receive queue).
+    pub(super) fn pending_of(&self, st: &CqState, qpn: u32) -> (u32, u32) {
+        let log = self.log as u32;
+        let mask = (1u32 << log) - 1;
+        let base = self.ring.as_ptr() as *const u8;
+        let (mut ns, mut nr) = (0u32, 0u32);
+        for k in 0..=mask {
+            let ci = st.ci.wrapping_add(k);
+            let slot = (ci & mask) as usize * hematite_model::desc::CQE_BYTES;
+            // SAFETY: slot + 32 lies inside the ring (ci is masked to the ring's size).
+            if unsafe { crate::fast::CqeRaw::owner(base.add(slot)) } == ((ci >> log) & 1 != 0) {
+                break;
+            }
+            fence(Ordering::Acquire);
+            // SAFETY: as above; the owner bit says the device finished writing the entry.
+            let e = unsafe { crate::fast::CqeRaw::from_slot(base.add(slot)) };
+            if e.qpn == qpn {
+                if e.is_rq() {
+                    nr += 1;
+                } else {
+                    ns += 1;
+                }
+            }
+        }
+        // those that a destroyed QP of the same number (earlier on the list) drops first
+        for (n, t) in &st.qps {
+            if *n == qpn && t.dead.load(Ordering::Acquire) {
+                if t.scqn == self.cqn {
+                    ns = ns.saturating_sub(t.stale_sq.load(Ordering::Relaxed));
+                }
+                if t.rcqn == self.cqn {
+                    nr = nr.saturating_sub(t.stale_rq.load(Ordering::Relaxed));
+                }
+            }
+        }
+        (ns, nr)
+    }
+}
+
 impl Drop for QpInner {
     fn drop(&mut self) {
         if let Err(e) = destroy_if_live(&self.sh, &self.live, mbox::OP_DESTROY_QP, self.qpn) {
             eprintln!("hostdrv: destroying QP {}: {e}", self.qpn);
         }
         self.sh.qps.lock().unwrap().remove(&self.qpn);
-        for cq in [&self._scq, &self._rcq] {
-            cq.0.st.lock().qps.retain(|(n, _)| *n != self.qpn);
+        // its completions still in the rings (the device wrote its last before DESTROY_QP was
+        // answered) are counted as stale under each CQ's lock in turn (one lock at a time: two
+        // QPs may use the same two CQs the other way round), so that a concurrent poll takes
+        // each either before the count or as stale (see WqTrack::dead); nothing is
+        // outstanding any more
+        let t = &self.trk;
+        t.sq_pi.store(t.sq_done.load(Ordering::Relaxed), Ordering::Release);
+        t.rq_pi.store(t.rq_done.load(Ordering::Relaxed), Ordering::Release);
+        let same = Arc::ptr_eq(&self._scq.0, &self._rcq.0);
+        let cqs = if same { [Some(&self._scq), None] } else { [Some(&self._scq), Some(&self._rcq)] };
+        for (k, cq) in cqs.iter().enumerate() {
+            let Some(cq) = cq else { continue };
+            let st = cq.0.st.lock();
+            let (ns, nr) = cq.0.pending_of(&st, self.qpn);
+            if k == 0 {
+                t.stale_sq.store(ns, Ordering::Relaxed);
+            }
+            if k == 1 || same {
+                t.stale_rq.store(nr, Ordering::Relaxed);
+            }
+        }
+        t.dead.store(true, Ordering::Release);
+        for cq in cqs.iter().flatten() {
+            cq.0.st.lock().qps.retain(|(_, x)| !x.spent());
         }
     }
 }
@@ -271,15 +356,19 @@ impl Qp {
 
 /// Send/receive ring slots up to a completion's (`idx`, the 16-bit slot counter of the
 /// completed WQE) are free again; everything before it completed too (unsignaled WQEs are
-/// retired by a later signaled one). A stale or duplicate index changes nothing.
+/// retired by a later signaled one). A duplicate index changes nothing. Returns whether the
+/// completion goes to the caller: one from before the QP's last transition to RESET, or of a
+/// destroyed QP, does not (ConnectX providers clean them from the CQ at RESET and at destroy
+/// too); the caller then calls [`purge_spent`].
 #[inline(always)]
-pub(super) fn retire(qps: &[(u32, Arc<WqTrack>)], qpn: u32, idx: u16, rq: bool, ok: bool) {
-    let Some((_, t)) = qps.iter().find(|(n, _)| *n == qpn) else { return };
+pub(super) fn retire(qps: &[(u32, Arc<WqTrack>)], qpn: u32, idx: u16, rq: bool, ok: bool) -> bool {
+    let Some((_, t)) = qps.iter().find(|(n, _)| *n == qpn) else { return true };
     let stale = if rq { &t.stale_rq } else { &t.stale_sq };
     if stale.load(Ordering::Relaxed) != 0 {
-        // a completion from before the QP's last RESET (see WqTrack::stale_sq)
+        // a completion from before the QP's last RESET, or of a destroyed QP (see
+        // WqTrack::stale_sq, WqTrack::dead)
         stale.fetch_sub(1, Ordering::Relaxed);
-        return;
+        return false;
     }
     if !ok {
         t.errored.store(true, Ordering::Release);
@@ -291,6 +380,16 @@ pub(super) fn retire(qps: &[(u32, Arc<WqTrack>)], qpn: u32, idx: u16, rq: bool, 
     if ahead < outstanding {
         done.store(d.wrapping_add(ahead + 1), Ordering::Release);
     }
+    true
+}
+
+/// After a completion was dropped: a destroyed QP's tracker that has no completion left to
+/// drop leaves the CQ's list at once, before a later QP of the same number gets a completion
+/// (its tracker comes later on the list, and [`retire`] takes the first of a number).
+#[cold]
+#[inline(never)]
+pub(super) fn purge_spent(qps: &mut Vec<(u32, Arc<WqTrack>)>) {
+    qps.retain(|(_, t)| !t.spent());
 }
 
 impl std::fmt::Debug for Pd {
@@ -311,5 +410,53 @@ impl std::fmt::Debug for Cq {
 impl std::fmt::Debug for Qp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Qp({})", self.0.qpn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live(pi: u32) -> Arc<WqTrack> {
+        let t = WqTrack::default();
+        t.sq_pi.store(pi, Ordering::Relaxed);
+        Arc::new(t)
+    }
+
+    #[test]
+    fn stale_completions_are_dropped_then_the_live_qp_retires() {
+        // a QP moved to RESET with two send completions still in its CQ
+        let t = live(0);
+        t.stale_sq.store(2, Ordering::Relaxed);
+        t.sq_pi.store(3, Ordering::Relaxed); // three WRs posted after the RESET
+        let qps = vec![(7, t.clone())];
+        assert!(!retire(&qps, 7, 40, false, false), "an old completion is dropped");
+        assert!(!retire(&qps, 7, 41, false, false));
+        assert!(!t.errored.load(Ordering::Relaxed), "an old error completion does not mark the new QP");
+        assert_eq!(t.sq_done.load(Ordering::Relaxed), 0, "no slot of the new queue freed");
+        assert!(retire(&qps, 7, 1, false, true), "the new queue's completion is returned");
+        assert_eq!(t.sq_done.load(Ordering::Relaxed), 2);
+        assert!(retire(&qps, 9, 0, false, true), "a completion of a QP not on the list is returned");
+    }
+
+    #[test]
+    fn a_destroyed_qps_completions_go_before_a_new_qp_of_the_same_number() {
+        let dead = live(0);
+        dead.stale_rq.store(2, Ordering::Relaxed);
+        dead.dead.store(true, Ordering::Relaxed);
+        let new = live(4);
+        let mut qps = vec![(5, dead.clone()), (6, live(1)), (5, new.clone())];
+        assert!(!dead.spent());
+        assert!(!retire(&qps, 5, 0, true, false));
+        purge_spent(&mut qps);
+        assert_eq!(qps.len(), 3, "one completion of the destroyed QP left");
+        assert!(!retire(&qps, 5, 1, true, false));
+        assert!(dead.spent());
+        purge_spent(&mut qps);
+        assert_eq!(qps.iter().filter(|(n, _)| *n == 5).count(), 1, "the destroyed QP's tracker left the list");
+        assert!(Arc::ptr_eq(&qps.iter().find(|(n, _)| *n == 5).unwrap().1, &new));
+        assert!(retire(&qps, 5, 2, false, true), "the new QP's completion is returned");
+        assert_eq!(new.sq_done.load(Ordering::Relaxed), 3, "and retires its slots");
+        assert!(!new.errored.load(Ordering::Relaxed));
     }
 }

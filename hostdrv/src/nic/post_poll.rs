@@ -3,7 +3,7 @@
 //! waits (blocking and async) sleep on the CQ's interrupt, [`Nic::poll_events`] reads the
 //! event queue. The allocation-free variants the verbs provider uses are in `fastpath.rs`.
 
-use super::objects::{retire, CqInner, CqState};
+use super::objects::{purge_spent, retire, CqInner, CqState};
 use super::shared::db;
 use super::{AsyncEvent, Cq, Cqe, Nic, Qp, RecvWr, SendWr, WcOpcode, WcStatus};
 use crate::{regs, Error, Result};
@@ -151,8 +151,12 @@ impl Nic {
             let Some(bytes) = Self::peek_entry(c, &st)? else { break };
             let (cqe, idx, _) = desc::decode_cqe(&bytes).map_err(|e| Error::Device(format!("CQ {} entry {}: {e}", c.cqn, st.ci)))?;
             st.ci = st.ci.wrapping_add(1);
-            retire(&st.qps, cqe.qpn, idx, matches!(cqe.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm), cqe.status == WcStatus::Success || cqe.status == WcStatus::WrFlushErr);
-            out.push(cqe);
+            let rq = matches!(cqe.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
+            if retire(&st.qps, cqe.qpn, idx, rq, cqe.status == WcStatus::Success || cqe.status == WcStatus::WrFlushErr) {
+                out.push(cqe);
+            } else {
+                purge_spent(&mut st.qps);
+            }
         }
         self.ack_entries(c, &mut st, ((1u32 << c.log) / 4).max(1))?;
         Ok(out)
@@ -239,7 +243,13 @@ impl Nic {
             let (ev, _) = desc::decode_event(&bytes).map_err(|e| Error::Device(format!("event entry {}: {e}", st.ci)))?;
             if let AsyncEvent::QpFatal(n) = ev {
                 if let Some(q) = self.sh.qps.lock().unwrap().get(&n).and_then(|w| w.upgrade()) {
-                    q.trk.errored.store(true, Ordering::Release);
+                    // one from before the QP's last RESET says nothing of the QP now (see
+                    // WqTrack::stale_fatal); it is still delivered
+                    if q.trk.stale_fatal.load(Ordering::Relaxed) != 0 {
+                        q.trk.stale_fatal.fetch_sub(1, Ordering::Relaxed);
+                    } else {
+                        q.trk.errored.store(true, Ordering::Release);
+                    }
                 }
             }
             out.push(ev);
