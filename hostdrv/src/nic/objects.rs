@@ -214,10 +214,13 @@ pub(super) struct WqTrack {
     /// moved to ERR by the engine (`errored`), or its next transition (RESET -> INIT) would be
     /// preceded by a refused move to ERR.
     pub(super) stale_fatal: AtomicU32,
-    /// The QP was destroyed while completions of it were still in its CQs: the tracker stays
-    /// on the CQs' lists, with its queues empty and those completions counted as stale, so
-    /// that they are dropped when polled (never returned: ConnectX providers clean a destroyed
-    /// QP's completions from its CQs too), and goes once they are.
+    /// A marker, not a QP's tracker: a destroyed QP's completions still in one CQ when it was
+    /// destroyed (`stale_sq` / `stale_rq`, both counted in that CQ's ring; no queue, nothing
+    /// outstanding). It takes the QP's place on that CQ's list, so that they are dropped when
+    /// polled (never returned: ConnectX providers clean a destroyed QP's completions from its
+    /// CQs too), and leaves the list once they are ([`purge_spent`]); a later QP of the same
+    /// number, whose tracker comes after it on the list, gets only completions that come
+    /// after them in the ring.
     pub(super) dead: AtomicBool,
     /// The rings (address, log2 of the slots, stride) and the CQs, for the flush completions
     /// the driver makes itself after a fatal device error ([`Nic::poll_cq_raw`](super::Nic::poll_cq_raw)).
@@ -292,13 +295,10 @@ impl CqInner {
         }
         // those that a destroyed QP of the same number (earlier on the list) drops first
         for (n, t) in &st.qps {
+            // a destroyed QP's marker counts completions of this ring only
             if *n == qpn && t.dead.load(Ordering::Acquire) {
-                if t.scqn == self.cqn {
-                    ns = ns.saturating_sub(t.stale_sq.load(Ordering::Relaxed));
-                }
-                if t.rcqn == self.cqn {
-                    nr = nr.saturating_sub(t.stale_rq.load(Ordering::Relaxed));
-                }
+                ns = ns.saturating_sub(t.stale_sq.load(Ordering::Relaxed));
+                nr = nr.saturating_sub(t.stale_rq.load(Ordering::Relaxed));
             }
         }
         (ns, nr)
@@ -307,34 +307,37 @@ impl CqInner {
 
 impl Drop for QpInner {
     fn drop(&mut self) {
-        if let Err(e) = destroy_if_live(&self.sh, &self.live, mbox::OP_DESTROY_QP, self.qpn) {
-            eprintln!("hostdrv: destroying QP {}: {e}", self.qpn);
+        // Before DESTROY_QP frees the number (after it, another thread's CREATE_QP may get the
+        // same number, whose entries must not be touched): the QP leaves the number map, and on
+        // each of its CQs, under that CQ's lock (one at a time: two QPs may use the same two CQs
+        // the other way round), its tracker is replaced by a marker that counts its completions
+        // still in that ring, so that they are dropped when polled (see WqTrack::dead) and a
+        // concurrent poll takes each either before the count or as counted. A completion the
+        // device writes while DESTROY_QP runs is returned, as before the cleaning.
+        {
+            let mut m = self.sh.qps.lock().unwrap();
+            if m.get(&self.qpn).is_some_and(|w| std::ptr::eq(w.as_ptr(), self)) {
+                m.remove(&self.qpn);
+            }
         }
-        self.sh.qps.lock().unwrap().remove(&self.qpn);
-        // its completions still in the rings (the device wrote its last before DESTROY_QP was
-        // answered) are counted as stale under each CQ's lock in turn (one lock at a time: two
-        // QPs may use the same two CQs the other way round), so that a concurrent poll takes
-        // each either before the count or as stale (see WqTrack::dead); nothing is
-        // outstanding any more
-        let t = &self.trk;
-        t.sq_pi.store(t.sq_done.load(Ordering::Relaxed), Ordering::Release);
-        t.rq_pi.store(t.rq_done.load(Ordering::Relaxed), Ordering::Release);
         let same = Arc::ptr_eq(&self._scq.0, &self._rcq.0);
         let cqs = if same { [Some(&self._scq), None] } else { [Some(&self._scq), Some(&self._rcq)] };
-        for (k, cq) in cqs.iter().enumerate() {
-            let Some(cq) = cq else { continue };
-            let st = cq.0.st.lock();
+        for cq in cqs.iter().flatten() {
+            let mut st = cq.0.st.lock();
+            let Some(k) = st.qps.iter().position(|(n, t)| *n == self.qpn && Arc::ptr_eq(t, &self.trk)) else { continue };
             let (ns, nr) = cq.0.pending_of(&st, self.qpn);
-            if k == 0 {
-                t.stale_sq.store(ns, Ordering::Relaxed);
-            }
-            if k == 1 || same {
-                t.stale_rq.store(nr, Ordering::Relaxed);
+            if ns + nr > 0 {
+                let marker = WqTrack::default();
+                marker.stale_sq.store(ns, Ordering::Relaxed);
+                marker.stale_rq.store(nr, Ordering::Relaxed);
+                marker.dead.store(true, Ordering::Relaxed);
+                st.qps[k].1 = Arc::new(marker);
+            } else {
+                st.qps.remove(k);
             }
         }
-        t.dead.store(true, Ordering::Release);
-        for cq in cqs.iter().flatten() {
-            cq.0.st.lock().qps.retain(|(_, x)| !x.spent());
+        if let Err(e) = destroy_if_live(&self.sh, &self.live, mbox::OP_DESTROY_QP, self.qpn) {
+            eprintln!("hostdrv: destroying QP {}: {e}", self.qpn);
         }
     }
 }

@@ -242,7 +242,10 @@ impl Nic {
         while let Some(bytes) = Self::peek_entry(c, &st)? {
             let (ev, _) = desc::decode_event(&bytes).map_err(|e| Error::Device(format!("event entry {}: {e}", st.ci)))?;
             if let AsyncEvent::QpFatal(n) = ev {
-                if let Some(q) = self.sh.qps.lock().unwrap().get(&n).and_then(|w| w.upgrade()) {
+                // (the map's lock is released before the QP is looked at: this may be the QP's
+                // last handle, whose drop takes that lock)
+                let q = self.sh.qps.lock().unwrap().get(&n).and_then(|w| w.upgrade());
+                if let Some(q) = q {
                     // one from before the QP's last RESET says nothing of the QP now (see
                     // WqTrack::stale_fatal); it is still delivered
                     if q.trk.stale_fatal.load(Ordering::Relaxed) != 0 {
