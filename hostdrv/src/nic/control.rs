@@ -5,7 +5,7 @@
 use super::attr::gid_words;
 use super::objects::{CqInner, CqState, MrInner, MrMem, PdInner, QpInner, WqTrack};
 use super::shared::need;
-use super::{mask, AsyncEvent, Cq, DeviceAttr, Gid, Mr, Nic, Pd, PortAttr, Qp, QpAttr, QpCaps, QpState, RcPeer};
+use super::{mask, Cq, DeviceAttr, Gid, Mr, Nic, Pd, PortAttr, Qp, QpAttr, QpCaps, QpState, RcPeer};
 use crate::lock::SpinLock;
 use crate::mem::DmaBuf;
 use crate::{Error, Result};
@@ -473,17 +473,9 @@ impl Nic {
         let Some(eq) = &self.eq else { return };
         let c = &*eq.0;
         let st = c.st.lock();
-        let mut probe = CqState::new(st.ci);
-        let mut n = 0u32;
-        for _ in 0..1u32 << c.log {
-            let Ok(Some(bytes)) = Self::peek_entry(c, &probe) else { break };
-            if let Ok((AsyncEvent::QpFatal(q), _)) = desc::decode_event(&bytes) {
-                n += u32::from(q == qp.qpn());
-            }
-            probe.ci = probe.ci.wrapping_add(1);
-        }
-        qp.0.trk.stale_fatal.store(n, Ordering::Relaxed);
+        qp.0.trk.stale_fatal.store(c.events_of(&st, qp.qpn()), Ordering::Relaxed);
     }
+
 
     /// Counts the completions of `qp` still in its CQs (not polled yet) as stale: their
     /// indices are those of the queues before RESET. Counted and stored under each CQ's lock,

@@ -142,6 +142,8 @@ impl Nic {
             qps: Mutex::new(HashMap::new()),
             trks: Mutex::new(Vec::new()),
             fatal: AtomicBool::new(false),
+            eq: std::sync::OnceLock::new(),
+            dead_fatal: Mutex::new(HashMap::new()),
         });
         let mut nic = Nic { sh, attr: DeviceAttr::default(), eq: None, irq: Mutex::new(HashMap::new()), mac, ipv4 };
         nic.check_firmware_abi()?;
@@ -157,6 +159,7 @@ impl Nic {
         if o.events {
             let eq = nic.create_cq(256, None)?;
             nic.sh.cmd(mbox::OP_SET_EQ, &[eq.cqn(), 1])?;
+            let _ = nic.sh.eq.set(Arc::downgrade(&eq.0));
             nic.eq = Some(eq);
         }
         Ok(nic)

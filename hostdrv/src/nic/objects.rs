@@ -9,7 +9,7 @@ use crate::lock::SpinLock;
 use crate::mem::DmaBuf;
 use hematite_abi::mbox;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// A handle type: a clone of the reference-counted inner object, with its `users` count.
 macro_rules! handle {
@@ -267,6 +267,21 @@ pub(super) struct QpInner {
 }
 
 impl CqInner {
+    /// Of an event queue: the QP-fatal events of QP `qpn` in the ring not taken yet, less
+    /// those of destroyed QPs of that number (`Shared::dead_fatal`), which come first.
+    pub(super) fn events_of(&self, st: &CqState, qpn: u32) -> u32 {
+        let mut probe = CqState::new(st.ci);
+        let mut n = 0u32;
+        for _ in 0..1u32 << self.log {
+            let Ok(Some(bytes)) = crate::nic::Nic::peek_entry(self, &probe) else { break };
+            if let Ok((crate::nic::AsyncEvent::QpFatal(q), _)) = hematite_model::desc::decode_event(&bytes) {
+                n += u32::from(q == qpn);
+            }
+            probe.ci = probe.ci.wrapping_add(1);
+        }
+        n.saturating_sub(self.sh.dead_fatal.lock().unwrap().get(&qpn).copied().unwrap_or(0))
+    }
+
     /// The completions of QP `qpn` in the ring that are not polled yet (the device finished
     /// writing them), less those a destroyed QP of that number still drops: (send queue,
     /// receive queue).
@@ -334,6 +349,15 @@ impl Drop for QpInner {
                 st.qps[k].1 = Arc::new(marker);
             } else {
                 st.qps.remove(k);
+            }
+        }
+        // and its QP-fatal events still in the event queue, which a later QP of the same number
+        // must not take for its own
+        if let Some(eq) = self.sh.eq.get().and_then(Weak::upgrade) {
+            let st = eq.st.lock();
+            let n = eq.events_of(&st, self.qpn);
+            if n > 0 {
+                *self.sh.dead_fatal.lock().unwrap().entry(self.qpn).or_insert(0) += n;
             }
         }
         if let Err(e) = destroy_if_live(&self.sh, &self.live, mbox::OP_DESTROY_QP, self.qpn) {

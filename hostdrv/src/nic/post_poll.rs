@@ -237,14 +237,31 @@ impl Nic {
     pub fn poll_events(&self) -> Result<Vec<AsyncEvent>> {
         let Some(eq) = &self.eq else { return Err(Error::NotSupported("opened without an event queue".into())) };
         let c = &eq.0;
+        // QP handles taken below: dropped after the queue's lock (declared first, dropped
+        // last), since a QP's last handle destroys it, which looks at this queue
+        let mut held = Vec::new();
         let mut st = c.st.lock();
         let mut out = Vec::new();
         while let Some(bytes) = Self::peek_entry(c, &st)? {
             let (ev, _) = desc::decode_event(&bytes).map_err(|e| Error::Device(format!("event entry {}: {e}", st.ci)))?;
             if let AsyncEvent::QpFatal(n) = ev {
+                // one of a destroyed QP of this number (see Shared::dead_fatal)
+                let dead = {
+                    let mut d = self.sh.dead_fatal.lock().unwrap();
+                    match d.get_mut(&n) {
+                        Some(k) => {
+                            *k -= 1;
+                            if *k == 0 {
+                                d.remove(&n);
+                            }
+                            true
+                        }
+                        None => false,
+                    }
+                };
                 // (the map's lock is released before the QP is looked at: this may be the QP's
                 // last handle, whose drop takes that lock)
-                let q = self.sh.qps.lock().unwrap().get(&n).and_then(|w| w.upgrade());
+                let q = if dead { None } else { self.sh.qps.lock().unwrap().get(&n).and_then(|w| w.upgrade()) };
                 if let Some(q) = q {
                     // one from before the QP's last RESET says nothing of the QP now (see
                     // WqTrack::stale_fatal); it is still delivered
@@ -253,6 +270,7 @@ impl Nic {
                     } else {
                         q.trk.errored.store(true, Ordering::Release);
                     }
+                    held.push(q);
                 }
             }
             out.push(ev);

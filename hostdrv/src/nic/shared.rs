@@ -2,7 +2,7 @@
 //! memory, the registered MRs and QPs the fast path looks up, the fatal-error flag, and the
 //! firmware mailbox through which every control command goes (docs/control-core.md).
 
-use super::objects::{QpInner, WqTrack};
+use super::objects::{CqInner, QpInner, WqTrack};
 use crate::device::Device;
 use crate::mem::{DmaBuf, Pins, Unpin};
 use crate::{regs, Error, Result};
@@ -10,7 +10,7 @@ use hematite_abi::desc::get32;
 use hematite_abi::mbox;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 /// Offset of the control core's host port in BAR0 (map hm_bar of regs/hematite.rdl).
@@ -78,6 +78,12 @@ pub(super) struct Shared {
     /// destroying objects succeeds (they went with the device), and polling a CQ completes
     /// every outstanding work request with WR_FLUSH_ERR.
     pub(super) fatal: AtomicBool,
+    /// The event queue, once made (for a destroyed QP's count of its events still in it).
+    pub(super) eq: OnceLock<Weak<CqInner>>,
+    /// QP-fatal events of destroyed QPs still in the event queue when they were destroyed, by
+    /// QP number: taken by the event thread, they must not mark a later QP of the same number
+    /// as failed (they come before any event of that QP).
+    pub(super) dead_fatal: Mutex<HashMap<u32, u32>>,
 }
 
 struct PinOwner(Weak<Shared>);
