@@ -979,4 +979,27 @@ static HM_UNUSED void hm_init_common(const char *prog)
 	srand48((long)getpid() ^ (long)hm_now_us());
 }
 
+/* The start of a one-NIC program that loops QPs through the port: options -d DEV and -t
+ * SECS (usage on anything else: exit 2; hm_init_common starts the watchdog, which reads -t
+ * as it goes), the device opened, port 1's attributes and GID 0. */
+static HM_UNUSED struct ibv_context *hm_loopback_start(const char *prog, int argc, char **argv,
+						     struct ibv_port_attr *pa, union ibv_gid *gid)
+{
+	const char *dev = "hematite0";
+	struct ibv_context *ctx;
+	int c;
+
+	hm_init_common(prog);
+	while ((c = getopt(argc, argv, "d:t:")) != -1) {
+		if (!hm_common_opt(c, &dev, NULL, NULL)) {
+			fprintf(stderr, "usage: %s [-d DEV] [-t SECS]\n", prog);
+			exit(2);
+		}
+	}
+	ctx = hm_open_device(dev, NULL);
+	if (ibv_query_port(ctx, 1, pa) || ibv_query_gid(ctx, 1, 0, gid))
+		hm_fatal("query_port", "ibv_query_port / ibv_query_gid failed");
+	return ctx;
+}
+
 #endif /* HM_COMMON_H */

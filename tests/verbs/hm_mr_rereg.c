@@ -60,21 +60,21 @@ static void connect_pair(void)
 	}
 }
 
-/* the control QP from RESET to INIT, k receives posted, then ERR: k flushes will land in cqb */
-static void control_flushes(int k, uint32_t lkey, void *buf)
+/* q from RESET to INIT, k receives posted, then ERR: k flushes will land in q's CQ */
+static void flushes(struct ibv_qp *q, int k, uint32_t lkey, void *buf)
 {
 	struct ibv_qp_attr r = { .qp_state = IBV_QPS_RESET };
-	if (ibv_modify_qp(qd, &r, IBV_QP_STATE) || hm_qp_init(qd, qacc))
-		hm_fatal("control", "control QP to INIT: %s", strerror(errno));
+	if (ibv_modify_qp(q, &r, IBV_QP_STATE) || hm_qp_init(q, qacc))
+		hm_fatal("flushes", "QP %#x to INIT: %s", q->qp_num, strerror(errno));
 	for (int j = 0; j < k; j++) {
 		struct ibv_sge sg = { .addr = (uintptr_t)buf, .length = 64, .lkey = lkey };
 		struct ibv_recv_wr w = { .wr_id = 900 + (uint64_t)j, .sg_list = &sg, .num_sge = 1 }, *bw;
-		if (ibv_post_recv(qd, &w, &bw))
-			hm_fatal("post_recv", "control QP: %s", strerror(errno));
+		if (ibv_post_recv(q, &w, &bw))
+			hm_fatal("post_recv", "QP %#x: %s", q->qp_num, strerror(errno));
 	}
 	r.qp_state = IBV_QPS_ERR;
-	if (ibv_modify_qp(qd, &r, IBV_QP_STATE))
-		hm_fatal("control", "control QP to ERR: %s", strerror(errno));
+	if (ibv_modify_qp(q, &r, IBV_QP_STATE))
+		hm_fatal("flushes", "QP %#x to ERR: %s", q->qp_num, strerror(errno));
 }
 
 /* everything cqb holds within quiet_ms of the last: how many, how many are the control QP's
@@ -142,20 +142,8 @@ static const char *st(int s)
 
 int main(int argc, char **argv)
 {
-	const char *dev = "hematite0";
-	int c;
-
-	hm_init_common("hm_mr_rereg");
-	while ((c = getopt(argc, argv, "d:t:")) != -1) {
-		if (!hm_common_opt(c, &dev, NULL, NULL)) {
-			fprintf(stderr, "usage: hm_mr_rereg [-d DEV] [-t SECS]\n");
-			return 2;
-		}
-	}
-	hm_start_watchdog();
-	ctx = hm_open_device(dev, NULL);
-	if (ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, 0, &gid))
-		hm_fatal("query_port", "ibv_query_port / ibv_query_gid failed");
+	ctx = hm_loopback_start("hm_mr_rereg", argc, argv, &pa, &gid);
+	const char *dev = ibv_get_device_name(ctx->device); /* for a second context of it */
 	pd = ibv_alloc_pd(ctx);
 	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
 	cqa = ibv_create_cq(ctx, 16, NULL, NULL, 0);
@@ -241,7 +229,7 @@ int main(int argc, char **argv)
 	/* qb's two flushes land in cqb, unpolled, and so do two of the control QP's (which is not
 	 * reset: they show that flushes arrive within the wait); RESET cleans qb's from it (as
 	 * ConnectX providers do) */
-	control_flushes(2, mb->lkey, n + 8192);
+	flushes(qd, 2, mb->lkey, n + 8192);
 	hm_sleep_us(300000);
 	connect_pair();
 	{
@@ -270,18 +258,10 @@ int main(int argc, char **argv)
 	{
 		struct ibv_qp_init_attr ic = hm_qp_attr(cqb, cqb, IBV_QPT_RC, 4, 4, 1, 1, 0);
 		struct ibv_qp *qc = ibv_create_qp(pd, &ic);
-		if (!qc || hm_qp_init(qc, qacc))
+		if (!qc)
 			hm_fatal("setup", "a third QP: %s", strerror(errno));
-		for (int k = 0; k < 3; k++) {
-			struct ibv_sge sg = { .addr = (uintptr_t)n, .length = 64, .lkey = mb->lkey };
-			struct ibv_recv_wr w = { .wr_id = 70 + (uint64_t)k, .sg_list = &sg, .num_sge = 1 }, *bw;
-			if (ibv_post_recv(qc, &w, &bw))
-				hm_fatal("post_recv", "third QP: %s", strerror(errno));
-		}
-		struct ibv_qp_attr ea = { .qp_state = IBV_QPS_ERR };
-		if (ibv_modify_qp(qc, &ea, IBV_QP_STATE))
-			hm_fatal("modify_qp", "third QP to ERR: %s", strerror(errno));
-		control_flushes(3, mb->lkey, n + 8192); /* the positive control: 3 flushes that stay */
+		flushes(qc, 3, mb->lkey, n);
+		flushes(qd, 3, mb->lkey, n + 8192); /* the positive control: 3 flushes that stay */
 		hm_sleep_us(300000); /* qc's 3 flushes and the control's 3 land in cqb, unpolled */
 		post_recv_b(n + 4096, 256, mb->lkey);
 		s = send_one(IBV_WR_SEND, a, 200, ma->lkey, 0, 0, "SEND behind the flushes");

@@ -107,22 +107,9 @@ static int drain(struct ibv_cq_ex *cq, struct got *g, int max, int want, unsigne
 
 int main(int argc, char **argv)
 {
-	const char *dev = "hematite0";
-	int c;
-
-	hm_init_common("hm_verbs_ex");
-	while ((c = getopt(argc, argv, "d:t:")) != -1) {
-		if (!hm_common_opt(c, &dev, NULL, NULL)) {
-			fprintf(stderr, "usage: hm_verbs_ex [-d DEV] [-t SECS]\n");
-			return 2;
-		}
-	}
-	hm_start_watchdog();
-	struct ibv_context *ctx = hm_open_device(dev, NULL);
 	struct ibv_port_attr pa;
 	union ibv_gid gid;
-	if (ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, 0, &gid))
-		hm_fatal("query_port", "ibv_query_port / ibv_query_gid failed");
+	struct ibv_context *ctx = hm_loopback_start("hm_verbs_ex", argc, argv, &pa, &gid);
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	uint8_t *a = hm_alloc_pages(BUF), *b = hm_alloc_pages(BUF);
 	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
