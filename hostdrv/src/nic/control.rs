@@ -417,15 +417,9 @@ impl Nic {
             t.retain(|w| w.strong_count() > 0);
             t.push(Arc::downgrade(&inner.trk));
         }
-        {
-            let mut st = send_cq.0.st.lock();
-            st.qps.retain(|(_, x)| !x.spent());
-            st.qps.push((w[0], inner.trk.clone()));
-        }
+        send_cq.0.st.lock().qps.push((w[0], inner.trk.clone()));
         if !Arc::ptr_eq(&send_cq.0, &recv_cq.0) {
-            let mut st = recv_cq.0.st.lock();
-            st.qps.retain(|(_, x)| !x.spent());
-            st.qps.push((w[0], inner.trk.clone()));
+            recv_cq.0.st.lock().qps.push((w[0], inner.trk.clone()));
         }
         Ok(Qp(inner))
     }
