@@ -1,7 +1,7 @@
-//! The verbs QP state machine for RC: states, `IBV_QP_*` attribute-mask bits, the table of legal
-//! transitions with their required and optional attributes (the facts of the kernel's
-//! `ib_modify_qp_is_ok` table for IB_QPT_RC, restated), and the attribute word block of
-//! MODIFY_QP / QUERY_QP.
+//! The verbs QP state machine for RC and UC: states, `IBV_QP_*` attribute-mask bits, the tables
+//! of legal transitions with their required and optional attributes (the facts of the kernel's
+//! `ib_modify_qp_is_ok` table for IB_QPT_RC and IB_QPT_UC, restated), and the attribute word
+//! block of MODIFY_QP / QUERY_QP.
 
 /// ibverbs QP states (`enum ibv_qp_state` values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -115,14 +115,64 @@ pub const TRANSITIONS: [Transition; 9] = [
     (Sqe, Rts, 0, 0),
 ];
 
-/// Required and optional attributes of `from -> to` (besides `M_STATE`), or None if the
-/// transition is illegal.
+/// Legal UC transitions besides "-> RESET" and "-> ERR": RC's without the attributes of
+/// reliability (ACK timeout, retry counts, RNR timer, READ/atomic resources) and without
+/// Hematite's `M_STD_TIMER`.
+pub const UC_TRANSITIONS: [Transition; 9] = [
+    (Reset, Init, M_PKEY_INDEX | M_PORT | M_ACCESS_FLAGS, 0),
+    (Init, Init, 0, M_PKEY_INDEX | M_PORT | M_ACCESS_FLAGS),
+    (Init, Rtr, M_AV | M_PATH_MTU | M_DEST_QPN | M_RQ_PSN, M_ALT_PATH | M_ACCESS_FLAGS | M_PKEY_INDEX),
+    (Rtr, Rts, M_SQ_PSN, M_CUR_STATE | M_ALT_PATH | M_ACCESS_FLAGS | M_PATH_MIG_STATE),
+    (Rts, Rts, 0, M_CUR_STATE | M_ACCESS_FLAGS | M_ALT_PATH | M_PATH_MIG_STATE),
+    (Rts, Sqd, 0, M_EN_SQD_ASYNC_NOTIFY),
+    (Sqd, Rts, 0, M_CUR_STATE | M_ALT_PATH | M_ACCESS_FLAGS | M_PATH_MIG_STATE),
+    (Sqd, Sqd, 0, M_AV | M_ALT_PATH | M_ACCESS_FLAGS | M_PKEY_INDEX | M_PATH_MIG_STATE),
+    // (a Hematite UC QP never enters SQE: a send error moves it to ERR)
+    (Sqe, Rts, 0, M_CUR_STATE | M_ACCESS_FLAGS),
+];
+
+/// The QP types Hematite offers (ibverbs `enum ibv_qp_type` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum QpType {
+    /// `IBV_QPT_RC`.
+    #[default]
+    Rc = 2,
+    /// `IBV_QPT_UC`.
+    Uc = 3,
+}
+
+impl QpType {
+    /// From the ibverbs value (None for a type Hematite does not offer).
+    pub fn from_u32(v: u32) -> Option<QpType> {
+        match v {
+            2 => Some(QpType::Rc),
+            3 => Some(QpType::Uc),
+            _ => None,
+        }
+    }
+    /// Its transition table.
+    pub fn transitions(self) -> &'static [Transition] {
+        match self {
+            QpType::Rc => &TRANSITIONS,
+            QpType::Uc => &UC_TRANSITIONS,
+        }
+    }
+}
+
+/// Required and optional attributes of `from -> to` of an RC QP (besides `M_STATE`), or None if
+/// the transition is illegal.
 pub fn transition(from: QpState, to: QpState) -> Option<(u32, u32)> {
+    transition_of(QpType::Rc, from, to)
+}
+
+/// `transition` for a QP of type `t`.
+pub fn transition_of(t: QpType, from: QpState, to: QpState) -> Option<(u32, u32)> {
     // any state -> RESET; any state but RESET -> ERR (the kernel's table has no RESET -> ERR)
     if to == Reset || (to == Err && from != Reset) {
         return Some((0, 0));
     }
-    TRANSITIONS.iter().find(|t| t.0 == from && t.1 == to).map(|t| (t.2, t.3))
+    t.transitions().iter().find(|t| t.0 == from && t.1 == to).map(|t| (t.2, t.3))
 }
 
 /// Why a modify request's mask is refused.
@@ -134,9 +184,15 @@ pub enum MaskError {
     BadMask,
 }
 
-/// Checks `mask` (with or without `M_STATE`) for `from -> to` as `ib_modify_qp_is_ok` does.
+/// Checks `mask` (with or without `M_STATE`) for `from -> to` of an RC QP as
+/// `ib_modify_qp_is_ok` does.
 pub fn check_mask(from: QpState, to: QpState, mask: u32) -> Result<(), MaskError> {
-    let (req, opt) = transition(from, to).ok_or(MaskError::BadState)?;
+    check_mask_of(QpType::Rc, from, to, mask)
+}
+
+/// `check_mask` for a QP of type `t`.
+pub fn check_mask_of(t: QpType, from: QpState, to: QpState, mask: u32) -> Result<(), MaskError> {
+    let (req, opt) = transition_of(t, from, to).ok_or(MaskError::BadState)?;
     if mask & req != req || mask & !(req | opt | M_STATE) != 0 {
         return core::result::Result::Err(MaskError::BadMask);
     }

@@ -111,6 +111,7 @@ pub fn get(w: &[u32], layout: Layout, name: &str) -> u128 {
 /// Every field of `hm_qp_ctx_t`, as raw field values (VLAN fields are always written 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct QpCtx {
+    pub uc: bool,
     pub std_timer: bool,
     pub max_dest_rd_atomic: u8,
     pub max_rd_atomic: u8,
@@ -152,6 +153,7 @@ pub struct QpCtx {
 /// Encodes a QP context entry (words beyond the struct are zero).
 pub fn encode_qp_ctx(c: &QpCtx) -> Result<[u32; CTX_WORDS], EncError> {
     let mut w = [0u32; CTX_WORDS];
+    setf!(w, HM_QP_CTX_T_FIELDS, "uc", c.uc.into())?;
     setf!(w, HM_QP_CTX_T_FIELDS, "std_timer", c.std_timer.into())?;
     setf!(w, HM_QP_CTX_T_FIELDS, "max_dest_rd_atomic", c.max_dest_rd_atomic.into())?;
     setf!(w, HM_QP_CTX_T_FIELDS, "max_rd_atomic", c.max_rd_atomic.into())?;

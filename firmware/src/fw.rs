@@ -36,7 +36,9 @@ pub const NUM_COMP_VECTORS: u32 = 16;
 /// Largest message.
 pub const MAX_MSG_SZ: u32 = 1 << 31;
 /// ibverbs `IBV_QPT_RC`.
-pub const QPT_RC: u32 = 2;
+pub const QPT_RC: u32 = QpType::Rc as u32;
+/// ibverbs `IBV_QPT_UC`.
+pub const QPT_UC: u32 = QpType::Uc as u32;
 /// ibverbs `IBV_ATOMIC_HCA`.
 pub const ATOMIC_HCA: u32 = 1;
 /// Page sizes: every power of two from 4 KiB.
@@ -502,9 +504,7 @@ impl<B: Bus> Firmware<B> {
         let pd = self.t.pd(arg(a, 0)).ok_or(Status::BadHandle)?;
         let scq = self.t.cq(arg(a, 1)).ok_or(Status::BadHandle)?;
         let rcq = self.t.cq(arg(a, 2)).ok_or(Status::BadHandle)?;
-        if arg(a, 3) != QPT_RC {
-            return Err(Status::NotSupported);
-        }
+        let qpt = QpType::from_u32(arg(a, 3)).ok_or(Status::NotSupported)?;
         let (sq_base, rq_base) = (lo_hi(a, 4), lo_hi(a, 6));
         let (sql, sqs, rql, rqs) = (arg(a, 8), arg(a, 9), arg(a, 10), arg(a, 11));
         let cap = QpCap {
@@ -550,6 +550,7 @@ impl<B: Bus> Firmware<B> {
                 sq_log_stride: sqs as u8,
                 rq_log_size: rql as u8,
                 rq_log_stride: rqs as u8,
+                uc: qpt == QpType::Uc,
                 cap: actual,
                 attr: QpAttr::ZERO,
             };
@@ -582,14 +583,17 @@ impl<B: Bus> Firmware<B> {
                 access |= m;
             }
         }
+        // (UC: no ACK timeout, no adaptive retransmission; the engine keeps none either)
+        let uc = q.uc;
         QpCtx {
-            std_timer: at.std_timer,
+            uc,
+            std_timer: at.std_timer || uc,
             max_dest_rd_atomic: at.max_dest_rd_atomic.max(1),
             max_rd_atomic: at.max_rd_atomic.max(1),
             min_rnr_timer: at.min_rnr_timer,
             rnr_retry: at.rnr_retry,
             retry_cnt: at.retry_cnt,
-            timeout: at.timeout,
+            timeout: if uc { 0 } else { at.timeout },
             rq_log_stride: q.rq_log_stride,
             rq_log_size: q.rq_log_size,
             sq_log_stride: q.sq_log_stride,
@@ -643,7 +647,7 @@ impl<B: Bus> Firmware<B> {
         } else {
             cur
         };
-        check_mask(cur, next, mask).map_err(|e| match e {
+        check_mask_of(q.qpt(), cur, next, mask).map_err(|e| match e {
             MaskError::BadState => Status::BadState,
             MaskError::BadMask => Status::BadAttrMask,
         })?;

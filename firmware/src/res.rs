@@ -116,6 +116,9 @@ pub struct Qp {
     pub sq_log_stride: u8,
     pub rq_log_size: u8,
     pub rq_log_stride: u8,
+    /// UC (else RC). A bool, not `QpType`, so that an unused entry is all zero bits and the
+    /// tables stay in .bss (an initialised static would be a 60 KB load image in IMEM).
+    pub uc: bool,
     pub cap: QpCap,
     pub attr: QpAttr,
 }
@@ -157,6 +160,15 @@ impl QpAttr {
 }
 
 impl Qp {
+    /// RC or UC.
+    pub fn qpt(&self) -> hematite_abi::qp::QpType {
+        if self.uc {
+            hematite_abi::qp::QpType::Uc
+        } else {
+            hematite_abi::qp::QpType::Rc
+        }
+    }
+
     pub const ZERO: Qp = Qp {
         used: false,
         state: QpState::Reset,
@@ -169,6 +181,7 @@ impl Qp {
         sq_log_stride: 0,
         rq_log_size: 0,
         rq_log_stride: 0,
+        uc: false,
         cap: QpCap { max_send_wr: 0, max_recv_wr: 0, max_send_sge: 0, max_recv_sge: 0, max_inline: 0 },
         attr: QpAttr::ZERO,
     };

@@ -727,7 +727,8 @@ pub fn encode_qp_ctx(f: &QpCtxFields) -> Result<[u32; CTX_WORDS], DescError> {
         access |= HM_QPA_REMOTE_ATOMIC;
     }
     let mut buf = vec![0u8; CTX_WORDS * 4];
-    let values: [(&'static str, u128); 36] = [
+    let values: [(&'static str, u128); 37] = [
+        ("uc", cfg.uc.into()),
         ("std_timer", cfg.std_timer.into()),
         ("max_dest_rd_atomic", cfg.max_dest_rd_atomic.into()),
         ("max_rd_atomic", cfg.max_rd_atomic.into()),
@@ -819,6 +820,7 @@ pub fn decode_qp_ctx(words: &[u32]) -> Result<QpCtxFields, DescError> {
         },
         av,
         std_timer: g("std_timer") != 0,
+        uc: g("uc") != 0,
     };
     Ok(QpCtxFields {
         cfg,

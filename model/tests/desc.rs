@@ -890,6 +890,7 @@ fn arb_qp_ctx() -> impl Strategy<Value = QpCtxFields> {
                 access: QpAccess { remote_write, remote_read, remote_atomic },
                 av,
                 std_timer: remote_write ^ remote_atomic,
+                uc: remote_read ^ remote_atomic,
             },
         );
     (

@@ -616,3 +616,199 @@ fn early_retransmissions_back_off_and_never_fail_a_qp_sooner() {
     assert_eq!(now, t0 + 3 * to, "failed exactly when the standard timer alone fails it");
     assert_eq!(t.a().qp(QA).unwrap().state(), QpState::Err);
 }
+
+// ------------------------------------------------------------------------------------------
+// UC (the module docs of `transport`, "UC")
+
+fn setup_uc(pmtu: u32) -> T {
+    setup_with(pmtu, 100, 5000, |a, b| {
+        a.uc = true;
+        b.uc = true;
+    })
+}
+
+fn uc_stats(t: &mut T) -> (u64, u64) {
+    let s = *t.b().qp(QB).unwrap().stats();
+    (s.seq_drops, s.uc_drops)
+}
+
+#[test]
+fn uc_sends_and_writes_without_responses() {
+    for pmtu in [256u32, 1024] {
+        for (i, &len) in [0usize, 1, 256, 257, 1025].iter().enumerate() {
+            for op in 0..4 {
+                let mut t = setup_uc(pmtu);
+                let kb = t.kb;
+                let data = pattern(i as u64 * 4 + op, len);
+                let src = BASE + 0x1000;
+                t.a().mem.write(src, &data);
+                let dst = BASE + 0x8_0000;
+                t.b().post_recv(QB, RecvWr { wr_id: 7, sgl: vec![sa(dst, 30000)] }).unwrap();
+                let sop = match op {
+                    0 => SendOp::Send,
+                    1 => SendOp::SendImm(0x1234_5678),
+                    2 => SendOp::Write { remote_addr: dst, rkey: kb },
+                    _ => SendOp::WriteImm { remote_addr: dst, rkey: kb, imm: 9 },
+                };
+                t.a().post_send(QA, SendWr::new(1, sop, vec![sa(src, len as u32)])).unwrap();
+                t.run();
+                let want = if op < 2 { WcOpcode::Send } else { WcOpcode::RdmaWrite };
+                assert_eq!(t.a().poll_send_cq(QA), vec![ok(1, want, len as u32)]);
+                assert_eq!(t.b().mem.read(dst, len), data);
+                let rc = t.b().poll_recv_cq(QB);
+                if op == 2 {
+                    assert!(rc.is_empty());
+                } else {
+                    let opc = if op < 2 { WcOpcode::Recv } else { WcOpcode::RecvRdmaWithImm };
+                    assert_eq!((rc[0].wr_id, rc[0].status, rc[0].opcode, rc[0].byte_len), (7, WcStatus::Success, opc, len as u32));
+                    assert_eq!(rc[0].imm, [None, Some(0x1234_5678), None, Some(9)][op as usize]);
+                }
+                // UC opcodes, no AckReq, PSNs in order, and not one packet back
+                let recs = t.recs();
+                assert!(recs.iter().all(|r| r.dest_qp == QB), "a UC responder answered");
+                let n = len.div_ceil(pmtu as usize).max(1);
+                assert_eq!(recs.len(), n);
+                for (k, r) in recs.iter().enumerate() {
+                    let (only, first, mid, last) = match op {
+                        0 => (0x24, 0x20, 0x21, 0x22),
+                        1 => (0x25, 0x20, 0x21, 0x23),
+                        2 => (0x2A, 0x26, 0x27, 0x28),
+                        _ => (0x2B, 0x26, 0x27, 0x29),
+                    };
+                    let want = if n == 1 { only } else if k == 0 { first } else if k == n - 1 { last } else { mid };
+                    assert_eq!((r.opcode, r.psn, r.ackreq), (want, 100 + k as u32, false));
+                }
+                assert_eq!(t.a().qp(QA).unwrap().sq_len(), 0);
+                assert_eq!(t.a().next_deadline(), None, "a UC requester armed a timer");
+            }
+        }
+    }
+}
+
+#[test]
+fn uc_a_lost_packet_drops_its_message_and_the_receive_wqe_serves_the_next() {
+    let mut t = setup_uc(256);
+    let src = pattern(40, 256 * 5);
+    t.a().mem.write(BASE, &src);
+    t.b().post_recv(QB, RecvWr { wr_id: 7, sgl: vec![sa(BASE + 0x10_0000, 4096)] }).unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 256 * 5)])).unwrap();
+    t.a().post_send(QA, SendWr::new(2, SendOp::Send, vec![sa(BASE + 7, 100)])).unwrap();
+    let seen = pump(&mut t, 0, lose_first(|r| r.psn == 102 && r.dest_qp == QB));
+    assert!(seen.iter().all(|r| r.dest_qp == QB));
+    // both sent, both complete at the sender; only the second arrives, in the first WQE
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
+    let rc = t.b().poll_recv_cq(QB);
+    assert_eq!(rc.len(), 1);
+    assert_eq!((rc[0].wr_id, rc[0].status, rc[0].byte_len), (7, WcStatus::Success, 100));
+    assert_eq!(t.b().mem.read(BASE + 0x10_0000, 100), src[7..107].to_vec());
+    // 103 is the gap, 104 has lost its message, 105 (ONLY) is taken
+    assert_eq!(uc_stats(&mut t), (1, 1));
+    assert_eq!(t.b().qp(QB).unwrap().epsn(), 106);
+    assert_eq!(t.b().qp(QB).unwrap().state(), QpState::Rts);
+}
+
+#[test]
+fn uc_a_lost_first_packet_drops_the_rest_of_its_write() {
+    let mut t = setup_uc(256);
+    let kb = t.kb;
+    let dst = BASE + 0x20_0000;
+    t.a().mem.write(BASE, &pattern(41, 1024));
+    t.a().post_send(QA, SendWr::new(1, SendOp::Write { remote_addr: dst, rkey: kb }, vec![sa(BASE, 1024)])).unwrap();
+    t.a().post_send(QA, SendWr::new(2, SendOp::Write { remote_addr: dst + 4096, rkey: kb }, vec![sa(BASE, 300)])).unwrap();
+    pump(&mut t, 0, lose_first(|r| r.opcode == 0x26));
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
+    assert_eq!(t.b().mem.read(dst, 1024), vec![0u8; 1024], "MIDDLE/LAST of a lost FIRST were placed");
+    assert_eq!(t.b().mem.read(dst + 4096, 300), pattern(41, 1024)[..300].to_vec());
+    // 101 is the gap, 102 and 103 have lost their FIRST, 104 (FIRST) is taken
+    assert_eq!(uc_stats(&mut t), (1, 2));
+}
+
+#[test]
+fn uc_errors_drop_the_message_silently_and_the_qp_goes_on() {
+    let mut t = setup_uc(1024);
+    let kb = t.kb;
+    let dst = BASE + 0x30_0000;
+    t.a().mem.write(BASE, &pattern(42, 64));
+    // a bad R_Key, a SEND with no receive WQE, a WRITE with immediate with none either
+    t.a().post_send(QA, SendWr::new(1, SendOp::Write { remote_addr: dst, rkey: kb ^ 0x100 }, vec![sa(BASE, 64)])).unwrap();
+    t.a().post_send(QA, SendWr::new(2, SendOp::Send, vec![sa(BASE, 64)])).unwrap();
+    t.a().post_send(QA, SendWr::new(3, SendOp::WriteImm { remote_addr: dst, rkey: kb, imm: 1 }, vec![sa(BASE, 64)])).unwrap();
+    t.run();
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success), (2, WcStatus::Success), (3, WcStatus::Success)]);
+    assert_eq!(t.b().mem.read(dst, 64), vec![0u8; 64]);
+    assert_eq!(uc_stats(&mut t), (0, 3));
+    assert!(t.recs().iter().all(|r| r.dest_qp == QB));
+    // the QP still works
+    t.b().post_recv(QB, RecvWr { wr_id: 9, sgl: vec![sa(dst, 64)] }).unwrap();
+    t.a().post_send(QA, SendWr::new(4, SendOp::Send, vec![sa(BASE, 64)])).unwrap();
+    t.run();
+    assert_eq!(st(&t.b().poll_recv_cq(QB)), vec![(9, WcStatus::Success)]);
+    assert_eq!(t.b().mem.read(dst, 64), pattern(42, 64));
+    assert_eq!(t.b().qp(QB).unwrap().state(), QpState::Rts);
+}
+
+#[test]
+fn uc_without_remote_write_drops_writes() {
+    let mut t = setup_with(1024, 100, 5000, |a, b| {
+        a.uc = true;
+        b.uc = true;
+        b.access = QpAccess { remote_write: false, ..QpAccess::ALL };
+    });
+    let kb = t.kb;
+    t.a().mem.write(BASE, &pattern(43, 8));
+    t.a().post_send(QA, SendWr::new(1, SendOp::Write { remote_addr: BASE + 0x1000, rkey: kb }, vec![sa(BASE, 8)])).unwrap();
+    t.run();
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success)]);
+    assert_eq!(t.b().mem.read(BASE + 0x1000, 8), vec![0u8; 8]);
+    assert_eq!(uc_stats(&mut t), (0, 1));
+}
+
+#[test]
+fn uc_refuses_read_atomics_and_send_with_invalidate() {
+    let kinds = [
+        SendOp::Read { remote_addr: BASE, rkey: 1 },
+        SendOp::FetchAdd { remote_addr: BASE, rkey: 1, add: 1 },
+        SendOp::CmpSwap { remote_addr: BASE, rkey: 1, compare: 0, swap: 1 },
+        SendOp::SendInv(1),
+    ];
+    for op in kinds {
+        let mut t = setup_uc(1024);
+        t.a().post_send(QA, SendWr::new(1, op, vec![sa(BASE, 8)])).unwrap();
+        t.a().post_send(QA, SendWr::new(2, SendOp::Send, vec![sa(BASE, 8)])).unwrap();
+        t.run();
+        assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::LocQpOpErr), (2, WcStatus::WrFlushErr)]);
+        assert_eq!(t.a().qp(QA).unwrap().state(), QpState::Err);
+        assert!(t.recs().is_empty(), "{op:?} sent something");
+    }
+}
+
+#[test]
+fn uc_receive_errors_complete_the_wqe_and_fail_the_qp_without_a_nak() {
+    let mut t = setup_uc(1024);
+    t.b().post_recv(QB, RecvWr { wr_id: 5, sgl: vec![sa(BASE, 16)] }).unwrap();
+    t.b().post_recv(QB, RecvWr { wr_id: 6, sgl: vec![sa(BASE, 64)] }).unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 32)])).unwrap();
+    t.run();
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success)]);
+    assert_eq!(st(&t.b().poll_recv_cq(QB)), vec![(5, WcStatus::LocLenErr), (6, WcStatus::WrFlushErr)]);
+    assert_eq!(t.b().qp(QB).unwrap().state(), QpState::Err);
+    assert!(t.recs().iter().all(|r| r.dest_qp == QB));
+}
+
+#[test]
+fn rc_and_uc_do_not_take_each_others_packets() {
+    // an RC SEND to a UC QP and a UC SEND to an RC QP are dropped unexecuted
+    let mut t = setup_with(1024, 100, 5000, |_, b| b.uc = true);
+    t.b().post_recv(QB, RecvWr { wr_id: 5, sgl: vec![sa(BASE, 64)] }).unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 8)])).unwrap();
+    pump(&mut t, 0, |_| true);
+    assert!(t.b().poll_recv_cq(QB).is_empty());
+    assert_eq!(t.b().exec_log().len(), 0);
+    let mut t = setup_with(1024, 100, 5000, |a, _| a.uc = true);
+    t.b().post_recv(QB, RecvWr { wr_id: 5, sgl: vec![sa(BASE, 64)] }).unwrap();
+    t.a().post_send(QA, SendWr::new(1, SendOp::Send, vec![sa(BASE, 8)])).unwrap();
+    t.run();
+    assert_eq!(st(&t.a().poll_send_cq(QA)), vec![(1, WcStatus::Success)]);
+    assert!(t.b().poll_recv_cq(QB).is_empty());
+    assert_eq!(t.b().exec_log().len(), 0);
+}

@@ -27,6 +27,10 @@
 // rewinds; rnr_retry 7 retries forever, otherwise exhaustion gives RNR_RETRY_EXC_ERR. Any
 // progress restores both counters. One retry per missing PSN until progress (a NAK guard).
 //
+// UC QPs (the context's `uc` bit) get no responses from the wire: their WQEs retire on the
+// local ACKs of hm_uc_lack (s_hdr_local), handled as received ACKs; a UC QP takes nothing
+// else, an RC QP never a local ACK, and a UC QP has no timers.
+//
 // Adaptive retransmission (hm_pkg HM_RTO_*): the round trip from a WQE's start record to the
 // response that acknowledges its first PSN is timed, one at a time and never across a rewind
 // (Karn); six steps at C_SAVE update SRTT / RTTVAR (RFC 6298 gains) and the early intervals.
@@ -76,8 +80,10 @@ module hm_rc_compl
   input  logic                  s_err_valid,
   output logic                  s_err_ready,
 
-  // Response header records (ACK, READ response, atomic ACK)
+  // Response header records (ACK, READ response, atomic ACK); s_hdr_local: a local ACK of a
+  // UC QP (hm_uc_lack), which takes no other
   input  hm_roce_hdr_t          s_hdr,
+  input  logic                  s_hdr_local,
   input  logic                  s_hdr_valid,
   output logic                  s_hdr_ready,
 
@@ -207,6 +213,7 @@ module hm_rc_compl
   logic [15:0]   pi_q, pi_rd;
   hm_sent_t      sent_q;
   hm_roce_hdr_t  h_q;
+  logic          h_local_q;     // h_q is a local ACK (hm_uc_lack)
   logic [15:0]   dbpi_q;
 
   // Started WQEs wait in a one-entry stage; a successful start of the same QP as the one
@@ -221,8 +228,8 @@ module hm_rc_compl
   // waiting plain ACK of the same QP with an earlier or equal PSN: ACKs are cumulative, so
   // only the newest matters while the FSM is busy.
   hm_roce_hdr_t hk_q;
-  logic         hk_v_q, hk_can;
-  assign hk_can = hk_v_q && s_hdr.opcode == HM_OP_ACK && s_hdr.syndrome[7:5] == HM_AETH_CLS_ACK && s_hdr.payload_len == '0 &&
+  logic         hk_v_q, hk_can, hk_local_q;
+  assign hk_can = hk_v_q && s_hdr_local == hk_local_q && s_hdr.opcode == HM_OP_ACK && s_hdr.syndrome[7:5] == HM_AETH_CLS_ACK && s_hdr.payload_len == '0 &&
                   hk_q.opcode == HM_OP_ACK && hk_q.syndrome[7:5] == HM_AETH_CLS_ACK && hk_q.payload_len == '0 &&
                   s_hdr.dest_qp == hk_q.dest_qp && hm_psn_ge(s_hdr.psn, hk_q.psn);
 
@@ -264,9 +271,9 @@ module hm_rc_compl
   hm_db_order #(.DEPTH(16)) u_dbf (
     .clk, .rst, .s_db, .s_db_valid, .s_db_ready, .m_db(dbf), .m_db_valid(dbf_valid), .m_db_ready(dbf_pop),
     .i_idle(st_q == C_IDLE), .i_ctl_valid(s_ctl_valid), .i_ctl_take(take_ctl), .o_armed(ctl_arm_q), .o_drain(ctl_drain));
-  hm_merge_reg #(.WIDTH($bits(hm_roce_hdr_t))) u_hdr_mg (
-    .clk, .rst, .s_data(s_hdr), .s_valid(s_hdr_valid), .s_merge(hk_can), .s_ready(s_hdr_ready),
-    .m_data(hk_q), .m_valid(hk_v_q), .m_ready(take_pkt));
+  hm_merge_reg #(.WIDTH(1 + $bits(hm_roce_hdr_t))) u_hdr_mg (
+    .clk, .rst, .s_data({s_hdr_local, s_hdr}), .s_valid(s_hdr_valid), .s_merge(hk_can), .s_ready(s_hdr_ready),
+    .m_data({hk_local_q, hk_q}), .m_valid(hk_v_q), .m_ready(take_pkt));
   assign tmo_pop      = take_tmo;
   // a packet's turn first takes the waiting started-WQE record of its QP (once), so an
   // ACK is never judged against a QP state that is missing a record already made
@@ -510,7 +517,9 @@ module hm_rc_compl
     .m_wrd, .m_wrd_valid, .m_wrd_ready, .s_wqe_tdata, .s_wqe_tvalid, .s_wqe_tready, .s_wqe_tlast, .s_wqe_tuser);
   logic [7:0]  fatal_st_q;
   logic [47:0] ack_to;
+  logic        tmo_on;         // the QP has an ACK timeout (not infinite, not UC)
   assign ack_to = hm_ack_timeout_cycles(ctx_q.timeout, CYCLES_PER_US);
+  assign tmo_on = ctx_q.timeout != 5'd0 && !ctx_q.uc;
 
   // the timer table follows the saved QP, and a QP (re)loaded by the control plane starts
   // disarmed (the two never in the same cycle: C_CTL and C_SAVE)
@@ -525,7 +534,7 @@ module hm_rc_compl
     if (kind_q == K_PKT && una_eff != una0_q) save_d.e_n = 3'd0;   // progress
     if (save_d.err) save_d.tmr_on = 1'b0;
     else if (tmr_restart_q && !save_d.rnr_wait) begin
-      save_d.tmr_on   = save_d.ci != save_d.shead && ctx_q.timeout != 5'd0;
+      save_d.tmr_on   = save_d.ci != save_d.shead && tmo_on;
       save_d.deadline = now_q + ack_to;
     end
     e_base = save_d.e_n == 3'd0 && save_d.shead == posted_end ? save_d.pto : save_d.rto;
@@ -599,7 +608,7 @@ module hm_rc_compl
       d_q.rt_psn <= first_psn;
       d_q.rt_t0  <= now_q[31:0];
     end
-    if (!d_q.tmr_on && !d_q.rnr_wait && ctx_q.timeout != 5'd0 && !d_q.err) begin
+    if (!d_q.tmr_on && !d_q.rnr_wait && tmo_on && !d_q.err) begin
       d_q.tmr_on   <= 1'b1;
       d_q.deadline <= now_q + ack_to;
       e_arm_q      <= 1'b1;
@@ -627,8 +636,8 @@ module hm_rc_compl
       end
       if (m_pc_valid && m_pc_ready && !m_pc.discard) wr_issued_q <= wr_issued_q + 1'b1;
       // every ACK received counts once, on entry: also one merged into the next (coalesced
-      // cumulative ACKs) and one for a QP number out of range
-      if (s_hdr_valid && s_hdr_ready && s_hdr.opcode == HM_OP_ACK) begin
+      // cumulative ACKs) and one for a QP number out of range (a local ACK is not received)
+      if (s_hdr_valid && s_hdr_ready && s_hdr.opcode == HM_OP_ACK && !s_hdr_local) begin
         stats.acks <= stats.acks + 1'b1;
         if (s_hdr.syndrome[7:5] == HM_AETH_CLS_RNR) stats.rnr_naks <= stats.rnr_naks + 1'b1;
         if (s_hdr.syndrome == HM_AETH_NAK_PSN_SEQ) stats.seq_naks <= stats.seq_naks + 1'b1;
@@ -660,6 +669,7 @@ module hm_rc_compl
           else if (take_pkt) begin
             kind_q <= K_PKT;
             h_q    <= hk_q;
+            h_local_q <= hk_local_q;
             if ((hk_q.dest_qp >> QW) != '0) begin
               stats.dropped <= stats.dropped + 1'b1;
               disc_next_q  <= C_IDLE;
@@ -744,7 +754,8 @@ module hm_rc_compl
               started(mg_q.wqe_idx, mg_q.first_psn, mg_q.first_psn + mg_q.npsn, 1'b0);
             end else begin   // K_PKT
               logic ok;
-              ok = (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) && !d_q.err;
+              // (a UC QP takes its local ACKs only, an RC QP never one)
+              ok = (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) && !d_q.err && h_local_q == ctx_q.uc;
               if (is_ack && syn_cls == HM_AETH_CLS_ACK)
                 ok = ok && hm_psn_ge(p + 24'd1, una_eff) && hm_psn_ge(d_q.spsn, p + 24'd1);
               else if (is_ack && h_q.syndrome == HM_AETH_NAK_PSN_SEQ)

@@ -274,9 +274,11 @@ module hm_rc_engine
   hm_piece_t pc;
   logic pc_valid, pc_ready;
   hm_roce_hdr_t hdr;
-  logic hdr_valid, hdr_ready;
+  hm_ucl_t hdr_ucl;
+  logic hdr_valid, hdr_ready, rq_hdr_valid_a;
   hm_sent_t sent;
   logic sent_valid, sent_ready;
+  logic [15:0] sent_made;
   logic [15:0] cerr_qpn, rerr_qpn, eb_qpn;
   logic cerr_valid, cerr_ready, rerr_valid, rerr_ready;
   logic eb_valid, eb_req_ready, eb_cmpl_ready, eb_resp_ready, eb_ready;
@@ -319,8 +321,8 @@ module hm_rc_engine
     .m_pc(pc), .m_pc_valid(pc_valid), .m_pc_ready(pc_ready),
     .m_inl_tdata(inl_tdata), .m_inl_tkeep(inl_tkeep), .m_inl_tvalid(inl_tvalid),
     .m_inl_tready(inl_tready), .m_inl_tlast(inl_tlast),
-    .m_hdr(hdr), .m_hdr_valid(hdr_valid), .m_hdr_ready(hdr_ready),
-    .m_sent(sent), .m_sent_valid(sent_valid), .m_sent_ready(sent_ready),
+    .m_hdr(hdr), .m_hdr_ucl(hdr_ucl), .m_hdr_valid(hdr_valid), .m_hdr_ready(hdr_ready),
+    .m_sent(sent), .m_sent_valid(sent_valid), .m_sent_ready(sent_ready), .m_sent_made(sent_made),
     .stats(req_st), .m_qpc(req_qpc), .m_qpc_valid(req_qpc_v)
   );
 
@@ -515,6 +517,19 @@ module hm_rc_engine
   hm_compl_stats_t compl_st;
   hm_cq_stats_t cq_st;
 
+  // UC local ACKs (hm_uc_lack) go to the completer ahead of received responses
+  hm_roce_hdr_t lack;
+  logic         lack_valid, lack_ready, lack_room, cmp_hdr_ready;
+  assign lack_ready   = cmp_hdr_ready;
+  assign rs_hdr_ready = cmp_hdr_ready && !lack_valid;
+  hm_uc_lack #(.DEPTH(32)) u_lack (
+    .clk, .rst,
+    .s_hdr(hdr), .s_ucl(hdr_ucl), .s_fire(rq_hdr_valid_a && hdr_ready), .s_room(lack_room),
+    .s_tlast_fire(g_tvalid && g_tready && g_tlast),
+    .i_made(sent_made), .i_sent_fire(sent_valid && sent_ready),
+    .m_ack(lack), .m_ack_valid(lack_valid), .m_ack_ready(lack_ready)
+  );
+
   hm_rc_compl #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_cmpl (
     .clk, .rst,
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !cmpl_took_q),
@@ -523,7 +538,8 @@ module hm_rc_engine
     .s_db(db_qp), .s_db_valid(db_valid && db_sq && req_db_ready),
     .s_db_ready(cmpl_db_ready),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_cmpl_took_q), .s_err_ready(eb_cmpl_ready),
-    .s_hdr(rs_hdr), .s_hdr_valid(rs_hdr_valid), .s_hdr_ready(rs_hdr_ready),
+    .s_hdr(lack_valid ? lack : rs_hdr), .s_hdr_local(lack_valid),
+    .s_hdr_valid(lack_valid || rs_hdr_valid), .s_hdr_ready(cmp_hdr_ready),
     .m_wrd(crd), .m_wrd_valid(crd_valid), .m_wrd_ready(crd_ready),
     .s_wqe_tdata(cwqe_tdata), .s_wqe_tvalid(cwqe_tvalid), .s_wqe_tready(cwqe_tready),
     .s_wqe_tlast(cwqe_tlast), .s_wqe_tuser(cwqe_tuser),
@@ -682,13 +698,15 @@ module hm_rc_engine
   logic [DATA_WIDTH-1:0] t_tdata;
   logic [KEEP_WIDTH-1:0] t_tkeep;
   logic [1:0] a_hdr_ready, a_tready;
-  assign hdr_ready  = a_hdr_ready[0];
+  // (the requester's headers wait while hm_uc_lack cannot track one more)
+  assign rq_hdr_valid_a = hdr_valid && lack_room;
+  assign hdr_ready  = a_hdr_ready[0] && lack_room;
   assign rhdr_ready = a_hdr_ready[1];
   assign g_tready   = a_tready[0];
   assign rr_tready  = a_tready[1];
   hm_tx_arb #(.DATA_WIDTH(DATA_WIDTH)) u_tx_arb (
     .clk, .rst,
-    .s_hdr({rhdr, hdr}), .s_hdr_valid({rhdr_valid, hdr_valid}), .s_hdr_ready(a_hdr_ready),
+    .s_hdr({rhdr, hdr}), .s_hdr_valid({rhdr_valid, rq_hdr_valid_a}), .s_hdr_ready(a_hdr_ready),
     .s_tdata({rr_tdata, g_tdata}), .s_tkeep({rr_tkeep, g_tkeep}), .s_tvalid({rr_tvalid, g_tvalid}),
     .s_tready(a_tready), .s_tlast({rr_tlast, g_tlast}), .s_tuser({rr_tuser, g_tuser}),
     .m_hdr(t_hdr), .m_hdr_valid(t_hdr_valid), .m_hdr_ready(t_hdr_ready),

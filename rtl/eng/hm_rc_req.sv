@@ -30,7 +30,12 @@
 // multi-packet messages, READ/atomic limits). When the QP's turn ends, reads still in
 // flight are discarded as they arrive.
 //
-// Local checks (in this order): unknown opcode, too many SGEs for the WQE size, inline data
+// UC QPs (the context's `uc` bit) send the same packets with UC opcodes (0x20-0x2B) and no
+// AckReq; m_hdr_ucl marks the last packet of each UC message, which hm_uc_lack turns into a
+// local ACK once the packet has left with its payload (its WQE then completes).
+//
+// Local checks (in this order): unknown opcode (on a UC QP: anything but SEND and WRITE, with
+// or without immediate), too many SGEs for the WQE size, inline data
 // longer than the WQE, misaligned atomic -> LOC_QP_OP_ERR; atomic without exactly one 8-byte
 // SGE, message longer than 2^31 -> LOC_LEN_ERR; SGE lengths not summing to the WQE length ->
 // LOC_QP_OP_ERR; any SGE failing its MR check (local read for SEND/WRITE, local write for
@@ -132,8 +137,9 @@ module hm_rc_req
   input  logic                  m_inl_tready,
   output logic                  m_inl_tlast,
 
-  // Request header records
+  // Request header records (m_hdr_ucl: a UC message's last packet, with its local QP)
   output hm_roce_hdr_t          m_hdr,
+  output hm_ucl_t               m_hdr_ucl,
   output logic                  m_hdr_valid,
   input  logic                  m_hdr_ready,
 
@@ -141,6 +147,7 @@ module hm_rc_req
   output hm_sent_t              m_sent,
   output logic                  m_sent_valid,
   input  logic                  m_sent_ready,
+  output logic [15:0]           m_sent_made,    // records made so far (a running count)
 
   // Counters
   output hm_req_stats_t         stats,
@@ -237,9 +244,10 @@ module hm_rc_req
 
   logic [$clog2(PKT_FIFO_DEPTH+1):0] l0, l1;
   logic [$clog2(16+1):0] l2, l3;
-  hm_fifo #(.WIDTH($bits(hm_roce_hdr_t)), .DEPTH(PKT_FIFO_DEPTH)) u_hdr_fifo (
-    .clk, .rst, .s_data(hdr_d), .s_valid(hdr_push), .s_ready(hdr_fifo_room),
-    .m_data(m_hdr), .m_valid(m_hdr_valid), .m_ready(m_hdr_ready), .level(l0));
+  hm_ucl_t ucl_d;
+  hm_fifo #(.WIDTH($bits(hm_ucl_t) + $bits(hm_roce_hdr_t)), .DEPTH(PKT_FIFO_DEPTH)) u_hdr_fifo (
+    .clk, .rst, .s_data({ucl_d, hdr_d}), .s_valid(hdr_push), .s_ready(hdr_fifo_room),
+    .m_data({m_hdr_ucl, m_hdr}), .m_valid(m_hdr_valid), .m_ready(m_hdr_ready), .level(l0));
   hm_fifo #(.WIDTH($bits(hm_piece_t)), .DEPTH(PKT_FIFO_DEPTH)) u_pc_fifo (
     .clk, .rst, .s_data(pc_d), .s_valid(pc_push), .s_ready(pc_room),
     .m_data(m_pc), .m_valid(m_pc_valid), .m_ready(m_pc_ready), .level(l1));
@@ -247,6 +255,10 @@ module hm_rc_req
     .clk, .rst, .s_data({inl_last_d, inl_keep_d, inl_data_d}), .s_valid(inl_push), .s_ready(inl_room),
     .m_data({m_inl_tlast, m_inl_tkeep, m_inl_tdata}), .m_valid(m_inl_tvalid), .m_ready(m_inl_tready),
     .level(l2));
+  always_ff @(posedge clk) begin
+    if (rst) m_sent_made <= '0;
+    else if (sent_push && sent_room) m_sent_made <= m_sent_made + 1'b1;
+  end
   hm_fifo #(.WIDTH($bits(hm_sent_t)), .DEPTH(16)) u_sent_fifo (
     .clk, .rst, .s_data(sent_d), .s_valid(sent_push), .s_ready(sent_room),
     .m_data(m_sent), .m_valid(m_sent_valid), .m_ready(m_sent_ready), .level(l3));
@@ -467,7 +479,10 @@ module hm_rc_req
     dd_inl  = dwh.flags[2] && dd_sw;
     dd_st   = HM_CQE_ST_SUCCESS;
     // a stride beyond WQE_MAX (code 3, 512 bytes) is not supported: every WQE is refused
-    if (dw_err_q || dwh.opcode >= HM_WQE_OP_COUNT || lstride > 4'($clog2(WQE_MAX))) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
+    // (UC: SEND, SEND with immediate, WRITE and WRITE with immediate only)
+    if (dw_err_q || dwh.opcode >= HM_WQE_OP_COUNT || lstride > 4'($clog2(WQE_MAX)) ||
+        (ctx_q.uc && !(d_write || dwh.opcode == HM_WQE_OP_SEND || dwh.opcode == HM_WQE_OP_SEND_IMM)))
+      dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
     else if (!dd_inl && !dd_atom && 5'(dwh.num_sge) > max_sge) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
     else if (!dd_inl && !dd_atom && dwh.num_sge > 8'd14) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
     else if (dd_inl && dwh.length > (32'd1 << lstride) - 32'd32) dd_st = HM_CQE_ST_LOC_QP_OP_ERR;
@@ -569,8 +584,11 @@ module hm_rc_req
       hdr_d.compare  = w.opcode == HM_WQE_OP_CMP_SWAP ? wqe_q[256 +: 64] : 64'd0;
       hdr_d.swap_add = wqe_q[320 +: 64];
     end
-    hdr_d.opcode = op;
+    // UC: the same operation in the UC class (0x20-0x2B), never asking for an ACK
+    hdr_d.opcode = ctx_q.uc ? (op | 8'h20) : op;
+    if (ctx_q.uc) hdr_d.ackreq = 1'b0;
   end
+  assign ucl_d = '{last: ctx_q.uc && last_pkt, qpn: 16'(q_q)};
 
   // sent record
   always_comb begin

@@ -1,4 +1,4 @@
-// RC responder: executes the requests that arrive for a QP (ROCEV2.md sections 6-10, with
+// RC and UC responder: executes the requests that arrive for a QP (ROCEV2.md sections 6-10, with
 // the choices of hematite-model's transport::qp, which is its oracle).
 //
 // Per QP: expected PSN, MSN, receive queue consumer index (the producer index comes from RQ
@@ -21,6 +21,16 @@
 //  * Error NAKs move the QP to ERR: the receive queue is flushed (WR_FLUSH_ERR CQEs) and the
 //    requester and completer of the QP are told (m_err).
 // Writes to host memory complete before the ACK, READ response or CQE that follows them.
+//
+// UC QPs (the context's `uc` bit; UC packets 0x20-0x2B decoded as the RC operation, and the
+// other class of the two dropped on either kind of QP): no ACK or NAK, ever. Every packet
+// sets ePSN to its PSN + 1; a PSN that is not ePSN (counted out of sequence) ends the message
+// in progress and drops the packet unless it starts a message. A MIDDLE/LAST without its
+// message, a length or access flag violation, an R_Key failure, a WRITE overrunning its DMA
+// length, a SEND (or the last packet of a WRITE with immediate) with no receive WQE: the
+// message is dropped (counted in `dropped`), the QP goes on; a SEND's receive WQE stays for
+// the next message (it is consumed at the CQE). Receive-side local errors complete the WQE
+// and move the QP to ERR as on RC, without the NAK. No fast path.
 //
 // Fast path: an in-order RDMA WRITE Only (no immediate) whose R_Key, PD and range lie in the
 // region of the last successful remote-write check (a one-entry cache, cleared by any MR
@@ -242,9 +252,11 @@ module hm_rc_resp
   logic [7:0]    op;
   logic [15:0]   plen;
   hm_req_class_t oc;
-  assign op   = h_q.opcode;
-  assign plen = h_q.payload_len;
-  assign oc   = hm_req_class(op);
+  logic          uc_pkt;      // a UC packet (0x20-0x2B): decoded as the RC operation
+  assign op     = h_q.opcode;
+  assign plen   = h_q.payload_len;
+  assign uc_pkt = op[7:5] == 3'b001;
+  assign oc     = hm_req_class(uc_pkt ? (op[4:0] <= 5'h0B ? {3'b000, op[4:0]} : 8'hFF) : op);
 
   // the receive WQE (cache of one)
   logic [WQE_MAX*8-1:0] rqe_q;
@@ -337,7 +349,7 @@ module hm_rc_resp
   end
   // an in-order WRITE Only the fast path takes (checked in R_DISPATCH)
   logic fast_wr;
-  assign fast_wr = op == HM_OP_WRITE_ONLY && h_q.psn == d_q.epsn && !d_q.in_send && !d_q.in_write &&
+  assign fast_wr = op == HM_OP_WRITE_ONLY && !ctx_q.uc && h_q.psn == d_q.epsn && !d_q.in_send && !d_q.in_write &&
                    plen <= 16'(pmtu) && (ctx_q.access & HM_QPA_REMOTE_WRITE) != '0 && h_q.dma_len == 32'(plen) &&
                    (h_q.dma_len == '0 ||
                     (wk_v_q && h_q.rkey == wk_key_q && ctx_q.pd == wk_pd_q && h_q.va >= wk_base_q &&
@@ -436,7 +448,7 @@ module hm_rc_resp
       m_job.wr_seq   = wr_issued_q + 32'(fneed_pc);
     end
   end
-  assign m_job_valid = st_q == R_ACK || st_q == R_NAK || (st_q == R_FAST && fast_wr && fack);
+  assign m_job_valid = st_q == R_ACK || (st_q == R_NAK && !ctx_q.uc) || (st_q == R_FAST && fast_wr && fack);
 
   // receive CQE
   logic [7:0]  cqe_st_q;
@@ -520,18 +532,26 @@ module hm_rc_resp
     st_q           <= R_ACK;
   endtask
 
-  // an executed packet: ACK it when it asks for one (AckReq), then save the QP
+  // an executed packet: ACK it when it asks for one (AckReq; never on UC), then save the QP
   task automatic ack_if_asked();
     job(HM_RJ_AETH, h_q.psn, HM_AETH_ACK);
     after_q    <= R_SAVE;
-    st_q       <= h_q.ackreq ? R_ACK : R_SAVE;
+    st_q       <= h_q.ackreq && !ctx_q.uc ? R_ACK : R_SAVE;
   endtask
 
-  // a fatal error: NAK with `syn`, optionally a receive CQE first
+  // UC: this packet and the message in progress are dropped (counted), the QP goes on
+  task automatic uc_drop();
+    d_q.in_send   <= 1'b0;
+    d_q.in_write  <= 1'b0;
+    stats.dropped <= stats.dropped + 1'b1;
+    st_q          <= plen != 0 ? R_DISCARD : R_SAVE;
+  endtask
+
+  // a fatal error: NAK with `syn` (none on UC), optionally a receive CQE first
   task automatic fatal(input logic [7:0] syn, input logic with_cqe, input logic [7:0] cst);
     job(HM_RJ_AETH, h_q.psn, syn);
     cqe_st_q   <= cst;
-    stats.err_naks <= stats.err_naks + 1'b1;
+    if (!ctx_q.uc) stats.err_naks <= stats.err_naks + 1'b1;
     after_q    <= R_NAK;
     st_q       <= with_cqe ? R_ERRCQE : R_NAK;
   endtask
@@ -601,7 +621,7 @@ module hm_rc_resp
             end
             default: begin
               if (!(ctx_q.state == HM_QPS_RTR || ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD) ||
-                  d_q.err) begin
+                  d_q.err || uc_pkt != ctx_q.uc) begin
                 stats.dropped <= stats.dropped + 1'b1;
                 disc_next_q  <= R_IDLE;
                 st_q <= plen != 0 ? R_DISCARD : R_IDLE;
@@ -615,7 +635,24 @@ module hm_rc_resp
           endcase
         end
         R_SEQ: begin
-          if (h_q.psn == d_q.epsn) begin
+          if (uc_pkt != ctx_q.uc) begin
+            // (a chained request of the other class of the two)
+            stats.dropped <= stats.dropped + 1'b1;
+            st_q <= plen != 0 ? R_DISCARD : R_SAVE;
+          end else if (ctx_q.uc) begin
+            // UC: ePSN follows every packet; a gap loses the message in progress, and the
+            // packet too unless it starts a message
+            d_q.epsn <= h_q.psn + 24'd1;
+            if (oc.write && oc.first) stats.wr_reqs <= stats.wr_reqs + 1'b1;
+            if (h_q.psn != d_q.epsn) begin
+              stats.oos <= stats.oos + 1'b1;
+              m_qpc_valid <= 1'b1;
+              m_qpc.mask[hm_pkg::HM_QPC_OOS_RX] <= 1'b1;
+              d_q.in_send  <= 1'b0;
+              d_q.in_write <= 1'b0;
+              st_q <= oc.first ? R_EXEC : plen != 0 ? R_DISCARD : R_SAVE;
+            end else st_q <= R_EXEC;
+          end else if (h_q.psn == d_q.epsn) begin
             d_q.nak_sent <= 1'b0;
             if (oc.write && oc.first) stats.wr_reqs <= stats.wr_reqs + 1'b1;
             if (oc.read) stats.rd_reqs <= stats.rd_reqs + 1'b1;
@@ -703,7 +740,7 @@ module hm_rc_resp
           // a message continues only its own kind; a new one starts only outside one; SEND and
           // WRITE packets before the last carry exactly one path MTU, the last at least a byte
           if (!(oc.send || oc.write || oc.read || oc.atomic)) seq_ok = 1'b0;
-          else if (oc.first) seq_ok = !d_q.in_send && !d_q.in_write;
+          else if (oc.first) seq_ok = ctx_q.uc || (!d_q.in_send && !d_q.in_write);
           else seq_ok = oc.send ? d_q.in_send : d_q.in_write;
           if (!(oc.send || oc.write)) len_ok = 1'b1;
           else if (!oc.last) len_ok = plen == 16'(pmtu);
@@ -712,14 +749,22 @@ module hm_rc_resp
                    !(oc.read && (ctx_q.access & HM_QPA_REMOTE_READ) == '0) &&
                    !(oc.atomic && (ctx_q.access & HM_QPA_REMOTE_ATOMIC) == '0);
           cj_q <= '0; cr_q <= '0; cerr_q <= 1'b0;
+          // (UC: a message that starts ends one still in progress: its rest was lost)
+          if (ctx_q.uc && oc.first) begin
+            d_q.in_send  <= 1'b0;
+            d_q.in_write <= 1'b0;
+          end
           if (!seq_ok || !len_ok || !acc_ok) begin
             d_q.in_send  <= 1'b0;
             d_q.in_write <= 1'b0;
-            fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
+            if (ctx_q.uc) uc_drop();
+            else fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
           end else if (oc.send) begin
             if (oc.first) begin
-              if (d_q.rq_ci == pi_q) rnr_nak();      // no receive WQE
-              else begin
+              if (d_q.rq_ci == pi_q) begin   // no receive WQE
+                if (ctx_q.uc) uc_drop();
+                else rnr_nak();
+              end else begin
                 after_q <= R_SGLINIT;
                 st_q    <= rq_cached ? R_SGLINIT : R_RQFETCH;
               end
@@ -729,8 +774,10 @@ module hm_rc_resp
             end
           end else if (oc.write) begin
             if (oc.first) begin
-              if (h_q.dma_len > 32'h8000_0000) fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
-              else begin
+              if (h_q.dma_len > 32'h8000_0000) begin
+                if (ctx_q.uc) uc_drop();
+                else fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
+              end else begin
                 cn_q <= h_q.dma_len != '0 ? 5'd1 : 5'd0;
                 st_q <= R_WRCHK;
               end
@@ -819,7 +866,8 @@ module hm_rc_resp
 
         R_WRCHK: begin
           if (cr_q == cn_q) begin
-            if (cerr_q) fatal(HM_AETH_NAK_REM_ACCESS, 1'b0, HM_CQE_ST_SUCCESS);
+            if (cerr_q && ctx_q.uc) uc_drop();
+            else if (cerr_q) fatal(HM_AETH_NAK_REM_ACCESS, 1'b0, HM_CQE_ST_SUCCESS);
             else begin
               d_q.in_write <= 1'b1;
               d_q.wva      <= h_q.va;
@@ -834,10 +882,14 @@ module hm_rc_resp
           noff = 33'(d_q.moff) + 33'(plen);
           if (noff > 33'(d_q.total) || (oc.write && oc.last && noff != 33'(d_q.total))) begin
             d_q.in_write <= 1'b0;
-            fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
+            if (ctx_q.uc) uc_drop();
+            else fatal(HM_AETH_NAK_INV_REQ, 1'b0, HM_CQE_ST_SUCCESS);
           end else if (oc.write && oc.imm && d_q.rq_ci == pi_q) begin
-            if (op == HM_OP_WRITE_ONLY_IMM) d_q.in_write <= 1'b0;
-            rnr_nak();
+            if (ctx_q.uc) uc_drop();
+            else begin
+              if (op == HM_OP_WRITE_ONLY_IMM) d_q.in_write <= 1'b0;
+              rnr_nak();
+            end
           end else begin
             pc_send_q <= 1'b0;
             st_q <= plen != 0 ? R_PLACE : R_WAITWR;
@@ -857,7 +909,7 @@ module hm_rc_resp
           logic fin, need_wqe;
           fin      = oc.last && (oc.send || oc.write);
           need_wqe = fin && (oc.send || (oc.write && oc.imm));
-          d_q.epsn <= d_q.epsn + 24'd1;
+          if (!ctx_q.uc) d_q.epsn <= d_q.epsn + 24'd1;   // (UC: set in R_SEQ)
           d_q.moff <= d_q.moff + 32'(plen);
           if (fin) begin
             d_q.msn      <= d_q.msn + 24'd1;
@@ -940,7 +992,7 @@ module hm_rc_resp
             st_q      <= R_NAK;
           end
         end
-        R_NAK: if (m_job_ready) begin
+        R_NAK: if (m_job_ready || ctx_q.uc) begin
           d_q.err      <= 1'b1;
           d_q.in_send  <= 1'b0;
           d_q.in_write <= 1'b0;

@@ -1,9 +1,9 @@
 // Receive dispatch: splits the accepted RoCEv2 packets of the RX path by role. RC requests
-// (SEND, WRITE, READ request, atomics) go to the responder, RC responses (ACK/NAK, READ
-// response, atomic ACK) to the completer, each with its payload. A CNP (0x81) is reported on
-// m_cnp_* (registered pulse, its DestQP: the local QP whose traffic was marked) and counted
-// (stat_cnp). Everything else (UC, UD) is not handled by the RC engine: it is counted
-// (stat_other) and its payload dropped.
+// (SEND, WRITE, READ request, atomics) and UC packets (SEND and WRITE, 0x20-0x2B: all
+// requests) go to the responder, RC responses (ACK/NAK, READ response, atomic ACK) to the
+// completer, each with its payload. A CNP (0x81) is reported on m_cnp_* (registered pulse, its
+// DestQP: the local QP whose traffic was marked) and counted (stat_cnp). Everything else
+// (UD) is not handled by the engine: it is counted (stat_other) and its payload dropped.
 // Headers pass as soon as their consumer takes them, ahead of the payloads of earlier
 // packets: the destination of every packet with payload waits in a small queue that routes
 // the payload beats, in packet order (so a consumer can decide on the next header while
@@ -62,6 +62,7 @@ module hm_rc_rx_dispatch
   function automatic dst_t classify(input logic [7:0] op);
     if (op <= HM_OP_READ_REQ || op == HM_OP_CMP_SWAP || op == HM_OP_FETCH_ADD || op == HM_OP_SEND_LAST_INV || op == HM_OP_SEND_ONLY_INV) return D_REQ;
     if (op >= HM_OP_READ_RESP_FIRST && op <= HM_OP_ATOMIC_ACK) return D_RSP;
+    if (op >= (HM_OP_SEND_FIRST | 8'h20) && op <= (HM_OP_WRITE_ONLY_IMM | 8'h20)) return D_REQ;
     return D_DROP;
   endfunction
 

@@ -134,6 +134,7 @@ package hm_desc_pkg;
   localparam logic [2:0] HM_QPA_REMOTE_ATOMIC = 3'b100;
 
   typedef struct packed {
+    logic         uc;             // unreliable connected (UC opcodes, no ACKs, no retransmission) instead of RC
     logic         std_timer;      // the standard ACK timeout alone (no adaptive early retransmission)
     logic [3:0]   max_dest_rd_atomic; // responder resources (1..HM_MAX_RD_ATOMIC)
     logic [3:0]   max_rd_atomic;  // outstanding READ/atomics as requester (1..HM_MAX_RD_ATOMIC)

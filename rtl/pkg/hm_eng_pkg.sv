@@ -16,6 +16,14 @@ package hm_eng_pkg;
     logic [7:0]  status;         // HM_CQE_ST_SUCCESS, or the local error that stopped the QP
   } hm_sent_t;
 
+  // Sideband of a request header record: a UC QP's packet that ends its message. Once the
+  // packet has left for the TX path with all of its payload, hm_uc_lack turns it into a local
+  // ACK for the completer (UC has no ACKs on the wire; its WQEs complete when sent).
+  typedef struct packed {
+    logic        last;           // the last packet of a UC message
+    logic [15:0] qpn;            // local QP
+  } hm_ucl_t;
+
   // Payload piece: a contiguous host buffer range (or inline bytes from the requester) that
   // becomes part of a packet's payload; `last` ends the packet.
   typedef struct packed {

@@ -90,7 +90,7 @@ package hm_pkg;
   localparam int HM_CNT_DMA_ZERO_LEN   = 8;   // DMA requests of length 0
   localparam int HM_CNT_RX_ACCEPTED    = 9;   // frames accepted by the RX path
   localparam int HM_CNT_RX_DROPPED     = 10;  // frames dropped by the RX path (any reason)
-  localparam int HM_CNT_RX_NOT_RC      = 11;  // RoCE packets that are not RC (UD, UC)
+  localparam int HM_CNT_RX_NOT_RC      = 11;  // RoCE packets neither RC nor UC (UD): not handled
   localparam int HM_CNT_ACKS_RX        = 12;  // ACK/NAK packets received
   localparam int HM_CNT_RESP_STALE     = 13;  // responses dropped by the completer (stale, out of window)
   localparam int HM_CNT_IMPLIED_NAKS   = 14;  // implied NAKs

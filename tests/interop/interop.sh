@@ -4,8 +4,9 @@
 #
 #   tests/interop/interop.sh [--quick] [--profile release|test] [--only a,b] [--keep]
 #
-#   --quick    the suite's subset: ibv_rc_pingpong, and one RDMA WRITE and one RDMA READ run with
-#              1% loss, each with Hematite as requester (TCP client) and as responder (TCP server)
+#   --quick    the suite's subset: ibv_rc_pingpong, ibv_uc_pingpong, and one RDMA WRITE and one
+#              RDMA READ run with 1% loss, each with Hematite as requester (TCP client) and as
+#              responder (TCP server)
 #   (default)  the full matrix (docs/interop.md): sizes 1 B..64 KiB, every perftest tool and both
 #              atomics, path MTU 1024 and 4096, IPv6, 1% loss, immediate data and SEND with
 #              invalidate (hm_imm_inv), each in both directions
@@ -111,7 +112,7 @@ gstart() { vm "rm -f /tmp/$1.out /tmp/$1.rc; ( timeout -s KILL $2 $3 > /tmp/$1.o
 # command must not `exit`, which would end the guest's command loop)
 gwait() { VMT=$(($2 + 20)) vm "e=\$((\$(cut -d. -f1 /proc/uptime) + $2)); while [ ! -e /tmp/$1.rc ] && [ \$(cut -d. -f1 /proc/uptime) -lt \$e ]; do sleep 0.2; done; cat /tmp/$1.out; (exit \$(cat /tmp/$1.rc 2>/dev/null || echo 124))"; }
 glisten() { VMT=40 vm "e=\$((\$(cut -d. -f1 /proc/uptime) + 30)); until netstat -ltn | grep -q ':18515 ' || [ \$(cut -d. -f1 /proc/uptime) -ge \$e ]; do sleep 0.1; done; netstat -ltn | grep -q ':18515 '"; }
-gkill() { vm "killall -9 ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_send_lat hm_imm_inv 2>/dev/null; true" > /dev/null 2>&1; }
+gkill() { vm "killall -9 ibv_rc_pingpong ibv_uc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_send_lat hm_imm_inv 2>/dev/null; true" > /dev/null 2>&1; }
 hlisten() {
     local p; p=$(printf ':%04X ' "$RPORT")
     for _ in $(seq 600); do
@@ -276,14 +277,15 @@ pf() {
     fi
 }
 pf2() { pf "$1" req "${@:2}"; pf "$1" resp "${@:2}"; }
-# pp NAME DIR LOSS ARGS...: ibv_rc_pingpong (-c: the receiver checks the data)
+# pp NAME DIR LOSS ARGS...: ibv_rc_pingpong, or PP_TOOL (ibv_uc_pingpong) (-c: the receiver
+# checks the data)
 pp() {
     local name="$1" dir="$2" loss="$3"; shift 3
-    local mtu=$MTU a="-c $*"
+    local mtu=$MTU a="-c $*" t="${PP_TOOL:-ibv_rc_pingpong}"
     if [ "$dir" = req ]; then
-        scenario "${name}_req" req "$loss" "ibv_rc_pingpong -d rxe0 -g $GX -m $mtu $a" -- ibv_rc_pingpong -d hematite0 -g $HX -m $mtu -p "$HPORT" $a 127.0.0.1
+        scenario "${name}_req" req "$loss" "$t -d rxe0 -g $GX -m $mtu $a" -- "$t" -d hematite0 -g $HX -m $mtu -p "$HPORT" $a 127.0.0.1
     else
-        scenario "${name}_resp" resp "$loss" "ibv_rc_pingpong -d rxe0 -g $GX -m $mtu -p 18515 $a $GUESTFWD" -- ibv_rc_pingpong -d hematite0 -g $HX -m $mtu -p "$RPORT" $a
+        scenario "${name}_resp" resp "$loss" "$t -d rxe0 -g $GX -m $mtu -p 18515 $a $GUESTFWD" -- "$t" -d hematite0 -g $HX -m $mtu -p "$RPORT" $a
     fi
 }
 pp2() { pp "$1" req "${@:2}"; pp "$1" resp "${@:2}"; }
@@ -303,6 +305,7 @@ echo "== scenarios"
 scenarios() {
 if [ $QUICK -eq 1 ]; then
     pp2 pingpong 0 -n 50
+    PP_TOOL=ibv_uc_pingpong pp2 uc_pingpong 0 -n 50
     pf2 write_loss 0.01 ib_write_bw -s 65536 -n 50
     pf2 read_loss 0.01 ib_read_bw -s 65536 -n 50
 else
@@ -319,6 +322,11 @@ else
     pf write_bw_bidir req 0 ib_write_bw -b -s 65536 -n 50
     pf read_bw_bidir req 0 ib_read_bw -b -s 65536 -n 50
     ii2 imm_inv 0
+    # UC: rdma-core's UC example and perftest over UC, both ways
+    PP_TOOL=ibv_uc_pingpong pp2 uc_pingpong 0 -n 50
+    PP_TOOL=ibv_uc_pingpong pp2 uc_pingpong_4k 0 -s 4096 -n 100
+    pf2 uc_write_bw 0 ib_write_bw -c UC -s 65536 -n 50
+    pf2 uc_send_bw 0 ib_send_bw -c UC -s 65536 -n 50
     # 1% of Hematite's frames lost on the wire
     pf2 write_loss 0.01 ib_write_bw -s 65536 -n 100
     pf2 send_loss 0.01 ib_send_bw -s 65536 -n 100

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""roce_seq.py - PSN and opcode sequence checker for RoCEv2 Reliable Connection traffic.
+"""roce_seq.py - PSN and opcode sequence checker for RoCEv2 Reliable (and Unreliable) Connection traffic.
 
 Reads a capture of a RoCEv2 link (classic pcap in either byte order with µs or ns stamps, or
 pcapng with SHB/IDB/EPB/SPB blocks; link type Ethernet; .xz/.gz are opened directly) and checks
 that every RC frame sent by ONE chosen endpoint is legal. Frames: Ethernet II, optional 802.1Q
-tags, IPv4 or IPv6 (no extension headers), UDP destination port 4791, BTH. UC, UD, CNP and other
-non-RC frames are counted, not checked; non-RoCE frames are skipped. The other direction is
+tags, IPv4 or IPv6 (no extension headers), UDP destination port 4791, BTH. UC requests
+(0x20-0x2B) are checked as the RC requests of the same operation, with UC's own rules: AckReq
+never set, no PSN ever repeated (UC does not retransmit), no RC opcode on a UC connection nor UC
+on an RC one. UD, CNP and other frames are counted, not checked; non-RoCE frames are skipped. The other direction is
 parsed too: the responder checks need the peer's requests. Nothing requires that a frame was
 answered (a loss injector may drop a frame after it was captured). ICRC is not checked here.
 
@@ -167,7 +169,7 @@ def load(path):
 # ------------------------------------------------------------------------- frame parsing
 class Pkt:
     __slots__ = ('key', 'no', 'smac', 'sip', 'dip', 'sport', 'op', 'pad', 'tver', 'qpn', 'psn',
-                 'plen', 'reth', 'aeth', 'va_atomic', 'short')
+                 'plen', 'reth', 'aeth', 'va_atomic', 'short', 'uc', 'ackreq')
 
     def kind(self):
         return OPS[self.op][1]
@@ -177,7 +179,8 @@ class Pkt:
 
 
 def parse_frame(no, buf):
-    """Returns a Pkt for RC, (category, src MAC, src IP) for other RoCE frames, else None."""
+    """Returns a Pkt for RC and UC (`op` the RC operation's code, `uc` set), (category, src
+    MAC, src IP) for other RoCE frames, else None."""
     if len(buf) < 14:
         return None
     et, off = struct.unpack_from('>H', buf, 12)[0], 14
@@ -204,11 +207,13 @@ def parse_frame(no, buf):
     b, smac = off + 8, bytes(buf[6:12])
     if len(buf) < b + 12 or ulen < 8 + 12 + 4:
         return 'malformed', smac, sip
-    op = buf[b]
-    if op >> 5:
+    op, uc = buf[b], buf[b] >> 5 == 1 and buf[b] & 0x1F <= 0x0B
+    if op >> 5 and not uc:
         return {0x81: 'CNP'}.get(op, {1: 'UC', 3: 'UD'}.get(op >> 5, 'other')), smac, sip
+    op &= 0x1F if uc else 0xFF
     p = Pkt()
     p.no, p.smac, p.sip, p.dip, p.sport, p.op = no, smac, sip, dip, sport, op
+    p.uc, p.ackreq = uc, buf[b + 8] >> 7
     p.pad, p.tver = (buf[b + 1] >> 4) & 3, buf[b + 1] & 0x0F
     p.qpn = struct.unpack_from('>I', buf, b + 4)[0] & MASK
     p.psn = struct.unpack_from('>I', buf, b + 8)[0] & MASK
@@ -275,9 +280,21 @@ class Requester(Role):
         self.hist = {}                  # psn -> (op, plen, reth) or ('part', first psn of READ)
         self.msg = None                 # [kind, first psn, first frame, payload, dma len, broken]
         self.pkts = self.msgs = self.retx = self.gobacks = 0
+        self.uc = None                  # UC (True) or RC (False), from the first packet
 
     def packet(self, p):
         self.pkts += 1
+        if self.uc is None:
+            self.uc = p.uc
+        elif p.uc != self.uc:
+            self.c.bad(p, '%s opcode on a %s connection' % (('RC', 'UC')[p.uc], ('RC', 'UC')[self.uc]))
+        if p.uc:
+            if p.ackreq:
+                self.c.bad(p, 'UC packet with AckReq set')
+            if self.front is not None and sdiff(p.psn, self.front) < 0:
+                self.c.bad(p, 'UC PSN 0x%06x repeated or behind 0x%06x (UC never retransmits)'
+                           % (p.psn, self.front))
+                return
         span = span_of(p, self.pmtu)
         if self.front is None:
             self.front = p.psn
@@ -652,7 +669,9 @@ def report(name, srcname, conns, counts, out=sys.stdout, max_print=MAX_PRINT):
             if r is None:
                 continue
             peer = ' (peer QPN 0x%06x)' % r.peer_qpn if r.peer_qpn is not None else ''
-            if r is c.req:
+            if r is c.req and r.uc:
+                what = 'UC, %d messages' % r.msgs
+            elif r is c.req:
                 what = '%d messages, %d retransmitted packets, %d go-back events' % (
                     r.msgs, r.retx, r.gobacks)
             else:
@@ -689,9 +708,10 @@ ADDR = {(4, 'A'): bytes([192, 0, 2, 2]), (4, 'B'): bytes([192, 0, 2, 1]),
         (6, 'B'): ipaddress.ip_address('2001:db8::1').packed}
 
 
-def frame(src, op, psn, plen=0, reth=None, aeth=None, va=0x1000, v6=False, vlan=None):
-    """One RC frame from endpoint 'A' (the checked one, QPN 0x11 on B) or 'B' (QPN 0x22 on A).
-    The ICRC is zero: it is not checked here."""
+def frame(src, op, psn, plen=0, reth=None, aeth=None, va=0x1000, v6=False, vlan=None, uc=False,
+          ackreq=False):
+    """One RC frame (UC with `uc`: op is the RC operation's code) from endpoint 'A' (the checked
+    one, QPN 0x11 on B) or 'B' (QPN 0x22 on A). The ICRC is zero: it is not checked here."""
     dst = 'B' if src == 'A' else 'A'
     ext = b''
     if op in RETH_AT0:
@@ -706,7 +726,8 @@ def frame(src, op, psn, plen=0, reth=None, aeth=None, va=0x1000, v6=False, vlan=
     if op in (0x03, 0x05, 0x09, 0x0B, 0x16, 0x17):
         ext += b'\xab\xcd\xef\x01'
     pad = -plen & 3
-    bth = struct.pack('>BBHII', op, pad << 4, 0xFFFF, 0x11 if src == 'A' else 0x22, psn & MASK)
+    bth = struct.pack('>BBHII', op | (0x20 if uc else 0), pad << 4, 0xFFFF, 0x11 if src == 'A' else 0x22,
+                      (psn & MASK) | (ackreq << 31))
     roce = bth + ext + bytes(plen + pad) + bytes(4)
     udp = struct.pack('>HHHH', 0xC001, ROCE_PORT, 8 + len(roce), 0) + roce
     ips = ADDR[6 if v6 else 4, src] + ADDR[6 if v6 else 4, dst]
@@ -786,6 +807,9 @@ def self_test():
          + [R('B', wrap, 3000)] + RR('A', wrap, 3000)),
         ('a new connection on the same QPN and PSNs', S('B', 0, 8) + S('B', 1, 8)
          + [ack('A', 1, 2)] + S('B', 0, 8) + [ack('A', 0, 1)]),
+        ('UC SEND and WRITE, no responses', S('A', 30, 3000, uc=True) + W('A', 33, 2048, uc=True)
+         + S('A', 35, 4, only=0x05, uc=True) + S('B', 7, 2000, uc=True),
+         lambda c: c.req.uc and c.req.msgs == 3),
     ]
     illegal = [  # (name, frames, part of the expected reason[, PMTU given])
         ('skipped PSN', S('A', 10, 8) + S('A', 12, 8), 'PSN gap'),
@@ -814,6 +838,10 @@ def self_test():
         ('MSN and PSN going backwards', S('B', 60, 8) + S('B', 61, 8)
          + [ack('A', 61, 5), ack('A', 60, 4)], 'MSN went backwards'),
         ('unknown AETH syndrome', S('B', 5, 8) + [ack('A', 5, 1, 0x65)], 'unknown AETH'),
+        ('UC with AckReq', [F('A', 0x04, 9, 8, uc=True, ackreq=True)], 'AckReq'),
+        ('UC resent', S('A', 9, 8, uc=True) + S('A', 9, 8, uc=True), 'never retransmits'),
+        ('UC Middle without First', [F('A', 0x01, 9, 1024, uc=True)], 'without a First', 1024),
+        ('UC and RC on one connection', S('A', 9, 8, uc=True) + S('A', 10, 8), 'RC opcode on a UC'),
     ]
     failed = []
     for name, frames, *more in legal + illegal:

@@ -107,11 +107,11 @@ if want devinfo; then
     else bad devinfo "ibv_devinfo -v: port not active / not Ethernet / no RoCE v2 GID"; show_fail devinfo; fi
 fi
 
-# ---------------------------------------------------------------- ibv_rc_pingpong
-pingpong() { # NAME ARGS...
-    local name="$1"; shift
+# ---------------------------------------------------------------- ibv_rc_pingpong, ibv_uc_pingpong
+pingpong() { # NAME ARGS... (ibv_rc_pingpong; PP_TOOL for another)
+    local name="$1" tool="${PP_TOOL:-ibv_rc_pingpong}"; shift
     want "$name" || return 0
-    if run_pair "$name" 300 "local address" ibv_rc_pingpong -d hematite0 -g 0 "$@" -- ibv_rc_pingpong -d hematite1 -g 0 "$@" 127.0.0.1; then
+    if run_pair "$name" 300 "local address" "$tool" -d hematite0 -g 0 "$@" -- "$tool" -d hematite1 -g 0 "$@" 127.0.0.1; then
         local l; l=$(grep -h "iters in" "$LOGS/$name.client")
         if [ -n "$l" ]; then ok "$name" "$(grep -h 'bytes in' "$LOGS/$name.client") | $l"; else bad "$name" "no figures printed"; fi
     else bad "$name" "server rc=$SRV_RC client rc=$CLI_RC"; show_fail "$name"; fi
@@ -119,6 +119,9 @@ pingpong() { # NAME ARGS...
 if [ $QUICK -eq 1 ]; then pingpong pingpong -n 100; else pingpong pingpong; fi
 pingpong pingpong_64k -s 65536 -n 100 -c
 pingpong pingpong_events -n 100 -e
+# UC: rdma-core's own UC example, unmodified
+PP_TOOL=ibv_uc_pingpong pingpong uc_pingpong -n 100
+PP_TOOL=ibv_uc_pingpong pingpong uc_pingpong_4k -s 4096 -n 100
 
 # ---------------------------------------------------------------- perftest
 perf() { # NAME TOOL ARGS...
@@ -158,6 +161,10 @@ perf atomic_bw_cas ib_atomic_bw -A CMP_AND_SWAP -n $N
 perf write_lat ib_write_lat -s 64 -n $N
 perf send_lat ib_send_lat -s 64 -n $N
 perf read_lat ib_read_lat -s 64 -n $N
+# UC (perftest's -c UC): no ACKs; a message the receiver drops would stop the run
+perf write_bw_uc ib_write_bw -c UC -s 65536 -n $N
+perf send_bw_uc ib_send_bw -c UC -s 65536 -n $N
+perf send_lat_uc ib_send_lat -c UC -s 64 -n $N
 if [ $QUICK -eq 0 ]; then
     perf write_bw_1m ib_write_bw -s 1048576 -n 8
     perf read_bw_1m ib_read_bw -s 1048576 -n 8
@@ -271,6 +278,17 @@ if want hm_mr_rereg; then
     if timeout -k 5 300 "$RUN" --state "$STATE" --nic 0 -- "$BIN/hm_mr_rereg" -d hematite0 > "$o" 2>&1; then
         ok hm_mr_rereg "$(grep -h '^summary' "$o")"
     else bad hm_mr_rereg "$(grep -h '^summary' "$o"): $(grep -hE '^(FAIL|TIMEOUT)' "$o" | head -3 | tr '\n' ';')"; show_fail hm_mr_rereg; fi
+fi
+
+# UC queue pairs: UC's attribute masks, SEND / WRITE with and without immediate at one packet
+# and several, messages dropped without an ACK or NAK (no receive, a wrong rkey, no remote
+# write) while the QPs go on, the operations UC refuses, a receive error (one process, two UC
+# QPs through the port's loopback)
+if want hm_uc; then
+    o="$LOGS/hm_uc.out"
+    if timeout -k 5 300 "$RUN" --state "$STATE" --nic 0 -- "$BIN/hm_uc" -d hematite0 > "$o" 2>&1; then
+        ok hm_uc "$(grep -h '^summary' "$o")"
+    else bad hm_uc "$(grep -h '^summary' "$o"): $(grep -hE '^(FAIL|TIMEOUT)' "$o" | head -3 | tr '\n' ';')"; show_fail hm_uc; fi
 fi
 
 # The verbs-call fuzzer, a short run: 3,000 seeded calls (bad handles, sizes, flags, opcodes,

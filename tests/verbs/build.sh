@@ -16,7 +16,7 @@ if [ ! -f /usr/include/infiniband/verbs.h ]; then
 	exit 1
 fi
 mkdir -p "$out"
-for p in hm_nccl_replay hm_verbs_errors hm_verbs_ops hm_peer_loss hm_verbs_fuzz hm_dev_fatal hm_reclaim hm_multi_ctx hm_verbs_ex hm_mr_rereg; do
+for p in hm_nccl_replay hm_verbs_errors hm_verbs_ops hm_peer_loss hm_verbs_fuzz hm_dev_fatal hm_reclaim hm_multi_ctx hm_verbs_ex hm_mr_rereg hm_uc; do
 	# shellcheck disable=SC2086
 	$cc $cflags -o "$out/$p" "$here/$p.c" -libverbs -lpthread
 	echo "built $out/$p"

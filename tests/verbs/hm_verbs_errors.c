@@ -688,8 +688,8 @@ int main(int argc, char **argv)
 		bad = make_qp(pd, cq, IBV_QPT_UD, 16, 16, 1, 1, 0, NULL);
 		if (!expect_null("create_qp.ud", bad, EOPNOTSUPP, EINVAL) && bad)
 			ibv_destroy_qp(bad);
-		bad = make_qp(pd, cq, IBV_QPT_UC, 16, 16, 1, 1, 0, NULL);
-		if (!expect_null("create_qp.uc", bad, EOPNOTSUPP, EINVAL) && bad)
+		bad = make_qp(pd, cq, IBV_QPT_RAW_PACKET, 16, 16, 1, 1, 0, NULL);
+		if (!expect_null("create_qp.raw_packet", bad, EOPNOTSUPP, EINVAL) && bad)
 			ibv_destroy_qp(bad);
 	}
 

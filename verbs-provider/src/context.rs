@@ -113,6 +113,8 @@ pub struct RsQp {
     pub(crate) max_inline: u32,
     pub(crate) max_send_sge: u32,
     pub(crate) max_recv_sge: u32,
+    /// The send operations of its type (`fastpath::wr_ops`).
+    pub(crate) wr_op: &'static crate::fastpath::WrOps,
 }
 
 /// Reads a small text file.

@@ -101,7 +101,9 @@ pub unsafe extern "C" fn hm_rs_poll_cq(cq: *mut c_void, n: c_int, wc: *mut IbvWc
 
 /// Per `ibv_wr_opcode` (0..=9): the WQE opcode, the operation's class (0: not offered,
 /// 1: SEND family, 2: RDMA WRITE / READ, 3: atomic) and the mask for the imm / R_Key field.
-const WR_OP: [(u8, u8, u32); 10] = [
+pub(crate) type WrOps = [(u8, u8, u32); 10];
+/// RC's operations.
+const WR_OP: WrOps = [
     (fast::OP_WRITE, 2, 0),
     (fast::OP_WRITE_IMM, 2, !0),
     (fast::OP_SEND, 1, 0),
@@ -113,6 +115,24 @@ const WR_OP: [(u8, u8, u32); 10] = [
     (0, 0, 0), // BIND_MW
     (fast::OP_SEND_INV, 1, !0),
 ];
+/// UC's: SEND and WRITE, with or without immediate (no READ, atomics or SEND with
+/// invalidate: EINVAL, as the engine would refuse the WQE).
+const WR_OP_UC: WrOps = {
+    let mut t = WR_OP;
+    t[IBV_WR_RDMA_READ as usize] = (0, 0, 0);
+    t[IBV_WR_ATOMIC_CMP_AND_SWP as usize] = (0, 0, 0);
+    t[IBV_WR_ATOMIC_FETCH_AND_ADD as usize] = (0, 0, 0);
+    t[IBV_WR_SEND_WITH_INV as usize] = (0, 0, 0);
+    t
+};
+
+/// The send operations of a QP type.
+pub(crate) fn wr_ops(t: hematite_abi::qp::QpType) -> &'static WrOps {
+    match t {
+        hematite_abi::qp::QpType::Rc => &WR_OP,
+        hematite_abi::qp::QpType::Uc => &WR_OP_UC,
+    }
+}
 /// `send_flags & 7` (FENCE, SIGNALED, SOLICITED) -> WQE flags.
 const WR_FLAGS: [u8; 8] = {
     let mut t = [0u8; 8];
@@ -139,7 +159,7 @@ const _: () = assert!(IBV_WR_RDMA_WRITE == 0 && IBV_WR_SEND_WITH_INV == 9 && IBV
 #[inline(always)]
 fn post_one(p: &mut hostdrv::nic::SqPost<'_>, q: &RsQp, w: &IbvSendWr) -> c_int {
     let Some(slot) = p.slot() else { return libc::ENOMEM };
-    let Some(&(opcode, class, imm_mask)) = WR_OP.get(w.opcode as usize) else { return libc::EINVAL };
+    let Some(&(opcode, class, imm_mask)) = q.wr_op.get(w.opcode as usize) else { return libc::EINVAL };
     if class == 0 {
         return libc::EINVAL;
     }

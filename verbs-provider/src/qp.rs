@@ -48,6 +48,7 @@ pub unsafe extern "C" fn hm_rs_create_qp(
     scq: *mut c_void,
     rcq: *mut c_void,
     ibqp: *mut c_void,
+    qp_type: u32,
     sq_sig_all: u32,
     caps: *mut HmQpCaps,
     qp: *mut *mut c_void,
@@ -71,7 +72,8 @@ pub unsafe extern "C" fn hm_rs_create_qp(
         max_recv_sge: c.max_recv_sge,
         max_inline_data: c.max_inline_data,
     };
-    match ctx.sh.nic.create_qp(&p.pd, &s.cq, &r.cq, want) {
+    let Some(qpt) = hematite_abi::qp::QpType::from_u32(qp_type) else { return libc::EOPNOTSUPP };
+    match ctx.sh.nic.create_qp_of(qpt, &p.pd, &s.cq, &r.cq, want) {
         Ok(q) => {
             let g = q.caps();
             *c = caps_out(&g);
@@ -82,6 +84,7 @@ pub unsafe extern "C" fn hm_rs_create_qp(
                 max_inline: g.max_inline_data,
                 max_send_sge: g.max_send_sge,
                 max_recv_sge: g.max_recv_sge,
+                wr_op: crate::fastpath::wr_ops(qpt),
                 qp: q,
             };
             // SAFETY: the caller's guarantee.
@@ -126,7 +129,7 @@ pub unsafe extern "C" fn hm_rs_modify_qp(ctx: *mut c_void, qp: *mut c_void, a: *
         if m & mask::STATE != 0 {
             let to = state_of(a.qp_state)?;
             let from = if m & mask::CUR_STATE != 0 { state_of(a.cur_qp_state)? } else { state_of(from)? };
-            if hematite_abi::qp::check_mask(from, to, m).is_err() {
+            if hematite_abi::qp::check_mask_of(q.qp.qp_type(), from, to, m).is_err() {
                 return Err(libc::EINVAL);
             }
         }

@@ -554,7 +554,7 @@ static struct ibv_qp *hm_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr 
 		errno = EINVAL;
 		return NULL;
 	}
-	if (init->qp_type != IBV_QPT_RC || init->srq) {
+	if ((init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC) || init->srq) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -570,7 +570,7 @@ static struct ibv_qp *hm_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr 
 	qp->caps.max_inline_data = init->cap.max_inline_data;
 	qp->sq_sig_all = init->sq_sig_all;
 	ret = hm_rs_create_qp(ctx->rs, to_hpd(ibpd)->rs, to_hcq(init->send_cq)->rs, to_hcq(init->recv_cq)->rs,
-			      &qp->vqp.qp, init->sq_sig_all ? 1 : 0, &qp->caps, &qp->rs, &qpn);
+			      &qp->vqp.qp, init->qp_type, init->sq_sig_all ? 1 : 0, &qp->caps, &qp->rs, &qpn);
 	if (ret) {
 		free(qp);
 		errno = ret;
@@ -586,7 +586,7 @@ static struct ibv_qp *hm_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr 
 	q->handle = qpn;
 	q->qp_num = qpn;
 	q->state = IBV_QPS_RESET;
-	q->qp_type = IBV_QPT_RC;
+	q->qp_type = init->qp_type;
 	pthread_mutex_init(&q->mutex, NULL);
 	pthread_cond_init(&q->cond, NULL);
 	q->events_completed = 0;
@@ -845,6 +845,9 @@ static void hm_wr_abort(struct ibv_qp_ex *q)
 #define HM_SEND_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND | \
 		     IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
 		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV)
+/* UC: SEND and WRITE, with or without immediate */
+#define HM_SEND_OPS_UC (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND | \
+			IBV_QP_EX_WITH_SEND_WITH_IMM)
 
 static int hm_qp_ex_init(struct hm_qp *qp)
 {
@@ -915,7 +918,8 @@ static struct ibv_qp *hm_create_qp_ex(struct ibv_context *context, struct ibv_qp
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if ((ex->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (ex->send_ops_flags & ~(uint64_t)HM_SEND_OPS)) {
+	if ((ex->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (ex->send_ops_flags & ~(uint64_t)(ex->qp_type == IBV_QPT_UC ? HM_SEND_OPS_UC : HM_SEND_OPS))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

@@ -102,8 +102,8 @@ int hm_rs_create_cq(void *ctx, int32_t cqe, int32_t vector, struct ibv_cq *ibcq,
 int hm_rs_destroy_cq(void *ctx, void *cq);
 int hm_rs_req_notify_cq(void *cq, int solicited_only);
 int hm_rs_poll_cq(void *cq, int n, struct ibv_wc *wc);
-int hm_rs_create_qp(void *ctx, void *pd, void *scq, void *rcq, struct ibv_qp *ibqp, uint32_t sq_sig_all,
-		    struct hm_qp_caps *caps, void **qp, uint32_t *qpn);
+int hm_rs_create_qp(void *ctx, void *pd, void *scq, void *rcq, struct ibv_qp *ibqp, uint32_t qp_type,
+		    uint32_t sq_sig_all, struct hm_qp_caps *caps, void **qp, uint32_t *qpn);
 int hm_rs_modify_qp(void *ctx, void *qp, const struct hm_qp_attr *attr, uint32_t mask, uint32_t from_state);
 int hm_rs_query_qp(void *ctx, void *qp, struct hm_qp_attr *out, struct hm_qp_caps *caps);
 int hm_rs_destroy_qp(void *ctx, void *qp);

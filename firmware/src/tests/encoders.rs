@@ -31,6 +31,7 @@ proptest! {
             av: AddrVec { eth_src: macs.0, eth_dst: macs.1, ipv6, ip_src, ip_dst, dscp: misc.4, ecn: misc.3, ttl: misc.2,
                           udp_sport: misc.1, flow_label: misc.0 as u32, pkey: misc.5 },
             std_timer: small[11] & 1 != 0,
+            uc: small[11] & 2 != 0,
         };
         let m = md::QpCtxFields { cfg, state, sq_base: bases.0, sq_log_size: logs.0, sq_log_stride: logs.1,
             rq_base: bases.1, rq_log_size: logs.2, rq_log_stride: logs.3, sq_cqn: cqs.0, rq_cqn: cqs.1 };
@@ -39,6 +40,7 @@ proptest! {
         if access.remote_read { acc |= desc::HM_QPA_REMOTE_READ; }
         if access.remote_atomic { acc |= desc::HM_QPA_REMOTE_ATOMIC; }
         let c = desc::QpCtx {
+            uc: cfg.uc,
             std_timer: cfg.std_timer,
             max_dest_rd_atomic: cfg.max_dest_rd_atomic, max_rd_atomic: cfg.max_rd_atomic, min_rnr_timer: cfg.min_rnr_timer,
             rnr_retry: cfg.rnr_retry, retry_cnt: cfg.retry_cnt, timeout: cfg.timeout,

@@ -163,6 +163,7 @@ fn qp_lifecycle_and_context_matches_model() {
             pkey: 0xFFFF,
         },
         std_timer: false,
+        uc: false,
     };
     let want = md::QpCtxFields {
         cfg,
@@ -221,6 +222,52 @@ fn qp_lifecycle_and_context_matches_model() {
     ok(&mut f, OP_DEALLOC_PD, &[pd]);
 }
 
+/// A UC QP: created with IBV_QPT_UC, moved to RTS with UC's attribute masks (RC's
+/// reliability attributes refused, as the kernel's table refuses them), its context has the
+/// uc bit, an infinite ACK timeout and no adaptive retransmission.
+#[test]
+fn uc_qp_masks_and_context() {
+    let mut f = fw();
+    let (pd, cq, _) = setup_qp(&mut f);
+    let mut args = create_qp_args(pd, cq);
+    args[3] = crate::fw::QPT_UC;
+    let q = ok(&mut f, OP_CREATE_QP, &args)[0];
+    let a = attrs(QpState::Init);
+    assert_eq!(modify(&mut f, q, INIT_MASK, &a), 0);
+    let uc_rtr = M_STATE | M_AV | M_PATH_MTU | M_DEST_QPN | M_RQ_PSN;
+    let uc_rts = M_STATE | M_SQ_PSN;
+    let rtr = attrs(QpState::Rtr);
+    // RC's INIT -> RTR mask carries responder resources and the RNR timer: not UC attributes
+    let before = snap(&f);
+    assert_eq!(modify(&mut f, q, RTR_MASK, &rtr), Status::BadAttrMask as u8);
+    assert_eq!(modify(&mut f, q, uc_rtr | M_MIN_RNR_TIMER, &rtr), Status::BadAttrMask as u8);
+    assert_eq!(modify(&mut f, q, M_STATE | M_AV | M_PATH_MTU | M_DEST_QPN, &rtr), Status::BadAttrMask as u8);
+    assert_eq!(snap(&f), before);
+    assert_eq!(modify(&mut f, q, uc_rtr, &rtr), 0);
+    let rts = attrs(QpState::Rts);
+    for extra in [M_TIMEOUT, M_RETRY_CNT, M_RNR_RETRY, M_MAX_QP_RD_ATOMIC, M_STD_TIMER] {
+        assert_eq!(modify(&mut f, q, uc_rts | extra, &rts), Status::BadAttrMask as u8, "mask bit {extra:#x}");
+    }
+    assert_eq!(modify(&mut f, q, RTS_MASK, &rts), Status::BadAttrMask as u8);
+    assert_eq!(modify(&mut f, q, uc_rts | M_ACCESS_FLAGS, &rts), 0);
+    let w = f.eng.bus.log.last().unwrap().clone();
+    let c = md::decode_qp_ctx(&w.words).unwrap();
+    assert!(c.cfg.uc, "the context's uc bit");
+    assert_eq!((c.state, c.cfg.timeout, c.cfg.std_timer), (desc::HM_QPS_RTS, 0, true));
+    assert_eq!((c.cfg.sq_psn, c.cfg.rq_psn, c.cfg.dest_qpn), (rts[A_SQ_PSN], rtr[A_RQ_PSN], rtr[A_DEST_QPN]));
+    // RTS -> RTS with a timeout: refused; to ERR and RESET as any QP
+    assert_eq!(modify(&mut f, q, M_TIMEOUT, &rts), Status::BadAttrMask as u8);
+    assert_eq!(modify(&mut f, q, M_STATE, &attrs(QpState::Err)), 0);
+    assert_eq!(modify(&mut f, q, M_STATE, &attrs(QpState::Reset)), 0);
+    // an RC QP's context never has the bit
+    let r = ok(&mut f, OP_CREATE_QP, &create_qp_args(pd, cq))[0];
+    drive(&mut f, r, QpState::Rts);
+    let c = md::decode_qp_ctx(&f.eng.bus.log.last().unwrap().words).unwrap();
+    assert!(!c.cfg.uc);
+    ok(&mut f, OP_DESTROY_QP, &[q]);
+    ok(&mut f, OP_DESTROY_QP, &[r]);
+}
+
 #[test]
 fn qp_ranges() {
     let mut f = fw();
@@ -232,7 +279,7 @@ fn qp_ranges() {
         (0, pd + 1, Status::BadHandle),
         (1, 99, Status::BadHandle),
         (3, 4, Status::NotSupported), // UD
-        (3, 3, Status::NotSupported), // UC
+        (3, 8, Status::NotSupported), // raw packet
         (8, 16, Status::BadParam),    // sq log size
         (9, 4, Status::BadParam),     // stride
         (12, 129, Status::BadParam),  // max_send_wr > 2^7

@@ -9,6 +9,7 @@ use super::{mask, Cq, DeviceAttr, Gid, Mr, Nic, Pd, PortAttr, Qp, QpAttr, QpCaps
 use crate::lock::SpinLock;
 use crate::mem::DmaBuf;
 use crate::{Error, Result};
+use hematite_abi::qp::QpType;
 use hematite_abi::{mbox, reply};
 use hematite_model::desc;
 use std::sync::atomic::Ordering;
@@ -345,6 +346,11 @@ impl Nic {
 
     /// Creates an RC QP in RESET.
     pub fn create_qp(&self, pd: &Pd, send_cq: &Cq, recv_cq: &Cq, caps: QpCaps) -> Result<Qp> {
+        self.create_qp_of(QpType::Rc, pd, send_cq, recv_cq, caps)
+    }
+
+    /// Creates a QP of type `qpt` (RC or UC) in RESET.
+    pub fn create_qp_of(&self, qpt: QpType, pd: &Pd, send_cq: &Cq, recv_cq: &Cq, caps: QpCaps) -> Result<Qp> {
         let a = &self.attr;
         if caps.max_send_wr == 0 || caps.max_send_wr > a.max_qp_wr || caps.max_recv_wr > a.max_qp_wr {
             return Err(Error::inval(format!("queue sizes {} / {} (max {})", caps.max_send_wr, caps.max_recv_wr, a.max_qp_wr)));
@@ -369,7 +375,7 @@ impl Nic {
                 pd.id(),
                 send_cq.cqn(),
                 recv_cq.cqn(),
-                2,
+                qpt as u32,
                 sb as u32,
                 (sb >> 32) as u32,
                 rb as u32,
@@ -390,6 +396,7 @@ impl Nic {
         let inner = Arc::new(QpInner {
             sh: self.sh.clone(),
             qpn: w[0],
+            qpt,
             _pd: pd.clone(),
             _scq: send_cq.clone(),
             _rcq: recv_cq.clone(),

@@ -249,6 +249,7 @@ impl WqTrack {
 pub(super) struct QpInner {
     pub(super) sh: Arc<Shared>,
     pub(super) qpn: u32,
+    pub(super) qpt: hematite_abi::qp::QpType,
     pub(super) _pd: Pd,
     pub(super) _scq: Cq,
     pub(super) _rcq: Cq,
@@ -374,6 +375,10 @@ handle!(
 impl Qp {
     pub fn qpn(&self) -> u32 {
         self.0.qpn
+    }
+    /// RC or UC.
+    pub fn qp_type(&self) -> hematite_abi::qp::QpType {
+        self.0.qpt
     }
     /// The capacities the device granted.
     pub fn caps(&self) -> QpCaps {

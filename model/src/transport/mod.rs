@@ -1,5 +1,5 @@
-//! RC transport reference model (ROCEV2.md §6-§10): the packet-level oracle for Hematite's
-//! transport engine.
+//! RC and UC transport reference model (ROCEV2.md §6-§10): the packet-level oracle for
+//! Hematite's transport engine.
 //!
 //! * [`mem`]: sparse host memory ([`HostMem`]) and the memory-region table ([`MrTable`]) with
 //!   key / PD / bounds / access checks.
@@ -46,6 +46,25 @@
 //!   retry (like a timeout); any forward progress resets both retry counters.
 //! * Atomic operands in host memory are little-endian `u64`s (host order).
 //! * CQEs for errors and flushes are always generated, even for unsignaled WQEs.
+//!
+//! ## UC (unreliable connected: `QpConfig::uc`)
+//! The same segmentation, PSNs and receive placement as RC, with opcodes 0x20-0x2B, and nothing
+//! that makes it reliable:
+//! * **Operations**: SEND, SEND with immediate, WRITE, WRITE with immediate. A READ, atomic or
+//!   SEND with invalidate WQE fails its local checks with `LocQpOpErr`.
+//! * **Requester**: AckReq is never set; no window, no timers, no retries. A WQE completes
+//!   (a CQE if signaled) once its last packet has been sent. Packets of other classes that
+//!   arrive for a UC QP (RC responses included) are dropped.
+//! * **Responder**: no ACK or NAK, ever. Every packet sets ePSN to its PSN + 1. A packet
+//!   whose PSN is not ePSN (a gap: counted in `QpStats::seq_drops`) ends the message in
+//!   progress (dropped; a SEND keeps its receive WQE for the next message) and is dropped
+//!   itself unless it starts a message (FIRST or ONLY). A MIDDLE or LAST without its message, a payload length or QP access flag violation,
+//!   a WRITE whose R_Key fails its check or whose payload overruns its DMA length, a SEND with
+//!   no receive WQE, a WRITE with immediate with no receive WQE at its last packet: the
+//!   message is dropped (counted in `QpStats::uc_drops`), the QP stays as it is. Responder-local
+//!   errors complete the receive WQE as in RC (`LocProtErr`, `LocLenErr`) and move the QP to
+//!   ERR, without a NAK.
+//! * **States**: as RC; SQE is not used (a send error moves a UC QP to ERR, as in RC).
 
 pub mod mem;
 pub mod node;
@@ -172,6 +191,8 @@ pub struct QpConfig {
     pub av: AddrVec,
     /// The standard ACK timeout alone: no adaptive early retransmission (see the module docs).
     pub std_timer: bool,
+    /// Unreliable connected (UC) instead of RC (see the module docs).
+    pub uc: bool,
 }
 
 impl Default for QpConfig {
@@ -191,6 +212,7 @@ impl Default for QpConfig {
             access: QpAccess::ALL,
             av: AddrVec::default(),
             std_timer: false,
+            uc: false,
         }
     }
 }

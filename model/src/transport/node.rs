@@ -1,4 +1,4 @@
-//! A host: memory, MR table and RC QPs.
+//! A host: memory, MR table and RC / UC QPs.
 
 use super::mem::{HostMem, Mr, MrAccess, MrTable};
 use super::qp::{Ctx, Exec, Qp};
@@ -79,12 +79,13 @@ impl Node {
         self.qps.get_mut(&qpn).map(|q| q.poll_recv_cq()).unwrap_or_default()
     }
 
-    /// Handles one received packet at time `now` (ns). Non-RC opcodes and unknown QPs are
-    /// dropped.
+    /// Handles one received packet at time `now` (ns). Opcodes other than RC and UC, and
+    /// unknown QPs, are dropped here; a QP drops the other class of the two.
     pub fn receive(&mut self, now: u64, rec: &HdrRecord, payload: &[u8]) {
-        let rc = opcode::info(rec.opcode).is_some_and(|i| i.class == opcode::Transport::Rc);
+        let conn = opcode::info(rec.opcode)
+            .is_some_and(|i| matches!(i.class, opcode::Transport::Rc | opcode::Transport::Uc));
         match self.qps.get_mut(&rec.dest_qp) {
-            Some(qp) if rc => qp.receive(now, rec, payload, &mut Ctx { mem: &mut self.mem, mrs: &mut self.mrs }),
+            Some(qp) if conn => qp.receive(now, rec, payload, &mut Ctx { mem: &mut self.mem, mrs: &mut self.mrs }),
             _ => self.unknown_qp_drops += 1,
         }
     }
@@ -115,7 +116,7 @@ impl Node {
         self.qps.values().flat_map(|q| q.exec_log().iter().copied()).collect()
     }
 
-    /// Packets dropped for an unknown QP or a non-RC opcode.
+    /// Packets dropped for an unknown QP or an opcode neither RC nor UC.
     pub fn unknown_qp_drops(&self) -> u64 {
         self.unknown_qp_drops
     }

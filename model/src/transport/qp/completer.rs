@@ -77,7 +77,7 @@ impl Qp {
         }
     }
 
-    fn pop_success(&mut self) {
+    pub(super) fn pop_success(&mut self) {
         let Some(e) = self.sq.pop_front() else { return };
         if self.tx_idx == 0 {
             self.tx_off = 0;

@@ -1,4 +1,4 @@
-//! One RC queue pair (ROCEV2.md §6-§10): its state, the verbs-facing API (posting, state
+//! One RC or UC queue pair (ROCEV2.md §6-§10): its state, the verbs-facing API (posting, state
 //! transitions, completions, packets in and out, timers) and the scatter/gather helpers. The
 //! protocol work is split by role:
 //!
@@ -7,7 +7,8 @@
 //! * `completer`: responses to our requests (ACK, NAK, READ response, atomic ACK): cumulative
 //!   acknowledgement, implied NAKs, go-back-N, RNR and retry counters, send completions.
 //! * `responder`: requests from the peer: ePSN checks, receive WQEs, SEND/WRITE placement,
-//!   READ/atomic execution with responder resources, duplicates, ACKs and NAKs.
+//!   READ/atomic execution with responder resources, duplicates, ACKs and NAKs; UC's rules
+//!   (no responses, messages dropped on a PSN gap or an error, resynchronised on a FIRST/ONLY).
 
 mod completer;
 mod requester;
@@ -84,6 +85,9 @@ pub struct QpStats {
     pub dup_reqs: u64,
     /// Out-of-sequence requests dropped.
     pub seq_drops: u64,
+    /// UC: packets dropped with their message (sequence, length, access, R_Key, no receive
+    /// WQE); PSN gaps count in `seq_drops`.
+    pub uc_drops: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -474,13 +478,17 @@ impl Qp {
         self.rnr_until = None;
     }
 
-    /// Dispatches a received RC packet (`rec.dest_qp` already matched).
+    /// Dispatches a received packet (`rec.dest_qp` already matched): RC opcodes to an RC QP,
+    /// UC opcodes (all requests) to a UC QP; anything else is dropped.
     pub fn receive(&mut self, now: u64, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
         let Some(info) = opcode::info(rec.opcode) else { return };
-        if info.class != opcode::Transport::Rc || (info.no_payload && !payload.is_empty()) {
+        let class = if self.cfg.uc { opcode::Transport::Uc } else { opcode::Transport::Rc };
+        if info.class != class || (info.no_payload && !payload.is_empty()) {
             return;
         }
-        if is_request(rec.opcode) {
+        if self.cfg.uc {
+            self.resp_recv_uc(rec, payload, cx);
+        } else if is_request(rec.opcode) {
             self.resp_recv(rec, payload, cx);
         } else {
             self.req_recv(now, rec, payload, cx);

@@ -14,7 +14,8 @@ impl Qp {
         if e.local_err.is_some() {
             return;
         }
-        let err = if e.wr.sgl.len() > MAX_SGE {
+        let uc_bad = self.cfg.uc && (e.wr.op.is_rd_atomic() || matches!(e.wr.op, SendOp::SendInv(_)));
+        let err = if e.wr.sgl.len() > MAX_SGE || uc_bad {
             Some(WcStatus::LocQpOpErr)
         } else {
             match e.wr.op {
@@ -91,7 +92,10 @@ impl Qp {
                 if rd && self.outstanding_rd_atomic() >= self.cfg.max_rd_atomic as usize {
                     break;
                 }
-                if self.span().saturating_add(np) > MAX_OUTSTANDING_PSNS || !lt(self.next_psn, self.win_lim) {
+                // (UC: no window, nothing is acknowledged)
+                if !self.cfg.uc
+                    && (self.span().saturating_add(np) > MAX_OUTSTANDING_PSNS || !lt(self.next_psn, self.win_lim))
+                {
                     break;
                 }
                 let first = self.next_psn;
@@ -102,12 +106,12 @@ impl Qp {
                 e.npkts = np;
                 e.done = 0;
                 // one round trip timed at a time: this WQE's first packet
-                if self.rtt_probe.is_none() {
+                if self.rtt_probe.is_none() && !self.cfg.uc {
                     self.rtt_probe = Some((first, now));
                 }
             }
             let Some(e) = self.sq.get(idx) else { break };
-            if !lt(add(e.first_psn, self.tx_off), self.win_lim) {
+            if !self.cfg.uc && !lt(add(e.first_psn, self.tx_off), self.win_lim) {
                 break; // beyond the window: an ACK or a retransmission moves it
             }
             let pkt = self.req_pkt(e, self.tx_off, cx.mem);
@@ -116,8 +120,16 @@ impl Qp {
             if e.wr.op.is_rd_atomic() || self.tx_off.saturating_add(1) >= e.npkts {
                 self.tx_idx += 1;
                 self.tx_off = 0;
+                if self.cfg.uc {
+                    // UC: complete once sent (every earlier WQE already has: it is the oldest)
+                    self.pop_success();
+                    continue;
+                }
             } else {
                 self.tx_off += 1;
+            }
+            if self.cfg.uc {
+                continue;
             }
             if self.timer_start.is_none() {
                 self.timer_start = Some(now);
@@ -143,7 +155,10 @@ impl Qp {
         let off = k as u64 * pmtu;
         let only = e.npkts <= 1;
         let last = k.saturating_add(1) >= e.npkts;
-        let ackreq = last || k % ACKREQ_INTERVAL == ACKREQ_INTERVAL - 1 || add(psn, 1) == self.win_lim;
+        let ackreq = !self.cfg.uc
+            && (last || k % ACKREQ_INTERVAL == ACKREQ_INTERVAL - 1 || add(psn, 1) == self.win_lim);
+        // UC: the same operation in the UC class (0x20-0x2B)
+        let class = if self.cfg.uc { 0x20 } else { 0x00 };
         let data = |this: &Self| -> Vec<u8> {
             let _ = this;
             let n = e.len.saturating_sub(off).min(pmtu) as usize;
@@ -160,7 +175,7 @@ impl Qp {
                     _ => (0x04, 0x02),
                 };
                 let op = if only { o_only } else if k == 0 { 0x00 } else if last { o_last } else { 0x01 };
-                let mut r = self.hdr(op, psn);
+                let mut r = self.hdr(op | class, psn);
                 r.ackreq = ackreq;
                 if last {
                     r.se = e.wr.solicited;
@@ -184,7 +199,7 @@ impl Qp {
                     (false, false, true, true) => 0x09,
                     _ => 0x07,
                 };
-                let mut r = self.hdr(op, psn);
+                let mut r = self.hdr(op | class, psn);
                 r.ackreq = ackreq;
                 if k == 0 {
                     r.va = remote_addr;

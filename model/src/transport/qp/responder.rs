@@ -328,3 +328,140 @@ impl Qp {
         }
     }
 }
+
+impl Qp {
+    /// UC: drops the message in progress; a SEND's receive WQE goes back to the head of the
+    /// receive queue for the next message (the bytes already placed in it are not undone).
+    fn uc_drop_msg(&mut self) {
+        if let Some(InMsg::Send { wr, .. }) = self.cur.take() {
+            self.rq.push_front(wr);
+        }
+    }
+
+    /// UC: this packet and its message are dropped; the QP stays as it is.
+    fn uc_drop(&mut self) {
+        self.stats.uc_drops += 1;
+        self.uc_drop_msg();
+    }
+
+    /// A UC request (see the module docs of `transport`): placed like RC's, never answered.
+    pub(super) fn resp_recv_uc(&mut self, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
+        if !matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+            return;
+        }
+        // the RC layout of the same operation
+        let op = rec.opcode & 0x1F;
+        let start = matches!(op, 0x00 | 0x04 | 0x05 | 0x06 | 0x0A | 0x0B);
+        let p = rec.psn;
+        let gap = p != self.epsn;
+        // the next PSN expected follows whatever arrived, taken or dropped
+        self.epsn = add(p, 1);
+        if gap {
+            // packets lost (or a PSN from the past): the message in progress is lost with them
+            self.stats.seq_drops += 1;
+            self.uc_drop_msg();
+            if !start {
+                return;
+            }
+        }
+        let seq_ok = match op {
+            0x01..=0x03 => matches!(self.cur, Some(InMsg::Send { .. })),
+            0x07..=0x09 => matches!(self.cur, Some(InMsg::Write { .. })),
+            _ => start,
+        };
+        if !seq_ok {
+            return self.uc_drop();
+        }
+        if start {
+            // (a start ends a message still in progress: its rest was lost)
+            self.uc_drop_msg();
+        }
+        let pmtu = self.cfg.pmtu as usize;
+        let len = payload.len();
+        let len_ok = match op {
+            0x00 | 0x01 | 0x06 | 0x07 => len == pmtu,
+            0x02 | 0x03 | 0x08 | 0x09 => (1..=pmtu).contains(&len),
+            _ => len <= pmtu,
+        };
+        let acc_ok = !matches!(op, 0x06..=0x0B) || self.cfg.access.remote_write;
+        if !len_ok || !acc_ok {
+            return self.uc_drop();
+        }
+        if op <= 0x05 {
+            self.uc_send(rec, payload, cx)
+        } else {
+            self.uc_write(rec, payload, cx)
+        }
+    }
+
+    fn uc_send(&mut self, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
+        let op = rec.opcode & 0x1F;
+        if matches!(op, 0x00 | 0x04 | 0x05) {
+            let Some(wr) = self.rq.front() else { return self.uc_drop() };
+            if check_sgl(&wr.sgl, self.cfg.pd, Need::LocalWrite, cx.mrs).is_err() {
+                let id = wr.wr_id;
+                self.rq.pop_front();
+                self.recv_err(id, WcStatus::LocProtErr);
+                return self.go_err();
+            }
+            let Some(wr) = self.rq.pop_front() else { return };
+            let total = sgl_len(&wr.sgl);
+            self.cur = Some(InMsg::Send { wr, off: 0, total });
+        }
+        let Some(InMsg::Send { wr, off, total }) = self.cur.take() else { return };
+        if off + payload.len() as u64 > total {
+            self.recv_err(wr.wr_id, WcStatus::LocLenErr);
+            return self.go_err();
+        }
+        scatter(&wr.sgl, off, payload, cx.mem);
+        let off = off + payload.len() as u64;
+        self.log(rec.psn, ExecKind::Send);
+        if matches!(op, 0x02 | 0x03 | 0x04 | 0x05) {
+            self.msn = add(self.msn, 1);
+            let mut c = self.cqe(wr.wr_id, WcStatus::Success, WcOpcode::Recv, off as u32);
+            if matches!(op, 0x03 | 0x05) {
+                c.imm = Some(rec.imm);
+            }
+            self.recv_cq.push_back(c);
+        } else {
+            self.cur = Some(InMsg::Send { wr, off, total });
+        }
+    }
+
+    fn uc_write(&mut self, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
+        let op = rec.opcode & 0x1F;
+        let imm = matches!(op, 0x09 | 0x0B);
+        let end = matches!(op, 0x08 | 0x09 | 0x0A | 0x0B);
+        if matches!(op, 0x06 | 0x0A | 0x0B) {
+            let dma_len = rec.dma_len as u64;
+            if dma_len > MAX_MSG_LEN
+                || (dma_len > 0
+                    && cx.mrs.check(rec.rkey, self.cfg.pd, rec.va, dma_len, Need::RemoteWrite).is_err())
+            {
+                return self.uc_drop();
+            }
+            self.cur = Some(InMsg::Write { va: rec.va, dma_len, off: 0 });
+        }
+        let Some(InMsg::Write { va, dma_len, off }) = self.cur else { return };
+        let noff = off + payload.len() as u64;
+        if noff > dma_len || (end && noff != dma_len) || (imm && self.rq.is_empty()) {
+            self.cur = None;
+            return self.uc_drop();
+        }
+        cx.mem.write(va.wrapping_add(off), payload);
+        self.log(rec.psn, ExecKind::Write);
+        if end {
+            self.cur = None;
+            self.msn = add(self.msn, 1);
+            if imm {
+                if let Some(wr) = self.rq.pop_front() {
+                    let mut c = self.cqe(wr.wr_id, WcStatus::Success, WcOpcode::RecvRdmaWithImm, dma_len as u32);
+                    c.imm = Some(rec.imm);
+                    self.recv_cq.push_back(c);
+                }
+            }
+        } else {
+            self.cur = Some(InMsg::Write { va, dma_len, off: noff });
+        }
+    }
+}

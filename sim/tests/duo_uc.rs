@@ -1,0 +1,253 @@
+//! UC between two engines back to back (hematite_sim::duo), against the transport model's UC
+//! rules (hematite_model::transport, "UC"): random SEND / SEND with immediate / WRITE / WRITE
+//! with immediate mixes on several UC QP pairs in both directions, with messages the
+//! responder must drop (bad R_Keys, SENDs with no receive WQE) among them; every CQE and every
+//! byte of both memories equal what the model predicts, and no frame but a UC request is ever
+//! sent. Then lost packets (the model's rules for a gap), the operations UC refuses, and
+//! the class check between RC and UC QPs.
+use hematite_abi::pkt as k;
+use hematite_model::transport::mem::MrAccess;
+use hematite_model::transport::{Cqe, QpConfig, RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus};
+use hematite_model::classify;
+use hematite_sim::dma::MemCfg;
+use hematite_sim::duo::{DuoBench, WireFaults};
+use hematite_sim::Rng;
+use proptest::prelude::*;
+
+const BUF: u64 = 0x10_0000;
+const LEN: u64 = 0x20_0000;
+
+// Per host: sources in [BUF, BUF + 0x2_0000); per QP k, WRITE targets at qreg(k) and receive
+// buffers at qreg(k) + 0x2_8000 (16 slots of 4 KiB).
+fn qreg(k: u64) -> u64 {
+    BUF + 0x10_0000 + k * 0x4_0000
+}
+
+fn uc_cfg(pmtu: u32, seed: u64, k: u32) -> QpConfig {
+    QpConfig {
+        pmtu,
+        sq_psn: (seed as u32).wrapping_mul(k + 3) & 0xFF_FFFF,
+        rq_psn: (k * 0x2345) & 0xFF_FFFF,
+        timeout: 0,
+        std_timer: true,
+        uc: true,
+        ..Default::default()
+    }
+}
+
+struct Duo {
+    d: DuoBench,
+    key: [u32; 2],
+    qps: Vec<(u32, u32)>,
+}
+
+fn setup(seed: u64, faults: WireFaults, pmtu: u32, nqp: u32) -> Duo {
+    let mut d = DuoBench::new(MemCfg { latency: 80, seed, ..Default::default() }, faults).unwrap();
+    let mut rng = Rng::new(seed);
+    let mut key = [0; 2];
+    for h in 0..2 {
+        let data: Vec<u8> = (0..LEN).map(|_| rng.next() as u8).collect();
+        d.h[h].fill(BUF, &data);
+        key[h] = d.h[h].reg_mr(1, BUF, LEN, MrAccess::ALL).unwrap().lkey;
+    }
+    let mut qps = Vec::new();
+    for k in 0..nqp {
+        let (q0, q1) = (20 + k, 300 + k);
+        d.connect(q0, q1, uc_cfg(pmtu, seed, k), 0).unwrap();
+        qps.push((q0, q1));
+    }
+    Duo { d, key, qps }
+}
+
+/// Runs both engines until they have as many CQEs as the model over a lossless link, and
+/// compares CQEs (per QP, in order) and memories.
+fn run_and_compare(u: &mut Duo, what: &str) {
+    u.d.run_reference();
+    let want: Vec<(usize, Vec<Cqe>, Vec<Cqe>)> = (0..2)
+        .map(|h| {
+            let mut s = Vec::new();
+            let mut r = Vec::new();
+            for &(q0, q1) in &u.qps {
+                let q = if h == 0 { q0 } else { q1 };
+                s.extend(u.d.h[h].refn.poll_send_cq(q));
+                r.extend(u.d.h[h].refn.poll_recv_cq(q));
+            }
+            (s.len() + r.len(), s, r)
+        })
+        .collect();
+    let (n0, n1) = (want[0].0, want[1].0);
+    let res = u.d.run(2_000_000, |d| d.h[0].cqes.len() >= n0 && d.h[1].cqes.len() >= n1);
+    assert!(res.is_ok(), "{what}: {res:?}");
+    for h in 0..2 {
+        let (got_r, got_s) = u.d.h[h].split_cqes();
+        assert_eq!(got_r.len() + got_s.len(), want[h].0, "{what}: host {h}: CQE count");
+        for &(q0, q1) in &u.qps {
+            let q = if h == 0 { q0 } else { q1 };
+            let gs: Vec<_> = got_s.iter().filter(|c| c.qpn == q).copied().collect();
+            let ws: Vec<_> = want[h].1.iter().filter(|c| c.qpn == q).copied().collect();
+            assert_eq!(gs, ws, "{what}: host {h} QP {q} send CQEs");
+            let gr: Vec<_> = got_r.iter().filter(|c| c.qpn == q).copied().collect();
+            let wr: Vec<_> = want[h].2.iter().filter(|c| c.qpn == q).copied().collect();
+            assert_eq!(gr, wr, "{what}: host {h} QP {q} receive CQEs");
+        }
+        if let Some(a) = u.d.h[h].mem_diff(BUF, LEN as usize) {
+            panic!("{what}: host {h} memory differs first at {a:#x}");
+        }
+        assert!(u.d.h[h].eng.violations().is_empty(), "AXI: {:?}", u.d.h[h].eng.violations());
+    }
+    // nothing but UC requests on the wire: no ACK, NAK or response of any kind
+    for (_, from, f) in &u.d.wire {
+        let o = classify(f);
+        assert!(o.reason.is_none() && (0x20..=0x2B).contains(&o.rec.opcode), "{what}: host {from} sent opcode {:#x}", o.rec.opcode);
+        assert!(!o.rec.ackreq, "{what}: a UC packet asked for an ACK");
+    }
+}
+
+/// A random UC work request from host `h` on QP pair `k`; a few of them are messages the
+/// responder drops (a WRITE with a wrong R_Key; SENDs beyond the receive WQEs posted).
+fn random_wr(rng: &mut Rng, key: [u32; 2], h: usize, k: u64, n: u64) -> SendWr {
+    let (l, r) = (key[h], key[1 - h]);
+    let a = rng.next() % 0x1_0000;
+    let b = rng.next() % 0x1_0000;
+    let len = (rng.next() % 9000) as u32;
+    let id = (h as u64) << 32 | k << 16 | n;
+    let q = qreg(k);
+    let mut wr = match rng.next() % 10 {
+        0..=2 => SendWr::new(id, SendOp::Write { remote_addr: q + b, rkey: r }, vec![Sge::new(BUF + a, len, l)]),
+        3 => SendWr::new(id, SendOp::WriteImm { remote_addr: q + b, rkey: r, imm: n as u32 }, vec![Sge::new(BUF + a, len, l)]),
+        4 => SendWr::new(id, SendOp::Write { remote_addr: q + b, rkey: r ^ 0x100, }, vec![Sge::new(BUF + a, len % 3000, l)]),
+        5 | 6 => SendWr::new(id, SendOp::SendImm(n as u32), vec![Sge::new(BUF + a, len % 0x1000, l)]),
+        _ => SendWr::new(id, SendOp::Send, vec![Sge::new(BUF + a, len % (0x1000 - 7), l), Sge::new(BUF + b, 7, l)]),
+    };
+    wr.signaled = rng.next() % 4 != 0;
+    wr
+}
+
+fn exercise(seed: u64, pmtu: u32, nqp: u32, per_qp: u64) {
+    let mut u = setup(seed, WireFaults::default(), pmtu, nqp);
+    let mut rng = Rng::new(seed ^ 0x5C);
+    // receive WQEs first (fewer than the SENDs and WRITEs with immediate to come, sometimes)
+    for (k, &(q0, q1)) in u.qps.clone().iter().enumerate() {
+        for h in 0..2 {
+            let q = if h == 0 { q1 } else { q0 };
+            let peer_key = u.key[1 - h];
+            let nrecv = per_qp / 2 + rng.next() % (per_qp / 2 + 1);
+            for slot in 0..nrecv.min(16) {
+                let base = qreg(k as u64) + 0x2_8000 + slot * 0x1000;
+                let sgl = vec![Sge::new(base, 0x800, peer_key), Sge::new(base + 0x800, 0x800, peer_key)];
+                u.d.h[1 - h].post_recv(q, &RecvWr { wr_id: 9000 + slot, sgl }).unwrap();
+            }
+        }
+    }
+    for n in 0..per_qp {
+        for (k, &(q0, q1)) in u.qps.clone().iter().enumerate() {
+            for h in 0..2 {
+                let mine = if h == 0 { q0 } else { q1 };
+                let wr = random_wr(&mut rng, u.key, h, k as u64, n);
+                u.d.h[h].post_send(mine, &wr, true).unwrap();
+            }
+        }
+    }
+    run_and_compare(&mut u, &format!("seed {seed} pmtu {pmtu}"));
+    // the responder dropped what the model dropped: no NAK, and no QP left RTS
+    for h in 0..2 {
+        let e = &mut u.d.h[h].eng;
+        assert_eq!(e.counter(k::HM_CNT_ERR_NAKS_TX as u16).unwrap(), 0);
+        assert_eq!(e.counter(k::HM_CNT_RNR_NAKS_TX as u16).unwrap(), 0);
+        assert_eq!(e.counter(k::HM_CNT_ACK_TIMEOUTS as u16).unwrap(), 0);
+        assert_eq!(e.counter(k::HM_CNT_ACKS_RX as u16).unwrap(), 0, "a UC requester took an ACK from the wire");
+    }
+}
+
+#[test]
+fn uc_two_engines_match_the_model() {
+    exercise(11, 1024, 3, 12);
+    exercise(12, 256, 2, 10);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(6), failure_persistence: None, ..ProptestConfig::default() })]
+    #[test]
+    fn uc_random_mixes_match_the_model(seed in 1u64..1_000_000, pmtu in prop::sample::select(vec![256u32, 1024, 4096])) {
+        exercise(seed, pmtu, 2, 8);
+    }
+}
+
+/// A lost packet: the engine drops its message and the rest of it, the receive WQE serves the
+/// next SEND, and the sender completes both (the model's `uc_a_lost_packet_...` case).
+#[test]
+fn uc_a_lost_middle_packet_loses_its_message_only() {
+    let mut u = setup(21, WireFaults::default(), 256, 1);
+    let (q0, q1) = u.qps[0];
+    let (l, r) = (u.key[0], u.key[1]);
+    u.d.h[1].post_recv(q1, &RecvWr { wr_id: 5, sgl: vec![Sge::new(qreg(0) + 0x2_8000, 4096, r)] }).unwrap();
+    // host 0's frames: 0..4 the 5-packet SEND (1 lost), 5 the second SEND
+    u.d.drop_from[0] = vec![1];
+    u.d.h[0].post_send(q0, &SendWr::new(1, SendOp::Send, vec![Sge::new(BUF, 256 * 5, l)]), true).unwrap();
+    u.d.h[0].post_send(q0, &SendWr::new(2, SendOp::Send, vec![Sge::new(BUF + 0x3000, 100, l)]), true).unwrap();
+    let res = u.d.run(400_000, |d| d.h[0].cqes.len() >= 2 && !d.h[1].cqes.is_empty());
+    assert!(res.is_ok(), "{res:?}");
+    let (_, s) = u.d.h[0].split_cqes();
+    assert_eq!(s.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
+    let (rcv, _) = u.d.h[1].split_cqes();
+    assert_eq!(rcv.len(), 1);
+    assert_eq!((rcv[0].wr_id, rcv[0].status, rcv[0].byte_len, rcv[0].opcode), (5, WcStatus::Success, 100, WcOpcode::Recv));
+    let got = u.d.h[1].eng.mem.mem.read(qreg(0) + 0x2_8000, 100);
+    assert_eq!(got, u.d.h[0].eng.mem.mem.read(BUF + 0x3000, 100));
+    let e = &mut u.d.h[1].eng;
+    // PSN +2 is the gap (counted out of sequence), +3 and +4 have lost their message (dropped)
+    assert_eq!(e.counter(k::HM_CNT_OOS_RX as u16).unwrap(), 1);
+    assert_eq!(e.counter(k::HM_CNT_REQS_DROPPED as u16).unwrap(), 2);
+    assert_eq!(e.counter(k::HM_CNT_CQES as u16).unwrap(), 1);
+}
+
+/// READ, atomics and SEND with invalidate are not UC operations: the WQE fails its local
+/// checks (LOC_QP_OP_ERR) before anything is sent, and the QP's later WQEs are flushed.
+#[test]
+fn uc_refuses_read_atomics_and_send_with_invalidate() {
+    let ops = [
+        SendOp::Read { remote_addr: BUF, rkey: 1 },
+        SendOp::FetchAdd { remote_addr: BUF, rkey: 1, add: 1 },
+        SendOp::CmpSwap { remote_addr: BUF, rkey: 1, compare: 0, swap: 1 },
+        SendOp::SendInv(0x100),
+    ];
+    for (i, op) in ops.into_iter().enumerate() {
+        let mut u = setup(30 + i as u64, WireFaults::default(), 1024, 1);
+        let (q0, _) = u.qps[0];
+        let l = u.key[0];
+        u.d.h[0].post_send(q0, &SendWr::new(1, op, vec![Sge::new(BUF + 0x800, 8, l)]), true).unwrap();
+        u.d.h[0].post_send(q0, &SendWr::new(2, SendOp::Send, vec![Sge::new(BUF, 8, l)]), true).unwrap();
+        let res = u.d.run(200_000, |d| d.h[0].cqes.len() >= 2);
+        assert!(res.is_ok(), "{op:?}: {res:?}");
+        let (_, s) = u.d.h[0].split_cqes();
+        assert_eq!(s.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, WcStatus::LocQpOpErr), (2, WcStatus::WrFlushErr)], "{op:?}");
+        assert!(u.d.wire.is_empty(), "{op:?}: something was sent");
+    }
+}
+
+/// An RC QP and a UC QP never take each other's packets: a UC SEND to an RC QP and an RC
+/// SEND to a UC QP are dropped (counted), and nothing answers the UC one.
+#[test]
+fn rc_and_uc_qps_drop_each_others_packets() {
+    for uc_side in 0..2 {
+        let mut d = DuoBench::new(MemCfg { latency: 80, seed: 40, ..Default::default() }, WireFaults::default()).unwrap();
+        let mut key = [0; 2];
+        for h in 0..2 {
+            key[h] = d.h[h].reg_mr(1, BUF, LEN, MrAccess::ALL).unwrap().lkey;
+        }
+        let (c0, c1) = (
+            QpConfig { dest_qpn: 301, uc: uc_side == 0, timeout: 0, std_timer: true, ..Default::default() },
+            QpConfig { dest_qpn: 21, uc: uc_side == 1, timeout: 0, std_timer: true, ..Default::default() },
+        );
+        let c1 = QpConfig { av: c0.av.reversed(), ..c1 };
+        d.h[0].create_qp(21, c0, 0).unwrap();
+        d.h[1].create_qp(301, c1, 0).unwrap();
+        d.h[1].post_recv(301, &RecvWr { wr_id: 5, sgl: vec![Sge::new(BUF + 0x1000, 64, key[1])] }).unwrap();
+        d.h[0].post_send(21, &SendWr::new(1, SendOp::Send, vec![Sge::new(BUF, 8, key[0])]), true).unwrap();
+        let _ = d.run(60_000, |_| false);
+        assert!(d.h[1].cqes.is_empty(), "uc on side {uc_side}: the SEND was taken");
+        let e = &mut d.h[1].eng;
+        assert_eq!(e.counter(k::HM_CNT_REQS_DROPPED as u16).unwrap(), 1, "uc on side {uc_side}");
+        assert!(d.wire.iter().all(|(_, from, _)| *from == 0), "uc on side {uc_side}: the responder answered");
+    }
+}
