@@ -3,8 +3,9 @@
 //! with immediate mixes on several UC QP pairs in both directions, with messages the
 //! responder must drop (bad R_Keys, SENDs with no receive WQE) among them; every CQE and every
 //! byte of both memories equal what the model predicts, and no frame but a UC request is ever
-//! sent. Then lost packets (the model's rules for a gap), the operations UC refuses, and
-//! the class check between RC and UC QPs.
+//! sent. Under random loss too: a UC sender does not react to loss, so the model fed the same
+//! packets less the same lost ones predicts both hosts exactly. Then a lost packet directed,
+//! the operations UC refuses, and the class check between RC and UC QPs.
 use hematite_abi::pkt as k;
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{Cqe, QpConfig, RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus};
@@ -59,11 +60,9 @@ fn setup(seed: u64, faults: WireFaults, pmtu: u32, nqp: u32) -> Duo {
     Duo { d, key, qps }
 }
 
-/// Runs both engines until they have as many CQEs as the model over a lossless link, and
-/// compares CQEs (per QP, in order) and memories.
-fn run_and_compare(u: &mut Duo, what: &str) {
-    u.d.run_reference();
-    let want: Vec<(usize, Vec<Cqe>, Vec<Cqe>)> = (0..2)
+/// The model's CQEs of each host: (count, send CQEs, receive CQEs), every QP.
+fn model_cqes(u: &mut Duo) -> Vec<(usize, Vec<Cqe>, Vec<Cqe>)> {
+    (0..2)
         .map(|h| {
             let mut s = Vec::new();
             let mut r = Vec::new();
@@ -74,10 +73,22 @@ fn run_and_compare(u: &mut Duo, what: &str) {
             }
             (s.len() + r.len(), s, r)
         })
-        .collect();
+        .collect()
+}
+
+/// Runs both engines until they have as many CQEs as the model over a lossless link, and
+/// compares CQEs (per QP, in order) and memories.
+fn run_and_compare(u: &mut Duo, what: &str) {
+    u.d.run_reference();
+    let want = model_cqes(u);
     let (n0, n1) = (want[0].0, want[1].0);
     let res = u.d.run(2_000_000, |d| d.h[0].cqes.len() >= n0 && d.h[1].cqes.len() >= n1);
     assert!(res.is_ok(), "{what}: {res:?}");
+    compare(u, &want, what);
+}
+
+/// CQEs (per QP, in order), memories and the wire against the model's.
+fn compare(u: &mut Duo, want: &[(usize, Vec<Cqe>, Vec<Cqe>)], what: &str) {
     for h in 0..2 {
         let (got_r, got_s) = u.d.h[h].split_cqes();
         assert_eq!(got_r.len() + got_s.len(), want[h].0, "{what}: host {h}: CQE count");
@@ -123,8 +134,8 @@ fn random_wr(rng: &mut Rng, key: [u32; 2], h: usize, k: u64, n: u64) -> SendWr {
     wr
 }
 
-fn exercise(seed: u64, pmtu: u32, nqp: u32, per_qp: u64) {
-    let mut u = setup(seed, WireFaults::default(), pmtu, nqp);
+/// Posts the receive WQEs and the random work requests of a run (both hosts, every QP pair).
+fn post_mix(u: &mut Duo, seed: u64, per_qp: u64) {
     let mut rng = Rng::new(seed ^ 0x5C);
     // receive WQEs first (fewer than the SENDs and WRITEs with immediate to come, sometimes)
     for (k, &(q0, q1)) in u.qps.clone().iter().enumerate() {
@@ -148,6 +159,11 @@ fn exercise(seed: u64, pmtu: u32, nqp: u32, per_qp: u64) {
             }
         }
     }
+}
+
+fn exercise(seed: u64, pmtu: u32, nqp: u32, per_qp: u64) {
+    let mut u = setup(seed, WireFaults::default(), pmtu, nqp);
+    post_mix(&mut u, seed, per_qp);
     run_and_compare(&mut u, &format!("seed {seed} pmtu {pmtu}"));
     // the responder dropped what the model dropped: no NAK, and no QP left RTS
     for h in 0..2 {
@@ -168,9 +184,63 @@ fn uc_two_engines_match_the_model() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: hematite_sim::proptest_cases(6), failure_persistence: None, ..ProptestConfig::default() })]
     #[test]
-    fn uc_random_mixes_match_the_model(seed in 1u64..1_000_000, pmtu in prop::sample::select(vec![256u32, 1024, 4096])) {
-        exercise(seed, pmtu, 2, 8);
+    fn uc_random_mixes_match_the_model(seed in 1u64..1_000_000, pmtu in prop::sample::select(vec![256u32, 1024, 4096]),
+                                       loss in prop::sample::select(vec![0u32, 20_000])) {
+        if loss == 0 {
+            exercise(seed, pmtu, 2, 8);
+        } else {
+            exercise_lossy(seed, pmtu, 2, 8, loss, false);
+        }
     }
+}
+
+/// Random loss on the wire in both directions. A UC sender does not react to loss, so every
+/// host sends the same packets whatever is lost: the model, fed the packets each host sent
+/// less those the wire lost (by sender, QP and PSN), predicts every CQE and every byte of both
+/// hosts: messages that lost a packet are dropped, receive WQEs serve the messages after them.
+fn exercise_lossy(seed: u64, pmtu: u32, nqp: u32, per_qp: u64, drop_ppm: u32, require_loss: bool) {
+    let what = format!("seed {seed} pmtu {pmtu}, {drop_ppm} ppm lost");
+    let mut u = setup(seed, WireFaults { drop_ppm, ..WireFaults::default() }, pmtu, nqp);
+    post_mix(&mut u, seed, per_qp);
+    let res = u.d.run(3_000_000, |d| d.quiet_cycles() > 20_000);
+    assert!(res.is_ok(), "{what}: {res:?}");
+    let lost: std::collections::HashSet<(usize, u32, u32)> = u
+        .d
+        .wire
+        .iter()
+        .zip(&u.d.fates)
+        .filter(|(_, fate)| fate.contains("drop"))
+        .map(|((_, from, f), _)| {
+            let o = classify(f);
+            (*from, o.rec.dest_qp, o.rec.psn)
+        })
+        .collect();
+    assert!(!require_loss || !lost.is_empty(), "{what}: nothing was lost (raise the rate)");
+    let mut now = 0u64;
+    for _ in 0..1_000_000 {
+        let out = [u.d.h[0].refn.poll_tx(now), u.d.h[1].refn.poll_tx(now)];
+        if out[0].is_empty() && out[1].is_empty() {
+            break;
+        }
+        for (from, pkts) in out.into_iter().enumerate() {
+            for (r, p) in pkts {
+                if !lost.contains(&(from, r.dest_qp, r.psn)) {
+                    u.d.h[1 - from].refn.receive(now, &r, &p);
+                }
+            }
+        }
+        now += 1000;
+    }
+    let want = model_cqes(&mut u);
+    compare(&mut u, &want, &what);
+    let gaps: u32 = (0..2).map(|h| u.d.h[h].eng.counter(k::HM_CNT_OOS_RX as u16).unwrap()).sum();
+    assert!(!require_loss || gaps > 0, "{what}: no gap was seen");
+}
+
+#[test]
+fn uc_under_loss_matches_the_model_fed_the_same_losses() {
+    exercise_lossy(51, 1024, 2, 12, 30_000, true);
+    exercise_lossy(52, 256, 3, 8, 10_000, true);
 }
 
 /// A lost packet: the engine drops its message and the rest of it, the receive WQE serves the

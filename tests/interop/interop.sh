@@ -207,6 +207,11 @@ scenario() {
     src=${seq#rc=}; seq=$(tail -1 "$OUT/logs/$name.seq")
     peer=$(python3 "$HERE/roce_seq.py" --src-mac 52:54:00:00:00:01 "$pc" > "$OUT/logs/$name.seq-rxe" 2>&1; echo "rc=$?")
     prc=${peer#rc=}; peer=$(tail -1 "$OUT/logs/$name.seq-rxe")
+    # UC one way (perftest bw with Hematite as the receiver): a UC responder sends nothing at
+    # all, so there is no frame of Hematite's to check (roce_seq's exit 2), and there must be none
+    if [[ "$name" == uc_*_bw_resp ]] && [ "$src" = 2 ] && grep -q "checked 0 frames" "$OUT/logs/$name.seq"; then
+        src=0; seq="none sent (a UC receiver answers nothing)"
+    fi
     local fig
     fig=$(awk '/#bytes/{getline; print; exit}' "$ho")
     [ -z "$fig" ] && fig=$(grep -h "iters in\|hm_imm_inv:" "$ho" | tail -1)
