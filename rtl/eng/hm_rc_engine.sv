@@ -517,12 +517,17 @@ module hm_rc_engine
   hm_compl_stats_t compl_st;
   hm_cq_stats_t cq_st;
 
-  // UC local ACKs (hm_uc_lack) go to the completer ahead of received responses
+  // UC local ACKs (hm_uc_lack) and received responses take turns into the completer
   hm_roce_hdr_t lack;
-  logic         lack_valid, lack_ready, lack_room, cmp_hdr_ready;
-  assign lack_ready   = cmp_hdr_ready;
-  assign rs_hdr_ready = cmp_hdr_ready && !lack_valid;
-  hm_uc_lack #(.DEPTH(32)) u_lack (
+  logic         lack_valid, lack_ready, lack_room, cmp_hdr_ready, pick_lack, lack_turn_q;
+  assign pick_lack    = lack_valid && (!rs_hdr_valid || lack_turn_q);
+  assign lack_ready   = cmp_hdr_ready && pick_lack;
+  assign rs_hdr_ready = cmp_hdr_ready && !pick_lack;
+  always_ff @(posedge clk) begin
+    if (rst) lack_turn_q <= 1'b0;
+    else if (cmp_hdr_ready && (lack_valid || rs_hdr_valid)) lack_turn_q <= !pick_lack;
+  end
+  hm_uc_lack #(.DEPTH(32), .NUM_QPS(NUM_QPS)) u_lack (
     .clk, .rst,
     .s_hdr(hdr), .s_ucl(hdr_ucl), .s_fire(rq_hdr_valid_a && hdr_ready), .s_room(lack_room),
     .s_tlast_fire(g_tvalid && g_tready && g_tlast),
@@ -538,7 +543,7 @@ module hm_rc_engine
     .s_db(db_qp), .s_db_valid(db_valid && db_sq && req_db_ready),
     .s_db_ready(cmpl_db_ready),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_cmpl_took_q), .s_err_ready(eb_cmpl_ready),
-    .s_hdr(lack_valid ? lack : rs_hdr), .s_hdr_local(lack_valid),
+    .s_hdr(pick_lack ? lack : rs_hdr), .s_hdr_local(pick_lack),
     .s_hdr_valid(lack_valid || rs_hdr_valid), .s_hdr_ready(cmp_hdr_ready),
     .m_wrd(crd), .m_wrd_valid(crd_valid), .m_wrd_ready(crd_ready),
     .s_wqe_tdata(cwqe_tdata), .s_wqe_tvalid(cwqe_tvalid), .s_wqe_tready(cwqe_tready),

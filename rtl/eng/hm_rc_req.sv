@@ -31,8 +31,9 @@
 // flight are discarded as they arrive.
 //
 // UC QPs (the context's `uc` bit) send the same packets with UC opcodes (0x20-0x2B) and no
-// AckReq; m_hdr_ucl marks the last packet of each UC message, which hm_uc_lack turns into a
-// local ACK once the packet has left with its payload (its WQE then completes).
+// AckReq; m_hdr_ucl marks the packets where RC would ask for an ACK (a message's last, every
+// 64th, the window's edge), which hm_uc_lack turns into local ACKs once they have left with
+// their payload (a WQE completes on its last packet's; the window moves on them).
 //
 // Local checks (in this order): unknown opcode (on a UC QP: anything but SEND and WRITE, with
 // or without immediate), too many SGEs for the WQE size, inline data
@@ -137,7 +138,7 @@ module hm_rc_req
   input  logic                  m_inl_tready,
   output logic                  m_inl_tlast,
 
-  // Request header records (m_hdr_ucl: a UC message's last packet, with its local QP)
+  // Request header records (m_hdr_ucl: a UC packet to be acknowledged locally, hm_uc_lack)
   output hm_roce_hdr_t          m_hdr,
   output hm_ucl_t               m_hdr_ucl,
   output logic                  m_hdr_valid,
@@ -588,7 +589,9 @@ module hm_rc_req
     hdr_d.opcode = ctx_q.uc ? (op | 8'h20) : op;
     if (ctx_q.uc) hdr_d.ackreq = 1'b0;
   end
-  assign ucl_d = '{last: ctx_q.uc && last_pkt, qpn: 16'(q_q)};
+  // (UC: where RC would ask for an ACK, a local one follows the packet's departure)
+  assign ucl_d = '{ack: ctx_q.uc && (is_send || is_write) && (last_pkt || kidx[5:0] == 6'd63 || win_edge),
+                   qpn: 16'(q_q)};
 
   // sent record
   always_comb begin

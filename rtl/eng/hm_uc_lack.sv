@@ -3,28 +3,37 @@
 // read from host memory: its CQE can never tell the application to reuse a buffer that is
 // still being read). This block watches the requester's port of the TX arbiter: each
 // header taken there (s_fire, with its hm_ucl_t sideband) and each payload packet's last
-// beat taken (s_tlast_fire; payloads follow their headers in order). When the last packet of
-// a UC message has left, it emits a local ACK record for the completer (opcode ACK, the
-// local QP as DestQP, the packet's PSN, syndrome ACK), which retires every WQE of the QP up
-// to that PSN as a received ACK would.
+// beat taken (s_tlast_fire; payloads follow their headers in order). When a marked UC packet
+// has left (a message's last; also every 64th of a message and the one at the requester's
+// window edge, as RC asks for ACKs there, so that a message longer than the window moves it),
+// it becomes a local ACK for the completer (opcode ACK, the local QP as DestQP, the packet's
+// PSN, syndrome ACK), which retires every WQE of the QP up to that PSN and moves the window
+// as a received ACK would.
 //
-// The local ACK must not reach the completer before the started-WQE record of its WQE (the
-// completer judges an ACK against the PSNs started): the requester made that record before
-// the header, so the ACK waits until every record made by the time the packet left
-// (i_made, counted when the header is taken) has been handed to the completer (i_sent_fire);
-// a record that is still in the completer's merge stage is taken there with the ACK.
-//
-// Headers are tracked in order (those with payload, and UC message ends without payload) in a
-// FIFO of DEPTH entries; while it is full, s_room holds the arbiter's port back. An entry
-// with payload leaves once a last beat is counted for it. Records wait in an output
-// register until the completer takes them.
+// Three stages, none of which waits on the completer to take what the one before gives it
+// (the completer may itself be waiting on the requester, which waits on this block's room):
+//   1. headers in order (those with payload, and marked ones), a FIFO of DEPTH; an entry leaves
+//      once a last beat is counted for it (or at once without payload); while it is full,
+//      s_room holds the arbiter's port back;
+//   2. per QP, the newest local ACK not yet handed over (ACKs are cumulative: a newer one
+//      replaces it), in a table, and a FIFO of the QPs that have one (each at most once, so
+//      NUM_QPS entries never overflow);
+//   3. one QP's ACK read from the table, handed to the completer once every started-WQE
+//      record the requester had made when its packet left (i_made, counted when the header was
+//      taken) has reached the completer (i_sent_fire): the completer never judges an ACK
+//      against a QP state that lacks its WQE (a record still in the completer's merge stage
+//      is taken there with the ACK).
 module hm_uc_lack
   import hm_pkg::*;
   import hm_eng_pkg::*;
 #(
   // Headers whose payload, or whose turn, is still to come (power of two): at least the TX
   // arbiter's ORDER_DEPTH.
-  parameter int DEPTH = 32
+  parameter int DEPTH = 32,
+  // QP table entries (power of two).
+  parameter int NUM_QPS = 4096,
+  // Derived.
+  localparam int QW = $clog2(NUM_QPS)
 ) (
   input  logic         clk,
   input  logic         rst,
@@ -49,57 +58,98 @@ module hm_uc_lack
 
   typedef struct packed {
     logic        pay;            // the packet has payload (leaves with a counted last beat)
-    logic        last;           // a UC message ends with it
+    logic        ack;            // a marked UC packet: a local ACK once it has left
     logic [15:0] qpn;
     logic [23:0] psn;
     logic [15:0] made;           // records made by the time the header was taken
   } ent_t;
 
+  typedef struct packed {
+    logic [23:0] psn;
+    logic [15:0] made;
+  } pend_t;
+
+  // ---------------------------------------------------------------- 1. headers in order
   ent_t e_in, e_hd;
   logic push, f_room, f_valid, pop;
   logic [$clog2(DEPTH+1):0] level;
-  assign e_in = '{pay: s_hdr.payload_len != 16'd0, last: s_ucl.last, qpn: s_ucl.qpn, psn: s_hdr.psn, made: i_made};
-  assign push = s_fire && (e_in.pay || e_in.last);
+  assign e_in = '{pay: s_hdr.payload_len != 16'd0, ack: s_ucl.ack, qpn: s_ucl.qpn, psn: s_hdr.psn, made: i_made};
+  assign push = s_fire && (e_in.pay || e_in.ack);
   assign s_room = f_room;
   hm_fifo #(.WIDTH($bits(ent_t)), .DEPTH(DEPTH)) u_q (
     .clk, .rst, .s_data(e_in), .s_valid(push), .s_ready(f_room),
     .m_data(e_hd), .m_valid(f_valid), .m_ready(pop), .level(level));
 
-  // last beats taken and not yet matched with their entry; records handed over
+  // last beats taken and not yet matched with their entry
   logic [CW-1:0] beats_q;
+  assign pop = f_valid && (!e_hd.pay || beats_q != '0);
+
+  // ---------------------------------------------------------------- 2. per QP, the newest
+  logic [QW-1:0] ins_q, pq;
+  logic          ins, pq_valid, em_pop, pend_push, pend_room;
+  logic [NUM_QPS-1:0] pv_q;       // the QP has an ACK in the table (and waits in u_pend)
+  pend_t         pa_mem [NUM_QPS];
+  pend_t         pa_rd;
+  logic [$clog2(NUM_QPS+1):0] pend_level;
+  assign ins       = pop && e_hd.ack;
+  assign ins_q     = QW'(e_hd.qpn);
+  // (the QP the emitter takes now goes back in when a newer ACK arrives in the same cycle)
+  assign pend_push = ins && (!pv_q[ins_q] || (em_pop && pq == ins_q));
+  hm_fifo #(.WIDTH(QW), .DEPTH(NUM_QPS)) u_pend (
+    .clk, .rst, .s_data(ins_q), .s_valid(pend_push), .s_ready(pend_room),
+    .m_data(pq), .m_valid(pq_valid), .m_ready(em_pop), .level(pend_level));
+
+  // ---------------------------------------------------------------- 3. one ACK, handed over
+  logic          e1_v_q;
+  logic [QW-1:0] e1_q;
   logic [15:0]   handed_q, ahead;
-  logic          out_free;
+  logic          out_free, e1_go;
+  assign em_pop   = pq_valid && !e1_v_q;
   assign out_free = !m_ack_valid || m_ack_ready;
-  assign ahead    = e_hd.made - handed_q;     // records still to hand over (a few at most)
-  assign pop      = f_valid && (!e_hd.pay || beats_q != '0) &&
-                    (!e_hd.last || (out_free && (ahead == '0 || ahead[15])));
+  assign ahead    = pa_rd.made - handed_q;     // records still to hand over (a few at most)
+  assign e1_go    = e1_v_q && out_free && (ahead == '0 || ahead[15]);
+
+  always_ff @(posedge clk) begin
+    if (ins) pa_mem[ins_q] <= '{psn: e_hd.psn, made: e_hd.made};
+    if (em_pop) begin
+      pa_rd <= pa_mem[pq];
+      e1_q  <= pq;
+    end
+    if (e1_go) begin
+      m_ack          <= '0;
+      m_ack.opcode   <= HM_OP_ACK;
+      m_ack.syndrome <= HM_AETH_ACK;
+      m_ack.dest_qp  <= 24'(e1_q);
+      m_ack.psn      <= pa_rd.psn;
+    end
+  end
 
   always_ff @(posedge clk) begin
     if (rst) begin
       beats_q     <= '0;
       handed_q    <= '0;
+      pv_q        <= '0;
+      e1_v_q      <= 1'b0;
       m_ack_valid <= 1'b0;
     end else begin
       beats_q  <= beats_q + CW'(s_tlast_fire) - CW'(pop && e_hd.pay);
       handed_q <= handed_q + 16'(i_sent_fire);
+      if (em_pop) pv_q[pq] <= 1'b0;
+      if (ins) pv_q[ins_q] <= 1'b1;
+      if (em_pop) e1_v_q <= 1'b1;
+      else if (e1_go) e1_v_q <= 1'b0;
       if (m_ack_ready) m_ack_valid <= 1'b0;
-      if (pop && e_hd.last) m_ack_valid <= 1'b1;
-    end
-  end
-  always_ff @(posedge clk) begin
-    if (pop && e_hd.last && out_free) begin
-      m_ack          <= '0;
-      m_ack.opcode   <= HM_OP_ACK;
-      m_ack.syndrome <= HM_AETH_ACK;
-      m_ack.dest_qp  <= 24'(e_hd.qpn);
-      m_ack.psn      <= e_hd.psn;
+      if (e1_go) m_ack_valid <= 1'b1;
     end
   end
 
   logic unused_ok;
-  assign unused_ok = ^{level, s_hdr};
+  assign unused_ok = ^{level, s_hdr, pend_room, pend_level};
 
   if (DEPTH < 2 || (DEPTH & (DEPTH - 1)) != 0) begin : g_bad_depth
     $error("hm_uc_lack: DEPTH must be a power of two, at least 2");
+  end
+  if ((1 << QW) != NUM_QPS) begin : g_bad_qps
+    $error("hm_uc_lack: NUM_QPS must be a power of two");
   end
 endmodule

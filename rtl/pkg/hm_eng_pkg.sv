@@ -16,11 +16,13 @@ package hm_eng_pkg;
     logic [7:0]  status;         // HM_CQE_ST_SUCCESS, or the local error that stopped the QP
   } hm_sent_t;
 
-  // Sideband of a request header record: a UC QP's packet that ends its message. Once the
-  // packet has left for the TX path with all of its payload, hm_uc_lack turns it into a local
-  // ACK for the completer (UC has no ACKs on the wire; its WQEs complete when sent).
+  // Sideband of a request header record: a UC QP's packet whose departure the completer must
+  // hear of (a message's last packet, and the packets where RC would ask for an ACK: every
+  // 64th of a message and the one at the window's edge). Once the packet has left for the TX
+  // path with all of its payload, hm_uc_lack turns it into a local ACK for the completer (UC
+  // has no ACKs on the wire; its WQEs complete when sent, and its window moves on these).
   typedef struct packed {
-    logic        last;           // the last packet of a UC message
+    logic        ack;            // a local ACK once this UC packet has left
     logic [15:0] qpn;            // local QP
   } hm_ucl_t;
 

@@ -40,6 +40,8 @@ struct Duo {
     d: DuoBench,
     key: [u32; 2],
     qps: Vec<(u32, u32)>,
+    /// RC pairs among `qps` (the mixed test)
+    rc: Vec<(u32, u32)>,
 }
 
 fn setup(seed: u64, faults: WireFaults, pmtu: u32, nqp: u32) -> Duo {
@@ -57,7 +59,7 @@ fn setup(seed: u64, faults: WireFaults, pmtu: u32, nqp: u32) -> Duo {
         d.connect(q0, q1, uc_cfg(pmtu, seed, k), 0).unwrap();
         qps.push((q0, q1));
     }
-    Duo { d, key, qps }
+    Duo { d, key, qps, rc: Vec::new() }
 }
 
 /// The model's CQEs of each host: (count, send CQEs, receive CQEs), every QP.
@@ -106,9 +108,14 @@ fn compare(u: &mut Duo, want: &[(usize, Vec<Cqe>, Vec<Cqe>)], what: &str) {
         }
         assert!(u.d.h[h].eng.violations().is_empty(), "AXI: {:?}", u.d.h[h].eng.violations());
     }
-    // nothing but UC requests on the wire: no ACK, NAK or response of any kind
+    // nothing but UC requests on the wire for the UC pairs: no ACK, NAK or response of any
+    // kind (an RC pair's frames, in the mixed test, are the RC tests' business)
     for (_, from, f) in &u.d.wire {
         let o = classify(f);
+        let rc_pair = u.rc.iter().any(|&(q0, q1)| o.rec.dest_qp == q0 || o.rec.dest_qp == q1);
+        if rc_pair {
+            continue;
+        }
         assert!(o.reason.is_none() && (0x20..=0x2B).contains(&o.rec.opcode), "{what}: host {from} sent opcode {:#x}", o.rec.opcode);
         assert!(!o.rec.ackreq, "{what}: a UC packet asked for an ACK");
     }
@@ -241,6 +248,57 @@ fn exercise_lossy(seed: u64, pmtu: u32, nqp: u32, per_qp: u64, drop_ppm: u32, re
 fn uc_under_loss_matches_the_model_fed_the_same_losses() {
     exercise_lossy(51, 1024, 2, 12, 30_000, true);
     exercise_lossy(52, 256, 3, 8, 10_000, true);
+}
+
+/// A UC message longer than the requester's window (512 PSNs): 800 packets at PMTU 256, then
+/// a short one. The window moves on the local ACKs of every 64th packet and of the packet at
+/// its edge, as RC's does on the ACKs those packets ask for, not only on the message's last.
+#[test]
+fn uc_a_message_longer_than_the_window() {
+    let mut u = setup(71, WireFaults::default(), 256, 1);
+    let (q0, _) = u.qps[0];
+    let (l, r) = (u.key[0], u.key[1]);
+    let len = 800 * 256;
+    u.d.h[0].post_send(q0, &SendWr::new(1, SendOp::Write { remote_addr: qreg(0), rkey: r }, vec![Sge::new(BUF, len, l)]), true).unwrap();
+    u.d.h[0].post_send(q0, &SendWr::new(2, SendOp::Write { remote_addr: qreg(0) + 0x8_0000, rkey: r }, vec![Sge::new(BUF + 7, 1000, l)]), true).unwrap();
+    run_and_compare(&mut u, "an 800-packet WRITE");
+    // 800 packets, then 4 for the 1,000-byte WRITE, and not one more (no resend)
+    assert_eq!(u.d.wire.len(), 804);
+}
+
+/// UC and RC pairs side by side, many small messages both ways on each: the completer takes
+/// the UC pairs' local ACKs beside the RC pairs' ACKs from the wire, and the requester's WQE
+/// records, while it also moves the RC windows; no stage may wait on another in a circle.
+#[test]
+fn uc_and_rc_pairs_side_by_side() {
+    let seed = 81;
+    let mut u = setup(seed, WireFaults::default(), 1024, 0);
+    for k in 0..6u32 {
+        let (q0, q1) = (20 + k, 300 + k);
+        let cfg = if k % 2 == 0 {
+            uc_cfg(1024, seed, k)
+        } else {
+            QpConfig { pmtu: 1024, sq_psn: 0x10 * k, rq_psn: 0x100 * k, timeout: 14, ..Default::default() }
+        };
+        u.d.connect(q0, q1, cfg, 0).unwrap();
+        u.qps.push((q0, q1));
+        if k % 2 == 1 {
+            u.rc.push((q0, q1));
+        }
+    }
+    for n in 0..40u64 {
+        for (k, &(q0, q1)) in u.qps.clone().iter().enumerate() {
+            for h in 0..2 {
+                let (mine, l, r) = if h == 0 { (q0, u.key[0], u.key[1]) } else { (q1, u.key[1], u.key[0]) };
+                let len = ((n * 7 + k as u64) % 65) as u32;
+                let mut wr = SendWr::new((h as u64) << 32 | (k as u64) << 16 | n, SendOp::Write { remote_addr: qreg(k as u64) + n * 128, rkey: r },
+                                         vec![Sge::new(BUF + n * 11 + k as u64, len, l)]);
+                wr.signaled = n % 3 != 1;
+                u.d.h[h].post_send(mine, &wr, true).unwrap();
+            }
+        }
+    }
+    run_and_compare(&mut u, "3 UC and 3 RC pairs");
 }
 
 /// A lost packet: the engine drops its message and the rest of it, the receive WQE serves the
