@@ -941,6 +941,30 @@ static HM_UNUSED int hm_poll_cq_quiet(struct ibv_cq *cq, unsigned quiet_us,
 	return total;
 }
 
+/* bytes that differ between p and q over n */
+static HM_UNUSED size_t hm_differ(const uint8_t *p, const uint8_t *q, size_t n)
+{
+	size_t d = 0;
+	for (size_t i = 0; i < n; i++)
+		d += p[i] != q[i];
+	return d;
+}
+
+/* bytes of p that are not v over n */
+static HM_UNUSED size_t hm_not_fill(const uint8_t *p, uint8_t v, size_t n)
+{
+	size_t d = 0;
+	for (size_t i = 0; i < n; i++)
+		d += p[i] != v;
+	return d;
+}
+
+/* a work completion status (an int, as the programs keep them) as text */
+static HM_UNUSED const char *hm_wc_str(int s)
+{
+	return ibv_wc_status_str((enum ibv_wc_status)s);
+}
+
 static HM_UNUSED void *hm_alloc_pages(size_t len)
 {
 	void *p = NULL;

@@ -119,27 +119,6 @@ static void post_recv_b(void *buf, uint32_t len, uint32_t lkey)
 		hm_fatal("post_recv", "%s", strerror(errno));
 }
 
-static size_t differ(const uint8_t *p, const uint8_t *q, size_t n)
-{
-	size_t d = 0;
-	for (size_t i = 0; i < n; i++)
-		d += p[i] != q[i];
-	return d;
-}
-
-static size_t not_fill(const uint8_t *p, uint8_t v, size_t n)
-{
-	size_t d = 0;
-	for (size_t i = 0; i < n; i++)
-		d += p[i] != v;
-	return d;
-}
-
-static const char *st(int s)
-{
-	return ibv_wc_status_str((enum ibv_wc_status)s);
-}
-
 int main(int argc, char **argv)
 {
 	ctx = hm_loopback_start("hm_mr_rereg", argc, argv, &pa, &gid);
@@ -167,8 +146,8 @@ int main(int argc, char **argv)
 	connect_pair();
 
 	int s = send_one(IBV_WR_RDMA_WRITE, a, 4096, ma->lkey, (uintptr_t)b, mb->rkey, "WRITE before rereg");
-	hm_check(s == IBV_WC_SUCCESS && differ(a, b, 4096) == 0, "write.before", "a WRITE into the MR: %s, %zu bytes wrong",
-		 st(s), differ(a, b, 4096));
+	hm_check(s == IBV_WC_SUCCESS && hm_differ(a, b, 4096) == 0, "write.before", "a WRITE into the MR: %s, %zu bytes wrong",
+		 hm_wc_str(s), hm_differ(a, b, 4096));
 
 	/* ---- access: no remote write, then remote write again */
 	memset(b, 0x5a, BUF);
@@ -178,33 +157,33 @@ int main(int argc, char **argv)
 		 "rereg.access", "to LOCAL_WRITE only: rc %d, keys %#x/%#x -> %#x/%#x, %p+%zu", rc, old_lkey, old_rkey,
 		 mb->lkey, mb->rkey, mb->addr, mb->length);
 	s = send_one(IBV_WR_RDMA_WRITE, a, 4096, ma->lkey, (uintptr_t)b, mb->rkey, "WRITE without remote write");
-	hm_check(s == IBV_WC_REM_ACCESS_ERR && not_fill(b, 0x5a, BUF) == 0, "rereg.access.refused",
-		 "a WRITE into it: %s (want remote access error), %zu bytes changed", st(s), not_fill(b, 0x5a, BUF));
+	hm_check(s == IBV_WC_REM_ACCESS_ERR && hm_not_fill(b, 0x5a, BUF) == 0, "rereg.access.refused",
+		 "a WRITE into it: %s (want remote access error), %zu bytes changed", hm_wc_str(s), hm_not_fill(b, 0x5a, BUF));
 	connect_pair();
 	/* the peer keeps the rkey it was given before both reregs */
 	rc = ibv_rereg_mr(mb, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	s = rc ? -1 : send_one(IBV_WR_RDMA_WRITE, a + 4096, 8192, ma->lkey, (uintptr_t)b + 100, old_rkey, "WRITE again");
-	hm_check(rc == 0 && s == IBV_WC_SUCCESS && differ(a + 4096, b + 100, 8192) == 0 && not_fill(b, 0x5a, 100) == 0,
+	hm_check(rc == 0 && s == IBV_WC_SUCCESS && hm_differ(a + 4096, b + 100, 8192) == 0 && hm_not_fill(b, 0x5a, 100) == 0,
 		 "rereg.access.restored", "REMOTE_WRITE again: rc %d, a WRITE with the rkey from before %s, %zu bytes wrong",
-		 rc, s < 0 ? "-" : st(s), differ(a + 4096, b + 100, 8192));
+		 rc, s < 0 ? "-" : hm_wc_str(s), hm_differ(a + 4096, b + 100, 8192));
 
 	/* ---- translation: the MR moves to n */
 	memset(b, 0x5a, BUF);
 	rc = ibv_rereg_mr(mb, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, n, BUF / 2, 0);
 	s = rc ? -1 : send_one(IBV_WR_RDMA_WRITE, a, 16384, ma->lkey, (uintptr_t)n + 1000, mb->rkey, "WRITE into new memory");
 	hm_check(rc == 0 && mb->addr == n && mb->length == BUF / 2 && mb->rkey == old_rkey && s == IBV_WC_SUCCESS &&
-			 differ(a, n + 1000, 16384) == 0 && not_fill(b, 0x5a, BUF) == 0,
+			 hm_differ(a, n + 1000, 16384) == 0 && hm_not_fill(b, 0x5a, BUF) == 0,
 		 "rereg.translation", "moved to %p+%d: rc %d, rkey %s, a WRITE there %s, %zu bytes wrong, %zu bytes of the old "
-		 "memory changed", (void *)n, BUF / 2, rc, mb->rkey == old_rkey ? "kept" : "CHANGED", s < 0 ? "-" : st(s),
-		 differ(a, n + 1000, 16384), not_fill(b, 0x5a, BUF));
+		 "memory changed", (void *)n, BUF / 2, rc, mb->rkey == old_rkey ? "kept" : "CHANGED", s < 0 ? "-" : hm_wc_str(s),
+		 hm_differ(a, n + 1000, 16384), hm_not_fill(b, 0x5a, BUF));
 	/* the old memory is no longer the MR's */
 	s = send_one(IBV_WR_RDMA_WRITE, a, 64, ma->lkey, (uintptr_t)b, mb->rkey, "WRITE into the old memory");
-	hm_check(s == IBV_WC_REM_ACCESS_ERR && not_fill(b, 0x5a, BUF) == 0, "rereg.translation.old_memory",
-		 "a WRITE to the old address: %s, %zu bytes changed", st(s), not_fill(b, 0x5a, BUF));
+	hm_check(s == IBV_WC_REM_ACCESS_ERR && hm_not_fill(b, 0x5a, BUF) == 0, "rereg.translation.old_memory",
+		 "a WRITE to the old address: %s, %zu bytes changed", hm_wc_str(s), hm_not_fill(b, 0x5a, BUF));
 	connect_pair();
 	s = send_one(IBV_WR_RDMA_WRITE, a, 64, ma->lkey, (uintptr_t)n + BUF / 2 - 32, mb->rkey, "WRITE past the new end");
-	hm_check(s == IBV_WC_REM_ACCESS_ERR, "rereg.translation.bounds", "a WRITE across the new length's end: %s", st(s));
+	hm_check(s == IBV_WC_REM_ACCESS_ERR, "rereg.translation.bounds", "a WRITE across the new length's end: %s", hm_wc_str(s));
 	connect_pair();
 
 	/* ---- PD: the receive buffer's MR in another PD than the QP */
@@ -223,9 +202,9 @@ int main(int argc, char **argv)
 		hm_sleep_us(1000);
 		got = hm_poll_cq(cqb, 1, &wc, "the receiver's completion");
 	}
-	hm_check(s == IBV_WC_REM_OP_ERR && got == 1 && wc.status == IBV_WC_LOC_PROT_ERR && not_fill(n, 0x6b, BUF) == 0,
+	hm_check(s == IBV_WC_REM_OP_ERR && got == 1 && wc.status == IBV_WC_LOC_PROT_ERR && hm_not_fill(n, 0x6b, BUF) == 0,
 		 "rereg.pd.refused", "a SEND: sender %s (want remote operation error), receiver %s (want local protection "
-		 "error), %zu bytes changed", st(s), got ? st(wc.status) : "no completion", not_fill(n, 0x6b, BUF));
+		 "error), %zu bytes changed", hm_wc_str(s), got ? hm_wc_str(wc.status) : "no completion", hm_not_fill(n, 0x6b, BUF));
 	/* qb's two flushes land in cqb, unpolled, and so do two of the control QP's (which is not
 	 * reset: they show that flushes arrive within the wait); RESET cleans qb's from it (as
 	 * ConnectX providers do) */
@@ -249,9 +228,9 @@ int main(int argc, char **argv)
 	}
 	dp = ibv_dealloc_pd(pd2);
 	hm_check(rc == 0 && s == IBV_WC_SUCCESS && got == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 &&
-			 differ(a + 999, n + 512, 3000) == 0 && dp == 0,
+			 hm_differ(a + 999, n + 512, 3000) == 0 && dp == 0,
 		 "rereg.pd.back", "moved back: rc %d, SEND %s, receive %s %u B, %zu bytes wrong; the second PD deallocated: %s",
-		 rc, s < 0 ? "-" : st(s), got ? st(wc.status) : "none", got ? wc.byte_len : 0, differ(a + 999, n + 512, 3000),
+		 rc, s < 0 ? "-" : hm_wc_str(s), got ? hm_wc_str(wc.status) : "none", got ? wc.byte_len : 0, hm_differ(a + 999, n + 512, 3000),
 		 hm_errname(dp));
 
 	/* ---- destroy: a QP's completions still in a shared CQ go with it, the others stay */
@@ -312,10 +291,10 @@ int main(int argc, char **argv)
 		memset(n, 0x6b, BUF);
 		s = send_one(IBV_WR_RDMA_WRITE, a + k * 64, 2048, ma->lkey, (uintptr_t)n + 64, mb->rkey, "WRITE after a refusal");
 		hm_check(rc == bad[k].want_rc && e == bad[k].want_errno && mb->lkey == lk && mb->rkey == rk && mb->addr == ad &&
-				 mb->pd == pd && s == IBV_WC_SUCCESS && differ(a + k * 64, n + 64, 2048) == 0,
+				 mb->pd == pd && s == IBV_WC_SUCCESS && hm_differ(a + k * 64, n + 64, 2048) == 0,
 			 bad[k].name, "rc %d, errno %s (want %d, %s); keys %s, a WRITE through the MR %s", rc, hm_errname(e),
 			 bad[k].want_rc, hm_errname(bad[k].want_errno),
-			 mb->lkey == lk && mb->rkey == rk && mb->addr == ad ? "unchanged" : "CHANGED", st(s));
+			 mb->lkey == lk && mb->rkey == rk && mb->addr == ad ? "unchanged" : "CHANGED", hm_wc_str(s));
 	}
 
 	/* ---- teardown */

@@ -99,27 +99,6 @@ static struct ibv_wc send_one(uint64_t id, enum ibv_wr_opcode op, const void *sr
 	return wc;
 }
 
-static size_t differ(const uint8_t *p, const uint8_t *q, size_t n)
-{
-	size_t d = 0;
-	for (size_t i = 0; i < n; i++)
-		d += p[i] != q[i];
-	return d;
-}
-
-static size_t not_fill(const uint8_t *p, uint8_t v, size_t n)
-{
-	size_t d = 0;
-	for (size_t i = 0; i < n; i++)
-		d += p[i] != v;
-	return d;
-}
-
-static const char *st(int s)
-{
-	return ibv_wc_status_str((enum ibv_wc_status)s);
-}
-
 static enum ibv_qp_state state_of(struct ibv_qp *q)
 {
 	enum ibv_qp_state s = IBV_QPS_UNKNOWN;
@@ -197,11 +176,11 @@ int main(int argc, char **argv)
 			hm_check(ws.status == IBV_WC_SUCCESS && ws.opcode == IBV_WC_SEND && wr.status == IBV_WC_SUCCESS &&
 					 wr.opcode == IBV_WC_RECV && wr.byte_len == len && wr.wr_id == 100 + k &&
 					 ((wr.wc_flags & IBV_WC_WITH_IMM) != 0) == imm &&
-					 (!imm || ntohl(wr.imm_data) == 0xC0DE0000u + k) && differ(a + 3 * k, b, len) == 0 &&
-					 not_fill(b + len, 0x5a, 64) == 0,
-				 nm, "sender %s, receiver %s opcode %d, %u bytes, imm %s %#x, %zu bytes wrong", st(ws.status),
-				 st(wr.status), wr.opcode, wr.byte_len, (wr.wc_flags & IBV_WC_WITH_IMM) ? "yes" : "no",
-				 ntohl(wr.imm_data), differ(a + 3 * k, b, len));
+					 (!imm || ntohl(wr.imm_data) == 0xC0DE0000u + k) && hm_differ(a + 3 * k, b, len) == 0 &&
+					 hm_not_fill(b + len, 0x5a, 64) == 0,
+				 nm, "sender %s, receiver %s opcode %d, %u bytes, imm %s %#x, %zu bytes wrong", hm_wc_str(ws.status),
+				 hm_wc_str(wr.status), wr.opcode, wr.byte_len, (wr.wc_flags & IBV_WC_WITH_IMM) ? "yes" : "no",
+				 ntohl(wr.imm_data), hm_differ(a + 3 * k, b, len));
 		}
 		/* WRITE, then WRITE with immediate (which takes a receive WQE) */
 		for (int imm = 0; imm < 2; imm++) {
@@ -222,11 +201,11 @@ int main(int argc, char **argv)
 			snprintf(nm, sizeof(nm), "%s.%u", imm ? "write_imm" : "write", len);
 			hm_check(ws.status == IBV_WC_SUCCESS && ws.opcode == IBV_WC_RDMA_WRITE && wr.status == IBV_WC_SUCCESS &&
 					 wr.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wr.wr_id == 200 + k &&
-					 ntohl(wr.imm_data) == 0xBEEF00u + k && differ(a + 5 * k, b + 9, len) == 0 &&
-					 not_fill(b, 0x5a, 9) == 0 && not_fill(b + 9 + len, 0x5a, 64) == 0,
-				 nm, "sender %s, receiver %s%s (opcode %d, imm %#x), %zu bytes wrong", st(ws.status), st(wr.status),
+					 ntohl(wr.imm_data) == 0xBEEF00u + k && hm_differ(a + 5 * k, b + 9, len) == 0 &&
+					 hm_not_fill(b, 0x5a, 9) == 0 && hm_not_fill(b + 9 + len, 0x5a, 64) == 0,
+				 nm, "sender %s, receiver %s%s (opcode %d, imm %#x), %zu bytes wrong", hm_wc_str(ws.status), hm_wc_str(wr.status),
 				 imm ? "" : ": no completion, as a plain WRITE has none", wr.opcode, ntohl(wr.imm_data),
-				 differ(a + 5 * k, b + 9, len));
+				 hm_differ(a + 5 * k, b + 9, len));
 		}
 	}
 
@@ -240,10 +219,10 @@ int main(int argc, char **argv)
 		struct ibv_wc wr;
 		hm_poll_cq_wait(cqb, &wr, 1, "the second SEND");
 		hm_check(w1.status == IBV_WC_SUCCESS && stray == 0 && w2.status == IBV_WC_SUCCESS && wr.wr_id == 301 &&
-				 wr.byte_len == 77 && differ(a + 200, b, 77) == 0 && not_fill(b + 77, 0x5a, 300) == 0,
+				 wr.byte_len == 77 && hm_differ(a + 200, b, 77) == 0 && hm_not_fill(b + 77, 0x5a, 300) == 0,
 			 "drop.no_receive", "sender %s, %d completions at the receiver meanwhile; then %s, received %u bytes "
-			 "into WQE %llu, %zu bytes wrong", st(w1.status), stray, st(w2.status), wr.byte_len,
-			 (unsigned long long)wr.wr_id, differ(a + 200, b, 77));
+			 "into WQE %llu, %zu bytes wrong", hm_wc_str(w1.status), stray, hm_wc_str(w2.status), wr.byte_len,
+			 (unsigned long long)wr.wr_id, hm_differ(a + 200, b, 77));
 
 		memset(b, 0x5a, BUF);
 		struct ibv_wc w3 = send_one(32, IBV_WR_RDMA_WRITE, a, 2 * mtu, (uintptr_t)b, mb->rkey ^ 0x100, 0,
@@ -251,11 +230,11 @@ int main(int argc, char **argv)
 		stray = hm_poll_cq_quiet(cqb, 20000, NULL);
 		struct ibv_wc w4 = send_one(33, IBV_WR_RDMA_WRITE, a, 2 * mtu, (uintptr_t)b + 4096, mb->rkey, 0, "WRITE");
 		hm_poll_cq_quiet(cqb, 20000, NULL);
-		hm_check(w3.status == IBV_WC_SUCCESS && stray == 0 && not_fill(b, 0x5a, 4096) == 0 &&
-				 w4.status == IBV_WC_SUCCESS && differ(a, b + 4096, 2 * mtu) == 0 &&
+		hm_check(w3.status == IBV_WC_SUCCESS && stray == 0 && hm_not_fill(b, 0x5a, 4096) == 0 &&
+				 w4.status == IBV_WC_SUCCESS && hm_differ(a, b + 4096, 2 * mtu) == 0 &&
 				 state_of(qa) == IBV_QPS_RTS && state_of(qb) == IBV_QPS_RTS,
 			 "drop.bad_rkey", "sender %s, %zu target bytes changed; the next WRITE %s, %zu bytes wrong; states "
-			 "%s / %s", st(w3.status), not_fill(b, 0x5a, 4096), st(w4.status), differ(a, b + 4096, 2 * mtu),
+			 "%s / %s", hm_wc_str(w3.status), hm_not_fill(b, 0x5a, 4096), hm_wc_str(w4.status), hm_differ(a, b + 4096, 2 * mtu),
 			 hm_qp_state_str(state_of(qa)), hm_qp_state_str(state_of(qb)));
 
 		/* the receiving QP without REMOTE_WRITE (RTS -> RTS), then with it again */
@@ -265,16 +244,16 @@ int main(int argc, char **argv)
 		struct ibv_wc w5 = send_one(34, IBV_WR_RDMA_WRITE, a, 512, (uintptr_t)b, mb->rkey, 0,
 					    "WRITE to a QP without REMOTE_WRITE");
 		hm_poll_cq_quiet(cqb, 20000, NULL);
-		size_t changed = not_fill(b, 0x5a, 512);
+		size_t changed = hm_not_fill(b, 0x5a, 512);
 		acc.qp_access_flags = qacc;
 		int rc2 = ibv_modify_qp(qb, &acc, IBV_QP_ACCESS_FLAGS);
 		struct ibv_wc w6 = send_one(35, IBV_WR_RDMA_WRITE, a, 512, (uintptr_t)b, mb->rkey, 0, "WRITE with it");
 		hm_poll_cq_quiet(cqb, 20000, NULL);
 		hm_check(rc == 0 && w5.status == IBV_WC_SUCCESS && changed == 0 && rc2 == 0 && w6.status == IBV_WC_SUCCESS &&
-				 differ(a, b, 512) == 0,
+				 hm_differ(a, b, 512) == 0,
 			 "drop.no_remote_write", "access to LOCAL_WRITE: rc %d; a WRITE %s, %zu bytes changed; REMOTE_WRITE "
-			 "again: rc %d, a WRITE %s, %zu bytes wrong", rc, st(w5.status), changed, rc2, st(w6.status),
-			 differ(a, b, 512));
+			 "again: rc %d, a WRITE %s, %zu bytes wrong", rc, hm_wc_str(w5.status), changed, rc2, hm_wc_str(w6.status),
+			 hm_differ(a, b, 512));
 	}
 
 	/* ---- what UC does not offer */
@@ -296,9 +275,9 @@ int main(int argc, char **argv)
 		memset(b, 0x5a, 64);
 		struct ibv_wc w = send_one(45, IBV_WR_RDMA_WRITE, a + 1, 64, (uintptr_t)b, mb->rkey, 0, "WRITE after");
 		hm_poll_cq_quiet(cqb, 20000, NULL);
-		hm_check(refused == 4 && stray == 0 && w.status == IBV_WC_SUCCESS && differ(a + 1, b, 64) == 0,
+		hm_check(refused == 4 && stray == 0 && w.status == IBV_WC_SUCCESS && hm_differ(a + 1, b, 64) == 0,
 			 "post_send.refused", "READ, CMP_AND_SWP, FETCH_AND_ADD, SEND_WITH_INV: %d of 4 refused with EINVAL, "
-			 "%d completions; a WRITE after %s", refused, stray, st(w.status));
+			 "%d completions; a WRITE after %s", refused, stray, hm_wc_str(w.status));
 
 		struct ibv_qp_init_attr_ex ex;
 		memset(&ex, 0, sizeof(ex));
@@ -336,8 +315,8 @@ int main(int argc, char **argv)
 		hm_check(ws.status == IBV_WC_SUCCESS && wr[0].wr_id == 500 && wr[0].status == IBV_WC_LOC_LEN_ERR &&
 				 wr[1].wr_id == 501 && wr[1].status == IBV_WC_WR_FLUSH_ERR && state_of(qb) == IBV_QPS_ERR &&
 				 state_of(qa) == IBV_QPS_RTS,
-			 "recv.len_err", "sender %s; receiver: %llu %s, %llu %s; states %s / %s", st(ws.status),
-			 (unsigned long long)wr[0].wr_id, st(wr[0].status), (unsigned long long)wr[1].wr_id, st(wr[1].status),
+			 "recv.len_err", "sender %s; receiver: %llu %s, %llu %s; states %s / %s", hm_wc_str(ws.status),
+			 (unsigned long long)wr[0].wr_id, hm_wc_str(wr[0].status), (unsigned long long)wr[1].wr_id, hm_wc_str(wr[1].status),
 			 hm_qp_state_str(state_of(qa)), hm_qp_state_str(state_of(qb)));
 	}
 

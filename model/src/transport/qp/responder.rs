@@ -207,22 +207,8 @@ impl Qp {
             }
             return self.rnr_nak(p);
         }
-        cx.mem.write(va.wrapping_add(off), payload);
-        self.log(p, ExecKind::Write);
         self.epsn = add(self.epsn, 1);
-        if end {
-            self.cur = None;
-            self.msn = add(self.msn, 1);
-            if imm {
-                if let Some(wr) = self.rq.pop_front() {
-                    let mut c = self.cqe(wr.wr_id, WcStatus::Success, WcOpcode::RecvRdmaWithImm, dma_len as u32);
-                    c.imm = Some(rec.imm);
-                    self.recv_cq.push_back(c);
-                }
-            }
-        } else {
-            self.cur = Some(InMsg::Write { va, dma_len, off: noff });
-        }
+        self.write_place(rec, payload, (va, dma_len, off), end, imm, cx);
         if rec.ackreq {
             self.send_aeth(p, SYN_ACK);
         }
@@ -448,6 +434,13 @@ impl Qp {
             self.cur = None;
             return self.uc_drop();
         }
+        self.write_place(rec, payload, (va, dma_len, off), end, imm, cx);
+    }
+
+    /// A WRITE packet that passed its checks (RC and UC): its payload placed at its offset in
+    /// the message; at the message's end a WRITE with immediate takes the receive WQE at the
+    /// head, else the message's progress is kept.
+    fn write_place(&mut self, rec: &HdrRecord, payload: &[u8], (va, dma_len, off): (u64, u64, u64), end: bool, imm: bool, cx: &mut Ctx<'_>) {
         cx.mem.write(va.wrapping_add(off), payload);
         self.log(rec.psn, ExecKind::Write);
         if end {
@@ -461,7 +454,7 @@ impl Qp {
                 }
             }
         } else {
-            self.cur = Some(InMsg::Write { va, dma_len, off: noff });
+            self.cur = Some(InMsg::Write { va, dma_len, off: off + payload.len() as u64 });
         }
     }
 }
