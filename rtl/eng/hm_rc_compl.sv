@@ -29,7 +29,8 @@
 //
 // UC QPs (the context's `uc` bit) get no responses from the wire: their WQEs retire on the
 // local ACKs of hm_uc_lack (s_hdr_local), handled as received ACKs; a UC QP takes nothing
-// else, an RC QP never a local ACK, and a UC QP has no timers.
+// else, an RC QP never a local ACK, and a UC QP has no timers. A local NAK (a packet whose
+// payload could not be read) is handled as an error NAK whose WQE completes LOC_PROT_ERR.
 //
 // Adaptive retransmission (hm_pkg HM_RTO_*): the round trip from a WQE's start record to the
 // response that acknowledges its first PSN is timed, one at a time and never across a rewind
@@ -930,7 +931,9 @@ module hm_rc_compl
               rt_guard_q <= 1'b1;
               st_q       <= C_RETRY;
             end else if (syn_cls == HM_AETH_CLS_NAK && h_q.syndrome >= HM_AETH_NAK_INV_REQ && h_q.syndrome <= HM_AETH_NAK_REM_OP && at) begin
-              fatal_st_q <= h_q.syndrome == HM_AETH_NAK_INV_REQ ? HM_CQE_ST_REM_INV_REQ_ERR :
+              // (a local NAK of hm_uc_lack: the packet's payload could not be read)
+              fatal_st_q <= h_local_q ? HM_CQE_ST_LOC_PROT_ERR :
+                            h_q.syndrome == HM_AETH_NAK_INV_REQ ? HM_CQE_ST_REM_INV_REQ_ERR :
                             h_q.syndrome == HM_AETH_NAK_REM_ACCESS ? HM_CQE_ST_REM_ACCESS_ERR : HM_CQE_ST_REM_OP_ERR;
               st_q       <= C_FATAL;
             end else st_q <= C_SAVE;

@@ -531,6 +531,7 @@ module hm_rc_engine
     .clk, .rst,
     .s_hdr(hdr), .s_ucl(hdr_ucl), .s_fire(rq_hdr_valid_a && hdr_ready), .s_room(lack_room),
     .s_tlast_fire(g_tvalid && g_tready && g_tlast),
+    .s_tlast_err(g_tuser),
     .i_made(sent_made), .i_sent_fire(sent_valid && sent_ready),
     .m_ack(lack), .m_ack_valid(lack_valid), .m_ack_ready(lack_ready)
   );

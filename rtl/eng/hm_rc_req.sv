@@ -590,7 +590,7 @@ module hm_rc_req
     if (ctx_q.uc) hdr_d.ackreq = 1'b0;
   end
   // (UC: where RC would ask for an ACK, a local one follows the packet's departure)
-  assign ucl_d = '{ack: ctx_q.uc && (is_send || is_write) && (last_pkt || kidx[5:0] == 6'd63 || win_edge),
+  assign ucl_d = '{uc: ctx_q.uc, ack: ctx_q.uc && (is_send || is_write) && (last_pkt || kidx[5:0] == 6'd63 || win_edge),
                    qpn: 16'(q_q)};
 
   // sent record

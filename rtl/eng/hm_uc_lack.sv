@@ -8,13 +8,18 @@
 // window edge, as RC asks for ACKs there, so that a message longer than the window moves it),
 // it becomes a local ACK for the completer (opcode ACK, the local QP as DestQP, the packet's
 // PSN, syndrome ACK), which retires every WQE of the QP up to that PSN and moves the window
-// as a received ACK would.
+// as a received ACK would. A UC packet whose payload read failed (tuser on its last beat: the
+// TX path aborts the frame, so the peer sees a gap) becomes a local NAK instead, whether marked
+// or not (opcode ACK, syndrome NAK remote operational error, its PSN): the completer retires
+// the WQEs before that PSN, completes the one holding it with LOC_PROT_ERR and stops the QP.
+// A QP's pending NAK is never replaced by a newer ACK (it is handed over first).
 //
 // Three stages, none of which waits on the completer to take what the one before gives it
 // (the completer may itself be waiting on the requester, which waits on this block's room):
 //   1. headers in order (those with payload, and marked ones), a FIFO of DEPTH; an entry leaves
-//      once a last beat is counted for it (or at once without payload); while it is full,
-//      s_room holds the arbiter's port back;
+//      once a last beat has been taken for it (or at once without payload), with that beat's
+//      error flag (a FIFO of them, never deeper than the headers); while it is full, s_room
+//      holds the arbiter's port back;
 //   2. per QP, the newest local ACK not yet handed over (ACKs are cumulative: a newer one
 //      replaces it), in a table, and a FIFO of the QPs that have one (each at most once, so
 //      NUM_QPS entries never overflow);
@@ -43,8 +48,10 @@ module hm_uc_lack
   input  hm_ucl_t      s_ucl,
   input  logic         s_fire,
   output logic         s_room,
-  // the last beat of a requester payload packet taken by the TX arbiter
+  // the last beat of a requester payload packet taken by the TX arbiter, and its tuser (the
+  // payload could not be read: the frame is aborted)
   input  logic         s_tlast_fire,
+  input  logic         s_tlast_err,
   // started-WQE records: made by the requester (a running count) and handed to the completer
   input  logic [15:0]  i_made,
   input  logic         i_sent_fire,
@@ -54,10 +61,9 @@ module hm_uc_lack
   output logic         m_ack_valid,
   input  logic         m_ack_ready
 );
-  localparam int CW = $clog2(DEPTH + 1) + 1;
-
   typedef struct packed {
     logic        pay;            // the packet has payload (leaves with a counted last beat)
+    logic        uc;             // a UC packet (a failed payload makes it a local NAK)
     logic        ack;            // a marked UC packet: a local ACK once it has left
     logic [15:0] qpn;
     logic [23:0] psn;
@@ -65,6 +71,7 @@ module hm_uc_lack
   } ent_t;
 
   typedef struct packed {
+    logic        err;            // a local NAK (the packet's payload could not be read)
     logic [23:0] psn;
     logic [15:0] made;
   } pend_t;
@@ -73,28 +80,39 @@ module hm_uc_lack
   ent_t e_in, e_hd;
   logic push, f_room, f_valid, pop;
   logic [$clog2(DEPTH+1):0] level;
-  assign e_in = '{pay: s_hdr.payload_len != 16'd0, ack: s_ucl.ack, qpn: s_ucl.qpn, psn: s_hdr.psn, made: i_made};
+  assign e_in = '{pay: s_hdr.payload_len != 16'd0, uc: s_ucl.uc, ack: s_ucl.ack, qpn: s_ucl.qpn, psn: s_hdr.psn, made: i_made};
   assign push = s_fire && (e_in.pay || e_in.ack);
   assign s_room = f_room;
   hm_fifo #(.WIDTH($bits(ent_t)), .DEPTH(DEPTH)) u_q (
     .clk, .rst, .s_data(e_in), .s_valid(push), .s_ready(f_room),
     .m_data(e_hd), .m_valid(f_valid), .m_ready(pop), .level(level));
 
-  // last beats taken and not yet matched with their entry
-  logic [CW-1:0] beats_q;
-  assign pop = f_valid && (!e_hd.pay || beats_q != '0);
+  // last beats taken and not yet matched with their entry: their error flags, in order (an
+  // entry with payload is in u_q before its last beat is taken, so there are never more of
+  // them than entries)
+  logic b_err, b_valid, b_pop, b_room, err_now;
+  logic [$clog2(DEPTH+1):0] b_level;
+  hm_fifo #(.WIDTH(1), .DEPTH(DEPTH)) u_beats (
+    .clk, .rst, .s_data(s_tlast_err), .s_valid(s_tlast_fire), .s_ready(b_room),
+    .m_data(b_err), .m_valid(b_valid), .m_ready(b_pop), .level(b_level));
+  assign pop     = f_valid && (!e_hd.pay || b_valid);
+  assign b_pop   = pop && e_hd.pay;
+  assign err_now = e_hd.pay && e_hd.uc && b_err;
 
   // ---------------------------------------------------------------- 2. per QP, the newest
   logic [QW-1:0] ins_q, pq;
-  logic          ins, pq_valid, em_pop, pend_push, pend_room;
+  logic          ins, keep, wr, pq_valid, em_pop, pend_push, pend_room;
   logic [NUM_QPS-1:0] pv_q;       // the QP has an ACK in the table (and waits in u_pend)
+  logic [NUM_QPS-1:0] pe_q;       // ... and it is a NAK (a newer ACK does not replace it)
   pend_t         pa_mem [NUM_QPS];
   pend_t         pa_rd;
   logic [$clog2(NUM_QPS+1):0] pend_level;
-  assign ins       = pop && e_hd.ack;
+  assign ins       = pop && (e_hd.ack || err_now);
   assign ins_q     = QW'(e_hd.qpn);
+  assign keep      = pv_q[ins_q] && pe_q[ins_q] && !(em_pop && pq == ins_q);
+  assign wr        = ins && !keep;
   // (the QP the emitter takes now goes back in when a newer ACK arrives in the same cycle)
-  assign pend_push = ins && (!pv_q[ins_q] || (em_pop && pq == ins_q));
+  assign pend_push = wr && (!pv_q[ins_q] || (em_pop && pq == ins_q));
   hm_fifo #(.WIDTH(QW), .DEPTH(NUM_QPS)) u_pend (
     .clk, .rst, .s_data(ins_q), .s_valid(pend_push), .s_ready(pend_room),
     .m_data(pq), .m_valid(pq_valid), .m_ready(em_pop), .level(pend_level));
@@ -110,7 +128,7 @@ module hm_uc_lack
   assign e1_go    = e1_v_q && out_free && (ahead == '0 || ahead[15]);
 
   always_ff @(posedge clk) begin
-    if (ins) pa_mem[ins_q] <= '{psn: e_hd.psn, made: e_hd.made};
+    if (wr) pa_mem[ins_q] <= '{err: err_now, psn: e_hd.psn, made: e_hd.made};
     if (em_pop) begin
       pa_rd <= pa_mem[pq];
       e1_q  <= pq;
@@ -118,7 +136,7 @@ module hm_uc_lack
     if (e1_go) begin
       m_ack          <= '0;
       m_ack.opcode   <= HM_OP_ACK;
-      m_ack.syndrome <= HM_AETH_ACK;
+      m_ack.syndrome <= pa_rd.err ? HM_AETH_NAK_REM_OP : HM_AETH_ACK;
       m_ack.dest_qp  <= 24'(e1_q);
       m_ack.psn      <= pa_rd.psn;
     end
@@ -126,16 +144,21 @@ module hm_uc_lack
 
   always_ff @(posedge clk) begin
     if (rst) begin
-      beats_q     <= '0;
       handed_q    <= '0;
       pv_q        <= '0;
+      pe_q        <= '0;
       e1_v_q      <= 1'b0;
       m_ack_valid <= 1'b0;
     end else begin
-      beats_q  <= beats_q + CW'(s_tlast_fire) - CW'(pop && e_hd.pay);
       handed_q <= handed_q + 16'(i_sent_fire);
-      if (em_pop) pv_q[pq] <= 1'b0;
-      if (ins) pv_q[ins_q] <= 1'b1;
+      if (em_pop) begin
+        pv_q[pq] <= 1'b0;
+        pe_q[pq] <= 1'b0;
+      end
+      if (wr) begin
+        pv_q[ins_q] <= 1'b1;
+        pe_q[ins_q] <= err_now;
+      end
       if (em_pop) e1_v_q <= 1'b1;
       else if (e1_go) e1_v_q <= 1'b0;
       if (m_ack_ready) m_ack_valid <= 1'b0;
@@ -144,7 +167,7 @@ module hm_uc_lack
   end
 
   logic unused_ok;
-  assign unused_ok = ^{level, s_hdr, pend_room, pend_level};
+  assign unused_ok = ^{level, s_hdr, pend_room, pend_level, b_room, b_level};
 
   if (DEPTH < 2 || (DEPTH & (DEPTH - 1)) != 0) begin : g_bad_depth
     $error("hm_uc_lack: DEPTH must be a power of two, at least 2");

@@ -21,7 +21,10 @@ package hm_eng_pkg;
   // 64th of a message and the one at the window's edge). Once the packet has left for the TX
   // path with all of its payload, hm_uc_lack turns it into a local ACK for the completer (UC
   // has no ACKs on the wire; its WQEs complete when sent, and its window moves on these).
+  // A UC packet whose payload could not be read (the TX path aborts the frame) becomes a local
+  // NAK instead, marked or not: its WQE completes with LOC_PROT_ERR and the QP stops.
   typedef struct packed {
+    logic        uc;             // a packet of a UC QP
     logic        ack;            // a local ACK once this UC packet has left
     logic [15:0] qpn;            // local QP
   } hm_ucl_t;

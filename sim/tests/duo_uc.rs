@@ -45,7 +45,12 @@ struct Duo {
 }
 
 fn setup(seed: u64, faults: WireFaults, pmtu: u32, nqp: u32) -> Duo {
-    let mut d = DuoBench::new(MemCfg { latency: 80, seed, ..Default::default() }, faults).unwrap();
+    setup_mem(MemCfg { latency: 80, seed, ..Default::default() }, faults, pmtu, nqp)
+}
+
+fn setup_mem(mem: MemCfg, faults: WireFaults, pmtu: u32, nqp: u32) -> Duo {
+    let seed = mem.seed;
+    let mut d = DuoBench::new(mem, faults).unwrap();
     let mut rng = Rng::new(seed);
     let mut key = [0; 2];
     for h in 0..2 {
@@ -327,6 +332,62 @@ fn uc_a_lost_middle_packet_loses_its_message_only() {
     assert_eq!(e.counter(k::HM_CNT_OOS_RX as u16).unwrap(), 1);
     assert_eq!(e.counter(k::HM_CNT_REQS_DROPPED as u16).unwrap(), 2);
     assert_eq!(e.counter(k::HM_CNT_CQES as u16).unwrap(), 1);
+}
+
+/// A UC packet whose payload cannot be read from host memory (the DMA read answers an error)
+/// is aborted by the TX path, so the peer sees a gap; there is no ACK to miss, so the sender
+/// hears of it locally: its WQE completes with LOC_PROT_ERR, the QP stops (ERR, no SQE: the
+/// model's rule for send errors), and a WQE posted after that is flushed with nothing sent.
+/// Case 1: the second of a 4-packet SEND (the peer drops the rest of the message: the third is
+/// the gap, the fourth has lost its message); case 2: a 1-packet WRITE (the peer sees nothing).
+#[test]
+fn uc_a_payload_read_error_completes_its_wqe_with_a_local_protection_error() {
+    let bad = BUF + 0x1_0400; // 256 bytes that answer bus errors (only host 0 reads there)
+    for (case, (op_send, src, len, frames, oos, dropped)) in
+        [(true, bad - 256, 1024u32, 4usize, 1u32, 1u32), (false, bad + 16, 100, 1, 0, 0)].into_iter().enumerate()
+    {
+        let mem = MemCfg { latency: 80, seed: 41 + case as u64, err_ranges: vec![(bad, bad + 256)], ..Default::default() };
+        let mut u = setup_mem(mem, WireFaults::default(), 256, 1);
+        let (q0, q1) = u.qps[0];
+        let (l, r) = (u.key[0], u.key[1]);
+        let rbuf = qreg(0) + 0x2_8000;
+        let before = u.d.h[1].eng.mem.mem.read(qreg(0), 0x4_0000);
+        for id in [5, 6] {
+            u.d.h[1].post_recv(q1, &RecvWr { wr_id: id, sgl: vec![Sge::new(rbuf + (id - 5) * 4096, 4096, r)] }).unwrap();
+        }
+        // a good SEND first, then the WQE whose payload fails
+        u.d.h[0].post_send(q0, &SendWr::new(1, SendOp::Send, vec![Sge::new(BUF, 100, l)]), true).unwrap();
+        let op = if op_send { SendOp::Send } else { SendOp::Write { remote_addr: qreg(0), rkey: r } };
+        u.d.h[0].post_send(q0, &SendWr::new(2, op, vec![Sge::new(src, len, l)]), true).unwrap();
+        let res = u.d.run(400_000, |d| d.h[0].cqes.len() >= 2);
+        assert!(res.is_ok(), "case {case}: {res:?}");
+        let frames_then = u.d.count.sent;
+        u.d.h[0].post_send(q0, &SendWr::new(3, SendOp::Send, vec![Sge::new(BUF, 50, l)]), true).unwrap();
+        let res = u.d.run(200_000, |d| d.h[0].cqes.len() >= 3);
+        assert!(res.is_ok(), "case {case}: {res:?}");
+        u.d.run(20_000, |_| false).ok();
+        let (_, s) = u.d.h[0].split_cqes();
+        assert_eq!(
+            s.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
+            vec![(1, WcStatus::Success), (2, WcStatus::LocProtErr), (3, WcStatus::WrFlushErr)],
+            "case {case}"
+        );
+        assert_eq!(u.d.count.sent, frames_then, "case {case}: the flushed WQE sent something");
+        assert_eq!(frames_then as usize, 1 + frames - 1, "case {case}: frames on the wire (the failed one aborted)");
+        let e0 = &mut u.d.h[0].eng;
+        assert_eq!(e0.counter(k::HM_CNT_TX_ABORTED as u16).unwrap(), 1, "case {case}");
+        // the peer: the good SEND in receive 5, nothing of the failed message placed or completed
+        let (rcv, _) = u.d.h[1].split_cqes();
+        assert_eq!(rcv.iter().map(|c| (c.wr_id, c.status, c.byte_len)).collect::<Vec<_>>(), vec![(5, WcStatus::Success, 100)], "case {case}");
+        assert_eq!(u.d.h[1].eng.mem.mem.read(rbuf, 100), u.d.h[0].eng.mem.mem.read(BUF, 100), "case {case}");
+        if !op_send {
+            assert_eq!(u.d.h[1].eng.mem.mem.read(qreg(0), 0x100), before[..0x100].to_vec(), "case {case}: the WRITE placed something");
+        }
+        let e1 = &mut u.d.h[1].eng;
+        assert_eq!(e1.counter(k::HM_CNT_OOS_RX as u16).unwrap(), oos, "case {case}");
+        assert_eq!(e1.counter(k::HM_CNT_REQS_DROPPED as u16).unwrap(), dropped, "case {case}");
+        assert!(u.d.h[0].eng.violations().is_empty() && u.d.h[1].eng.violations().is_empty(), "case {case}: AXI");
+    }
 }
 
 /// READ, atomics and SEND with invalidate are not UC operations: the WQE fails its local
