@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of conformance.py's parser on a made-up run_tests.py -v log: results on the header
 line, after a docstring line, after the test's own output, skips with either quote, failures and
-errors, and a log without results."""
+errors, a log without results, and two logs side by side."""
 import os
 import subprocess
 import sys
@@ -46,6 +46,18 @@ def main():
             f.write(LOG)
         out = subprocess.run([sys.executable, conformance.__file__, p, "t"], capture_output=True, text=True)
         assert out.returncode == 0 and "t: 6 tests, 2 passed, 2 skipped, 1 failed, 1 errors" in out.stdout, out
+        # two columns: the second log passes test_b, fails test_a and lacks test_f
+        q = os.path.join(d, "rxe")
+        with open(q, "w") as f:
+            f.write(LOG.replace("test_a) ... ok", "test_a) ... FAIL")
+                       .replace("dots in it ... skipped 'Create UD QP without attrs is not supported'", "dots in it ... ok")
+                       .replace("test_f (tests.test_y.B.test_f)\nDocstring of f ... ERROR\n", ""))
+        out = subprocess.run([sys.executable, conformance.__file__, p, "H", q, "R"], capture_output=True, text=True)
+        assert out.returncode == 0, out
+        assert "- Soft-RoCE: R: 5 tests, 2 passed, 1 skipped, 2 failed, 0 errors." in out.stdout, out.stdout
+        assert "not on Soft-RoCE: 1; pass on Soft-RoCE and not on Hematite: 1." in out.stdout, out.stdout
+        assert "| `test_x.A.test_a` | pass |  | FAIL |  |" in out.stdout, out.stdout
+        assert "| `test_y.B.test_f` | ERROR |  | - |  |" in out.stdout, out.stdout
         with open(p, "w") as f:
             f.write("nothing ran\n")
         out = subprocess.run([sys.executable, conformance.__file__, p, "t"], capture_output=True, text=True)
