@@ -794,6 +794,37 @@ static HM_UNUSED int hm_qp_rtr(struct ibv_qp *qp, const struct hm_rtr_args *r)
 				     IBV_QP_MIN_RNR_TIMER);
 }
 
+/* INIT -> RTR of a UC QP: UC's required attributes only (AV, PATH_MTU, DEST_QPN, RQ_PSN;
+ * r->min_rnr_timer and r->max_dest_rd_atomic are not UC attributes and are not sent) */
+static HM_UNUSED int hm_qp_rtr_uc(struct ibv_qp *qp, const struct hm_rtr_args *r)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = r->mtu;
+	a.dest_qp_num = r->dest_qpn;
+	a.rq_psn = r->rq_psn;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = r->dgid;
+	a.ah_attr.grh.sgid_index = (uint8_t)r->sgid_index;
+	a.ah_attr.grh.hop_limit = r->hop_limit;
+	a.ah_attr.grh.traffic_class = r->traffic_class;
+	a.ah_attr.port_num = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
+}
+
+/* RTR -> RTS of a UC QP: SQ_PSN only */
+static HM_UNUSED int hm_qp_rts_uc(struct ibv_qp *qp, uint32_t sq_psn)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
 /* RTR -> RTS */
 static HM_UNUSED int hm_qp_rts(struct ibv_qp *qp, uint32_t sq_psn,
 			       uint8_t timeout, uint8_t retry_cnt,

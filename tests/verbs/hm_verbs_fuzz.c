@@ -2,12 +2,16 @@
  * hm_verbs_fuzz - a randomised verbs-call sequence fuzzer for the provider API.
  *
  * One process opens two devices (hematite0 and hematite1 under hematite-run),
- * connects one RC QP on each to the other (the "valid pair") and then makes
+ * connects one RC QP on each to the other (the "valid pair"), and one UC QP on
+ * each to the other (the "UC pair"), and then makes
  * --count fuzzed verbs calls, chosen by a seeded PRNG (--seed), interleaving
  *   - valid operations that move data between the two QPs and verify it
  *     (WRITE, WRITE_WITH_IMM, SEND(_WITH_IMM) with 1-3 SGEs or inline, READ,
  *     CMP_AND_SWP, FETCH_AND_ADD, chains of unsignaled WRITEs, a full send
- *     queue: ENOMEM at the WR that does not fit, the WRs before it execute);
+ *     queue: ENOMEM at the WR that does not fit, the WRs before it execute;
+ *     the same WRITE / SEND variants over the UC pair, and the operations UC
+ *     does not have, READ, atomics and SEND_WITH_INV, refused by
+ *     ibv_post_send with EINVAL, nothing posted);
  *   - bad arguments the provider must refuse with a clear errno / return
  *     value: opcodes, SGE counts (too many, negative), inline beyond the
  *     maximum, inline READ, malformed atomics, a bad WR in the middle of a
@@ -17,8 +21,8 @@
  *     capacities / types / CQs from another context / NULL CQs / an SRQ,
  *     create_qp_ex masks and flags, bad MR lengths / addresses / access
  *     bits, unmapped memory, completion channels of another context;
- *   - wrong orders: modify_qp through the RC state machine with legal and
- *     illegal transitions, missing and extra attribute-mask bits, unknown
+ *   - wrong orders: modify_qp through the RC and UC state machines (scratch
+ *     QPs of both types) with legal and illegal transitions, missing and extra attribute-mask bits, unknown
  *     mask bits and out-of-range attribute values (checked against the
  *     kernel's ib_modify_qp_is_ok table, written out here independently);
  *     destroying objects in use (PD with MRs/QPs, CQ with QPs: EBUSY; the
@@ -256,7 +260,7 @@ static int want_null(const char *what, const void *p, const int *set)
 
 #define BUFLEN (64 * 1024)
 #define HALF (BUFLEN / 2)
-#define NSCR 2          /* scratch QPs per side (state-machine fuzzing) */
+#define NSCR 4          /* scratch QPs per side (state-machine fuzzing): even RC, odd UC */
 #define NPD 3
 #define NMR 4
 #define NCQ 3
@@ -265,6 +269,7 @@ static int want_null(const char *what, const void *p, const int *set)
 #define WR_MAGIC 0x48d0000000000000ull
 #define WR_MASK  0xffff000000000000ull
 #define WR_SIG   (1ull << 47)
+#define WR_UC    (1ull << 46)   /* posted on the UC pair's QP */
 
 struct stashed { int used; struct ibv_wc wc; };
 
@@ -274,6 +279,7 @@ struct scr {                      /* a scratch QP: the model of its state */
 	struct ibv_qp_cap cap;
 	uint32_t sq_occ, rq_occ;  /* WRs posted and not yet completed */
 	uint32_t epoch;
+	int uc;                   /* IBV_QPT_UC (else RC) */
 };
 
 struct pmr { struct ibv_mr *mr; int pd; };
@@ -291,6 +297,8 @@ struct side {
 	struct ibv_qp *qp;
 	struct ibv_qp_cap cap;
 	uint32_t psn;
+	struct ibv_qp *uqp;  /* the UC pair's QP (same CQ, PD and capacities) */
+	uint32_t upsn;
 	uint8_t *buf;        struct ibv_mr *mr;     /* all access */
 	uint8_t *buf_ro;     struct ibv_mr *mr_ro;  /* LOCAL_WRITE only */
 	uint8_t *buf_p2;     struct ibv_mr *mr_p2;  /* in pd2, all access */
@@ -313,10 +321,11 @@ static struct side S[2];
 static uint64_t wr_seq = 1;
 static uint64_t forbid_lo, forbid_hi;   /* wr_ids that must never complete */
 static int need_reconnect;
+static int on_uc;   /* the valid operations run over the UC pair (post_*_counted, new_wrid) */
 
 static uint64_t new_wrid(int sig)
 {
-	return WR_MAGIC | (sig ? WR_SIG : 0) | (wr_seq++ & 0x7fffffffffffull);
+	return WR_MAGIC | (sig ? WR_SIG : 0) | (on_uc ? WR_UC : 0) | (wr_seq++ & 0x3fffffffffffull);
 }
 
 static const char *wcs(int s) { return ibv_wc_status_str((enum ibv_wc_status)s); }
@@ -373,10 +382,11 @@ static void collect(struct side *sd)
 					(unsigned long long)w->wr_id, wcs(w->status));
 				continue;
 			}
-			if (w->qp_num != sd->qp->qp_num)
+			if (w->qp_num != ((w->wr_id & WR_UC) ? sd->uqp : sd->qp)->qp_num)
 				finding("side %d: completion wr_id 0x%llx with qp_num 0x%x, "
-					"expected 0x%x", sd->i, (unsigned long long)w->wr_id,
-					w->qp_num, sd->qp->qp_num);
+					"expected 0x%x (the %s QP)", sd->i, (unsigned long long)w->wr_id,
+					w->qp_num, ((w->wr_id & WR_UC) ? sd->uqp : sd->qp)->qp_num,
+					(w->wr_id & WR_UC) ? "UC" : "RC");
 			if (forbid_hi && w->wr_id >= forbid_lo && w->wr_id <= forbid_hi)
 				finding("side %d: a WR after the failing WR of a chain "
 					"completed (wr_id 0x%llx, %s): it must not have been "
@@ -477,6 +487,20 @@ static int rc_connect_one(struct side *a, struct side *b)
 	return 0;
 }
 
+/* the UC pair's QP of side a towards b's: UC's masks (no RD_ATOMIC, RNR, timeout or retry
+ * attributes) */
+static int uc_connect_one(struct side *a, struct side *b)
+{
+	struct hm_rtr_args r;
+	int rc;
+
+	rc = hm_qp_init(a->uqp, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (rc)
+		return rc;
+	r = hm_rtr_to(a->pa.active_mtu, b->uqp->qp_num, b->upsn, a->v6 ? &b->gid6 : &b->gid, a->v6, 0);
+	return hm_qp_rtr_uc(a->uqp, &r);
+}
+
 static void connect_pair(void)
 {
 	int rc;
@@ -507,6 +531,18 @@ static void connect_pair(void)
 			finish(1);
 		}
 	}
+	hm_step("connecting the UC pair");
+	S[0].upsn = hm_rand_psn();
+	S[1].upsn = hm_rand_psn();
+	for (int i = 0; i < 2; i++) {
+		rc = uc_connect_one(&S[i], &S[1 - i]);
+		if (!rc)
+			rc = hm_qp_rts_uc(S[i].uqp, S[i].upsn);
+		if (rc) {
+			finding("connecting the UC QP of side %d: rc=%d (%s)", i, rc, hm_errname(rc));
+			finish(1);
+		}
+	}
 }
 
 /* After an error completion: both QPs to ERR, every signaled WR completes
@@ -521,6 +557,7 @@ static void reconnect(void)
 		memset(&a, 0, sizeof(a));
 		a.qp_state = IBV_QPS_ERR;
 		want_zero("modify_qp(valid QP -> ERR)", ibv_modify_qp(S[i].qp, &a, IBV_QP_STATE));
+		want_zero("modify_qp(UC QP -> ERR)", ibv_modify_qp(S[i].uqp, &a, IBV_QP_STATE));
 	}
 	dl = hm_now_us() + (uint64_t)hm_timeout_s * 1000000ull;
 	hm_step("reconnect: flushing");
@@ -541,6 +578,7 @@ static void reconnect(void)
 		memset(&a, 0, sizeof(a));
 		a.qp_state = IBV_QPS_RESET;
 		want_zero("modify_qp(valid QP -> RESET)", ibv_modify_qp(S[i].qp, &a, IBV_QP_STATE));
+		want_zero("modify_qp(UC QP -> RESET)", ibv_modify_qp(S[i].uqp, &a, IBV_QP_STATE));
 	}
 	if (verbose)
 		printf("#   reconnect: flushed after %.3f s\n",
@@ -639,7 +677,7 @@ static int post_send_counted(struct side *sd, struct ibv_send_wr *w,
 
 	*bad = NULL;
 	hm_step("ibv_post_send");
-	rc = ibv_post_send(sd->qp, w, bad);
+	rc = ibv_post_send(on_uc ? sd->uqp : sd->qp, w, bad);
 	/* count the signaled WRs that were posted */
 	for (x = w; x; x = x->next) {
 		if (rc && x == *bad)
@@ -658,7 +696,7 @@ static int post_recv_counted(struct side *sd, struct ibv_recv_wr *w,
 
 	*bad = NULL;
 	hm_step("ibv_post_recv");
-	rc = ibv_post_recv(sd->qp, w, bad);
+	rc = ibv_post_recv(on_uc ? sd->uqp : sd->qp, w, bad);
 	for (x = w; x; x = x->next) {
 		if (rc && x == *bad)
 			break;
@@ -714,6 +752,17 @@ static uint32_t rnd_len(void)
 
 /* ------------------------------------------------------------------ valid operations */
 
+/* A UC WRITE completes once sent: nothing but the bytes themselves tells when the peer has
+ * placed them. Waits (bounded by -t) until dst holds src; the caller's verify() reports what
+ * is still missing. */
+static void uc_await(const uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+	uint64_t dl = hm_now_us() + (uint64_t)hm_timeout_s * 1000000ull;
+
+	while (len && memcmp(dst, src, len) && hm_now_us() < dl)
+		hm_sleep_us(200);
+}
+
 static void op_write(int imm)
 {
 	struct side *s = pick_side(), *r = &S[1 - s->i];
@@ -729,7 +778,7 @@ static void op_write(int imm)
 	uint8_t *src = s->buf + lo;
 	uint32_t immv = (uint32_t)rnd64();
 
-	act = imm ? "valid WRITE_WITH_IMM" : "valid WRITE";
+	act = on_uc ? (imm ? "valid UC WRITE_WITH_IMM" : "valid UC WRITE") : imm ? "valid WRITE_WITH_IMM" : "valid WRITE";
 	fill_rand(src, len);
 	if (chance(5)) {
 		/* zero-length, no SGE at all (NCCL's empty messages) */
@@ -765,6 +814,8 @@ static void op_write(int imm)
 		need_reconnect = 1;
 		return;
 	}
+	if (on_uc && !imm)
+		uc_await(r->buf + ro, src, len);
 	if (imm) {
 		wait_wc(r, rw.wr_id, &wc, "WRITE_WITH_IMM receive");
 		if (check_wc(&wc, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, (int)len,
@@ -794,7 +845,7 @@ static void op_send(int imm)
 	uint32_t immv = (uint32_t)rnd64();
 	uint32_t rlen = len + rnd(64);
 
-	act = imm ? "valid SEND_WITH_IMM" : "valid SEND";
+	act = on_uc ? (imm ? "valid UC SEND_WITH_IMM" : "valid UC SEND") : imm ? "valid SEND_WITH_IMM" : "valid SEND";
 	if (ro + rlen > BUFLEN - 16)
 		rlen = len;
 	fill_rand(src, len);
@@ -1742,6 +1793,62 @@ static struct trans rc_trans(int from, int to)
 	return t;
 }
 
+/* The kernel's qp_state_table for UC: RC's without the attributes of reliability (RD_ATOMIC,
+ * RNR timer and retries, timeout) and without PORT in SQD -> SQD; SQE -> RTS exists (a
+ * Hematite UC QP never enters SQE, and no modify may move it there). */
+static struct trans uc_trans(int from, int to)
+{
+	struct trans t = { 0, 0, 0 };
+
+	if (from < 0 || from > IBV_QPS_ERR || to < 0 || to > IBV_QPS_ERR)
+		return t;
+	if (to == IBV_QPS_RESET || (to == IBV_QPS_ERR && from != IBV_QPS_RESET)) {
+		t.valid = 1;
+		return t;
+	}
+	switch (from) {
+	case IBV_QPS_RESET:
+		if (to == IBV_QPS_INIT)
+			t = (struct trans){ 1, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0 };
+		break;
+	case IBV_QPS_INIT:
+		if (to == IBV_QPS_INIT)
+			t = (struct trans){ 1, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS };
+		else if (to == IBV_QPS_RTR)
+			t = (struct trans){ 1, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+					    IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX };
+		break;
+	case IBV_QPS_RTR:
+		if (to == IBV_QPS_RTS)
+			t = (struct trans){ 1, IBV_QP_SQ_PSN,
+					    IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+						    IBV_QP_PATH_MIG_STATE };
+		break;
+	case IBV_QPS_RTS:
+		if (to == IBV_QPS_RTS)
+			t = (struct trans){ 1, 0, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+						  IBV_QP_PATH_MIG_STATE };
+		else if (to == IBV_QPS_SQD)
+			t = (struct trans){ 1, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY };
+		break;
+	case IBV_QPS_SQD:
+		if (to == IBV_QPS_RTS)
+			t = (struct trans){ 1, 0, IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+						  IBV_QP_PATH_MIG_STATE };
+		else if (to == IBV_QPS_SQD)
+			t = (struct trans){ 1, 0, IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+						  IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE };
+		break;
+	case IBV_QPS_SQE:
+		if (to == IBV_QPS_RTS)
+			t = (struct trans){ 1, 0, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS };
+		break;
+	default:
+		break;
+	}
+	return t;
+}
+
 /* good values for every attribute the mask selects */
 static void good_attr(struct side *sd, struct ibv_qp_attr *a)
 {
@@ -1859,7 +1966,7 @@ static void op_modify(void)
 	}
 	good_attr(sd, &a);
 	a.qp_state = (enum ibv_qp_state)to;
-	t = rc_trans(from, to);
+	t = q->uc ? uc_trans(from, to) : rc_trans(from, to);
 	mask = IBV_QP_STATE | t.req;
 	/* optional bits, except the unsupported alternate path / migration and CUR_STATE */
 	mask |= t.opt & rnd64() & ~(uint32_t)(IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE | IBV_QP_CUR_STATE);
@@ -1917,8 +2024,8 @@ static void op_modify(void)
 			break;
 		}
 	}
-	snprintf(what, sizeof(what), "modify_qp(scratch QP %s -> %s%s, mask 0x%x: %s)",
-		 hm_qp_state_str((enum ibv_qp_state)from),
+	snprintf(what, sizeof(what), "modify_qp(scratch %s QP %s -> %s%s, mask 0x%x: %s)",
+		 q->uc ? "UC" : "RC", hm_qp_state_str((enum ibv_qp_state)from),
 		 bad_state_val ? "garbage" : hm_qp_state_str((enum ibv_qp_state)to), "", mask, how);
 	hm_step(what);
 	rc = ibv_modify_qp(q->qp, &a, (int)mask);
@@ -2739,11 +2846,19 @@ static void setup_side(struct side *sd, struct ibv_device *dev)
 		finish(2);
 	}
 	sd->cap = ia.cap;
+	ia.qp_type = IBV_QPT_UC;
+	sd->uqp = ibv_create_qp(sd->pd, &ia);
+	if (!sd->uqp || memcmp(&ia.cap, &sd->cap, sizeof(ia.cap))) {
+		printf("# create_qp (UC) on %s failed: %s\n", ibv_get_device_name(dev),
+		       sd->uqp ? "capacities differ from the RC QP's" : strerror(errno));
+		finish(2);
+	}
 	for (int j = 0; j < NSCR; j++) {
 		memset(&ia, 0, sizeof(ia));
 		ia.send_cq = sd->scq;
 		ia.recv_cq = sd->scq;
-		ia.qp_type = IBV_QPT_RC;
+		ia.qp_type = (j & 1) ? IBV_QPT_UC : IBV_QPT_RC;
+		sd->s[j].uc = j & 1;
 		ia.cap.max_send_wr = 4;
 		ia.cap.max_recv_wr = 4;
 		ia.cap.max_send_sge = 1;
@@ -2798,6 +2913,7 @@ static void teardown(void)
 		for (int j = 0; j < NSCR; j++)
 			want_zero("destroy_qp(scratch)", ibv_destroy_qp(sd->s[j].qp));
 		want_zero("destroy_qp(valid)", ibv_destroy_qp(sd->qp));
+		want_zero("destroy_qp(UC)", ibv_destroy_qp(sd->uqp));
 		if (sd->chcq) {
 			want_zero("destroy_cq(channel CQ)", ibv_destroy_cq(sd->chcq));
 			want_zero("destroy_comp_channel", ibv_destroy_comp_channel(sd->ch));
@@ -2822,6 +2938,68 @@ static void op_write1(void) { op_write(1); }
 static void op_send0(void) { op_send(0); }
 static void op_send1(void) { op_send(1); }
 
+/* a valid WRITE / WRITE_WITH_IMM / SEND / SEND_WITH_IMM over the UC pair, verified as on RC
+ * (the simulated wire loses nothing, so every UC message arrives) */
+static void op_uc(void)
+{
+	on_uc = 1;
+	switch (rnd(4)) {
+	case 0: op_write(0); break;
+	case 1: op_write(1); break;
+	case 2: op_send(0); break;
+	default: op_send(1); break;
+	}
+	on_uc = 0;
+}
+
+/* what UC does not have: ibv_post_send refuses it with EINVAL, *bad_wr at it, and the WRs
+ * before it in the list (0-2 valid WRITEs) execute */
+static void op_uc_refused(void)
+{
+	static const enum ibv_wr_opcode refused[] = { IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP,
+						      IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_SEND_WITH_INV };
+	struct side *s = pick_side(), *r = &S[1 - s->i];
+	enum ibv_wr_opcode op = refused[rnd(4)];
+	struct ibv_send_wr w[3], *bad;
+	struct ibv_sge g[3];
+	struct ibv_wc wc;
+	uint32_t ro[3];
+	int good = (int)rnd(3), rc;
+	char what[120];
+
+	on_uc = 1;
+	act = "UC: an operation UC does not have";
+	for (int j = 0; j <= good; j++) {
+		uint32_t lo = 16 + 64 * (uint32_t)j;
+
+		ro[j] = HALF + 16 + 64 * (uint32_t)j;
+		fill_rand(s->buf + lo, 8);
+		memset(r->buf + ro[j], 0, 8);
+		sge_of(&g[j], s->buf + lo, 8, s->mr->lkey);
+		init_swr(&w[j], j < good ? IBV_WR_RDMA_WRITE : op, &g[j], 1, 0, 1);
+		w[j].wr.rdma.remote_addr = (uintptr_t)(r->buf + ro[j]);
+		w[j].wr.rdma.rkey = r->mr->rkey;
+		w[j].wr.atomic.remote_addr = (uintptr_t)(r->buf + ro[j]);
+		w[j].wr.atomic.rkey = r->mr->rkey;
+		w[j].next = j < good ? &w[j + 1] : NULL;
+		if (op == IBV_WR_SEND_WITH_INV)
+			w[j].invalidate_rkey = r->mr->rkey;
+	}
+	snprintf(what, sizeof(what), "post_send(UC: %d WRITEs, then opcode %d)", good, (int)op);
+	rc = post_send_counted(s, w, &bad);
+	if (want_rc(what, rc, SET(EINVAL)) && bad != &w[good])
+		finding("%s: bad_wr is WR #%ld, expected #%d", what, bad ? (long)(bad - w) : -1L, good);
+	for (int j = 0; j < good && rc == EINVAL && bad == &w[good]; j++) {
+		wait_wc(s, w[j].wr_id, &wc, "UC WRITE before a refused WR");
+		if (check_wc(&wc, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1, "UC WRITE before a refused WR")) {
+			uc_await(r->buf + ro[j], s->buf + 16 + 64 * (uint32_t)j, 8);
+			verify("UC WRITE before a refused WR", r->buf + ro[j], s->buf + 16 + 64 * (uint32_t)j, 8);
+		} else
+			need_reconnect = 1;
+	}
+	on_uc = 0;
+}
+
 static const struct opdef ops[] = {
 	/* valid data movement (about 10-20 ms each on the simulated NICs) */
 	{ "write", op_write0, 40 },
@@ -2833,6 +3011,8 @@ static const struct opdef ops[] = {
 	{ "chain", op_chain, 12 },
 	{ "overflow", op_overflow, 4 },
 	{ "chain_bad", op_chain_bad, 16 },
+	{ "uc", op_uc, 24 },
+	{ "uc_refused", op_uc_refused, 6 },
 	/* the provider's own checks (microseconds) */
 	{ "bad_post", op_bad_post, 120 },
 	{ "poll_bad", op_poll_bad, 40 },
