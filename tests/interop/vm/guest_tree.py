@@ -35,9 +35,10 @@ PROGRAMS = [
 ]
 PROVIDERS = ["usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"]
 CONFIG = ["etc/libibverbs.d/rxe.driver"]
-# Kernel modules by name; crc32 backs rxe's ICRC (crypto "crc32"), the PCLMUL one is faster.
+# Kernel modules by name; crc32 backs rxe's ICRC (crypto "crc32"), the PCLMUL one is faster;
+# 9p over virtio lets tests/pyverbs/rxe-column.sh share the host's root file system.
 MODULES = ["virtio_pci", "virtio_net", "crc32_generic", "crc32_pclmul", "rdma_rxe", "ib_uverbs",
-           "rdma_ucm", "ib_umad"]
+           "rdma_ucm", "ib_umad", "9p", "9pnet_virtio"]
 LIBDIRS = ["lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib64", "lib", "usr/lib"]
 LOADER = "lib64/ld-linux-x86-64.so.2"
 
