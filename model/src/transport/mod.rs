@@ -1,4 +1,4 @@
-//! RC and UC transport reference model (ROCEV2.md §6-§10): the packet-level oracle for
+//! RC, UC and UD transport reference model (ROCEV2.md §6-§10): the packet-level oracle for
 //! Hematite's transport engine.
 //!
 //! * [`mem`]: sparse host memory ([`HostMem`]) and the memory-region table ([`MrTable`]) with
@@ -65,11 +65,16 @@
 //!   errors complete the receive WQE as in RC (`LocProtErr`, `LocLenErr`) and move the QP to
 //!   ERR, without a NAK.
 //! * **States**: as RC; SQE is not used (a send error moves a UC QP to ERR, as in RC).
+//!
+//! ## UD (unreliable datagram)
+//! [`ud::UdQp`], its own type (a destination per WR, one packet per message, no connection
+//! state): the rules are in [`ud`]'s module docs.
 
 pub mod mem;
 pub mod node;
 pub mod qp;
 pub mod sim;
+pub mod ud;
 
 pub use mem::{HostMem, MemError, Mr, MrAccess, MrTable};
 pub use node::Node;

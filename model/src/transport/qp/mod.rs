@@ -167,11 +167,11 @@ pub struct Qp {
     exec: Vec<Exec>,
 }
 
-fn sgl_len(sgl: &[Sge]) -> u64 {
+pub(crate) fn sgl_len(sgl: &[Sge]) -> u64 {
     sgl.iter().map(|s| s.len as u64).sum()
 }
 
-fn gather(sgl: &[Sge], off: u64, n: usize, mem: &HostMem) -> Vec<u8> {
+pub(crate) fn gather(sgl: &[Sge], off: u64, n: usize, mem: &HostMem) -> Vec<u8> {
     let mut out = Vec::with_capacity(n);
     let mut skip = off;
     for s in sgl {
@@ -192,7 +192,7 @@ fn gather(sgl: &[Sge], off: u64, n: usize, mem: &HostMem) -> Vec<u8> {
 }
 
 /// Writes `data` at byte offset `off` of the SGL; false if it does not fit.
-fn scatter(sgl: &[Sge], off: u64, data: &[u8], mem: &mut HostMem) -> bool {
+pub(crate) fn scatter(sgl: &[Sge], off: u64, data: &[u8], mem: &mut HostMem) -> bool {
     let mut skip = off;
     let mut rest = data;
     for s in sgl {
@@ -212,7 +212,7 @@ fn scatter(sgl: &[Sge], off: u64, data: &[u8], mem: &mut HostMem) -> bool {
     rest.is_empty()
 }
 
-fn check_sgl(sgl: &[Sge], pd: u32, need: Need, mrs: &MrTable) -> Result<(), MemError> {
+pub(crate) fn check_sgl(sgl: &[Sge], pd: u32, need: Need, mrs: &MrTable) -> Result<(), MemError> {
     for s in sgl {
         mrs.check(s.lkey, pd, s.addr, s.len as u64, need)?;
     }
