@@ -233,3 +233,112 @@ fn ud_states_and_classes() {
     assert_eq!(b.ud_qp(UB).unwrap().stats().other_drops, 1);
     assert!(b.poll_ud_recv_cq(UB).is_empty() && b.poll_recv_cq(0x77).is_empty());
 }
+
+/// RESET -> ERR is refused (the kernel's table has none); RESET drops the completions not yet
+/// polled; P_Keys follow the partition rule (a limited member is taken by a full one, two
+/// limited members or another partition are dropped).
+#[test]
+fn ud_reset_and_pkeys() {
+    let mut t = setup(false, 1024);
+    t.sim.nodes[1].post_recv(UB, RecvWr { wr_id: 60, sgl: vec![sge(BASE + 0x8000, 4096)] }).unwrap();
+    t.sim.nodes[1].modify_ud_state(UB, QpState::Err).unwrap();
+    t.sim.nodes[1].modify_ud_state(UB, QpState::Reset).unwrap();
+    assert!(t.sim.nodes[1].poll_ud_recv_cq(UB).is_empty(), "RESET dropped the flush completion");
+    assert_eq!(t.sim.nodes[1].modify_ud_state(UB, QpState::Err), Err(PostError::InvalidState), "RESET -> ERR");
+    for s in [QpState::Init, QpState::Rtr] {
+        t.sim.nodes[1].modify_ud_state(UB, s).unwrap();
+    }
+    let mut b = t.sim.nodes.into_iter().nth(1).unwrap();
+    let rec = |pkey: u16| HdrRecord { opcode: OP_UD_SEND, dest_qp: UB, pkey, qkey: QKEY_B, src_qp: UA, payload_len: 4, ..HdrRecord::default() };
+    for id in 0..4 {
+        b.post_recv(UB, RecvWr { wr_id: 70 + id, sgl: vec![sge(BASE + 0x8000 + id * 0x100, 256)] }).unwrap();
+    }
+    // the QP's P_Key is 0xFFFF (full member of the default partition)
+    for pk in [0x7FFF, 0xFFFF, 0x8001, 0x0001] {
+        b.receive(0, &rec(pk), &[1, 2, 3, 4]);
+    }
+    let st = b.ud_qp(UB).unwrap().stats();
+    assert_eq!((st.received, st.pkey_drops), (2, 2), "0x7FFF and 0xFFFF taken, 0x8001 and 0x0001 (other partition) dropped");
+    assert_eq!(b.poll_ud_recv_cq(UB).iter().map(|c| (c.cqe.wr_id, c.cqe.byte_len)).collect::<Vec<_>>(), vec![(70, 44), (71, 44)]);
+}
+
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Random datagrams (0..=PMTU bytes, right or wrong Q_Key, with or without immediate), each
+    /// after 0 or 1 receive posted (large enough or one byte too short for the GRH area and the
+    /// payload), against the rules written out here: a wrong Q_Key drops the datagram and
+    /// leaves the receives queued; none queued drops it; the oldest receive takes it, or
+    /// completes LOC_LEN_ERR when too short, which moves the QP to ERR (the queued receives
+    /// flush, later ones flush at once, later datagrams are dropped). Every receive completion,
+    /// every counter and every placed byte equal that; the sender completes every WR.
+    #[test]
+    fn ud_datagrams_follow_the_rules(
+        v6 in any::<bool>(),
+        msgs in prop::collection::vec((0usize..=1024, prop::bool::weighted(0.8), 0u8..4, any::<bool>()), 1..24),
+    ) {
+        let mut t = setup(v6, 1024);
+        // (wr_id, buffer, its length) of the receives queued, oldest first
+        let mut queued: std::collections::VecDeque<(u64, u64, u32)> = Default::default();
+        let mut want = Vec::new(); // (wr_id, status, byte_len, imm)
+        let mut placed = Vec::new(); // (buffer, data)
+        let (mut qkey_drops, mut no_wqe, mut other) = (0u64, 0u64, 0u64);
+        let mut stopped = false;
+        for (i, &(len, good_qkey, recv, imm)) in msgs.iter().enumerate() {
+            let i = i as u64;
+            let data = pattern(i as u8, len);
+            let src = BASE + i * 0x800;
+            t.fill(0, src, &data);
+            if recv != 0 {
+                let (id, buf) = (100 + i, BASE + 0x8_0000 + i * 0x1000);
+                let blen = if recv == 1 { 40 + len as u32 - 1 } else { 40 + 1024 };
+                t.sim.nodes[1].post_recv(UB, RecvWr { wr_id: id, sgl: vec![sge(buf, blen)] }).unwrap();
+                if stopped {
+                    want.push((id, WcStatus::WrFlushErr, 0, None));
+                } else {
+                    queued.push_back((id, buf, blen));
+                }
+            }
+            let d = t.to_b(if good_qkey { QKEY_B } else { QKEY_B ^ (1 + i as u32) });
+            let op = if imm { SendOp::SendImm(0x1000 + i as u32) } else { SendOp::Send };
+            t.sim.nodes[0].post_send_ud(UA, SendWr::new(i, op, vec![sge(src, len as u32)]), d).unwrap();
+            t.run();
+            if stopped {
+                other += 1;
+            } else if !good_qkey {
+                qkey_drops += 1;
+            } else if let Some((id, buf, blen)) = queued.pop_front() {
+                if (blen as usize) < 40 + len {
+                    want.push((id, WcStatus::LocLenErr, 0, None));
+                    for (fid, _, _) in queued.drain(..) {
+                        want.push((fid, WcStatus::WrFlushErr, 0, None));
+                    }
+                    stopped = true;
+                } else {
+                    want.push((id, WcStatus::Success, 40 + len as u32, imm.then_some(0x1000 + i as u32)));
+                    placed.push((buf, data));
+                }
+            } else {
+                no_wqe += 1;
+            }
+        }
+        let got: Vec<_> = t.sim.nodes[1].poll_ud_recv_cq(UB).iter().map(|c| {
+            if c.cqe.status == WcStatus::Success {
+                assert!(c.grh && c.src_qp == UA, "GRH flag and source QP");
+            }
+            (c.cqe.wr_id, c.cqe.status, c.cqe.byte_len, c.cqe.imm)
+        }).collect();
+        prop_assert_eq!(got, want);
+        let st = t.sim.nodes[1].ud_qp(UB).unwrap().stats();
+        prop_assert_eq!((st.received, st.qkey_drops, st.no_wqe_drops, st.other_drops, st.pkey_drops),
+                        (placed.len() as u64, qkey_drops, no_wqe, other, 0));
+        for (buf, data) in &placed {
+            prop_assert_eq!(&t.sim.nodes[1].mem.read(buf + 40, data.len()), data);
+        }
+        let s = t.sim.nodes[0].poll_send_cq(UA);
+        prop_assert_eq!(s.len(), msgs.len());
+        prop_assert!(s.iter().all(|c| c.status == WcStatus::Success));
+    }
+}

@@ -81,8 +81,8 @@ module hm_rc_compl
   input  logic                  s_err_valid,
   output logic                  s_err_ready,
 
-  // Response header records (ACK, READ response, atomic ACK); s_hdr_local: a local ACK of a
-  // UC QP (hm_uc_lack), which takes no other
+  // Response header records (ACK, READ response, atomic ACK); s_hdr_local: a local ACK or NAK
+  // of a UC QP (hm_uc_lack), which takes no other
   input  hm_roce_hdr_t          s_hdr,
   input  logic                  s_hdr_local,
   input  logic                  s_hdr_valid,

@@ -45,7 +45,8 @@ VMD="$(mktemp -d /tmp/hm-pyverbs-rxe.XXXXXX)"
 QPID=""
 cleanup() { [ -n "$QPID" ] && { kill "$QPID" 2>/dev/null; wait "$QPID" 2>/dev/null; }; rm -rf "$VMD"; }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 ACCEL=tcg; CPU=max
 if [[ -r /dev/kvm && -w /dev/kvm ]] && [[ -d /sys/module/kvm_intel || -d /sys/module/kvm_amd ]]; then ACCEL=kvm; CPU=host,-arch-capabilities; fi
 echo "== booting the guest ($ACCEL), this machine's / shared read-only"
@@ -74,7 +75,7 @@ vm "mkdir -p /host && mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=2621
 echo "   $(tail -1 "$OUT/guest-setup.log")"
 echo "== rdma-core $ver tests/run_tests.py on the guest's rxe0 (GID $gidx, RoCE v2 IPv4), chrooted into this machine's /"
 T1=$SECONDS
-vm "rm -f /tmp/pv.out /tmp/pv.rc; ( timeout -s KILL $TMO chroot /host /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp PYTHONDONTWRITEBYTECODE=1 sh -c 'cd $TESTS && exec /usr/bin/python3 tests/run_tests.py -v --dev rxe0 --gid $gidx' > /tmp/pv.out 2>&1; echo \$? > /tmp/pv.rc ) &" > /dev/null
+vm "rm -f /tmp/pv.out /tmp/pv.rc; ( timeout -s KILL $TMO chroot /host /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp PYTHONDONTWRITEBYTECODE=1 sh -c 'cd \"$TESTS\" && exec /usr/bin/python3 tests/run_tests.py -v --dev rxe0 --gid $gidx' > /tmp/pv.out 2>&1; echo \$? > /tmp/pv.rc ) &" > /dev/null
 while :; do
     rc=$(VMT=30 vm "cat /tmp/pv.rc 2>/dev/null" 2>/dev/null | tr -d '\r\n ')
     [ -n "$rc" ] && break
@@ -86,7 +87,7 @@ VMT=120 vm "cat /tmp/pv.out" > "$log" 2>&1
 secs=$((SECONDS - T1))
 last=$(grep -E '^(OK|FAILED)' "$log" | tail -1)
 ran=$(sed -nE 's/^Ran ([0-9]+) tests? in .*/\1/p' "$log" | tail -1)
-count() { local v; v=$(grep -oE "$1=[0-9]+" <<< "$last" | cut -d= -f2); echo "${v:-0}"; }
+count() { local v; v=$(grep -oE "(\\(|, )$1=[0-9]+" <<< "$last" | head -1 | cut -d= -f2); echo "${v:-0}"; }
 skipped=$(count skipped); failures=$(count failures); errors=$(count errors)
 {
     echo "rdma-core $ver tests/run_tests.py on Linux Soft-RoCE (rxe0 in the guest, kernel $(cat "$W/kver")): $(date -u +%F) at $(git rev-parse --short HEAD), ${secs} s ($ACCEL)"

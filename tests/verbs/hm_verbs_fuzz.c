@@ -2989,6 +2989,8 @@ static void op_uc_refused(void)
 	rc = post_send_counted(s, w, &bad);
 	if (want_rc(what, rc, SET(EINVAL)) && bad != &w[good])
 		finding("%s: bad_wr is WR #%ld, expected #%d", what, bad ? (long)(bad - w) : -1L, good);
+	if (rc != EINVAL || bad != &w[good])
+		need_reconnect = 1; /* whatever was wrongly posted may have stopped the UC QP */
 	for (int j = 0; j < good && rc == EINVAL && bad == &w[good]; j++) {
 		wait_wc(s, w[j].wr_id, &wc, "UC WRITE before a refused WR");
 		if (check_wc(&wc, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, -1, "UC WRITE before a refused WR")) {

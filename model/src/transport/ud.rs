@@ -16,8 +16,10 @@
 //!   once its packet is sent.
 //! * **Responder**: a UD QP takes UD SEND ONLY and SEND ONLY with immediate in RTR, RTS and SQD;
 //!   any other opcode, or any packet in another state, is dropped. The PSN is not checked (each
-//!   datagram stands alone). A DETH Q_Key different from the QP's drops the packet
-//!   (`UdStats::qkey_drops`); so does a P_Key different from the QP's (`pkey_drops`), and a
+//!   datagram stands alone), nor is the payload length against the path MTU (the frame bounds
+//!   it; the receive buffer must hold it). A DETH Q_Key different from the QP's drops the
+//!   packet (`UdStats::qkey_drops`); so does a P_Key of another partition, or two limited
+//!   members (the receive path's rule, [`crate::rx::pkey_matches`]: `pkey_drops`), and a
 //!   packet with no receive WQE posted (`no_wqe_drops`: UD has no RNR). The receive buffer gets
 //!   a 40-byte GRH area first: over IPv6 the packet's IPv6 header, over IPv4 20 zero bytes and
 //!   then its IPv4 header, as received; the payload follows. A receive SGL shorter than 40 +
@@ -26,7 +28,9 @@
 //!   opcode `Recv`, byte_len 40 + payload, the immediate, the source QPN from DETH, and the GRH
 //!   flag (always set: every RoCEv2 packet has its network header).
 //! * **States**: RTS sends and receives; RTR receives; SQD starts no new WQE. ERR flushes both
-//!   queues (`WrFlushErr`; posts in ERR complete at once). SQE is not used: a send error moves a
+//!   queues (`WrFlushErr`; posts in ERR complete at once). RESET empties the queues and the
+//!   completions not yet polled, as on RC. RESET -> ERR is refused (the kernel's table has no
+//!   such transition). SQE is not used: a send error moves a
 //!   UD QP to ERR, as on UC (a stated decision: the engine keeps one error state per QP).
 
 use super::mem::Need;
@@ -125,7 +129,7 @@ pub struct UdStats {
     pub received: u64,
     /// Dropped: DETH Q_Key is not the QP's.
     pub qkey_drops: u64,
-    /// Dropped: BTH P_Key is not the QP's.
+    /// Dropped: BTH P_Key of another partition (or both limited members).
     pub pkey_drops: u64,
     /// Dropped: no receive WQE posted.
     pub no_wqe_drops: u64,
@@ -202,14 +206,14 @@ impl UdQp {
         self.next_psn
     }
 
-    /// State transition: UD's legal ones (any -> RESET / ERR, RESET -> INIT, INIT -> INIT /
+    /// State transition: UD's legal ones (any -> RESET, any but RESET -> ERR, RESET -> INIT, INIT -> INIT /
     /// RTR, RTR -> RTS, RTS -> RTS / SQD, SQD -> SQD / RTS); others `InvalidState`. RESET
     /// empties both queues without completions; ERR flushes them.
     pub fn modify_state(&mut self, to: QpState) -> Result<(), PostError> {
         use QpState::*;
         let ok = matches!(
             (self.state, to),
-            (_, Reset) | (_, Err) | (Reset, Init) | (Init, Init) | (Init, Rtr) | (Rtr, Rts) | (Rts, Rts)
+            (_, Reset) | (Init | Rtr | Rts | Sqd | Sqe | Err, Err) | (Reset, Init) | (Init, Init) | (Init, Rtr) | (Rtr, Rts) | (Rts, Rts)
                 | (Rts, Sqd) | (Sqd, Sqd) | (Sqd, Rts)
         );
         if !ok {
@@ -220,6 +224,8 @@ impl UdQp {
             Reset => {
                 self.sq.clear();
                 self.rq.clear();
+                self.send_cq.clear();
+                self.recv_cq.clear();
                 self.next_psn = self.cfg.sq_psn;
                 self.state = Reset;
             }
@@ -365,7 +371,7 @@ impl UdQp {
             self.stats.other_drops += 1;
             return;
         }
-        if rec.pkey != self.cfg.pkey {
+        if !crate::rx::pkey_matches(rec.pkey, self.cfg.pkey) {
             self.stats.pkey_drops += 1;
             return;
         }
