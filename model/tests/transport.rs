@@ -812,3 +812,15 @@ fn rc_and_uc_do_not_take_each_others_packets() {
     assert!(t.b().poll_recv_cq(QB).is_empty());
     assert_eq!(t.b().exec_log().len(), 0);
 }
+
+/// The kernel's state table has no RESET -> ERR: refused; any other state -> ERR flushes.
+#[test]
+fn rc_reset_to_err_is_refused() {
+    let mut t = setup(1024);
+    t.a().modify_qp_state(QA, QpState::Reset).unwrap();
+    assert_eq!(t.a().modify_qp_state(QA, QpState::Err), Err(PostError::InvalidState));
+    assert_eq!(t.a().qp(QA).unwrap().state(), QpState::Reset);
+    t.a().modify_qp_state(QA, QpState::Init).unwrap();
+    t.a().modify_qp_state(QA, QpState::Err).unwrap();
+    assert_eq!(t.a().qp(QA).unwrap().state(), QpState::Err);
+}

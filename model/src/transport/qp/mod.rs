@@ -331,14 +331,15 @@ impl Qp {
         self.recv_cq.drain(..).collect()
     }
 
-    /// State transition (verbs table of ROCEV2.md §10; any → RESET / ERR always allowed).
-    /// → ERR flushes every WQE; → RESET clears everything and reloads the PSNs.
+    /// State transition (verbs table of ROCEV2.md §10; any → RESET, and any but RESET → ERR,
+    /// always allowed: the kernel's table has no RESET → ERR). → ERR flushes every WQE; → RESET
+    /// clears everything and reloads the PSNs.
     pub fn modify_state(&mut self, to: QpState) -> Result<(), PostError> {
         use QpState::*;
         let ok = matches!(
             (self.state, to),
-            (_, Reset) | (_, Err) | (Reset, Init) | (Init, Init) | (Init, Rtr) | (Rtr, Rts) | (Rts, Rts)
-                | (Rts, Sqd) | (Sqd, Sqd) | (Sqd, Rts)
+            (_, Reset) | (Init | Rtr | Rts | Sqd | Sqe | Err, Err) | (Reset, Init) | (Init, Init) | (Init, Rtr)
+                | (Rtr, Rts) | (Rts, Rts) | (Rts, Sqd) | (Sqd, Sqd) | (Sqd, Rts)
         );
         if !ok {
             return Result::Err(PostError::InvalidState);
