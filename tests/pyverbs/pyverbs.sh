@@ -30,6 +30,8 @@ cd "$ROOT" || exit 2
 . scripts/lib/opts.sh
 # shellcheck source=scripts/lib/simrun.sh
 . scripts/lib/simrun.sh
+# shellcheck source=tests/pyverbs/summary.sh
+. tests/pyverbs/summary.sh
 PROFILE=release; SRC=""; OUT="$ROOT/build/pyverbs"; SUBSET=""; MINPASS=0
 hm_opts "[--profile release|test] [--src DIR] [--subset FILE] [--min-pass N] [--out DIR]" \
     --profile=PROFILE --src=SRC --subset=SUBSET --min-pass=MINPASS --out=OUT -- "$@"
@@ -82,22 +84,9 @@ t0=$SECONDS
 (cd "$SRC" && timeout -k 10 1800 "$RUN" --state "$STATE" --nic 0 -- /usr/bin/python3 tests/run_tests.py -v --dev hematite0 --gid 0 "${names[@]}") > "$log" 2>&1
 rc=$?
 secs=$((SECONDS - t0))
-ran=$(sed -nE 's/^Ran ([0-9]+) tests? in .*/\1/p' "$log" | tail -1)
-last=$(grep -E '^(OK|FAILED)' "$log" | tail -1)
-# (anchored: unittest also prints "expected failures=N")
-count() { local v; v=$(grep -oE "(\\(|, )$1=[0-9]+" <<< "$last" | head -1 | cut -d= -f2); echo "${v:-0}"; }
-skipped=$(count skipped); failures=$(count failures); errors=$(count errors)
-{
-    echo "rdma-core $tag $what on hematite0: $(date -u +%F) at $(git rev-parse --short HEAD), $PROFILE profile, ${secs} s"
-    echo "ran ${ran:-?}: passed $(( ${ran:-0} - skipped - failures - errors )), skipped $skipped, failures $failures, errors $errors (exit $rc)"
-    echo "skip reasons (count):"
-    grep -oE "skipped ['\"].*['\"]$" "$log" | sed -E "s/^skipped ['\"](.*)['\"]$/\1/" | sort | uniq -c | sort -rn | sed 's/^/  /'
-    echo "not passed:"
-    grep -E '^(FAIL|ERROR): ' "$log" | sed 's/^/  /'
-} | tee "$OUT/summary.txt"
+pv_summary "$log" "rdma-core $tag $what on hematite0: $(date -u +%F) at $(git rev-parse --short HEAD), $PROFILE profile, ${secs} s" "$rc" "$OUT/summary.txt"
 python3 tests/pyverbs/conformance.py "$log" "rdma-core $tag, $(date -u +%F) at $(git rev-parse --short HEAD), $PROFILE profile" > "$OUT/conformance.md" ||
     echo "no per-test table: the log holds no results"
-passed=$(( ${ran:-0} - skipped - failures - errors ))
 ok=1
 [ $rc -eq 0 ] && [ -n "$ran" ] && [ "$failures" = 0 ] && [ "$errors" = 0 ] && [[ "$last" == OK* ]] || ok=0
 if [ -n "$SUBSET" ] && { [ "${ran:-0}" != ${#names[@]} ] || [ "$passed" != ${#names[@]} ]; }; then

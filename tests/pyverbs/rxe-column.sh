@@ -21,6 +21,8 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT" || exit 2
 # shellcheck source=scripts/lib/opts.sh
 . scripts/lib/opts.sh
+# shellcheck source=tests/pyverbs/summary.sh
+. tests/pyverbs/summary.sh
 OUT="$ROOT/build/pyverbs-rxe"; TMO=3600; HLOG=""
 hm_opts "[--out DIR] [--timeout SECS] [--hematite-log LOG]" --out=OUT --timeout=TMO --hematite-log=HLOG -- "$@"
 [[ "$TMO" =~ ^[0-9]+$ ]] || { echo "bad --timeout: $TMO" >&2; exit 2; }
@@ -85,18 +87,7 @@ while :; do
 done
 VMT=120 vm "cat /tmp/pv.out" > "$log" 2>&1
 secs=$((SECONDS - T1))
-last=$(grep -E '^(OK|FAILED)' "$log" | tail -1)
-ran=$(sed -nE 's/^Ran ([0-9]+) tests? in .*/\1/p' "$log" | tail -1)
-count() { local v; v=$(grep -oE "(\\(|, )$1=[0-9]+" <<< "$last" | head -1 | cut -d= -f2); echo "${v:-0}"; }
-skipped=$(count skipped); failures=$(count failures); errors=$(count errors)
-{
-    echo "rdma-core $ver tests/run_tests.py on Linux Soft-RoCE (rxe0 in the guest, kernel $(cat "$W/kver")): $(date -u +%F) at $(git rev-parse --short HEAD), ${secs} s ($ACCEL)"
-    echo "ran ${ran:-?}: passed $(( ${ran:-0} - skipped - failures - errors )), skipped $skipped, failures $failures, errors $errors (exit $rc)"
-    echo "skip reasons (count):"
-    grep -oE "skipped ['\"].*['\"]$" "$log" | sed -E "s/^skipped ['\"](.*)['\"]$/\1/" | sort | uniq -c | sort -rn | sed 's/^/  /'
-    echo "not passed:"
-    grep -E '^(FAIL|ERROR): ' "$log" | sed 's/^/  /'
-} | tee "$OUT/summary.txt"
+pv_summary "$log" "rdma-core $ver tests/run_tests.py on Linux Soft-RoCE (rxe0 in the guest, kernel $(cat "$W/kver")): $(date -u +%F) at $(git rev-parse --short HEAD), ${secs} s ($ACCEL)" "$rc" "$OUT/summary.txt"
 [ -n "$ran" ] || { echo "rxe-column: the log holds no summary (log: $log)"; exit 1; }
 if [ -n "$HLOG" ]; then
     # each column's title: the first line of its summary (pyverbs.sh writes one beside its log)

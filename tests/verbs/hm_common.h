@@ -765,28 +765,30 @@ hm_rtr_to(enum ibv_mtu mtu, uint32_t dest_qpn, uint32_t rq_psn,
 	return r;
 }
 
-/* INIT -> RTR, RoCEv2 style (GRH always present) */
+/* the INIT -> RTR attributes of r (RoCEv2 style: GRH always present) */
+static HM_UNUSED void hm_rtr_attr(const struct hm_rtr_args *r, struct ibv_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	a->path_mtu = r->mtu;
+	a->dest_qp_num = r->dest_qpn;
+	a->rq_psn = r->rq_psn;
+	a->max_dest_rd_atomic = r->max_dest_rd_atomic;
+	a->min_rnr_timer = r->min_rnr_timer;
+	a->ah_attr.is_global = 1;
+	a->ah_attr.grh.dgid = r->dgid;
+	a->ah_attr.grh.sgid_index = (uint8_t)r->sgid_index;
+	a->ah_attr.grh.hop_limit = r->hop_limit;
+	a->ah_attr.grh.traffic_class = r->traffic_class;
+	a->ah_attr.port_num = 1;
+}
+
+/* INIT -> RTR of an RC QP */
 static HM_UNUSED int hm_qp_rtr(struct ibv_qp *qp, const struct hm_rtr_args *r)
 {
 	struct ibv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = r->mtu;
-	a.dest_qp_num = r->dest_qpn;
-	a.rq_psn = r->rq_psn;
-	a.max_dest_rd_atomic = r->max_dest_rd_atomic;
-	a.min_rnr_timer = r->min_rnr_timer;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = r->dgid;
-	a.ah_attr.grh.flow_label = 0;
-	a.ah_attr.grh.sgid_index = (uint8_t)r->sgid_index;
-	a.ah_attr.grh.hop_limit = r->hop_limit;
-	a.ah_attr.grh.traffic_class = r->traffic_class;
-	a.ah_attr.dlid = 0;
-	a.ah_attr.sl = 0;
-	a.ah_attr.src_path_bits = 0;
-	a.ah_attr.port_num = 1;
+	hm_rtr_attr(r, &a);
 	return ibv_modify_qp(qp, &a,
 			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -800,17 +802,7 @@ static HM_UNUSED int hm_qp_rtr_uc(struct ibv_qp *qp, const struct hm_rtr_args *r
 {
 	struct ibv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = r->mtu;
-	a.dest_qp_num = r->dest_qpn;
-	a.rq_psn = r->rq_psn;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = r->dgid;
-	a.ah_attr.grh.sgid_index = (uint8_t)r->sgid_index;
-	a.ah_attr.grh.hop_limit = r->hop_limit;
-	a.ah_attr.grh.traffic_class = r->traffic_class;
-	a.ah_attr.port_num = 1;
+	hm_rtr_attr(r, &a);
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
 }
 

@@ -1729,16 +1729,19 @@ static void op_unsupported(void)
 
 /* ------------------------------------------------------------------ the RC state machine */
 
-/* The kernel's qp_state_table for RC (drivers/infiniband/core/verbs.c), written out
- * independently of the firmware's copy: required and optional attribute bits. */
+/* The kernel's qp_state_table for RC and UC (drivers/infiniband/core/verbs.c), written out
+ * independently of the firmware's copy: required and optional attribute bits. UC's entries
+ * are RC's without the attributes of reliability (RD_ATOMIC, RNR timer and retries, timeout),
+ * and without PORT in SQD -> SQD; SQE -> RTS takes CUR_STATE and ACCESS_FLAGS on UC (neither
+ * type ever enters SQE on Hematite, and no modify may move a QP there). */
 struct trans { int valid; uint32_t req, opt; };
 
-static struct trans rc_trans(int from, int to)
+static struct trans qp_trans(int uc, int from, int to)
 {
 	struct trans t = { 0, 0, 0 };
-	const uint32_t R = IBV_QP_STATE;
+	/* what RC adds to UC's entries */
+	const uint32_t rnr = uc ? 0 : IBV_QP_MIN_RNR_TIMER;
 
-	(void)R;
 	if (from < 0 || from > IBV_QPS_ERR || to < 0 || to > IBV_QPS_ERR)
 		return t;
 	if (to == IBV_QPS_RESET || (to == IBV_QPS_ERR && from != IBV_QPS_RESET)) {
@@ -1755,93 +1758,37 @@ static struct trans rc_trans(int from, int to)
 			t = (struct trans){ 1, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS };
 		else if (to == IBV_QPS_RTR)
 			t = (struct trans){ 1, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-						   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+						   (uc ? 0 : IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
 					    IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX };
 		break;
 	case IBV_QPS_RTR:
 		if (to == IBV_QPS_RTS)
-			t = (struct trans){ 1, IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT |
-						   IBV_QP_RNR_RETRY | IBV_QP_TIMEOUT,
-					    IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-						    IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE };
-		break;
-	case IBV_QPS_RTS:
-		if (to == IBV_QPS_RTS)
-			t = (struct trans){ 1, 0, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-						  IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER };
-		else if (to == IBV_QPS_SQD)
-			t = (struct trans){ 1, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY };
-		break;
-	case IBV_QPS_SQD:
-		if (to == IBV_QPS_RTS)
-			t = (struct trans){ 1, 0, IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-						  IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE };
-		else if (to == IBV_QPS_SQD)
-			t = (struct trans){ 1, 0, IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-						  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
-						  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_ALT_PATH |
-						  IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
-						  IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE };
-		break;
-	case IBV_QPS_SQE:
-		if (to == IBV_QPS_RTS)
-			t = (struct trans){ 1, 0, 0 };
-		break;
-	default:
-		break;
-	}
-	return t;
-}
-
-/* The kernel's qp_state_table for UC: RC's without the attributes of reliability (RD_ATOMIC,
- * RNR timer and retries, timeout) and without PORT in SQD -> SQD; SQE -> RTS exists (a
- * Hematite UC QP never enters SQE, and no modify may move it there). */
-static struct trans uc_trans(int from, int to)
-{
-	struct trans t = { 0, 0, 0 };
-
-	if (from < 0 || from > IBV_QPS_ERR || to < 0 || to > IBV_QPS_ERR)
-		return t;
-	if (to == IBV_QPS_RESET || (to == IBV_QPS_ERR && from != IBV_QPS_RESET)) {
-		t.valid = 1;
-		return t;
-	}
-	switch (from) {
-	case IBV_QPS_RESET:
-		if (to == IBV_QPS_INIT)
-			t = (struct trans){ 1, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0 };
-		break;
-	case IBV_QPS_INIT:
-		if (to == IBV_QPS_INIT)
-			t = (struct trans){ 1, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS };
-		else if (to == IBV_QPS_RTR)
-			t = (struct trans){ 1, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
-					    IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX };
-		break;
-	case IBV_QPS_RTR:
-		if (to == IBV_QPS_RTS)
-			t = (struct trans){ 1, IBV_QP_SQ_PSN,
-					    IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+			t = (struct trans){ 1, IBV_QP_SQ_PSN | (uc ? 0 : IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT |
+									   IBV_QP_RNR_RETRY | IBV_QP_TIMEOUT),
+					    IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | rnr |
 						    IBV_QP_PATH_MIG_STATE };
 		break;
 	case IBV_QPS_RTS:
 		if (to == IBV_QPS_RTS)
 			t = (struct trans){ 1, 0, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-						  IBV_QP_PATH_MIG_STATE };
+						  IBV_QP_PATH_MIG_STATE | rnr };
 		else if (to == IBV_QPS_SQD)
 			t = (struct trans){ 1, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY };
 		break;
 	case IBV_QPS_SQD:
 		if (to == IBV_QPS_RTS)
 			t = (struct trans){ 1, 0, IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-						  IBV_QP_PATH_MIG_STATE };
+						  rnr | IBV_QP_PATH_MIG_STATE };
 		else if (to == IBV_QPS_SQD)
 			t = (struct trans){ 1, 0, IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-						  IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE };
+						  IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE |
+						  (uc ? 0 : IBV_QP_PORT | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+							IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
+							IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) };
 		break;
 	case IBV_QPS_SQE:
 		if (to == IBV_QPS_RTS)
-			t = (struct trans){ 1, 0, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS };
+			t = (struct trans){ 1, 0, uc ? IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS : 0 };
 		break;
 	default:
 		break;
@@ -1966,7 +1913,7 @@ static void op_modify(void)
 	}
 	good_attr(sd, &a);
 	a.qp_state = (enum ibv_qp_state)to;
-	t = q->uc ? uc_trans(from, to) : rc_trans(from, to);
+	t = qp_trans(q->uc, from, to);
 	mask = IBV_QP_STATE | t.req;
 	/* optional bits, except the unsupported alternate path / migration and CUR_STATE */
 	mask |= t.opt & rnd64() & ~(uint32_t)(IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE | IBV_QP_CUR_STATE);

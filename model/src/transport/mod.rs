@@ -348,6 +348,28 @@ pub struct RecvWr {
     pub sgl: Vec<Sge>,
 }
 
+/// The verbs state transitions every QP type here allows (ROCEV2.md §10): any → RESET, any but
+/// RESET → ERR (the kernel's table has no RESET → ERR), and the table's forward moves; SQE is
+/// never entered.
+pub(crate) fn legal_transition(from: QpState, to: QpState) -> bool {
+    use QpState::*;
+    matches!(
+        (from, to),
+        (_, Reset) | (Init | Rtr | Rts | Sqd | Sqe | Err, Err) | (Reset, Init) | (Init, Init) | (Init, Rtr)
+            | (Rtr, Rts) | (Rts, Rts) | (Rts, Sqd) | (Sqd, Sqd) | (Sqd, Rts)
+    )
+}
+
+/// Whether a send WR may be posted in state `s`: `Ok(false)` queue it (RTS, SQD), `Ok(true)`
+/// complete it at once with `WrFlushErr` (ERR), `InvalidState` otherwise.
+pub(crate) fn send_post_flushes(s: QpState) -> Result<bool, PostError> {
+    match s {
+        QpState::Rts | QpState::Sqd => Ok(false),
+        QpState::Err => Ok(true),
+        _ => Err(PostError::InvalidState),
+    }
+}
+
 /// Completion status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WcStatus {

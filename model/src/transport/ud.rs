@@ -35,7 +35,7 @@
 
 use super::mem::Need;
 use super::qp::{check_sgl, gather, scatter, sgl_len, Ctx};
-use super::{pmtu_valid, Cqe, Pkt, PostError, QpState, RecvWr, SendOp, SendWr, WcOpcode, WcStatus};
+use super::{legal_transition, pmtu_valid, send_post_flushes, Cqe, Pkt, PostError, QpState, RecvWr, SendOp, SendWr, WcOpcode, WcStatus};
 use crate::psn;
 use crate::{build_frame, normalize_for_tx, HdrRecord};
 use std::collections::VecDeque;
@@ -211,12 +211,7 @@ impl UdQp {
     /// empties both queues without completions; ERR flushes them.
     pub fn modify_state(&mut self, to: QpState) -> Result<(), PostError> {
         use QpState::*;
-        let ok = matches!(
-            (self.state, to),
-            (_, Reset) | (Init | Rtr | Rts | Sqd | Sqe | Err, Err) | (Reset, Init) | (Init, Init) | (Init, Rtr) | (Rtr, Rts) | (Rts, Rts)
-                | (Rts, Sqd) | (Sqd, Sqd) | (Sqd, Rts)
-        );
-        if !ok {
+        if !legal_transition(self.state, to) {
             return Result::Err(PostError::InvalidState);
         }
         match to {
@@ -257,13 +252,9 @@ impl UdQp {
     /// Posts a send WR towards `dest` (RTS, SQD; in ERR it completes at once with
     /// `WrFlushErr`). An inline WR's bytes are copied now (its keys are checked now too).
     pub fn post_send(&mut self, wr: SendWr, dest: UdDest, cx: &mut Ctx<'_>) -> Result<(), PostError> {
-        match self.state {
-            QpState::Rts | QpState::Sqd => {}
-            QpState::Err => {
-                self.send_cq.push_back(self.cqe(wr.wr_id, WcStatus::WrFlushErr, wr.op.wc_opcode(), 0));
-                return Ok(());
-            }
-            _ => return Err(PostError::InvalidState),
+        if send_post_flushes(self.state)? {
+            self.send_cq.push_back(self.cqe(wr.wr_id, WcStatus::WrFlushErr, wr.op.wc_opcode(), 0));
+            return Ok(());
         }
         if self.sq.len() >= UD_MAX_WR || dest.qpn > psn::MASK {
             return Err(if dest.qpn > psn::MASK { PostError::InvalidAttr } else { PostError::QueueFull });

@@ -336,12 +336,7 @@ impl Qp {
     /// clears everything and reloads the PSNs.
     pub fn modify_state(&mut self, to: QpState) -> Result<(), PostError> {
         use QpState::*;
-        let ok = matches!(
-            (self.state, to),
-            (_, Reset) | (Init | Rtr | Rts | Sqd | Sqe | Err, Err) | (Reset, Init) | (Init, Init) | (Init, Rtr)
-                | (Rtr, Rts) | (Rts, Rts) | (Rts, Sqd) | (Sqd, Sqd) | (Sqd, Rts)
-        );
-        if !ok {
+        if !legal_transition(self.state, to) {
             return Result::Err(PostError::InvalidState);
         }
         match to {
@@ -370,13 +365,9 @@ impl Qp {
 
     /// Posts a send WR. In ERR it completes at once with `WrFlushErr`.
     pub fn post_send(&mut self, wr: SendWr, cx: &mut Ctx<'_>) -> Result<(), PostError> {
-        match self.state {
-            QpState::Rts | QpState::Sqd => {}
-            QpState::Err => {
-                self.send_cq.push_back(self.cqe(wr.wr_id, WcStatus::WrFlushErr, wr.op.wc_opcode(), 0));
-                return Ok(());
-            }
-            _ => return Err(PostError::InvalidState),
+        if send_post_flushes(self.state)? {
+            self.send_cq.push_back(self.cqe(wr.wr_id, WcStatus::WrFlushErr, wr.op.wc_opcode(), 0));
+            return Ok(());
         }
         if self.sq.len() >= MAX_WR {
             return Err(PostError::QueueFull);
