@@ -7,7 +7,7 @@ Writes one 32-bit little-endian word per line (8 hex digits) from IMEM address 0
 of the last PT_LOAD segment whose physical (load) address lies in IMEM; gaps are zero-filled.
 Prints the text (code + rodata), data (.data load image) and bss sizes. Fails loudly when the
 file is not a little-endian ELF32 RISC-V executable, when a loaded segment does not fit IMEM,
-or when .data + .bss do not fit DMEM. Own program-header parser, Python standard library only.
+or when .data + .bss do not fit DMEM (or .xmem XMEM, which is never loaded). Own program-header parser, Python standard library only.
 """
 import struct
 import sys
@@ -28,6 +28,7 @@ def _map_const(name):
 
 IMEM_BASE, IMEM_BYTES = _map_const("HM_CPU_IMEM"), _map_const("HM_CPU_IMEM_BYTES")
 DMEM_BASE, DMEM_BYTES = _map_const("HM_CPU_DMEM"), _map_const("HM_CPU_DMEM_BYTES")
+XMEM_BASE, XMEM_BYTES = _map_const("HM_CPU_XMEM"), _map_const("HM_CPU_XMEM_BYTES")
 PT_LOAD = 1
 PF_X = 1
 EM_RISCV = 243
@@ -62,7 +63,7 @@ def main(argv):
     if e_entry != IMEM_BASE:
         die(f"entry point {e_entry:#x} is not the IMEM base {IMEM_BASE:#x}")
     image = bytearray()
-    text = data_sz = bss = 0
+    text = data_sz = bss = xmem = 0
     for i in range(e_phnum):
         p_type, p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_flags, _align = struct.unpack_from(
             "<IIIIIIII", data, e_phoff + i * e_phentsize
@@ -71,6 +72,15 @@ def main(argv):
             continue
         in_imem = IMEM_BASE <= p_paddr < IMEM_BASE + imem
         in_dmem = DMEM_BASE <= p_vaddr < DMEM_BASE + DMEM_BYTES
+        in_xmem = XMEM_BASE <= p_vaddr < XMEM_BASE + XMEM_BYTES
+        if in_xmem:
+            # the XMEM tables: no contents (not loaded, not cleared)
+            if p_filesz:
+                die(f"segment {i} in XMEM has file data (XMEM is never loaded)")
+            if p_vaddr + p_memsz > XMEM_BASE + XMEM_BYTES:
+                die(f"segment {i} ({p_vaddr:#x}+{p_memsz:#x}) does not fit XMEM")
+            xmem += p_memsz
+            continue
         if p_filesz:
             if not in_imem:
                 die(f"segment {i} with file data at load address {p_paddr:#x} is outside IMEM")
@@ -92,7 +102,7 @@ def main(argv):
                 die(f"segment {i} in IMEM has memsz != filesz (IMEM is not writable)")
             text += p_filesz
         else:
-            die(f"segment {i} at {p_vaddr:#x} (load {p_paddr:#x}) is neither in IMEM nor in DMEM")
+            die(f"segment {i} at {p_vaddr:#x} (load {p_paddr:#x}) is neither in IMEM, DMEM nor XMEM")
     if not image:
         die("no loadable segment in IMEM")
     image.extend(b"\0" * (-len(image) % 4))
@@ -100,7 +110,8 @@ def main(argv):
         for off in range(0, len(image), 4):
             f.write(f"{struct.unpack_from('<I', image, off)[0]:08x}\n")
     print(f"text {text} data {data_sz} bss {bss} bytes; IMEM image {len(image)} of {imem} bytes "
-          f"({len(image) // 4} words); DMEM static {data_sz + bss} of {DMEM_BYTES} bytes -> {out_path}")
+          f"({len(image) // 4} words); DMEM static {data_sz + bss} of {DMEM_BYTES} bytes; XMEM {xmem} of {XMEM_BYTES} bytes "
+          f"-> {out_path}")
 
 
 if __name__ == "__main__":

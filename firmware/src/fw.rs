@@ -3,7 +3,7 @@
 //! entries through the control bus. Used by the riscv32 main loop and by the host tests.
 
 use crate::cc::{CcParams, CC_PARAMS};
-use crate::desc::{self, QpCtx, CTX_WORDS};
+use crate::desc::{self, QpCtx};
 use crate::regs;
 use crate::hw::{Bus, Engine};
 use crate::mbox::*;
@@ -165,11 +165,12 @@ impl<B: Bus> Firmware<B> {
 
     /// Sets the limits from the mailbox CAPS and MR_LOG words and the DCQCN defaults, and
     /// records the engine's interface version (mailbox VERSION). Called once, on a firmware
-    /// fresh from [`Firmware::new`]: its tables are already empty (on the control core, the
-    /// startup code's .bss clear made them so), and clearing their 58 KiB again would double
-    /// the boot time.
+    /// fresh from [`Firmware::new`]: its DMEM tables are already empty (on the control core, the
+    /// startup code's .bss clear made them so); the QP and CQ records get their XMEM storage,
+    /// which is not cleared: their in-use bitmaps (in .bss) say that every entry is free.
     pub fn init(&mut self, caps: u32, mr_log: u32, hw_iface: u32) {
         self.hw_iface = hw_iface;
+        self.t.attach_storage();
         self.t.set_limits(caps, mr_log);
         self.cc = CcParams::defaults();
         self.counters = Counters { commands: 0, by_status: [0; COUNTED_STATUS] };
@@ -177,10 +178,11 @@ impl<B: Bus> Firmware<B> {
         self.n_counters = (caps & 0xFF).min(MAX_ENGINE_COUNTERS);
     }
 
-    /// Handles one command (`cmd[0]` is the header, then the `in_words` it announces) and writes the answer into `out` (word 0
-    /// the answer header, then the outputs; the rest zero). Returns the answer's word count.
+    /// Handles one command (`cmd[0]` is the header, then the `in_words` it announces) and writes
+    /// the answer into `out`: word 0 the answer header, then the outputs. Returns the answer's
+    /// word count; words past it are not written (the caller zeroes what an earlier answer left
+    /// there: on the core, `out` is the mailbox's CMD_OUT itself).
     pub fn handle(&mut self, cmd: &[u32], out: &mut [u32; 64]) -> usize {
-        out.fill(0);
         let h = Header::parse(cmd.first().copied().unwrap_or(0));
         let (first, rest) = out.split_at_mut(1);
         let mut o = Out { w: rest, n: 0 };
@@ -188,7 +190,10 @@ impl<B: Bus> Firmware<B> {
         let (st, n) = match r {
             Ok(n) => (Status::Ok, n),
             Err(s) => {
-                o.w.fill(0);
+                // outputs pushed before the error are not part of the answer
+                for w in o.w.iter_mut().take(o.n) {
+                    *w = 0;
+                }
                 (s, 0)
             }
         };
@@ -321,9 +326,9 @@ impl<B: Bus> Firmware<B> {
     fn query_resources(&mut self, o: &mut Out) -> R {
         let t = &self.t;
         o.push(t.pds.iter().filter(|p| p.used).count() as u32);
-        o.push(t.cqs.iter().filter(|c| c.used).count() as u32);
+        o.push(t.cqs.count() as u32);
         o.push(t.mrs.iter().filter(|m| m.used).count() as u32);
-        o.push(t.qps.iter().filter(|q| q.used).count() as u32);
+        o.push(t.qps.count() as u32);
         Ok(o.n)
     }
 
@@ -469,9 +474,7 @@ impl<B: Bus> Firmware<B> {
         let i = self.t.free_cq().ok_or(Status::NoResources)?;
         let w = desc::encode_cq_ctx(base, log as u8, irq as u8, true).map_err(|_| Status::BadParam)?;
         self.eng.write_entry(desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, i as u16, &w).map_err(hw)?;
-        if let Some(c) = self.t.cqs.get_mut(i) {
-            *c = Cq { used: true, log_size: log as u8, irq_vec: irq as u8, base, refs: 0 };
-        }
+        self.t.cqs.insert(i, Cq { log_size: log as u8, irq_vec: irq as u8, base, refs: 0 });
         o.push(i as u32);
         o.push(1 << log);
         Ok(o.n)
@@ -482,11 +485,9 @@ impl<B: Bus> Firmware<B> {
         if self.t.cqs.get(i).ok_or(Status::BadHandle)?.refs != 0 || self.eq == Some(i as u16) {
             return Err(Status::InUse);
         }
-        let w = [0u32; CTX_WORDS];
+        let w = [0u32; desc::CQ_WORDS];
         self.eng.write_entry(desc::HM_CTL_TBL_CQ, 0, i as u16, &w).map_err(hw)?;
-        if let Some(c) = self.t.cqs.get_mut(i) {
-            *c = Cq { used: false, log_size: 0, irq_vec: 0, base: 0, refs: 0 };
-        }
+        self.t.cqs.remove(i);
         Ok(0)
     }
 
@@ -537,9 +538,9 @@ impl<B: Bus> Firmware<B> {
             max_recv_sge: ((rq_bytes - 16) / 16).min(MAX_SGE),
             max_inline: (sq_bytes - 32).min(MAX_INLINE),
         };
-        if let Some(q) = self.t.qps.get_mut(i) {
-            *q = Qp {
-                used: true,
+        self.t.qps.insert(
+            i,
+            Qp {
                 state: QpState::Reset,
                 pd: pd as u16 + 1,
                 send_cq: scq as u16,
@@ -553,12 +554,12 @@ impl<B: Bus> Firmware<B> {
                 uc: qpt == QpType::Uc,
                 cap: actual,
                 attr: QpAttr::ZERO,
-            };
-        }
+            },
+        );
         self.pd_ref(pd, true);
         self.cq_ref(scq, true);
         self.cq_ref(rcq, true);
-        self.t.next_qp = i + 1 - FIRST_QPN;
+        self.t.next_qp = i + 1;
         o.push(i as u32);
         o.push(actual.max_send_wr);
         o.push(actual.max_recv_wr);
@@ -568,9 +569,11 @@ impl<B: Bus> Firmware<B> {
         Ok(o.n)
     }
 
-    /// The engine context of QP `qpn` with state `state`.
-    pub fn qp_ctx(qpn: usize, q: &Qp, state: QpState) -> QpCtx {
-        let at = &q.attr;
+    /// The engine context of QP `qpn` (record `q`) with attributes `at` and state `state`.
+    /// Inlined with [`desc::encode_qp_ctx`] into its callers, so that the context is never built
+    /// in memory (a copy of it costs more than its encoding).
+    #[inline(always)]
+    pub fn qp_ctx(qpn: usize, q: &Qp, at: &QpAttr, state: QpState) -> QpCtx {
         let av = &at.av;
         let ip_mask = if av.ipv6 { u128::MAX } else { 0xFFFF_FFFF };
         let mut access = 0u8;
@@ -623,13 +626,14 @@ impl<B: Bus> Firmware<B> {
         }
     }
 
-    fn write_qp(&mut self, qpn: usize, words: &[u32; CTX_WORDS], flags: u8) -> Result<(), Status> {
+    fn write_qp(&mut self, qpn: usize, words: &[u32; desc::QP_WORDS], flags: u8) -> Result<(), Status> {
         self.eng.write_entry(desc::HM_CTL_TBL_QP, flags, qpn as u16, words).map_err(hw)
     }
 
     fn modify_qp(&mut self, a: &[u32]) -> R {
         let qpn = self.t.qp(arg(a, 0)).ok_or(Status::BadHandle)?;
-        let q = *self.t.qps.get(qpn).ok_or(Status::BadHandle)?;
+        // the record is read in place (a copy of it costs more than the rest of the command)
+        let q = self.t.qps.get(qpn).ok_or(Status::BadHandle)?;
         let mask = arg(a, 1);
         let v = |i: usize| arg(a, 2 + i);
         if mask & !M_ALL != 0 {
@@ -730,33 +734,28 @@ impl<B: Bus> Firmware<B> {
         if mask & M_AV != 0 {
             at.av = self.parse_av(a.get(2..).unwrap_or(&[]))?;
         }
-        let mut nq = q;
-        nq.attr = at;
-        nq.state = next;
-        match next {
-            QpState::Reset => {
-                nq.attr = QpAttr::ZERO;
-                self.write_qp(qpn, &[0; CTX_WORDS], 0)?;
-            }
-            _ => {
-                let flags = match (cur, next) {
-                    (QpState::Reset, QpState::Init) => desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ,
-                    // ePSN only: receives posted while in INIT stay posted
-                    (QpState::Init, QpState::Rtr) => desc::HM_CTL_F_LOAD_RQ_PSN,
-                    (QpState::Rtr, QpState::Rts) => desc::HM_CTL_F_LOAD_SQ,
-                    _ => 0,
-                };
-                let w = desc::encode_qp_ctx(&Self::qp_ctx(qpn, &nq, next)).map_err(|_| bad)?;
-                self.write_qp(qpn, &w, flags)?;
-                if next == QpState::Err && cur != QpState::Err {
-                    // every block of the engine moves the QP to ERR now: posted WQEs complete
-                    // with WR_FLUSH_ERR without waiting for a doorbell (no QP-fatal event)
-                    self.eng.post(desc::HM_CTL_POST_QP_ERR, 0, qpn as u16).map_err(hw)?;
-                }
+        if next == QpState::Reset {
+            at = QpAttr::ZERO;
+            self.write_qp(qpn, &[0; desc::QP_WORDS], 0)?;
+        } else {
+            let flags = match (cur, next) {
+                (QpState::Reset, QpState::Init) => desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ,
+                // ePSN only: receives posted while in INIT stay posted
+                (QpState::Init, QpState::Rtr) => desc::HM_CTL_F_LOAD_RQ_PSN,
+                (QpState::Rtr, QpState::Rts) => desc::HM_CTL_F_LOAD_SQ,
+                _ => 0,
+            };
+            let w = desc::encode_qp_ctx(&Self::qp_ctx(qpn, q, &at, next)).map_err(|_| bad)?;
+            self.write_qp(qpn, &w, flags)?;
+            if next == QpState::Err && cur != QpState::Err {
+                // every block of the engine moves the QP to ERR now: posted WQEs complete
+                // with WR_FLUSH_ERR without waiting for a doorbell (no QP-fatal event)
+                self.eng.post(desc::HM_CTL_POST_QP_ERR, 0, qpn as u16).map_err(hw)?;
             }
         }
         if let Some(e) = self.t.qps.get_mut(qpn) {
-            *e = nq;
+            e.attr = at;
+            e.state = next;
         }
         Ok(0)
     }
@@ -837,20 +836,18 @@ impl<B: Bus> Firmware<B> {
         let qpn = self.t.qp(arg(a, 0)).ok_or(Status::BadHandle)?;
         let q = *self.t.qps.get(qpn).ok_or(Status::BadHandle)?;
         if q.state != QpState::Reset {
-            let w = desc::encode_qp_ctx(&Self::qp_ctx(qpn, &q, QpState::Err)).map_err(|_| Status::BadParam)?;
+            let w = desc::encode_qp_ctx(&Self::qp_ctx(qpn, &q, &q.attr, QpState::Err)).map_err(|_| Status::BadParam)?;
             self.write_qp(qpn, &w, 0)?;
-            if let Err(e) = self.write_qp(qpn, &[0; CTX_WORDS], 0) {
+            if let Err(e) = self.write_qp(qpn, &[0; desc::QP_WORDS], 0) {
                 if let Some(e) = self.t.qps.get_mut(qpn) {
                     e.state = QpState::Err;
                 }
                 return Err(e);
             }
         } else {
-            self.write_qp(qpn, &[0; CTX_WORDS], 0)?;
+            self.write_qp(qpn, &[0; desc::QP_WORDS], 0)?;
         }
-        if let Some(e) = self.t.qps.get_mut(qpn) {
-            *e = Qp::ZERO;
-        }
+        self.t.qps.remove(qpn);
         if let Some(p) = self.t.pd(q.pd.into()) {
             self.pd_ref(p, false);
         }

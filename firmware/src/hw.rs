@@ -72,8 +72,12 @@ impl<B: Bus> Engine<B> {
     }
 
     /// Writes `words` into entry `index` of table `table` (`HM_CTL_TBL_*`) with `HM_CTL_F_*`
-    /// `flags`.
-    pub fn write_entry(&mut self, table: u8, flags: u8, index: u16, words: &[u32; CTX_WORDS]) -> Result<(), HwError> {
+    /// `flags`: the first `words.len()` staging words (at most `CTX_WORDS`; the entry's struct
+    /// is in the low bits, so the words above it need no write).
+    pub fn write_entry(&mut self, table: u8, flags: u8, index: u16, words: &[u32]) -> Result<(), HwError> {
+        if words.len() > CTX_WORDS {
+            return Err(HwError::Encode);
+        }
         let cmd = desc::encode_ctl_cmd(desc::HM_CTL_OP_WRITE, table, flags, index).map_err(|_| HwError::Encode)?;
         self.wait_idle()?;
         let stage = u32::from(regs::HM_CTL_STAGE);

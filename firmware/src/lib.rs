@@ -5,6 +5,10 @@
 //! and in the host tests (with a mock control bus). See docs/firmware.md.
 #![cfg_attr(not(test), no_std)]
 
+// Host builds keep the XMEM tables (res::Slab) in a vector.
+#[cfg(not(target_arch = "riscv32"))]
+extern crate alloc;
+
 pub mod cc;
 pub mod desc;
 pub mod fw;

@@ -9,6 +9,7 @@ fn main() {}
 #[cfg(target_arch = "riscv32")]
 mod core_main {
     use core::ptr::{addr_of_mut, read_volatile, write_volatile};
+    use core::sync::atomic::{compiler_fence, Ordering};
     use hematite_firmware::map::*;
     use hematite_firmware::{mbox::Header, Bus, Firmware};
 
@@ -83,13 +84,11 @@ mod core_main {
 
     // All-zero, so it lives in .bss.
     static mut FW: Firmware<Mmio> = Firmware::new(Mmio);
-    static mut CMD: [u32; MBOX_WORDS] = [0; MBOX_WORDS];
-    static mut ANS: [u32; MBOX_WORDS] = [0; MBOX_WORDS];
 
     #[no_mangle]
     extern "C" fn fw_main() -> ! {
-        // SAFETY: single-threaded, no interrupts; the only references to these statics.
-        let (fw, cmd, ans) = unsafe { (&mut *addr_of_mut!(FW), &mut *addr_of_mut!(CMD), &mut *addr_of_mut!(ANS)) };
+        // SAFETY: single-threaded, no interrupts; the only reference to this static.
+        let fw = unsafe { &mut *addr_of_mut!(FW) };
         fw.init(rd(MBOX_CAPS), rd(MBOX_MR_LOG), rd(MBOX_VERSION));
         // CMD_OUT words the last answer wrote: the next answer also zeroes those it does not
         // use, so that words past an answer's length are always zero (all of them at first:
@@ -100,18 +99,24 @@ mod core_main {
             if rd(MBOX_CTRL) & MBOX_CTRL_PENDING == 0 {
                 continue;
             }
-            // the header and the words it announces, not the whole mailbox: a word costs a
-            // bus access, and most commands have a few
-            cmd[0] = rd(MBOX_CMD_IN);
-            let n = 1 + usize::from(Header::parse(cmd[0]).in_words).min(MBOX_WORDS - 1);
-            for (i, w) in cmd.iter_mut().enumerate().take(n).skip(1) {
-                *w = rd(MBOX_CMD_IN + 4 * i as u32);
-            }
-            let used = fw.handle(&cmd[..n], ans);
-            for (i, w) in ans.iter().enumerate().take(used.max(dirty)) {
-                wr(MBOX_CMD_OUT + 4 * i as u32, *w);
+            // The command is read and the answer written in place, in the mailbox's own
+            // memories (a copy costs a bus access per word):
+            // SAFETY: CMD_IN is a RAM window that the host cannot write while a command is
+            // pending (hm_ctrl_sys refuses those writes until MBOX_DONE), so it does not change
+            // while `cmd` lives; its header announces at most MBOX_WORDS - 1 words (clamped).
+            // CMD_OUT is a RAM window that only the core writes (with word stores: every
+            // field of the answer is a u32) and that the host reads after MBOX_DONE. Both are
+            // MBOX_WORDS words, 4-byte aligned, and nothing else refers to them.
+            let n = 1 + usize::from(Header::parse(rd(MBOX_CMD_IN)).in_words).min(MBOX_WORDS - 1);
+            let cmd = unsafe { core::slice::from_raw_parts(MBOX_CMD_IN as *const u32, n) };
+            let ans = unsafe { &mut *(MBOX_CMD_OUT as *mut [u32; MBOX_WORDS]) };
+            let used = fw.handle(cmd, ans);
+            for i in used..dirty {
+                wr(MBOX_CMD_OUT + 4 * i as u32, 0);
             }
             dirty = used;
+            // the answer's plain stores before the (volatile) DONE write
+            compiler_fence(Ordering::SeqCst);
             wr(MBOX_DONE, 1);
         }
     }

@@ -1,12 +1,18 @@
 //! Resource tables: protection domains, CQs, MRs (with their rotating key tags), QPs and the
-//! GID table; fixed capacity (no heap), effective limits from the engine's CAPS / MR_LOG
-//! words, allocation, and reference counts (a CQ is used by QPs, a PD by MRs and QPs).
+//! GID table; fixed capacity (no heap on the core), effective limits from the engine's CAPS /
+//! MR_LOG words, allocation, and reference counts (a CQ is used by QPs, a PD by MRs and QPs).
+//!
+//! The QP and CQ records are [`Slab`]s: on the control core they live in XMEM (section
+//! `.xmem`, 1 MiB, never cleared), with the in-use bitmap in DMEM's .bss; the rest of the
+//! tables are in .bss.
 
 use crate::qp::QpState;
 
-/// Firmware table capacities (DMEM is 16 KiB; the engine's tables may be larger).
-pub const FW_MAX_QP: usize = 256;
-pub const FW_MAX_CQ: usize = 256;
+/// Firmware table capacities (the engine's tables may be smaller: [`Limits`]). QPs and CQs
+/// match the engine's 4096-entry tables (their records are in XMEM); MRs keep 4 bytes each
+/// in DMEM.
+pub const FW_MAX_QP: usize = 4096;
+pub const FW_MAX_CQ: usize = 4096;
 pub const FW_MAX_MR: usize = 4096;
 pub const FW_MAX_PD: usize = 256;
 /// QPNs 0 and 1 (the IB special QPs) are never allocated.
@@ -22,15 +28,18 @@ pub struct Pd {
     pub refs: u16,
 }
 
-/// A completion queue (CQN = index).
+/// A completion queue (CQN = index; in use: [`Slab::used`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cq {
-    pub used: bool,
     pub log_size: u8,
     pub irq_vec: u8,
     pub base: u64,
     /// QPs using it (send or receive; a QP using it for both counts twice).
     pub refs: u16,
+}
+
+impl Cq {
+    pub const ZERO: Cq = Cq { log_size: 0, irq_vec: 0, base: 0, refs: 0 };
 }
 
 /// An MR (key = index << 8 | tag).
@@ -102,10 +111,9 @@ pub struct QpCap {
     pub max_inline: u32,
 }
 
-/// A QP (QPN = index).
+/// A QP (QPN = index; in use: [`Slab::used`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Qp {
-    pub used: bool,
     pub state: QpState,
     pub pd: u16,
     pub send_cq: u16,
@@ -116,8 +124,7 @@ pub struct Qp {
     pub sq_log_stride: u8,
     pub rq_log_size: u8,
     pub rq_log_stride: u8,
-    /// UC (else RC). A bool, not `QpType`, so that an unused entry is all zero bits and the
-    /// tables stay in .bss (an initialised static would be a 60 KB load image in IMEM).
+    /// UC (else RC).
     pub uc: bool,
     pub cap: QpCap,
     pub attr: QpAttr,
@@ -170,7 +177,6 @@ impl Qp {
     }
 
     pub const ZERO: Qp = Qp {
-        used: false,
         state: QpState::Reset,
         pd: 0,
         send_cq: 0,
@@ -197,13 +203,192 @@ pub struct Limits {
     pub pds: usize,
 }
 
+/// Bitmap words of a table of `n` entries.
+pub const fn bitmap_words(n: usize) -> usize {
+    n.div_ceil(32)
+}
+
+/// A table of up to `N` records of `T` (`W` = [`bitmap_words`]`(N)`), for records too large
+/// for DMEM. Which entries are in use is a bitmap kept here; the records themselves are in
+/// storage that is never cleared (XMEM on the control core, a vector elsewhere), so an entry
+/// is written whole when it is taken ([`Slab::insert`]) and only entries in use are read.
+pub struct Slab<T: Copy + 'static, const N: usize, const W: usize> {
+    used: [u32; W],
+    #[cfg(target_arch = "riscv32")]
+    store: *mut T,
+    #[cfg(not(target_arch = "riscv32"))]
+    store: alloc::vec::Vec<T>,
+}
+
+impl<T: Copy + 'static, const N: usize, const W: usize> Slab<T, N, W> {
+    const CHECK: () = assert!(W == bitmap_words(N));
+
+    /// No entry in use, no storage yet ([`Slab::attach`] gives it).
+    pub const fn new() -> Self {
+        let () = Self::CHECK;
+        Slab {
+            used: [0; W],
+            #[cfg(target_arch = "riscv32")]
+            store: core::ptr::null_mut(),
+            #[cfg(not(target_arch = "riscv32"))]
+            store: alloc::vec::Vec::new(),
+        }
+    }
+
+    /// Gives the storage: `N` records at `store`, which nothing else uses (on the control core,
+    /// the XMEM array of this table). Every entry becomes free.
+    #[cfg(target_arch = "riscv32")]
+    pub fn attach(&mut self, store: *mut T, _zero: T) {
+        self.store = store;
+        self.used = [0; W];
+    }
+
+    /// Gives the storage (host builds: a vector of `N` copies of `zero`). Every entry becomes
+    /// free.
+    #[cfg(not(target_arch = "riscv32"))]
+    pub fn attach(&mut self, _store: *mut T, zero: T) {
+        self.store = alloc::vec![zero; N];
+        self.used = [0; W];
+    }
+
+    /// Whether entry `i` is in use.
+    pub fn used(&self, i: usize) -> bool {
+        i < N && self.used.get(i / 32).is_some_and(|w| w >> (i % 32) & 1 != 0)
+    }
+
+    /// Entry `i`, if in use.
+    pub fn get(&self, i: usize) -> Option<&T> {
+        if !self.used(i) {
+            return None;
+        }
+        #[cfg(target_arch = "riscv32")]
+        // SAFETY: i < N, `store` holds N records (attach), and entry i was written whole by
+        // insert before its bit was set.
+        return Some(unsafe { &*self.store.add(i) });
+        #[cfg(not(target_arch = "riscv32"))]
+        return self.store.get(i);
+    }
+
+    /// Entry `i`, if in use.
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        if !self.used(i) {
+            return None;
+        }
+        #[cfg(target_arch = "riscv32")]
+        // SAFETY: as get; &mut self makes the reference unique.
+        return Some(unsafe { &mut *self.store.add(i) });
+        #[cfg(not(target_arch = "riscv32"))]
+        return self.store.get_mut(i);
+    }
+
+    /// Takes entry `i` (which must be below `N`) with record `v`.
+    pub fn insert(&mut self, i: usize, v: T) {
+        if i >= N {
+            return;
+        }
+        #[cfg(target_arch = "riscv32")]
+        // SAFETY: i < N and `store` holds N records; a write of a whole record needs no
+        // initialised memory behind it.
+        unsafe {
+            self.store.add(i).write(v)
+        };
+        #[cfg(not(target_arch = "riscv32"))]
+        if let Some(e) = self.store.get_mut(i) {
+            *e = v;
+        }
+        if let Some(w) = self.used.get_mut(i / 32) {
+            *w |= 1 << (i % 32);
+        }
+    }
+
+    /// Frees entry `i`.
+    pub fn remove(&mut self, i: usize) {
+        if let Some(w) = self.used.get_mut(i / 32) {
+            *w &= !(1 << (i % 32));
+        }
+    }
+
+    /// Entries in use.
+    pub fn count(&self) -> usize {
+        self.used.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// The first free entry in `[lo, hi)` at or after `from` (wrapping to `lo`), a bitmap
+    /// word at a time.
+    pub fn free_from(&self, lo: usize, hi: usize, from: usize) -> Option<usize> {
+        let hi = hi.min(N);
+        if lo >= hi {
+            return None;
+        }
+        let from = if (lo..hi).contains(&from) { from } else { lo };
+        self.scan(from, hi).or_else(|| self.scan(lo, from))
+    }
+
+    fn scan(&self, mut i: usize, hi: usize) -> Option<usize> {
+        while i < hi {
+            let w = *self.used.get(i / 32)? >> (i % 32);
+            if w == u32::MAX >> (i % 32) {
+                // the rest of this word is in use
+                i = (i / 32 + 1) * 32;
+                continue;
+            }
+            let j = i + (!w).trailing_zeros() as usize;
+            return (j < hi).then_some(j);
+        }
+        None
+    }
+}
+
+// Host builds (the tests snapshot the tables to check that a refused command changed
+// nothing): two slabs are equal when the same entries are in use with the same records.
+#[cfg(not(target_arch = "riscv32"))]
+impl<T: Copy + PartialEq + 'static, const N: usize, const W: usize> PartialEq for Slab<T, N, W> {
+    fn eq(&self, o: &Self) -> bool {
+        self.used == o.used && (0..N).filter(|&i| self.used(i)).all(|i| self.get(i) == o.get(i))
+    }
+}
+
+#[cfg(not(target_arch = "riscv32"))]
+impl<T: Copy + Eq + 'static, const N: usize, const W: usize> Eq for Slab<T, N, W> {}
+
+#[cfg(not(target_arch = "riscv32"))]
+impl<T: Copy + 'static, const N: usize, const W: usize> Clone for Slab<T, N, W> {
+    fn clone(&self) -> Self {
+        Slab { used: self.used, store: self.store.clone() }
+    }
+}
+
+#[cfg(not(target_arch = "riscv32"))]
+impl<T: Copy + core::fmt::Debug + 'static, const N: usize, const W: usize> core::fmt::Debug for Slab<T, N, W> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_map().entries((0..N).filter_map(|i| self.get(i).map(|e| (i, e)))).finish()
+    }
+}
+
+/// The QP records.
+pub type QpSlab = Slab<Qp, FW_MAX_QP, { bitmap_words(FW_MAX_QP) }>;
+/// The CQ records.
+pub type CqSlab = Slab<Cq, FW_MAX_CQ, { bitmap_words(FW_MAX_CQ) }>;
+
+#[cfg(target_arch = "riscv32")]
+mod xmem {
+    use super::{Cq, Qp, FW_MAX_CQ, FW_MAX_QP};
+    use core::mem::MaybeUninit;
+    // The records in XMEM (NOLOAD, never cleared): reached only through the one Tables of the
+    // firmware (Tables::attach_storage, called once by Firmware::init).
+    #[link_section = ".xmem"]
+    pub static mut QPS: MaybeUninit<[Qp; FW_MAX_QP]> = MaybeUninit::uninit();
+    #[link_section = ".xmem"]
+    pub static mut CQS: MaybeUninit<[Cq; FW_MAX_CQ]> = MaybeUninit::uninit();
+}
+
 /// All resource tables.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "riscv32"), derive(Debug, Clone, PartialEq, Eq))]
 pub struct Tables {
     pub pds: [Pd; FW_MAX_PD],
-    pub cqs: [Cq; FW_MAX_CQ],
+    pub cqs: CqSlab,
     pub mrs: [Mr; FW_MAX_MR],
-    pub qps: [Qp; FW_MAX_QP],
+    pub qps: QpSlab,
     pub gids: [Gid; GID_TBL_LEN],
     pub limits: Limits,
     /// Where the next QPN / MR index search starts (round robin, so numbers are not reused
@@ -225,14 +410,31 @@ pub fn entries(log: u32, cap: usize) -> usize {
 impl Tables {
     pub const ZERO: Tables = Tables {
         pds: [Pd { used: false, refs: 0 }; FW_MAX_PD],
-        cqs: [Cq { used: false, log_size: 0, irq_vec: 0, base: 0, refs: 0 }; FW_MAX_CQ],
+        cqs: Slab::new(),
         mrs: [Mr { used: false, tag: 0, pd: 0 }; FW_MAX_MR],
-        qps: [Qp::ZERO; FW_MAX_QP],
+        qps: Slab::new(),
         gids: [Gid { valid: false, gid: [0; 4], mac: 0 }; GID_TBL_LEN],
         limits: Limits { qps: 0, cqs: 0, mrs: 0, pds: 0 },
         next_qp: 0,
         next_mr: 0,
     };
+
+    /// Gives the QP and CQ tables their storage (XMEM on the control core); every QP and CQ
+    /// becomes free. Called once, by [`crate::Firmware::init`].
+    pub fn attach_storage(&mut self) {
+        // (the XMEM arrays are used by this one Tables only: the firmware has one, and init
+        // attaches it once; raw pointers, no reference to the uninitialised memory)
+        #[cfg(target_arch = "riscv32")]
+        {
+            self.qps.attach(core::ptr::addr_of_mut!(xmem::QPS) as *mut Qp, Qp::ZERO);
+            self.cqs.attach(core::ptr::addr_of_mut!(xmem::CQS) as *mut Cq, Cq::ZERO);
+        }
+        #[cfg(not(target_arch = "riscv32"))]
+        {
+            self.qps.attach(core::ptr::null_mut(), Qp::ZERO);
+            self.cqs.attach(core::ptr::null_mut(), Cq::ZERO);
+        }
+    }
 
     /// Sets the limits from the CAPS word and the MR_LOG word.
     pub fn set_limits(&mut self, caps: u32, mr_log: u32) {
@@ -258,13 +460,13 @@ impl Tables {
     /// A used CQ by CQN.
     pub fn cq(&self, cqn: u32) -> Option<usize> {
         let i = usize::try_from(cqn).ok()?;
-        (i < self.limits.cqs && self.cqs.get(i)?.used).then_some(i)
+        (i < self.limits.cqs && self.cqs.used(i)).then_some(i)
     }
 
     /// A used QP by QPN.
     pub fn qp(&self, qpn: u32) -> Option<usize> {
         let i = usize::try_from(qpn).ok()?;
-        (i >= FIRST_QPN && i < self.limits.qps && self.qps.get(i)?.used).then_some(i)
+        (i >= FIRST_QPN && i < self.limits.qps && self.qps.used(i)).then_some(i)
     }
 
     /// A used MR by key (index and tag must match).
@@ -279,22 +481,14 @@ impl Tables {
         (0..self.limits.pds).find(|&i| self.pds.get(i).is_some_and(|p| !p.used))
     }
 
-    /// A free CQ index.
+    /// A free CQ index (the lowest).
     pub fn free_cq(&self) -> Option<usize> {
-        (0..self.limits.cqs).find(|&i| self.cqs.get(i).is_some_and(|c| !c.used))
+        self.cqs.free_from(0, self.limits.cqs, 0)
     }
 
-    /// A free QPN, searching round robin from `next_qp`.
+    /// A free QPN, searching round robin from `next_qp` (the QPN after the last one taken).
     pub fn free_qp(&self) -> Option<usize> {
-        let n = self.limits.qps;
-        if n <= FIRST_QPN {
-            return None;
-        }
-        let span = n - FIRST_QPN;
-        let start = self.next_qp % span;
-        (0..span)
-            .map(|k| FIRST_QPN + (start + k) % span)
-            .find(|&i| self.qps.get(i).is_some_and(|q| !q.used))
+        self.qps.free_from(FIRST_QPN, self.limits.qps, self.next_qp)
     }
 
     /// A free MR index, searching round robin from `next_mr`.

@@ -71,7 +71,7 @@ typedef struct __attribute__ ((__packed__)) {
 #define HM_VERSION_R__MINOR_bm 0xffff
 #define HM_VERSION_R__MINOR_bp 0
 #define HM_VERSION_R__MINOR_bw 16
-#define HM_VERSION_R__MINOR_reset 0x2
+#define HM_VERSION_R__MINOR_reset 0x3
 #define HM_VERSION_R__MAJOR_bm 0xffff0000
 #define HM_VERSION_R__MAJOR_bp 16
 #define HM_VERSION_R__MAJOR_bw 16
@@ -309,6 +309,11 @@ typedef struct __attribute__ ((__packed__)) {
     uint32_t HI;
 } hm_ctrl_cpu__TIMER_t;
 
+// mem - hm_ctrl_cpu::XMEM
+typedef struct __attribute__ ((__packed__)) {
+    uint32_t mem[262144];
+} hm_ctrl_cpu__XMEM_t;
+
 // addrmap - hm_ctrl_cpu
 typedef struct __attribute__ ((__packed__)) {
     hm_ctrl_cpu__IMEM_t IMEM;
@@ -320,10 +325,12 @@ typedef struct __attribute__ ((__packed__)) {
     hm_ctl_bus_t CTL;
     uint8_t RESERVED_30000340_3fffffff[0xffffcc0];
     hm_ctrl_cpu__TIMER_t TIMER;
+    uint8_t RESERVED_40000008_4fffffff[0xffffff8];
+    hm_ctrl_cpu__XMEM_t XMEM;
 } hm_ctrl_cpu_t;
 
 
-static_assert(sizeof(hm_ctrl_cpu_t) == 0x40000008, "Packing error");
+static_assert(sizeof(hm_ctrl_cpu_t) == 0x50100000, "Packing error");
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,8 @@ module hm_ctrl_core
   parameter int IMEM_BYTES = 32768,
   // Data memory bytes (power of two).
   parameter int DMEM_BYTES = 65536,
+  // Table memory bytes (power of two; the firmware's QP and CQ records, see hm_ctrl_sys).
+  parameter int XMEM_BYTES = 1048576,
   // $readmemh file with the firmware image, or "" (the host loads it through the window).
   parameter string IMEM_INIT = ""
 ) (
@@ -32,13 +34,17 @@ module hm_ctrl_core
   output logic        irq_done,
   output logic        fault,
   output logic        trap,
-  output logic        poll_idle      // the firmware polls an empty mailbox (hm_ctrl_sys)
+  output logic        poll_idle,     // the firmware polls an empty mailbox (hm_ctrl_sys)
+  // Instruction-fetch trace (for a profiler or an FPGA logic analyser): trace_fetch is high
+  // in the cycle an instruction word is delivered, trace_pc its (word-aligned) address
+  output logic        trace_fetch,
+  output logic [31:0] trace_pc
 );
   logic        c_valid, c_ready, c_resetn, c_instr;
   logic [31:0] c_addr, c_wdata, c_rdata;
   logic [3:0]  c_wstrb;
 
-  hm_ctrl_sys #(.IMEM_BYTES(IMEM_BYTES), .DMEM_BYTES(DMEM_BYTES), .IMEM_INIT(IMEM_INIT)) u_sys (
+  hm_ctrl_sys #(.IMEM_BYTES(IMEM_BYTES), .DMEM_BYTES(DMEM_BYTES), .XMEM_BYTES(XMEM_BYTES), .IMEM_INIT(IMEM_INIT)) u_sys (
     .clk, .rst,
     .c_valid, .c_ready, .c_addr, .c_wdata, .c_wstrb, .c_rdata, .c_resetn, .c_trap(trap),
     .caps, .mr_log, .link_up,
@@ -63,6 +69,6 @@ module hm_ctrl_core
     .trace_valid(), .trace_data()
   );
 
-  logic unused_ok;
-  assign unused_ok = c_instr;
+  assign trace_fetch = c_valid && c_ready && c_instr;
+  assign trace_pc    = c_addr;
 endmodule

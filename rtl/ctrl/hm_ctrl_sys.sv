@@ -1,7 +1,7 @@
 // Control-core system: everything around the embedded CPU except the CPU itself. The CPU
 // drives one simple memory bus (the picorv32 native interface: valid / ready, word address,
 // byte strobes; any core with a similar bus fits, see hm_ctrl_core) and sees the map
-// hm_ctrl_cpu (IMEM, DMEM, the mailbox, the engine's control bus as an AXI4-Lite master with
+// hm_ctrl_cpu (IMEM, DMEM, XMEM, the mailbox, the engine's control bus as an AXI4-Lite master with
 // one access at a time, a cycle counter); the host sees hm_ctrl_host through the AXI4-Lite
 // slave (the mailbox, core control, the IMEM window). Both maps: regs/hematite.rdl, generated
 // into hm_regs_pkg (HM_CPU_*, HM_MBOX_*, HM_TIMER_*, HM_HOST_*) and docs/registers.md.
@@ -22,6 +22,9 @@ module hm_ctrl_sys
   parameter int IMEM_BYTES = 32768,
   // Data memory bytes (power of two).
   parameter int DMEM_BYTES = 65536,
+  // Table memory bytes (power of two, at most the XMEM region): the firmware's per-QP and
+  // per-CQ records; never cleared (the firmware tracks which entries it wrote).
+  parameter int XMEM_BYTES = 1048576,
   // $readmemh file that initialises IMEM (32-bit words), or "" for none (the host loads it).
   parameter string IMEM_INIT = ""
 ) (
@@ -75,9 +78,11 @@ module hm_ctrl_sys
 
   localparam int IW = $clog2(IMEM_BYTES / 4);
   localparam int DW = $clog2(DMEM_BYTES / 4);
+  localparam int XW = $clog2(XMEM_BYTES / 4);
 
   logic [31:0] imem [IMEM_BYTES / 4];
   logic [31:0] dmem [DMEM_BYTES / 4];
+  logic [31:0] xmem [XMEM_BYTES / 4];
   logic [31:0] cmd_in  [int'(HM_HOST_CMD_IN_WORDS)];
   logic [31:0] cmd_out [int'(HM_HOST_CMD_OUT_WORDS)];
 
@@ -99,12 +104,13 @@ module hm_ctrl_sys
   cst_t        cst_q;
   logic [31:0] crd_q;
   logic        aw_done_q, w_done_q;
-  logic        is_imem, is_dmem, is_mbox, is_ctl, is_tmr, wr;
+  logic        is_imem, is_dmem, is_xmem, is_mbox, is_ctl, is_tmr, wr;
   logic        mb_in, mb_out, mb_ctrl, mb_done, mb_caps, mb_mrlog, mb_link, mb_ver;
   // (each region's base is aligned to its size: the high bits select it)
   assign wr       = c_wstrb != 4'd0;
   assign is_imem  = c_addr[31:28] == HM_CPU_IMEM[31:28] && c_addr[27:2] < 26'(IMEM_BYTES / 4);
   assign is_dmem  = c_addr[31:28] == HM_CPU_DMEM[31:28] && c_addr[27:2] < 26'(DMEM_BYTES / 4);
+  assign is_xmem  = c_addr[31:28] == HM_CPU_XMEM[31:28] && c_addr[27:2] < 26'(XMEM_BYTES / 4);
   assign is_mbox  = c_addr[31:12] == HM_CPU_MBOX[31:12];
   assign is_ctl   = c_addr[31:12] == HM_CPU_CTL[31:12];
   assign is_tmr   = c_addr[31:3] == HM_CPU_TIMER[31:3];
@@ -143,7 +149,12 @@ module hm_ctrl_sys
       if (is_dmem) begin
         for (int b = 0; b < 4; b++) if (c_wstrb[b]) dmem[c_addr[DW+1:2]][8*b +: 8] <= c_wdata[8*b +: 8];
       end
-      if (is_mbox && wr && mb_out) cmd_out[c_addr[7:2]] <= c_wdata;
+      if (is_xmem) begin
+        for (int b = 0; b < 4; b++) if (c_wstrb[b]) xmem[c_addr[XW+1:2]][8*b +: 8] <= c_wdata[8*b +: 8];
+      end
+      if (is_mbox && wr && mb_out) begin
+        for (int b = 0; b < 4; b++) if (c_wstrb[b]) cmd_out[c_addr[7:2]][8*b +: 8] <= c_wdata[8*b +: 8];
+      end
     end
     if (h_imem_we) imem[h_imem_wa] <= h_imem_wd;
   end
@@ -163,6 +174,7 @@ module hm_ctrl_sys
           cst_q <= C_DONE;
           if (is_imem) crd_q <= imem[c_addr[IW+1:2]];       // writes to IMEM are ignored
           else if (is_dmem) crd_q <= dmem[c_addr[DW+1:2]];
+          else if (is_xmem) crd_q <= xmem[c_addr[XW+1:2]];
           else if (is_mbox) begin
             if (mb_in) crd_q <= cmd_in[c_addr[7:2]];
             else if (mb_out) crd_q <= cmd_out[c_addr[7:2]];
@@ -307,5 +319,8 @@ module hm_ctrl_sys
   end
   if ((1 << DW) * 4 != DMEM_BYTES) begin : g_bad_dmem
     $error("hm_ctrl_sys: DMEM_BYTES must be a power of two");
+  end
+  if (XMEM_BYTES > int'(HM_CPU_XMEM_BYTES) || (1 << XW) * 4 != XMEM_BYTES) begin : g_bad_xmem
+    $error("hm_ctrl_sys: XMEM_BYTES must be a power of two, at most the XMEM region");
   end
 endmodule

@@ -27,6 +27,8 @@ module hm_sim_nic_top #(
   output logic                  fw_irq_done,
   output logic                  fw_fault,
   output logic                  fw_trap,
+  output logic                  fw_fetch,     // control core instruction fetch (profiling)
+  output logic [31:0]           fw_pc,
   output logic [3:0]            m_axi_arid,
   output logic [63:0]           m_axi_araddr,
   output logic [7:0]            m_axi_arlen,
@@ -119,6 +121,7 @@ module hm_sim_nic_top #(
   hm_ctrl_core u_core (
     .clk(clk_core), .rst, .caps, .mr_log, .link_up(fw_link), .poll_idle(core_idle),
     .s_axil_req(s_fw_req), .s_axil_rsp(s_fw_rsp), .m_ctl_req(c_req), .m_ctl_rsp(ctl_sel ? e_rsp : '0),
-    .irq_done(fw_irq_done), .fault(fw_fault), .trap(fw_trap)
+    .irq_done(fw_irq_done), .fault(fw_fault), .trap(fw_trap),
+    .trace_fetch(fw_fetch), .trace_pc(fw_pc)
   );
 endmodule

@@ -166,6 +166,16 @@ pub struct Engine {
     pub fw_out: (bool, bool, bool),
     /// Cycles at which the control core completed a command (its done pulse).
     pub fw_done_cycles: Vec<u64>,
+    /// When set, a profile of the control core: each cycle counted against the address of the
+    /// instruction word fetched last (its fetch trace port).
+    pub fw_prof: Option<FwProfile>,
+}
+
+/// Control-core cycles by instruction word address (the word fetched last before the cycle).
+#[derive(Debug, Default, Clone)]
+pub struct FwProfile {
+    pub last: u32,
+    pub cycles: HashMap<u32, u64>,
 }
 
 /// The AXI4-Lite slave ports of the NIC.
@@ -217,6 +227,7 @@ impl Engine {
             rx_off: 0,
             fw_out: (false, false, false),
             fw_done_cycles: Vec::new(),
+            fw_prof: None,
         };
         e.inp.rst = 1;
         for _ in 0..8 {
@@ -369,6 +380,12 @@ impl Engine {
         self.ctl_rd.update(&cr, &AxilRsp::unpack(o.ctl_rsp));
         self.fw.update(&fd, &AxilRsp::unpack(o.fw_rsp));
         self.fw_out = (o.fw_irq_done != 0, o.fw_fault != 0, o.fw_trap != 0);
+        if let Some(p) = self.fw_prof.as_mut() {
+            if o.fw_fetch != 0 {
+                p.last = o.fw_pc;
+            }
+            *p.cycles.entry(p.last).or_insert(0) += 1;
+        }
         if o.fw_irq_done != 0 {
             self.fw_done_cycles.push(now);
         }

@@ -48,7 +48,7 @@ fn expect_fail(from: QpState, to: QpState, mask: u32, want: Status) {
 fn expect_ok(from: QpState, to: QpState, mask: u32) {
     let (f, q, st, before) = attempt(from, to, mask);
     assert_eq!(st, 0, "{from:?} -> {to:?} mask {mask:#x}");
-    assert_eq!(f.t.qps[q as usize].state, to);
+    assert_eq!(f.t.qps.get(q as usize).unwrap().state, to);
     let log = &f.eng.bus.log;
     assert_eq!(log.len(), before.2 + 1, "exactly one engine write");
     let w = log.last().unwrap();

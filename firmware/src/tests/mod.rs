@@ -69,8 +69,18 @@ impl Bus for MockBus {
                 return;
             }
             self.status = desc::HM_CTL_ST_OK;
-            self.log.push(CtlWrite { table, flags, index, words: self.stage });
-            self.tables.insert((table, index), self.stage);
+            // the engine takes the entry's struct from the low bits of the stage: the words
+            // above it (left from earlier writes of larger entries) are not part of the entry
+            let n = match table {
+                desc::HM_CTL_TBL_QP => desc::QP_WORDS,
+                desc::HM_CTL_TBL_CQ => desc::CQ_WORDS,
+                desc::HM_CTL_TBL_MR => desc::MR_WORDS,
+                t => panic!("write to unknown table {t}"),
+            };
+            let mut words = [0u32; CTX_WORDS];
+            words[..n].copy_from_slice(&self.stage[..n]);
+            self.log.push(CtlWrite { table, flags, index, words });
+            self.tables.insert((table, index), words);
         } else if addr >= u32::from(regs::HM_CTL_CC) && addr < u32::from(regs::HM_CTL_CC) + 4 * u32::from(regs::HM_CTL_CC_WORDS) {
             assert_eq!(addr % 4, 0);
             self.cc[((addr - u32::from(regs::HM_CTL_CC)) / 4) as usize] = Some(v);
@@ -184,7 +194,7 @@ pub fn drive(f: &mut Firmware<MockBus>, qpn: u32, to: QpState) {
         Err => &[(Init, INIT_MASK), (Err, M_STATE)],
         Sqe => {
             // Unreachable through verbs for RC; forced for the matrix test.
-            f.t.qps[qpn as usize].state = Sqe;
+            f.t.qps.get_mut(qpn as usize).unwrap().state = Sqe;
             return;
         }
     };

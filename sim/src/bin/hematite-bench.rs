@@ -189,8 +189,15 @@ fn main() {
             }
             "--quick" => o.quick = true,
             "--json" => o.json = true,
+            "--fw" => {
+                // the firmware command latency table alone
+                if let Err(e) = fw_latency() {
+                    die(&e);
+                }
+                return;
+            }
             "--help" | "-h" => {
-                println!("usage: hematite-bench [--latency CYCLES] [--quick] [--json]");
+                println!("usage: hematite-bench [--latency CYCLES] [--quick] [--json] | --fw");
                 return;
             }
             a => die(&format!("unknown argument {a} (try --help)")),
@@ -399,6 +406,9 @@ fn fw_latency() -> Result<(), String> {
     let image = fw::read_hex(&fw::image_path())?;
     let mut e = Engine::new(MemCfg::default());
     fw::boot(&mut e, &image)?;
+    if std::env::var_os("HM_FW_PROFILE").is_some() {
+        e.fw_prof = Some(Default::default());
+    }
     let mut rows: Vec<(&str, u64)> = Vec::new();
     let run = |e: &mut Engine, name: &'static str, op: u16, args: &[u32], rows: &mut Vec<(&str, u64)>| -> Result<Vec<u32>, String> {
         let a = fw::call(e, op, 0, args, 5_000_000)?;
@@ -406,6 +416,15 @@ fn fw_latency() -> Result<(), String> {
             return Err(format!("{name}: status {}", a.words[0] & 0xFF));
         }
         rows.push((name, a.cycles));
+        if let Some(p) = e.fw_prof.take() {
+            // HM_FW_PROFILE: cycles by instruction address for this command (scripts/fw-profile.py)
+            let mut v: Vec<(u32, u64)> = p.cycles.into_iter().collect();
+            v.sort();
+            for (pc, c) in v {
+                eprintln!("prof\t{name}\t{pc:#x}\t{c}");
+            }
+            e.fw_prof = Some(Default::default());
+        }
         Ok(a.words)
     };
     // the first command also waits for the firmware's start (stack, .bss, tables)
