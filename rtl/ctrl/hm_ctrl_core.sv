@@ -40,13 +40,14 @@ module hm_ctrl_core
   output logic        trace_fetch,
   output logic [31:0] trace_pc
 );
-  logic        c_valid, c_ready, c_resetn, c_instr;
+  logic        c_valid, c_ready, c_resetn, c_instr, c_la_read;
+  logic [31:0] c_la_addr;
   logic [31:0] c_addr, c_wdata, c_rdata;
   logic [3:0]  c_wstrb;
 
   hm_ctrl_sys #(.IMEM_BYTES(IMEM_BYTES), .DMEM_BYTES(DMEM_BYTES), .XMEM_BYTES(XMEM_BYTES), .IMEM_INIT(IMEM_INIT)) u_sys (
     .clk, .rst,
-    .c_valid, .c_ready, .c_addr, .c_wdata, .c_wstrb, .c_rdata, .c_resetn, .c_trap(trap),
+    .c_valid, .c_ready, .c_addr, .c_la_read, .c_la_addr, .c_wdata, .c_wstrb, .c_rdata, .c_resetn, .c_trap(trap),
     .caps, .mr_log, .link_up,
     .s_axil_req, .s_axil_rsp, .m_ctl_req, .m_ctl_rsp,
     .irq_done, .fault, .poll_idle
@@ -62,7 +63,7 @@ module hm_ctrl_core
     .clk, .resetn(c_resetn), .trap,
     .mem_valid(c_valid), .mem_instr(c_instr), .mem_ready(c_ready), .mem_addr(c_addr),
     .mem_wdata(c_wdata), .mem_wstrb(c_wstrb), .mem_rdata(c_rdata),
-    .mem_la_read(), .mem_la_write(), .mem_la_addr(), .mem_la_wdata(), .mem_la_wstrb(),
+    .mem_la_read(c_la_read), .mem_la_write(), .mem_la_addr(c_la_addr), .mem_la_wdata(), .mem_la_wstrb(),
     .pcpi_valid(), .pcpi_insn(), .pcpi_rs1(), .pcpi_rs2(),
     .pcpi_wr(1'b0), .pcpi_rd(32'd0), .pcpi_wait(1'b0), .pcpi_ready(1'b0),
     .irq(32'd0), .eoi(),

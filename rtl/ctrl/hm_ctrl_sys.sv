@@ -35,6 +35,11 @@ module hm_ctrl_sys
   input  logic        c_valid,
   output logic        c_ready,
   input  logic [31:0] c_addr,
+  // Look-ahead read (picorv32's mem_la_read / mem_la_addr): a read of c_la_addr will be
+  // requested in the next cycle. IMEM, DMEM and XMEM start it now and answer the request in
+  // its own cycle; a core without it ties c_la_read low (every access then waits a cycle).
+  input  logic        c_la_read,
+  input  logic [31:0] c_la_addr,
   input  logic [31:0] c_wdata,
   input  logic [3:0]  c_wstrb,
   output logic [31:0] c_rdata,
@@ -97,8 +102,10 @@ module hm_ctrl_sys
   assign fault    = fault_q;
 
   // ---------------------------------------------------------------------------------------
-  // CPU side: one access at a time; memories answer the cycle after the request, the control
-  // bus when its response arrives
+  // CPU side: one access at a time. IMEM, DMEM and XMEM answer a write, and a read announced
+  // on the look-ahead port, in the cycle of the request (no wait state); any other memory
+  // read the cycle after; the mailbox and timer the cycle after; the control bus when its
+  // response arrives.
   // ---------------------------------------------------------------------------------------
   typedef enum logic [2:0] { C_IDLE, C_DONE, C_CTL_W, C_CTL_B, C_CTL_AR, C_CTL_R } cst_t;
   cst_t        cst_q;
@@ -123,8 +130,33 @@ module hm_ctrl_sys
   assign mb_link  = c_addr[11:2] == HM_MBOX_LINK[11:2];
   assign mb_ver   = c_addr[11:2] == HM_MBOX_VERSION[11:2];
 
-  assign c_ready = cst_q == C_DONE;
-  assign c_rdata = crd_q;
+  // Zero-wait accesses to the memories (registered reads, as block RAM): the look-ahead read
+  // is done into mrd_q; its request answers at once when it asks for that word. A write to
+  // the word being looked ahead in the same cycle cancels the look-ahead (the request then
+  // takes the one-wait path and reads the new value).
+  logic        la_imem, la_dmem, la_xmem, la_ok_q, fast_rd, fast_wr, fast;
+  logic [29:0] la_word_q;
+  logic [31:0] mrd_q;
+  assign la_imem = c_la_addr[31:28] == HM_CPU_IMEM[31:28] && c_la_addr[27:2] < 26'(IMEM_BYTES / 4);
+  assign la_dmem = c_la_addr[31:28] == HM_CPU_DMEM[31:28] && c_la_addr[27:2] < 26'(DMEM_BYTES / 4);
+  assign la_xmem = c_la_addr[31:28] == HM_CPU_XMEM[31:28] && c_la_addr[27:2] < 26'(XMEM_BYTES / 4);
+  assign fast_rd = cst_q == C_IDLE && c_valid && c_resetn && !wr && la_ok_q && la_word_q == c_addr[31:2];
+  assign fast_wr = cst_q == C_IDLE && c_valid && c_resetn && wr && (is_dmem || is_xmem);
+  assign fast    = fast_rd || fast_wr;
+  always_ff @(posedge clk) begin
+    la_ok_q   <= c_la_read && c_resetn && (la_imem || la_dmem || la_xmem) &&
+                 !(fast_wr && c_addr[31:2] == c_la_addr[31:2]);
+    la_word_q <= c_la_addr[31:2];
+    if (la_imem) mrd_q <= imem[c_la_addr[IW+1:2]];
+    else if (la_dmem) mrd_q <= dmem[c_la_addr[DW+1:2]];
+    else mrd_q <= xmem[c_la_addr[XW+1:2]];
+  end
+
+  logic unused_la;
+  assign unused_la = ^c_la_addr[1:0];    // word accesses
+
+  assign c_ready = cst_q == C_DONE || fast;
+  assign c_rdata = fast_rd ? mrd_q : crd_q;
 
   assign mc_awaddr  = c_addr[11:0];      // HM_CPU_CTL_BYTES: 4 KiB
   assign mc_araddr  = c_addr[11:0];
@@ -169,7 +201,7 @@ module hm_ctrl_sys
       now_q <= now_q + 1'b1;
       if (c_trap && c_resetn) trap_q <= 1'b1;
       case (cst_q)
-        C_IDLE: if (c_valid && c_resetn) begin
+        C_IDLE: if (c_valid && c_resetn && !fast) begin
           crd_q <= '0;
           cst_q <= C_DONE;
           if (is_imem) crd_q <= imem[c_addr[IW+1:2]];       // writes to IMEM are ignored
