@@ -52,6 +52,7 @@ def main():
     ap.add_argument("--elf", default=os.path.join(ROOT, "target/riscv32imc-unknown-none-elf/release/hematite-firmware"))
     ap.add_argument("--cmd", default="", help="only commands whose name contains this")
     ap.add_argument("--top", type=int, default=8)
+    ap.add_argument("--lines", action="store_true", help="by source line (the innermost inlined one) instead of by function")
     a = ap.parse_args()
     for p in (a.bench, a.elf):
         if not os.path.exists(p):
@@ -72,15 +73,21 @@ def main():
                 return syms[j][2]
         return f"?{pc:#x}"
 
-    per = collections.OrderedDict()
+    rows = []
     for line in r.stderr.splitlines():
         f = line.split("\t")
-        if len(f) != 4 or f[0] != "prof":
-            continue
-        name, pc, c = f[1], int(f[2], 16), int(f[3])
-        if a.cmd not in name:
-            continue
-        per.setdefault(name, collections.Counter())[func(pc)] += c
+        if len(f) == 4 and f[0] == "prof" and a.cmd in f[1]:
+            rows.append((f[1], int(f[2], 16), int(f[3])))
+    where = func
+    if a.lines:
+        tool = shutil.which("llvm-addr2line") or shutil.which("addr2line")
+        pcs = sorted({pc for _, pc, _ in rows})
+        out = subprocess.run([tool, "-e", a.elf] + [hex(p) for p in pcs], capture_output=True, text=True).stdout.split()
+        loc = {p: os.path.relpath(l, ROOT) if l.startswith("/") else l for p, l in zip(pcs, out)}
+        where = lambda pc: loc.get(pc, hex(pc))
+    per = collections.OrderedDict()
+    for name, pc, c in rows:
+        per.setdefault(name, collections.Counter())[where(pc)] += c
     names = demangle(sorted({n for c in per.values() for n in c}))
     for cmd, c in per.items():
         total = sum(c.values())

@@ -119,7 +119,7 @@ fn gid_u128(g: &[u32; 4]) -> u128 {
 
 /// IPv4-mapped GID (::ffff:a.b.c.d)?
 fn gid_is_v4(g: &[u32; 4]) -> bool {
-    g[0] == 0 && g[1] == 0 && g[2] == 0x0000_FFFF
+    g[0] | g[1] == 0 && g[2] == 0x0000_FFFF
 }
 
 fn hw(_: crate::hw::HwError) -> Status {
@@ -666,7 +666,58 @@ impl<B: Bus> Firmware<B> {
             }
         }
         let bad = Status::BadParam;
-        let mut at = q.attr;
+        let Tables { qps, gids, .. } = &mut self.t;
+        let e = qps.get_mut(qpn).ok_or(Status::BadHandle)?;
+        // The attributes change in place (copying them in and out costs more than the rest of
+        // the command); `old` puts them back when the command fails.
+        let old = e.attr;
+        if let Err(s) = Self::apply_attrs(&mut e.attr, gids, mask, a) {
+            e.attr = old;
+            return Err(s);
+        }
+        let r = if next == QpState::Reset {
+            self.eng.write_entry(desc::HM_CTL_TBL_QP, 0, qpn as u16, &[0; desc::QP_WORDS]).map_err(hw)
+        } else {
+            let flags = match (cur, next) {
+                (QpState::Reset, QpState::Init) => desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ,
+                // ePSN only: receives posted while in INIT stay posted
+                (QpState::Init, QpState::Rtr) => desc::HM_CTL_F_LOAD_RQ_PSN,
+                (QpState::Rtr, QpState::Rts) => desc::HM_CTL_F_LOAD_SQ,
+                _ => 0,
+            };
+            let q: &Qp = e;
+            match desc::encode_qp_ctx(&Self::qp_ctx(qpn, q, &q.attr, next)) {
+                Err(_) => Err(bad),
+                Ok(w) => self.eng.write_entry(desc::HM_CTL_TBL_QP, flags, qpn as u16, &w).map_err(hw).and_then(|()| {
+                    if next == QpState::Err && cur != QpState::Err {
+                        // every block of the engine moves the QP to ERR now: posted WQEs
+                        // complete with WR_FLUSH_ERR without waiting for a doorbell (no QP-fatal
+                        // event)
+                        self.eng.post(desc::HM_CTL_POST_QP_ERR, 0, qpn as u16).map_err(hw)
+                    } else {
+                        Ok(())
+                    }
+                }),
+            }
+        };
+        if let Err(s) = r {
+            e.attr = old;
+            return Err(s);
+        }
+        if next == QpState::Reset {
+            e.attr = QpAttr::ZERO;
+        }
+        e.state = next;
+        Ok(0)
+    }
+
+    /// MODIFY_QP's attribute words `a` (after the QPN and the mask) that `mask` selects, checked
+    /// and stored into `at`; on an error `at` may be partly changed (the caller restores it).
+    fn apply_attrs(at: &mut QpAttr, gids: &[Gid], mask: u32, a: &[u32]) -> Result<(), Status> {
+        let bad = Status::BadParam;
+        // (dispatch checked the length; as an array, the attribute reads need no bounds checks)
+        let a: &[u32; 2 + ATTR_WORDS] = a.try_into().map_err(|_| Status::BadLength)?;
+        let v = |i: usize| a[2 + i];
         let chk = |m: u32, idx: usize, max: u32| -> Result<Option<u32>, Status> {
             if mask & m == 0 {
                 return Ok(None);
@@ -732,42 +783,20 @@ impl<B: Bus> Firmware<B> {
             at.std_timer = x != 0;
         }
         if mask & M_AV != 0 {
-            at.av = self.parse_av(a.get(2..).unwrap_or(&[]))?;
+            Self::parse_av_into(gids, &a[2..], &mut at.av)?;
         }
-        if next == QpState::Reset {
-            at = QpAttr::ZERO;
-            self.write_qp(qpn, &[0; desc::QP_WORDS], 0)?;
-        } else {
-            let flags = match (cur, next) {
-                (QpState::Reset, QpState::Init) => desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ,
-                // ePSN only: receives posted while in INIT stay posted
-                (QpState::Init, QpState::Rtr) => desc::HM_CTL_F_LOAD_RQ_PSN,
-                (QpState::Rtr, QpState::Rts) => desc::HM_CTL_F_LOAD_SQ,
-                _ => 0,
-            };
-            let w = desc::encode_qp_ctx(&Self::qp_ctx(qpn, q, &at, next)).map_err(|_| bad)?;
-            self.write_qp(qpn, &w, flags)?;
-            if next == QpState::Err && cur != QpState::Err {
-                // every block of the engine moves the QP to ERR now: posted WQEs complete
-                // with WR_FLUSH_ERR without waiting for a doorbell (no QP-fatal event)
-                self.eng.post(desc::HM_CTL_POST_QP_ERR, 0, qpn as u16).map_err(hw)?;
-            }
-        }
-        if let Some(e) = self.t.qps.get_mut(qpn) {
-            e.attr = at;
-            e.state = next;
-        }
-        Ok(0)
+        Ok(())
     }
 
-    /// The address vector from the attribute block `v` (checked against the GID table).
-    fn parse_av(&self, v: &[u32]) -> Result<Av, Status> {
+    /// The address vector from the attribute block `v`, checked against the GID table, into
+    /// `av` (unchanged on an error).
+    fn parse_av_into(gids: &[Gid], v: &[u32], av: &mut Av) -> Result<(), Status> {
         let bad = Status::BadParam;
         let sgid = arg(v, A_SGID_INDEX) as usize;
-        let g = self.t.gids.get(sgid).filter(|g| g.valid).ok_or(bad)?;
+        let g = gids.get(sgid).filter(|g| g.valid).ok_or(bad)?;
         let dgid = [arg(v, A_DGID), arg(v, A_DGID + 1), arg(v, A_DGID + 2), arg(v, A_DGID + 3)];
         let ipv6 = !gid_is_v4(&dgid);
-        if dgid == [0; 4] || ipv6 == gid_is_v4(&g.gid) {
+        if dgid[0] | dgid[1] | dgid[2] | dgid[3] == 0 || ipv6 == gid_is_v4(&g.gid) {
             return Err(bad);
         }
         let (hi, hop, tc, fl, sport) =
@@ -775,18 +804,17 @@ impl<B: Bus> Firmware<B> {
         if hi > 0xFFFF || hop > 0xFF || tc > 0xFF || fl >> 20 != 0 || sport > 0xFFFF {
             return Err(bad);
         }
-        Ok(Av {
-            sgid_index: sgid as u8,
-            dgid,
-            dmac: u64::from(arg(v, A_DMAC_LO)) | u64::from(hi) << 32,
-            hop_limit: hop as u8,
-            traffic_class: tc as u8,
-            flow_label: fl,
-            udp_sport: sport as u16,
-            ipv6,
-            sgid: g.gid,
-            smac: g.mac,
-        })
+        av.sgid_index = sgid as u8;
+        av.dgid = dgid;
+        av.dmac = u64::from(arg(v, A_DMAC_LO)) | u64::from(hi) << 32;
+        av.hop_limit = hop as u8;
+        av.traffic_class = tc as u8;
+        av.flow_label = fl;
+        av.udp_sport = sport as u16;
+        av.ipv6 = ipv6;
+        av.sgid = g.gid;
+        av.smac = g.mac;
+        Ok(())
     }
 
     fn query_qp(&mut self, a: &[u32], o: &mut Out) -> R {
