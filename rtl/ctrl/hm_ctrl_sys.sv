@@ -130,33 +130,48 @@ module hm_ctrl_sys
   assign mb_link  = c_addr[11:2] == HM_MBOX_LINK[11:2];
   assign mb_ver   = c_addr[11:2] == HM_MBOX_VERSION[11:2];
 
-  // Zero-wait accesses to the memories (registered reads, as block RAM): the look-ahead read
-  // is done into mrd_q; its request answers at once when it asks for that word. A write to
-  // the word being looked ahead in the same cycle cancels the look-ahead (the request then
-  // takes the one-wait path and reads the new value).
-  logic        la_imem, la_dmem, la_xmem, la_ok_q, fast_rd, fast_wr, fast;
+  // Zero-wait accesses to the memories (registered reads, as block RAM). Each memory has one
+  // read port with its output register: it reads the look-ahead address, or, for a
+  // request that was not announced (or whose look-ahead was cancelled), the request's address
+  // (its answer then comes the next cycle, in C_DONE). An announced request answers at once
+  // when it asks for the word read. A write to the word being looked ahead in the same cycle
+  // cancels the look-ahead (the request then takes the one-wait path and reads the new value).
+  logic        la_imem, la_dmem, la_xmem, la_ok_q, fast_rd, fast_wr, fast, slow_rd, mem_done_q;
+  logic        rd_imem, rd_dmem;
+  // (word index bits a read port needs: the largest memory's)
+  localparam int RW = IW > DW ? (IW > XW ? IW : XW) : (DW > XW ? DW : XW);
+  logic [RW-1:0] rd_word;
   logic [29:0] la_word_q;
-  logic [31:0] mrd_q;
+  logic [31:0] imem_q, dmem_q, xmem_q, mrd;
+  logic [1:0]  rd_sel_q;     // {IMEM, DMEM} read last cycle (else XMEM)
   assign la_imem = c_la_addr[31:28] == HM_CPU_IMEM[31:28] && c_la_addr[27:2] < 26'(IMEM_BYTES / 4);
   assign la_dmem = c_la_addr[31:28] == HM_CPU_DMEM[31:28] && c_la_addr[27:2] < 26'(DMEM_BYTES / 4);
   assign la_xmem = c_la_addr[31:28] == HM_CPU_XMEM[31:28] && c_la_addr[27:2] < 26'(XMEM_BYTES / 4);
   assign fast_rd = cst_q == C_IDLE && c_valid && c_resetn && !wr && la_ok_q && la_word_q == c_addr[31:2];
   assign fast_wr = cst_q == C_IDLE && c_valid && c_resetn && wr && (is_dmem || is_xmem);
   assign fast    = fast_rd || fast_wr;
+  assign slow_rd = cst_q == C_IDLE && c_valid && c_resetn && !wr && !fast_rd && (is_imem || is_dmem || is_xmem);
+  assign rd_word = slow_rd ? c_addr[RW+1:2] : c_la_addr[RW+1:2];
+  assign rd_imem = slow_rd ? is_imem : la_imem;
+  assign rd_dmem = slow_rd ? is_dmem : la_dmem;
   always_ff @(posedge clk) begin
-    la_ok_q   <= c_la_read && c_resetn && (la_imem || la_dmem || la_xmem) &&
+    la_ok_q   <= c_la_read && c_resetn && !slow_rd && (la_imem || la_dmem || la_xmem) &&
                  !(fast_wr && c_addr[31:2] == c_la_addr[31:2]);
     la_word_q <= c_la_addr[31:2];
-    if (la_imem) mrd_q <= imem[c_la_addr[IW+1:2]];
-    else if (la_dmem) mrd_q <= dmem[c_la_addr[DW+1:2]];
-    else mrd_q <= xmem[c_la_addr[XW+1:2]];
+    mem_done_q <= slow_rd;
+    rd_sel_q   <= {rd_imem, rd_dmem};
+    // one registered read port per memory, reading every cycle (block RAM)
+    imem_q <= imem[rd_word[IW-1:0]];
+    dmem_q <= dmem[rd_word[DW-1:0]];
+    xmem_q <= xmem[rd_word[XW-1:0]];
   end
+  assign mrd = rd_sel_q[1] ? imem_q : rd_sel_q[0] ? dmem_q : xmem_q;
 
   logic unused_la;
   assign unused_la = ^c_la_addr[1:0];    // word accesses
 
   assign c_ready = cst_q == C_DONE || fast;
-  assign c_rdata = fast_rd ? mrd_q : crd_q;
+  assign c_rdata = fast_rd || mem_done_q ? mrd : crd_q;
 
   assign mc_awaddr  = c_addr[11:0];      // HM_CPU_CTL_BYTES: 4 KiB
   assign mc_araddr  = c_addr[11:0];
@@ -204,9 +219,8 @@ module hm_ctrl_sys
         C_IDLE: if (c_valid && c_resetn && !fast) begin
           crd_q <= '0;
           cst_q <= C_DONE;
-          if (is_imem) crd_q <= imem[c_addr[IW+1:2]];       // writes to IMEM are ignored
-          else if (is_dmem) crd_q <= dmem[c_addr[DW+1:2]];
-          else if (is_xmem) crd_q <= xmem[c_addr[XW+1:2]];
+          // (a memory read's data comes from its read port; writes to IMEM are ignored)
+          if (is_imem || is_dmem || is_xmem) crd_q <= '0;
           else if (is_mbox) begin
             if (mb_in) crd_q <= cmd_in[c_addr[7:2]];
             else if (mb_out) crd_q <= cmd_out[c_addr[7:2]];

@@ -332,7 +332,7 @@ if want peer_loss; then
     ro="$LOGS/peer_loss_reclaim.out"
     timeout -k 5 1800 "$RUN" --state "$STATE" --nic 0 -- "$BIN/hm_reclaim" -d hematite0 -m 256 > "$ro" 2>&1;rrc=$?
     if [ $rrc -eq 0 ]; then
-        ok peer_loss_reclaim "$(grep -hE '^ok (all_pds|all_cqs|all_qps|mrs|write_verified)' "$ro" | sed -E 's/^ok ([a-z_]+) ([0-9]+ of [0-9]+ [A-Zs]+|64 KiB RDMA WRITE).*/\2/' | tr '\n' ',')$(grep -h '^summary' "$ro")"
+        ok peer_loss_reclaim "$(grep -hE '^ok (all_pds|all_cqs|cqs|all_qps|qps|mrs|write_verified)' "$ro" | sed -E 's/^ok ([a-z_]+) ([0-9]+ of [0-9]+ [A-Zs]+|64 KiB RDMA WRITE).*/\2/' | tr '\n' ',')$(grep -h '^summary' "$ro")"
     else bad peer_loss_reclaim "rc=$rrc: $(grep -hE '^(FAIL|TIMEOUT)' "$ro" | head -3 | tr '\n' ';')"; show_fail peer_loss_reclaim; fi
 fi
 

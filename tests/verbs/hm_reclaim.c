@@ -5,16 +5,17 @@
  * make an allocation below the limit fail.
  *
  * In order: max_pd PDs, max_cq CQs, max_qp QPs (RC, one WR each way), max_mr MRs (MRs 0 and 1
- * are 64 KiB buffers, the rest one page each); one more of each must fail (ENOMEM); QP 0 and
- * QP 1 are connected to each other (the port loops frames to its own address back) and a
- * 64 KiB RDMA WRITE and an RDMA READ of a pattern are verified byte for byte; then everything
- * is destroyed.
+ * are 64 KiB buffers, the rest one page each); one more of each must fail (ENOMEM); the last
+ * two QPs created (the highest QPNs when the device hands them out in order) are connected to
+ * each other (the port loops frames to its own address back) and a 64 KiB RDMA WRITE and an
+ * RDMA READ of a pattern are verified byte for byte; then everything is destroyed.
  *
- * -m N registers N MRs instead of max_mr (then no MR beyond the limit is tried): every
- * registration is a firmware command of about 0.1 s on the simulated NIC, 4096 of them take
- * minutes.
+ * -m N registers N MRs instead of max_mr, -c N creates N CQs instead of max_cq, -q N N QPs
+ * instead of max_qp (then nothing beyond that limit is tried): every create is a firmware
+ * command on the simulated NIC (about 20 ms of wall time on a 2-core machine), and 4,096 of
+ * each take minutes.
  *
- *   hm_reclaim [-d DEV] [-t SECS] [-m MRS]
+ *   hm_reclaim [-d DEV] [-t SECS] [-m MRS] [-c CQS] [-q QPS]
  */
 #include "hm_common.h"
 
@@ -56,16 +57,18 @@ static void check_beyond(const void *x, int n, const char *name, const char *wha
 int main(int argc, char **argv)
 {
 	const char *dev = NULL;
-	int c, mr_cap = 0;
+	int c, mr_cap = 0, cq_cap = 0, qp_cap = 0;
 
 	hm_init_common("hm_reclaim");
-	while ((c = getopt(argc, argv, "d:t:m:")) != -1) {
+	while ((c = getopt(argc, argv, "d:t:m:c:q:")) != -1) {
 		if (hm_common_opt(c, &dev, NULL, NULL))
 			continue;
 		switch (c) {
 		case 'm': mr_cap = atoi(optarg); break;
+		case 'c': cq_cap = atoi(optarg); break;
+		case 'q': qp_cap = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: hm_reclaim [-d DEV] [-t SECS] [-m MRS]\n");
+			fprintf(stderr, "usage: hm_reclaim [-d DEV] [-t SECS] [-m MRS] [-c CQS] [-q QPS]\n");
 			return 2;
 		}
 	}
@@ -79,10 +82,18 @@ int main(int argc, char **argv)
 	       nqp, nmr);
 	if (npd < 1 || ncq < 1 || nqp < 2 || nmr < 2)
 		hm_fatal("limits", "limits too small for the test");
-	int max_mr = nmr;
+	int max_mr = nmr, max_cq = ncq, max_qp = nqp;
 	if (mr_cap >= 2 && mr_cap < nmr) {
 		nmr = mr_cap;
 		printf("# hm_reclaim: registering %d of the %d MRs (-m)\n", nmr, max_mr);
+	}
+	if (cq_cap >= 1 && cq_cap < ncq) {
+		ncq = cq_cap;
+		printf("# hm_reclaim: creating %d of the %d CQs (-c)\n", ncq, max_cq);
+	}
+	if (qp_cap >= 2 && qp_cap < nqp) {
+		nqp = qp_cap;
+		printf("# hm_reclaim: creating %d of the %d QPs (-q)\n", nqp, max_qp);
 	}
 	struct ibv_pd **pds = calloc((size_t)npd, sizeof(*pds));
 	struct ibv_cq **cqs = calloc((size_t)ncq, sizeof(*cqs));
@@ -118,16 +129,16 @@ int main(int argc, char **argv)
 		if (!(cqs[i] = ibv_create_cq(ctx, 4, NULL, NULL, 0)))
 			break;
 	}
-	check_all(i, ncq, "all_cqs", "CQs created", t);
+	check_all(i, ncq, ncq == max_cq ? "all_cqs" : "cqs", "CQs created", t);
 	int got_cq = i;
 	errno = 0;
-	struct ibv_cq *xcq = got_cq == ncq ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
-	if (got_cq == ncq)
+	struct ibv_cq *xcq = got_cq == max_cq ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
+	if (got_cq == max_cq)
 		check_beyond(xcq, ncq, "cq_beyond_max", "CQ");
 	if (got_cq < 1)
 		hm_fatal("all_cqs", "no CQ");
 
-	/* QPs (QP 0 and 1 in PD 0, with the transfer MRs, completing into CQ 0; the rest spread
+	/* QPs (the last two in PD 0, with the transfer MRs, completing into CQ 0; the rest spread
 	 * over the PDs and CQs) */
 	t = hm_now_us();
 	struct ibv_qp_init_attr qa = {
@@ -136,19 +147,22 @@ int main(int argc, char **argv)
 	};
 	for (i = 0; i < nqp; i++) {
 		hm_step("ibv_create_qp");
-		qa.send_cq = qa.recv_cq = cqs[i < 2 ? 0 : i % got_cq];
-		if (!(qps[i] = ibv_create_qp(pds[i < 2 ? 0 : i % got_pd], &qa)))
+		int last = i >= nqp - 2;
+		qa.send_cq = qa.recv_cq = cqs[last ? 0 : i % got_cq];
+		if (!(qps[i] = ibv_create_qp(pds[last ? 0 : i % got_pd], &qa)))
 			break;
 	}
-	check_all(i, nqp, "all_qps", "QPs created", t);
+	check_all(i, nqp, nqp == max_qp ? "all_qps" : "qps", "QPs created", t);
 	int got_qp = i;
 	errno = 0;
 	qa.send_cq = qa.recv_cq = cqs[0];
-	struct ibv_qp *xqp = got_qp == nqp ? ibv_create_qp(pd, &qa) : NULL;
-	if (got_qp == nqp)
+	struct ibv_qp *xqp = got_qp == max_qp ? ibv_create_qp(pd, &qa) : NULL;
+	if (got_qp == max_qp)
 		check_beyond(xqp, nqp, "qp_beyond_max", "QP");
-	if (got_qp < 2)
-		hm_fatal("all_qps", "fewer than 2 QPs");
+	if (got_qp < nqp)
+		hm_fatal("all_qps", "fewer QPs than asked for");
+	/* the transfer pair: the last two QPs */
+	struct ibv_qp *qp0 = qps[got_qp - 2], *qp1 = qps[got_qp - 1];
 
 	/* MRs */
 	t = hm_now_us();
@@ -171,21 +185,21 @@ int main(int argc, char **argv)
 	if (got_mr < 2)
 		hm_fatal("all_mrs", "fewer than 2 MRs");
 
-	/* a verified transfer with everything held: QP 0 <-> QP 1 on this port */
-	hm_step("connecting QP 0 and QP 1");
+	/* a verified transfer with everything held: the last two QPs on this port */
+	hm_step("connecting the last two QPs");
 	union ibv_gid g;
 	if (ibv_query_gid(ctx, 1, 0, &g))
 		hm_fatal("query_gid", "ibv_query_gid failed");
 	uint32_t psn0 = hm_rand_psn(), psn1 = hm_rand_psn();
 	struct hm_rtr_args r = { .mtu = pa.active_mtu, .dgid = g, .hop_limit = 64, .min_rnr_timer = 12, .max_dest_rd_atomic = 1 };
-	r.dest_qpn = qps[1]->qp_num;
+	r.dest_qpn = qp1->qp_num;
 	r.rq_psn = psn1;
-	int e = hm_qp_init(qps[0], (unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) || hm_qp_rtr(qps[0], &r) ||
-		hm_qp_rts(qps[0], psn0, 14, 7, 7, 1);
-	r.dest_qpn = qps[0]->qp_num;
+	int e = hm_qp_init(qp0, (unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) || hm_qp_rtr(qp0, &r) ||
+		hm_qp_rts(qp0, psn0, 14, 7, 7, 1);
+	r.dest_qpn = qp0->qp_num;
 	r.rq_psn = psn0;
-	e = e || hm_qp_init(qps[1], (unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) || hm_qp_rtr(qps[1], &r) ||
-	    hm_qp_rts(qps[1], psn1, 14, 7, 7, 1);
+	e = e || hm_qp_init(qp1, (unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) || hm_qp_rtr(qp1, &r) ||
+	    hm_qp_rts(qp1, psn1, 14, 7, 7, 1);
 	if (e)
 		hm_fatal("connect", "INIT/RTR/RTS: %s", strerror(errno));
 	for (i = 0; i < BUF; i++)
@@ -197,9 +211,9 @@ int main(int argc, char **argv)
 				 .send_flags = IBV_SEND_SIGNALED };
 	w.wr.rdma.remote_addr = (uintptr_t)dst;
 	w.wr.rdma.rkey = mrs[1]->rkey;
-	hm_post_wait(qps[0], &w, cqs[0], &wc, "ibv_post_send", "the RDMA WRITE");
+	hm_post_wait(qp0, &w, cqs[0], &wc, "ibv_post_send", "the RDMA WRITE");
 	hm_check(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 && memcmp(src, dst, BUF) == 0, "write_verified",
-		 "64 KiB RDMA WRITE QP %u -> QP %u: %s, data %s", qps[0]->qp_num, qps[1]->qp_num, ibv_wc_status_str(wc.status),
+		 "64 KiB RDMA WRITE QP %u -> QP %u: %s, data %s", qp0->qp_num, qp1->qp_num, ibv_wc_status_str(wc.status),
 		 memcmp(src, dst, BUF) ? "DIFFERS" : "verified");
 	/* and back: QP 1 READs it into src after src was cleared */
 	memset(src, 0, BUF);
@@ -208,7 +222,7 @@ int main(int argc, char **argv)
 	w.opcode = IBV_WR_RDMA_READ;
 	w.wr.rdma.remote_addr = (uintptr_t)dst;
 	w.wr.rdma.rkey = mrs[1]->rkey;
-	hm_post_wait(qps[1], &w, cqs[0], &wc, "ibv_post_send (READ)", "the RDMA READ");
+	hm_post_wait(qp1, &w, cqs[0], &wc, "ibv_post_send (READ)", "the RDMA READ");
 	hm_check(wc.status == IBV_WC_SUCCESS && wc.wr_id == 2 && memcmp(src, dst, BUF) == 0, "read_verified",
 		 "64 KiB RDMA READ: %s, data %s", ibv_wc_status_str(wc.status), memcmp(src, dst, BUF) ? "DIFFERS" : "verified");
 

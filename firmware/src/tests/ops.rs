@@ -414,6 +414,48 @@ fn exhaustion() {
     assert_eq!(ok(&mut f, OP_QUERY_DEVICE, &[])[4], 6);
 }
 
+/// The engine's full 4096-entry QP and CQ tables (CAPS log2 12): QPNs 2..=4095 and CQNs
+/// 0..=4095 are all handed out (QUERY_DEVICE: max_qp 4094, max_cq 4096), the next create of
+/// each is NO_RESOURCES, a freed QPN in the middle is the only one left, and every QP's engine
+/// context was written at its own index.
+#[test]
+fn full_engine_tables() {
+    let mut f = fw_caps(12 << 24 | 12 << 16 | 8 << 8 | 32, 12);
+    let d = ok(&mut f, OP_QUERY_DEVICE, &[]);
+    assert_eq!((d[4], d[7]), (4094, 4096), "max_qp, max_cq");
+    let pd = ok(&mut f, OP_ALLOC_PD, &[])[0];
+    let mut cqs = vec![];
+    while let (0, o) = cmd(&mut f, OP_CREATE_CQ, &[4, 0, 0, 0]) {
+        cqs.push(o[0]);
+    }
+    assert_eq!(cqs, (0..4096).collect::<Vec<u32>>());
+    assert_eq!(cmd(&mut f, OP_CREATE_CQ, &[4, 0, 0, 0]).0, Status::NoResources as u8);
+    let mut qps = vec![];
+    while let (0, o) = cmd(&mut f, OP_CREATE_QP, &create_qp_args(pd, cqs[4095])) {
+        qps.push(o[0]);
+    }
+    assert_eq!(qps, (2..4096).collect::<Vec<u32>>());
+    assert_eq!(cmd(&mut f, OP_CREATE_QP, &create_qp_args(pd, 0)).0, Status::NoResources as u8);
+    // every QP reaches INIT; its context lands at its own QPN
+    for &q in &qps {
+        let mut a = vec![q, M_STATE | M_ACCESS_FLAGS | M_PKEY_INDEX | M_PORT];
+        let mut blk = [0u32; ATTR_WORDS];
+        blk[A_QP_STATE] = 1;
+        blk[A_PORT_NUM] = 1;
+        a.extend_from_slice(&blk);
+        ok(&mut f, OP_MODIFY_QP, &a);
+    }
+    for &q in &qps {
+        let w = &f.eng.bus.tables[&(desc::HM_CTL_TBL_QP, q as u16)];
+        let g = |n| desc::get(w, desc::HM_QP_CTX_T_FIELDS, n);
+        assert_eq!((g("state"), g("sq_cqn"), g("rq_cqn")), (desc::HM_QPS_INIT.into(), 4095, 4095), "QP {q}");
+    }
+    assert_eq!(ok(&mut f, OP_QUERY_RESOURCES, &[])[1..4], [4096, 0, 4094]);
+    ok(&mut f, OP_DESTROY_QP, &[2000]);
+    assert_eq!(ok(&mut f, OP_CREATE_QP, &create_qp_args(pd, 7))[0], 2000);
+    assert_eq!(cmd(&mut f, OP_CREATE_QP, &create_qp_args(pd, 0)).0, Status::NoResources as u8);
+}
+
 #[test]
 fn churn() {
     let mut f = fw();

@@ -190,9 +190,17 @@ fn main() {
             "--quick" => o.quick = true,
             "--json" => o.json = true,
             "--fw" => {
-                // the firmware command latency table alone
-                if let Err(e) = fw_latency() {
-                    die(&e);
+                // the firmware command latency table alone, with its ceiling
+                match fw_latency() {
+                    Err(e) => die(&e),
+                    Ok((rows, bringup)) => {
+                        print_fw_latency(&rows, bringup);
+                        let ok = bringup as f64 <= BRINGUP_CEILING;
+                        println!("target (asserted): QP bring-up <= {BRINGUP_CEILING} cycles: {}", if ok { "met" } else { "MISSED" });
+                        if !ok {
+                            std::process::exit(1);
+                        }
+                    }
                 }
                 return;
             }
@@ -342,10 +350,13 @@ fn run(o: &Opts) -> Result<(), String> {
     }
     at_most(&mut checks, "doorbell -> first byte, cycles (regression ceiling)".into(), db_to_first as f64, 40.0 + o.latency as f64);
     at_most(&mut checks, "ACK in -> CQE, cycles (regression ceiling)".into(), ack_to_cqe as f64, 44.0 + o.latency as f64);
+    // the firmware's QP bring-up (create + RESET->INIT->RTR->RTS), control-core cycles
+    let (fw_rows, bringup) = fw_latency()?;
+    at_most(&mut checks, "QP bring-up, control-core cycles (regression ceiling)".into(), bringup as f64, BRINGUP_CEILING);
     let missed = checks.iter().filter(|c| !c.4).count();
     if o.json {
         println!(
-            "{{\"latency_cycles\":{},\"write64k\":{{\"bytes\":{},\"cycles\":{},\"frames\":{},\"bytes_per_cycle\":{:.3},\"fraction_of_datapath\":{:.4},\"wire_ceiling\":{:.4}}},\"small_write\":[{}],\"doorbell_to_first_byte\":{},\"ack_to_cqe\":{},\"loss_1pct\":{{\"bytes_per_cycle\":{:.3},\"vs_lossless\":{:.4},\"frames_lost\":{}}},\"loss_3pct\":{{\"request_frames\":{},\"message_frames\":{},\"amplification\":{:.3},\"frames_lost\":{},\"doorbell_to_cqe\":{}}},\"tail_loss\":{{\"lossless\":{},\"adaptive\":{},\"standard\":{},\"early_retransmissions\":{},\"standard_timeout\":{},\"adaptive_timeout14\":{}}},\"sim_cycles_per_second\":{:.0},\"targets_missed\":{missed}}}",
+            "{{\"latency_cycles\":{},\"write64k\":{{\"bytes\":{},\"cycles\":{},\"frames\":{},\"bytes_per_cycle\":{:.3},\"fraction_of_datapath\":{:.4},\"wire_ceiling\":{:.4}}},\"small_write\":[{}],\"doorbell_to_first_byte\":{},\"ack_to_cqe\":{},\"loss_1pct\":{{\"bytes_per_cycle\":{:.3},\"vs_lossless\":{:.4},\"frames_lost\":{}}},\"loss_3pct\":{{\"request_frames\":{},\"message_frames\":{},\"amplification\":{:.3},\"frames_lost\":{},\"doorbell_to_cqe\":{}}},\"tail_loss\":{{\"lossless\":{},\"adaptive\":{},\"standard\":{},\"early_retransmissions\":{},\"standard_timeout\":{},\"adaptive_timeout14\":{}}},\"sim_cycles_per_second\":{:.0},\"qp_bringup_cycles\":{bringup},\"targets_missed\":{missed}}}",
             o.latency, g.bytes, g.cycles, g.frames, goodput, goodput / KW, ceiling, rates.iter().map(|(k, m)| format!(
                 "{{\"kind\":\"{k}\",\"wqes\":{n_small},\"frame_beats\":{},\"steady_cycles_per_wqe\":{:.2},\"responder_cycles_per_request\":{:.2},\"first_to_last_frame\":{},\"doorbell_to_last_cqe\":{}}}",
                 m.frame_beats, m.steady, m.peer_steady, m.cycles, m.db_to_cqe)).collect::<Vec<_>>().join(","),
@@ -385,7 +396,7 @@ fn run(o: &Opts) -> Result<(), String> {
     println!("  at timeout 14 ({} cycles): adaptive timer {} cycles (+{} = {:.3}% of the timeout)", cyc(14), tail_adp14,
              tail_adp14.saturating_sub(tail_clean), 100.0 * tail_adp14.saturating_sub(tail_clean) as f64 / cyc(14) as f64);
     println!("simulation speed: {:.2} M cycles/s of wall time ({} engine-cycles in {:.1} s)", rate / 1e6, sim_cycles, secs);
-    fw_latency()?;
+    print_fw_latency(&fw_rows, bringup);
     println!("targets (asserted):");
     for (name, v, op, t, ok) in &checks {
         println!("  {:<58} {:>8.2} {op} {:<7} {}", name, v, t, if *ok { "met" } else { "MISSED" });
@@ -400,7 +411,7 @@ fn run(o: &Opts) -> Result<(), String> {
 /// Firmware command latency on the control core (picorv32 running build/fw/firmware.hex
 /// inside the NIC model, driving the engine's control bus): cycles from the mailbox doorbell
 /// to the core's done pulse, for the commands that set up and tear down one RC QP.
-fn fw_latency() -> Result<(), String> {
+fn fw_latency() -> Result<(Vec<(&'static str, u64)>, u64), String> {
     use hematite_sim::eng::Engine;
     use hematite_sim::fw;
     let image = fw::read_hex(&fw::image_path())?;
@@ -409,7 +420,7 @@ fn fw_latency() -> Result<(), String> {
     if std::env::var_os("HM_FW_PROFILE").is_some() {
         e.fw_prof = Some(Default::default());
     }
-    let mut rows: Vec<(&str, u64)> = Vec::new();
+    let mut rows: Vec<(&'static str, u64)> = Vec::new();
     let run = |e: &mut Engine, name: &'static str, op: u16, args: &[u32], rows: &mut Vec<(&str, u64)>| -> Result<Vec<u32>, String> {
         let a = fw::call(e, op, 0, args, 5_000_000)?;
         if a.words[0] & 0xFF != 0 {
@@ -461,9 +472,19 @@ fn fw_latency() -> Result<(), String> {
     run(&mut e, "DEREG_MR", 0x21, &[key], &mut rows)?;
     run(&mut e, "DESTROY_CQ", 0x31, &[cq], &mut rows)?;
     run(&mut e, "DEALLOC_PD", 0x11, &[pd], &mut rows)?;
+    let bringup: u64 = rows.iter().filter(|r| r.0 == "CREATE_QP" || r.0.starts_with("MODIFY_QP")).map(|r| r.1).sum();
+    Ok((rows, bringup))
+}
+
+/// Ceiling of the QP bring-up (CREATE_QP and MODIFY_QP RESET->INIT->RTR->RTS) in control-core
+/// cycles: a regression guard at today's figure (13,7xx) plus about 15 %. Issue 20 asks for
+/// 25 us (6,250 cycles at 250 MHz); docs/firmware.md tells what stands between.
+const BRINGUP_CEILING: f64 = 16_000.0;
+
+fn print_fw_latency(rows: &[(&str, u64)], bringup: u64) {
     println!("control core: firmware command latency, mailbox doorbell -> done (picorv32 RV32IMC, build/fw/firmware.hex):");
-    for (name, c) in &rows {
+    for (name, c) in rows {
         println!("  {:<44} {:>8} cycles = {:>7.1} us at 250 MHz", name, c, *c as f64 / 250.0);
     }
-    Ok(())
+    println!("  {:<44} {:>8} cycles = {:>7.1} us at 250 MHz", "QP bring-up (CREATE_QP + the three MODIFY_QP)", bringup, bringup as f64 / 250.0);
 }
