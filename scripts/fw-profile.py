@@ -81,6 +81,8 @@ def main():
     where = func
     if a.lines:
         tool = shutil.which("llvm-addr2line") or shutil.which("addr2line")
+        if not tool:
+            sys.exit("fw-profile: --lines needs llvm-addr2line or addr2line (binutils)")
         pcs = sorted({pc for _, pc, _ in rows})
         out = subprocess.run([tool, "-e", a.elf] + [hex(p) for p in pcs], capture_output=True, text=True).stdout.split()
         loc = {p: os.path.relpath(l, ROOT) if l.startswith("/") else l for p, l in zip(pcs, out)}

@@ -473,8 +473,13 @@ impl<B: Bus> Firmware<B> {
         }
         let i = self.t.free_cq().ok_or(Status::NoResources)?;
         let w = desc::encode_cq_ctx(base, log as u8, irq as u8, true).map_err(|_| Status::BadParam)?;
-        self.eng.write_entry(desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, i as u16, &w).map_err(hw)?;
-        self.t.cqs.insert(i, Cq { log_size: log as u8, irq_vec: irq as u8, base, refs: 0 });
+        if !self.t.cqs.insert(i, Cq { log_size: log as u8, irq_vec: irq as u8, base, refs: 0 }) {
+            return Err(Status::NoResources);
+        }
+        if let Err(e) = self.eng.write_entry(desc::HM_CTL_TBL_CQ, desc::HM_CTL_F_LOAD_CQ, i as u16, &w) {
+            self.t.cqs.remove(i);
+            return Err(hw(e));
+        }
         o.push(i as u32);
         o.push(1 << log);
         Ok(o.n)
@@ -538,7 +543,7 @@ impl<B: Bus> Firmware<B> {
             max_recv_sge: ((rq_bytes - 16) / 16).min(MAX_SGE),
             max_inline: (sq_bytes - 32).min(MAX_INLINE),
         };
-        self.t.qps.insert(
+        let taken = self.t.qps.insert(
             i,
             Qp {
                 state: QpState::Reset,
@@ -556,6 +561,9 @@ impl<B: Bus> Firmware<B> {
                 attr: QpAttr::ZERO,
             },
         );
+        if !taken {
+            return Err(Status::NoResources);
+        }
         self.pd_ref(pd, true);
         self.cq_ref(scq, true);
         self.cq_ref(rcq, true);

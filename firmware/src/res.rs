@@ -281,24 +281,30 @@ impl<T: Copy + 'static, const N: usize, const W: usize> Slab<T, N, W> {
         return self.store.get_mut(i);
     }
 
-    /// Takes entry `i` (which must be below `N`) with record `v`.
-    pub fn insert(&mut self, i: usize, v: T) {
+    /// Takes entry `i` with record `v`; false (and nothing taken) when `i` is not below `N` or
+    /// the slab has no storage yet.
+    pub fn insert(&mut self, i: usize, v: T) -> bool {
         if i >= N {
-            return;
+            return false;
         }
         #[cfg(target_arch = "riscv32")]
-        // SAFETY: i < N and `store` holds N records; a write of a whole record needs no
-        // initialised memory behind it.
-        unsafe {
-            self.store.add(i).write(v)
-        };
+        {
+            if self.store.is_null() {
+                return false;
+            }
+            // SAFETY: i < N and `store` (not null) holds N records (attach); a write of a whole
+            // record needs no initialised memory behind it.
+            unsafe { self.store.add(i).write(v) };
+        }
         #[cfg(not(target_arch = "riscv32"))]
-        if let Some(e) = self.store.get_mut(i) {
-            *e = v;
+        match self.store.get_mut(i) {
+            Some(e) => *e = v,
+            None => return false,
         }
         if let Some(w) = self.used.get_mut(i / 32) {
             *w |= 1 << (i % 32);
         }
+        true
     }
 
     /// Frees entry `i`.

@@ -23,7 +23,9 @@ module hm_ctrl_sys
   // Data memory bytes (power of two).
   parameter int DMEM_BYTES = 65536,
   // Table memory bytes (power of two, at most the XMEM region): the firmware's per-QP and
-  // per-CQ records; never cleared (the firmware tracks which entries it wrote).
+  // per-CQ records; never cleared (the firmware tracks which entries it wrote). The firmware
+  // is linked for the whole region (firmware/memory.x; elf2hex prints what its .xmem uses):
+  // a smaller memory must still hold that.
   parameter int XMEM_BYTES = 1048576,
   // $readmemh file that initialises IMEM (32-bit words), or "" for none (the host loads it).
   parameter string IMEM_INIT = ""
