@@ -477,7 +477,7 @@ fn fw_latency() -> Result<(Vec<(&'static str, u64)>, u64), String> {
 }
 
 /// Ceiling of the QP bring-up (CREATE_QP and MODIFY_QP RESET->INIT->RTR->RTS) in control-core
-/// cycles: a regression guard at today's figure (13,7xx) plus about 15 %. Issue 20 asks for
+/// cycles: a regression guard at today's figure (13,770) plus about 15 %. Issue 20 asks for
 /// 25 us (6,250 cycles at 250 MHz); docs/firmware.md tells what stands between.
 const BRINGUP_CEILING: f64 = 16_000.0;
 
