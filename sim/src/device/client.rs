@@ -85,6 +85,8 @@ impl SimNic {
             if let Err(e) = self.reset() {
                 eprintln!("hematite-sim device: reset after client loss failed: {e}");
             }
+            // the old engine is gone: from now on a refused access is a fault again
+            self.iommu.lock().unwrap().gone = false;
         }
     }
 

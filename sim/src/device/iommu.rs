@@ -26,8 +26,15 @@ pub(super) struct Iommu {
     /// own next program after an `execve`) is never reached through it.
     pub(super) mem: Option<File>,
     maps: Vec<Window>,
-    /// Refused accesses, over the process's lifetime (`STATS` d).
+    /// Refused accesses, over the process's lifetime (`STATS` d): the engine's DMA outside the
+    /// client's windows, or to memory the living client does not have.
     pub(super) faults: u64,
+    /// Accesses discarded because the client had gone: its process exited before the device
+    /// noticed (its memory reads as empty), or the engine was finishing a register access
+    /// after the windows were revoked (`gone`). Not the engine's fault: not counted in `faults`.
+    pub(super) lost: u64,
+    /// Set by `revoke` until the function reset that follows it is done.
+    pub(super) gone: bool,
 }
 
 impl Iommu {
@@ -55,10 +62,21 @@ impl Iommu {
         }
     }
 
-    /// Client loss: every window and the client's memory go.
+    /// Client loss: every window and the client's memory go (`gone` until the reset is done).
     pub(super) fn revoke(&mut self) {
         self.maps.clear();
         self.mem = None;
+        self.gone = true;
+    }
+
+    /// A refused access: a fault, or lost when the client had gone (`exited`: its memory read
+    /// or wrote nothing, which is what /proc/PID/mem does once the process has exited).
+    fn refuse(&mut self, exited: bool) {
+        if self.gone || exited {
+            self.lost += 1;
+        } else {
+            self.faults += 1;
+        }
     }
 
     /// Client VA pieces for [addr, addr + len), or None if any byte is not mapped (with write
@@ -85,21 +103,26 @@ impl ExtMem for ClientMem {
         use std::os::unix::fs::FileExt;
         let mut m = self.0.lock().unwrap();
         let Some(pieces) = m.translate(addr, buf.len() as u64, false) else {
-            m.faults += 1;
+            m.refuse(false);
             return false;
         };
         let mut off = 0;
         let mut ok = m.mem.is_some();
+        let mut exited = false;
         for (va, n) in pieces {
             let n = n as usize;
-            if !ok || m.mem.as_ref().unwrap().read_exact_at(&mut buf[off..off + n], va).is_err() {
+            if !ok {
+                break;
+            }
+            if let Err(e) = m.mem.as_ref().unwrap().read_exact_at(&mut buf[off..off + n], va) {
                 ok = false;
+                exited = e.kind() == std::io::ErrorKind::UnexpectedEof;
                 break;
             }
             off += n;
         }
         if !ok {
-            m.faults += 1;
+            m.refuse(exited);
         }
         ok
     }
@@ -124,7 +147,7 @@ impl ExtMem for ClientMem {
         let mut pieces = Vec::new();
         for (s, n) in runs {
             let Some(tr) = m.translate(addr + s as u64, n as u64, true) else {
-                m.faults += 1;
+                m.refuse(false);
                 return false;
             };
             let mut off = s;
@@ -137,13 +160,13 @@ impl ExtMem for ClientMem {
             return true;
         }
         use std::os::unix::fs::FileExt;
-        let ok = match &m.mem {
-            Some(f) => pieces.iter().all(|&(off, va, len)| f.write_all_at(&data[off..off + len], va).is_ok()),
-            None => false,
+        let r = match &m.mem {
+            Some(f) => pieces.iter().try_for_each(|&(off, va, len)| f.write_all_at(&data[off..off + len], va)),
+            None => Err(std::io::ErrorKind::NotFound.into()),
         };
-        if !ok {
-            m.faults += 1;
+        if let Err(e) = &r {
+            m.refuse(e.kind() == std::io::ErrorKind::WriteZero);
         }
-        ok
+        r.is_ok()
     }
 }
