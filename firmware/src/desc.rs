@@ -16,95 +16,11 @@ pub enum EncError {
     Range,
 }
 
-/// Sets field `$name` of layout `$l` (a generated `*_FIELDS` constant) in `$w`, which must be
-/// zero there (an encoder's fresh array, each field set once), to `$v` (a [`FieldValue`]).
+/// Sets field `$name` of layout `$l` (a generated `*_FIELDS` constant) in `$w` to `$v`.
 macro_rules! setf {
     ($w:expr, $l:expr, $name:literal, $v:expr) => {
-        FieldValue::or_at::<{ fpos($l, $name).0 }, { fpos($l, $name).1 }>($v, &mut $w)
+        set_bits_at::<{ fpos($l, $name).0 }, { fpos($l, $name).1 }>(&mut $w, $v)
     };
-}
-
-/// A value an encoder puts into a field whose position is known when compiling: ORed into
-/// words that are zero there, with 32-bit arithmetic for values up to 32 bits and 64-bit for
-/// u64 (on rv32 a 128-bit shift is dozens of instructions; a QP context has 37 fields and
-/// MODIFY_QP encodes one).
-pub trait FieldValue: Copy {
-    /// ORs `self` into bits `[LSB, LSB + WIDTH)` of `w` (a range error if it does not fit).
-    fn or_at<const LSB: usize, const WIDTH: usize>(self, w: &mut [u32]) -> Result<(), EncError>;
-}
-
-impl FieldValue for u32 {
-    #[inline(always)]
-    fn or_at<const LSB: usize, const WIDTH: usize>(self, w: &mut [u32]) -> Result<(), EncError> {
-        if WIDTH > 32 {
-            return u64::from(self).or_at::<LSB, WIDTH>(w);
-        }
-        if WIDTH == 0 || (WIDTH < 32 && self >> (WIDTH % 32) != 0) {
-            return Err(EncError::Range);
-        }
-        let (i, off) = (LSB / 32, LSB % 32);
-        *w.get_mut(i).ok_or(EncError::Range)? |= self << off;
-        if off + WIDTH > 32 {
-            *w.get_mut(i + 1).ok_or(EncError::Range)? |= self >> ((32 - off) % 32);
-        }
-        Ok(())
-    }
-}
-
-impl FieldValue for u64 {
-    #[inline(always)]
-    fn or_at<const LSB: usize, const WIDTH: usize>(self, w: &mut [u32]) -> Result<(), EncError> {
-        if WIDTH > 64 {
-            return u128::from(self).or_at::<LSB, WIDTH>(w);
-        }
-        if WIDTH == 0 || (WIDTH < 64 && self >> (WIDTH % 64) != 0) {
-            return Err(EncError::Range);
-        }
-        let (i, off) = (LSB / 32, LSB % 32);
-        let (lo, hi) = (self as u32, (self >> 32) as u32);
-        *w.get_mut(i).ok_or(EncError::Range)? |= lo << off;
-        if off == 0 {
-            if WIDTH > 32 {
-                *w.get_mut(i + 1).ok_or(EncError::Range)? |= hi;
-            }
-        } else {
-            if off + WIDTH > 32 {
-                *w.get_mut(i + 1).ok_or(EncError::Range)? |= lo >> (32 - off) | hi << off;
-            }
-            if off + WIDTH > 64 {
-                *w.get_mut(i + 2).ok_or(EncError::Range)? |= hi >> (32 - off);
-            }
-        }
-        Ok(())
-    }
-}
-
-impl FieldValue for u128 {
-    #[inline(always)]
-    fn or_at<const LSB: usize, const WIDTH: usize>(self, w: &mut [u32]) -> Result<(), EncError> {
-        set_bits_at::<LSB, WIDTH>(w, self)
-    }
-}
-
-impl FieldValue for u16 {
-    #[inline(always)]
-    fn or_at<const LSB: usize, const WIDTH: usize>(self, w: &mut [u32]) -> Result<(), EncError> {
-        u32::from(self).or_at::<LSB, WIDTH>(w)
-    }
-}
-
-impl FieldValue for u8 {
-    #[inline(always)]
-    fn or_at<const LSB: usize, const WIDTH: usize>(self, w: &mut [u32]) -> Result<(), EncError> {
-        u32::from(self).or_at::<LSB, WIDTH>(w)
-    }
-}
-
-impl FieldValue for bool {
-    #[inline(always)]
-    fn or_at<const LSB: usize, const WIDTH: usize>(self, w: &mut [u32]) -> Result<(), EncError> {
-        u32::from(self).or_at::<LSB, WIDTH>(w)
-    }
 }
 
 /// Field `$name` of layout `$l` in `$w`.
@@ -247,53 +163,53 @@ const _: () = assert!(QP_WORDS <= CTX_WORDS && CQ_WORDS <= CTX_WORDS && MR_WORDS
 #[inline(always)]
 pub fn encode_qp_ctx(c: &QpCtx) -> Result<[u32; QP_WORDS], EncError> {
     let mut w = [0u32; QP_WORDS];
-    setf!(w, HM_QP_CTX_T_FIELDS, "uc", c.uc)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "std_timer", c.std_timer)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "max_dest_rd_atomic", c.max_dest_rd_atomic)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "max_rd_atomic", c.max_rd_atomic)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "min_rnr_timer", c.min_rnr_timer)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "rnr_retry", c.rnr_retry)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "retry_cnt", c.retry_cnt)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "timeout", c.timeout)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "rq_log_stride", c.rq_log_stride)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "rq_log_size", c.rq_log_size)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "sq_log_stride", c.sq_log_stride)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "sq_log_size", c.sq_log_size)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "access", c.access)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "pmtu", c.pmtu)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "state", c.state)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "rq_cqn", c.rq_cqn)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "sq_cqn", c.sq_cqn)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "rq_psn", c.rq_psn)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "sq_psn", c.sq_psn)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "dest_qpn", c.dest_qpn)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "pd", c.pd)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "rq_base", c.rq_base)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "sq_base", c.sq_base)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "pkey", c.pkey)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "flow_label", c.flow_label)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "udp_sport", c.udp_sport)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "ttl", c.ttl)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "ecn", c.ecn)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "dscp", c.dscp)?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "uc", c.uc.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "std_timer", c.std_timer.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "max_dest_rd_atomic", c.max_dest_rd_atomic.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "max_rd_atomic", c.max_rd_atomic.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "min_rnr_timer", c.min_rnr_timer.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rnr_retry", c.rnr_retry.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "retry_cnt", c.retry_cnt.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "timeout", c.timeout.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rq_log_stride", c.rq_log_stride.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rq_log_size", c.rq_log_size.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "sq_log_stride", c.sq_log_stride.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "sq_log_size", c.sq_log_size.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "access", c.access.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "pmtu", c.pmtu.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "state", c.state.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rq_cqn", c.rq_cqn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "sq_cqn", c.sq_cqn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rq_psn", c.rq_psn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "sq_psn", c.sq_psn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "dest_qpn", c.dest_qpn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "pd", c.pd.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "rq_base", c.rq_base.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "sq_base", c.sq_base.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "pkey", c.pkey.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "flow_label", c.flow_label.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "udp_sport", c.udp_sport.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "ttl", c.ttl.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "ecn", c.ecn.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "dscp", c.dscp.into())?;
     setf!(w, HM_QP_CTX_T_FIELDS, "ip_dst", c.ip_dst)?;
     setf!(w, HM_QP_CTX_T_FIELDS, "ip_src", c.ip_src)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "ipv6", c.ipv6)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "vlan_vid", 0u32)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "vlan_pcp", 0u32)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "vlan_valid", 0u32)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "eth_src", c.eth_src)?;
-    setf!(w, HM_QP_CTX_T_FIELDS, "eth_dst", c.eth_dst)?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "ipv6", c.ipv6.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "vlan_vid", 0)?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "vlan_pcp", 0)?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "vlan_valid", 0)?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "eth_src", c.eth_src.into())?;
+    setf!(w, HM_QP_CTX_T_FIELDS, "eth_dst", c.eth_dst.into())?;
     Ok(w)
 }
 
 /// Encodes a CQ context entry.
 pub fn encode_cq_ctx(base: u64, log_size: u8, irq_vec: u8, valid: bool) -> Result<[u32; CQ_WORDS], EncError> {
     let mut w = [0u32; CQ_WORDS];
-    setf!(w, HM_CQ_CTX_T_FIELDS, "base", base)?;
-    setf!(w, HM_CQ_CTX_T_FIELDS, "log_size", log_size)?;
-    setf!(w, HM_CQ_CTX_T_FIELDS, "irq_vec", irq_vec)?;
-    setf!(w, HM_CQ_CTX_T_FIELDS, "valid", valid)?;
+    setf!(w, HM_CQ_CTX_T_FIELDS, "base", base.into())?;
+    setf!(w, HM_CQ_CTX_T_FIELDS, "log_size", log_size.into())?;
+    setf!(w, HM_CQ_CTX_T_FIELDS, "irq_vec", irq_vec.into())?;
+    setf!(w, HM_CQ_CTX_T_FIELDS, "valid", valid.into())?;
     Ok(w)
 }
 
@@ -307,39 +223,39 @@ pub fn encode_mr_ctx(
     valid: bool,
 ) -> Result<[u32; MR_WORDS], EncError> {
     let mut w = [0u32; MR_WORDS];
-    setf!(w, HM_MR_CTX_T_FIELDS, "access", access)?;
-    setf!(w, HM_MR_CTX_T_FIELDS, "len", len)?;
-    setf!(w, HM_MR_CTX_T_FIELDS, "base", base)?;
-    setf!(w, HM_MR_CTX_T_FIELDS, "pd", pd)?;
-    setf!(w, HM_MR_CTX_T_FIELDS, "tag", tag)?;
-    setf!(w, HM_MR_CTX_T_FIELDS, "valid", valid)?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "access", access.into())?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "len", len.into())?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "base", base.into())?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "pd", pd.into())?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "tag", tag.into())?;
+    setf!(w, HM_MR_CTX_T_FIELDS, "valid", valid.into())?;
     Ok(w)
 }
 
 /// Encodes a control command word (`hm_ctl_cmd_t`).
 pub fn encode_ctl_cmd(op: u8, table: u8, flags: u8, index: u16) -> Result<u32, EncError> {
     let mut w = [0u32; 1];
-    setf!(w, HM_CTL_CMD_T_FIELDS, "op", op)?;
-    setf!(w, HM_CTL_CMD_T_FIELDS, "table_sel", table)?;
-    setf!(w, HM_CTL_CMD_T_FIELDS, "flags", flags)?;
-    setf!(w, HM_CTL_CMD_T_FIELDS, "index", index)?;
+    setf!(w, HM_CTL_CMD_T_FIELDS, "op", op.into())?;
+    setf!(w, HM_CTL_CMD_T_FIELDS, "table_sel", table.into())?;
+    setf!(w, HM_CTL_CMD_T_FIELDS, "flags", flags.into())?;
+    setf!(w, HM_CTL_CMD_T_FIELDS, "index", index.into())?;
     Ok(w[0])
 }
 
 /// Encodes an `HM_CTL_POST` word (`hm_ctl_post_t`).
 pub fn encode_ctl_post(op: u8, code: u8, id: u16) -> Result<u32, EncError> {
     let mut w = [0u32; 1];
-    setf!(w, HM_CTL_POST_T_FIELDS, "op", op)?;
-    setf!(w, HM_CTL_POST_T_FIELDS, "code", code)?;
-    setf!(w, HM_CTL_POST_T_FIELDS, "id", id)?;
+    setf!(w, HM_CTL_POST_T_FIELDS, "op", op.into())?;
+    setf!(w, HM_CTL_POST_T_FIELDS, "code", code.into())?;
+    setf!(w, HM_CTL_POST_T_FIELDS, "id", id.into())?;
     Ok(w[0])
 }
 
 /// Encodes `HM_CTL_EQ` (`hm_ctl_eq_t`).
 pub fn encode_ctl_eq(enable: bool, cqn: u16) -> Result<u32, EncError> {
     let mut w = [0u32; 1];
-    setf!(w, HM_CTL_EQ_T_FIELDS, "enable", enable)?;
-    setf!(w, HM_CTL_EQ_T_FIELDS, "cqn", cqn)?;
+    setf!(w, HM_CTL_EQ_T_FIELDS, "enable", enable.into())?;
+    setf!(w, HM_CTL_EQ_T_FIELDS, "cqn", cqn.into())?;
     Ok(w[0])
 }
 

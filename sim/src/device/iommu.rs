@@ -170,3 +170,50 @@ impl ExtMem for ClientMem {
         r.is_ok()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(io: &Arc<Mutex<Iommu>>) -> (u64, u64) {
+        let m = io.lock().unwrap();
+        (m.faults, m.lost)
+    }
+
+    /// A refused access is a fault while the client lives, and lost once it has gone: after a
+    /// revoke (until `gone` is cleared), or when its memory reads as empty (an exited process).
+    #[test]
+    fn refused_accesses_are_faults_unless_the_client_has_gone() {
+        let buf = vec![0u8; 8192];
+        let va = (buf.as_ptr() as u64 + 4095) & !4095;
+        let io = Arc::new(Mutex::new(Iommu::default()));
+        io.lock().unwrap().mem = Some(File::options().read(true).write(true).open("/proc/self/mem").unwrap());
+        assert_eq!(io.lock().unwrap().map(0x10_0000, va, 4096, true), 0);
+        let mut m = ClientMem(io.clone());
+        let mut b = [0u8; 8];
+        assert!(m.write(0x10_0000, &[7; 8], &[true; 8]));
+        assert!(m.read(0x10_0000, &mut b) && b == [7; 8]);
+        assert!(!m.write(0x20_0000, &[1; 8], &[true; 8]), "outside the windows");
+        assert!(!m.read(0x20_0000, &mut b));
+        assert_eq!(counts(&io), (2, 0));
+        // the client has gone: the revoke, and the reset's drain after it
+        io.lock().unwrap().revoke();
+        assert!(!m.write(0x10_0000, &[1; 8], &[true; 8]));
+        assert!(!m.read(0x10_0000, &mut b));
+        assert_eq!(counts(&io), (2, 2));
+        // the reset is done: a refused access is a fault again
+        io.lock().unwrap().gone = false;
+        assert!(!m.read(0x10_0000, &mut b));
+        assert_eq!(counts(&io), (3, 2));
+        // a mapped window whose memory reads as empty (what /proc/PID/mem of an exited process
+        // does) is lost, not a fault
+        let empty = std::env::temp_dir().join(format!("hm-iommu-empty-{}", std::process::id()));
+        std::fs::write(&empty, b"").unwrap();
+        io.lock().unwrap().mem = Some(File::open(&empty).unwrap());
+        assert_eq!(io.lock().unwrap().map(0x10_0000, va, 4096, true), 0);
+        assert!(!m.read(0x10_0000, &mut b));
+        assert_eq!(counts(&io), (3, 3));
+        let _ = std::fs::remove_file(&empty);
+        drop(buf);
+    }
+}
