@@ -8,7 +8,12 @@
 // the WQE at ci, the pending local error, ERR}. WQEs are read back from the send queue ring
 // when they are retired (their wr_id, opcode, length and SGL are not kept on chip), several
 // per DMA read, into a batch buffer (hm_sq_batch); the WQE in use is kept in a register,
-// which serves consecutive responses of one READ.
+// which serves consecutive responses of one READ. A SEND / WRITE WQE needs no read-back: the
+// requester's start record carries what its completion needs (wr_id, opcode, flags, length),
+// and the last RETIRE_DEPTH records of every QP are kept on chip (block RAM, tagged with the
+// WQE index), so a response that finds its WQE neither cached nor in the batch buffer retires
+// it from there. READ / atomic WQEs (whose SGL receives data), WQEs the table no longer holds
+// (more than RETIRE_DEPTH outstanding) and the flush of WQEs never started are read back.
 //
 // Rules (ROCEV2.md section 8, as in hematite-model's transport::qp): an ACK with PSN p is
 // valid for p in [una-1, spsn-1] and retires every SEND/WRITE WQE whose last PSN is <= p; a
@@ -53,8 +58,12 @@ module hm_rc_compl
   // WQE bytes per demand read of the batch buffer (power of two, 256..4096; the engine's read
   // buffer must hold BATCH_BYTES).
   parameter int BATCH_BYTES = 4096,
+  // Start records kept on chip per QP (power of two, 2 or more): how many outstanding SEND /
+  // WRITE WQEs of a QP retire without a read-back.
+  parameter int RETIRE_DEPTH = 8,
   // Derived.
   localparam int QW = $clog2(NUM_QPS),
+  localparam int RL = $clog2(RETIRE_DEPTH),
   localparam int SW = int'(HM_CTL_STAGE_WORDS)
 ) (
   input  logic                  clk,
@@ -201,7 +210,7 @@ module hm_rc_compl
   typedef enum logic [4:0] {
     C_IDLE, C_CTL, C_LOAD, C_DISPATCH, C_RL, C_WREQ, C_WDATA, C_BLOAD, C_WCHK, C_WGOT, C_AFTER,
     C_PLACE, C_ATOMIC, C_DISCARD, C_WAITWR, C_RETIRE, C_ERRNOTE, C_FLUSH, C_LERR, C_SAVE,
-    C_RETRY, C_RWND, C_RQC, C_FATAL, C_RFAST
+    C_RETRY, C_RWND, C_RQC, C_FATAL, C_RFAST, C_RI
   } st_t;
   typedef enum logic [2:0] { K_SENT, K_DB, K_EVT, K_PKT, K_TMO } kind_t;
   st_t   st_q, ret_q, disc_next_q;
@@ -286,6 +295,33 @@ module hm_rc_compl
     dyn_rd <= dyn_mem[sel_q];
     pi_rd  <= pi_mem[sel_q];
   end
+
+  // Retire information: each successful start record as it arrives (before the merge stage,
+  // which keeps only the latest), at {QP, WQE index mod RETIRE_DEPTH}, tagged with the index.
+  // A WQE is retired only after its record was taken in (shead beyond it), and records come
+  // in posting order, so an entry whose tag is the WQE's index holds that WQE's record: a
+  // later WQE in the slot changes the tag, and a QP reloaded by the control plane starts its
+  // WQEs again at 0 and writes each slot before it can retire from it. Read address: the QP
+  // and its ci (set in C_RL), data in C_RI.
+  typedef struct packed {
+    logic [15:0] idx;         // the WQE index this record is for
+    logic [63:0] wr_id;
+    logic [7:0]  opcode;
+    logic [7:0]  flags;
+    logic [31:0] len;
+  } rinfo_t;
+  rinfo_t        ri_mem [NUM_QPS * RETIRE_DEPTH];
+  rinfo_t        ri_rd;
+  logic [RL-1:0] ri_slot;
+  always_ff @(posedge clk) begin
+    if (s_sent_valid && s_sent_ready && s_sent.status == HM_CQE_ST_SUCCESS)
+      ri_mem[{QW'(s_sent.qpn), s_sent.wqe_idx[RL-1:0]}] <= '{idx: s_sent.wqe_idx, wr_id: s_sent.wr_id,
+                                                           opcode: s_sent.opcode, flags: s_sent.flags,
+                                                           len: s_sent.len};
+    ri_rd <= ri_mem[{q_q, ri_slot}];
+  end
+
+  assign ri_slot = d_q.ci[RL-1:0];
 
   // derived from the loaded QP
   logic [3:0]  lpmtu, lstride;
@@ -790,7 +826,8 @@ module hm_rc_compl
             ret_q <= C_RL;
             bi_q  <= '0;
             bg_q  <= '0;
-            st_q  <= !ci_in_batch ? C_WREQ : (kind_q == K_PKT && !flushing_q) ? C_RFAST : C_BLOAD;
+            st_q  <= !ci_in_batch ? (kind_q == K_PKT && !flushing_q ? C_RI : C_WREQ) :
+                     (kind_q == K_PKT && !flushing_q) ? C_RFAST : C_BLOAD;
           end else if (w_rdat) st_q <= C_AFTER;
           else begin
             logic due;
@@ -827,6 +864,21 @@ module hm_rc_compl
             ret_q <= C_RL;
             st_q  <= C_BLOAD;
           end else st_q <= C_RL;
+        end
+        C_RI: begin
+          // WQE ci from its start record: a SEND / WRITE is complete in its header, which is
+          // all the retire, CQE, rewind and C_AFTER steps read of it; anything else is read
+          // back (C_WREQ, fx_q = ci)
+          if (ri_rd.idx == d_q.ci && !hm_wqe_rdat(ri_rd.opcode)) begin
+            wqe_q[255:0] <= 256'(hm_sq_wqe_hdr_t'{length: ri_rd.len, rkey: 32'd0, remote_addr: 64'd0,
+                                                  wr_id: ri_rd.wr_id, imm: 32'd0, rsvd: 8'd0, num_sge: 8'd0,
+                                                  flags: ri_rd.flags, opcode: ri_rd.opcode});
+            wc_v_q       <= 1'b1;
+            wc_q         <= q_q;
+            wc_idx_q     <= d_q.ci;
+            wfetch_err_q <= 1'b0;
+            st_q         <= C_RL;
+          end else st_q <= C_WREQ;
         end
         C_WREQ: begin
           if (in_batch) begin

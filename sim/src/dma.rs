@@ -214,6 +214,10 @@ pub struct AxiMem {
     /// `violations` (the engine fuzzer's "no DMA outside the registered regions").
     pub read_windows: Option<Vec<(u64, u64)>>,
     pub write_windows: Option<Vec<(u64, u64)>>,
+    /// When set, every read burst's (cycle, address, beats) as its address is taken.
+    pub read_log: Option<Vec<(u64, u64, u64)>>,
+    /// When set, every write burst's (cycle, address, beats) as its address is taken.
+    pub write_log: Option<Vec<(u64, u64, u64)>>,
 }
 
 fn in_windows(w: &[(u64, u64)], a: u64, n: u64) -> bool {
@@ -238,6 +242,8 @@ impl AxiMem {
             write_beats: 0,
             read_windows: None,
             write_windows: None,
+            read_log: None,
+            write_log: None,
         }
     }
 
@@ -306,6 +312,9 @@ impl AxiMem {
         if o.arvalid != 0 && i.arready != 0 {
             self.check_burst("AR", o.araddr, o.arlen, o.arsize, o.arburst);
             let beats = o.arlen as u64 + 1;
+            if let Some(l) = &mut self.read_log {
+                l.push((now, o.araddr, beats));
+            }
             if let Some(w) = &self.read_windows {
                 let kw = self.kw as u64;
                 if let Some(k) = (0..beats).find(|k| !in_windows(w, o.araddr + k * kw, kw)) {
@@ -333,6 +342,9 @@ impl AxiMem {
         }
         if o.awvalid != 0 && i.awready != 0 {
             self.check_burst("AW", o.awaddr, o.awlen, o.awsize, o.awburst);
+            if let Some(l) = &mut self.write_log {
+                l.push((now, o.awaddr, o.awlen as u64 + 1));
+            }
             self.aw_q.push_back(Burst { at: 0, addr: o.awaddr, beats: o.awlen as u64 + 1, id: o.awid, data: None, off: 0 });
         }
         if o.wvalid != 0 && i.wready != 0 {

@@ -162,6 +162,8 @@ pub struct Engine {
     /// Frames queued towards the engine's receive port.
     pub rx_q: VecDeque<Vec<u8>>,
     rx_off: usize,
+    /// Cycle at which each received frame's last beat was taken, in order.
+    pub rx_cycle: Vec<u64>,
     /// Control core outputs of the last cycle: (command done pulse, fault, trap).
     pub fw_out: (bool, bool, bool),
     /// Cycles at which the control core completed a command (its done pulse).
@@ -224,6 +226,7 @@ impl Engine {
             tx_stall_pct: 0,
             rng: Rng::new(seed ^ 0xE16),
             rx_q: VecDeque::new(),
+            rx_cycle: Vec::new(),
             rx_off: 0,
             fw_out: (false, false, false),
             fw_done_cycles: Vec::new(),
@@ -415,6 +418,7 @@ impl Engine {
             if i.rx_tlast != 0 {
                 self.rx_q.pop_front();
                 self.rx_off = 0;
+                self.rx_cycle.push(now);
             }
         }
     }
