@@ -50,6 +50,22 @@ pub trait Device: Send + Sync {
     /// has acted on it, like a PCIe memory write; a later [`Device::read32`] is ordered after it.
     fn write32(&self, offset: u64, value: u32) -> Result<()>;
 
+    /// Whether [`Device::push64`] reaches the device: the MMIO path for send WQEs.
+    fn can_push(&self) -> bool {
+        false
+    }
+
+    /// Writes a whole 64-byte send WQE into QP `qpn`'s push window: the MMIO path, which
+    /// spares the engine the WQE fetch (on a card, one write-combined 64-byte store into the
+    /// push BAR, then a store fence; docs/transport-engine.md, "Latency"). Posted, like
+    /// [`Device::write32`], and ordered before a later write: the doorbell that follows binds
+    /// the push to the WQE it posts. The WQE must also be in the ring. Backends without push
+    /// windows answer EOPNOTSUPP (the driver asks [`Device::can_push`] first).
+    fn push64(&self, qpn: u32, wqe: &[u8; 64]) -> Result<()> {
+        let _ = (qpn, wqe);
+        Err(crate::Error::NotSupported("push windows (the MMIO path for send WQEs)".into()))
+    }
+
     /// Lets the device read (and, when `writable`, write) `len` bytes of this process's memory
     /// at virtual address `vaddr`, as IOVA `iova`. Ranges must be page aligned and must not
     /// overlap a mapped one.
@@ -87,6 +103,12 @@ impl<T: Device + ?Sized> Device for std::sync::Arc<T> {
     }
     fn write32(&self, offset: u64, value: u32) -> Result<()> {
         (**self).write32(offset, value)
+    }
+    fn can_push(&self) -> bool {
+        (**self).can_push()
+    }
+    fn push64(&self, qpn: u32, wqe: &[u8; 64]) -> Result<()> {
+        (**self).push64(qpn, wqe)
     }
     fn dma_map(&self, iova: u64, vaddr: u64, len: u64, writable: bool) -> Result<()> {
         (**self).dma_map(iova, vaddr, len, writable)

@@ -214,6 +214,21 @@ pub unsafe fn read_send_wr_id_op(slot: *const u8) -> (u64, u8) {
     unsafe { (r64(slot, S_WR_ID), *slot.add(S_OPCODE)) }
 }
 
+/// Whether the send WQE whose slot starts with `w` may go through the MMIO path: the fast
+/// twin of `desc::wqe_fits_push` (the tests compare the two).
+#[inline]
+pub fn wqe_fits_push(w: &[u8; desc::PUSH_BYTES]) -> bool {
+    let (op, flags, nsge) = (w[S_OPCODE], w[S_FLAGS], w[S_NUM_SGE] as usize);
+    let len = u32::from_le_bytes([w[S_LENGTH], w[S_LENGTH + 1], w[S_LENGTH + 2], w[S_LENGTH + 3]]) as usize;
+    if flags & desc::HM_WQE_F_INLINE != 0 {
+        len <= desc::PUSH_BYTES - SQ_HDR
+    } else if op == OP_CMP_SWAP || op == OP_FETCH_ADD {
+        desc::PUSH_BYTES >= 64
+    } else {
+        nsge <= (desc::PUSH_BYTES - SQ_HDR) / 16
+    }
+}
+
 /// The `wr_id` of the receive WQE at `slot`.
 ///
 /// # Safety
@@ -280,6 +295,27 @@ impl CqeRaw {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn push_fit_matches_the_model() {
+        let mut n = 0;
+        for op in 0..9u8 {
+            for flags in [0u8, desc::HM_WQE_F_INLINE, desc::HM_WQE_F_SIGNALED | desc::HM_WQE_F_INLINE, desc::HM_WQE_F_SIGNALED] {
+                for nsge in 0..5u8 {
+                    for len in [0u32, 1, 31, 32, 33, 64, 1 << 20, u32::MAX] {
+                        let mut w = [0u8; desc::PUSH_BYTES];
+                        w[S_OPCODE] = op;
+                        w[S_FLAGS] = flags;
+                        w[S_NUM_SGE] = nsge;
+                        w[S_LENGTH..S_LENGTH + 4].copy_from_slice(&len.to_le_bytes());
+                        assert_eq!(wqe_fits_push(&w), desc::wqe_fits_push(&w), "op {op} flags {flags:#x} num_sge {nsge} length {len}");
+                        n += wqe_fits_push(&w) as u32;
+                    }
+                }
+            }
+        }
+        assert!(n > 0);
+    }
     use hematite_model::transport::{Cqe, RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus};
 
     fn hdr_of(wr: &SendWr, inline_len: Option<u32>) -> SendHdr {

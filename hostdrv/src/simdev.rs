@@ -232,6 +232,24 @@ impl Device for SimDevice {
         })
     }
 
+    fn can_push(&self) -> bool {
+        true
+    }
+
+    fn push64(&self, qpn: u32, wqe: &[u8; 64]) -> Result<()> {
+        let mut c = self.conn.lock().map_err(|_| Error::Device("connection lock poisoned".into()))?;
+        if c.dead {
+            return Err(Error::Device("the simulated device process has gone away".into()));
+        }
+        c.seq = c.seq.wrapping_add(1);
+        let q = Req { seq: c.seq, cmd: p::CMD_PUSH64, flags: p::F_POSTED, a: qpn as u64 * p::PUSH_BYTES as u64, ..Default::default() };
+        p::send(c.fd.as_raw_fd(), &q.encode_push(wqe), None).map_err(|e| {
+            c.dead = true;
+            self.dead.store(true, Ordering::Release);
+            Error::Device(format!("the simulated device process has gone away ({e})"))
+        })
+    }
+
     fn dma_map(&self, iova: u64, vaddr: u64, len: u64, writable: bool) -> Result<()> {
         if len == 0 || iova % 4096 != 0 || vaddr % 4096 != 0 || len % 4096 != 0 || iova.checked_add(len).is_none() {
             return Err(Error::inval(format!("DMA map iova {iova:#x} vaddr {vaddr:#x} len {len:#x}: page aligned, non-empty")));

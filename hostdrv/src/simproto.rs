@@ -12,14 +12,15 @@
 //! A reply is [`REP_BYTES`] bytes: `seq u32, cmd u16, flags u16, status i32 (0 or -errno),
 //! 0 u32, a u64, b u64, c u64, d u64`. Requests are handled in order; a request with
 //! [`F_POSTED`] gets no reply (MMIO writes, like PCIe posted writes). File descriptors travel as
-//! `SCM_RIGHTS`.
+//! `SCM_RIGHTS`. One request carries data: [`CMD_PUSH64`], a whole 64-byte write into a push
+//! window, is the request followed by the 64 bytes ([`PUSH_REQ_BYTES`] in all).
 
 use crate::{Error, Result};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
 /// Protocol version; HELLO fails with EPROTO when the two sides differ.
-pub const PROTO_VERSION: u64 = 1;
+pub const PROTO_VERSION: u64 = 2;
 /// Request size in bytes.
 pub const REQ_BYTES: usize = 40;
 /// Reply size in bytes.
@@ -53,6 +54,16 @@ pub const CMD_STATS: u16 = 9;
 /// EFAULT on a bus error, EINVAL for d above the limit. One request instead of a read round
 /// trip per poll: the driver waits for its firmware commands this way.
 pub const CMD_WAIT32: u16 = 10;
+/// Posted, with 64 bytes of data after the request: a = push window offset (QP number x
+/// [`PUSH_BYTES`]). A WQE pushed whole through the MMIO path (the transport engine's push
+/// port; docs/transport-engine.md, "Latency"), ahead of the doorbell that binds it. On a card
+/// this is one write-combined 64-byte write into BAR2. A push for a QP beyond the table, or
+/// one not posted, is refused (counted as an MMIO error; EINVAL when a reply was asked for).
+pub const CMD_PUSH64: u16 = 11;
+/// Bytes of a push (one send WQE of the 64-byte stride).
+pub const PUSH_BYTES: usize = hematite_abi::pkt::HM_PUSH_BYTES as usize;
+/// Size of a [`CMD_PUSH64`] message.
+pub const PUSH_REQ_BYTES: usize = REQ_BYTES + PUSH_BYTES;
 /// Most cycles one [`CMD_WAIT32`] may wait.
 pub const WAIT_MAX_CYCLES: u64 = 1 << 20;
 /// Cycles between the register reads of a [`CMD_WAIT32`].
@@ -82,6 +93,21 @@ impl Req {
         put_header(&mut o, self.seq, self.cmd, self.flags);
         put_values(&mut o, 8, [self.a, self.b, self.c, self.d]);
         o
+    }
+    /// A [`CMD_PUSH64`] message: the request, then the data.
+    pub fn encode_push(&self, data: &[u8; PUSH_BYTES]) -> [u8; PUSH_REQ_BYTES] {
+        let mut o = [0u8; PUSH_REQ_BYTES];
+        o[..REQ_BYTES].copy_from_slice(&self.encode());
+        o[REQ_BYTES..].copy_from_slice(data);
+        o
+    }
+    /// Parses a [`CMD_PUSH64`] message; None unless exactly PUSH_REQ_BYTES long with that command.
+    pub fn decode_push(buf: &[u8]) -> Option<(Req, [u8; PUSH_BYTES])> {
+        if buf.len() != PUSH_REQ_BYTES {
+            return None;
+        }
+        let r = Req::decode(&buf[..REQ_BYTES])?;
+        (r.cmd == CMD_PUSH64).then(|| (r, buf[REQ_BYTES..].try_into().expect("64 bytes")))
     }
     /// Parses a request; None unless exactly REQ_BYTES long.
     pub fn decode(buf: &[u8]) -> Option<Req> {

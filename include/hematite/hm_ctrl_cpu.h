@@ -71,7 +71,7 @@ typedef struct __attribute__ ((__packed__)) {
 #define HM_VERSION_R__MINOR_bm 0xffff
 #define HM_VERSION_R__MINOR_bp 0
 #define HM_VERSION_R__MINOR_bw 16
-#define HM_VERSION_R__MINOR_reset 0x3
+#define HM_VERSION_R__MINOR_reset 0x4
 #define HM_VERSION_R__MAJOR_bm 0xffff0000
 #define HM_VERSION_R__MAJOR_bp 16
 #define HM_VERSION_R__MAJOR_bw 16

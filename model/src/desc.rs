@@ -364,6 +364,29 @@ pub fn encode_send_wqe(wr: &SendWr, stride: usize, inline: Option<&[u8]>) -> Res
     Ok(buf)
 }
 
+/// Bytes of a push: what the MMIO path carries of a send WQE (its slot's first bytes).
+pub const PUSH_BYTES: usize = hematite_abi::pkt::HM_PUSH_BYTES as usize;
+
+/// Whether the send WQE whose slot starts with `w` uses nothing beyond its first [`PUSH_BYTES`]
+/// bytes, so that it may go through the MMIO path (the engine's rule, rtl/eng/hm_wqe_push.sv):
+/// inline data up to `PUSH_BYTES - 32` bytes, or SGEs ending within the push (an atomic's
+/// operands and SGE end at byte 64). False for a slice shorter than the push.
+pub fn wqe_fits_push(w: &[u8]) -> bool {
+    if w.len() < PUSH_BYTES {
+        return false;
+    }
+    let h = HM_SQ_WQE_HDR_T_FIELDS;
+    let g = |name: &str| get(w, 0, h, name);
+    let (opcode, flags, num_sge, length) = (g("opcode") as u8, g("flags") as u8, g("num_sge") as usize, g("length") as usize);
+    if flags & HM_WQE_F_INLINE != 0 {
+        SQ_HDR_BYTES + length <= PUSH_BYTES
+    } else if opcode == HM_WQE_OP_CMP_SWAP || opcode == HM_WQE_OP_FETCH_ADD {
+        PUSH_BYTES >= 64
+    } else {
+        SQ_HDR_BYTES + 16 * num_sge <= PUSH_BYTES
+    }
+}
+
 /// Decodes one send-queue slot (the slice is the whole slot, `64 << n` bytes). Returns the WR
 /// and, for an inline WQE, its data (the WR's SGL is then empty).
 pub fn decode_send_wqe(buf: &[u8]) -> Result<(SendWr, Option<Vec<u8>>), DescError> {

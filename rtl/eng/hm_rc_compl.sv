@@ -13,7 +13,9 @@
 // and the last RETIRE_DEPTH records of every QP are kept on chip (block RAM, tagged with the
 // WQE index), so a response that finds its WQE neither cached nor in the batch buffer retires
 // it from there. READ / atomic WQEs (whose SGL receives data), WQEs the table no longer holds
-// (more than RETIRE_DEPTH outstanding) and the flush of WQEs never started are read back.
+// (more than RETIRE_DEPTH outstanding) and the flush of WQEs never started are read back; the
+// start record of a READ / atomic lets its QP take over an unused batch window, so that the
+// prefetch reads the WQE while its response is on the way.
 //
 // Rules (ROCEV2.md section 8, as in hematite-model's transport::qp): an ACK with PSN p is
 // valid for p in [una-1, spsn-1] and retires every SEND/WRITE WQE whose last PSN is <= p; a
@@ -549,7 +551,7 @@ module hm_rc_compl
     .o_err(cb_err), .i_dem_valid(st_q == C_WREQ && !in_batch), .o_dem_taken(dem_taken),
     .i_dem_data(st_q == C_WDATA), .o_dem_done(dem_done), .i_inval(st_q == C_CTL),
     .i_pf_allow(st_q != C_WREQ && st_q != C_WDATA && st_q != C_CTL),
-    .i_save(save_now), .i_open(kind_q == K_PKT && d_q.ci != d_q.shead && !d_q.err),
+    .i_save(save_now), .i_open(((kind_q == K_PKT && d_q.ci != d_q.shead) || (kind_q == K_SENT && hm_wqe_rdat(sent_q.opcode))) && !d_q.err),
     .i_rd_idx(bat_ra_idx), .i_rd_beat(bat_ra_beat), .o_rd(cb_rd),
     .m_wrd, .m_wrd_valid, .m_wrd_ready, .s_wqe_tdata, .s_wqe_tvalid, .s_wqe_tready, .s_wqe_tlast, .s_wqe_tuser);
   logic [7:0]  fatal_st_q;

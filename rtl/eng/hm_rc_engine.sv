@@ -46,6 +46,14 @@ module hm_rc_engine
   input  hm_axil_req_t          s_ctl_req,
   output hm_axil_rsp_t          s_ctl_rsp,
 
+  // Pushed send WQEs (the MMIO path): a QP's next WQE, whole, written by the host into the
+  // QP's push window (on a card the PCIe shell turns a complete 64-byte write-combined write
+  // into one push; partial writes are not pushes); the doorbell that follows binds it
+  input  logic [15:0]           s_push_qpn,
+  input  logic [HM_PUSH_BYTES*8-1:0] s_push_data,
+  input  logic                  s_push_valid,
+  output logic                  s_push_ready,
+
   // Host memory (AXI4 master)
   output logic [3:0]            m_axi_arid,
   output logic [63:0]           m_axi_araddr,
@@ -302,12 +310,15 @@ module hm_rc_engine
 
   logic [15:0] rl_qpn, txr_qpn, txr_bytes;
   logic        rl_hold, txr_valid;
+  logic [31:0] push_used, push_dropped;
   hm_rc_req #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS)) u_req (
     .clk, .rst,
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !req_took_q),
     .s_ctl_ready(req_ctl_ready),
     .s_db(db_qp), .s_db_valid(db_valid && db_sq && cmpl_db_ready),
     .s_db_ready(req_db_ready),
+    .s_push_qpn, .s_push_data, .s_push_valid, .s_push_ready,
+    .stat_push_used(push_used), .stat_push_dropped(push_dropped),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_req_took_q), .s_err_ready(eb_req_ready),
     .s_cmd(rqc), .s_cmd_valid(rqc_valid), .s_cmd_ready(rqc_ready),
     .rl_pause, .m_rl_qpn(rl_qpn), .rl_hold, .pfc_paused, .ecn_mask(cc_pfc.ecn_mask),
@@ -779,6 +790,7 @@ module hm_rc_engine
     // per-QP counters
     counters[HM_CNT_QPC_LOST] = qpc_lost;
     counters[HM_CNT_EARLY_RETX] = compl_st.early;
+    counters[HM_CNT_PUSH_USED] = push_used;  counters[HM_CNT_PUSH_DROPPED] = push_dropped;
   end
 
   if (HM_CNT_RX_DROP_BASE + HM_RSN_COUNT - 1 > HM_CNT_TX_BYTES ||

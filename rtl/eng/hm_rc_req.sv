@@ -20,7 +20,12 @@
 //
 // Pipeline: while a QP is served, a prefetcher keeps WQE reads of up to FETCH_BYTES in
 // flight into a ring of WQE_BUF_BYTES (starting at the head WQE, never past the producer
-// index, at most a quantum ahead while other QPs wait). A WQE becomes readable once the whole
+// index, at most a quantum ahead while other QPs wait). A WQE the host pushed (s_push,
+// hm_wqe_push: the MMIO path) goes into the ring in one cycle instead of being read, when it
+// is the next one to fetch and nothing is in flight, at 512 bits (a push is one beat): its
+// first beat is the push, and the slot's later beats, which the pushed WQE does not use
+// (hm_wqe_push takes only such), are counted as arrived and never read. Otherwise the WQE
+// is fetched as usual. A WQE becomes readable once the whole
 // DMA read that carries it has arrived, so a bus error (reported on the read's last beat)
 // marks every WQE of that read. An assembly stage collects the next WQE while the current
 // one is being sent and decodes it on the way in. A new single-packet SEND or WRITE whose
@@ -85,6 +90,14 @@ module hm_rc_req
   input  hm_db_qp_t             s_db,
   input  logic                  s_db_valid,
   output logic                  s_db_ready,
+
+  // Pushed WQEs (the MMIO path): a QP's next WQE, HM_PUSH_BYTES, ahead of its doorbell
+  input  logic [15:0]           s_push_qpn,
+  input  logic [HM_PUSH_BYTES*8-1:0] s_push_data,
+  input  logic                  s_push_valid,
+  output logic                  s_push_ready,
+  output logic [31:0]           stat_push_used,     // pushes that replaced a WQE read
+  output logic [31:0]           stat_push_dropped,  // pushes dropped unused (the WQE was read)
 
   // QPs moved to ERR elsewhere (the completer, the responder): stop sending
   input  logic [15:0]           s_err_qpn,
@@ -384,9 +397,22 @@ module hm_rc_req
     if (f_room < f_n) f_n = f_room;
     if (f_quant < f_n) f_n = f_quant;
   end
+  // a pushed WQE instead of a read
+  logic         ph_hit, inj;
+  logic [HM_PUSH_BYTES*8-1:0] ph_data;
+  logic [31:0]  unused_pushed;
+  hm_wqe_push #(.SLOTS(4), .PUSH_BYTES(HM_PUSH_BYTES)) u_push (
+    .clk, .rst,
+    .s_qpn(s_push_qpn), .s_data(s_push_data), .s_valid(s_push_valid), .s_ready(s_push_ready),
+    .i_db(db_take && db_ok), .i_db_qpn(s_db.qpn), .i_db_pi(s_db.pi),
+    .i_inval(state_q == S_CTL), .i_inval_qpn(16'(s_ctl_cmd.index)),
+    .i_qpn(16'(q_q)), .i_idx(fx_q), .o_hit(ph_hit), .o_data(ph_data), .i_take(inj),
+    .i_fetch(m_wrd_valid && m_wrd_ready), .i_fetch_n(f_n),
+    .stat_pushed(unused_pushed), .stat_used(stat_push_used), .stat_dropped(stat_push_dropped));
+  assign inj = KEEP_WIDTH == HM_PUSH_BYTES && serving && f_n != '0 && iss_q == rcv_q && !s_wqe_tvalid && ph_hit;
   assign m_wrd.addr   = ctx_q.sq_base + (64'(fslot) << lstride);
   assign m_wrd.len    = 32'(f_n) << lstride;
-  assign m_wrd_valid  = serving && f_n != '0;
+  assign m_wrd_valid  = serving && f_n != '0 && !inj;
   assign s_wqe_tready = 1'b1;             // ring space was reserved when the read was issued
 
   logic [DATA_WIDTH-1:0] buf_mem [BUF_BEATS];
@@ -399,6 +425,7 @@ module hm_rc_req
   assign re        = serving && $signed(cmt_q - rda_q) > 0 && (!rd_v_q || beat_take);
   always_ff @(posedge clk) begin
     if (s_wqe_tvalid && !drop_beat) buf_mem[BW'(rcv_q)] <= s_wqe_tdata;
+    else if (inj) buf_mem[BW'(rcv_q)] <= ph_data[DATA_WIDTH-1:0];
     if (re) buf_rd <= buf_mem[BW'(rda_q)];
   end
 
@@ -420,6 +447,14 @@ module hm_rc_req
       if (m_wrd_valid && m_wrd_ready) begin
         fx_q  <= fx_q + f_n;
         iss_q <= iss_q + (32'(f_n) << lbpw);
+      end
+      if (inj) begin
+        // a one-WQE read that has arrived whole
+        fx_q       <= fx_q + 16'd1;
+        iss_q      <= iss_q + (32'd1 << lbpw);
+        rcv_q      <= rcv_q + (32'd1 << lbpw);
+        rq_first_q <= rcv_q + (32'd1 << lbpw);
+        cmt_q      <= rcv_q + (32'd1 << lbpw);
       end
       if (s_wqe_tvalid) begin
         rcv_q <= rcv_q + 1'b1;
@@ -1013,7 +1048,7 @@ module hm_rc_req
   end
 
   logic unused_ok;
-  assign unused_ok = ^{l0, l1, l2, l3, af_level, af_in_ready, s_ctl_cmd, s_ctl_data, s_wqe_tdata,
+  assign unused_ok = ^{unused_pushed, ph_data, l0, l1, l2, l3, af_level, af_in_ready, s_ctl_cmd, s_ctl_data, s_wqe_tdata,
                        csum_q, nsge_q, w, sge_k, sge_s, ctx_q, dwh, dw_sge0, dw_sge1};
 
   if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin : g_bad_width

@@ -129,7 +129,9 @@ package hm_pkg;
   localparam int HM_CNT_CQE_FLUSH_RQ   = 68;  // flush-error CQEs of receive queues
   localparam int HM_CNT_QPC_LOST       = 69;  // per-QP counter events not counted (event FIFO full)
   localparam int HM_CNT_EARLY_RETX     = 70;  // early retransmissions (adaptive timer, tail-loss probe; no retry used)
-  localparam int HM_CNT_COUNT          = 71;  // counters at BAR0 CNT
+  localparam int HM_CNT_PUSH_USED      = 71;  // pushed WQEs (the MMIO path) sent without a WQE read
+  localparam int HM_CNT_PUSH_DROPPED   = 72;  // pushed WQEs dropped unused (replaced, evicted, never bound, the WQE was read)
+  localparam int HM_CNT_COUNT          = 73;  // counters at BAR0 CNT
   localparam int HM_CQE_ERR_STATUSES   = 9;   // error CQE statuses counted (hm_desc_pkg HM_CQE_ST_*)
   // Per-QP counters (hm_qp_counters): HM_QPC_X is BAR0 QPC[HM_QPC_X] after a QPC_SEL write
   // (32 bits, from the QP's creation; docs/counters.md).
@@ -292,6 +294,10 @@ package hm_pkg;
   localparam logic [11:0] HM_WIN_MAX  = 12'd512;
   localparam logic [11:0] HM_WIN_MIN  = 12'd16;
   localparam logic [11:0] HM_WIN_STEP = 12'd16;
+
+  // The push windows (the MMIO path for send WQEs, rtl/eng/hm_wqe_push.sv): bytes per QP's
+  // window and per push, one send WQE of the 64-byte stride.
+  localparam int HM_PUSH_BYTES = 64;
 
   // Adaptive retransmission (docs/transport-engine.md, "Adaptive retransmission"): a QP times
   // the round trip of one request packet at a time (never one that was resent) and keeps a

@@ -9,7 +9,7 @@ package hm_regs_pkg;
   localparam logic [15:0] HM_REG_ID              = 16'h0000;  // The ASCII bytes "HMTE": a Hematite function.
   localparam logic [31:0] HM_REG_ID_RESET        = 32'h484D_5445;
   localparam logic [15:0] HM_REG_VERSION         = 16'h0004;  // Version of the register maps and of the descriptor formats: the host driver refuses a device whose major differs from its own or whose minor is older, and the firmware refuses to serve commands on an engine it was not built for.
-  localparam logic [31:0] HM_REG_VERSION_RESET   = 32'h0000_0003;
+  localparam logic [31:0] HM_REG_VERSION_RESET   = 32'h0000_0004;
   localparam logic [15:0] HM_REG_CAPS            = 16'h0008;  // Sizes the engine was built with.
   localparam logic [15:0] HM_REG_SCRATCH         = 16'h000C;  // Read/write, byte strobes honoured; for probing the BAR.
   localparam logic [15:0] HM_REG_DB_SQ           = 16'h0100;  // Write-only, all four strobes: a new producer index of a QP's queue.
@@ -100,7 +100,7 @@ package hm_regs_pkg;
   localparam logic [31:0] HM_MBOX_MR_LOG         = 32'h2000_0304;  // MR table size
   localparam logic [31:0] HM_MBOX_LINK           = 32'h2000_0308;  // Link
   localparam logic [31:0] HM_MBOX_VERSION        = 32'h2000_030C;  // Version of the register maps and of the descriptor formats: the host driver refuses a device whose major differs from its own or whose minor is older, and the firmware refuses to serve commands on an engine it was not built for.
-  localparam logic [31:0] HM_MBOX_VERSION_RESET  = 32'h0000_0003;
+  localparam logic [31:0] HM_MBOX_VERSION_RESET  = 32'h0000_0004;
   localparam logic [31:0] HM_CPU_CTL             = 32'h3000_0000;  // Control bus (CTL, HM_CTL_*)
   localparam logic [31:0] HM_CPU_CTL_BYTES       = 32'd4096;
   localparam logic [31:0] HM_CPU_TIMER           = 32'h4000_0000;  // A free-running cycle counter.

@@ -58,6 +58,10 @@ module hm_sim_nic_top #(
   input  logic [1:0]            m_axi_bresp,
   input  logic                  m_axi_bvalid,
   output logic                  m_axi_bready,
+  input  logic [15:0]           s_push_qpn,
+  input  logic [hm_pkg::HM_PUSH_BYTES*8-1:0] s_push_data,
+  input  logic                  s_push_valid,
+  output logic                  s_push_ready,
   input  logic [DATA_WIDTH-1:0] s_rx_tdata,
   input  logic [KEEP_WIDTH-1:0] s_rx_tkeep,
   input  logic                  s_rx_tvalid,
@@ -99,6 +103,7 @@ module hm_sim_nic_top #(
   hm_rc_engine #(.DATA_WIDTH(DATA_WIDTH), .NUM_QPS(NUM_QPS), .NUM_MRS(NUM_MRS), .NUM_CQS(NUM_CQS)) u_eng (
     .clk, .rst,
     .s_bar_req, .s_bar_rsp, .s_ctl_req(e_req), .s_ctl_rsp(e_rsp),
+    .s_push_qpn, .s_push_data, .s_push_valid, .s_push_ready,
     .m_axi_arid, .m_axi_araddr, .m_axi_arlen, .m_axi_arsize, .m_axi_arburst, .m_axi_arvalid,
     .m_axi_arready, .m_axi_rid, .m_axi_rdata, .m_axi_rresp, .m_axi_rlast, .m_axi_rvalid,
     .m_axi_rready, .m_axi_awid, .m_axi_awaddr, .m_axi_awlen, .m_axi_awsize, .m_axi_awburst,

@@ -164,6 +164,10 @@ pub struct Engine {
     rx_off: usize,
     /// Cycle at which each received frame's last beat was taken, in order.
     pub rx_cycle: Vec<u64>,
+    /// WQE pushes (QP, 64 bytes) waiting for the push port, in order.
+    pub push_q: VecDeque<(u16, [u8; 64])>,
+    /// Cycle at which each push was taken.
+    pub push_cycle: Vec<u64>,
     /// Control core outputs of the last cycle: (command done pulse, fault, trap).
     pub fw_out: (bool, bool, bool),
     /// Cycles at which the control core completed a command (its done pulse).
@@ -227,6 +231,8 @@ impl Engine {
             rng: Rng::new(seed ^ 0xE16),
             rx_q: VecDeque::new(),
             rx_cycle: Vec::new(),
+            push_q: VecDeque::new(),
+            push_cycle: Vec::new(),
             rx_off: 0,
             fw_out: (false, false, false),
             fw_done_cycles: Vec::new(),
@@ -331,6 +337,15 @@ impl Engine {
         i.ctl_req = cd.pack();
         i.fw_req = fd.pack();
         i.tx_tready = (!self.rng.pct(self.tx_stall_pct)) as u8;
+        // push port
+        i.push_valid = 0;
+        if let Some((q, b)) = self.push_q.front() {
+            i.push_valid = 1;
+            i.push_qpn = *q;
+            for k in 0..16 {
+                i.push_data[k] = u32::from_le_bytes(b[4 * k..4 * k + 4].try_into().expect("4 bytes"));
+            }
+        }
         // receive port
         i.rx_tvalid = 0;
         if let Some(f) = self.rx_q.front() {
@@ -413,6 +428,10 @@ impl Engine {
         if o.irq_valid != 0 && i.irq_ready != 0 {
             self.irqs.push((now, o.irq_vec));
         }
+        if i.push_valid != 0 && o.push_ready != 0 {
+            self.push_q.pop_front();
+            self.push_cycle.push(now);
+        }
         if i.rx_tvalid != 0 && o.rx_tready != 0 {
             self.rx_off += KW;
             if i.rx_tlast != 0 {
@@ -421,6 +440,12 @@ impl Engine {
                 self.rx_cycle.push(now);
             }
         }
+    }
+
+    /// Queues a 64-byte WQE push for QP `q` (the MMIO path; hm_wqe_push binds it to the
+    /// WQE before the next doorbell of the QP).
+    pub fn push_wqe(&mut self, q: u16, wqe: [u8; 64]) {
+        self.push_q.push_back((q, wqe));
     }
 
     /// Step until `done` holds; error after `max` cycles.

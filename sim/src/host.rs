@@ -160,6 +160,20 @@ impl EngHost {
         Ok(())
     }
 
+    /// As post_send, through the MMIO path: the slot's first 64 bytes also go to the engine's
+    /// push port (a whole write into the QP's push window), then the doorbell. A WQE that uses
+    /// more than those bytes is not pushed (`desc::wqe_fits_push`; the engine fetches it).
+    pub fn post_send_push(&mut self, q: u32, wr: &SendWr) -> Result<(), String> {
+        self.post_send(q, wr, false)?;
+        let stride = self.stride[&q] as u64;
+        let slot = self.pi[&q].wrapping_sub(1) as u64 & ((1 << SQ_LOG) - 1);
+        let b = self.eng.mem.mem.read(SQ_BASE + q as u64 * 0x1_0000 + slot * stride, desc::PUSH_BYTES);
+        if desc::wqe_fits_push(&b) {
+            self.eng.push_wqe(q as u16, b.try_into().expect("64 bytes"));
+        }
+        self.doorbell(q)
+    }
+
     /// Send queue doorbell with the current producer index.
     pub fn doorbell(&mut self, q: u32) -> Result<(), String> {
         let v = (self.pi[&q] as u32) << 16 | q;

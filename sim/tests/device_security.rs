@@ -130,7 +130,7 @@ def call(seq, cmd, a=0, b=0, c=0, d=0):
     s.send(struct.pack('<IHHQQQQ', seq, cmd, 0, a, b, c, d))
     r = s.recv(64)
     return struct.unpack('<IHHiI', r[:16])[3]
-assert call(1, 1, 1, os.getpid()) == 0
+assert call(1, 1, int(sys.argv[2]), os.getpid()) == 0
 buf = mmap.mmap(-1, 8192)
 import ctypes
 addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
@@ -142,7 +142,7 @@ if pid == 0:
 print('ready', pid, flush=True)
 os._exit(0)
 "#;
-    let mut py = Command::new("python3").arg("-c").arg(script).arg(&d.sock).stdout(Stdio::piped()).spawn().expect("python3");
+    let mut py = Command::new("python3").arg("-c").arg(script).arg(&d.sock).arg(hostdrv::simproto::PROTO_VERSION.to_string()).stdout(Stdio::piped()).spawn().expect("python3");
     // one line: the grandchild holds the pipe open too, so reading to its end would wait
     // for the grandchild's 60 s
     let mut out = String::new();
@@ -324,4 +324,32 @@ fn wait32_answers_on_a_change_or_when_its_cycles_run_out() {
     let dev = open_ok(&d.sock, 10);
     assert_eq!(dev.wait32(id, 0xFFFF_FFFF, 0, 1000).unwrap(), (hematite_abi::regs::HM_REG_ID_RESET, true));
     assert_eq!(dev.wait32(id, 0xFFFF_FFFF, hematite_abi::regs::HM_REG_ID_RESET, 1000).unwrap(), (hematite_abi::regs::HM_REG_ID_RESET, false));
+}
+
+/// WQE pushes (PUSH64, the MMIO path): one before HELLO or one asking for a reply is refused
+/// (EPROTO, EINVAL), one at a window not aligned or beyond 16-bit QP numbers is dropped
+/// without a word, one for a QP that never rings is taken and never used; the connection
+/// carries on in order. A message of the push size with another command is malformed: the
+/// connection ends.
+#[test]
+fn pushes_out_of_line_are_refused_and_the_connection_carries_on() {
+    let d = start("push");
+    let fd = conn(&d.sock);
+    let push = |fd: &OwnedFd, seq: u32, cmd: u16, flags: u16, a: u64| {
+        let r = Req { seq, cmd, flags, a, ..Default::default() };
+        p::send_fds(fd.as_raw_fd(), &r.encode_push(&[0xEE; p::PUSH_BYTES]), &[]).expect("sendmsg")
+    };
+    assert!(push(&fd, 5, p::CMD_PUSH64, 0, 64));
+    assert_eq!(reply(&fd, 10).map(|r| (r.seq, r.status)), Some((5, -libc::EPROTO)), "a push before HELLO");
+    assert_eq!(hello(&fd).status, 0);
+    assert!(push(&fd, 6, p::CMD_PUSH64, 0, 64));
+    assert_eq!(reply(&fd, 10).map(|r| (r.seq, r.status)), Some((6, -libc::EINVAL)), "a push asking for a reply");
+    assert!(push(&fd, 7, p::CMD_PUSH64, p::F_POSTED, 65));
+    assert!(push(&fd, 8, p::CMD_PUSH64, p::F_POSTED, (p::PUSH_BYTES as u64) << 16));
+    assert!(push(&fd, 9, p::CMD_PUSH64, p::F_POSTED, 3 * p::PUSH_BYTES as u64));
+    assert!(send(&fd, 10, p::CMD_READ32, hematite_abi::regs::HM_REG_ID as u64, 0));
+    let r = reply(&fd, 10).expect("the READ32 behind the pushes answered");
+    assert_eq!((r.seq, r.status, r.a as u32), (10, 0, hematite_abi::regs::HM_REG_ID_RESET));
+    assert!(push(&fd, 11, p::CMD_READ32, 0, 0));
+    assert!(reply(&fd, 10).is_none(), "a push-sized READ32 ends the connection");
 }

@@ -124,6 +124,11 @@ PP_TOOL=ibv_uc_pingpong pingpong uc_pingpong -n 100
 PP_TOOL=ibv_uc_pingpong pingpong uc_pingpong_4k -s 4096 -n 100
 
 # ---------------------------------------------------------------- perftest
+stat_val() { # FILE NIC DIR/NAME: the value in a --stat table (-1 when there is none)
+    local v
+    v=$(awk -v k="$3" -v n="$2" '$1=="counter"{for(i=2;i<=NF;i++) if($i=="hematite"n) c=i} $1==k{print $c}' "$1" 2>/dev/null)
+    [[ "$v" =~ ^[0-9]+$ ]] && echo "$v" || echo -1
+}
 perf() { # NAME TOOL ARGS...
     local name="$1" tool="$2"; shift 2
     want "$name" || return 0
@@ -158,7 +163,19 @@ perf read_bw ib_read_bw -s 65536 -n $N
 perf send_bw ib_send_bw -s 65536 -n $N
 perf atomic_bw_fadd ib_atomic_bw -A FETCH_AND_ADD -n $N
 perf atomic_bw_cas ib_atomic_bw -A CMP_AND_SWAP -n $N
+# ib_write_lat posts one WR at a time: each goes through the MMIO path (pushed whole before
+# its doorbell, hw_counters/push_used; docs/transport-engine.md, "Latency")
+if want write_lat; then "$RUN" --state "$STATE" -- true; sleep 3; "$RUN" --state "$STATE" --stat > "$LOGS/push.before" 2>&1; fi
 perf write_lat ib_write_lat -s 64 -n $N
+if want write_lat; then
+    sleep 3; "$RUN" --state "$STATE" --stat > "$LOGS/push.after" 2>&1
+    pu0=$(( $(stat_val "$LOGS/push.after" 0 hw_counters/push_used) - $(stat_val "$LOGS/push.before" 0 hw_counters/push_used) ))
+    pu1=$(( $(stat_val "$LOGS/push.after" 1 hw_counters/push_used) - $(stat_val "$LOGS/push.before" 1 hw_counters/push_used) ))
+    pd0=$(( $(stat_val "$LOGS/push.after" 0 hw_counters/push_dropped) - $(stat_val "$LOGS/push.before" 0 hw_counters/push_dropped) ))
+    if [ "$pu0" -ge "$N" ] && [ "$pu1" -ge "$N" ]; then
+        ok write_lat_push "ib_write_lat -n $N: WQEs sent from pushes, NIC 0 +$pu0, NIC 1 +$pu1 (NIC 0 pushes dropped +$pd0)"
+    else bad write_lat_push "push_used +$pu0 / +$pu1, expected at least $N each (push_dropped NIC 0 +$pd0)"; fi
+fi
 perf send_lat ib_send_lat -s 64 -n $N
 perf read_lat ib_read_lat -s 64 -n $N
 # UC (perftest's -c UC): no ACKs; a message the receiver drops would stop the run
@@ -178,11 +195,6 @@ fi
 # The port counters the device processes keep as files (hematite-run --stat, and the sysfs
 # tree's ports/1/counters and hw_counters): an ib_write_bw run moves them by what it did, what
 # NIC 1 sent NIC 0 received (a lossless wire), and a program reads them where collectors do.
-stat_val() { # FILE NIC DIR/NAME: the value in a --stat table (-1 when there is none)
-    local v
-    v=$(awk -v k="$3" -v n="$2" '$1=="counter"{for(i=2;i<=NF;i++) if($i=="hematite"n) c=i} $1==k{print $c}' "$1" 2>/dev/null)
-    [[ "$v" =~ ^[0-9]+$ ]] && echo "$v" || echo -1
-}
 if want counters; then
     sa="$LOGS/counters.before"; sb="$LOGS/counters.after"
     "$RUN" --state "$STATE" -- true    # the NICs run (with --only counters, nothing started them)

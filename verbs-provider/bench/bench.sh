@@ -6,9 +6,9 @@
 #
 # The provider is built in release (what users load); the simulated device runs in another
 # process and is not counted. Counted: from the provider's post_send (poll_cq) op down,
-# inclusive, minus the simulated backend's transport of the doorbell write (the
-# `<Arc<T> as Device>::write32` call: a message on the device socket here, a single MMIO store
-# on hardware). Two modes: one WR per ibv_post_send and one completion per ibv_poll_cq
+# inclusive, minus the simulated backend's transport of the doorbell write and of the WQE
+# push (the `<Arc<T> as Device>::write32` and `::push64` calls: a message on the device socket
+# here; on hardware a single MMIO store, and one 64-byte write-combined store). Two modes: one WR per ibv_post_send and one completion per ibv_poll_cq
 # ("single"), and chains of 16 WRs / up to 16 completions per call ("chain").
 # Ceilings: see the end of this script; exceeding one fails the run.
 set -euo pipefail
@@ -42,15 +42,17 @@ for mode in single chain; do
             { cat "$OUT/run.$op.$mode.txt"; echo "bench: fastpath failed"; exit 1; }
         line=$(grep -h '^mode=' "$OUT/run.$op.$mode.txt")
         total=$(grep -h "Collected :" "$OUT/run.$op.$mode.txt" | awk '{print $4}')
-        db=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null | grep -F 'as hostdrv::device::Device>::write32 [' | grep -F 'Arc<T>' | head -1 | awk '{gsub(",","",$1); print $1}' || true)
-        db=${db:-0}
+        ann=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null || true)
+        db=$(grep -F 'as hostdrv::device::Device>::write32 [' <<<"$ann" | grep -F 'Arc<T>' | head -1 | awk '{gsub(",","",$1); print $1}' || true)
+        pu=$(grep -F 'as hostdrv::device::Device>::push64 [' <<<"$ann" | grep -F 'Arc<T>' | head -1 | awk '{gsub(",","",$1); print $1}' || true)
+        db=$(( ${db:-0} + ${pu:-0} ))
         n=$(sed -E 's/.* posts=([0-9]+).*/\1/' <<<"$line")
         [ "$op" = poll_cq ] && n=$(sed -E 's/.* polls=([0-9]+).*/\1/' <<<"$line")
         calls=$(sed -E 's/.* post_calls=([0-9]+).*/\1/' <<<"$line")
         [ "$op" = poll_cq ] && calls=$(sed -E 's/.* poll_calls=([0-9]+).*/\1/' <<<"$line")
         empty=$(sed -E 's/.* empty_polls=([0-9]+).*/\1/' <<<"$line")
         IR[$op.$mode]=$(( (total - db) / n ))
-        printf '%-9s %-6s %6d ops in %5d calls: %9d instr counted, %8d of them the doorbell transport (excluded) -> %4d instr/op%s\n' \
+        printf '%-9s %-6s %6d ops in %5d calls: %9d instr counted, %8d of them the doorbell and push transport (excluded) -> %4d instr/op%s\n' \
             "$op" "$mode" "$n" "$calls" "$total" "$db" "${IR[$op.$mode]}" \
             "$([ "$op" = poll_cq ] && echo " ($empty empty polls)")"
     done
@@ -62,7 +64,10 @@ echo
 # ceilings are those figures + 10 %, a guard against regressions, not a target met. The
 # completion ceilings went from 155 / 90 to 162 / 94 on 2026-12-04: a completion now decides
 # whether it is returned (RESET and destroy clean a QP's completions; 150 / 85 -> 157 / 89).
-declare -A CEIL=([post_send.chain]=115 [poll_cq.chain]=94 [post_send.single]=200 [poll_cq.single]=162)
+# Single post_send went from 200 to 240 on 2026-12-04: a WR posted alone is also pushed
+# through the MMIO path (the fit check and the push call: 182 -> 218; the push's transport is
+# excluded like the doorbell's).
+declare -A CEIL=([post_send.chain]=115 [poll_cq.chain]=94 [post_send.single]=240 [poll_cq.single]=162)
 rc=0
 for mode in single chain; do
     for op in post_send poll_cq; do

@@ -268,11 +268,29 @@ impl SqPost<'_> {
         let (pi, reg) = if self.rq { (&self.q.trk.rq_pi, regs::HM_REG_DB_RQ) } else { (&self.q.trk.sq_pi, regs::HM_REG_DB_SQ) };
         pi.store(self.pi, Ordering::Release);
         fence(Ordering::SeqCst);
+        if !self.rq && self.pi == self.start.wrapping_add(1) && self.nic.sh.push {
+            self.push_one()?;
+        }
         self.nic.sh.dev.write32(reg as u64, super::shared::db::qp(self.pi, self.q.qpn))
     }
 }
 
 impl SqPost<'_> {
+    /// The one WQE of this session, through the push window (the MMIO path), ahead of the
+    /// doorbell, when it uses nothing beyond the push's 64 bytes (`fast::wqe_fits_push`).
+    #[inline(never)]
+    fn push_one(&self) -> Result<()> {
+        let i = (self.start & ((1u32 << self.q.sq_log) - 1)) as usize;
+        // SAFETY: the first 64 bytes of slot i of the send ring (i < 2^sq_log slots of
+        // sq_stride >= 64 bytes), written by this session, which holds the queue's lock; the
+        // device only reads the ring.
+        let w = unsafe { &*(self.q.sq.as_ptr().add(i * self.q.sq_stride) as *const [u8; desc::PUSH_BYTES]) };
+        if !crate::fast::wqe_fits_push(w) {
+            return Ok(());
+        }
+        self.nic.sh.dev.push64(self.q.qpn, w)
+    }
+
     /// A poster dropped with WRs committed but not published ([`SqPost::finish`] not called).
     #[cold]
     #[inline(never)]

@@ -67,12 +67,17 @@ pub struct OpenOptions {
     pub events: bool,
     /// Program GID 0 from the device's MAC and IPv4 address when the backend knows them.
     pub set_gid: bool,
+    /// Post single send WQEs through the MMIO path too (pushed whole before the doorbell,
+    /// [`Device::push64`]) when the backend can and the QP's WQEs are 64 bytes. None: as the
+    /// environment says, `HEMATITE_PUSH=0` or `off` turns it off (`1` / `on` / unset: on;
+    /// anything else: the open fails with EINVAL).
+    pub push: Option<bool>,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
         let secs = std::env::var("HM_CMD_TIMEOUT_S").ok().and_then(|s| s.parse().ok()).unwrap_or(120);
-        OpenOptions { cmd_timeout: Duration::from_secs(secs), events: true, set_gid: true }
+        OpenOptions { cmd_timeout: Duration::from_secs(secs), events: true, set_gid: true, push: None }
     }
 }
 
@@ -127,6 +132,14 @@ impl Nic {
     /// reads the device attributes, programs GID 0 and the event queue.
     pub fn open_with(dev: Box<dyn Device>, o: OpenOptions) -> Result<Nic> {
         check_identity(dev.as_ref())?;
+        let push = match o.push {
+            Some(p) => p,
+            None => match std::env::var("HEMATITE_PUSH").as_deref() {
+                Err(_) | Ok("1") | Ok("on") => true,
+                Ok("0") | Ok("off") => false,
+                Ok(v) => return Err(Error::inval(format!("HEMATITE_PUSH={v:?}: 1 / on or 0 / off"))),
+            },
+        } && dev.can_push();
         let st = dev.read32(FW_MBOX_STATUS)?;
         if st & shared::mbox_status::RUNNING == 0 {
             return Err(Error::Device(format!("the control core is not running (mailbox status {st:#x})")));
@@ -144,6 +157,7 @@ impl Nic {
             fatal: AtomicBool::new(false),
             eq: std::sync::OnceLock::new(),
             dead_fatal: Mutex::new(HashMap::new()),
+            push,
         });
         let mut nic = Nic { sh, attr: DeviceAttr::default(), eq: None, irq: Mutex::new(HashMap::new()), mac, ipv4 };
         nic.check_firmware_abi()?;

@@ -48,6 +48,7 @@ impl Nic {
         let slots = 1u32 << ring.log;
         let mut posted = 0;
         let mut err = None;
+        let mut last = Vec::new();
         for wr in wrs {
             if pi.wrapping_sub(ring.done.load(Ordering::Acquire)) >= slots {
                 err = Some(Error::QueueFull);
@@ -64,10 +65,16 @@ impl Nic {
             ring.buf.write(slot * ring.stride, &bytes)?;
             pi = pi.wrapping_add(1);
             posted += 1;
+            last = bytes;
         }
         if posted > 0 {
             ring.pi.store(pi, Ordering::Release);
             fence(Ordering::SeqCst);
+            // one send WQE alone also goes through the push window, ahead of its doorbell
+            if posted == 1 && ring.db == regs::HM_REG_DB_SQ && self.sh.push && desc::wqe_fits_push(&last) {
+                let w: &[u8; desc::PUSH_BYTES] = last[..desc::PUSH_BYTES].try_into().expect("a slot holds a push");
+                self.sh.dev.push64(ring.qpn, w)?;
+            }
             self.sh.dev.write32(ring.db as u64, db::qp(pi, ring.qpn))?;
         }
         err.map_or(Ok(()), Err)

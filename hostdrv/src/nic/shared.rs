@@ -84,6 +84,8 @@ pub(super) struct Shared {
     /// QP number: taken by the event thread, they must not mark a later QP of the same number
     /// as failed (they come before any event of that QP).
     pub(super) dead_fatal: Mutex<HashMap<u32, u32>>,
+    /// Single send WQEs of the 64-byte stride also go through the push window (the MMIO path).
+    pub(super) push: bool,
 }
 
 struct PinOwner(Weak<Shared>);

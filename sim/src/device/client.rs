@@ -24,6 +24,9 @@ pub(super) struct Mmio {
     pub(super) counter: Option<super::stats::Tag>,
     /// A `WAIT32`: read again until the value changes or the wait runs out.
     pub(super) wait: Option<Wait>,
+    /// A `PUSH64` (QP, the WQE): handed to the engine's push port in its turn, so that it
+    /// stays ordered with the client's other accesses (`op` is not used).
+    pub(super) push: Option<(u16, Box<[u8; p::PUSH_BYTES]>)>,
 }
 
 /// What a `WAIT32` waits for ([`p::CMD_WAIT32`]).
@@ -88,6 +91,26 @@ impl SimNic {
             // the old engine is gone: from now on a refused access is a fault again
             self.iommu.lock().unwrap().gone = false;
         }
+    }
+
+    /// A WQE push ([`p::CMD_PUSH64`]): queued behind the client's earlier accesses. Refused
+    /// (counted as an MMIO error) before HELLO, when not posted, or for a window beyond the
+    /// push port's 16-bit QP numbers or not aligned to a window (a push for a QP beyond the
+    /// engine's table is taken, never bound, and counted by the engine as dropped).
+    fn handle_push(&mut self, r: Req, data: [u8; p::PUSH_BYTES]) {
+        let hello = self.client.as_ref().is_some_and(|c| c.hello);
+        let posted = r.flags & p::F_POSTED != 0;
+        let qpn = r.a / p::PUSH_BYTES as u64;
+        if !hello || !posted || r.a % p::PUSH_BYTES as u64 != 0 || qpn > u16::MAX as u64 {
+            self.counters.mmio_errors += 1;
+            if !posted {
+                self.reply(Rep::to(&r, if hello { -libc::EINVAL } else { -libc::EPROTO }));
+            }
+            return;
+        }
+        self.last_activity = self.cycles();
+        self.mmio.push_back(Mmio { port: Port::Bar, op: LiteOp::Read { addr: 0 }, reply_to: None, counter: None, wait: None,
+                                   push: Some((qpn as u16, Box::new(data))) });
     }
 
     fn handle(&mut self, r: Req, fd: Option<OwnedFd>) {
@@ -157,7 +180,7 @@ impl SimNic {
                     LiteOp::Read { addr }
                 };
                 let wait = (r.cmd == p::CMD_WAIT32).then(|| Wait { mask: r.b as u32, cmp: r.c as u32, deadline: self.cycles() + r.d, not_before: 0 });
-                self.mmio.push_back(Mmio { port, op, reply_to: if posted { None } else { Some(r) }, counter: None, wait });
+                self.mmio.push_back(Mmio { port, op, reply_to: if posted { None } else { Some(r) }, counter: None, wait, push: None });
             }
             p::CMD_DMA_MAP => {
                 let st = self.iommu.lock().unwrap().map(r.a, r.b, r.c, r.d != 0);
@@ -352,6 +375,13 @@ impl SimNic {
             let Some(c) = &self.client else { return };
             let mut buf = [0u8; 128];
             match p::recv(c.fd.as_raw_fd(), &mut buf) {
+                Ok(Recv::Msg(n, _)) if n == p::PUSH_REQ_BYTES => match Req::decode_push(&buf[..n]) {
+                    Some((r, data)) => self.handle_push(r, data),
+                    None => {
+                        self.drop_client("malformed request");
+                        return;
+                    }
+                },
                 Ok(Recv::Msg(n, fd)) => match Req::decode(&buf[..n]) {
                     Some(r) => self.handle(r, fd),
                     None => {

@@ -378,7 +378,7 @@ impl SimNic {
                             Some(stats::Tag::QpSel(q)) => {
                                 // still copying: ask again before the QPC reads queued behind
                                 if ok && v >> 31 != 0 {
-                                    self.stat_mmio.push_front(Mmio { port: crate::eng::Port::Bar, op: crate::eng::LiteOp::Read { addr: hematite_abi::regs::HM_REG_QPC_SEL as u16 }, reply_to: None, counter: Some(stats::Tag::QpSel(q)), wait: None });
+                                    self.stat_mmio.push_front(Mmio { port: crate::eng::Port::Bar, op: crate::eng::LiteOp::Read { addr: hematite_abi::regs::HM_REG_QPC_SEL as u16 }, reply_to: None, counter: Some(stats::Tag::QpSel(q)), wait: None, push: None });
                                 }
                             }
                             Some(stats::Tag::Qp(q, k)) => {
@@ -404,8 +404,14 @@ impl SimNic {
             let client = self.mmio.front().is_some_and(|m| m.wait.as_ref().is_none_or(|w| w.not_before <= now));
             let next = if client { self.mmio.pop_front() } else { self.stat_mmio.pop_front() };
             if let Some(m) = next {
-                self.eng.lite_start(m.port, m.op);
-                self.in_flight = Some(m);
+                if let Some((q, wqe)) = m.push {
+                    // taken by the push port in the next cycle (it is always ready), ahead of
+                    // the accesses behind it, which start one cycle later at the earliest
+                    self.eng.push_wqe(q, *wqe);
+                } else {
+                    self.eng.lite_start(m.port, m.op);
+                    self.in_flight = Some(m);
+                }
             }
         }
         if !matches!(self.trace, Trace::Off | Trace::Done) {
@@ -428,14 +434,14 @@ impl SimNic {
         self.stats.start(now);
         use crate::eng::{LiteOp, Port};
         use hematite_abi::regs::{HM_REG_CNT, HM_REG_QPC, HM_REG_QPC_SEL};
-        let rd = |addr: u16, t: stats::Tag| Mmio { port: Port::Bar, op: LiteOp::Read { addr }, reply_to: None, counter: Some(t), wait: None };
+        let rd = |addr: u16, t: stats::Tag| Mmio { port: Port::Bar, op: LiteOp::Read { addr }, reply_to: None, counter: Some(t), wait: None, push: None };
         for i in 0..hematite_abi::pkt::HM_CNT_COUNT as u16 {
             self.stat_mmio.push_back(rd(HM_REG_CNT as u16 + 4 * i, stats::Tag::Cnt(i)));
         }
         // the QPs hematite-run --stat --qp asked for: select, wait for the copy, read
         for q in self.stats.watched() {
             let sel = LiteOp::Write { addr: HM_REG_QPC_SEL as u16, data: q as u32, strb: 0xF };
-            self.stat_mmio.push_back(Mmio { port: Port::Bar, op: sel, reply_to: None, counter: None, wait: None });
+            self.stat_mmio.push_back(Mmio { port: Port::Bar, op: sel, reply_to: None, counter: None, wait: None, push: None });
             self.stat_mmio.push_back(rd(HM_REG_QPC_SEL as u16, stats::Tag::QpSel(q)));
             for k in 0..hematite_abi::pkt::HM_QPC_COUNT as u16 {
                 self.stat_mmio.push_back(rd(HM_REG_QPC as u16 + 4 * k, stats::Tag::Qp(q, k)));
