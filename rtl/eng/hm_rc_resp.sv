@@ -9,7 +9,9 @@
 //
 //  * PSN = ePSN: executed. Opcode sequence, payload length, and the QP's remote access flags
 //    are checked first (NAK invalid request). SEND takes the next receive WQE (none: RNR NAK
-//    with the QP's RNR timer) whose SGL must pass its MR checks (else receive CQE
+//    with the QP's RNR timer; an RQ doorbell that finds the next receive WQE posted and not
+//    cached, with no request waiting, reads it ahead into the one-entry cache) whose SGL must
+//    pass its MR checks (else receive CQE
 //    LOC_PROT_ERR + NAK remote operational error) and hold the message (else LOC_LEN_ERR +
 //    NAK invalid request); SEND with invalidate invalidates the R_Key (failure: LOC_PROT_ERR
 //    + NAK remote operational error). WRITE checks its R_Key once for the whole DMA length
@@ -613,7 +615,15 @@ module hm_rc_resp
           case (kind_q)
             K_DB: begin
               pi_q <= dbpi_q;
-              st_q <= d_q.err ? R_FLUSH : R_SAVE;
+              // receive WQE prefetch: a doorbell that finds the QP's next receive WQE posted and
+              // not cached, with no request waiting, reads it now (the one-entry cache), so the
+              // SEND that takes it need not wait for host memory
+              if (!d_q.err && d_q.rq_ci != dbpi_q && !rq_cached && !s_hdr_valid &&
+                  (ctx_q.state == HM_QPS_INIT || ctx_q.state == HM_QPS_RTR || ctx_q.state == HM_QPS_RTS ||
+                   ctx_q.state == HM_QPS_SQD)) begin
+                after_q <= R_SAVE;
+                st_q    <= R_RQFETCH;
+              end else st_q <= d_q.err ? R_FLUSH : R_SAVE;
             end
             K_EVT: begin
               d_q.err <= 1'b1;

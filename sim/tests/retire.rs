@@ -1,7 +1,8 @@
 //! Send completions from the completer's on-chip start records (hm_rc_compl, RETIRE_DEPTH):
 //! a SEND / WRITE completes without its WQE being read back from the send queue ring; more
 //! WQEs outstanding than the table holds, READs (whose SGL is needed) and a QP reloaded with
-//! its indices starting over still complete with their own wr_id, opcode and length.
+//! its indices starting over still complete with their own wr_id, opcode and length. And the
+//! responder reads a receive WQE ahead when it is posted.
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{QpConfig, SendOp, SendWr, Sge, WcOpcode, WcStatus};
 use hematite_sim::dma::MemCfg;
@@ -106,4 +107,27 @@ fn a_reloaded_qp_does_not_complete_with_records_of_its_earlier_life() {
     assert_eq!(got[3..], [(200, WcStatus::Success, WcOpcode::RdmaWrite, 8), (201, WcStatus::Success, WcOpcode::RdmaWrite, 9),
                           (202, WcStatus::Success, WcOpcode::RdmaWrite, 10)]);
     assert_eq!(d.h[0].cqes[3..].iter().map(|c| c.wqe_index).collect::<Vec<_>>(), vec![0, 1, 2]);
+}
+
+/// The responder reads a receive WQE ahead when its doorbell finds it posted and not cached:
+/// the SEND that takes it finds it on chip (one read of the receive ring in all, made before
+/// the SEND arrived).
+#[test]
+fn a_receive_wqe_is_read_ahead_when_it_is_posted() {
+    use hematite_model::transport::RecvWr;
+    use hematite_sim::host::RQ_BASE;
+    let (mut d, k0, _) = pair();
+    let lk1 = d.h[1].reg_mr(1, BUF + LEN, 0x1_0000, MrAccess::ALL).unwrap().lkey;
+    d.h[1].eng.mem.read_log = Some(Vec::new());
+    d.h[1].post_recv(QB, &RecvWr { wr_id: 55, sgl: vec![Sge { addr: BUF + LEN, len: 256, lkey: lk1 }] }).unwrap();
+    d.run(400, |_| false).ok();
+    let ring = RQ_BASE + QB as u64 * 0x1_0000;
+    let rq_reads = |d: &DuoBench| d.h[1].eng.mem.read_log.as_ref().unwrap().iter().filter(|(_, a, _)| *a >= ring && *a < ring + 0x1_0000).count();
+    assert_eq!(rq_reads(&d), 1, "the receive WQE read ahead");
+    d.h[0].post_send(QA, &SendWr::new(56, SendOp::Send, vec![Sge { addr: BUF + 0x40, len: 100, lkey: k0 }]), true).unwrap();
+    d.run(2_000_000, |d| d.h[0].cqes.len() >= 1 && d.h[1].cqes.len() >= 1).unwrap();
+    assert_eq!(rq_reads(&d), 1, "no second read of the receive ring");
+    let c = d.h[1].cqes[0].cqe;
+    assert_eq!((c.wr_id, c.status, c.opcode, c.byte_len), (55, WcStatus::Success, WcOpcode::Recv, 100));
+    assert_eq!(d.h[1].eng.mem.mem.read(BUF + LEN, 100), d.h[0].eng.mem.mem.read(BUF + 0x40, 100));
 }
