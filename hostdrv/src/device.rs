@@ -55,14 +55,15 @@ pub trait Device: Send + Sync {
         false
     }
 
-    /// Writes a whole 64-byte send WQE into QP `qpn`'s push window: the MMIO path, which
-    /// spares the engine the WQE fetch (on a card, one write-combined 64-byte store into the
-    /// push BAR, then a store fence; docs/transport-engine.md, "Latency"). Posted, like
-    /// [`Device::write32`], and ordered before a later write: the doorbell that follows binds
-    /// the push to the WQE it posts. The WQE must also be in the ring. Backends without push
-    /// windows answer EOPNOTSUPP (the driver asks [`Device::can_push`] first).
-    fn push64(&self, qpn: u32, wqe: &[u8; 64]) -> Result<()> {
-        let _ = (qpn, wqe);
+    /// Writes the first 64 bytes of send WQE `index`'s slot (`wqe`, as in the ring) into QP
+    /// `qpn`'s push window: the MMIO path, which spares the engine the WQE fetch (on a card,
+    /// one write-combined 64-byte store into the push BAR, then a store fence;
+    /// docs/transport-engine.md, "Latency"). The push carries `index`'s low byte in the
+    /// header's reserved byte (`desc::push_tagged`), which the backend writes there. Posted,
+    /// like [`Device::write32`]; the doorbell that posts the WQE must follow. Backends without
+    /// push windows answer EOPNOTSUPP (the driver asks [`Device::can_push`] first).
+    fn push64(&self, qpn: u32, index: u16, wqe: &[u8; 64]) -> Result<()> {
+        let _ = (qpn, index, wqe);
         Err(crate::Error::NotSupported("push windows (the MMIO path for send WQEs)".into()))
     }
 
@@ -107,8 +108,8 @@ impl<T: Device + ?Sized> Device for std::sync::Arc<T> {
     fn can_push(&self) -> bool {
         (**self).can_push()
     }
-    fn push64(&self, qpn: u32, wqe: &[u8; 64]) -> Result<()> {
-        (**self).push64(qpn, wqe)
+    fn push64(&self, qpn: u32, index: u16, wqe: &[u8; 64]) -> Result<()> {
+        (**self).push64(qpn, index, wqe)
     }
     fn dma_map(&self, iova: u64, vaddr: u64, len: u64, writable: bool) -> Result<()> {
         (**self).dma_map(iova, vaddr, len, writable)

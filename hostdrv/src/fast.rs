@@ -220,7 +220,7 @@ pub unsafe fn read_send_wr_id_op(slot: *const u8) -> (u64, u8) {
 pub fn wqe_fits_push(w: &[u8; desc::PUSH_BYTES]) -> bool {
     let (op, flags, nsge) = (w[S_OPCODE], w[S_FLAGS], w[S_NUM_SGE] as usize);
     let len = u32::from_le_bytes([w[S_LENGTH], w[S_LENGTH + 1], w[S_LENGTH + 2], w[S_LENGTH + 3]]) as usize;
-    if flags & desc::HM_WQE_F_INLINE != 0 {
+    if flags & desc::HM_WQE_F_INLINE != 0 && matches!(op, OP_SEND | OP_SEND_IMM | OP_SEND_INV | OP_WRITE | OP_WRITE_IMM) {
         len <= desc::PUSH_BYTES - SQ_HDR
     } else if op == OP_CMP_SWAP || op == OP_FETCH_ADD {
         desc::PUSH_BYTES >= 64
@@ -228,6 +228,10 @@ pub fn wqe_fits_push(w: &[u8; desc::PUSH_BYTES]) -> bool {
         nsge <= (desc::PUSH_BYTES - SQ_HDR) / 16
     }
 }
+
+/// Byte of a push that carries the low byte of its WQE's index (the header's reserved byte;
+/// `desc::push_tagged`).
+pub const PUSH_TAG: usize = S_RSVD;
 
 /// The `wr_id` of the receive WQE at `slot`.
 ///

@@ -236,14 +236,16 @@ impl Device for SimDevice {
         true
     }
 
-    fn push64(&self, qpn: u32, wqe: &[u8; 64]) -> Result<()> {
+    fn push64(&self, qpn: u32, index: u16, wqe: &[u8; 64]) -> Result<()> {
         let mut c = self.conn.lock().map_err(|_| Error::Device("connection lock poisoned".into()))?;
         if c.dead {
             return Err(Error::Device("the simulated device process has gone away".into()));
         }
         c.seq = c.seq.wrapping_add(1);
         let q = Req { seq: c.seq, cmd: p::CMD_PUSH64, flags: p::F_POSTED, a: qpn as u64 * p::PUSH_BYTES as u64, ..Default::default() };
-        p::send(c.fd.as_raw_fd(), &q.encode_push(wqe), None).map_err(|e| {
+        let mut m = q.encode_push(wqe);
+        m[p::REQ_BYTES + crate::fast::PUSH_TAG] = index as u8;
+        p::send(c.fd.as_raw_fd(), &m, None).map_err(|e| {
             c.dead = true;
             self.dead.store(true, Ordering::Release);
             Error::Device(format!("the simulated device process has gone away ({e})"))

@@ -367,10 +367,21 @@ pub fn encode_send_wqe(wr: &SendWr, stride: usize, inline: Option<&[u8]>) -> Res
 /// Bytes of a push: what the MMIO path carries of a send WQE (its slot's first bytes).
 pub const PUSH_BYTES: usize = hematite_abi::pkt::HM_PUSH_BYTES as usize;
 
+/// A push as the engine takes it: the slot's first [`PUSH_BYTES`] with the low byte of the
+/// WQE's index in the header's reserved byte (zero in the ring), which binds the push to its
+/// WQE (rtl/eng/hm_wqe_push.sv).
+pub fn push_tagged(w: &[u8], index: u16) -> [u8; PUSH_BYTES] {
+    let mut p = [0u8; PUSH_BYTES];
+    p.copy_from_slice(&w[..PUSH_BYTES]);
+    let (lsb, _) = field(HM_SQ_WQE_HDR_T_FIELDS, "rsvd");
+    p[lsb / 8] = index as u8;
+    p
+}
+
 /// Whether the send WQE whose slot starts with `w` uses nothing beyond its first [`PUSH_BYTES`]
 /// bytes, so that it may go through the MMIO path (the engine's rule, rtl/eng/hm_wqe_push.sv):
-/// inline data up to `PUSH_BYTES - 32` bytes, or SGEs ending within the push (an atomic's
-/// operands and SGE end at byte 64). False for a slice shorter than the push.
+/// a SEND's or WRITE's inline data up to `PUSH_BYTES - 32` bytes, or SGEs ending within the
+/// push (an atomic's operands and SGE end at byte 64). False for a slice shorter than the push.
 pub fn wqe_fits_push(w: &[u8]) -> bool {
     if w.len() < PUSH_BYTES {
         return false;
@@ -378,7 +389,8 @@ pub fn wqe_fits_push(w: &[u8]) -> bool {
     let h = HM_SQ_WQE_HDR_T_FIELDS;
     let g = |name: &str| get(w, 0, h, name);
     let (opcode, flags, num_sge, length) = (g("opcode") as u8, g("flags") as u8, g("num_sge") as usize, g("length") as usize);
-    if flags & HM_WQE_F_INLINE != 0 {
+    let inline_op = matches!(opcode, HM_WQE_OP_SEND | HM_WQE_OP_SEND_IMM | HM_WQE_OP_SEND_INV | HM_WQE_OP_WRITE | HM_WQE_OP_WRITE_IMM);
+    if flags & HM_WQE_F_INLINE != 0 && inline_op {
         SQ_HDR_BYTES + length <= PUSH_BYTES
     } else if opcode == HM_WQE_OP_CMP_SWAP || opcode == HM_WQE_OP_FETCH_ADD {
         PUSH_BYTES >= 64

@@ -1,19 +1,21 @@
-// Pushed send WQEs (the requester's MMIO path, hm_rc_req): the host writes a whole 64-byte
-// WQE into its QP's push window as well as into the send queue ring, then rings the doorbell.
-// A push is a hint that saves the WQE fetch: the ring stays the truth, and a push that is
-// lost, evicted or never bound costs only the fetch. A push carries the first PUSH_BYTES of
-// the WQE's slot, whatever the ring's stride: it is taken only when the WQE's header says
-// that nothing it uses lies beyond (inline data up to PUSH_BYTES - 32 bytes, or SGEs that end
-// within PUSH_BYTES; an atomic's operands and SGE end at byte 64); others are dropped at
-// once, and the WQE is fetched.
+// Pushed send WQEs (the requester's MMIO path, hm_rc_req): the host writes a WQE into the
+// send queue ring, then the slot's first PUSH_BYTES whole into its QP's push window, then
+// rings the doorbell. A push is a hint that saves the WQE fetch: the ring stays the truth,
+// and a push that is lost, evicted or never bound costs only the fetch. A push is taken only
+// when the WQE's header says that nothing it uses lies beyond PUSH_BYTES (inline data of a
+// SEND or WRITE up to PUSH_BYTES - 32 bytes, or SGEs that end within PUSH_BYTES; an atomic's
+// operands and SGE end at byte 64); others are dropped at once, and the WQE is fetched.
 //
-// A push carries no WQE index: the doorbell that follows it on the same path (posted writes
-// of one QP arrive in order) binds the QP's unbound push to WQE pi - 1, the last WQE that
-// doorbell posts. A second push of a QP before its doorbell replaces the first (only the
-// latest is bound). A push and a doorbell of the same QP in one cycle are taken as push
-// first. The shell must deliver a QP's push before the doorbell that follows it, as PCIe
-// delivers posted writes of one requester (the host fences between the two stores): a push
-// that came after its doorbell would be bound by the QP's next doorbell to the wrong WQE. Entries are SLOTS registers, replaced
+// The index: a push carries the low byte of its WQE's index in the header's reserved byte
+// (`rsvd`, zero in the ring; it is zeroed again here). Doorbells reach the requester through
+// the BAR's doorbell FIFO, pushes directly, so a push may arrive before the doorbells that
+// precede it; the doorbell that posts the pushed WQE binds it. At a doorbell of its QP, an
+// unbound push whose tag is the low byte of pi - 1 is bound to WQE pi - 1; one whose tag is
+// behind it (by 1 to 127) was for a WQE that doorbell or an earlier one posted, and is
+// dropped; one ahead waits for its own doorbell. A second push of a QP while one is unbound
+// replaces it. A push and a doorbell of its QP in one cycle: the push is taken first. The
+// host must post a push's WQE with the next doorbell of its QP (pushes are for WQEs posted
+// alone) and fence between the push and the doorbell. Entries are SLOTS registers, replaced
 // round-robin; an entry is dropped when it is used (i_take), when a WQE read of its QP covers
 // its index (i_fetch: the fetcher has passed it), and when its QP's context is written
 // (i_inval: a QP reloaded starts its indices over).
@@ -28,7 +30,7 @@ module hm_wqe_push
   input  logic                    clk,
   input  logic                    rst,
 
-  // Pushes: a QP's next WQE, whole
+  // Pushes: a WQE's first PUSH_BYTES, its index's low byte in the reserved byte
   input  logic [15:0]             s_qpn,
   input  logic [PUSH_BYTES*8-1:0] s_data,
   input  logic                    s_valid,
@@ -64,18 +66,27 @@ module hm_wqe_push
   logic [SLOTS-1:0]        v_q, b_q;     // valid, bound to an index
   logic [15:0]             qpn_q [SLOTS];
   logic [15:0]             idx_q [SLOTS];
+  logic [7:0]              tag_q [SLOTS];
   logic [PUSH_BYTES*8-1:0] data_q [SLOTS];
   logic [SL-1:0]           rr_q;
 
   assign s_ready = 1'b1;
 
-  // the pushed WQE uses nothing beyond the push
-  hm_sq_wqe_hdr_t ph;
-  logic           fits;
-  assign ph   = hm_sq_wqe_hdr_t'(s_data[255:0]);
-  assign fits = (ph.flags & HM_WQE_F_INLINE) != 0 ? ph.length <= 32'(PUSH_BYTES - 32) :
-                (ph.opcode == HM_WQE_OP_CMP_SWAP || ph.opcode == HM_WQE_OP_FETCH_ADD) ? PUSH_BYTES >= 64 :
-                int'(ph.num_sge) <= (PUSH_BYTES - 32) / 16;
+  // the pushed WQE uses nothing beyond the push; its tag; the data as the ring holds it
+  hm_sq_wqe_hdr_t          ph;
+  logic                    fits, ph_inl;
+  logic [PUSH_BYTES*8-1:0] s_clean;
+  assign ph     = hm_sq_wqe_hdr_t'(s_data[255:0]);
+  assign ph_inl = (ph.flags & HM_WQE_F_INLINE) != 0 &&
+                  (ph.opcode == HM_WQE_OP_SEND || ph.opcode == HM_WQE_OP_SEND_IMM || ph.opcode == HM_WQE_OP_SEND_INV ||
+                   ph.opcode == HM_WQE_OP_WRITE || ph.opcode == HM_WQE_OP_WRITE_IMM);
+  assign fits   = ph_inl ? ph.length <= 32'(PUSH_BYTES - 32) :
+                  (ph.opcode == HM_WQE_OP_CMP_SWAP || ph.opcode == HM_WQE_OP_FETCH_ADD) ? PUSH_BYTES >= 64 :
+                  int'(ph.num_sge) <= (PUSH_BYTES - 32) / 16;
+  always_comb begin
+    s_clean        = s_data;
+    s_clean[31:24] = 8'd0;
+  end
 
   // lookup
   logic [SLOTS-1:0] hit;
@@ -113,16 +124,29 @@ module hm_wqe_push
     end
   end
 
+  // a doorbell against an unbound push's tag: 0 binds it, 1..127 behind (dropped)
+  logic [7:0] db_last;
+  assign db_last = 8'(i_db_pi - 16'd1);
+
   // what happens to each entry this cycle
-  logic             push_ok, push_db;
-  logic [SLOTS-1:0] kill, drop;
+  logic             push_ok, push_db, push_bind, push_behind;
+  logic [7:0]       push_d;
+  logic [SLOTS-1:0] kill, drop, bnd;
   always_comb begin
     // (a push beside a context write of its QP is dropped: which came first is not known)
-    push_ok = s_valid && fits && !(i_inval && i_inval_qpn == s_qpn);
-    // a push beside its QP's doorbell came first (a QP's writes arrive in order): bound now
-    push_db = i_db && i_db_qpn == s_qpn;
+    push_d      = db_last - ph.rsvd;
+    push_db     = i_db && i_db_qpn == s_qpn;
+    push_bind   = push_db && push_d == 8'd0;
+    push_behind = push_db && push_d != 8'd0 && !push_d[7];
+    push_ok     = s_valid && fits && !(i_inval && i_inval_qpn == s_qpn) && !push_behind;
     for (int k = 0; k < SLOTS; k++) begin
+      logic [7:0] d;
+      logic       mine;
+      d       = db_last - tag_q[k];
+      mine    = i_db && v_q[k] && !b_q[k] && qpn_q[k] == i_db_qpn;
+      bnd[k]  = mine && d == 8'd0;
       kill[k] = v_q[k] && ((i_take && hit[k]) ||
+                           (mine && d != 8'd0 && !d[7]) ||
                            (i_fetch && b_q[k] && qpn_q[k] == i_qpn && 16'(idx_q[k] - i_idx) < i_fetch_n) ||
                            (i_inval && qpn_q[k] == i_inval_qpn));
       // dropped unused: killed but not taken, or overwritten by the push while still valid
@@ -150,8 +174,7 @@ module hm_wqe_push
     end else begin
       logic [DW-1:0] nd;
       for (int k = 0; k < SLOTS; k++) begin
-        // a doorbell binds its QP's unbound push
-        if (i_db && v_q[k] && !b_q[k] && qpn_q[k] == i_db_qpn) begin
+        if (bnd[k]) begin
           b_q[k]   <= 1'b1;
           idx_q[k] <= i_db_pi - 16'd1;
         end
@@ -159,10 +182,11 @@ module hm_wqe_push
       v_q <= v_q & ~kill;
       if (push_ok) begin
         v_q[wslot]    <= 1'b1;
-        b_q[wslot]    <= push_db;
+        b_q[wslot]    <= push_bind;
         idx_q[wslot]  <= i_db_pi - 16'd1;
+        tag_q[wslot]  <= ph.rsvd;
         qpn_q[wslot]  <= s_qpn;
-        data_q[wslot] <= s_data;
+        data_q[wslot] <= s_clean;
         if (!w_same && !w_free) rr_q <= rr_q + 1'b1;
       end
       nd = DW'(s_valid && !push_ok);

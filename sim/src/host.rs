@@ -169,9 +169,18 @@ impl EngHost {
         let slot = self.pi[&q].wrapping_sub(1) as u64 & ((1 << SQ_LOG) - 1);
         let b = self.eng.mem.mem.read(SQ_BASE + q as u64 * 0x1_0000 + slot * stride, desc::PUSH_BYTES);
         if desc::wqe_fits_push(&b) {
-            self.eng.push_wqe(q as u16, b.try_into().expect("64 bytes"));
+            self.eng.push_wqe(q as u16, desc::push_tagged(&b, self.pi[&q].wrapping_sub(1)));
         }
         self.doorbell(q)
+    }
+
+    /// Send queue doorbell with producer index `pi` (a test of doorbells that post part of
+    /// what was written).
+    pub fn doorbell_at(&mut self, q: u32, pi: u16) -> Result<(), String> {
+        if !self.eng.bar_write(crate::csr::regs::HM_REG_DB_SQ, (pi as u32) << 16 | q)? {
+            return Err("doorbell refused".into());
+        }
+        Ok(())
     }
 
     /// Send queue doorbell with the current producer index.

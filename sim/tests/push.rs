@@ -160,3 +160,40 @@ fn a_pushed_wqe_in_a_ring_of_a_larger_stride_and_one_that_does_not_fit() {
     assert_eq!(ring_reads(&d, 1), 1);
     assert_eq!((counter(&mut d, k::HM_CNT_PUSH_USED), counter(&mut d, k::HM_CNT_PUSH_DROPPED)), (1, 1));
 }
+
+/// Doorbells reach the requester through the BAR's doorbell FIFO, pushes directly: a push can
+/// arrive before the doorbells that precede it, or (a host that got it wrong) after its own.
+/// The index byte a push carries binds it to its own WQE or drops it; a WQE is never sent
+/// with another's bytes.
+#[test]
+fn a_push_that_overtakes_or_trails_the_doorbells_binds_to_its_own_wqe_or_is_dropped() {
+    use hematite_model::desc::push_tagged;
+    let (mut d, k0, k1) = pairs(1);
+    let slot = |d: &DuoBench, i: u64| -> Vec<u8> { d.h[0].eng.mem.mem.read(SQ_BASE + 0x1_0000 + i * 64, 64) };
+    // 1. both WQEs in the ring, both pushes ahead of both doorbells: the second push replaces
+    // the first (dropped), waits through the first doorbell (its index is ahead: WQE 0 is
+    // read from the ring) and is bound by the second, which finds the requester idle
+    d.h[0].post_send(1, &write(20, k0, k1, true), false).unwrap();
+    d.h[0].post_send(1, &write(21, k0, k1, false), false).unwrap();
+    let (w0, w1) = (slot(&d, 0), slot(&d, 1));
+    d.h[0].eng.push_wqe(1, push_tagged(&w0, 0));
+    d.h[0].eng.push_wqe(1, push_tagged(&w1, 1));
+    d.run(4, |_| false).ok();
+    d.h[0].doorbell_at(1, 1).unwrap();
+    d.run(400, |_| false).ok();
+    d.h[0].doorbell_at(1, 2).unwrap();
+    run_to(&mut d, 2);
+    check(&d, &[(1, 20, true), (1, 21, false)]);
+    assert_eq!((counter(&mut d, k::HM_CNT_PUSH_USED), counter(&mut d, k::HM_CNT_PUSH_DROPPED)), (1, 1));
+    // 2. a push that trails its own doorbell: the next doorbell finds its index behind and
+    // drops it; the WQE that doorbell posts is read from the ring
+    d.h[0].post_send(1, &write(22, k0, k1, true), true).unwrap();
+    d.run(60, |_| false).ok();
+    let w2 = slot(&d, 2);
+    d.h[0].eng.push_wqe(1, push_tagged(&w2, 2));
+    d.run(4, |_| false).ok();
+    d.h[0].post_send(1, &write(23, k0, k1, false), true).unwrap();
+    run_to(&mut d, 4);
+    check(&d, &[(1, 22, true), (1, 23, false)]);
+    assert_eq!((counter(&mut d, k::HM_CNT_PUSH_USED), counter(&mut d, k::HM_CNT_PUSH_DROPPED)), (1, 2));
+}

@@ -288,7 +288,7 @@ impl SqPost<'_> {
         if !crate::fast::wqe_fits_push(w) {
             return Ok(());
         }
-        self.nic.sh.dev.push64(self.q.qpn, w)
+        self.nic.sh.dev.push64(self.q.qpn, self.start as u16, w)
     }
 
     /// A poster dropped with WRs committed but not published ([`SqPost::finish`] not called).

@@ -68,7 +68,8 @@ pub struct OpenOptions {
     /// Program GID 0 from the device's MAC and IPv4 address when the backend knows them.
     pub set_gid: bool,
     /// Post single send WQEs through the MMIO path too (pushed whole before the doorbell,
-    /// [`Device::push64`]) when the backend can and the QP's WQEs are 64 bytes. None: as the
+    /// [`Device::push64`]) when the backend can and the WQE uses at most the push's 64 bytes
+    /// (`fast::wqe_fits_push`, whatever the ring's stride). None: as the
     /// environment says, `HEMATITE_PUSH=0` or `off` turns it off (`1` / `on` / unset: on;
     /// anything else: the open fails with EINVAL).
     pub push: Option<bool>,

@@ -73,7 +73,7 @@ impl Nic {
             // one send WQE alone also goes through the push window, ahead of its doorbell
             if posted == 1 && ring.db == regs::HM_REG_DB_SQ && self.sh.push && desc::wqe_fits_push(&last) {
                 let w: &[u8; desc::PUSH_BYTES] = last[..desc::PUSH_BYTES].try_into().expect("a slot holds a push");
-                self.sh.dev.push64(ring.qpn, w)?;
+                self.sh.dev.push64(ring.qpn, pi.wrapping_sub(1) as u16, w)?;
             }
             self.sh.dev.write32(ring.db as u64, db::qp(pi, ring.qpn))?;
         }

@@ -84,7 +84,7 @@ pub(super) struct Shared {
     /// QP number: taken by the event thread, they must not mark a later QP of the same number
     /// as failed (they come before any event of that QP).
     pub(super) dead_fatal: Mutex<HashMap<u32, u32>>,
-    /// Single send WQEs of the 64-byte stride also go through the push window (the MMIO path).
+    /// Send WQEs posted alone that fit 64 bytes also go through the push window (the MMIO path).
     pub(super) push: bool,
 }
 
