@@ -12,8 +12,8 @@
 // precede it; the doorbell that posts the pushed WQE binds it. At a doorbell of its QP, an
 // unbound push whose tag is the low byte of pi - 1 is bound to WQE pi - 1; one whose tag is
 // behind it (by 1 to 127) was for a WQE that doorbell or an earlier one posted, and is
-// dropped; one ahead waits for its own doorbell. A second push of a QP while one is unbound
-// replaces it. A push and a doorbell of its QP in one cycle: the push is taken first. The
+// dropped; one ahead waits for its own doorbell. A second push of the same WQE while the first
+// is unbound replaces it. A push and a doorbell of its QP in one cycle: the push is taken first. The
 // host must post a push's WQE with the next doorbell of its QP (pushes are for WQEs posted
 // alone) and fence between the push and the doorbell. Entries are SLOTS registers, replaced
 // round-robin; an entry is dropped when it is used (i_take), when a WQE read of its QP covers
@@ -102,8 +102,8 @@ module hm_wqe_push
     end
   end
 
-  // where a push goes: the QP's unbound entry (replaced), else a free one, else the
-  // round-robin victim
+  // where a push goes: the unbound entry of the same QP and index (replaced), else a free
+  // one, else the round-robin victim
   logic [SL-1:0] wslot;
   logic          w_same, w_free;
   always_comb begin
@@ -117,7 +117,7 @@ module hm_wqe_push
       end
     end
     for (int k = 0; k < SLOTS; k++) begin
-      if (v_q[k] && !b_q[k] && qpn_q[k] == s_qpn) begin
+      if (v_q[k] && !b_q[k] && qpn_q[k] == s_qpn && tag_q[k] == ph.rsvd) begin
         w_same = 1'b1;
         wslot  = SL'(k);
       end
