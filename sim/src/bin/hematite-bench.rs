@@ -253,7 +253,7 @@ const NS_PER_CYCLE: f64 = 4.0;
 /// doorbell) except WriteInline8Db, the same WQE with the doorbell alone (the engine fetches
 /// it): the baseline of the MMIO path in the same run.
 #[derive(Clone, Copy, PartialEq)]
-enum MsgKind { WriteInline8, WriteInline8Db, Write64, Send64, Read64 }
+enum MsgKind { WriteInline8, WriteInline8Db, Write64, WriteImm8, Send64, Read64, FetchAdd }
 
 impl MsgKind {
     fn name(self) -> &'static str {
@@ -263,6 +263,8 @@ impl MsgKind {
             MsgKind::Write64 => "WRITE 64 B",
             MsgKind::Send64 => "SEND 64 B",
             MsgKind::Read64 => "READ 64 B",
+            MsgKind::WriteImm8 => "WRITE_IMM 8 B inl",
+            MsgKind::FetchAdd => "FETCH_ADD",
         }
     }
     fn key(self) -> &'static str {
@@ -272,6 +274,8 @@ impl MsgKind {
             MsgKind::Write64 => "write64",
             MsgKind::Send64 => "send64",
             MsgKind::Read64 => "read64",
+            MsgKind::WriteImm8 => "write_imm_inline8",
+            MsgKind::FetchAdd => "fetch_add",
         }
     }
 }
@@ -328,7 +332,18 @@ fn one_message(o: &Opts, kind: MsgKind, wire: u64) -> Result<Stages, String> {
             (SendWr::new(1, SendOp::Send, vec![Sge { addr: BUF, len: 64, lkey: k0 }]), 64)
         }
         MsgKind::Read64 => (SendWr::new(1, SendOp::Read { remote_addr: BUF, rkey: k1 }, vec![Sge { addr: a_dst, len: 64, lkey: k0 }]), 64),
+        MsgKind::WriteImm8 => {
+            d.h[1].post_recv(2, &RecvWr { wr_id: 9, sgl: vec![] })?;
+            let mut w = SendWr::new(1, SendOp::WriteImm { remote_addr: b_dst, rkey: k1, imm: 0x1234 }, vec![Sge { addr: BUF, len: 8, lkey: k0 }]);
+            w.inline = true;
+            (w, 8)
+        }
+        MsgKind::FetchAdd => (SendWr::new(1, SendOp::FetchAdd { remote_addr: BUF + 0x100, rkey: k1, add: 5 }, vec![Sge { addr: a_dst, len: 8, lkey: k0 }]), 8),
     };
+    // a receive is posted well ahead, as a ping-pong program posts it (its read ahead done)
+    if matches!(kind, MsgKind::Send64 | MsgKind::WriteImm8) {
+        d.run(4 * o.latency + 200, |_| false).ok();
+    }
     let db_start = d.h[0].eng.cycle();
     if kind == MsgKind::WriteInline8Db {
         d.h[0].post_send(1, &wr, true)?;
@@ -340,7 +355,7 @@ fn one_message(o: &Opts, kind: MsgKind, wire: u64) -> Result<Stages, String> {
     let off = d.h[0].eng.cycle() as i64 - d.h[1].eng.cycle() as i64;
     for _ in 0..200_000 {
         d.run(1, |_| true).ok();
-        if !d.h[0].cqes.is_empty() && (kind != MsgKind::Send64 || !d.h[1].cqes.is_empty()) {
+        if !d.h[0].cqes.is_empty() && (!matches!(kind, MsgKind::Send64 | MsgKind::WriteImm8) || !d.h[1].cqes.is_empty()) {
             break;
         }
     }
@@ -355,7 +370,7 @@ fn one_message(o: &Opts, kind: MsgKind, wire: u64) -> Result<Stages, String> {
     let resp_in = *a.eng.rx_cycle.first().ok_or("nothing came back to A")?;
     let cq = (CQ_BASE, CQ_BASE + (32u64 << CQ_LOG));
     let a_cqe = first_write(aw, resp_in, cq.0, cq.1).ok_or("no CQE write at A")?;
-    let (in_to_data, leg) = if kind == MsgKind::Read64 {
+    let (in_to_data, leg) = if matches!(kind, MsgKind::Read64 | MsgKind::FetchAdd) {
         let t = first_write(aw, resp_in, a_dst, a_dst + len).ok_or("no READ data write at A")?;
         (t - resp_in, t - db_start)
     } else {
@@ -379,7 +394,7 @@ struct Latency {
 fn latency(o: &Opts) -> Result<Latency, String> {
     let wire = (WIRE_NS as f64 / NS_PER_CYCLE).ceil() as u64;
     let mut rows = Vec::new();
-    for k in [MsgKind::WriteInline8, MsgKind::WriteInline8Db, MsgKind::Write64, MsgKind::Send64, MsgKind::Read64] {
+    for k in [MsgKind::WriteInline8, MsgKind::WriteInline8Db, MsgKind::Write64, MsgKind::WriteImm8, MsgKind::Send64, MsgKind::Read64, MsgKind::FetchAdd] {
         rows.push((k, one_message(o, k, wire).map_err(|e| format!("latency, {}: {e}", k.name()))?));
     }
     let leg = rows[0].1.leg as f64;
@@ -406,8 +421,8 @@ fn print_latency(o: &Opts, l: &Latency) {
     }
     println!("  (cycles; every WQE is pushed through the MMIO path before its doorbell, except 'doorbell only', whose");
     println!("   WQE the engine fetches from the ring; 'last byte in -> data wr': the request's last byte into the responder to its data write issued");
-    println!("   on the DMA port (READ: the response into the requester to its data write); 'ACK in': the last byte of");
-    println!("   the ACK (READ: of the response) into the requester; 'CQE wr': the CQE write issued on the DMA port;");
+    println!("   on the DMA port (READ, FETCH_ADD: the response into the requester to its data write); 'ACK in': the last byte of");
+    println!("   the ACK (READ, FETCH_ADD: of the response) into the requester; 'CQE wr': the CQE write issued on the DMA port;");
     println!("   half RTT: {MMIO_NS} ns MMIO + doorbell write to the data write at the target + {VISIBLE_NS} ns until visible)");
     println!("  RDMA WRITE half round trip, 8 B inline (ib_write_lat's definition, this model): {:.0} ns", l.write_half_rtt_ns);
     let s = &l.rows[0].1;
@@ -428,6 +443,8 @@ fn lat_ceilings(o: &Opts, k: MsgKind) -> (f64, f64) {
         MsgKind::WriteInline8 | MsgKind::WriteInline8Db | MsgKind::Write64 => (31.0, 28.0),
         MsgKind::Send64 => (32.0, 28.0),
         MsgKind::Read64 => (35.0, 49.0 + m),
+        MsgKind::WriteImm8 => (31.0, 28.0),
+        MsgKind::FetchAdd => (35.0, 49.0 + m),
     }
 }
 /// ib_write_lat's half round trip under the fixed model (host memory 100 cycles), ns: issue
