@@ -22,7 +22,7 @@
 module hm_wqe_push
   import hm_desc_pkg::*;
 #(
-  // Pushed WQEs held at once (power of two).
+  // Pushed WQEs held at once (power of two, 2 or more).
   parameter int SLOTS = 4,
   // Bytes per pushed WQE (the push window).
   parameter int PUSH_BYTES = 64
@@ -203,7 +203,7 @@ module hm_wqe_push
   logic unused_ok;
   assign unused_ok = ^{ph};
 
-  if (SLOTS < 1 || (1 << SL) != SLOTS && SLOTS != 1) begin : g_bad_slots
-    $error("hm_wqe_push: SLOTS must be a power of two");
+  if (SLOTS < 2 || (1 << SL) != SLOTS) begin : g_bad_slots
+    $error("hm_wqe_push: SLOTS must be a power of two, 2 or more");
   end
 endmodule
