@@ -204,9 +204,12 @@ if want counters; then
     sleep 3; "$RUN" --state "$STATE" --stat > "$sb" 2>&1; src=$?
     d() { echo $(( $(stat_val "$sb" "$1" "$2") - $(stat_val "$sa" "$1" "$2") )); }
     wr=$(d 0 hw_counters/rx_write_requests); words=$(d 1 counters/port_xmit_data)
-    tx1=$(stat_val "$sb" 1 counters/port_xmit_packets); rx0=$(stat_val "$sb" 0 counters/port_rcv_packets)
-    full0=$(stat_val "$sb" 0 hw_counters/rx_buffer_full_drops)
-    txd1=$(stat_val "$sb" 1 counters/port_xmit_data); rxd0=$(stat_val "$sb" 0 counters/port_rcv_data)
+    # what NIC 1 sent and NIC 0 received during this run (not since the devices started: frames
+    # a device still held when an earlier test's program closed it and its function was reset
+    # were sent and never received)
+    tx1=$(d 1 counters/port_xmit_packets); rx0=$(d 0 counters/port_rcv_packets)
+    full0=$(d 0 hw_counters/rx_buffer_full_drops)
+    txd1=$(d 1 counters/port_xmit_data); rxd0=$(d 0 counters/port_rcv_data)
     # the file a collector reads, through SYSFS_PATH (and /sys/class itself with the overlay, as root)
     f=class/infiniband/hematite0/ports/1/hw_counters/rx_write_requests
     via=$("$RUN" --state "$STATE" --nic 0 -- sh -c "cat \"\$SYSFS_PATH/$f\"" 2>&1)
@@ -240,7 +243,7 @@ if want counters; then
         [ "$via" = "$(stat_val "$sb" 0 hw_counters/rx_write_requests)" ] && [ "$via_sys" = "$via" ] && [ $nrc -eq 1 ] &&
         [ $qprc -eq 0 ] && [ $q0rc -eq 0 ] && [ $q1rc -eq 0 ] && [ "${qrx:-0}" -gt 0 ] && [ "${qtx:-0}" -gt 0 ] &&
         [ "$qrx" -le "$prx" ] && [ "$qtx" -le "$ptx" ] && [ "$ptx" -ge 4800 ]; then
-        ok counters "ib_write_bw 100 x 64 KiB: NIC 0 rx_write_requests +$wr, NIC 1 port_xmit_data +$words words; NIC 1 sent $tx1 frames / $txd1 words, NIC 0 received $rx0 (+$full0 buffer drops) / $rxd0; sysfs file $via; while a 300 x 64 KiB run went on, QP $((qc)) had sent $qtx requests and QP $((qs)) received $qrx (the whole run: $ptx / $prx); --stat with no NIC: exit 1"
+        ok counters "ib_write_bw 100 x 64 KiB: NIC 0 rx_write_requests +$wr, NIC 1 port_xmit_data +$words words; during it NIC 1 sent $tx1 frames / $txd1 words, NIC 0 received $rx0 (+$full0 buffer drops) / $rxd0; sysfs file $via; while a 300 x 64 KiB run went on, QP $((qc)) had sent $qtx requests and QP $((qs)) received $qrx (the whole run: $ptx / $prx); --stat with no NIC: exit 1"
     else
         bad counters "rc=$rc stat=$src rx_write_requests +$wr port_xmit_data +$words tx1=$tx1 rx0=$rx0+$full0 words $txd1/$rxd0 sysfs='$via'/'$via_sys' none=$nrc qp: run $qprc stat $q0rc/$q1rc QPs $qs/$qc rx $qrx/$prx tx $qtx/$ptx"
         show_fail counters
