@@ -25,15 +25,26 @@
 // is the next one to fetch and nothing is in flight, at 512 bits (a push is one beat): its
 // first beat is the push, and the slot's later beats, which the pushed WQE does not use
 // (hm_wqe_push takes only such), are counted as arrived and never read. Otherwise the WQE
-// is fetched as usual. A WQE becomes readable once the whole
-// DMA read that carries it has arrived, so a bus error (reported on the read's last beat)
-// marks every WQE of that read. An assembly stage collects the next WQE while the current
-// one is being sent and decodes it on the way in. A new single-packet SEND or WRITE whose
-// payload is inline (one beat) or one SGE inside the last checked MR region is sent in the
-// cycle it is decoded (header, piece, sent record at once): one WQE per cycle when the WQE
-// is one beat. Every other WQE takes the general path (SGE checks, cursor walk,
-// multi-packet messages, READ/atomic limits). When the QP's turn ends, reads still in
-// flight are discarded as they arrive.
+// is fetched as usual. A WQE becomes readable once the whole DMA read that carries it has
+// arrived, so a bus error (reported on the read's last beat) marks every WQE of that read. An
+// assembly stage collects the next WQE while the current one is being sent and decodes it on
+// the way in. A new single-packet SEND or WRITE whose payload is inline (one beat) or one SGE
+// inside the last checked MR region is sent in the cycle it is decoded (header, piece, sent
+// record at once): one WQE per cycle when the WQE is one beat. Every other WQE takes the
+// general path (SGE checks, cursor walk, multi-packet messages, READ/atomic limits). When the
+// QP's turn ends, reads still in flight are discarded as they arrive, except a next-turn read.
+//
+// Next-turn read: it hides the WQE fetch latency between turns. When the QP served has
+// issued the reads of all it will send this turn (all it has posted, or its quantum) and
+// another QP waits at the head of the active FIFO, one read of that QP's first WQEs (up to a
+// quantum and FETCH_BYTES) goes into the ring behind the current QP's; its context, head and
+// producer index are read for the FIFO's head anyway. The QP served then fetches nothing more
+// this turn: the turn ends with the WQEs it has (the QP is requeued if it has more). The next
+// turn, when it is that QP's and its head is still the read's first WQE, starts with those
+// WQEs in the ring. Otherwise they are dropped: after a context write, a rewind or clamp that
+// moved the head, or when a read of the ending turn failed (the one error mark cannot tell
+// whether the next-turn read failed too). One read ahead halves the time a turn of a few
+// WQEs waits for host memory; it does not hide all of it (docs/transport-engine.md).
 //
 // UC QPs (the context's `uc` bit) send the same packets with UC opcodes (0x20-0x2B) and no
 // AckReq; m_hdr_ucl marks the packets where RC would ask for an ACK (a message's last, every
@@ -346,10 +357,12 @@ module hm_rc_req
   // ctx/dyn/pi reads for the QP at the head of the active FIFO
   logic [QW-1:0] rd_q;
   assign rd_q = (s_cmd_valid && !s_ctl_valid && !s_err_valid) ? QW'(s_cmd.qpn) : af_data;
+  logic [QW-1:0] rd_prev_q;               // the QP whose entries ctx_rd / dyn_rd / pi_rd hold
   always_ff @(posedge clk) begin
     ctx_rd <= ctx_mem[rd_q];
     dyn_rd <= dyn_mem[rd_q];
     pi_rd  <= pi_mem[rd_q];
+    rd_prev_q <= rd_q;
   end
 
   // derived per-QP values
@@ -397,6 +410,35 @@ module hm_rc_req
     if (f_room < f_n) f_n = f_room;
     if (f_quant < f_n) f_n = f_quant;
   end
+  // the next-turn read (see the header): the QP at the head of the active FIFO, whose entries
+  // were read in the previous cycle, with WQEs posted and in RTS; what fits (its stride, ring
+  // end, a read's size, a quantum, the ring's free beats)
+  logic          la_v_q;                  // a next-turn read was issued this turn
+  logic [QW-1:0] la_qp_q;
+  logic [15:0]   la_idx_q, la_n_q;        // its first WQE and WQE count
+  logic [31:0]   la_b0_q;                 // its first beat in the ring
+  logic          la_go;                   // it is issued now (instead of a read of the QP served)
+  logic          la_hit;                  // the turn starting (S_LOAD) is the read's QP's, at its WQE
+  logic [3:0]    la_lstride, la_lbpw;
+  logic [15:0]   la_mask, la_slot, la_pend, la_wrap, la_room, la_n;
+  always_comb begin
+    la_lstride = 4'd6 + 4'(ctx_rd.sq_log_stride);
+    la_lbpw    = la_lstride > 4'(LKW) ? la_lstride - 4'(LKW) : 4'd0;
+    la_mask    = 16'((17'd1 << ctx_rd.sq_log_size) - 17'd1);
+    la_slot    = dyn_rd.head & la_mask;
+    la_pend    = pi_rd - dyn_rd.head;
+    la_wrap    = 16'((17'd1 << ctx_rd.sq_log_size) - 17'(la_slot));
+    la_room    = 16'(f_free >> la_lbpw);
+    la_n       = 16'(FETCH_BYTES >> la_lstride);
+    if (la_n > 16'(QUANTUM_PKTS)) la_n = 16'(QUANTUM_PKTS);
+    if (la_pend < la_n) la_n = la_pend;
+    if (la_wrap < la_n) la_n = la_wrap;
+    if (la_room < la_n) la_n = la_room;
+  end
+  assign la_hit = la_v_q && la_qp_q == q_q && dyn_rd.head == la_idx_q;
+  assign la_go = serving && f_n == '0 && !la_v_q && af_valid && rd_prev_q == af_data && af_data != q_q &&
+                 ctx_rd.state == HM_QPS_RTS && la_n != '0;
+
   // a pushed WQE instead of a read
   logic         ph_hit, inj;
   logic [HM_PUSH_BYTES*8-1:0] ph_data;
@@ -406,13 +448,17 @@ module hm_rc_req
     .s_qpn(s_push_qpn), .s_data(s_push_data), .s_valid(s_push_valid), .s_ready(s_push_ready),
     .i_db(db_take && db_ok), .i_db_qpn(s_db.qpn), .i_db_pi(s_db.pi),
     .i_inval(state_q == S_CTL), .i_inval_qpn(16'(s_ctl_cmd.index)),
-    .i_qpn(16'(q_q)), .i_idx(fx_q), .o_hit(ph_hit), .o_data(ph_data), .i_take(inj),
-    .i_fetch(m_wrd_valid && m_wrd_ready), .i_fetch_n(f_n),
+    .i_qpn(la_go ? 16'(af_data) : 16'(q_q)), .i_idx(la_go ? dyn_rd.head : fx_q), .o_hit(ph_hit),
+    .o_data(ph_data), .i_take(inj),
+    .i_fetch(m_wrd_valid && m_wrd_ready), .i_fetch_n(la_go ? la_n : f_n),
     .stat_pushed(unused_pushed), .stat_used(stat_push_used), .stat_dropped(stat_push_dropped));
-  assign inj = KEEP_WIDTH == HM_PUSH_BYTES && serving && f_n != '0 && iss_q == rcv_q && !s_wqe_tvalid && ph_hit;
-  assign m_wrd.addr   = ctx_q.sq_base + (64'(fslot) << lstride);
-  assign m_wrd.len    = 32'(f_n) << lstride;
-  assign m_wrd_valid  = serving && f_n != '0 && !inj;
+  // (once a next-turn read is issued, the QP served fetches nothing more this turn: the ring
+  // holds the reads in issue order)
+  assign inj = KEEP_WIDTH == HM_PUSH_BYTES && serving && f_n != '0 && !la_v_q && iss_q == rcv_q && !s_wqe_tvalid &&
+               ph_hit;
+  assign m_wrd.addr   = la_go ? ctx_rd.sq_base + (64'(la_slot) << la_lstride) : ctx_q.sq_base + (64'(fslot) << lstride);
+  assign m_wrd.len    = la_go ? 32'(la_n) << la_lstride : 32'(f_n) << lstride;
+  assign m_wrd_valid  = (serving && f_n != '0 && !la_v_q && !inj) || la_go;
   assign s_wqe_tready = 1'b1;             // ring space was reserved when the read was issued
 
   logic [DATA_WIDTH-1:0] buf_mem [BUF_BEATS];
@@ -422,7 +468,7 @@ module hm_rc_req
   logic                  beat_take, re;
   logic                  drop_beat;
   assign drop_beat = $signed(rcv_q - skip_q) < 0;
-  assign re        = serving && $signed(cmt_q - rda_q) > 0 && (!rd_v_q || beat_take);
+  assign re        = serving && $signed(cmt_q - rda_q) > 0 && (!rd_v_q || beat_take) && !(la_v_q && rda_q == la_b0_q);
   always_ff @(posedge clk) begin
     if (s_wqe_tvalid && !drop_beat) buf_mem[BW'(rcv_q)] <= s_wqe_tdata;
     else if (inj) buf_mem[BW'(rcv_q)] <= ph_data[DATA_WIDTH-1:0];
@@ -438,13 +484,28 @@ module hm_rc_req
 
   always_ff @(posedge clk) begin
     if (rst) begin
-      iss_q <= '0; rcv_q <= '0; cmt_q <= '0; rda_q <= '0; skip_q <= '0; rq_first_q <= '0;
+      iss_q <= '0; rcv_q <= '0; cmt_q <= '0; rda_q <= '0; skip_q <= '0; rq_first_q <= '0; la_v_q <= 1'b0;
       err_from_q <= '0; err_v_q <= 1'b0; rd_v_q <= 1'b0; serving_q <= 1'b0;
       dwc_q <= '0; dw_full_q <= 1'b0; dw_err_q <= 1'b0;
     end else begin
       serving_q <= serving;
-      if (state_q == S_LOAD) fx_q <= dyn_rd.head;     // a turn starts at the head WQE
-      if (m_wrd_valid && m_wrd_ready) begin
+      // a context write may give any QP a new ring (its head and producer index start over):
+      // a next-turn read is not used after one
+      if (state_q == S_CTL) la_v_q <= 1'b0;
+      if (state_q == S_LOAD) begin
+        // a turn starts at the head WQE, or after the WQEs a next-turn read brought (the
+        // ring is reset below)
+        la_v_q <= 1'b0;
+        fx_q   <= la_hit ? la_idx_q + la_n_q : dyn_rd.head;
+      end
+      if (m_wrd_valid && m_wrd_ready && la_go) begin
+        la_v_q   <= 1'b1;
+        la_qp_q  <= af_data;
+        la_idx_q <= dyn_rd.head;
+        la_n_q   <= la_n;
+        la_b0_q  <= iss_q;
+        iss_q    <= iss_q + (32'(la_n) << la_lbpw);
+      end else if (m_wrd_valid && m_wrd_ready) begin
         fx_q  <= fx_q + f_n;
         iss_q <= iss_q + (32'(f_n) << lbpw);
       end
@@ -484,15 +545,33 @@ module hm_rc_req
         dw_full_q <= 1'b0;
         dw_err_q  <= 1'b0;
       end
-      // the turn is over: drop what is still in flight, empty the ring and the assembly
+      // the turn is over: drop what is still in flight, empty the ring and the assembly; a
+      // next-turn read stays (unless a read of this turn failed: the one error mark could
+      // not tell whether the next-turn read failed too)
       if (serving_q && !serving) begin
-        skip_q    <= iss_q;
-        rda_q     <= iss_q;
-        err_v_q   <= 1'b0;
+        if (la_v_q && !(err_v_q && $signed(err_from_q - la_b0_q) < 0)) begin
+          skip_q  <= la_b0_q;
+          rda_q   <= la_b0_q;
+          // a failed read of this turn ending now is not the next-turn read's
+          if (!err_v_q && $signed(rq_first_q - la_b0_q) < 0) err_v_q <= 1'b0;
+        end else begin
+          la_v_q  <= 1'b0;
+          skip_q  <= iss_q;
+          rda_q   <= iss_q;
+          err_v_q <= 1'b0;
+        end
         rd_v_q    <= 1'b0;
         dwc_q     <= '0;
         dw_full_q <= 1'b0;
         dw_err_q  <= 1'b0;
+      end
+      // a turn that does not start with a next-turn read's WQEs: drop what is still in the
+      // ring or in flight (after the error mark above: a failed read of an earlier turn ending
+      // now leaves no mark)
+      if (state_q == S_LOAD && !la_hit) begin
+        skip_q  <= iss_q;
+        rda_q   <= iss_q;
+        err_v_q <= 1'b0;
       end
     end
   end
@@ -689,8 +768,12 @@ module hm_rc_req
   // rest of a long queue of work)
   logic yield_now;
   assign yield_now = s_cmd_valid || s_ctl_valid || s_err_valid;
+  // how far this turn may go: the producer index, or with a next-turn read issued, the WQEs
+  // fetched before it
+  logic [15:0] pi_eff;
+  assign pi_eff = la_v_q ? fx_q : pi_q;
   // after a WQE: go on with the next one of this QP?
-  assign fast_more = head_q + 1'b1 != pi_q && (pkts_q + 1'b1 < 16'(QUANTUM_PKTS) || !af_valid) &&
+  assign fast_more = head_q + 1'b1 != pi_eff && (pkts_q + 1'b1 < 16'(QUANTUM_PKTS) || !af_valid) &&
                      !paused && !yield_now && ctx_q.state == HM_QPS_RTS && !qerr_q[q_q] && !win_edge;
   assign xfer      = dw_full_q && (state_q == S_WAITW || (fast_go && fast_more));
 
@@ -1015,7 +1098,7 @@ module hm_rc_req
         S_WEND: begin
           head_q <= head_q + 1'b1;
           off_q  <= '0;
-          if (head_q + 1'b1 != pi_q && (pkts_q < 16'(QUANTUM_PKTS) || !af_valid) && !paused && !yield_now &&
+          if (head_q + 1'b1 != pi_eff && (pkts_q < 16'(QUANTUM_PKTS) || !af_valid) && !paused && !yield_now &&
               ctx_q.state == HM_QPS_RTS && !qerr_q[q_q] && win_ok)
             state_q <= S_WAITW;
           else

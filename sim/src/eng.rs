@@ -465,6 +465,23 @@ impl Engine {
     }
 
     fn lite_on(&mut self, port: Port, op: LiteOp) -> Result<(u32, bool), String> {
+        // an access started with lite_start completes first; its result stays for lite_take
+        for _ in 0..10_000 {
+            if self.lite_mut(port).cur.is_none() {
+                break;
+            }
+            self.step();
+        }
+        if self.lite_mut(port).cur.is_some() {
+            return Err(format!("AXI4-Lite access before {op:?} never completed"));
+        }
+        let kept = self.lite_mut(port).result.take();
+        let r = self.lite_now(port, op);
+        self.lite_mut(port).result = kept;
+        r
+    }
+
+    fn lite_now(&mut self, port: Port, op: LiteOp) -> Result<(u32, bool), String> {
         match port {
             Port::Bar => self.bar.start(op),
             Port::Ctl => self.ctl.start(op),

@@ -183,6 +183,12 @@ impl EngHost {
         Ok(())
     }
 
+    /// The send queue doorbell word of QP `q` with its current producer index (the BAR's
+    /// `DB_SQ` value), for a caller that rings it without waiting (`Engine::lite_start`).
+    pub fn sq_doorbell_word(&self, q: u32) -> Option<u32> {
+        self.pi.get(&q).map(|pi| (*pi as u32) << 16 | q)
+    }
+
     /// Send queue doorbell with the current producer index.
     pub fn doorbell(&mut self, q: u32) -> Result<(), String> {
         let v = (self.pi[&q] as u32) << 16 | q;
