@@ -31,6 +31,12 @@ module hm_rc_engine
   // DCQCN rate limiters (reaction point and pacer entries): any QP gets one when a CNP
   // arrives for it, at most CC_SLOTS QPs at a time (further CNPs are counted and ignored).
   parameter int CC_SLOTS = 64,
+  // Request payload beats buffered between the receive dispatch and the responder's scatter
+  // unit (power of two): the next packet's header is handled while the previous packet's
+  // payload is still being placed, so a multi-packet WRITE is placed at the wire rate (the
+  // responder needs about a dozen cycles per header; without the buffer those cycles stalled
+  // the payload of every packet).
+  parameter int RQ_PAY_BEATS = 32,
   // Bytes per beat, staging words (derived).
   localparam int KEEP_WIDTH = DATA_WIDTH / 8,
   localparam int SW = int'(HM_CTL_STAGE_WORDS)
@@ -382,14 +388,25 @@ module hm_rc_engine
     .s_axis_tdata(rx_tdata), .s_axis_tkeep(rx_tkeep), .s_axis_tvalid(rx_tvalid),
     .s_axis_tready(rx_tready), .s_axis_tlast(rx_tlast),
     .m_req_hdr(rq_hdr), .m_req_hdr_valid(rq_hdr_valid), .m_req_hdr_ready(rq_hdr_ready),
-    .m_req_tdata(rq_tdata), .m_req_tkeep(rq_tkeep), .m_req_tvalid(rq_tvalid),
-    .m_req_tready(rq_tready), .m_req_tlast(rq_tlast),
+    .m_req_tdata(rqd_tdata), .m_req_tkeep(rqd_tkeep), .m_req_tvalid(rqd_tvalid),
+    .m_req_tready(rqd_tready), .m_req_tlast(rqd_tlast),
     .m_rsp_hdr(rs_hdr), .m_rsp_hdr_valid(rs_hdr_valid), .m_rsp_hdr_ready(rs_hdr_ready),
     .m_rsp_tdata(rs_tdata), .m_rsp_tkeep(rs_tkeep), .m_rsp_tvalid(rs_tvalid),
     .m_rsp_tready(rs_tready), .m_rsp_tlast(rs_tlast),
     .m_cnp_valid(rcnp_valid), .m_cnp_qpn(rcnp_qpn),
     .stat_other(rx_other), .stat_cnp(st_cnp_rx)
   );
+
+  // request payloads on their way to the scatter unit (RQ_PAY_BEATS, above)
+  logic [DATA_WIDTH-1:0] rqd_tdata;
+  logic [KEEP_WIDTH-1:0] rqd_tkeep;
+  logic                  rqd_tvalid, rqd_tready, rqd_tlast;
+  logic [$clog2(RQ_PAY_BEATS+1):0] rq_pay_level;
+  hm_fifo #(.WIDTH(DATA_WIDTH + KEEP_WIDTH + 1), .DEPTH(RQ_PAY_BEATS)) u_rq_pay (
+    .clk, .rst,
+    .s_data({rqd_tlast, rqd_tkeep, rqd_tdata}), .s_valid(rqd_tvalid), .s_ready(rqd_tready),
+    .m_data({rq_tlast, rq_tkeep, rq_tdata}), .m_valid(rq_tvalid), .m_ready(rq_tready),
+    .level(rq_pay_level));
 
   // ---------------------------------------------------------------------------------------
   // QP error events: from the completer or the responder, to every block holding the QP
@@ -799,7 +816,7 @@ module hm_rc_engine
   end
 
   logic unused_ok;
-  assign unused_ok = ^{wqe_tkeep, cwqe_tkeep, res_err, mr_wr_ready,
+  assign unused_ok = ^{rq_pay_level, wqe_tkeep, cwqe_tkeep, res_err, mr_wr_ready,
                        rx_mon, rx_mon_valid, res_id, srd_tkeep, ef_level, ev_level, eq_cfg.rsvd, post.rsvd,
                        cc_ctrl.rsvd0, cc_ctrl.rsvd1, cc_ctrl.rsvd2, cc_ctrl.rsvd3, cc_ctrl.np_enable,
                        cc_ctrl.rp_enable, cc_ctrl.clamp_tgt_rate, cc_ctrl.clamp_after_inc, cc_ctrl.threshold,

@@ -7,7 +7,10 @@
 // Headers pass as soon as their consumer takes them, ahead of the payloads of earlier
 // packets: the destination of every packet with payload waits in a small queue that routes
 // the payload beats, in packet order (so a consumer can decide on the next header while
-// the previous payload is still being placed).
+// the previous payload is still being placed). The packet whose payload flows keeps its
+// destination in a register from its first beat on; when no payload waits, the first beat of
+// the packet whose header passes in the same cycle is routed at once, so back-to-back
+// packets lose no cycle between them (the queue's read takes two).
 module hm_rc_rx_dispatch
   import hm_pkg::*;
 #(
@@ -69,6 +72,9 @@ module hm_rc_rx_dispatch
   // payload routing of the packet whose header was passed on
   dst_t dst_h, dst_p;
   assign dst_h = classify(s_hdr.opcode);
+  // the packet whose payload flows (set at its first beat, cleared at its last)
+  logic cur_v_q;
+  dst_t cur_dst_q;
 
   // destinations of the payloads to come
   logic       pq_room, pq_valid, pq_push, pq_pop;
@@ -77,7 +83,6 @@ module hm_rc_rx_dispatch
   hm_fifo #(.WIDTH(2), .DEPTH(PAY_DEPTH)) u_payq (
     .clk, .rst, .s_data(2'(dst_h)), .s_valid(pq_push), .s_ready(pq_room),
     .m_data(pq_data), .m_valid(pq_valid), .m_ready(pq_pop), .level(pq_level));
-  assign dst_p = dst_t'(pq_data);
 
   logic has_pay, hdr_go;
   assign has_pay         = s_hdr.payload_len != 16'd0;
@@ -88,7 +93,16 @@ module hm_rc_rx_dispatch
   assign s_hdr_ready     = (pq_room || !has_pay) && (dst_h == D_REQ ? m_req_hdr_ready :
                                                      dst_h == D_RSP ? m_rsp_hdr_ready : 1'b1);
   assign hdr_go          = s_hdr_valid && s_hdr_ready;
-  assign pq_push         = hdr_go && has_pay;
+
+  // where the payload beat goes: the flowing packet's destination, else the oldest waiting
+  // one's, else (nothing waits, not even in the queue's RAM) that of the header passing now
+  logic route_v, byp, beat;
+  assign byp     = !cur_v_q && pq_level == '0 && hdr_go && has_pay;
+  assign route_v = cur_v_q || pq_valid || byp;
+  assign dst_p   = cur_v_q ? cur_dst_q : pq_valid ? dst_t'(pq_data) : dst_h;
+  assign beat    = s_axis_tvalid && s_axis_tready;
+  // a header is queued unless its payload starts at once (routed by byp)
+  assign pq_push = hdr_go && has_pay && !(byp && beat);
 
   assign m_req_tdata  = s_axis_tdata;
   assign m_req_tkeep  = s_axis_tkeep;
@@ -96,11 +110,22 @@ module hm_rc_rx_dispatch
   assign m_rsp_tdata  = s_axis_tdata;
   assign m_rsp_tkeep  = s_axis_tkeep;
   assign m_rsp_tlast  = s_axis_tlast;
-  assign m_req_tvalid = pq_valid && dst_p == D_REQ && s_axis_tvalid;
-  assign m_rsp_tvalid = pq_valid && dst_p == D_RSP && s_axis_tvalid;
-  assign s_axis_tready = pq_valid && (dst_p == D_REQ ? m_req_tready :
-                                      dst_p == D_RSP ? m_rsp_tready : 1'b1);
-  assign pq_pop        = s_axis_tvalid && s_axis_tready && s_axis_tlast;
+  assign m_req_tvalid = route_v && dst_p == D_REQ && s_axis_tvalid;
+  assign m_rsp_tvalid = route_v && dst_p == D_RSP && s_axis_tvalid;
+  assign s_axis_tready = route_v && (dst_p == D_REQ ? m_req_tready :
+                                     dst_p == D_RSP ? m_rsp_tready : 1'b1);
+  // a queued packet leaves the queue at its first beat
+  assign pq_pop        = beat && !cur_v_q && pq_valid;
+  always_ff @(posedge clk) begin
+    if (rst) cur_v_q <= 1'b0;
+    else if (beat) begin
+      if (s_axis_tlast) cur_v_q <= 1'b0;
+      else if (!cur_v_q) begin
+        cur_v_q   <= 1'b1;
+        cur_dst_q <= dst_p;
+      end
+    end
+  end
 
   logic is_cnp;
   assign is_cnp = s_hdr.opcode == HM_OP_CNP;
@@ -117,6 +142,4 @@ module hm_rc_rx_dispatch
     end
   end
 
-  logic unused_ok;
-  assign unused_ok = ^pq_level;
 endmodule

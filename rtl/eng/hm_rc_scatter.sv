@@ -8,8 +8,11 @@
 // left of the packet is completed with zero bytes, so the DMA engine always receives exactly
 // the length it was asked for. Internally a byte buffer of two beats: each cycle it may emit
 // one output beat (taking up to KEEP_WIDTH bytes from its bottom) and take one input beat;
-// a piece takes two cycles at least (its DMA request, then its data), and the next piece is
-// accepted in the cycle one ends.
+// a piece takes two cycles at least (its DMA request, then its data). One more piece waits
+// behind the current one: its DMA request is issued while the current piece's data still
+// flows, so the DMA engine has it queued when that data ends and the next piece's data
+// follows without the engine's request-to-data delay (a multi-packet WRITE is placed at the
+// wire rate).
 module hm_rc_scatter
   import hm_eng_pkg::*;
 #(
@@ -54,6 +57,9 @@ module hm_rc_scatter
   logic [63:0]             cur_data_q;
   logic [12:0]             left_q;
   logic [63:0]             cur_addr_q;
+  // the next piece, and whether its DMA request was issued
+  logic                    nx_v_q, nx_req_q;
+  hm_scat_pc_t             nx_q;
 
   // output skid (registered boundary towards the DMA engine)
   logic [DATA_WIDTH-1:0] o_data;
@@ -66,10 +72,14 @@ module hm_rc_scatter
     .m_ready(m_axis_tready)
   );
 
-  // the DMA request of a write piece goes out once, before its data
-  assign m_wr.addr  = cur_addr_q;
-  assign m_wr.len   = 32'(left_q);
-  assign m_wr_valid = cur_v_q && !cur_disc_q && !req_q;
+  // the DMA request of a write piece goes out once, before its data; the next piece's after
+  // the current one's
+  logic cur_wr, nx_wr;
+  assign cur_wr     = cur_v_q && !cur_disc_q && !req_q;
+  assign nx_wr      = nx_v_q && !nx_q.discard && !nx_req_q && !cur_wr;
+  assign m_wr.addr  = cur_wr ? cur_addr_q : nx_q.addr;
+  assign m_wr.len   = cur_wr ? 32'(left_q) : 32'(nx_q.len);
+  assign m_wr_valid = cur_wr || nx_wr;
 
   // this cycle's output beat
   logic [LW:0]  take;                    // bytes the beat takes (1..KW)
@@ -93,14 +103,17 @@ module hm_rc_scatter
                 (cur_disc_q || cnt_after <= (LW+2)'(KEEP_WIDTH));
   end
   assign s_axis_tready = in_take;
-  // the next piece may come in the cycle this one ends, unless the rest of its packet is
-  // still to be swallowed
-  assign s_pc_ready    = !cur_v_q || (piece_end && (!cur_last_q || cur_imm_q || in_done_q ||
+  // the current piece may be replaced in the cycle it ends, unless the rest of its packet is
+  // still to be swallowed; a piece is taken while the next-piece place is free
+  logic cur_free;
+  assign cur_free      = !cur_v_q || (piece_end && (!cur_last_q || cur_imm_q || in_done_q ||
                                                     (in_take && s_axis_tlast)));
+  assign s_pc_ready    = !nx_v_q;
 
   always_ff @(posedge clk) begin
     if (rst) begin
       cur_v_q   <= 1'b0;
+      nx_v_q    <= 1'b0;
       cnt_q     <= '0;
       in_done_q <= 1'b0;
       buf_q     <= '0;
@@ -111,7 +124,8 @@ module hm_rc_scatter
       b    = buf_q;
       c    = cnt_q;
       done = in_done_q;
-      if (m_wr_valid && m_wr_ready) req_q <= 1'b1;
+      if (cur_wr && m_wr_ready) req_q <= 1'b1;
+      if (nx_wr && m_wr_ready) nx_req_q <= 1'b1;
       if (emit && !cur_imm_q) begin
         b = b >> (8 * int'(take));
         c = cnt_after;
@@ -146,7 +160,18 @@ module hm_rc_scatter
           end
         end
       end
-      if (s_pc_valid && s_pc_ready) begin
+      if (nx_v_q && cur_free) begin
+        // the next piece becomes the current one (its request may have gone out already)
+        nx_v_q     <= 1'b0;
+        cur_v_q    <= 1'b1;
+        cur_disc_q <= nx_q.discard;
+        cur_imm_q  <= nx_q.imm && !nx_q.discard;
+        cur_data_q <= nx_q.data;
+        cur_last_q <= nx_q.last || nx_q.discard;
+        left_q     <= nx_q.len;
+        cur_addr_q <= nx_q.addr;
+        req_q      <= nx_req_q || (nx_wr && m_wr_ready);
+      end else if (s_pc_valid && s_pc_ready && cur_free) begin
         cur_v_q    <= 1'b1;
         cur_disc_q <= s_pc.discard;
         cur_imm_q  <= s_pc.imm && !s_pc.discard;
@@ -155,6 +180,10 @@ module hm_rc_scatter
         left_q     <= s_pc.len;
         cur_addr_q <= s_pc.addr;
         req_q      <= 1'b0;
+      end else if (s_pc_valid && s_pc_ready) begin
+        nx_v_q   <= 1'b1;
+        nx_q     <= s_pc;
+        nx_req_q <= 1'b0;
       end
       buf_q     <= b;
       cnt_q     <= c;

@@ -21,6 +21,14 @@
 //! usage: hematite-bench [--mem-latency CYCLES] [--quick] [--latency] [--json] | --fw
 //!
 //! With --json, stdout holds one JSON object and nothing else.
+//!
+//! Debug runs (not part of the figures): HM_BENCH_ONLY=1 (the 64 KiB goodput run, HM_BENCH_BIG
+//! messages), 2 (the message-rate run, HM_BENCH_SMALL WRITEs of HM_BENCH_SIZE bytes), 3 (the
+//! 1 % loss run), 4 (the many-QP run: HM_BENCH_QPS QPs x HM_BENCH_PER_QP WRITEs of
+//! HM_BENCH_SIZE bytes against one QP, at most HM_BENCH_MAX cycles); HM_BENCH_DEBUG=1 prints
+//! counters and frame gaps. In the waveform build (HEMATITE_TRACE=1, its own target folder),
+//! HM_BENCH_TRACE=FILE.fst traces engine HM_BENCH_TRACE_NIC (0 or 1) of the many-QP run from
+//! doorbell HM_BENCH_TRACE_AT on.
 
 use hematite_model::transport::mem::MrAccess;
 use hematite_model::transport::{QpConfig, SendOp, SendWr, Sge};
@@ -228,8 +236,9 @@ fn many_qps(o: &Opts, qps: u32, per_qp: u64, size: u32, max_cycles: u64) -> Resu
         if !busy && next < qps {
             if let Ok(path) = std::env::var("HM_BENCH_TRACE") {
                 if u64::from(next) == env_u64("HM_BENCH_TRACE_AT", 0) {
-                    let c = d.h[0].eng.cycle();
-                    d.h[0].eng.trace_open(std::path::Path::new(&path), c)?;
+                    let side = env_u64("HM_BENCH_TRACE_NIC", 0).min(1) as usize;
+                    let c = d.h[side].eng.cycle();
+                    d.h[side].eng.trace_open(std::path::Path::new(&path), c)?;
                 }
             }
             let w = d.h[0].sq_doorbell_word(qpn(next)).ok_or("no such QP")?;
@@ -240,11 +249,14 @@ fn many_qps(o: &Opts, qps: u32, per_qp: u64, size: u32, max_cycles: u64) -> Resu
         d.tick()?;
         if d.h[0].eng.cycle() - t0 > max_cycles {
             d.h[0].eng.trace_close();
+            d.h[1].eng.trace_close();
             return Err(format!("doorbell {next} of {qps} not taken after {max_cycles} cycles ({} frames sent, {} received, {} CQEs)",
                                d.h[0].eng.tx.len(), d.h[1].eng.tx.len(), d.h[0].cqes.len()));
         }
     }
     d.run(max_cycles, |d| d.h[0].cqes.len() >= qps as usize)?;
+    d.h[0].eng.trace_close();
+    d.h[1].eng.trace_close();
     if d.h[0].cqes.len() != qps as usize {
         return Err(format!("{} CQEs for {qps} signaled WRITEs", d.h[0].cqes.len()));
     }
