@@ -382,6 +382,11 @@ module hm_rc_engine
   logic        rcnp_valid;
   logic [23:0] rcnp_qpn;
   logic [31:0] st_cnp_rx;
+  // the dispatch's request payloads, into the payload buffer (u_rq_pay)
+  logic [DATA_WIDTH-1:0] rqd_tdata;
+  logic [KEEP_WIDTH-1:0] rqd_tkeep;
+  logic                  rqd_tvalid, rqd_tready, rqd_tlast;
+  logic [$clog2(RQ_PAY_BEATS+1):0] rq_pay_level;
   hm_rc_rx_dispatch #(.DATA_WIDTH(DATA_WIDTH)) u_disp (
     .clk, .rst,
     .s_hdr(rx_hdr), .s_hdr_valid(rx_hdr_valid), .s_hdr_ready(rx_hdr_ready),
@@ -398,10 +403,6 @@ module hm_rc_engine
   );
 
   // request payloads on their way to the scatter unit (RQ_PAY_BEATS, above)
-  logic [DATA_WIDTH-1:0] rqd_tdata;
-  logic [KEEP_WIDTH-1:0] rqd_tkeep;
-  logic                  rqd_tvalid, rqd_tready, rqd_tlast;
-  logic [$clog2(RQ_PAY_BEATS+1):0] rq_pay_level;
   hm_fifo #(.WIDTH(DATA_WIDTH + KEEP_WIDTH + 1), .DEPTH(RQ_PAY_BEATS)) u_rq_pay (
     .clk, .rst,
     .s_data({rqd_tlast, rqd_tkeep, rqd_tdata}), .s_valid(rqd_tvalid), .s_ready(rqd_tready),
