@@ -121,9 +121,11 @@ module hm_rc_scatter
       logic [2*DATA_WIDTH-1:0] b;
       logic [LW+1:0]           c;
       logic                    done;
+      hm_scat_pc_t             ld;
       b    = buf_q;
       c    = cnt_q;
       done = in_done_q;
+      ld   = nx_v_q ? nx_q : s_pc;
       if (cur_wr && m_wr_ready) req_q <= 1'b1;
       if (nx_wr && m_wr_ready) nx_req_q <= 1'b1;
       if (emit && !cur_imm_q) begin
@@ -160,26 +162,18 @@ module hm_rc_scatter
           end
         end
       end
-      if (nx_v_q && cur_free) begin
-        // the next piece becomes the current one (its request may have gone out already)
+      if (cur_free && (nx_v_q || (s_pc_valid && s_pc_ready))) begin
+        // the next piece becomes the current one (its request may have gone out already),
+        // else a new piece does
         nx_v_q     <= 1'b0;
         cur_v_q    <= 1'b1;
-        cur_disc_q <= nx_q.discard;
-        cur_imm_q  <= nx_q.imm && !nx_q.discard;
-        cur_data_q <= nx_q.data;
-        cur_last_q <= nx_q.last || nx_q.discard;
-        left_q     <= nx_q.len;
-        cur_addr_q <= nx_q.addr;
-        req_q      <= nx_req_q || (nx_wr && m_wr_ready);
-      end else if (s_pc_valid && s_pc_ready && cur_free) begin
-        cur_v_q    <= 1'b1;
-        cur_disc_q <= s_pc.discard;
-        cur_imm_q  <= s_pc.imm && !s_pc.discard;
-        cur_data_q <= s_pc.data;
-        cur_last_q <= s_pc.last || s_pc.discard;
-        left_q     <= s_pc.len;
-        cur_addr_q <= s_pc.addr;
-        req_q      <= 1'b0;
+        cur_disc_q <= ld.discard;
+        cur_imm_q  <= ld.imm && !ld.discard;
+        cur_data_q <= ld.data;
+        cur_last_q <= ld.last || ld.discard;
+        left_q     <= ld.len;
+        cur_addr_q <= ld.addr;
+        req_q      <= nx_v_q && (nx_req_q || (nx_wr && m_wr_ready));
       end else if (s_pc_valid && s_pc_ready) begin
         nx_v_q   <= 1'b1;
         nx_q     <= s_pc;
