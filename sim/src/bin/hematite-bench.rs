@@ -736,8 +736,14 @@ fn run(o: &Opts) -> Result<(), String> {
     for (k, m) in &rates {
         // the sender reaches the wire floor, and 2 cycles per WQE for frames of 1-2 beats
         at_most(&mut checks, format!("sender cycles/WQE, {k} (target: wire floor)"), m.steady, (m.frame_beats as f64).max(2.0));
-        at_most(&mut checks, format!("responder cycles/request, {k} (regression ceiling)"), m.peer_steady, 3.25);
+        // (frames of 1-2 beats: 2.25; before the dispatch routed a packet's first payload beat
+        // in its header's cycle, an 8-byte WRITE took 2.92 in the quick run)
+        at_most(&mut checks, format!("responder cycles/request, {k} (regression ceiling)"), m.peer_steady,
+                (m.frame_beats as f64).max(2.0) + 0.25);
     }
+    // the receiving engine places the 64 KiB WRITEs' 4 KiB frames (65 cycles each on the wire):
+    // cycles per frame from its ACK every message (74.3 before its payload buffer, 2026-12-05)
+    at_most(&mut checks, "responder, 64 KiB WRITE: cycles per 4 KiB frame (ceiling)".into(), g.peer_steady / 16.0, 67.0);
     latency_checks(o, &lat, &mut checks);
     // many active QPs: goodput meets issue 20's 90 %; the message rate of single-packet WRITEs
     // does not (each turn of two WQEs waits for its WQE read; one next-turn read hides part of
