@@ -3,6 +3,38 @@
 //! `ib_modify_qp_is_ok` table for IB_QPT_RC and IB_QPT_UC, restated), and the attribute word
 //! block of MODIFY_QP / QUERY_QP.
 
+/// QPN <-> context-table entry, for a table of `2^log_entries` QPs (the rule of the engine's
+/// `hm_pkg::hm_qpn_swap`, which applies it to DestQPs from the wire, doorbells, pushes, and to
+/// the QPN of CQEs and events). QPNs 0 and 1 are reserved (QP0, QP1), so entries 0 and 1
+/// answer to the two QPNs above the table, `2^log_entries` and `2^log_entries + 1`, and every
+/// entry of the table is a usable QP. The swap flips bit `log_entries` when the bits below it,
+/// bit 0 aside, are all zero: it is its own inverse, and it leaves QPNs 2 .. 2^log_entries - 1
+/// as they are.
+pub const fn qpn_swap(x: u32, log_entries: u32) -> u32 {
+    let bit = 1u32 << log_entries;
+    if x & (bit - 2) == 0 {
+        x ^ bit
+    } else {
+        x
+    }
+}
+
+/// The table entry that QPN `qpn` names in a table of `2^log_entries` QPs, if any (QPNs 0 and 1
+/// and QPNs beyond the table's name none).
+pub const fn qp_entry(qpn: u32, log_entries: u32) -> Option<u32> {
+    let e = qpn_swap(qpn, log_entries);
+    if e >> log_entries == 0 {
+        Some(e)
+    } else {
+        None
+    }
+}
+
+/// The QPN of table entry `entry` (`entry < 2^log_entries`).
+pub const fn qpn_of_entry(entry: u32, log_entries: u32) -> u32 {
+    qpn_swap(entry, log_entries)
+}
+
 /// ibverbs QP states (`enum ibv_qp_state` values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(u8)]
@@ -254,3 +286,49 @@ pub mod access {
 
 /// Verbs QP access flags accepted by `IBV_QP_ACCESS_FLAGS`.
 pub const QP_ACCESS_VALID: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+
+#[cfg(test)]
+mod qpn_tests {
+    use super::*;
+
+    #[test]
+    fn entries_0_and_1_answer_to_the_qpns_above_the_table() {
+        for log in 2..=15 {
+            let n = 1u32 << log;
+            assert_eq!(qpn_of_entry(0, log), n);
+            assert_eq!(qpn_of_entry(1, log), n + 1);
+            assert_eq!(qp_entry(n, log), Some(0));
+            assert_eq!(qp_entry(n + 1, log), Some(1));
+            // the reserved QPNs and everything outside the table name no entry
+            for q in [0, 1, n + 2, n + 3, 2 * n, 2 * n + 1, 3 * n, 0xFF_FFFF] {
+                assert_eq!(qp_entry(q, log), None, "log {log} qpn {q:#x}");
+            }
+            // the other entries keep their number
+            for e in [2, 3, n / 2, n - 2, n - 1] {
+                assert_eq!(qpn_of_entry(e, log), e);
+                assert_eq!(qp_entry(e, log), Some(e));
+            }
+        }
+    }
+
+    #[test]
+    fn the_mapping_is_one_to_one_over_the_whole_table() {
+        let log = 12;
+        // (no_std: a bitmap of the QPNs seen, which are below 2^13)
+        let mut seen = [0u64; 128];
+        for e in 0..1u32 << log {
+            let q = qpn_of_entry(e, log);
+            assert!((2..8192).contains(&q), "entry {e} got QPN {q}");
+            assert_eq!(qp_entry(q, log), Some(e));
+            assert_eq!(qpn_swap(qpn_swap(q, log), log), q);
+            assert_eq!(seen[q as usize / 64] >> (q % 64) & 1, 0, "QPN {q} twice");
+            seen[q as usize / 64] |= 1 << (q % 64);
+        }
+        // every 24-bit QPN names at most one entry, and a valid one maps back to itself
+        for q in 0..1u32 << 14 {
+            if let Some(e) = qp_entry(q, log) {
+                assert_eq!(qpn_of_entry(e, log), q);
+            }
+        }
+    }
+}

@@ -568,7 +568,7 @@ impl<B: Bus> Firmware<B> {
         self.cq_ref(scq, true);
         self.cq_ref(rcq, true);
         self.t.next_qp = i + 1;
-        o.push(i as u32);
+        o.push(self.t.qpn_of(i));
         o.push(actual.max_send_wr);
         o.push(actual.max_recv_wr);
         o.push(actual.max_send_sge);

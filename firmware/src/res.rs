@@ -196,8 +196,10 @@ impl Qp {
 /// Effective numbers of table entries (firmware capacity and engine size, whichever is less).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// QP entries usable (QPNs FIRST_QPN..qps).
+    /// QP entries, all usable (QPNs 2..qps, and qps and qps + 1 for entries 0 and 1).
     pub qps: usize,
+    /// log2 of `qps` (kept: the core has no count-trailing-zeros instruction).
+    pub qp_log: u32,
     pub cqs: usize,
     pub mrs: usize,
     pub pds: usize,
@@ -420,7 +422,7 @@ impl Tables {
         mrs: [Mr { used: false, tag: 0, pd: 0 }; FW_MAX_MR],
         qps: Slab::new(),
         gids: [Gid { valid: false, gid: [0; 4], mac: 0 }; GID_TBL_LEN],
-        limits: Limits { qps: 0, cqs: 0, mrs: 0, pds: 0 },
+        limits: Limits { qps: 0, qp_log: 0, cqs: 0, mrs: 0, pds: 0 },
         next_qp: 0,
         next_mr: 0,
     };
@@ -444,17 +446,30 @@ impl Tables {
 
     /// Sets the limits from the CAPS word and the MR_LOG word.
     pub fn set_limits(&mut self, caps: u32, mr_log: u32) {
+        let qps = entries(caps >> 24, FW_MAX_QP);
         self.limits = Limits {
-            qps: entries(caps >> 24, FW_MAX_QP),
+            qps,
+            qp_log: qps.trailing_zeros(),
             cqs: entries((caps >> 16) & 0xFF, FW_MAX_CQ),
             mrs: entries(mr_log, FW_MAX_MR),
             pds: FW_MAX_PD,
         };
     }
 
-    /// Reported maximum number of QPs.
+    /// Reported maximum number of QPs: every entry of the table (entries 0 and 1 answer to
+    /// the QPNs above it, `hematite_abi::qp::qpn_swap`).
     pub fn max_qp(&self) -> usize {
-        self.limits.qps.saturating_sub(FIRST_QPN)
+        self.limits.qps
+    }
+
+    /// log2 of the QP table's entries (`limits.qps` is a power of two).
+    fn qp_log(&self) -> u32 {
+        self.limits.qp_log
+    }
+
+    /// The QPN of QP entry `i`.
+    pub fn qpn_of(&self, i: usize) -> u32 {
+        hematite_abi::qp::qpn_of_entry(i as u32, self.qp_log())
     }
 
     /// A used PD by handle.
@@ -469,10 +484,13 @@ impl Tables {
         (i < self.limits.cqs && self.cqs.used(i)).then_some(i)
     }
 
-    /// A used QP by QPN.
+    /// A used QP by QPN: its table entry.
     pub fn qp(&self, qpn: u32) -> Option<usize> {
-        let i = usize::try_from(qpn).ok()?;
-        (i >= FIRST_QPN && i < self.limits.qps && self.qps.used(i)).then_some(i)
+        if self.limits.qps < 2 {
+            return None;
+        }
+        let i = hematite_abi::qp::qp_entry(qpn, self.qp_log())? as usize;
+        (i < self.limits.qps && self.qps.used(i)).then_some(i)
     }
 
     /// A used MR by key (index and tag must match).
@@ -492,9 +510,14 @@ impl Tables {
         self.cqs.free_from(0, self.limits.cqs, 0)
     }
 
-    /// A free QPN, searching round robin from `next_qp` (the QPN after the last one taken).
+    /// A free QP entry, searching round robin from `next_qp` (the entry after the last one
+    /// taken) over entries FIRST_QPN and up, whose QPNs are their numbers; entries 0 and 1
+    /// (QPNs 2^n and 2^n + 1) are taken last.
     pub fn free_qp(&self) -> Option<usize> {
-        self.qps.free_from(FIRST_QPN, self.limits.qps, self.next_qp)
+        if self.limits.qps < 2 {
+            return None;
+        }
+        self.qps.free_from(FIRST_QPN, self.limits.qps, self.next_qp).or_else(|| self.qps.free_from(0, FIRST_QPN, 0))
     }
 
     /// A free MR index, searching round robin from `next_mr`.

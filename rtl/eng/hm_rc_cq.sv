@@ -12,6 +12,7 @@
 // An interrupt is signalled only after the CQE write that caused it has completed, and
 // arming a CQ that already holds unconsumed entries signals at once.
 module hm_rc_cq
+  import hm_pkg::*;
   import hm_desc_pkg::*;
   import hm_regs_pkg::*;
   import hm_eng_pkg::*;
@@ -20,6 +21,8 @@ module hm_rc_cq
   parameter int DATA_WIDTH = 512,
   // CQ table entries (power of two).
   parameter int NUM_CQS = 4096,
+  // QP table entries (a CQE's QPN is written as the host knows it: hm_qpn_swap).
+  parameter int NUM_QPS = 4096,
   // Bytes per beat, CQN bits, staging words (derived).
   localparam int KEEP_WIDTH = DATA_WIDTH / 8,
   localparam int CW = $clog2(NUM_CQS),
@@ -148,6 +151,7 @@ module hm_rc_cq
   logic    valid_cq, full, wants_irq;
   always_comb begin
     cqe_w = req_q.cqe;
+    if (req_q.cqe.opcode != HM_CQE_OP_EVENT) cqe_w.qpn = 32'(hm_qpn_swap(req_q.cqe.qpn[23:0], $clog2(NUM_QPS)));
     cqe_w.flags[7] = ~pi_q[ctx_q.log_size[3:0]];    // owner = phase of this pass (log_size <= 15)
     valid_cq  = ctx_q.valid && !ovr_q;
     full      = (pi_q - ci_q) == size;

@@ -170,7 +170,11 @@ module hm_rc_engine
   logic [31:0] db_dropped_q;
   hm_db_qp_t db_qp;
   logic      db_sq, db_cq, db_rq;
-  assign db_qp    = hm_db_qp_t'(db.word);
+  // (the doorbell's QPN names its table entry from here on: hm_qpn_swap)
+  always_comb begin
+    db_qp     = hm_db_qp_t'(db.word);
+    db_qp.qpn = 16'(hm_qpn_swap(24'(db_qp.qpn), $clog2(NUM_QPS)));
+  end
   assign db_sq    = db.kind == HM_DB_SQ;
   assign db_cq    = db.kind == HM_DB_CQ;
   assign db_rq    = db.kind == HM_DB_RQ;
@@ -323,7 +327,7 @@ module hm_rc_engine
     .s_ctl_ready(req_ctl_ready),
     .s_db(db_qp), .s_db_valid(db_valid && db_sq && cmpl_db_ready),
     .s_db_ready(req_db_ready),
-    .s_push_qpn, .s_push_data, .s_push_valid, .s_push_ready,
+    .s_push_qpn(16'(hm_qpn_swap(24'(s_push_qpn), $clog2(NUM_QPS)))), .s_push_data, .s_push_valid, .s_push_ready,
     .stat_push_used(push_used), .stat_push_dropped(push_dropped),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_req_took_q), .s_err_ready(eb_req_ready),
     .s_cmd(rqc), .s_cmd_valid(rqc_valid), .s_cmd_ready(rqc_ready),
@@ -358,7 +362,13 @@ module hm_rc_engine
   // ---------------------------------------------------------------------------------------
   // Receive path and dispatch
   // ---------------------------------------------------------------------------------------
-  hm_roce_hdr_t rx_hdr, rq_hdr, rs_hdr;
+  hm_roce_hdr_t rx_hdr_w, rx_hdr, rq_hdr, rs_hdr;
+  // past the RX path, a packet's DestQP names its table entry (hm_qpn_swap): QPNs 2^QW and
+  // 2^QW + 1 are entries 0 and 1, and QPNs 0 and 1 fall outside the table like any unknown QPN
+  always_comb begin
+    rx_hdr         = rx_hdr_w;
+    rx_hdr.dest_qp = hm_qpn_swap(rx_hdr_w.dest_qp, $clog2(NUM_QPS));
+  end
   logic rx_hdr_valid, rx_hdr_ready, rq_hdr_valid, rq_hdr_ready, rs_hdr_valid, rs_hdr_ready;
   logic [DATA_WIDTH-1:0] rx_tdata, rq_tdata, rs_tdata;
   logic [KEEP_WIDTH-1:0] rx_tkeep, rq_tkeep, rs_tkeep;
@@ -372,7 +382,7 @@ module hm_rc_engine
     .clk, .rst,
     .s_axis_tdata(s_rx_tdata), .s_axis_tkeep(s_rx_tkeep), .s_axis_tvalid(s_rx_tvalid),
     .s_axis_tready(s_rx_tready), .s_axis_tlast(s_rx_tlast), .s_axis_tuser(s_rx_tuser),
-    .m_hdr_data(rx_hdr), .m_hdr_valid(rx_hdr_valid), .m_hdr_ready(rx_hdr_ready),
+    .m_hdr_data(rx_hdr_w), .m_hdr_valid(rx_hdr_valid), .m_hdr_ready(rx_hdr_ready),
     .m_axis_tdata(rx_tdata), .m_axis_tkeep(rx_tkeep), .m_axis_tvalid(rx_tvalid),
     .m_axis_tready(rx_tready), .m_axis_tlast(rx_tlast),
     .mon_data(rx_mon), .mon_valid(rx_mon_valid),
@@ -617,7 +627,7 @@ module hm_rc_engine
   assign ev_fatal = eq_cfg.enable && eb_valid && eb_ready && !eb_silent;
   assign ev_post  = post_valid && post.op == HM_CTL_POST_EVENT && eq_cfg.enable && ev_room && !ev_ovr && !ev_fatal;
   assign ev_push  = ev_ovr || ev_fatal || ev_post;
-  assign ev_in    = ev_ovr ? {HM_EV_CQ_OVERRUN, ovr_cqn} : ev_fatal ? {HM_EV_QP_FATAL, eb_qpn} : {post.code, post.id};
+  assign ev_in    = ev_ovr ? {HM_EV_CQ_OVERRUN, ovr_cqn} : ev_fatal ? {HM_EV_QP_FATAL, 16'(hm_qpn_swap(24'(eb_qpn), $clog2(NUM_QPS)))} : {post.code, post.id};
   assign post_ready = post.op == HM_CTL_POST_QP_ERR ?
                       (ef_room && !cerr_valid && !rerr_valid) || (post.id >> $clog2(NUM_QPS)) != '0 :
                       ev_post || !eq_cfg.enable;
@@ -638,7 +648,7 @@ module hm_rc_engine
   // events queued while the event queue was on are dropped once it is off
   assign ev_pop     = ev_valid && (eq_cfg.enable ? (!rcqe_valid && cqb_ready) : 1'b1);
 
-  hm_rc_cq #(.DATA_WIDTH(DATA_WIDTH), .NUM_CQS(NUM_CQS)) u_cq (
+  hm_rc_cq #(.DATA_WIDTH(DATA_WIDTH), .NUM_CQS(NUM_CQS), .NUM_QPS(NUM_QPS)) u_cq (
     .clk, .rst,
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(cmd_valid && is_wr && cq_cmd && in_range),
     .s_ctl_ready(cq_ctl_ready),
@@ -722,7 +732,7 @@ module hm_rc_engine
     .s_ev_qpn({rcnp_qpn[15:0], cq_qpc.qpn, cmpl_qpc_rx.qpn, cmpl_qpc.qpn, resp_qpc.qpn, req_qpc.qpn}),
     .s_ev_mask({HM_QPC_COUNT'(1) << HM_QPC_CNP_RX, cq_qpc.mask, cmpl_qpc_rx.mask, cmpl_qpc.mask, resp_qpc.mask, req_qpc.mask}),
     .s_clr_valid(qpc_clr_q), .s_clr_qpn(qpc_clr_qpn_q), .s_clr_ready(qpc_clr_ready),
-    .s_rd_valid(qpc_rd_valid), .s_rd_qpn(qpc_rd_qpn), .s_rd_ready(qpc_rd_ready),
+    .s_rd_valid(qpc_rd_valid), .s_rd_qpn(16'(hm_qpn_swap(24'(qpc_rd_qpn), $clog2(NUM_QPS)))), .s_rd_ready(qpc_rd_ready),
     .m_rd_data(qpc_data), .m_rd_valid(qpc_valid),
     .lost(qpc_lost), .init_busy(qpc_init)
   );

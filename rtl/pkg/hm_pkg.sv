@@ -417,6 +417,19 @@ package hm_pkg;
     logic [1:0]  burst;           // 2'b01: INCR
   } hm_axi_ax_t;
 
+  // QPN <-> context-table entry of a table of 2^qw QPs. QPNs 0 and 1 are reserved (QP0, QP1),
+  // so entries 0 and 1 answer to the two QPNs above the table, 2^qw and 2^qw + 1, and every
+  // entry is usable (docs/transport-engine.md, "QPNs and table entries"). The mapping flips
+  // bit qw when the bits below it, bit 0 aside, are zero; it is its own inverse. Applied to a
+  // QPN from outside (the wire, a doorbell, a push) it gives the entry, with zero bits from qw
+  // up, or a value with such bits set for QPNs 0 and 1 and every QPN outside the table; applied
+  // to an entry it gives the QPN that the host sees (CQEs, events).
+  function automatic logic [23:0] hm_qpn_swap(input logic [23:0] x, input int qw);
+    logic [23:0] bit_qw, low;
+    bit_qw = 24'd1 << qw;
+    low    = x & (bit_qw - 24'd2);
+    return low == '0 ? x ^ bit_qw : x;
+  endfunction
   // 3:2 carry-save compressor on 20-bit operands: {sum, carry << 1}.
   function automatic logic [39:0] hm_csa20(input logic [19:0] a, input logic [19:0] b, input logic [19:0] c);
     return {(a ^ b ^ c), ((a & b) | (a & c) | (b & c)) << 1};

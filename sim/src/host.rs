@@ -11,11 +11,11 @@ use hematite_model::transport::mem::{Mr, MrAccess};
 use hematite_model::transport::{Cqe, Node, QpConfig, RecvWr, SendWr, WcOpcode};
 use std::collections::HashMap;
 
-/// Send queue rings: QP q's ring at SQ_BASE + q * 64 KiB.
+/// Send queue rings: the ring of QP q (table entry e) at SQ_BASE + e * 64 KiB.
 pub const SQ_BASE: u64 = 0x4000_0000;
 /// log2 of the send queue size.
 pub const SQ_LOG: u8 = 8;
-/// Receive queue rings: QP q's ring at RQ_BASE + q * 64 KiB (64-byte WQEs).
+/// Receive queue rings: the ring of QP q (table entry e) at RQ_BASE + e * 64 KiB (64-byte WQEs).
 pub const RQ_BASE: u64 = 0x5000_0000;
 /// log2 of the receive queue size.
 pub const RQ_LOG: u8 = 6;
@@ -100,6 +100,13 @@ impl EngHost {
         Ok(())
     }
 
+    /// The engine's table entry of QPN `q` (`hematite_abi::qp::qp_entry`: QPNs NUM_QPS and
+    /// NUM_QPS + 1 are entries 0 and 1); a QPN that names no entry is returned as it is (the
+    /// engine then refuses what uses it). Rings are placed by entry.
+    pub fn entry(q: u32) -> u32 {
+        hematite_abi::qp::qp_entry(q, crate::eng::NUM_QPS.trailing_zeros()).unwrap_or(q)
+    }
+
     /// Creates QP `q` in RTS (engine context and model).
     pub fn create_qp(&mut self, q: u32, cfg: QpConfig, stride_log: u8) -> Result<(), String> {
         self.refn.create_qp(q, cfg).map_err(|e| format!("{e:?}"))?;
@@ -112,10 +119,10 @@ impl EngHost {
         let f = QpCtxFields {
             cfg,
             state: desc::HM_QPS_RTS,
-            sq_base: SQ_BASE + q as u64 * 0x1_0000,
+            sq_base: SQ_BASE + Self::entry(q) as u64 * 0x1_0000,
             sq_log_size: SQ_LOG,
             sq_log_stride: stride_log,
-            rq_base: RQ_BASE + q as u64 * 0x1_0000,
+            rq_base: RQ_BASE + Self::entry(q) as u64 * 0x1_0000,
             rq_log_size: RQ_LOG,
             rq_log_stride: 0,
             sq_cqn: 0,
@@ -123,7 +130,7 @@ impl EngHost {
         };
         let words = desc::encode_qp_ctx(&f).map_err(|e| e.to_string())?;
         let st = self.eng.ctl_cmd(
-            ctl(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ, q as u16),
+            ctl(desc::HM_CTL_OP_WRITE, desc::HM_CTL_TBL_QP, desc::HM_CTL_F_LOAD_SQ | desc::HM_CTL_F_LOAD_RQ, Self::entry(q) as u16),
             &words,
         )?;
         if st != desc::HM_CTL_ST_OK {
@@ -151,7 +158,7 @@ impl EngHost {
         let bytes = desc::encode_send_wqe(wr, stride, inline.as_deref()).map_err(|e| e.to_string())?;
         let pi = self.pi[&q];
         let slot = pi as u64 & ((1 << SQ_LOG) - 1);
-        self.eng.mem.mem.write(SQ_BASE + q as u64 * 0x1_0000 + slot * stride as u64, &bytes);
+        self.eng.mem.mem.write(SQ_BASE + Self::entry(q) as u64 * 0x1_0000 + slot * stride as u64, &bytes);
         self.refn.post_send(q, wr.clone()).map_err(|e| format!("{e:?}"))?;
         self.pi.insert(q, pi.wrapping_add(1));
         if doorbell {
@@ -167,7 +174,7 @@ impl EngHost {
         self.post_send(q, wr, false)?;
         let stride = self.stride[&q] as u64;
         let slot = self.pi[&q].wrapping_sub(1) as u64 & ((1 << SQ_LOG) - 1);
-        let b = self.eng.mem.mem.read(SQ_BASE + q as u64 * 0x1_0000 + slot * stride, desc::PUSH_BYTES);
+        let b = self.eng.mem.mem.read(SQ_BASE + Self::entry(q) as u64 * 0x1_0000 + slot * stride, desc::PUSH_BYTES);
         if desc::wqe_fits_push(&b) {
             self.eng.push_wqe(q as u16, desc::push_tagged(&b, self.pi[&q].wrapping_sub(1)));
         }
@@ -204,7 +211,7 @@ impl EngHost {
         let bytes = desc::encode_recv_wqe(wr, 64).map_err(|e| e.to_string())?;
         let pi = *self.rpi.get(&q).ok_or("no such QP")?;
         let slot = pi as u64 & ((1 << RQ_LOG) - 1);
-        self.eng.mem.mem.write(RQ_BASE + q as u64 * 0x1_0000 + slot * 64, &bytes);
+        self.eng.mem.mem.write(RQ_BASE + Self::entry(q) as u64 * 0x1_0000 + slot * 64, &bytes);
         self.refn.post_recv(q, wr.clone()).map_err(|e| format!("{e:?}"))?;
         let pi = pi.wrapping_add(1);
         self.rpi.insert(q, pi);

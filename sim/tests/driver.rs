@@ -48,7 +48,7 @@ fn every_verb_and_bad_arguments() {
     // query
     let at = a.nic.query_device().unwrap();
     assert_eq!(at.vendor_id, 0x484D);
-    assert_eq!((at.max_qp, at.max_cq, at.max_mr, at.max_sge, at.max_inline_data), (4094, 4096, 4096, 14, 224));
+    assert_eq!((at.max_qp, at.max_cq, at.max_mr, at.max_sge, at.max_inline_data), (4096, 4096, 4096, 14, 224));
     let port = a.nic.query_port(1).unwrap();
     assert_eq!((port.state, port.active_mtu, port.link_layer), (4, 5, 2));
     assert_eq!(fw_status(&a.nic.query_port(2).unwrap_err()), Some(3), "port 2: BAD_PARAM");

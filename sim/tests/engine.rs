@@ -99,9 +99,12 @@ impl Tb {
         self.pi.insert(qpn, pi.wrapping_add(1));
     }
 
+    /// Rings the doorbell of table entry `qpn` (this bench names QPs by entry; entries 0 and 1
+    /// are QPNs 4096 and 4097 on the BAR: `hematite_abi::qp::qpn_of_entry`).
     fn doorbell(&mut self, qpn: u32) {
         let pi = self.pi[&qpn] as u32;
-        assert!(self.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, pi << 16 | qpn).unwrap());
+        let q = hematite_abi::qp::qpn_of_entry(qpn, 12);
+        assert!(self.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, pi << 16 | q).unwrap());
     }
 
     /// Model frames per destination QP, in order.
@@ -306,10 +309,13 @@ fn control_bus_and_doorbell_errors() {
     assert!(tb.eng.counter(n).is_err(), "beyond the BAR's last counter");
     assert!(!tb.eng.ctl_read(cnt + 2).unwrap().1, "unaligned counter read");
     assert!(!tb.eng.ctl_write(cnt, 1).unwrap(), "counters are read-only");
-    // a doorbell for a QP beyond the table is counted and ignored
-    assert!(tb.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | 0x1000).unwrap());
-    let _ = tb.eng.run_until(100, |_| false);
-    assert_eq!(tb.eng.counter(4).unwrap(), 1);
+    // doorbells for a QPN beyond the table (4098: 4096 and 4097 are entries 0 and 1) and for
+    // the reserved QPNs 0 and 1 are counted and ignored
+    for q in [0x1002u32, 0, 1] {
+        assert!(tb.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | q).unwrap());
+        let _ = tb.eng.run_until(100, |_| false);
+    }
+    assert_eq!(tb.eng.counter(4).unwrap(), 3);
     // a doorbell for a QP in RESET sends nothing
     assert!(tb.eng.bar_write(hematite_sim::csr::regs::HM_REG_DB_SQ, 1 << 16 | 3).unwrap());
     let _ = tb.eng.run_until(2_000, |_| false);

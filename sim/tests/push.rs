@@ -15,7 +15,8 @@ fn cfg() -> QpConfig {
     QpConfig { pmtu: 1024, timeout: 3, ..QpConfig::default() }
 }
 
-/// Host 0's QPs 1..=n connected to host 1's 101..; both memories filled with a pattern.
+/// Host 0's QPs 1..=n (QP 1 as QPN Q1) connected to host 1's 101..; both memories filled with a
+/// pattern.
 fn pairs(n: u32) -> (DuoBench, u32, u32) {
     let mut d = DuoBench::new(MemCfg { latency: 100, seed: 5, ..Default::default() }, WireFaults::default()).unwrap();
     let data: Vec<u8> = (0..LEN).map(|i| (i * 29 + 1) as u8).collect();
@@ -23,14 +24,27 @@ fn pairs(n: u32) -> (DuoBench, u32, u32) {
     let k0 = d.h[0].reg_mr(1, BUF, LEN, MrAccess::ALL).unwrap().lkey;
     let k1 = d.h[1].reg_mr(1, BUF, LEN, MrAccess::ALL).unwrap().rkey;
     for q in 1..=n {
-        d.connect(q, 100 + q, cfg(), 0).unwrap();
+        d.connect(qp(q), 100 + q, cfg(), 0).unwrap();
     }
     d.h[0].eng.mem.read_log = Some(Vec::new());
     (d, k0, k1)
 }
 
+/// QPN of the first QP of each test: table entry 1, whose QPN is 4097 (QPNs 0 and 1 are
+/// reserved; entries 0 and 1 answer to the QPNs above the 4096-entry table), so the pushes
+/// also cross the push port's QPN mapping. The others keep their numbers.
+const Q1: u32 = 4097;
+
+fn qp(q: u32) -> u32 {
+    if q == 1 {
+        Q1
+    } else {
+        q
+    }
+}
+
 fn ring_reads(d: &DuoBench, q: u32) -> usize {
-    let ring = SQ_BASE + q as u64 * 0x1_0000;
+    let ring = SQ_BASE + hematite_sim::host::EngHost::entry(q) as u64 * 0x1_0000;
     d.h[0].eng.mem.read_log.as_ref().unwrap().iter().filter(|(_, a, _)| *a >= ring && *a < ring + 0x1_0000).count()
 }
 
@@ -67,17 +81,17 @@ fn counter(d: &mut DuoBench, i: u32) -> u32 {
 #[test]
 fn a_pushed_wqe_is_sent_without_a_wqe_read() {
     let (mut d, k0, k1) = pairs(1);
-    d.h[0].post_send_push(1, &write(7, k0, k1, true)).unwrap();
+    d.h[0].post_send_push(Q1, &write(7, k0, k1, true)).unwrap();
     run_to(&mut d, 1);
-    check(&d, &[(1, 7, true)]);
+    check(&d, &[(Q1, 7, true)]);
     // neither the requester nor the completer read the ring
-    assert_eq!(ring_reads(&d, 1), 0, "reads: {:?}", d.h[0].eng.mem.read_log);
+    assert_eq!(ring_reads(&d, Q1), 0, "reads: {:?}", d.h[0].eng.mem.read_log);
     assert_eq!((counter(&mut d, k::HM_CNT_PUSH_USED), counter(&mut d, k::HM_CNT_PUSH_DROPPED)), (1, 0));
     // and the next one, from memory
-    d.h[0].post_send_push(1, &write(8, k0, k1, false)).unwrap();
+    d.h[0].post_send_push(Q1, &write(8, k0, k1, false)).unwrap();
     run_to(&mut d, 2);
-    check(&d, &[(1, 8, false)]);
-    assert_eq!(ring_reads(&d, 1), 0);
+    check(&d, &[(Q1, 8, false)]);
+    assert_eq!(ring_reads(&d, Q1), 0);
     assert_eq!(counter(&mut d, k::HM_CNT_PUSH_USED), 2);
 }
 
@@ -89,14 +103,14 @@ fn more_pushes_than_slots_and_pushes_behind_reads_fall_back_to_the_ring() {
     let mut ids = Vec::new();
     for q in 1..=6u32 {
         let id = 100 + q as u64;
-        d.h[0].post_send_push(q, &write(id, k0, k1, q % 2 == 0)).unwrap();
-        ids.push((q, id, q % 2 == 0));
+        d.h[0].post_send_push(qp(q), &write(id, k0, k1, q % 2 == 0)).unwrap();
+        ids.push((qp(q), id, q % 2 == 0));
     }
     // QP 1 again, 40 WQEs each pushed and rung back to back while earlier ones are in flight
     for j in 0..40u64 {
         let id = 200 + j;
-        d.h[0].post_send_push(1, &write(id, k0, k1, j % 3 == 0)).unwrap();
-        ids.push((1, id, j % 3 == 0));
+        d.h[0].post_send_push(Q1, &write(id, k0, k1, j % 3 == 0)).unwrap();
+        ids.push((Q1, id, j % 3 == 0));
     }
     run_to(&mut d, ids.len());
     check(&d, &ids);
@@ -116,16 +130,16 @@ fn a_push_from_before_a_qp_reload_is_not_used() {
     // a push whose doorbell never came (a WQE with an unknown opcode, which would fail the QP)
     let mut bad = [0u8; 64];
     bad[0] = 0xEE;
-    d.h[0].eng.push_wqe(1, bad);
+    d.h[0].eng.push_wqe(Q1 as u16, bad);
     d.run(100, |_| false).ok();
     // the QP is reloaded (both ends), then a WRITE is posted the ordinary way
     let c = cfg();
-    d.h[0].reload_qp(1, QpConfig { dest_qpn: 101, ..c }, 0).unwrap();
-    d.h[1].reload_qp(101, QpConfig { dest_qpn: 1, av: c.av.reversed(), sq_psn: c.rq_psn, rq_psn: c.sq_psn, ..c }, 0).unwrap();
-    d.h[0].post_send(1, &write(9, k0, k1, true), true).unwrap();
+    d.h[0].reload_qp(Q1, QpConfig { dest_qpn: 101, ..c }, 0).unwrap();
+    d.h[1].reload_qp(101, QpConfig { dest_qpn: Q1, av: c.av.reversed(), sq_psn: c.rq_psn, rq_psn: c.sq_psn, ..c }, 0).unwrap();
+    d.h[0].post_send(Q1, &write(9, k0, k1, true), true).unwrap();
     run_to(&mut d, 1);
-    check(&d, &[(1, 9, true)]);
-    assert_eq!(ring_reads(&d, 1), 1, "the WQE was read from the ring");
+    check(&d, &[(Q1, 9, true)]);
+    assert_eq!(ring_reads(&d, Q1), 1, "the WQE was read from the ring");
     assert_eq!((counter(&mut d, k::HM_CNT_PUSH_USED), counter(&mut d, k::HM_CNT_PUSH_DROPPED)), (0, 1));
 }
 
@@ -138,26 +152,26 @@ fn a_pushed_wqe_in_a_ring_of_a_larger_stride_and_one_that_does_not_fit() {
     d.h[0].fill(BUF, &data);
     let k0 = d.h[0].reg_mr(1, BUF, LEN, MrAccess::ALL).unwrap().lkey;
     let k1 = d.h[1].reg_mr(1, BUF, LEN, MrAccess::ALL).unwrap().rkey;
-    d.connect(1, 101, cfg(), 2).unwrap();
+    d.connect(Q1, 101, cfg(), 2).unwrap();
     d.h[0].eng.mem.read_log = Some(Vec::new());
-    d.h[0].post_send_push(1, &write(3, k0, k1, true)).unwrap();
+    d.h[0].post_send_push(Q1, &write(3, k0, k1, true)).unwrap();
     run_to(&mut d, 1);
-    check(&d, &[(1, 3, true)]);
-    assert_eq!(ring_reads(&d, 1), 0, "reads: {:?}", d.h[0].eng.mem.read_log);
+    check(&d, &[(Q1, 3, true)]);
+    assert_eq!(ring_reads(&d, Q1), 0, "reads: {:?}", d.h[0].eng.mem.read_log);
     // three SGEs end beyond the push: the host does not push such a WQE, and the engine
     // drops a push that claims them (the WQE is read from the ring)
     let sgl: Vec<Sge> = (0..3u64).map(|j| Sge { addr: BUF + 0x3000 + j * 8, len: 8, lkey: k0 }).collect();
     let wr = SendWr::new(4, SendOp::Write { remote_addr: dst(4), rkey: k1 }, sgl);
-    d.h[0].post_send(1, &wr, false).unwrap();
+    d.h[0].post_send(Q1, &wr, false).unwrap();
     let slot = 1u64 * 256;
     let b = d.h[0].eng.mem.mem.read(SQ_BASE + 0x1_0000 + slot, 64);
     assert!(!hematite_model::desc::wqe_fits_push(&b));
-    d.h[0].eng.push_wqe(1, b.try_into().unwrap());
-    d.h[0].doorbell(1).unwrap();
+    d.h[0].eng.push_wqe(Q1 as u16, b.try_into().unwrap());
+    d.h[0].doorbell(Q1).unwrap();
     run_to(&mut d, 2);
     assert_eq!(d.h[0].cqes[1].cqe.status, WcStatus::Success);
     assert_eq!(d.h[1].eng.mem.mem.read(dst(4), 24), d.h[0].eng.mem.mem.read(BUF + 0x3000, 24));
-    assert_eq!(ring_reads(&d, 1), 1);
+    assert_eq!(ring_reads(&d, Q1), 1);
     assert_eq!((counter(&mut d, k::HM_CNT_PUSH_USED), counter(&mut d, k::HM_CNT_PUSH_DROPPED)), (1, 1));
 }
 
@@ -173,27 +187,27 @@ fn a_push_that_overtakes_or_trails_the_doorbells_binds_to_its_own_wqe_or_is_drop
     // 1. both WQEs in the ring, both pushes ahead of both doorbells: the first doorbell binds
     // the first push (the second's index is ahead: it waits) and the second doorbell the
     // second
-    d.h[0].post_send(1, &write(20, k0, k1, true), false).unwrap();
-    d.h[0].post_send(1, &write(21, k0, k1, false), false).unwrap();
+    d.h[0].post_send(Q1, &write(20, k0, k1, true), false).unwrap();
+    d.h[0].post_send(Q1, &write(21, k0, k1, false), false).unwrap();
     let (w0, w1) = (slot(&d, 0), slot(&d, 1));
-    d.h[0].eng.push_wqe(1, push_tagged(&w0, 0));
-    d.h[0].eng.push_wqe(1, push_tagged(&w1, 1));
+    d.h[0].eng.push_wqe(Q1 as u16, push_tagged(&w0, 0));
+    d.h[0].eng.push_wqe(Q1 as u16, push_tagged(&w1, 1));
     d.run(4, |_| false).ok();
-    d.h[0].doorbell_at(1, 1).unwrap();
+    d.h[0].doorbell_at(Q1, 1).unwrap();
     d.run(400, |_| false).ok();
-    d.h[0].doorbell_at(1, 2).unwrap();
+    d.h[0].doorbell_at(Q1, 2).unwrap();
     run_to(&mut d, 2);
-    check(&d, &[(1, 20, true), (1, 21, false)]);
+    check(&d, &[(Q1, 20, true), (Q1, 21, false)]);
     assert_eq!((counter(&mut d, k::HM_CNT_PUSH_USED), counter(&mut d, k::HM_CNT_PUSH_DROPPED)), (2, 0));
     // 2. a push that trails its own doorbell: the next doorbell finds its index behind and
     // drops it; the WQE that doorbell posts is read from the ring
-    d.h[0].post_send(1, &write(22, k0, k1, true), true).unwrap();
+    d.h[0].post_send(Q1, &write(22, k0, k1, true), true).unwrap();
     d.run(60, |_| false).ok();
     let w2 = slot(&d, 2);
-    d.h[0].eng.push_wqe(1, push_tagged(&w2, 2));
+    d.h[0].eng.push_wqe(Q1 as u16, push_tagged(&w2, 2));
     d.run(4, |_| false).ok();
-    d.h[0].post_send(1, &write(23, k0, k1, false), true).unwrap();
+    d.h[0].post_send(Q1, &write(23, k0, k1, false), true).unwrap();
     run_to(&mut d, 4);
-    check(&d, &[(1, 22, true), (1, 23, false)]);
+    check(&d, &[(Q1, 22, true), (Q1, 23, false)]);
     assert_eq!((counter(&mut d, k::HM_CNT_PUSH_USED), counter(&mut d, k::HM_CNT_PUSH_DROPPED)), (2, 1));
 }

@@ -11,7 +11,8 @@ use hematite_sim::host::SQ_BASE;
 
 const BUF: u64 = 0x10_0000;
 const LEN: u64 = 0x20_0000;
-const QA: u32 = 1;
+// (table entry 1: QPNs 0 and 1 are reserved, entries 0 and 1 are QPNs 4096 and 4097)
+const QA: u32 = 4097;
 const QB: u32 = 2;
 
 fn cfg() -> QpConfig {
@@ -32,7 +33,7 @@ fn pair() -> (DuoBench, u32, u32) {
 
 /// Read bursts host 0's engine made in QP QA's send queue ring.
 fn ring_reads(d: &DuoBench) -> usize {
-    let ring = SQ_BASE + QA as u64 * 0x1_0000;
+    let ring = SQ_BASE + hematite_sim::host::EngHost::entry(QA) as u64 * 0x1_0000;
     d.h[0].eng.mem.read_log.as_ref().unwrap().iter().filter(|(_, a, _)| *a >= ring && *a < ring + 0x1_0000).count()
 }
 

@@ -11,7 +11,7 @@ fn query_device_port_counters() {
     let mut f = fw();
     let d = ok(&mut f, OP_QUERY_DEVICE, &[]);
     assert_eq!(d.len(), 21);
-    assert_eq!(d[4], (crate::res::FW_MAX_QP.min(64) - FIRST_QPN) as u32, "max_qp = min(FW, 2^6) - 2");
+    assert_eq!(d[4], crate::res::FW_MAX_QP.min(64) as u32, "max_qp = min(FW, 2^6): every entry, QPNs 0 and 1 reserved");
     assert_eq!(d[7], 64, "max_cq");
     assert_eq!(d[9], crate::res::FW_MAX_MR.min(4096) as u32, "max_mr = min(FW, 2^12)");
     assert!(d[8] >= 512, "max_cqe >= 512 (PROVIDER.md)");
@@ -385,7 +385,10 @@ fn exhaustion() {
         }
         qps.push(o[0]);
     }
-    assert_eq!(qps.len(), crate::res::FW_MAX_QP.min(64) - FIRST_QPN);
+    // every entry: QPNs 2..=63, then entries 0 and 1 as QPNs 64 and 65
+    assert_eq!(qps.len(), crate::res::FW_MAX_QP.min(64));
+    assert_eq!(qps[..62], (2..64).collect::<Vec<u32>>()[..]);
+    assert_eq!(qps[62..], [64, 65]);
     let mut mrs = 0;
     loop {
         let (st, _) = cmd(&mut f, OP_REG_MR, &[pd, 0, 0, 4096, 0, 1]);
@@ -403,26 +406,26 @@ fn exhaustion() {
         ok(&mut f, OP_CREATE_CQ, &[4, 0, 0, 0]);
     }
     assert_eq!(cmd(&mut f, OP_CREATE_CQ, &[4, 0, 0, 0]).0, Status::NoResources as u8);
-    for _ in 0..6 {
-        ok(&mut f, OP_CREATE_QP, &create_qp_args(pd, 0));
-    }
+    let qs: Vec<u32> = (0..8).map(|_| ok(&mut f, OP_CREATE_QP, &create_qp_args(pd, 0))[0]).collect();
+    assert_eq!(qs, [2, 3, 4, 5, 6, 7, 8, 9], "an 8-entry table: entries 0 and 1 are QPNs 8 and 9");
     assert_eq!(cmd(&mut f, OP_CREATE_QP, &create_qp_args(pd, 0)).0, Status::NoResources as u8);
     for _ in 0..8 {
         ok(&mut f, OP_REG_MR, &[pd, 0, 0, 1, 0, 0]);
     }
     assert_eq!(cmd(&mut f, OP_REG_MR, &[pd, 0, 0, 1, 0, 0]).0, Status::NoResources as u8);
-    assert_eq!(ok(&mut f, OP_QUERY_DEVICE, &[])[4], 6);
+    assert_eq!(ok(&mut f, OP_QUERY_DEVICE, &[])[4], 8);
 }
 
-/// The engine's full 4096-entry QP and CQ tables (CAPS log2 12): QPNs 2..=4095 and CQNs
-/// 0..=4095 are all handed out (QUERY_DEVICE: max_qp 4094, max_cq 4096), the next create of
-/// each is NO_RESOURCES, a freed QPN in the middle is the only one left, and every QP's engine
-/// context was written at its own index.
+/// The engine's full 4096-entry QP and CQ tables (CAPS log2 12): every entry is handed out,
+/// QPNs 2..=4095 first, then entries 0 and 1 as QPNs 4096 and 4097 (QUERY_DEVICE: max_qp 4096,
+/// max_cq 4096), and CQNs 0..=4095; the next create of each is NO_RESOURCES; QPNs 0, 1 and
+/// 4098 name no QP; a freed QPN in the middle, and then QPN 4096, are the only ones left; and
+/// every QP's engine context was written at its own entry.
 #[test]
 fn full_engine_tables() {
     let mut f = fw_caps(12 << 24 | 12 << 16 | 8 << 8 | 32, 12);
     let d = ok(&mut f, OP_QUERY_DEVICE, &[]);
-    assert_eq!((d[4], d[7]), (4094, 4096), "max_qp, max_cq");
+    assert_eq!((d[4], d[7]), (4096, 4096), "max_qp, max_cq");
     let pd = ok(&mut f, OP_ALLOC_PD, &[])[0];
     let mut cqs = vec![];
     while let (0, o) = cmd(&mut f, OP_CREATE_CQ, &[4, 0, 0, 0]) {
@@ -434,9 +437,12 @@ fn full_engine_tables() {
     while let (0, o) = cmd(&mut f, OP_CREATE_QP, &create_qp_args(pd, cqs[4095])) {
         qps.push(o[0]);
     }
-    assert_eq!(qps, (2..4096).collect::<Vec<u32>>());
+    assert_eq!(qps, (2..4098).collect::<Vec<u32>>());
     assert_eq!(cmd(&mut f, OP_CREATE_QP, &create_qp_args(pd, 0)).0, Status::NoResources as u8);
-    // every QP reaches INIT; its context lands at its own QPN
+    for bad in [0, 1, 4098, 8192] {
+        assert_eq!(cmd(&mut f, OP_QUERY_QP, &[bad]).0, Status::BadHandle as u8, "QPN {bad}");
+    }
+    // every QP reaches INIT; its context lands at its own entry (QPN 4096 and 4097: 0 and 1)
     for &q in &qps {
         let mut a = vec![q, M_STATE | M_ACCESS_FLAGS | M_PKEY_INDEX | M_PORT];
         let mut blk = [0u32; ATTR_WORDS];
@@ -446,14 +452,17 @@ fn full_engine_tables() {
         ok(&mut f, OP_MODIFY_QP, &a);
     }
     for &q in &qps {
-        let w = &f.eng.bus.tables[&(desc::HM_CTL_TBL_QP, q as u16)];
+        let w = &f.eng.bus.tables[&(desc::HM_CTL_TBL_QP, (q % 4096) as u16)];
         let g = |n| desc::get(w, desc::HM_QP_CTX_T_FIELDS, n);
         assert_eq!((g("state"), g("sq_cqn"), g("rq_cqn")), (desc::HM_QPS_INIT.into(), 4095, 4095), "QP {q}");
     }
-    assert_eq!(ok(&mut f, OP_QUERY_RESOURCES, &[])[1..4], [4096, 0, 4094]);
+    assert_eq!(ok(&mut f, OP_QUERY_RESOURCES, &[])[1..4], [4096, 0, 4096]);
     ok(&mut f, OP_DESTROY_QP, &[2000]);
     assert_eq!(ok(&mut f, OP_CREATE_QP, &create_qp_args(pd, 7))[0], 2000);
     assert_eq!(cmd(&mut f, OP_CREATE_QP, &create_qp_args(pd, 0)).0, Status::NoResources as u8);
+    ok(&mut f, OP_DESTROY_QP, &[4096]);
+    assert_eq!(cmd(&mut f, OP_QUERY_QP, &[4096]).0, Status::BadHandle as u8);
+    assert_eq!(ok(&mut f, OP_CREATE_QP, &create_qp_args(pd, 7))[0], 4096);
 }
 
 #[test]
