@@ -34,17 +34,21 @@
 // general path (SGE checks, cursor walk, multi-packet messages, READ/atomic limits). When the
 // QP's turn ends, reads still in flight are discarded as they arrive, except a next-turn read.
 //
-// Next-turn read: it hides the WQE fetch latency between turns. When the QP served has
-// issued the reads of all it will send this turn (all it has posted, or its quantum) and
-// another QP waits at the head of the active FIFO, one read of that QP's first WQEs (up to a
-// quantum and FETCH_BYTES) goes into the ring behind the current QP's; its context, head and
-// producer index are read for the FIFO's head anyway. The QP served then fetches nothing more
-// this turn: the turn ends with the WQEs it has (the QP is requeued if it has more). The next
-// turn, when it is that QP's and its head is still the read's first WQE, starts with those
-// WQEs in the ring. Otherwise they are dropped: after a context write, a rewind or clamp that
-// moved the head, or when a read of the ending turn failed (the one error mark cannot tell
-// whether the next-turn read failed too). One read ahead halves the time a turn of a few
-// WQEs waits for host memory; it does not hide all of it (docs/transport-engine.md).
+// Next-turn reads: they hide the WQE fetch latency between turns. When the QP served has
+// issued the reads of all it will send this turn (all it has posted, or its quantum), the QP
+// waiting at the head of the active FIFO gets one read of its first WQEs (up to a quantum and
+// FETCH_BYTES) into the ring behind the current QP's; its context, head and producer index
+// are read for the FIFO's head anyway. The read takes the QP out of the FIFO into the
+// read-ahead list (up to LA_DEPTH turns, in FIFO order; the QP stays marked queued), and the
+// FIFO's next QP gets the next read, so the reads of many short turns are in flight at once.
+// Turns start from the list before the FIFO. While usable reads are in the ring, the QP served
+// fetches nothing more this turn: the turn ends with the WQEs it has (the QP is requeued if it
+// has more). A turn from the list whose QP's head is still its read's first WQE starts with
+// those WQEs in the ring, at the read's first beat. Otherwise the list's WQEs are all dropped
+// (its QPs keep their turns and fetch as usual; no read is added until the list has drained):
+// after a context write, a rewind or clamp that moved a listed QP's head, or when a turn ends
+// with a failed read in the ring (the one error mark cannot tell whose read failed: the
+// failing read is issued again by its own QP's turn).
 //
 // UC QPs (the context's `uc` bit) send the same packets with UC opcodes (0x20-0x2B) and no
 // AckReq; m_hdr_ucl marks the packets where RC would ask for an ACK (a message's last, every
@@ -77,6 +81,9 @@ module hm_rc_req
   parameter int FETCH_BYTES = 2048,
   // Packets a QP may send before the scheduler moves to the next active QP.
   parameter int QUANTUM_PKTS = 16,
+  // Next-turn reads in flight at most (power of two, 2..64): the turns whose WQEs are read
+  // ahead, which must cover the host memory latency over the length of a short turn.
+  parameter int LA_DEPTH = 16,
   // Header records and payload pieces queued ahead of the TX path (power of two): they
   // cover the payload read latency, so at least latency / (beats per small frame).
   parameter int PKT_FIFO_DEPTH = 64,
@@ -356,7 +363,8 @@ module hm_rc_req
 
   // ctx/dyn/pi reads for the QP at the head of the active FIFO
   logic [QW-1:0] rd_q;
-  assign rd_q = (s_cmd_valid && !s_ctl_valid && !s_err_valid) ? QW'(s_cmd.qpn) : af_data;
+  assign rd_q = (s_cmd_valid && !s_ctl_valid && !s_err_valid) ? QW'(s_cmd.qpn) :
+                (state_q == S_IDLE && ls_any) ? lh.qp : af_data;
   logic [QW-1:0] rd_prev_q;               // the QP whose entries ctx_rd / dyn_rd / pi_rd hold
   always_ff @(posedge clk) begin
     ctx_rd <= ctx_mem[rd_q];
@@ -402,23 +410,43 @@ module hm_rc_req
     f_wrap  = 16'((17'd1 << ctx_q.sq_log_size) - 17'(fslot));
     f_free  = 32'(BUF_BEATS) - (iss_q - rda_q);
     f_room  = 16'(f_free >> lbpw);
-    f_quant = (af_valid && 16'(QUANTUM_PKTS) > fx_q - head_q) ? 16'(QUANTUM_PKTS) - (fx_q - head_q) :
-              af_valid ? 16'd0 : 16'hFFFF;
+    f_quant = (others && 16'(QUANTUM_PKTS) > fx_q - head_q) ? 16'(QUANTUM_PKTS) - (fx_q - head_q) :
+              others ? 16'd0 : 16'hFFFF;
     f_n     = 16'(FETCH_BYTES >> lstride);
     if (f_pend < f_n) f_n = f_pend;
     if (f_wrap < f_n) f_n = f_wrap;
     if (f_room < f_n) f_n = f_room;
     if (f_quant < f_n) f_n = f_quant;
   end
-  // the next-turn read (see the header): the QP at the head of the active FIFO, whose entries
+  // next-turn reads (see the header): the QP at the head of the active FIFO, whose entries
   // were read in the previous cycle, with WQEs posted and in RTS; what fits (its stride, ring
-  // end, a read's size, a quantum, the ring's free beats)
-  logic          la_v_q;                  // a next-turn read was issued this turn
-  logic [QW-1:0] la_qp_q;
-  logic [15:0]   la_idx_q, la_n_q;        // its first WQE and WQE count
-  logic [31:0]   la_b0_q;                 // its first beat in the ring
-  logic          la_go;                   // it is issued now (instead of a read of the QP served)
-  logic          la_hit;                  // the turn starting (S_LOAD) is the read's QP's, at its WQE
+  // end, a read's size, a quantum, the ring's free beats). Each read issued takes its QP out
+  // of the FIFO into the read-ahead list (ls_*), in FIFO order; turns start from the list's
+  // head before the FIFO's (the QP stays marked queued until its turn starts). The list is
+  // either all usable or all dropped (ls_drop_q): dropped entries are still turns to serve,
+  // whose WQEs are fetched as usual; no read is added until the list has drained.
+  typedef struct packed {
+    logic [QW-1:0] qp;
+    logic [15:0]   idx;                   // its first WQE
+    logic [15:0]   n;                     // WQEs read
+    logic [31:0]   b0;                    // its first beat in the ring
+  } la_t;
+  localparam int LW = $clog2(LA_DEPTH);
+  la_t             ls_mem [LA_DEPTH];
+  logic [LW:0]     ls_wr_q, ls_rd_q;      // list pointers (one bit more than the index)
+  logic            ls_drop_q;             // every entry's WQEs are dropped
+  logic            ls_any, ls_full, ls_ok; // non-empty; full; non-empty with usable WQEs
+  logic            ls_push, ls_pop;
+  la_t             lh, cur_q;             // the list's head; the entry the turn started from
+  logic            cur_v_q;               // the turn started from a usable entry
+  logic            others;                // other turns wait (FIFO or list)
+  assign ls_any  = ls_wr_q != ls_rd_q;
+  assign ls_full = ls_wr_q == {~ls_rd_q[LW], ls_rd_q[LW-1:0]};
+  assign ls_ok   = ls_any && !ls_drop_q;
+  assign lh      = ls_mem[ls_rd_q[LW-1:0]];
+  assign others  = af_valid || ls_any;
+  logic          la_go;                   // a next-turn read is issued now (instead of a read of the QP served)
+  logic          la_hit;                  // the turn starting (S_LOAD) has its WQEs in the ring
   logic [3:0]    la_lstride, la_lbpw;
   logic [15:0]   la_mask, la_slot, la_pend, la_wrap, la_room, la_n;
   always_comb begin
@@ -435,9 +463,34 @@ module hm_rc_req
     if (la_wrap < la_n) la_n = la_wrap;
     if (la_room < la_n) la_n = la_room;
   end
-  assign la_hit = la_v_q && la_qp_q == q_q && dyn_rd.head == la_idx_q;
-  assign la_go = serving && f_n == '0 && !la_v_q && af_valid && rd_prev_q == af_data && af_data != q_q &&
-                 ctx_rd.state == HM_QPS_RTS && la_n != '0;
+  assign la_hit = cur_v_q && cur_q.qp == q_q && dyn_rd.head == cur_q.idx;
+  // (the QP served fetches nothing more: all it sends this turn is read, or usable entries
+  // are in the ring behind it)
+  assign la_go = serving && (f_n == '0 || ls_ok) && !ls_drop_q && !ls_full && af_valid && rd_prev_q == af_data &&
+                 af_data != q_q && ctx_rd.state == HM_QPS_RTS && la_n != '0;
+  logic ls_drop_now;
+  assign ls_push = m_wrd_valid && m_wrd_ready && la_go;
+  assign ls_pop  = state_q == S_IDLE && !s_ctl_valid && !s_err_valid && !s_cmd_valid && ls_any;
+  // a context write may give any QP a new ring (its head and producer index start over); a
+  // turn that does not start at its entry's WQEs, or that ends with a failed read in the ring
+  // (the one error mark cannot tell whose read failed), drops the rest
+  assign ls_drop_now = state_q == S_CTL || (state_q == S_LOAD && !la_hit) || (serving_q && !serving && err_v_q);
+  always_ff @(posedge clk) begin
+    if (ls_push) ls_mem[ls_wr_q[LW-1:0]] <= '{qp: af_data, idx: dyn_rd.head, n: la_n, b0: iss_q};
+    if (rst) begin
+      ls_wr_q <= '0; ls_rd_q <= '0; ls_drop_q <= 1'b0; cur_v_q <= 1'b0;
+    end else begin
+      if (ls_push) ls_wr_q <= ls_wr_q + 1'b1;
+      if (ls_pop) begin
+        ls_rd_q <= ls_rd_q + 1'b1;
+        cur_q   <= lh;
+        cur_v_q <= !ls_drop_q && !ls_drop_now;
+      end else if (state_q == S_IDLE && !s_ctl_valid && !s_err_valid && !s_cmd_valid && af_valid) cur_v_q <= 1'b0;
+      if (ls_drop_now) ls_drop_q <= 1'b1;
+      if (!ls_any && !ls_push) ls_drop_q <= 1'b0;
+      if (ls_pop && ls_rd_q + 1'b1 == ls_wr_q && !ls_push) ls_drop_q <= 1'b0;
+    end
+  end
 
   // a pushed WQE instead of a read
   logic         ph_hit, inj;
@@ -452,13 +505,13 @@ module hm_rc_req
     .o_data(ph_data), .i_take(inj),
     .i_fetch(m_wrd_valid && m_wrd_ready), .i_fetch_n(la_go ? la_n : f_n),
     .stat_pushed(unused_pushed), .stat_used(stat_push_used), .stat_dropped(stat_push_dropped));
-  // (once a next-turn read is issued, the QP served fetches nothing more this turn: the ring
-  // holds the reads in issue order)
-  assign inj = KEEP_WIDTH == HM_PUSH_BYTES && serving && f_n != '0 && !la_v_q && iss_q == rcv_q && !s_wqe_tvalid &&
+  // (while usable next-turn reads are in the ring, the QP served fetches nothing more this
+  // turn: the ring holds the reads in issue order)
+  assign inj = KEEP_WIDTH == HM_PUSH_BYTES && serving && f_n != '0 && !ls_ok && iss_q == rcv_q && !s_wqe_tvalid &&
                ph_hit;
   assign m_wrd.addr   = la_go ? ctx_rd.sq_base + (64'(la_slot) << la_lstride) : ctx_q.sq_base + (64'(fslot) << lstride);
   assign m_wrd.len    = la_go ? 32'(la_n) << la_lstride : 32'(f_n) << lstride;
-  assign m_wrd_valid  = (serving && f_n != '0 && !la_v_q && !inj) || la_go;
+  assign m_wrd_valid  = (serving && f_n != '0 && !ls_ok && !inj) || la_go;
   assign s_wqe_tready = 1'b1;             // ring space was reserved when the read was issued
 
   logic [DATA_WIDTH-1:0] buf_mem [BUF_BEATS];
@@ -468,7 +521,7 @@ module hm_rc_req
   logic                  beat_take, re;
   logic                  drop_beat;
   assign drop_beat = $signed(rcv_q - skip_q) < 0;
-  assign re        = serving && $signed(cmt_q - rda_q) > 0 && (!rd_v_q || beat_take) && !(la_v_q && rda_q == la_b0_q);
+  assign re        = serving && $signed(cmt_q - rda_q) > 0 && (!rd_v_q || beat_take) && !(ls_ok && rda_q == lh.b0);
   always_ff @(posedge clk) begin
     if (s_wqe_tvalid && !drop_beat) buf_mem[BW'(rcv_q)] <= s_wqe_tdata;
     else if (inj) buf_mem[BW'(rcv_q)] <= ph_data[DATA_WIDTH-1:0];
@@ -484,26 +537,17 @@ module hm_rc_req
 
   always_ff @(posedge clk) begin
     if (rst) begin
-      iss_q <= '0; rcv_q <= '0; cmt_q <= '0; rda_q <= '0; skip_q <= '0; rq_first_q <= '0; la_v_q <= 1'b0;
+      iss_q <= '0; rcv_q <= '0; cmt_q <= '0; rda_q <= '0; skip_q <= '0; rq_first_q <= '0;
       err_from_q <= '0; err_v_q <= 1'b0; rd_v_q <= 1'b0; serving_q <= 1'b0;
       dwc_q <= '0; dw_full_q <= 1'b0; dw_err_q <= 1'b0;
     end else begin
       serving_q <= serving;
-      // a context write may give any QP a new ring (its head and producer index start over):
-      // a next-turn read is not used after one
-      if (state_q == S_CTL) la_v_q <= 1'b0;
       if (state_q == S_LOAD) begin
         // a turn starts at the head WQE, or after the WQEs a next-turn read brought (the
         // ring is reset below)
-        la_v_q <= 1'b0;
-        fx_q   <= la_hit ? la_idx_q + la_n_q : dyn_rd.head;
+        fx_q   <= la_hit ? cur_q.idx + cur_q.n : dyn_rd.head;
       end
-      if (m_wrd_valid && m_wrd_ready && la_go) begin
-        la_v_q   <= 1'b1;
-        la_qp_q  <= af_data;
-        la_idx_q <= dyn_rd.head;
-        la_n_q   <= la_n;
-        la_b0_q  <= iss_q;
+      if (ls_push) begin
         iss_q    <= iss_q + (32'(la_n) << la_lbpw);
       end else if (m_wrd_valid && m_wrd_ready) begin
         fx_q  <= fx_q + f_n;
@@ -545,17 +589,14 @@ module hm_rc_req
         dw_full_q <= 1'b0;
         dw_err_q  <= 1'b0;
       end
-      // the turn is over: drop what is still in flight, empty the ring and the assembly; a
-      // next-turn read stays (unless a read of this turn failed: the one error mark could
-      // not tell whether the next-turn read failed too)
+      // the turn is over: drop what is still in flight, empty the ring and the assembly;
+      // next-turn reads stay (unless a read failed: the one error mark cannot tell whose,
+      // so the list is dropped above)
       if (serving_q && !serving) begin
-        if (la_v_q && !(err_v_q && $signed(err_from_q - la_b0_q) < 0)) begin
-          skip_q  <= la_b0_q;
-          rda_q   <= la_b0_q;
-          // a failed read of this turn ending now is not the next-turn read's
-          if (!err_v_q && $signed(rq_first_q - la_b0_q) < 0) err_v_q <= 1'b0;
+        if (ls_ok && !err_v_q) begin
+          skip_q  <= lh.b0;
+          rda_q   <= lh.b0;
         end else begin
-          la_v_q  <= 1'b0;
           skip_q  <= iss_q;
           rda_q   <= iss_q;
           err_v_q <= 1'b0;
@@ -567,11 +608,16 @@ module hm_rc_req
       end
       // a turn that does not start with a next-turn read's WQEs: drop what is still in the
       // ring or in flight (after the error mark above: a failed read of an earlier turn ending
-      // now leaves no mark)
+      // now leaves no mark); one that does starts at its first beat (entries before it whose
+      // turns ended unserved are skipped, with an error mark in them)
       if (state_q == S_LOAD && !la_hit) begin
         skip_q  <= iss_q;
         rda_q   <= iss_q;
         err_v_q <= 1'b0;
+      end else if (state_q == S_LOAD) begin
+        skip_q  <= cur_q.b0;
+        rda_q   <= cur_q.b0;
+        if ($signed(err_from_q - cur_q.b0) < 0) err_v_q <= 1'b0;
       end
     end
   end
@@ -771,9 +817,9 @@ module hm_rc_req
   // how far this turn may go: the producer index, or with a next-turn read issued, the WQEs
   // fetched before it
   logic [15:0] pi_eff;
-  assign pi_eff = la_v_q ? fx_q : pi_q;
+  assign pi_eff = ls_ok ? fx_q : pi_q;
   // after a WQE: go on with the next one of this QP?
-  assign fast_more = head_q + 1'b1 != pi_eff && (pkts_q + 1'b1 < 16'(QUANTUM_PKTS) || !af_valid) &&
+  assign fast_more = head_q + 1'b1 != pi_eff && (pkts_q + 1'b1 < 16'(QUANTUM_PKTS) || !others) &&
                      !paused && !yield_now && ctx_q.state == HM_QPS_RTS && !qerr_q[q_q] && !win_edge;
   assign xfer      = dw_full_q && (state_q == S_WAITW || (fast_go && fast_more));
 
@@ -813,6 +859,7 @@ module hm_rc_req
     case (state_q)
       S_IDLE: begin
         if (s_ctl_valid || s_err_valid || s_cmd_valid) ;
+        else if (ls_any) begin pop = 1'b1; pop_q = lh.qp; end
         else if (af_valid) begin pop = 1'b1; af_ready = 1'b1; end
       end
       S_CMD2: act_fsm = cmd_q.op != HM_RQC_HOLD;
@@ -858,6 +905,8 @@ module hm_rc_req
       end
       default: ;
     endcase
+    // a next-turn read takes its QP out of the active FIFO (it stays marked queued)
+    if (ls_push) af_ready = 1'b1;
   end
   assign act_fsm_q = state_q == S_CTL ? QW'(s_ctl_cmd.index) : state_q == S_CMD2 ? QW'(cmd_q.qpn) : q_q;
   assign s_cmd_ready = state_q == S_IDLE && !s_ctl_valid && !s_err_valid;
@@ -929,6 +978,10 @@ module hm_rc_req
           else if (s_cmd_valid) begin
             cmd_q   <= s_cmd;
             state_q <= ((s_cmd.qpn >> QW) == '0) ? S_CMD : S_IDLE;
+          end
+          else if (ls_any) begin
+            q_q     <= lh.qp;
+            state_q <= S_LOAD;
           end
           else if (af_valid) begin
             q_q     <= af_data;
@@ -1063,7 +1116,7 @@ module hm_rc_req
               else soff_q <= soff_q + 32'(plen);
               off_q <= off_q + 32'(plen);
               if (last_pkt) state_q <= S_WEND;
-              else if ((pkts_q + 1'b1 >= 16'(QUANTUM_PKTS) && af_valid) || paused || yield_now || win_edge) state_q <= S_SAVE;
+              else if ((pkts_q + 1'b1 >= 16'(QUANTUM_PKTS) && others) || paused || yield_now || win_edge) state_q <= S_SAVE;
               else state_q <= S_PKT;
             end
             else state_q <= S_PIECE;
@@ -1084,7 +1137,7 @@ module hm_rc_req
             if (take == prem_q) begin
               off_q <= off_q + 32'(plen);
               if (last_pkt) state_q <= S_WEND;
-              else if ((pkts_q >= 16'(QUANTUM_PKTS) && af_valid) || paused || yield_now || !win_ok) state_q <= S_SAVE;
+              else if ((pkts_q >= 16'(QUANTUM_PKTS) && others) || paused || yield_now || !win_ok) state_q <= S_SAVE;
               else state_q <= S_PKT;
             end
           end
@@ -1098,7 +1151,7 @@ module hm_rc_req
         S_WEND: begin
           head_q <= head_q + 1'b1;
           off_q  <= '0;
-          if (head_q + 1'b1 != pi_eff && (pkts_q < 16'(QUANTUM_PKTS) || !af_valid) && !paused && !yield_now &&
+          if (head_q + 1'b1 != pi_eff && (pkts_q < 16'(QUANTUM_PKTS) || !others) && !paused && !yield_now &&
               ctx_q.state == HM_QPS_RTS && !qerr_q[q_q] && win_ok)
             state_q <= S_WAITW;
           else

@@ -17,8 +17,12 @@ const LEN: u64 = 0x40_0000;
 const DST: u64 = BUF + 0x10_0000;
 
 fn bench(qps: u32, err_ranges: Vec<(u64, u64)>) -> (DuoBench, u32, u32) {
+    bench_with(qps, err_ranges, WireFaults::default())
+}
+
+fn bench_with(qps: u32, err_ranges: Vec<(u64, u64)>, faults: WireFaults) -> (DuoBench, u32, u32) {
     let mem = MemCfg { latency: 100, seed: 5, err_ranges, ..Default::default() };
-    let mut d = DuoBench::new(mem, WireFaults::default()).unwrap();
+    let mut d = DuoBench::new(mem, faults).unwrap();
     let data: Vec<u8> = (0..0x8_0000u64).map(|i| (i * 29 + 11) as u8).collect();
     d.h[0].fill(BUF, &data);
     let k0 = d.h[0].reg_mr(1, BUF, LEN, MrAccess::ALL).unwrap().lkey;
@@ -162,3 +166,70 @@ fn a_failed_read_of_the_qp_served_leaves_the_next_turn_good() {
     assert_eq!(m[&qpn(1)], ok(1));
     assert_eq!(m[&qpn(2)], ok(2));
 }
+
+#[test]
+fn reads_queued_for_many_turns_survive_failed_reads_loss_and_a_context_write() {
+    // 48 QPs with three 64-byte WRITEs each (a turn of a few cycles): the reads of many turns
+    // ahead are in flight at once. QP index 5's first slot and QP index 17's second slot
+    // answer SLVERR (reads deep in the list fail), the wire drops 1 % of the frames (rewinds
+    // move heads of QPs whose WQEs are queued), and a context write to another QP comes while
+    // the list is full (it drops the list's WQEs).
+    let qps = 48u32;
+    let slot = |q: u32, s: u64| {
+        let a = SQ_BASE + qpn(q) as u64 * 0x1_0000 + s * 64;
+        (a, a + 64)
+    };
+    let faults = WireFaults { drop_ppm: 10_000, ..WireFaults::default() };
+    let (mut d, k0, k1) = bench_with(qps, vec![slot(5, 0), slot(17, 1)], faults);
+    d.h[0].eng.mem.read_log = Some(Vec::new());
+    let mut want: BTreeMap<u32, Vec<(u64, WcStatus)>> = BTreeMap::new();
+    let mut lens: BTreeMap<u64, usize> = BTreeMap::new();
+    for j in 0..3u64 {
+        for q in 0..qps {
+            let id = j * qps as u64 + q as u64;
+            let (len, inline) = if j == 1 { (24, true) } else { (64, false) };
+            d.h[0].post_send(qpn(q), &write(id, len, inline, k0, k1), false).unwrap();
+            want.entry(qpn(q)).or_default().push((id, WcStatus::Success));
+            lens.insert(id, len as usize);
+        }
+    }
+    for q in 0..qps {
+        d.h[0].doorbell(qpn(q)).unwrap();
+    }
+    for _ in 0..400 {
+        d.tick().unwrap();
+    }
+    let cfg = QpConfig { pmtu: 1024, timeout: 3, ..QpConfig::default() };
+    d.connect(qpn(100), qpn(100), cfg, 0).unwrap();
+    let good = (qps - 2) as usize * 3;
+    if let Err(e) = d.run(5_000_000, |d| d.h[0].cqes.len() >= good) {
+        panic!("waiting for {good} CQEs: {e}: {:?}", by_qp(&d));
+    }
+    for _ in 0..30_000 {
+        d.tick().unwrap();
+    }
+    let m = by_qp(&d);
+    for q in 0..qps {
+        match q {
+            // no CQE for a WQE that could not be read; QP 17's first WQE may complete
+            5 => assert!(!m.contains_key(&qpn(q)), "QP index 5: {:?}", m.get(&qpn(q))),
+            17 => assert!(m.get(&qpn(q)).is_none_or(|v| v[..] == want[&qpn(q)][..v.len().min(1)]), "QP index 17: {:?}", m.get(&qpn(q))),
+            _ => assert_eq!(m[&qpn(q)], want[&qpn(q)], "QP index {q}"),
+        }
+    }
+    for (q, v) in &m {
+        for &(id, _) in v {
+            let len = lens[&id];
+            let src = d.h[0].eng.mem.mem.read(BUF + (id % 64) * 0x1000, len);
+            assert_eq!(d.h[1].eng.mem.mem.read(DST + id * 0x1000, len), src, "QP {q} WRITE {id}");
+        }
+    }
+    assert_eq!(d.h[0].eng.counter(3).unwrap(), 2, "two WQEs refused (fetch errors)");
+    assert!(d.h[0].eng.violations().is_empty(), "AXI: {:?}", d.h[0].eng.violations());
+    // the first reads of the QPs' rings: many of them within one host-memory latency (with one
+    // read ahead, a turn waits for its read before the next one is issued)
+    let firsts: Vec<u64> = (0..qps).map(|q| first_ring_read(&d, q)).collect();
+    let most = firsts.iter().map(|&t| firsts.iter().filter(|&&u| u >= t && u < t + 100).count()).max().unwrap();
+    assert!(most >= 8, "at most {most} QPs' first ring reads within 100 cycles: {firsts:?}");
+}
+
