@@ -677,10 +677,15 @@ impl<B: Bus> Firmware<B> {
         let Tables { qps, gids, .. } = &mut self.t;
         let e = qps.get_mut(qpn).ok_or(Status::BadHandle)?;
         // The attributes change in place (copying them in and out costs more than the rest of
-        // the command); `old` puts them back when the command fails.
-        let old = e.attr;
+        // the command); `old` (and `old_av` when the command sets the address vector) puts them
+        // back when the command fails.
+        let old = QpAttrUndo::of(&e.attr);
+        let old_av = if mask & M_AV != 0 { Some(e.attr.av) } else { None };
         if let Err(s) = Self::apply_attrs(&mut e.attr, gids, mask, a) {
-            e.attr = old;
+            old.put(&mut e.attr);
+            if let Some(av) = old_av {
+                e.attr.av = av;
+            }
             return Err(s);
         }
         let r = if next == QpState::Reset {
@@ -709,7 +714,10 @@ impl<B: Bus> Firmware<B> {
             }
         };
         if let Err(s) = r {
-            e.attr = old;
+            old.put(&mut e.attr);
+            if let Some(av) = old_av {
+                e.attr.av = av;
+            }
             return Err(s);
         }
         if next == QpState::Reset {

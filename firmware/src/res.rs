@@ -111,7 +111,7 @@ pub struct QpCap {
     pub max_inline: u32,
 }
 
-/// A QP (QPN = index; in use: [`Slab::used`]).
+/// A QP (its QPN: [`Tables::qpn_of`] its entry; in use: [`Slab::used`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Qp {
     pub state: QpState,
@@ -164,6 +164,91 @@ impl QpAttr {
         av: Av::ZERO,
         std_timer: false,
     };
+}
+
+/// A QP's attributes but the address vector: what MODIFY_QP keeps to put back when the command
+/// fails. Copying the whole `QpAttr` costs a `memcpy` of about 600 control-core cycles; these
+/// fields are copied one by one, and the address vector only when the command sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpAttrUndo {
+    access: u32,
+    pkey_index: u16,
+    port: u8,
+    path_mtu: u8,
+    timeout: u8,
+    retry_cnt: u8,
+    rnr_retry: u8,
+    min_rnr_timer: u8,
+    max_rd_atomic: u8,
+    max_dest_rd_atomic: u8,
+    en_sqd_async_notify: u8,
+    rq_psn: u32,
+    sq_psn: u32,
+    dest_qpn: u32,
+    std_timer: bool,
+}
+
+impl QpAttrUndo {
+    /// The fields of `a` but its address vector.
+    #[inline(always)]
+    pub fn of(a: &QpAttr) -> QpAttrUndo {
+        // (a QpAttr built field by field: a field added to QpAttr and not here is a compile error)
+        let QpAttr {
+            access,
+            pkey_index,
+            port,
+            path_mtu,
+            timeout,
+            retry_cnt,
+            rnr_retry,
+            min_rnr_timer,
+            max_rd_atomic,
+            max_dest_rd_atomic,
+            en_sqd_async_notify,
+            rq_psn,
+            sq_psn,
+            dest_qpn,
+            av: _,
+            std_timer,
+        } = *a;
+        QpAttrUndo {
+            access,
+            pkey_index,
+            port,
+            path_mtu,
+            timeout,
+            retry_cnt,
+            rnr_retry,
+            min_rnr_timer,
+            max_rd_atomic,
+            max_dest_rd_atomic,
+            en_sqd_async_notify,
+            rq_psn,
+            sq_psn,
+            dest_qpn,
+            std_timer,
+        }
+    }
+
+    /// Puts them back into `a` (its address vector stays).
+    #[inline(always)]
+    pub fn put(&self, a: &mut QpAttr) {
+        a.access = self.access;
+        a.pkey_index = self.pkey_index;
+        a.port = self.port;
+        a.path_mtu = self.path_mtu;
+        a.timeout = self.timeout;
+        a.retry_cnt = self.retry_cnt;
+        a.rnr_retry = self.rnr_retry;
+        a.min_rnr_timer = self.min_rnr_timer;
+        a.max_rd_atomic = self.max_rd_atomic;
+        a.max_dest_rd_atomic = self.max_dest_rd_atomic;
+        a.en_sqd_async_notify = self.en_sqd_async_notify;
+        a.rq_psn = self.rq_psn;
+        a.sq_psn = self.sq_psn;
+        a.dest_qpn = self.dest_qpn;
+        a.std_timer = self.std_timer;
+    }
 }
 
 impl Qp {
@@ -462,14 +547,9 @@ impl Tables {
         self.limits.qps
     }
 
-    /// log2 of the QP table's entries (`limits.qps` is a power of two).
-    fn qp_log(&self) -> u32 {
-        self.limits.qp_log
-    }
-
     /// The QPN of QP entry `i`.
     pub fn qpn_of(&self, i: usize) -> u32 {
-        hematite_abi::qp::qpn_of_entry(i as u32, self.qp_log())
+        hematite_abi::qp::qpn_of_entry(i as u32, self.limits.qp_log)
     }
 
     /// A used PD by handle.
@@ -484,13 +564,13 @@ impl Tables {
         (i < self.limits.cqs && self.cqs.used(i)).then_some(i)
     }
 
-    /// A used QP by QPN: its table entry.
+    /// A used QP by QPN: its table entry (`hematite_abi::qp::qp_entry`, written here with the
+    /// table's size, a power of two, in a few instructions; `qp_entry_matches_the_abi` holds
+    /// the two together).
     pub fn qp(&self, qpn: u32) -> Option<usize> {
-        if self.limits.qps < 2 {
-            return None;
-        }
-        let i = hematite_abi::qp::qp_entry(qpn, self.qp_log())? as usize;
-        (i < self.limits.qps && self.qps.used(i)).then_some(i)
+        let n = self.limits.qps as u32;
+        let e = if qpn & n.wrapping_sub(2) == 0 { qpn ^ n } else { qpn };
+        (n >= 2 && e < n && self.qps.used(e as usize)).then_some(e as usize)
     }
 
     /// A used MR by key (index and tag must match).

@@ -705,3 +705,64 @@ fn engine_of_another_interface_is_refused() {
         assert!(f.eng.bus.regs.is_empty(), "no register write or post");
     }
 }
+
+/// `Tables::qp` (the firmware's QPN lookup, written without variable shifts) names the entry of
+/// `hematite_abi::qp::qp_entry` for every QPN around tables of 8, 64 and 4096 entries, all in use.
+#[test]
+fn qp_entry_matches_the_abi() {
+    for log in [3u32, 6, 12] {
+        let mut f = fw_caps(log << 24 | 2 << 16, 3);
+        let pd = ok(&mut f, OP_ALLOC_PD, &[])[0];
+        ok(&mut f, OP_CREATE_CQ, &[4, 0, 0, 0]);
+        while cmd(&mut f, OP_CREATE_QP, &create_qp_args(pd, 0)).0 == 0 {}
+        let n = 1u32 << log;
+        for qpn in (0..3 * n + 4).chain([0xFF_FFFF, 0x100_0000, u32::MAX]) {
+            let want = hematite_abi::qp::qp_entry(qpn, log).map(|e| e as usize);
+            assert_eq!(f.t.qp(qpn), want, "table of {n}: QPN {qpn:#x}");
+        }
+    }
+}
+
+/// `QpAttrUndo` puts back every field of a QP's attributes but the address vector (which
+/// MODIFY_QP saves apart, only when it sets it): every field of `a` differs from `b`'s.
+#[test]
+fn attr_undo_restores_every_field_but_the_av() {
+    use crate::res::{Av, QpAttr, QpAttrUndo};
+    let av = |k: u32| Av {
+        sgid_index: k as u8,
+        dgid: [k, k + 1, k + 2, k + 3],
+        dmac: k as u64 * 7,
+        hop_limit: k as u8 + 1,
+        traffic_class: k as u8 + 2,
+        flow_label: k + 3,
+        udp_sport: k as u16 + 4,
+        ipv6: k % 2 == 1,
+        sgid: [k + 5, k + 6, k + 7, k + 8],
+        smac: k as u64 * 11,
+    };
+    let attr = |k: u32| QpAttr {
+        access: k,
+        pkey_index: k as u16 + 1,
+        port: k as u8 + 2,
+        path_mtu: k as u8 + 3,
+        timeout: k as u8 + 4,
+        retry_cnt: k as u8 + 5,
+        rnr_retry: k as u8 + 6,
+        min_rnr_timer: k as u8 + 7,
+        max_rd_atomic: k as u8 + 8,
+        max_dest_rd_atomic: k as u8 + 9,
+        en_sqd_async_notify: k as u8 + 10,
+        rq_psn: k + 11,
+        sq_psn: k + 12,
+        dest_qpn: k + 13,
+        av: av(k),
+        std_timer: k % 2 == 1,
+    };
+    let (a, b) = (attr(1), attr(40));
+    let u = QpAttrUndo::of(&a);
+    let mut c = b;
+    u.put(&mut c);
+    assert_eq!(c.av, b.av, "the AV is not touched");
+    c.av = a.av;
+    assert_eq!(c, a, "every other field is back");
+}
