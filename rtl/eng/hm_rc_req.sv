@@ -43,7 +43,8 @@
 // FIFO's next QP gets the next read, so the reads of many short turns are in flight at once.
 // Turns start from the list before the FIFO. While usable reads are in the ring, the QP served
 // fetches nothing more this turn: the turn ends with the WQEs it has (the QP is requeued if it
-// has more). A turn from the list whose QP's head is still its read's first WQE starts with
+// has more). A turn from the list whose QP's head is still its read's first WQE, with no
+// error mark from before its read (which could hide its own read's failure), starts with
 // those WQEs in the ring, at the read's first beat. Otherwise the list's WQEs are all dropped
 // (its QPs keep their turns and fetch as usual; no read is added until the list has drained):
 // after a context write, a rewind or clamp that moved a listed QP's head, or when a turn ends
@@ -463,7 +464,10 @@ module hm_rc_req
     if (la_wrap < la_n) la_n = la_wrap;
     if (la_room < la_n) la_n = la_room;
   end
-  assign la_hit = cur_v_q && cur_q.qp == q_q && dyn_rd.head == cur_q.idx;
+  // (not when an error mark older than the entry's first beat stands: the single mark would
+  // hide a failure of the entry's own read, which the turn then fetches again itself)
+  assign la_hit = cur_v_q && cur_q.qp == q_q && dyn_rd.head == cur_q.idx &&
+                  !(err_v_q && $signed(err_from_q - cur_q.b0) < 0);
   // (the QP served fetches nothing more: all it sends this turn is read, or usable entries
   // are in the ring behind it)
   assign la_go = serving && (f_n == '0 || ls_ok) && !ls_drop_q && !ls_full && af_valid && rd_prev_q == af_data &&
@@ -617,7 +621,10 @@ module hm_rc_req
       end else if (state_q == S_LOAD) begin
         skip_q  <= cur_q.b0;
         rda_q   <= cur_q.b0;
-        if ($signed(err_from_q - cur_q.b0) < 0) err_v_q <= 1'b0;
+        // a skipped entry's read that fails in this very cycle leaves no mark (later beats
+        // below the entry are dropped, with their errors)
+        if (s_wqe_tvalid && s_wqe_tlast && s_wqe_tuser && !drop_beat && !err_v_q &&
+            $signed(rq_first_q - cur_q.b0) < 0) err_v_q <= 1'b0;
       end
     end
   end

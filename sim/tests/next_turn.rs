@@ -233,3 +233,47 @@ fn reads_queued_for_many_turns_survive_failed_reads_loss_and_a_context_write() {
     assert!(most >= 8, "at most {most} QPs' first ring reads within 100 cycles: {firsts:?}");
 }
 
+#[test]
+fn a_failed_read_of_a_qp_turned_away_does_not_hide_the_next_ones() {
+    // Ten QPs. Round 1: one 64-byte WRITE each; QP index 3's first slot fails, so QP 3 stops in
+    // error. Round 2: a second WRITE each, rung back to back. QP 3 is read ahead again (its
+    // context is still RTS) and that read, of its second slot, fails too, leaving the error
+    // mark; its turn is then turned away without serving (the QP is in error). QP 4's read ahead, of its second slot,
+    // fails too, while the mark of QP 3's read may stand: QP 4 must still refuse that WQE (its
+    // bytes arrive intact, with SLVERR), not send it. (Whether the mark stands when QP 4's turn
+    // starts depends on when the reads come back against the turns; the RTL then drops the
+    // list rather than clearing the mark: docs/transport-engine.md.)
+    let qps = 10u32;
+    let slot = |q: u32, s: u64| {
+        let a = SQ_BASE + qpn(q) as u64 * 0x1_0000 + s * 64;
+        (a, a + 64)
+    };
+    let (mut d, k0, k1) = bench(qps, vec![slot(3, 0), slot(3, 1), slot(4, 1)]);
+    let mut want: BTreeMap<u32, Vec<(u64, WcStatus)>> = BTreeMap::new();
+    for j in 0..2u64 {
+        for q in 0..qps {
+            let id = j * qps as u64 + q as u64;
+            d.h[0].post_send(qpn(q), &write(id, 64, false, k0, k1), false).unwrap();
+            // (QP 3's second WQE, posted to a QP in error, would be flushed, but its slot cannot be
+            // read either: no CQE, as for any WQE that cannot be read)
+            if q != 3 && !(q == 4 && j == 1) {
+                want.entry(qpn(q)).or_default().push((id, WcStatus::Success));
+            }
+        }
+        for q in 0..qps {
+            d.h[0].doorbell(qpn(q)).unwrap();
+        }
+        let n = if j == 0 { qps as usize - 1 } else { 2 * qps as usize - 3 };
+        if let Err(e) = d.run(2_000_000, |d| d.h[0].cqes.len() >= n) {
+            panic!("round {j}: waiting for {n} CQEs: {e}: {:?}", by_qp(&d));
+        }
+    }
+    for _ in 0..30_000 {
+        d.tick().unwrap();
+    }
+    assert_eq!(by_qp(&d), want);
+    assert_eq!(d.h[0].eng.tx.len(), 2 * qps as usize - 3, "frames sent: every WRITE but QP 3's two and QP 4's second");
+    assert_eq!(d.h[0].eng.counter(3).unwrap(), 2, "two WQEs refused (fetch errors): QP 3's first, QP 4's second");
+    assert!(d.h[0].eng.violations().is_empty(), "AXI: {:?}", d.h[0].eng.violations());
+}
+
