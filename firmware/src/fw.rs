@@ -577,7 +577,8 @@ impl<B: Bus> Firmware<B> {
         Ok(o.n)
     }
 
-    /// The engine context of QP `qpn` (record `q`) with attributes `at` and state `state`.
+    /// The engine context of the QP whose QPN is `qpn` (record `q`; the QPN only seeds the
+    /// default UDP source port) with attributes `at` and state `state`.
     /// Inlined with [`desc::encode_qp_ctx`] into its callers, so that the context is never built
     /// in memory (a copy of it costs more than its encoding).
     #[inline(always)]
@@ -674,6 +675,7 @@ impl<B: Bus> Firmware<B> {
             }
         }
         let bad = Status::BadParam;
+        let wire_qpn = self.t.qpn_of(qpn) as usize;
         let Tables { qps, gids, .. } = &mut self.t;
         let e = qps.get_mut(qpn).ok_or(Status::BadHandle)?;
         // The attributes change in place (copying them in and out costs more than the rest of
@@ -699,7 +701,7 @@ impl<B: Bus> Firmware<B> {
                 _ => 0,
             };
             let q: &Qp = e;
-            match desc::encode_qp_ctx(&Self::qp_ctx(qpn, q, &q.attr, next)) {
+            match desc::encode_qp_ctx(&Self::qp_ctx(wire_qpn, q, &q.attr, next)) {
                 Err(_) => Err(bad),
                 Ok(w) => self.eng.write_entry(desc::HM_CTL_TBL_QP, flags, qpn as u16, &w).map_err(hw).and_then(|()| {
                     if next == QpState::Err && cur != QpState::Err {
@@ -880,7 +882,7 @@ impl<B: Bus> Firmware<B> {
         let qpn = self.t.qp(arg(a, 0)).ok_or(Status::BadHandle)?;
         let q = *self.t.qps.get(qpn).ok_or(Status::BadHandle)?;
         if q.state != QpState::Reset {
-            let w = desc::encode_qp_ctx(&Self::qp_ctx(qpn, &q, &q.attr, QpState::Err)).map_err(|_| Status::BadParam)?;
+            let w = desc::encode_qp_ctx(&Self::qp_ctx(self.t.qpn_of(qpn) as usize, &q, &q.attr, QpState::Err)).map_err(|_| Status::BadParam)?;
             self.write_qp(qpn, &w, 0)?;
             if let Err(e) = self.write_qp(qpn, &[0; desc::QP_WORDS], 0) {
                 if let Some(e) = self.t.qps.get_mut(qpn) {

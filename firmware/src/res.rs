@@ -283,7 +283,8 @@ impl Qp {
 pub struct Limits {
     /// QP entries, all usable (QPNs 2..qps, and qps and qps + 1 for entries 0 and 1).
     pub qps: usize,
-    /// log2 of `qps` (kept: the core has no count-trailing-zeros instruction).
+    /// log2 of the engine's QP table (CAPS), whose size decides the QPNs of entries 0 and 1
+    /// (`hematite_abi::qp::qpn_swap`); `qps` may be smaller (the firmware's own capacity).
     pub qp_log: u32,
     pub cqs: usize,
     pub mrs: usize,
@@ -534,7 +535,7 @@ impl Tables {
         let qps = entries(caps >> 24, FW_MAX_QP);
         self.limits = Limits {
             qps,
-            qp_log: qps.trailing_zeros(),
+            qp_log: (caps >> 24).min(16),
             cqs: entries((caps >> 16) & 0xFF, FW_MAX_CQ),
             mrs: entries(mr_log, FW_MAX_MR),
             pds: FW_MAX_PD,
@@ -564,13 +565,13 @@ impl Tables {
         (i < self.limits.cqs && self.cqs.used(i)).then_some(i)
     }
 
-    /// A used QP by QPN: its table entry (`hematite_abi::qp::qp_entry`, written here with the
-    /// table's size, a power of two, in a few instructions; `qp_entry_matches_the_abi` holds
-    /// the two together).
+    /// A used QP by QPN: its table entry (`hematite_abi::qp::qp_entry` for the engine's table,
+    /// written here with its size, a power of two, in a few instructions; entries beyond the
+    /// firmware's `qps` are not used; `qp_entry_matches_the_abi` holds the two together).
     pub fn qp(&self, qpn: u32) -> Option<usize> {
-        let n = self.limits.qps as u32;
+        let n = 1u32 << self.limits.qp_log;
         let e = if qpn & n.wrapping_sub(2) == 0 { qpn ^ n } else { qpn };
-        (n >= 2 && e < n && self.qps.used(e as usize)).then_some(e as usize)
+        (n >= 2 && (e as usize) < self.limits.qps && self.qps.used(e as usize)).then_some(e as usize)
     }
 
     /// A used MR by key (index and tag must match).

@@ -22,7 +22,8 @@ module hm_rc_engine
 #(
   // Datapath width in bits (256 or 512).
   parameter int DATA_WIDTH = 512,
-  // QP table entries (power of two).
+  // QP table entries (power of two, 2..32768: the QPNs of entries 0 and 1, NUM_QPS and
+  // NUM_QPS + 1, must fit the 16-bit QPN of doorbells, pushes and events).
   parameter int NUM_QPS = 4096,
   // MR table entries (power of two).
   parameter int NUM_MRS = 4096,
@@ -178,11 +179,15 @@ module hm_rc_engine
   assign db_sq    = db.kind == HM_DB_SQ;
   assign db_cq    = db.kind == HM_DB_CQ;
   assign db_rq    = db.kind == HM_DB_RQ;
-  assign db_ready = db_sq ? (req_db_ready && cmpl_db_ready) : db_cq ? cq_db_ready :
-                    db_rq ? resp_db_ready : 1'b1;
+  // a QPN that names no entry (0, 1, beyond the table): an SQ doorbell goes to the requester
+  // alone, which counts it (DB_IGNORED); an RQ doorbell is dropped and counted here
+  logic db_inr;
+  assign db_inr   = (db_qp.qpn >> $clog2(NUM_QPS)) == '0;
+  assign db_ready = db_sq ? (req_db_ready && (cmpl_db_ready || !db_inr)) : db_cq ? cq_db_ready :
+                    db_rq ? (resp_db_ready || !db_inr) : 1'b1;
   always_ff @(posedge clk) begin
     if (rst) db_dropped_q <= '0;
-    else if (db_valid && db_ready && !db_sq && !db_cq && !db_rq) db_dropped_q <= db_dropped_q + 1'b1;
+    else if (db_valid && db_ready && ((!db_sq && !db_cq && !db_rq) || (db_rq && !db_inr))) db_dropped_q <= db_dropped_q + 1'b1;
   end
 
   // ---------------------------------------------------------------------------------------
@@ -325,7 +330,7 @@ module hm_rc_engine
     .clk, .rst,
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !req_took_q),
     .s_ctl_ready(req_ctl_ready),
-    .s_db(db_qp), .s_db_valid(db_valid && db_sq && cmpl_db_ready),
+    .s_db(db_qp), .s_db_valid(db_valid && db_sq && (cmpl_db_ready || !db_inr)),
     .s_db_ready(req_db_ready),
     .s_push_qpn(16'(hm_qpn_swap(24'(s_push_qpn), $clog2(NUM_QPS)))), .s_push_data, .s_push_valid, .s_push_ready,
     .stat_push_used(push_used), .stat_push_dropped(push_dropped),
@@ -478,7 +483,7 @@ module hm_rc_engine
     .clk, .rst,
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !resp_took_q),
     .s_ctl_ready(resp_ctl_ready),
-    .s_db(db_qp), .s_db_valid(db_valid && db_rq), .s_db_ready(resp_db_ready),
+    .s_db(db_qp), .s_db_valid(db_valid && db_rq && db_inr), .s_db_ready(resp_db_ready),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_resp_took_q), .s_err_ready(eb_resp_ready),
     .s_hdr(rq_hdr), .s_hdr_valid(rq_hdr_valid), .s_hdr_ready(rq_hdr_ready),
     .m_srd(srd), .m_srd_valid(srd_valid), .m_srd_ready(srd_ready),
@@ -580,7 +585,7 @@ module hm_rc_engine
     .s_ctl_cmd(cmd), .s_ctl_data(cmd_data), .s_ctl_valid(qp_go && !cmpl_took_q),
     .s_ctl_ready(cmpl_ctl_ready),
     .s_sent(sent), .s_sent_valid(sent_valid), .s_sent_ready(sent_ready),
-    .s_db(db_qp), .s_db_valid(db_valid && db_sq && req_db_ready),
+    .s_db(db_qp), .s_db_valid(db_valid && db_sq && db_inr && req_db_ready),
     .s_db_ready(cmpl_db_ready),
     .s_err_qpn(eb_qpn), .s_err_valid(eb_valid && !eb_cmpl_took_q), .s_err_ready(eb_cmpl_ready),
     .s_hdr(pick_lack ? lack : rs_hdr), .s_hdr_local(pick_lack),
@@ -832,4 +837,8 @@ module hm_rc_engine
                        cc_ctrl.rsvd0, cc_ctrl.rsvd1, cc_ctrl.rsvd2, cc_ctrl.rsvd3, cc_ctrl.np_enable,
                        cc_ctrl.rp_enable, cc_ctrl.clamp_tgt_rate, cc_ctrl.clamp_after_inc, cc_ctrl.threshold,
                        cc_pfc.rsvd0, qp_wr_ctx};
+
+  if (NUM_QPS < 2 || NUM_QPS > 32768 || (1 << $clog2(NUM_QPS)) != NUM_QPS) begin : g_bad_qps
+    $error("hm_rc_engine: NUM_QPS must be a power of two, 2..32768");
+  end
 endmodule

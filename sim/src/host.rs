@@ -107,8 +107,17 @@ impl EngHost {
         hematite_abi::qp::qp_entry(q, crate::eng::NUM_QPS.trailing_zeros()).unwrap_or(q)
     }
 
+    /// Refuses a QPN that names no table entry (QPNs 0 and 1 are reserved).
+    fn named(q: u32) -> Result<(), String> {
+        match hematite_abi::qp::qp_entry(q, crate::eng::NUM_QPS.trailing_zeros()) {
+            Some(_) => Ok(()),
+            None => Err(format!("QPN {q} names no QP table entry (QPNs 0 and 1 are reserved)")),
+        }
+    }
+
     /// Creates QP `q` in RTS (engine context and model).
     pub fn create_qp(&mut self, q: u32, cfg: QpConfig, stride_log: u8) -> Result<(), String> {
+        Self::named(q)?;
         self.refn.create_qp(q, cfg).map_err(|e| format!("{e:?}"))?;
         self.reload_qp(q, cfg, stride_log)
     }
@@ -116,6 +125,7 @@ impl EngHost {
     /// Writes QP `q`'s engine context afresh (RTS, the given configuration, empty rings),
     /// as a driver recovering a QP from the error state does; the model is not told.
     pub fn reload_qp(&mut self, q: u32, cfg: QpConfig, stride_log: u8) -> Result<(), String> {
+        Self::named(q)?;
         let f = QpCtxFields {
             cfg,
             state: desc::HM_QPS_RTS,

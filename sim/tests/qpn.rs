@@ -71,7 +71,7 @@ fn entries_0_and_1_carry_traffic_as_qpns_4096_and_4097() {
 
 #[test]
 fn qpns_0_and_1_reach_no_qp() {
-    let (mut d, l0, _r0, _l1, r1) = bench();
+    let (mut d, l0, _r0, l1, r1) = bench();
     // B's entry 1 is a live QP (QPN 4097, connected to A's QPN 2); A's QPN 3 sends to QPN 1,
     // which before the alias named that same entry
     d.connect(2, 4097, cfg(), 0).unwrap();
@@ -93,4 +93,24 @@ fn qpns_0_and_1_reach_no_qp() {
         d.run(50, |_| false).ok();
     }
     assert_eq!(counter(&mut d, 0, k::HM_CNT_DB_IGNORED), before + 3);
+    // and they reach neither the completer's nor the responder's copy of entries 0 and 1 when
+    // those are live QPs (QPNs 4096 and 4097): B's entry 1 has one receive posted; SQ and RQ
+    // doorbells for QPN 1 claiming 50 WQEs are ignored and counted, and a SEND to QPN 4097
+    // takes the one receive posted, a second SEND finds none (RNR, retried until the bench
+    // gives up), so B completes exactly one receive
+    let before = counter(&mut d, 1, k::HM_CNT_DB_IGNORED);
+    d.h[1].post_recv(4097, &RecvWr { wr_id: 500, sgl: vec![Sge { addr: DST + 0x1_0000, len: 256, lkey: l1 }] }).unwrap();
+    for db in [hematite_sim::csr::regs::HM_REG_DB_RQ, hematite_sim::csr::regs::HM_REG_DB_SQ] {
+        for q in [0u32, 1] {
+            assert!(d.h[1].eng.bar_write(db, 50 << 16 | q).unwrap());
+            d.run(50, |_| false).ok();
+        }
+    }
+    assert_eq!(counter(&mut d, 1, k::HM_CNT_DB_IGNORED), before + 4, "RQ and SQ doorbells for QPNs 0 and 1");
+    for id in [10u64, 11] {
+        d.h[0].post_send(2, &SendWr::new(id, SendOp::Send, vec![Sge { addr: BUF + 0x5000, len: 100, lkey: l0 }]), true).unwrap();
+    }
+    d.run(200_000, |_| false).ok();
+    let rx: Vec<(u64, WcStatus)> = d.h[1].cqes.iter().map(|c| (c.cqe.wr_id, c.cqe.status)).collect();
+    assert_eq!(rx, vec![(500, WcStatus::Success)], "B's receives: the one posted, no phantom ones");
 }
