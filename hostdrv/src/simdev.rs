@@ -121,7 +121,17 @@ impl SimDevice {
         let q = Req { seq: c.seq, cmd, flags: 0, a: args[0], b: args[1], c: args[2], d: args[3] };
         if let Err(e) = p::send(c.fd.as_raw_fd(), &q.encode(), pass) {
             c.dead = true;
-            return Err(e);
+            // the device closed its end before the request went out (EPIPE, ECONNRESET): the
+            // same outcome as finding the connection closed while waiting for the reply (a
+            // refused client sees one or the other, depending on which comes first)
+            return Err(match e {
+                Error::Sys { ref err, .. }
+                    if matches!(err.kind(), std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset) =>
+                {
+                    Error::Device("the simulated device process closed the connection".into())
+                }
+                e => e,
+            });
         }
         let mut buf = [0u8; p::REP_BYTES + 16];
         let t0 = Instant::now();
