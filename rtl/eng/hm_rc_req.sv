@@ -362,7 +362,24 @@ module hm_rc_req
 
   assign w = hm_sq_wqe_hdr_t'(wqe_q[255:0]);
 
-  // ctx/dyn/pi reads for the QP at the head of the active FIFO
+  // the read-ahead list of next-turn reads (declared here: used below before its logic)
+  typedef struct packed {
+    logic [QW-1:0] qp;
+    logic [15:0]   idx;                   // its first WQE
+    logic [15:0]   n;                     // WQEs read
+    logic [31:0]   b0;                    // its first beat in the ring
+  } la_t;
+  localparam int LW = $clog2(LA_DEPTH);
+  la_t             ls_mem [LA_DEPTH];
+  logic [LW:0]     ls_wr_q, ls_rd_q;      // list pointers (one bit more than the index)
+  logic            ls_drop_q;             // every entry's WQEs are dropped
+  logic            ls_any, ls_full, ls_ok; // non-empty; full; non-empty with usable WQEs
+  logic            ls_push, ls_pop;
+  la_t             lh, cur_q;             // the list's head; the entry the turn started from
+  logic            cur_v_q;               // the turn started from a usable entry
+  logic            others;                // other turns wait (FIFO or list)
+  // ctx/dyn/pi reads for the QP at the head of the active FIFO (or of the list, when a turn
+  // starts from it)
   logic [QW-1:0] rd_q;
   assign rd_q = (s_cmd_valid && !s_ctl_valid && !s_err_valid) ? QW'(s_cmd.qpn) :
                 (state_q == S_IDLE && ls_any) ? lh.qp : af_data;
@@ -426,21 +443,6 @@ module hm_rc_req
   // head before the FIFO's (the QP stays marked queued until its turn starts). The list is
   // either all usable or all dropped (ls_drop_q): dropped entries are still turns to serve,
   // whose WQEs are fetched as usual; no read is added until the list has drained.
-  typedef struct packed {
-    logic [QW-1:0] qp;
-    logic [15:0]   idx;                   // its first WQE
-    logic [15:0]   n;                     // WQEs read
-    logic [31:0]   b0;                    // its first beat in the ring
-  } la_t;
-  localparam int LW = $clog2(LA_DEPTH);
-  la_t             ls_mem [LA_DEPTH];
-  logic [LW:0]     ls_wr_q, ls_rd_q;      // list pointers (one bit more than the index)
-  logic            ls_drop_q;             // every entry's WQEs are dropped
-  logic            ls_any, ls_full, ls_ok; // non-empty; full; non-empty with usable WQEs
-  logic            ls_push, ls_pop;
-  la_t             lh, cur_q;             // the list's head; the entry the turn started from
-  logic            cur_v_q;               // the turn started from a usable entry
-  logic            others;                // other turns wait (FIFO or list)
   assign ls_any  = ls_wr_q != ls_rd_q;
   assign ls_full = ls_wr_q == {~ls_rd_q[LW], ls_rd_q[LW-1:0]};
   assign ls_ok   = ls_any && !ls_drop_q;
