@@ -76,6 +76,11 @@ fn qpns_0_and_1_reach_no_qp() {
     // which before the alias named that same entry
     d.connect(2, 4097, cfg(), 0).unwrap();
     d.h[0].create_qp(3, QpConfig { dest_qpn: 1, ..cfg() }, 0).unwrap();
+    // (the test host refuses to create QPs with the reserved QPNs, as the firmware never hands
+    // them out)
+    for q in [0u32, 1, 4098] {
+        assert!(d.h[0].create_qp(q, cfg(), 0).is_err(), "QPN {q}");
+    }
     d.h[0].post_send(3, &write(1, 64, DST, l0, r1), true).unwrap();
     d.run(3_000, |_| false).ok();
     assert_eq!(counter(&mut d, 1, k::HM_CNT_REQS_DROPPED), 1, "the WRITE for QPN 1 is dropped and counted");

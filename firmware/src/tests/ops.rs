@@ -774,3 +774,21 @@ fn attr_undo_restores_every_field_but_the_av() {
     c.av = a.av;
     assert_eq!(c, a, "every other field is back");
 }
+
+/// The default UDP source port is seeded with the QPN, not the table entry: with an 8-entry
+/// engine, entry 0 is QPN 8, whose context carries 0xC000 | 8 (its entry alone would give 0xC000).
+#[test]
+fn default_udp_source_port_is_seeded_with_the_qpn() {
+    let mut f = fw_caps(3 << 24 | 2 << 16, 3);
+    let (pd, cq, first) = setup_qp(&mut f);
+    assert_eq!(first, 2);
+    let mut q = first;
+    while q != 8 {
+        q = ok(&mut f, OP_CREATE_QP, &create_qp_args(pd, cq))[0];
+    }
+    drive(&mut f, q, QpState::Rts);
+    let w = f.eng.bus.log.last().unwrap().clone();
+    assert_eq!(w.index, 0, "QPN 8 is entry 0");
+    let got = desc::get(&w.words, desc::HM_QP_CTX_T_FIELDS, "udp_sport");
+    assert_eq!(got, 0xC000 | 8);
+}
