@@ -97,6 +97,12 @@ fn many_qps_in_turn_deliver_every_message_and_complete_in_order() {
     }
 }
 
+/// The byte range of send queue slot `s` of QP index `q` (64-byte WQEs), for `MemCfg::err_ranges`.
+fn slot(q: u32, s: u64) -> (u64, u64) {
+    let a = SQ_BASE + qpn(q) as u64 * 0x1_0000 + s * 64;
+    (a, a + 64)
+}
+
 /// Cycle of the first read host 0's engine made in QP index `q`'s send queue ring.
 fn first_ring_read(d: &DuoBench, q: u32) -> u64 {
     let ring = SQ_BASE + qpn(q) as u64 * 0x1_0000;
@@ -108,10 +114,7 @@ fn first_ring_read(d: &DuoBench, q: u32) -> u64 {
 /// (QP index, slot) answer SLVERR. Runs until the eight WQEs of the two good QPs complete and
 /// 30,000 cycles more.
 fn three_qps_with_bad_slots(bad: &[(u32, u64)]) -> DuoBench {
-    let err = bad.iter().map(|&(q, s)| {
-        let a = SQ_BASE + qpn(q) as u64 * 0x1_0000 + s * 64;
-        (a, a + 64)
-    });
+    let err = bad.iter().map(|&(q, s)| slot(q, s));
     let (mut d, k0, k1) = bench(3, err.collect());
     d.h[0].eng.mem.read_log = Some(Vec::new());
     for q in 0..3u32 {
@@ -175,10 +178,6 @@ fn reads_queued_for_many_turns_survive_failed_reads_loss_and_a_context_write() {
     // move heads of QPs whose WQEs are queued), and a context write to another QP comes while
     // the list is full (it drops the list's WQEs).
     let qps = 48u32;
-    let slot = |q: u32, s: u64| {
-        let a = SQ_BASE + qpn(q) as u64 * 0x1_0000 + s * 64;
-        (a, a + 64)
-    };
     let faults = WireFaults { drop_ppm: 10_000, ..WireFaults::default() };
     let (mut d, k0, k1) = bench_with(qps, vec![slot(5, 0), slot(17, 1)], faults);
     d.h[0].eng.mem.read_log = Some(Vec::new());
@@ -244,10 +243,6 @@ fn a_failed_read_of_a_qp_turned_away_does_not_hide_the_next_ones() {
     // starts depends on when the reads come back against the turns; the RTL then drops the
     // list rather than clearing the mark: docs/transport-engine.md.)
     let qps = 10u32;
-    let slot = |q: u32, s: u64| {
-        let a = SQ_BASE + qpn(q) as u64 * 0x1_0000 + s * 64;
-        (a, a + 64)
-    };
     let (mut d, k0, k1) = bench(qps, vec![slot(3, 0), slot(3, 1), slot(4, 1)]);
     let mut want: BTreeMap<u32, Vec<(u64, WcStatus)>> = BTreeMap::new();
     for j in 0..2u64 {
