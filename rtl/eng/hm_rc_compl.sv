@@ -206,6 +206,24 @@ module hm_rc_compl
   hm_db_qp_t dbf;
   logic      dbf_valid, dbf_pop, ctl_arm_q, ctl_drain;
 
+  // Doorbell fast path. A doorbell only moves its QP's producer index (pi_mem), which the
+  // flush and the WQE window use; it needs an FSM turn only when its QP is in ERR (its WQEs
+  // are flushed). Each doorbell leaves the FIFO into a one-entry stage (db_v_q) while err_mem,
+  // a copy of every QP's ERR bit (written where dyn_mem is), is read for it; in the next
+  // cycle its producer index is written (db_pw) and, unless its QP is in ERR, the stage is
+  // free again: one doorbell per cycle. A doorbell of a QP in ERR stays in the stage
+  // (db_hold) until the FSM takes it (K_DB), ahead of the packets and records that come
+  // after it, as before. While a control command waits, only the doorbells queued before it
+  // leave the FIFO (hm_db_order), and the command is taken once the stage is empty.
+  // The FSM's copy of the producer index (pi_q) follows a write for the QP it has loaded,
+  // and a write in the cycle it read pi_mem (db_hit_q); it never writes pi_mem itself.
+  hm_db_qp_t     db_q;
+  logic          db_v_q, db_new_q, db_hold, db_pw, db_pop, db_err, db_taken;
+  logic          err_w, err_wd, err_rd, err_byp_q, err_bypd_q, err_rd_q, db_hit_q;
+  logic [QW-1:0] err_wa;
+  logic [15:0]   db_hit_pi_q;
+  logic          err_mem [NUM_QPS];
+
   // ---------------------------------------------------------------------------------------
   // FSM
   // ---------------------------------------------------------------------------------------
@@ -226,7 +244,6 @@ module hm_rc_compl
   hm_sent_t      sent_q;
   hm_roce_hdr_t  h_q;
   logic          h_local_q;     // h_q is a local ACK (hm_uc_lack)
-  logic [15:0]   dbpi_q;
 
   // Started WQEs wait in a one-entry stage; a successful start of the same QP as the one
   // waiting replaces it (only the latest WQE index and PSN matter), so the requester can
@@ -259,27 +276,27 @@ module hm_rc_compl
     logic base;
     base      = st_q == C_IDLE && !s_ctl_valid && !s_err_valid;
     pkt_first = hk_v_q && (!mg_v_q || !rr_pkt_q);
-    take_ctl  = st_q == C_IDLE && s_ctl_valid && ctl_arm_q && !ctl_drain;
+    take_ctl  = st_q == C_IDLE && s_ctl_valid && ctl_arm_q && !ctl_drain && !db_v_q;
     take_evt  = st_q == C_IDLE && !s_ctl_valid && s_err_valid;
     take_sent = base && mg_v_q && !pkt_first;
-    take_db   = (base && !pkt_first && !mg_v_q && !s_sent_valid && dbf_valid) ||
-                (st_q == C_IDLE && ctl_drain && dbf_valid);
-    take_pkt  = base && hk_v_q && (pkt_first || (!mg_v_q && !s_sent_valid && !dbf_valid));
-    take_tmo  = base && !mg_v_q && !s_sent_valid && !dbf_valid && !hk_v_q && tmo_valid;
+    take_db   = (base && !pkt_first && !mg_v_q && !s_sent_valid && db_hold) ||
+                (st_q == C_IDLE && s_ctl_valid && db_hold);
+    take_pkt  = base && hk_v_q && (pkt_first || (!mg_v_q && !s_sent_valid && !db_hold));
+    take_tmo  = base && !mg_v_q && !s_sent_valid && !db_hold && !hk_v_q && tmo_valid;
     sel_q = hk_v_q ? QW'(hk_q.dest_qp) : tmo_q;
-    if (s_ctl_valid && ctl_drain) sel_q = QW'(dbf.qpn);
+    if (s_ctl_valid && db_hold) sel_q = QW'(db_q.qpn);
     else if (s_ctl_valid) sel_q = QW'(s_ctl_cmd.index);
     else if (s_err_valid) sel_q = QW'(s_err_qpn);
     else if (pkt_first) sel_q = QW'(hk_q.dest_qp);
     else if (mg_v_q) sel_q = QW'(mg_q.qpn);
-    else if (dbf_valid) sel_q = QW'(dbf.qpn);
+    else if (db_hold) sel_q = QW'(db_q.qpn);
   end
   assign s_ctl_ready  = st_q == C_CTL;
   assign s_err_ready  = take_evt;
   hm_merge_reg #(.WIDTH($bits(hm_sent_t))) u_sent_mg (
     .clk, .rst, .s_data(s_sent), .s_valid(s_sent_valid), .s_merge(mg_can), .s_ready(s_sent_ready),
     .m_data(mg_q), .m_valid(mg_v_q), .m_ready(take_sent || absorb));
-  assign dbf_pop      = take_db;
+  assign dbf_pop      = db_pop;
   hm_db_order #(.DEPTH(16)) u_dbf (
     .clk, .rst, .s_db, .s_db_valid, .s_db_ready, .m_db(dbf), .m_db_valid(dbf_valid), .m_db_ready(dbf_pop),
     .i_idle(st_q == C_IDLE), .i_ctl_valid(s_ctl_valid), .i_ctl_take(take_ctl), .o_armed(ctl_arm_q), .o_drain(ctl_drain));
@@ -296,6 +313,39 @@ module hm_rc_compl
     ctx_rd <= ctx_mem[sel_q];
     dyn_rd <= dyn_mem[sel_q];
     pi_rd  <= pi_mem[sel_q];
+  end
+
+  // the doorbell stage (see u_dbf above): a doorbell leaves the FIFO when the stage is free
+  // or frees this cycle, and not while a control command waits for the FIFO's older entries
+  // to go (nor in the cycle the completer arms for it, nor while it is taken)
+  assign db_err   = (err_byp_q ? err_bypd_q : err_rd_q) || (err_w && err_wa == QW'(db_q.qpn) && err_wd);
+  assign db_pw    = db_v_q && db_new_q;
+  assign db_hold  = db_v_q && !db_new_q;
+  assign db_taken = take_db;
+  assign db_pop   = dbf_valid && (!s_ctl_valid || ctl_drain) && st_q != C_CTL &&
+                    (!db_v_q || (db_new_q && !db_err));
+  assign err_rd   = err_mem[QW'(dbf.qpn)];
+  always_ff @(posedge clk) begin
+    if (err_w) err_mem[err_wa] <= err_wd;
+    err_rd_q   <= err_rd;
+    err_byp_q  <= err_w && err_wa == QW'(dbf.qpn);
+    err_bypd_q <= err_wd;
+    // C_LOAD takes pi_rd, read in the cycle before: a write in that cycle is forwarded
+    db_hit_q    <= db_pw && QW'(db_q.qpn) == sel_q;
+    db_hit_pi_q <= db_q.pi;
+    if (rst) begin
+      db_v_q   <= 1'b0;
+      db_new_q <= 1'b0;
+    end else begin
+      if (db_pw && !db_err) db_v_q <= 1'b0;
+      if (db_pw) db_new_q <= 1'b0;
+      if (db_taken) db_v_q <= 1'b0;
+      if (db_pop) begin
+        db_q     <= dbf;
+        db_v_q   <= 1'b1;
+        db_new_q <= 1'b1;
+      end
+    end
   end
 
   // Retire information: each successful start record as it arrives (before the merge stage,
@@ -551,6 +601,7 @@ module hm_rc_compl
     .o_err(cb_err), .i_dem_valid(st_q == C_WREQ && !in_batch), .o_dem_taken(dem_taken),
     .i_dem_data(st_q == C_WDATA), .o_dem_done(dem_done), .i_inval(st_q == C_CTL),
     .i_pf_allow(st_q != C_WREQ && st_q != C_WDATA && st_q != C_CTL),
+    .i_db(db_pw), .i_db_q(QW'(db_q.qpn)), .i_db_pi(db_q.pi),
     .i_save(save_now), .i_open(((kind_q == K_PKT && d_q.ci != d_q.shead) || (kind_q == K_SENT && hm_wqe_rdat(sent_q.opcode))) && !d_q.err),
     .i_rd_idx(bat_ra_idx), .i_rd_beat(bat_ra_beat), .o_rd(cb_rd),
     .m_wrd, .m_wrd_valid, .m_wrd_ready, .s_wqe_tdata, .s_wqe_tvalid, .s_wqe_tready, .s_wqe_tlast, .s_wqe_tuser);
@@ -589,6 +640,14 @@ module hm_rc_compl
   assign tmr_deadline = !save_now ? 48'd0 :
                         save_d.e_on && $signed(save_d.e_dl - save_d.deadline) < 0 ? save_d.e_dl : save_d.deadline;
 
+  // err_mem follows dyn_mem's ERR bit (the two writes below)
+  always_comb begin
+    err_w  = save_now || (st_q == C_CTL && ((s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0 ||
+                                            ctl_ctx.state == HM_QPS_ERR));
+    err_wa = save_now ? q_q : QW'(s_ctl_cmd.index);
+    err_wd = save_now ? save_d.err : ctl_ctx.state == HM_QPS_ERR;
+  end
+
   always_ff @(posedge clk) begin
     if (st_q == C_CTL) begin
       ctx_mem[QW'(s_ctl_cmd.index)] <= ctl_ctx;
@@ -603,16 +662,14 @@ module hm_rc_compl
                                            lim: ctl_ctx.sq_psn + 24'(HM_WIN_MAX), cwnd: HM_WIN_MAX,
                                            rt_on: 1'b0, rt_psn: 24'd0, rt_t0: 32'd0, srtt: 24'd0, rttvar: 24'd0,
                                            rto: 24'd0, pto: 24'd0, e_n: 3'd0, e_on: 1'b0, e_dl: 48'd0};
-        pi_mem[QW'(s_ctl_cmd.index)]  <= 16'd0;
+        pi_mem[QW'(s_ctl_cmd.index)]  <= 16'd0;   // (never with a doorbell's write: u_dbf)
       end else if (ctl_ctx.state == HM_QPS_ERR) begin
         // the control plane moved the QP to ERR: the next doorbell or event flushes it
         dyn_mem[QW'(s_ctl_cmd.index)].err <= 1'b1;
       end
     end
-    if (save_now) begin
-      dyn_mem[q_q] <= save_d;
-      if (kind_q == K_DB) pi_mem[q_q] <= pi_q;
-    end
+    if (save_now) dyn_mem[q_q] <= save_d;
+    if (db_pw) pi_mem[QW'(db_q.qpn)] <= db_q.pi;
   end
 
   // is WQE x in the cache
@@ -704,7 +761,7 @@ module hm_rc_compl
           if (take_ctl) st_q <= C_CTL;
           else if (take_evt) begin kind_q <= K_EVT; st_q <= C_LOAD; end
           else if (take_sent) begin kind_q <= K_SENT; sent_q <= mg_q; st_q <= C_LOAD; end
-          else if (take_db) begin kind_q <= K_DB; dbpi_q <= dbf.pi; st_q <= C_LOAD; end
+          else if (take_db) begin kind_q <= K_DB; st_q <= C_LOAD; end
           else if (take_pkt) begin
             kind_q <= K_PKT;
             h_q    <= hk_q;
@@ -725,7 +782,7 @@ module hm_rc_compl
           ctx_q <= ctx_rd;
           d_q   <= dyn_rd;
           una0_q <= dyn_rd.una + dyn_rd.rd_done;
-          pi_q  <= pi_rd;
+          pi_q  <= db_hit_q ? db_hit_pi_q : pi_rd;
           st_q  <= C_DISPATCH;
         end
         C_DISPATCH: begin
@@ -742,7 +799,7 @@ module hm_rc_compl
               end
             end
             K_DB: begin
-              pi_q <= dbpi_q;
+              // (pi_q holds this doorbell's producer index, or a later one)
               st_q <= d_q.err ? C_FLUSH : C_SAVE;
               flushing_q <= d_q.err;
             end
@@ -1231,6 +1288,8 @@ module hm_rc_compl
         end
         default: st_q <= C_IDLE;
       endcase
+      // a doorbell's producer index for the QP loaded (the doorbell stage)
+      if (db_pw && QW'(db_q.qpn) == q_q && st_q != C_IDLE) pi_q <= db_q.pi;
     end
   end
 

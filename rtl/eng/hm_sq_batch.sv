@@ -62,6 +62,11 @@ module hm_sq_batch
   // QP i_q is saved (its ci i_ci); i_open: it may take over an unused window
   input  logic                  i_save,
   input  logic                  i_open,
+  // A doorbell of QP i_db_q announced WQEs up to i_db_pi: the window's prefetch may go on to
+  // there (it is not known to i_posted_end when another QP is loaded)
+  input  logic                  i_db,
+  input  logic [QW-1:0]         i_db_q,
+  input  logic [15:0]           i_db_pi,
 
   // Read port: beat i_rd_beat of WQE i_rd_idx (data the next cycle)
   input  logic [15:0]           i_rd_idx,
@@ -189,9 +194,22 @@ module hm_sq_batch
         if (s_wqe_tlast) take_window(i_fx, cbn_q);
       end
       // the window's QP saved: what it still needs and how far it is posted
-      if (i_save && cb_v_q && cb_q == i_q) begin
-        cb_lo_q  <= i_ci;
-        cb_lim_q <= i_posted_end;
+      begin
+        logic [15:0] lim;
+        logic        upd;
+        lim = cb_lim_q;
+        upd = 1'b0;
+        if (i_save && cb_v_q && cb_q == i_q) begin
+          cb_lo_q <= i_ci;
+          lim     = i_posted_end;
+          upd     = 1'b1;
+        end
+        // (a doorbell behind the limit, a stale one, leaves it)
+        if (i_db && cb_v_q && cb_q == i_db_q && 16'(i_db_pi - lim) < 16'h8000) begin
+          lim = i_db_pi;
+          upd = 1'b1;
+        end
+        if (upd) cb_lim_q <= lim;
       end
       // another QP takes over an unused window
       if (i_save && i_open && !pf_busy_q && (!cb_v_q || (cb_q != i_q && cb_lo_q == cb_lim_q))) begin
