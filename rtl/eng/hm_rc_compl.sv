@@ -455,6 +455,12 @@ module hm_rc_compl
   assign f_due  = (is_ack && syn_cls == HM_AETH_CLS_ACK) ? hm_psn_ge(p, f_last) : hm_psn_ge(p - 24'd1, f_last);
   assign f_ok   = d_q.ci != d_q.shead && ci_in_batch && !cb_err && !f_rdat && !fh.flags[0] && f_due;
 
+  // retire from a start record (C_RI): whether the packet covers the WQE the record is for
+  logic [23:0] ri_last;
+  logic        ri_due;
+  assign ri_last = d_q.una + hm_wqe_npsn(ri_rd.opcode, ri_rd.len, lpmtu) - 24'd1;
+  assign ri_due  = (is_ack && syn_cls == HM_AETH_CLS_ACK) ? hm_psn_ge(p, ri_last) : hm_psn_ge(p - 24'd1, ri_last);
+
   // READ response placement: the SGL cursor (loaded by C_DISPATCH, stepped in C_PLACE)
   logic        cur_load, cur_valid, cur_last;
   logic [3:0]  cur_sge;
@@ -583,8 +589,11 @@ module hm_rc_compl
   assign rt_el    = now_q[31:0] - d_q.rt_t0;
   assign rt_sub   = 25'(d_q.srtt) - 25'(rs_q);
   assign rt_neg   = rt_sub[24];
-  assign rtt_step = kind_q == K_PKT && !rwd_q && !d_q.err && rph_q != 3'd7 &&
-                    (rph_q != 3'd0 || (d_q.rt_on && !hm_psn_ge(d_q.rt_psn, una_eff)));
+  // (started in any state of a packet's turn after C_DISPATCH, as soon as una_eff passes
+  // rt_psn, and run to the end; C_SAVE waits for them)
+  assign rtt_step = kind_q == K_PKT && rph_q != 3'd7 &&
+                    st_q != C_IDLE && st_q != C_LOAD && st_q != C_DISPATCH && st_q != C_CTL &&
+                    (rph_q != 3'd0 || (!rwd_q && !d_q.err && d_q.rt_on && !hm_psn_ge(d_q.rt_psn, una_eff)));
   // which deadline a K_TMO turn found passed (the table holds the earlier one)
   logic std_due, early_due;
   assign std_due   = $signed(now_q - d_q.deadline) >= 0;
@@ -936,7 +945,9 @@ module hm_rc_compl
             wc_q         <= q_q;
             wc_idx_q     <= d_q.ci;
             wfetch_err_q <= 1'b0;
-            st_q         <= C_RL;
+            // a WQE the packet covers retires at once (C_RL would decide the same on it)
+            if (ri_due) retire(HM_CQE_ST_SUCCESS, C_RL);
+            else st_q <= C_RL;
           end else st_q <= C_WREQ;
         end
         C_WREQ: begin
@@ -1223,71 +1234,80 @@ module hm_rc_compl
             rqc_q      <= '{op: HM_RQC_CLAMP, qpn: 16'(q_q), idx: d_q.ci, off: 32'd0, psn: d_q.una, lim: 24'd0};
             rqc_next_q <= C_SAVE;
             st_q       <= C_RQC;
-          end else if (win_step) begin
-            unique case (wph_q)
-              2'd0: begin
-                // at most 2^23 - 1: una only moves forward while a packet is worked on
-                wk_q  <= hm_psn_ge(una_eff, una0_q) ? una_eff - una0_q : 24'd0;
-                wph_q <= una_eff == una0_q ? 2'd3 : 2'd1;   // nothing acknowledged: done
-              end
-              2'd1: begin
-                d_q.cwnd <= cw_next;
-                want_q   <= una_eff + 24'(cw_next);
-                wph_q    <= 2'd2;
-              end
-              default: begin
-                wph_q <= 2'd3;
-                if (hm_psn_ge(want_q, d_q.lim + 24'(HM_WIN_STEP))) begin
-                  d_q.lim    <= want_q;
-                  rqc_q      <= '{op: HM_RQC_WIN, qpn: 16'(q_q), idx: 16'd0, off: 32'd0, psn: 24'd0, lim: want_q};
-                  rqc_next_q <= C_SAVE;
-                  st_q       <= C_RQC;
+          end else begin
+            // the window's and the round trip's steps run side by side (they share no field)
+            if (win_step) begin
+              unique case (wph_q)
+                2'd0: begin
+                  // at most 2^23 - 1: una only moves forward while a packet is worked on
+                  wk_q  <= hm_psn_ge(una_eff, una0_q) ? una_eff - una0_q : 24'd0;
+                  wph_q <= una_eff == una0_q ? 2'd3 : 2'd1;   // nothing acknowledged: done
                 end
-              end
-            endcase
-          end else if (rtt_step) begin
-            unique case (rph_q)
-              3'd0: begin
-                rs_q  <= rt_el[31:24] != '0 ? 24'hFF_FFFF : rt_el[23:0] == '0 ? 24'd1 : rt_el[23:0];
-                rph_q <= 3'd1;
-              end
-              3'd1: begin
-                rd_q  <= rt_neg ? 24'(rs_q - d_q.srtt) : rt_sub[23:0];      // |SRTT - R|
-                sa_q  <= d_q.srtt - (d_q.srtt >> 3);
-                va_q  <= d_q.rttvar - (d_q.rttvar >> 2);
-                rph_q <= 3'd2;
-              end
-              3'd2: begin
-                if (d_q.srtt == '0) begin
-                  d_q.srtt   <= rs_q;
-                  d_q.rttvar <= rs_q >> 1;
-                end else begin
-                  d_q.srtt   <= sa_q + (rs_q >> 3);
-                  d_q.rttvar <= va_q + (rd_q >> 2);
+                2'd1: begin
+                  d_q.cwnd <= cw_next;
+                  want_q   <= una_eff + 24'(cw_next);
+                  wph_q    <= 2'd2;
                 end
-                rph_q <= 3'd3;
-              end
-              3'd3: begin
-                rr_q  <= 26'(d_q.srtt) + (26'(d_q.rttvar) << 2);
-                rp_q  <= 25'(d_q.srtt) << 1;
-                rph_q <= 3'd4;
-              end
-              3'd4: begin
-                d_q.rto <= rr_q < 26'(RTO_MIN_C) ? 24'(RTO_MIN_C) : rr_q[25:24] != '0 ? 24'hFF_FFFF : rr_q[23:0];
-                rp_q    <= rp_q < 25'(PTO_MIN_C) ? 25'(PTO_MIN_C) : rp_q;
-                rph_q   <= 3'd5;
-              end
-              default: begin
-                d_q.pto   <= rp_q > 25'(d_q.rto) ? d_q.rto : rp_q[23:0];
-                d_q.rt_on <= 1'b0;
-                rph_q     <= 3'd7;
-              end
-            endcase
-          end else if (d_q.lerr_v && d_q.ci == d_q.lerr_idx && !d_q.err) st_q <= C_LERR;
-          else st_q <= C_IDLE;
+                default: begin
+                  wph_q <= 2'd3;
+                  if (hm_psn_ge(want_q, d_q.lim + 24'(HM_WIN_STEP))) begin
+                    d_q.lim    <= want_q;
+                    rqc_q      <= '{op: HM_RQC_WIN, qpn: 16'(q_q), idx: 16'd0, off: 32'd0, psn: 24'd0, lim: want_q};
+                    rqc_next_q <= C_SAVE;
+                    st_q       <= C_RQC;
+                  end
+                end
+              endcase
+            end
+            if (!win_step && !rtt_step) begin   // (rtt_step: below the FSM)
+              if (d_q.lerr_v && d_q.ci == d_q.lerr_idx && !d_q.err) st_q <= C_LERR;
+              else st_q <= C_IDLE;
+            end
+          end
         end
         default: st_q <= C_IDLE;
       endcase
+      // the round trip's steps: from the cycle the packet acknowledges the PSN timed (also
+      // before C_SAVE, beside the retire steps, which share no field with them)
+      if (rtt_step) begin
+        unique case (rph_q)
+          3'd0: begin
+            rs_q  <= rt_el[31:24] != '0 ? 24'hFF_FFFF : rt_el[23:0] == '0 ? 24'd1 : rt_el[23:0];
+            rph_q <= 3'd1;
+          end
+          3'd1: begin
+            rd_q  <= rt_neg ? 24'(rs_q - d_q.srtt) : rt_sub[23:0];      // |SRTT - R|
+            sa_q  <= d_q.srtt - (d_q.srtt >> 3);
+            va_q  <= d_q.rttvar - (d_q.rttvar >> 2);
+            rph_q <= 3'd2;
+          end
+          3'd2: begin
+            if (d_q.srtt == '0) begin
+              d_q.srtt   <= rs_q;
+              d_q.rttvar <= rs_q >> 1;
+            end else begin
+              d_q.srtt   <= sa_q + (rs_q >> 3);
+              d_q.rttvar <= va_q + (rd_q >> 2);
+            end
+            rph_q <= 3'd3;
+          end
+          3'd3: begin
+            rr_q  <= 26'(d_q.srtt) + (26'(d_q.rttvar) << 2);
+            rp_q  <= 25'(d_q.srtt) << 1;
+            rph_q <= 3'd4;
+          end
+          3'd4: begin
+            d_q.rto <= rr_q < 26'(RTO_MIN_C) ? 24'(RTO_MIN_C) : rr_q[25:24] != '0 ? 24'hFF_FFFF : rr_q[23:0];
+            rp_q    <= rp_q < 25'(PTO_MIN_C) ? 25'(PTO_MIN_C) : rp_q;
+            rph_q   <= 3'd5;
+          end
+          default: begin
+            d_q.pto   <= rp_q > 25'(d_q.rto) ? d_q.rto : rp_q[23:0];
+            d_q.rt_on <= 1'b0;
+            rph_q     <= 3'd7;
+          end
+        endcase
+      end
       // a doorbell's producer index for the QP loaded (the doorbell stage)
       if (db_pw && QW'(db_q.qpn) == q_q && st_q != C_IDLE) pi_q <= db_q.pi;
     end
