@@ -266,6 +266,8 @@ module hm_rc_compl
   // packet's turn also absorbs a waiting record of its own QP, see C_DISPATCH)
   logic          take_ctl, take_evt, take_sent, take_db, take_pkt, take_tmo, pkt_first, rr_pkt_q;
   logic          absorb, absorbed_q;
+  // the turn ends in C_SAVE this cycle (to C_IDLE): the next one may be taken in that cycle
+  logic          turn_end;
   logic [QW-1:0] sel_q;
   // A control command first waits for the doorbells queued before it: a doorbell rung before
   // the control plane reloaded a QP belongs to the old ring and must act on the old state (a
@@ -274,7 +276,7 @@ module hm_rc_compl
   // ahead of packets and records; later ones wait as usual.
   always_comb begin
     logic base;
-    base      = st_q == C_IDLE && !s_ctl_valid && !s_err_valid;
+    base      = (st_q == C_IDLE || turn_end) && !s_ctl_valid && !s_err_valid;
     pkt_first = hk_v_q && (!mg_v_q || !rr_pkt_q);
     take_ctl  = st_q == C_IDLE && s_ctl_valid && ctl_arm_q && !ctl_drain && !db_v_q;
     take_evt  = st_q == C_IDLE && !s_ctl_valid && s_err_valid;
@@ -311,7 +313,7 @@ module hm_rc_compl
 
   always_ff @(posedge clk) begin
     ctx_rd <= ctx_mem[sel_q];
-    dyn_rd <= dyn_mem[sel_q];
+    dyn_rd <= save_now && sel_q == q_q ? save_d : dyn_mem[sel_q];   // (a turn taken in C_SAVE)
     pi_rd  <= pi_mem[sel_q];
   end
 
@@ -599,6 +601,7 @@ module hm_rc_compl
   assign std_due   = $signed(now_q - d_q.deadline) >= 0;
   assign early_due = d_q.e_on && !d_q.rnr_wait && $signed(now_q - d_q.e_dl) >= 0;
   assign save_now  = st_q == C_SAVE && !clamp_due && !win_step && !rtt_step;
+  assign turn_end  = save_now && !(d_q.lerr_v && d_q.ci == d_q.lerr_idx && !d_q.err);
   // the end of what the QP has posted: the later of the doorbell's producer index and the
   // WQEs started (a doorbell may still wait in u_dbf); the WQE window and the flush use it
   logic [15:0] posted_end;
@@ -720,6 +723,39 @@ module hm_rc_compl
     end
   endtask
 
+  // the start of a turn (C_IDLE, or C_SAVE as a turn ends): the work taken, if any
+  task automatic begin_turn();
+    q_q           <= sel_q;
+    flushing_q    <= 1'b0;
+    prog_q        <= 1'b0;
+    rwd_q         <= 1'b0;
+    clamped_q     <= 1'b0;
+    wph_q         <= 2'd0;
+    tmr_restart_q <= 1'b0;
+    e_arm_q       <= 1'b0;
+    early_q       <= 1'b0;
+    rph_q         <= 3'd0;
+    disc_next_q   <= C_SAVE;
+    absorbed_q    <= 1'b0;
+    if (take_pkt) rr_pkt_q <= 1'b1;
+    if (take_sent) rr_pkt_q <= 1'b0;
+    if (take_ctl) st_q <= C_CTL;
+    else if (take_evt) begin kind_q <= K_EVT; st_q <= C_LOAD; end
+    else if (take_sent) begin kind_q <= K_SENT; sent_q <= mg_q; st_q <= C_LOAD; end
+    else if (take_db) begin kind_q <= K_DB; st_q <= C_LOAD; end
+    else if (take_pkt) begin
+      kind_q <= K_PKT;
+      h_q    <= hk_q;
+      h_local_q <= hk_local_q;
+      if ((hk_q.dest_qp >> QW) != '0) begin
+        stats.dropped <= stats.dropped + 1'b1;
+        disc_next_q  <= C_IDLE;
+        st_q <= hk_q.payload_len != 0 ? C_DISCARD : C_IDLE;
+      end else st_q <= C_LOAD;
+    end
+    else if (take_tmo) begin kind_q <= K_TMO; st_q <= C_LOAD; end
+  endtask
+
   always_ff @(posedge clk) begin
     if (rst) begin
       st_q           <= C_IDLE;
@@ -752,37 +788,7 @@ module hm_rc_compl
         m_qpc_rx.mask[hm_pkg::HM_QPC_SEQ_NAKS_RX] <= s_hdr.syndrome == HM_AETH_NAK_PSN_SEQ;
       end
       case (st_q)
-        C_IDLE: begin
-          q_q           <= sel_q;
-          flushing_q    <= 1'b0;
-          prog_q        <= 1'b0;
-          rwd_q         <= 1'b0;
-          clamped_q     <= 1'b0;
-          wph_q         <= 2'd0;
-          tmr_restart_q <= 1'b0;
-          e_arm_q       <= 1'b0;
-          early_q       <= 1'b0;
-          rph_q         <= 3'd0;
-          disc_next_q   <= C_SAVE;
-          absorbed_q    <= 1'b0;
-          if (take_pkt) rr_pkt_q <= 1'b1;
-          if (take_sent) rr_pkt_q <= 1'b0;
-          if (take_ctl) st_q <= C_CTL;
-          else if (take_evt) begin kind_q <= K_EVT; st_q <= C_LOAD; end
-          else if (take_sent) begin kind_q <= K_SENT; sent_q <= mg_q; st_q <= C_LOAD; end
-          else if (take_db) begin kind_q <= K_DB; st_q <= C_LOAD; end
-          else if (take_pkt) begin
-            kind_q <= K_PKT;
-            h_q    <= hk_q;
-            h_local_q <= hk_local_q;
-            if ((hk_q.dest_qp >> QW) != '0) begin
-              stats.dropped <= stats.dropped + 1'b1;
-              disc_next_q  <= C_IDLE;
-              st_q <= hk_q.payload_len != 0 ? C_DISCARD : C_IDLE;
-            end else st_q <= C_LOAD;
-          end
-          else if (take_tmo) begin kind_q <= K_TMO; st_q <= C_LOAD; end
-        end
+        C_IDLE: begin_turn();
         C_CTL: begin
           wc_v_q <= 1'b0;
           st_q   <= C_IDLE;
@@ -1261,7 +1267,10 @@ module hm_rc_compl
             end
             if (!win_step && !rtt_step) begin   // (rtt_step: below the FSM)
               if (d_q.lerr_v && d_q.ci == d_q.lerr_idx && !d_q.err) st_q <= C_LERR;
-              else st_q <= C_IDLE;
+              else begin
+                st_q <= C_IDLE;
+                begin_turn();
+              end
             end
           end
         end
