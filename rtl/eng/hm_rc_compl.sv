@@ -311,11 +311,7 @@ module hm_rc_compl
   assign absorb = st_q == C_DISPATCH && kind_q == K_PKT && !absorbed_q && mg_v_q &&
                   mg_q.qpn == 16'(q_q) && mg_q.status == HM_CQE_ST_SUCCESS;
 
-  always_ff @(posedge clk) begin
-    ctx_rd <= ctx_mem[sel_q];
-    dyn_rd <= save_now && sel_q == q_q ? save_d : dyn_mem[sel_q];   // (a turn taken in C_SAVE)
-    pi_rd  <= pi_mem[sel_q];
-  end
+  // (the table reads: below, after save_d)
 
   // the doorbell stage (see u_dbf above): a doorbell leaves the FIFO when the stage is free
   // or frees this cycle, and not while a control command waits for the FIFO's older entries
@@ -646,6 +642,13 @@ module hm_rc_compl
     end
     if (save_d.err || !save_d.tmr_on || save_d.rnr_wait) save_d.e_on = 1'b0;
   end
+  // the table reads for the turn taken (C_IDLE, or C_SAVE as it saves: its own QP forwarded)
+  always_ff @(posedge clk) begin
+    ctx_rd <= ctx_mem[sel_q];
+    dyn_rd <= save_now && sel_q == q_q ? save_d : dyn_mem[sel_q];   // (a turn taken in C_SAVE)
+    pi_rd  <= pi_mem[sel_q];
+  end
+
   assign tmr_wr       = save_now || (st_q == C_CTL && (s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0);
   assign tmr_qpn      = save_now ? q_q : QW'(s_ctl_cmd.index);
   assign tmr_armed    = save_now && save_d.tmr_on;
