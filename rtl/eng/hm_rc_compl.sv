@@ -26,6 +26,12 @@
 // dropped and counted. Data written for a READ or an atomic is complete in host memory
 // before its CQE is requested.
 //
+// Work is taken in turns, one QP at a time: a response packet, a start record, an ERR event,
+// a timeout, a control command, or a doorbell of a QP in ERR (its flush); each loads the QP's
+// state (C_LOAD), works on it and saves it (C_SAVE); the next turn is taken in the cycle a
+// packet's turn saves. Other doorbells take no turn: they only write the QP's producer index
+// (the doorbell stage below).
+//
 // Go-back-N (ROCEV2.md section 9): a NAK sequence error, an implied NAK (an ACK beyond a READ
 // or atomic that got no response), a gap in READ responses, or the local ACK timeout (4.096 us
 // x 2^timeout, scanned per QP) rewinds the requester to the first unacknowledged PSN; each
@@ -41,7 +47,8 @@
 //
 // Adaptive retransmission (hm_pkg HM_RTO_*): the round trip from a WQE's start record to the
 // response that acknowledges its first PSN is timed, one at a time and never across a rewind
-// (Karn); six steps at C_SAVE update SRTT / RTTVAR (RFC 6298 gains) and the early intervals.
+// (Karn); six steps, from the cycle the response is seen to acknowledge it, update SRTT /
+// RTTVAR (RFC 6298 gains) and the early intervals, beside the retire steps.
 // An early deadline runs beside the standard one; the timer table holds the earlier of the
 // two. When only the early one has passed, the QP resends from the oldest unacknowledged PSN
 // with the window at HM_WIN_MIN, without using a retry, and the next early interval doubles.
@@ -266,7 +273,10 @@ module hm_rc_compl
   // packet's turn also absorbs a waiting record of its own QP, see C_DISPATCH)
   logic          take_ctl, take_evt, take_sent, take_db, take_pkt, take_tmo, pkt_first, rr_pkt_q;
   logic          absorb, absorbed_q;
-  // the turn ends in C_SAVE this cycle (to C_IDLE): the next one may be taken in that cycle
+  // a packet's turn ends in C_SAVE this cycle (to C_IDLE): the next one may be taken in that
+  // cycle. (Not after a start record's turn: at one WQE every 3 cycles, one QP's records then
+  // stopped merging, and the window's prefetch, moved at every save, read the ring back in
+  // more, smaller reads beside the requester's: 3.15 cycles per 64-byte WRITE, not 3.00.)
   logic          turn_end;
   logic [QW-1:0] sel_q;
   // A control command first waits for the doorbells queued before it: a doorbell rung before
@@ -573,7 +583,8 @@ module hm_rc_compl
   assign cw_next  = cw_sum >= 25'(HM_WIN_MAX) ? HM_WIN_MAX : 12'(cw_sum);
   assign win_step = kind_q == K_PKT && !rwd_q && !d_q.err && wph_q != 2'd3;
   // The round trip (HM_RTO_*): a response that acknowledged the PSN timed, with no REWIND
-  // since it was started, gives a sample; six steps at C_SAVE, one adder or compare each:
+  // since it was started, gives a sample; six steps, one adder or compare each (started as
+  // soon as una_eff passes the PSN timed, so beside the retire steps; C_SAVE waits for them):
   // the sample R (saturated), |SRTT - R| and the decays, SRTT and RTTVAR, SRTT + 4 RTTVAR
   // and 2 SRTT, the floors, the probe's ceiling.
   localparam int RTO_MIN_C = HM_RTO_MIN_US * CYCLES_PER_US;
@@ -597,7 +608,7 @@ module hm_rc_compl
   assign std_due   = $signed(now_q - d_q.deadline) >= 0;
   assign early_due = d_q.e_on && !d_q.rnr_wait && $signed(now_q - d_q.e_dl) >= 0;
   assign save_now  = st_q == C_SAVE && !clamp_due && !win_step && !rtt_step;
-  assign turn_end  = save_now && !(d_q.lerr_v && d_q.ci == d_q.lerr_idx && !d_q.err);
+  assign turn_end  = save_now && kind_q == K_PKT && !(d_q.lerr_v && d_q.ci == d_q.lerr_idx && !d_q.err);
   // the end of what the QP has posted: the later of the doorbell's producer index and the
   // WQEs started (a doorbell may still wait in u_dbf); the WQE window and the flush use it
   logic [15:0] posted_end;
