@@ -274,9 +274,10 @@ module hm_rc_compl
   logic          take_ctl, take_evt, take_sent, take_db, take_pkt, take_tmo, pkt_first, rr_pkt_q;
   logic          absorb, absorbed_q;
   // a packet's turn ends in C_SAVE this cycle (to C_IDLE): the next one may be taken in that
-  // cycle. (Not after a start record's turn: at one WQE every 3 cycles, one QP's records then
-  // stopped merging, and the window's prefetch, moved at every save, read the ring back in
-  // more, smaller reads beside the requester's: 3.15 cycles per 64-byte WRITE, not 3.00.)
+  // cycle. (Not after a start record's turn: with that too, one QP's 256 64-byte WRITEs left
+  // at 3.15 cycles apiece, not at the wire floor's 3.00, with the completer never holding the
+  // requester's records back; record turns then came as fast as the records, every 3 cycles.
+  // The cause is not isolated further.)
   logic          turn_end;
   logic [QW-1:0] sel_q;
   // A control command first waits for the doorbells queued before it: a doorbell rung before
