@@ -179,3 +179,45 @@ fn a_wqe_rung_while_its_qp_fails_is_flushed_whatever_the_cycle() {
         assert_eq!(got, vec![(1, WcStatus::RemAccessErr), (2, WcStatus::WrFlushErr)], "WQE 2 rung {delay} cycles after WQE 1 (its CQE at {t_err})");
     }
 }
+
+/// One QP with nothing outstanding is moved to ERR by the control plane (`HM_CTL_POST`
+/// QP_ERR, which reaches the requester, the responder and the completer at once; the
+/// completer's ERR event turn flushes what is posted) and a WRITE's doorbell is written
+/// `offset` cycles from that post (negative: before it); both writes start without waiting.
+/// Returns the QP's completions.
+fn event_and_post(offset: i64) -> Vec<(u64, WcStatus)> {
+    use hematite_sim::eng::{LiteOp, Port};
+    let (mut d, k0, k1) = bench(1, WireFaults::default());
+    let q = qpn(0);
+    let wr = SendWr::new(7, SendOp::Write { remote_addr: DST, rkey: k1 }, vec![Sge { addr: BUF, len: 64, lkey: k0 }]);
+    d.h[0].post_send(q, &wr, false).unwrap();
+    let db = LiteOp::Write { addr: hematite_sim::csr::regs::HM_REG_DB_SQ, data: d.h[0].sq_doorbell_word(q).unwrap(), strb: 0xF };
+    let post = LiteOp::Write { addr: hematite_abi::regs::HM_CTL_POST, data: 1u32 << 28 | q, strb: 0xF };
+    let (first, second, gap) = if offset < 0 { ((Port::Bar, db), (Port::Ctl, post), -offset) } else { ((Port::Ctl, post), (Port::Bar, db), offset) };
+    d.h[0].eng.lite_start(first.0, first.1);
+    for _ in 0..gap {
+        d.tick().unwrap();
+    }
+    d.h[0].eng.lite_start(second.0, second.1);
+    let _ = d.run(100_000, |d| !d.h[0].cqes.is_empty());
+    for _ in 0..5_000 {
+        d.tick().unwrap();
+    }
+    by_qp(&d).remove(&q).unwrap_or_default()
+}
+
+#[test]
+fn a_wqe_rung_around_a_control_plane_err_completes_once() {
+    // swept cycle by cycle across the ERR event's turn: a doorbell that leaves the stage while
+    // the turn holds the QP with its ERR bit set but not yet saved (the last cycle of the
+    // flush, or the save) must still get a turn of its own, or the WQE never completes.
+    // Rung before the event, the WQE may also have been sent and acknowledged: then it
+    // completes with success.
+    for offset in -24i64..24 {
+        let got = event_and_post(offset);
+        assert!(
+            got == vec![(7, WcStatus::WrFlushErr)] || (offset < 0 && got == vec![(7, WcStatus::Success)]),
+            "WRITE rung {offset} cycles from the QP_ERR post: {got:?}"
+        );
+    }
+}
