@@ -328,9 +328,10 @@ module hm_rc_compl
   // or frees this cycle, and not while a control command waits for the FIFO's older entries
   // to go (nor in the cycle the completer arms for it, nor while it is taken)
   // (ERR: saved, being saved, or set by the turn that holds the QP and not yet saved: a turn
-  // ending its flush would not see this doorbell's producer index in time)
+  // ending its flush would not see this doorbell's producer index in time; not in C_LOAD,
+  // where d_q still holds the QP before and err_mem answers)
   assign db_err   = (err_byp_q ? err_bypd_q : err_rd_q) || (err_w && err_wa == QW'(db_q.qpn) && err_wd) ||
-                    (st_q != C_IDLE && st_q != C_CTL && q_q == QW'(db_q.qpn) && d_q.err);
+                    (st_q != C_IDLE && st_q != C_CTL && st_q != C_LOAD && q_q == QW'(db_q.qpn) && d_q.err);
   assign db_pw    = db_v_q && db_new_q;
   assign db_hold  = db_v_q && !db_new_q;
   assign db_taken = take_db;
