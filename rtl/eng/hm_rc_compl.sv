@@ -223,7 +223,8 @@ module hm_rc_compl
   // after it, as before. While a control command waits, only the doorbells queued before it
   // leave the FIFO (hm_db_order), and the command is taken once the stage is empty.
   // The FSM's copy of the producer index (pi_q) follows a write for the QP it has loaded,
-  // and a write in the cycle it read pi_mem (db_hit_q); it never writes pi_mem itself.
+  // and a write in the cycle it read pi_mem (db_hit_q); no turn writes pi_mem (only a
+  // control command's LOAD_SQ resets it).
   hm_db_qp_t     db_q;
   logic          db_v_q, db_new_q, db_hold, db_pw, db_pop, db_err, db_taken;
   logic          err_w, err_wd, err_rd, err_byp_q, err_bypd_q, err_rd_q, db_hit_q;
