@@ -5,16 +5,14 @@
 //! address, every QP completes its WQEs in order with its own wr_ids, and a failed WQE read
 //! fails the QP it belongs to and no other (when the failed read is the next-turn read, and
 //! when the QP served fails while a next-turn read is in flight).
-use hematite_model::transport::mem::MrAccess;
+mod common;
+
+use common::pairs::{by_qp, qpn, BUF, DST};
 use hematite_model::transport::{QpConfig, SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
 use hematite_sim::duo::{DuoBench, WireFaults};
 use hematite_sim::host::SQ_BASE;
 use std::collections::BTreeMap;
-
-const BUF: u64 = 0x10_0000;
-const LEN: u64 = 0x40_0000;
-const DST: u64 = BUF + 0x10_0000;
 
 fn bench(qps: u32, err_ranges: Vec<(u64, u64)>) -> (DuoBench, u32, u32) {
     bench_with(qps, err_ranges, WireFaults::default())
@@ -22,20 +20,7 @@ fn bench(qps: u32, err_ranges: Vec<(u64, u64)>) -> (DuoBench, u32, u32) {
 
 fn bench_with(qps: u32, err_ranges: Vec<(u64, u64)>, faults: WireFaults) -> (DuoBench, u32, u32) {
     let mem = MemCfg { latency: 100, seed: 5, err_ranges, ..Default::default() };
-    let mut d = DuoBench::new(mem, faults).unwrap();
-    let data: Vec<u8> = (0..0x8_0000u64).map(|i| (i * 29 + 11) as u8).collect();
-    d.h[0].fill(BUF, &data);
-    let k0 = d.h[0].reg_mr(1, BUF, LEN, MrAccess::ALL).unwrap().lkey;
-    let k1 = d.h[1].reg_mr(1, BUF, LEN, MrAccess::ALL).unwrap().rkey;
-    let cfg = QpConfig { pmtu: 1024, timeout: 3, ..QpConfig::default() };
-    for q in 0..qps {
-        d.connect(qpn(q), qpn(q), cfg, 0).unwrap();
-    }
-    (d, k0, k1)
-}
-
-fn qpn(k: u32) -> u32 {
-    2 + k
+    common::pairs::bench(mem, faults, qps, |i| (i * 29 + 11) as u8)
 }
 
 /// WQE `id`: a WRITE of `len` bytes from BUF + (id % 64) * 4 KiB to DST + id * 4 KiB (inline
@@ -45,15 +30,6 @@ fn write(id: u64, len: u32, inline: bool, k0: u32, k1: u32) -> SendWr {
     let mut wr = SendWr::new(id, SendOp::Write { remote_addr: DST + id * 0x1000, rkey: k1 }, sgl);
     wr.inline = inline;
     wr
-}
-
-/// Host 0's CQEs by QP: (wr_id, status) in completion order.
-fn by_qp(d: &DuoBench) -> BTreeMap<u32, Vec<(u64, WcStatus)>> {
-    let mut m: BTreeMap<u32, Vec<(u64, WcStatus)>> = BTreeMap::new();
-    for c in &d.h[0].cqes {
-        m.entry(c.cqe.qpn).or_default().push((c.cqe.wr_id, c.cqe.status));
-    }
-    m
 }
 
 #[test]

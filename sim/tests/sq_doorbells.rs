@@ -5,41 +5,17 @@
 //! what must hold: every WQE completes exactly once, in order, with the status the transport
 //! rules give it (success, the error, WR_FLUSH_ERR after it), and the host's doorbells are
 //! not held back by the completer.
-use hematite_model::transport::mem::MrAccess;
-use hematite_model::transport::{QpConfig, SendOp, SendWr, Sge, WcStatus};
+mod common;
+
+use common::pairs::{by_qp, qpn, BUF, DST, LEN};
+use hematite_model::transport::{SendOp, SendWr, Sge, WcStatus};
 use hematite_sim::dma::MemCfg;
 use hematite_sim::duo::{DuoBench, WireFaults};
 use std::collections::BTreeMap;
 
-const BUF: u64 = 0x10_0000;
-const LEN: u64 = 0x40_0000;
-const DST: u64 = BUF + 0x10_0000;
-
-fn qpn(k: u32) -> u32 {
-    2 + k
-}
-
 fn bench(qps: u32, faults: WireFaults) -> (DuoBench, u32, u32) {
     let mem = MemCfg { latency: 100, seed: 9, ..Default::default() };
-    let mut d = DuoBench::new(mem, faults).unwrap();
-    let data: Vec<u8> = (0..0x8_0000u64).map(|i| (i * 13 + 7) as u8).collect();
-    d.h[0].fill(BUF, &data);
-    let k0 = d.h[0].reg_mr(1, BUF, LEN, MrAccess::ALL).unwrap().lkey;
-    let k1 = d.h[1].reg_mr(1, BUF, LEN, MrAccess::ALL).unwrap().rkey;
-    let cfg = QpConfig { pmtu: 1024, timeout: 3, ..QpConfig::default() };
-    for q in 0..qps {
-        d.connect(qpn(q), qpn(q), cfg, 0).unwrap();
-    }
-    (d, k0, k1)
-}
-
-/// Host 0's CQEs by QP: (wr_id, status) in completion order.
-fn by_qp(d: &DuoBench) -> BTreeMap<u32, Vec<(u64, WcStatus)>> {
-    let mut m: BTreeMap<u32, Vec<(u64, WcStatus)>> = BTreeMap::new();
-    for c in &d.h[0].cqes {
-        m.entry(c.cqe.qpn).or_default().push((c.cqe.wr_id, c.cqe.status));
-    }
-    m
+    common::pairs::bench(mem, faults, qps, |i| (i * 13 + 7) as u8)
 }
 
 /// `qps` QPs, `rounds` rounds of one signaled WRITE per QP, each with its own doorbell and a

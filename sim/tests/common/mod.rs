@@ -1,4 +1,5 @@
 #![allow(dead_code)]
+pub mod pairs;
 use std::path::PathBuf;
 
 /// ../shared (or $HEMATITE_SHARED). Missing data is a hard failure, never a skip.
