@@ -227,7 +227,7 @@ module hm_rc_compl
   // control command's LOAD_SQ resets it).
   hm_db_qp_t     db_q;
   logic          db_v_q, db_new_q, db_hold, db_pw, db_pop, db_err, db_taken;
-  logic          err_w, err_wd, err_rd, err_byp_q, err_bypd_q, err_rd_q, db_hit_q;
+  logic          err_w, err_wd, err_byp_q, err_bypd_q, err_rd_q, db_hit_q;
   logic [QW-1:0] err_wa;
   logic [15:0]   db_hit_pi_q;
   logic          err_mem [NUM_QPS];
@@ -338,10 +338,9 @@ module hm_rc_compl
   assign db_taken = take_db;
   assign db_pop   = dbf_valid && (!s_ctl_valid || ctl_drain) && st_q != C_CTL &&
                     (!db_v_q || (db_new_q && !db_err));
-  assign err_rd   = err_mem[QW'(dbf.qpn)];
   always_ff @(posedge clk) begin
     if (err_w) err_mem[err_wa] <= err_wd;
-    err_rd_q   <= err_rd;
+    err_rd_q   <= err_mem[QW'(dbf.qpn)];   // (registered read, the FIFO head's QP)
     err_byp_q  <= err_w && err_wa == QW'(dbf.qpn);
     err_bypd_q <= err_wd;
     // C_LOAD takes pi_rd, read in the cycle before: a write in that cycle is forwarded
