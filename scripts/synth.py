@@ -133,11 +133,12 @@ def parse_tops(spec, default_bound):
     (LEVELS, else `default_bound`; 0 = none). Raises ValueError on a malformed entry."""
     tops, bound = [], {}
     for t in spec.split(","):
-        m = re.fullmatch(r"(\w+)(?::(\d+))?", t)
+        # (LEVELS in quarter levels at most, as the carry cells count: 8, 8.25, 9.5)
+        m = re.fullmatch(r"(\w+)(?::(\d+(?:\.(?:25|5|75))?))?", t)
         if not m:
-            raise ValueError(f"--top {t!r}: expected a module name, or NAME:LEVELS")
+            raise ValueError(f"--top {t!r}: expected a module name, or NAME:LEVELS (LEVELS like 8 or 9.25)")
         tops.append(m.group(1))
-        bound[m.group(1)] = int(m.group(2)) if m.group(2) else default_bound
+        bound[m.group(1)] = float(m.group(2)) if m.group(2) else default_bound
     return tops, bound
 
 
@@ -191,12 +192,86 @@ def logic_depth(netlist, top, carry_cost=1.0):
     return best
 
 
+def deepest_paths(netlist, top, n, carry_cost=0.25):
+    """The `n` deepest register-to-register (or port) chains of `logic_depth`'s measure, each
+    as (levels, endpoint, [(cell type, net name, source), ...] from the start point): which
+    logic a block must pipeline first. A net is named by the shortest name Yosys kept for it
+    (after ABC most are generated; the source attribute, where a cell kept one, points at the
+    RTL line)."""
+    m = netlist["modules"][top]
+    cost = lambda t: carry_cost if t.startswith("CARRY") else (1 if t.startswith(("LUT", "MUXF")) else 0)
+    seq = ("FD", "RAMB", "URAM", "SRL")
+    driver, ins_of = {}, {}
+    for name, c in m["cells"].items():
+        t = c["type"]
+        if t.startswith(seq):
+            continue
+        dirs, conns = c["port_directions"], c["connections"]
+        if t.startswith("RAM"):
+            ins = [b for p, bits in conns.items() if dirs[p] == "input" and p.startswith(("ADDR", "A")) and not p.startswith("ADDRH") for b in bits]
+        else:
+            ins = [b for p, bits in conns.items() if dirs[p] == "input" for b in bits]
+        ins_of[name] = (t, [b for b in ins if isinstance(b, int)])
+        for p, bits in conns.items():
+            if dirs[p] == "output":
+                for b in bits:
+                    if isinstance(b, int):
+                        driver[b] = name
+    names = {}
+    for nm, v in m["netnames"].items():
+        for i, b in enumerate(v["bits"]):
+            if isinstance(b, int) and (b not in names or len(nm) < len(names[b][0])):
+                names[b] = (nm, i)
+    sys.setrecursionlimit(1000000)
+
+    @lru_cache(maxsize=None)
+    def arrival(bit):
+        """(levels at `bit`, the input bit of its driver on the deepest path)"""
+        cell = driver.get(bit)
+        if cell is None:
+            return 0, None
+        t, ins = ins_of[cell]
+        lv, via = 0, None
+        for b in ins:
+            a = arrival(b)[0]
+            if via is None or a > lv:
+                lv, via = a, b
+        return lv + cost(t), via
+
+    ends = []
+    for cn, c in m["cells"].items():
+        if c["type"].startswith(seq) or c["type"].startswith("RAM"):
+            for p, bits in c["connections"].items():
+                if c["port_directions"][p] == "input":
+                    ends += [(arrival(b)[0], b, f"{c['type']} {cn} .{p}") for b in bits if isinstance(b, int)]
+    for pn, p in m["ports"].items():
+        if p["direction"] == "output":
+            ends += [(arrival(b)[0], b, f"output port {pn}") for b in p["bits"] if isinstance(b, int)]
+    ends.sort(key=lambda e: -e[0])
+    out = []
+    for lv, b, where in ends[:n]:
+        chain = []
+        while b is not None:
+            cell = driver.get(b)
+            nm = names.get(b, (str(b), 0))
+            t = ins_of[cell][0] if cell else "start"
+            src = m["cells"][cell]["attributes"].get("src", "") if cell else ""
+            # the RTL part of a source attribute (Yosys appends its techmap files)
+            src = "|".join(s for s in src.split("|") if "/share/" not in s)
+            chain.append((t, f"{nm[0]}[{nm[1]}]", src))
+            b = arrival(b)[1] if cell else None
+        out.append((lv, where, chain[::-1]))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--top", default="hm_rx_path,hm_tx_path")
     ap.add_argument("--width", default="512")
     ap.add_argument("--out", default="build/synth")
-    ap.add_argument("--check-depth", type=int, default=0)
+    ap.add_argument("--check-depth", type=float, default=0)
+    ap.add_argument("--paths", type=int, default=0, metavar="N",
+                    help="print each block's N deepest chains (cell by cell, start point first)")
     ap.add_argument("--param", action="append", default=[], help="top-level parameter, NAME=VALUE (repeatable)")
     ap.add_argument("--coarse", action="store_true", help="elaborate and check only, no technology mapping")
     ap.add_argument("--target", default="synth", help="the hematite.core target whose files are read (synth, synth_core)")
@@ -297,6 +372,10 @@ def main():
         depth = logic_depth(net, top, 0.25)
         raw = logic_depth(net, top, 1.0)
         rows.append((top, w, c, depth, raw))
+        for lv, where, chain in deepest_paths(net, top, a.paths):
+            print(f"{top} at {w} bits: {lv:g} levels to {where}")
+            for t, nm, src in chain:
+                print(f"    {t:8} {nm[:72]:72} {src}")
         if bound[top] and depth > bound[top]:
             print(f"synth.py: {top} at {w} bits has {depth} logic levels (> {bound[top]})", file=sys.stderr)
             fail = True

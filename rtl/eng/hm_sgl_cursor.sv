@@ -34,25 +34,33 @@ module hm_sgl_cursor
   output logic        o_valid,   // a piece is offered (seek done, SGE not exhausted)
   output logic        o_last     // it is the packet's last
 );
+  // The bytes left in the SGE at the cursor: its length while the cursor is at its start
+  // (at_start_q; the parent presents the SGE in the cycle it is used), else avail_q, kept
+  // beside the offset so that no subtraction lies between the registers and the piece's
+  // length (the cursor stays on one WQE from i_load to the packet's end).
   logic [3:0]  sj_q;
-  logic [31:0] soff_q, seek_q;
+  logic [31:0] soff_q, seek_q, avail_q;
+  logic        at_start_q;
   logic [12:0] prem_q;
   logic [31:0] avail;
-  assign avail   = i_sge.len - soff_q;
+  logic        fits;        // avail <= prem_q: the piece takes the rest of the SGE
+  assign avail   = at_start_q ? i_sge.len : avail_q;
+  assign fits    = avail[31:13] == '0 && avail[12:0] <= prem_q;
   assign o_sge   = sj_q;
-  assign o_take  = avail < 32'(prem_q) ? 13'(avail) : prem_q;
+  assign o_take  = fits ? avail[12:0] : prem_q;
   assign o_addr  = i_sge.addr + 64'(soff_q);
   assign o_valid = avail != '0 && seek_q == '0;
-  assign o_last  = o_take == prem_q;
+  assign o_last  = avail[31:13] != '0 || avail[12:0] >= prem_q;   // o_take == prem_q
 
   always_ff @(posedge clk) begin
     if (rst) begin
       // (nothing to clear: i_load sets every register before a packet is placed)
     end else if (i_load) begin
-      sj_q   <= '0;
-      soff_q <= '0;
-      seek_q <= i_seek;
-      prem_q <= i_len;
+      sj_q       <= '0;
+      soff_q     <= '0;
+      at_start_q <= 1'b1;
+      seek_q     <= i_seek;
+      prem_q     <= i_len;
     end else if (i_step) begin
       if (seek_q != '0) begin
         // move the cursor to the packet's offset in the SGL
@@ -60,19 +68,25 @@ module hm_sgl_cursor
           seek_q <= seek_q - i_sge.len;
           sj_q   <= sj_q + 1'b1;
         end else begin
-          soff_q <= seek_q;
-          seek_q <= '0;
+          soff_q     <= seek_q;
+          avail_q    <= i_sge.len - seek_q;
+          at_start_q <= 1'b0;
+          seek_q     <= '0;
         end
       end else if (avail == '0) begin
         if (sj_q != 4'd15) sj_q <= sj_q + 1'b1;
-        soff_q <= '0;
+        soff_q     <= '0;
+        at_start_q <= 1'b1;
       end else if (i_ready) begin
         prem_q <= prem_q - o_take;
-        if (32'(o_take) == avail) begin
-          sj_q   <= sj_q + 1'b1;
-          soff_q <= '0;
+        if (fits) begin
+          sj_q       <= sj_q + 1'b1;
+          soff_q     <= '0;
+          at_start_q <= 1'b1;
         end else begin
-          soff_q <= soff_q + 32'(o_take);
+          soff_q     <= soff_q + 32'(o_take);
+          avail_q    <= avail - 32'(o_take);
+          at_start_q <= 1'b0;
         end
       end
     end
