@@ -69,7 +69,8 @@ module hm_csr
   // ----------------------------------------------------------------------------------------
   // Writes: the scratch register and the doorbells
   // ----------------------------------------------------------------------------------------
-  logic [31:0] scratch_q, db_count_q, err_count_q;
+  logic [31:0] scratch_q, db_count_q, err_count_q, err_count;
+  logic [1:0]  err_inc_q;     // refused accesses of the last cycle, not yet in err_count_q
   logic        qpc_busy_q;
   logic        dbf_ready, db_push, is_db;
   logic [1:0]  db_kind;
@@ -111,13 +112,18 @@ module hm_csr
       scratch_q   <= '0;
       db_count_q  <= '0;
       err_count_q <= '0;
+      err_inc_q   <= '0;
     end else begin
       if (wr_do && !wr_err && !is_db && 16'(wr_addr) == HM_REG_SCRATCH)
         for (int b = 0; b < 4; b++) if (wr_strb[b]) scratch_q[8*b +: 8] <= wr_data[8*b +: 8];
       if (db_push) db_count_q <= db_count_q + 1'b1;
-      err_count_q <= err_count_q + 32'(wr_do && wr_err) + 32'(rd_do && rd_err);
+      // (counted a cycle late, off the address decode's path; a read sees them at once)
+      err_inc_q   <= 2'(wr_do && wr_err) + 2'(rd_do && rd_err);
+      err_count_q <= err_count;
     end
   end
+
+  assign err_count = err_count_q + 32'(err_inc_q);
 
   logic [$clog2(DB_FIFO_DEPTH+1):0] dbf_level;
   hm_fifo #(.WIDTH($bits(hm_db_evt_t)), .DEPTH(DB_FIFO_DEPTH)) u_db_fifo (
@@ -142,12 +148,12 @@ module hm_csr
       else if (a == HM_REG_CAPS)      rd_data = CAPS;
       else if (a == HM_REG_SCRATCH)   rd_data = scratch_q;
       else if (a == HM_REG_DB_COUNT)  rd_data = db_count_q;
-      else if (a == HM_REG_ERR_COUNT) rd_data = err_count_q;
+      else if (a == HM_REG_ERR_COUNT) rd_data = err_count;
       else if (a == HM_REG_QPC_SEL)   rd_data = {qpc_busy_q || s_qpc_init, 15'd0, m_qpc_rd_qpn};
       else if (a[15:6] == HM_REG_QPC[15:6] && a[1:0] == 2'b00)   // 16 words, 64-byte aligned
         rd_data = 32'(a[5:2]) < NUM_QPC ? s_qpc_data[a[5:2]] : 32'd0;
-      else if (a >= HM_REG_CNT && a < HM_REG_CNT + 16'(4 * NUM_COUNTERS) && a[1:0] == 2'b00)
-        rd_data = counters[(a - HM_REG_CNT) >> 2];
+      else if (a[15:12] == HM_REG_CNT[15:12] && 32'(a[11:2]) < NUM_COUNTERS && a[1:0] == 2'b00)
+        rd_data = counters[a[9:2]];      // (the window starts at a 4 KiB boundary; at most 255)
       else rd_err = 1'b1;
     end
   end
@@ -158,8 +164,8 @@ module hm_csr
   if (NUM_QPC < 1 || NUM_QPC > int'(HM_REG_QPC_WORDS) || HM_REG_QPC_WORDS != 16 || HM_REG_QPC[5:0] != '0) begin : g_bad_qpc
     $error("hm_csr: NUM_QPC must be 1..16, the QPC window 16 words at a 64-byte boundary");
   end
-  if (NUM_COUNTERS < 1 || NUM_COUNTERS > 255 || 4 * NUM_COUNTERS > 16'hF000) begin : g_bad_cnt
-    $error("hm_csr: NUM_COUNTERS must be 1..255");
+  if (NUM_COUNTERS < 1 || NUM_COUNTERS > 255 || HM_REG_CNT[11:0] != '0) begin : g_bad_cnt
+    $error("hm_csr: NUM_COUNTERS must be 1..255, the counter window at a 4 KiB boundary");
   end
   if (ADDR_WIDTH < 14) begin : g_bad_addr
     $error("hm_csr: ADDR_WIDTH must be at least 14 (counters start at 0x1000)");

@@ -20,7 +20,10 @@ module hm_mr_table
   // Width of the check request ID returned with the result.
   parameter int ID_WIDTH = 8,
   // Index bits (derived).
-  localparam int IW = $clog2(NUM_MRS)
+  localparam int IW = $clog2(NUM_MRS),
+  // The invalidate bits are read in two steps, a group of 2^GB in C1 and the bit in C2
+  // (derived: 64 groups of 64 at 4096 entries).
+  localparam int GB = IW / 2
 ) (
   input  logic                clk,
   input  logic                rst,
@@ -52,7 +55,10 @@ module hm_mr_table
   output logic                m_changed
 );
   hm_mr_ctx_t mem [NUM_MRS];
-  logic [NUM_MRS-1:0] inval_q;       // invalidated by a SEND with invalidate
+  // invalidated by a SEND with invalidate (flip-flops: set by a verdict and cleared by a
+  // write in the same cycle, which one block RAM port pair cannot do beside the read), as
+  // groups of 2^GB bits so that no read multiplexer is 2^IW to 1 in one stage
+  logic [(1 << (IW - GB))-1:0][(1 << GB)-1:0] inval_q;
 
   // Writes: one per cycle, never blocked
   assign s_wr_ready = 1'b1;
@@ -64,8 +70,8 @@ module hm_mr_table
   always_ff @(posedge clk) begin
     if (rst) inval_q <= '0;
     else begin
-      if (inv_set) inval_q[inv_idx] <= 1'b1;
-      if (s_wr_valid) inval_q[s_wr_index] <= 1'b0;
+      if (inv_set) inval_q[inv_idx[IW-1:GB]][inv_idx[GB-1:0]] <= 1'b1;
+      if (s_wr_valid) inval_q[s_wr_index[IW-1:GB]][s_wr_index[GB-1:0]] <= 1'b0;
     end
   end
 
@@ -73,18 +79,18 @@ module hm_mr_table
   logic adv;
   assign s_chk_ready = adv;
 
-  // C1: registered request, table read
+  // C1: registered request, table read, the entry's group of invalidate bits
   logic                c1_v;
   hm_mr_chk_t          c1;
   logic [ID_WIDTH-1:0] c1_id;
   hm_mr_ctx_t          c1_e;
-  logic                c1_inval;
+  logic [(1 << GB)-1:0] c1_inval_g;
   always_ff @(posedge clk) begin
     if (adv) begin
-      c1       <= s_chk;
-      c1_id    <= s_chk_id;
-      c1_e     <= mem[s_chk.key[8 +: IW]];
-      c1_inval <= inval_q[s_chk.key[8 +: IW]];
+      c1         <= s_chk;
+      c1_id      <= s_chk_id;
+      c1_e       <= mem[s_chk.key[8 +: IW]];
+      c1_inval_g <= inval_q[s_chk.key[8 + GB +: IW - GB]];
     end
     if (rst) c1_v <= 1'b0;
     else if (adv) c1_v <= s_chk_valid;
@@ -100,7 +106,7 @@ module hm_mr_table
   always_ff @(posedge clk) begin
     if (adv) begin
       logic ok;
-      c2_badkey <= !c1_e.valid || c1_inval || c1_e.tag != c1.key[7:0] ||
+      c2_badkey <= !c1_e.valid || c1_inval_g[c1.key[8 +: GB]] || c1_e.tag != c1.key[7:0] ||
                    (IW < 24 && (c1.key[31:8] >> IW) != '0);
       c2_pd     <= c1_e.pd != c1.pd;
       case (c1.need)
@@ -160,7 +166,7 @@ module hm_mr_table
   logic unused_ok;
   assign unused_ok = ^{c1.key};
 
-  if ((1 << IW) != NUM_MRS || IW > 24) begin : g_bad_size
-    $error("hm_mr_table: NUM_MRS must be a power of two up to 2^24");
+  if ((1 << IW) != NUM_MRS || IW > 24 || IW < 2) begin : g_bad_size
+    $error("hm_mr_table: NUM_MRS must be a power of two from 4 to 2^24");
   end
 endmodule

@@ -155,10 +155,16 @@ module hm_wqe_push
     end
   end
 
-  // counter events, added one cycle later
+  // counter events, added one cycle later (the drops as one bit each: their sum is taken
+  // from registers, off the path of the entry matches)
   localparam int DW = $clog2(SLOTS + 2);
   logic          ev_push_q, ev_used_q;
-  logic [DW-1:0] ev_drop_q;
+  logic [SLOTS:0] ev_drop_q;     // {refused push, dropped entries}
+  logic [DW-1:0]  nd;
+  always_comb begin
+    nd = '0;
+    for (int k = 0; k <= SLOTS; k++) nd = nd + DW'(ev_drop_q[k]);
+  end
 
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -172,7 +178,6 @@ module hm_wqe_push
       stat_used    <= '0;
       stat_dropped <= '0;
     end else begin
-      logic [DW-1:0] nd;
       for (int k = 0; k < SLOTS; k++) begin
         if (bnd[k]) begin
           b_q[k]   <= 1'b1;
@@ -189,14 +194,12 @@ module hm_wqe_push
         data_q[wslot] <= s_clean;
         if (!w_same && !w_free) rr_q <= rr_q + 1'b1;
       end
-      nd = DW'(s_valid && !push_ok);
-      for (int k = 0; k < SLOTS; k++) nd = nd + DW'(drop[k]);
       ev_push_q    <= s_valid;
       ev_used_q    <= i_take && o_hit;
-      ev_drop_q    <= nd;
+      ev_drop_q    <= {s_valid && !push_ok, drop};
       stat_pushed  <= stat_pushed + 32'(ev_push_q);
       stat_used    <= stat_used + 32'(ev_used_q);
-      stat_dropped <= stat_dropped + 32'(ev_drop_q);
+      stat_dropped <= stat_dropped + 32'(nd);
     end
   end
 
