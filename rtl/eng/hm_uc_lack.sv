@@ -79,10 +79,12 @@ module hm_uc_lack
   // ---------------------------------------------------------------- 1. headers in order
   ent_t e_in, e_hd;
   logic push, f_room, f_valid, pop;
+  logic          init_q;         // the per-QP toggles are being cleared after reset (2.)
+  logic [QW-1:0] init_idx_q;
   logic [$clog2(DEPTH+1):0] level;
   assign e_in = '{pay: s_hdr.payload_len != 16'd0, uc: s_ucl.uc, ack: s_ucl.ack, qpn: s_ucl.qpn, psn: s_hdr.psn, made: i_made};
   assign push = s_fire && (e_in.pay || e_in.ack);
-  assign s_room = f_room;
+  assign s_room = f_room && !init_q;
   hm_fifo #(.WIDTH($bits(ent_t)), .DEPTH(DEPTH)) u_q (
     .clk, .rst, .s_data(e_in), .s_valid(push), .s_ready(f_room),
     .m_data(e_hd), .m_valid(f_valid), .m_ready(pop), .level(level));
@@ -100,22 +102,70 @@ module hm_uc_lack
   assign err_now = e_hd.pay && e_hd.uc && b_err;
 
   // ---------------------------------------------------------------- 2. per QP, the newest
+  // Whether a QP has an ACK in the table (and waits in u_pend) is the difference of two
+  // toggle bits, one flipped by the inserts and one set equal to it by the emitter, so that
+  // each per-QP bit table has one write port and one read port (distributed RAM, read combinationally as the flip-flops it
+  // replaces were: 4,096 of them with two write ports cost tens of thousands of LUTs). The
+  // NAK bit (a newer ACK does not replace a NAK) counts only while the QP waits. After reset
+  // the toggles are cleared, one QP a cycle (NUM_QPS cycles, while s_room holds the
+  // arbiter's port back).
   logic [QW-1:0] ins_q, pq;
-  logic          ins, keep, wr, pq_valid, em_pop, pend_push, pend_room;
-  logic [NUM_QPS-1:0] pv_q;       // the QP has an ACK in the table (and waits in u_pend)
-  logic [NUM_QPS-1:0] pe_q;       // ... and it is a NAK (a newer ACK does not replace it)
+  logic          ins, keep, wr, pq_valid, em_pop, pend_push, pend_room, pv, pe, ins_t, pq_t;
+  // (banks of 64 entries, each a distributed RAM of 64 x 1 per table, and a multiplexer over
+  // the banks: Yosys maps a 4096 x 1 distributed RAM to no primitive)
+  localparam int BB = QW < 6 ? QW : 6;
+  localparam int NB = 1 << (QW - BB);
+  localparam int NBW = QW > BB ? QW - BB : 1;
+  logic [NB-1:0] ins_t_b, emt_t_b, nak_b;
+  logic [NBW-1:0] ins_bk;        // the bank of ins_q
+  assign ins_bk = NBW'(32'(ins_q) >> BB);
   pend_t         pa_mem [NUM_QPS];
   pend_t         pa_rd;
   logic [$clog2(NUM_QPS+1):0] pend_level;
   assign ins       = pop && (e_hd.ack || err_now);
   assign ins_q     = QW'(e_hd.qpn);
-  assign keep      = pv_q[ins_q] && pe_q[ins_q] && !(em_pop && pq == ins_q);
+  assign ins_t     = ins_t_b[ins_bk];
+  assign pv        = ins_t ^ emt_t_b[ins_bk];
+  assign pe        = nak_b[ins_bk];
+  assign keep      = pv && pe && !(em_pop && pq == ins_q);
   assign wr        = ins && !keep;
   // (the QP the emitter takes now goes back in when a newer ACK arrives in the same cycle)
-  assign pend_push = wr && (!pv_q[ins_q] || (em_pop && pq == ins_q));
-  hm_fifo #(.WIDTH(QW), .DEPTH(NUM_QPS)) u_pend (
-    .clk, .rst, .s_data(ins_q), .s_valid(pend_push), .s_ready(pend_room),
-    .m_data(pq), .m_valid(pq_valid), .m_ready(em_pop), .level(pend_level));
+  assign pend_push = wr && (!pv || (em_pop && pq == ins_q));
+  // (each queued QP with its insert toggle as pushed: the emitter writes it to the QP's emit
+  // toggle, which makes the two equal; no read port at pq)
+  hm_fifo #(.WIDTH(QW + 1), .DEPTH(NUM_QPS)) u_pend (
+    .clk, .rst, .s_data({!ins_t, ins_q}), .s_valid(pend_push), .s_ready(pend_room),
+    .m_data({pq_t, pq}), .m_valid(pq_valid), .m_ready(em_pop), .level(pend_level));
+
+  for (genvar b = 0; b < NB; b++) begin : g_bank
+    logic ins_m [1 << BB];
+    logic emt_m [1 << BB];
+    logic nak_m [1 << BB];
+    assign ins_t_b[b] = ins_m[ins_q[BB-1:0]];
+    assign emt_t_b[b] = emt_m[ins_q[BB-1:0]];
+    assign nak_b[b]   = nak_m[ins_q[BB-1:0]];
+    always_ff @(posedge clk) begin
+      if (init_q) begin
+        if ((32'(init_idx_q) >> BB) == b) begin
+          ins_m[init_idx_q[BB-1:0]] <= 1'b0;
+          emt_m[init_idx_q[BB-1:0]] <= 1'b0;
+        end
+      end else begin
+        if (pend_push && (32'(ins_q) >> BB) == b) ins_m[ins_q[BB-1:0]] <= !ins_t;
+        if (em_pop && (32'(pq) >> BB) == b) emt_m[pq[BB-1:0]] <= pq_t;
+      end
+      if (wr && (32'(ins_q) >> BB) == b) nak_m[ins_q[BB-1:0]] <= err_now;
+    end
+  end
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      init_q     <= 1'b1;
+      init_idx_q <= '0;
+    end else if (init_q) begin
+      init_idx_q <= init_idx_q + 1'b1;
+      if (32'(init_idx_q) == NUM_QPS - 1) init_q <= 1'b0;
+    end
+  end
 
   // ---------------------------------------------------------------- 3. one ACK, handed over
   logic          e1_v_q;
@@ -145,20 +195,10 @@ module hm_uc_lack
   always_ff @(posedge clk) begin
     if (rst) begin
       handed_q    <= '0;
-      pv_q        <= '0;
-      pe_q        <= '0;
       e1_v_q      <= 1'b0;
       m_ack_valid <= 1'b0;
     end else begin
       handed_q <= handed_q + 16'(i_sent_fire);
-      if (em_pop) begin
-        pv_q[pq] <= 1'b0;
-        pe_q[pq] <= 1'b0;
-      end
-      if (wr) begin
-        pv_q[ins_q] <= 1'b1;
-        pe_q[ins_q] <= err_now;
-      end
       if (em_pop) e1_v_q <= 1'b1;
       else if (e1_go) e1_v_q <= 1'b0;
       if (m_ack_ready) m_ack_valid <= 1'b0;
