@@ -381,10 +381,10 @@ def main():
             fail = True
     if a.coarse:
         sys.exit(1 if fail else 0)
-    hdr = f"{'block':14} {'width':>5} {'LUT':>7} {'FF':>7} {'LUTRAM':>7} {'SRL':>5} {'RAMB36':>6} {'RAMB18':>6} {'CARRY':>6} {'MUXF':>6} {'levels':>6} {'raw':>4}"
+    hdr = f"{'block':14} {'width':>5} {'LUT':>7} {'FF':>7} {'LUTRAM':>7} {'SRL':>5} {'RAMB36':>6} {'RAMB18':>6} {'URAM':>5} {'DSP':>5} {'CARRY':>6} {'MUXF':>6} {'levels':>6} {'raw':>4}"
     print(hdr)
     for top, w, c, d, raw in rows:
-        print(f"{top:14} {w:>5} {c['LUT']:>7} {c['FF']:>7} {c['LUTRAM']:>7} {c['SRL']:>5} {c['RAMB36']:>6} {c['RAMB18']:>6} {c['CARRY']:>6} {c['MUXF']:>6} {d:>6.2f} {raw:>4.0f}")
+        print(f"{top:14} {w:>5} {c['LUT']:>7} {c['FF']:>7} {c['LUTRAM']:>7} {c['SRL']:>5} {c['RAMB36']:>6} {c['RAMB18']:>6} {c['URAM']:>5} {c['DSP']:>5} {c['CARRY']:>6} {c['MUXF']:>6} {d:>6.2f} {raw:>4.0f}")
     print("levels: LUT/MUXF levels with carry cells at 1/4 level; raw: carry cells at 1 level")
     sys.exit(1 if fail else 0)
 
