@@ -210,9 +210,12 @@ module hm_rc_req
   dyn_t       dyn_mem [NUM_QPS];
   logic [15:0] pi_mem [NUM_QPS];
 
-  logic [NUM_QPS-1:0] queued_q;   // QP is in the active FIFO
-  logic [NUM_QPS-1:0] qerr_q;     // QP is in ERR: nothing more is sent (cleared by a context write)
-  logic [NUM_QPS-1:0] hold_q;     // QP waits for an RNR timer (cleared by a rewind)
+  // Per-QP flags (g_flag below): queued (the QP is in the active FIFO), ERR (nothing more is
+  // sent; cleared by a context write) and hold (the QP waits for an RNR timer; cleared by a
+  // rewind), read at the QP being activated (queued) and at the FSM's QP (the others).
+  logic          queued_act, qerr_cur, hold_cur;
+  logic          init_q;          // the flags are being cleared after reset: the FSM waits
+  logic [QW-1:0] init_idx_q;
 
   // ---------------------------------------------------------------------------------------
   // Activation: at most one per cycle (the FSM's requeue or a context write first, then a
@@ -230,21 +233,16 @@ module hm_rc_req
   logic          fsm_pi_clear;    // the FSM writes pi_mem this cycle
 
   assign db_ok      = (s_db.qpn >> QW) == '0;
-  assign s_db_ready = !act_fsm && !fsm_pi_clear;
+  assign s_db_ready = !act_fsm && !fsm_pi_clear && !init_q;
   assign db_take    = s_db_valid && s_db_ready;
   assign act_v      = act_fsm || (db_take && db_ok);
   assign act_q      = act_fsm ? act_fsm_q : QW'(s_db.qpn);
 
   logic act_push;
-  assign act_push = act_v && (!queued_q[act_q] || (pop && pop_q == act_q));
+  assign act_push = act_v && (!queued_act || (pop && pop_q == act_q));
 
   always_ff @(posedge clk) begin
     if (db_take && db_ok) pi_mem[QW'(s_db.qpn)] <= s_db.pi;
-    if (rst) queued_q <= '0;
-    else begin
-      if (pop) queued_q[pop_q] <= 1'b0;
-      if (act_push) queued_q[act_q] <= 1'b1;
-    end
   end
 
   logic [$clog2(NUM_QPS+1):0] af_level;
@@ -829,7 +827,7 @@ module hm_rc_req
   assign pi_eff = ls_ok ? fx_q : pi_q;
   // after a WQE: go on with the next one of this QP?
   assign fast_more = head_q + 1'b1 != pi_eff && (pkts_q + 1'b1 < 16'(QUANTUM_PKTS) || !others) &&
-                     !paused && !yield_now && ctx_q.state == HM_QPS_RTS && !qerr_q[q_q] && !win_edge;
+                     !paused && !yield_now && ctx_q.state == HM_QPS_RTS && !qerr_cur && !win_edge;
   assign xfer      = dw_full_q && (state_q == S_WAITW || (fast_go && fast_more));
 
   // piece at the cursor
@@ -867,7 +865,7 @@ module hm_rc_req
     pc_d         = '0;
     case (state_q)
       S_IDLE: begin
-        if (s_ctl_valid || s_err_valid || s_cmd_valid) ;
+        if (init_q || s_ctl_valid || s_err_valid || s_cmd_valid) ;
         else if (ls_any) begin pop = 1'b1; pop_q = lh.qp; end
         else if (af_valid) begin pop = 1'b1; af_ready = 1'b1; end
       end
@@ -909,7 +907,7 @@ module hm_rc_req
       end
       S_INL: inl_push = inl_room;
       S_SAVE: begin
-        act_fsm = !qerr_q[q_q] && !blocked_q && win_ok && ((ctx_q.state == HM_QPS_RTS && head_q != pi_q) ||
+        act_fsm = !qerr_cur && !blocked_q && win_ok && ((ctx_q.state == HM_QPS_RTS && head_q != pi_q) ||
                   (off_q != '0 && (ctx_q.state == HM_QPS_RTS || ctx_q.state == HM_QPS_SQD)));
       end
       default: ;
@@ -918,7 +916,7 @@ module hm_rc_req
     if (ls_push) af_ready = 1'b1;
   end
   assign act_fsm_q = state_q == S_CTL ? QW'(s_ctl_cmd.index) : state_q == S_CMD2 ? QW'(cmd_q.qpn) : q_q;
-  assign s_cmd_ready = state_q == S_IDLE && !s_ctl_valid && !s_err_valid;
+  assign s_cmd_ready = state_q == S_IDLE && !init_q && !s_ctl_valid && !s_err_valid;
 
   hm_qp_ctx_t ctl_ctx;
   assign ctl_ctx = hm_qp_ctx_t'(s_ctl_data[CTXW-1:0]);
@@ -952,22 +950,83 @@ module hm_rc_req
     end
   end
 
-  assign s_err_ready = state_q == S_IDLE && !s_ctl_valid;
+  assign s_err_ready = state_q == S_IDLE && !init_q && !s_ctl_valid;
   always_ff @(posedge clk) if (state_q == S_CMD) dyn_rd_q <= dyn_rd;
-  always_ff @(posedge clk) begin
-    if (rst) hold_q <= '0;
-    else begin
-      if (state_q == S_CTL) hold_q[QW'(s_ctl_cmd.index)] <= 1'b0;
-      if (state_q == S_CMD2 && cmd_q.op == HM_RQC_HOLD) hold_q[QW'(cmd_q.qpn)] <= 1'b1;
-      if (state_q == S_CMD2 && cmd_q.op == HM_RQC_REWIND) hold_q[QW'(cmd_q.qpn)] <= 1'b0;
+  // The per-QP flags in distributed RAM, banks of 64 x 1 read combinationally as the
+  // flip-flop vectors they replace were (4,096 flip-flops per flag, written from several
+  // ports and read at any QP, cost tens of thousands of LUTs; Yosys maps no 4,096 x 1
+  // distributed RAM). Each table has one write port: queued is a toggle pair, ins_m flipped by
+  // the activations and emt_m set equal to it by the pops (queued = ins ^ emt); ERR and hold
+  // are each written from FSM states that exclude one another (the error events are taken in
+  // S_IDLE, ERR is cleared in S_CTL and set in S_START; hold is cleared in S_CTL and set or
+  // cleared in S_CMD2). After reset every QP's flags are cleared, one QP a cycle (NUM_QPS
+  // cycles), while the FSM waits in S_IDLE and no doorbell, error or command is taken.
+  localparam int FB   = QW < 6 ? QW : 6;
+  localparam int FNB  = 1 << (QW - FB);
+  localparam int FNBW = QW > FB ? QW - FB : 1;
+  logic [FNB-1:0]  ins_b_act, emt_b_act, ins_b_pop, qerr_b, hold_b;
+  logic [FNBW-1:0] act_bk, pop_bk, q_bk;
+  logic            ins_act, ins_pop, qerr_we, qerr_wd, hold_we, hold_wd;
+  logic [QW-1:0]   qerr_wa, hold_wa;
+  assign act_bk     = FNBW'(32'(act_q) >> FB);
+  assign pop_bk     = FNBW'(32'(pop_q) >> FB);
+  assign q_bk       = FNBW'(32'(q_q) >> FB);
+  assign ins_act    = ins_b_act[act_bk];
+  assign ins_pop    = ins_b_pop[pop_bk];
+  assign queued_act = ins_act ^ emt_b_act[act_bk];
+  assign qerr_cur   = qerr_b[q_bk];
+  assign hold_cur   = hold_b[q_bk];
+  always_comb begin
+    qerr_we = 1'b0;
+    qerr_wd = 1'b1;
+    qerr_wa = q_q;
+    if (state_q == S_CTL) begin
+      qerr_we = 1'b1;
+      qerr_wd = 1'b0;
+      qerr_wa = QW'(s_ctl_cmd.index);
+    end else if (s_err_valid && s_err_ready && (s_err_qpn >> QW) == '0) begin
+      qerr_we = 1'b1;
+      qerr_wa = QW'(s_err_qpn);
+    end else if (state_q == S_START && status_q != HM_CQE_ST_SUCCESS && sent_room) begin
+      qerr_we = 1'b1;
+    end
+    hold_we = state_q == S_CTL || (state_q == S_CMD2 && (cmd_q.op == HM_RQC_HOLD || cmd_q.op == HM_RQC_REWIND));
+    hold_wd = state_q == S_CMD2 && cmd_q.op == HM_RQC_HOLD;
+    hold_wa = state_q == S_CTL ? QW'(s_ctl_cmd.index) : QW'(cmd_q.qpn);
+  end
+  for (genvar b = 0; b < FNB; b++) begin : g_flag
+    logic ins_m  [1 << FB];
+    logic emt_m  [1 << FB];
+    logic qerr_m [1 << FB];
+    logic hold_m [1 << FB];
+    assign ins_b_act[b] = ins_m[act_q[FB-1:0]];
+    assign emt_b_act[b] = emt_m[act_q[FB-1:0]];
+    assign ins_b_pop[b] = ins_m[pop_q[FB-1:0]];
+    assign qerr_b[b]    = qerr_m[q_q[FB-1:0]];
+    assign hold_b[b]    = hold_m[q_q[FB-1:0]];
+    always_ff @(posedge clk) begin
+      if (init_q) begin
+        if ((32'(init_idx_q) >> FB) == b) begin
+          ins_m[init_idx_q[FB-1:0]]  <= 1'b0;
+          emt_m[init_idx_q[FB-1:0]]  <= 1'b0;
+          qerr_m[init_idx_q[FB-1:0]] <= 1'b0;
+          hold_m[init_idx_q[FB-1:0]] <= 1'b0;
+        end
+      end else begin
+        if (act_push && (32'(act_q) >> FB) == b) ins_m[act_q[FB-1:0]] <= !ins_act;
+        if (pop && (32'(pop_q) >> FB) == b) emt_m[pop_q[FB-1:0]] <= ins_pop;
+        if (qerr_we && (32'(qerr_wa) >> FB) == b) qerr_m[qerr_wa[FB-1:0]] <= qerr_wd;
+        if (hold_we && (32'(hold_wa) >> FB) == b) hold_m[hold_wa[FB-1:0]] <= hold_wd;
+      end
     end
   end
   always_ff @(posedge clk) begin
-    if (rst) qerr_q <= '0;
-    else begin
-      if (state_q == S_CTL) qerr_q[QW'(s_ctl_cmd.index)] <= 1'b0;
-      if (s_err_valid && s_err_ready && (s_err_qpn >> QW) == '0) qerr_q[QW'(s_err_qpn)] <= 1'b1;
-      if (state_q == S_START && status_q != HM_CQE_ST_SUCCESS && sent_room) qerr_q[q_q] <= 1'b1;
+    if (rst) begin
+      init_q     <= 1'b1;
+      init_idx_q <= '0;
+    end else if (init_q) begin
+      init_idx_q <= init_idx_q + 1'b1;
+      if (32'(init_idx_q) == NUM_QPS - 1) init_q <= 1'b0;
     end
   end
 
@@ -982,7 +1041,8 @@ module hm_rc_req
       if (db_take && !db_ok) stats.db_bad <= stats.db_bad + 1'b1;
       case (state_q)
         S_IDLE: begin
-          if (s_ctl_valid) state_q <= S_CTL;
+          if (init_q) ;
+          else if (s_ctl_valid) state_q <= S_CTL;
           else if (s_err_valid) ;
           else if (s_cmd_valid) begin
             cmd_q   <= s_cmd;
@@ -1017,7 +1077,7 @@ module hm_rc_req
         S_EVAL: begin
           logic ok;
           ok = (ctx_q.state == HM_QPS_RTS ||
-                (ctx_q.state == HM_QPS_SQD && off_q != '0)) && !qerr_q[q_q] && !hold_q[q_q];
+                (ctx_q.state == HM_QPS_SQD && off_q != '0)) && !qerr_cur && !hold_cur;
           if (!ok || pi_q == head_q) state_q <= S_IDLE;      // nothing to do, not requeued
           // at the window's limit: not requeued, the completer's WIN or REWIND requeues it
           else if (!win_ok) state_q <= S_IDLE;
@@ -1161,7 +1221,7 @@ module hm_rc_req
           head_q <= head_q + 1'b1;
           off_q  <= '0;
           if (head_q + 1'b1 != pi_eff && (pkts_q < 16'(QUANTUM_PKTS) || !others) && !paused && !yield_now &&
-              ctx_q.state == HM_QPS_RTS && !qerr_q[q_q] && win_ok)
+              ctx_q.state == HM_QPS_RTS && !qerr_cur && win_ok)
             state_q <= S_WAITW;
           else
             state_q <= S_SAVE;
