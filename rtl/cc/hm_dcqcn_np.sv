@@ -47,7 +47,12 @@ module hm_dcqcn_np
   localparam logic [TIME_W-1:0] CAP  = TIME_W'(1) << (TIME_W - 2);
   localparam logic [TIME_W-1:0] HALF = TIME_W'(1) << (TIME_W - 1);
 
-  logic [TIME_W-1:0] last_mem [NUM_QPS];
+  // (last_mem is banks of up to 64 entries and a multiplexer over them: Yosys maps no deeper
+  // single-port distributed RAM, and a 4,096-entry one fails its mapping)
+  localparam int BB  = IDX_W < 6 ? IDX_W : 6;
+  localparam int NB  = (NUM_QPS + (1 << BB) - 1) >> BB;
+  localparam int NBW = NB > 1 ? $clog2(NB) : 1;
+  logic [NB-1:0][TIME_W-1:0] last_b;
   logic [NUM_QPS-1:0] valid_q;
   logic [TIME_W-1:0] now_q, interval_q;
   logic [IDX_W-1:0]  scrub_q;
@@ -57,10 +62,16 @@ module hm_dcqcn_np
   logic [IDX_W-1:0]  addr;
   logic [TIME_W-1:0] rd_last, age;
   logic              rd_valid, due;
+  logic [TIME_W-1:0] rd_b;
+  assign addr = s_ce_valid ? s_ce_qpn[IDX_W-1:0] : scrub_q;
+  if (NB > 1) begin : g_bsel
+    assign rd_b = last_b[NBW'(32'(addr) >> BB)];
+  end else begin : g_bsel1
+    assign rd_b = last_b[0];
+  end
   always_comb begin
     in_range = s_ce_qpn < QPN_W'(NUM_QPS);
-    addr     = s_ce_valid ? s_ce_qpn[IDX_W-1:0] : scrub_q;
-    rd_last  = last_mem[addr];
+    rd_last  = rd_b;
     rd_valid = valid_q[addr];
     age      = now_q - rd_last;
     due      = !rd_valid || age >= interval_q;
@@ -84,8 +95,12 @@ module hm_dcqcn_np
     end
   end
 
-  always_ff @(posedge clk) begin
-    if (fire) last_mem[addr] <= now_q;
+  for (genvar b = 0; b < NB; b++) begin : g_last
+    logic [TIME_W-1:0] last_mem [1 << BB];
+    assign last_b[b] = last_mem[addr[BB-1:0]];
+    always_ff @(posedge clk) begin
+      if (fire && (32'(addr) >> BB) == b) last_mem[addr[BB-1:0]] <= now_q;
+    end
   end
 
   always_ff @(posedge clk) begin
