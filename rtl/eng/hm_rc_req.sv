@@ -210,12 +210,12 @@ module hm_rc_req
   dyn_t       dyn_mem [NUM_QPS];
   logic [15:0] pi_mem [NUM_QPS];
 
-  // Per-QP flags (g_flag below): queued (the QP is in the active FIFO), ERR (nothing more is
+  // Per-QP flags (the tables below the FSM): queued (the QP is in the active FIFO), ERR (nothing more is
   // sent; cleared by a context write) and hold (the QP waits for an RNR timer; cleared by a
   // rewind), read at the QP being activated (queued) and at the FSM's QP (the others).
   logic          queued_act, qerr_cur, hold_cur;
   logic          init_q;          // the flags are being cleared after reset: the FSM waits
-  logic [QW-1:0] init_idx_q;
+  logic [(QW > 6 ? QW - 6 : 1)-1:0] init_idx_q;   // (the row of 64 QPs being cleared)
 
   // ---------------------------------------------------------------------------------------
   // Activation: at most one per cycle (the FSM's requeue or a context write first, then a
@@ -952,30 +952,36 @@ module hm_rc_req
 
   assign s_err_ready = state_q == S_IDLE && !init_q && !s_ctl_valid;
   always_ff @(posedge clk) if (state_q == S_CMD) dyn_rd_q <= dyn_rd;
-  // The per-QP flags in distributed RAM, banks of 64 x 1 read combinationally as the
-  // flip-flop vectors they replace were (4,096 flip-flops per flag, written from several
-  // ports and read at any QP, cost tens of thousands of LUTs; Yosys maps no 4,096 x 1
-  // distributed RAM). Each table has one write port: queued is a toggle pair, ins_m flipped by
+  // The per-QP flags in distributed RAM, rows of 64 bits written one bit at a time, read
+  // combinationally as the flip-flop vectors they replace were (4,096 flip-flops per flag,
+  // written from several ports and read at any QP, cost tens of thousands of LUTs; Yosys
+  // maps no 4,096 x 1 distributed RAM, and a simulator reads one row, not 64 banks). Each table has one write port: queued is a toggle pair, ins_m flipped by
   // the activations and emt_m set equal to it by the pops (queued = ins ^ emt); ERR and hold
   // are each written from FSM states that exclude one another (the error events are taken in
   // S_IDLE, ERR is cleared in S_CTL and set in S_START; hold is cleared in S_CTL and set or
-  // cleared in S_CMD2). After reset every QP's flags are cleared, one QP a cycle (NUM_QPS
-  // cycles), while the FSM waits in S_IDLE and no doorbell, error or command is taken.
-  localparam int FB   = QW < 6 ? QW : 6;
-  localparam int FNB  = 1 << (QW - FB);
-  localparam int FNBW = QW > FB ? QW - FB : 1;
-  logic [FNB-1:0]  ins_b_act, emt_b_act, ins_b_pop, qerr_b, hold_b;
-  logic [FNBW-1:0] act_bk, pop_bk, q_bk;
+  // cleared in S_CMD2). After reset every QP's flags are cleared, a row of 64 QPs a cycle
+  // (NUM_QPS / 64 cycles), while the FSM waits in S_IDLE and no doorbell, error or command is
+  // taken.
+  localparam int FB   = QW < 6 ? QW : 6;      // a row holds 2^FB QPs' bits
+  localparam int FNR  = 1 << (QW - FB);       // rows
+  localparam int FRW  = QW > FB ? QW - FB : 1;
+  logic [(1 << FB)-1:0] ins_m  [FNR];
+  logic [(1 << FB)-1:0] emt_m  [FNR];
+  logic [(1 << FB)-1:0] qerr_m [FNR];
+  logic [(1 << FB)-1:0] hold_m [FNR];
+  logic [FRW-1:0]  act_row, pop_row, q_row, qerr_row, hold_row;
   logic            ins_act, ins_pop, qerr_we, qerr_wd, hold_we, hold_wd;
   logic [QW-1:0]   qerr_wa, hold_wa;
-  assign act_bk     = FNBW'(32'(act_q) >> FB);
-  assign pop_bk     = FNBW'(32'(pop_q) >> FB);
-  assign q_bk       = FNBW'(32'(q_q) >> FB);
-  assign ins_act    = ins_b_act[act_bk];
-  assign ins_pop    = ins_b_pop[pop_bk];
-  assign queued_act = ins_act ^ emt_b_act[act_bk];
-  assign qerr_cur   = qerr_b[q_bk];
-  assign hold_cur   = hold_b[q_bk];
+  assign act_row    = FRW'(32'(act_q) >> FB);
+  assign pop_row    = FRW'(32'(pop_q) >> FB);
+  assign q_row      = FRW'(32'(q_q) >> FB);
+  assign qerr_row   = FRW'(32'(qerr_wa) >> FB);
+  assign hold_row   = FRW'(32'(hold_wa) >> FB);
+  assign ins_act    = ins_m[act_row][act_q[FB-1:0]];
+  assign ins_pop    = ins_m[pop_row][pop_q[FB-1:0]];
+  assign queued_act = ins_act ^ emt_m[act_row][act_q[FB-1:0]];
+  assign qerr_cur   = qerr_m[q_row][q_q[FB-1:0]];
+  assign hold_cur   = hold_m[q_row][q_q[FB-1:0]];
   always_comb begin
     qerr_we = 1'b0;
     qerr_wd = 1'b1;
@@ -994,30 +1000,17 @@ module hm_rc_req
     hold_wd = state_q == S_CMD2 && cmd_q.op == HM_RQC_HOLD;
     hold_wa = state_q == S_CTL ? QW'(s_ctl_cmd.index) : QW'(cmd_q.qpn);
   end
-  for (genvar b = 0; b < FNB; b++) begin : g_flag
-    logic ins_m  [1 << FB];
-    logic emt_m  [1 << FB];
-    logic qerr_m [1 << FB];
-    logic hold_m [1 << FB];
-    assign ins_b_act[b] = ins_m[act_q[FB-1:0]];
-    assign emt_b_act[b] = emt_m[act_q[FB-1:0]];
-    assign ins_b_pop[b] = ins_m[pop_q[FB-1:0]];
-    assign qerr_b[b]    = qerr_m[q_q[FB-1:0]];
-    assign hold_b[b]    = hold_m[q_q[FB-1:0]];
-    always_ff @(posedge clk) begin
-      if (init_q) begin
-        if ((32'(init_idx_q) >> FB) == b) begin
-          ins_m[init_idx_q[FB-1:0]]  <= 1'b0;
-          emt_m[init_idx_q[FB-1:0]]  <= 1'b0;
-          qerr_m[init_idx_q[FB-1:0]] <= 1'b0;
-          hold_m[init_idx_q[FB-1:0]] <= 1'b0;
-        end
-      end else begin
-        if (act_push && (32'(act_q) >> FB) == b) ins_m[act_q[FB-1:0]] <= !ins_act;
-        if (pop && (32'(pop_q) >> FB) == b) emt_m[pop_q[FB-1:0]] <= ins_pop;
-        if (qerr_we && (32'(qerr_wa) >> FB) == b) qerr_m[qerr_wa[FB-1:0]] <= qerr_wd;
-        if (hold_we && (32'(hold_wa) >> FB) == b) hold_m[hold_wa[FB-1:0]] <= hold_wd;
-      end
+  always_ff @(posedge clk) begin
+    if (init_q) begin
+      ins_m[init_idx_q]  <= '0;
+      emt_m[init_idx_q]  <= '0;
+      qerr_m[init_idx_q] <= '0;
+      hold_m[init_idx_q] <= '0;
+    end else begin
+      if (act_push) ins_m[act_row][act_q[FB-1:0]] <= !ins_act;
+      if (pop) emt_m[pop_row][pop_q[FB-1:0]] <= ins_pop;
+      if (qerr_we) qerr_m[qerr_row][qerr_wa[FB-1:0]] <= qerr_wd;
+      if (hold_we) hold_m[hold_row][hold_wa[FB-1:0]] <= hold_wd;
     end
   end
   always_ff @(posedge clk) begin
@@ -1026,7 +1019,7 @@ module hm_rc_req
       init_idx_q <= '0;
     end else if (init_q) begin
       init_idx_q <= init_idx_q + 1'b1;
-      if (32'(init_idx_q) == NUM_QPS - 1) init_q <= 1'b0;
+      if (32'(init_idx_q) == FNR - 1) init_q <= 1'b0;
     end
   end
 

@@ -80,7 +80,7 @@ module hm_uc_lack
   ent_t e_in, e_hd;
   logic push, f_room, f_valid, pop;
   logic          init_q;         // the per-QP toggles are being cleared after reset (2.)
-  logic [QW-1:0] init_idx_q;
+  logic [(QW > 6 ? QW - 6 : 1)-1:0] init_idx_q;   // (the row being cleared)
   logic [$clog2(DEPTH+1):0] level;
   assign e_in = '{pay: s_hdr.payload_len != 16'd0, uc: s_ucl.uc, ack: s_ucl.ack, qpn: s_ucl.qpn, psn: s_hdr.psn, made: i_made};
   assign push = s_fire && (e_in.pay || e_in.ack);
@@ -104,29 +104,32 @@ module hm_uc_lack
   // ---------------------------------------------------------------- 2. per QP, the newest
   // Whether a QP has an ACK in the table (and waits in u_pend) is the difference of two
   // toggle bits, one flipped by the inserts and one set equal to it by the emitter, so that
-  // each per-QP bit table has one write port and one read port (distributed RAM, read combinationally as the flip-flops it
-  // replaces were: 4,096 of them with two write ports cost tens of thousands of LUTs). The
-  // NAK bit (a newer ACK does not replace a NAK) counts only while the QP waits. After reset
-  // the toggles are cleared, one QP a cycle (NUM_QPS cycles, while s_room holds the
-  // arbiter's port back).
+  // each per-QP bit table has one write port and one read port (distributed RAM, read
+  // combinationally as the flip-flops it replaces were: 4,096 of them with two write ports
+  // cost tens of thousands of LUTs). The NAK bit (a newer ACK does not replace a NAK) counts
+  // only while the QP waits. After reset the toggles are cleared, a row of 64 QPs a cycle
+  // (NUM_QPS / 64 cycles, while s_room holds the arbiter's port back).
   logic [QW-1:0] ins_q, pq;
   logic          ins, keep, wr, pq_valid, em_pop, pend_push, pend_room, pv, pe, ins_t, pq_t;
-  // (banks of 64 entries, each a distributed RAM of 64 x 1 per table, and a multiplexer over
-  // the banks: Yosys maps a 4096 x 1 distributed RAM to no primitive)
-  localparam int BB = QW < 6 ? QW : 6;
-  localparam int NB = 1 << (QW - BB);
-  localparam int NBW = QW > BB ? QW - BB : 1;
-  logic [NB-1:0] ins_t_b, emt_t_b, nak_b;
-  logic [NBW-1:0] ins_bk;        // the bank of ins_q
-  assign ins_bk = NBW'(32'(ins_q) >> BB);
+  // (each table is rows of 64 bits, one bit written at a time: Yosys maps a 4096 x 1
+  // distributed RAM to no primitive, and a simulator reads one row instead of 64 banks)
+  localparam int BB = QW < 6 ? QW : 6;           // a row holds 2^BB QPs' bits
+  localparam int NR = 1 << (QW - BB);            // rows
+  localparam int RW = QW > BB ? QW - BB : 1;
+  logic [(1 << BB)-1:0] ins_m [NR];
+  logic [(1 << BB)-1:0] emt_m [NR];
+  logic [(1 << BB)-1:0] nak_m [NR];
+  logic [RW-1:0] ins_row, pq_row;
+  assign ins_row = RW'(32'(ins_q) >> BB);
+  assign pq_row  = RW'(32'(pq) >> BB);
   pend_t         pa_mem [NUM_QPS];
   pend_t         pa_rd;
   logic [$clog2(NUM_QPS+1):0] pend_level;
   assign ins       = pop && (e_hd.ack || err_now);
   assign ins_q     = QW'(e_hd.qpn);
-  assign ins_t     = ins_t_b[ins_bk];
-  assign pv        = ins_t ^ emt_t_b[ins_bk];
-  assign pe        = nak_b[ins_bk];
+  assign ins_t     = ins_m[ins_row][ins_q[BB-1:0]];
+  assign pv        = ins_t ^ emt_m[ins_row][ins_q[BB-1:0]];
+  assign pe        = nak_m[ins_row][ins_q[BB-1:0]];
   assign keep      = pv && pe && !(em_pop && pq == ins_q);
   assign wr        = ins && !keep;
   // (the QP the emitter takes now goes back in when a newer ACK arrives in the same cycle)
@@ -137,25 +140,15 @@ module hm_uc_lack
     .clk, .rst, .s_data({!ins_t, ins_q}), .s_valid(pend_push), .s_ready(pend_room),
     .m_data({pq_t, pq}), .m_valid(pq_valid), .m_ready(em_pop), .level(pend_level));
 
-  for (genvar b = 0; b < NB; b++) begin : g_bank
-    logic ins_m [1 << BB];
-    logic emt_m [1 << BB];
-    logic nak_m [1 << BB];
-    assign ins_t_b[b] = ins_m[ins_q[BB-1:0]];
-    assign emt_t_b[b] = emt_m[ins_q[BB-1:0]];
-    assign nak_b[b]   = nak_m[ins_q[BB-1:0]];
-    always_ff @(posedge clk) begin
-      if (init_q) begin
-        if ((32'(init_idx_q) >> BB) == b) begin
-          ins_m[init_idx_q[BB-1:0]] <= 1'b0;
-          emt_m[init_idx_q[BB-1:0]] <= 1'b0;
-        end
-      end else begin
-        if (pend_push && (32'(ins_q) >> BB) == b) ins_m[ins_q[BB-1:0]] <= !ins_t;
-        if (em_pop && (32'(pq) >> BB) == b) emt_m[pq[BB-1:0]] <= pq_t;
-      end
-      if (wr && (32'(ins_q) >> BB) == b) nak_m[ins_q[BB-1:0]] <= err_now;
+  always_ff @(posedge clk) begin
+    if (init_q) begin
+      ins_m[init_idx_q] <= '0;
+      emt_m[init_idx_q] <= '0;
+    end else begin
+      if (pend_push) ins_m[ins_row][ins_q[BB-1:0]] <= !ins_t;
+      if (em_pop) emt_m[pq_row][pq[BB-1:0]] <= pq_t;
     end
+    if (wr) nak_m[ins_row][ins_q[BB-1:0]] <= err_now;
   end
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -163,7 +156,7 @@ module hm_uc_lack
       init_idx_q <= '0;
     end else if (init_q) begin
       init_idx_q <= init_idx_q + 1'b1;
-      if (32'(init_idx_q) == NUM_QPS - 1) init_q <= 1'b0;
+      if (32'(init_idx_q) == NR - 1) init_q <= 1'b0;
     end
   end
 
