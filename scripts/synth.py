@@ -142,69 +142,17 @@ def parse_tops(spec, default_bound):
     return tops, bound
 
 
-def logic_depth(netlist, top, carry_cost=1.0):
-    """Deepest LUT/MUXF/CARRY chain between sequential elements (or ports). A carry cell
-    counts `carry_cost` levels: 1 is the pessimistic count of ../shared/tools/synth/depth.py;
-    0.25 reflects that a CARRY4/8 stage (~0.1 ns) is much faster than a LUT plus its route
-    (~0.5 ns)."""
-    m = netlist["modules"][top]
-    cost = lambda t: carry_cost if t.startswith("CARRY") else (1 if t.startswith(("LUT", "MUXF")) else 0)
-    seq = ("FD", "RAMB", "URAM", "SRL")
+SEQ = ("FD", "RAMB", "URAM", "SRL")
+
+
+def _comb_graph(m):
+    """The combinational cells of module `m`: {output bit: cell} and {cell: (type, input
+    bits)}. Sequential cells are cut out; of a distributed RAM only the read address is
+    combinational."""
     driver, ins_of = {}, {}
     for name, c in m["cells"].items():
         t = c["type"]
-        if t.startswith(seq):
-            continue
-        dirs, conns = c["port_directions"], c["connections"]
-        if t.startswith("RAM"):  # distributed RAM: only the read address is combinational
-            ins = [b for p, bits in conns.items() if dirs[p] == "input" and p.startswith(("ADDR", "A")) and not p.startswith("ADDRH") for b in bits]
-        else:
-            ins = [b for p, bits in conns.items() if dirs[p] == "input" for b in bits]
-        ins_of[name] = (t, [b for b in ins if isinstance(b, int)])
-        for p, bits in conns.items():
-            if dirs[p] == "output":
-                for b in bits:
-                    if isinstance(b, int):
-                        driver[b] = name
-    sys.setrecursionlimit(1000000)
-
-    @lru_cache(maxsize=None)
-    def arrival(bit):
-        cell = driver.get(bit)
-        if cell is None:
-            return 0
-        t, ins = ins_of[cell]
-        return max((arrival(b) for b in ins), default=0) + cost(t)
-
-    best = 0
-    for c in m["cells"].values():
-        if c["type"].startswith(seq) or c["type"].startswith("RAM"):
-            for p, bits in c["connections"].items():
-                if c["port_directions"][p] == "input":
-                    for b in bits:
-                        if isinstance(b, int):
-                            best = max(best, arrival(b))
-    for p in m["ports"].values():
-        if p["direction"] == "output":
-            for b in p["bits"]:
-                if isinstance(b, int):
-                    best = max(best, arrival(b))
-    return best
-
-
-def deepest_paths(netlist, top, n, carry_cost=0.25):
-    """The `n` deepest register-to-register (or port) chains of `logic_depth`'s measure, each
-    as (levels, endpoint, [(cell type, net name, source), ...] from the start point): which
-    logic a block must pipeline first. A net is named by the shortest name Yosys kept for it
-    (after ABC most are generated; the source attribute, where a cell kept one, points at the
-    RTL line)."""
-    m = netlist["modules"][top]
-    cost = lambda t: carry_cost if t.startswith("CARRY") else (1 if t.startswith(("LUT", "MUXF")) else 0)
-    seq = ("FD", "RAMB", "URAM", "SRL")
-    driver, ins_of = {}, {}
-    for name, c in m["cells"].items():
-        t = c["type"]
-        if t.startswith(seq):
+        if t.startswith(SEQ):
             continue
         dirs, conns = c["port_directions"], c["connections"]
         if t.startswith("RAM"):
@@ -217,37 +165,73 @@ def deepest_paths(netlist, top, n, carry_cost=0.25):
                 for b in bits:
                     if isinstance(b, int):
                         driver[b] = name
-    names = {}
-    for nm, v in m["netnames"].items():
-        for i, b in enumerate(v["bits"]):
-            if isinstance(b, int) and (b not in names or len(nm) < len(names[b][0])):
-                names[b] = (nm, i)
+    return driver, ins_of
+
+
+def _endpoints(m):
+    """(bit, where) for every input bit of a sequential or RAM cell and every output port bit."""
+    for cn, c in m["cells"].items():
+        if c["type"].startswith(SEQ) or c["type"].startswith("RAM"):
+            for p, bits in c["connections"].items():
+                if c["port_directions"][p] == "input":
+                    for b in bits:
+                        if isinstance(b, int):
+                            yield b, f"{c['type']} {cn} .{p}"
+    for pn, p in m["ports"].items():
+        if p["direction"] == "output":
+            for b in p["bits"]:
+                if isinstance(b, int):
+                    yield b, f"output port {pn}"
+
+
+def _arrival(m, carry_cost):
+    """arrival(bit) -> (levels at `bit`, the input bit of its driver on the deepest path)."""
+    cost = lambda t: carry_cost if t.startswith("CARRY") else (1 if t.startswith(("LUT", "MUXF")) else 0)
+    driver, ins_of = _comb_graph(m)
     sys.setrecursionlimit(1000000)
 
     @lru_cache(maxsize=None)
     def arrival(bit):
-        """(levels at `bit`, the input bit of its driver on the deepest path)"""
         cell = driver.get(bit)
         if cell is None:
             return 0, None
         t, ins = ins_of[cell]
         lv, via = 0, None
         for b in ins:
-            a = arrival(b)[0]
-            if via is None or a > lv:
-                lv, via = a, b
+            x = arrival(b)[0]
+            if via is None or x > lv:
+                lv, via = x, b
         return lv + cost(t), via
 
-    ends = []
-    for cn, c in m["cells"].items():
-        if c["type"].startswith(seq) or c["type"].startswith("RAM"):
-            for p, bits in c["connections"].items():
-                if c["port_directions"][p] == "input":
-                    ends += [(arrival(b)[0], b, f"{c['type']} {cn} .{p}") for b in bits if isinstance(b, int)]
-    for pn, p in m["ports"].items():
-        if p["direction"] == "output":
-            ends += [(arrival(b)[0], b, f"output port {pn}") for b in p["bits"] if isinstance(b, int)]
-    ends.sort(key=lambda e: -e[0])
+    return arrival, driver, ins_of
+
+
+def logic_depth(netlist, top, carry_cost=1.0):
+    """Deepest LUT/MUXF/CARRY chain between sequential elements (or ports). A carry cell
+    counts `carry_cost` levels: 1 is the pessimistic count of ../shared/tools/synth/depth.py;
+    0.25 reflects that a CARRY4/8 stage (~0.1 ns) is much faster than a LUT plus its route
+    (~0.5 ns)."""
+    m = netlist["modules"][top]
+    arrival, _, _ = _arrival(m, carry_cost)
+    return max((arrival(b)[0] for b, _ in _endpoints(m)), default=0)
+
+
+def deepest_paths(netlist, top, n, carry_cost=0.25):
+    """The `n` deepest register-to-register (or port) chains of `logic_depth`'s measure, each
+    as (levels, endpoint, [(cell type, net name, source), ...] from the start point): which
+    logic a block must pipeline first. A net is named by the shortest name Yosys kept for it
+    (after ABC most are generated; the source attribute, where a cell kept one, points at the
+    RTL line)."""
+    if n <= 0:
+        return []
+    m = netlist["modules"][top]
+    arrival, driver, ins_of = _arrival(m, carry_cost)
+    names = {}
+    for nm, v in m["netnames"].items():
+        for i, b in enumerate(v["bits"]):
+            if isinstance(b, int) and (b not in names or len(nm) < len(names[b][0])):
+                names[b] = (nm, i)
+    ends = sorted(((arrival(b)[0], b, where) for b, where in _endpoints(m)), key=lambda e: -e[0])
     out = []
     for lv, b, where in ends[:n]:
         chain = []
@@ -257,7 +241,7 @@ def deepest_paths(netlist, top, n, carry_cost=0.25):
             t = ins_of[cell][0] if cell else "start"
             src = m["cells"][cell]["attributes"].get("src", "") if cell else ""
             # the RTL part of a source attribute (Yosys appends its techmap files)
-            src = "|".join(s for s in src.split("|") if "/share/" not in s)
+            src = "|".join(x for x in src.split("|") if "/share/" not in x)
             chain.append((t, f"{nm[0]}[{nm[1]}]", src))
             b = arrival(b)[1] if cell else None
         out.append((lv, where, chain[::-1]))
