@@ -215,7 +215,6 @@ module hm_rc_req
   // rewind), read at the QP being activated (queued) and at the FSM's QP (the others).
   logic          queued_act, qerr_cur, hold_cur;
   logic          init_q;          // the flags are being cleared after reset: the FSM waits
-  logic [(QW > 6 ? QW - 6 : 1)-1:0] init_idx_q;   // (the row of 64 QPs being cleared)
 
   // ---------------------------------------------------------------------------------------
   // Activation: at most one per cycle (the FSM's requeue or a context write first, then a
@@ -952,36 +951,32 @@ module hm_rc_req
 
   assign s_err_ready = state_q == S_IDLE && !init_q && !s_ctl_valid;
   always_ff @(posedge clk) if (state_q == S_CMD) dyn_rd_q <= dyn_rd;
-  // The per-QP flags in distributed RAM, rows of 64 bits written one bit at a time, read
-  // combinationally as the flip-flop vectors they replace were (4,096 flip-flops per flag,
-  // written from several ports and read at any QP, cost tens of thousands of LUTs; Yosys
-  // maps no 4,096 x 1 distributed RAM, and a simulator reads one row, not 64 banks). Each table has one write port: queued is a toggle pair, ins_m flipped by
-  // the activations and emt_m set equal to it by the pops (queued = ins ^ emt); ERR and hold
-  // are each written from FSM states that exclude one another (the error events are taken in
-  // S_IDLE, ERR is cleared in S_CTL and set in S_START; hold is cleared in S_CTL and set or
-  // cleared in S_CMD2). After reset every QP's flags are cleared, a row of 64 QPs a cycle
-  // (NUM_QPS / 64 cycles), while the FSM waits in S_IDLE and no doorbell, error or command is
-  // taken.
-  localparam int FB   = QW < 6 ? QW : 6;      // a row holds 2^FB QPs' bits
-  localparam int FNR  = 1 << (QW - FB);       // rows
-  localparam int FRW  = QW > FB ? QW - FB : 1;
-  logic [(1 << FB)-1:0] ins_m  [FNR];
-  logic [(1 << FB)-1:0] emt_m  [FNR];
-  logic [(1 << FB)-1:0] qerr_m [FNR];
-  logic [(1 << FB)-1:0] hold_m [FNR];
-  logic [FRW-1:0]  act_row, pop_row, q_row, qerr_row, hold_row;
-  logic            ins_act, ins_pop, qerr_we, qerr_wd, hold_we, hold_wd;
+  // The per-QP flags in distributed RAM (hm_qp_bits: rows of 64 bits written one bit at a
+  // time), read combinationally as the flip-flop vectors they replace were (4,096 flip-flops
+  // per flag, written from several ports and read at any QP, cost tens of thousands of LUTs).
+  // Each table has one write port: queued is a toggle pair, u_ins flipped by the activations
+  // and u_emt set equal to it by the pops (queued = ins ^ emt); ERR and hold are each written
+  // from FSM states that exclude one another (the error events are taken in S_IDLE, ERR is
+  // cleared in S_CTL and set in S_START; hold is cleared in S_CTL and set or cleared in
+  // S_CMD2). After reset every QP's flags are cleared, a row of 64 QPs a cycle (NUM_QPS / 64
+  // cycles), while the FSM waits in S_IDLE and no doorbell, error or command is taken.
+  logic            ins_act, ins_pop, emt_act, qerr_we, qerr_wd, hold_we, hold_wd;
   logic [QW-1:0]   qerr_wa, hold_wa;
-  assign act_row    = FRW'(32'(act_q) >> FB);
-  assign pop_row    = FRW'(32'(pop_q) >> FB);
-  assign q_row      = FRW'(32'(q_q) >> FB);
-  assign qerr_row   = FRW'(32'(qerr_wa) >> FB);
-  assign hold_row   = FRW'(32'(hold_wa) >> FB);
-  assign ins_act    = ins_m[act_row][act_q[FB-1:0]];
-  assign ins_pop    = ins_m[pop_row][pop_q[FB-1:0]];
-  assign queued_act = ins_act ^ emt_m[act_row][act_q[FB-1:0]];
-  assign qerr_cur   = qerr_m[q_row][q_q[FB-1:0]];
-  assign hold_cur   = hold_m[q_row][q_q[FB-1:0]];
+  logic [3:0]      fl_busy;
+  hm_qp_bits #(.NUM(NUM_QPS), .RD(2)) u_ins (
+    .clk, .rst, .o_busy(fl_busy[0]), .i_we(act_push), .i_waddr(act_q), .i_wbit(!ins_act),
+    .i_raddr({pop_q, act_q}), .o_rbit({ins_pop, ins_act}));
+  hm_qp_bits #(.NUM(NUM_QPS), .RD(1)) u_emt (
+    .clk, .rst, .o_busy(fl_busy[1]), .i_we(pop), .i_waddr(pop_q), .i_wbit(ins_pop),
+    .i_raddr(act_q), .o_rbit(emt_act));
+  hm_qp_bits #(.NUM(NUM_QPS), .RD(1)) u_qerr (
+    .clk, .rst, .o_busy(fl_busy[2]), .i_we(qerr_we), .i_waddr(qerr_wa), .i_wbit(qerr_wd),
+    .i_raddr(q_q), .o_rbit(qerr_cur));
+  hm_qp_bits #(.NUM(NUM_QPS), .RD(1)) u_hold (
+    .clk, .rst, .o_busy(fl_busy[3]), .i_we(hold_we), .i_waddr(hold_wa), .i_wbit(hold_wd),
+    .i_raddr(q_q), .o_rbit(hold_cur));
+  assign queued_act = ins_act ^ emt_act;
+  assign init_q     = |fl_busy;
   always_comb begin
     qerr_we = 1'b0;
     qerr_wd = 1'b1;
@@ -1000,29 +995,6 @@ module hm_rc_req
     hold_wd = state_q == S_CMD2 && cmd_q.op == HM_RQC_HOLD;
     hold_wa = state_q == S_CTL ? QW'(s_ctl_cmd.index) : QW'(cmd_q.qpn);
   end
-  always_ff @(posedge clk) begin
-    if (init_q) begin
-      ins_m[init_idx_q]  <= '0;
-      emt_m[init_idx_q]  <= '0;
-      qerr_m[init_idx_q] <= '0;
-      hold_m[init_idx_q] <= '0;
-    end else begin
-      if (act_push) ins_m[act_row][act_q[FB-1:0]] <= !ins_act;
-      if (pop) emt_m[pop_row][pop_q[FB-1:0]] <= ins_pop;
-      if (qerr_we) qerr_m[qerr_row][qerr_wa[FB-1:0]] <= qerr_wd;
-      if (hold_we) hold_m[hold_row][hold_wa[FB-1:0]] <= hold_wd;
-    end
-  end
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      init_q     <= 1'b1;
-      init_idx_q <= '0;
-    end else if (init_q) begin
-      init_idx_q <= init_idx_q + 1'b1;
-      if (32'(init_idx_q) == FNR - 1) init_q <= 1'b0;
-    end
-  end
-
   always_ff @(posedge clk) begin
     if (rst) begin
       state_q <= S_IDLE;

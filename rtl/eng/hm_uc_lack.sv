@@ -80,7 +80,6 @@ module hm_uc_lack
   ent_t e_in, e_hd;
   logic push, f_room, f_valid, pop;
   logic          init_q;         // the per-QP toggles are being cleared after reset (2.)
-  logic [(QW > 6 ? QW - 6 : 1)-1:0] init_idx_q;   // (the row being cleared)
   logic [$clog2(DEPTH+1):0] level;
   assign e_in = '{pay: s_hdr.payload_len != 16'd0, uc: s_ucl.uc, ack: s_ucl.ack, qpn: s_ucl.qpn, psn: s_hdr.psn, made: i_made};
   assign push = s_fire && (e_in.pay || e_in.ack);
@@ -110,55 +109,39 @@ module hm_uc_lack
   // only while the QP waits. After reset the toggles are cleared, a row of 64 QPs a cycle
   // (NUM_QPS / 64 cycles, while s_room holds the arbiter's port back).
   logic [QW-1:0] ins_q, pq;
-  logic          ins, keep, wr, pq_valid, em_pop, pend_push, pend_room, pv, pe, ins_t, pq_t;
-  // (each table is rows of 64 bits, one bit written at a time: Yosys maps a 4096 x 1
-  // distributed RAM to no primitive, and a simulator reads one row instead of 64 banks)
-  localparam int BB = QW < 6 ? QW : 6;           // a row holds 2^BB QPs' bits
-  localparam int NR = 1 << (QW - BB);            // rows
-  localparam int RW = QW > BB ? QW - BB : 1;
-  logic [(1 << BB)-1:0] ins_m [NR];
-  logic [(1 << BB)-1:0] emt_m [NR];
-  logic [(1 << BB)-1:0] nak_m [NR];
-  logic [RW-1:0] ins_row, pq_row;
-  assign ins_row = RW'(32'(ins_q) >> BB);
-  assign pq_row  = RW'(32'(pq) >> BB);
+  logic          ins, same, keep, wr, pq_valid, em_pop, pend_push, pend_room, pv, pe, ins_t, pq_t;
+  // (each table is an hm_qp_bits: rows of 64 bits in distributed RAM, one bit written at a
+  // time; its clear after reset is the init_q above)
+  logic emt_t, ins_busy, emt_busy, nak_busy;
   pend_t         pa_mem [NUM_QPS];
   pend_t         pa_rd;
   logic [$clog2(NUM_QPS+1):0] pend_level;
   assign ins       = pop && (e_hd.ack || err_now);
   assign ins_q     = QW'(e_hd.qpn);
-  assign ins_t     = ins_m[ins_row][ins_q[BB-1:0]];
-  assign pv        = ins_t ^ emt_m[ins_row][ins_q[BB-1:0]];
-  assign pe        = nak_m[ins_row][ins_q[BB-1:0]];
-  assign keep      = pv && pe && !(em_pop && pq == ins_q);
+  assign pv        = ins_t ^ emt_t;
+  assign same      = em_pop && pq == ins_q;
+  assign keep      = pv && pe && !same;
   assign wr        = ins && !keep;
   // (the QP the emitter takes now goes back in when a newer ACK arrives in the same cycle)
-  assign pend_push = wr && (!pv || (em_pop && pq == ins_q));
+  // (= wr && (!pv || same): a kept NAK is a waiting QP, so it is never pushed)
+  assign pend_push = ins && (!pv || same);
   // (each queued QP with its insert toggle as pushed: the emitter writes it to the QP's emit
   // toggle, which makes the two equal; no read port at pq)
   hm_fifo #(.WIDTH(QW + 1), .DEPTH(NUM_QPS)) u_pend (
     .clk, .rst, .s_data({!ins_t, ins_q}), .s_valid(pend_push), .s_ready(pend_room),
     .m_data({pq_t, pq}), .m_valid(pq_valid), .m_ready(em_pop), .level(pend_level));
 
-  always_ff @(posedge clk) begin
-    if (init_q) begin
-      ins_m[init_idx_q] <= '0;
-      emt_m[init_idx_q] <= '0;
-    end else begin
-      if (pend_push) ins_m[ins_row][ins_q[BB-1:0]] <= !ins_t;
-      if (em_pop) emt_m[pq_row][pq[BB-1:0]] <= pq_t;
-    end
-    if (wr) nak_m[ins_row][ins_q[BB-1:0]] <= err_now;
-  end
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      init_q     <= 1'b1;
-      init_idx_q <= '0;
-    end else if (init_q) begin
-      init_idx_q <= init_idx_q + 1'b1;
-      if (32'(init_idx_q) == NR - 1) init_q <= 1'b0;
-    end
-  end
+  hm_qp_bits #(.NUM(NUM_QPS), .RD(1)) u_ins (
+    .clk, .rst, .o_busy(ins_busy), .i_we(pend_push), .i_waddr(ins_q), .i_wbit(!ins_t),
+    .i_raddr(ins_q), .o_rbit(ins_t));
+  hm_qp_bits #(.NUM(NUM_QPS), .RD(1)) u_emt (
+    .clk, .rst, .o_busy(emt_busy), .i_we(em_pop), .i_waddr(pq), .i_wbit(pq_t),
+    .i_raddr(ins_q), .o_rbit(emt_t));
+  // (the NAK bit is only read while the QP waits, so it needs no clear)
+  hm_qp_bits #(.NUM(NUM_QPS), .RD(1), .CLEAR(1'b0)) u_nak (
+    .clk, .rst, .o_busy(nak_busy), .i_we(wr), .i_waddr(ins_q), .i_wbit(err_now),
+    .i_raddr(ins_q), .o_rbit(pe));
+  assign init_q = ins_busy;           // (u_emt's clear runs in the same cycles)
 
   // ---------------------------------------------------------------- 3. one ACK, handed over
   logic          e1_v_q;
@@ -200,7 +183,7 @@ module hm_uc_lack
   end
 
   logic unused_ok;
-  assign unused_ok = ^{level, s_hdr, pend_room, pend_level, b_room, b_level};
+  assign unused_ok = ^{nak_busy, emt_busy, level, s_hdr, pend_room, pend_level, b_room, b_level};
 
   if (DEPTH < 2 || (DEPTH & (DEPTH - 1)) != 0) begin : g_bad_depth
     $error("hm_uc_lack: DEPTH must be a power of two, at least 2");

@@ -25,6 +25,7 @@ pub mod cc;
 pub mod ccexp;
 pub mod slots;
 pub mod qpc;
+pub mod qpb;
 pub mod rxcheck;
 pub mod fuzz;
 pub mod fuzz_engine;
