@@ -45,9 +45,7 @@ module hm_qp_bits #(
   endfunction
 
   for (genvar r = 0; r < RD; r++) begin : g_rd
-    logic [(1 << RB)-1:0] rrow;                  // the row, then the bit in it
-    assign rrow      = mem[row(i_raddr[r])];
-    assign o_rbit[r] = rrow[i_raddr[r][RB-1:0]];
+    assign o_rbit[r] = mem[row(i_raddr[r])][i_raddr[r][RB-1:0]];
   end
 
   if (CLEAR) begin : g_clear
