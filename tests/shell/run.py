@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""The shell's cocotb tests (issue 21): builds each block under test with Verilator through
+cocotb's runner (cocotb and cocotbext-axi pinned in ./hematite, installed by `./hematite deps`)
+and runs its tests; exit status 0 only when every test passed and none was skipped.
+
+    python3 tests/shell/run.py            # everything (./hematite test-shell)
+"""
+import os
+import sys
+from pathlib import Path
+
+from cocotb.runner import get_results, get_runner
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+BUILD = ROOT / "build" / "shell"
+
+# (name, top, RTL files, parameters, test module, test cases, environment)
+FIFO_RTL = ["rtl/shell/hm_sync.sv", "rtl/shell/hm_axis_async_frame_fifo.sv"]
+CASES = [
+    ("fifo_rx", "hm_axis_async_frame_fifo", FIFO_RTL,
+     {"DATA_WIDTH": 512, "DEPTH": 32, "DROP_WHEN_FULL": 1}, "test_frame_fifo",
+     ["rx_line_rate_core_stalled", "rx_bad_and_oversize", "rx_core_keeps_up"], {"HM_FIFO_DEPTH": "32"}),
+    ("fifo_tx", "hm_axis_async_frame_fifo", FIFO_RTL,
+     {"DATA_WIDTH": 512, "DEPTH": 32, "DROP_WHEN_FULL": 0}, "test_frame_fifo",
+     ["tx_no_underflow"], {"HM_FIFO_DEPTH": "32"}),
+]
+
+
+def main():
+    sys.path.insert(0, str(HERE))
+    runner = get_runner("verilator")
+    failed = 0
+    total = 0
+    for name, top, rtl, params, module, tests, env in CASES:
+        bdir = BUILD / name
+        runner.build(verilog_sources=[ROOT / f for f in rtl], hdl_toplevel=top, parameters=params,
+                     build_args=["--timescale", "1ns/1ps", "-Wno-fatal"], build_dir=bdir)
+        xml = runner.test(test_module=module, hdl_toplevel=top, testcase=tests, build_dir=bdir,
+                          test_dir=HERE, extra_env=env, results_xml=str(bdir / "results.xml"))
+        n, f = get_results(xml)
+        total += n
+        failed += f
+        print(f"shell: {name}: {n - f} of {n} passed")
+        if n != len(tests):
+            print(f"shell: {name}: {len(tests)} tests expected, {n} ran")
+            failed += 1
+    print(f"shell: {total - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
