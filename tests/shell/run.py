@@ -27,6 +27,10 @@ CASES = [
     ("eth_port", "hm_eth_port", FIFO_RTL + ["rtl/shell/hm_pfc_gen.sv", "rtl/shell/hm_eth_port.sv"],
      {"DATA_WIDTH": 512, "RX_DEPTH": 64, "TX_DEPTH": 64}, "test_eth_port",
      ["pfc_xoff_refresh_xon", "pfc_disabled"], {}),
+    # (at 256 bits a PFC frame is two beats)
+    ("eth_port_256", "hm_eth_port", FIFO_RTL + ["rtl/shell/hm_pfc_gen.sv", "rtl/shell/hm_eth_port.sv"],
+     {"DATA_WIDTH": 256, "RX_DEPTH": 64, "TX_DEPTH": 64}, "test_eth_port",
+     ["pfc_xoff_refresh_xon", "pfc_disabled"], {}),
 ]
 
 
