@@ -19,7 +19,7 @@ const WIDTHS: [u32; 2] = [256, 512];
 /// `sim_tops` fileset only the model's own top) with its verilator options. Width 0: a block
 /// without a DATA_WIDTH parameter. An rtl/ module is the model's top itself, its parameters
 /// set with `-G` (the widths and sizes the cycle-for-cycle tests use).
-const MODELS: [(&str, &str, &str, &[u32], &[&str]); 14] = [
+const MODELS: [(&str, &str, &str, &[u32], &[&str]); 15] = [
     ("Vrx", "hm_rx_path", "", &WIDTHS, &[]),
     ("Vtx", "hm_tx_path", "", &WIDTHS, &[]),
     ("Vdmard", "hm_dma_rd", "", &WIDTHS, &[]),
@@ -42,6 +42,8 @@ const MODELS: [(&str, &str, &str, &[u32], &[&str]); 14] = [
     ("Vqpc", "hm_qp_counters", "", &[0], &["NUM_QPS=16", "NUM_SRC=3", "NUM_CNT=4", "EV_DEPTH=4"]),
     // a per-QP bit table of 200 entries (4 rows of 64, the last one partly used), 2 read ports
     ("Vqpb", "hm_qp_bits", "", &[0], &["NUM=200", "RD=2"]),
+    // ... and the same with the clear hidden (TRANSPARENT, as the notification point uses it)
+    ("Vqpbt", "hm_qp_bits", "", &[0], &["NUM=200", "RD=2", "TRANSPARENT=1"]),
 ];
 
 /// picorv32.v: build/ext/picorv32.v (copied there by ./hematite deps), else the installed
@@ -274,7 +276,7 @@ struct Shim {
     /// and in the waveform build (an FST trace opened and closed on demand).
     nic: bool,
 }
-const GEN_SHIMS: [Shim; 14] = [
+const GEN_SHIMS: [Shim; 15] = [
     Shim { name: "rx", prefix: "Vrx", widths: &WIDTHS, after_edge: true, nic: false },
     Shim { name: "tx", prefix: "Vtx", widths: &WIDTHS, after_edge: true, nic: false },
     Shim { name: "dmard", prefix: "Vdmard", widths: &WIDTHS, after_edge: false, nic: false },
@@ -289,6 +291,7 @@ const GEN_SHIMS: [Shim; 14] = [
     Shim { name: "slots", prefix: "Vslots", widths: &[0], after_edge: false, nic: false },
     Shim { name: "qpc", prefix: "Vqpc", widths: &[0], after_edge: false, nic: false },
     Shim { name: "qpb", prefix: "Vqpb", widths: &[0], after_edge: false, nic: false },
+    Shim { name: "qpbt", prefix: "Vqpbt", widths: &[0], after_edge: false, nic: false },
 ];
 
 /// (is_input, name, bits) of every port of a Verilated model header but `clk`.

@@ -7,7 +7,8 @@
 // s_ce_* in cycle t appears on m_cnp_* / o_suppressed / o_blocked in cycle t+1 (registered).
 //
 // State: per QP the time of its last CNP (a NUM_QPS x TIME_W memory with one asynchronous read
-// port and one write port: distributed RAM) and a valid bit (flops, cleared by reset). A free-
+// port and one write port: distributed RAM) and a valid bit (hm_qp_bits: distributed RAM that
+// reads as cleared from the clock after reset). A free-
 // running TIME_W-bit counter is the clock. Ages are (now - last) mod 2^TIME_W; the interval is
 // capped at 2^(TIME_W-2). Each cycle without a CE event scrubs one entry (round robin): an
 // entry older than half the counter period is invalidated, so that an age never wraps.
@@ -21,9 +22,10 @@
 module hm_dcqcn_np
   import hm_pkg::*;
 #(
-  parameter int NUM_QPS = 64,                       // table entries (QPNs 0..NUM_QPS-1), >= 2
-  parameter int QPN_W   = 24,                       // width of the QPN inputs and outputs
-  parameter int TIME_W  = 32,                       // time counter width, 8..32
+  // (the defaults are the engine's: hm_eng_cc, and so the suite's synthesis, use these)
+  parameter int NUM_QPS = 4096,                     // table entries (QPNs 0..NUM_QPS-1), >= 2
+  parameter int QPN_W   = 16,                       // width of the QPN inputs and outputs
+  parameter int TIME_W  = 24,                       // time counter width, 8..32
   parameter logic [TIME_W-1:0] NOW_INIT = '0        // counter value after reset (tests)
 ) (
   input  logic              clk,
@@ -53,7 +55,7 @@ module hm_dcqcn_np
   localparam int NB  = (NUM_QPS + (1 << BB) - 1) >> BB;
   localparam int NBW = NB > 1 ? $clog2(NB) : 1;
   logic [NB-1:0][TIME_W-1:0] last_b;
-  logic [NUM_QPS-1:0] valid_q;
+  logic valid_rd, valid_we, valid_busy;
   logic [TIME_W-1:0] now_q, interval_q;
   logic [IDX_W-1:0]  scrub_q;
 
@@ -72,7 +74,7 @@ module hm_dcqcn_np
   always_comb begin
     in_range = s_ce_qpn < QPN_W'(NUM_QPS);
     rd_last  = rd_b;
-    rd_valid = valid_q[addr];
+    rd_valid = valid_rd;
     age      = now_q - rd_last;
     due      = !rd_valid || age >= interval_q;
   end
@@ -103,9 +105,15 @@ module hm_dcqcn_np
     end
   end
 
+  assign valid_we = fire || scrub_clr;
+  // (the valid bits in distributed RAM, rows of 64, cleared after reset by a sweep that is
+  // invisible at the ports: as 4,096 flip-flops they cost about 15,000 LUTs)
+  hm_qp_bits #(.NUM(NUM_QPS), .RD(1), .TRANSPARENT(1'b1)) u_valid (
+    .clk, .rst, .o_busy(valid_busy), .i_we(valid_we), .i_waddr(addr), .i_wbit(fire),
+    .i_raddr(addr), .o_rbit(valid_rd));
+
   always_ff @(posedge clk) begin
     if (rst) begin
-      valid_q         <= '0;
       now_q           <= NOW_INIT;
       interval_q      <= (cfg_interval > CAP) ? CAP : cfg_interval;
       scrub_q         <= '0;
@@ -121,8 +129,6 @@ module hm_dcqcn_np
       m_cnp_qpn    <= s_ce_qpn;
       o_suppressed <= supp;
       o_blocked    <= blk;
-      if (fire)      valid_q[addr] <= 1'b1;
-      if (scrub_clr) valid_q[addr] <= 1'b0;
       if (!s_ce_valid) scrub_q <= (32'(scrub_q) == NUM_QPS - 1) ? '0 : scrub_q + 1'b1;
       if (fire) stats.cnps       <= stats.cnps + 1'b1;
       if (supp) stats.suppressed <= stats.suppressed + 1'b1;
@@ -132,4 +138,7 @@ module hm_dcqcn_np
   end
 
   assign o_now = now_q;
+
+  logic unused_ok;
+  assign unused_ok = valid_busy;
 endmodule

@@ -1,8 +1,10 @@
 //! The per-QP bit table (`rtl/common/hm_qp_bits.sv`) on its own, against a plain `Vec<bool>`:
 //! random writes and reads on both ports, a reset in the middle of a run with bits set (the
 //! clear sweeps every row, takes exactly one cycle a row, and ignores writes meanwhile), and
-//! a table whose last row is only partly used (200 entries in rows of 64).
-use hematite_sim::qpb::{qpb_model, HmQpbIn, HmQpbModel, QPB_NUM, QPB_ROWS};
+//! a table whose last row is only partly used (200 entries in rows of 64). The TRANSPARENT
+//! build against the same vector from the first clock after reset: reads and writes during the
+//! clear behave as on flip-flops reset to zero.
+use hematite_sim::qpb::{qpb_model, qpbt_model, HmQpbIn, HmQpbModel, HmQpbtIn, QPB_NUM, QPB_ROWS};
 use proptest::prelude::*;
 
 struct Bench {
@@ -102,5 +104,69 @@ proptest! {
             }
         }
         b.check_all();
+    }
+}
+
+/// TRANSPARENT: from the first clock after reset, random writes and two reads per clock
+/// against a vector of zeros; resets at random points (the clear restarts, with rows full of
+/// ones from before); the sweep may take longer than a row a clock (it waits for writes) but
+/// ends.
+fn transparent_run(ops: &[(usize, bool, bool, usize, usize, u8)]) -> Result<(), TestCaseError> {
+    let mut sim = qpbt_model();
+    let mut want = vec![false; QPB_NUM];
+    // (fill the memory with ones first, so that a row the clear misses shows)
+    for k in 0..QPB_NUM {
+        sim.tick(&HmQpbtIn { we: 1, waddr: k as u8, wbit: 1, ..Default::default() });
+    }
+    sim.hold(&HmQpbtIn { rst: 1, ..Default::default() }, 2);
+    let mut busy_run = 0;
+    for &(addr, bit, write, ra, rb, r) in ops {
+        if r == 0 {
+            sim.hold(&HmQpbtIn { rst: 1, ..Default::default() }, 2);
+            want = vec![false; QPB_NUM];
+            busy_run = 0;
+            continue;
+        }
+        let mut i = HmQpbtIn { raddr: (ra as u16) | ((rb as u16) << 8), ..Default::default() };
+        if write {
+            i.we = 1;
+            i.waddr = addr as u8;
+            i.wbit = bit as u8;
+        }
+        let o = sim.tick(&i);
+        prop_assert_eq!(o.rbit & 1 != 0, want[ra], "port 0 reads entry {} (busy {})", ra, o.busy);
+        prop_assert_eq!(o.rbit & 2 != 0, want[rb], "port 1 reads entry {} (busy {})", rb, o.busy);
+        if write {
+            want[addr] = bit;
+        }
+        busy_run = if o.busy != 0 { busy_run + 1 } else { 0 };
+        prop_assert!(busy_run <= ops.len(), "the clear never ends");
+    }
+    // the clear ends once writes leave the port free, and every entry reads as the vector
+    let mut n = 0;
+    while sim.tick(&HmQpbtIn::default()).busy != 0 {
+        n += 1;
+        prop_assert!(n <= QPB_ROWS, "the clear ends within a row a clock once the port is free");
+    }
+    for k in 0..QPB_NUM {
+        let o = sim.tick(&HmQpbtIn { raddr: k as u16 | ((QPB_NUM - 1 - k) as u16) << 8, ..Default::default() });
+        prop_assert_eq!(o.rbit & 1 != 0, want[k], "entry {} after the clear", k);
+        prop_assert_eq!(o.rbit & 2 != 0, want[QPB_NUM - 1 - k], "entry {} after the clear", QPB_NUM - 1 - k);
+    }
+    Ok(())
+}
+
+#[test]
+fn transparent_reads_zero_at_once_after_reset() {
+    // no write at all: the first clock after reset already reads zeros everywhere
+    transparent_run(&[(0, false, false, 0, QPB_NUM - 1, 1), (0, false, false, 64, 199, 1), (0, false, false, 130, 63, 1)]).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn transparent_matches_flip_flops(ops in prop::collection::vec((0..QPB_NUM, any::<bool>(), prop::bool::weighted(0.6), 0..QPB_NUM, 0..QPB_NUM, 0u8..60), 1..300)) {
+        transparent_run(&ops)?;
     }
 }
