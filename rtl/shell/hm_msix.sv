@@ -1,0 +1,238 @@
+// MSI-X for the shell: the vector table and the pending-bit array (PBA) in a BAR window, and the
+// messages to the UltraScale+ PCIe block's MSI-X interface (its "external table" mode, where
+// the table lives in user logic).
+//
+// The core's interrupt messages (s_irq_vec: one event on a vector) set the vector's pending bit.
+// A pending vector whose entry is unmasked, while MSI-X is enabled and the function is not
+// masked, is sent: the entry's address and data on cfg_interrupt_msix_address/_data with a
+// one-clock pulse on cfg_interrupt_msix_int; the block answers with _sent or _fail. The pending
+// bit is cleared when the message is launched (an event that arrives after that sets it again:
+// events on one vector coalesce while it is pending, as MSI-X allows); a failed message sets it
+// again and is retried. A masked vector keeps its pending bit, visible in the PBA, and is sent
+// once unmasked. The sender looks at one vector per clock, round robin (NUM_VEC clocks at most
+// to find a pending one).
+//
+// Window (AXI4-Lite, 32-bit accesses; the capability's table and PBA offsets, BIR = this BAR):
+//   0x000 + 16*v   entry v: +0 message address low, +4 address high, +8 data,
+//                  +12 vector control (bit 0: mask; 1 after reset, as the PCIe spec requires)
+//   PBA_OFFSET + 4*k   pending bits of vectors 32k..32k+31 (read only; writes are ignored)
+// Reads elsewhere in the window return 0, writes there are ignored (both answered OKAY, as a
+// PCIe function answers reserved space). Vector numbers >= NUM_VEC from the core are dropped and
+// counted (stat_bad_vec).
+module hm_msix #(
+  parameter int NUM_VEC    = 32,                 // vectors, 1..256 (the core's vector is 8 bits)
+  parameter int ADDR_W     = 12,                 // window address bits (4 KiB)
+  parameter int PBA_OFFSET = 'h800               // byte offset of the PBA, 8-byte aligned
+) (
+  input  logic              clk,
+  input  logic              rst,                 // synchronous, active high
+
+  // ---- the BAR window (AXI4-Lite slave)
+  input  logic [ADDR_W-1:0] s_axil_awaddr,
+  input  logic              s_axil_awvalid,
+  output logic              s_axil_awready,
+  input  logic [31:0]       s_axil_wdata,
+  input  logic [3:0]        s_axil_wstrb,
+  input  logic              s_axil_wvalid,
+  output logic              s_axil_wready,
+  output logic [1:0]        s_axil_bresp,
+  output logic              s_axil_bvalid,
+  input  logic              s_axil_bready,
+  input  logic [ADDR_W-1:0] s_axil_araddr,
+  input  logic              s_axil_arvalid,
+  output logic              s_axil_arready,
+  output logic [31:0]       s_axil_rdata,
+  output logic [1:0]        s_axil_rresp,
+  output logic              s_axil_rvalid,
+  input  logic              s_axil_rready,
+
+  // ---- interrupt events from the core (hm_rc_engine's m_irq_*)
+  input  logic [7:0]        s_irq_vec,
+  input  logic              s_irq_valid,
+  output logic              s_irq_ready,         // always 1: an event only sets a bit
+
+  // ---- the PCIe block's MSI-X interface (external table)
+  input  logic              cfg_interrupt_msix_enable,   // MSI-X Enable of the function
+  input  logic              cfg_interrupt_msix_mask,     // Function Mask of the function
+  output logic [63:0]       cfg_interrupt_msix_address,
+  output logic [31:0]       cfg_interrupt_msix_data,
+  output logic              cfg_interrupt_msix_int,      // one-clock request
+  input  logic              cfg_interrupt_msix_sent,
+  input  logic              cfg_interrupt_msix_fail,
+
+  output logic [31:0]       stat_sent,           // messages sent
+  output logic [31:0]       stat_fail,           // messages the block refused (retried)
+  output logic [31:0]       stat_bad_vec         // events for vectors >= NUM_VEC (dropped)
+);
+  localparam int VW = NUM_VEC > 1 ? $clog2(NUM_VEC) : 1;
+  localparam int PW = (NUM_VEC + 31) / 32;       // PBA dwords
+
+  // ---- the table: address and data in distributed RAM; mask bits in flops (they reset to 1)
+  logic [31:0]        alo_mem  [NUM_VEC];
+  logic [31:0]        ahi_mem  [NUM_VEC];
+  logic [31:0]        data_mem [NUM_VEC];
+  logic [NUM_VEC-1:0] mask_q, pend_q;
+
+  // ---------------------------------------------------------------- AXI4-Lite
+  logic              aw_v_q, w_v_q;
+  logic [ADDR_W-1:0] aw_q;
+  logic [31:0]       w_q;
+  logic [3:0]        ws_q;
+  assign s_axil_awready = !aw_v_q;
+  assign s_axil_wready  = !w_v_q;
+  assign s_axil_bresp   = 2'b00;
+  assign s_axil_rresp   = 2'b00;
+
+  // a write is done when both halves are in and the response slot is free
+  logic        wr_do, wr_tab;
+  logic [VW-1:0] wr_vec;
+  logic [1:0]  wr_word;
+  logic [31:0] wr_bits;                          // the write merged over the byte strobes
+  always_comb begin
+    wr_do   = aw_v_q && w_v_q && (!s_axil_bvalid || s_axil_bready);
+    wr_tab  = 32'(aw_q) < 16 * NUM_VEC;
+    wr_vec  = VW'(32'(aw_q) >> 4);
+    wr_word = aw_q[3:2];
+    for (int b = 0; b < 4; b++) wr_bits[8*b +: 8] = ws_q[b] ? w_q[8*b +: 8] : 8'h00;
+  end
+  // (partial writes of a table word keep the other bytes: the old word is read first)
+  logic [31:0] wr_old, wr_new;
+  always_comb begin
+    unique case (wr_word)
+      2'd0:    wr_old = alo_mem[wr_vec];
+      2'd1:    wr_old = ahi_mem[wr_vec];
+      2'd2:    wr_old = data_mem[wr_vec];
+      default: wr_old = {31'd0, mask_q[wr_vec]};
+    endcase
+    for (int b = 0; b < 4; b++) wr_new[8*b +: 8] = ws_q[b] ? wr_bits[8*b +: 8] : wr_old[8*b +: 8];
+  end
+
+  always_ff @(posedge clk) begin
+    if (s_axil_awvalid && s_axil_awready) aw_q <= s_axil_awaddr;
+    if (s_axil_wvalid && s_axil_wready) begin
+      w_q  <= s_axil_wdata;
+      ws_q <= s_axil_wstrb;
+    end
+    if (wr_do && wr_tab) begin
+      unique case (wr_word)
+        2'd0:    alo_mem[wr_vec]  <= wr_new;
+        2'd1:    ahi_mem[wr_vec]  <= wr_new;
+        2'd2:    data_mem[wr_vec] <= wr_new;
+        default: ;
+      endcase
+    end
+  end
+
+  // reads: registered, one at a time
+  logic          rd_do, rd_tab, rd_pba;
+  logic [VW-1:0] rd_vec;
+  logic [31:0]   rd_val;
+  always_comb begin
+    rd_do  = s_axil_arvalid && s_axil_arready;
+    rd_tab = 32'(s_axil_araddr) < 16 * NUM_VEC;
+    rd_pba = 32'(s_axil_araddr) >= PBA_OFFSET && 32'(s_axil_araddr) < PBA_OFFSET + 4 * PW;
+    rd_vec = VW'(32'(s_axil_araddr) >> 4);
+    rd_val = 32'd0;
+    if (rd_tab) begin
+      unique case (s_axil_araddr[3:2])
+        2'd0:    rd_val = alo_mem[rd_vec];
+        2'd1:    rd_val = ahi_mem[rd_vec];
+        2'd2:    rd_val = data_mem[rd_vec];
+        default: rd_val = {31'd0, mask_q[rd_vec]};
+      endcase
+    end else if (rd_pba) begin
+      logic [32*PW-1:0] pba;
+      pba    = (32 * PW)'(pend_q);
+      rd_val = pba[32 * ((32'(s_axil_araddr) - PBA_OFFSET) >> 2) +: 32];
+    end
+  end
+  assign s_axil_arready = !s_axil_rvalid;
+
+  always_ff @(posedge clk) begin
+    if (rd_do) s_axil_rdata <= rd_val;
+  end
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      aw_v_q        <= 1'b0;
+      w_v_q         <= 1'b0;
+      s_axil_bvalid <= 1'b0;
+      s_axil_rvalid <= 1'b0;
+    end else begin
+      if (s_axil_awvalid && s_axil_awready) aw_v_q <= 1'b1;
+      if (s_axil_wvalid && s_axil_wready)   w_v_q  <= 1'b1;
+      if (s_axil_bvalid && s_axil_bready)   s_axil_bvalid <= 1'b0;
+      if (wr_do) begin
+        aw_v_q        <= 1'b0;
+        w_v_q         <= 1'b0;
+        s_axil_bvalid <= 1'b1;
+      end
+      if (s_axil_rvalid && s_axil_rready) s_axil_rvalid <= 1'b0;
+      if (rd_do) s_axil_rvalid <= 1'b1;
+    end
+  end
+
+  // ---------------------------------------------------------------- the sender
+  typedef enum logic [1:0] {S_SCAN, S_WAIT} st_t;
+  st_t           st_q;
+  logic [VW-1:0] scan_q, cur_q;
+  logic          go, ev_in;
+  assign s_irq_ready = 1'b1;
+  assign ev_in = s_irq_valid && 32'(s_irq_vec) < NUM_VEC;
+  assign go    = st_q == S_SCAN && pend_q[scan_q] && !mask_q[scan_q] &&
+                 cfg_interrupt_msix_enable && !cfg_interrupt_msix_mask;
+
+  always_ff @(posedge clk) begin
+    if (go) begin
+      cfg_interrupt_msix_address <= {ahi_mem[scan_q], alo_mem[scan_q]};
+      cfg_interrupt_msix_data    <= data_mem[scan_q];
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      st_q                   <= S_SCAN;
+      scan_q                 <= '0;
+      cur_q                  <= '0;
+      mask_q                 <= '1;
+      pend_q                 <= '0;
+      cfg_interrupt_msix_int <= 1'b0;
+      stat_sent              <= '0;
+      stat_fail              <= '0;
+      stat_bad_vec           <= '0;
+    end else begin
+      cfg_interrupt_msix_int <= go;
+      if (wr_do && wr_tab && wr_word == 2'd3 && ws_q[0]) mask_q[wr_vec] <= w_q[0];
+      if (s_irq_valid && !ev_in) stat_bad_vec <= stat_bad_vec + 1'b1;
+      unique case (st_q)
+        S_SCAN: begin
+          if (go) begin
+            st_q  <= S_WAIT;
+            cur_q <= scan_q;
+          end
+          scan_q <= (32'(scan_q) == NUM_VEC - 1) ? '0 : scan_q + 1'b1;
+        end
+        default: begin
+          if (cfg_interrupt_msix_sent) begin
+            st_q      <= S_SCAN;
+            stat_sent <= stat_sent + 1'b1;
+          end else if (cfg_interrupt_msix_fail) begin
+            st_q      <= S_SCAN;
+            stat_fail <= stat_fail + 1'b1;
+          end
+        end
+      endcase
+      // pending bits: cleared at launch, set again by a failure, set by an event (last wins)
+      if (go) pend_q[scan_q] <= 1'b0;
+      if (st_q == S_WAIT && cfg_interrupt_msix_fail) pend_q[cur_q] <= 1'b1;
+      if (ev_in) pend_q[VW'(s_irq_vec)] <= 1'b1;
+    end
+  end
+
+  if (NUM_VEC < 1 || NUM_VEC > 256) begin : g_bad_num
+    $error("hm_msix: NUM_VEC must be 1..256");
+  end
+  if (PBA_OFFSET % 8 != 0 || PBA_OFFSET < 16 * NUM_VEC || PBA_OFFSET + 4 * PW > (1 << ADDR_W)) begin : g_bad_pba
+    $error("hm_msix: PBA_OFFSET must be 8-byte aligned, after the table and inside the window");
+  end
+endmodule
