@@ -23,7 +23,7 @@ CASES = [
      ["rx_line_rate_core_stalled", "rx_bad_and_oversize", "rx_core_keeps_up"], {"HM_FIFO_DEPTH": "32"}),
     ("fifo_tx", "hm_axis_async_frame_fifo", FIFO_RTL,
      {"DATA_WIDTH": 512, "DEPTH": 32, "DROP_WHEN_FULL": 0}, "test_frame_fifo",
-     ["tx_no_underflow"], {"HM_FIFO_DEPTH": "32"}),
+     ["tx_no_underflow", "tx_mac_backpressure"], {"HM_FIFO_DEPTH": "32"}),
     ("eth_port", "hm_eth_port", FIFO_RTL + ["rtl/shell/hm_pfc_gen.sv", "rtl/shell/hm_eth_port.sv"],
      {"DATA_WIDTH": 512, "RX_DEPTH": 64, "TX_DEPTH": 64}, "test_eth_port",
      ["pfc_xoff_refresh_xon", "pfc_disabled"], {}),
