@@ -671,6 +671,19 @@ module hm_rc_compl
   assign tmr_deadline = !save_now ? 48'd0 :
                         save_d.e_on && $signed(save_d.e_dl - save_d.deadline) < 0 ? save_d.e_dl : save_d.deadline;
 
+  // pi_mem's one write port: a control command's LOAD_SQ resets the index, a doorbell moves
+  // it. The two never meet: a control command is taken (C_CTL) only once the doorbell stage
+  // is empty (u_dbf, hm_db_order), so db_pw is low in C_CTL. (Two write ports made the table
+  // 65,536 flip-flops: Yosys maps no RAM with two write ports and a read port.)
+  logic          pi_we;
+  logic [QW-1:0] pi_wa;
+  logic [15:0]   pi_wd;
+  always_comb begin
+    pi_we = db_pw || (st_q == C_CTL && (s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0);
+    pi_wa = db_pw ? QW'(db_q.qpn) : QW'(s_ctl_cmd.index);
+    pi_wd = db_pw ? db_q.pi : 16'd0;
+  end
+
   // err_mem follows dyn_mem's ERR bit (the two writes below)
   always_comb begin
     err_w  = save_now || (st_q == C_CTL && ((s_ctl_cmd.flags & HM_CTL_F_LOAD_SQ) != 0 ||
@@ -693,14 +706,13 @@ module hm_rc_compl
                                            lim: ctl_ctx.sq_psn + 24'(HM_WIN_MAX), cwnd: HM_WIN_MAX,
                                            rt_on: 1'b0, rt_psn: 24'd0, rt_t0: 32'd0, srtt: 24'd0, rttvar: 24'd0,
                                            rto: 24'd0, pto: 24'd0, e_n: 3'd0, e_on: 1'b0, e_dl: 48'd0};
-        pi_mem[QW'(s_ctl_cmd.index)]  <= 16'd0;   // (never with a doorbell's write: u_dbf)
       end else if (ctl_ctx.state == HM_QPS_ERR) begin
         // the control plane moved the QP to ERR: the next doorbell or event flushes it
         dyn_mem[QW'(s_ctl_cmd.index)].err <= 1'b1;
       end
     end
     if (save_now) dyn_mem[q_q] <= save_d;
-    if (db_pw) pi_mem[QW'(db_q.qpn)] <= db_q.pi;
+    if (pi_we) pi_mem[pi_wa] <= pi_wd;
   end
 
   // is WQE x in the cache
