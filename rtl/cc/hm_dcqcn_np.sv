@@ -8,8 +8,7 @@
 //
 // State: per QP the time of its last CNP (a NUM_QPS x TIME_W memory with one asynchronous read
 // port and one write port: distributed RAM) and a valid bit (hm_qp_bits: distributed RAM that
-// reads as cleared from the clock after reset). A free-
-// running TIME_W-bit counter is the clock. Ages are (now - last) mod 2^TIME_W; the interval is
+// reads as cleared from the clock after reset). A free-running TIME_W-bit counter is the clock. Ages are (now - last) mod 2^TIME_W; the interval is
 // capped at 2^(TIME_W-2). Each cycle without a CE event scrubs one entry (round robin): an
 // entry older than half the counter period is invalidated, so that an age never wraps.
 //

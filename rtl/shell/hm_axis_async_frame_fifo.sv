@@ -12,12 +12,22 @@
 // backpressure. DROP_WHEN_FULL = 0 (the transmit side) holds the source back while the FIFO is
 // full, as long as the frame itself still fits.
 //
-// Crossing: the write side publishes its committed pointer and the read side its read pointer,
-// each as a Gray code from a register, through hm_sync (ASYNC_REG); the counters cross the same
-// way (a counter steps by one, so its Gray code changes one bit at a time). The memory is one
-// simple dual-port block RAM with a write clock and a read clock and a registered read, which
-// is the output register. Both resets must be asserted together (each synchronous to its own
-// clock) for at least STAGES + 1 clocks of the slower clock.
+// Crossing:
+//   - the read pointer steps by one beat at a time, so its Gray code changes one bit per read
+//     clock: it crosses as a Gray code from a register through hm_sync (ASYNC_REG);
+//   - the committed pointer jumps by a whole frame when a frame is committed, so a Gray code
+//     would change several bits at once: it crosses by request and acknowledge instead. The
+//     write side holds the binary value it offers (com_x_q) still and toggles a request; the
+//     read side sees the synchronised toggle, takes the value (still for at least STAGES of its
+//     clocks by then) and toggles its acknowledge back; only then is a newer value offered
+//     (commits in between are taken together). The offered value's path into the read side
+//     needs a max-delay of about one read clock and a bus-skew constraint (the flow, not yet
+//     written);
+//   - the counters step by one, so they cross as Gray codes, like the read pointer.
+// The memory is one simple dual-port block RAM with a write clock and a read clock and a
+// registered read, which is the output register. Both resets must be asserted together (each
+// synchronous to its own clock) for at least STAGES + 1 clocks of the slower clock: a side
+// reset alone leaves the other's pointers behind (hm_eth_port resets both whenever either is).
 module hm_axis_async_frame_fifo #(
   parameter int DATA_WIDTH     = 512,            // tdata bits
   parameter int KEEP_WIDTH     = DATA_WIDTH / 8, // tkeep bits
@@ -61,7 +71,8 @@ module hm_axis_async_frame_fifo #(
   function automatic logic [AW:0] b2g(input logic [AW:0] b);
     return b ^ (b >> 1);
   endfunction
-  // (Gray to binary: bit i is the XOR of bits i and above, each a reduction tree, not a chain)
+  // (Gray to binary: bit i is the XOR of bits i and above; Yosys maps these as chains of
+  // two-input XORs all the same, the deepest path of this block)
   function automatic logic [AW:0] g2b(input logic [AW:0] g);
     logic [AW:0] b;
     for (int i = 0; i <= AW; i++) b[i] = ^(g >> i);
@@ -76,7 +87,9 @@ module hm_axis_async_frame_fifo #(
   // ------------------------------------------------------------------ write side (s_clk)
   logic [AW:0] wr_q;                 // next beat's slot (the frame being written ends here)
   logic [AW:0] com_q;                // end of the last committed frame
-  logic [AW:0] com_g_q;              // its Gray code, for the read side
+  logic [AW:0] com_x_q;              // the committed pointer offered to the read side (held)
+  logic        req_q;                // toggled when com_x_q is offered
+  logic        ack_s;                // the read side's acknowledge toggle, synchronised
   logic [AW:0] rd_g_s;               // the read side's pointer, synchronised (Gray)
   logic [AW:0] rd_s_q;               // ... in binary (a clock later)
   logic        drop_q;               // the rest of the frame being written is dropped
@@ -99,7 +112,8 @@ module hm_axis_async_frame_fifo #(
     if (s_rst) begin
       wr_q           <= '0;
       com_q          <= '0;
-      com_g_q        <= '0;
+      com_x_q        <= '0;
+      req_q          <= 1'b0;
       rd_s_q         <= '0;
       drop_q         <= 1'b0;
       s_level        <= '0;
@@ -108,7 +122,11 @@ module hm_axis_async_frame_fifo #(
       s_cnt_oversize <= '0;
       s_cnt_full     <= '0;
     end else begin
-      com_g_q <= b2g(com_q);
+      // (a new offer once the last one is taken: the request and the acknowledge agree)
+      if (req_q == ack_s && com_x_q != com_q) begin
+        com_x_q <= com_q;
+        req_q   <= !req_q;
+      end
       rd_s_q  <= g2b(rd_g_s);
       s_level <= wr_q - rd_s_q;
       if (take) begin
@@ -137,8 +155,9 @@ module hm_axis_async_frame_fifo #(
   // ------------------------------------------------------------------ read side (m_clk)
   logic [AW:0] rd_q;                 // next slot to read
   logic [AW:0] rd_g_q;               // its Gray code, for the write side
-  logic [AW:0] com_g_m;              // the committed pointer, synchronised (Gray)
-  logic [AW:0] com_m_q;              // ... in binary (a clock later)
+  logic        req_m;                // the write side's request toggle, synchronised
+  logic        ack_q;                // toggled when an offer is taken
+  logic [AW:0] com_m_q;              // the committed pointer, as last taken
   logic        ren;
   logic [MW-1:0] out_q;
 
@@ -154,10 +173,14 @@ module hm_axis_async_frame_fifo #(
       rd_q          <= '0;
       rd_g_q        <= '0;
       com_m_q       <= '0;
+      ack_q         <= 1'b0;
       m_axis_tvalid <= 1'b0;
     end else begin
       rd_g_q  <= b2g(rd_q);
-      com_m_q <= g2b(com_g_m);
+      if (req_m != ack_q) begin
+        com_m_q <= com_x_q;              // (held still since before req_m changed)
+        ack_q   <= req_m;
+      end
       if (ren) begin
         rd_q          <= rd_q + 1'b1;
         m_axis_tvalid <= 1'b1;
@@ -168,8 +191,10 @@ module hm_axis_async_frame_fifo #(
   end
 
   // ------------------------------------------------------------------ crossings
-  hm_sync #(.WIDTH(AW + 1), .STAGES(STAGES)) u_com_sync (
-    .clk(m_clk), .rst(m_rst), .d_i(com_g_q), .q_o(com_g_m));
+  hm_sync #(.WIDTH(1), .STAGES(STAGES)) u_req_sync (
+    .clk(m_clk), .rst(m_rst), .d_i(req_q), .q_o(req_m));
+  hm_sync #(.WIDTH(1), .STAGES(STAGES)) u_ack_sync (
+    .clk(s_clk), .rst(s_rst), .d_i(ack_q), .q_o(ack_s));
   hm_sync #(.WIDTH(AW + 1), .STAGES(STAGES)) u_rd_sync (
     .clk(s_clk), .rst(s_rst), .d_i(rd_g_q), .q_o(rd_g_s));
 

@@ -4,11 +4,18 @@
 //   MAC rx --> [ frame FIFO, never back-pressures, drops whole frames ] --> core rx
 //   MAC tx <-- [ PFC insertion (hm_pfc_gen) ] <-- [ store-and-forward frame FIFO ] <-- core tx
 //
-// The configuration comes from the core's clock and is synchronised into the MAC clock bit by
-// bit; cfg_enable takes one clock more than the rest, so that the values it enables are
-// settled when it arrives. Change the thresholds, quanta, priorities and MAC address only
-// while cfg_pfc_enable is 0 (docs/fpga.md). Counters: the receive FIFO's and the transmit
-// FIFO's in the core clock; the PFC frames sent in the MAC clock.
+// The configuration comes from the core's clock: registered there, then synchronised into the
+// MAC clock bit by bit, the enable through one more stage than the values (so that what it
+// enables has settled when it arrives). Change the thresholds, quanta, priorities and MAC
+// address only while cfg_pfc_enable is 0; a pause in force keeps the priorities, quanta and
+// address it started with until its XON (hm_pfc_gen). Counters: the receive FIFO's and the
+// transmit FIFO's in the core clock; the PFC frames sent in the MAC clock.
+//
+// Resets: the FIFOs need both their sides reset together, and the CMAC's reset pulses on its
+// own (a link going down). So each clock's side of the FIFOs is reset by its own reset or by
+// the other clock's, synchronised (for as long as it lasts, plus the synchroniser's delay). A
+// core reset empties the receive FIFO, so a pause in force ends with its XON; it also cuts a
+// frame that is leaving for the MAC (tvalid falls inside it: the CMAC sends it as bad).
 module hm_eth_port #(
   parameter int DATA_WIDTH = 512,                // stream width (the CMAC's 512 bits)
   parameter int KEEP_WIDTH = DATA_WIDTH / 8,     // (derived)
@@ -71,18 +78,30 @@ module hm_eth_port #(
   output logic [31:0]           pfc_xoff_sent,    // mac_clk
   output logic [31:0]           pfc_xon_sent      // mac_clk
 );
+  // ---- resets: either side's reset resets both sides of the FIFOs
+  logic core_rst_m, mac_rst_c, mac_side_rst, core_side_rst;
+  logic core_rst_q, mac_rst_q;                   // (each reset from a register of its clock)
+  hm_sync #(.WIDTH(1), .STAGES(STAGES)) u_core_rst_sync (
+    .clk(mac_clk), .rst(1'b0), .d_i(core_rst_q), .q_o(core_rst_m));
+  hm_sync #(.WIDTH(1), .STAGES(STAGES)) u_mac_rst_sync (
+    .clk(core_clk), .rst(1'b0), .d_i(mac_rst_q), .q_o(mac_rst_c));
+  always_ff @(posedge core_clk) core_rst_q <= core_rst;
+  always_ff @(posedge mac_clk)  mac_rst_q  <= mac_rst;
+  assign mac_side_rst  = mac_rst || mac_rst_q || core_rst_m;
+  assign core_side_rst = core_rst || core_rst_q || mac_rst_c;
+
   // ---- receive
   logic [LW-1:0] rx_level;
   logic          rx_ready_unused;
   logic [31:0]   rxs_frames, rxs_bad, rxs_over, rxs_full;
   hm_axis_async_frame_fifo #(.DATA_WIDTH(DATA_WIDTH), .KEEP_WIDTH(KEEP_WIDTH), .DEPTH(RX_DEPTH),
                              .DROP_WHEN_FULL(1'b1), .STAGES(STAGES)) u_rx (
-    .s_clk(mac_clk), .s_rst(mac_rst),
+    .s_clk(mac_clk), .s_rst(mac_side_rst),
     .s_axis_tdata(mac_rx_tdata), .s_axis_tkeep(mac_rx_tkeep), .s_axis_tvalid(mac_rx_tvalid),
     .s_axis_tready(rx_ready_unused), .s_axis_tlast(mac_rx_tlast), .s_axis_tuser(mac_rx_tuser),
     .s_level(rx_level),
     .s_cnt_frames(rxs_frames), .s_cnt_bad(rxs_bad), .s_cnt_oversize(rxs_over), .s_cnt_full(rxs_full),
-    .m_clk(core_clk), .m_rst(core_rst),
+    .m_clk(core_clk), .m_rst(core_side_rst),
     .m_axis_tdata(core_rx_tdata), .m_axis_tkeep(core_rx_tkeep), .m_axis_tvalid(core_rx_tvalid),
     .m_axis_tready(core_rx_tready), .m_axis_tlast(core_rx_tlast),
     .m_cnt_frames(rx_frames), .m_cnt_bad(rx_drop_bad), .m_cnt_oversize(rx_drop_oversize),
@@ -97,13 +116,13 @@ module hm_eth_port #(
                txm_over_unused, txm_full_unused;
   hm_axis_async_frame_fifo #(.DATA_WIDTH(DATA_WIDTH), .KEEP_WIDTH(KEEP_WIDTH), .DEPTH(TX_DEPTH),
                              .DROP_WHEN_FULL(1'b0), .STAGES(STAGES)) u_tx (
-    .s_clk(core_clk), .s_rst(core_rst),
+    .s_clk(core_clk), .s_rst(core_side_rst),
     .s_axis_tdata(core_tx_tdata), .s_axis_tkeep(core_tx_tkeep), .s_axis_tvalid(core_tx_tvalid),
     .s_axis_tready(core_tx_tready), .s_axis_tlast(core_tx_tlast), .s_axis_tuser(1'b0),
     .s_level(tx_level_unused),
     .s_cnt_frames(tx_frames), .s_cnt_bad(txs_bad_unused), .s_cnt_oversize(tx_drop_oversize),
     .s_cnt_full(txs_full_unused),
-    .m_clk(mac_clk), .m_rst(mac_rst),
+    .m_clk(mac_clk), .m_rst(mac_side_rst),
     .m_axis_tdata(tx_tdata), .m_axis_tkeep(tx_tkeep), .m_axis_tvalid(tx_tvalid),
     .m_axis_tready(tx_tready), .m_axis_tlast(tx_tlast),
     .m_cnt_frames(txm_frames_unused), .m_cnt_bad(txm_bad_unused), .m_cnt_oversize(txm_over_unused),
@@ -111,23 +130,22 @@ module hm_eth_port #(
 
   // ---- configuration into the MAC clock (the enable a clock behind the values)
   localparam int CW = 8 + 2 * LW + 16 + 24 + 48;
-  logic [CW-1:0] cfg_m;
+  logic [CW-1:0] cfg_s, cfg_m;
   logic          en_s, en_m;
-  hm_sync #(.WIDTH(CW), .STAGES(STAGES)) u_cfg_sync (
-    .clk(mac_clk), .rst(mac_rst),
-    .d_i({cfg_pfc_prio_mask, cfg_pfc_xoff_level, cfg_pfc_xon_level, cfg_pfc_quanta, cfg_pfc_refresh,
-          cfg_src_mac}),
-    .q_o(cfg_m));
-  hm_sync #(.WIDTH(1), .STAGES(STAGES + 1)) u_en_sync (
-    .clk(mac_clk), .rst(mac_rst), .d_i(en_s), .q_o(en_m));
-  // (the enable from a register of the core clock, as a synchroniser's input must be)
+  // (from registers of the core clock, as a synchroniser's input must be)
   always_ff @(posedge core_clk) begin
+    cfg_s <= {cfg_pfc_prio_mask, cfg_pfc_xoff_level, cfg_pfc_xon_level, cfg_pfc_quanta,
+              cfg_pfc_refresh, cfg_src_mac};
     if (core_rst) en_s <= 1'b0;
     else          en_s <= cfg_pfc_enable;
   end
+  hm_sync #(.WIDTH(CW), .STAGES(STAGES)) u_cfg_sync (
+    .clk(mac_clk), .rst(mac_rst), .d_i(cfg_s), .q_o(cfg_m));
+  hm_sync #(.WIDTH(1), .STAGES(STAGES + 1)) u_en_sync (
+    .clk(mac_clk), .rst(mac_rst), .d_i(en_s), .q_o(en_m));
 
   hm_pfc_gen #(.DATA_WIDTH(DATA_WIDTH), .KEEP_WIDTH(KEEP_WIDTH), .LEVEL_W(LW)) u_pfc (
-    .clk(mac_clk), .rst(mac_rst), .i_level(rx_level),
+    .clk(mac_clk), .rst(mac_rst), .rst_tx(mac_side_rst), .i_level(rx_level),
     .cfg_enable(en_m), .cfg_prio_mask(cfg_m[CW-1 -: 8]),
     .cfg_xoff_level(cfg_m[CW-9 -: LW]), .cfg_xon_level(cfg_m[CW-9-LW -: LW]),
     .cfg_quanta(cfg_m[72 +: 16]), .cfg_refresh(cfg_m[48 +: 24]), .cfg_src_mac(cfg_m[0 +: 48]),

@@ -8,9 +8,10 @@
 // one-clock pulse on cfg_interrupt_msix_int; the block answers with _sent or _fail. The pending
 // bit is cleared when the message is launched (an event that arrives after that sets it again:
 // events on one vector coalesce while it is pending, as MSI-X allows); a failed message sets it
-// again and is retried. A masked vector keeps its pending bit, visible in the PBA, and is sent
+// again and is retried, as is one the block leaves unanswered for TIMEOUT clocks (a link
+// going down, a hot reset: the sender never hangs). A masked vector keeps its pending bit, visible in the PBA, and is sent
 // once unmasked. The sender looks at one vector per clock, round robin (NUM_VEC clocks at most
-// to find a pending one).
+// to find a pending one, while no message is outstanding: one message at a time).
 //
 // Window (AXI4-Lite, 32-bit accesses; the capability's table and PBA offsets, BIR = this BAR):
 //   0x000 + 16*v   entry v: +0 message address low, +4 address high, +8 data,
@@ -22,7 +23,9 @@
 module hm_msix #(
   parameter int NUM_VEC    = 32,                 // vectors, 1..256 (the core's vector is 8 bits)
   parameter int ADDR_W     = 12,                 // window address bits (4 KiB)
-  parameter int PBA_OFFSET = 'h800               // byte offset of the PBA, 8-byte aligned
+  parameter int PBA_OFFSET = 'h800,              // byte offset of the PBA, 8-byte aligned
+  parameter int TIMEOUT    = 65536               // clocks to wait for _sent / _fail (a request
+                                                 // left unanswered counts as refused)
 ) (
   input  logic              clk,
   input  logic              rst,                 // synchronous, active high
@@ -62,6 +65,7 @@ module hm_msix #(
 
   output logic [31:0]       stat_sent,           // messages sent
   output logic [31:0]       stat_fail,           // messages the block refused (retried)
+  output logic [31:0]       stat_timeout,        // requests left unanswered (retried)
   output logic [31:0]       stat_bad_vec         // events for vectors >= NUM_VEC (dropped)
 );
   localparam int VW = NUM_VEC > 1 ? $clog2(NUM_VEC) : 1;
@@ -176,7 +180,9 @@ module hm_msix #(
   typedef enum logic [1:0] {S_SCAN, S_WAIT} st_t;
   st_t           st_q;
   logic [VW-1:0] scan_q, cur_q;
-  logic          go, ev_in;
+  logic          go, ev_in, expired;
+  logic [$clog2(TIMEOUT+1)-1:0] wait_q;         // clocks waited for the answer
+  assign expired = 32'(wait_q) == TIMEOUT;
   assign s_irq_ready = 1'b1;
   assign ev_in = s_irq_valid && 32'(s_irq_vec) < NUM_VEC;
   assign go    = st_q == S_SCAN && pend_q[scan_q] && !mask_q[scan_q] &&
@@ -200,6 +206,8 @@ module hm_msix #(
       stat_sent              <= '0;
       stat_fail              <= '0;
       stat_bad_vec           <= '0;
+      stat_timeout           <= '0;
+      wait_q                 <= '0;
     end else begin
       cfg_interrupt_msix_int <= go;
       if (wr_do && wr_tab && wr_word == 2'd3 && ws_q[0]) mask_q[wr_vec] <= w_q[0];
@@ -207,8 +215,9 @@ module hm_msix #(
       unique case (st_q)
         S_SCAN: begin
           if (go) begin
-            st_q  <= S_WAIT;
-            cur_q <= scan_q;
+            st_q   <= S_WAIT;
+            cur_q  <= scan_q;
+            wait_q <= '0;
           end
           scan_q <= (32'(scan_q) == NUM_VEC - 1) ? '0 : scan_q + 1'b1;
         end
@@ -219,12 +228,18 @@ module hm_msix #(
           end else if (cfg_interrupt_msix_fail) begin
             st_q      <= S_SCAN;
             stat_fail <= stat_fail + 1'b1;
+          end else if (expired) begin
+            st_q         <= S_SCAN;
+            stat_timeout <= stat_timeout + 1'b1;
+          end else begin
+            wait_q <= wait_q + 1'b1;
           end
         end
       endcase
       // pending bits: cleared at launch, set again by a failure, set by an event (last wins)
       if (go) pend_q[scan_q] <= 1'b0;
-      if (st_q == S_WAIT && cfg_interrupt_msix_fail) pend_q[cur_q] <= 1'b1;
+      if (st_q == S_WAIT && !cfg_interrupt_msix_sent && (cfg_interrupt_msix_fail || expired))
+        pend_q[cur_q] <= 1'b1;
       if (ev_in) pend_q[VW'(s_irq_vec)] <= 1'b1;
     end
   end

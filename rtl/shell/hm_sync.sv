@@ -2,9 +2,10 @@
 // where at most one bit changes per source clock) that comes from another clock domain.
 //
 // The stages carry ASYNC_REG, which tells the implementation tools (Vivado) to place them
-// together and to analyse them as a synchroniser; the constraints give the path into the first
-// stage a max-delay (docs/fpga.md). Nothing here is combinational: d_i must come straight from
-// a register of the source domain.
+// together and to analyse them as a synchroniser. The path into the first stage needs a
+// max-delay (datapath only) and, for a Gray-coded bus, a bus-skew constraint: those belong to
+// the shell's constraints, which are not written yet (docs/fpga.md). Nothing here is
+// combinational: d_i must come straight from a register of the source domain.
 module hm_sync #(
   parameter int WIDTH  = 1,                      // bits, each synchronised on its own
   parameter int STAGES = 2                       // flip-flops in series, >= 2

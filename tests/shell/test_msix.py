@@ -1,8 +1,9 @@
 """cocotb tests of rtl/shell/hm_msix.sv: the MSI-X table and PBA in a BAR window (programmed
 through cocotbext-axi's AXI4-Lite master, as the host writes them through the BAR), events from
 the core, and the messages to the PCIe block's MSI-X interface, whose side (sent after a few
-clocks, or a failure when the test asks for one) is modelled here. tests/shell/run.py builds it
-with 20 vectors (the PBA is then a dword and part of another) and a 4 KiB window.
+clocks, a failure, or no answer at all when the test asks for one) is modelled here.
+tests/shell/run.py builds it with 20 vectors (the PBA is one dword, the next reads 0), a 4 KiB
+window and a 64-clock answer timeout.
 """
 import logging
 import random
@@ -10,6 +11,7 @@ import random
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 NUM_VEC = 20
@@ -26,6 +28,8 @@ class Msix:
         self.fail_next = 0        # refuse this many requests
         self.requests = 0
         self.sent_total = 0       # messages answered "sent", over the whole test
+        self.ignore_next = 0      # leave this many requests unanswered
+        self.launches = []        # (sim time of the request, data) of every request
 
     async def start(self):
         cocotb.start_soon(Clock(self.dut.clk, 4000, units="ps").start())
@@ -52,7 +56,14 @@ class Msix:
             if int(d.cfg_interrupt_msix_int.value):
                 self.requests += 1
                 msg = (int(d.cfg_interrupt_msix_address.value), int(d.cfg_interrupt_msix_data.value))
-                await ClockCycles(d.clk, rng.randint(3, 6))
+                self.launches.append((get_sim_time(), msg[1]))
+                if self.ignore_next:
+                    self.ignore_next -= 1
+                    continue
+                # (one request at a time: another one before the answer is a fault)
+                for _ in range(rng.randint(3, 6)):
+                    await RisingEdge(d.clk)
+                    assert not int(d.cfg_interrupt_msix_int.value), "a second request before the answer"
                 if self.fail_next:
                     self.fail_next -= 1
                     d.cfg_interrupt_msix_fail.value = 1
@@ -176,18 +187,38 @@ async def events_masking_and_retry(dut):
 
 
 @cocotb.test()
+async def unanswered_request_times_out(dut):
+    """A request the PCIe block never answers (a link going down) is given up after the
+    timeout, counted, and retried: the sender does not hang."""
+    m = Msix(dut)
+    await m.start()
+    await m.entry(5, addr_of(5), 0x305, masked=False)
+    m.ignore_next = 1
+    await m.event(5)
+    await ClockCycles(dut.clk, 40)
+    assert not m.msgs and await m.pba() == 0, "waiting for the answer, launched"
+    await ClockCycles(dut.clk, 100)
+    assert [d for _, d in m.msgs] == [0x305] and m.requests == 2
+    assert int(dut.stat_timeout.value) == 1 and int(dut.stat_sent.value) == 1
+    assert await m.pba() == 0
+
+
+@cocotb.test()
 async def event_storm_loses_nothing(dut):
-    """Random events on every vector, random masking: at the end, every vector that had an
-    event after its last message either was sent again or is pending (no event is lost)."""
+    """Random events on every vector, random masking: every event is followed by a message of
+    its vector (a launch at or after the event: none is lost), and no vector gets more messages
+    than it had events."""
     m = Msix(dut)
     await m.start()
     rng = random.Random(8)
     for v in range(NUM_VEC):
         await m.entry(v, addr_of(v), 0x200 + v, masked=False)
     evs = [0] * NUM_VEC
+    last_ev = [None] * NUM_VEC
     for _ in range(300):
         v = rng.randrange(NUM_VEC)
         evs[v] += 1
+        last_ev[v] = get_sim_time()
         await m.event(v)
         if rng.random() < 0.05:
             await m.mask(rng.randrange(NUM_VEC), rng.random() < 0.5)
@@ -200,4 +231,7 @@ async def event_storm_loses_nothing(dut):
     for v in range(NUM_VEC):
         assert (evs[v] == 0) == (got[v] == 0), f"vector {v}: {evs[v]} events, {got[v]} messages"
         assert got[v] <= evs[v]
+        if last_ev[v] is not None:
+            # (the event is driven in the clock after last_ev: a launch after it took it)
+            assert any(t > last_ev[v] and d == 0x200 + v for t, d in m.launches), f"vector {v}: its last event was lost"
     assert await m.pba() == 0
