@@ -20,7 +20,9 @@
 // Reads elsewhere in the window return 0, writes there are ignored (both answered OKAY, as a
 // PCIe function answers reserved space). Vector numbers >= NUM_VEC from the core are dropped and
 // counted (stat_bad_vec).
-module hm_msix #(
+module hm_msix
+  import hm_pkg::*;
+#(
   parameter int NUM_VEC    = 32,                 // vectors, 1..256 (the core's vector is 8 bits)
   parameter int ADDR_W     = 12,                 // window address bits (4 KiB)
   parameter int PBA_OFFSET = 'h800,              // byte offset of the PBA, 8-byte aligned
@@ -78,22 +80,26 @@ module hm_msix #(
   logic [NUM_VEC-1:0] mask_q, pend_q;
 
   // ---------------------------------------------------------------- AXI4-Lite
-  logic              aw_v_q, w_v_q;
-  logic [ADDR_W-1:0] aw_q;
+  // (the channel handshakes are the register blocks' front end, hm_axil_fe; every access is
+  // answered OKAY: reserved space reads 0 and ignores writes)
+  logic              wr_pend_unused, wr_do, rd_do_unused;
+  logic [ADDR_W-1:0] aw_q, s_araddr_fe;
   logic [31:0]       w_q;
   logic [3:0]        ws_q;
-  assign s_axil_awready = !aw_v_q;
-  assign s_axil_wready  = !w_v_q;
-  assign s_axil_bresp   = 2'b00;
-  assign s_axil_rresp   = 2'b00;
+  hm_axil_req_t      axil_req;
+  hm_axil_rsp_t      axil_rsp;
+  assign axil_req = '{awaddr: 32'(s_axil_awaddr), awvalid: s_axil_awvalid, wdata: s_axil_wdata,
+                      wstrb: s_axil_wstrb, wvalid: s_axil_wvalid, bready: s_axil_bready,
+                      araddr: 32'(s_axil_araddr), arvalid: s_axil_arvalid, rready: s_axil_rready};
+  assign {s_axil_awready, s_axil_wready, s_axil_bresp, s_axil_bvalid, s_axil_arready, s_axil_rdata,
+          s_axil_rresp, s_axil_rvalid} = axil_rsp;
 
-  // a write is done when both halves are in and the response slot is free
-  logic        wr_do, wr_tab;
+  // the write the front end holds (applied in its wr_do cycle)
+  logic        wr_tab;
   logic [VW-1:0] wr_vec;
   logic [1:0]  wr_word;
   logic [31:0] wr_bits;                          // the write merged over the byte strobes
   always_comb begin
-    wr_do   = aw_v_q && w_v_q && (!s_axil_bvalid || s_axil_bready);
     wr_tab  = 32'(aw_q) < 16 * NUM_VEC;
     wr_vec  = VW'(32'(aw_q) >> 4);
     wr_word = aw_q[3:2];
@@ -112,11 +118,6 @@ module hm_msix #(
   end
 
   always_ff @(posedge clk) begin
-    if (s_axil_awvalid && s_axil_awready) aw_q <= s_axil_awaddr;
-    if (s_axil_wvalid && s_axil_wready) begin
-      w_q  <= s_axil_wdata;
-      ws_q <= s_axil_wstrb;
-    end
     if (wr_do && wr_tab) begin
       unique case (wr_word)
         2'd0:    alo_mem[wr_vec]  <= wr_new;
@@ -127,18 +128,17 @@ module hm_msix #(
     end
   end
 
-  // reads: registered, one at a time
-  logic          rd_do, rd_tab, rd_pba;
+  // reads: one at a time, registered by the front end
+  logic          rd_tab, rd_pba;
   logic [VW-1:0] rd_vec;
   logic [31:0]   rd_val;
   always_comb begin
-    rd_do  = s_axil_arvalid && s_axil_arready;
-    rd_tab = 32'(s_axil_araddr) < 16 * NUM_VEC;
-    rd_pba = 32'(s_axil_araddr) >= PBA_OFFSET && 32'(s_axil_araddr) < PBA_OFFSET + 4 * PW;
-    rd_vec = VW'(32'(s_axil_araddr) >> 4);
+    rd_tab = 32'(s_araddr_fe) < 16 * NUM_VEC;
+    rd_pba = 32'(s_araddr_fe) >= PBA_OFFSET && 32'(s_araddr_fe) < PBA_OFFSET + 4 * PW;
+    rd_vec = VW'(32'(s_araddr_fe) >> 4);
     rd_val = 32'd0;
     if (rd_tab) begin
-      unique case (s_axil_araddr[3:2])
+      unique case (s_araddr_fe[3:2])
         2'd0:    rd_val = alo_mem[rd_vec];
         2'd1:    rd_val = ahi_mem[rd_vec];
         2'd2:    rd_val = data_mem[rd_vec];
@@ -147,34 +147,13 @@ module hm_msix #(
     end else if (rd_pba) begin
       logic [32*PW-1:0] pba;
       pba    = (32 * PW)'(pend_q);
-      rd_val = pba[32 * ((32'(s_axil_araddr) - PBA_OFFSET) >> 2) +: 32];
+      rd_val = pba[32 * ((32'(s_araddr_fe) - PBA_OFFSET) >> 2) +: 32];
     end
   end
-  assign s_axil_arready = !s_axil_rvalid;
-
-  always_ff @(posedge clk) begin
-    if (rd_do) s_axil_rdata <= rd_val;
-  end
-
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      aw_v_q        <= 1'b0;
-      w_v_q         <= 1'b0;
-      s_axil_bvalid <= 1'b0;
-      s_axil_rvalid <= 1'b0;
-    end else begin
-      if (s_axil_awvalid && s_axil_awready) aw_v_q <= 1'b1;
-      if (s_axil_wvalid && s_axil_wready)   w_v_q  <= 1'b1;
-      if (s_axil_bvalid && s_axil_bready)   s_axil_bvalid <= 1'b0;
-      if (wr_do) begin
-        aw_v_q        <= 1'b0;
-        w_v_q         <= 1'b0;
-        s_axil_bvalid <= 1'b1;
-      end
-      if (s_axil_rvalid && s_axil_rready) s_axil_rvalid <= 1'b0;
-      if (rd_do) s_axil_rvalid <= 1'b1;
-    end
-  end
+  hm_axil_fe #(.ADDR_WIDTH(ADDR_W)) u_fe (
+    .clk, .rst, .s_axil_req(axil_req), .s_axil_rsp(axil_rsp),
+    .wr_pend(wr_pend_unused), .wr_addr(aw_q), .wr_data(w_q), .wr_strb(ws_q), .wr_err(1'b0),
+    .wr_stall(1'b0), .wr_do, .rd_do(rd_do_unused), .rd_addr(s_araddr_fe), .rd_data(rd_val), .rd_err(1'b0));
 
   // ---------------------------------------------------------------- the sender
   typedef enum logic [1:0] {S_SCAN, S_WAIT} st_t;
@@ -243,6 +222,9 @@ module hm_msix #(
       if (ev_in) pend_q[VW'(s_irq_vec)] <= 1'b1;
     end
   end
+
+  logic unused_ok;
+  assign unused_ok = ^{wr_pend_unused, rd_do_unused};
 
   if (NUM_VEC < 1 || NUM_VEC > 256) begin : g_bad_num
     $error("hm_msix: NUM_VEC must be 1..256");

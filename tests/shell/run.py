@@ -27,7 +27,7 @@ CASES = [
     ("eth_port", "hm_eth_port", FIFO_RTL + ["rtl/shell/hm_pfc_gen.sv", "rtl/shell/hm_eth_port.sv"],
      {"DATA_WIDTH": 512, "RX_DEPTH": 64, "TX_DEPTH": 64}, "test_eth_port",
      ["pfc_xoff_refresh_xon", "pfc_disable_while_paused", "pfc_disabled", "mac_reset_alone"], {}),
-    ("msix", "hm_msix", ["rtl/shell/hm_msix.sv"], {"NUM_VEC": 20, "ADDR_W": 12, "PBA_OFFSET": 0x800, "TIMEOUT": 64},
+    ("msix", "hm_msix", ["rtl/pkg/hm_pkg.sv", "rtl/csr/hm_axil_fe.sv", "rtl/shell/hm_msix.sv"], {"NUM_VEC": 20, "ADDR_W": 12, "PBA_OFFSET": 0x800, "TIMEOUT": 64},
      "test_msix", ["table_reads_back_and_resets_masked", "events_masking_and_retry", "unanswered_request_times_out",
                    "event_storm_loses_nothing"], {}),
     # (at 256 bits a PFC frame is two beats)
