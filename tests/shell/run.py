@@ -4,6 +4,7 @@ cocotb's runner (cocotb and cocotbext-axi pinned in ./hematite, installed by `./
 and runs its tests; exit status 0 only when every test passed and none was skipped.
 
     python3 tests/shell/run.py            # everything (./hematite test-shell)
+    python3 tests/shell/run.py pcie_dma   # one build (the names in CASES)
 """
 import os
 import sys
@@ -30,6 +31,9 @@ CASES = [
     ("msix", "hm_msix", ["rtl/pkg/hm_pkg.sv", "rtl/csr/hm_axil_fe.sv", "rtl/shell/hm_msix.sv"], {"NUM_VEC": 20, "ADDR_W": 12, "PBA_OFFSET": 0x800, "TIMEOUT": 64},
      "test_msix", ["table_reads_back_and_resets_masked", "events_masking_and_retry", "unanswered_request_times_out",
                    "event_storm_loses_nothing"], {}),
+    ("pcie_dma", "hm_pcie_dma", ["rtl/common/hm_fifo.sv", "rtl/common/hm_skid.sv", "rtl/shell/hm_pcie_dma.sv"], {"TIMEOUT_TICK": 256},
+     "test_pcie_dma", ["dma_across_mps_mrrs", "completions_out_of_order", "completion_never_arrives",
+                       "error_completions_and_bus_master", "strobes_and_refused_bursts"], {}),
     # (at 256 bits a PFC frame is two beats)
     ("eth_port_256", "hm_eth_port", FIFO_RTL + ["rtl/shell/hm_pfc_gen.sv", "rtl/shell/hm_eth_port.sv"],
      {"DATA_WIDTH": 256, "RX_DEPTH": 64, "TX_DEPTH": 64}, "test_eth_port",
@@ -39,10 +43,13 @@ CASES = [
 
 def main():
     sys.path.insert(0, str(HERE))
+    only = sys.argv[1:]
     runner = get_runner("verilator")
     failed = 0
     total = 0
     for name, top, rtl, params, module, tests, env in CASES:
+        if only and name not in only:
+            continue
         bdir = BUILD / name
         runner.build(verilog_sources=[ROOT / f for f in rtl], hdl_toplevel=top, parameters=params,
                      build_args=["--timescale", "1ns/1ps", "-Wno-fatal"], build_dir=bdir)
