@@ -10,9 +10,11 @@
 // may arrive split at any 64-byte boundary and in any order between tags; each is written at
 // its place in the ROB (the payload realigned from DWORD 3 of the stream), and a burst's beats
 // go out on R, in the order the bursts were accepted, once every one of its requests is
-// complete. A burst is answered SLVERR on every beat (the engine's DMA error: an error CQE) when:
+// complete. A burst is answered SLVERR on every beat, with zeros for data (the engine's DMA
+// error: an error CQE), when:
 //   - a completion reports an error (completion status, poisoned, the block's error code,
-//     including its own completion timeout);
+//     including its own completion timeout): the tag is free again once the completion says
+//     the request is over (an error status does), else retired;
 //   - a completion is malformed (not 64-byte aligned, a length that is not whole beats or runs
 //     past its request, fewer beats than its length): its data is not written, and the tag is
 //     retired, since more may still come for it;
@@ -20,21 +22,25 @@
 //     TIMEOUT_TICK clocks times out; its tag is retired (never used again until reset), so a
 //     late completion can only be dropped and counted, never taken for a later request;
 //   - the burst itself is not one the bridge carries (size other than 64 bytes, not INCR,
-//     crossing 4 KiB), bus mastering is disabled, or every tag is retired: no request is sent.
+//     crossing 4 KiB), bus mastering is disabled, or every tag is retired: no request is sent
+//     (a request already waiting for RQ when bus mastering is disabled still goes; the block
+//     drops it, and it times out).
 // As in AXI, an address that is not a multiple of 64 reads from the start of its beat (the
 // bytes before it in the same 64-byte block are read too; hm_dma_rd's addresses are aligned).
 // Completions for tags that are not in flight are dropped and counted (stat_cpl_unexpected).
 // The bridge never back-pressures RC: a completion's place was reserved with its request.
 //
 // Writes. An AW burst (64-byte beats, INCR, inside one 4 KiB page; its start address aligned
-// down to the beat, the strobes say which bytes) is cut at max payload size (cfg_max_payload) boundaries into memory
-// writes covering the enabled bytes (first and last DWORD byte enables from the strobes; the
+// down to the beat, the strobes say which bytes) is cut at max payload size (cfg_max_payload)
+// boundaries into memory writes covering the enabled bytes (first and last DWORD byte enables from the strobes; the
 // strobes of a burst must be contiguous, as hm_dma_wr's are: DWORDs between the first and last
 // enabled byte are written whole). The beats of one write are collected before its header goes
 // out (the header carries the length), so a write never stalls mid-TLP for want of data. B
-// answers a burst once its last write is handed to RQ (writes are posted; PCIe keeps them in
-// order with every later request); SLVERR, with nothing written, for a burst the bridge does
-// not carry or while bus mastering is disabled.
+// answers a burst once the last beat of its last write is in the RQ output register (writes
+// are posted: every request after that, a read that depends on the write included, goes out
+// behind it, and PCIe keeps them in that order); SLVERR, with nothing written, for a burst the
+// bridge does not carry or when bus mastering is disabled at its first beat (a burst is
+// refused or written as a whole).
 //
 // Read requests and writes share RQ, alternating between the two at TLP boundaries.
 module hm_pcie_dma #(
@@ -44,7 +50,7 @@ module hm_pcie_dma #(
   parameter int ROB_BEATS   = 256,      // reorder buffer, 64-byte beats (power of two, >= 64);
                                         // at most this much read data is outstanding, which
                                         // must fit the block's completion buffer
-  parameter int W_DEPTH     = 32,       // write beats buffered (power of two, >= 16)
+  parameter int W_DEPTH     = 32,       // write beats buffered (power of two, >= 20)
   parameter int TIMEOUT_TICK = 65536,   // clocks per completion-timeout tick
   parameter int CNT_W       = 32,       // counter width
   // (derived)
@@ -337,7 +343,8 @@ module hm_pcie_dma #(
       e_keep = c_known;
       e_ok   = c_known && !c_fail && !c_bad;
       e_err  = c_fail || c_bad;
-      e_ret  = c_bad || (c_fail && !c_rc);
+      // (an error completion carries no data: only a successful one can be malformed)
+      e_ret  = (c_bad && !c_fail) || (c_fail && !c_rc);
       e_slot = c_slot;
       e_b    = lk_b_q;
     end else begin
@@ -400,7 +407,9 @@ module hm_pcie_dma #(
 
   hm_fifo #(.WIDTH(ID_W + 3 + 512), .DEPTH(4)) u_rfifo (
     .clk, .rst,
-    .s_data({rd_meta_q, rob_rd_q}), .s_valid(rd_inflight_q), .s_ready(rf_ready_unused),
+    // (a failed burst's beats carry zeros, not what the buffer held from earlier bursts)
+    .s_data({rd_meta_q, rd_meta_q[2:1] == RESP_OK ? rob_rd_q : 512'd0}), .s_valid(rd_inflight_q),
+    .s_ready(rf_ready_unused),
     .m_data({s_axi_rid, s_axi_rresp, s_axi_rlast, s_axi_rdata}), .m_valid(s_axi_rvalid),
     .m_ready(s_axi_rready), .level(rf_level)
   );
@@ -497,7 +506,9 @@ module hm_pcie_dma #(
   logic [4:0]      lead_q, pay_q, in_q, out_q;   // beats left: lead, payload, input, output
   logic            lead_z_q, pay_z_q, in_z_q, in1_q, out_z_q, out1_q;
   logic [511:0]    em_prev_q;
-  logic            bf_ready;
+  logic            bf_ready_unused, bf_room_q;
+  logic            mid_q, bdrop_q;        // a burst part way through; its refusal
+  logic            ld_drop;
   logic [$clog2(16+1):0] bf_level;
 
   logic            em_discard;            // a lead or tail beat, or a chunk not sent
@@ -515,10 +526,17 @@ module hm_pcie_dma #(
   logic [8:0]      ld_nout;
   logic            ld_send;
 
-  hm_skid #(.WIDTH(512 + 16 + 137 + 2)) u_wskid (
+  // (the last beat of a burst's last write carries its B: answered once that beat is taken
+  // into the RQ register, behind which every later request goes)
+  logic            wb_b, wo_b;
+  logic [ID_W-1:0] wo_bid;
+  assign wb_b = out1_q && em_lastb_q;
+  hm_skid #(.WIDTH(512 + 16 + 137 + 3 + ID_W)) u_wskid (
     .clk, .rst,
-    .s_data({wb_data, wb_keep, wb_user, wb_last, wb_sop}), .s_valid(em_step), .s_ready(wo_adv),
-    .m_data({wo_data, wo_keep, wo_user, wo_last, wo_sop}), .m_valid(wo_valid), .m_ready(wo_take)
+    .s_data({wb_data, wb_keep, wb_user, wb_last, wb_sop, wb_b, em_id_q}), .s_valid(em_step),
+    .s_ready(wo_adv),
+    .m_data({wo_data, wo_keep, wo_user, wo_last, wo_sop, wo_b, wo_bid}), .m_valid(wo_valid),
+    .m_ready(wo_take)
   );
   assign wb_sop  = em_first_q;
   assign wb_last = out1_q;
@@ -540,17 +558,25 @@ module hm_pcie_dma #(
     end
   end
   assign wf_pop  = em_discard || (em_step && !pay_z_q);
-  // done: every input beat taken and every output beat sent
+  // done: every input beat taken and every output beat sent; a burst whose last chunk sends
+  // nothing is answered here, once the writes before it are all in the RQ register
+  logic            b_nosend;
+  assign b_nosend = em_lastb_q && !em_send_q;
   assign em_done = em_q && (in_z_q || (wf_pop && in1_q)) && (out_z_q || (em_step && out1_q)) &&
-                   (!em_lastb_q || bf_ready);
-  assign cd_pop  = !em_q && cd_valid;
-  assign ld_send = cd_has && !cd_bad && cfg_bus_master_en;
+                   (!b_nosend || !wo_valid);
+  // (a chunk starts only with room for its B and the two that may still be in the skid buffer)
+  assign cd_pop  = !em_q && cd_valid && bf_room_q;
+  // a burst is refused, or not, as a whole: decided at its first chunk
+  assign ld_drop = mid_q ? bdrop_q : cd_bad || !cfg_bus_master_en;
+  assign ld_send = cd_has && !ld_drop;
   assign ld_nout = ld_send ? (cd_ndw + 9'd4 + 9'd15) >> 4 : 9'd0;
 
+  logic            b_push;
+  assign b_push = (wo_take && wo_b) || (em_done && b_nosend);
   hm_fifo #(.WIDTH(ID_W + 2), .DEPTH(16)) u_bfifo (
     .clk, .rst,
-    .s_data({em_id_q, em_drop_q ? RESP_SLVERR : RESP_OK}),
-    .s_valid(em_done && em_lastb_q), .s_ready(bf_ready),
+    .s_data(wo_take && wo_b ? {wo_bid, RESP_OK} : {em_id_q, em_drop_q ? RESP_SLVERR : RESP_OK}),
+    .s_valid(b_push), .s_ready(bf_ready_unused),
     .m_data({s_axi_bid, s_axi_bresp}), .m_valid(s_axi_bvalid), .m_ready(s_axi_bready),
     .level(bf_level)
   );
@@ -623,7 +649,7 @@ module hm_pcie_dma #(
       cur_keep_q <= c_known;
       cur_ok_q   <= c_known && !c_fail && !c_bad;
       cur_err_q  <= c_fail || c_bad;
-      cur_ret_q  <= c_bad || (c_fail && !c_rc);
+      cur_ret_q  <= (c_bad && !c_fail) || (c_fail && !c_rc);
       cur_slot_q <= c_slot;
       cur_b_q    <= lk_b_q;
       cur_live_q <= c_known;
@@ -703,7 +729,9 @@ module hm_pcie_dma #(
     // ---------------- write: emitting
     if (cd_pop) begin
       em_send_q   <= ld_send;
-      em_drop_q   <= cd_bad || !cfg_bus_master_en;
+      em_drop_q   <= ld_drop;
+      bdrop_q     <= ld_drop;
+      mid_q       <= !cd_lastb;
       em_lastb_q  <= cd_lastb;
       em_first_q  <= 1'b1;
       em_id_q     <= cd_id;
@@ -776,11 +804,12 @@ module hm_pcie_dma #(
     if (rq_take_r) n_rd_q <= n_rd_q + 1'b1;
     if (wo_take && wo_sop) n_wr_q <= n_wr_q + 1'b1;
     if (sop && c_known) n_cpl_q <= n_cpl_q + 1'b1;
-    if (sop && c_known && (c_fail || c_bad)) n_cerr_q <= n_cerr_q + 1'b1;
+    if (rc_fin && (e_err || e_short)) n_cerr_q <= n_cerr_q + 1'b1;
     if (sop && !c_known) n_cunx_q <= n_cunx_q + 1'b1;
     if (fin_v_q && fin_to_q) n_to_q <= n_to_q + 1'b1;
-    bad_r_q <= ar_fire && ar_bad;
-    bad_w_q <= em_done && em_lastb_q && em_drop_q;
+    bad_r_q <= (ar_fire && ar_bad) || iss_abort;
+    bad_w_q <= em_done && b_nosend && em_drop_q;
+    bf_room_q <= 32'(bf_level) + 4 <= 16;
     n_bad_q <= n_bad_q + CNT_W'(bad_r_q) + CNT_W'(bad_w_q);
 
     if (rst) begin
@@ -798,7 +827,7 @@ module hm_pcie_dma #(
       aw_v_q <= 1'b0; aw_bad_q <= 1'b0; room_q <= 1'b0;
       w0_v_q <= 1'b0; w1_v_q <= 1'b0;
       ch_has_q <= 1'b0; ch_beats_q <= '0;
-      em_q <= 1'b0; em_pre_q <= 1'b0; in_z_q <= 1'b1;
+      em_q <= 1'b0; em_pre_q <= 1'b0; in_z_q <= 1'b1; mid_q <= 1'b0; bf_room_q <= 1'b0;
       rq_lock_q <= 1'b0; rq_last_w_q <= 1'b0; m_axis_rq_tvalid <= 1'b0;
       n_rd_q <= '0; n_wr_q <= '0; n_cpl_q <= '0; n_cerr_q <= '0; n_cunx_q <= '0; n_to_q <= '0;
       n_bad_q <= '0; bad_r_q <= 1'b0; bad_w_q <= 1'b0;
@@ -868,7 +897,7 @@ module hm_pcie_dma #(
   logic unused_ok;
   assign unused_ok = ^{s_axis_rc_tkeep, s_axis_rc_tuser[160:97], s_axis_rc_tuser[95:0],
                        rb_prev_q[95:0], s_axi_araddr[5:0], s_axi_awaddr[5:0], w1_addr_q[5:0], wf_level, cd_level, bf_level, wf_ready_unused,
-                       cd_ready_unused, rf_ready_unused};
+                       cd_ready_unused, rf_ready_unused, bf_ready_unused};
 
   assign stat_rd_req = n_rd_q;
   assign stat_wr_req = n_wr_q;
@@ -883,8 +912,9 @@ module hm_pcie_dma #(
   end
 
   if (TAGS > 32 || (1 << BW) != BURSTS || (1 << RW) != ROB_BEATS || ROB_BEATS < 64 ||
-      W_DEPTH < 16 || TIMEOUT_TICK < 64) begin : g_bad_param
-    $error("hm_pcie_dma: TAGS <= 32, BURSTS and ROB_BEATS powers of two, ROB_BEATS >= 64, W_DEPTH >= 16, TIMEOUT_TICK >= 64");
+      W_DEPTH < 20 || TIMEOUT_TICK < 64) begin : g_bad_param
+    // (W_DEPTH: a whole write of 1 KiB, 16 beats, plus the beats in flight towards the FIFO)
+    $error("hm_pcie_dma: TAGS <= 32, BURSTS and ROB_BEATS powers of two, ROB_BEATS >= 64, W_DEPTH >= 20, TIMEOUT_TICK >= 64");
   end
 
 endmodule

@@ -1,0 +1,286 @@
+// The shell's PCIe side: what sits between the UltraScale+ PCIe block's user interfaces and the
+// core, for physical function 0 (512 bits, DWORD-aligned, no straddling, client tags, MSI-X in
+// external-table mode).
+//
+//   - hm_pcie_cq: the host's requests to BAR 0 (AXI4-Lite) and the push window (BAR PUSH_BAR);
+//   - BAR 0 decoded (BAR0_AW = 18 bits, 256 KiB):
+//       0x00000..0x0ffff  the engine's register block (m_eng_axil_*)
+//       0x10000..0x1ffff  the control core's host port (m_ctl_axil_*)
+//       0x20000..0x20fff  the MSI-X table (0x20000) and PBA (0x20800), hm_msix
+//       0x21000..0x3ffff  reserved: reads answer an error (the completer sends Completer
+//                         Abort), writes are dropped (the access answers an error, counted)
+//     (the function BAR of docs/registers.md, then MSI-X);
+//   - hm_msix: the core's interrupt events to MSI-X messages (sent only while MSI-X and bus
+//     mastering are enabled: a message is a memory write);
+//   - hm_pcie_dma: the engine's DMA master to RQ/RC.
+// Bus mastering is PF0's Bus Master Enable (cfg_function_status bit 2).
+module hm_pcie_ep #(
+  parameter int NUM_VEC      = 32,      // MSI-X vectors
+  parameter int PUSH_BAR     = 2,       // BAR of the push window
+  parameter int PUSH_QW      = 16,      // QP number bits of a push
+  parameter int TIMEOUT_TICK = 65536,   // DMA completion timeout tick (hm_pcie_dma)
+  parameter int MSIX_TIMEOUT = 65536    // MSI-X answer timeout (hm_msix)
+) (
+  input  logic                clk,
+  input  logic                rst,
+
+  // ---- the PCIe block
+  input  logic [511:0]        s_axis_cq_tdata,
+  input  logic [15:0]         s_axis_cq_tkeep,
+  input  logic                s_axis_cq_tlast,
+  input  logic [182:0]        s_axis_cq_tuser,
+  input  logic                s_axis_cq_tvalid,
+  output logic                s_axis_cq_tready,
+  output logic [511:0]        m_axis_cc_tdata,
+  output logic [15:0]         m_axis_cc_tkeep,
+  output logic                m_axis_cc_tlast,
+  output logic [80:0]         m_axis_cc_tuser,
+  output logic                m_axis_cc_tvalid,
+  input  logic                m_axis_cc_tready,
+  output logic [511:0]        m_axis_rq_tdata,
+  output logic [15:0]         m_axis_rq_tkeep,
+  output logic                m_axis_rq_tlast,
+  output logic [136:0]        m_axis_rq_tuser,
+  output logic                m_axis_rq_tvalid,
+  input  logic                m_axis_rq_tready,
+  input  logic [511:0]        s_axis_rc_tdata,
+  input  logic [15:0]         s_axis_rc_tkeep,
+  input  logic                s_axis_rc_tlast,
+  input  logic [160:0]        s_axis_rc_tuser,
+  input  logic                s_axis_rc_tvalid,
+  output logic                s_axis_rc_tready,
+  input  logic [1:0]          cfg_max_payload,
+  input  logic [2:0]          cfg_max_read_req,
+  input  logic [15:0]         cfg_function_status,
+  input  logic [3:0]          cfg_interrupt_msix_enable,
+  input  logic [3:0]          cfg_interrupt_msix_mask,
+  output logic [63:0]         cfg_interrupt_msix_address,
+  output logic [31:0]         cfg_interrupt_msix_data,
+  output logic                cfg_interrupt_msix_int,
+  input  logic                cfg_interrupt_msix_sent,
+  input  logic                cfg_interrupt_msix_fail,
+
+  // ---- the core: its register blocks (AXI4-Lite, 16-bit offsets)
+  output logic [15:0]         m_eng_axil_awaddr,
+  output logic                m_eng_axil_awvalid,
+  input  logic                m_eng_axil_awready,
+  output logic [31:0]         m_eng_axil_wdata,
+  output logic [3:0]          m_eng_axil_wstrb,
+  output logic                m_eng_axil_wvalid,
+  input  logic                m_eng_axil_wready,
+  input  logic [1:0]          m_eng_axil_bresp,
+  input  logic                m_eng_axil_bvalid,
+  output logic                m_eng_axil_bready,
+  output logic [15:0]         m_eng_axil_araddr,
+  output logic                m_eng_axil_arvalid,
+  input  logic                m_eng_axil_arready,
+  input  logic [31:0]         m_eng_axil_rdata,
+  input  logic [1:0]          m_eng_axil_rresp,
+  input  logic                m_eng_axil_rvalid,
+  output logic                m_eng_axil_rready,
+  output logic [15:0]         m_ctl_axil_awaddr,
+  output logic                m_ctl_axil_awvalid,
+  input  logic                m_ctl_axil_awready,
+  output logic [31:0]         m_ctl_axil_wdata,
+  output logic [3:0]          m_ctl_axil_wstrb,
+  output logic                m_ctl_axil_wvalid,
+  input  logic                m_ctl_axil_wready,
+  input  logic [1:0]          m_ctl_axil_bresp,
+  input  logic                m_ctl_axil_bvalid,
+  output logic                m_ctl_axil_bready,
+  output logic [15:0]         m_ctl_axil_araddr,
+  output logic                m_ctl_axil_arvalid,
+  input  logic                m_ctl_axil_arready,
+  input  logic [31:0]         m_ctl_axil_rdata,
+  input  logic [1:0]          m_ctl_axil_rresp,
+  input  logic                m_ctl_axil_rvalid,
+  output logic                m_ctl_axil_rready,
+
+  // ---- the core: pushes, interrupt events, DMA (AXI4 slave, 512-bit)
+  output logic [PUSH_QW-1:0]  m_push_qpn,
+  output logic [511:0]        m_push_data,
+  output logic                m_push_valid,
+  input  logic                m_push_ready,
+  input  logic [7:0]          s_irq_vec,
+  input  logic                s_irq_valid,
+  output logic                s_irq_ready,
+  input  logic [3:0]          s_axi_arid,
+  input  logic [63:0]         s_axi_araddr,
+  input  logic [7:0]          s_axi_arlen,
+  input  logic [2:0]          s_axi_arsize,
+  input  logic [1:0]          s_axi_arburst,
+  input  logic                s_axi_arvalid,
+  output logic                s_axi_arready,
+  output logic [3:0]          s_axi_rid,
+  output logic [511:0]        s_axi_rdata,
+  output logic [1:0]          s_axi_rresp,
+  output logic                s_axi_rlast,
+  output logic                s_axi_rvalid,
+  input  logic                s_axi_rready,
+  input  logic [3:0]          s_axi_awid,
+  input  logic [63:0]         s_axi_awaddr,
+  input  logic [7:0]          s_axi_awlen,
+  input  logic [2:0]          s_axi_awsize,
+  input  logic [1:0]          s_axi_awburst,
+  input  logic                s_axi_awvalid,
+  output logic                s_axi_awready,
+  input  logic [511:0]        s_axi_wdata,
+  input  logic [63:0]         s_axi_wstrb,
+  input  logic                s_axi_wlast,
+  input  logic                s_axi_wvalid,
+  output logic                s_axi_wready,
+  output logic [3:0]          s_axi_bid,
+  output logic [1:0]          s_axi_bresp,
+  output logic                s_axi_bvalid,
+  input  logic                s_axi_bready
+);
+  import hm_pkg::*;
+  localparam int AW = 18;
+  localparam logic [1:0] SLVERR = 2'b10;
+
+  // ---- BAR 0 from the completer (one access at a time: AW and W, then B; or AR, then R)
+  logic [AW-1:0] b_awaddr, b_araddr;
+  logic          b_awvalid, b_awready, b_wvalid, b_wready, b_bvalid, b_bready;
+  logic          b_arvalid, b_arready, b_rvalid, b_rready;
+  logic [31:0]   b_wdata, b_rdata;
+  logic [3:0]    b_wstrb;
+  logic [1:0]    b_bresp, b_rresp;
+  logic [31:0]   cq_wr_u, cq_rd_u, cq_push_u, cq_ur_u, cq_drop_u, cq_axerr_u;
+
+  hm_pcie_cq #(.BAR0_AW(AW), .PUSH_BAR(PUSH_BAR), .PUSH_QW(PUSH_QW)) u_cq (
+    .clk, .rst,
+    .s_axis_cq_tdata, .s_axis_cq_tkeep, .s_axis_cq_tlast, .s_axis_cq_tuser, .s_axis_cq_tvalid,
+    .s_axis_cq_tready,
+    .m_axis_cc_tdata, .m_axis_cc_tkeep, .m_axis_cc_tlast, .m_axis_cc_tuser, .m_axis_cc_tvalid,
+    .m_axis_cc_tready,
+    .m_axil_awaddr(b_awaddr), .m_axil_awvalid(b_awvalid), .m_axil_awready(b_awready),
+    .m_axil_wdata(b_wdata), .m_axil_wstrb(b_wstrb), .m_axil_wvalid(b_wvalid),
+    .m_axil_wready(b_wready), .m_axil_bresp(b_bresp), .m_axil_bvalid(b_bvalid),
+    .m_axil_bready(b_bready), .m_axil_araddr(b_araddr), .m_axil_arvalid(b_arvalid),
+    .m_axil_arready(b_arready), .m_axil_rdata(b_rdata), .m_axil_rresp(b_rresp),
+    .m_axil_rvalid(b_rvalid), .m_axil_rready(b_rready),
+    .m_push_qpn, .m_push_data, .m_push_valid, .m_push_ready,
+    .stat_mmio_wr(cq_wr_u), .stat_mmio_rd(cq_rd_u), .stat_push(cq_push_u), .stat_ur(cq_ur_u),
+    .stat_dropped(cq_drop_u), .stat_axil_err(cq_axerr_u)
+  );
+
+  // ---- decode: by the address of the access in progress (the completer holds it)
+  typedef enum logic [1:0] {T_ENG, T_CTL, T_MSIX, T_NONE} tgt_t;
+  function automatic tgt_t tgt(input logic [AW-1:0] a);
+    logic unused_lo;
+    unused_lo = ^a[11:0];
+    if (a[17:16] == 2'd0) return T_ENG;
+    if (a[17:16] == 2'd1) return T_CTL;
+    if (a[17:12] == 6'h20) return T_MSIX;
+    return T_NONE;
+  endfunction
+  tgt_t wt, rt;
+  assign wt = tgt(b_awaddr);
+  assign rt = tgt(b_araddr);
+
+  // the MSI-X window
+  logic          x_awready, x_wready, x_bvalid, x_arready, x_rvalid;
+  logic [1:0]    x_bresp, x_rresp;
+  logic [31:0]   x_rdata;
+  logic [31:0]   x_sent_u, x_fail_u, x_to_u, x_bad_u;
+  hm_msix #(.NUM_VEC(NUM_VEC), .ADDR_W(12), .PBA_OFFSET('h800), .TIMEOUT(MSIX_TIMEOUT)) u_msix (
+    .clk, .rst,
+    .s_axil_awaddr(b_awaddr[11:0]), .s_axil_awvalid(b_awvalid && wt == T_MSIX),
+    .s_axil_awready(x_awready),
+    .s_axil_wdata(b_wdata), .s_axil_wstrb(b_wstrb), .s_axil_wvalid(b_wvalid && wt == T_MSIX),
+    .s_axil_wready(x_wready), .s_axil_bresp(x_bresp), .s_axil_bvalid(x_bvalid),
+    .s_axil_bready(b_bready && wt == T_MSIX),
+    .s_axil_araddr(b_araddr[11:0]), .s_axil_arvalid(b_arvalid && rt == T_MSIX),
+    .s_axil_arready(x_arready), .s_axil_rdata(x_rdata), .s_axil_rresp(x_rresp),
+    .s_axil_rvalid(x_rvalid), .s_axil_rready(b_rready && rt == T_MSIX),
+    .s_irq_vec, .s_irq_valid, .s_irq_ready,
+    // (an MSI-X message is a memory write: sent only while bus mastering is enabled; until
+    // then events wait, pending)
+    .cfg_interrupt_msix_enable(cfg_interrupt_msix_enable[0] && cfg_function_status[2]),
+    .cfg_interrupt_msix_mask(cfg_interrupt_msix_mask[0]),
+    .cfg_interrupt_msix_address, .cfg_interrupt_msix_data, .cfg_interrupt_msix_int,
+    .cfg_interrupt_msix_sent, .cfg_interrupt_msix_fail,
+    .stat_sent(x_sent_u), .stat_fail(x_fail_u), .stat_timeout(x_to_u), .stat_bad_vec(x_bad_u)
+  );
+
+  // reserved space: an error answer, one clock after the address (and data) are offered
+  logic n_b_q, n_r_q;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      n_b_q <= 1'b0;
+      n_r_q <= 1'b0;
+    end else begin
+      n_b_q <= n_b_q ? !b_bready : b_awvalid && b_wvalid && wt == T_NONE;
+      n_r_q <= n_r_q ? !b_rready : b_arvalid && rt == T_NONE;
+    end
+  end
+
+  assign m_eng_axil_awaddr  = b_awaddr[15:0];
+  assign m_eng_axil_awvalid = b_awvalid && wt == T_ENG;
+  assign m_eng_axil_wdata   = b_wdata;
+  assign m_eng_axil_wstrb   = b_wstrb;
+  assign m_eng_axil_wvalid  = b_wvalid && wt == T_ENG;
+  assign m_eng_axil_bready  = b_bready && wt == T_ENG;
+  assign m_eng_axil_araddr  = b_araddr[15:0];
+  assign m_eng_axil_arvalid = b_arvalid && rt == T_ENG;
+  assign m_eng_axil_rready  = b_rready && rt == T_ENG;
+  assign m_ctl_axil_awaddr  = b_awaddr[15:0];
+  assign m_ctl_axil_awvalid = b_awvalid && wt == T_CTL;
+  assign m_ctl_axil_wdata   = b_wdata;
+  assign m_ctl_axil_wstrb   = b_wstrb;
+  assign m_ctl_axil_wvalid  = b_wvalid && wt == T_CTL;
+  assign m_ctl_axil_bready  = b_bready && wt == T_CTL;
+  assign m_ctl_axil_araddr  = b_araddr[15:0];
+  assign m_ctl_axil_arvalid = b_arvalid && rt == T_CTL;
+  assign m_ctl_axil_rready  = b_rready && rt == T_CTL;
+
+  always_comb begin
+    unique case (wt)
+      T_ENG:  begin b_awready = m_eng_axil_awready; b_wready = m_eng_axil_wready;
+                    b_bvalid = m_eng_axil_bvalid; b_bresp = m_eng_axil_bresp; end
+      T_CTL:  begin b_awready = m_ctl_axil_awready; b_wready = m_ctl_axil_wready;
+                    b_bvalid = m_ctl_axil_bvalid; b_bresp = m_ctl_axil_bresp; end
+      T_MSIX: begin b_awready = x_awready; b_wready = x_wready; b_bvalid = x_bvalid;
+                    b_bresp = x_bresp; end
+      default: begin b_awready = n_b_q; b_wready = n_b_q; b_bvalid = n_b_q; b_bresp = SLVERR; end
+    endcase
+    unique case (rt)
+      T_ENG:  begin b_arready = m_eng_axil_arready; b_rvalid = m_eng_axil_rvalid;
+                    b_rdata = m_eng_axil_rdata; b_rresp = m_eng_axil_rresp; end
+      T_CTL:  begin b_arready = m_ctl_axil_arready; b_rvalid = m_ctl_axil_rvalid;
+                    b_rdata = m_ctl_axil_rdata; b_rresp = m_ctl_axil_rresp; end
+      T_MSIX: begin b_arready = x_arready; b_rvalid = x_rvalid; b_rdata = x_rdata;
+                    b_rresp = x_rresp; end
+      default: begin b_arready = n_r_q; b_rvalid = n_r_q; b_rdata = '0; b_rresp = SLVERR; end
+    endcase
+  end
+
+  // ---- DMA
+  logic [31:0] d_rd_u, d_wr_u, d_cpl_u, d_cerr_u, d_cunx_u, d_to_u, d_bad_u;
+  logic [5:0]  d_ret_u;
+  hm_pcie_dma #(.TIMEOUT_TICK(TIMEOUT_TICK)) u_dma (
+    .clk, .rst,
+    .s_axi_arid, .s_axi_araddr, .s_axi_arlen, .s_axi_arsize, .s_axi_arburst, .s_axi_arvalid,
+    .s_axi_arready, .s_axi_rid, .s_axi_rdata, .s_axi_rresp, .s_axi_rlast, .s_axi_rvalid,
+    .s_axi_rready, .s_axi_awid, .s_axi_awaddr, .s_axi_awlen, .s_axi_awsize, .s_axi_awburst,
+    .s_axi_awvalid, .s_axi_awready, .s_axi_wdata, .s_axi_wstrb, .s_axi_wlast, .s_axi_wvalid,
+    .s_axi_wready, .s_axi_bid, .s_axi_bresp, .s_axi_bvalid, .s_axi_bready,
+    .m_axis_rq_tdata, .m_axis_rq_tkeep, .m_axis_rq_tlast, .m_axis_rq_tuser, .m_axis_rq_tvalid,
+    .m_axis_rq_tready,
+    .s_axis_rc_tdata, .s_axis_rc_tkeep, .s_axis_rc_tlast, .s_axis_rc_tuser, .s_axis_rc_tvalid,
+    .s_axis_rc_tready,
+    .cfg_max_payload, .cfg_max_read_req, .cfg_bus_master_en(cfg_function_status[2]),
+    .stat_rd_req(d_rd_u), .stat_wr_req(d_wr_u), .stat_cpl(d_cpl_u), .stat_cpl_err(d_cerr_u),
+    .stat_cpl_unexpected(d_cunx_u), .stat_timeout(d_to_u), .stat_bad_burst(d_bad_u),
+    .tags_retired(d_ret_u)
+  );
+
+  // (the counters are not in the register map yet: the card top will take them there)
+  logic unused_ok;
+  assign unused_ok = ^{cq_wr_u, cq_rd_u, cq_push_u, cq_ur_u, cq_drop_u, cq_axerr_u, x_sent_u,
+                       x_fail_u, x_to_u, x_bad_u, d_rd_u, d_wr_u, d_cpl_u, d_cerr_u, d_cunx_u,
+                       d_to_u, d_bad_u, d_ret_u, cfg_function_status[15:3],
+                       cfg_function_status[1:0], cfg_interrupt_msix_enable[3:1],
+                       cfg_interrupt_msix_mask[3:1]};
+
+endmodule
