@@ -121,7 +121,10 @@ module hm_pcie_dma #(
   output logic [CNT_W-1:0]  stat_cpl_unexpected,// completions for no tag in flight (dropped)
   output logic [CNT_W-1:0]  stat_timeout,       // read requests timed out
   output logic [CNT_W-1:0]  stat_bad_burst,     // AXI bursts refused (SLVERR, nothing sent)
-  output logic [TW:0]       tags_retired        // tags out of use until reset
+  output logic [TW:0]       tags_retired,       // tags out of use until reset
+  input  logic              rq_hold,            // start no TLP on RQ (one part way is finished)
+  output logic              rq_between          // RQ is between TLPs (nothing offered, none part
+                                                // way): with rq_hold, a reset then cuts no TLP
 );
   localparam logic [1:0] RESP_OK = 2'b00, RESP_SLVERR = 2'b10;
 
@@ -585,8 +588,8 @@ module hm_pcie_dma #(
   logic            rq_lock_q;             // a write TLP is part way out
   logic            rq_last_w_q;           // the last TLP granted was a write
   assign rq_free   = !m_axis_rq_tvalid || m_axis_rq_tready;
-  assign rq_take_r = rq_free && rr_valid_q && !rq_lock_q && (!wo_valid || rq_last_w_q);
-  assign wo_take   = rq_free && wo_valid && (rq_lock_q || !rr_valid_q || !rq_last_w_q);
+  assign rq_take_r = rq_free && rr_valid_q && !rq_lock_q && !rq_hold && (!wo_valid || rq_last_w_q);
+  assign wo_take   = rq_free && wo_valid && (rq_lock_q || (!rq_hold && (!rr_valid_q || !rq_last_w_q)));
 
   // ================================================================ state
   logic [CNT_W-1:0] n_rd_q, n_wr_q, n_cpl_q, n_cerr_q, n_cunx_q, n_to_q, n_bad_q;
@@ -899,6 +902,7 @@ module hm_pcie_dma #(
                        rb_prev_q[95:0], s_axi_araddr[5:0], s_axi_awaddr[5:0], w1_addr_q[5:0], wf_level, cd_level, bf_level, wf_ready_unused,
                        cd_ready_unused, rf_ready_unused, bf_ready_unused};
 
+  assign rq_between = !m_axis_rq_tvalid && !rq_lock_q;
   assign stat_rd_req = n_rd_q;
   assign stat_wr_req = n_wr_q;
   assign stat_cpl = n_cpl_q;

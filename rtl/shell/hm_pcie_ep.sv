@@ -14,15 +14,26 @@
 //     mastering are enabled: a message is a memory write);
 //   - hm_pcie_dma: the engine's DMA master to RQ/RC.
 // Bus mastering is PF0's Bus Master Enable (cfg_function_status bit 2).
+//
+// Function-level reset (cfg_flr_in_process[0] from the block): core_rst goes up at once (the
+// engine and the control core stop, and MSI-X returns to its reset state: every vector
+// masked); the DMA bridge starts no new TLP on RQ, finishes the one it may be part way through
+// and is then reset
+// (FLR_RESET clocks; completions still on their way find no tag and are dropped and counted),
+// or after FLR_WAIT clocks in any case; then cfg_flr_done[0] is raised for one clock. core_rst
+// stays up until the block drops cfg_flr_in_process.
 module hm_pcie_ep #(
   parameter int NUM_VEC      = 32,      // MSI-X vectors
   parameter int PUSH_BAR     = 2,       // BAR of the push window
   parameter int PUSH_QW      = 16,      // QP number bits of a push
   parameter int TIMEOUT_TICK = 65536,   // DMA completion timeout tick (hm_pcie_dma)
-  parameter int MSIX_TIMEOUT = 65536    // MSI-X answer timeout (hm_msix)
+  parameter int MSIX_TIMEOUT = 65536,   // MSI-X answer timeout (hm_msix)
+  parameter int FLR_RESET    = 16,      // clocks the DMA bridge is held in reset in an FLR
+  parameter int FLR_WAIT     = 65536    // clocks an FLR waits for RQ to be between TLPs
 ) (
   input  logic                clk,
   input  logic                rst,
+  output logic                core_rst,           // the core's reset: rst, or an FLR
 
   // ---- the PCIe block
   input  logic [511:0]        s_axis_cq_tdata,
@@ -59,6 +70,8 @@ module hm_pcie_ep #(
   output logic                cfg_interrupt_msix_int,
   input  logic                cfg_interrupt_msix_sent,
   input  logic                cfg_interrupt_msix_fail,
+  input  logic [3:0]          cfg_flr_in_process,
+  output logic [3:0]          cfg_flr_done,
 
   // ---- the core: its register blocks (AXI4-Lite, 16-bit offsets)
   output logic [15:0]         m_eng_axil_awaddr,
@@ -178,13 +191,56 @@ module hm_pcie_ep #(
   assign wt = tgt(b_awaddr);
   assign rt = tgt(b_araddr);
 
+  // ---- function-level reset
+  typedef enum logic [1:0] {F_IDLE, F_WAIT, F_RESET, F_HOLD} flr_t;
+  flr_t          flr_q;
+  logic [$clog2(FLR_WAIT + FLR_RESET + 1)-1:0] flr_cnt_q;
+  logic          dma_rst_q, flr_done_q, rq_between;
+  always_ff @(posedge clk) begin
+    flr_done_q <= 1'b0;
+    if (rst) begin
+      flr_q     <= F_IDLE;
+      dma_rst_q <= 1'b1;
+      core_rst  <= 1'b1;
+    end else begin
+      dma_rst_q <= 1'b0;
+      core_rst  <= flr_q != F_IDLE || cfg_flr_in_process[0];
+      unique case (flr_q)
+        F_IDLE: if (cfg_flr_in_process[0]) begin
+          flr_q     <= F_WAIT;
+          flr_cnt_q <= '0;
+        end
+        F_WAIT: begin
+          flr_cnt_q <= flr_cnt_q + 1'b1;
+          if (rq_between || 32'(flr_cnt_q) >= FLR_WAIT - 1) begin
+            flr_q     <= F_RESET;
+            flr_cnt_q <= '0;
+            dma_rst_q <= 1'b1;
+          end
+        end
+        F_RESET: begin
+          dma_rst_q <= 1'b1;
+          flr_cnt_q <= flr_cnt_q + 1'b1;
+          if (32'(flr_cnt_q) >= FLR_RESET - 1) begin
+            flr_q      <= F_HOLD;
+            dma_rst_q  <= 1'b0;
+            flr_done_q <= 1'b1;
+          end
+        end
+        F_HOLD: if (!cfg_flr_in_process[0]) flr_q <= F_IDLE;
+        default: flr_q <= F_IDLE;
+      endcase
+    end
+  end
+  assign cfg_flr_done = {3'b000, flr_done_q};
+
   // the MSI-X window
   logic          x_awready, x_wready, x_bvalid, x_arready, x_rvalid;
   logic [1:0]    x_bresp, x_rresp;
   logic [31:0]   x_rdata;
   logic [31:0]   x_sent_u, x_fail_u, x_to_u, x_bad_u;
   hm_msix #(.NUM_VEC(NUM_VEC), .ADDR_W(12), .PBA_OFFSET('h800), .TIMEOUT(MSIX_TIMEOUT)) u_msix (
-    .clk, .rst,
+    .clk, .rst(core_rst),
     .s_axil_awaddr(b_awaddr[11:0]), .s_axil_awvalid(b_awvalid && wt == T_MSIX),
     .s_axil_awready(x_awready),
     .s_axil_wdata(b_wdata), .s_axil_wstrb(b_wstrb), .s_axil_wvalid(b_wvalid && wt == T_MSIX),
@@ -259,7 +315,7 @@ module hm_pcie_ep #(
   logic [31:0] d_rd_u, d_wr_u, d_cpl_u, d_cerr_u, d_cunx_u, d_to_u, d_bad_u;
   logic [5:0]  d_ret_u;
   hm_pcie_dma #(.TIMEOUT_TICK(TIMEOUT_TICK)) u_dma (
-    .clk, .rst,
+    .clk, .rst(dma_rst_q),
     .s_axi_arid, .s_axi_araddr, .s_axi_arlen, .s_axi_arsize, .s_axi_arburst, .s_axi_arvalid,
     .s_axi_arready, .s_axi_rid, .s_axi_rdata, .s_axi_rresp, .s_axi_rlast, .s_axi_rvalid,
     .s_axi_rready, .s_axi_awid, .s_axi_awaddr, .s_axi_awlen, .s_axi_awsize, .s_axi_awburst,
@@ -272,7 +328,7 @@ module hm_pcie_ep #(
     .cfg_max_payload, .cfg_max_read_req, .cfg_bus_master_en(cfg_function_status[2]),
     .stat_rd_req(d_rd_u), .stat_wr_req(d_wr_u), .stat_cpl(d_cpl_u), .stat_cpl_err(d_cerr_u),
     .stat_cpl_unexpected(d_cunx_u), .stat_timeout(d_to_u), .stat_bad_burst(d_bad_u),
-    .tags_retired(d_ret_u)
+    .tags_retired(d_ret_u), .rq_hold(flr_q == F_WAIT || flr_q == F_RESET), .rq_between
   );
 
   // (the counters are not in the register map yet: the card top will take them there)
@@ -281,6 +337,6 @@ module hm_pcie_ep #(
                        x_fail_u, x_to_u, x_bad_u, d_rd_u, d_wr_u, d_cpl_u, d_cerr_u, d_cunx_u,
                        d_to_u, d_bad_u, d_ret_u, cfg_function_status[15:3],
                        cfg_function_status[1:0], cfg_interrupt_msix_enable[3:1],
-                       cfg_interrupt_msix_mask[3:1]};
+                       cfg_interrupt_msix_mask[3:1], cfg_flr_in_process[3:1]};
 
 endmodule

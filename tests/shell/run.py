@@ -38,8 +38,9 @@ CASES = [
     ("pcie_ep", "hm_pcie_ep", ["rtl/pkg/hm_pkg.sv", "rtl/common/hm_fifo.sv", "rtl/common/hm_skid.sv",
                                "rtl/csr/hm_axil_fe.sv", "rtl/shell/hm_msix.sv", "rtl/shell/hm_pcie_dma.sv",
                                "rtl/shell/hm_pcie_cq.sv", "rtl/shell/hm_pcie_ep.sv"],
-     {"NUM_VEC": 32, "MSIX_TIMEOUT": 64, "TIMEOUT_TICK": 256}, "test_pcie_ep",
-     ["enumeration_bars_and_mmio", "msix_delivered_and_masked", "dma_through_the_endpoint"], {}),
+     {"NUM_VEC": 32, "MSIX_TIMEOUT": 64, "TIMEOUT_TICK": 256, "FLR_WAIT": 1024}, "test_pcie_ep",
+     ["enumeration_bars_and_mmio", "msix_delivered_and_masked", "dma_through_the_endpoint",
+      "flr_quiesces_and_resets"], {}),
     # (at 256 bits a PFC frame is two beats)
     ("eth_port_256", "hm_eth_port", FIFO_RTL + ["rtl/shell/hm_pfc_gen.sv", "rtl/shell/hm_eth_port.sv"],
      {"DATA_WIDTH": 256, "RX_DEPTH": 64, "TX_DEPTH": 64}, "test_eth_port",

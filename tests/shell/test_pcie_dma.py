@@ -107,6 +107,7 @@ class Tb:
     async def start(self):
         d = self.dut
         d.cfg_bus_master_en.value = 0
+        d.rq_hold.value = 0
         # the read requests' addresses by tag, for the black hole (seen on the RQ interface)
         self._req_addr = {}
         orig = self.rc.handle_mem_read_tlp

@@ -59,7 +59,8 @@ class Tb:
                               dut.rst, size=1 << 16)
         self.ctl = AxiLiteRam(AxiLiteBus.from_prefix(dut, "m_ctl_axil", case_insensitive=False), dut.clk,
                               dut.rst, size=1 << 16)
-        self.axi = AxiMaster(AxiBus.from_prefix(dut, "s_axi", case_insensitive=False), dut.clk, dut.rst,
+        # (the engine's DMA master: reset with the core, by an FLR too)
+        self.axi = AxiMaster(AxiBus.from_prefix(dut, "s_axi", case_insensitive=False), dut.clk, dut.core_rst,
                              max_burst_len=64)
         for part in (self.eng.write_if, self.eng.read_if, self.ctl.write_if, self.ctl.read_if,
                      self.axi.write_if, self.axi.read_if):
@@ -72,6 +73,7 @@ class Tb:
         d.s_irq_valid.value = 0
         d.s_irq_vec.value = 0
         d.m_push_ready.value = 0
+        d.cfg_flr_in_process.value = 0
         await RisingEdge(d.clk)
         while not int(d.rst.value):
             await RisingEdge(d.clk)
@@ -239,3 +241,65 @@ async def dma_through_the_endpoint(dut):
     assert w.resp == 0
     await ClockCycles(dut.clk, 100)
     assert bytes(mem[8000:9000]) == b"\x5a" * 1000 and mem[7999] == 0 and mem[9000] == 0
+
+
+@cocotb.test()
+async def flr_quiesces_and_resets(dut):
+    """A function-level reset in the middle of DMA traffic both ways: the core's reset goes up
+    at once, RQ is not cut inside a TLP, the block is told the FLR is done, MSI-X is back to
+    its reset state (every vector masked), and after the FLR the DMA works again."""
+    tb = Tb(dut)
+    await tb.start()
+    pci = tb.pci
+    await pci.enable_device()
+    await pci.set_master()
+    assert await pci.alloc_irq_vectors(NUM_VEC, NUM_VEC) == NUM_VEC
+    bar0 = pci.bar_window[0]
+    assert await bar0.read_dword(MSIX_TABLE + 12) == 0          # vector 0 unmasked by the host
+    base, mem = tb.rc.alloc_region(1 << 20)
+    mem[0:65536] = bytes(i & 0xff for i in range(65536))
+    # RQ watched: a TLP once begun must end before anything else happens on RQ
+    state = {"inside": False, "cut": 0, "beats": 0}
+
+    async def watch():
+        while True:
+            await RisingEdge(dut.clk)
+            v, r = int(dut.m_axis_rq_tvalid.value), int(dut.m_axis_rq_tready.value)
+            if state["inside"] and not v:
+                state["cut"] += 1
+            if v and r:
+                state["beats"] += 1
+                state["inside"] = not int(dut.m_axis_rq_tlast.value)
+    cocotb.start_soon(watch())
+    for i in range(4):
+        cocotb.start_soon(tb.axi.write(base + 0x10000 + i * 0x2000, b"\x6b" * 0x2000))
+        cocotb.start_soon(tb.axi.read(base + i * 0x3000, 0x3000))
+    await ClockCycles(dut.clk, 150)
+    assert state["beats"] > 0
+    dut.cfg_flr_in_process.value = 1
+    await RisingEdge(dut.clk)
+    await RisingEdge(dut.clk)
+    assert int(dut.core_rst.value) == 1
+    for n in range(2000):
+        await RisingEdge(dut.clk)
+        if int(dut.cfg_flr_done.value) & 1:
+            break
+    else:
+        raise AssertionError("no cfg_flr_done")
+    dut._log.info("FLR done %d clocks after it began, %d RQ beats so far", n + 2, state["beats"])
+    assert int(dut.core_rst.value) == 1
+    dut.cfg_flr_in_process.value = 0
+    await ClockCycles(dut.clk, 4)
+    assert int(dut.core_rst.value) == 0
+    assert state["cut"] == 0, "RQ left inside a TLP"
+    assert not state["inside"]
+    # MSI-X back to its reset state; the DMA works again
+    assert await bar0.read_dword(MSIX_TABLE + 12) == 1
+    await ClockCycles(dut.clk, 2000)       # (late completions of the old requests arrive and go)
+    r = await with_timeout(tb.axi.read(base + 0x123, 2000), 50, "us")
+    assert r.resp == 0 and bytes(r.data) == bytes(mem[0x123:0x123 + 2000])
+    w = await with_timeout(tb.axi.write(base + 0x30000, b"\x99" * 700), 50, "us")
+    assert w.resp == 0
+    r = await with_timeout(tb.axi.read(base + 0x30000, 700), 50, "us")
+    assert bytes(r.data) == b"\x99" * 700
+    assert state["cut"] == 0
