@@ -264,19 +264,20 @@ module hm_pcie_dma #(
   logic [RW-1:0]   lk_rob_q;
   logic            lk_act_q;              // in flight (and not finished by the finish applied now)
   logic [BW-1:0]   lk_b_q;
-  logic [5:0]      lk_alo_q;
+  logic [5:0]      lk_off_q;              // beats from the request's start to the completion's
+  logic            lk_tagok_q;            // a tag value the bridge uses
   logic [6:0]      lk_nb_q, lk_left_q;
   logic [TW-1:0]   a_slot;
   assign a_slot = ra_d_q[64 +: TW];
 
   // the descriptor of a first beat, in stage B
-  logic [11:0]     c_lo;
+  logic [5:0]      c_lo;                  // (bits 11:6: in stage A, lk_off_q)
   logic [3:0]      c_ec;
   logic            c_rc;                  // request completed
   logic [10:0]     c_dw;
   logic [2:0]      c_st;
   logic            c_ep;
-  logic [7:0]      c_tag;
+  logic [TW-1:0]   c_tag;                 // (all 8 bits: in stage A, lk_tagok_q)
   logic [TW-1:0]   c_slot;
   logic            c_known, c_fail, c_bad;
   logic [5:0]      c_off;
@@ -285,20 +286,20 @@ module hm_pcie_dma #(
   logic            fin_v_q, fin_err_q, fin_ret_q, fin_to_q;
   logic [TW-1:0]   fin_slot_q;
   logic [BW-1:0]   fin_b_q;
-  assign c_lo  = rb_d_q[11:0];
+  assign c_lo  = rb_d_q[5:0];
   assign c_ec  = rb_d_q[15:12];
   assign c_rc  = rb_d_q[30];
   assign c_dw  = rb_d_q[42:32];
   assign c_st  = rb_d_q[45:43];
   assign c_ep  = rb_d_q[46];
-  assign c_tag = rb_d_q[71:64];
+  assign c_tag = rb_d_q[64 +: TW];
   assign c_slot = c_tag[TW-1:0];
   // (a tag in flight, not finished by last clock's event)
-  assign c_known = c_tag < 8'(TAGS) && lk_act_q && !(fin_v_q && fin_slot_q == c_slot);
+  assign c_known = lk_tagok_q && lk_act_q && !(fin_v_q && fin_slot_q == c_slot);
   assign c_fail  = c_ec != 4'd0 || c_st != 3'd0 || c_ep;
-  assign c_off   = c_lo[11:6] - lk_alo_q;
+  assign c_off   = lk_off_q;
   assign c_n     = c_dw[10:4];
-  assign c_bad   = c_lo[5:0] != '0 || c_dw[3:0] != '0 || c_dw == '0 || c_dw[10] ||
+  assign c_bad   = c_lo != '0 || c_dw[3:0] != '0 || c_dw == '0 || c_dw[10] ||
                    8'(c_off) + 8'(c_n) > 8'(lk_nb_q);
 
   // the completion in progress (stage B)
@@ -642,7 +643,8 @@ module hm_pcie_dma #(
       lk_rob_q  <= t_rob_q[a_slot];
       lk_act_q  <= t_act_q[a_slot] && !(fin_v_q && fin_slot_q == a_slot);
       lk_b_q    <= t_burst_q[a_slot];
-      lk_alo_q  <= t_alo_q[a_slot];
+      lk_off_q  <= ra_d_q[11:6] - t_alo_q[a_slot];
+      lk_tagok_q <= ra_d_q[71:64] < 8'(TAGS);
       lk_nb_q   <= t_nb_q[a_slot];
       // (a completion of the same tag ending in stage B now has just changed its count)
       lk_left_q <= left_upd && cur_slot_q == a_slot ? cur_left_q : t_left_q[a_slot];
