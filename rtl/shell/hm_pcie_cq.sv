@@ -9,10 +9,14 @@
 //     enables of the first and last DWORD as strobes (the DWORDs between whole). A read is
 //     answered with one completion carrying the data (Completer Abort, no data, when any of
 //     the accesses answers an error). Longer requests: Unsupported Request for a read; a write
-//     is dropped and counted.
+//     is dropped and counted. A zero-length read (one DWORD, no byte enabled: a flush) reads no
+//     register and completes with zeros; a zero-length write writes nothing. While `fence` is
+//     up (the blocks behind BAR 0 in reset, an FLR) every BAR 0 access is answered as failed
+//     at once without reaching them (a read: Completer Abort), an access part way included.
 //   - BAR PUSH_BAR (the push window, write only): a write of exactly 64 bytes at a 64-byte
-//     boundary, every byte enabled, is one push (the QP number is the offset / 64) on m_push_*;
-//     any other write there is dropped and counted; a read there completes with zeros.
+//     boundary, every byte enabled, is one push (the QP number: offset bits 6 and up, so the BAR
+//     is 2^(6 + PUSH_QW) bytes) on m_push_*; any other write there is dropped and counted; a
+//     read there of 1 to 16 DWORDs completes with zeros (longer: Unsupported Request).
 //   - Every other request: a non-posted one (a read of another BAR, I/O, atomics, locked reads)
 //     is answered Unsupported Request; a posted one (a write to another BAR, a message) is
 //     dropped and counted. A request the block marks discontinued (tuser bit 96) is dropped and
@@ -27,6 +31,9 @@ module hm_pcie_cq #(
 ) (
   input  logic               clk,
   input  logic               rst,
+  input  logic               fence,              // BAR 0's blocks are in reset (an FLR): an
+                                                 // access is answered as failed at once, and
+                                                 // none is offered to them
 
   // ---- completer request (from the block)
   input  logic [511:0]       s_axis_cq_tdata,
@@ -114,6 +121,8 @@ module hm_pcie_cq #(
   assign bar0  = bar_q == 3'd0;
   assign pbar  = bar_q == 3'(PUSH_BAR);
   assign fits  = !long_q && ndw_q != '0 && ndw_q <= 11'd16;
+  logic         zlen;                    // zero length: one DWORD, no byte enabled
+  assign zlen  = ndw_q == 11'd1 && fbe_q == 4'h0;
 
   // tuser of a CC beat (no straddling: TLP 0 only; no parity)
   function automatic logic [80:0] cc_user(input logic sop, input logic eop, input logic [3:0] eop_ptr);
@@ -148,8 +157,17 @@ module hm_pcie_cq #(
                                          // completion's length are not kept)
   logic [4:0]   clen_q;                  // DWORDs on CC in all
   logic         one_q;                   // one beat
+  // (for a request other than a memory read, locked or not, the byte count is what the PCIe
+  // specification gives it: 4 for I/O, the operand size for an AtomicOp, half the request for
+  // a compare-and-swap; the lower address is 0)
+  logic         memrd, locked;
+  assign memrd  = is_rd || rtype_q == 4'b0111;
+  assign locked = rtype_q == 4'b0111;
   always_comb begin
-    if (ndw_q == 11'd1)
+    if (!memrd)
+      bcount = rtype_q[3:1] == 3'b001 ? 13'd4 :                       // I/O
+               rtype_q == 4'b0110 ? 13'({ndw_q, 1'b0}) : 13'({ndw_q, 2'b00}); // CAS; others
+    else if (ndw_q == 11'd1)
       bcount = fbe_q == '0 ? 13'd1 : 13'(hi_be(fbe_q)) - 13'(lo_be(fbe_q)) + 13'd1;
     else
       bcount = {ndw_q, 2'b00} - 13'(lo_be(fbe_q)) - (13'd3 - 13'(hi_be(lbe_q)));
@@ -163,12 +181,15 @@ module hm_pcie_cq #(
   logic [BAR0_AW-1:0] a_q;               // the DWORD being accessed
   assign m_axil_awaddr  = a_q;
   assign m_axil_araddr  = a_q;
-  assign m_axil_awvalid = st_q == S_WR && !aw_done_q;
-  assign m_axil_wvalid  = st_q == S_WR && !w_done_q;
+  // (an address is offered from the clock after it is set, so that a decode behind this
+  // block may register it: gap_q)
+  logic gap_q;
+  assign m_axil_awvalid = st_q == S_WR && !aw_done_q && !fence && !gap_q;
+  assign m_axil_wvalid  = st_q == S_WR && !w_done_q && !fence && !gap_q;
   assign m_axil_wdata   = pay_q[k_q[3:0]];
   assign m_axil_wstrb   = strb_k;
   assign m_axil_bready  = st_q == S_WR;
-  assign m_axil_arvalid = st_q == S_RD && !ar_done_q;
+  assign m_axil_arvalid = st_q == S_RD && !ar_done_q && !fence && !gap_q;
   assign m_axil_rready  = st_q == S_RD;
 
   assign m_push_valid = st_q == S_PUSH;
@@ -205,19 +226,22 @@ module hm_pcie_cq #(
       end
     end
     // ---- reads: the data
-    if (st_q == S_RD && m_axil_rvalid) begin
-      pay_q[k_q[3:0]] <= m_axil_rdata;
-      if (m_axil_rresp != 2'b00) cst_q <= CS_CA;
+    if (st_q == S_RD && (m_axil_rvalid || fence)) begin
+      pay_q[k_q[3:0]] <= fence ? 32'd0 : m_axil_rdata;
+      if (fence || m_axil_rresp != 2'b00) cst_q <= CS_CA;
     end
     if (st_q == S_ACT) cst_q <= !np || (bar0 || pbar) && is_rd && fits ? CS_SC : CS_UR;
-    if (st_q == S_ACT && pbar && is_rd) for (int i = 0; i < 16; i++) pay_q[i] <= '0;
+    if (st_q == S_ACT && (pbar || zlen) && is_rd) for (int i = 0; i < 16; i++) pay_q[i] <= '0;
     if (st_q == S_ACT) a_q <= {addr_q[BAR0_AW-1:2], 2'b00};
-    if ((st_q == S_WR && m_axil_bvalid) || (st_q == S_RD && m_axil_rvalid))
+    gap_q <= st_q == S_ACT || (st_q == S_WR && (m_axil_bvalid || fence)) ||
+             (st_q == S_RD && (m_axil_rvalid || fence));
+    if ((st_q == S_WR && (m_axil_bvalid || fence)) || (st_q == S_RD && (m_axil_rvalid || fence)))
       a_q <= a_q + BAR0_AW'(4);
     if (st_q == S_PREP) begin
       // (completer ID from the block: bus 0 and ID enable 0; not poisoned; address type 0)
       cdesc_q <= {1'b0, attr_q, tc_q, 1'b0, 8'h00, func_q, tag_q, rid_q, 1'b0, 1'b0,
-                  cst_q, cdw, 2'b00, 1'b0, bcount, 6'd0, 2'b00, 1'b0, addr_q[6:2], lo_be(fbe_q)};
+                  cst_q, cdw, 2'b00, locked, bcount, 6'd0, 2'b00, 1'b0,
+                  memrd ? {addr_q[6:2], lo_be(fbe_q)} : 7'd0};
       clen_q  <= 5'd3 + 5'(cdw);
       one_q   <= 5'd3 + 5'(cdw) <= 5'd16;
     end
@@ -261,13 +285,15 @@ module hm_pcie_cq #(
             st_q <= S_IDLE;
             n_drop_q <= n_drop_q + 1'b1;
           end else if (is_wr && bar0 && fits) begin
-            st_q <= S_WR;
+            // (a zero-length write, one DWORD with no byte enabled, writes nothing)
+            st_q <= zlen ? S_IDLE : S_WR;
             n_wr_q <= n_wr_q + 1'b1;
           end else if (is_wr && pbar && fits && ndw_q == 11'd16 && addr_q[5:2] == '0 &&
                        fbe_q == 4'hf && lbe_q == 4'hf) begin
             st_q <= S_PUSH;
           end else if (is_rd && bar0 && fits) begin
-            st_q <= S_RD;
+            // (a zero-length read, a flush, reads no register: it completes with zeros)
+            st_q <= zlen ? S_PREP : S_RD;
             n_rd_q <= n_rd_q + 1'b1;
           end else if (is_rd && pbar && fits) begin
             st_q <= S_PREP;
@@ -282,8 +308,8 @@ module hm_pcie_cq #(
         S_WR: begin
           if (m_axil_awvalid && m_axil_awready) aw_done_q <= 1'b1;
           if (m_axil_wvalid && m_axil_wready) w_done_q <= 1'b1;
-          if (m_axil_bvalid) begin
-            if (m_axil_bresp != 2'b00) n_axerr_q <= n_axerr_q + 1'b1;
+          if (m_axil_bvalid || fence) begin
+            if (fence || m_axil_bresp != 2'b00) n_axerr_q <= n_axerr_q + 1'b1;
             aw_done_q <= 1'b0;
             w_done_q  <= 1'b0;
             k_q <= k_q + 5'd1;
@@ -292,8 +318,8 @@ module hm_pcie_cq #(
         end
         S_RD: begin
           if (m_axil_arvalid && m_axil_arready) ar_done_q <= 1'b1;
-          if (m_axil_rvalid) begin
-            if (m_axil_rresp != 2'b00) n_axerr_q <= n_axerr_q + 1'b1;
+          if (m_axil_rvalid || fence) begin
+            if (fence || m_axil_rresp != 2'b00) n_axerr_q <= n_axerr_q + 1'b1;
             ar_done_q <= 1'b0;
             k_q <= k_q + 5'd1;
             if (last_k) st_q <= S_PREP;

@@ -8,20 +8,25 @@
 //       0x10000..0x1ffff  the control core's host port (m_ctl_axil_*)
 //       0x20000..0x20fff  the MSI-X table (0x20000) and PBA (0x20800), hm_msix
 //       0x21000..0x3ffff  reserved: reads answer an error (the completer sends Completer
-//                         Abort), writes are dropped (the access answers an error, counted)
+//                         Abort), writes are dropped (the access answers an error, counted);
+//                         the answer comes the clock after the address is taken
 //     (the function BAR of docs/registers.md, then MSI-X);
 //   - hm_msix: the core's interrupt events to MSI-X messages (sent only while MSI-X and bus
 //     mastering are enabled: a message is a memory write);
 //   - hm_pcie_dma: the engine's DMA master to RQ/RC.
 // Bus mastering is PF0's Bus Master Enable (cfg_function_status bit 2).
 //
-// Function-level reset (cfg_flr_in_process[0] from the block): core_rst goes up at once (the
-// engine and the control core stop, and MSI-X returns to its reset state: every vector
-// masked); the DMA bridge starts no new TLP on RQ, finishes the one it may be part way through
-// and is then reset
-// (FLR_RESET clocks; completions still on their way find no tag and are dropped and counted),
-// or after FLR_WAIT clocks in any case; then cfg_flr_done[0] is raised for one clock. core_rst
-// stays up until the block drops cfg_flr_in_process.
+// Function-level reset (cfg_flr_in_process[0] from the block): core_rst goes up the clock after
+// (the engine and the control core stop, and MSI-X returns to its reset state: every vector
+// masked); while it is up, BAR 0 accesses are answered as failed by the completer without
+// reaching the blocks in reset (one part way included: they never answer it); the DMA bridge
+// starts no new TLP on RQ, finishes the one it may be part way through and is then reset
+// (FLR_RESET clocks; completions still on their way find no tag in flight and are dropped and
+// counted; the tag values are used again after the FLR, which PCIe gives 100 ms, far longer
+// than any completion takes); then cfg_flr_done[0] is raised for one clock. If the block takes
+// nothing on RQ for FLR_WAIT clocks (its link is down: it resets its user side itself), the
+// bridge is reset anyway, which may leave a TLP unfinished on RQ. core_rst stays up until the
+// block drops cfg_flr_in_process.
 module hm_pcie_ep #(
   parameter int NUM_VEC      = 32,      // MSI-X vectors
   parameter int PUSH_BAR     = 2,       // BAR of the push window
@@ -161,7 +166,7 @@ module hm_pcie_ep #(
   logic [31:0]   cq_wr_u, cq_rd_u, cq_push_u, cq_ur_u, cq_drop_u, cq_axerr_u;
 
   hm_pcie_cq #(.BAR0_AW(AW), .PUSH_BAR(PUSH_BAR), .PUSH_QW(PUSH_QW)) u_cq (
-    .clk, .rst,
+    .clk, .rst, .fence(core_rst),
     .s_axis_cq_tdata, .s_axis_cq_tkeep, .s_axis_cq_tlast, .s_axis_cq_tuser, .s_axis_cq_tvalid,
     .s_axis_cq_tready,
     .m_axis_cc_tdata, .m_axis_cc_tkeep, .m_axis_cc_tlast, .m_axis_cc_tuser, .m_axis_cc_tvalid,
@@ -177,7 +182,8 @@ module hm_pcie_ep #(
     .stat_dropped(cq_drop_u), .stat_axil_err(cq_axerr_u)
   );
 
-  // ---- decode: by the address of the access in progress (the completer holds it)
+  // ---- decode: by the address of the access in progress, registered (the completer offers an
+  // address from the clock after it sets it, and holds it until the answer)
   typedef enum logic [1:0] {T_ENG, T_CTL, T_MSIX, T_NONE} tgt_t;
   function automatic tgt_t tgt(input logic [AW-1:0] a);
     logic unused_lo;
@@ -188,8 +194,10 @@ module hm_pcie_ep #(
     return T_NONE;
   endfunction
   tgt_t wt, rt;
-  assign wt = tgt(b_awaddr);
-  assign rt = tgt(b_araddr);
+  always_ff @(posedge clk) begin
+    wt <= tgt(b_awaddr);
+    rt <= tgt(b_araddr);
+  end
 
   // ---- function-level reset
   typedef enum logic [1:0] {F_IDLE, F_WAIT, F_RESET, F_HOLD} flr_t;
@@ -259,15 +267,19 @@ module hm_pcie_ep #(
     .stat_sent(x_sent_u), .stat_fail(x_fail_u), .stat_timeout(x_to_u), .stat_bad_vec(x_bad_u)
   );
 
-  // reserved space: an error answer, one clock after the address (and data) are offered
-  logic n_b_q, n_r_q;
+  // reserved space: the address (and data) taken for one clock, then an error answer
+  logic n_aw_q, n_b_q, n_ar_q, n_r_q;
   always_ff @(posedge clk) begin
     if (rst) begin
-      n_b_q <= 1'b0;
-      n_r_q <= 1'b0;
+      n_aw_q <= 1'b0;
+      n_b_q  <= 1'b0;
+      n_ar_q <= 1'b0;
+      n_r_q  <= 1'b0;
     end else begin
-      n_b_q <= n_b_q ? !b_bready : b_awvalid && b_wvalid && wt == T_NONE;
-      n_r_q <= n_r_q ? !b_rready : b_arvalid && rt == T_NONE;
+      n_aw_q <= !n_aw_q && !n_b_q && b_awvalid && b_wvalid && wt == T_NONE;
+      n_b_q  <= n_b_q ? !b_bready : n_aw_q;
+      n_ar_q <= !n_ar_q && !n_r_q && b_arvalid && rt == T_NONE;
+      n_r_q  <= n_r_q ? !b_rready : n_ar_q;
     end
   end
 
@@ -298,7 +310,7 @@ module hm_pcie_ep #(
                     b_bvalid = m_ctl_axil_bvalid; b_bresp = m_ctl_axil_bresp; end
       T_MSIX: begin b_awready = x_awready; b_wready = x_wready; b_bvalid = x_bvalid;
                     b_bresp = x_bresp; end
-      default: begin b_awready = n_b_q; b_wready = n_b_q; b_bvalid = n_b_q; b_bresp = SLVERR; end
+      default: begin b_awready = n_aw_q; b_wready = n_aw_q; b_bvalid = n_b_q; b_bresp = SLVERR; end
     endcase
     unique case (rt)
       T_ENG:  begin b_arready = m_eng_axil_arready; b_rvalid = m_eng_axil_rvalid;
@@ -307,7 +319,7 @@ module hm_pcie_ep #(
                     b_rdata = m_ctl_axil_rdata; b_rresp = m_ctl_axil_rresp; end
       T_MSIX: begin b_arready = x_arready; b_rvalid = x_rvalid; b_rdata = x_rdata;
                     b_rresp = x_rresp; end
-      default: begin b_arready = n_r_q; b_rvalid = n_r_q; b_rdata = '0; b_rresp = SLVERR; end
+      default: begin b_arready = n_ar_q; b_rvalid = n_r_q; b_rdata = '0; b_rresp = SLVERR; end
     endcase
   end
 

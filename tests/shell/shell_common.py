@@ -24,3 +24,25 @@ def quiet(*ends):
     for e in ends:
         e.log.setLevel(logging.WARNING)
     return ends
+
+
+async def sideband_monitor(dut, prefix, sop_bit, eop_bit, ptr_lo, errors):
+    """Checks the UltraScale+ PCIe interfaces' sideband on every beat taken on `prefix`: is_sop
+    (bit sop_bit) on a TLP's first beat only, is_eop (eop_bit) on its last only, and is_eop0_ptr
+    (4 bits at ptr_lo) the last DWORD that tkeep keeps. (cocotbext-pcie's sinks with one segment
+    follow tkeep and tlast, so they would not notice.) Mismatches are appended to `errors`."""
+    from cocotb.triggers import RisingEdge
+    sig = {n: getattr(dut, f"{prefix}_{n}") for n in ("tvalid", "tready", "tuser", "tkeep", "tlast")}
+    inside = False
+    while True:
+        await RisingEdge(dut.clk)
+        if not (int(sig["tvalid"].value) and int(sig["tready"].value)):
+            continue
+        u, keep, last = int(sig["tuser"].value), int(sig["tkeep"].value), int(sig["tlast"].value)
+        if bool(u >> sop_bit & 1) == inside:
+            errors.append(f"{prefix}: is_sop {u >> sop_bit & 1} {'inside' if inside else 'at the start of'} a TLP")
+        if bool(u >> eop_bit & 1) != bool(last):
+            errors.append(f"{prefix}: is_eop {u >> eop_bit & 1} with tlast {last}")
+        if last and (u >> ptr_lo & 0xf) != keep.bit_length() - 1:
+            errors.append(f"{prefix}: eop pointer {u >> ptr_lo & 0xf}, tkeep {keep:#x}")
+        inside = not last

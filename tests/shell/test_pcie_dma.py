@@ -21,7 +21,7 @@ from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.tlp import TlpType
 from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
 
-from shell_common import bus
+from shell_common import bus, sideband_monitor
 
 SLVERR = 2
 
@@ -55,6 +55,7 @@ class Tb:
             dut.s_axi_bready.value = 1
             dut.s_axi_rready.value = 1
         self.pci = None
+        self.sb_errors = []            # sideband mismatches on RQ/CC (sideband_monitor)
         self.max_rd = 0                # the largest read request and write seen since set_sizes
         self.max_wr = 0
         self.mem_base = None
@@ -130,6 +131,7 @@ class Tb:
         await self.rc.enumerate()
         self.pci = self.rc.find_device(self.dev.functions[0].pcie_id)
         await self.pci.set_master()
+        cocotb.start_soon(sideband_monitor(d, "m_axis_rq", 20, 26, 28, self.sb_errors))
         cocotb.start_soon(self._bme())
         cocotb.start_soon(self.release())
         self.mem_base, self.mem = self.rc.alloc_region(1 << 20)
@@ -221,6 +223,7 @@ async def dma_across_mps_mrrs(dut):
         dut._log.info("MPS %d MRRS %d split at 64 B %s: %d reads, %d writes, %d completions",
                       mps, mrrs, rcb_split, s["rd_req"] - before["rd_req"], s["wr_req"] - before["wr_req"],
                       s["cpl"] - before["cpl"])
+    assert not tb.sb_errors, tb.sb_errors[:5]
 
 
 @cocotb.test()
@@ -240,6 +243,7 @@ async def completions_out_of_order(dut):
     assert tb.reordered > s["cpl"] // 4, (tb.reordered, s)
     dut._log.info("%d completions for %d requests, %d of them sent ahead of an older one",
                   s["cpl"], s["rd_req"], tb.reordered)
+    assert not tb.sb_errors, tb.sb_errors[:5]
 
 
 @cocotb.test()
@@ -270,6 +274,7 @@ async def completion_never_arrives(dut):
     assert s["cpl_unexpected"] == len(late), (s, len(late))
     assert s["timeout"] == 3, s
     await check_rw(tb, rng, 2, 4096)
+    assert not tb.sb_errors, tb.sb_errors[:5]
 
 
 @cocotb.test()
@@ -303,6 +308,7 @@ async def error_completions_and_bus_master(dut):
     await tb.pci.set_master(True)
     await ClockCycles(dut.clk, 4)
     await check_rw(tb, rng, 2, 2048)
+    assert not tb.sb_errors, tb.sb_errors[:5]
 
 
 async def raw_write(tb, addr, beats, size=6, burst=1, awlen=None):
@@ -424,6 +430,7 @@ async def strobes_and_refused_bursts(dut):
     tb.mem[0:256] = bytes(range(256))
     data, resps = await raw_read(tb, tb.mem_base, 4)
     assert resps == [0] * 4 and data == bytes(range(256))
+    assert not tb.sb_errors, tb.sb_errors[:5]
 
 
 @cocotb.test()
@@ -445,3 +452,4 @@ async def b_waits_for_the_link(dut):
     assert w.resp == 0
     r = await with_timeout(tb.axi.read(tb.mem_base + 0x200, 100), 20, "us")
     assert bytes(r.data) == b"\x33" * 100
+    assert not tb.sb_errors, tb.sb_errors[:5]

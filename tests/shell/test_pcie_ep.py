@@ -16,7 +16,7 @@ from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.caps import PciCapId
 from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
 
-from shell_common import bus
+from shell_common import bus, sideband_monitor
 
 # the placeholder PCI IDs the host side discovers (run/src/cards.rs PLACEHOLDER_IDS)
 VENDOR, DEVICE = 0x10ee, 0x903f
@@ -55,10 +55,11 @@ class Tb:
                   self.rc, f):
             x.log.setLevel(logging.WARNING)
         self.rc.make_port().connect(self.dev)
+        # (the register blocks: in reset with the core, by an FLR too)
         self.eng = AxiLiteRam(AxiLiteBus.from_prefix(dut, "m_eng_axil", case_insensitive=False), dut.clk,
-                              dut.rst, size=1 << 16)
+                              dut.core_rst, size=1 << 16)
         self.ctl = AxiLiteRam(AxiLiteBus.from_prefix(dut, "m_ctl_axil", case_insensitive=False), dut.clk,
-                              dut.rst, size=1 << 16)
+                              dut.core_rst, size=1 << 16)
         # (the engine's DMA master: reset with the core, by an FLR too)
         self.axi = AxiMaster(AxiBus.from_prefix(dut, "s_axi", case_insensitive=False), dut.clk, dut.core_rst,
                              max_burst_len=64)
@@ -67,6 +68,7 @@ class Tb:
             part.log.setLevel(logging.WARNING)
         self.pushes = []
         self.pci = None
+        self.sb_errors = []            # sideband mismatches on RQ/CC (sideband_monitor)
 
     async def start(self):
         d = self.dut
@@ -81,6 +83,8 @@ class Tb:
             await RisingEdge(d.clk)
         await self.rc.enumerate()
         self.pci = self.rc.find_device(self.dev.functions[0].pcie_id)
+        cocotb.start_soon(sideband_monitor(d, "m_axis_rq", 20, 26, 28, self.sb_errors))
+        cocotb.start_soon(sideband_monitor(d, "m_axis_cc", 0, 6, 8, self.sb_errors))
         cocotb.start_soon(self._push_sink())
 
     async def _push_sink(self):
@@ -165,6 +169,7 @@ async def enumeration_bars_and_mmio(dut):
     await ClockCycles(dut.clk, 20)
     assert tb.pushes == [(5, bytes(range(64))), (4095, bytes(range(100, 164)))], tb.pushes
     assert tb.cq("push") == 2 and tb.cq("dropped") >= 2, (tb.cq("push"), tb.cq("dropped"))
+    assert not tb.sb_errors, tb.sb_errors[:5]
 
 
 @cocotb.test()
@@ -220,6 +225,7 @@ async def msix_delivered_and_masked(dut):
     await with_timeout(events[3].wait(), 20, "us")
     assert got == [0, 7, 31, 12, 9, 3], got
     assert int(dut.u_msix.stat_sent.value) == 7
+    assert not tb.sb_errors, tb.sb_errors[:5]
 
 
 @cocotb.test()
@@ -241,13 +247,15 @@ async def dma_through_the_endpoint(dut):
     assert w.resp == 0
     await ClockCycles(dut.clk, 100)
     assert bytes(mem[8000:9000]) == b"\x5a" * 1000 and mem[7999] == 0 and mem[9000] == 0
+    assert not tb.sb_errors, tb.sb_errors[:5]
 
 
 @cocotb.test()
 async def flr_quiesces_and_resets(dut):
     """A function-level reset in the middle of DMA traffic both ways: the core's reset goes up
-    at once, RQ is not cut inside a TLP, the block is told the FLR is done, MSI-X is back to
-    its reset state (every vector masked), and after the FLR the DMA works again."""
+    at once, RQ is not cut inside a TLP, the block is told the FLR is done, BAR 0 accesses
+    during it fail instead of hanging, MSI-X is back to its reset state (every vector masked),
+    and after the FLR BAR 0 and the DMA work again."""
     tb = Tb(dut)
     await tb.start()
     pci = tb.pci
@@ -288,13 +296,25 @@ async def flr_quiesces_and_resets(dut):
         raise AssertionError("no cfg_flr_done")
     dut._log.info("FLR done %d clocks after it began, %d RQ beats so far", n + 2, state["beats"])
     assert int(dut.core_rst.value) == 1
+    # BAR 0 while the blocks behind it are in reset: answered as failed, never hung
+    before = tb.cq("axil_err")
+    await bar0.write_dword(0x0010, 0xdead)
+    failed = False
+    try:
+        await with_timeout(bar0.read_dword(0x0010), 20, "us")
+    except Exception as e:
+        failed = "Unsuccessful" in str(e)
+    assert failed, "a BAR 0 read during the FLR did not fail"
+    assert tb.cq("axil_err") == before + 2
     dut.cfg_flr_in_process.value = 0
     await ClockCycles(dut.clk, 4)
     assert int(dut.core_rst.value) == 0
     assert state["cut"] == 0, "RQ left inside a TLP"
     assert not state["inside"]
-    # MSI-X back to its reset state; the DMA works again
+    # MSI-X back to its reset state; BAR 0 and the DMA work again
     assert await bar0.read_dword(MSIX_TABLE + 12) == 1
+    await bar0.write_dword(0x0010, 0x600d)
+    assert await bar0.read_dword(0x0010) == 0x600d
     await ClockCycles(dut.clk, 2000)       # (late completions of the old requests arrive and go)
     r = await with_timeout(tb.axi.read(base + 0x123, 2000), 50, "us")
     assert r.resp == 0 and bytes(r.data) == bytes(mem[0x123:0x123 + 2000])
@@ -303,3 +323,4 @@ async def flr_quiesces_and_resets(dut):
     r = await with_timeout(tb.axi.read(base + 0x30000, 700), 50, "us")
     assert bytes(r.data) == b"\x99" * 700
     assert state["cut"] == 0
+    assert not tb.sb_errors, tb.sb_errors[:5]
