@@ -226,7 +226,8 @@ module hm_pcie_dma #(
 
   // ---- request cutting. The free tag is picked a clock ahead (nf_q, from the tags free a
   // clock ago): only a request issued last clock can have taken it (a tag is only ever taken
-  // by an issue), so a request waits a clock after each issue.
+  // by an issue), and none was: an issue fills the request register (rr_valid_q), which RQ
+  // empties a clock later at the earliest.
   logic [12:0]     mrrs, chunk;
   logic [TAGS-1:0] t_usable;
   logic [TW-1:0]   nf_q;
@@ -236,7 +237,7 @@ module hm_pcie_dma #(
   assign chunk = iss_left_q < mrrs ? iss_left_q : mrrs;
   assign t_usable = ~t_act_q & ~t_ret_q;
   assign iss_abort = iss_q && (all_ret_q || !cfg_bus_master_en);
-  assign iss_fire  = iss_q && !iss_abort && nf_v_q && !iss_ev_q && !rr_valid_q;
+  assign iss_fire  = iss_q && !iss_abort && nf_v_q && !rr_valid_q;
 
   // ---- completions: two registered stages. Stage A looks the tag up; stage B checks the
   // completion and writes its data into the ROB.

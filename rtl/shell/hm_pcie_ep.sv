@@ -154,7 +154,6 @@ module hm_pcie_ep #(
 );
   import hm_pkg::*;
   localparam int AW = 18;
-  localparam logic [1:0] SLVERR = 2'b10;
 
   // ---- BAR 0 from the completer (one access at a time: AW and W, then B; or AR, then R)
   logic [AW-1:0] b_awaddr, b_araddr;
@@ -242,6 +241,11 @@ module hm_pcie_ep #(
   end
   assign cfg_flr_done = {3'b000, flr_done_q};
 
+  // (an MSI-X message is a memory write: sent only while bus mastering is enabled; until
+  // then events wait, pending; registered, a clock late like the block's own status)
+  logic msix_en_q;
+  always_ff @(posedge clk) msix_en_q <= cfg_interrupt_msix_enable[0] && cfg_function_status[2];
+
   // the MSI-X window
   logic          x_awready, x_wready, x_bvalid, x_arready, x_rvalid;
   logic [1:0]    x_bresp, x_rresp;
@@ -258,30 +262,31 @@ module hm_pcie_ep #(
     .s_axil_arready(x_arready), .s_axil_rdata(x_rdata), .s_axil_rresp(x_rresp),
     .s_axil_rvalid(x_rvalid), .s_axil_rready(b_rready && rt == T_MSIX),
     .s_irq_vec, .s_irq_valid, .s_irq_ready,
-    // (an MSI-X message is a memory write: sent only while bus mastering is enabled; until
-    // then events wait, pending)
-    .cfg_interrupt_msix_enable(cfg_interrupt_msix_enable[0] && cfg_function_status[2]),
+    .cfg_interrupt_msix_enable(msix_en_q),
     .cfg_interrupt_msix_mask(cfg_interrupt_msix_mask[0]),
     .cfg_interrupt_msix_address, .cfg_interrupt_msix_data, .cfg_interrupt_msix_int,
     .cfg_interrupt_msix_sent, .cfg_interrupt_msix_fail,
     .stat_sent(x_sent_u), .stat_fail(x_fail_u), .stat_timeout(x_to_u), .stat_bad_vec(x_bad_u)
   );
 
-  // reserved space: the address (and data) taken for one clock, then an error answer
-  logic n_aw_q, n_b_q, n_ar_q, n_r_q;
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      n_aw_q <= 1'b0;
-      n_b_q  <= 1'b0;
-      n_ar_q <= 1'b0;
-      n_r_q  <= 1'b0;
-    end else begin
-      n_aw_q <= !n_aw_q && !n_b_q && b_awvalid && b_wvalid && wt == T_NONE;
-      n_b_q  <= n_b_q ? !b_bready : n_aw_q;
-      n_ar_q <= !n_ar_q && !n_r_q && b_arvalid && rt == T_NONE;
-      n_r_q  <= n_r_q ? !b_rready : n_ar_q;
-    end
-  end
+  // reserved space: the register blocks' AXI4-Lite front end, refusing every access (SLVERR
+  // on B and R, read data 0)
+  hm_axil_req_t n_req;
+  hm_axil_rsp_t n_rsp;
+  logic         n_wr_pend_u, n_wr_do_u, n_rd_do_u;
+  logic [AW-1:0] n_wr_addr_u, n_rd_addr_u;
+  logic [31:0]  n_wr_data_u;
+  logic [3:0]   n_wr_strb_u;
+  assign n_req = '{awaddr: 32'(b_awaddr), awvalid: b_awvalid && wt == T_NONE, wdata: b_wdata,
+                   wstrb: b_wstrb, wvalid: b_wvalid && wt == T_NONE,
+                   bready: b_bready && wt == T_NONE, araddr: 32'(b_araddr),
+                   arvalid: b_arvalid && rt == T_NONE, rready: b_rready && rt == T_NONE};
+  hm_axil_fe #(.ADDR_WIDTH(AW)) u_none (
+    .clk, .rst, .s_axil_req(n_req), .s_axil_rsp(n_rsp),
+    .wr_pend(n_wr_pend_u), .wr_addr(n_wr_addr_u), .wr_data(n_wr_data_u), .wr_strb(n_wr_strb_u),
+    .wr_err(1'b1), .wr_stall(1'b0), .wr_do(n_wr_do_u),
+    .rd_do(n_rd_do_u), .rd_addr(n_rd_addr_u), .rd_data(32'd0), .rd_err(1'b1)
+  );
 
   assign m_eng_axil_awaddr  = b_awaddr[15:0];
   assign m_eng_axil_awvalid = b_awvalid && wt == T_ENG;
@@ -310,7 +315,8 @@ module hm_pcie_ep #(
                     b_bvalid = m_ctl_axil_bvalid; b_bresp = m_ctl_axil_bresp; end
       T_MSIX: begin b_awready = x_awready; b_wready = x_wready; b_bvalid = x_bvalid;
                     b_bresp = x_bresp; end
-      default: begin b_awready = n_aw_q; b_wready = n_aw_q; b_bvalid = n_b_q; b_bresp = SLVERR; end
+      default: begin b_awready = n_rsp.awready; b_wready = n_rsp.wready; b_bvalid = n_rsp.bvalid;
+                     b_bresp = n_rsp.bresp; end
     endcase
     unique case (rt)
       T_ENG:  begin b_arready = m_eng_axil_arready; b_rvalid = m_eng_axil_rvalid;
@@ -319,7 +325,8 @@ module hm_pcie_ep #(
                     b_rdata = m_ctl_axil_rdata; b_rresp = m_ctl_axil_rresp; end
       T_MSIX: begin b_arready = x_arready; b_rvalid = x_rvalid; b_rdata = x_rdata;
                     b_rresp = x_rresp; end
-      default: begin b_arready = n_ar_q; b_rvalid = n_r_q; b_rdata = '0; b_rresp = SLVERR; end
+      default: begin b_arready = n_rsp.arready; b_rvalid = n_rsp.rvalid; b_rdata = n_rsp.rdata;
+                     b_rresp = n_rsp.rresp; end
     endcase
   end
 
@@ -349,6 +356,7 @@ module hm_pcie_ep #(
                        x_fail_u, x_to_u, x_bad_u, d_rd_u, d_wr_u, d_cpl_u, d_cerr_u, d_cunx_u,
                        d_to_u, d_bad_u, d_ret_u, cfg_function_status[15:3],
                        cfg_function_status[1:0], cfg_interrupt_msix_enable[3:1],
-                       cfg_interrupt_msix_mask[3:1], cfg_flr_in_process[3:1]};
+                       cfg_interrupt_msix_mask[3:1], cfg_flr_in_process[3:1], n_wr_pend_u,
+                       n_wr_do_u, n_rd_do_u, n_wr_addr_u, n_rd_addr_u, n_wr_data_u, n_wr_strb_u};
 
 endmodule

@@ -46,3 +46,44 @@ async def sideband_monitor(dut, prefix, sop_bit, eop_bit, ptr_lo, errors):
         if last and (u >> ptr_lo & 0xf) != keep.bit_length() - 1:
             errors.append(f"{prefix}: eop pointer {u >> ptr_lo & 0xf}, tkeep {keep:#x}")
         inside = not last
+
+
+def pcie_endpoint(dut, **extra):
+    """cocotbext-pcie's UltraScale+ PCIe block model as the shell configures the block (Gen3 x16,
+    250 MHz user clock, 512 bits DWORD-aligned, client tags, no extended tags, max payload
+    1024), its requester interfaces on the DUT's m_axis_rq / s_axis_rc and its configuration
+    status on cfg_max_payload / cfg_max_read_req, behind a root complex; `extra` adds to the
+    model's arguments (the completer interfaces, MSI-X). Returns (root complex, model), with
+    their logs quiet."""
+    from cocotbext.pcie.core import RootComplex
+    from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
+    rc = RootComplex()
+    dev = UltraScalePlusPcieDevice(
+        pcie_generation=3, pcie_link_width=16, user_clk_frequency=250e6, alignment="dword",
+        max_payload_size=1024, enable_client_tag=True, enable_extended_tag=False,
+        user_clk=dut.clk, user_reset=dut.rst,
+        rq_bus=bus(dut, "m_axis_rq"), rc_bus=bus(dut, "s_axis_rc"),
+        cfg_max_payload=dut.cfg_max_payload, cfg_max_read_req=dut.cfg_max_read_req, **extra)
+    for x in (rc, dev, dev.functions[0], dev.rq_sink, dev.rc_source, dev.cq_source, dev.cc_sink):
+        if x is not None:
+            x.log.setLevel(logging.WARNING)
+    rc.make_port().connect(dev)
+    return rc, dev
+
+
+def dma_master(dut, reset):
+    """cocotbext-axi's AXI4 master on the DUT's s_axi, standing for the engine's DMA: bursts of
+    at most 64 beats, as hm_dma_rd / hm_dma_wr issue them."""
+    from cocotbext.axi import AxiBus, AxiMaster
+    m = AxiMaster(AxiBus.from_prefix(dut, "s_axi", case_insensitive=False), dut.clk, reset, max_burst_len=64)
+    quiet(m.write_if, m.read_if)
+    return m
+
+
+async def wait_reset(dut):
+    """Until the model's user reset has gone up and come down again."""
+    from cocotb.triggers import RisingEdge
+    while not int(dut.rst.value):
+        await RisingEdge(dut.clk)
+    while int(dut.rst.value):
+        await RisingEdge(dut.clk)

@@ -10,18 +10,13 @@ PCIe requires of one request's completions), split at every 64-byte boundary, or
 tests/shell/run.py builds the bridge with TIMEOUT_TICK = 256 (a request times out 512 to 768
 clocks after its last completion or its issue).
 """
-import logging
 import random
 
 import cocotb
-from cocotb.queue import Queue
 from cocotb.triggers import ClockCycles, RisingEdge, Timer, with_timeout
-from cocotbext.axi import AxiBus, AxiMaster
-from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.tlp import TlpType
-from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
 
-from shell_common import bus, sideband_monitor
+from shell_common import dma_master, pcie_endpoint, sideband_monitor, wait_reset
 
 SLVERR = 2
 
@@ -29,24 +24,10 @@ SLVERR = 2
 class Tb:
     def __init__(self, dut, axi=True):
         self.dut = dut
-        self.rc = RootComplex()
+        self.rc, self.dev = pcie_endpoint(dut)
         self.rc.max_payload_size = 3          # the root port's: 1024 B (completions up to this)
-        self.dev = UltraScalePlusPcieDevice(
-            pcie_generation=3, pcie_link_width=16, user_clk_frequency=250e6, alignment="dword",
-            max_payload_size=1024, enable_client_tag=True, enable_extended_tag=False,
-            user_clk=dut.clk, user_reset=dut.rst,
-            rq_bus=bus(dut, "m_axis_rq"), rc_bus=bus(dut, "s_axis_rc"),
-            cfg_max_payload=dut.cfg_max_payload, cfg_max_read_req=dut.cfg_max_read_req)
-        self.dev.log.setLevel(logging.WARNING)
-        for s in (self.dev.rq_sink, self.dev.rc_source):
-            s.log.setLevel(logging.WARNING)
-        self.rc.log.setLevel(logging.WARNING)
-        self.rc.make_port().connect(self.dev)
         if axi:
-            self.axi = AxiMaster(AxiBus.from_prefix(dut, "s_axi", case_insensitive=False), dut.clk, dut.rst,
-                                 max_burst_len=64)
-            for part in (self.axi.write_if, self.axi.read_if):
-                part.log.setLevel(logging.WARNING)
+            self.axi = dma_master(dut, dut.rst)
         else:
             # bursts driven by hand (raw_write, raw_read): strobe patterns and burst kinds the
             # AXI master model does not make
@@ -127,7 +108,7 @@ class Tb:
         self.rc.register_rx_tlp_handler(TlpType.MEM_WRITE, note_write)
         self.rc.register_rx_tlp_handler(TlpType.MEM_WRITE_64, note_write)
         await RisingEdge(d.clk)
-        await with_timeout(self._wait_reset(), 10, "us")
+        await with_timeout(wait_reset(d), 10, "us")
         await self.rc.enumerate()
         self.pci = self.rc.find_device(self.dev.functions[0].pcie_id)
         await self.pci.set_master()
@@ -136,12 +117,6 @@ class Tb:
         cocotb.start_soon(self.release())
         self.mem_base, self.mem = self.rc.alloc_region(1 << 20)
         await ClockCycles(d.clk, 10)
-
-    async def _wait_reset(self):
-        while not int(self.dut.rst.value):
-            await RisingEdge(self.dut.clk)
-        while int(self.dut.rst.value):
-            await RisingEdge(self.dut.clk)
 
     async def _bme(self):
         """The block's cfg_function_status bit 2 (bus master enable) of function 0."""

@@ -7,16 +7,12 @@ takes the interrupts, and the core side's DMA reaches host memory.
 tests/shell/run.py builds it with 32 vectors, a 64-clock MSI-X answer timeout and a 256-clock
 DMA timeout tick.
 """
-import logging
-
 import cocotb
 from cocotb.triggers import ClockCycles, Event, RisingEdge, with_timeout
-from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteRam, AxiMaster
-from cocotbext.pcie.core import RootComplex
+from cocotbext.axi import AxiLiteBus, AxiLiteRam
 from cocotbext.pcie.core.caps import PciCapId
-from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
 
-from shell_common import bus, sideband_monitor
+from shell_common import bus, dma_master, pcie_endpoint, quiet, sideband_monitor, wait_reset
 
 # the placeholder PCI IDs the host side discovers (run/src/cards.rs PLACEHOLDER_IDS)
 VENDOR, DEVICE = 0x10ee, 0x903f
@@ -29,16 +25,10 @@ MSIX_TABLE, MSIX_PBA = 0x20000, 0x20800
 class Tb:
     def __init__(self, dut):
         self.dut = dut
-        self.rc = RootComplex()
-        self.dev = UltraScalePlusPcieDevice(
-            pcie_generation=3, pcie_link_width=16, user_clk_frequency=250e6, alignment="dword",
-            max_payload_size=1024, enable_client_tag=True, enable_extended_tag=False,
-            pf0_msix_enable=True, pf0_msix_table_size=NUM_VEC - 1, pf0_msix_table_bir=0,
+        self.rc, self.dev = pcie_endpoint(
+            dut, pf0_msix_enable=True, pf0_msix_table_size=NUM_VEC - 1, pf0_msix_table_bir=0,
             pf0_msix_table_offset=MSIX_TABLE, pf0_msix_pba_bir=0, pf0_msix_pba_offset=MSIX_PBA,
-            user_clk=dut.clk, user_reset=dut.rst,
             cq_bus=bus(dut, "s_axis_cq"), cc_bus=bus(dut, "m_axis_cc"),
-            rq_bus=bus(dut, "m_axis_rq"), rc_bus=bus(dut, "s_axis_rc"),
-            cfg_max_payload=dut.cfg_max_payload, cfg_max_read_req=dut.cfg_max_read_req,
             cfg_function_status=dut.cfg_function_status,
             cfg_interrupt_msix_enable=dut.cfg_interrupt_msix_enable,
             cfg_interrupt_msix_mask=dut.cfg_interrupt_msix_mask,
@@ -51,21 +41,14 @@ class Tb:
         f.vendor_id, f.device_id = VENDOR, DEVICE
         f.configure_bar(0, BAR0)
         f.configure_bar(2, BAR2, ext=True, prefetch=True)
-        for x in (self.dev, self.dev.rq_sink, self.dev.rc_source, self.dev.cq_source, self.dev.cc_sink,
-                  self.rc, f):
-            x.log.setLevel(logging.WARNING)
-        self.rc.make_port().connect(self.dev)
         # (the register blocks: in reset with the core, by an FLR too)
         self.eng = AxiLiteRam(AxiLiteBus.from_prefix(dut, "m_eng_axil", case_insensitive=False), dut.clk,
                               dut.core_rst, size=1 << 16)
         self.ctl = AxiLiteRam(AxiLiteBus.from_prefix(dut, "m_ctl_axil", case_insensitive=False), dut.clk,
                               dut.core_rst, size=1 << 16)
         # (the engine's DMA master: reset with the core, by an FLR too)
-        self.axi = AxiMaster(AxiBus.from_prefix(dut, "s_axi", case_insensitive=False), dut.clk, dut.core_rst,
-                             max_burst_len=64)
-        for part in (self.eng.write_if, self.eng.read_if, self.ctl.write_if, self.ctl.read_if,
-                     self.axi.write_if, self.axi.read_if):
-            part.log.setLevel(logging.WARNING)
+        self.axi = dma_master(dut, dut.core_rst)
+        quiet(self.eng.write_if, self.eng.read_if, self.ctl.write_if, self.ctl.read_if)
         self.pushes = []
         self.pci = None
         self.sb_errors = []            # sideband mismatches on RQ/CC (sideband_monitor)
@@ -77,10 +60,7 @@ class Tb:
         d.m_push_ready.value = 0
         d.cfg_flr_in_process.value = 0
         await RisingEdge(d.clk)
-        while not int(d.rst.value):
-            await RisingEdge(d.clk)
-        while int(d.rst.value):
-            await RisingEdge(d.clk)
+        await wait_reset(d)
         await self.rc.enumerate()
         self.pci = self.rc.find_device(self.dev.functions[0].pcie_id)
         cocotb.start_soon(sideband_monitor(d, "m_axis_rq", 20, 26, 28, self.sb_errors))
