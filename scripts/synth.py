@@ -4,11 +4,17 @@ front end) and print LUT / FF / RAM counts and the logic depth between registers
 
 usage: scripts/synth.py [--top hm_rx_path,hm_tx_path] [--width 512] [--out build/synth]
                         [--check-depth N] [--param NAME=VALUE ...] [--coarse]
-                        [--target synth] [--extra FILE ...]
+                        [--target synth] [--extra FILE ...] [--blackbox MODULE ...]
 
 The sources are those of a target of hematite.core, the one manifest of RTL sources (a FuseSoC
 core, read by scripts/manifest.py): `synth` by default, `synth_core` for the control core with
 its CPU. --extra adds a source file that is not in the manifest.
+
+--blackbox MODULE keeps a module out of the synthesis: its instances stay cells of their own
+(slang's --blackboxed-module), measured as registered boundaries (their inputs end a path and
+their outputs start one: the blocks' own outputs are registered, and each is measured on its
+own). A card's top is measured so, with its blocks and the hard IPs as black boxes: the IP
+stubs (empty modules) and the Xilinx primitives (Yosys's cell library) are black boxes too.
 
 --coarse elaborates and checks only (hierarchy, processes, memories, `check -assert`: no
 multiple drivers, no combinational loops, no undriven signals) without technology mapping:
@@ -43,6 +49,19 @@ def has_width_param(top, target="synth"):
         if re.search(rf"\bmodule\s+{top}\b", text):
             return re.search(r"parameter\s+int\s+DATA_WIDTH\b", text) is not None
     return False
+
+
+def module_params(module, target="synth"):
+    """The parameter and localparam names of `module`, from its file: slang puts every one on
+    an instance, and Yosys refuses parameters on a black box's instance, so a --blackbox
+    module's instances have them removed."""
+    for f in sources(target):
+        text = open(os.path.join(ROOT, f)).read()
+        m = re.search(rf"\bmodule\s+{module}\b(.*?)\bendmodule\b", text, flags=re.S)
+        if m:
+            hdr = re.sub(r"//[^\n]*", "", m.group(1))
+            return re.findall(r"(?:parameter|localparam)\s+(?:\w+\s+)?(?:\[[^\]]*\]\s*)?(\w+)\s*=", hdr)
+    sys.exit(f"synth.py: --blackbox {module}: no such module in the {target} target")
 
 
 def yosys_cmd():
@@ -143,6 +162,14 @@ def parse_tops(spec, default_bound):
 
 
 SEQ = ("FD", "RAMB", "URAM", "SRL")
+# cells measured as registered boundaries, besides SEQ: --blackbox modules, the empty modules
+# of hard-IP stubs and the clocking and transceiver primitives of the cell library
+BOUNDARY = {"BUFG", "BUFGCE", "BUFG_GT", "BUFG_GT_SYNC", "BUFGCE_DIV", "IBUFDS_GTE4", "IBUF", "OBUF",
+            "IBUFDS", "MMCME4_ADV", "MMCME4_BASE", "STARTUPE3"}
+
+
+def _boundary(t):
+    return t.startswith(SEQ) or t.lstrip("\\") in BOUNDARY
 
 
 def _comb_graph(m):
@@ -152,7 +179,7 @@ def _comb_graph(m):
     driver, ins_of = {}, {}
     for name, c in m["cells"].items():
         t = c["type"]
-        if t.startswith(SEQ):
+        if _boundary(t):
             continue
         dirs, conns = c["port_directions"], c["connections"]
         if t.startswith("RAM"):
@@ -171,7 +198,7 @@ def _comb_graph(m):
 def _endpoints(m):
     """(bit, where) for every input bit of a sequential or RAM cell and every output port bit."""
     for cn, c in m["cells"].items():
-        if c["type"].startswith(SEQ) or c["type"].startswith("RAM"):
+        if _boundary(c["type"]) or c["type"].startswith("RAM"):
             for p, bits in c["connections"].items():
                 if c["port_directions"][p] == "input":
                     for b in bits:
@@ -260,6 +287,10 @@ def main():
     ap.add_argument("--coarse", action="store_true", help="elaborate and check only, no technology mapping")
     ap.add_argument("--target", default="synth", help="the hematite.core target whose files are read (synth, synth_core)")
     ap.add_argument("--extra", action="append", default=[], help="extra source file, not in the manifest (repeatable)")
+    ap.add_argument("--blackbox", action="append", default=[], metavar="MODULE",
+                    help="keep MODULE's instances as black boxes, measured as registered boundaries (repeatable)")
+    ap.add_argument("--primitives", action="store_true",
+                    help="read Yosys's Xilinx cell library first (a board top instantiates IBUFDS_GTE4, BUFG_GT...)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="Yosys runs at once (each block and width is one; the suite's block synthesis uses 2 on its 2 cores)")
     a = ap.parse_args()
@@ -283,6 +314,11 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     ys = yosys_cmd()
     srcs = sources(a.target) + a.extra
+    BOUNDARY.update(a.blackbox)
+    bb = "".join(f" --blackboxed-module {m}" for m in a.blackbox) + (" --empty-blackboxes" if a.blackbox or a.primitives else "")
+    lib = "read_verilog -lib +/xilinx/cells_sim.v +/xilinx/cells_xtra.v\n" if a.primitives else ""
+    unset = "".join(f"setparam{''.join(' -unset ' + p for p in ps)} t:{m}\n"
+                    for m in a.blackbox for ps in [module_params(m, a.target)] if ps)
     rows = []
     fail = False
 
@@ -293,16 +329,16 @@ def main():
         if a.coarse:
             base += "_coarse"
             script = (
-                f"read_slang {' '.join(srcs)} --top {top}{gw}{gp} --threads 1\n"
-                f"hierarchy -check -top {top}\n"
+                f"{lib}read_slang {' '.join(srcs)} --top {top}{gw}{gp}{bb} --threads 1\n"
+                f"{unset}hierarchy -check -top {top}\n"
                 f"proc\nflatten\nopt_clean\n"
                 f"check -assert\n"
                 f"tee -o {base}.stat stat\n"
             )
         else:
             script = (
-                f"read_slang {' '.join(srcs)} --top {top}{gw}{gp} --threads 1\n"
-                f"synth_xilinx -family xcup -top {top} -flatten -noiopad\n"
+                f"{lib}read_slang {' '.join(srcs)} --top {top}{gw}{gp}{bb} --threads 1\n"
+                f"{unset}synth_xilinx -family xcup -top {top} -flatten -noiopad\n"
                 f"tee -o {base}.stat stat\n"
                 f"write_json {base}.json\n"
             )

@@ -180,15 +180,242 @@ typedef struct __attribute__ ((__packed__)) {
     hm_ctrl_host__IMEM_t IMEM;
 } hm_ctrl_host_t;
 
+// mem - hm_bar::MSIX
+typedef struct __attribute__ ((__packed__)) {
+    uint32_t mem[1024];
+} hm_bar__MSIX_t;
+
+// reg - hm_shell_regs::PFC_CTRL
+#define HM_SHELL_REGS__PFC_CTRL__ENABLE_bm 0x1
+#define HM_SHELL_REGS__PFC_CTRL__ENABLE_bp 0
+#define HM_SHELL_REGS__PFC_CTRL__ENABLE_bw 1
+#define HM_SHELL_REGS__PFC_CTRL__ENABLE_reset 0x0
+#define HM_SHELL_REGS__PFC_CTRL__PRIO_MASK_bm 0xff00
+#define HM_SHELL_REGS__PFC_CTRL__PRIO_MASK_bp 8
+#define HM_SHELL_REGS__PFC_CTRL__PRIO_MASK_bw 8
+#define HM_SHELL_REGS__PFC_CTRL__PRIO_MASK_reset 0x8
+
+// reg - hm_shell_regs::PFC_XOFF
+#define HM_SHELL_REGS__PFC_XOFF__BEATS_bm 0xffff
+#define HM_SHELL_REGS__PFC_XOFF__BEATS_bp 0
+#define HM_SHELL_REGS__PFC_XOFF__BEATS_bw 16
+#define HM_SHELL_REGS__PFC_XOFF__BEATS_reset 0x180
+
+// reg - hm_shell_regs::PFC_XON
+#define HM_SHELL_REGS__PFC_XON__BEATS_bm 0xffff
+#define HM_SHELL_REGS__PFC_XON__BEATS_bp 0
+#define HM_SHELL_REGS__PFC_XON__BEATS_bw 16
+#define HM_SHELL_REGS__PFC_XON__BEATS_reset 0x80
+
+// reg - hm_shell_regs::PFC_QUANTA
+#define HM_SHELL_REGS__PFC_QUANTA__QUANTA_bm 0xffff
+#define HM_SHELL_REGS__PFC_QUANTA__QUANTA_bp 0
+#define HM_SHELL_REGS__PFC_QUANTA__QUANTA_bw 16
+#define HM_SHELL_REGS__PFC_QUANTA__QUANTA_reset 0xffff
+
+// reg - hm_shell_regs::PFC_REFRESH
+#define HM_SHELL_REGS__PFC_REFRESH__CLOCKS_bm 0xffffff
+#define HM_SHELL_REGS__PFC_REFRESH__CLOCKS_bp 0
+#define HM_SHELL_REGS__PFC_REFRESH__CLOCKS_bw 24
+#define HM_SHELL_REGS__PFC_REFRESH__CLOCKS_reset 0x2000
+
+// reg - hm_shell_regs::MAC_LO
+#define HM_SHELL_REGS__MAC_LO__V_bm 0xffffffff
+#define HM_SHELL_REGS__MAC_LO__V_bp 0
+#define HM_SHELL_REGS__MAC_LO__V_bw 32
+#define HM_SHELL_REGS__MAC_LO__V_reset 0x0
+
+// reg - hm_shell_regs::MAC_HI
+#define HM_SHELL_REGS__MAC_HI__V_bm 0xffff
+#define HM_SHELL_REGS__MAC_HI__V_bp 0
+#define HM_SHELL_REGS__MAC_HI__V_bw 16
+#define HM_SHELL_REGS__MAC_HI__V_reset 0x0
+
+// reg - hm_shell_regs::STATUS
+#define HM_SHELL_REGS__STATUS__LINK_UP_bm 0x1
+#define HM_SHELL_REGS__STATUS__LINK_UP_bp 0
+#define HM_SHELL_REGS__STATUS__LINK_UP_bw 1
+#define HM_SHELL_REGS__STATUS__PFC_PAUSED_bm 0x2
+#define HM_SHELL_REGS__STATUS__PFC_PAUSED_bp 1
+#define HM_SHELL_REGS__STATUS__PFC_PAUSED_bw 1
+
+// reg - hm_shell_regs::RX_FIFO_BEATS
+#define HM_SHELL_REGS__RX_FIFO_BEATS__BEATS_bm 0xffff
+#define HM_SHELL_REGS__RX_FIFO_BEATS__BEATS_bp 0
+#define HM_SHELL_REGS__RX_FIFO_BEATS__BEATS_bw 16
+#define HM_SHELL_REGS__RX_FIFO_BEATS__BEATS_reset 0x200
+
+// reg - hm_shell_regs::ETH_RX_FRAMES
+#define HM_SHELL_REGS__ETH_RX_FRAMES__V_bm 0xffffffff
+#define HM_SHELL_REGS__ETH_RX_FRAMES__V_bp 0
+#define HM_SHELL_REGS__ETH_RX_FRAMES__V_bw 32
+
+// reg - hm_shell_regs::ETH_RX_DROP_BAD
+#define HM_SHELL_REGS__ETH_RX_DROP_BAD__V_bm 0xffffffff
+#define HM_SHELL_REGS__ETH_RX_DROP_BAD__V_bp 0
+#define HM_SHELL_REGS__ETH_RX_DROP_BAD__V_bw 32
+
+// reg - hm_shell_regs::ETH_RX_DROP_OVERSIZE
+#define HM_SHELL_REGS__ETH_RX_DROP_OVERSIZE__V_bm 0xffffffff
+#define HM_SHELL_REGS__ETH_RX_DROP_OVERSIZE__V_bp 0
+#define HM_SHELL_REGS__ETH_RX_DROP_OVERSIZE__V_bw 32
+
+// reg - hm_shell_regs::ETH_RX_DROP_FULL
+#define HM_SHELL_REGS__ETH_RX_DROP_FULL__V_bm 0xffffffff
+#define HM_SHELL_REGS__ETH_RX_DROP_FULL__V_bp 0
+#define HM_SHELL_REGS__ETH_RX_DROP_FULL__V_bw 32
+
+// reg - hm_shell_regs::ETH_TX_FRAMES
+#define HM_SHELL_REGS__ETH_TX_FRAMES__V_bm 0xffffffff
+#define HM_SHELL_REGS__ETH_TX_FRAMES__V_bp 0
+#define HM_SHELL_REGS__ETH_TX_FRAMES__V_bw 32
+
+// reg - hm_shell_regs::ETH_TX_DROP_OVERSIZE
+#define HM_SHELL_REGS__ETH_TX_DROP_OVERSIZE__V_bm 0xffffffff
+#define HM_SHELL_REGS__ETH_TX_DROP_OVERSIZE__V_bp 0
+#define HM_SHELL_REGS__ETH_TX_DROP_OVERSIZE__V_bw 32
+
+// reg - hm_shell_regs::ETH_TX_DROP_BAD
+#define HM_SHELL_REGS__ETH_TX_DROP_BAD__V_bm 0xffffffff
+#define HM_SHELL_REGS__ETH_TX_DROP_BAD__V_bp 0
+#define HM_SHELL_REGS__ETH_TX_DROP_BAD__V_bw 32
+
+// reg - hm_shell_regs::PCIE_MMIO_WR
+#define HM_SHELL_REGS__PCIE_MMIO_WR__V_bm 0xffffffff
+#define HM_SHELL_REGS__PCIE_MMIO_WR__V_bp 0
+#define HM_SHELL_REGS__PCIE_MMIO_WR__V_bw 32
+
+// reg - hm_shell_regs::PCIE_MMIO_RD
+#define HM_SHELL_REGS__PCIE_MMIO_RD__V_bm 0xffffffff
+#define HM_SHELL_REGS__PCIE_MMIO_RD__V_bp 0
+#define HM_SHELL_REGS__PCIE_MMIO_RD__V_bw 32
+
+// reg - hm_shell_regs::PCIE_PUSH
+#define HM_SHELL_REGS__PCIE_PUSH__V_bm 0xffffffff
+#define HM_SHELL_REGS__PCIE_PUSH__V_bp 0
+#define HM_SHELL_REGS__PCIE_PUSH__V_bw 32
+
+// reg - hm_shell_regs::PCIE_UR
+#define HM_SHELL_REGS__PCIE_UR__V_bm 0xffffffff
+#define HM_SHELL_REGS__PCIE_UR__V_bp 0
+#define HM_SHELL_REGS__PCIE_UR__V_bw 32
+
+// reg - hm_shell_regs::PCIE_DROPPED
+#define HM_SHELL_REGS__PCIE_DROPPED__V_bm 0xffffffff
+#define HM_SHELL_REGS__PCIE_DROPPED__V_bp 0
+#define HM_SHELL_REGS__PCIE_DROPPED__V_bw 32
+
+// reg - hm_shell_regs::PCIE_AXIL_ERR
+#define HM_SHELL_REGS__PCIE_AXIL_ERR__V_bm 0xffffffff
+#define HM_SHELL_REGS__PCIE_AXIL_ERR__V_bp 0
+#define HM_SHELL_REGS__PCIE_AXIL_ERR__V_bw 32
+
+// reg - hm_shell_regs::MSIX_SENT
+#define HM_SHELL_REGS__MSIX_SENT__V_bm 0xffffffff
+#define HM_SHELL_REGS__MSIX_SENT__V_bp 0
+#define HM_SHELL_REGS__MSIX_SENT__V_bw 32
+
+// reg - hm_shell_regs::MSIX_FAIL
+#define HM_SHELL_REGS__MSIX_FAIL__V_bm 0xffffffff
+#define HM_SHELL_REGS__MSIX_FAIL__V_bp 0
+#define HM_SHELL_REGS__MSIX_FAIL__V_bw 32
+
+// reg - hm_shell_regs::DMA_RD_REQ
+#define HM_SHELL_REGS__DMA_RD_REQ__V_bm 0xffffffff
+#define HM_SHELL_REGS__DMA_RD_REQ__V_bp 0
+#define HM_SHELL_REGS__DMA_RD_REQ__V_bw 32
+
+// reg - hm_shell_regs::DMA_WR_REQ
+#define HM_SHELL_REGS__DMA_WR_REQ__V_bm 0xffffffff
+#define HM_SHELL_REGS__DMA_WR_REQ__V_bp 0
+#define HM_SHELL_REGS__DMA_WR_REQ__V_bw 32
+
+// reg - hm_shell_regs::DMA_CPL
+#define HM_SHELL_REGS__DMA_CPL__V_bm 0xffffffff
+#define HM_SHELL_REGS__DMA_CPL__V_bp 0
+#define HM_SHELL_REGS__DMA_CPL__V_bw 32
+
+// reg - hm_shell_regs::DMA_CPL_ERR
+#define HM_SHELL_REGS__DMA_CPL_ERR__V_bm 0xffffffff
+#define HM_SHELL_REGS__DMA_CPL_ERR__V_bp 0
+#define HM_SHELL_REGS__DMA_CPL_ERR__V_bw 32
+
+// reg - hm_shell_regs::DMA_CPL_UNEXPECTED
+#define HM_SHELL_REGS__DMA_CPL_UNEXPECTED__V_bm 0xffffffff
+#define HM_SHELL_REGS__DMA_CPL_UNEXPECTED__V_bp 0
+#define HM_SHELL_REGS__DMA_CPL_UNEXPECTED__V_bw 32
+
+// reg - hm_shell_regs::DMA_TIMEOUT
+#define HM_SHELL_REGS__DMA_TIMEOUT__V_bm 0xffffffff
+#define HM_SHELL_REGS__DMA_TIMEOUT__V_bp 0
+#define HM_SHELL_REGS__DMA_TIMEOUT__V_bw 32
+
+// reg - hm_shell_regs::DMA_BAD_BURST
+#define HM_SHELL_REGS__DMA_BAD_BURST__V_bm 0xffffffff
+#define HM_SHELL_REGS__DMA_BAD_BURST__V_bp 0
+#define HM_SHELL_REGS__DMA_BAD_BURST__V_bw 32
+
+// reg - hm_shell_regs::DMA_TAGS_RETIRED
+#define HM_SHELL_REGS__DMA_TAGS_RETIRED__V_bm 0xff
+#define HM_SHELL_REGS__DMA_TAGS_RETIRED__V_bp 0
+#define HM_SHELL_REGS__DMA_TAGS_RETIRED__V_bw 8
+
+// reg - hm_shell_regs::FLR_COUNT
+#define HM_SHELL_REGS__FLR_COUNT__V_bm 0xffffffff
+#define HM_SHELL_REGS__FLR_COUNT__V_bp 0
+#define HM_SHELL_REGS__FLR_COUNT__V_bw 32
+
+// addrmap - hm_shell_regs
+typedef struct __attribute__ ((__packed__)) {
+    uint32_t PFC_CTRL;
+    uint32_t PFC_XOFF;
+    uint32_t PFC_XON;
+    uint32_t PFC_QUANTA;
+    uint32_t PFC_REFRESH;
+    uint32_t MAC_LO;
+    uint32_t MAC_HI;
+    uint32_t STATUS;
+    uint32_t RX_FIFO_BEATS;
+    uint8_t RESERVED_24_ff[0xdc];
+    uint32_t ETH_RX_FRAMES;
+    uint32_t ETH_RX_DROP_BAD;
+    uint32_t ETH_RX_DROP_OVERSIZE;
+    uint32_t ETH_RX_DROP_FULL;
+    uint32_t ETH_TX_FRAMES;
+    uint32_t ETH_TX_DROP_OVERSIZE;
+    uint32_t ETH_TX_DROP_BAD;
+    uint8_t RESERVED_11c_13f[0x24];
+    uint32_t PCIE_MMIO_WR;
+    uint32_t PCIE_MMIO_RD;
+    uint32_t PCIE_PUSH;
+    uint32_t PCIE_UR;
+    uint32_t PCIE_DROPPED;
+    uint32_t PCIE_AXIL_ERR;
+    uint32_t MSIX_SENT;
+    uint32_t MSIX_FAIL;
+    uint32_t DMA_RD_REQ;
+    uint32_t DMA_WR_REQ;
+    uint32_t DMA_CPL;
+    uint32_t DMA_CPL_ERR;
+    uint32_t DMA_CPL_UNEXPECTED;
+    uint32_t DMA_TIMEOUT;
+    uint32_t DMA_BAD_BURST;
+    uint32_t DMA_TAGS_RETIRED;
+    uint32_t FLR_COUNT;
+} hm_shell_regs_t;
+
 // addrmap - hm_bar
 typedef struct __attribute__ ((__packed__)) {
     hm_bar0_t ENGINE;
     uint8_t RESERVED_13fc_ffff[0xec04];
     hm_ctrl_host_t CTRL;
+    hm_bar__MSIX_t MSIX;
+    uint8_t RESERVED_21000_2ffff[0xf000];
+    hm_shell_regs_t SHELL;
 } hm_bar_t;
 
 
-static_assert(sizeof(hm_bar_t) == 0x20000, "Packing error");
+static_assert(sizeof(hm_bar_t) == 0x30184, "Packing error");
 
 #ifdef __cplusplus
 }

@@ -57,6 +57,7 @@ module hm_eth_port #(
   input  logic                  core_tx_tvalid,
   output logic                  core_tx_tready,
   input  logic                  core_tx_tlast,
+  input  logic                  core_tx_tuser,   // with tlast: the frame is bad (dropped whole, counted)
 
   // ---- configuration (core_clk)
   input  logic                  cfg_pfc_enable,
@@ -74,6 +75,7 @@ module hm_eth_port #(
   output logic [31:0]           rx_drop_full,     // core_clk
   output logic [31:0]           tx_frames,        // core_clk: frames taken from the core
   output logic [31:0]           tx_drop_oversize, // core_clk
+  output logic [31:0]           tx_drop_bad,      // core_clk: frames the core marked bad
   output logic                  pfc_paused,       // mac_clk
   output logic [31:0]           pfc_xoff_sent,    // mac_clk
   output logic [31:0]           pfc_xon_sent      // mac_clk
@@ -112,15 +114,15 @@ module hm_eth_port #(
   logic [KEEP_WIDTH-1:0] tx_tkeep;
   logic                  tx_tvalid, tx_tready, tx_tlast;
   logic [$clog2(TX_DEPTH):0] tx_level_unused;
-  logic [31:0] txs_bad_unused, txs_full_unused, txm_frames_unused, txm_bad_unused,
+  logic [31:0] txs_full_unused, txm_frames_unused, txm_bad_unused,
                txm_over_unused, txm_full_unused;
   hm_axis_async_frame_fifo #(.DATA_WIDTH(DATA_WIDTH), .KEEP_WIDTH(KEEP_WIDTH), .DEPTH(TX_DEPTH),
                              .DROP_WHEN_FULL(1'b0), .STAGES(STAGES)) u_tx (
     .s_clk(core_clk), .s_rst(core_side_rst),
     .s_axis_tdata(core_tx_tdata), .s_axis_tkeep(core_tx_tkeep), .s_axis_tvalid(core_tx_tvalid),
-    .s_axis_tready(core_tx_tready), .s_axis_tlast(core_tx_tlast), .s_axis_tuser(1'b0),
+    .s_axis_tready(core_tx_tready), .s_axis_tlast(core_tx_tlast), .s_axis_tuser(core_tx_tuser),
     .s_level(tx_level_unused),
-    .s_cnt_frames(tx_frames), .s_cnt_bad(txs_bad_unused), .s_cnt_oversize(tx_drop_oversize),
+    .s_cnt_frames(tx_frames), .s_cnt_bad(tx_drop_bad), .s_cnt_oversize(tx_drop_oversize),
     .s_cnt_full(txs_full_unused),
     .m_clk(mac_clk), .m_rst(mac_side_rst),
     .m_axis_tdata(tx_tdata), .m_axis_tkeep(tx_tkeep), .m_axis_tvalid(tx_tvalid),
@@ -158,6 +160,6 @@ module hm_eth_port #(
 
   logic unused_ok;
   assign unused_ok = ^{rx_ready_unused, rxs_frames, rxs_bad, rxs_over, rxs_full, tx_level_unused,
-                       txs_bad_unused, txs_full_unused, txm_frames_unused, txm_bad_unused,
+                       txs_full_unused, txm_frames_unused, txm_bad_unused,
                        txm_over_unused, txm_full_unused};
 endmodule

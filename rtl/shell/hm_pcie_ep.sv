@@ -7,10 +7,11 @@
 //       0x00000..0x0ffff  the engine's register block (m_eng_axil_*)
 //       0x10000..0x1ffff  the control core's host port (m_ctl_axil_*)
 //       0x20000..0x20fff  the MSI-X table (0x20000) and PBA (0x20800), hm_msix
-//       0x21000..0x3ffff  reserved: reads answer an error (the completer sends Completer
+//       0x30000..0x30fff  the shell's register block (m_shl_axil_*; hm_card)
+//       anything else     reserved: reads answer an error (the completer sends Completer
 //                         Abort), writes are dropped (the access answers an error, counted);
 //                         the answer comes the clock after the address is taken
-//     (the function BAR of docs/registers.md, then MSI-X);
+//     (the function BAR of docs/registers.md, hm_bar);
 //   - hm_msix: the core's interrupt events to MSI-X messages (sent only while MSI-X and bus
 //     mastering are enabled: a message is a memory write);
 //   - hm_pcie_dma: the engine's DMA master to RQ/RC.
@@ -113,6 +114,24 @@ module hm_pcie_ep #(
   input  logic [1:0]          m_ctl_axil_rresp,
   input  logic                m_ctl_axil_rvalid,
   output logic                m_ctl_axil_rready,
+  // ---- the shell's register block (AXI4-Lite, 12-bit offsets)
+  output logic [11:0]         m_shl_axil_awaddr,
+  output logic                m_shl_axil_awvalid,
+  input  logic                m_shl_axil_awready,
+  output logic [31:0]         m_shl_axil_wdata,
+  output logic [3:0]          m_shl_axil_wstrb,
+  output logic                m_shl_axil_wvalid,
+  input  logic                m_shl_axil_wready,
+  input  logic [1:0]          m_shl_axil_bresp,
+  input  logic                m_shl_axil_bvalid,
+  output logic                m_shl_axil_bready,
+  output logic [11:0]         m_shl_axil_araddr,
+  output logic                m_shl_axil_arvalid,
+  input  logic                m_shl_axil_arready,
+  input  logic [31:0]         m_shl_axil_rdata,
+  input  logic [1:0]          m_shl_axil_rresp,
+  input  logic                m_shl_axil_rvalid,
+  output logic                m_shl_axil_rready,
 
   // ---- the core: pushes, interrupt events, DMA (AXI4 slave, 512-bit)
   output logic [PUSH_QW-1:0]  m_push_qpn,
@@ -150,7 +169,27 @@ module hm_pcie_ep #(
   output logic [3:0]          s_axi_bid,
   output logic [1:0]          s_axi_bresp,
   output logic                s_axi_bvalid,
-  input  logic                s_axi_bready
+  input  logic                s_axi_bready,
+
+  // ---- counters (32 bits, wrapping; those of the completer, MSI-X and the DMA bridge are
+  // cleared by an FLR, stat_flr is not)
+  output logic [31:0]         stat_mmio_wr,       // BAR 0 writes taken
+  output logic [31:0]         stat_mmio_rd,       // BAR 0 reads answered
+  output logic [31:0]         stat_push,          // pushes passed on
+  output logic [31:0]         stat_ur,            // requests answered Unsupported Request
+  output logic [31:0]         stat_dropped,       // posted requests dropped
+  output logic [31:0]         stat_axil_err,      // BAR 0 accesses answered with an error
+  output logic [31:0]         stat_msix_sent,     // MSI-X messages sent
+  output logic [31:0]         stat_msix_fail,     // MSI-X messages refused by the block
+  output logic [31:0]         stat_dma_rd_req,    // memory read requests sent
+  output logic [31:0]         stat_dma_wr_req,    // memory writes sent
+  output logic [31:0]         stat_dma_cpl,       // completions taken
+  output logic [31:0]         stat_dma_cpl_err,   // completions with an error or malformed
+  output logic [31:0]         stat_dma_cpl_unexpected, // completions for no tag in flight
+  output logic [31:0]         stat_dma_timeout,   // read requests timed out
+  output logic [31:0]         stat_dma_bad_burst, // DMA bursts refused
+  output logic [5:0]          stat_dma_tags_retired, // read tags out of use until reset
+  output logic [31:0]         stat_flr            // function-level resets begun
 );
   import hm_pkg::*;
   localparam int AW = 18;
@@ -162,7 +201,6 @@ module hm_pcie_ep #(
   logic [31:0]   b_wdata, b_rdata;
   logic [3:0]    b_wstrb;
   logic [1:0]    b_bresp, b_rresp;
-  logic [31:0]   cq_wr_u, cq_rd_u, cq_push_u, cq_ur_u, cq_drop_u, cq_axerr_u;
 
   hm_pcie_cq #(.BAR0_AW(AW), .PUSH_BAR(PUSH_BAR), .PUSH_QW(PUSH_QW)) u_cq (
     .clk, .rst, .fence(core_rst),
@@ -177,19 +215,19 @@ module hm_pcie_ep #(
     .m_axil_arready(b_arready), .m_axil_rdata(b_rdata), .m_axil_rresp(b_rresp),
     .m_axil_rvalid(b_rvalid), .m_axil_rready(b_rready),
     .m_push_qpn, .m_push_data, .m_push_valid, .m_push_ready,
-    .stat_mmio_wr(cq_wr_u), .stat_mmio_rd(cq_rd_u), .stat_push(cq_push_u), .stat_ur(cq_ur_u),
-    .stat_dropped(cq_drop_u), .stat_axil_err(cq_axerr_u)
+    .stat_mmio_wr, .stat_mmio_rd, .stat_push, .stat_ur, .stat_dropped, .stat_axil_err
   );
 
   // ---- decode: by the address of the access in progress, registered (the completer offers an
   // address from the clock after it sets it, and holds it until the answer)
-  typedef enum logic [1:0] {T_ENG, T_CTL, T_MSIX, T_NONE} tgt_t;
+  typedef enum logic [2:0] {T_ENG, T_CTL, T_MSIX, T_SHL, T_NONE} tgt_t;
   function automatic tgt_t tgt(input logic [AW-1:0] a);
     logic unused_lo;
     unused_lo = ^a[11:0];
     if (a[17:16] == 2'd0) return T_ENG;
     if (a[17:16] == 2'd1) return T_CTL;
     if (a[17:12] == 6'h20) return T_MSIX;
+    if (a[17:12] == 6'h30) return T_SHL;
     return T_NONE;
   endfunction
   tgt_t wt, rt;
@@ -209,6 +247,7 @@ module hm_pcie_ep #(
       flr_q     <= F_IDLE;
       dma_rst_q <= 1'b1;
       core_rst  <= 1'b1;
+      stat_flr  <= '0;
     end else begin
       dma_rst_q <= 1'b0;
       core_rst  <= flr_q != F_IDLE || cfg_flr_in_process[0];
@@ -216,6 +255,7 @@ module hm_pcie_ep #(
         F_IDLE: if (cfg_flr_in_process[0]) begin
           flr_q     <= F_WAIT;
           flr_cnt_q <= '0;
+          stat_flr  <= stat_flr + 1'b1;
         end
         F_WAIT: begin
           flr_cnt_q <= flr_cnt_q + 1'b1;
@@ -250,7 +290,7 @@ module hm_pcie_ep #(
   logic          x_awready, x_wready, x_bvalid, x_arready, x_rvalid;
   logic [1:0]    x_bresp, x_rresp;
   logic [31:0]   x_rdata;
-  logic [31:0]   x_sent_u, x_fail_u, x_to_u, x_bad_u;
+  logic [31:0]   x_to_u, x_bad_u;
   hm_msix #(.NUM_VEC(NUM_VEC), .ADDR_W(12), .PBA_OFFSET('h800), .TIMEOUT(MSIX_TIMEOUT)) u_msix (
     .clk, .rst(core_rst),
     .s_axil_awaddr(b_awaddr[11:0]), .s_axil_awvalid(b_awvalid && wt == T_MSIX),
@@ -266,7 +306,7 @@ module hm_pcie_ep #(
     .cfg_interrupt_msix_mask(cfg_interrupt_msix_mask[0]),
     .cfg_interrupt_msix_address, .cfg_interrupt_msix_data, .cfg_interrupt_msix_int,
     .cfg_interrupt_msix_sent, .cfg_interrupt_msix_fail,
-    .stat_sent(x_sent_u), .stat_fail(x_fail_u), .stat_timeout(x_to_u), .stat_bad_vec(x_bad_u)
+    .stat_sent(stat_msix_sent), .stat_fail(stat_msix_fail), .stat_timeout(x_to_u), .stat_bad_vec(x_bad_u)
   );
 
   // reserved space: the register blocks' AXI4-Lite front end, refusing every access (SLVERR
@@ -306,6 +346,15 @@ module hm_pcie_ep #(
   assign m_ctl_axil_araddr  = b_araddr[15:0];
   assign m_ctl_axil_arvalid = b_arvalid && rt == T_CTL;
   assign m_ctl_axil_rready  = b_rready && rt == T_CTL;
+  assign m_shl_axil_awaddr  = b_awaddr[11:0];
+  assign m_shl_axil_awvalid = b_awvalid && wt == T_SHL;
+  assign m_shl_axil_wdata   = b_wdata;
+  assign m_shl_axil_wstrb   = b_wstrb;
+  assign m_shl_axil_wvalid  = b_wvalid && wt == T_SHL;
+  assign m_shl_axil_bready  = b_bready && wt == T_SHL;
+  assign m_shl_axil_araddr  = b_araddr[11:0];
+  assign m_shl_axil_arvalid = b_arvalid && rt == T_SHL;
+  assign m_shl_axil_rready  = b_rready && rt == T_SHL;
 
   always_comb begin
     unique case (wt)
@@ -315,6 +364,8 @@ module hm_pcie_ep #(
                     b_bvalid = m_ctl_axil_bvalid; b_bresp = m_ctl_axil_bresp; end
       T_MSIX: begin b_awready = x_awready; b_wready = x_wready; b_bvalid = x_bvalid;
                     b_bresp = x_bresp; end
+      T_SHL:  begin b_awready = m_shl_axil_awready; b_wready = m_shl_axil_wready;
+                    b_bvalid = m_shl_axil_bvalid; b_bresp = m_shl_axil_bresp; end
       default: begin b_awready = n_rsp.awready; b_wready = n_rsp.wready; b_bvalid = n_rsp.bvalid;
                      b_bresp = n_rsp.bresp; end
     endcase
@@ -325,14 +376,14 @@ module hm_pcie_ep #(
                     b_rdata = m_ctl_axil_rdata; b_rresp = m_ctl_axil_rresp; end
       T_MSIX: begin b_arready = x_arready; b_rvalid = x_rvalid; b_rdata = x_rdata;
                     b_rresp = x_rresp; end
+      T_SHL:  begin b_arready = m_shl_axil_arready; b_rvalid = m_shl_axil_rvalid;
+                    b_rdata = m_shl_axil_rdata; b_rresp = m_shl_axil_rresp; end
       default: begin b_arready = n_rsp.arready; b_rvalid = n_rsp.rvalid; b_rdata = n_rsp.rdata;
                      b_rresp = n_rsp.rresp; end
     endcase
   end
 
   // ---- DMA
-  logic [31:0] d_rd_u, d_wr_u, d_cpl_u, d_cerr_u, d_cunx_u, d_to_u, d_bad_u;
-  logic [5:0]  d_ret_u;
   hm_pcie_dma #(.TIMEOUT_TICK(TIMEOUT_TICK)) u_dma (
     .clk, .rst(dma_rst_q),
     .s_axi_arid, .s_axi_araddr, .s_axi_arlen, .s_axi_arsize, .s_axi_arburst, .s_axi_arvalid,
@@ -345,16 +396,15 @@ module hm_pcie_ep #(
     .s_axis_rc_tdata, .s_axis_rc_tkeep, .s_axis_rc_tlast, .s_axis_rc_tuser, .s_axis_rc_tvalid,
     .s_axis_rc_tready,
     .cfg_max_payload, .cfg_max_read_req, .cfg_bus_master_en(cfg_function_status[2]),
-    .stat_rd_req(d_rd_u), .stat_wr_req(d_wr_u), .stat_cpl(d_cpl_u), .stat_cpl_err(d_cerr_u),
-    .stat_cpl_unexpected(d_cunx_u), .stat_timeout(d_to_u), .stat_bad_burst(d_bad_u),
-    .tags_retired(d_ret_u), .rq_hold(flr_q == F_WAIT || flr_q == F_RESET), .rq_between
+    .stat_rd_req(stat_dma_rd_req), .stat_wr_req(stat_dma_wr_req), .stat_cpl(stat_dma_cpl),
+    .stat_cpl_err(stat_dma_cpl_err), .stat_cpl_unexpected(stat_dma_cpl_unexpected),
+    .stat_timeout(stat_dma_timeout), .stat_bad_burst(stat_dma_bad_burst),
+    .tags_retired(stat_dma_tags_retired), .rq_hold(flr_q == F_WAIT || flr_q == F_RESET), .rq_between
   );
 
   // (the counters are not in the register map yet: the card top will take them there)
   logic unused_ok;
-  assign unused_ok = ^{cq_wr_u, cq_rd_u, cq_push_u, cq_ur_u, cq_drop_u, cq_axerr_u, x_sent_u,
-                       x_fail_u, x_to_u, x_bad_u, d_rd_u, d_wr_u, d_cpl_u, d_cerr_u, d_cunx_u,
-                       d_to_u, d_bad_u, d_ret_u, cfg_function_status[15:3],
+  assign unused_ok = ^{x_to_u, x_bad_u, cfg_function_status[15:3],
                        cfg_function_status[1:0], cfg_interrupt_msix_enable[3:1],
                        cfg_interrupt_msix_mask[3:1], cfg_flr_in_process[3:1], n_wr_pend_u,
                        n_wr_do_u, n_rd_do_u, n_wr_addr_u, n_rd_addr_u, n_wr_data_u, n_wr_strb_u};

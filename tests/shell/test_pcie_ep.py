@@ -46,9 +46,12 @@ class Tb:
                               dut.core_rst, size=1 << 16)
         self.ctl = AxiLiteRam(AxiLiteBus.from_prefix(dut, "m_ctl_axil", case_insensitive=False), dut.clk,
                               dut.core_rst, size=1 << 16)
+        self.shl = AxiLiteRam(AxiLiteBus.from_prefix(dut, "m_shl_axil", case_insensitive=False), dut.clk,
+                              dut.core_rst, size=1 << 12)
         # (the engine's DMA master: reset with the core, by an FLR too)
         self.axi = dma_master(dut, dut.core_rst)
-        quiet(self.eng.write_if, self.eng.read_if, self.ctl.write_if, self.ctl.read_if)
+        quiet(self.eng.write_if, self.eng.read_if, self.ctl.write_if, self.ctl.read_if,
+              self.shl.write_if, self.shl.read_if)
         self.pushes = []
         self.pci = None
         self.sb_errors = []            # sideband mismatches on RQ/CC (sideband_monitor)
@@ -127,18 +130,27 @@ async def enumeration_bars_and_mmio(dut):
     assert await bar0.read(0x400, 64) == bytes(range(64))
     assert await bar0.read(0x403, 6) == bytes(range(3, 9))
     assert tb.cq("mmio_rd") >= 5 and tb.cq("axil_err") == 0
-    # reserved space: a read answers an error (Completer Abort), a write is dropped
+    # the shell's register window (0x30000..0x30fff)
+    await bar0.write_dword(0x30004, 0x01020304)
+    assert await bar0.read_dword(0x30004) == 0x01020304    # (after the posted write)
+    assert tb.shl.read(0x004, 4) == bytes([4, 3, 2, 1])
+    tb.shl.write(0xffc, bytes([9, 8, 7, 6]))
+    assert await bar0.read_dword(0x30ffc) == 0x06070809
+    assert tb.eng.read(0x004, 4) != bytes([4, 3, 2, 1]) and tb.ctl.read(0x004, 4) != bytes([4, 3, 2, 1])
+    # reserved space (here 0x31000, past the shell's window): a read answers an error
+    # (Completer Abort), a write is dropped
     before = tb.cq("axil_err")
     try:
-        v = await with_timeout(bar0.read_dword(0x30000), 20, "us")
+        v = await with_timeout(bar0.read_dword(0x31000), 20, "us")
         bad = v == 0xffffffff
     except Exception as e:          # the root complex's model raises on a failed completion
         dut._log.info("reserved read: %r", e)
         bad = True
     assert bad, "a read of reserved space completed normally"
-    await bar0.write_dword(0x30000, 1)
+    await bar0.write_dword(0x31000, 1)
     await bar0.read_dword(0x0010)   # (after the posted write)
     assert tb.cq("axil_err") == before + 2
+    assert int(dut.stat_axil_err.value) == before + 2 and int(dut.stat_mmio_rd.value) == tb.cq("mmio_rd")
 
     # pushes: 64 bytes at a QP's window
     await bar2.write(5 * 64, bytes(range(64)))
@@ -149,6 +161,7 @@ async def enumeration_bars_and_mmio(dut):
     await ClockCycles(dut.clk, 20)
     assert tb.pushes == [(5, bytes(range(64))), (4095, bytes(range(100, 164)))], tb.pushes
     assert tb.cq("push") == 2 and tb.cq("dropped") >= 2, (tb.cq("push"), tb.cq("dropped"))
+    assert int(dut.stat_push.value) == 2 and int(dut.stat_dropped.value) == tb.cq("dropped")
     assert not tb.sb_errors, tb.sb_errors[:5]
 
 
@@ -204,7 +217,7 @@ async def msix_delivered_and_masked(dut):
     await pci.capability_write_word(PciCapId.MSIX, 2, ctrl)
     await with_timeout(events[3].wait(), 20, "us")
     assert got == [0, 7, 31, 12, 9, 3], got
-    assert int(dut.u_msix.stat_sent.value) == 7
+    assert int(dut.u_msix.stat_sent.value) == 7 and int(dut.stat_msix_sent.value) == 7
     assert not tb.sb_errors, tb.sb_errors[:5]
 
 
@@ -276,6 +289,8 @@ async def flr_quiesces_and_resets(dut):
         raise AssertionError("no cfg_flr_done")
     dut._log.info("FLR done %d clocks after it began, %d RQ beats so far", n + 2, state["beats"])
     assert int(dut.core_rst.value) == 1
+    assert int(dut.stat_flr.value) == 1
+    assert int(dut.stat_dma_rd_req.value) == 0 and int(dut.stat_dma_cpl.value) == 0, "the FLR left the DMA counters"
     # BAR 0 while the blocks behind it are in reset: answered as failed, never hung
     before = tb.cq("axil_err")
     await bar0.write_dword(0x0010, 0xdead)
@@ -303,4 +318,5 @@ async def flr_quiesces_and_resets(dut):
     r = await with_timeout(tb.axi.read(base + 0x30000, 700), 50, "us")
     assert bytes(r.data) == b"\x99" * 700
     assert state["cut"] == 0
+    assert int(dut.stat_flr.value) == 1 and int(dut.stat_dma_rd_req.value) >= 2 and int(dut.stat_dma_wr_req.value) >= 1
     assert not tb.sb_errors, tb.sb_errors[:5]

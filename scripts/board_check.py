@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""Checks a board's Vivado flow without Vivado (issue 21): what can be checked on a machine
+that has none.
+
+  scripts/board_check.py u55c              check boards/u55c/
+  scripts/board_check.py u55c --self-test  also break the flow in known ways, each of which the
+                                           check must catch
+
+1. The flow runs in tclsh: boards/<card>/build.tcl (which sources ip.tcl) and the XDC are
+   sourced with a stub for every Vivado command they may call (scripts/vivado_stub.tcl), so a
+   syntax error, an unknown command or option, a missing source file fails. The calls are
+   recorded, and the steps checked in order: a project for the card's part, both IPs created,
+   configured and synthesised, every source of hematite.core's vivado_<card> target read in
+   the manifest's order, the constraints read after the IPs with PROCESSING_ORDER LATE,
+   synth_design of the top, opt / place / phys_opt / route, the reports and the bitstream.
+2. The IPs' configuration agrees with the RTL and with the host side: the PCIe link and
+   interface width, alignment and straddling as hm_pcie_dma / hm_pcie_cq expect them, BAR 0's
+   size against hm_pcie_ep's decode and the register map, the push BAR against hm_card's
+   push window, the MSI-X table size against the top's NUM_VEC and its offsets against the
+   register map and hm_pcie_ep, the PCI IDs against the host driver's placeholder IDs, the
+   CMAC's interface, reference clock and frame length against the shell.
+3. The constraints agree with the top: every port they name exists, every port that is not a
+   transceiver lane has a pin and an I/O standard, and the reference clocks' periods are the
+   IPs' frequencies.
+Prints one line per group and exits non-zero on the first group that fails.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import manifest  # noqa: E402
+
+CARDS = {
+    "u55c": {
+        "part": "xcu55c-fsvh2892-2L-e",
+        "top": "hm_u55c_top",
+        "ips": {"hm_u55c_pcie": "pcie4c_uscale_plus", "hm_u55c_cmac": "cmac_usplus"},
+        "xdc": "u55c.xdc",
+        # ports placed by the IPs (transceiver lanes)
+        "lanes": r"(pcie|qsfp\d)_(rx|tx)_[pn]",
+    },
+}
+
+
+class Fail(Exception):
+    pass
+
+
+def read(rel):
+    with open(os.path.join(ROOT, rel)) as f:
+        return f.read()
+
+
+def sv_param(rel, name):
+    """The default of `parameter int NAME = value` or `localparam int NAME = value` in a file."""
+    m = re.search(rf"(?:parameter|localparam)\s+int\s+{name}\s*=\s*(\d+)", read(rel))
+    if not m:
+        raise Fail(f"{rel}: no integer parameter {name}")
+    return int(m.group(1))
+
+
+def pkg_const(name):
+    """A constant of the generated register package (rtl/pkg/hm_regs_pkg.sv), or hm_pkg's."""
+    for rel in ("rtl/pkg/hm_regs_pkg.sv", "rtl/pkg/hm_pkg.sv"):
+        m = re.search(rf"localparam\s+(?:logic\s*\[[^\]]*\]|int)\s+{name}\s*=\s*(?:\d+'h([0-9A-Fa-f_]+)|\d+'d(\d+)|(\d+))\s*;", read(rel))
+        if m:
+            h, d, n = m.groups()
+            return int(h.replace("_", ""), 16) if h else int(d or n)
+    raise Fail(f"no constant {name} in the RTL packages")
+
+
+def placeholder_ids():
+    m = re.search(r"PLACEHOLDER_IDS:\s*\[\(u16, u16\);\s*\d+\]\s*=\s*\[\(0x([0-9a-fA-F]+),\s*0x([0-9a-fA-F]+)\)", read("run/src/cards.rs"))
+    if not m:
+        raise Fail("run/src/cards.rs: no PLACEHOLDER_IDS")
+    return int(m.group(1), 16), int(m.group(2), 16)
+
+
+def top_ports(rel, top):
+    """{name: (direction, width)} of the top's ANSI port list."""
+    text = re.sub(r"//[^\n]*", "", read(rel))
+    m = re.search(rf"\bmodule\s+{top}\b.*?\)\s*\((.*?)\);", text, flags=re.S)
+    if not m:
+        raise Fail(f"{rel}: no port list of {top}")
+    ports = {}
+    for d, hi, lo, name in re.findall(r"(input|output)\s+logic\s*(?:\[(\d+):(\d+)\])?\s*(\w+)", m.group(1)):
+        ports[name] = (d, int(hi) - int(lo) + 1 if hi else 1)
+    return ports
+
+
+def run_flow(board_dir, card, work):
+    """Sources build.tcl (with ip.tcl) and the XDC in tclsh with the stubs; returns the log as
+    a list of Tcl lists (each a list of words)."""
+    c = CARDS[card]
+    srcs = manifest.sources(f"vivado_{card}", "sv")
+    missing = [s for s in srcs if not os.path.exists(os.path.join(ROOT, s))]
+    if missing:
+        raise Fail(f"hematite.core vivado_{card}: missing sources {missing}")
+    sf = os.path.join(work, "sources.f")
+    with open(sf, "w") as f:
+        f.write("\n".join(os.path.join(ROOT, x) for x in srcs) + "\n")
+    logs = []
+    for what, script in (("flow", "build.tcl"), ("xdc", c["xdc"])):
+        log = os.path.join(work, f"{what}.log")
+        drv = os.path.join(work, f"{what}.tcl")
+        with open(drv, "w") as f:
+            f.write(f"set ::stub_log {{{log}}}\n")
+            f.write(f"source {{{os.path.join(ROOT, 'scripts', 'vivado_stub.tcl')}}}\n")
+            if what == "flow":
+                f.write(f"set argv [list {{{os.path.join(work, 'out')}}} {{{sf}}}]\nset argc 2\n")
+            f.write(f"source {{{os.path.join(board_dir, script)}}}\nclose $::stub_fh\n")
+        r = subprocess.run(["tclsh", drv], capture_output=True, text=True, cwd=ROOT)
+        if r.returncode != 0:
+            raise Fail(f"{script} in tclsh with the Vivado stubs: {r.stderr.strip() or r.stdout.strip()}")
+        # each log line is a Tcl list; tclsh splits it for us
+        conv = os.path.join(work, f"{what}_py.tcl")
+        with open(conv, "w") as f:
+            f.write(f"set fh [open {{{log}}}]\nwhile {{[gets $fh line] >= 0}} {{ puts [join $line \"\\x1f\"] }}\n")
+        r = subprocess.run(["tclsh", conv], capture_output=True, text=True)
+        logs.append([ln.split("\x1f") for ln in r.stdout.splitlines()])
+    return srcs, logs[0], logs[1]
+
+
+def check_steps(card, srcs, flow):
+    c = CARDS[card]
+    cmds = [e[0] for e in flow]
+
+    def at(cmd, pred=lambda e: True):
+        for i, e in enumerate(flow):
+            if e[0] == cmd and pred(e):
+                return i
+        raise Fail(f"build.tcl never calls {cmd}" + ("" if pred is None else " as required"))
+
+    p = at("create_project")
+    if c["part"] not in flow[p]:
+        raise Fail(f"build.tcl: the project is not for {c['part']}: {flow[p]}")
+    for name, ipdef in c["ips"].items():
+        i = at("create_ip", lambda e: e[1] == name)
+        if flow[i][2] != ipdef:
+            raise Fail(f"ip.tcl: {name} is a {flow[i][2]}, not a {ipdef}")
+        at("generate_target", lambda e: name in e[-1])
+        at("synth_ip", lambda e: name in e[-1])
+    read = [os.path.relpath(e[1], ROOT) for e in flow if e[0] == "read_verilog"]
+    if read != srcs:
+        raise Fail(f"build.tcl reads {len(read)} sources, not hematite.core vivado_{card}'s {len(srcs)} in order")
+    x = at("read_xdc", lambda e: e[1].endswith(c["xdc"]))
+    at("set_property", lambda e: e[1] == "PROCESSING_ORDER" and e[2] == "LATE" and c["xdc"] in e[3])
+    s = at("synth_design")
+    if ["-top", c["top"]] != flow[s][1:3] and f"-top {c['top']}" not in " ".join(flow[s]):
+        raise Fail(f"build.tcl: synth_design is not of {c['top']}: {flow[s]}")
+    if c["part"] not in flow[s]:
+        raise Fail(f"build.tcl: synth_design not for {c['part']}")
+    order = [x, s] + [at(k) for k in ("opt_design", "place_design", "route_design", "report_timing_summary", "write_bitstream")]
+    if order != sorted(order) or min(i for i, k in enumerate(cmds) if k == "synth_ip") > x:
+        raise Fail("build.tcl: the steps are not in order (IPs, sources, constraints, synthesis, "
+                   "opt, place, route, timing report, bitstream)")
+    return f"flow: tclsh with Vivado stubs: {len(flow)} calls, {len(srcs)} sources in manifest order, steps in order"
+
+
+def ip_cfg(flow, name):
+    return {e[2].replace("CONFIG.", ""): e[3] for e in flow if e[0] == "ip_cfg" and e[1] == name}
+
+
+def need(cfg, key, want, why):
+    got = cfg.get(key)
+    if got is None or str(got).lower() != str(want).lower():
+        raise Fail(f"ip.tcl: {key} is {got!r}, the RTL needs {want!r} ({why})")
+
+
+def size_bytes(cfg, bar):
+    scale = {"Bytes": 1, "Kilobytes": 1 << 10, "Megabytes": 1 << 20, "Gigabytes": 1 << 30}[cfg[f"pf0_bar{bar}_scale"]]
+    return int(cfg[f"pf0_bar{bar}_size"]) * scale
+
+
+def check_ips(card, flow):
+    top_rel = f"boards/{card}/hm_{card}_top.sv"
+    pcie = ip_cfg(flow, f"hm_{card}_pcie")
+    cmac = ip_cfg(flow, f"hm_{card}_cmac")
+    # the PCIe block's interfaces as hm_pcie_ep's blocks expect them
+    need(pcie, "axisten_if_width", "512_bit", "hm_pcie_ep's interfaces are 512 bits")
+    need(pcie, "axisten_freq", "250", "the core clock is the user clock, 250 MHz")
+    for i in ("CQ", "CC", "RQ", "RC"):
+        need(pcie, f"AXISTEN_IF_{i}_ALIGNMENT_MODE", "DWORD_Aligned", "hm_pcie_cq and hm_pcie_dma are DWORD-aligned")
+    for k in ("AXISTEN_IF_EXT_512_CQ_STRADDLE", "AXISTEN_IF_EXT_512_CC_STRADDLE",
+              "AXISTEN_IF_EXT_512_RQ_STRADDLE", "AXISTEN_IF_EXT_512_RC_4TLP_STRADDLE"):
+        need(pcie, k, "false", "one TLP per beat")
+    need(pcie, "axisten_if_enable_client_tag", "true", "hm_pcie_dma picks its own tags")
+    # IDs: the host driver finds the function by them
+    ven, dev = placeholder_ids()
+    need(pcie, "vendor_id", f"{ven:04X}", "run/src/cards.rs PLACEHOLDER_IDS")
+    need(pcie, "PF0_DEVICE_ID", f"{dev:04X}", "run/src/cards.rs PLACEHOLDER_IDS")
+    # BAR 0: hm_pcie_ep's decode (AW address bits) holds the register map (hm_bar)
+    aw = sv_param("rtl/shell/hm_pcie_ep.sv", "AW")
+    need(pcie, "pf0_bar0_enabled", "true", "BAR 0 is the register window")
+    if size_bytes(pcie, 0) != 1 << aw:
+        raise Fail(f"ip.tcl: BAR 0 is {size_bytes(pcie, 0)} bytes, hm_pcie_ep decodes {1 << aw}")
+    end = max(pkg_const(f"HM_BAR_{b}") + pkg_const(f"HM_BAR_{b}_BYTES") for b in ("ENGINE", "CTRL", "MSIX", "SHELL"))
+    if end > 1 << aw:
+        raise Fail(f"the register map (hm_bar) ends at {end:#x}, beyond BAR 0's {1 << aw:#x}")
+    # the push window: 64 bytes per QP, PUSH_QW bits of QP number, in BAR PUSH_BAR
+    pb = sv_param(top_rel, "PUSH_BAR")
+    qw = int(re.search(r"\.PUSH_QW\((\d+)\)", read("rtl/shell/hm_card.sv")).group(1))
+    push = pkg_const("HM_PUSH_BYTES")
+    need(pcie, f"pf0_bar{pb}_enabled", "true", f"the push window is BAR {pb}")
+    if size_bytes(pcie, pb) != push << qw:
+        raise Fail(f"ip.tcl: BAR {pb} is {size_bytes(pcie, pb)} bytes, the push window is {push << qw}")
+    # MSI-X: the table in the design (hm_msix) where the register map puts it
+    nvec = sv_param(top_rel, "NUM_VEC")
+    need(pcie, "pf0_msix_enabled", "true", "MSI-X")
+    need(pcie, "MSI_X_OPTIONS", "MSI-X_External", "the table is hm_msix's")
+    if int(pcie.get("PF0_MSIX_CAP_TABLE_SIZE", "-1"), 16) + 1 != nvec:
+        raise Fail(f"ip.tcl: PF0_MSIX_CAP_TABLE_SIZE {pcie.get('PF0_MSIX_CAP_TABLE_SIZE')} is not NUM_VEC - 1 = {nvec - 1:03X} ({top_rel})")
+    msix = pkg_const("HM_BAR_MSIX")
+    pba = int(re.search(r"\.PBA_OFFSET\('h([0-9a-fA-F]+)\)", read("rtl/shell/hm_pcie_ep.sv")).group(1), 16)
+    need(pcie, "PF0_MSIX_CAP_TABLE_BIR", "BAR_0", "the table is in BAR 0")
+    need(pcie, "PF0_MSIX_CAP_PBA_BIR", "BAR_0", "the PBA is in BAR 0")
+    need(pcie, "PF0_MSIX_CAP_TABLE_OFFSET", f"{msix:08X}", "hm_bar MSIX")
+    need(pcie, "PF0_MSIX_CAP_PBA_OFFSET", f"{msix + pba:08X}", "hm_bar MSIX + hm_pcie_ep's PBA_OFFSET")
+    if nvec * 16 > pba or pba + (nvec + 63) // 64 * 8 > pkg_const("HM_BAR_MSIX_BYTES"):
+        raise Fail(f"{nvec} MSI-X vectors do not fit the table and PBA of hm_bar MSIX")
+    # the CMAC: what hm_eth_port expects of it
+    need(cmac, "USER_INTERFACE", "AXIS", "hm_eth_port takes a 512-bit AXI4-Stream")
+    need(cmac, "NUM_LANES", "4x25", "100GBASE-R4")
+    need(cmac, "TX_FLOW_CONTROL", "0", "PFC is sent by hm_pfc_gen")
+    need(cmac, "RX_FLOW_CONTROL", "0", "PFC is honoured by the engine (hm_pfc_rx)")
+    need(cmac, "RX_FORWARD_CONTROL_FRAMES", "1", "the engine reads PFC frames")
+    rx_bytes = sv_param("rtl/shell/hm_card.sv", "RX_DEPTH") * 64
+    if int(cmac.get("RX_MAX_PACKET_LEN", 0)) > rx_bytes or int(cmac.get("RX_MAX_PACKET_LEN", 0)) < 1522:
+        raise Fail(f"ip.tcl: RX_MAX_PACKET_LEN {cmac.get('RX_MAX_PACKET_LEN')}: not 1522..{rx_bytes} (hm_card's receive FIFO)")
+    return (f"IPs: PCIe {pcie.get('PL_LINK_CAP_MAX_LINK_WIDTH')} {pcie.get('PL_LINK_CAP_MAX_LINK_SPEED')} "
+            f"512-bit, BAR 0 {1 << aw >> 10} KiB, BAR {pb} {push << qw >> 20} MiB, {nvec} MSI-X vectors at "
+            f"{msix:#x}/{msix + pba:#x}, IDs {ven:04x}:{dev:04x}; CMAC AXIS 4x25 at {cmac.get('GT_REF_CLK_FREQ')} MHz: "
+            "agree with the RTL, the register map and the host side")
+
+
+def check_xdc(card, flow, xdc):
+    c = CARDS[card]
+    ports = top_ports(f"boards/{card}/hm_{card}_top.sv", c["top"])
+    named = {e[1] for e in xdc if e[0] == "get_ports"}
+    unknown = sorted(named - set(ports))
+    if unknown:
+        raise Fail(f"{c['xdc']} names ports the top does not have: {unknown}")
+    props = {}
+    for e in xdc:
+        if e[0] == "set_property" and e[3].startswith("port "):
+            for p in e[3].split()[1:]:
+                props.setdefault(p, {})[e[1]] = e[2]
+    lanes = re.compile(c["lanes"])
+    for p in ports:
+        if lanes.fullmatch(p):
+            continue
+        if "PACKAGE_PIN" not in props.get(p, {}):
+            raise Fail(f"{c['xdc']}: port {p} has no PACKAGE_PIN")
+        if not p.endswith("refclk_p") and not p.endswith("refclk_n") and "IOSTANDARD" not in props[p]:
+            raise Fail(f"{c['xdc']}: port {p} has no IOSTANDARD")
+    clocks = {e[3].split()[-1]: float(e[2]) for e in xdc if e[0] == "create_clock"}
+    pcie = ip_cfg(flow, f"hm_{card}_pcie")
+    cmac = ip_cfg(flow, f"hm_{card}_cmac")
+    for port, mhz, what in (("pcie_refclk_p", 100.0, "the PCIe reference clock (100 MHz)"),
+                            ("qsfp0_refclk_p", float(cmac.get("GT_REF_CLK_FREQ", 0)), "the CMAC's GT_REF_CLK_FREQ"),
+                            ("sysclk_100_p", float(cmac.get("GT_DRP_CLK", 0)), "the CMAC's GT_DRP_CLK (its init clock)")):
+        if port not in clocks or abs(clocks[port] - 1000.0 / mhz) > 0.001:
+            raise Fail(f"{c['xdc']}: the clock on {port} is {clocks.get(port)} ns, not {1000.0 / mhz:.3f} ns ({what})")
+    if pcie.get("pcie_blk_locn") is None:
+        raise Fail("ip.tcl: the PCIe block's location is not set")
+    skews = sum(1 for e in xdc if e[0] == "set_bus_skew")
+    maxd = sum(1 for e in xdc if e[0] == "set_max_delay")
+    if maxd < 2 or skews < 3:
+        raise Fail(f"{c['xdc']}: the crossings are not constrained (max delay both ways, bus skew per FIFO)")
+    return (f"constraints: {len(named)} ports named, all in the top; {len(ports)} top ports, every "
+            f"non-lane port pinned; {len(clocks)} reference clocks agree with the IPs; {maxd} max-delay "
+            f"and {skews} bus-skew constraints on the crossings")
+
+
+def check(card, board_dir):
+    with tempfile.TemporaryDirectory() as work:
+        srcs, flow, xdc = run_flow(board_dir, card, work)
+        return [check_steps(card, srcs, flow), check_ips(card, flow), check_xdc(card, flow, xdc)]
+
+
+# Ways to break the flow, each of which the check must catch (--self-test): file, text, the
+# replacement
+BREAKS = [
+    ("build.tcl", "\nroute_design\n", "\n", "a missing step"),
+    ("build.tcl", "\nopt_design\n", "\nopt_design -bogus\n", "an option the flow may not use"),
+    ("build.tcl", "place_design\n", "place_desing\n", "an unknown command"),
+    ("ip.tcl", "CONFIG.PF0_MSIX_CAP_TABLE_SIZE            {01F}", "CONFIG.PF0_MSIX_CAP_TABLE_SIZE {00F}", "an MSI-X table of the wrong size"),
+    ("ip.tcl", "CONFIG.pf0_bar0_size                      {256}", "CONFIG.pf0_bar0_size {128}", "a BAR 0 smaller than the register map"),
+    ("ip.tcl", "CONFIG.PF0_DEVICE_ID                      {903F}", "CONFIG.PF0_DEVICE_ID {9038}", "a device ID the host does not look for"),
+    ("ip.tcl", "CONFIG.AXISTEN_IF_EXT_512_RQ_STRADDLE     {false}", "CONFIG.AXISTEN_IF_EXT_512_RQ_STRADDLE {true}", "straddling on RQ"),
+    ("u55c.xdc", "[get_ports qsfp0_led_fault]\n", "[get_ports qsfp0_led_fail]\n", "a constraint on a port the top lacks"),
+    ("u55c.xdc", "create_clock -period 6.206", "create_clock -period 6.400", "a reference clock period off the IP's"),
+    ("u55c.xdc", "set_property -dict {PACKAGE_PIN BF41 IOSTANDARD LVCMOS18 PULLUP true} [get_ports pcie_perst_n]\n", "", "a port without a pin"),
+    ("u55c.xdc", "$fifo/rd_g_q_reg\\[*\\]", "$fifo/rd_g_q_reg[*]", "a bracket left unescaped (a command substitution)"),
+    ("u55c.xdc", "set_clock_groups -asynchronous -group $init_clk", "set_clock_groups -asynchronous -group $init_clk {", "a syntax error"),
+]
+
+
+def self_test(card):
+    src = os.path.join(ROOT, "boards", card)
+    caught = 0
+    for fname, old, new, what in BREAKS:
+        with tempfile.TemporaryDirectory() as tmp:
+            bd = os.path.join(tmp, "boards", card)
+            shutil.copytree(src, bd)
+            p = os.path.join(bd, fname)
+            text = open(p).read()
+            if text.count(old) != 1:
+                sys.exit(f"board_check.py --self-test: {fname} no longer has {old!r} once (update BREAKS)")
+            with open(p, "w") as f:
+                f.write(text.replace(old, new))
+            try:
+                check(card, bd)
+            except Fail as e:
+                caught += 1
+                print(f"self-test: {what}: caught ({str(e)[:100]})")
+                continue
+            sys.exit(f"board_check.py --self-test: {what} in {fname} was NOT caught")
+    return f"self-test: {caught} of {len(BREAKS)} broken flows caught"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("card", choices=sorted(CARDS))
+    ap.add_argument("--self-test", action="store_true")
+    a = ap.parse_args()
+    if shutil.which("tclsh") is None:
+        sys.exit("board_check.py: tclsh not found (apt install tcl; ./hematite deps installs it)")
+    try:
+        for line in check(a.card, os.path.join(ROOT, "boards", a.card)):
+            print(line)
+    except Fail as e:
+        sys.exit(f"board_check.py {a.card}: {e}")
+    if a.self_test:
+        print(self_test(a.card))
+    print(f"board {a.card}: ok")
+
+
+if __name__ == "__main__":
+    main()
