@@ -19,9 +19,12 @@ that has none.
    push window, the MSI-X table size against the top's NUM_VEC and its offsets against the
    register map and hm_pcie_ep, the PCI IDs against the host driver's placeholder IDs, the
    CMAC's interface, reference clock and frame length against the shell.
-3. The constraints agree with the top: every port they name exists, every port that is not a
+3. The constraints agree with the top: the managed XDC holds plain commands only (Vivado
+   skips loops and conditions there), every port it names exists, every port that is not a
    transceiver lane has a pin and an I/O standard, and the reference clocks' periods are the
-   IPs' frequencies.
+   IPs' frequencies; the crossings' constraints (unmanaged Tcl) name instances, registers and
+   pins that exist in the RTL and the IP stubs, bound both directions by the faster clock's
+   period and give each frame FIFO's crossing buses a bus-skew bound.
 Prints one line per group and exits non-zero on the first group that fails.
 """
 import argparse
@@ -42,6 +45,10 @@ CARDS = {
         "top": "hm_u55c_top",
         "ips": {"hm_u55c_pcie": "pcie4c_uscale_plus", "hm_u55c_cmac": "cmac_usplus"},
         "xdc": "u55c.xdc",
+        "cdc": "cdc.tcl",
+        # the instances the constraints reach into: top -> ... -> the frame FIFOs
+        "fifo_path": [("hm_u55c_top", "hm_card", "u_card"), ("hm_card", "hm_eth_port", "u_eth")],
+        "fifos": ("hm_eth_port", "hm_axis_async_frame_fifo", ("u_rx", "u_tx")),
         # ports placed by the IPs (transceiver lanes)
         "lanes": r"(pcie|qsfp\d)_(rx|tx)_[pn]",
     },
@@ -52,7 +59,17 @@ class Fail(Exception):
     pass
 
 
+# the board folder being checked (boards/<card>, or its broken copy in --self-test): a path
+# under boards/<card>/ is read from there
+BOARD = {}
+
+
 def read(rel):
+    for card, d in BOARD.items():
+        pre = f"boards/{card}/"
+        if rel.startswith(pre):
+            with open(os.path.join(d, rel[len(pre):])) as f:
+                return f.read()
     with open(os.path.join(ROOT, rel)) as f:
         return f.read()
 
@@ -106,7 +123,7 @@ def run_flow(board_dir, card, work):
     with open(sf, "w") as f:
         f.write("\n".join(os.path.join(ROOT, x) for x in srcs) + "\n")
     logs = []
-    for what, script in (("flow", "build.tcl"), ("xdc", c["xdc"])):
+    for what, scripts in (("flow", ["build.tcl"]), ("xdc", [c["xdc"], c["cdc"]])):
         log = os.path.join(work, f"{what}.log")
         drv = os.path.join(work, f"{what}.tcl")
         with open(drv, "w") as f:
@@ -114,10 +131,12 @@ def run_flow(board_dir, card, work):
             f.write(f"source {{{os.path.join(ROOT, 'scripts', 'vivado_stub.tcl')}}}\n")
             if what == "flow":
                 f.write(f"set argv [list {{{os.path.join(work, 'out')}}} {{{sf}}}]\nset argc 2\n")
-            f.write(f"source {{{os.path.join(board_dir, script)}}}\nclose $::stub_fh\n")
+            for script in scripts:
+                f.write(f"stub_log source {{{script}}}\nsource {{{os.path.join(board_dir, script)}}}\n")
+            f.write("close $::stub_fh\n")
         r = subprocess.run(["tclsh", drv], capture_output=True, text=True, cwd=ROOT)
         if r.returncode != 0:
-            raise Fail(f"{script} in tclsh with the Vivado stubs: {r.stderr.strip() or r.stdout.strip()}")
+            raise Fail(f"{' + '.join(scripts)} in tclsh with the Vivado stubs: {r.stderr.strip() or r.stdout.strip()}")
         # each log line is a Tcl list; tclsh splits it for us
         conv = os.path.join(work, f"{what}_py.tcl")
         with open(conv, "w") as f:
@@ -149,15 +168,16 @@ def check_steps(card, srcs, flow):
     read = [os.path.relpath(e[1], ROOT) for e in flow if e[0] == "read_verilog"]
     if read != srcs:
         raise Fail(f"build.tcl reads {len(read)} sources, not hematite.core vivado_{card}'s {len(srcs)} in order")
-    x = at("read_xdc", lambda e: e[1].endswith(c["xdc"]))
-    at("set_property", lambda e: e[1] == "PROCESSING_ORDER" and e[2] == "LATE" and c["xdc"] in e[3])
+    x = at("read_xdc", lambda e: e[-1].endswith(c["xdc"]) and "-unmanaged" not in e)
+    at("read_xdc", lambda e: e[-1].endswith(c["cdc"]) and "-unmanaged" in e)
+    at("set_property", lambda e: e[1] == "PROCESSING_ORDER" and e[2] == "LATE" and c["cdc"] in e[3])
     s = at("synth_design")
     if ["-top", c["top"]] != flow[s][1:3] and f"-top {c['top']}" not in " ".join(flow[s]):
         raise Fail(f"build.tcl: synth_design is not of {c['top']}: {flow[s]}")
     if c["part"] not in flow[s]:
         raise Fail(f"build.tcl: synth_design not for {c['part']}")
     order = [x, s] + [at(k) for k in ("opt_design", "place_design", "route_design", "report_timing_summary", "write_bitstream")]
-    if order != sorted(order) or min(i for i, k in enumerate(cmds) if k == "synth_ip") > x:
+    if order != sorted(order) or max(i for i, k in enumerate(cmds) if k == "synth_ip") > x:
         raise Fail("build.tcl: the steps are not in order (IPs, sources, constraints, synthesis, "
                    "opt, place, route, timing report, bitstream)")
     return f"flow: tclsh with Vivado stubs: {len(flow)} calls, {len(srcs)} sources in manifest order, steps in order"
@@ -239,8 +259,82 @@ def check_ips(card, flow):
             "agree with the RTL, the register map and the host side")
 
 
+MANAGED_OK = {"set_property", "create_clock", "set_false_path", "set_max_delay", "set_bus_skew",
+              "set_clock_groups", "set_input_delay", "set_output_delay", "create_generated_clock"}
+
+
+def declares(rel, name):
+    """True when the SV file declares a signal `name` (a logic, possibly an array)."""
+    return re.search(rf"\blogic\b[^;]*\b{name}\b", re.sub(r"//[^\n]*", "", read(rel))) is not None
+
+
+def instance_of(rel, module, inst):
+    return re.search(rf"\b{module}\b\s*(?:#\s*\(.*?\)\s*)?\b{inst}\s*\(", read(rel), flags=re.S) is not None
+
+
+def check_cdc(card, xdc):
+    """The crossing constraints' names against the RTL; returns (max-delay values, bus skews)."""
+    c = CARDS[card]
+    top_rel = f"boards/{card}/hm_{card}_top.sv"
+    files = {m: f for m in ("hm_card", "hm_eth_port", "hm_axis_async_frame_fifo", "hm_sync")
+             for f in [f"rtl/shell/{m}.sv"]}
+    files[c["top"]] = top_rel
+    # pins: an instance of the top, and a port of its IP's stub
+    for e in xdc:
+        if e[0] == "get_pins":
+            inst, pin = e[1].split("/")
+            m = re.search(rf"\b(\w+)\s+{inst}\s*\(", read(top_rel))
+            if not m:
+                raise Fail(f"{c['cdc']}: no instance {inst} in the top")
+            stub = f"boards/{card}/stubs/{m.group(1)}.sv"
+            if not os.path.exists(os.path.join(BOARD[card], "stubs", f"{m.group(1)}.sv")) or not re.search(rf"\b(input|output)\b[^,;]*\b{pin}\b", read(stub)):
+                raise Fail(f"{c['cdc']}: {inst} ({m.group(1)}) has no port {pin}")
+    # the frame FIFOs: the instances on the way to them, and what the constraints name inside
+    for parent, child, inst in c["fifo_path"]:
+        if not instance_of(files[parent], child, inst):
+            raise Fail(f"{c['cdc']}: no {child} {inst} in {parent}")
+    host, fifo_mod, insts = c["fifos"]
+    for i in insts:
+        if not instance_of(files[host], fifo_mod, i):
+            raise Fail(f"{c['cdc']}: no {fifo_mod} {i} in {host}")
+    filters = [e[1] for e in xdc if e[0] == "get_cells_filter"]
+    if not filters or any(fifo_mod not in f for f in filters):
+        raise Fail(f"{c['cdc']}: the frame FIFOs are not found by their module name {fifo_mod}: {filters}")
+    fifo_rel = files[fifo_mod]
+    for e in xdc:
+        if e[0] != "get_cells":
+            continue
+        parts = e[1].split("/")[3:]           # (after u_card/u_eth/u_rx)
+        reg = parts[-1]
+        m = re.fullmatch(r"(\w+)_reg(\[[^\]]*\])*", reg)
+        if not m:
+            raise Fail(f"{c['cdc']}: {e[1]}: not a register name")
+        if len(parts) == 1:
+            if not declares(fifo_rel, m.group(1)):
+                raise Fail(f"{c['cdc']}: {fifo_mod} has no register {m.group(1)}")
+        else:
+            if not instance_of(fifo_rel, "hm_sync", parts[0]):
+                raise Fail(f"{c['cdc']}: {fifo_mod} has no hm_sync {parts[0]}")
+            if not declares(files["hm_sync"], m.group(1)) or not reg.startswith(f"{m.group(1)}_reg[0]"):
+                raise Fail(f"{c['cdc']}: {e[1]}: not the first stage of hm_sync's registers")
+    periods = {"u_pcie/user_clk": 4.0, "u_cmac/gt_txusrclk2": 3.103}
+    maxd = [float(e[-1]) for e in xdc if e[0] == "set_max_delay"]
+    if len(maxd) != 2 or any(abs(v - min(periods.values())) > 1e-6 for v in maxd):
+        raise Fail(f"{c['cdc']}: the crossings are not bounded both ways by the faster clock's period: {maxd}")
+    skews = [e for e in xdc if e[0] == "set_bus_skew"]
+    if len(skews) < 3 * len(insts):
+        raise Fail(f"{c['cdc']}: {len(skews)} bus-skew constraints, not 3 per frame FIFO")
+    return maxd, skews
+
+
 def check_xdc(card, flow, xdc):
     c = CARDS[card]
+    # a managed XDC: plain commands (Vivado skips loops, conditions and queries there)
+    for n, line in enumerate(read(f"boards/{card}/{c['xdc']}").splitlines(), 1):
+        w = line.split("#")[0].split()
+        if w and w[0] not in MANAGED_OK:
+            raise Fail(f"{c['xdc']}:{n}: {w[0]} in a managed XDC (plain constraints only; Tcl goes in {c['cdc']})")
+    maxd_v, skew_l = check_cdc(card, xdc)
     ports = top_ports(f"boards/{card}/hm_{card}_top.sv", c["top"])
     named = {e[1] for e in xdc if e[0] == "get_ports"}
     unknown = sorted(named - set(ports))
@@ -269,16 +363,14 @@ def check_xdc(card, flow, xdc):
             raise Fail(f"{c['xdc']}: the clock on {port} is {clocks.get(port)} ns, not {1000.0 / mhz:.3f} ns ({what})")
     if pcie.get("pcie_blk_locn") is None:
         raise Fail("ip.tcl: the PCIe block's location is not set")
-    skews = sum(1 for e in xdc if e[0] == "set_bus_skew")
-    maxd = sum(1 for e in xdc if e[0] == "set_max_delay")
-    if maxd < 2 or skews < 3:
-        raise Fail(f"{c['xdc']}: the crossings are not constrained (max delay both ways, bus skew per FIFO)")
     return (f"constraints: {len(named)} ports named, all in the top; {len(ports)} top ports, every "
-            f"non-lane port pinned; {len(clocks)} reference clocks agree with the IPs; {maxd} max-delay "
-            f"and {skews} bus-skew constraints on the crossings")
+            f"non-lane port pinned; {len(clocks)} reference clocks agree with the IPs; crossings: "
+            f"{len(maxd_v)} max-delay ({maxd_v[0]:g} ns) and {len(skew_l)} bus-skew constraints, every "
+            "instance, register and pin they name found in the RTL")
 
 
 def check(card, board_dir):
+    BOARD[card] = board_dir
     with tempfile.TemporaryDirectory() as work:
         srcs, flow, xdc = run_flow(board_dir, card, work)
         return [check_steps(card, srcs, flow), check_ips(card, flow), check_xdc(card, flow, xdc)]
@@ -297,8 +389,12 @@ BREAKS = [
     ("u55c.xdc", "[get_ports qsfp0_led_fault]\n", "[get_ports qsfp0_led_fail]\n", "a constraint on a port the top lacks"),
     ("u55c.xdc", "create_clock -period 6.206", "create_clock -period 6.400", "a reference clock period off the IP's"),
     ("u55c.xdc", "set_property -dict {PACKAGE_PIN BF41 IOSTANDARD LVCMOS18 PULLUP true} [get_ports pcie_perst_n]\n", "", "a port without a pin"),
-    ("u55c.xdc", "$fifo/rd_g_q_reg\\[*\\]", "$fifo/rd_g_q_reg[*]", "a bracket left unescaped (a command substitution)"),
-    ("u55c.xdc", "set_clock_groups -asynchronous -group $init_clk", "set_clock_groups -asynchronous -group $init_clk {", "a syntax error"),
+    ("cdc.tcl", "{rd_g_q_reg[*]}  {u_rd_sync/s_q_reg[0][*]}", "{rd_g_reg[*]}  {u_rd_sync/s_q_reg[0][*]}", "a register the FIFO does not have"),
+    ("cdc.tcl", "{cnt_g_q_reg[*]} {u_cnt_sync/s_q_reg[0][*]}", "{cnt_g_q_reg[*]} {u_cnt_sync/s_q_reg[*]}", "a bus skew to every synchroniser stage, not the first"),
+    ("cdc.tcl", "[get_pins u_cmac/gt_txusrclk2]", "[get_pins u_cmac/gt_rxusrclk2]", "a clock pin the IP's stub does not have"),
+    ("cdc.tcl", "min([get_property PERIOD $core_clk], [get_property PERIOD $mac_clk])", "[get_property PERIOD $core_clk]", "the crossings bounded by the slower clock"),
+    ("cdc.tcl", "set_clock_groups -asynchronous -group $init_clk", "set_clock_groups -asynchronous -group $init_clk {", "a syntax error"),
+    ("u55c.xdc", "set_property CONFIG_VOLTAGE 1.8 [current_design]", "foreach v {1.8} { set_property CONFIG_VOLTAGE $v [current_design] }", "a loop in the managed XDC"),
 ]
 
 
@@ -319,7 +415,7 @@ def self_test(card):
                 check(card, bd)
             except Fail as e:
                 caught += 1
-                print(f"self-test: {what}: caught ({str(e)[:100]})")
+                print(f"self-test: {what}: caught ({str(e).splitlines()[0][:100]})")
                 continue
             sys.exit(f"board_check.py --self-test: {what} in {fname} was NOT caught")
     return f"self-test: {caught} of {len(BREAKS)} broken flows caught"

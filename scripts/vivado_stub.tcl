@@ -83,8 +83,13 @@ proc get_property {args} {
     switch -- $name {
         SLACK  { return 0.1 }
         PERIOD {
+            # (the clocks the IPs create, by the pin they are taken from, and ours)
+            set periods {u_pcie/user_clk 4.0 u_cmac/gt_txusrclk2 3.103}
             if {[lindex $obj 0] ne "clock"} { error "get_property PERIOD: not a clock: $obj" }
-            return [expr {[lindex $obj 1] eq "sysclk_100" ? 10.0 : 3.103}]
+            set c [lindex $obj 1]
+            if {[dict exists $periods $c]} { return [dict get $periods $c] }
+            if {[info exists ::clocks($c)]} { return $::clocks($c) }
+            error "get_property PERIOD: no clock $c"
         }
         default { error "get_property: $name is not stubbed" }
     }
@@ -99,7 +104,7 @@ proc read_verilog {args} {
 proc read_xdc {args} {
     set pos [stub_opts read_xdc $args {} {-unmanaged}]
     foreach f $pos { if {![file exists $f]} { error "read_xdc: no file $f" } }
-    stub_log read_xdc {*}$pos
+    stub_log read_xdc {*}$args
 }
 proc synth_design {args} {
     stub_opts synth_design $args {-top -part -directive -flatten_hierarchy} {}
@@ -130,11 +135,15 @@ proc get_pins {args} {
     stub_log get_pins {*}$pos
     return [list pin {*}$pos]
 }
-# (a search by -filter stands for the two frame FIFOs of the Ethernet port)
+# (a search by -filter stands for the two frame FIFOs of the Ethernet port; a name or pattern
+# is logged, and board_check.py checks it against the RTL)
 proc get_cells {args} {
-    set pos [stub_opts get_cells $args {-filter} {-hierarchical}]
-    if {$pos eq {}} { return [list u_card/u_eth/u_rx u_card/u_eth/u_tx] }
-    stub_log get_cells {*}$pos
+    set pos [stub_opts get_cells $args {-filter} {-hierarchical -quiet}]
+    if {$pos eq {}} {
+        stub_log get_cells_filter [lindex $args [expr {[lsearch -exact $args -filter] + 1}]]
+        return [list u_card/u_eth/u_rx u_card/u_eth/u_tx]
+    }
+    foreach p $pos { stub_log get_cells $p }
     return $pos
 }
 proc get_clocks {args} {

@@ -41,9 +41,11 @@ foreach f $sources {
     }
 }
 
-# ---- constraints: after the IPs' own (their clocks exist when ours refer to them)
+# ---- constraints: pins and reference clocks (managed XDC); the crossings (unmanaged Tcl),
+# after the IPs' own constraints, whose clocks they refer to
 read_xdc [file join $board_dir u55c.xdc]
-set_property PROCESSING_ORDER LATE [get_files [file join $board_dir u55c.xdc]]
+read_xdc -unmanaged [file join $board_dir cdc.tcl]
+set_property PROCESSING_ORDER LATE [get_files [file join $board_dir cdc.tcl]]
 
 # ---- synthesis, implementation, bitstream
 synth_design -top $top -part $part

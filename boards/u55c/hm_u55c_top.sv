@@ -53,12 +53,11 @@ module hm_u55c_top #(
   assign hbm_cattrip = 1'b0;
 
   // ---- clocks
-  logic pcie_refclk_gt, pcie_refclk_div2, pcie_sys_clk, perst_n, sysclk_i, init_clk;
-  IBUFDS_GTE4 u_pcie_refclk (   // (ODIV2: the reference clock, undivided by default)
-    .I(pcie_refclk_p), .IB(pcie_refclk_n), .CEB(1'b0), .O(pcie_refclk_gt), .ODIV2(pcie_refclk_div2));
-  BUFG_GT u_pcie_sys_clk (
-    .I(pcie_refclk_div2), .CE(1'b1), .CEMASK(1'b0), .CLR(1'b0), .CLRMASK(1'b0), .DIV(3'd0),
-    .O(pcie_sys_clk));
+  // (the PCIe block takes the reference clock twice: for its transceivers (O) and, from ODIV2,
+  // undivided by default, for its logic through a BUFG_GT of its own)
+  logic pcie_refclk_gt, pcie_sys_clk, perst_n, sysclk_i, init_clk;
+  IBUFDS_GTE4 u_pcie_refclk (
+    .I(pcie_refclk_p), .IB(pcie_refclk_n), .CEB(1'b0), .O(pcie_refclk_gt), .ODIV2(pcie_sys_clk));
   IBUF u_perst (.I(pcie_perst_n), .O(perst_n));
   IBUFDS u_sysclk (.I(sysclk_100_p), .IB(sysclk_100_n), .O(sysclk_i));
   BUFG u_init_clk (.I(sysclk_i), .O(init_clk));
@@ -104,7 +103,6 @@ module hm_u55c_top #(
     .cfg_err_cor_in(1'b0), .cfg_err_uncor_in(1'b0),
     .cfg_flr_in_process(flr_in_process), .cfg_flr_done(flr_done),
     .cfg_vf_flr_func_num(8'd0), .cfg_vf_flr_done(1'b0), .cfg_link_training_enable(1'b1),
-    .cfg_ext_read_data(32'd0), .cfg_ext_read_data_valid(1'b0),
     .cfg_interrupt_int(4'd0), .cfg_interrupt_pending(4'd0), .cfg_interrupt_msi_function_number(8'd0),
     .cfg_interrupt_msix_enable(msix_enable), .cfg_interrupt_msix_mask(msix_mask),
     .cfg_interrupt_msix_data(msix_data), .cfg_interrupt_msix_address(msix_address),
@@ -131,11 +129,11 @@ module hm_u55c_top #(
     cmac_sys_reset <= !(&por_cnt_q);
   end
 
-  logic         mac_clk, usr_rx_reset, usr_tx_reset, stat_rx_aligned;
+  logic         mac_clk, usr_rx_reset, usr_tx_reset, stat_rx_aligned, stat_rx_remote_fault;
   logic [511:0] mrx_tdata, mtx_tdata;
   logic [63:0]  mrx_tkeep, mtx_tkeep;
   logic         mrx_tvalid, mrx_tlast, mrx_tuser, mtx_tvalid, mtx_tready, mtx_tlast, mtx_tuser;
-  logic         aligned_q, mac_rst_q;
+  logic         aligned_q, rfault_q, mac_rst_q;
 
   hm_u55c_cmac u_cmac (
     .gt_rxp_in(qsfp0_rx_p), .gt_rxn_in(qsfp0_rx_n), .gt_txp_out(qsfp0_tx_p), .gt_txn_out(qsfp0_tx_n),
@@ -151,10 +149,11 @@ module hm_u55c_top #(
     .tx_axis_tready(mtx_tready), .tx_axis_tvalid(mtx_tvalid), .tx_axis_tdata(mtx_tdata),
     .tx_axis_tkeep(mtx_tkeep), .tx_axis_tlast(mtx_tlast), .tx_axis_tuser(mtx_tuser),
     .tx_preamblein(56'd0),
-    .stat_rx_aligned,
-    // receive always; transmit once the receive side is aligned, remote fault until then
+    .stat_rx_aligned, .stat_rx_remote_fault,
+    // receive always; send remote fault until the receive side is aligned; transmit once it
+    // is and the partner reports no remote fault (its receiver is aligned too)
     .ctl_rx_enable(1'b1), .ctl_rx_force_resync(1'b0), .ctl_rx_test_pattern(1'b0),
-    .ctl_tx_enable(aligned_q), .ctl_tx_send_rfi(!aligned_q), .ctl_tx_send_lfi(1'b0),
+    .ctl_tx_enable(aligned_q && !rfault_q), .ctl_tx_send_rfi(!aligned_q), .ctl_tx_send_lfi(1'b0),
     .ctl_tx_send_idle(1'b0), .ctl_tx_test_pattern(1'b0),
     .ctl_rx_rsfec_enable(1'b1), .ctl_rx_rsfec_enable_correction(1'b1),
     .ctl_rx_rsfec_enable_indication(1'b1), .ctl_tx_rsfec_enable(1'b1),
@@ -162,6 +161,7 @@ module hm_u55c_top #(
   );
   always_ff @(posedge mac_clk) begin
     aligned_q <= stat_rx_aligned;
+    rfault_q  <= stat_rx_remote_fault;
     mac_rst_q <= usr_rx_reset || usr_tx_reset;
   end
 

@@ -1,12 +1,14 @@
 # Hematite on the AMD Alveo U55C (xcu55c-fsvh2892-2L-e): the constraints of
-# boards/u55c/hm_u55c_top.sv. boards/u55c/build.tcl reads this file after the IPs' own
-# constraints (PROCESSING_ORDER LATE), so the clocks the IPs create exist here. The serial
-# lanes of PCIe and QSFP0 are placed by the IPs (ip.tcl: the PCIe block X1Y0 with GTY quads
-# 224-227; CMACE4_X0Y3 with the GT group X0Y24-X0Y27, bank 130).
+# boards/u55c/hm_u55c_top.sv: configuration, pins, I/O standards and the reference clocks. A
+# managed XDC takes plain commands only (no loops, conditions or property queries): the
+# clock-domain crossings, which need the clocks the IPs create and a loop over the frame
+# FIFOs, are in boards/u55c/cdc.tcl, read as unmanaged Tcl after the IPs' own constraints.
+# The serial lanes of PCIe and QSFP0 are placed by the IPs (ip.tcl: the PCIe block X1Y0 with
+# GTY quads 224-227; CMACE4_X0Y3 with the GT group X0Y24-X0Y27, bank 130).
 #
-# ./hematite test checks this file without Vivado (scripts/board_check.py): every port named
-# here is a port of the top, every top-level port that is not a transceiver lane has a pin,
-# and the reference clocks' periods agree with ip.tcl.
+# ./hematite test checks this file without Vivado (scripts/board_check.py): plain commands
+# only, every port named here is a port of the top, every top-level port that is not a
+# transceiver lane has a pin, and the reference clocks' periods agree with ip.tcl.
 
 # ---- configuration
 set_property CONFIG_VOLTAGE 1.8 [current_design]
@@ -44,31 +46,3 @@ set_property -dict {PACKAGE_PIN BL13 IOSTANDARD LVCMOS18} [get_ports qsfp0_led_a
 set_property -dict {PACKAGE_PIN BK11 IOSTANDARD LVCMOS18} [get_ports qsfp0_led_link]
 set_property -dict {PACKAGE_PIN BJ11 IOSTANDARD LVCMOS18} [get_ports qsfp0_led_fault]
 set_false_path -to [get_ports {qsfp0_led_act qsfp0_led_link qsfp0_led_fault}]
-
-# ---- the clocks the IPs create: the core clock (the PCIe block's user clock, 250 MHz) and the
-# MAC clock (the CMAC's TX user clock, 322.265625 MHz)
-set core_clk [get_clocks -of_objects [get_pins u_pcie/user_clk]]
-set mac_clk  [get_clocks -of_objects [get_pins u_cmac/gt_txusrclk2]]
-set init_clk [get_clocks sysclk_100]
-
-# ---- clock-domain crossings (docs/fpga.md, "Clocks, resets and crossings")
-# Between the core clock and the MAC clock every path is one of the shell's crossings: into
-# the first stage of an hm_sync (ASYNC_REG), or the committed pointer a frame FIFO holds still
-# for its reader. Each is bounded by the faster clock's period, data path only (the clocks are
-# unrelated: no clock skew to account for).
-set cdc_max [get_property PERIOD $mac_clk]
-set_max_delay -datapath_only -from $core_clk -to $mac_clk $cdc_max
-set_max_delay -datapath_only -from $mac_clk -to $core_clk $cdc_max
-
-# Buses that cross together: the Gray-coded read pointer and counters of each frame FIFO, and
-# its committed pointer (binary, held still while the reader takes it). Their bits must arrive
-# within one period of the faster clock of each other.
-foreach fifo [get_cells -hierarchical -filter {ORIG_REF_NAME == hm_axis_async_frame_fifo || REF_NAME == hm_axis_async_frame_fifo}] {
-    set_bus_skew -from [get_cells "$fifo/rd_g_q_reg\[*\]"] -to [get_cells "$fifo/u_rd_sync/s_q_reg\[0\]*"] $cdc_max
-    set_bus_skew -from [get_cells "$fifo/cnt_g_q_reg\[*\]"] -to [get_cells "$fifo/u_cnt_sync/s_q_reg\[0\]*"] $cdc_max
-    set_bus_skew -from [get_cells "$fifo/com_x_q_reg\[*\]"] -to [get_cells "$fifo/com_m_q_reg\[*\]"] $cdc_max
-}
-
-# The 100 MHz clock reaches only the CMAC (its init and DRP clock, and its reset, which the
-# CMAC synchronises itself)
-set_clock_groups -asynchronous -group $init_clk -group [list $core_clk $mac_clk]

@@ -171,8 +171,8 @@ module hm_pcie_ep #(
   output logic                s_axi_bvalid,
   input  logic                s_axi_bready,
 
-  // ---- counters (32 bits, wrapping; those of the completer, MSI-X and the DMA bridge are
-  // cleared by an FLR, stat_flr is not)
+  // ---- counters (32 bits, wrapping; MSI-X's and the DMA bridge's are cleared by an FLR, the
+  // completer's and stat_flr are not: the completer serves BAR 0 across an FLR)
   output logic [31:0]         stat_mmio_wr,       // BAR 0 writes taken
   output logic [31:0]         stat_mmio_rd,       // BAR 0 reads answered
   output logic [31:0]         stat_push,          // pushes passed on
@@ -220,21 +220,30 @@ module hm_pcie_ep #(
 
   // ---- decode: by the address of the access in progress, registered (the completer offers an
   // address from the clock after it sets it, and holds it until the answer)
-  typedef enum logic [2:0] {T_ENG, T_CTL, T_MSIX, T_SHL, T_NONE} tgt_t;
+  // (four targets, so that each answer is a 4:1 selection, one LUT: the shell's registers and
+  // the reserved space share T_OTH and are told apart by a flag of their own)
+  typedef enum logic [1:0] {T_ENG, T_CTL, T_MSIX, T_OTH} tgt_t;
   function automatic tgt_t tgt(input logic [AW-1:0] a);
     logic unused_lo;
     unused_lo = ^a[11:0];
     if (a[17:16] == 2'd0) return T_ENG;
     if (a[17:16] == 2'd1) return T_CTL;
     if (a[17:12] == 6'h20) return T_MSIX;
-    if (a[17:12] == 6'h30) return T_SHL;
-    return T_NONE;
+    return T_OTH;
   endfunction
   tgt_t wt, rt;
+  logic w_shl, r_shl;                     // T_OTH: the shell's registers (else reserved)
   always_ff @(posedge clk) begin
-    wt <= tgt(b_awaddr);
-    rt <= tgt(b_araddr);
+    wt    <= tgt(b_awaddr);
+    rt    <= tgt(b_araddr);
+    w_shl <= b_awaddr[17:12] == 6'h30;
+    r_shl <= b_araddr[17:12] == 6'h30;
   end
+  logic w_none, r_none, w_sh, r_sh;
+  assign w_sh   = wt == T_OTH && w_shl;
+  assign r_sh   = rt == T_OTH && r_shl;
+  assign w_none = wt == T_OTH && !w_shl;
+  assign r_none = rt == T_OTH && !r_shl;
 
   // ---- function-level reset
   typedef enum logic [1:0] {F_IDLE, F_WAIT, F_RESET, F_HOLD} flr_t;
@@ -317,16 +326,29 @@ module hm_pcie_ep #(
   logic [AW-1:0] n_wr_addr_u, n_rd_addr_u;
   logic [31:0]  n_wr_data_u;
   logic [3:0]   n_wr_strb_u;
-  assign n_req = '{awaddr: 32'(b_awaddr), awvalid: b_awvalid && wt == T_NONE, wdata: b_wdata,
-                   wstrb: b_wstrb, wvalid: b_wvalid && wt == T_NONE,
-                   bready: b_bready && wt == T_NONE, araddr: 32'(b_araddr),
-                   arvalid: b_arvalid && rt == T_NONE, rready: b_rready && rt == T_NONE};
+  assign n_req = '{awaddr: 32'(b_awaddr), awvalid: b_awvalid && w_none, wdata: b_wdata,
+                   wstrb: b_wstrb, wvalid: b_wvalid && w_none,
+                   bready: b_bready && w_none, araddr: 32'(b_araddr),
+                   arvalid: b_arvalid && r_none, rready: b_rready && r_none};
   hm_axil_fe #(.ADDR_WIDTH(AW)) u_none (
     .clk, .rst, .s_axil_req(n_req), .s_axil_rsp(n_rsp),
     .wr_pend(n_wr_pend_u), .wr_addr(n_wr_addr_u), .wr_data(n_wr_data_u), .wr_strb(n_wr_strb_u),
     .wr_err(1'b1), .wr_stall(1'b0), .wr_do(n_wr_do_u),
     .rd_do(n_rd_do_u), .rd_addr(n_rd_addr_u), .rd_data(32'd0), .rd_err(1'b1)
   );
+
+  // T_OTH's answers: the shell's registers or the reserved-space responder
+  logic        o_awready, o_wready, o_bvalid, o_arready, o_rvalid;
+  logic [1:0]  o_bresp, o_rresp;
+  logic [31:0] o_rdata;
+  assign o_awready = w_shl ? m_shl_axil_awready : n_rsp.awready;
+  assign o_wready  = w_shl ? m_shl_axil_wready  : n_rsp.wready;
+  assign o_bvalid  = w_shl ? m_shl_axil_bvalid  : n_rsp.bvalid;
+  assign o_bresp   = w_shl ? m_shl_axil_bresp   : n_rsp.bresp;
+  assign o_arready = r_shl ? m_shl_axil_arready : n_rsp.arready;
+  assign o_rvalid  = r_shl ? m_shl_axil_rvalid  : n_rsp.rvalid;
+  assign o_rdata   = r_shl ? m_shl_axil_rdata   : n_rsp.rdata;
+  assign o_rresp   = r_shl ? m_shl_axil_rresp   : n_rsp.rresp;
 
   assign m_eng_axil_awaddr  = b_awaddr[15:0];
   assign m_eng_axil_awvalid = b_awvalid && wt == T_ENG;
@@ -347,14 +369,14 @@ module hm_pcie_ep #(
   assign m_ctl_axil_arvalid = b_arvalid && rt == T_CTL;
   assign m_ctl_axil_rready  = b_rready && rt == T_CTL;
   assign m_shl_axil_awaddr  = b_awaddr[11:0];
-  assign m_shl_axil_awvalid = b_awvalid && wt == T_SHL;
+  assign m_shl_axil_awvalid = b_awvalid && w_sh;
   assign m_shl_axil_wdata   = b_wdata;
   assign m_shl_axil_wstrb   = b_wstrb;
-  assign m_shl_axil_wvalid  = b_wvalid && wt == T_SHL;
-  assign m_shl_axil_bready  = b_bready && wt == T_SHL;
+  assign m_shl_axil_wvalid  = b_wvalid && w_sh;
+  assign m_shl_axil_bready  = b_bready && w_sh;
   assign m_shl_axil_araddr  = b_araddr[11:0];
-  assign m_shl_axil_arvalid = b_arvalid && rt == T_SHL;
-  assign m_shl_axil_rready  = b_rready && rt == T_SHL;
+  assign m_shl_axil_arvalid = b_arvalid && r_sh;
+  assign m_shl_axil_rready  = b_rready && r_sh;
 
   always_comb begin
     unique case (wt)
@@ -364,10 +386,8 @@ module hm_pcie_ep #(
                     b_bvalid = m_ctl_axil_bvalid; b_bresp = m_ctl_axil_bresp; end
       T_MSIX: begin b_awready = x_awready; b_wready = x_wready; b_bvalid = x_bvalid;
                     b_bresp = x_bresp; end
-      T_SHL:  begin b_awready = m_shl_axil_awready; b_wready = m_shl_axil_wready;
-                    b_bvalid = m_shl_axil_bvalid; b_bresp = m_shl_axil_bresp; end
-      default: begin b_awready = n_rsp.awready; b_wready = n_rsp.wready; b_bvalid = n_rsp.bvalid;
-                     b_bresp = n_rsp.bresp; end
+      default: begin b_awready = o_awready; b_wready = o_wready; b_bvalid = o_bvalid;
+                     b_bresp = o_bresp; end
     endcase
     unique case (rt)
       T_ENG:  begin b_arready = m_eng_axil_arready; b_rvalid = m_eng_axil_rvalid;
@@ -376,10 +396,8 @@ module hm_pcie_ep #(
                     b_rdata = m_ctl_axil_rdata; b_rresp = m_ctl_axil_rresp; end
       T_MSIX: begin b_arready = x_arready; b_rvalid = x_rvalid; b_rdata = x_rdata;
                     b_rresp = x_rresp; end
-      T_SHL:  begin b_arready = m_shl_axil_arready; b_rvalid = m_shl_axil_rvalid;
-                    b_rdata = m_shl_axil_rdata; b_rresp = m_shl_axil_rresp; end
-      default: begin b_arready = n_rsp.arready; b_rvalid = n_rsp.rvalid; b_rdata = n_rsp.rdata;
-                     b_rresp = n_rsp.rresp; end
+      default: begin b_arready = o_arready; b_rvalid = o_rvalid; b_rdata = o_rdata;
+                     b_rresp = o_rresp; end
     endcase
   end
 
@@ -402,7 +420,7 @@ module hm_pcie_ep #(
     .tags_retired(stat_dma_tags_retired), .rq_hold(flr_q == F_WAIT || flr_q == F_RESET), .rq_between
   );
 
-  // (the counters are not in the register map yet: the card top will take them there)
+  // (MSI-X's timeout and bad-vector counts are not in the shell's registers)
   logic unused_ok;
   assign unused_ok = ^{x_to_u, x_bad_u, cfg_function_status[15:3],
                        cfg_function_status[1:0], cfg_interrupt_msix_enable[3:1],

@@ -40,6 +40,7 @@ module hm_u55c_cmac (
   input  logic         tx_axis_tuser,
   input  logic [55:0]  tx_preamblein,
   output logic         stat_rx_aligned,
+  output logic         stat_rx_remote_fault,
   input  logic         ctl_rx_enable,
   input  logic         ctl_rx_force_resync,
   input  logic         ctl_rx_test_pattern,

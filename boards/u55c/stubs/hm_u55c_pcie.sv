@@ -59,8 +59,6 @@ module hm_u55c_pcie (
   input  logic [7:0]   cfg_vf_flr_func_num,
   input  logic [0:0]   cfg_vf_flr_done,
   input  logic         cfg_link_training_enable,
-  input  logic [31:0]  cfg_ext_read_data,
-  input  logic         cfg_ext_read_data_valid,
   input  logic [3:0]   cfg_interrupt_int,
   input  logic [3:0]   cfg_interrupt_pending,
   input  logic [7:0]   cfg_interrupt_msi_function_number,
