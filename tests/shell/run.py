@@ -15,6 +15,8 @@ from cocotb.runner import get_results, get_runner
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 BUILD = ROOT / "build" / "shell"
+sys.path.insert(0, str(ROOT / "scripts"))
+import manifest  # noqa: E402  (hematite.core: the card's sources, the generated ones made first)
 
 # (name, top, RTL files, parameters, test module, test cases, environment)
 FIFO_RTL = ["rtl/shell/hm_sync.sv", "rtl/shell/hm_axis_async_frame_fifo.sv"]
@@ -42,6 +44,11 @@ CASES = [
      ["enumeration_bars_and_mmio", "msix_delivered_and_masked", "dma_through_the_endpoint",
       "flr_quiesces_and_resets"], {}),
     # (at 256 bits a PFC frame is two beats)
+    # the card's logic whole: every source of hematite.core's synth_card target (the engine with
+    # 256 QPs, MRs and CQs; the control core with its CPU, held without firmware)
+    ("card", "hm_card", None,
+     {"NUM_QPS": 256, "NUM_MRS": 256, "NUM_CQS": 256, "MSIX_TIMEOUT": 64, "TIMEOUT_TICK": 256,
+      "FLR_WAIT": 1024}, "test_card", ["card_windows_registers_mac_and_flr"], {}),
     ("eth_port_256", "hm_eth_port", FIFO_RTL + ["rtl/shell/hm_pfc_gen.sv", "rtl/shell/hm_eth_port.sv"],
      {"DATA_WIDTH": 256, "RX_DEPTH": 64, "TX_DEPTH": 64}, "test_eth_port",
      ["pfc_xoff_refresh_xon", "pfc_disable_while_paused", "pfc_disabled", "mac_reset_alone"], {}),
@@ -58,6 +65,8 @@ def main():
         if only and name not in only:
             continue
         bdir = BUILD / name
+        if rtl is None:
+            rtl = manifest.sources("synth_card", "sv")
         runner.build(verilog_sources=[ROOT / f for f in rtl], hdl_toplevel=top, parameters=params,
                      build_args=["--timescale", "1ns/1ps", "-Wno-fatal"], build_dir=bdir)
         xml = runner.test(test_module=module, hdl_toplevel=top, testcase=tests, build_dir=bdir,

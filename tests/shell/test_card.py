@@ -1,0 +1,179 @@
+"""cocotb test of rtl/shell/hm_card.sv, the card's logic (engine, control core, PCIe side,
+Ethernet port, shell registers) as one design, behind cocotbext-pcie's model of the UltraScale+
+PCIe block and its root complex on the core clock, with cocotbext-axi's AXI-Stream models for
+the MAC on its own clock (322 MHz). Every block is tested on its own elsewhere; this checks that
+they are wired to each other as the register map says: each window of BAR 0 reaches its block,
+the shell's registers hold the port's settings and count what the blocks count, the MAC's
+frames reach the engine, the link status crosses, and an FLR resets what it should.
+
+The register offsets come from the generated register package (rtl/pkg/hm_regs_pkg.sv, from
+regs/hematite.rdl): the test reads them there, as the RTL does.
+tests/shell/run.py builds hm_card with 256 QPs, MRs and CQs (the engine's other sizes as on a
+card) and the control core held (no firmware: the CPU stays in reset until CORE_CTRL.run).
+"""
+import re
+from pathlib import Path
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
+from cocotbext.axi import AxiStreamFrame, AxiStreamSink, AxiStreamSource
+
+from shell_common import bus, pcie_endpoint, quiet, wait_reset
+
+VENDOR, DEVICE = 0x10ee, 0x903f
+NUM_QPS = 256
+NUM_VEC = 32
+RX_DEPTH = 512
+
+
+def regs():
+    """{name: value} of the generated register package's constants."""
+    text = (Path(__file__).resolve().parents[2] / "rtl/pkg/hm_regs_pkg.sv").read_text()
+    out = {}
+    for name, h, d in re.findall(r"localparam\s+logic\s*\[\d+:0\]\s+(HM_\w+)\s*=\s*\d+'(?:h([0-9A-Fa-f_]+)|d(\d+))", text):
+        out[name] = int(h.replace("_", ""), 16) if h else int(d)
+    return out
+
+
+R = regs()
+SHELL = R["HM_BAR_SHELL"]
+CTRL = R["HM_BAR_CTRL"]
+MSIX = R["HM_BAR_MSIX"]
+
+
+def sh(name):
+    return SHELL + R[f"HM_SHELL_{name}"]
+
+
+class Card:
+    def __init__(self, dut):
+        self.dut = dut
+        self.rc, self.dev = pcie_endpoint(
+            dut, pf0_msix_enable=True, pf0_msix_table_size=NUM_VEC - 1, pf0_msix_table_bir=0,
+            pf0_msix_table_offset=MSIX, pf0_msix_pba_bir=0, pf0_msix_pba_offset=MSIX + 0x800,
+            cq_bus=bus(dut, "s_axis_cq"), cc_bus=bus(dut, "m_axis_cc"),
+            cfg_function_status=dut.cfg_function_status,
+            cfg_interrupt_msix_enable=dut.cfg_interrupt_msix_enable,
+            cfg_interrupt_msix_mask=dut.cfg_interrupt_msix_mask,
+            cfg_interrupt_msix_address=dut.cfg_interrupt_msix_address,
+            cfg_interrupt_msix_data=dut.cfg_interrupt_msix_data,
+            cfg_interrupt_msix_int=dut.cfg_interrupt_msix_int,
+            cfg_interrupt_msix_sent=dut.cfg_interrupt_msix_sent,
+            cfg_interrupt_msix_fail=dut.cfg_interrupt_msix_fail)
+        f = self.dev.functions[0]
+        f.vendor_id, f.device_id = VENDOR, DEVICE
+        f.configure_bar(0, 1 << 18)
+        f.configure_bar(2, 1 << 22, ext=True, prefetch=True)
+        cocotb.start_soon(Clock(dut.mac_clk, 3104, units="ps").start())
+        self.mac_rx = AxiStreamSource(bus(dut, "mac_rx"), dut.mac_clk, dut.mac_rst)
+        self.mac_tx = AxiStreamSink(bus(dut, "mac_tx"), dut.mac_clk, dut.mac_rst)
+        quiet(self.mac_rx, self.mac_tx)
+        self.bar0 = None
+
+    async def start(self):
+        d = self.dut
+        d.cfg_flr_in_process.value = 0
+        d.mac_rx_aligned.value = 0
+        d.mac_rst.value = 1
+        await RisingEdge(d.clk)
+        await wait_reset(d)
+        await ClockCycles(d.mac_clk, 10)
+        d.mac_rst.value = 0
+        await self.rc.enumerate()
+        pci = self.rc.find_device(self.dev.functions[0].pcie_id)
+        await pci.enable_device()
+        await pci.set_master()
+        self.bar0 = pci.bar_window[0]
+
+    async def rd(self, addr):
+        return await with_timeout(self.bar0.read_dword(addr), 50, "us")
+
+    async def fails(self, addr):
+        """True when a read of addr completes with an error (Completer Abort)."""
+        try:
+            v = await with_timeout(self.bar0.read_dword(addr), 50, "us")
+            return v == 0xffffffff
+        except Exception as e:          # the root complex's model raises on a failed completion
+            return "Unsuccessful" in str(e) or "abort" in str(e).lower()
+
+
+def frame(n, ethertype=b"\x08\x00"):
+    """An Ethernet frame of n bytes to our MAC address (not RoCE: the engine drops it)."""
+    return bytes.fromhex("02484d010001") + bytes.fromhex("02484d010002") + ethertype + bytes(i & 0xff for i in range(n - 14))
+
+
+@cocotb.test()
+async def card_windows_registers_mac_and_flr(dut):
+    """Each BAR 0 window reaches its block; the shell's registers: reset values, read/write,
+    errors, counters; the MAC's frames reach the engine and are counted; the link status
+    crosses from the MAC clock; an FLR resets the settings and the DMA/MSI-X counters and
+    counts itself."""
+    c = Card(dut)
+    await c.start()
+
+    # the engine's register block, the control core's host port, the MSI-X table
+    assert await c.rd(R["HM_REG_ID"]) == 0x484D5445                     # "HMTE"
+    assert await c.rd(R["HM_REG_VERSION"]) == R["HM_REG_VERSION_RESET"]
+    caps = await c.rd(R["HM_REG_CAPS"])
+    assert caps >> 24 == NUM_QPS.bit_length() - 1 and caps >> 8 & 0xff == 512 // 64, hex(caps)
+    status = await c.rd(CTRL + R["HM_HOST_MBOX_STATUS"])
+    assert await c.rd(CTRL + R["HM_HOST_CORE_CTRL"]) & 1 == 0, "the CPU runs without firmware"
+    for v in (0, 5, NUM_VEC - 1):
+        assert await c.rd(MSIX + 16 * v + 12) == 1                      # every vector masked
+    dut._log.info("engine caps %#x, mailbox status %#x", caps, status)
+
+    # the shell's registers: reset values, read/write, an offset without a register, a
+    # read-only one written
+    assert await c.rd(sh("RX_FIFO_BEATS")) == RX_DEPTH
+    assert await c.rd(sh("PFC_XOFF")) == R["HM_SHELL_PFC_XOFF_RESET"]
+    assert await c.rd(sh("PFC_XON")) == R["HM_SHELL_PFC_XON_RESET"]
+    assert await c.rd(sh("PFC_CTRL")) == R["HM_SHELL_PFC_CTRL_RESET"]   # PFC off
+    await c.bar0.write_dword(sh("PFC_QUANTA"), 0x1234)
+    await c.bar0.write_dword(sh("MAC_LO"), 0x4d010001)
+    assert await c.rd(sh("PFC_QUANTA")) == 0x1234
+    assert await c.rd(sh("MAC_LO")) == 0x4d010001
+    err0 = await c.rd(sh("PCIE_AXIL_ERR"))
+    assert await c.fails(SHELL + 0xffc), "a read of an offset without a register completed"
+    await c.bar0.write_dword(sh("ETH_RX_FRAMES"), 7)                    # read-only: refused
+    assert await c.rd(sh("ETH_RX_FRAMES")) == 0
+    assert await c.rd(sh("PCIE_AXIL_ERR")) == err0 + 2
+    assert await c.rd(sh("PCIE_MMIO_RD")) > 10 and await c.rd(sh("PCIE_MMIO_WR")) == 3
+
+    # the link: the MAC's aligned line, through the synchroniser into STATUS
+    assert await c.rd(sh("STATUS")) & 1 == 0
+    dut.mac_rx_aligned.value = 1
+    await ClockCycles(dut.clk, 20)
+    assert await c.rd(sh("STATUS")) & 1 == 1
+
+    # frames from the MAC: three good ones reach the engine (which takes them), a bad one is
+    # dropped whole by the receive FIFO
+    for n in (64, 100, 300):
+        await c.mac_rx.send(AxiStreamFrame(frame(n)))
+    await c.mac_rx.send(AxiStreamFrame(frame(80), tuser=1))
+    await c.mac_rx.wait()
+    await ClockCycles(dut.clk, 200)
+    assert await c.rd(sh("ETH_RX_FRAMES")) == 3
+    assert await c.rd(sh("ETH_RX_DROP_BAD")) == 1
+    assert await c.rd(sh("ETH_RX_DROP_FULL")) == 0
+    assert int(dut.u_eng.s_rx_tready.value) == 1, "the engine holds its receive side"
+    assert c.mac_tx.empty(), "the card sent a frame of its own"
+
+    # an FLR: the core and the shell's registers reset (PFC settings back), the FLR counted,
+    # the completer's counters go on
+    wr = await c.rd(sh("PCIE_MMIO_WR"))
+    dut.cfg_flr_in_process.value = 1
+    for _ in range(2000):
+        await RisingEdge(dut.clk)
+        if int(dut.cfg_flr_done.value) & 1:
+            break
+    else:
+        raise AssertionError("no cfg_flr_done")
+    dut.cfg_flr_in_process.value = 0
+    await ClockCycles(dut.clk, 10)
+    assert await c.rd(sh("FLR_COUNT")) == 1
+    assert await c.rd(sh("PFC_QUANTA")) == R["HM_SHELL_PFC_QUANTA_RESET"]
+    assert await c.rd(sh("MAC_LO")) == 0
+    assert await c.rd(sh("PCIE_MMIO_WR")) == wr
+    assert await c.rd(R["HM_REG_ID"]) == 0x484D5445
+    assert await c.rd(sh("ETH_RX_FRAMES")) == 0, "the core side's frame count survived the FLR"
