@@ -42,7 +42,7 @@ CASES = [
                                "rtl/shell/hm_pcie_cq.sv", "rtl/shell/hm_pcie_ep.sv"],
      {"NUM_VEC": 32, "MSIX_TIMEOUT": 64, "TIMEOUT_TICK": 256, "FLR_WAIT": 1024}, "test_pcie_ep",
      ["enumeration_bars_and_mmio", "msix_delivered_and_masked", "dma_through_the_endpoint",
-      "flr_quiesces_and_resets"], {}),
+      "flr_quiesces_and_resets", "requests_the_completer_refuses"], {}),
     # (at 256 bits a PFC frame is two beats)
     # the card's logic whole: every source of hematite.core's synth_card target (the engine with
     # 256 QPs, MRs and CQs; the control core with its CPU, held without firmware)

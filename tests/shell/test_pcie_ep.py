@@ -320,3 +320,98 @@ async def flr_quiesces_and_resets(dut):
     assert state["cut"] == 0
     assert int(dut.stat_flr.value) == 1 and int(dut.stat_dma_rd_req.value) >= 2 and int(dut.stat_dma_wr_req.value) >= 1
     assert not tb.sb_errors, tb.sb_errors[:5]
+
+
+@cocotb.test()
+async def requests_the_completer_refuses(dut):
+    """Requests the completer does not serve, made as raw TLPs through the root complex: a
+    BAR 0 read of more than 16 DWORDs, a locked read, a 32-bit FetchAdd and a compare-and-swap
+    to BAR 0 (each answered Unsupported Request, with the byte count and lower address PCIe
+    gives it, a locked read's as a locked completion), a zero-length read (completed with no
+    register read) and write (nothing written), a write of more than 16 DWORDs (dropped,
+    counted); no register block sees any of them, and a normal read works after."""
+    from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
+    from cocotbext.pcie.core.utils import PcieId
+    from cocotbext.pcie.xilinx.us.tlp import Tlp_us
+    tb = Tb(dut)
+    await tb.start()
+    pci = tb.pci
+    await pci.enable_device()
+    await pci.set_master()
+    bar0 = pci.bar_window[0]
+    base = pci.bar_addr[0]
+    tb.eng.write(0x200, bytes(range(256)))
+    # every access the register blocks see, counted while the refused requests go in
+    seen = {"aw": 0, "ar": 0}
+
+    async def watch():
+        while True:
+            await RisingEdge(dut.clk)
+            for b in ("eng", "ctl", "shl"):
+                seen["aw"] += int(getattr(dut, f"m_{b}_axil_awvalid").value) & int(getattr(dut, f"m_{b}_axil_awready").value)
+                seen["ar"] += int(getattr(dut, f"m_{b}_axil_arvalid").value) & int(getattr(dut, f"m_{b}_axil_arready").value)
+    cocotb.start_soon(watch())
+
+    async def nonposted(tt, addr, length=None, data=None):
+        """One request, its one completion. The root complex model routes memory reads and
+        writes only (its switch and function models stop at a locked read or an AtomicOp), so
+        the request goes into the block model's completer queue as the block would pass it
+        (BAR 0, its aperture), and its completion comes back to the root complex as usual."""
+        t = Tlp()
+        t.fmt_type = tt
+        t.requester_id = PcieId(0, 0, 0)
+        if data is not None:
+            t.set_addr_be_data(addr, data)
+        else:
+            t.set_addr_be(addr, length)
+        t.tag = await tb.rc.alloc_tag()
+        u = Tlp_us(t)
+        u.bar_id = 0
+        u.bar_aperture = 18
+        u.completer_id = tb.dev.functions[0].pcie_id
+        tb.dev.cq_queue.put_nowait(u)
+        cpl = await tb.rc.recv_cpl(t.tag, 50, "us")
+        tb.rc.release_tag(t.tag)
+        assert cpl is not None, f"no completion for {tt}"
+        return cpl
+
+    ur0, drop0 = tb.cq("ur"), tb.cq("dropped")
+    # a read of 32 DWORDs (128 bytes) from offset 0x204: UR, byte count 128, lower address 0x04
+    c = await nonposted(TlpType.MEM_READ, base + 0x204, 128)
+    assert c.status == CplStatus.UR and c.byte_count == 128 and c.lower_address == 0x04, c
+    assert c.fmt_type == TlpType.CPL
+    # a locked read: UR as a locked completion (byte count 4, lower address of its first byte)
+    c = await nonposted(TlpType.MEM_READ_LOCKED, base + 0x208, 4)
+    assert c.status == CplStatus.UR and c.fmt_type == TlpType.CPL_LOCKED and c.byte_count == 4, c
+    assert c.lower_address == 0x08, c
+    # AtomicOps: UR; byte count the operand size (FetchAdd 4, CAS half its 8 bytes), lower
+    # address 0
+    c = await nonposted(TlpType.FETCH_ADD, base + 0x210, data=(5).to_bytes(4, "little"))
+    assert c.status == CplStatus.UR and c.byte_count == 4 and c.lower_address == 0, c
+    c = await nonposted(TlpType.CAS, base + 0x218, data=(1).to_bytes(4, "little") + (2).to_bytes(4, "little"))
+    assert c.status == CplStatus.UR and c.byte_count == 4 and c.lower_address == 0, c
+    assert tb.cq("ur") == ur0 + 4, (tb.cq("ur"), ur0)
+    # a zero-length read (a flush): completed, one DWORD of zeros, no register read
+    c = await nonposted(TlpType.MEM_READ, base + 0x220, 0)
+    assert c.status == CplStatus.SC and c.byte_count == 1 and c.length == 1, c
+    assert c.get_data() == b"\x00" * 4
+    # a zero-length write, and a write of 32 DWORDs: nothing written, the long one counted
+    t = Tlp()
+    t.fmt_type = TlpType.MEM_WRITE
+    t.requester_id = PcieId(0, 0, 0)
+    t.set_addr_be_data(base + 0x224, b"")
+    await tb.rc.perform_posted_operation(t)
+    t = Tlp()
+    t.fmt_type = TlpType.MEM_WRITE
+    t.requester_id = PcieId(0, 0, 0)
+    t.set_addr_be_data(base + 0x280, b"\xee" * 128)
+    await tb.rc.perform_posted_operation(t)
+    await ClockCycles(dut.clk, 100)
+    assert seen == {"aw": 0, "ar": 0}, seen
+    assert tb.eng.read(0x200, 256) == bytes(range(256)), "a refused request wrote a register"
+    assert tb.cq("dropped") == drop0 + 1, (tb.cq("dropped"), drop0)
+    assert tb.cq("ur") == ur0 + 4
+    # and the completer goes on
+    assert await bar0.read_dword(0x204) == int.from_bytes(bytes(range(4, 8)), "little")
+    assert seen["ar"] == 1
+    assert not tb.sb_errors, tb.sb_errors[:5]
