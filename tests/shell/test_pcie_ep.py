@@ -324,9 +324,9 @@ async def flr_quiesces_and_resets(dut):
 
 @cocotb.test()
 async def requests_the_completer_refuses(dut):
-    """Requests the completer does not serve, made as raw TLPs through the root complex: a
-    BAR 0 read of more than 16 DWORDs, a locked read, a 32-bit FetchAdd and a compare-and-swap
-    to BAR 0 (each answered Unsupported Request, with the byte count and lower address PCIe
+    """Requests the completer does not serve, made as raw TLPs: a BAR 0 read of more than 16
+    DWORDs, a locked read, a 32-bit FetchAdd and a compare-and-swap to BAR 0, an I/O read and
+    write (each answered Unsupported Request, with the byte count and lower address PCIe
     gives it, a locked read's as a locked completion), a zero-length read (completed with no
     register read) and write (nothing written), a write of more than 16 DWORDs (dropped,
     counted); no register block sees any of them, and a normal read works after."""
@@ -390,7 +390,13 @@ async def requests_the_completer_refuses(dut):
     assert c.status == CplStatus.UR and c.byte_count == 4 and c.lower_address == 0, c
     c = await nonposted(TlpType.CAS, base + 0x218, data=(1).to_bytes(4, "little") + (2).to_bytes(4, "little"))
     assert c.status == CplStatus.UR and c.byte_count == 4 and c.lower_address == 0, c
-    assert tb.cq("ur") == ur0 + 4, (tb.cq("ur"), ur0)
+    # I/O (the function has no I/O BAR): UR, byte count 4, lower address 0; an I/O write is
+    # non-posted and answered too
+    c = await nonposted(TlpType.IO_READ, 0x1000, 4)
+    assert c.status == CplStatus.UR and c.byte_count == 4 and c.lower_address == 0, c
+    c = await nonposted(TlpType.IO_WRITE, 0x1004, data=(9).to_bytes(4, "little"))
+    assert c.status == CplStatus.UR and c.byte_count == 4 and c.lower_address == 0, c
+    assert tb.cq("ur") == ur0 + 6, (tb.cq("ur"), ur0)
     # a zero-length read (a flush): completed, one DWORD of zeros, no register read
     c = await nonposted(TlpType.MEM_READ, base + 0x220, 0)
     assert c.status == CplStatus.SC and c.byte_count == 1 and c.length == 1, c
@@ -410,7 +416,7 @@ async def requests_the_completer_refuses(dut):
     assert seen == {"aw": 0, "ar": 0}, seen
     assert tb.eng.read(0x200, 256) == bytes(range(256)), "a refused request wrote a register"
     assert tb.cq("dropped") == drop0 + 1, (tb.cq("dropped"), drop0)
-    assert tb.cq("ur") == ur0 + 4
+    assert tb.cq("ur") == ur0 + 6
     # and the completer goes on
     assert await bar0.read_dword(0x204) == int.from_bytes(bytes(range(4, 8)), "little")
     assert seen["ar"] == 1
