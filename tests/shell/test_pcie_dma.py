@@ -7,8 +7,9 @@ bursts of at most 64 beats as the engine's DMA issues.
 The root complex's completions can be held and released out of order (per tag, in order, as
 PCIe requires of one request's completions), split at every 64-byte boundary, or dropped for a
 "black hole" range of addresses, to test reordering, reassembly and completion timeouts.
-tests/shell/run.py builds the bridge with TIMEOUT_TICK = 256 (a request times out 512 to 768
-clocks after its last completion or its issue).
+tests/shell/run.py builds the bridge with TIMEOUT_TICK = 1024 (a request times out 2,048 to
+3,072 clocks after its last completion or its issue: 32 KiB in flight, the reorder buffer's
+worth, split at every 64 bytes, takes 1,024 clocks to arrive).
 """
 import random
 
