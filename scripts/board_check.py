@@ -171,6 +171,7 @@ def check_steps(card, srcs, flow):
     x = at("read_xdc", lambda e: e[-1].endswith(c["xdc"]) and "-unmanaged" not in e)
     at("read_xdc", lambda e: e[-1].endswith(c["cdc"]) and "-unmanaged" in e)
     at("set_property", lambda e: e[1] == "PROCESSING_ORDER" and e[2] == "LATE" and c["cdc"] in e[3])
+    at("set_property", lambda e: e[1] == "USED_IN_SYNTHESIS" and e[2] == "false" and c["cdc"] in e[3])
     s = at("synth_design")
     if ["-top", c["top"]] != flow[s][1:3] and f"-top {c['top']}" not in " ".join(flow[s]):
         raise Fail(f"build.tcl: synth_design is not of {c['top']}: {flow[s]}")
@@ -301,6 +302,19 @@ def check_cdc(card, xdc):
     if not filters or any(fifo_mod not in f for f in filters):
         raise Fail(f"{c['cdc']}: the frame FIFOs are not found by their module name {fifo_mod}: {filters}")
     fifo_rel = files[fifo_mod]
+    fifo_txt = re.sub(r"//[^\n]*", "", read(fifo_rel))
+    # each bus skew from a register to what takes it: a synchroniser whose d_i it is, or a
+    # register assigned from it
+    named = [e[1] for e in xdc if e[0] == "get_cells"]
+    for src, dst in zip(named[0::2], named[1::2]):
+        s_reg = src.split("/")[-1].split("_reg")[0]
+        d = dst.split("/")[3:]
+        if len(d) == 2:
+            m = re.search(rf"hm_sync\b[^;]*?\b{d[0]}\s*\((.*?)\);", fifo_txt, flags=re.S)
+            if not m or not re.search(rf"\.d_i\(\s*{s_reg}\s*\)", m.group(1)):
+                raise Fail(f"{c['cdc']}: {d[0]} does not synchronise {s_reg}")
+        elif not re.search(rf"\b{d[0].split('_reg')[0]}\s*<=\s*{s_reg}\b", fifo_txt):
+            raise Fail(f"{c['cdc']}: {d[0].split('_reg')[0]} is not taken from {s_reg}")
     for e in xdc:
         if e[0] != "get_cells":
             continue
@@ -322,8 +336,9 @@ def check_cdc(card, xdc):
     if len(maxd) != 2 or any(abs(v - min(periods.values())) > 1e-6 for v in maxd):
         raise Fail(f"{c['cdc']}: the crossings are not bounded both ways by the faster clock's period: {maxd}")
     skews = [e for e in xdc if e[0] == "set_bus_skew"]
-    if len(skews) < 3 * len(insts):
-        raise Fail(f"{c['cdc']}: {len(skews)} bus-skew constraints, not 3 per frame FIFO")
+    if len(skews) != 3 * len(insts) - 1:
+        raise Fail(f"{c['cdc']}: {len(skews)} bus-skew constraints, not 3 per frame FIFO but the "
+                   "transmit FIFO's trimmed counter crossing")
     return maxd, skews
 
 
@@ -394,6 +409,8 @@ BREAKS = [
     ("cdc.tcl", "[get_pins u_cmac/gt_txusrclk2]", "[get_pins u_cmac/gt_rxusrclk2]", "a clock pin the IP's stub does not have"),
     ("cdc.tcl", "min([get_property PERIOD $core_clk], [get_property PERIOD $mac_clk])", "[get_property PERIOD $core_clk]", "the crossings bounded by the slower clock"),
     ("cdc.tcl", "set_clock_groups -asynchronous -group $init_clk", "set_clock_groups -asynchronous -group $init_clk {", "a syntax error"),
+    ("cdc.tcl", "{cnt_g_q_reg[*]} {u_cnt_sync/s_q_reg[0][*]}", "{cnt_g_q_reg[*]} {u_rd_sync/s_q_reg[0][*]}", "a bus skew into the wrong synchroniser"),
+    ("build.tcl", "set_property USED_IN_SYNTHESIS false", "# set_property USED_IN_SYNTHESIS false", "the crossings applied in synthesis"),
     ("u55c.xdc", "set_property CONFIG_VOLTAGE 1.8 [current_design]", "foreach v {1.8} { set_property CONFIG_VOLTAGE $v [current_design] }", "a loop in the managed XDC"),
 ]
 

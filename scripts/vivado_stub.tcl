@@ -144,6 +144,10 @@ proc get_cells {args} {
         return [list u_card/u_eth/u_rx u_card/u_eth/u_tx]
     }
     foreach p $pos { stub_log get_cells $p }
+    # (Vivado trims the transmit FIFO's counter crossing: nobody reads those counters)
+    if {"-quiet" in $args && ([string match {*/u_tx/cnt_g_q_reg*} $pos] || [string match {*/u_tx/u_cnt_sync/*} $pos])} {
+        return {}
+    }
     return $pos
 }
 proc get_clocks {args} {

@@ -20,8 +20,9 @@ set_max_delay -datapath_only -from $mac_clk -to $core_clk $cdc_max
 
 # Buses that cross together: each frame FIFO's Gray-coded read pointer and counters, and its
 # committed pointer (binary, held still while the reader takes it). Their bits must arrive
-# within one period of the faster clock of each other. (A FIFO whose counters nobody reads,
-# the transmit side's, has its counter crossing trimmed away: skipped, not an error.)
+# within one period of the faster clock of each other. The transmit FIFO's counters are read by
+# nobody, so its counter crossing is trimmed away and skipped; any other name that matches
+# nothing is an error (a constraint silently lost would leave a crossing unchecked).
 foreach fifo [get_cells -hierarchical -filter {ORIG_REF_NAME == hm_axis_async_frame_fifo || REF_NAME == hm_axis_async_frame_fifo}] {
     # (source registers, first synchroniser stage or capturing register; in braces, so the
     # brackets stay brackets)
@@ -34,6 +35,8 @@ foreach fifo [get_cells -hierarchical -filter {ORIG_REF_NAME == hm_axis_async_fr
         set dst [get_cells -quiet "$fifo/$to"]
         if {[llength $src] && [llength $dst]} {
             set_bus_skew -from $src -to $dst $cdc_max
+        } elseif {![string match {*/u_tx} $fifo] || ![string match {cnt_g_q_reg*} $from]} {
+            error "cdc.tcl: no cells $fifo/$from or $fifo/$to: the crossing would go unconstrained"
         }
     }
 }

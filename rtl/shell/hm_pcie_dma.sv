@@ -48,11 +48,13 @@ module hm_pcie_dma #(
   parameter int TAGS        = 32,       // read tags (<= 32: tag values fit 5 bits)
   parameter int BURSTS      = 16,       // AR bursts in the bridge at once (power of two)
   parameter int ROB_BEATS   = 512,      // reorder buffer, 64-byte beats (power of two, >= 64);
-                                        // at most this much read data is outstanding, which
-                                        // must fit the block's completion buffer (32 KiB of
-                                        // data in cocotbext-pcie's model of it); 32 KiB keeps
-                                        // reads at the interface's rate with a 1.6 us latency
-                                        // (tests/shell/bench_pcie_dma.py)
+                                        // at most this much read data is outstanding; the
+                                        // block's completion buffer (2,048 credits of 16 bytes
+                                        // and 256 headers in cocotbext-pcie's model of it)
+                                        // holds less as small completions, but RC is never
+                                        // held back, so completions leave it as they arrive;
+                                        // 32 KiB keeps reads at the interface's rate with a
+                                        // 1.6 us latency (tests/shell/bench_pcie_dma.py)
   parameter int W_DEPTH     = 32,       // write beats buffered (power of two, >= 20)
   parameter int TIMEOUT_TICK = 65536,   // clocks per completion-timeout tick
   parameter int CNT_W       = 32,       // counter width

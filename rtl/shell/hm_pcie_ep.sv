@@ -220,8 +220,8 @@ module hm_pcie_ep #(
 
   // ---- decode: by the address of the access in progress, registered (the completer offers an
   // address from the clock after it sets it, and holds it until the answer)
-  // (four targets, so that each answer is a 4:1 selection, one LUT: the shell's registers and
-  // the reserved space share T_OTH and are told apart by a flag of their own)
+  // (four targets: the shell's registers and the reserved space share T_OTH and are told
+  // apart by a registered flag of their own, a 2:1 selection ahead of the 4:1)
   typedef enum logic [1:0] {T_ENG, T_CTL, T_MSIX, T_OTH} tgt_t;
   function automatic tgt_t tgt(input logic [AW-1:0] a);
     logic unused_lo;

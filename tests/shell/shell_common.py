@@ -87,3 +87,44 @@ async def wait_reset(dut):
         await RisingEdge(dut.clk)
     while int(dut.rst.value):
         await RisingEdge(dut.clk)
+
+
+async def inject_np(rc, dev, tt, addr, length=None, data=None, bar=0, aperture=18):
+    """One non-posted request of type tt (cocotbext-pcie's TlpType) to `addr` (length bytes, or
+    data), and its one completion. The root complex model routes memory reads and writes only
+    (its switch and function models stop at a locked read or an AtomicOp), so the request goes
+    into the block model's completer queue as the block would pass it (BAR `bar` of `aperture`
+    address bits), and its completion comes back to the root complex as usual."""
+    from cocotb.triggers import with_timeout  # noqa: F401  (the caller bounds the wait)
+    from cocotbext.pcie.core.tlp import Tlp
+    from cocotbext.pcie.core.utils import PcieId
+    from cocotbext.pcie.xilinx.us.tlp import Tlp_us
+    t = Tlp()
+    t.fmt_type = tt
+    t.requester_id = PcieId(0, 0, 0)
+    if data is not None:
+        t.set_addr_be_data(addr, data)
+    else:
+        t.set_addr_be(addr, length)
+    t.tag = await rc.alloc_tag()
+    u = Tlp_us(t)
+    u.bar_id = bar
+    u.bar_aperture = aperture
+    u.completer_id = dev.functions[0].pcie_id
+    dev.cq_queue.put_nowait(u)
+    cpl = await rc.recv_cpl(t.tag, 50, "us")
+    rc.release_tag(t.tag)
+    assert cpl is not None, f"no completion for {tt}"
+    return cpl
+
+
+async def posted_write(rc, addr, data):
+    """A memory write TLP of `data` at `addr` as it is, whatever its length (the root complex's
+    own writes are cut at the max payload size)."""
+    from cocotbext.pcie.core.tlp import Tlp, TlpType
+    from cocotbext.pcie.core.utils import PcieId
+    t = Tlp()
+    t.fmt_type = TlpType.MEM_WRITE
+    t.requester_id = PcieId(0, 0, 0)
+    t.set_addr_be_data(addr, data)
+    await rc.perform_posted_operation(t)

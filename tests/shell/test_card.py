@@ -3,8 +3,10 @@ Ethernet port, shell registers) as one design, behind cocotbext-pcie's model of 
 PCIe block and its root complex on the core clock, with cocotbext-axi's AXI-Stream models for
 the MAC on its own clock (322 MHz). Every block is tested on its own elsewhere; this checks that
 they are wired to each other as the register map says: each window of BAR 0 reaches its block,
-the shell's registers hold the port's settings and count what the blocks count, the MAC's
-frames reach the engine, the link status crosses, and an FLR resets what it should.
+the shell's registers hold the port's settings and count the completer's and the receive
+side's events, the MAC's frames reach the engine, the link status crosses, and an FLR resets
+what it should. Without firmware or QPs the engine does no DMA, raises no interrupt and sends
+nothing, so the DMA, MSI-X and transmit counters are only seen at 0 here.
 
 The register offsets come from the generated register package (rtl/pkg/hm_regs_pkg.sv, from
 regs/hematite.rdl): the test reads them there, as the RTL does.
@@ -19,7 +21,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
 from cocotbext.axi import AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from shell_common import bus, pcie_endpoint, quiet, wait_reset
+from shell_common import bus, inject_np, pcie_endpoint, posted_write, quiet, wait_reset
 
 VENDOR, DEVICE = 0x10ee, 0x903f
 NUM_QPS = 256
@@ -85,6 +87,8 @@ class Card:
         await pci.enable_device()
         await pci.set_master()
         self.bar0 = pci.bar_window[0]
+        self.bar2 = pci.bar_window[2]
+        self.base0 = pci.bar_addr[0]
 
     async def rd(self, addr):
         return await with_timeout(self.bar0.read_dword(addr), 50, "us")
@@ -106,9 +110,11 @@ def frame(n, ethertype=b"\x08\x00"):
 @cocotb.test()
 async def card_windows_registers_mac_and_flr(dut):
     """Each BAR 0 window reaches its block; the shell's registers: reset values, read/write,
-    errors, counters; the MAC's frames reach the engine and are counted; the link status
-    crosses from the MAC clock; an FLR resets the settings and the DMA/MSI-X counters and
-    counts itself."""
+    errors; the completer's counters (MMIO reads and writes, register errors, a push, an
+    Unsupported Request, a dropped write) and the receive side's (frames, bad frames) move as
+    their events happen; the MAC's frames reach the engine; the link status crosses from the
+    MAC clock; an FLR resets the settings and the receive side's count, keeps the completer's,
+    and counts itself."""
     c = Card(dut)
     await c.start()
 
@@ -139,6 +145,23 @@ async def card_windows_registers_mac_and_flr(dut):
     assert await c.rd(sh("ETH_RX_FRAMES")) == 0
     assert await c.rd(sh("PCIE_AXIL_ERR")) == err0 + 2
     assert await c.rd(sh("PCIE_MMIO_RD")) > 10 and await c.rd(sh("PCIE_MMIO_WR")) == 3
+
+    # the completer's other counters: a push (64 bytes into QP 5's window of BAR 2, taken by
+    # the engine), a BAR 0 read of 32 DWORDs (Unsupported Request), a BAR 0 write of 32 DWORDs
+    # (dropped)
+    from cocotbext.pcie.core.tlp import CplStatus, TlpType
+    await c.bar2.write(5 * 64, bytes(range(64)))
+    cpl = await inject_np(c.rc, c.dev, TlpType.MEM_READ, c.base0 + 0x100, 128)
+    assert cpl.status == CplStatus.UR, cpl
+    await posted_write(c.rc, c.base0 + 0x100, b"\x55" * 128)
+    assert await c.rd(sh("PCIE_PUSH")) == 1
+    assert await c.rd(sh("PCIE_UR")) == 1
+    assert await c.rd(sh("PCIE_DROPPED")) == 1
+    # (no firmware and no QPs: nothing makes the engine DMA, raise an interrupt or send, so
+    # those counters are only seen at 0 here; their blocks' own tests make them move)
+    for n in ("MSIX_SENT", "MSIX_FAIL", "DMA_RD_REQ", "DMA_WR_REQ", "DMA_CPL", "DMA_TIMEOUT",
+              "ETH_TX_FRAMES", "ETH_TX_DROP_BAD"):
+        assert await c.rd(sh(n)) == 0, n
 
     # the link: the MAC's aligned line, through the synchroniser into STATUS
     assert await c.rd(sh("STATUS")) & 1 == 0
@@ -175,5 +198,6 @@ async def card_windows_registers_mac_and_flr(dut):
     assert await c.rd(sh("PFC_QUANTA")) == R["HM_SHELL_PFC_QUANTA_RESET"]
     assert await c.rd(sh("MAC_LO")) == 0
     assert await c.rd(sh("PCIE_MMIO_WR")) == wr
+    assert await c.rd(sh("PCIE_PUSH")) == 1 and await c.rd(sh("PCIE_UR")) == 1   # (the completer's)
     assert await c.rd(R["HM_REG_ID"]) == 0x484D5445
     assert await c.rd(sh("ETH_RX_FRAMES")) == 0, "the core side's frame count survived the FLR"

@@ -3,8 +3,8 @@
 //! [`VfioDevice::open`] takes the function's PCI address (`0000:03:00.0`) and goes through the
 //! legacy container interface: `/dev/vfio/vfio` (API version, type-1 IOMMU), the function's
 //! IOMMU group `/dev/vfio/<N>` (viable, attached to the container), the type-1 IOMMU, then the
-//! device fd; BAR0 is mmapped, bus mastering is enabled through config space, and the MSI-X
-//! vector count read. See `docs/vfio.md` for setup (binding, permissions, memlock) and details.
+//! device fd; BAR0 is mmapped, bus mastering is enabled through config space (and the max read
+//! request size raised to 4096 bytes), and the MSI-X vector count read. See `docs/vfio.md` for setup (binding, permissions, memlock) and details.
 //!
 //! Every system call goes through [`sys::VfioSys`] ([`sys`] holds the backend's only `unsafe`
 //! code): [`sys::LinuxSys`] is the kernel, [`twin::TwinSys`] an in-memory emulation of it used
@@ -28,7 +28,9 @@ use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use sys::{
-    irq_set_eventfds, irq_set_none, PCI_COMMAND, PCI_COMMAND_MASTER, PCI_COMMAND_MEMORY,
+    irq_set_eventfds, irq_set_none, PCI_CAPABILITY_LIST, PCI_CAP_ID_EXP, PCI_COMMAND, PCI_COMMAND_MASTER,
+    PCI_COMMAND_MEMORY, PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_READRQ, PCI_EXP_DEVCTL_READRQ_4096, PCI_STATUS,
+    PCI_STATUS_CAP_LIST,
 };
 use vfio_bindings::bindings::vfio::{
     vfio_device_info, vfio_group_status, vfio_iommu_type1_dma_map, vfio_iommu_type1_dma_unmap, vfio_irq_info,
@@ -332,6 +334,7 @@ impl<S: VfioSys> VfioDevice<S> {
             return Err(Error::Device(format!("config space of {bdf} is {} bytes", cfg.size)));
         }
         enable_bus_master(sys, device, cfg.offset)?;
+        raise_read_request(sys, device, cfg.offset)?;
 
         // 7. MSI-X.
         let mut irq = vfio_irq_info {
@@ -464,6 +467,56 @@ fn enable_bus_master<S: VfioSys>(sys: &S, device: RawFd, config_offset: u64) -> 
         }
     }
     Ok(())
+}
+
+/// Reads `N` bytes of config space at byte `off` (the config region starts at `config_offset`).
+fn config_read<S: VfioSys, const N: usize>(sys: &S, device: RawFd, config_offset: u64, off: u64, what: &str) -> Result<[u8; N]> {
+    let mut b = [0u8; N];
+    let n = sys.pread(device, &mut b, config_offset + off).map_err(|e| Error::sys(format!("reading {what}"), e))?;
+    if n != N {
+        return Err(Error::Device(format!("short read of {what} ({n} bytes)")));
+    }
+    Ok(b)
+}
+
+/// Raises the function's Max_Read_Request_Size to 4096 bytes (the PCI Express capability's
+/// Device Control, which vfio-pci lets the user set: it applies it through the kernel's own
+/// pcie_set_readrq, within the platform's policy), as NIC drivers do: the shell's DMA bridge
+/// keeps 32 tags of reads in flight, and with 512-byte requests they hold 16 KiB, less than a
+/// 100 GbE read stream needs at a microsecond and a half of host latency (docs/fpga.md,
+/// "Throughput"). Returns the Device Control value now set, `None` when the function has no
+/// PCI Express capability (nothing written). A capability list that loops or points into the
+/// header ends the search.
+fn raise_read_request<S: VfioSys>(sys: &S, device: RawFd, config_offset: u64) -> Result<Option<u16>> {
+    let status = u16::from_le_bytes(config_read::<S, 2>(sys, device, config_offset, PCI_STATUS, "the PCI status register")?);
+    if status & PCI_STATUS_CAP_LIST == 0 {
+        return Ok(None);
+    }
+    let [mut ptr] = config_read::<S, 1>(sys, device, config_offset, PCI_CAPABILITY_LIST, "the capability pointer")?;
+    // (at most 48 capabilities fit the 256-byte header's space after 0x40)
+    for _ in 0..48 {
+        let at = u64::from(ptr & 0xfc);
+        if at < 0x40 {
+            break;
+        }
+        let [id, next] = config_read::<S, 2>(sys, device, config_offset, at, "a capability header")?;
+        if id == PCI_CAP_ID_EXP {
+            let ctl_at = at + PCI_EXP_DEVCTL;
+            let ctl = u16::from_le_bytes(config_read::<S, 2>(sys, device, config_offset, ctl_at, "Device Control")?);
+            let want = (ctl & !PCI_EXP_DEVCTL_READRQ) | PCI_EXP_DEVCTL_READRQ_4096;
+            if want != ctl {
+                let n = sys
+                    .pwrite(device, &want.to_le_bytes(), config_offset + ctl_at)
+                    .map_err(|e| Error::sys("writing Device Control (max read request size)", e))?;
+                if n != 2 {
+                    return Err(Error::Device(format!("short write of Device Control ({n} bytes)")));
+                }
+            }
+            return Ok(Some(want));
+        }
+        ptr = next;
+    }
+    Ok(None)
 }
 
 /// Releases in order: MSI-X off (when `irqs_enabled`), BAR0 unmapped, the DMA mappings in
@@ -687,7 +740,9 @@ impl<S: VfioSys> Device for VfioDevice<S> {
         }
         let dev = self.device_fd()?;
         self.sys.device_reset(dev).map_err(|e| Error::sys(format!("VFIO_DEVICE_RESET of {}", self.info.name), e))?;
-        // The kernel restores config space after the reset; make sure DMA is still allowed.
-        enable_bus_master(&self.sys, dev, self.config_offset)
+        // The kernel restores config space after the reset; make sure DMA is still allowed, and
+        // reads still as large.
+        enable_bus_master(&self.sys, dev, self.config_offset)?;
+        raise_read_request(&self.sys, dev, self.config_offset).map(|_| ())
     }
 }

@@ -72,6 +72,20 @@ pub const PCI_COMMAND: u64 = 4;
 pub const PCI_COMMAND_MEMORY: u16 = 0x2;
 /// Bus master enable (PCI command register bit 2).
 pub const PCI_COMMAND_MASTER: u16 = 0x4;
+/// The PCI status register's byte offset in config space.
+pub const PCI_STATUS: u64 = 6;
+/// Status bit 4: the function has a capability list.
+pub const PCI_STATUS_CAP_LIST: u16 = 0x10;
+/// Byte offset of the pointer to the first capability.
+pub const PCI_CAPABILITY_LIST: u64 = 0x34;
+/// Capability ID of the PCI Express capability.
+pub const PCI_CAP_ID_EXP: u8 = 0x10;
+/// Device Control's byte offset in the PCI Express capability.
+pub const PCI_EXP_DEVCTL: u64 = 8;
+/// Device Control bits 14:12: Max_Read_Request_Size, 128 << value bytes.
+pub const PCI_EXP_DEVCTL_READRQ: u16 = 0x7000;
+/// Max_Read_Request_Size 4096 bytes (value 5).
+pub const PCI_EXP_DEVCTL_READRQ_4096: u16 = 0x5000;
 
 /// Size in bytes of `struct vfio_irq_set` without its data.
 pub const IRQ_SET_HEADER_BYTES: usize = std::mem::size_of::<vfio_irq_set>();

@@ -201,6 +201,36 @@ fn vfio_open_enables_bus_master() {
 }
 
 #[test]
+fn vfio_open_raises_the_max_read_request_size() {
+    // Device Control: relaxed ordering on, max payload 128, max read request 512
+    let t = twin_with(|c| c.pcie_devctl = Some(0x2010));
+    let d = open(&t);
+    assert_eq!(t.config_read16(0x48), Some(0x5010), "max read request not 4096, other bits kept");
+    // after a reset the kernel restores config space as it saved it: raised again
+    assert_eq!(t.config_write16(0x48, 0x2010), Some(()));
+    d.reset().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(t.config_read16(0x48), Some(0x5010));
+}
+
+#[test]
+fn vfio_open_with_max_read_request_already_4096_writes_nothing_more() {
+    let t = twin_with(|c| c.pcie_devctl = Some(0x5010));
+    let _d = open(&t);
+    assert_eq!(t.count(SysOp::Pwrite), 1, "only the command register");
+    assert_eq!(t.config_read16(0x48), Some(0x5010));
+}
+
+#[test]
+fn vfio_open_survives_a_capability_list_that_loops() {
+    // a capability that is not PCI Express and points at itself: the search ends, nothing written
+    let t = twin_with(|c| c.pcie_devctl = Some(0x2010));
+    assert_eq!(t.config_write16(0x40, 0x4005), Some(())); // id 5 (MSI), next 0x40
+    let _d = open(&t);
+    assert_eq!(t.config_read16(0x48), Some(0x2010));
+    assert_eq!(t.count(SysOp::Pwrite), 1);
+}
+
+#[test]
 fn vfio_open_leaves_command_register_alone_when_already_set() {
     let t = twin();
     assert_eq!(t.config_write16(PCI_COMMAND, 0x0006), Some(()));

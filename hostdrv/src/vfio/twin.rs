@@ -159,6 +159,9 @@ pub struct TwinConfig {
     pub vendor_id: u16,
     /// Config space device ID (placeholder).
     pub device_id: u16,
+    /// A PCI Express capability at 0x40 with this Device Control value; `None`: no capability
+    /// list at all.
+    pub pcie_devctl: Option<u16>,
 }
 
 impl Default for TwinConfig {
@@ -182,6 +185,7 @@ impl Default for TwinConfig {
             memlock_limit: None,
             vendor_id: 0x1234,
             device_id: 0x484D,
+            pcie_devctl: None,
         }
     }
 }
@@ -302,6 +306,13 @@ impl TwinSys {
         config[2..4].copy_from_slice(&cfg.device_id.to_le_bytes());
         config[0x0a] = 0x00; // subclass: Ethernet
         config[0x0b] = 0x02; // class: network controller
+        if let Some(ctl) = cfg.pcie_devctl {
+            config[0x06] |= 0x10; // status: capability list
+            config[0x34] = 0x40; // first capability
+            config[0x40] = 0x10; // PCI Express, the last capability
+            config[0x42] = 0x02; // capability version 2, endpoint
+            config[0x48..0x4a].copy_from_slice(&ctl.to_le_bytes());
+        }
         let mut st = State {
             cfg,
             log: Vec::new(),
