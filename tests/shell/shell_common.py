@@ -71,6 +71,49 @@ def pcie_endpoint(dut, **extra):
     return rc, dev
 
 
+# The function as the shell presents it (hm_pcie_ep, boards/u55c/ip.tcl): the placeholder PCI
+# IDs the host side discovers (run/src/cards.rs PLACEHOLDER_IDS), BAR 0 (engine, control core,
+# MSI-X, shell registers), BAR 2 (the push window: 64 B per QP, 65,536 QPs), 32 MSI-X vectors
+# with the table and PBA in BAR 0.
+VENDOR, DEVICE = 0x10ee, 0x903f
+BAR0 = 1 << 18
+BAR2 = 1 << 22
+NUM_VEC = 32
+MSIX_TABLE, MSIX_PBA = 0x20000, 0x20800
+
+
+def shell_endpoint(dut):
+    """pcie_endpoint with the shell's completer interfaces, MSI-X (external table) and function
+    (IDs, BAR 0, BAR 2) on the DUT's ports, as hm_pcie_ep and hm_card have them."""
+    rc, dev = pcie_endpoint(
+        dut, pf0_msix_enable=True, pf0_msix_table_size=NUM_VEC - 1, pf0_msix_table_bir=0,
+        pf0_msix_table_offset=MSIX_TABLE, pf0_msix_pba_bir=0, pf0_msix_pba_offset=MSIX_PBA,
+        cq_bus=bus(dut, "s_axis_cq"), cc_bus=bus(dut, "m_axis_cc"),
+        cfg_function_status=dut.cfg_function_status,
+        cfg_interrupt_msix_enable=dut.cfg_interrupt_msix_enable,
+        cfg_interrupt_msix_mask=dut.cfg_interrupt_msix_mask,
+        cfg_interrupt_msix_address=dut.cfg_interrupt_msix_address,
+        cfg_interrupt_msix_data=dut.cfg_interrupt_msix_data,
+        cfg_interrupt_msix_int=dut.cfg_interrupt_msix_int,
+        cfg_interrupt_msix_sent=dut.cfg_interrupt_msix_sent,
+        cfg_interrupt_msix_fail=dut.cfg_interrupt_msix_fail)
+    f = dev.functions[0]
+    f.vendor_id, f.device_id = VENDOR, DEVICE
+    f.configure_bar(0, BAR0)
+    f.configure_bar(2, BAR2, ext=True, prefetch=True)
+    return rc, dev
+
+
+async def read_fails(bar, addr, us=50):
+    """True when a read of addr in the BAR window completes with an error (the root complex's
+    model raises on an unsuccessful completion, or returns all ones)."""
+    from cocotb.triggers import with_timeout
+    try:
+        return await with_timeout(bar.read_dword(addr), us, "us") == 0xffffffff
+    except Exception as e:
+        return "Unsuccessful" in str(e)
+
+
 def dma_master(dut, reset):
     """cocotbext-axi's AXI4 master on the DUT's s_axi, standing for the engine's DMA: bursts of
     at most 64 beats, as hm_dma_rd / hm_dma_wr issue them."""
@@ -95,7 +138,6 @@ async def inject_np(rc, dev, tt, addr, length=None, data=None, bar=0, aperture=1
     (its switch and function models stop at a locked read or an AtomicOp), so the request goes
     into the block model's completer queue as the block would pass it (BAR `bar` of `aperture`
     address bits), and its completion comes back to the root complex as usual."""
-    from cocotb.triggers import with_timeout  # noqa: F401  (the caller bounds the wait)
     from cocotbext.pcie.core.tlp import Tlp
     from cocotbext.pcie.core.utils import PcieId
     from cocotbext.pcie.xilinx.us.tlp import Tlp_us

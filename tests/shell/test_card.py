@@ -21,11 +21,9 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
 from cocotbext.axi import AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from shell_common import bus, inject_np, pcie_endpoint, posted_write, quiet, wait_reset
+from shell_common import NUM_VEC, bus, inject_np, posted_write, quiet, read_fails, shell_endpoint, wait_reset
 
-VENDOR, DEVICE = 0x10ee, 0x903f
 NUM_QPS = 256
-NUM_VEC = 32
 RX_DEPTH = 512
 
 
@@ -51,22 +49,7 @@ def sh(name):
 class Card:
     def __init__(self, dut):
         self.dut = dut
-        self.rc, self.dev = pcie_endpoint(
-            dut, pf0_msix_enable=True, pf0_msix_table_size=NUM_VEC - 1, pf0_msix_table_bir=0,
-            pf0_msix_table_offset=MSIX, pf0_msix_pba_bir=0, pf0_msix_pba_offset=MSIX + 0x800,
-            cq_bus=bus(dut, "s_axis_cq"), cc_bus=bus(dut, "m_axis_cc"),
-            cfg_function_status=dut.cfg_function_status,
-            cfg_interrupt_msix_enable=dut.cfg_interrupt_msix_enable,
-            cfg_interrupt_msix_mask=dut.cfg_interrupt_msix_mask,
-            cfg_interrupt_msix_address=dut.cfg_interrupt_msix_address,
-            cfg_interrupt_msix_data=dut.cfg_interrupt_msix_data,
-            cfg_interrupt_msix_int=dut.cfg_interrupt_msix_int,
-            cfg_interrupt_msix_sent=dut.cfg_interrupt_msix_sent,
-            cfg_interrupt_msix_fail=dut.cfg_interrupt_msix_fail)
-        f = self.dev.functions[0]
-        f.vendor_id, f.device_id = VENDOR, DEVICE
-        f.configure_bar(0, 1 << 18)
-        f.configure_bar(2, 1 << 22, ext=True, prefetch=True)
+        self.rc, self.dev = shell_endpoint(dut)
         cocotb.start_soon(Clock(dut.mac_clk, 3104, units="ps").start())
         self.mac_rx = AxiStreamSource(bus(dut, "mac_rx"), dut.mac_clk, dut.mac_rst)
         self.mac_tx = AxiStreamSink(bus(dut, "mac_tx"), dut.mac_clk, dut.mac_rst)
@@ -95,11 +78,7 @@ class Card:
 
     async def fails(self, addr):
         """True when a read of addr completes with an error (Completer Abort)."""
-        try:
-            v = await with_timeout(self.bar0.read_dword(addr), 50, "us")
-            return v == 0xffffffff
-        except Exception as e:          # the root complex's model raises on a failed completion
-            return "Unsuccessful" in str(e) or "abort" in str(e).lower()
+        return await read_fails(self.bar0, addr)
 
 
 def frame(n, ethertype=b"\x08\x00"):

@@ -451,12 +451,7 @@ fn region_info<S: VfioSys>(sys: &S, device: RawFd, index: u32) -> Result<vfio_re
 /// function could not DMA. Does nothing when both are already set.
 fn enable_bus_master<S: VfioSys>(sys: &S, device: RawFd, config_offset: u64) -> Result<()> {
     let at = config_offset + PCI_COMMAND;
-    let mut b = [0u8; 2];
-    let n = sys.pread(device, &mut b, at).map_err(|e| Error::sys("reading the PCI command register", e))?;
-    if n != 2 {
-        return Err(Error::Device(format!("short read of the PCI command register ({n} bytes)")));
-    }
-    let cmd = u16::from_le_bytes(b);
+    let cmd = u16::from_le_bytes(config_read::<S, 2>(sys, device, config_offset, PCI_COMMAND, "the PCI command register")?);
     let want = cmd | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
     if want != cmd {
         let n = sys
