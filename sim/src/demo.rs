@@ -34,6 +34,10 @@ pub struct DemoOpts {
     /// `--trace FILE.fst [--trace-from C] [--trace-cycles N]` for NIC a's device process (a
     /// waveform; the waveform build only).
     pub trace_a: Vec<String>,
+    /// Use the devices already serving `dir`/a.sock and `dir`/b.sock (`--attach DIR`) instead
+    /// of starting two: the caller runs them (tests/shell/card_host.py serves the card's logic
+    /// as NIC a) and they stay up afterwards.
+    pub attach: bool,
 }
 
 /// One operation's figures.
@@ -510,14 +514,27 @@ pub fn atomics(a: &Side, b: &Side, count: usize) -> Result<OpResult, String> {
 /// The whole demo; prints as it goes and returns the results.
 pub fn run(o: &DemoOpts) -> Result<Vec<OpResult>, String> {
     let dir = o.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("hematite-demo-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir);
+    if o.attach {
+        for n in ["a.sock", "b.sock"] {
+            if !dir.join(n).exists() {
+                return Err(format!("--attach: no device serves {}", dir.join(n).display()));
+            }
+        }
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     let say = |s: &str| {
         if o.verbose {
             println!("{s}");
         }
     };
-    say(&format!("starting two simulated NICs (engine + control core + firmware) in {}", dir.display()));
-    let pair = start_pair_on(&o.exe, &dir, o.fw.as_deref(), o.loss, None, &[], &o.trace_a)?;
+    let pair = if o.attach {
+        say(&format!("using the two NICs serving {}/a.sock and b.sock", dir.display()));
+        None
+    } else {
+        say(&format!("starting two simulated NICs (engine + control core + firmware) in {}", dir.display()));
+        Some(start_pair_on(&o.exe, &dir, o.fw.as_deref(), o.loss, None, &[], &o.trace_a)?)
+    };
     let t0 = Instant::now();
     let mr_len = (2 * o.size * 64).max(8192);
     let a = open_side(&dir.join("a.sock"), o.qps, mr_len)?;
@@ -587,7 +604,9 @@ pub fn run(o: &DemoOpts) -> Result<Vec<OpResult>, String> {
                 w.wall_mbps()
             );
         }
-        println!("pcaps: {} and {}", dir.join("a.pcap").display(), dir.join("b.pcap").display());
+        if !o.attach {
+            println!("pcaps: {} and {}", dir.join("a.pcap").display(), dir.join("b.pcap").display());
+        }
     }
     Ok(out)
 }

@@ -5,6 +5,8 @@ and runs its tests; exit status 0 only when every test passed and none was skipp
 
     python3 tests/shell/run.py            # everything (./hematite test-shell)
     python3 tests/shell/run.py pcie_dma   # one build (the names in CASES)
+    python3 tests/shell/run.py card_host  # the host driver's demo through the card alone
+                                          # (./hematite demo-card; in the suite as part of card)
 """
 import os
 import sys
@@ -19,6 +21,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import manifest  # noqa: E402  (hematite.core: the card's sources, the generated ones made first)
 
 # (name, top, RTL files, parameters, test module, test cases, environment)
+CARD_PARAMS = {"NUM_QPS": 256, "NUM_MRS": 256, "NUM_CQS": 256, "MSIX_TIMEOUT": 64, "TIMEOUT_TICK": 256,
+               "FLR_WAIT": 1024}
 FIFO_RTL = ["rtl/shell/hm_sync.sv", "rtl/shell/hm_axis_async_frame_fifo.sv"]
 CASES = [
     ("fifo_rx", "hm_axis_async_frame_fifo", FIFO_RTL,
@@ -49,14 +53,18 @@ CASES = [
     ("dma_bench", "hm_pcie_dma", ["rtl/common/hm_fifo.sv", "rtl/common/hm_skid.sv", "rtl/shell/hm_pcie_dma.sv"],
      {"TIMEOUT_TICK": 65536}, "bench_pcie_dma", ["read_bandwidth", "write_bandwidth"], {}),
     # the card's logic whole: every source of hematite.core's synth_card target (the engine with
-    # 256 QPs, MRs and CQs; the control core with its CPU, held without firmware)
-    ("card", "hm_card", None,
-     {"NUM_QPS": 256, "NUM_MRS": 256, "NUM_CQS": 256, "MSIX_TIMEOUT": 64, "TIMEOUT_TICK": 256,
-      "FLR_WAIT": 1024}, "test_card", ["card_windows_registers_mac_and_flr"], {}),
+    # 256 QPs, MRs and CQs; the control core with its CPU, held until the test loads firmware),
+    # then served to the host driver (card_host.py) for the demo's traffic; it needs
+    # build/fw/firmware.hex and hematite-sim (the suite has built both by then)
+    ("card", "hm_card", None, CARD_PARAMS, "test_card",
+     ["card_windows_registers_mac_and_flr", "card_serves_the_host_driver"], {}),
     ("eth_port_256", "hm_eth_port", FIFO_RTL + ["rtl/shell/hm_pfc_gen.sv", "rtl/shell/hm_eth_port.sv"],
      {"DATA_WIDTH": 256, "RX_DEPTH": 64, "TX_DEPTH": 64}, "test_eth_port",
      ["pfc_xoff_refresh_xon", "pfc_disable_while_paused", "pfc_disabled", "mac_reset_alone"], {}),
 ]
+
+# run only when named: (name, build shared with, test module, test cases)
+ON_DEMAND = [("card_host", "card", "test_card", ["card_serves_the_host_driver"])]
 
 
 def main():
@@ -65,9 +73,16 @@ def main():
     runner = get_runner("verilator")
     failed = 0
     total = 0
-    for name, top, rtl, params, module, tests, env in CASES:
-        if only and name not in only:
-            continue
+    cases = [c for c in CASES if not only or c[0] in only]
+    for name, shared, module, tests in ON_DEMAND:
+        if name in only:
+            base = next(c for c in CASES if c[0] == shared)
+            cases.append((shared,) + base[1:4] + (module, tests, base[6]))
+    unknown = set(only) - {c[0] for c in CASES} - {c[0] for c in ON_DEMAND}
+    if unknown:
+        print(f"shell: no such case: {' '.join(sorted(unknown))}")
+        return 1
+    for name, top, rtl, params, module, tests, env in cases:
         bdir = BUILD / name
         if rtl is None:
             rtl = manifest.sources("synth_card", "sv")

@@ -53,7 +53,11 @@ const USAGE: &str = "usage:
       start two device processes joined by the datagram wire and run SEND, RDMA WRITE,
       RDMA READ and atomics between them through the host driver, verifying the data;
       prints throughput and latency in simulated time (250 MHz) and in wall time; --trace
-      is NIC a's device --trace (the waveform build only)";
+      is NIC a's device --trace (the waveform build only)
+  hematite-sim demo --attach DIR [--size BYTES] [--count N] [--qps N]
+      the same operations between two devices already serving DIR/a.sock and DIR/b.sock
+      (started by the caller: device processes, or tests/shell/card_host.py, which serves
+      the card's logic behind the PCIe model); starts nothing and stops nothing";
 
 struct Args {
     cmd: String,
@@ -569,6 +573,7 @@ fn demo_main(args: &[String]) -> Result<(), String> {
         fw: None,
         verbose: true,
         trace_a: Vec::new(),
+        attach: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -579,6 +584,10 @@ fn demo_main(args: &[String]) -> Result<(), String> {
             "--loss" => o.loss = val()?.parse().map_err(|e| format!("--loss: {e}"))?,
             "--qps" => o.qps = val()?.parse().map_err(|e| format!("--qps: {e}"))?,
             "--dir" => o.dir = Some(PathBuf::from(val()?)),
+            "--attach" => {
+                o.dir = Some(PathBuf::from(val()?));
+                o.attach = true;
+            }
             "--fw" => o.fw = Some(PathBuf::from(val()?)),
             "--trace" | "--trace-from" | "--trace-cycles" | "--trace-on" | "--trace-before" | "--trace-after" => {
                 let v = val()?;
@@ -586,6 +595,9 @@ fn demo_main(args: &[String]) -> Result<(), String> {
             }
             _ => return Err(format!("demo: unknown argument `{a}`")),
         }
+    }
+    if o.attach && (!o.trace_a.is_empty() || o.fw.is_some() || o.loss != 0.0) {
+        return Err("demo: --attach starts no device, so --trace, --fw and --loss do not apply".into());
     }
     if !o.trace_a.is_empty() && !o.trace_a.iter().any(|a| a == "--trace") {
         return Err("demo: --trace-from, --trace-cycles, --trace-on, --trace-before and --trace-after need --trace FILE.fst".into());

@@ -1,0 +1,455 @@
+"""The card's logic served to the host driver: a device process for `hostdrv`'s simulation
+backend whose NIC is hm_card behind cocotbext-pcie's root complex and UltraScale+ PCIe block
+model, with the MAC on its own clock, so that the driver, and every program on it, runs through
+the shell (issue 21, "end to end through the shell").
+
+It speaks the protocol of hostdrv/src/simproto.rs (its constants are read from that file, the
+one source) on an AF_UNIX SOCK_SEQPACKET socket, as `hematite-sim device` does:
+
+* MMIO: a register read is a memory read TLP to BAR 0 through the root complex, a write a
+  posted memory write, a push (CMD_PUSH64) one 64-byte write into BAR 2, a wait (CMD_WAIT32)
+  reads every WAIT_GAP_CYCLES clocks. A read the card answers with an error is EFAULT.
+* DMA: the card's requests reach the root complex's memory space, where the client's DMA
+  windows (CMD_DMA_MAP: IOVA -> its virtual address) are one region read and written through
+  /proc/PID/mem. A request outside every window, or a write to a read-only one, is refused
+  like an IOMMU fault: the read gets a Completer Abort, the write is dropped; both counted.
+* Interrupts: the MSI-X table is programmed through the root complex (as the kernel's vfio-pci
+  does) and each vector's message signals the eventfd the client attached (CMD_SET_IRQ).
+* Function reset (CMD_RESET, or a client that goes away): FLR, the MSI-X table restored, the
+  firmware loaded again through the control core's IMEM window and started.
+* The wire: the MAC's frames go out as datagrams on the same datagram wire as the device
+  processes' (one frame per datagram), so a `hematite-sim device` can be the peer. ARP for our
+  address is answered here, and CMD_ARP_RESOLVE asks the wire, as the device process does
+  (the firmware does not do ARP yet: issue 22). Frames from the wire reach the MAC's receive
+  side padded to 60 bytes, as a MAC delivers them.
+
+The firmware: on a card the control core's IMEM is loaded through BAR 0 before the first
+command (the core is held until CORE_CTRL.run); here the server does it at start, from the
+image `./hematite fw` builds.
+"""
+import errno
+import os
+import re
+import socket
+import struct
+from pathlib import Path
+
+from cocotb.triggers import ClockCycles
+from cocotb.utils import get_sim_time
+from cocotbext.axi import AxiStreamFrame
+from cocotbext.axi.address_space import Region
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def proto():
+    """{name: value} of simproto.rs's integer constants (`pub const NAME: T = EXPR;` where EXPR
+    is a number, a shift, or a sum of names already read)."""
+    text = (ROOT / "hostdrv/src/simproto.rs").read_text()
+    out = {"HM_PUSH_BYTES": 64}
+    pkg = (ROOT / "rtl/pkg/hm_pkg.sv").read_text()
+    m = re.search(r"localparam int HM_PUSH_BYTES = (\d+);", pkg)
+    out["HM_PUSH_BYTES"] = int(m.group(1))
+    for name, expr in re.findall(r"pub const (\w+): (?:u16|u64|usize|u32) = ([^;]+);", text):
+        expr = expr.replace("hematite_abi::pkt::HM_PUSH_BYTES as usize", "HM_PUSH_BYTES")
+        if re.fullmatch(r"[\w\s<+()]+", expr):
+            out[name] = eval(expr, {}, dict(out))   # numbers, <<, + and names read above
+    return out
+
+
+P = proto()
+REQ = struct.Struct("<IHHQQQQ")
+REP = struct.Struct("<IHHiIQQQQ")
+assert REQ.size == P["REQ_BYTES"] and REP.size == P["REP_BYTES"]
+CYCLE_NS = 4            # the core clock (250 MHz)
+LO, HI = 1 << 32, 1 << 47   # IOVAs the server maps: user addresses (the root complex's own
+                            # regions, BARs and MSI, are below 4 GiB or at 2^63)
+
+
+# the shell's counters kept before each reset (a test reads what the traffic moved)
+COUNTERS = ("ETH_RX_FRAMES", "ETH_TX_FRAMES", "ETH_TX_DROP_BAD", "PCIE_MMIO_RD", "PCIE_MMIO_WR",
+            "PCIE_PUSH", "PCIE_AXIL_ERR", "MSIX_SENT", "DMA_RD_REQ", "DMA_WR_REQ", "DMA_CPL",
+            "DMA_CPL_ERR", "DMA_TIMEOUT")
+
+
+def read_hex(path):
+    """The words of a $readmemh image (`@addr` lines move the word address), as sim/src/fw.rs."""
+    words, at = [], 0
+    for line in Path(path).read_text().splitlines():
+        line = line.split("//")[0].strip()
+        if not line:
+            continue
+        if line.startswith("@"):
+            at = int(line[1:], 16)
+            continue
+        for tok in line.split():
+            if len(words) <= at:
+                words.extend([0] * (at + 1 - len(words)))
+            words[at] = int(tok, 16)
+            at += 1
+    return words
+
+
+class ClientMemory(Region):
+    """The client's DMA windows in the root complex's memory space (registered at LO)."""
+
+    def __init__(self, host):
+        super().__init__(HI - LO)
+        self.host = host
+        self.windows = {}   # iova -> (va, length, writable)
+
+    def find(self, iova, length, write):
+        for base, (va, n, w) in self.windows.items():
+            if base <= iova and iova + length <= base + n:
+                if write and not w:
+                    break
+                return va + iova - base
+        self.host.refused += 1
+        raise Exception(f"DMA {'write' if write else 'read'} of {length} B at IOVA {iova:#x}: outside the client's windows")
+
+    async def _read(self, address, length, **kwargs):
+        va = self.find(LO + address, length, False)
+        if self.host.trace:
+            self.host.trace.write(f"{self.host.cycles()} dma-rd {LO + address:#x} {length}\n")
+        return os.pread(self.host.mem, length, va)
+
+    async def _write(self, address, data, **kwargs):
+        va = self.find(LO + address, len(data), True)
+        if self.host.trace:
+            self.host.trace.write(f"{self.host.cycles()} dma-wr {LO + address:#x} {bytes(data).hex()}\n")
+        os.pwrite(self.host.mem, bytes(data), va)
+
+
+class CardHost:
+    """Serves `card` (test_card.Card, started) at `sock` with its Ethernet port on the datagram
+    wire `wire_local` -> `wire_peer`."""
+
+    def __init__(self, card, regs, sock, wire_local, wire_peer, mac, ipv4, image, bar0_size, num_vec):
+        self.c, self.dut, self.R = card, card.dut, regs
+        self.sock_path, self.wire_peer = str(sock), str(wire_peer)
+        self.mac, self.ipv4, self.image = mac, ipv4, image
+        self.bar0_size, self.num_vec = bar0_size, num_vec
+        self.conn = None
+        self.hello = False
+        self.mem = None
+        self.before_reset = []   # the shell's counters read just before each function reset
+        self.irq_fds = {}
+        self.irqs = {}          # messages received per vector
+        # $HM_CARD_TRACE: a file that gets every DMA access, MMIO request and MSI-X message
+        self.trace = open(os.environ["HM_CARD_TRACE"], "w") if os.environ.get("HM_CARD_TRACE") else None
+        self.refused = 0
+        self.frames_tx = self.frames_rx = 0
+        self.arp = {}
+        self.requests = 0
+        self.pushes = 0
+        self.coalesced = 0      # CQ doorbells superseded by a later one (superseded())
+        self.resets = 0
+        self.msix = None
+        self.dma = ClientMemory(self)
+        card.rc.mem_address_space.register_region(self.dma, LO, HI - LO)
+        self.wire = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        Path(wire_local).unlink(missing_ok=True)
+        self.wire.bind(str(wire_local))
+        self.wire.setblocking(False)
+        self.backlog = []
+
+    # -- the card -------------------------------------------------------------------------
+
+    def cycles(self):
+        return int(get_sim_time("ns")) // CYCLE_NS
+
+    async def boot(self):
+        """Holds the CPU, loads the image through the IMEM window, starts the CPU."""
+        ctrl = self.R["HM_BAR_CTRL"]
+        core = ctrl + self.R["HM_HOST_CORE_CTRL"]
+        await self.c.bar0.write_dword(core, 0)
+        assert 4 * len(self.image) <= self.R["HM_HOST_IMEM_BYTES"], "the image does not fit IMEM"
+        # one DWORD per write: BAR 0 takes single-DWORD writes only (the shell drops longer ones)
+        # (a read every 256 words: it completes after the writes before it, so the model's
+        # queue of posted writes stays short)
+        for i, w in enumerate(self.image):
+            await self.c.bar0.write_dword(ctrl + self.R["HM_HOST_IMEM"] + 4 * i, w)
+            if i % 256 == 255:
+                await self.c.bar0.read_dword(core)
+        await self.c.bar0.write_dword(core, 1)
+        assert await self.c.bar0.read_dword(core) & 1 == 1, "the CPU did not start"
+
+    async def msix_setup(self, pci):
+        """MSI-X vectors as vfio-pci sets them up: every vector's message to the root complex,
+        each signalling the client's eventfd for it."""
+        assert await pci.alloc_irq_vectors(self.num_vec, self.num_vec) == self.num_vec
+        for v in range(self.num_vec):
+            pci.request_irq(v, self.irq_handler(v))
+        table = self.R["HM_BAR_MSIX"]
+        self.msix = [await self.c.bar0.read(table + 16 * v, 16) for v in range(self.num_vec)]
+
+    def irq_handler(self, v):
+        async def handler():    # (the root complex starts it as a coroutine per message)
+            self.irqs[v] = self.irqs.get(v, 0) + 1
+            if self.trace:
+                self.trace.write(f"{self.cycles()} msix {v}\n")
+            fd = self.irq_fds.get(v)
+            if fd is not None:
+                try:
+                    os.write(fd, (1).to_bytes(8, "little"))
+                except OSError:
+                    pass
+        return handler
+
+    async def reset(self):
+        """FLR, the MSI-X table restored (as vfio-pci does), the firmware booted again."""
+        d = self.dut
+        self.resets += 1
+        self.before_reset.append({n: await self.c.rd(self.R["HM_BAR_SHELL"] + self.R[f"HM_SHELL_{n}"])
+                                  for n in COUNTERS})
+        d.cfg_flr_in_process.value = 1
+        for _ in range(4000):
+            await ClockCycles(d.clk, 1)
+            if int(d.cfg_flr_done.value) & 1:
+                break
+        else:
+            raise AssertionError("no cfg_flr_done")
+        d.cfg_flr_in_process.value = 0
+        await ClockCycles(d.clk, 10)
+        table = self.R["HM_BAR_MSIX"]
+        for v, entry in enumerate(self.msix):
+            await self.c.bar0.write(table + 16 * v, entry)
+        await self.boot()
+
+    # -- the wire ---------------------------------------------------------------------------
+
+    def arp_frame(self, op, dst_mac, dst_ip):
+        return (dst_mac.to_bytes(6, "big") + self.mac.to_bytes(6, "big") + b"\x08\x06"
+                + struct.pack(">HHBBH", 1, 0x0800, 6, 4, op) + self.mac.to_bytes(6, "big")
+                + self.ipv4.to_bytes(4, "big") + (0 if op == 1 else dst_mac).to_bytes(6, "big")
+                + dst_ip.to_bytes(4, "big")).ljust(60, b"\0")
+
+    def send_wire(self, f):
+        try:
+            self.wire.sendto(f, self.wire_peer)
+            return True
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True     # no peer bound: the frame is lost, as on a cable with nothing at the end
+
+    async def wire_rx(self):
+        while True:
+            await ClockCycles(self.dut.clk, 16)
+            while self.backlog and self.send_wire(self.backlog[0]):
+                self.backlog.pop(0)
+            while True:
+                try:
+                    f = self.wire.recv(16384)
+                except BlockingIOError:
+                    break
+                if len(f) >= 42 and f[12:14] == b"\x08\x06":
+                    op = int.from_bytes(f[20:22], "big")
+                    sha, spa, tpa = f[22:28], int.from_bytes(f[28:32], "big"), int.from_bytes(f[38:42], "big")
+                    if op == 1 and tpa == self.ipv4:
+                        self.backlog.append(self.arp_frame(2, int.from_bytes(sha, "big"), spa))
+                    elif op == 2:
+                        self.arp[spa] = int.from_bytes(sha, "big")
+                    continue
+                self.frames_rx += 1
+                await self.c.mac_rx.send(AxiStreamFrame(f.ljust(60, b"\0"), tuser=0))
+
+    async def wire_tx(self):
+        while True:
+            f = await self.c.mac_tx.recv()
+            self.frames_tx += 1
+            data = bytes(f.tdata)
+            if self.backlog or not self.send_wire(data):
+                self.backlog.append(data)
+
+    # -- the client ---------------------------------------------------------------------------
+
+    def listen(self):
+        Path(self.sock_path).unlink(missing_ok=True)
+        tmp = self.sock_path + ".tmp"
+        Path(tmp).unlink(missing_ok=True)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.listener.bind(tmp)
+        os.chmod(tmp, 0o600)
+        self.listener.listen(4)
+        self.listener.setblocking(False)
+        os.rename(tmp, self.sock_path)
+
+    def reply(self, seq, cmd, status=0, a=0, b=0, c=0, d=0):
+        try:
+            self.conn.send(REP.pack(seq, cmd, P["F_REPLY"], status, 0, a, b, c, d))
+        except OSError:
+            pass
+
+    async def drop_client(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        if self.mem is not None:
+            os.close(self.mem)
+            self.mem = None
+        self.dma.windows.clear()
+        for fd in self.irq_fds.values():
+            os.close(fd)
+        self.irq_fds.clear()
+        await self.reset()   # the next client finds a clean device, as vfio-pci leaves it
+
+    async def serve(self, running):
+        """Serves clients (after listen()) while running() is true."""
+        while running():
+            await ClockCycles(self.dut.clk, 8)
+            if self.conn is None:
+                try:
+                    self.conn, _ = self.listener.accept()
+                    self.conn.setblocking(False)
+                    self.hello = False
+                except BlockingIOError:
+                    continue
+            # every request waiting, then each in order
+            batch, gone = [], False
+            while self.conn is not None:
+                try:
+                    msg, anc, _, _ = self.conn.recvmsg(P["PUSH_REQ_BYTES"], socket.CMSG_SPACE(4))
+                except BlockingIOError:
+                    break
+                except OSError:
+                    msg = b""
+                if not msg:
+                    gone = True
+                    break
+                fds = [int.from_bytes(data[:4], "little") for lvl, typ, data in anc
+                       if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS]
+                batch.append((msg, fds))
+            for i, (msg, fds) in enumerate(batch):
+                if self.superseded(msg, batch[i + 1:]):
+                    self.coalesced += 1
+                    continue
+                await self.request(msg, fds)
+            if gone:
+                await self.drop_client()
+        self.listener.close()
+        Path(self.sock_path).unlink(missing_ok=True)
+
+    def superseded(self, msg, later):
+        """True for a posted CQ doorbell when a later one in the batch names the same CQ with the
+        same arming: the later one carries the newer consumer index, and the earlier one
+        would only arm the CQ for a moment. This server moves each MMIO request as a TLP
+        through the Python PCIe model, some 100,000 times slower than a card, while the
+        driver re-arms on its own wall clock (every 50 ms while it waits): without this, arms
+        queue up faster than the model takes them, each stale one (an older consumer index)
+        raises an interrupt at once, each interrupt wakes the driver into another arm, and
+        the queue never drains. On a card the posted writes land within a microsecond."""
+        def db_cq(m):
+            if len(m) != REQ.size:
+                return None
+            _, cmd, flags, a, b, _, _ = REQ.unpack(m)
+            if cmd == P["CMD_WRITE32"] and flags & P["F_POSTED"] and a == self.R["HM_REG_DB_CQ"]:
+                return b & 0xffff     # arm and CQ number (hm_db_cq_t: ci in the top half)
+            return None
+        key = db_cq(msg)
+        return key is not None and any(db_cq(m) == key for m, _ in later)
+
+    async def request(self, msg, fds):
+        self.requests += 1
+        bar0, bar2 = self.c.bar0, self.c.bar2
+        if len(msg) == P["PUSH_REQ_BYTES"]:
+            seq, cmd, flags, a, b, c, d = REQ.unpack(msg[:REQ.size])
+            data = msg[REQ.size:]
+        elif len(msg) == REQ.size:
+            seq, cmd, flags, a, b, c, d = REQ.unpack(msg)
+            data = None
+        else:
+            return      # not a request: ignored (the device process counts it as an MMIO error)
+        posted = flags & P["F_POSTED"]
+        if self.trace:
+            self.trace.write(f"{self.cycles()} req {cmd} {a:#x} {b:#x} {c:#x} {d:#x}\n")
+        for fd in fds[1:]:
+            os.close(fd)
+        fd = fds[0] if fds else None
+
+        def answer(status=0, *vals):
+            if not posted:
+                self.reply(seq, cmd, status, *vals)
+
+        if not self.hello and cmd != P["CMD_HELLO"]:
+            return answer(-errno.EPROTO)
+        if cmd == P["CMD_HELLO"]:
+            if a != P["PROTO_VERSION"]:
+                return answer(-errno.EPROTO)
+            pid = struct.unpack("3i", self.conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+            try:
+                self.mem = os.open(f"/proc/{pid}/mem", os.O_RDWR)
+            except OSError:
+                return answer(-errno.EACCES)
+            self.hello = True
+            return answer(0, self.bar0_size, self.num_vec, self.mac, self.ipv4)
+        if cmd in (P["CMD_READ32"], P["CMD_WRITE32"], P["CMD_WAIT32"]) and (a >= self.bar0_size or a & 3):
+            return answer(-errno.EINVAL)
+        if cmd == P["CMD_READ32"]:
+            try:
+                v = await bar0.read_dword(a)
+            except Exception:
+                return answer(-errno.EFAULT)
+            return answer(0, v)
+        if cmd == P["CMD_WRITE32"]:
+            await bar0.write_dword(a, b & 0xffffffff)
+            return answer(0)
+        if cmd == P["CMD_WAIT32"]:
+            if d > P["WAIT_MAX_CYCLES"]:
+                return answer(-errno.EINVAL)
+            end = self.cycles() + d
+            while True:
+                try:
+                    v = await bar0.read_dword(a)
+                except Exception:
+                    return answer(-errno.EFAULT)
+                if (v ^ c) & b:
+                    return answer(0, v, 1)
+                if self.cycles() >= end:
+                    return answer(0, v, 0)
+                await ClockCycles(self.dut.clk, P["WAIT_GAP_CYCLES"])
+        if cmd == P["CMD_PUSH64"]:
+            if data is None or a % P["PUSH_BYTES"] or a + P["PUSH_BYTES"] > len(bar2):
+                return answer(-errno.EINVAL)
+            await bar2.write(a, data)
+            self.pushes += 1
+            return answer(0)
+        if cmd == P["CMD_DMA_MAP"]:
+            if c == 0 or (a | b | c) & 0xfff:
+                return answer(-errno.EINVAL)
+            if a < LO or a + c > HI:
+                return answer(-errno.EINVAL)   # (the root complex's own regions lie outside)
+            if any(a < w + n and w < a + c for w, (_, n, _) in self.dma.windows.items()):
+                return answer(-errno.EEXIST)
+            self.dma.windows[a] = (b, c, bool(d))
+            return answer(0)
+        if cmd == P["CMD_DMA_UNMAP"]:
+            if self.dma.windows.get(a, (0, -1, 0))[1] != b:
+                return answer(-errno.ENOENT)
+            del self.dma.windows[a]
+            return answer(0)
+        if cmd == P["CMD_SET_IRQ"]:
+            if a >= self.num_vec or (b and fd is None):
+                if fd is not None:
+                    os.close(fd)
+                return answer(-errno.EINVAL)
+            old = self.irq_fds.pop(a, None)
+            if old is not None:
+                os.close(old)
+            if b:
+                self.irq_fds[a] = fd
+            return answer(0)
+        if cmd == P["CMD_RESET"]:
+            await self.reset()
+            return answer(0)
+        if cmd == P["CMD_ARP_RESOLVE"]:
+            for _ in range(3):
+                self.backlog.append(self.arp_frame(1, 0xffffffffffff, a))
+                for _ in range(200):
+                    await ClockCycles(self.dut.clk, 64)
+                    if a in self.arp:
+                        return answer(0, self.arp[a])
+            return answer(-errno.EHOSTUNREACH)
+        if cmd == P["CMD_STATS"]:
+            return answer(0, self.cycles(), self.frames_tx, self.frames_rx, self.refused)
+        return answer(-errno.EOPNOTSUPP)
