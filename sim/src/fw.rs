@@ -28,30 +28,8 @@ pub fn image_path() -> PathBuf {
 pub fn read_hex(path: &std::path::Path) -> Result<Vec<u32>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{}: {e} (build the firmware image with ./hematite fw)", path.display()))?;
-    let mut words = Vec::new();
-    let mut at = 0usize;
-    for (n, line) in text.lines().enumerate() {
-        let line = line.split("//").next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(a) = line.strip_prefix('@') {
-            at = usize::from_str_radix(a, 16).map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
-            continue;
-        }
-        for tok in line.split_whitespace() {
-            let w = u32::from_str_radix(tok, 16).map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
-            if words.len() <= at {
-                words.resize(at + 1, 0);
-            }
-            words[at] = w;
-            at += 1;
-        }
-    }
-    if words.len() * 4 > FW_IMEM_BYTES {
-        return Err(format!("image of {} bytes does not fit the {FW_IMEM_BYTES}-byte IMEM", words.len() * 4));
-    }
-    Ok(words)
+    // the driver's parser: the one the host uses to load a card's control core
+    hostdrv::nic::boot::parse_hex(&text, &path.display().to_string())
 }
 
 /// Holds the core, writes `image` into IMEM, hands the engine's control bus to the core and

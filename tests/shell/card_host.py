@@ -15,17 +15,18 @@ one source) on an AF_UNIX SOCK_SEQPACKET socket, as `hematite-sim device` does:
   like an IOMMU fault: the read gets a Completer Abort, the write is dropped; both counted.
 * Interrupts: the MSI-X table is programmed through the root complex (as the kernel's vfio-pci
   does) and each vector's message signals the eventfd the client attached (CMD_SET_IRQ).
-* Function reset (CMD_RESET, or a client that goes away): FLR, the MSI-X table restored, the
-  firmware loaded again through the control core's IMEM window and started.
+* Function reset (CMD_RESET, or a client that goes away): FLR and the MSI-X table restored,
+  as vfio-pci does; the control core is held after it, until a driver opens the function
+  and loads the firmware again.
 * The wire: the MAC's frames go out as datagrams on the same datagram wire as the device
   processes' (one frame per datagram), so a `hematite-sim device` can be the peer. ARP for our
   address is answered here, and CMD_ARP_RESOLVE asks the wire, as the device process does
   (the firmware does not do ARP yet: issue 22). Frames from the wire reach the MAC's receive
   side padded to 60 bytes, as a MAC delivers them.
 
-The firmware: on a card the control core's IMEM is loaded through BAR 0 before the first
-command (the core is held until CORE_CTRL.run); here the server does it at start, from the
-image `./hematite fw` builds.
+The firmware: the card's control core comes up held with an empty IMEM, as on a card, and the
+driver loads the image through BAR 0 when it opens the function (hostdrv/src/nic/boot.rs,
+`$HEMATITE_FW`), every word a TLP through the model.
 """
 import errno
 import os
@@ -72,24 +73,6 @@ COUNTERS = ("ETH_RX_FRAMES", "ETH_TX_FRAMES", "ETH_TX_DROP_BAD", "PCIE_MMIO_RD",
             "DMA_CPL_ERR", "DMA_TIMEOUT")
 
 
-def read_hex(path):
-    """The words of a $readmemh image (`@addr` lines move the word address), as sim/src/fw.rs."""
-    words, at = [], 0
-    for line in Path(path).read_text().splitlines():
-        line = line.split("//")[0].strip()
-        if not line:
-            continue
-        if line.startswith("@"):
-            at = int(line[1:], 16)
-            continue
-        for tok in line.split():
-            if len(words) <= at:
-                words.extend([0] * (at + 1 - len(words)))
-            words[at] = int(tok, 16)
-            at += 1
-    return words
-
-
 class ClientMemory(Region):
     """The client's DMA windows in the root complex's memory space (registered at LO)."""
 
@@ -124,10 +107,10 @@ class CardHost:
     """Serves `card` (test_card.Card, started) at `sock` with its Ethernet port on the datagram
     wire `wire_local` -> `wire_peer`."""
 
-    def __init__(self, card, regs, sock, wire_local, wire_peer, mac, ipv4, image, bar0_size, num_vec):
+    def __init__(self, card, regs, sock, wire_local, wire_peer, mac, ipv4, bar0_size, num_vec):
         self.c, self.dut, self.R = card, card.dut, regs
         self.sock_path, self.wire_peer = str(sock), str(wire_peer)
-        self.mac, self.ipv4, self.image = mac, ipv4, image
+        self.mac, self.ipv4 = mac, ipv4
         self.bar0_size, self.num_vec = bar0_size, num_vec
         self.conn = None
         self.hello = False
@@ -158,22 +141,6 @@ class CardHost:
     def cycles(self):
         return int(get_sim_time("ns")) // CYCLE_NS
 
-    async def boot(self):
-        """Holds the CPU, loads the image through the IMEM window, starts the CPU."""
-        ctrl = self.R["HM_BAR_CTRL"]
-        core = ctrl + self.R["HM_HOST_CORE_CTRL"]
-        await self.c.bar0.write_dword(core, 0)
-        assert 4 * len(self.image) <= self.R["HM_HOST_IMEM_BYTES"], "the image does not fit IMEM"
-        # one DWORD per write: BAR 0 takes single-DWORD writes only (the shell drops longer ones)
-        # (a read every 256 words: it completes after the writes before it, so the model's
-        # queue of posted writes stays short)
-        for i, w in enumerate(self.image):
-            await self.c.bar0.write_dword(ctrl + self.R["HM_HOST_IMEM"] + 4 * i, w)
-            if i % 256 == 255:
-                await self.c.bar0.read_dword(core)
-        await self.c.bar0.write_dword(core, 1)
-        assert await self.c.bar0.read_dword(core) & 1 == 1, "the CPU did not start"
-
     async def msix_setup(self, pci):
         """MSI-X vectors as vfio-pci sets them up: every vector's message to the root complex,
         each signalling the client's eventfd for it."""
@@ -197,7 +164,7 @@ class CardHost:
         return handler
 
     async def reset(self):
-        """FLR, the MSI-X table restored (as vfio-pci does), the firmware booted again."""
+        """FLR and the MSI-X table restored, as vfio-pci does."""
         d = self.dut
         self.resets += 1
         self.before_reset.append({n: await self.c.rd(self.R["HM_BAR_SHELL"] + self.R[f"HM_SHELL_{n}"])
@@ -214,7 +181,6 @@ class CardHost:
         table = self.R["HM_BAR_MSIX"]
         for v, entry in enumerate(self.msix):
             await self.c.bar0.write(table + 16 * v, entry)
-        await self.boot()
 
     # -- the wire ---------------------------------------------------------------------------
 

@@ -213,9 +213,9 @@ def sim_exe():
 
 @cocotb.test()
 async def card_serves_the_host_driver(dut):
-    """End to end through the shell: the card's logic, with the firmware loaded through BAR 0
-    and the MSI-X table programmed through the root complex, is served to the host driver as a
-    device process (card_host.py); `hematite-sim demo --attach` runs SEND, RDMA WRITE, RDMA
+    """End to end through the shell: the card's logic, with the MSI-X table programmed through
+    the root complex, is served to the host driver as a device process (card_host.py); the
+    driver finds the control core held and loads the firmware through BAR 0; `hematite-sim demo --attach` runs SEND, RDMA WRITE, RDMA
     READ and atomics through the driver between it (NIC a, the requester) and a simulated NIC
     (`hematite-sim device`, NIC b) on the datagram wire, verifying every byte. Every BAR access
     is a TLP through the PCIe model, every DMA a request through the DMA bridge to the
@@ -223,7 +223,7 @@ async def card_serves_the_host_driver(dut):
     and the function is reset as vfio-pci does (FLR, firmware booted again)."""
     import subprocess
     import tempfile
-    from card_host import CardHost, read_hex
+    from card_host import CardHost
 
     sim = sim_exe()
     fw = Path(os.environ.get("HM_FW_HEX", ROOT / "build/fw/firmware.hex"))
@@ -233,10 +233,9 @@ async def card_serves_the_host_driver(dut):
     dut.mac_rx_aligned.value = 1
     pci = c.rc.find_device(c.dev.functions[0].pcie_id)
     d = Path(tempfile.mkdtemp(prefix="hm-card-"))
-    host = CardHost(c, R, d / "a.sock", d / "a.wire", d / "b.wire", 0x02000000000A, 0x0A000001,
-                    read_hex(fw), BAR0, NUM_VEC)
+    host = CardHost(c, R, d / "a.sock", d / "a.wire", d / "b.wire", 0x02000000000A, 0x0A000001, BAR0, NUM_VEC)
     await host.msix_setup(pci)
-    await host.boot()
+    assert await c.rd(CTRL + R["HM_HOST_CORE_CTRL"]) & 1 == 0, "the CPU runs before the driver loaded firmware"
     cocotb.start_soon(host.wire_rx())
     cocotb.start_soon(host.wire_tx())
     host.listen()
@@ -252,7 +251,8 @@ async def card_serves_the_host_driver(dut):
         while not (d / "b.sock").exists():
             assert peer.poll() is None and time.monotonic() - t0 < 60, "the peer device did not come up"
             await ClockCycles(dut.clk, 100)
-        env = dict(os.environ, HM_SIM_REPLY_TIMEOUT_S="900")
+        # (the driver loads the card's firmware from HEMATITE_FW when it opens it)
+        env = dict(os.environ, HM_SIM_REPLY_TIMEOUT_S="900", HEMATITE_FW=str(fw))
         args = os.environ.get("HM_CARD_DEMO", f"--count {DEMO_COUNT} --size {DEMO_SIZE}").split()
         demo = subprocess.Popen([str(sim), "demo", "--attach", str(d)] + args,
                                 stdin=subprocess.DEVNULL, stdout=logs["demo"], stderr=subprocess.STDOUT, env=env)
@@ -305,6 +305,8 @@ async def card_serves_the_host_driver(dut):
     assert n["PCIE_AXIL_ERR"] == 0
     assert n["MSIX_SENT"] == sum(host.irqs.values()) > 0, "MSI-X messages counted and received differ"
     assert n["PCIE_PUSH"] == host.pushes > 0
-    # after the reset: the firmware runs again and the DMA counters start over
-    assert await c.rd(CTRL + R["HM_HOST_CORE_CTRL"]) & 1 == 1
+    # after the reset: the CPU held until the next driver loads the firmware, the DMA
+    # counters started over, the engine answering
+    assert await c.rd(CTRL + R["HM_HOST_CORE_CTRL"]) & 1 == 0
     assert await c.rd(sh("DMA_RD_REQ")) == 0 and await c.rd(sh("FLR_COUNT")) == 1
+    assert await c.rd(R["HM_REG_ID"]) == 0x484D5445

@@ -19,6 +19,7 @@
 //! has the [`Nic`] itself: opening, closing and what it tells about the device.
 
 mod attr;
+pub mod boot;
 mod control;
 mod fastpath;
 mod objects;
@@ -128,7 +129,9 @@ impl Nic {
         Nic::open_with(dev, OpenOptions::default())
     }
 
-    /// Checks the identity register and the interface version, checks that the firmware runs
+    /// Checks the identity register and the interface version, starts the control core when
+    /// it is held (a card after power-up or a function reset: the firmware image loaded
+    /// through BAR0 from `$HEMATITE_FW` or the installed one, [`boot`]), checks that the firmware runs
     /// and speaks this driver's mailbox protocol on the engine it was built for (QUERY_ABI),
     /// reads the device attributes, programs GID 0 and the event queue.
     pub fn open_with(dev: Box<dyn Device>, o: OpenOptions) -> Result<Nic> {
@@ -141,6 +144,7 @@ impl Nic {
                 Ok(v) => return Err(Error::inval(format!("HEMATITE_PUSH={v:?}: 1 / on or 0 / off"))),
             },
         } && dev.can_push();
+        boot::start_if_held(dev.as_ref(), boot::image_path().as_deref(), o.cmd_timeout)?;
         let st = dev.read32(FW_MBOX_STATUS)?;
         if st & shared::mbox_status::RUNNING == 0 {
             return Err(Error::Device(format!("the control core is not running (mailbox status {st:#x})")));
