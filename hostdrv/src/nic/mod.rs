@@ -327,6 +327,7 @@ mod identity_tests {
                     hematite_abi::desc::put32(shared::mbox_status::DONE_COUNT, st.0) | shared::mbox_status::RUNNING
                 }
                 o if (FW_CMD_OUT..FW_CMD_OUT + 256).contains(&o) => st.2[((o - FW_CMD_OUT) / 4) as usize],
+                o if o == FW_CORE_CTRL => 1, // the CPU runs (its firmware booted)
                 _ => 0,
             })
         }
