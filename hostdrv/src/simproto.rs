@@ -39,7 +39,9 @@ pub const CMD_DMA_MAP: u16 = 4;
 pub const CMD_DMA_UNMAP: u16 = 5;
 /// a = vector, b = 1 when an eventfd is attached (SCM_RIGHTS), 0 to disconnect.
 pub const CMD_SET_IRQ: u16 = 6;
-/// Function reset; replies once the firmware runs again.
+/// Function reset; replies once the function is back: the device process's firmware runs
+/// again (a card served through its PCIe model, tests/shell/card_host.py, leaves its control
+/// core held, as after a card's reset, until the driver loads the firmware).
 pub const CMD_RESET: u16 = 7;
 /// a = IPv4 address (host order). Reply: a = MAC. The device ARPs on its wire;
 /// EHOSTUNREACH when nobody answers.

@@ -17,7 +17,9 @@ one source) on an AF_UNIX SOCK_SEQPACKET socket, as `hematite-sim device` does:
   does) and each vector's message signals the eventfd the client attached (CMD_SET_IRQ).
 * Function reset (CMD_RESET, or a client that goes away): FLR and the MSI-X table restored,
   as vfio-pci does; the control core is held after it, until a driver opens the function
-  and loads the firmware again.
+  and loads the firmware again (the device process boots its own image at once).
+* A second client while one is attached gets EBUSY; a client that goes loses what it left
+  queued, its windows and its eventfds, and the function is reset.
 * The wire: the MAC's frames go out as datagrams on the same datagram wire as the device
   processes' (one frame per datagram), so a `hematite-sim device` can be the peer. ARP for our
   address is answered here, and CMD_ARP_RESOLVE asks the wire, as the device process does
@@ -87,7 +89,10 @@ class ClientMemory(Region):
                 if write and not w:
                     break
                 return va + iova - base
-        self.host.refused += 1
+        if self.host.conn is None:
+            self.host.lost += 1     # the client is gone (its windows with it): not a fault
+        else:
+            self.host.refused += 1
         raise Exception(f"DMA {'write' if write else 'read'} of {length} B at IOVA {iova:#x}: outside the client's windows")
 
     async def _read(self, address, length, **kwargs):
@@ -121,6 +126,8 @@ class CardHost:
         # $HM_CARD_TRACE: a file that gets every DMA access, MMIO request and MSI-X message
         self.trace = open(os.environ["HM_CARD_TRACE"], "w") if os.environ.get("HM_CARD_TRACE") else None
         self.refused = 0
+        self.lost = 0           # DMA after the client went, before the reset
+        self.busy = []          # connections refused with EBUSY (their HELLO not answered yet)
         self.frames_tx = self.frames_rx = 0
         self.arp = {}
         self.requests = 0
@@ -212,10 +219,10 @@ class CardHost:
                 if len(f) >= 42 and f[12:14] == b"\x08\x06":
                     op = int.from_bytes(f[20:22], "big")
                     sha, spa, tpa = f[22:28], int.from_bytes(f[28:32], "big"), int.from_bytes(f[38:42], "big")
+                    if spa:
+                        self.arp[spa] = int.from_bytes(sha, "big")   # every sender is learnt
                     if op == 1 and tpa == self.ipv4:
                         self.backlog.append(self.arp_frame(2, int.from_bytes(sha, "big"), spa))
-                    elif op == 2:
-                        self.arp[spa] = int.from_bytes(sha, "big")
                     continue
                 self.frames_rx += 1
                 await self.c.mac_rx.send(AxiStreamFrame(f.ljust(60, b"\0"), tuser=0))
@@ -260,6 +267,41 @@ class CardHost:
         self.irq_fds.clear()
         await self.reset()   # the next client finds a clean device, as vfio-pci leaves it
 
+    def refuse_others(self):
+        """While a client is attached: another one's HELLO is answered EBUSY, and it is closed."""
+        try:
+            s, _ = self.listener.accept()
+            s.setblocking(False)
+            self.busy.append(s)
+        except BlockingIOError:
+            pass
+        for s in list(self.busy):
+            try:
+                msg, anc, _, _ = s.recvmsg(P["PUSH_REQ_BYTES"], socket.CMSG_SPACE(4))
+            except BlockingIOError:
+                continue
+            except OSError:
+                msg, anc = b"", []
+            for fd in self.fds_of(anc):
+                os.close(fd)
+            if len(msg) == REQ.size:
+                seq, cmd, flags, *_ = REQ.unpack(msg)
+                if not flags & P["F_POSTED"]:
+                    try:
+                        s.send(REP.pack(seq, cmd, P["F_REPLY"], -errno.EBUSY, 0, 0, 0, 0, 0))
+                    except OSError:
+                        pass
+            s.close()
+            self.busy.remove(s)
+
+    @staticmethod
+    def fds_of(anc):
+        out = []
+        for lvl, typ, data in anc:
+            if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                out += [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data) - 3, 4)]
+        return out
+
     async def serve(self, running):
         """Serves clients (after listen()) while running() is true."""
         while running():
@@ -271,6 +313,8 @@ class CardHost:
                     self.hello = False
                 except BlockingIOError:
                     continue
+            else:
+                self.refuse_others()
             # every request waiting, then each in order
             batch, gone = [], False
             while self.conn is not None:
@@ -283,23 +327,30 @@ class CardHost:
                 if not msg:
                     gone = True
                     break
-                fds = [int.from_bytes(data[:4], "little") for lvl, typ, data in anc
-                       if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS]
-                batch.append((msg, fds))
+                batch.append((msg, self.fds_of(anc)))
+            if gone:
+                # a client that went: what it left queued is discarded, as the device process
+                # does, and the function reset
+                for _, fds in batch:
+                    for fd in fds:
+                        os.close(fd)
+                await self.drop_client()
+                continue
             for i, (msg, fds) in enumerate(batch):
                 if self.superseded(msg, batch[i + 1:]):
                     self.coalesced += 1
+                    for fd in fds:
+                        os.close(fd)
                     continue
                 await self.request(msg, fds)
-            if gone:
-                await self.drop_client()
         self.listener.close()
         Path(self.sock_path).unlink(missing_ok=True)
 
     def superseded(self, msg, later):
-        """True for a posted CQ doorbell when a later one in the batch names the same CQ with the
-        same arming: the later one carries the newer consumer index, and the earlier one
-        would only arm the CQ for a moment. This server moves each MMIO request as a TLP
+        """True for a posted CQ doorbell when one of the CQ doorbells right after it (no other
+        request in between) names the same CQ with the same arming: the later one carries the
+        newer consumer index, and the earlier one would only arm the CQ for a moment; nothing
+        else moves past it. This server moves each MMIO request as a TLP
         through the Python PCIe model, some 100,000 times slower than a card, while the
         driver re-arms on its own wall clock (every 50 ms while it waits): without this, arms
         queue up faster than the model takes them, each stale one (an older consumer index)
@@ -313,9 +364,27 @@ class CardHost:
                 return b & 0xffff     # arm and CQ number (hm_db_cq_t: ci in the top half)
             return None
         key = db_cq(msg)
-        return key is not None and any(db_cq(m) == key for m, _ in later)
+        if key is None:
+            return False
+        for m, _ in later:
+            k = db_cq(m)
+            if k is None:
+                return False
+            if k == key:
+                return True
+        return False
 
     async def request(self, msg, fds):
+        """One request; every descriptor it carried is closed unless SET_IRQ keeps it."""
+        self.kept = None
+        try:
+            await self.handle(msg, fds)
+        finally:
+            for fd in fds:
+                if fd != self.kept:
+                    os.close(fd)
+
+    async def handle(self, msg, fds):
         self.requests += 1
         bar0, bar2 = self.c.bar0, self.c.bar2
         if len(msg) == P["PUSH_REQ_BYTES"]:
@@ -327,10 +396,10 @@ class CardHost:
         else:
             return      # not a request: ignored (the device process counts it as an MMIO error)
         posted = flags & P["F_POSTED"]
+        if data is not None and cmd != P["CMD_PUSH64"]:
+            return      # a push-sized message that is not a push: ignored
         if self.trace:
             self.trace.write(f"{self.cycles()} req {cmd} {a:#x} {b:#x} {c:#x} {d:#x}\n")
-        for fd in fds[1:]:
-            os.close(fd)
         fd = fds[0] if fds else None
 
         def answer(status=0, *vals):
@@ -343,14 +412,19 @@ class CardHost:
             if a != P["PROTO_VERSION"]:
                 return answer(-errno.EPROTO)
             pid = struct.unpack("3i", self.conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+            if self.mem is not None:
+                os.close(self.mem)
+                self.mem = None
             try:
                 self.mem = os.open(f"/proc/{pid}/mem", os.O_RDWR)
             except OSError:
                 return answer(-errno.EACCES)
             self.hello = True
             return answer(0, self.bar0_size, self.num_vec, self.mac, self.ipv4)
+        if cmd == P["CMD_WAIT32"] and posted:
+            return      # (a wait's answer is its point: refused, as the device process does)
         if cmd in (P["CMD_READ32"], P["CMD_WRITE32"], P["CMD_WAIT32"]) and (a >= self.bar0_size or a & 3):
-            return answer(-errno.EINVAL)
+            return answer(-errno.EFAULT)
         if cmd == P["CMD_READ32"]:
             try:
                 v = await bar0.read_dword(a)
@@ -375,7 +449,7 @@ class CardHost:
                     return answer(0, v, 0)
                 await ClockCycles(self.dut.clk, P["WAIT_GAP_CYCLES"])
         if cmd == P["CMD_PUSH64"]:
-            if data is None or a % P["PUSH_BYTES"] or a + P["PUSH_BYTES"] > len(bar2):
+            if data is None or not posted or a % P["PUSH_BYTES"] or a + P["PUSH_BYTES"] > len(bar2):
                 return answer(-errno.EINVAL)
             await bar2.write(a, data)
             self.pushes += 1
@@ -395,20 +469,23 @@ class CardHost:
             del self.dma.windows[a]
             return answer(0)
         if cmd == P["CMD_SET_IRQ"]:
-            if a >= self.num_vec or (b and fd is None):
-                if fd is not None:
-                    os.close(fd)
+            if a >= self.num_vec:
                 return answer(-errno.EINVAL)
+            if b and fd is None:
+                return answer(-errno.EBADF)
             old = self.irq_fds.pop(a, None)
             if old is not None:
                 os.close(old)
             if b:
                 self.irq_fds[a] = fd
+                self.kept = fd
             return answer(0)
         if cmd == P["CMD_RESET"]:
             await self.reset()
             return answer(0)
         if cmd == P["CMD_ARP_RESOLVE"]:
+            if a in self.arp:
+                return answer(0, self.arp[a])
             for _ in range(3):
                 self.backlog.append(self.arp_frame(1, 0xffffffffffff, a))
                 for _ in range(200):
@@ -418,4 +495,4 @@ class CardHost:
             return answer(-errno.EHOSTUNREACH)
         if cmd == P["CMD_STATS"]:
             return answer(0, self.cycles(), self.frames_tx, self.frames_rx, self.refused)
-        return answer(-errno.EOPNOTSUPP)
+        return answer(-errno.ENOSYS)

@@ -15,6 +15,7 @@ card) and the control core held (no firmware: the CPU stays in reset until CORE_
 """
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -220,7 +221,7 @@ async def card_serves_the_host_driver(dut):
     (`hematite-sim device`, NIC b) on the datagram wire, verifying every byte. Every BAR access
     is a TLP through the PCIe model, every DMA a request through the DMA bridge to the
     client's memory, every frame crosses the MAC's clock both ways. Then the client goes away
-    and the function is reset as vfio-pci does (FLR, firmware booted again)."""
+    and the function is reset as vfio-pci does (FLR; the CPU held until the next driver)."""
     import subprocess
     import tempfile
     from card_host import CardHost
@@ -269,17 +270,26 @@ async def card_serves_the_host_driver(dut):
                                      + (d / "demo.log").read_text())
             await ClockCycles(dut.clk, 200)
         # the client is gone: the server resets the function; then it stops
+        t0 = time.monotonic()
         while host.resets == 0:
+            assert time.monotonic() - t0 < 120, "no function reset after the client went"
             await ClockCycles(dut.clk, 200)
     finally:
         stop.append(1)
         for p in (demo, peer):
             if p is not None and p.poll() is None:
                 p.terminate()
-                p.wait()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
         for f in logs.values():
             f.close()
-    await server
+    t0 = time.monotonic()
+    while not server.done():
+        assert time.monotonic() - t0 < 120, "the server did not stop"
+        await ClockCycles(dut.clk, 200)
     out = (d / "demo.log").read_text()
     dut._log.info("hematite-sim demo --attach, through the card:\n%s", out)
     assert demo.returncode == 0, f"the demo failed:\n{out}\npeer:\n{(d / 'peer.log').read_text()}"
@@ -295,8 +305,8 @@ async def card_serves_the_host_driver(dut):
     # what the shell counted while the driver ran (read just before the reset)
     n = host.before_reset[0]
     dut._log.info("card counters: %s; frames to / from the wire %d / %d; requests %d (CQ doorbells coalesced %d); "
-                  "MSI-X messages per vector %s; DMA refused %d", n, host.frames_tx, host.frames_rx, host.requests,
-                  host.coalesced, host.irqs, host.refused)
+                  "MSI-X messages per vector %s; DMA refused %d (after the client went: %d)", n, host.frames_tx,
+                  host.frames_rx, host.requests, host.coalesced, host.irqs, host.refused, host.lost)
     assert host.refused == 0, "DMA outside the client's windows"
     assert n["ETH_TX_FRAMES"] == host.frames_tx > 0 and n["ETH_TX_DROP_BAD"] == 0
     assert n["ETH_RX_FRAMES"] == host.frames_rx > 0
@@ -310,3 +320,4 @@ async def card_serves_the_host_driver(dut):
     assert await c.rd(CTRL + R["HM_HOST_CORE_CTRL"]) & 1 == 0
     assert await c.rd(sh("DMA_RD_REQ")) == 0 and await c.rd(sh("FLR_COUNT")) == 1
     assert await c.rd(R["HM_REG_ID"]) == 0x484D5445
+    shutil.rmtree(d, ignore_errors=True)     # (kept when the test fails: the logs and the capture)

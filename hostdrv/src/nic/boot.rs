@@ -2,9 +2,11 @@
 //! starts from reset with its CPU held and its instruction memory empty (the bitstream holds
 //! no firmware; `rtl/ctrl/hm_ctrl_sys.sv`), and after a function-level reset the CPU is held
 //! again. The driver then loads the firmware image through the core's IMEM window in BAR0
-//! (map hm_ctrl_host of regs/hematite.rdl), starts the CPU and waits until the firmware says
-//! it runs, before its first command. The simulated device boots its own image, so there the
-//! core is found running and nothing is loaded.
+//! (map hm_ctrl_host of regs/hematite.rdl) and starts the CPU. MBOX_STATUS.running is the
+//! run bit itself, not a word from the firmware: the handshake that the firmware runs is the
+//! first mailbox command, QUERY_ABI, which `Nic::open` sends next (it waits for its answer).
+//! The simulated device boots its own image, so there the core is found running and nothing
+//! is loaded.
 //!
 //! The image is `./hematite fw`'s `$readmemh` file of 32-bit words: `$HEMATITE_FW`, else the
 //! installed one (`/usr/share/hematite/firmware.hex`, from the package).
@@ -13,7 +15,6 @@ use super::shared::{mbox_status, FW_CORE_CTRL, FW_MBOX_STATUS, FW_PORT};
 use crate::device::Device;
 use crate::{regs, Error, Result};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 /// Where the package installs the firmware image.
 pub const INSTALLED_FW: &str = "/usr/share/hematite/firmware.hex";
@@ -62,11 +63,18 @@ pub fn image_path() -> Option<PathBuf> {
 }
 
 /// When the CPU is held (CORE_CTRL.run clear): loads the image at `image` through the IMEM
-/// window, starts the CPU and waits (at most `timeout`) until MBOX_STATUS says it runs.
-/// Returns whether it booted the core. With the CPU running already, nothing is touched.
-pub(crate) fn start_if_held(dev: &dyn Device, image: Option<&Path>, timeout: Duration) -> Result<bool> {
+/// window and starts the CPU. Returns whether it did. With the CPU running already, nothing is
+/// touched. A core held with a fault or trap recorded (sticky until the core's reset) is not
+/// loaded: a function reset clears it.
+pub(crate) fn start_if_held(dev: &dyn Device, image: Option<&Path>) -> Result<bool> {
     if dev.read32(FW_CORE_CTRL)? & 1 != 0 {
         return Ok(false);
+    }
+    let st = dev.read32(FW_MBOX_STATUS)?;
+    if st & mbox_status::STOPPED != 0 {
+        return Err(Error::Device(format!(
+            "the control core is held after a fault or trap (mailbox status {st:#x}): a function reset clears it"
+        )));
     }
     let path = image.ok_or_else(|| {
         Error::Device(format!(
@@ -83,20 +91,15 @@ pub(crate) fn start_if_held(dev: &dyn Device, image: Option<&Path>, timeout: Dur
         dev.write32(FW_IMEM + 4 * i as u64, *w)?;
     }
     dev.write32(FW_CORE_CTRL, 1)?;
-    let t0 = Instant::now();
-    loop {
-        let (st, _) = dev.wait32(FW_MBOX_STATUS, mbox_status::RUNNING | mbox_status::STOPPED, 0, 4096)?;
-        if st & mbox_status::STOPPED != 0 {
-            return Err(Error::Device(format!("the firmware from {} stopped at boot (mailbox status {st:#x})", path.display())));
-        }
-        if st & mbox_status::RUNNING != 0 {
-            return Ok(true);
-        }
-        if t0.elapsed() > timeout {
-            return Err(Error::Timeout(format!("the firmware from {} did not start within {timeout:?}", path.display())));
-        }
-        std::thread::sleep(Duration::from_micros(100));
+    // (the read completes after the writes before it: the CPU runs from here on)
+    let st = dev.read32(FW_MBOX_STATUS)?;
+    if st & mbox_status::STOPPED != 0 {
+        return Err(Error::Device(format!("the firmware from {} stopped at boot (mailbox status {st:#x})", path.display())));
     }
+    if st & mbox_status::RUNNING == 0 {
+        return Err(Error::Device(format!("the control core did not start (mailbox status {st:#x})")));
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -105,17 +108,18 @@ mod tests {
     use crate::device::DeviceInfo;
     use std::sync::Mutex;
 
-    /// A control core's host port: CORE_CTRL, MBOX_STATUS (RUNNING a while after run is set,
-    /// or a trap when `traps`), IMEM written word by word while held.
+    /// A control core's host port as hm_ctrl_sys has it: CORE_CTRL; MBOX_STATUS with RUNNING
+    /// the run bit and the sticky trap bit (set when `traps` once the CPU runs, or from the
+    /// start when `trapped`); IMEM written word by word while held.
     struct Core {
         info: DeviceInfo,
-        st: Mutex<(u32, Vec<u32>, u32)>, // run, IMEM, status reads since run
+        st: Mutex<(u32, Vec<u32>, bool)>, // run, IMEM, trap recorded
         traps: bool,
         writes: Mutex<Vec<(u64, u32)>>,
     }
     fn core(run: u32, traps: bool) -> Core {
         let info = DeviceInfo { name: "core".into(), bar0_size: 1 << 18, num_irqs: 1, mac: None, ipv4: None };
-        Core { info, st: Mutex::new((run, vec![0; IMEM_BYTES / 4], 0)), traps, writes: Mutex::new(Vec::new()) }
+        Core { info, st: Mutex::new((run, vec![0; IMEM_BYTES / 4], false)), traps, writes: Mutex::new(Vec::new()) }
     }
     impl Device for Core {
         fn info(&self) -> &DeviceInfo {
@@ -125,13 +129,11 @@ mod tests {
             let mut s = self.st.lock().unwrap();
             Ok(match off {
                 o if o == FW_CORE_CTRL => s.0,
-                o if o == FW_MBOX_STATUS && s.0 == 1 => {
-                    s.2 += 1;
-                    match (s.2 > 3, self.traps) {
-                        (false, _) => 0,
-                        (true, false) => mbox_status::RUNNING,
-                        (true, true) => mbox_status::STOPPED,
+                o if o == FW_MBOX_STATUS => {
+                    if s.0 == 1 && self.traps {
+                        s.2 = true;
                     }
+                    (if s.0 == 1 { mbox_status::RUNNING } else { 0 }) | (if s.2 { mbox_status::STOPPED } else { 0 })
                 }
                 _ => 0,
             })
@@ -197,7 +199,7 @@ mod tests {
     fn a_held_core_is_loaded_started_and_waited_for() {
         let img = image("00000013\n@2\n12345678\n");
         let d = core(0, false);
-        assert!(start_if_held(&d, Some(&img.0), Duration::from_secs(5)).unwrap());
+        assert!(start_if_held(&d, Some(&img.0)).unwrap());
         let s = d.st.lock().unwrap();
         assert_eq!((s.0, &s.1[..3]), (1, &[0x13, 0, 0x1234_5678][..]));
         let w = d.writes.lock().unwrap();
@@ -208,20 +210,26 @@ mod tests {
     #[test]
     fn a_running_core_is_left_alone() {
         let d = core(1, false);
-        assert!(!start_if_held(&d, None, Duration::from_secs(1)).unwrap());
+        assert!(!start_if_held(&d, None).unwrap());
         assert!(d.writes.lock().unwrap().is_empty());
     }
 
     #[test]
     fn no_image_a_missing_one_and_a_trap_at_boot_are_errors() {
-        let e = start_if_held(&core(0, false), None, Duration::from_secs(1)).unwrap_err().to_string();
+        let e = start_if_held(&core(0, false), None).unwrap_err().to_string();
         assert!(e.contains("HEMATITE_FW"), "{e}");
-        let e = start_if_held(&core(0, false), Some(Path::new("/nonexistent/fw.hex")), Duration::from_secs(1)).unwrap_err().to_string();
+        let e = start_if_held(&core(0, false), Some(Path::new("/nonexistent/fw.hex"))).unwrap_err().to_string();
         assert!(e.contains("/nonexistent/fw.hex"), "{e}");
         let img = image("");
-        assert!(start_if_held(&core(0, false), Some(&img.0), Duration::from_secs(1)).unwrap_err().to_string().contains("empty"));
+        assert!(start_if_held(&core(0, false), Some(&img.0)).unwrap_err().to_string().contains("empty"));
         let img = image("00000013\n");
-        let e = start_if_held(&core(0, true), Some(&img.0), Duration::from_secs(1)).unwrap_err().to_string();
+        let e = start_if_held(&core(0, true), Some(&img.0)).unwrap_err().to_string();
         assert!(e.contains("stopped at boot"), "{e}");
+        // held with a trap recorded: nothing loaded, a reset named
+        let d = core(0, false);
+        d.st.lock().unwrap().2 = true;
+        let e = start_if_held(&d, Some(&img.0)).unwrap_err().to_string();
+        assert!(e.contains("function reset"), "{e}");
+        assert!(d.writes.lock().unwrap().is_empty());
     }
 }

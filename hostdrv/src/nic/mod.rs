@@ -144,7 +144,7 @@ impl Nic {
                 Ok(v) => return Err(Error::inval(format!("HEMATITE_PUSH={v:?}: 1 / on or 0 / off"))),
             },
         } && dev.can_push();
-        boot::start_if_held(dev.as_ref(), boot::image_path().as_deref(), o.cmd_timeout)?;
+        boot::start_if_held(dev.as_ref(), boot::image_path().as_deref())?;
         let st = dev.read32(FW_MBOX_STATUS)?;
         if st & shared::mbox_status::RUNNING == 0 {
             return Err(Error::Device(format!("the control core is not running (mailbox status {st:#x})")));

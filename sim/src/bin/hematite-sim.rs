@@ -583,8 +583,12 @@ fn demo_main(args: &[String]) -> Result<(), String> {
             "--count" => o.count = val()?.parse().map_err(|e| format!("--count: {e}"))?,
             "--loss" => o.loss = val()?.parse().map_err(|e| format!("--loss: {e}"))?,
             "--qps" => o.qps = val()?.parse().map_err(|e| format!("--qps: {e}"))?,
+            "--dir" if o.attach => return Err("demo: --attach DIR and --dir DIR name the same folder: give one".into()),
             "--dir" => o.dir = Some(PathBuf::from(val()?)),
             "--attach" => {
+                if o.dir.is_some() {
+                    return Err("demo: --attach DIR and --dir DIR name the same folder: give one".into());
+                }
                 o.dir = Some(PathBuf::from(val()?));
                 o.attach = true;
             }
