@@ -142,6 +142,15 @@ class CardHost:
         self.wire.bind(str(wire_local))
         self.wire.setblocking(False)
         self.backlog = []
+        self.closed = False
+
+    def close(self):
+        """The wire's socket and the trace file (the listener goes when serve() ends); the wire's
+        coroutines end at their next step."""
+        self.closed = True
+        self.wire.close()
+        if self.trace:
+            self.trace.close()
 
     # -- the card -------------------------------------------------------------------------
 
@@ -198,6 +207,8 @@ class CardHost:
                 + dst_ip.to_bytes(4, "big")).ljust(60, b"\0")
 
     def send_wire(self, f):
+        if self.closed:
+            return True     # (the frame is lost, as on a cable pulled out)
         try:
             self.wire.sendto(f, self.wire_peer)
             return True
@@ -207,11 +218,11 @@ class CardHost:
             return True     # no peer bound: the frame is lost, as on a cable with nothing at the end
 
     async def wire_rx(self):
-        while True:
+        while not self.closed:
             await ClockCycles(self.dut.clk, 16)
-            while self.backlog and self.send_wire(self.backlog[0]):
+            while not self.closed and self.backlog and self.send_wire(self.backlog[0]):
                 self.backlog.pop(0)
-            while True:
+            while not self.closed:
                 try:
                     f = self.wire.recv(16384)
                 except BlockingIOError:
@@ -228,7 +239,7 @@ class CardHost:
                 await self.c.mac_rx.send(AxiStreamFrame(f.ljust(60, b"\0"), tuser=0))
 
     async def wire_tx(self):
-        while True:
+        while not self.closed:
             f = await self.c.mac_tx.recv()
             self.frames_tx += 1
             data = bytes(f.tdata)

@@ -269,6 +269,9 @@ async def card_serves_the_host_driver(dut):
                                      f"{host.irqs}; demo:\n"
                                      + (d / "demo.log").read_text())
             await ClockCycles(dut.clk, 200)
+        # a demo that failed says why at once (it may never have reached the card)
+        assert demo.returncode == 0, (f"the demo failed (exit {demo.returncode}):\n{(d / 'demo.log').read_text()}"
+                                      f"\npeer:\n{(d / 'peer.log').read_text()}")
         # the client is gone: the server resets the function; then it stops
         t0 = time.monotonic()
         while host.resets == 0:
@@ -290,6 +293,7 @@ async def card_serves_the_host_driver(dut):
     while not server.done():
         assert time.monotonic() - t0 < 120, "the server did not stop"
         await ClockCycles(dut.clk, 200)
+    host.close()
     out = (d / "demo.log").read_text()
     dut._log.info("hematite-sim demo --attach, through the card:\n%s", out)
     assert demo.returncode == 0, f"the demo failed:\n{out}\npeer:\n{(d / 'peer.log').read_text()}"
