@@ -133,3 +133,25 @@ fn bad_arguments_fail_clearly() {
         assert!(err.contains("hematite-sim") || err.contains("usage"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn demo_attach_refuses_what_it_cannot_do() {
+    // --attach starts no device: options for the devices it would start are refused, a folder
+    // given twice is refused, and a folder where nothing serves fails at once, naming the socket
+    let dir = std::env::temp_dir().join(format!("hm-attach-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    for (args, says) in [
+        (vec!["demo", "--attach", d, "--loss", "0.01"], "--attach starts no device"),
+        (vec!["demo", "--attach", d, "--fw", "/x.hex"], "--attach starts no device"),
+        (vec!["demo", "--attach", d, "--dir", d], "name the same folder"),
+        (vec!["demo", "--dir", d, "--attach", d], "name the same folder"),
+        (vec!["demo", "--attach", d, "--count", "2"], "no device serves"),
+    ] {
+        let out = sim().args(&args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} must fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -42,6 +42,8 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamFrame
 from cocotbext.axi.address_space import Region
 
+from shell_common import flr
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -49,10 +51,9 @@ def proto():
     """{name: value} of simproto.rs's integer constants (`pub const NAME: T = EXPR;` where EXPR
     is a number, a shift, or a sum of names already read)."""
     text = (ROOT / "hostdrv/src/simproto.rs").read_text()
-    out = {"HM_PUSH_BYTES": 64}
-    pkg = (ROOT / "rtl/pkg/hm_pkg.sv").read_text()
-    m = re.search(r"localparam int HM_PUSH_BYTES = (\d+);", pkg)
-    out["HM_PUSH_BYTES"] = int(m.group(1))
+    # (PUSH_BYTES is the RTL package's HM_PUSH_BYTES, as in the Rust source)
+    m = re.search(r"localparam int HM_PUSH_BYTES = (\d+);", (ROOT / "rtl/pkg/hm_pkg.sv").read_text())
+    out = {"HM_PUSH_BYTES": int(m.group(1))}
     for name, expr in re.findall(r"pub const (\w+): (?:u16|u64|usize|u32) = ([^;]+);", text):
         expr = expr.replace("hematite_abi::pkt::HM_PUSH_BYTES as usize", "HM_PUSH_BYTES")
         if re.fullmatch(r"[\w\s<+()]+", expr):
@@ -181,19 +182,10 @@ class CardHost:
 
     async def reset(self):
         """FLR and the MSI-X table restored, as vfio-pci does."""
-        d = self.dut
         self.resets += 1
         self.before_reset.append({n: await self.c.rd(self.R["HM_BAR_SHELL"] + self.R[f"HM_SHELL_{n}"])
                                   for n in COUNTERS})
-        d.cfg_flr_in_process.value = 1
-        for _ in range(4000):
-            await ClockCycles(d.clk, 1)
-            if int(d.cfg_flr_done.value) & 1:
-                break
-        else:
-            raise AssertionError("no cfg_flr_done")
-        d.cfg_flr_in_process.value = 0
-        await ClockCycles(d.clk, 10)
+        await flr(self.dut)
         table = self.R["HM_BAR_MSIX"]
         for v, entry in enumerate(self.msix):
             await self.c.bar0.write(table + 16 * v, entry)

@@ -104,6 +104,21 @@ def shell_endpoint(dut):
     return rc, dev
 
 
+async def flr(dut, limit=4000):
+    """A function-level reset as the PCIe block signals it: cfg_flr_in_process until the
+    function answers cfg_flr_done (at most `limit` clocks), then 10 clocks."""
+    from cocotb.triggers import ClockCycles, RisingEdge
+    dut.cfg_flr_in_process.value = 1
+    for _ in range(limit):
+        await RisingEdge(dut.clk)
+        if int(dut.cfg_flr_done.value) & 1:
+            break
+    else:
+        raise AssertionError("no cfg_flr_done")
+    dut.cfg_flr_in_process.value = 0
+    await ClockCycles(dut.clk, 10)
+
+
 async def read_fails(bar, addr, us=50):
     """True when a read of addr in the BAR window completes with an error (the root complex's
     model raises on an unsuccessful completion, or returns all ones)."""

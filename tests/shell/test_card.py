@@ -25,7 +25,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
 from cocotbext.axi import AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from shell_common import BAR0, NUM_VEC, bus, inject_np, posted_write, quiet, read_fails, shell_endpoint, wait_reset
+from shell_common import BAR0, NUM_VEC, bus, flr, inject_np, posted_write, quiet, read_fails, shell_endpoint, wait_reset
 
 NUM_QPS = 256
 RX_DEPTH = 512
@@ -173,15 +173,7 @@ async def card_windows_registers_mac_and_flr(dut):
     # an FLR: the core and the shell's registers reset (PFC settings back), the FLR counted,
     # the completer's counters go on
     wr = await c.rd(sh("PCIE_MMIO_WR"))
-    dut.cfg_flr_in_process.value = 1
-    for _ in range(2000):
-        await RisingEdge(dut.clk)
-        if int(dut.cfg_flr_done.value) & 1:
-            break
-    else:
-        raise AssertionError("no cfg_flr_done")
-    dut.cfg_flr_in_process.value = 0
-    await ClockCycles(dut.clk, 10)
+    await flr(dut, 2000)
     assert await c.rd(sh("FLR_COUNT")) == 1
     assert await c.rd(sh("PFC_QUANTA")) == R["HM_SHELL_PFC_QUANTA_RESET"]
     assert await c.rd(sh("MAC_LO")) == 0
@@ -199,6 +191,65 @@ STALL_SIGNALS = [f"{p}_{s}" for p in ("push", "irq") for s in ("valid", "ready")
     f"{b}_tready" for b in ("m_axis_rq", "s_axis_rc", "s_axis_cq", "m_axis_cc", "rx", "tx")] + [
     "bar_req", "bar_rsp", "host_req", "host_rsp", "ctl_req", "ctl_rsp", "cfg_interrupt_msix_int",
     "cfg_interrupt_msix_sent", "cfg_interrupt_msix_fail"]
+
+
+async def bad_requests(dut, host, d):
+    """Bad requests to the card's server, each with its defined answer, as the device process
+    gives them (hostdrv/src/simproto.rs); then the client goes and the function is reset."""
+    import errno
+    import socket
+    from card_host import LO, P, REP, REQ
+
+    seq = [0]
+
+    async def call(s, cmd, a=0, b=0, c=0, dd=0):
+        seq[0] += 1
+        s.send(REQ.pack(seq[0], cmd, 0, a, b, c, dd))
+        for _ in range(2000):
+            await ClockCycles(dut.clk, 20)
+            try:
+                r = REP.unpack(s.recv(REP.size))
+            except BlockingIOError:
+                continue
+            assert r[0] == seq[0] and r[1] == cmd and r[2] == P["F_REPLY"], r
+            return r[3], r[5:]
+        raise AssertionError(f"no reply to command {cmd}")
+
+    def client():
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(str(d / "a.sock"))
+        s.setblocking(False)
+        return s
+
+    s = client()
+    assert (await call(s, P["CMD_READ32"], R["HM_REG_ID"]))[0] == -errno.EPROTO          # before HELLO
+    assert (await call(s, P["CMD_HELLO"], P["PROTO_VERSION"] + 1))[0] == -errno.EPROTO   # another version
+    st, (bar, nvec, mac, ip) = await call(s, P["CMD_HELLO"], P["PROTO_VERSION"])
+    assert (st, bar, nvec, mac, ip) == (0, BAR0, NUM_VEC, 0x02000000000A, 0x0A000001)
+    other = client()
+    assert (await call(other, P["CMD_HELLO"], P["PROTO_VERSION"]))[0] == -errno.EBUSY    # a second client
+    other.close()
+    assert await call(s, P["CMD_READ32"], R["HM_REG_ID"]) == (0, (0x484D5445, 0, 0, 0))
+    for off in (BAR0, 2):                                                                # beyond BAR 0, unaligned
+        assert (await call(s, P["CMD_READ32"], off))[0] == -errno.EFAULT
+    assert (await call(s, P["CMD_WAIT32"], 0, 1, 0, P["WAIT_MAX_CYCLES"] + 1))[0] == -errno.EINVAL
+    win = LO + (1 << 30)
+    assert (await call(s, P["CMD_DMA_MAP"], win + 8, 0x7000_0000_0000, 4096, 1))[0] == -errno.EINVAL  # unaligned
+    assert (await call(s, P["CMD_DMA_MAP"], 0x1000, 0x7000_0000_0000, 4096, 1))[0] == -errno.EINVAL   # below LO
+    assert (await call(s, P["CMD_DMA_MAP"], win, 0x7000_0000_0000, 8192, 1))[0] == 0
+    assert (await call(s, P["CMD_DMA_MAP"], win + 4096, 0x7000_0000_0000, 4096, 0))[0] == -errno.EEXIST
+    assert (await call(s, P["CMD_DMA_UNMAP"], win, 4096))[0] == -errno.ENOENT                       # wrong length
+    assert (await call(s, P["CMD_DMA_UNMAP"], win, 8192))[0] == 0
+    assert (await call(s, P["CMD_SET_IRQ"], NUM_VEC, 0))[0] == -errno.EINVAL
+    assert (await call(s, P["CMD_SET_IRQ"], 1, 1))[0] == -errno.EBADF                   # no eventfd passed
+    assert (await call(s, P["CMD_PUSH64"]))[0] == -errno.EINVAL                         # a push without its data
+    assert (await call(s, 99))[0] == -errno.ENOSYS
+    s.close()
+    t0 = time.monotonic()
+    while host.resets < 1:
+        assert time.monotonic() - t0 < 60, "no function reset after the probing client went"
+        await ClockCycles(dut.clk, 100)
+    assert not host.dma.windows and host.refused == 0
 
 
 def sim_exe():
@@ -242,6 +293,7 @@ async def card_serves_the_host_driver(dut):
     host.listen()
     stop = []
     server = cocotb.start_soon(host.serve(lambda: not stop))
+    await bad_requests(dut, host, d)
     logs = {n: open(d / f"{n}.log", "w") for n in ("peer", "demo")}
     peer = subprocess.Popen([str(sim), "device", "--socket", str(d / "b.sock"), "--wire-local", str(d / "b.wire"),
                              "--wire-peer", str(d / "a.wire"), "--mac", "02:00:00:00:00:0b", "--ip", "10.0.0.2",
@@ -274,7 +326,7 @@ async def card_serves_the_host_driver(dut):
                                       f"\npeer:\n{(d / 'peer.log').read_text()}")
         # the client is gone: the server resets the function; then it stops
         t0 = time.monotonic()
-        while host.resets == 0:
+        while host.resets < 2:
             assert time.monotonic() - t0 < 120, "no function reset after the client went"
             await ClockCycles(dut.clk, 200)
     finally:
@@ -307,7 +359,7 @@ async def card_serves_the_host_driver(dut):
     assert icrc.returncode == 0, icrc.stdout + icrc.stderr
 
     # what the shell counted while the driver ran (read just before the reset)
-    n = host.before_reset[0]
+    n = host.before_reset[-1]
     dut._log.info("card counters: %s; frames to / from the wire %d / %d; requests %d (CQ doorbells coalesced %d); "
                   "MSI-X messages per vector %s; DMA refused %d (after the client went: %d)", n, host.frames_tx,
                   host.frames_rx, host.requests, host.coalesced, host.irqs, host.refused, host.lost)
@@ -322,6 +374,6 @@ async def card_serves_the_host_driver(dut):
     # after the reset: the CPU held until the next driver loads the firmware, the DMA
     # counters started over, the engine answering
     assert await c.rd(CTRL + R["HM_HOST_CORE_CTRL"]) & 1 == 0
-    assert await c.rd(sh("DMA_RD_REQ")) == 0 and await c.rd(sh("FLR_COUNT")) == 1
+    assert await c.rd(sh("DMA_RD_REQ")) == 0 and await c.rd(sh("FLR_COUNT")) == 2   # (the probe's, the demo's)
     assert await c.rd(R["HM_REG_ID"]) == 0x484D5445
     shutil.rmtree(d, ignore_errors=True)     # (kept when the test fails: the logs and the capture)
