@@ -856,6 +856,8 @@ pub fn decode_qp_ctx(words: &[u32]) -> Result<QpCtxFields, DescError> {
         av,
         std_timer: g("std_timer") != 0,
         uc: g("uc") != 0,
+        // (the engine's context has no selective-repeat bit yet)
+        sr: false,
     };
     Ok(QpCtxFields {
         cfg,

@@ -891,6 +891,8 @@ fn arb_qp_ctx() -> impl Strategy<Value = QpCtxFields> {
                 av,
                 std_timer: remote_write ^ remote_atomic,
                 uc: remote_read ^ remote_atomic,
+                // (the engine's context has no selective-repeat bit: always off)
+                sr: false,
             },
         );
     (

@@ -1,7 +1,7 @@
 //! Property test: random operation mixes on several QPs (both directions) under random fault
 //! schedules must leave memory equal to a fault-free expectation computed by applying the
 //! operations directly, complete every WQE exactly once with success, and never execute a
-//! SEND/WRITE packet or an atomic twice.
+//! SEND/WRITE packet or an atomic twice; with go-back-N and with selective repeat.
 
 mod common;
 
@@ -76,7 +76,7 @@ proptest! {
         pmtu_i in 0usize..3,
         wrap in any::<bool>(),
         drop in 0u32..50_000, dup in 0u32..50_000, reorder in 0u32..50_000, corrupt in 0u32..20_000,
-        max_reorder in 1u64..20_000, seed in any::<u64>(),
+        max_reorder in 1u64..20_000, seed in any::<u64>(), sr in any::<bool>(),
     ) {
         let pmtu = [256u32, 1024, 4096][pmtu_i];
         let mut nodes = [Node::new(), Node::new()];
@@ -99,7 +99,7 @@ proptest! {
         for q in 0..3u32 {
             let psn0 = if wrap { 0xFF_FFF0 - q * 7 } else { q * 1000 };
             let psn1 = if wrap { 0xFF_FFE0 + q } else { 77 + q };
-            let base = QpConfig { pmtu, timeout: 10, retry_cnt: 7, rnr_retry: 7, ..QpConfig::default() };
+            let base = QpConfig { pmtu, timeout: 10, retry_cnt: 7, rnr_retry: 7, sr, ..QpConfig::default() };
             let c0 = QpConfig { dest_qpn: 0x200 + q, sq_psn: psn0, rq_psn: psn1, ..base };
             let c1 = QpConfig { dest_qpn: 0x100 + q, sq_psn: psn1, rq_psn: psn0, av: base.av.reversed(), ..base };
             nodes[0].create_qp(0x100 + q, c0).unwrap();

@@ -32,6 +32,7 @@ proptest! {
                           udp_sport: misc.1, flow_label: misc.0 as u32, pkey: misc.5 },
             std_timer: small[11] & 1 != 0,
             uc: small[11] & 2 != 0,
+            sr: false, // (no selective-repeat bit in the engine's context)
         };
         let m = md::QpCtxFields { cfg, state, sq_base: bases.0, sq_log_size: logs.0, sq_log_stride: logs.1,
             rq_base: bases.1, rq_log_size: logs.2, rq_log_stride: logs.3, sq_cqn: cqs.0, rq_cqn: cqs.1 };

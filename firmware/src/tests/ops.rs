@@ -164,6 +164,7 @@ fn qp_lifecycle_and_context_matches_model() {
         },
         std_timer: false,
         uc: false,
+        sr: false,
     };
     let want = md::QpCtxFields {
         cfg,

@@ -66,6 +66,57 @@
 //!   ERR, without a NAK.
 //! * **States**: as RC; SQE is not used (a send error moves a UC QP to ERR, as in RC).
 //!
+//! ## Selective repeat (`QpConfig::sr`)
+//! Set on both QPs of a connection once they agreed on it (ECE; the engine does not implement
+//! it yet, so the provider offers no option and the model alone has it). One QP with it and one
+//! without still complete everything, on their timers. The rules, in the style of IRN
+//! (SIGCOMM 2018), on the standard wire format:
+//! * **Responder.** A request packet up to `SR_WIN` PSNs beyond ePSN is placed when its
+//!   placement is known and every check a packet can pass on its own passes: a WRITE FIRST,
+//!   ONLY or ONLY with immediate (its RETH: QP access, length, R_Key over the whole DMA
+//!   length), or a WRITE MIDDLE / LAST whose message is known (the one in progress in order,
+//!   or one whose FIRST arrived out of order), at `(PSN − first PSN) × PMTU`. Everything
+//!   else beyond ePSN is dropped: a SEND (its receive WQE and offset depend on the messages
+//!   before it, which the packet does not carry), a READ or atomic (executed in order only:
+//!   a READ must see the WRITEs before it, an atomic runs once), and a WRITE MIDDLE / LAST
+//!   whose FIRST was lost. So the choice is to buffer nothing: a message whose first packet
+//!   is lost is placed from its first packet on once that is resent, and the packets of it
+//!   that arrived behind the loss are resent too.
+//! * Each packet beyond ePSN, placed or dropped, is answered with a **selective NAK**: an
+//!   ACKNOWLEDGE whose BTH PSN is ePSN (every PSN before it acknowledged), whose AETH NAK code
+//!   is 5 (`SYN_SNAK_PLACED`) or 6 (`SYN_SNAK_DROPPED`, codes IBTA reserves; sent only under
+//!   the agreement), and whose MSN field carries the PSN that arrived. A duplicate of a placed
+//!   packet gets `SYN_SNAK_PLACED` again.
+//! * When a packet arrives at ePSN, ePSN then moves over the placed packets that follow, doing
+//!   what their arrival in order does (MSN, a WRITE with immediate's receive WQE and CQE, the
+//!   message in progress); a sequence they break (a FIRST inside a message, a MIDDLE of
+//!   another) is a NAK invalid request there; a WRITE with immediate with no receive WQE is
+//!   an RNR NAK there (the packet is taken again when resent). An ACK for ePSN − 1 follows.
+//! * **Requester.** It records the PSNs acknowledged selectively. A selective NAK acknowledges
+//!   everything before its PSN and starts (or extends) a recovery up to the PSN it reports
+//!   (placed) or past it (dropped): every PSN of the recovery neither acknowledged nor resent
+//!   is resent once, before anything new; a READ's missing responses are asked for by runs (a
+//!   READ request for `k` packets at the PSN of the first, answered with those packets and
+//!   their opcodes in the whole response), or whole while nothing of the READ has been
+//!   answered (a part of a READ the responder has not executed would be taken as a new,
+//!   shorter READ). An ACK beyond an unanswered READ or atomic starts a recovery instead of
+//!   a retry. Selective NAKs and recoveries use no retry. A timer (standard or adaptive, with
+//!   the same retry and backoff rules as go-back-N) starts a recovery over everything sent:
+//!   each PSN not acknowledged selectively is resent once, and the oldest unacknowledged one
+//!   in any case (its cumulative ACK may be what was lost); the cursor for new packets stays
+//!   where it is. A packet at the oldest unacknowledged PSN always asks for an ACK. After an
+//!   RNR wait the requester resends from the PSN NAKed (forgetting its selective
+//!   acknowledgement), skipping the PSNs acknowledged selectively.
+//! * READ responses are placed wherever they fall in their READ, in any order, and a READ
+//!   completes once all of its responses are placed.
+//! * **Ordering.** Placement out of order must not let an earlier request's resent packet
+//!   land over a later request's data, or a later WRITE's data be read by an earlier READ.
+//!   So a WRITE whose target overlaps the target of an outstanding WRITE, READ or atomic, and
+//!   a READ whose local buffers overlap those of an outstanding READ, start only once those
+//!   completed. (Targets are compared by address, whatever the R_Key.) Memory then ends as
+//!   with go-back-N. A QP that fails keeps the WRITE data it placed beyond ePSN (each in a
+//!   region its R_Key allowed).
+//!
 //! ## UD (unreliable datagram)
 //! [`ud::UdQp`], its own type (a destination per WR, one packet per message, no connection
 //! state): the rules are in [`ud`]'s module docs.
@@ -198,6 +249,8 @@ pub struct QpConfig {
     pub std_timer: bool,
     /// Unreliable connected (UC) instead of RC (see the module docs).
     pub uc: bool,
+    /// Selective repeat (see the module docs): set on both QPs once they agreed on it (ECE).
+    pub sr: bool,
 }
 
 impl Default for QpConfig {
@@ -218,6 +271,7 @@ impl Default for QpConfig {
             av: AddrVec::default(),
             std_timer: false,
             uc: false,
+            sr: false,
         }
     }
 }
@@ -458,6 +512,11 @@ pub const SYN_NAK_INV_REQ: u8 = 0x61;
 pub const SYN_NAK_REM_ACCESS: u8 = 0x62;
 /// NAK remote operational error.
 pub const SYN_NAK_REM_OP: u8 = 0x63;
+/// Selective NAK, the packet placed (NAK code 5, reserved by IBTA; sent only when both QPs
+/// agreed on selective repeat): see the module docs.
+pub const SYN_SNAK_PLACED: u8 = 0x65;
+/// Selective NAK, the packet dropped (NAK code 6, likewise).
+pub const SYN_SNAK_DROPPED: u8 = 0x66;
 
 /// Largest message length (2^31 bytes).
 pub const MAX_MSG_LEN: u64 = 1 << 31;
@@ -477,6 +536,9 @@ pub const WIN_MAX: u32 = hematite_abi::pkt::HM_WIN_MAX as u32;
 pub const WIN_MIN: u32 = hematite_abi::pkt::HM_WIN_MIN as u32;
 /// The least move of the limit.
 pub const WIN_STEP: u32 = hematite_abi::pkt::HM_WIN_STEP as u32;
+/// Selective repeat: the responder places packets up to this many PSNs beyond ePSN (the
+/// requester's window never sends further).
+pub const SR_WIN: u32 = WIN_MAX;
 // Adaptive retransmission (see the module docs), also from `rtl/pkg/hm_pkg.sv`.
 /// The early timer's floor, ns.
 pub const RTO_MIN_NS: u64 = hematite_abi::pkt::HM_RTO_MIN_US as u64 * 1000;

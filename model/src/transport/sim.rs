@@ -38,6 +38,8 @@ pub struct WireStats {
     pub sent: u64,
     /// Lost.
     pub dropped: u64,
+    /// Lost, by the node they were going to.
+    pub dropped_to: [u64; 2],
     /// Corrupted (and dropped).
     pub corrupted: u64,
     /// Extra copies made.
@@ -121,6 +123,9 @@ impl Wire {
         }
         if self.rng.chance(self.cfg.drop_ppm) {
             self.stats.dropped += 1;
+            if let Some(n) = self.stats.dropped_to.get_mut(dst) {
+                *n += 1;
+            }
             return;
         }
         let mut t = now.saturating_add(self.cfg.latency_ns);

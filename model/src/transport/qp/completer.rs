@@ -5,7 +5,7 @@
 use super::*;
 
 impl Qp {
-    fn progress(&mut self, now: u64) {
+    pub(super) fn progress(&mut self, now: u64) {
         self.retry_left = self.cfg.retry_cnt;
         self.rnr_left = self.cfg.rnr_retry;
         self.nak_guard = None;
@@ -19,6 +19,7 @@ impl Qp {
         self.early_n = 0;
         self.arm_early(now);
         self.widen();
+        self.sr_trim();
     }
 
     /// A round trip of `r` ns: the smoothed RTT and its variation, with RFC 6298's gains (1/8,
@@ -133,8 +134,18 @@ impl Qp {
     /// What every retransmission does (a retry or an early one): the next request packet is
     /// `p`, the window shrinks to `WIN_MIN` PSNs beyond it, and (Karn) no round trip is timed
     /// across it.
+    /// With selective repeat the cursor stays: a recovery over everything sent resends each PSN
+    /// not acknowledged selectively once, and the oldest unacknowledged one in any case.
     fn go_back(&mut self, p: u32) {
-        self.rewind(p);
+        if self.cfg.sr {
+            self.sr_tx.clear_flag(sr::F_RESENT);
+            self.rec_hi = None;
+            let hi = self.tx_psn();
+            self.sr_recover(hi);
+            self.sr_una_again = true;
+        } else {
+            self.rewind(p);
+        }
         self.cwnd = WIN_MIN;
         self.win_lim = add(p, WIN_MIN);
         self.win_una = self.una();
@@ -143,7 +154,7 @@ impl Qp {
 
     /// Cumulative acknowledgement of every PSN ≤ `n`. Returns false if it triggered an implied
     /// NAK (an unanswered READ/atomic at or before `n`), which already retried / failed.
-    fn ack_through(&mut self, n: u32, now: u64, cx: &mut Ctx<'_>) -> bool {
+    pub(super) fn ack_through(&mut self, n: u32, now: u64, cx: &mut Ctx<'_>) -> bool {
         let mut prog = false;
         loop {
             let Some(e) = self.sq.front() else { break };
@@ -151,10 +162,36 @@ impl Qp {
                 break;
             }
             if e.wr.op.is_rd_atomic() {
+                if self.cfg.sr && matches!(e.wr.op, SendOp::Read { .. }) {
+                    // selective repeat: responses placed while an earlier WQE was the oldest
+                    let (first, np) = (e.first_psn, e.npkts);
+                    let mut d = e.done;
+                    while d < np && self.sacked(add(first, d)) {
+                        d += 1;
+                    }
+                    if let Some(f) = self.sq.front_mut() {
+                        if d != f.done {
+                            f.done = d;
+                            prog = true;
+                        }
+                    }
+                    if d >= np {
+                        self.pop_success();
+                        continue;
+                    }
+                }
+                let Some(e) = self.sq.front() else { break };
                 if ge(n, e.first_psn) {
                     let p = add(e.first_psn, e.done);
+                    let end = add(e.first_psn, e.npkts);
                     if prog {
                         self.progress(now);
+                    }
+                    if self.cfg.sr {
+                        // its missing responses are taken as lost: asked for again, no retry
+                        self.stats.implied_naks += 1;
+                        self.sr_recover(end);
+                        return false;
                     }
                     // one retry per missing response until progress (later responses of
                     // subsequent READs / duplicate ACKs carry no new information)
@@ -193,7 +230,7 @@ impl Qp {
     }
 
     /// `p` lies in `[una, next_psn)` (or `== next_psn` when `incl_next`).
-    fn psn_in_window(&self, p: u32, incl_next: bool) -> bool {
+    pub(super) fn psn_in_window(&self, p: u32, incl_next: bool) -> bool {
         let una = self.una();
         ge(p, una) && (gt(self.next_psn, p) || (incl_next && p == self.next_psn))
     }
@@ -236,12 +273,18 @@ impl Qp {
                     self.rnr_left -= 1;
                 }
                 self.rewind(p);
+                if self.cfg.sr {
+                    // (a WRITE with immediate placed out of order and refused in order)
+                    let f = self.sr_tx.get(p).unwrap_or(0);
+                    self.sr_tx.set(p, f & !sr::F_SACKED);
+                }
                 self.rnr_until = Some(now.saturating_add(rnr_timer_ns(syn & 0x1F)));
                 self.timer_start = None;
                 self.early_at = None;
                 self.rtt_probe = None;
             }
             3 => match syn {
+                SYN_SNAK_PLACED | SYN_SNAK_DROPPED if self.cfg.sr => self.on_snak(now, rec, cx),
                 SYN_NAK_SEQ => {
                     if !self.psn_in_window(p, true) || self.rnr_until.is_some() || self.nak_guard == Some(p) {
                         return;
@@ -275,6 +318,9 @@ impl Qp {
     }
 
     fn on_read_resp(&mut self, now: u64, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
+        if self.cfg.sr {
+            return self.sr_read_resp(now, rec, payload, cx);
+        }
         let q = rec.psn;
         let found = self.sq.iter().take_while(|e| e.started).find(|e| {
             matches!(e.wr.op, SendOp::Read { .. }) && {
@@ -366,5 +412,8 @@ impl Qp {
         }
         self.pop_success();
         self.progress(now);
+        if self.cfg.sr {
+            self.sr_settle(now);
+        }
     }
 }

@@ -13,6 +13,7 @@
 mod completer;
 mod requester;
 mod responder;
+mod sr;
 
 use super::mem::{HostMem, MemError, MrTable, Need};
 use super::*;
@@ -88,6 +89,15 @@ pub struct QpStats {
     /// UC: packets dropped with their message (sequence, length, access, R_Key, no receive
     /// WQE); PSN gaps count in `seq_drops`.
     pub uc_drops: u64,
+    /// Selective repeat, responder: WRITE packets placed beyond ePSN.
+    pub sr_placed: u64,
+    /// Selective repeat, responder: selective NAKs sent (one per packet beyond ePSN).
+    pub snak_sent: u64,
+    /// Selective repeat, requester: selective NAKs received.
+    pub snak_rcvd: u64,
+    /// Selective repeat, requester: packets resent by a recovery (each PSN at most once per
+    /// recovery; a READ request asking for a run of missing responses counts once).
+    pub sr_resent: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -152,6 +162,13 @@ pub struct Qp {
     rttvar: u64,
     early_n: u32,
     early_at: Option<u64>,
+    /// Selective repeat: PSNs from the oldest unacknowledged on, acknowledged selectively or
+    /// resent in this recovery; the recovery's end (exclusive).
+    sr_tx: sr::PsnMap<u8>,
+    rec_hi: Option<u32>,
+    /// Selective repeat: a timer fired; the next recovery resends the oldest unacknowledged
+    /// PSN even if it was acknowledged selectively (its cumulative ACK may be what was lost).
+    sr_una_again: bool,
     // responder
     rq: VecDeque<RecvWr>,
     epsn: u32,
@@ -160,6 +177,10 @@ pub struct Qp {
     cur: Option<InMsg>,
     res: VecDeque<Resource>,
     resp_out: VecDeque<Pkt>,
+    /// Selective repeat: WRITE packets placed beyond ePSN, and the WRITE messages whose first
+    /// packet is among them.
+    sr_rx: sr::PsnMap<sr::Mark>,
+    sr_msgs: Vec<sr::SrMsg>,
     // completions
     send_cq: VecDeque<Cqe>,
     recv_cq: VecDeque<Cqe>,
@@ -257,6 +278,9 @@ impl Qp {
             rttvar: 0,
             early_n: 0,
             early_at: None,
+            sr_tx: sr::PsnMap::new(cfg.sq_psn, MAX_OUTSTANDING_PSNS),
+            rec_hi: None,
+            sr_una_again: false,
             rq: VecDeque::new(),
             epsn: cfg.rq_psn,
             msn: 0,
@@ -264,6 +288,8 @@ impl Qp {
             cur: None,
             res: VecDeque::new(),
             resp_out: VecDeque::new(),
+            sr_rx: sr::PsnMap::new(cfg.rq_psn, SR_WIN),
+            sr_msgs: Vec::new(),
             send_cq: VecDeque::new(),
             recv_cq: VecDeque::new(),
             stats: QpStats::default(),
@@ -468,6 +494,7 @@ impl Qp {
         self.timer_start = None;
         self.early_at = None;
         self.rnr_until = None;
+        self.sr_clear();
     }
 
     /// Dispatches a received packet (`rec.dest_qp` already matched): RC opcodes to an RC QP,

@@ -75,6 +75,9 @@ impl Qp {
             self.timer_start = Some(now);
             self.arm_early(now);
         }
+        if self.cfg.sr {
+            self.sr_repairs(now, cx, out);
+        }
         loop {
             let idx = self.tx_idx;
             let Some(e) = self.sq.get(idx) else { break };
@@ -87,6 +90,10 @@ impl Qp {
                 if e.local_err.is_some() {
                     break;
                 }
+                if self.cfg.sr && self.sr_waits(idx) {
+                    break;
+                }
+                let Some(e) = self.sq.get(idx) else { break };
                 let rd = e.wr.op.is_rd_atomic();
                 let np = if e.wr.op.is_atomic() { 1 } else { pkts_for(e.len, self.cfg.pmtu) };
                 if rd && self.outstanding_rd_atomic() >= self.cfg.max_rd_atomic as usize {
@@ -114,9 +121,14 @@ impl Qp {
             if !self.cfg.uc && !lt(add(e.first_psn, self.tx_off), self.win_lim) {
                 break; // beyond the window: an ACK or a retransmission moves it
             }
-            let pkt = self.req_pkt(e, self.tx_off, cx.mem);
-            out.push(pkt);
-            self.stats.req_pkts += 1;
+            // selective repeat: a PSN the responder already has is not sent again (after an RNR
+            // wait; timers use recoveries)
+            let skip = self.cfg.sr && !e.wr.op.is_rd_atomic() && self.sacked(add(e.first_psn, self.tx_off));
+            if !skip {
+                let pkt = self.req_pkt(e, self.tx_off, cx.mem);
+                out.push(pkt);
+                self.stats.req_pkts += 1;
+            }
             if e.wr.op.is_rd_atomic() || self.tx_off.saturating_add(1) >= e.npkts {
                 self.tx_idx += 1;
                 self.tx_off = 0;
@@ -149,14 +161,31 @@ impl Qp {
         }
     }
 
-    fn req_pkt(&self, e: &SqEntry, k: u32, mem: &HostMem) -> Pkt {
+    /// The READ request for packets `k..` of the response to `e` (a READ), `len` bytes.
+    pub(super) fn read_req(&self, e: &SqEntry, k: u32, len: u64) -> Pkt {
+        let (remote_addr, rkey) = match e.wr.op {
+            SendOp::Read { remote_addr, rkey } => (remote_addr, rkey),
+            _ => (0, 0),
+        };
+        let mut r = self.hdr(0x0C, add(e.first_psn, k));
+        r.ackreq = true;
+        r.va = remote_addr.wrapping_add(k as u64 * self.cfg.pmtu as u64);
+        r.rkey = rkey;
+        r.dma_len = len.min(u32::MAX as u64) as u32;
+        Self::finish(r, Vec::new())
+    }
+
+    pub(super) fn req_pkt(&self, e: &SqEntry, k: u32, mem: &HostMem) -> Pkt {
         let pmtu = self.cfg.pmtu as u64;
         let psn = add(e.first_psn, k);
         let off = k as u64 * pmtu;
         let only = e.npkts <= 1;
         let last = k.saturating_add(1) >= e.npkts;
         let ackreq = !self.cfg.uc
-            && (last || k % ACKREQ_INTERVAL == ACKREQ_INTERVAL - 1 || add(psn, 1) == self.win_lim);
+            && (last
+                || k % ACKREQ_INTERVAL == ACKREQ_INTERVAL - 1
+                || add(psn, 1) == self.win_lim
+                || (self.cfg.sr && psn == self.una()));
         // UC: the same operation in the UC class (0x20-0x2B)
         let class = if self.cfg.uc { 0x20 } else { 0x00 };
         let data = |this: &Self| -> Vec<u8> {
@@ -214,14 +243,7 @@ impl Qp {
                 }
                 Self::finish(r, data(self))
             }
-            SendOp::Read { remote_addr, rkey } => {
-                let mut r = self.hdr(0x0C, psn);
-                r.ackreq = true;
-                r.va = remote_addr.wrapping_add(off);
-                r.rkey = rkey;
-                r.dma_len = e.len.saturating_sub(off).min(u32::MAX as u64) as u32;
-                Self::finish(r, Vec::new())
-            }
+            SendOp::Read { .. } => self.read_req(e, k, e.len.saturating_sub(off)),
             SendOp::CmpSwap { remote_addr, rkey, compare, swap } => {
                 let mut r = self.hdr(0x13, psn);
                 r.ackreq = true;

@@ -10,7 +10,7 @@ impl Qp {
         self.resp_out.push_back(Self::finish(rec, payload));
     }
 
-    fn send_aeth(&mut self, psn: u32, syndrome: u8) {
+    pub(super) fn send_aeth(&mut self, psn: u32, syndrome: u8) {
         let mut r = self.hdr(0x11, psn);
         r.syndrome = syndrome;
         r.msn = self.msn;
@@ -18,12 +18,12 @@ impl Qp {
     }
 
     /// Error NAK: the responder QP goes to ERR, the NAK still goes out.
-    fn nak_fatal(&mut self, psn: u32, syndrome: u8) {
+    pub(super) fn nak_fatal(&mut self, psn: u32, syndrome: u8) {
         self.go_err();
         self.send_aeth(psn, syndrome);
     }
 
-    fn rnr_nak(&mut self, psn: u32) {
+    pub(super) fn rnr_nak(&mut self, psn: u32) {
         self.stats.rnr_sent += 1;
         self.nak_sent = true;
         self.send_aeth(psn, SYN_RNR | (self.cfg.min_rnr_timer & 0x1F));
@@ -34,7 +34,7 @@ impl Qp {
         self.recv_cq.push_back(c);
     }
 
-    fn log(&mut self, psn: u32, kind: ExecKind) {
+    pub(super) fn log(&mut self, psn: u32, kind: ExecKind) {
         self.exec.push(Exec { qpn: self.qpn, psn, kind });
     }
 
@@ -46,9 +46,16 @@ impl Qp {
     }
 
     fn read_responses(&mut self, psn0: u32, va: u64, len: u64, mem: &HostMem) {
+        let n = pkts_for(len, self.cfg.pmtu);
+        self.read_response_part(psn0, va, len, 0..n, mem);
+    }
+
+    /// Packets `ks` of the response to a READ of `len` bytes at `va` whose first PSN is `psn0`,
+    /// each with its opcode in the whole response.
+    fn read_response_part(&mut self, psn0: u32, va: u64, len: u64, ks: core::ops::Range<u32>, mem: &HostMem) {
         let pmtu = self.cfg.pmtu as u64;
         let n = pkts_for(len, self.cfg.pmtu);
-        for k in 0..n {
+        for k in ks {
             let op = if n == 1 {
                 0x10
             } else if k == 0 {
@@ -74,6 +81,17 @@ impl Qp {
         if !matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
             return;
         }
+        let d = diff(rec.psn, self.epsn);
+        if self.cfg.sr && d > 0 {
+            return self.sr_ooo(rec, payload, cx);
+        }
+        self.resp_recv_rc(rec, payload, cx);
+        if self.cfg.sr && d == 0 {
+            self.sr_advance();
+        }
+    }
+
+    fn resp_recv_rc(&mut self, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
         let p = rec.psn;
         let d = diff(p, self.epsn);
         if d > 0 {
@@ -285,14 +303,23 @@ impl Qp {
                 let off = k * pmtu;
                 let nva = va.wrapping_add(off);
                 let nlen = len.saturating_sub(off);
-                if rec.rkey != rkey || rec.va != nva || rec.dma_len as u64 != nlen {
+                let dl = rec.dma_len as u64;
+                // selective repeat: a run of whole packets inside the rest
+                let part = self.cfg.sr && dl > 0 && dl < nlen && dl % pmtu == 0;
+                if rec.rkey != rkey || rec.va != nva || (dl != nlen && !part) {
                     return;
                 }
-                if nlen > 0 && cx.mrs.check(rkey, self.cfg.pd, nva, nlen, Need::RemoteRead).is_err() {
+                if nlen > 0 && cx.mrs.check(rkey, self.cfg.pd, nva, dl, Need::RemoteRead).is_err() {
                     return;
                 }
                 self.log(p, ExecKind::ReadReplay);
-                self.read_responses(p, nva, nlen, cx.mem);
+                if part {
+                    let k = k as u32;
+                    let first = sub(p, k);
+                    self.read_response_part(first, va, len, k..k + (dl / pmtu) as u32, cx.mem);
+                } else {
+                    self.read_responses(p, nva, nlen, cx.mem);
+                }
             }
             0x13 | 0x14 => {
                 let hit = self.res.iter().rev().find_map(|r| match r.kind {

@@ -1,0 +1,491 @@
+//! Selective repeat (`QpConfig::sr`; the rules are in the module docs of `transport`,
+//! "Selective repeat"): the responder's out-of-order placement and selective NAKs, the
+//! requester's SACK record, recovery and repairs.
+
+use super::*;
+
+/// Per-PSN entries from a base PSN on, wrap-safe (PSNs compared with `diff`).
+#[derive(Debug, Clone)]
+pub(super) struct PsnMap<T: Copy> {
+    base: u32,
+    limit: usize,
+    v: VecDeque<Option<T>>,
+}
+
+impl<T: Copy> PsnMap<T> {
+    /// Entries for at most `limit` PSNs from the base on.
+    pub(super) fn new(base: u32, limit: u32) -> Self {
+        PsnMap { base: base & psn::MASK, limit: limit as usize, v: VecDeque::new() }
+    }
+
+    fn idx(&self, p: u32) -> Option<usize> {
+        let d = diff(p, self.base);
+        (d >= 0).then_some(d as usize)
+    }
+
+    pub(super) fn get(&self, p: u32) -> Option<T> {
+        self.idx(p).and_then(|i| self.v.get(i).copied().flatten())
+    }
+
+    /// Sets the entry of `p` (ignored before the base or `limit` PSNs or more beyond it).
+    pub(super) fn set(&mut self, p: u32, t: T) {
+        let Some(i) = self.idx(p) else { return };
+        if i >= self.limit {
+            return;
+        }
+        if self.v.len() <= i {
+            self.v.resize(i + 1, None);
+        }
+        self.v[i] = Some(t);
+    }
+
+    pub(super) fn take(&mut self, p: u32) -> Option<T> {
+        let i = self.idx(p)?;
+        self.v.get_mut(i).and_then(Option::take)
+    }
+
+    /// Drops every entry before `p`; `p` becomes the base.
+    pub(super) fn trim(&mut self, p: u32) {
+        let d = diff(p, self.base);
+        if d <= 0 {
+            return;
+        }
+        let n = (d as usize).min(self.v.len());
+        self.v.drain(..n);
+        self.base = p & psn::MASK;
+    }
+
+    pub(super) fn clear(&mut self, base: u32) {
+        self.base = base & psn::MASK;
+        self.v.clear();
+    }
+}
+
+/// A WRITE packet placed beyond ePSN, waiting for ePSN to reach it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Mark {
+    /// Its message: first PSN, RETH address and DMA length.
+    first: u32,
+    va: u64,
+    dma_len: u64,
+    /// The message's last packet (the end of the message happens when ePSN passes it).
+    end: bool,
+    /// WRITE with immediate: the immediate (its receive WQE is taken in order).
+    imm: Option<u32>,
+}
+
+/// A WRITE message whose first packet arrived beyond ePSN.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SrMsg {
+    first: u32,
+    va: u64,
+    dma_len: u64,
+}
+
+/// The requester's record of a PSN: acknowledged selectively, resent in this recovery.
+pub(super) const F_SACKED: u8 = 1;
+pub(super) const F_RESENT: u8 = 2;
+
+impl Qp {
+    // --------------------------------------------------------------------------------------
+    // responder
+
+    /// The selective NAK: BTH PSN = ePSN (every PSN before it is acknowledged), the MSN field
+    /// = the PSN that arrived out of order, the NAK code = whether it was placed.
+    fn snak(&mut self, s: u32, syn: u8) {
+        self.stats.snak_sent += 1;
+        let mut r = self.hdr(0x11, self.epsn);
+        r.syndrome = syn;
+        r.msn = s & psn::MASK;
+        self.resp_out.push_back(Self::finish(r, Vec::new()));
+    }
+
+    /// A request packet beyond ePSN on a selective-repeat QP.
+    pub(super) fn sr_ooo(&mut self, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
+        let p = rec.psn;
+        if diff(p, self.epsn) as u32 >= SR_WIN {
+            self.stats.seq_drops += 1;
+            return;
+        }
+        if self.sr_rx.get(p).is_some() {
+            self.stats.dup_reqs += 1;
+            return self.snak(p, SYN_SNAK_PLACED);
+        }
+        match self.sr_place(rec, payload, cx) {
+            Some(m) => {
+                self.sr_rx.set(p, m);
+                self.stats.sr_placed += 1;
+                self.log(p, ExecKind::Write);
+                self.snak(p, SYN_SNAK_PLACED);
+            }
+            None => {
+                self.stats.seq_drops += 1;
+                self.snak(p, SYN_SNAK_DROPPED);
+            }
+        }
+    }
+
+    /// The WRITE message covering `p` beyond its first packet: the one in progress in order,
+    /// or one whose first packet arrived out of order.
+    fn sr_msg_of(&self, p: u32) -> Option<SrMsg> {
+        let pmtu = self.cfg.pmtu as u64;
+        let covers = |m: SrMsg| {
+            let k = diff(p, m.first);
+            k > 0 && (k as u32) < pkts_for(m.dma_len, self.cfg.pmtu)
+        };
+        if let Some(InMsg::Write { va, dma_len, off }) = self.cur {
+            let m = SrMsg { first: sub(self.epsn, (off / pmtu) as u32), va, dma_len };
+            if covers(m) {
+                return Some(m);
+            }
+        }
+        self.sr_msgs.iter().copied().find(|m| covers(*m))
+    }
+
+    /// Places a WRITE packet beyond ePSN when its placement is known and every check a packet
+    /// can pass on its own passes; `None`: dropped (it is checked again when resent in order).
+    fn sr_place(&mut self, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) -> Option<Mark> {
+        let p = rec.psn;
+        let op = rec.opcode;
+        let pmtu = self.cfg.pmtu as u64;
+        let len = payload.len() as u64;
+        if !self.cfg.access.remote_write {
+            return None;
+        }
+        match op {
+            0x06 | 0x0A | 0x0B => {
+                let dma_len = rec.dma_len as u64;
+                let len_ok = if op == 0x06 { len == pmtu && dma_len > pmtu } else { len <= pmtu && len == dma_len };
+                if !len_ok || dma_len > MAX_MSG_LEN {
+                    return None;
+                }
+                if dma_len > 0 && cx.mrs.check(rec.rkey, self.cfg.pd, rec.va, dma_len, Need::RemoteWrite).is_err() {
+                    return None;
+                }
+                cx.mem.write(rec.va, payload);
+                if op == 0x06 {
+                    self.sr_msgs.push(SrMsg { first: p, va: rec.va, dma_len });
+                }
+                Some(Mark { first: p, va: rec.va, dma_len, end: op != 0x06, imm: (op == 0x0B).then_some(rec.imm) })
+            }
+            0x07..=0x09 => {
+                let m = self.sr_msg_of(p)?;
+                let k = diff(p, m.first) as u64;
+                let last = k + 1 == pkts_for(m.dma_len, self.cfg.pmtu) as u64;
+                let off = k * pmtu;
+                let ok = if op == 0x07 { !last && len == pmtu } else { last && len >= 1 && off + len == m.dma_len };
+                if !ok {
+                    return None;
+                }
+                cx.mem.write(m.va.wrapping_add(off), payload);
+                Some(Mark { first: m.first, va: m.va, dma_len: m.dma_len, end: last, imm: (op == 0x09).then_some(rec.imm) })
+            }
+            _ => None,
+        }
+    }
+
+    /// After a packet in order: ePSN moves over the packets placed beyond it, doing what their
+    /// arrival in order would have done; a cumulative ACK follows when it moved.
+    pub(super) fn sr_advance(&mut self) {
+        let pmtu = self.cfg.pmtu as u64;
+        let mut moved = false;
+        while matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+            let p = self.epsn;
+            let Some(m) = self.sr_rx.get(p) else { break };
+            // the sequence rules an out-of-order packet could not be checked against
+            let seq_ok = if m.first == p {
+                self.cur.is_none()
+            } else {
+                matches!(self.cur, Some(InMsg::Write { va, dma_len, off })
+                    if va == m.va && dma_len == m.dma_len && sub(p, (off / pmtu) as u32) == m.first)
+            };
+            if !seq_ok {
+                self.sr_rx.take(p);
+                self.nak_fatal(p, SYN_NAK_INV_REQ);
+                break;
+            }
+            if m.end && m.imm.is_some() && self.rq.is_empty() {
+                // taken again in order after the RNR wait
+                self.sr_rx.take(p);
+                self.rnr_nak(p);
+                break;
+            }
+            self.sr_rx.take(p);
+            self.epsn = add(p, 1);
+            moved = true;
+            if m.end {
+                self.cur = None;
+                self.msn = add(self.msn, 1);
+                if let Some(imm) = m.imm {
+                    if let Some(wr) = self.rq.pop_front() {
+                        let mut c = self.cqe(wr.wr_id, WcStatus::Success, WcOpcode::RecvRdmaWithImm, m.dma_len as u32);
+                        c.imm = Some(imm);
+                        self.recv_cq.push_back(c);
+                    }
+                }
+            } else {
+                let k = diff(p, m.first) as u64 + 1;
+                self.cur = Some(InMsg::Write { va: m.va, dma_len: m.dma_len, off: k * pmtu });
+            }
+        }
+        let e = self.epsn;
+        self.sr_msgs.retain(|m| diff(m.first, e) > 0);
+        self.sr_rx.trim(e);
+        if moved && self.state != QpState::Err {
+            self.nak_sent = false;
+            self.send_aeth(sub(self.epsn, 1), SYN_ACK);
+        }
+    }
+
+    /// Forgets what was placed out of order (ERR, RESET).
+    pub(super) fn sr_clear(&mut self) {
+        self.sr_rx.clear(self.epsn);
+        self.sr_msgs.clear();
+        self.sr_tx.clear(self.una());
+        self.rec_hi = None;
+        self.sr_una_again = false;
+    }
+
+    // --------------------------------------------------------------------------------------
+    // requester
+
+    pub(super) fn sacked(&self, p: u32) -> bool {
+        self.sr_tx.get(p).is_some_and(|f| f & F_SACKED != 0)
+    }
+
+    /// Recovery: every PSN before `hi` neither acknowledged nor resent is taken as lost.
+    pub(super) fn sr_recover(&mut self, hi: u32) {
+        let hi = if gt(hi, self.next_psn) { self.next_psn } else { hi };
+        self.rec_hi = Some(match self.rec_hi {
+            Some(h) if ge(h, hi) => h,
+            _ => hi,
+        });
+    }
+
+    /// Progress: the record starts at the oldest unacknowledged PSN; recovery ends when it
+    /// passes its end.
+    pub(super) fn sr_trim(&mut self) {
+        let u = self.una();
+        self.sr_tx.trim(u);
+        if self.rec_hi.is_some_and(|h| le(h, u)) {
+            self.rec_hi = None;
+            self.sr_tx.clear_flag(F_RESENT);
+        }
+    }
+
+    /// A selective NAK (see `snak`).
+    pub(super) fn on_snak(&mut self, now: u64, rec: &HdrRecord, cx: &mut Ctx<'_>) {
+        let e = rec.psn;
+        let s = rec.msn & psn::MASK;
+        if !self.psn_in_window(e, true) {
+            return;
+        }
+        self.stats.snak_rcvd += 1;
+        if !self.ack_through(sub(e, 1), now, cx) || self.state == QpState::Err {
+            return;
+        }
+        if !self.psn_in_window(s, false) || s == e {
+            return;
+        }
+        if rec.syndrome == SYN_SNAK_PLACED {
+            let f = self.sr_tx.get(s).unwrap_or(0);
+            self.sr_tx.set(s, f | F_SACKED);
+            self.sr_recover(s);
+        } else {
+            self.sr_recover(add(s, 1));
+        }
+    }
+
+    /// Selective repeat's ordering rule: a WRITE whose target overlaps the target of an
+    /// outstanding WRITE, READ or atomic, or a READ whose local buffers overlap those of an
+    /// outstanding READ, does not start before that one completes (placement out of order
+    /// must not let an earlier request's resent packet land after a later one's).
+    pub(super) fn sr_waits(&self, idx: usize) -> bool {
+        let Some(e) = self.sq.get(idx) else { return false };
+        let overlap = |a: (u64, u64), b: (u64, u64)| a.0 < b.0.saturating_add(b.1) && b.0 < a.0.saturating_add(a.1);
+        let remote = |x: &SqEntry| -> Option<(u64, u64)> {
+            match x.wr.op {
+                SendOp::Write { remote_addr, .. } | SendOp::WriteImm { remote_addr, .. } | SendOp::Read { remote_addr, .. } => {
+                    (x.len > 0).then_some((remote_addr, x.len))
+                }
+                SendOp::CmpSwap { remote_addr, .. } | SendOp::FetchAdd { remote_addr, .. } => Some((remote_addr, 8)),
+                _ => None,
+            }
+        };
+        let local = |x: &SqEntry| -> Vec<(u64, u64)> {
+            x.wr.sgl.iter().filter(|s| s.len > 0).map(|s| (s.addr, s.len as u64)).collect()
+        };
+        let earlier = || self.sq.iter().take(idx).filter(|x| x.started);
+        match e.wr.op {
+            SendOp::Write { .. } | SendOp::WriteImm { .. } => {
+                let Some(r) = remote(e) else { return false };
+                earlier().any(|x| remote(x).is_some_and(|q| overlap(q, r)))
+            }
+            SendOp::Read { .. } => {
+                let mine = local(e);
+                earlier()
+                    .filter(|x| matches!(x.wr.op, SendOp::Read { .. }))
+                    .any(|x| local(x).iter().any(|q| mine.iter().any(|m| overlap(*q, *m))))
+            }
+            _ => false,
+        }
+    }
+
+    /// The PSN the requester's cursor sends next.
+    pub(super) fn tx_psn(&self) -> u32 {
+        match self.sq.get(self.tx_idx) {
+            Some(e) if e.started => add(e.first_psn, self.tx_off),
+            _ => self.next_psn,
+        }
+    }
+
+    /// Recovery's repairs: each PSN before the recovery's end (and before the cursor) that is
+    /// neither acknowledged nor resent goes once; a READ's missing responses are asked for by
+    /// runs.
+    pub(super) fn sr_repairs(&mut self, now: u64, cx: &mut Ctx<'_>, out: &mut Vec<Pkt>) {
+        let Some(hi) = self.rec_hi else { return };
+        let tx = self.tx_psn();
+        let end = if lt(hi, tx) { hi } else { tx };
+        let una = self.una();
+        let mut q = una;
+        let mut sent = false;
+        while lt(q, end) {
+            let again = q == una && self.sr_una_again && self.sr_tx.get(q).unwrap_or(0) & F_RESENT == 0;
+            if self.sr_tx.get(q).unwrap_or(0) != 0 && !again {
+                q = add(q, 1);
+                continue;
+            }
+            self.sr_una_again = false;
+            let Some(e) = self.sq.iter().take_while(|e| e.started).find(|e| {
+                let d = diff(q, e.first_psn);
+                d >= 0 && (d as u32) < e.npkts
+            }) else {
+                break;
+            };
+            let k = diff(q, e.first_psn) as u32;
+            let (pkt, next) = if matches!(e.wr.op, SendOp::Read { .. }) {
+                // partial only once the responder has executed the READ (a response arrived)
+                let answered = e.done > 0 || (0..e.npkts).any(|j| self.sacked(add(e.first_psn, j)));
+                let mut r = k + 1;
+                if answered {
+                    while r < e.npkts && lt(add(e.first_psn, r), end) && self.sr_tx.get(add(e.first_psn, r)).unwrap_or(0) == 0 {
+                        r += 1;
+                    }
+                } else {
+                    r = e.npkts;
+                }
+                let pmtu = self.cfg.pmtu as u64;
+                let off = k as u64 * pmtu;
+                let len = e.len.saturating_sub(off).min((r - k) as u64 * pmtu);
+                (self.read_req(e, k, len), r)
+            } else {
+                (self.req_pkt(e, k, cx.mem), k + 1)
+            };
+            let first = e.first_psn;
+            for j in k..next {
+                let p = add(first, j);
+                let f = self.sr_tx.get(p).unwrap_or(0);
+                self.sr_tx.set(p, f | F_RESENT);
+                if self.rtt_probe.is_some_and(|(rp, _)| rp == p) {
+                    self.rtt_probe = None; // (Karn)
+                }
+            }
+            out.push(pkt);
+            self.stats.req_pkts += 1;
+            self.stats.sr_resent += 1;
+            sent = true;
+            q = add(first, next);
+        }
+        if sent && self.timer_start.is_none() {
+            self.timer_start = Some(now);
+            self.arm_early(now);
+        }
+    }
+
+    /// A READ response on a selective-repeat QP: placed wherever it falls in its READ, in any
+    /// order; a response beyond the next one expected starts a recovery.
+    pub(super) fn sr_read_resp(&mut self, now: u64, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
+        let q = rec.psn;
+        let find = |this: &Self| {
+            this.sq.iter().take_while(|e| e.started).position(|e| {
+                matches!(e.wr.op, SendOp::Read { .. }) && {
+                    let d = diff(q, e.first_psn);
+                    d >= 0 && (d as u32) < e.npkts
+                }
+            })
+        };
+        let Some(i) = find(self) else { return };
+        let first = self.sq[i].first_psn;
+        if lt(q, add(first, self.sq[i].done)) || self.sacked(q) {
+            return;
+        }
+        // every request before this READ arrived
+        self.ack_through(sub(first, 1), now, cx);
+        if self.state == QpState::Err {
+            return;
+        }
+        let Some(i) = find(self) else { return };
+        let e = &self.sq[i];
+        let pmtu = self.cfg.pmtu as u64;
+        let k = diff(q, first) as u64;
+        let off = k * pmtu;
+        let exp_len = e.len.saturating_sub(off).min(pmtu) as usize;
+        let is_last = k + 1 == e.npkts as u64;
+        let Some(info) = opcode::info(rec.opcode) else { return };
+        if info.end != is_last || payload.len() != exp_len || (info.aeth && rec.syndrome >> 5 != 0) {
+            return;
+        }
+        let gap = diff(q, add(first, e.done)) > 0;
+        let ok = check_sgl(&e.wr.sgl, self.cfg.pd, Need::LocalWrite, cx.mrs).is_ok()
+            && scatter(&e.wr.sgl, off, payload, cx.mem);
+        if !ok {
+            if i == 0 {
+                self.fatal(WcStatus::LocProtErr);
+            }
+            return;
+        }
+        let f = self.sr_tx.get(q).unwrap_or(0);
+        self.sr_tx.set(q, f | F_SACKED);
+        if gap {
+            self.sr_recover(q);
+        }
+        self.sr_settle(now);
+    }
+
+    /// READs at the head whose responses have all arrived complete.
+    pub(super) fn sr_settle(&mut self, now: u64) {
+        let mut prog = false;
+        loop {
+            let Some(f) = self.sq.front() else { break };
+            if !f.started || !matches!(f.wr.op, SendOp::Read { .. }) {
+                break;
+            }
+            let (first, n) = (f.first_psn, f.npkts);
+            let mut d = f.done;
+            while d < n && self.sacked(add(first, d)) {
+                d += 1;
+            }
+            if let Some(f) = self.sq.front_mut() {
+                if d != f.done {
+                    f.done = d;
+                    prog = true;
+                }
+            }
+            if d < n {
+                break;
+            }
+            self.pop_success();
+        }
+        if prog {
+            self.progress(now);
+        }
+    }
+}
+
+impl PsnMap<u8> {
+    pub(super) fn clear_flag(&mut self, f: u8) {
+        for x in self.v.iter_mut().flatten() {
+            *x &= !f;
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! Selective repeat in the RC reference model (the module docs of `transport`, "Selective
+//! repeat"): directed losses with exact frame counts, the ordering rule, and WRITEs and READs
+//! under random loss against go-back-N in the same run.
+
+mod common;
+
+use hematite_model::transport::mem::MrAccess;
+use hematite_model::transport::qp::ExecKind;
+use hematite_model::transport::sim::{FaultConfig, Sim};
+use hematite_model::transport::*;
+use hematite_model::HdrRecord;
+
+const QA: u32 = 0x11;
+const QB: u32 = 0x22;
+const BASE: u64 = 0x10_0000;
+const MRLEN: u64 = 0x400_0000;
+
+struct T {
+    sim: Sim,
+    kb: u32,
+}
+
+fn setup(pmtu: u32, sr_a: bool, sr_b: bool) -> T {
+    let mut a = Node::new();
+    let mut b = Node::new();
+    assert_eq!(a.reg_mr(1, BASE, MRLEN, MrAccess::ALL).unwrap().lkey, 1);
+    let kb = b.reg_mr(1, BASE, MRLEN, MrAccess::ALL).unwrap().lkey;
+    let ca = QpConfig { pmtu, dest_qpn: QB, sq_psn: 0xFF_FF00, rq_psn: 5000, timeout: 10, sr: sr_a, ..QpConfig::default() };
+    let cb = QpConfig { pmtu, dest_qpn: QA, sq_psn: 5000, rq_psn: 0xFF_FF00, timeout: 10, av: ca.av.reversed(), sr: sr_b, ..QpConfig::default() };
+    a.create_qp(QA, ca).unwrap();
+    b.create_qp(QB, cb).unwrap();
+    let mut sim = Sim::new(a, b, 7, FaultConfig::default());
+    sim.record_frames(true);
+    T { sim, kb }
+}
+
+fn sa(addr: u64, len: u32) -> Sge {
+    Sge { addr, len, lkey: 1 }
+}
+
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    common::xorshift_bytes(seed, len, 0)
+}
+
+impl T {
+    fn a(&mut self) -> &mut Node {
+        &mut self.sim.nodes[0]
+    }
+    fn b(&mut self) -> &mut Node {
+        &mut self.sim.nodes[1]
+    }
+    fn write(&mut self, id: u64, src: u64, dst: u64, len: u32) {
+        let kb = self.kb;
+        self.a().post_send(QA, SendWr::new(id, SendOp::Write { remote_addr: dst, rkey: kb }, vec![sa(src, len)])).unwrap();
+    }
+    fn read(&mut self, id: u64, dst: u64, src: u64, len: u32) {
+        let kb = self.kb;
+        self.a().post_send(QA, SendWr::new(id, SendOp::Read { remote_addr: src, rkey: kb }, vec![sa(dst, len)])).unwrap();
+    }
+    fn done(&mut self) -> Vec<(u64, WcStatus)> {
+        self.a().poll_send_cq(QA).iter().map(|c| (c.wr_id, c.status)).collect()
+    }
+}
+
+/// Steps the two nodes by hand, 1 µs per hop, dropping the packets `lose` picks (each at most
+/// once, by opcode and PSN); returns the records node `from` sent, in order.
+fn pump(t: &mut T, mut lose: impl FnMut(usize, &HdrRecord) -> bool) -> [Vec<HdrRecord>; 2] {
+    let mut sent: [Vec<HdrRecord>; 2] = [Vec::new(), Vec::new()];
+    let mut now = 0u64;
+    for _ in 0..10_000 {
+        let mut any = false;
+        for i in 0..2 {
+            for (r, p) in t.sim.nodes[i].poll_tx(now) {
+                any = true;
+                sent[i].push(r.clone());
+                if !lose(i, &r) {
+                    t.sim.nodes[1 - i].receive(now + 1_000, &r, &p);
+                }
+            }
+        }
+        now += 1_000;
+        if !any {
+            match [t.sim.nodes[0].next_deadline(), t.sim.nodes[1].next_deadline()].into_iter().flatten().min() {
+                Some(d) => {
+                    now = now.max(d);
+                    for n in t.sim.nodes.iter_mut() {
+                        n.tick(now);
+                    }
+                }
+                None => return sent,
+            }
+        }
+    }
+    panic!("no end");
+}
+
+fn once(mut f: impl FnMut(usize, &HdrRecord) -> bool) -> impl FnMut(usize, &HdrRecord) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    move |i, r| f(i, r) && seen.insert((i, r.opcode, r.psn))
+}
+
+const P0: u32 = 0xFF_FF00;
+fn psn(k: u32) -> u32 {
+    (P0 + k) & 0xFF_FFFF
+}
+
+/// A lost middle packet of a 16-packet WRITE: the responder places the 12 packets after it,
+/// answers each with a selective NAK, and the requester resends that one packet, once; the
+/// WRITE completes with 17 request frames (go-back-N: 16 + 12).
+#[test]
+fn a_lost_middle_packet_is_the_only_one_resent() {
+    for sr in [true, false] {
+        let mut t = setup(1024, sr, sr);
+        let data = pattern(1, 16 << 10);
+        t.a().mem.write(BASE, &data);
+        t.write(1, BASE, BASE + 0x100_0000, 16 << 10);
+        let sent = pump(&mut t, once(|i, r| i == 0 && r.psn == psn(3)));
+        assert_eq!(t.done(), vec![(1, WcStatus::Success)]);
+        assert_eq!(t.b().mem.read(BASE + 0x100_0000, 16 << 10), data);
+        let a = *t.sim.nodes[0].qp(QA).unwrap().stats();
+        let b = *t.sim.nodes[1].qp(QB).unwrap().stats();
+        if sr {
+            assert_eq!(sent[0].len(), 17, "{:?}", sent[0].iter().map(|r| r.psn).collect::<Vec<_>>());
+            assert_eq!(sent[0][16].psn, psn(3));
+            assert_eq!((b.sr_placed, b.snak_sent, a.snak_rcvd, a.sr_resent), (12, 12, 12, 1));
+            assert_eq!((a.retries, a.timeouts, a.early_retx), (0, 0, 0));
+        } else {
+            assert_eq!(sent[0].len(), 16 + 13, "go-back-N resends from the lost one");
+            assert_eq!((b.sr_placed, b.snak_sent, a.snak_rcvd), (0, 0, 0));
+        }
+    }
+}
+
+/// A lost first packet: its RETH is the only placement of the message, so the responder drops
+/// the packets behind it (a selective NAK each, "dropped") and the requester resends them
+/// all; the next message, whose first packet arrived, is placed.
+#[test]
+fn a_lost_first_packet_costs_its_message() {
+    let mut t = setup(1024, true, true);
+    let data = pattern(2, 16 << 10);
+    t.a().mem.write(BASE, &data);
+    t.write(1, BASE, BASE + 0x100_0000, 8 << 10);
+    t.write(2, BASE + (8 << 10), BASE + 0x100_0000 + (8 << 10), 8 << 10);
+    let sent = pump(&mut t, once(|i, r| i == 0 && r.psn == psn(0)));
+    assert_eq!(t.done(), vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
+    assert_eq!(t.b().mem.read(BASE + 0x100_0000, 16 << 10), data);
+    let a = *t.sim.nodes[0].qp(QA).unwrap().stats();
+    let b = *t.sim.nodes[1].qp(QB).unwrap().stats();
+    assert_eq!(sent[0].len(), 16 + 8, "the first message again, not the second");
+    assert_eq!((b.sr_placed, b.seq_drops, a.sr_resent), (8, 7, 8));
+}
+
+/// READ responses: a lost response is asked for alone (a READ request of one packet at its
+/// PSN); the responder replays that packet from its resource, the rest stays placed.
+#[test]
+fn a_lost_read_response_is_asked_for_alone() {
+    let mut t = setup(1024, true, true);
+    let data = pattern(3, 16 << 10);
+    t.b().mem.write(BASE + 0x100_0000, &data);
+    t.read(1, BASE, BASE + 0x100_0000, 16 << 10);
+    let sent = pump(&mut t, once(|i, r| i == 1 && r.psn == psn(5)));
+    assert_eq!(t.done(), vec![(1, WcStatus::Success)]);
+    assert_eq!(t.a().mem.read(BASE, 16 << 10), data);
+    assert_eq!(sent[0].len(), 2, "the READ and one repair");
+    assert_eq!((sent[0][1].psn, sent[0][1].dma_len, sent[0][1].va), (psn(5), 1024, BASE + 0x100_0000 + 5 * 1024));
+    assert_eq!(sent[1].len(), 17, "16 responses and the one again");
+    assert_eq!(sent[1][16].opcode, 0x0E, "a MIDDLE, as in the whole response");
+    let replays = t.sim.nodes[1].exec_log().iter().filter(|e| e.kind == ExecKind::ReadReplay).count();
+    assert_eq!(replays, 1);
+}
+
+/// A lost READ request: nothing of it was answered, so the repair asks for the whole READ
+/// (a part of a READ the responder has not executed would be taken as a new, shorter READ).
+#[test]
+fn a_lost_read_request_is_asked_for_whole() {
+    let mut t = setup(1024, true, true);
+    let data = pattern(4, 8 << 10);
+    t.b().mem.write(BASE + 0x100_0000, &data);
+    t.a().mem.write(BASE + 0x20_0000, &data);
+    t.read(1, BASE, BASE + 0x100_0000, 8 << 10);
+    t.write(2, BASE + 0x20_0000, BASE + 0x200_0000, 4 << 10);
+    let sent = pump(&mut t, once(|i, r| i == 0 && r.opcode == 0x0C));
+    assert_eq!(t.done(), vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
+    assert_eq!(t.a().mem.read(BASE, 8 << 10), data);
+    let reads: Vec<_> = sent[0].iter().filter(|r| r.opcode == 0x0C).map(|r| r.dma_len).collect();
+    assert_eq!(reads, vec![8 << 10, 8 << 10]);
+}
+
+/// The ordering rule: a WRITE overlapping an outstanding WRITE's target starts only once that
+/// one completed, so a resent packet of the first can never land over the second.
+#[test]
+fn an_overlapping_write_waits_for_the_one_before() {
+    let mut t = setup(1024, true, true);
+    let one = pattern(5, 4 << 10);
+    let two = pattern(6, 4 << 10);
+    t.a().mem.write(BASE, &one);
+    t.a().mem.write(BASE + 0x1_0000, &two);
+    t.write(1, BASE, BASE + 0x100_0000, 4 << 10);
+    t.write(2, BASE + 0x1_0000, BASE + 0x100_0000 + 2048, 4 << 10);
+    // the first's last packet is lost
+    let sent = pump(&mut t, once(|i, r| i == 0 && r.psn == psn(3)));
+    assert_eq!(t.done(), vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
+    let mut want = one.clone();
+    want.truncate(2048);
+    want.extend_from_slice(&two);
+    assert_eq!(t.b().mem.read(BASE + 0x100_0000, 6 << 10), want);
+    // the second did not start before the first's ACK
+    let first_of_two = sent[0].iter().position(|r| r.psn == psn(4)).unwrap();
+    let resend = sent[0].iter().rposition(|r| r.psn == psn(3)).unwrap();
+    assert!(first_of_two > resend, "{:?}", sent[0].iter().map(|r| r.psn).collect::<Vec<_>>());
+}
+
+/// Selective repeat on one side only (no agreement): the QPs still complete everything under
+/// loss, on timers (the peer ignores what it does not know).
+#[test]
+fn one_sided_selective_repeat_still_completes() {
+    for (sa_, sb) in [(true, false), (false, true)] {
+        let mut t = setup(1024, sa_, sb);
+        t.sim.wire.set_faults(FaultConfig { drop_ppm: 20_000, latency_ns: 1_000, ..FaultConfig::default() });
+        let data = pattern(7, 64 << 10);
+        t.a().mem.write(BASE, &data);
+        for i in 0..4 {
+            t.write(i, BASE, BASE + 0x100_0000 + (i << 16), 64 << 10);
+        }
+        assert!(t.sim.run_until_idle(u64::MAX / 2));
+        let cq = t.done();
+        assert_eq!(cq.len(), 4);
+        assert!(cq.iter().all(|c| c.1 == WcStatus::Success), "{cq:?}");
+        for i in 0..4 {
+            assert_eq!(t.b().mem.read(BASE + 0x100_0000 + (i << 16), 64 << 10), data);
+        }
+    }
+}
+
+struct Run {
+    frames: u64,
+    resent: u64,
+    lost: u64,
+    ns: u64,
+}
+
+/// 32 x 64 KiB WRITEs (or READs) at PMTU 1024 over a wire losing `ppm` of the frames both ways,
+/// 2 µs one way.
+fn bulk(sr: bool, read: bool, ppm: u32, seed: u64) -> Run {
+    let mut t = setup(1024, sr, sr);
+    t.sim = Sim::new(t.sim.nodes[0].clone(), t.sim.nodes[1].clone(), seed, FaultConfig { drop_ppm: ppm, latency_ns: 2_000, ..FaultConfig::default() });
+    let data = pattern(seed, 64 << 10);
+    if read {
+        t.b().mem.write(BASE, &data);
+    } else {
+        t.a().mem.write(BASE, &data);
+    }
+    for i in 0..32u64 {
+        if read {
+            t.read(i, BASE + 0x100_0000 + (i << 16), BASE, 64 << 10);
+        } else {
+            t.write(i, BASE, BASE + 0x100_0000 + (i << 16), 64 << 10);
+        }
+    }
+    assert!(t.sim.run_until_idle(u64::MAX / 2), "not idle");
+    let cq = t.done();
+    assert_eq!(cq.len(), 32);
+    assert!(cq.iter().all(|c| c.1 == WcStatus::Success), "{cq:?}");
+    for i in 0..32u64 {
+        let got = if read { t.a().mem.read(BASE + 0x100_0000 + (i << 16), 64 << 10) } else { t.b().mem.read(BASE + 0x100_0000 + (i << 16), 64 << 10) };
+        assert!(got == data, "message {i}");
+    }
+    // data frames: WRITE requests, READ responses
+    let frames = if read { t.sim.nodes[1].qp(QB).unwrap().stats().resp_pkts } else { t.sim.nodes[0].qp(QA).unwrap().stats().req_pkts };
+    let need = 32 * 64;
+    // every frame lost, both ways (a lost ACK or request may cost data frames too)
+    let lost = t.sim.wire.stats.dropped;
+    Run { frames, resent: frames.saturating_sub(need), lost, ns: t.sim.now }
+}
+
+/// WRITEs and READs at 0.1 %, 1 % and 3 % random loss, selective repeat against go-back-N in
+/// the same run (eight fixed seeds each). Selective repeat resends at most 2 data frames per
+/// frame lost: a lost first packet of a WRITE costs the packets of its message sent behind it,
+/// which this wire (no bandwidth limit: a whole window in flight) makes the whole message.
+/// Go-back-N resends at least 5 times as many per loss at 1 % and 3 %, and takes longer.
+#[test]
+fn bulk_transfers_under_loss_against_go_back_n() {
+    println!("{:>5} {:>6} | {:>8} {:>7} {:>6} {:>9} | {:>8} {:>7} {:>6} {:>9}", "op", "loss", "SR frm", "lost", "re/ls", "us", "GBN frm", "lost", "re/ls", "us");
+    for read in [false, true] {
+        for ppm in [1_000u32, 10_000, 30_000] {
+            // eight seeds each
+            let sum = |sr: bool| {
+                (0..8u64).map(|k| bulk(sr, read, ppm, 100 * ppm as u64 + k)).fold(Run { frames: 0, resent: 0, lost: 0, ns: 0 }, |a, b| Run {
+                    frames: a.frames + b.frames,
+                    resent: a.resent + b.resent,
+                    lost: a.lost + b.lost,
+                    ns: a.ns + b.ns,
+                })
+            };
+            let s = sum(true);
+            let g = sum(false);
+            let rs = s.resent as f64 / s.lost.max(1) as f64;
+            let rg = g.resent as f64 / g.lost.max(1) as f64;
+            println!(
+                "{:>5} {:>5.1}% | {:>8} {:>7} {:>6.2} {:>9.1} | {:>8} {:>7} {:>6.2} {:>9.1}",
+                if read { "READ" } else { "WRITE" },
+                ppm as f64 / 1e4,
+                s.frames,
+                s.lost,
+                rs,
+                s.ns as f64 / 1e3,
+                g.frames,
+                g.lost,
+                rg,
+                g.ns as f64 / 1e3
+            );
+            assert!(rs <= 2.0, "selective repeat resent {} for {} lost", s.resent, s.lost);
+            if ppm >= 10_000 {
+                assert!(s.lost > 0 && rg > 5.0 * rs, "go-back-N {rg:.2} against {rs:.2}");
+                assert!(s.ns < g.ns, "selective repeat {} ns, go-back-N {} ns", s.ns, g.ns);
+            }
+        }
+    }
+}
+
+/// A WRITE with immediate placed out of order whose receive WQE is missing when ePSN reaches
+/// it: an RNR NAK there (the data stays placed), the requester forgets that PSN's selective
+/// acknowledgement, waits, and sends it again; once a receive is posted it completes, with
+/// the immediate and the message's length.
+#[test]
+fn a_write_with_immediate_placed_out_of_order_waits_for_its_receive() {
+    let mut t = setup(1024, true, true);
+    let data = pattern(8, 5 << 10);
+    t.a().mem.write(BASE, &data);
+    let kb = t.kb;
+    t.write(1, BASE, BASE + 0x100_0000, 4 << 10);
+    t.a()
+        .post_send(QA, SendWr::new(2, SendOp::WriteImm { remote_addr: BASE + 0x100_0000 + (4 << 10), rkey: kb, imm: 0xABCD }, vec![sa(BASE + (4 << 10), 1024)]))
+        .unwrap();
+    let mut lost = false;
+    let mut rnr = 0;
+    let mut now = 0u64;
+    for step in 0..2_000 {
+        for i in 0..2 {
+            for (r, p) in t.sim.nodes[i].poll_tx(now) {
+                if i == 1 && r.opcode == 0x11 && r.syndrome >> 5 == 1 {
+                    rnr += 1;
+                }
+                if i == 0 && r.psn == psn(1) && !lost {
+                    lost = true;
+                    continue;
+                }
+                t.sim.nodes[1 - i].receive(now + 1_000, &r, &p);
+            }
+        }
+        if rnr > 0 && t.b().qp(QB).unwrap().rq_len() == 0 && step % 50 == 0 {
+            t.b().post_recv(QB, RecvWr { wr_id: 77, sgl: vec![] }).unwrap();
+        }
+        now += 1_000;
+        if let Some(d) = [t.sim.nodes[0].next_deadline(), t.sim.nodes[1].next_deadline()].into_iter().flatten().min() {
+            if d <= now {
+                for n in t.sim.nodes.iter_mut() {
+                    n.tick(now);
+                }
+            }
+        }
+        if t.sim.nodes[0].qp(QA).unwrap().sq_len() == 0 {
+            break;
+        }
+    }
+    assert!(rnr >= 1, "an RNR NAK");
+    let b = *t.sim.nodes[1].qp(QB).unwrap().stats();
+    assert_eq!(b.sr_placed, 3, "psn 2, 3 and the WRITE with immediate, out of order");
+    let a = *t.sim.nodes[0].qp(QA).unwrap().stats();
+    assert_eq!((a.timeouts, a.early_retx), (0, 0), "resent after the RNR wait, not on a timer");
+    assert_eq!(t.done(), vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
+    assert_eq!(t.b().mem.read(BASE + 0x100_0000, 5 << 10), data);
+    let rc = t.b().poll_recv_cq(QB);
+    assert_eq!(rc.len(), 1);
+    assert_eq!((rc[0].wr_id, rc[0].opcode, rc[0].byte_len, rc[0].imm), (77, WcOpcode::RecvRdmaWithImm, 1024, Some(0xABCD)));
+    assert_eq!(t.b().qp(QB).unwrap().state(), QpState::Rts);
+}
