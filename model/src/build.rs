@@ -91,7 +91,7 @@ fn overhead(info: &OpInfo, ipv6: bool) -> usize {
 /// Largest payload `build_frame` accepts for `opcode` over IPv4 (`ipv6 = false`) or IPv6
 /// (`None` for unknown opcodes; 0 for no-payload opcodes). Pad bytes are accounted for.
 pub fn max_payload(op: u8, ipv6: bool) -> Option<usize> {
-    let info = opcode::info(op)?;
+    let info = opcode::wire_info(op)?;
     if info.no_payload {
         return Some(0);
     }
@@ -140,7 +140,7 @@ fn validate(rec: &HdrRecord, info: &OpInfo) -> Result<(), BuildError> {
 /// Fields are also masked to their widths. For an unknown opcode no extension fields are kept
 /// and the geometry assumes a bare BTH.
 pub fn normalize_for_tx(rec: &HdrRecord) -> HdrRecord {
-    let info = opcode::info(rec.opcode);
+    let info = opcode::wire_info(rec.opcode);
     let mut n = HdrRecord {
         eth_dst: rec.eth_dst & 0xFFFF_FFFF_FFFF,
         eth_src: rec.eth_src & 0xFFFF_FFFF_FFFF,
@@ -223,7 +223,7 @@ pub fn normalize_for_tx(rec: &HdrRecord) -> HdrRecord {
 /// Errors: unknown opcode, `rec.payload_len != payload.len()`, payload on a no-payload opcode,
 /// a payload too large for one datagram, or a wire field wider than its width.
 pub fn build_frame(rec: &HdrRecord, payload: &[u8]) -> Result<Vec<u8>, BuildError> {
-    let info = opcode::info(rec.opcode).ok_or(BuildError::UnknownOpcode(rec.opcode))?;
+    let info = opcode::wire_info(rec.opcode).ok_or(BuildError::UnknownOpcode(rec.opcode))?;
     if payload.len() != rec.payload_len as usize {
         return Err(BuildError::PayloadLenMismatch { record: rec.payload_len, actual: payload.len() });
     }

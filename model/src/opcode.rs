@@ -2,7 +2,13 @@
 //!
 //! Supported: RC 0x00-0x14, 0x16, 0x17; UC 0x20-0x2B (same layouts as RC 0x00-0x0B);
 //! UD 0x64, 0x65; CNP 0x81. Everything else (RD, XRC, FLUSH 0x1C, ATOMIC WRITE 0x1D, reserved
-//! 0x15, vendor opcodes) is unknown: [`info`] returns `None`.
+//! 0x15, manufacturer-specific opcodes) is unknown: [`info`] returns `None`.
+//!
+//! Selective repeat adds three manufacturer-specific opcodes (IBTA reserves 0xC0-0xFF for them),
+//! used only between QPs that agreed on it (see the module docs of `transport`): RDMA WRITE
+//! MIDDLE, LAST and LAST with immediate carrying a RETH, so that every packet of a WRITE can be
+//! placed on its own. [`wire_info`] knows them (building and parsing frames); [`info`], the
+//! set the engine's receive and transmit paths take, does not yet.
 //!
 //! Extension header order after the BTH:
 //! `[DETH] [RETH | AtomicETH] [AETH] [AtomicAckETH] [ImmDt | IETH]`.
@@ -201,6 +207,35 @@ pub fn info(op: u8) -> Option<OpInfo> {
     }
 }
 
+/// Selective repeat: RDMA WRITE MIDDLE with a RETH (the packet's own target address, the
+/// R_Key, the message's DMA length).
+pub const SR_WRITE_MIDDLE: u8 = 0xC7;
+/// Selective repeat: RDMA WRITE LAST with a RETH.
+pub const SR_WRITE_LAST: u8 = 0xC8;
+/// Selective repeat: RDMA WRITE LAST with a RETH and ImmDt.
+pub const SR_WRITE_LAST_IMM: u8 = 0xC9;
+
+/// One of the selective-repeat WRITE opcodes.
+pub fn is_sr_write(op: u8) -> bool {
+    matches!(op, SR_WRITE_MIDDLE..=SR_WRITE_LAST_IMM)
+}
+
+/// [`info`], and the selective-repeat WRITE opcodes: what frames may carry on the wire.
+pub fn wire_info(op: u8) -> Option<OpInfo> {
+    let reth = Flags { reth: true, ..f() };
+    match op {
+        SR_WRITE_MIDDLE => Some(make("HM_SR_RDMA_WRITE_MIDDLE", Transport::Rc, reth, false)),
+        SR_WRITE_LAST => Some(make("HM_SR_RDMA_WRITE_LAST", Transport::Rc, Flags { end: true, ..reth }, false)),
+        SR_WRITE_LAST_IMM => Some(make(
+            "HM_SR_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+            Transport::Rc,
+            Flags { end: true, imm: true, ..reth },
+            false,
+        )),
+        _ => info(op),
+    }
+}
+
 /// Pad byte count for a payload of `len` bytes: `(4 − len % 4) % 4`.
 pub fn padcnt(len: usize) -> u8 {
     ((4 - len % 4) % 4) as u8
@@ -228,6 +263,11 @@ mod tests {
             (0x12, 24), (0x13, 40), (0x14, 40), (0x16, 16), (0x17, 16),
             (0x64, 20), (0x65, 24), (0x81, 28),
         ];
+        for (op, n) in [(SR_WRITE_MIDDLE, 28), (SR_WRITE_LAST, 28), (SR_WRITE_LAST_IMM, 32)] {
+            let i = wire_info(op).unwrap();
+            assert_eq!((i.hdr_len, i.reth, i.start), (n, true, false), "{op:#x}");
+            assert!(info(op).is_none(), "not the engine's yet");
+        }
         for &(op, len) in expect {
             assert_eq!(info(op).unwrap().hdr_len, len, "{op:#x}");
         }

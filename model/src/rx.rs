@@ -17,7 +17,8 @@
 //! 10. ICRC over the masked `l3off..E-4` ≠ stored little-endian bytes `E-4..E` → `BadIcrc`.
 //! 11. IPv4 header checksum invalid → `BadIpv4Csum`.
 //! 12. BTH TVer ≠ 0 → `TVer`.
-//! 13. Opcode unsupported → `UnknownOpcode`.
+//! 13. Opcode unsupported → `UnknownOpcode` (the selective-repeat WRITE opcodes 0xC7-0xC9
+//!     too: the engine does not implement selective repeat yet).
 //! 14. `udp_len − 12 < hdr_len + padcnt`, or a no-payload opcode with
 //!     `udp_len − 12 − hdr_len ≠ 0` → `Length`.
 //! 15. `udp_len` not a multiple of 4 (payload + pad between the last transport header and the

@@ -68,54 +68,68 @@
 //!
 //! ## Selective repeat (`QpConfig::sr`)
 //! Set on both QPs of a connection once they agreed on it (ECE; the engine does not implement
-//! it yet, so the provider offers no option and the model alone has it). One QP with it and one
-//! without still complete everything, on their timers. The rules, in the style of IRN
-//! (SIGCOMM 2018), on the standard wire format:
-//! * **Responder.** A request packet up to `SR_WIN` PSNs beyond ePSN is placed when its
-//!   placement is known and every check a packet can pass on its own passes: a WRITE FIRST,
-//!   ONLY or ONLY with immediate (its RETH: QP access, length, R_Key over the whole DMA
-//!   length), or a WRITE MIDDLE / LAST whose message is known (the one in progress in order,
-//!   or one whose FIRST arrived out of order), at `(PSN − first PSN) × PMTU`. Everything
-//!   else beyond ePSN is dropped: a SEND (its receive WQE and offset depend on the messages
-//!   before it, which the packet does not carry), a READ or atomic (executed in order only:
-//!   a READ must see the WRITEs before it, an atomic runs once), and a WRITE MIDDLE / LAST
-//!   whose FIRST was lost. So the choice is to buffer nothing: a message whose first packet
-//!   is lost is placed from its first packet on once that is resent, and the packets of it
-//!   that arrived behind the loss are resent too.
-//! * Each packet beyond ePSN, placed or dropped, is answered with a **selective NAK**: an
-//!   ACKNOWLEDGE whose BTH PSN is ePSN (every PSN before it acknowledged), whose AETH NAK code
-//!   is 5 (`SYN_SNAK_PLACED`) or 6 (`SYN_SNAK_DROPPED`, codes IBTA reserves; sent only under
-//!   the agreement), and whose MSN field carries the PSN that arrived. A duplicate of a placed
-//!   packet gets `SYN_SNAK_PLACED` again.
+//! it yet, so the provider offers no option and the model alone has it). RC only. The rules,
+//! in the style of IRN (SIGCOMM 2018):
+//! * **Every WRITE packet carries its placement.** The packets of a WRITE after its first go
+//!   as the manufacturer-specific opcodes `opcode::SR_WRITE_MIDDLE` / `SR_WRITE_LAST` /
+//!   `SR_WRITE_LAST_IMM` (0xC7-0xC9; IBTA reserves 0xC0-0xFF), the MIDDLE / LAST layouts with
+//!   a RETH added: the packet's own target address, the R_Key, the message's DMA length.
+//!   Arriving at ePSN such a packet must continue the message in progress (its address where
+//!   that message has reached, the same DMA length), else a NAK invalid request; a QP without
+//!   selective repeat answers any of them with a NAK invalid request.
+//! * **Responder.** A WRITE packet up to `SR_WIN` PSNs beyond ePSN is placed when every check
+//!   a packet can pass on its own passes: QP access, the PMTU length rules, the DMA length
+//!   limit, the R_Key over the whole message (FIRST / ONLY) or over the packet (the others).
+//!   Everything else beyond ePSN is dropped: SENDs (a SEND's receive WQE and offset depend on
+//!   the messages before it, which its packets do not carry), READs and atomics (executed in
+//!   order only: a READ sees the WRITEs before it, an atomic runs once), and packets failing a
+//!   check (checked again, with their outcome, when they come in order). Packets `SR_WIN` or
+//!   more beyond ePSN are dropped without an answer.
+//! * Each other packet beyond ePSN, placed or dropped, is answered with a **selective NAK**:
+//!   an ACKNOWLEDGE whose BTH PSN is ePSN (every PSN before it acknowledged), whose AETH NAK
+//!   code is 5 (`SYN_SNAK_PLACED`) or 6 (`SYN_SNAK_DROPPED`, codes IBTA reserves; sent only
+//!   under the agreement), and whose MSN field carries the PSN that arrived. A duplicate of a
+//!   placed packet gets `SYN_SNAK_PLACED` again.
 //! * When a packet arrives at ePSN, ePSN then moves over the placed packets that follow, doing
-//!   what their arrival in order does (MSN, a WRITE with immediate's receive WQE and CQE, the
-//!   message in progress); a sequence they break (a FIRST inside a message, a MIDDLE of
-//!   another) is a NAK invalid request there; a WRITE with immediate with no receive WQE is
-//!   an RNR NAK there (the packet is taken again when resent). An ACK for ePSN − 1 follows.
+//!   what their arrival in order does: the sequence (a FIRST inside a message, a packet that
+//!   does not continue the message: NAK invalid request), the R_Key again (a SEND with
+//!   invalidate before it may have revoked it: NAK remote access error), MSN, a WRITE with
+//!   immediate's receive WQE and CQE (none: an RNR NAK there; the packet is taken again when
+//!   resent). An ACK for ePSN − 1 follows. A QP that fails keeps the WRITE data it placed
+//!   beyond ePSN, each in a region its R_Key allowed when it arrived.
 //! * **Requester.** It records the PSNs acknowledged selectively. A selective NAK acknowledges
 //!   everything before its PSN and starts (or extends) a recovery up to the PSN it reports
-//!   (placed) or past it (dropped): every PSN of the recovery neither acknowledged nor resent
-//!   is resent once, before anything new; a READ's missing responses are asked for by runs (a
-//!   READ request for `k` packets at the PSN of the first, answered with those packets and
-//!   their opcodes in the whole response), or whole while nothing of the READ has been
-//!   answered (a part of a READ the responder has not executed would be taken as a new,
-//!   shorter READ). An ACK beyond an unanswered READ or atomic starts a recovery instead of
-//!   a retry. Selective NAKs and recoveries use no retry. A timer (standard or adaptive, with
-//!   the same retry and backoff rules as go-back-N) starts a recovery over everything sent:
-//!   each PSN not acknowledged selectively is resent once, and the oldest unacknowledged one
-//!   in any case (its cumulative ACK may be what was lost); the cursor for new packets stays
-//!   where it is. A packet at the oldest unacknowledged PSN always asks for an ACK. After an
-//!   RNR wait the requester resends from the PSN NAKed (forgetting its selective
-//!   acknowledgement), skipping the PSNs acknowledged selectively.
-//! * READ responses are placed wherever they fall in their READ, in any order, and a READ
-//!   completes once all of its responses are placed.
-//! * **Ordering.** Placement out of order must not let an earlier request's resent packet
-//!   land over a later request's data, or a later WRITE's data be read by an earlier READ.
-//!   So a WRITE whose target overlaps the target of an outstanding WRITE, READ or atomic, and
-//!   a READ whose local buffers overlap those of an outstanding READ, start only once those
-//!   completed. (Targets are compared by address, whatever the R_Key.) Memory then ends as
-//!   with go-back-N. A QP that fails keeps the WRITE data it placed beyond ePSN (each in a
-//!   region its R_Key allowed).
+//!   (placed; a PSN of a READ or atomic is never taken as placed) or past it (dropped): every
+//!   PSN of the recovery neither acknowledged nor resent is resent once, before anything new
+//!   and within the window's limit. A READ's missing responses are asked for by runs (a READ
+//!   request for `k` packets at the PSN of the first, answered with those packets and their
+//!   opcodes in the whole response), or whole while nothing of the READ has been answered (a
+//!   part of a READ the responder has not executed would be taken as a new, shorter READ).
+//!   An ACK beyond an unanswered READ or atomic starts a recovery instead of a retry, and is
+//!   kept: once the READ or atomic completes it acknowledges what follows. Selective NAKs and
+//!   recoveries use no retry. A timer (standard or adaptive, with the same retry and backoff
+//!   rules as go-back-N, the window shrinking the same way) starts a recovery over everything
+//!   sent: each PSN not acknowledged selectively is resent once, and the oldest
+//!   unacknowledged one in any case (its cumulative ACK may be what was lost); the cursor for
+//!   new packets stays where it is. A packet at the oldest unacknowledged PSN always asks for
+//!   an ACK. After an RNR wait the requester resends from the PSN NAKed (forgetting its
+//!   selective acknowledgement), skipping the PSNs acknowledged selectively.
+//! * READ responses and atomic results are written to local memory as they arrive, in any
+//!   order; a READ completes once all of its responses are placed, an atomic once its result
+//!   is, each in order.
+//! * **Ordering.** Placement out of order must not let an earlier request's late data land
+//!   over a later request's, or a later WRITE's data be read by an earlier READ. So a WRITE
+//!   whose target overlaps the target of an outstanding WRITE, READ or atomic starts only
+//!   once those completed, and so does a READ or atomic whose local buffers overlap those of
+//!   an outstanding READ (or, for a READ, an outstanding atomic's). Targets are compared by
+//!   address, whatever the R_Key. Memory then ends as with go-back-N, with one exception the
+//!   requester cannot see: a SEND whose receive buffer overlaps the target of a WRITE after
+//!   it may be placed after that WRITE.
+//! * **One side only** (ECE prevents it): a responder with selective repeat serves a
+//!   requester without it completely (the selective NAKs are ignored; the requester recovers
+//!   on its timers); a requester with it facing a responder without it fails: its first
+//!   selective-repeat WRITE packet gets a NAK invalid request, and a READ's partial repair
+//!   goes unanswered until its retries run out.
 //!
 //! ## UD (unreliable datagram)
 //! [`ud::UdQp`], its own type (a destination per WR, one packet per message, no connection

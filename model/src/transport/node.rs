@@ -121,7 +121,7 @@ impl Node {
     /// ones to a connected QP (which drops the other class of the two); anything else, and
     /// unknown QPs, are dropped here.
     pub fn receive(&mut self, now: u64, rec: &HdrRecord, payload: &[u8]) {
-        let class = opcode::info(rec.opcode).map(|i| i.class);
+        let class = opcode::wire_info(rec.opcode).map(|i| i.class);
         if class == Some(opcode::Transport::Ud) {
             match self.uds.get_mut(&rec.dest_qp) {
                 Some(u) => u.receive(rec, payload, &mut Ctx { mem: &mut self.mem, mrs: &mut self.mrs }),

@@ -316,7 +316,7 @@ pub fn parse_frame(frame: &[u8]) -> Result<Packet, ParseError> {
     if bth.tver != 0 {
         return Err(ParseError::TVer(bth.tver));
     }
-    let info = opcode::info(bth.opcode).ok_or(ParseError::UnknownOpcode(bth.opcode))?;
+    let info = opcode::wire_info(bth.opcode).ok_or(ParseError::UnknownOpcode(bth.opcode))?;
     let padcnt = bth.padcnt as usize;
     if avail < info.hdr_len + padcnt {
         return Err(ParseError::OpcodeLength { opcode: bth.opcode, avail, need: info.hdr_len + padcnt });

@@ -155,6 +155,18 @@ impl Qp {
     /// Cumulative acknowledgement of every PSN ≤ `n`. Returns false if it triggered an implied
     /// NAK (an unanswered READ/atomic at or before `n`), which already retried / failed.
     pub(super) fn ack_through(&mut self, n: u32, now: u64, cx: &mut Ctx<'_>) -> bool {
+        // selective repeat: the highest cumulative acknowledgement seen, kept while a READ or
+        // atomic before it is still missing its answer
+        let n = if self.cfg.sr {
+            let m = match self.sr_cum {
+                Some(c) if gt(c, n) => c,
+                _ => n,
+            };
+            self.sr_cum = Some(m);
+            m
+        } else {
+            n
+        };
         let mut prog = false;
         loop {
             let Some(e) = self.sq.front() else { break };
@@ -177,21 +189,33 @@ impl Qp {
                     }
                     if d >= np {
                         self.pop_success();
+                        prog = true;
                         continue;
                     }
+                }
+                let Some(e) = self.sq.front() else { break };
+                if self.cfg.sr && e.wr.op.is_atomic() && self.sacked(e.first_psn) {
+                    // its result was written when its ACK arrived
+                    if let Some(f) = self.sq.front_mut() {
+                        f.done = 1;
+                    }
+                    self.pop_success();
+                    prog = true;
+                    continue;
                 }
                 let Some(e) = self.sq.front() else { break };
                 if ge(n, e.first_psn) {
                     let p = add(e.first_psn, e.done);
                     let end = add(e.first_psn, e.npkts);
-                    if prog {
-                        self.progress(now);
-                    }
                     if self.cfg.sr {
-                        // its missing responses are taken as lost: asked for again, no retry
+                        // its missing answers are taken as lost: asked for again, no retry;
+                        // the acknowledgement is kept for after them
                         self.stats.implied_naks += 1;
                         self.sr_recover(end);
-                        return false;
+                        break;
+                    }
+                    if prog {
+                        self.progress(now);
                     }
                     // one retry per missing response until progress (later responses of
                     // subsequent READs / duplicate ACKs carry no new information)
@@ -388,6 +412,9 @@ impl Qp {
         if rec.syndrome >> 5 != 0 {
             return;
         }
+        if self.cfg.sr {
+            return self.sr_atomic_ack(now, rec, cx);
+        }
         let found = self
             .sq
             .iter()
@@ -412,8 +439,5 @@ impl Qp {
         }
         self.pop_success();
         self.progress(now);
-        if self.cfg.sr {
-            self.sr_settle(now);
-        }
     }
 }

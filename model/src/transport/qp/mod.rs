@@ -169,6 +169,9 @@ pub struct Qp {
     /// Selective repeat: a timer fired; the next recovery resends the oldest unacknowledged
     /// PSN even if it was acknowledged selectively (its cumulative ACK may be what was lost).
     sr_una_again: bool,
+    /// Selective repeat: the highest cumulative acknowledgement seen while the oldest WQEs
+    /// still wait for answers.
+    sr_cum: Option<u32>,
     // responder
     rq: VecDeque<RecvWr>,
     epsn: u32,
@@ -177,10 +180,8 @@ pub struct Qp {
     cur: Option<InMsg>,
     res: VecDeque<Resource>,
     resp_out: VecDeque<Pkt>,
-    /// Selective repeat: WRITE packets placed beyond ePSN, and the WRITE messages whose first
-    /// packet is among them.
+    /// Selective repeat: WRITE packets placed beyond ePSN.
     sr_rx: sr::PsnMap<sr::Mark>,
-    sr_msgs: Vec<sr::SrMsg>,
     // completions
     send_cq: VecDeque<Cqe>,
     recv_cq: VecDeque<Cqe>,
@@ -256,7 +257,8 @@ impl Qp {
         {
             return Err(PostError::InvalidAttr);
         }
-        let cfg = QpConfig { sq_psn: cfg.sq_psn & psn::MASK, rq_psn: cfg.rq_psn & psn::MASK, ..cfg };
+        // (selective repeat is RC's: UC has nothing to repeat)
+        let cfg = QpConfig { sq_psn: cfg.sq_psn & psn::MASK, rq_psn: cfg.rq_psn & psn::MASK, sr: cfg.sr && !cfg.uc, ..cfg };
         Ok(Qp {
             qpn,
             cfg,
@@ -281,6 +283,7 @@ impl Qp {
             sr_tx: sr::PsnMap::new(cfg.sq_psn, MAX_OUTSTANDING_PSNS),
             rec_hi: None,
             sr_una_again: false,
+            sr_cum: None,
             rq: VecDeque::new(),
             epsn: cfg.rq_psn,
             msn: 0,
@@ -289,7 +292,6 @@ impl Qp {
             res: VecDeque::new(),
             resp_out: VecDeque::new(),
             sr_rx: sr::PsnMap::new(cfg.rq_psn, SR_WIN),
-            sr_msgs: Vec::new(),
             send_cq: VecDeque::new(),
             recv_cq: VecDeque::new(),
             stats: QpStats::default(),
@@ -500,14 +502,14 @@ impl Qp {
     /// Dispatches a received packet (`rec.dest_qp` already matched): RC opcodes to an RC QP,
     /// UC opcodes (all requests) to a UC QP; anything else is dropped.
     pub fn receive(&mut self, now: u64, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
-        let Some(info) = opcode::info(rec.opcode) else { return };
+        let Some(info) = opcode::wire_info(rec.opcode) else { return };
         let class = if self.cfg.uc { opcode::Transport::Uc } else { opcode::Transport::Rc };
         if info.class != class || (info.no_payload && !payload.is_empty()) {
             return;
         }
         if self.cfg.uc {
             self.resp_recv_uc(rec, payload, cx);
-        } else if is_request(rec.opcode) {
+        } else if is_request(rec.opcode) || opcode::is_sr_write(rec.opcode) {
             self.resp_recv(rec, payload, cx);
         } else {
             self.req_recv(now, rec, payload, cx);

@@ -228,10 +228,14 @@ impl Qp {
                     (false, false, true, true) => 0x09,
                     _ => 0x07,
                 };
+                // selective repeat: every packet after the first carries a RETH with its own
+                // target address (0xC7-0xC9)
+                let sr = self.cfg.sr && k > 0;
+                let op = if sr { op - 0x07 + opcode::SR_WRITE_MIDDLE } else { op };
                 let mut r = self.hdr(op | class, psn);
                 r.ackreq = ackreq;
-                if k == 0 {
-                    r.va = remote_addr;
+                if k == 0 || sr {
+                    r.va = remote_addr.wrapping_add(off);
                     r.rkey = rkey;
                     r.dma_len = e.len.min(u32::MAX as u64) as u32;
                 }

@@ -85,13 +85,18 @@ impl Qp {
         if self.cfg.sr && d > 0 {
             return self.sr_ooo(rec, payload, cx);
         }
-        self.resp_recv_rc(rec, payload, cx);
+        if self.cfg.sr && d == 0 && opcode::is_sr_write(rec.opcode) {
+            self.sr_in_order(rec, payload, cx);
+        } else {
+            // (a selective-repeat opcode on a QP without it: an invalid request)
+            self.resp_recv_rc(rec, payload, cx);
+        }
         if self.cfg.sr && d == 0 {
-            self.sr_advance();
+            self.sr_advance(cx);
         }
     }
 
-    fn resp_recv_rc(&mut self, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
+    pub(super) fn resp_recv_rc(&mut self, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
         let p = rec.psn;
         let d = diff(p, self.epsn);
         if d > 0 {

@@ -64,22 +64,18 @@ impl<T: Copy> PsnMap<T> {
 /// A WRITE packet placed beyond ePSN, waiting for ePSN to reach it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Mark {
-    /// Its message: first PSN, RETH address and DMA length.
-    first: u32,
+    /// Where its payload went, and how long it is.
     va: u64,
+    len: u64,
+    /// Its message's DMA length (RETH).
     dma_len: u64,
-    /// The message's last packet (the end of the message happens when ePSN passes it).
+    /// The message's first packet (FIRST, ONLY), its last (LAST, ONLY).
+    start: bool,
     end: bool,
     /// WRITE with immediate: the immediate (its receive WQE is taken in order).
     imm: Option<u32>,
-}
-
-/// A WRITE message whose first packet arrived beyond ePSN.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct SrMsg {
-    first: u32,
-    va: u64,
-    dma_len: u64,
+    /// Its R_Key (checked again in order: an invalidation may have come in between).
+    rkey: u32,
 }
 
 /// The requester's record of a PSN: acknowledged selectively, resent in this recovery.
@@ -125,83 +121,82 @@ impl Qp {
         }
     }
 
-    /// The WRITE message covering `p` beyond its first packet: the one in progress in order,
-    /// or one whose first packet arrived out of order.
-    fn sr_msg_of(&self, p: u32) -> Option<SrMsg> {
-        let pmtu = self.cfg.pmtu as u64;
-        let covers = |m: SrMsg| {
-            let k = diff(p, m.first);
-            k > 0 && (k as u32) < pkts_for(m.dma_len, self.cfg.pmtu)
-        };
-        if let Some(InMsg::Write { va, dma_len, off }) = self.cur {
-            let m = SrMsg { first: sub(self.epsn, (off / pmtu) as u32), va, dma_len };
-            if covers(m) {
-                return Some(m);
-            }
-        }
-        self.sr_msgs.iter().copied().find(|m| covers(*m))
-    }
-
-    /// Places a WRITE packet beyond ePSN when its placement is known and every check a packet
-    /// can pass on its own passes; `None`: dropped (it is checked again when resent in order).
+    /// Places a WRITE packet beyond ePSN when every check a packet can pass on its own passes;
+    /// `None`: dropped (it is checked again when resent in order). Each packet carries its
+    /// placement: FIRST / ONLY their RETH, MIDDLE / LAST the selective-repeat opcodes' RETH
+    /// (the packet's own address, the R_Key, the message's DMA length).
     fn sr_place(&mut self, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) -> Option<Mark> {
-        let p = rec.psn;
-        let op = rec.opcode;
         let pmtu = self.cfg.pmtu as u64;
         let len = payload.len() as u64;
-        if !self.cfg.access.remote_write {
+        let dma_len = rec.dma_len as u64;
+        if !self.cfg.access.remote_write || dma_len > MAX_MSG_LEN {
             return None;
         }
-        match op {
-            0x06 | 0x0A | 0x0B => {
-                let dma_len = rec.dma_len as u64;
-                let len_ok = if op == 0x06 { len == pmtu && dma_len > pmtu } else { len <= pmtu && len == dma_len };
-                if !len_ok || dma_len > MAX_MSG_LEN {
-                    return None;
-                }
-                if dma_len > 0 && cx.mrs.check(rec.rkey, self.cfg.pd, rec.va, dma_len, Need::RemoteWrite).is_err() {
-                    return None;
-                }
-                cx.mem.write(rec.va, payload);
-                if op == 0x06 {
-                    self.sr_msgs.push(SrMsg { first: p, va: rec.va, dma_len });
-                }
-                Some(Mark { first: p, va: rec.va, dma_len, end: op != 0x06, imm: (op == 0x0B).then_some(rec.imm) })
-            }
-            0x07..=0x09 => {
-                let m = self.sr_msg_of(p)?;
-                let k = diff(p, m.first) as u64;
-                let last = k + 1 == pkts_for(m.dma_len, self.cfg.pmtu) as u64;
-                let off = k * pmtu;
-                let ok = if op == 0x07 { !last && len == pmtu } else { last && len >= 1 && off + len == m.dma_len };
-                if !ok {
-                    return None;
-                }
-                cx.mem.write(m.va.wrapping_add(off), payload);
-                Some(Mark { first: m.first, va: m.va, dma_len: m.dma_len, end: last, imm: (op == 0x09).then_some(rec.imm) })
-            }
-            _ => None,
+        let (start, end, imm) = match rec.opcode {
+            0x06 => (true, false, false),
+            0x0A => (true, true, false),
+            0x0B => (true, true, true),
+            opcode::SR_WRITE_MIDDLE => (false, false, false),
+            opcode::SR_WRITE_LAST => (false, true, false),
+            opcode::SR_WRITE_LAST_IMM => (false, true, true),
+            _ => return None,
+        };
+        let len_ok = match (start, end) {
+            (true, false) | (false, false) => len == pmtu && dma_len > pmtu,
+            (true, true) => len <= pmtu && len == dma_len,
+            (false, true) => len >= 1 && len <= pmtu && len < dma_len,
+        };
+        if !len_ok {
+            return None;
         }
+        // FIRST / ONLY: the whole message's range; MIDDLE / LAST: the packet's own
+        let clen = if start { dma_len } else { len };
+        if clen > 0 && cx.mrs.check(rec.rkey, self.cfg.pd, rec.va, clen, Need::RemoteWrite).is_err() {
+            return None;
+        }
+        cx.mem.write(rec.va, payload);
+        Some(Mark { va: rec.va, len, dma_len, start, end, imm: imm.then_some(rec.imm), rkey: rec.rkey })
+    }
+
+    /// A selective-repeat WRITE packet arriving at ePSN: it must continue the message in
+    /// progress (its address where that message has reached, the same DMA length); it is then
+    /// taken as the MIDDLE / LAST it stands for.
+    pub(super) fn sr_in_order(&mut self, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
+        let ok = matches!(self.cur, Some(InMsg::Write { va, dma_len, off })
+            if va.wrapping_add(off) == rec.va && dma_len == rec.dma_len as u64);
+        if !ok {
+            return self.nak_fatal(rec.psn, SYN_NAK_INV_REQ);
+        }
+        let std = HdrRecord { opcode: rec.opcode - opcode::SR_WRITE_MIDDLE + 0x07, ..rec.clone() };
+        self.resp_recv_rc(&std, payload, cx);
     }
 
     /// After a packet in order: ePSN moves over the packets placed beyond it, doing what their
     /// arrival in order would have done; a cumulative ACK follows when it moved.
-    pub(super) fn sr_advance(&mut self) {
-        let pmtu = self.cfg.pmtu as u64;
+    pub(super) fn sr_advance(&mut self, cx: &mut Ctx<'_>) {
         let mut moved = false;
         while matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
             let p = self.epsn;
             let Some(m) = self.sr_rx.get(p) else { break };
-            // the sequence rules an out-of-order packet could not be checked against
-            let seq_ok = if m.first == p {
+            // the sequence rules a packet out of order could not be checked against
+            let seq_ok = if m.start {
                 self.cur.is_none()
             } else {
                 matches!(self.cur, Some(InMsg::Write { va, dma_len, off })
-                    if va == m.va && dma_len == m.dma_len && sub(p, (off / pmtu) as u32) == m.first)
+                    if va.wrapping_add(off) == m.va && dma_len == m.dma_len && off + m.len <= dma_len
+                        && (off + m.len == dma_len) == m.end)
             };
             if !seq_ok {
                 self.sr_rx.take(p);
                 self.nak_fatal(p, SYN_NAK_INV_REQ);
+                break;
+            }
+            // the R_Key again, in order (a SEND with invalidate before it may have revoked it;
+            // the data placed stays, in the region the key allowed when it arrived)
+            let (cva, clen) = if m.start { (m.va, m.dma_len) } else { (m.va, m.len) };
+            if clen > 0 && cx.mrs.check(m.rkey, self.cfg.pd, cva, clen, Need::RemoteWrite).is_err() {
+                self.sr_rx.take(p);
+                self.nak_fatal(p, SYN_NAK_REM_ACCESS);
                 break;
             }
             if m.end && m.imm.is_some() && self.rq.is_empty() {
@@ -223,14 +218,13 @@ impl Qp {
                         self.recv_cq.push_back(c);
                     }
                 }
-            } else {
-                let k = diff(p, m.first) as u64 + 1;
-                self.cur = Some(InMsg::Write { va: m.va, dma_len: m.dma_len, off: k * pmtu });
+            } else if m.start {
+                self.cur = Some(InMsg::Write { va: m.va, dma_len: m.dma_len, off: m.len });
+            } else if let Some(InMsg::Write { off, .. }) = &mut self.cur {
+                *off += m.len;
             }
         }
-        let e = self.epsn;
-        self.sr_msgs.retain(|m| diff(m.first, e) > 0);
-        self.sr_rx.trim(e);
+        self.sr_rx.trim(self.epsn);
         if moved && self.state != QpState::Err {
             self.nak_sent = false;
             self.send_aeth(sub(self.epsn, 1), SYN_ACK);
@@ -240,9 +234,9 @@ impl Qp {
     /// Forgets what was placed out of order (ERR, RESET).
     pub(super) fn sr_clear(&mut self) {
         self.sr_rx.clear(self.epsn);
-        self.sr_msgs.clear();
         self.sr_tx.clear(self.una());
         self.rec_hi = None;
+        self.sr_cum = None;
         self.sr_una_again = false;
     }
 
@@ -267,6 +261,9 @@ impl Qp {
     pub(super) fn sr_trim(&mut self) {
         let u = self.una();
         self.sr_tx.trim(u);
+        if self.sr_cum.is_some_and(|c| lt(c, u)) {
+            self.sr_cum = None;
+        }
         if self.rec_hi.is_some_and(|h| le(h, u)) {
             self.rec_hi = None;
             self.sr_tx.clear_flag(F_RESENT);
@@ -287,7 +284,12 @@ impl Qp {
         if !self.psn_in_window(s, false) || s == e {
             return;
         }
-        if rec.syndrome == SYN_SNAK_PLACED {
+        // (a READ's or atomic's PSNs are answered by responses, never placed at the responder)
+        let rd = self.sq.iter().take_while(|x| x.started).any(|x| {
+            let d = diff(s, x.first_psn);
+            x.wr.op.is_rd_atomic() && d >= 0 && (d as u32) < x.npkts
+        });
+        if rec.syndrome == SYN_SNAK_PLACED && !rd {
             let f = self.sr_tx.get(s).unwrap_or(0);
             self.sr_tx.set(s, f | F_SACKED);
             self.sr_recover(s);
@@ -321,10 +323,12 @@ impl Qp {
                 let Some(r) = remote(e) else { return false };
                 earlier().any(|x| remote(x).is_some_and(|q| overlap(q, r)))
             }
-            SendOp::Read { .. } => {
+            // a READ's responses and an atomic's result land in local memory as they arrive
+            SendOp::Read { .. } | SendOp::CmpSwap { .. } | SendOp::FetchAdd { .. } => {
                 let mine = local(e);
+                let is_read = matches!(e.wr.op, SendOp::Read { .. });
                 earlier()
-                    .filter(|x| matches!(x.wr.op, SendOp::Read { .. }))
+                    .filter(|x| x.wr.op.is_rd_atomic() && (is_read || matches!(x.wr.op, SendOp::Read { .. })))
                     .any(|x| local(x).iter().any(|q| mine.iter().any(|m| overlap(*q, *m))))
             }
             _ => false,
@@ -344,8 +348,12 @@ impl Qp {
     /// runs.
     pub(super) fn sr_repairs(&mut self, now: u64, cx: &mut Ctx<'_>, out: &mut Vec<Pkt>) {
         let Some(hi) = self.rec_hi else { return };
+        // up to the recovery's end, the cursor and the window's limit
         let tx = self.tx_psn();
-        let end = if lt(hi, tx) { hi } else { tx };
+        let mut end = if lt(hi, tx) { hi } else { tx };
+        if lt(self.win_lim, end) {
+            end = self.win_lim;
+        }
         let una = self.una();
         let mut q = una;
         let mut sent = false;
@@ -449,36 +457,42 @@ impl Qp {
         if gap {
             self.sr_recover(q);
         }
-        self.sr_settle(now);
+        self.sr_settle(now, cx);
     }
 
-    /// READs at the head whose responses have all arrived complete.
-    pub(super) fn sr_settle(&mut self, now: u64) {
-        let mut prog = false;
-        loop {
-            let Some(f) = self.sq.front() else { break };
-            if !f.started || !matches!(f.wr.op, SendOp::Read { .. }) {
-                break;
-            }
-            let (first, n) = (f.first_psn, f.npkts);
-            let mut d = f.done;
-            while d < n && self.sacked(add(first, d)) {
-                d += 1;
-            }
-            if let Some(f) = self.sq.front_mut() {
-                if d != f.done {
-                    f.done = d;
-                    prog = true;
-                }
-            }
-            if d < n {
-                break;
-            }
-            self.pop_success();
+    /// READs and atomics at the head whose answers have all arrived complete, and the highest
+    /// cumulative acknowledgement seen then goes on past them.
+    pub(super) fn sr_settle(&mut self, now: u64, cx: &mut Ctx<'_>) {
+        let n = self.sr_cum.unwrap_or_else(|| sub(self.una(), 1));
+        self.ack_through(n, now, cx);
+    }
+
+    /// An atomic ACK on a selective-repeat QP: its result is written when it arrives, whether
+    /// or not the atomic is the oldest WQE (the ordering rule keeps later READs' and atomics'
+    /// local buffers apart from it).
+    pub(super) fn sr_atomic_ack(&mut self, now: u64, rec: &HdrRecord, cx: &mut Ctx<'_>) {
+        let q = rec.psn;
+        let find = |this: &Self| this.sq.iter().take_while(|e| e.started).position(|e| e.wr.op.is_atomic() && e.first_psn == q);
+        if find(self).is_none() || self.sacked(q) {
+            return;
         }
-        if prog {
-            self.progress(now);
+        self.ack_through(sub(q, 1), now, cx);
+        if self.state == QpState::Err {
+            return;
         }
+        let Some(i) = find(self) else { return };
+        let e = &self.sq[i];
+        let ok = check_sgl(&e.wr.sgl, self.cfg.pd, Need::LocalWrite, cx.mrs).is_ok()
+            && scatter(&e.wr.sgl, 0, &rec.atomic_orig.to_le_bytes(), cx.mem);
+        if !ok {
+            if i == 0 {
+                self.fatal(WcStatus::LocProtErr);
+            }
+            return;
+        }
+        let f = self.sr_tx.get(q).unwrap_or(0);
+        self.sr_tx.set(q, f | F_SACKED);
+        self.sr_settle(now, cx);
     }
 }
 
