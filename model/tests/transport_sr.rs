@@ -223,8 +223,8 @@ fn an_overlapping_write_waits_for_the_one_before() {
 /// Selective repeat on one side only (no agreement; ECE prevents it): a responder with it
 /// still serves a go-back-N requester completely under loss (it answers gaps with selective
 /// NAKs the requester ignores, so the requester recovers on its timers); a requester with it
-/// facing a responder without it fails at its first selective-repeat WRITE packet, which
-/// the responder answers with a NAK invalid request.
+/// facing a responder without it fails: the responder drops the selective-repeat WRITE
+/// packets as unknown (as the engine does), and the requester's retries run out.
 #[test]
 fn one_sided_selective_repeat() {
     {
@@ -233,8 +233,8 @@ fn one_sided_selective_repeat() {
         t.a().mem.write(BASE, &data);
         t.write(1, BASE, BASE + 0x100_0000, 4 << 10);
         assert!(t.sim.run_until_idle(u64::MAX / 2));
-        assert_eq!(t.done(), vec![(1, WcStatus::RemInvReqErr)]);
-        assert_eq!(t.b().qp(QB).unwrap().state(), QpState::Err);
+        assert_eq!(t.done(), vec![(1, WcStatus::RetryExcErr)]);
+        assert_eq!(t.b().mem.read(BASE + 0x100_0000 + 1024, 3 << 10), vec![0; 3 << 10], "nothing placed from them");
     }
     for (sa_, sb) in [(false, true)] {
         let mut t = setup(1024, sa_, sb);
@@ -454,4 +454,46 @@ fn a_key_invalidated_before_a_placed_write_is_refused_in_order() {
     let b = *t.sim.nodes[1].qp(QB).unwrap().stats();
     assert_eq!(b.sr_placed, 1, "the WRITE was placed out of order (the key was valid then)");
     assert_eq!(t.b().qp(QB).unwrap().state(), QpState::Err);
+}
+
+/// Two atomics with the same result buffer: the second waits for the first (the ordering rule
+/// for local buffers), so the first's late result (its ACK lost) cannot land over the second's.
+#[test]
+fn atomics_sharing_a_result_buffer_complete_in_order() {
+    let mut t = setup(1024, true, true);
+    let kb = t.kb;
+    t.b().mem.write_u64(BASE + 0x100_0000, 5);
+    for id in 1..=2 {
+        t.a()
+            .post_send(QA, SendWr::new(id, SendOp::FetchAdd { remote_addr: BASE + 0x100_0000, rkey: kb, add: 1 }, vec![sa(BASE, 8)]))
+            .unwrap();
+    }
+    pump(&mut t, once(|i, r| i == 1 && r.opcode == 0x12 && r.psn == psn(0)));
+    assert_eq!(t.done(), vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
+    assert_eq!(t.a().mem.read_u64(BASE), 6, "the second atomic's original value, last");
+    assert_eq!(t.b().mem.read_u64(BASE + 0x100_0000), 7);
+}
+
+/// An error NAK for a WRITE behind a READ whose response is still on its way (here overtaken
+/// by the NAK): the error waits for the READ, which completes with its data; the WRITE gets
+/// the error.
+#[test]
+fn an_error_behind_an_unanswered_read_waits_for_it() {
+    let mut t = setup(1024, true, true);
+    let data = pattern(10, 512);
+    t.b().mem.write(BASE + 0x100_0000, &data);
+    t.read(1, BASE, BASE + 0x100_0000, 512);
+    t.a().post_send(QA, SendWr::new(2, SendOp::Write { remote_addr: BASE, rkey: 0xBAD }, vec![sa(BASE + 0x1000, 8)])).unwrap();
+    let mut back = Vec::new();
+    for (r, p) in t.sim.nodes[0].poll_tx(0) {
+        t.sim.nodes[1].receive(1_000, &r, &p);
+        back.extend(t.sim.nodes[1].poll_tx(1_000));
+    }
+    assert_eq!(back.iter().map(|(r, _)| (r.opcode, r.syndrome)).collect::<Vec<_>>(), vec![(0x10, 0x1F), (0x11, SYN_NAK_REM_ACCESS)]);
+    // the NAK first, then the READ's response
+    for (r, p) in back.iter().rev() {
+        t.sim.nodes[0].receive(2_000, r, p);
+    }
+    assert_eq!(t.done(), vec![(1, WcStatus::Success), (2, WcStatus::RemAccessErr)]);
+    assert_eq!(t.a().mem.read(BASE, 512), data);
 }

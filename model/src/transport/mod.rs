@@ -75,8 +75,8 @@
 //!   `SR_WRITE_LAST_IMM` (0xC7-0xC9; IBTA reserves 0xC0-0xFF), the MIDDLE / LAST layouts with
 //!   a RETH added: the packet's own target address, the R_Key, the message's DMA length.
 //!   Arriving at ePSN such a packet must continue the message in progress (its address where
-//!   that message has reached, the same DMA length), else a NAK invalid request; a QP without
-//!   selective repeat answers any of them with a NAK invalid request.
+//!   that message has reached, the same DMA length), else a NAK invalid request. A QP without
+//!   selective repeat drops them as unknown opcodes, as the engine's receive path does.
 //! * **Responder.** A WRITE packet up to `SR_WIN` PSNs beyond ePSN is placed when every check
 //!   a packet can pass on its own passes: QP access, the PMTU length rules, the DMA length
 //!   limit, the R_Key over the whole message (FIRST / ONLY) or over the packet (the others).
@@ -106,12 +106,15 @@
 //!   opcodes in the whole response), or whole while nothing of the READ has been answered (a
 //!   part of a READ the responder has not executed would be taken as a new, shorter READ).
 //!   An ACK beyond an unanswered READ or atomic starts a recovery instead of a retry, and is
-//!   kept: once the READ or atomic completes it acknowledges what follows. Selective NAKs and
+//!   kept: once the READ or atomic completes it acknowledges what follows. An error NAK behind
+//!   an unanswered READ or atomic likewise waits: the error is the WQE's it names, once
+//!   everything before it completed (the timers still run). Selective NAKs and
 //!   recoveries use no retry. A timer (standard or adaptive, with the same retry and backoff
 //!   rules as go-back-N, the window shrinking the same way) starts a recovery over everything
 //!   sent: each PSN not acknowledged selectively is resent once, and the oldest
-//!   unacknowledged one in any case (its cumulative ACK may be what was lost); the cursor for
-//!   new packets stays where it is. A packet at the oldest unacknowledged PSN always asks for
+//!   unacknowledged one and the one after the highest cumulative acknowledgement in any case
+//!   (the ACK or an RNR NAK for it may be what was lost); the cursor for new packets stays
+//!   where it is. A packet at the oldest unacknowledged PSN always asks for
 //!   an ACK. After an RNR wait the requester resends from the PSN NAKed (forgetting its
 //!   selective acknowledgement), skipping the PSNs acknowledged selectively.
 //! * READ responses and atomic results are written to local memory as they arrive, in any
@@ -121,15 +124,15 @@
 //!   over a later request's, or a later WRITE's data be read by an earlier READ. So a WRITE
 //!   whose target overlaps the target of an outstanding WRITE, READ or atomic starts only
 //!   once those completed, and so does a READ or atomic whose local buffers overlap those of
-//!   an outstanding READ (or, for a READ, an outstanding atomic's). Targets are compared by
+//!   an outstanding READ or atomic. Targets are compared by
 //!   address, whatever the R_Key. Memory then ends as with go-back-N, with one exception the
 //!   requester cannot see: a SEND whose receive buffer overlaps the target of a WRITE after
 //!   it may be placed after that WRITE.
 //! * **One side only** (ECE prevents it): a responder with selective repeat serves a
 //!   requester without it completely (the selective NAKs are ignored; the requester recovers
-//!   on its timers); a requester with it facing a responder without it fails: its first
-//!   selective-repeat WRITE packet gets a NAK invalid request, and a READ's partial repair
-//!   goes unanswered until its retries run out.
+//!   on its timers); a requester with it facing a responder without it fails with
+//!   `RetryExcErr`: its selective-repeat WRITE packets are dropped as unknown, and a READ's
+//!   partial repair goes unanswered.
 //!
 //! ## UD (unreliable datagram)
 //! [`ud::UdQp`], its own type (a destination per WR, one packet per message, no connection

@@ -139,6 +139,14 @@ impl Qp {
     fn go_back(&mut self, p: u32) {
         if self.cfg.sr {
             self.sr_tx.clear_flag(sr::F_RESENT);
+            // the PSN after the highest cumulative acknowledgement is resent too: if it was
+            // acknowledged selectively, an RNR NAK for it may have been lost
+            if let Some(c) = self.sr_cum {
+                let q = add(c, 1);
+                if let Some(f) = self.sr_tx.get(q) {
+                    self.sr_tx.set(q, f & !sr::F_SACKED);
+                }
+            }
             self.rec_hi = None;
             let hi = self.tx_psn();
             self.sr_recover(hi);
@@ -250,6 +258,13 @@ impl Qp {
         if prog {
             self.progress(now);
         }
+        if let Some((p, st)) = self.sr_fatal {
+            if self.una() == p && self.state != QpState::Err {
+                self.sr_fatal = None;
+                self.fatal(st);
+                return false;
+            }
+        }
         true
     }
 
@@ -329,11 +344,19 @@ impl Qp {
                     if !self.ack_through(sub(p, 1), now, cx) {
                         return;
                     }
-                    self.fatal(match syn {
+                    let st = match syn {
                         SYN_NAK_INV_REQ => WcStatus::RemInvReqErr,
                         SYN_NAK_REM_ACCESS => WcStatus::RemAccessErr,
                         _ => WcStatus::RemOpErr,
-                    });
+                    };
+                    if self.cfg.sr && self.una() != p {
+                        // selective repeat: a READ or atomic before it still waits for its
+                        // answer; the error is the WQE's at `p`, once everything before it
+                        // completed (the timers still run)
+                        self.sr_fatal = Some((p, st));
+                        return;
+                    }
+                    self.fatal(st);
                 }
                 _ => {}
             },

@@ -172,6 +172,9 @@ pub struct Qp {
     /// Selective repeat: the highest cumulative acknowledgement seen while the oldest WQEs
     /// still wait for answers.
     sr_cum: Option<u32>,
+    /// Selective repeat: an error NAK for a PSN behind a READ or atomic still unanswered,
+    /// applied once everything before it completed.
+    sr_fatal: Option<(u32, WcStatus)>,
     // responder
     rq: VecDeque<RecvWr>,
     epsn: u32,
@@ -284,6 +287,7 @@ impl Qp {
             rec_hi: None,
             sr_una_again: false,
             sr_cum: None,
+            sr_fatal: None,
             rq: VecDeque::new(),
             epsn: cfg.rq_psn,
             msn: 0,
@@ -509,6 +513,9 @@ impl Qp {
         }
         if self.cfg.uc {
             self.resp_recv_uc(rec, payload, cx);
+        } else if opcode::is_sr_write(rec.opcode) && !self.cfg.sr {
+            // (a QP without selective repeat takes its opcodes as the engine does: unknown,
+            // dropped)
         } else if is_request(rec.opcode) || opcode::is_sr_write(rec.opcode) {
             self.resp_recv(rec, payload, cx);
         } else {

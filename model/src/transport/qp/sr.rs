@@ -237,6 +237,7 @@ impl Qp {
         self.sr_tx.clear(self.una());
         self.rec_hi = None;
         self.sr_cum = None;
+        self.sr_fatal = None;
         self.sr_una_again = false;
     }
 
@@ -326,9 +327,8 @@ impl Qp {
             // a READ's responses and an atomic's result land in local memory as they arrive
             SendOp::Read { .. } | SendOp::CmpSwap { .. } | SendOp::FetchAdd { .. } => {
                 let mine = local(e);
-                let is_read = matches!(e.wr.op, SendOp::Read { .. });
                 earlier()
-                    .filter(|x| x.wr.op.is_rd_atomic() && (is_read || matches!(x.wr.op, SendOp::Read { .. })))
+                    .filter(|x| x.wr.op.is_rd_atomic())
                     .any(|x| local(x).iter().any(|q| mine.iter().any(|m| overlap(*q, *m))))
             }
             _ => false,
