@@ -369,13 +369,10 @@ impl Qp {
             return self.sr_read_resp(now, rec, payload, cx);
         }
         let q = rec.psn;
-        let found = self.sq.iter().take_while(|e| e.started).find(|e| {
-            matches!(e.wr.op, SendOp::Read { .. }) && {
-                let d = diff(q, e.first_psn);
-                d >= 0 && (d as u32) < e.npkts
-            }
-        });
-        let Some(e) = found else { return };
+        let Some(e) = self.wqe_at(q).map(|i| &self.sq[i]) else { return };
+        if !matches!(e.wr.op, SendOp::Read { .. }) {
+            return;
+        }
         let first = e.first_psn;
         let expected = add(first, e.done);
         let d = diff(q, expected);
@@ -397,23 +394,12 @@ impl Qp {
         if !self.ack_through(sub(first, 1), now, cx) {
             return;
         }
-        let pmtu = self.cfg.pmtu as u64;
         let Some(e) = self.sq.front() else { return };
         if e.first_psn != first || !matches!(e.wr.op, SendOp::Read { .. }) {
             return;
         }
-        let k = diff(q, first) as u64;
-        let off = k * pmtu;
-        let exp_len = e.len.saturating_sub(off).min(pmtu) as usize;
-        let is_last = k + 1 == e.npkts as u64;
-        let Some(info) = opcode::info(rec.opcode) else { return };
-        if info.end != is_last || payload.len() != exp_len || (info.aeth && rec.syndrome >> 5 != 0) {
-            return;
-        }
-        let pd = self.cfg.pd;
-        let ok = check_sgl(&e.wr.sgl, pd, Need::LocalWrite, cx.mrs).is_ok()
-            && scatter(&e.wr.sgl, off, payload, cx.mem);
-        if !ok {
+        let Some(off) = self.read_resp_off(e, rec, payload) else { return };
+        if !self.write_local(0, off, payload, cx) {
             self.fatal(WcStatus::LocProtErr);
             return;
         }
@@ -428,6 +414,34 @@ impl Qp {
             self.pop_success();
         }
         self.progress(now);
+    }
+
+    /// The index of the started send WQE whose PSNs include `q`.
+    pub(super) fn wqe_at(&self, q: u32) -> Option<usize> {
+        self.sq.iter().take_while(|e| e.started).position(|e| {
+            let d = diff(q, e.first_psn);
+            d >= 0 && (d as u32) < e.npkts
+        })
+    }
+
+    /// A READ response to `e` (a READ): its byte offset in the READ when its opcode and length
+    /// fit its position (the end flag on the last packet only, a full PMTU before it, an AETH
+    /// that is an ACK).
+    pub(super) fn read_resp_off(&self, e: &SqEntry, rec: &HdrRecord, payload: &[u8]) -> Option<u64> {
+        let pmtu = self.cfg.pmtu as u64;
+        let k = diff(rec.psn, e.first_psn) as u64;
+        let off = k * pmtu;
+        let exp_len = e.len.saturating_sub(off).min(pmtu) as usize;
+        let is_last = k + 1 == e.npkts as u64;
+        let info = opcode::info(rec.opcode)?;
+        (info.end == is_last && payload.len() == exp_len && !(info.aeth && rec.syndrome >> 5 != 0)).then_some(off)
+    }
+
+    /// Writes `data` at byte offset `off` of the local buffers of the send WQE at `i` (a READ's
+    /// or atomic's), after their local-write check; false if the check or the write fails.
+    pub(super) fn write_local(&self, i: usize, off: u64, data: &[u8], cx: &mut Ctx<'_>) -> bool {
+        let Some(e) = self.sq.get(i) else { return false };
+        check_sgl(&e.wr.sgl, self.cfg.pd, Need::LocalWrite, cx.mrs).is_ok() && scatter(&e.wr.sgl, off, data, cx.mem)
     }
 
     fn on_atomic_ack(&mut self, now: u64, rec: &HdrRecord, cx: &mut Ctx<'_>) {
@@ -450,10 +464,7 @@ impl Qp {
         if !(e.wr.op.is_atomic() && e.first_psn == q) {
             return;
         }
-        let pd = self.cfg.pd;
-        let ok = check_sgl(&e.wr.sgl, pd, Need::LocalWrite, cx.mrs).is_ok()
-            && scatter(&e.wr.sgl, 0, &rec.atomic_orig.to_le_bytes(), cx.mem);
-        if !ok {
+        if !self.write_local(0, 0, &rec.atomic_orig.to_le_bytes(), cx) {
             self.fatal(WcStatus::LocProtErr);
             return;
         }

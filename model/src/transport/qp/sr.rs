@@ -286,10 +286,7 @@ impl Qp {
             return;
         }
         // (a READ's or atomic's PSNs are answered by responses, never placed at the responder)
-        let rd = self.sq.iter().take_while(|x| x.started).any(|x| {
-            let d = diff(s, x.first_psn);
-            x.wr.op.is_rd_atomic() && d >= 0 && (d as u32) < x.npkts
-        });
+        let rd = self.wqe_at(s).is_some_and(|i| self.sq[i].wr.op.is_rd_atomic());
         if rec.syndrome == SYN_SNAK_PLACED && !rd {
             let f = self.sr_tx.get(s).unwrap_or(0);
             self.sr_tx.set(s, f | F_SACKED);
@@ -364,12 +361,7 @@ impl Qp {
                 continue;
             }
             self.sr_una_again = false;
-            let Some(e) = self.sq.iter().take_while(|e| e.started).find(|e| {
-                let d = diff(q, e.first_psn);
-                d >= 0 && (d as u32) < e.npkts
-            }) else {
-                break;
-            };
+            let Some(e) = self.wqe_at(q).map(|i| &self.sq[i]) else { break };
             let k = diff(q, e.first_psn) as u32;
             let (pkt, next) = if matches!(e.wr.op, SendOp::Read { .. }) {
                 // partial only once the responder has executed the READ (a response arrived)
@@ -414,14 +406,7 @@ impl Qp {
     /// order; a response beyond the next one expected starts a recovery.
     pub(super) fn sr_read_resp(&mut self, now: u64, rec: &HdrRecord, payload: &[u8], cx: &mut Ctx<'_>) {
         let q = rec.psn;
-        let find = |this: &Self| {
-            this.sq.iter().take_while(|e| e.started).position(|e| {
-                matches!(e.wr.op, SendOp::Read { .. }) && {
-                    let d = diff(q, e.first_psn);
-                    d >= 0 && (d as u32) < e.npkts
-                }
-            })
-        };
+        let find = |this: &Self| this.wqe_at(q).filter(|&i| matches!(this.sq[i].wr.op, SendOp::Read { .. }));
         let Some(i) = find(self) else { return };
         let first = self.sq[i].first_psn;
         if lt(q, add(first, self.sq[i].done)) || self.sacked(q) {
@@ -434,19 +419,9 @@ impl Qp {
         }
         let Some(i) = find(self) else { return };
         let e = &self.sq[i];
-        let pmtu = self.cfg.pmtu as u64;
-        let k = diff(q, first) as u64;
-        let off = k * pmtu;
-        let exp_len = e.len.saturating_sub(off).min(pmtu) as usize;
-        let is_last = k + 1 == e.npkts as u64;
-        let Some(info) = opcode::info(rec.opcode) else { return };
-        if info.end != is_last || payload.len() != exp_len || (info.aeth && rec.syndrome >> 5 != 0) {
-            return;
-        }
+        let Some(off) = self.read_resp_off(e, rec, payload) else { return };
         let gap = diff(q, add(first, e.done)) > 0;
-        let ok = check_sgl(&e.wr.sgl, self.cfg.pd, Need::LocalWrite, cx.mrs).is_ok()
-            && scatter(&e.wr.sgl, off, payload, cx.mem);
-        if !ok {
+        if !self.write_local(i, off, payload, cx) {
             if i == 0 {
                 self.fatal(WcStatus::LocProtErr);
             }
@@ -481,10 +456,7 @@ impl Qp {
             return;
         }
         let Some(i) = find(self) else { return };
-        let e = &self.sq[i];
-        let ok = check_sgl(&e.wr.sgl, self.cfg.pd, Need::LocalWrite, cx.mrs).is_ok()
-            && scatter(&e.wr.sgl, 0, &rec.atomic_orig.to_le_bytes(), cx.mem);
-        if !ok {
+        if !self.write_local(i, 0, &rec.atomic_orig.to_le_bytes(), cx) {
             if i == 0 {
                 self.fatal(WcStatus::LocProtErr);
             }
