@@ -497,3 +497,127 @@ fn an_error_behind_an_unanswered_read_waits_for_it() {
     assert_eq!(t.done(), vec![(1, WcStatus::Success), (2, WcStatus::RemAccessErr)]);
     assert_eq!(t.a().mem.read(BASE, 512), data);
 }
+
+/// The oldest unacknowledged PSN is resent on a timer even when it was acknowledged
+/// selectively: here the WRITE overtook the READ before it, was placed and reported, and the
+/// cumulative ACK for it was lost; once the READ completes the WRITE is the oldest, and only
+/// its resend (asking for an ACK) gets that ACK again.
+#[test]
+fn a_lost_ack_for_a_packet_acknowledged_selectively_is_asked_for_again() {
+    let mut t = setup(1024, true, true);
+    let data = pattern(11, 256);
+    t.b().mem.write(BASE + 0x100_0000, &data);
+    t.read(1, BASE, BASE + 0x100_0000, 256);
+    t.write(2, BASE + 0x1000, BASE + 0x200_0000, 64);
+    let out = t.sim.nodes[0].poll_tx(0);
+    assert_eq!(out.iter().map(|(r, _)| r.opcode).collect::<Vec<_>>(), vec![0x0C, 0x0A]);
+    // the WRITE first, then the READ
+    for (r, p) in out.iter().rev() {
+        t.sim.nodes[1].receive(1_000, r, p);
+    }
+    let back = t.sim.nodes[1].poll_tx(1_000);
+    let mut lost = 0;
+    for (r, p) in &back {
+        if r.opcode == 0x11 && r.syndrome == 0x1F && r.psn == psn(1) {
+            lost += 1;
+            continue;
+        }
+        t.sim.nodes[0].receive(2_000, r, p);
+    }
+    assert_eq!(lost, 1, "{:?}", back.iter().map(|(r, _)| (r.opcode, r.syndrome, r.psn)).collect::<Vec<_>>());
+    assert_eq!(t.done(), vec![(1, WcStatus::Success)]);
+    let sent = pump(&mut t, |_, _| false);
+    assert_eq!(t.done(), vec![(2, WcStatus::Success)]);
+    assert_eq!(sent[0].iter().map(|r| (r.opcode, r.psn, r.ackreq)).collect::<Vec<_>>(), vec![(0x0A, psn(1), true)]);
+    let a = *t.sim.nodes[0].qp(QA).unwrap().stats();
+    assert_eq!(a.retries, 0, "an early retransmission, no retry: {a:?}");
+}
+
+/// A selective NAK that reports a READ's response PSN as placed (a peer's error: the
+/// responder never places responses) is not taken as that response: the READ completes only
+/// once every response is written, here after the missing one is asked for again.
+#[test]
+fn a_placed_report_for_a_read_response_psn_is_ignored() {
+    let mut t = setup(1024, true, true);
+    let data = pattern(12, 4 << 10);
+    t.b().mem.write(BASE + 0x100_0000, &data);
+    t.read(1, BASE, BASE + 0x100_0000, 4 << 10);
+    let req = t.sim.nodes[0].poll_tx(0);
+    t.sim.nodes[1].receive(1_000, &req[0].0, &req[0].1);
+    let resp = t.sim.nodes[1].poll_tx(1_000);
+    assert_eq!(resp.len(), 4);
+    // a forged report: PSN 2 "placed"
+    let mut forged = resp[3].0.clone();
+    forged.opcode = 0x11;
+    forged.psn = psn(0);
+    forged.syndrome = SYN_SNAK_PLACED;
+    forged.msn = psn(2);
+    forged.payload_len = 0;
+    t.sim.nodes[0].receive(2_000, &forged, &[]);
+    for (k, (r, p)) in resp.iter().enumerate() {
+        if k != 2 {
+            t.sim.nodes[0].receive(2_000, r, p);
+        }
+    }
+    assert!(t.done().is_empty(), "not complete without response 2");
+    pump(&mut t, |_, _| false);
+    assert_eq!(t.done(), vec![(1, WcStatus::Success)]);
+    assert_eq!(t.a().mem.read(BASE, 4 << 10), data);
+}
+
+/// A timer resends the PSN after the highest cumulative ACK even when it was acknowledged
+/// selectively: a WRITE with immediate placed out of order, then refused in order for want of
+/// a receive WQE, with its RNR NAK lost while a READ before it is still unanswered. The first
+/// timer resends both the READ and the WRITE with immediate (not the READ alone, leaving the
+/// other for a second timer).
+#[test]
+fn a_timer_resends_the_psn_after_the_cumulative_ack() {
+    let mut t = setup(1024, true, true);
+    let kb = t.kb;
+    t.b().mem.write(BASE + 0x100_0000, &pattern(13, 256));
+    t.read(1, BASE, BASE + 0x100_0000, 256);
+    t.write(2, BASE + 0x1000, BASE + 0x200_0000, 64);
+    t.a()
+        .post_send(QA, SendWr::new(3, SendOp::WriteImm { remote_addr: BASE + 0x200_1000, rkey: kb, imm: 5 }, vec![sa(BASE + 0x2000, 64)]))
+        .unwrap();
+    let out = t.sim.nodes[0].poll_tx(0);
+    assert_eq!(out.len(), 3);
+    // the WRITE with immediate first (placed, reported), then the READ and the WRITE in order
+    for k in [2usize, 0, 1] {
+        t.sim.nodes[1].receive(1_000, &out[k].0, &out[k].1);
+    }
+    let back = t.sim.nodes[1].poll_tx(1_000);
+    for (r, p) in &back {
+        let rnr = r.opcode == 0x11 && r.syndrome >> 5 == 1;
+        if rnr || r.opcode == 0x10 {
+            continue; // the RNR NAK and the READ's response are lost
+        }
+        t.sim.nodes[0].receive(2_000, r, p);
+    }
+    assert!(back.iter().any(|(r, _)| r.opcode == 0x11 && r.syndrome >> 5 == 1), "an RNR NAK was sent");
+    // the receive is posted now; the first timer must resend the READ and the WRITE with immediate
+    t.b().post_recv(QB, RecvWr { wr_id: 9, sgl: vec![] }).unwrap();
+    let due = t.a().next_deadline().unwrap();
+    t.a().tick(due);
+    let again: Vec<u32> = t.sim.nodes[0].poll_tx(due).iter().map(|(r, _)| r.psn).collect();
+    assert_eq!(again, vec![psn(0), psn(2)]);
+    pump(&mut t, |_, _| false);
+    assert_eq!(t.done(), vec![(1, WcStatus::Success), (2, WcStatus::Success), (3, WcStatus::Success)]);
+}
+
+/// After a timer the window shrinks as with go-back-N, and the recovery's resends stay
+/// within it: of a 40-packet WRITE lost whole, the timer resends the first `WIN_MIN` packets,
+/// and the rest follow as ACKs widen the window.
+#[test]
+fn resends_after_a_timer_stay_within_the_window() {
+    let mut t = setup(1024, true, true);
+    t.write(1, BASE, BASE + 0x100_0000, 40 << 10);
+    assert_eq!(t.sim.nodes[0].poll_tx(0).len(), 40, "all lost");
+    let due = t.a().next_deadline().unwrap();
+    t.a().tick(due);
+    let again = t.sim.nodes[0].poll_tx(due);
+    assert_eq!(again.len(), WIN_MIN as usize);
+    assert_eq!(again[0].0.psn, psn(0));
+    pump(&mut t, |_, _| false);
+    assert_eq!(t.done(), vec![(1, WcStatus::Success)]);
+}

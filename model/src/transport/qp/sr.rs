@@ -360,8 +360,14 @@ impl Qp {
                 q = add(q, 1);
                 continue;
             }
-            self.sr_una_again = false;
             let Some(e) = self.wqe_at(q).map(|i| &self.sq[i]) else { break };
+            // a request packet the kept cumulative ACK covers arrived (a READ's or atomic's
+            // answer may still be missing)
+            if !again && !e.wr.op.is_rd_atomic() && self.sr_cum.is_some_and(|c| le(q, c)) {
+                q = add(q, 1);
+                continue;
+            }
+            self.sr_una_again = false;
             let k = diff(q, e.first_psn) as u32;
             let (pkt, next) = if matches!(e.wr.op, SendOp::Read { .. }) {
                 // partial only once the responder has executed the READ (a response arrived)
