@@ -113,8 +113,8 @@
 //!   rules as go-back-N, the window shrinking the same way) starts a recovery over everything
 //!   sent: each PSN not acknowledged selectively is resent once, and the oldest
 //!   unacknowledged one and the one after the highest cumulative acknowledgement in any case
-//!   (the ACK or an RNR NAK for it may be what was lost); the cursor for new packets stays
-//!   where it is. A packet at the oldest unacknowledged PSN always asks for
+//!   (the ACK or an RNR NAK for it may be what was lost), but no request packet the kept
+//!   cumulative acknowledgement covers; the cursor for new packets stays where it is. A packet at the oldest unacknowledged PSN always asks for
 //!   an ACK. After an RNR wait the requester resends from the PSN NAKed (forgetting its
 //!   selective acknowledgement), skipping the PSNs acknowledged selectively.
 //! * READ responses and atomic results are written to local memory as they arrive, in any
